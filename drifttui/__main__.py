@@ -1,0 +1,5 @@
+import sys
+
+from drifttui.cli import main
+
+sys.exit(main())

@@ -1,0 +1,179 @@
+"""PyTorch side: hooks on every module, call order, repeated calls, flattened outputs.
+
+Outputs are handed to a sink *inside* the forward hook, before any later in-place op
+(``ReLU(inplace=True)``, ``out += identity``) can mutate them; a sink that keeps a
+tensor must ``clone()`` it there and then (``TensorStore`` does).
+"""
+from __future__ import annotations
+
+import contextlib
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Optional
+
+import torch
+from torch.utils._pytree import tree_leaves
+
+
+@dataclass
+class TensorRef:
+    shape: tuple[int, ...]
+    dtype: str
+    producer: Optional[tuple[int, int]] = None   # (call index, output position) that made it
+
+
+@dataclass
+class Call:
+    index: int
+    module: str
+    cls: str
+    call: int
+    depth: int
+    parent: Optional[int]
+    inputs: list[TensorRef] = field(default_factory=list)
+    outputs: list[TensorRef] = field(default_factory=list)
+    params: list[tuple[str, str, tuple[int, ...], str]] = field(default_factory=list)  # (name, kind, shape, dtype)
+    end_order: int = -1     # order in which the call finished
+
+
+def tensors_of(obj: Any) -> list[torch.Tensor]:
+    return [t for t in tree_leaves(obj) if isinstance(t, torch.Tensor)]
+
+
+def hookable(model: Any) -> tuple[bool, str]:
+    if isinstance(model, torch.jit.ScriptModule):
+        return False, "the model is TorchScript: forward hooks cannot be attached to scripted modules"
+    if not isinstance(model, torch.nn.Module):
+        return False, f"the model is a {type(model).__name__}, not an nn.Module"
+    return True, ""
+
+
+class Sink:
+    """Receives module inputs/outputs during a forward pass. Override what you need."""
+
+    def on_input(self, call: int, tensors: list[torch.Tensor]) -> None:  # pragma: no cover - default
+        pass
+
+    def on_output(self, call: int, tensors: list[torch.Tensor]) -> None:  # pragma: no cover - default
+        pass
+
+
+class Hooks:
+    """Installs pre/post forward hooks on every module and routes them to a sink."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.model = model
+        self.names = {id(m): n for n, m in model.named_modules(remove_duplicate=False)}
+        self.sink: Optional[Sink] = None
+        self.calls: list[Call] = []
+        self.tracing = False
+        self.expected: list[tuple[str, int]] = []
+        self.deviations = 0
+        self._stack: list[int] = []
+        self._counts: dict[str, int] = {}
+        self._ids: dict[int, tuple[weakref.ref, tuple[int, int]]] = {}
+        self._ended = 0
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator["Hooks"]:
+        handles = []
+        seen: set[int] = set()
+        for name, mod in self.model.named_modules():
+            if id(mod) in seen:
+                continue
+            seen.add(id(mod))
+            handles.append(mod.register_forward_pre_hook(self._pre(name), with_kwargs=True))
+            handles.append(mod.register_forward_hook(self._post(name), with_kwargs=True, always_call=False))
+        try:
+            yield self
+        finally:
+            for h in handles:
+                h.remove()
+
+    def begin(self, sink: Optional[Sink], tracing: bool = False) -> None:
+        self.sink = sink
+        self.tracing = tracing
+        self._stack.clear()
+        self._counts.clear()
+        self._ids.clear()
+        self._ended = 0
+        self._next = 0
+        if tracing:
+            self.calls = []
+
+    # -- hooks --------------------------------------------------------------------
+    def _pre(self, name: str) -> Callable[..., None]:
+        def hook(module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
+            k = self._counts.get(name, 0)
+            self._counts[name] = k + 1
+            idx = self._next
+            self._next += 1
+            if self.tracing:
+                parent = self._stack[-1] if self._stack else None
+                call = Call(idx, name, type(module).__name__, k, len(self._stack), parent)
+                for t in tensors_of((args, kwargs)):
+                    call.inputs.append(TensorRef(tuple(t.shape), str(t.dtype).replace("torch.", ""),
+                                                 self._producer(t)))
+                for pn, p in module.named_parameters(recurse=False):
+                    call.params.append((f"{name}.{pn}" if name else pn, "parameter", tuple(p.shape),
+                                        str(p.dtype).replace("torch.", "")))
+                for bn, b in module.named_buffers(recurse=False):
+                    call.params.append((f"{name}.{bn}" if name else bn, "buffer", tuple(b.shape),
+                                        str(b.dtype).replace("torch.", "")))
+                self.calls.append(call)
+            elif idx >= len(self.calls) or self.calls[idx].module != name:
+                self.deviations += 1
+            self._stack.append(idx)
+            if self.sink is not None and idx < len(self.calls) and self.calls[idx].module == name:
+                self.sink.on_input(idx, tensors_of((args, kwargs)))
+
+        return hook
+
+    def _post(self, name: str) -> Callable[..., None]:
+        def hook(module: torch.nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
+            idx = self._stack.pop() if self._stack else -1
+            outs = tensors_of(output)
+            if self.tracing and idx >= 0:
+                call = self.calls[idx]
+                call.outputs = [TensorRef(tuple(t.shape), str(t.dtype).replace("torch.", "")) for t in outs]
+                call.end_order = self._ended
+                for pos, t in enumerate(outs):
+                    self._ids[id(t)] = (weakref.ref(t), (idx, pos))
+            self._ended += 1
+            if self.sink is not None and 0 <= idx < len(self.calls) and self.calls[idx].module == name:
+                self.sink.on_output(idx, outs)
+
+        return hook
+
+    def _producer(self, t: torch.Tensor) -> Optional[tuple[int, int]]:
+        entry = self._ids.get(id(t))
+        if entry is None:
+            return None
+        ref, where = entry
+        return where if ref() is t else None
+
+
+def run_model(model: Any, args: tuple, kwargs: dict) -> list[torch.Tensor]:
+    with torch.inference_mode():
+        out = model(*args, **kwargs)
+    return tensors_of(out)
+
+
+class TensorStore(Sink):
+    """Clones the tensors it is asked to keep, at hook time (before in-place ops)."""
+
+    def __init__(self, want_out: dict[int, list[int]], want_in: dict[int, list[int]]) -> None:
+        self.want_out = want_out
+        self.want_in = want_in
+        self.out: dict[tuple[int, int], torch.Tensor] = {}
+        self.inp: dict[tuple[int, int], torch.Tensor] = {}
+
+    def on_input(self, call: int, tensors: list[torch.Tensor]) -> None:
+        for pos in self.want_in.get(call, ()):
+            if pos < len(tensors):
+                self.inp[(call, pos)] = tensors[pos].detach().clone()
+
+    def on_output(self, call: int, tensors: list[torch.Tensor]) -> None:
+        for pos in self.want_out.get(call, ()):
+            if pos < len(tensors):
+                self.out[(call, pos)] = tensors[pos].detach().clone()

@@ -1,0 +1,78 @@
+"""Per-layer details for the report and the inspector: ONNX nodes, initializers, torch params."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from drifttui.core.capture_torch import Call
+from drifttui.core.graph import GraphIndex, attribute_values, elem_type_name, tensor_array
+from drifttui.core.mapping import Plan
+from drifttui.core.result import InitializerInfo, NodeInfo
+
+MAX_NODES_PER_LAYER = 64
+
+
+def _torch_params(model: Any) -> dict[str, np.ndarray]:
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        return {}
+    out = {}
+    for name, t in list(model.named_parameters()) + list(model.named_buffers()):
+        if t.is_floating_point():
+            out[name] = t.detach().float().cpu().numpy()
+    return out
+
+
+def layer_details(index: GraphIndex, plan: Plan, calls: list[Call], model: Any):
+    """-> (details {call: (nodes, initializers)}, op_types {call: [...]}, node_names {call: [...]})."""
+    params = _torch_params(model)
+    init_cache: dict[str, InitializerInfo] = {}
+    details: dict[int, tuple[list[NodeInfo], list[InitializerInfo]]] = {}
+    op_types: dict[int, list[str]] = {}
+    node_names: dict[int, list[str]] = {}
+    for cm in plan.calls:
+        call = calls[cm.call]
+        op_types[cm.call] = list(dict.fromkeys(index.nodes[n].op_type for n in cm.nodes
+                                               if index.nodes[n].op_type != "Constant"))
+        own = [n for n in cm.own if index.nodes[n].op_type != "Constant"]
+        node_names[cm.call] = [index.nodes[n].name for n in own]
+        nodes: list[NodeInfo] = []
+        inits: list[InitializerInfo] = []
+        seen: set[str] = set()
+        call_params = {p[0]: p for p in call.params}
+        for n in own[:MAX_NODES_PER_LAYER]:
+            node = index.nodes[n]
+            shapes = {v: index.shapes[v] for v in node.inputs + node.outputs if v in index.shapes}
+            nodes.append(NodeInfo(node.name, node.op_type, node.domain, attribute_values(node.proto),
+                                  list(node.inputs), list(node.outputs), shapes))
+            for v in node.inputs:
+                if v in index.initializers and v not in seen:
+                    seen.add(v)
+                    if v not in init_cache:
+                        init_cache[v] = _init_info(index, v, params, call_params)
+                    inits.append(init_cache[v])
+        details[cm.call] = (nodes, inits)
+    return details, op_types, node_names
+
+
+def _init_info(index: GraphIndex, name: str, params: dict[str, np.ndarray],
+               call_params: dict[str, Any]) -> InitializerInfo:
+    t = index.initializers[name]
+    arr = tensor_array(index, name)
+    dtype = elem_type_name(t.data_type)
+    if arr is None or arr.size == 0:
+        return InitializerInfo(name, dtype, list(t.dims), 0.0, 0.0, 0.0, 0.0)
+    a = arr.astype(np.float64) if arr.dtype.kind in "fiub" else np.zeros(1)
+    torch_name = name if name in params else None
+    if torch_name is None:
+        # anonymous (folded) initializer: match by shape within the module's own parameters
+        same = [p for p, info in call_params.items() if tuple(info[2]) == tuple(arr.shape) and p in params]
+        if len(same) == 1:
+            torch_name = same[0]
+    diff = None
+    if torch_name is not None and params[torch_name].shape == arr.shape:
+        diff = float(np.max(np.abs(params[torch_name].astype(np.float64) - a))) if a.size else 0.0
+    return InitializerInfo(name, dtype, list(t.dims), float(a.min()), float(a.max()), float(a.mean()),
+                           float(a.std()), torch_name, diff)

@@ -1,0 +1,107 @@
+"""The local-error graph: every module's own ONNX nodes fed from the PyTorch side.
+
+A copy of the graph in which each edge that crosses from one module call's own nodes to
+another's, and whose value has a PyTorch counterpart, is cut and turned into a graph
+input (``feed::v``).  One ONNX Runtime run of this graph then gives, for every mapped
+value, what ONNX computes from *correct* (PyTorch) inputs: the module's own error,
+untouched by upstream drift.  Cost: about one extra run of the model.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from drifttui.core.capture_torch import Call
+from drifttui.core.graph import GraphIndex
+from drifttui.core.mapping import Plan
+
+_TORCH_TO_ONNX = {
+    "float32": 1, "uint8": 2, "int8": 3, "int16": 5, "int32": 6, "int64": 7, "bool": 9,
+    "float16": 10, "float64": 11, "bfloat16": 16,
+}
+
+
+@dataclass
+class LocalGraph:
+    model: Any
+    feeds: dict[str, str]          # graph input name -> original value (torch table key)
+    outputs: dict[str, str]        # graph output name -> original value
+    attribution: dict[str, int]    # original value -> call whose own error it measures
+    first_node: dict[str, int]     # original value -> index of the node producing it
+
+
+def _ref_of(plan: Plan, calls: list[Call], value: str, model_inputs: list[Any]) -> Optional[Any]:
+    kind, ci, pos = plan.table[value]
+    if kind == "graph_in":
+        return model_inputs[pos] if pos < len(model_inputs) else None
+    call = calls[ci]
+    refs = call.outputs if kind == "out" else call.inputs
+    return refs[pos] if pos < len(refs) else None
+
+
+def build_local_graph(index: GraphIndex, plan: Plan, calls: list[Call],
+                      model_inputs: list[Any]) -> Optional[LocalGraph]:
+    """``model_inputs``: TensorRef-like objects (shape, dtype) of the flattened model inputs."""
+    import onnx
+
+    if not plan.localized:
+        return None
+    if any(a.HasField("g") or len(a.graphs) for n in index.nodes for a in n.proto.attribute):
+        return None   # control flow: renaming outer-scope references inside subgraphs is not supported
+    table = plan.table
+    node_call = plan.node_call
+    feeds: dict[str, str] = {}
+    new_nodes = []
+    for node in index.nodes:
+        group = node_call[node.index]
+        proto = onnx.NodeProto()
+        proto.CopyFrom(node.proto)
+        del proto.input[:]
+        for v in node.inputs:
+            if not v or v in index.initializers:
+                proto.input.append(v)
+                continue
+            p = index.producer.get(v)
+            cut = v in table and (p is None or node_call[p] != group or table[v][0] == "graph_in")
+            if cut:
+                feeds[f"feed::{v}"] = v
+                proto.input.append(f"feed::{v}")
+            elif p is None:
+                # a graph input without a torch counterpart
+                feeds[f"feed::{v}"] = v
+                proto.input.append(f"feed::{v}")
+            else:
+                proto.input.append(f"local::{v}")
+        del proto.output[:]
+        proto.output.extend(f"local::{o}" if o else "" for o in node.outputs)
+        new_nodes.append(proto)
+
+    outputs: dict[str, str] = {}
+    attribution: dict[str, int] = {}
+    first_node: dict[str, int] = {}
+    for v, (kind, ci, _pos) in table.items():
+        p = index.producer.get(v)
+        if p is None or kind == "graph_in":
+            continue
+        outputs[f"local::{v}"] = v
+        owner = ci if kind == "out" else node_call[p]
+        if owner is None:
+            continue
+        attribution[v] = owner
+        first_node[v] = p
+
+    g = onnx.helper.make_graph(new_nodes, "drifttui_local", [], [], list(index.model.graph.initializer))
+    for name, v in feeds.items():
+        ref = _ref_of(plan, calls, v, model_inputs) if v in table else None
+        if ref is None:
+            return None
+        elem = _TORCH_TO_ONNX.get(ref.dtype)
+        if elem is None:
+            return None
+        g.input.append(onnx.helper.make_tensor_value_info(name, elem, list(ref.shape)))
+    for name in outputs:
+        g.output.append(onnx.ValueInfoProto(name=name))
+    model = onnx.helper.make_model(g, opset_imports=list(index.model.opset_import),
+                                   ir_version=index.model.ir_version)
+    model.functions.extend(index.model.functions)
+    return LocalGraph(model, feeds, outputs, attribution, first_node)

@@ -1,0 +1,360 @@
+"""Pair each PyTorch module call with the ONNX value(s) that carry its output.
+
+By scope *boundary*, never by value name: a call's outputs are values produced inside its
+scope and consumed outside it.  Modules without ONNX nodes are reported ``fused`` (their
+parameters were folded into a neighbour) or ``not_exported``; nothing is compared against
+a value it does not own.  See docs/how-it-works.md.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from drifttui.core.capture_torch import Call
+from drifttui.core.graph import DYNAMO, TORCHSCRIPT, GraphIndex
+from drifttui.core.result import FUSED, NOT_EXPORTED, OK, UNMAPPED
+
+_SUFFIX = re.compile(r"^(.*)_(\d+)$")
+_NP_FLOAT = {1, 10, 11, 16}   # float, float16, double, bfloat16
+
+
+@dataclass
+class CallMap:
+    call: int
+    nodes: list[int] = field(default_factory=list)          # every node inside the call's scope
+    own: list[int] = field(default_factory=list)            # nodes whose deepest scope is this call
+    outputs: dict[int, str] = field(default_factory=dict)   # torch output position -> ONNX value
+    inputs: dict[int, str] = field(default_factory=dict)    # torch input position -> ONNX value
+    status: str = OK
+    note: str = ""
+
+
+@dataclass
+class Plan:
+    calls: list[CallMap]
+    node_call: list[Optional[int]]        # deepest call of each node
+    table: dict[str, tuple[str, int, int]]  # ONNX value -> ("out"|"in", call, position)
+    localized: bool
+    reason: str = ""
+
+    def value_owner(self, value: str) -> Optional[int]:
+        entry = self.table.get(value)
+        return entry[1] if entry else None
+
+
+def _resolve_torchscript(segments: list[str], children: dict[str, list[str]]) -> list[tuple[str, str]]:
+    """Raw TorchScript path segments -> [(qualified module, instance key)]."""
+    chain: list[tuple[str, str]] = []
+    cur = ""
+    raw = ""
+    for seg in segments:
+        raw = f"{raw}/{seg}"
+        found = _child(cur, seg, children)
+        if found is None:
+            m = _SUFFIX.match(seg)
+            if m:
+                found = _child(cur, m.group(1), children)
+        if found is None:
+            break
+        cur = found
+        chain.append((cur, raw))
+    return chain
+
+
+def _child(cur: str, seg: str, children: dict[str, list[str]]) -> Optional[str]:
+    """The module below ``cur`` that TorchScript names ``seg``: a child, or a deeper module when
+    the containers between were never called (ModuleList, ModuleDict)."""
+    stack = list(children.get(cur, ()))
+    best: Optional[str] = None
+    while stack:
+        c = stack.pop()
+        if c == seg or c.endswith("." + seg):
+            if best is None or c.count(".") < best.count("."):
+                best = c
+        stack.extend(children.get(c, ()))
+    return best
+
+
+def _shape_ok(onnx_shape: Optional[list], torch_shape: tuple[int, ...]) -> bool:
+    if onnx_shape is None:
+        return True
+    if len(onnx_shape) != len(torch_shape):
+        return False
+    return all(not isinstance(a, int) or a == b for a, b in zip(onnx_shape, torch_shape))
+
+
+def _dtype_ok(elem: Optional[int], torch_dtype: str) -> bool:
+    if elem is None or elem == 0:
+        return True
+    is_float = torch_dtype.startswith(("float", "bfloat", "half", "double"))
+    return (elem in _NP_FLOAT) == is_float
+
+
+def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
+               module_has_params: dict[str, bool]) -> Plan:
+    if not calls:
+        return Plan([], [None] * len(index.nodes), {}, False, "no module calls were recorded")
+    maps = [CallMap(c.index) for c in calls]
+    if index.flavour not in (DYNAMO, TORCHSCRIPT) or not index.has_scopes:
+        why = ("the ONNX file carries no module scopes (neither torch dynamo metadata nor "
+               "TorchScript node paths), so values cannot be tied to modules")
+        plan = Plan(maps, [None] * len(index.nodes), {}, False, why)
+        _map_root_only(index, calls, plan)
+        return plan
+
+    children: dict[str, list[str]] = {}
+    known = set(module_names)
+    for name in module_names:
+        if name:
+            parent = name.rsplit(".", 1)[0] if "." in name else ""
+            # the parent may be a non-module attribute path; walk up to a known module
+            while parent and parent not in known:
+                parent = parent.rsplit(".", 1)[0] if "." in parent else ""
+            children.setdefault(parent, []).append(name)
+
+    # 1. each node's chain of (module, instance key)
+    chains: list[list[tuple[str, str]]] = []
+    for node in index.nodes:
+        scope = node.scope or []
+        if index.flavour == TORCHSCRIPT:
+            chain = _resolve_torchscript(scope, children)
+        else:
+            chain = [(s, "") for s in scope if s in known]
+        chains.append([("", "")] + chain)
+
+    if index.flavour == DYNAMO:
+        _instances_by_runs(index, chains)
+
+    # 2. instance keys -> torch calls, per module
+    calls_of: dict[str, list[int]] = {}
+    for c in calls:
+        calls_of.setdefault(c.module, []).append(c.index)
+    instances: dict[str, list[str]] = {}
+    for ch in chains:
+        for mod, key in ch:
+            lst = instances.setdefault(mod, [])
+            if key not in lst:
+                lst.append(key)
+    key_to_call: dict[tuple[str, str], int] = {}
+    for mod, keys in instances.items():
+        torch_calls = calls_of.get(mod, [])
+        if not torch_calls:
+            continue
+        if len(keys) == len(torch_calls):
+            for key, ci in zip(keys, torch_calls):
+                key_to_call[(mod, key)] = ci
+        elif len(keys) < len(torch_calls) and index.flavour == DYNAMO and (
+                split := _split_repeats(index, chains, mod, keys, len(torch_calls))) is not None:
+            for key, ci in zip(split, torch_calls):
+                key_to_call[(mod, key)] = ci
+        elif len(torch_calls) == 1:
+            for key in keys:
+                key_to_call[(mod, key)] = torch_calls[0]
+        else:
+            for ci in torch_calls:
+                maps[ci].status = UNMAPPED
+                maps[ci].note = (f"called {len(torch_calls)} times in PyTorch but {len(keys)} separate "
+                                 "node groups carry its scope in ONNX; the calls cannot be told apart")
+
+    node_call: list[Optional[int]] = []
+    for ni, ch in enumerate(chains):
+        deepest: Optional[int] = None
+        for mod, key in ch:
+            ci = key_to_call.get((mod, key))
+            if ci is not None:
+                maps[ci].nodes.append(ni)
+                deepest = ci
+        node_call.append(deepest)
+        if deepest is not None:
+            maps[deepest].own.append(ni)
+
+    plan = Plan(maps, node_call, {}, True)
+    _pair_outputs(index, calls, plan)
+    _fix_torchscript_folding(index, calls, plan, module_has_params)
+    _classify_empty(index, calls, plan, module_has_params)
+    _pair_inputs(index, calls, plan)
+    return plan
+
+
+def _instances_by_runs(index: GraphIndex, chains: list[list[tuple[str, str]]]) -> None:
+    """Dynamo scopes do not number repeated calls: a module's nodes form one contiguous run per call.
+
+    Constant nodes never break a run. A run that holds several back-to-back calls of the same
+    module (``act(act(x))``) is split later, by its repeating op-type pattern.
+    """
+    last_seen: dict[str, int] = {}
+    run_id: dict[str, int] = {}
+    prev_real: Optional[int] = None
+    for ni, ch in enumerate(chains):
+        constant = index.nodes[ni].op_type == "Constant"
+        for pos, (mod, _) in enumerate(ch):
+            if mod == "":
+                continue
+            if not constant and last_seen.get(mod, -2) != prev_real:
+                run_id[mod] = run_id.get(mod, -1) + 1
+            if not constant:
+                last_seen[mod] = ni
+            ch[pos] = (mod, str(run_id.get(mod, 0)))
+        if not constant:
+            prev_real = ni
+
+
+def _split_repeats(index: GraphIndex, chains: list[list[tuple[str, str]]], mod: str,
+                   keys: list[str], wanted: int) -> Optional[list[str]]:
+    """Split runs made of back-to-back calls by their repeating op pattern; None if impossible."""
+    runs: dict[str, list[int]] = {}
+    for ni, ch in enumerate(chains):
+        for m, key in ch:
+            if m == mod and index.nodes[ni].op_type != "Constant":
+                runs.setdefault(key, []).append(ni)
+    parts: list[tuple[str, int, int]] = []   # (key, repeat count, period)
+    for key in keys:
+        ops = [index.nodes[ni].op_type for ni in runs.get(key, [])]
+        n = len(ops)
+        period = next((p for p in range(1, n + 1) if n % p == 0 and ops == ops[:p] * (n // p)), n)
+        parts.append((key, max(n // max(period, 1), 1), period))
+    if sum(r for _, r, _ in parts) != wanted:
+        return None
+    new_keys: list[str] = []
+    for key, reps, period in parts:
+        nodes = runs.get(key, [])
+        for j in range(reps):
+            new_keys.append(f"{key}.{j}")
+        for k, ni in enumerate(nodes):
+            part = min(k // period, reps - 1)
+            chains[ni] = [(m, f"{kk}.{part}" if m == mod and kk == key else kk) for m, kk in chains[ni]]
+        # Constant nodes of the run go with the first part
+        for ni, ch in enumerate(chains):
+            chains[ni] = [(m, f"{kk}.0" if m == mod and kk == key else kk) for m, kk in ch]
+    return new_keys
+
+
+def _boundary_outputs(index: GraphIndex, nodes: set[int]) -> list[str]:
+    outs: list[str] = []
+    for ni in sorted(nodes):
+        for v in index.nodes[ni].outputs:
+            if not v:
+                continue
+            if v in index.graph_outputs or any(c not in nodes for c in index.consumers.get(v, [])):
+                outs.append(v)
+    return outs
+
+
+def _pair_outputs(index: GraphIndex, calls: list[Call], plan: Plan) -> None:
+    for cm in plan.calls:
+        call = calls[cm.call]
+        if cm.status == UNMAPPED:
+            continue
+        if call.parent is None:
+            # the root: model outputs are the graph outputs, in order
+            for pos, ref in enumerate(call.outputs):
+                if pos < len(index.graph_outputs):
+                    cm.outputs[pos] = index.graph_outputs[pos]
+            continue
+        if not cm.nodes:
+            continue
+        cands = [v for v in _boundary_outputs(index, set(cm.nodes)) if v not in index.constant_values]
+        used: set[str] = set()
+        for pos, ref in enumerate(call.outputs):
+            ok = [v for v in cands if v not in used and _shape_ok(index.shapes.get(v), ref.shape)
+                  and _dtype_ok(index.elem_types.get(v), ref.dtype)]
+            if not ok:
+                continue
+            # several fit: with one output the module's result is computed last;
+            # with several, pair them in production order
+            v = ok[-1] if len(call.outputs) == 1 else ok[0]
+            cm.outputs[pos] = v
+            used.add(v)
+        if call.outputs and not cm.outputs:
+            cm.status = UNMAPPED
+            cm.note = "it has ONNX nodes, but none of their outputs matches the module's output shape/dtype"
+
+
+def _fix_torchscript_folding(index: GraphIndex, calls: list[Call], plan: Plan,
+                             has_params: dict[str, bool]) -> None:
+    """TorchScript folds BatchNorm into Conv and keeps the *Conv's* name: its value is the BN's."""
+    for cm in plan.calls:
+        call = calls[cm.call]
+        if cm.nodes or not has_params.get(call.module) or not call.inputs:
+            continue
+        prod = call.inputs[0].producer
+        if prod is None:
+            continue
+        src = plan.calls[prod[0]]
+        src_call = calls[prod[0]]
+        if not src.outputs or src_call.outputs[0].shape != call.outputs[0].shape if call.outputs else True:
+            continue
+        own_params = {p[0] for p in src_call.params if p[1] == "parameter"}
+        used_inits = {i for ni in src.nodes for i in index.nodes[ni].inputs if i in index.initializers}
+        if own_params and not (own_params & used_inits):
+            cm.outputs = dict(src.outputs)
+            src.outputs = {}
+            src.status = FUSED
+            src.note = f"folded into {call.module or '<root>'}: the ONNX node named after it computes both"
+            cm.note = f"its ONNX value comes from the node named after {src_call.module} (folded together)"
+
+
+def _classify_empty(index: GraphIndex, calls: list[Call], plan: Plan, has_params: dict[str, bool]) -> None:
+    for cm in plan.calls:
+        call = calls[cm.call]
+        if cm.status != OK or cm.outputs:
+            continue
+        if cm.nodes:
+            cm.status = UNMAPPED
+            cm.note = cm.note or "its output is not produced inside its scope"
+            continue
+        if has_params.get(call.module):
+            params = {p[0] for p in call.params}
+            users = sorted({calls[ci].module or "<root>" for ni, ci in enumerate(plan.node_call)
+                            if ci is not None and set(index.nodes[ni].inputs) & params})
+            cm.status = FUSED
+            where = f" (its weights are used by {', '.join(users[:3])})" if users else ""
+            cm.note = cm.note or ("no ONNX node of its own: its parameters were folded into a "
+                                  f"neighbouring node, e.g. Conv+BatchNorm folding{where}")
+            continue
+        cm.status = NOT_EXPORTED
+        cm.note = cm.note or "no ONNX node of its own (identity in eval mode, or folded away)"
+
+
+def _pair_inputs(index: GraphIndex, calls: list[Call], plan: Plan) -> None:
+    """Fill the torch table: mapped outputs first, then inputs of calls fed by functional ops."""
+    table: dict[str, tuple[str, int, int]] = {}
+    # deeper calls win for a shared output value (the child computed it, not the container)
+    for cm in sorted(plan.calls, key=lambda c: calls[c.call].depth):
+        for pos, v in cm.outputs.items():
+            table[v] = ("out", cm.call, pos)
+    for cm in plan.calls:
+        call = calls[cm.call]
+        if not cm.nodes or call.parent is None:
+            continue
+        nodes = set(cm.nodes)
+        bins: list[str] = []
+        for ni in sorted(nodes):
+            for v in index.nodes[ni].inputs:
+                if (v and v not in bins and not index.is_static(v)
+                        and (index.producer.get(v) is None or index.producer[v] not in nodes)):
+                    bins.append(v)
+        free = [v for v in bins if v not in table]
+        for pos, ref in enumerate(call.inputs):
+            if ref.producer is not None:
+                continue   # produced by a module: its ONNX value is that module's output
+            ok = [v for v in free if _shape_ok(index.shapes.get(v), ref.shape)
+                  and _dtype_ok(index.elem_types.get(v), ref.dtype)]
+            if len(ok) == 1:
+                cm.inputs[pos] = ok[0]
+                table[ok[0]] = ("in", cm.call, pos)
+                free.remove(ok[0])
+    for pos, name in enumerate(index.graph_inputs):
+        table.setdefault(name, ("graph_in", -1, pos))
+    plan.table = table
+
+
+def _map_root_only(index: GraphIndex, calls: list[Call], plan: Plan) -> None:
+    root = plan.calls[0]
+    for pos, _ in enumerate(calls[0].outputs):
+        if pos < len(index.graph_outputs):
+            root.outputs[pos] = index.graph_outputs[pos]
+    for cm in plan.calls[1:]:
+        cm.status = UNMAPPED
+        cm.note = plan.reason

@@ -1,0 +1,165 @@
+"""Float32 comparison metrics, computed per sample and aggregated as samples stream.
+
+Per sample we keep a handful of running sums per compared output (never the tensors).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from drifttui.core.result import HIST_EDGES, Metrics, summary_of
+
+
+@dataclass
+class Stats:
+    """Sufficient statistics of one comparison (one or more outputs) in one sample."""
+
+    n: int = 0
+    sum_abs: float = 0.0
+    sum_sq: float = 0.0
+    max_abs: float = 0.0
+    max_t: float = 0.0
+    dot: float = 0.0
+    norm_t: float = 0.0
+    norm_o: float = 0.0
+    n_out: int = 0
+    nan_mismatch: int = 0
+    shape_mismatch: bool = False
+
+    def add(self, other: "Stats") -> None:
+        self.n += other.n
+        self.sum_abs += other.sum_abs
+        self.sum_sq += other.sum_sq
+        self.max_abs = max(self.max_abs, other.max_abs)
+        self.max_t = max(self.max_t, other.max_t)
+        self.dot += other.dot
+        self.norm_t += other.norm_t
+        self.norm_o += other.norm_o
+        self.n_out += other.n_out
+        self.nan_mismatch += other.nan_mismatch
+        self.shape_mismatch |= other.shape_mismatch
+
+    @property
+    def max_rel(self) -> float:
+        if self.max_t > 0:
+            return self.max_abs / self.max_t
+        return 0.0 if self.max_abs == 0 else math.inf
+
+    @property
+    def cosine(self) -> float:
+        if self.norm_t == 0 and self.norm_o == 0:
+            return 1.0
+        if self.norm_t == 0 or self.norm_o == 0:
+            return 0.0
+        return float(self.dot / math.sqrt(self.norm_t * self.norm_o))
+
+    @property
+    def mean_abs(self) -> float:
+        return self.sum_abs / self.n if self.n else 0.0
+
+    @property
+    def rmse(self) -> float:
+        return math.sqrt(self.sum_sq / self.n) if self.n else 0.0
+
+    @property
+    def frac_out(self) -> float:
+        return self.n_out / self.n if self.n else 0.0
+
+    def fails(self) -> bool:
+        return self.n_out > 0 or self.nan_mismatch > 0 or self.shape_mismatch
+
+
+def compare(t: np.ndarray, o: np.ndarray, atol: float, rtol: float) -> Stats:
+    """Compare one torch array ``t`` with one ONNX array ``o`` (float32 arithmetic)."""
+    if t.shape != o.shape:
+        if t.size == o.size:
+            o = o.reshape(t.shape)
+        else:
+            return Stats(n=max(t.size, 1), n_out=max(t.size, 1), max_abs=math.inf, shape_mismatch=True)
+    if t.dtype == np.bool_ or o.dtype == np.bool_:
+        t = t.astype(np.float32)
+        o = o.astype(np.float32)
+    t = np.ascontiguousarray(t, dtype=np.float32).reshape(-1)
+    o = np.ascontiguousarray(o, dtype=np.float32).reshape(-1)
+    n = t.size
+    if n == 0:
+        return Stats()
+    ft = np.isfinite(t)
+    fo = np.isfinite(o)
+    nan_mismatch = 0
+    if not (ft.all() and fo.all()):
+        # same non-finite value on both sides is agreement; exactly one side is a mismatch
+        same = (t == o) | (np.isnan(t) & np.isnan(o))
+        nan_mismatch = int(np.count_nonzero((~ft | ~fo) & ~same))
+        keep = ft & fo
+        t, o = t[keep], o[keep]
+        if t.size == 0:
+            return Stats(n=n, nan_mismatch=nan_mismatch, n_out=nan_mismatch)
+    d = np.abs(t - o)
+    max_abs = float(d.max())
+    max_t = float(np.abs(t).max())
+    bound = atol + rtol * max_t
+    n_out = int(np.count_nonzero(d > bound)) if max_abs > bound else 0
+    return Stats(
+        n=n,
+        sum_abs=float(d.sum(dtype=np.float64)),
+        sum_sq=float(np.dot(d, d)),
+        max_abs=max_abs,
+        max_t=max_t,
+        dot=float(np.dot(t, o)),
+        norm_t=float(np.dot(t, t)),
+        norm_o=float(np.dot(o, o)),
+        n_out=n_out + nan_mismatch,
+        nan_mismatch=nan_mismatch,
+    )
+
+
+@dataclass
+class Aggregate:
+    """Streams per-sample Stats of one layer; keeps scalars only."""
+
+    max_abs: list[float] = field(default_factory=list)
+    mean_abs: list[float] = field(default_factory=list)
+    max_rel: list[float] = field(default_factory=list)
+    rmse: list[float] = field(default_factory=list)
+    cosine: list[float] = field(default_factory=list)
+    frac_out: list[float] = field(default_factory=list)
+    sample_ids: list[int] = field(default_factory=list)
+    nan_mismatch: int = 0
+    failed_samples: int = 0
+
+    def add(self, sample: int, s: Stats) -> None:
+        self.sample_ids.append(sample)
+        self.max_abs.append(s.max_abs)
+        self.mean_abs.append(s.mean_abs)
+        self.max_rel.append(s.max_rel)
+        self.rmse.append(s.rmse)
+        self.cosine.append(s.cosine)
+        self.frac_out.append(s.frac_out)
+        self.nan_mismatch += s.nan_mismatch
+        self.failed_samples += int(s.fails())
+
+    @property
+    def samples(self) -> int:
+        return len(self.sample_ids)
+
+    def fails(self) -> bool:
+        return self.failed_samples > 0
+
+    def to_metrics(self) -> Metrics:
+        ids = self.sample_ids
+        hist = np.histogram(np.log10(np.maximum(np.asarray(self.max_abs, dtype=np.float64), 1e-30)),
+                            bins=[-np.inf, *HIST_EDGES, np.inf])[0] if ids else []
+        return Metrics(
+            max_abs=summary_of(self.max_abs, ids),
+            mean_abs=summary_of(self.mean_abs, ids),
+            max_rel=summary_of(self.max_rel, ids),
+            rmse=summary_of(self.rmse, ids),
+            cosine=summary_of(self.cosine, ids, worst="min"),
+            frac_out=summary_of(self.frac_out, ids),
+            nan_mismatch=self.nan_mismatch,
+            samples=len(ids),
+            histogram=tuple(int(h) for h in hist),
+        )

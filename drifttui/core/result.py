@@ -1,0 +1,313 @@
+"""The immutable, JSON-serialisable outcome of one drifttui run.
+
+Everything the CLI prints, the JSON report holds and the TUI shows comes from a
+:class:`Result`.  It is plain data (no torch, no onnx objects) so that a saved
+report can be browsed on a machine without either.  ``Result.from_dict`` reads
+what ``Result.to_dict`` wrote; the layout is documented in ``docs/json-schema.md``.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from typing import Any, Optional, get_args, get_origin, get_type_hints
+
+SCHEMA_VERSION = 1
+
+# Layer statuses, in the words of the report.
+OK = "ok"
+DRIFT = "drift"            # the module's own computation passes the tolerance
+INHERITED = "inherited"    # the module's output is off only because its inputs are
+FUSED = "fused"            # the exporter merged the module into a neighbour's node
+NOT_EXPORTED = "not_exported"  # the module left no node in the graph (identity, dropout, folded away)
+UNMAPPED = "unmapped"      # nodes exist, but no ONNX value could be paired with the output
+STATUSES = (OK, DRIFT, INHERITED, FUSED, NOT_EXPORTED, UNMAPPED)
+
+TOLERANCE_RULE = (
+    "an element passes when |torch - onnx| <= atol + rtol * scale, where scale is the "
+    "largest |torch| value of that layer output in that sample (relative to the layer's scale)"
+)
+MAX_REL_RULE = "max_rel = max|torch - onnx| / max|torch| over the layer output (the layer's scale)"
+LOCAL_RULE = (
+    "local error: the module's own ONNX nodes run on the PyTorch-side inputs of those nodes, "
+    "compared with the PyTorch output"
+)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One metric aggregated over samples: worst value, which sample, and median."""
+
+    worst: float
+    worst_sample: int
+    median: float
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Per-output comparison aggregated over samples (all float32 arithmetic)."""
+
+    max_abs: Summary
+    mean_abs: Summary
+    max_rel: Summary
+    rmse: Summary
+    cosine: Summary            # worst == lowest similarity
+    frac_out: Summary          # fraction of elements out of tolerance
+    nan_mismatch: int          # elements where exactly one side is NaN/Inf, summed over samples
+    samples: int
+    # counts of per-sample max_abs in fixed log10 bins, see HIST_EDGES
+    histogram: tuple[int, ...] = ()
+
+
+# log10(|error|) bin edges for Metrics.histogram: <1e-9, 1e-9..1e-8, ..., >=1e1
+HIST_EDGES = tuple(float(e) for e in range(-9, 2))
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    name: str
+    op_type: str
+    domain: str
+    attributes: dict[str, Any]
+    inputs: list[str]
+    outputs: list[str]
+    shapes: dict[str, list[Any]] = field(default_factory=dict)  # value name -> shape
+
+
+@dataclass(frozen=True)
+class InitializerInfo:
+    name: str
+    dtype: str
+    dims: list[int]
+    min: float
+    max: float
+    mean: float
+    std: float
+    torch_param: Optional[str] = None     # the parameter/buffer it corresponds to, if any
+    torch_max_abs_diff: Optional[float] = None  # max |init - param| when shapes agree
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    name: str          # qualified, as in named_parameters()/named_buffers()
+    kind: str          # "parameter" | "buffer"
+    shape: list[int]
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One module call, in execution order."""
+
+    index: int
+    module: str                 # qualified name as in named_modules(); "" is the root
+    cls: str                    # class name ("class" in JSON)
+    call: int                   # 0 for the first call of this module, 1 for the second...
+    depth: int
+    parent: Optional[int]       # index of the enclosing module call
+    status: str
+    onnx_values: list[str]
+    op_types: list[str]
+    onnx_nodes: list[str]
+    output_shapes: list[list[int]]
+    metrics: Optional[Metrics] = None
+    local: Optional[Metrics] = None   # own error (LOCAL_RULE); None when not computed
+    note: str = ""
+    nodes: list[NodeInfo] = field(default_factory=list)
+    initializers: list[InitializerInfo] = field(default_factory=list)
+    params: list[ParamInfo] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Output:
+    name: str                    # ONNX output name
+    index: int
+    shape: list[int]
+    metrics: Metrics
+    top1_agreement: Optional[float] = None   # classifier-like outputs only
+
+
+@dataclass(frozen=True)
+class Origin:
+    layer: int
+    module: str
+    cls: str
+    call: int
+    onnx_values: list[str]
+    op_types: list[str]
+    max_abs: float
+    max_rel: float
+    local_max_abs: Optional[float]
+    worst_sample: int
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+    rule: str = TOLERANCE_RULE
+    max_rel: str = MAX_REL_RULE
+    local: str = LOCAL_RULE
+
+
+@dataclass(frozen=True)
+class Coverage:
+    modules: int       # module calls
+    mapped: int
+    fused: int
+    not_exported: int
+    unmapped: int
+    localized: bool    # per-layer localisation was possible
+    reason: str = ""   # why not, when localized is False
+
+
+@dataclass(frozen=True)
+class Environment:
+    torch: str
+    onnx: str
+    onnxruntime: str
+    numpy: str
+    python: str
+    opset: Optional[int]
+    producer: str
+    exporter: str            # "dynamo", "torchscript" or "user file"
+    ort_opt_level: str
+    threads: int
+    deterministic: bool
+    provider: str
+
+
+@dataclass(frozen=True)
+class Config:
+    """What was asked for. The TUI reruns by changing fields of this."""
+
+    model: str
+    onnx: Optional[str] = None
+    inputs: Optional[str] = None
+    example: Optional[str] = None
+    samples: int = 100
+    seed: int = 0
+    atol: float = 1e-4
+    rtol: float = 1e-4
+    opt_level: str = "disable"
+    deterministic: bool = False
+    exporter: str = "dynamo"
+    provider: str = "CPUExecutionProvider"
+    zero_input: bool = False
+
+
+@dataclass(frozen=True)
+class Step:
+    step: int
+    title: str
+    verdict: str       # pass | fail | inconclusive | skipped
+    summary: str
+    evidence: dict[str, Any]
+    suggestion: str
+    layers: list[int] = field(default_factory=list)   # layer indices the step names
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    severity: str      # error | warning | info
+    module: Optional[str]
+    onnx_nodes: list[str]
+    message: str
+    evidence: dict[str, Any]
+    fix: str
+
+
+@dataclass(frozen=True)
+class Result:
+    schema_version: int
+    verdict: str                       # "ok" | "drift"
+    drift_origin: Optional[Origin]
+    tolerance: Tolerance
+    samples: int
+    layers: list[Layer]
+    outputs: list[Output]
+    coverage: Coverage
+    environment: Environment
+    config: Config
+    timings: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    windows: list[list[int]] = field(default_factory=list)   # [first, last] layer index per capture window
+    steps: list[Step] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    # -- serialisation -------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return _to_json(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Result":
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise ValueError(
+                f"report schema_version {version!r} is not supported (this drifttui reads {SCHEMA_VERSION})"
+            )
+        return _from_json(cls, data)
+
+    def with_(self, **changes: Any) -> "Result":
+        import dataclasses
+
+        return dataclasses.replace(self, **changes)
+
+
+_RENAMES = {"cls": "class"}
+_BACK = {v: k for k, v in _RENAMES.items()}
+
+
+def _to_json(obj: Any) -> Any:
+    if is_dataclass(obj):
+        return {_RENAMES.get(f.name, f.name): _to_json(getattr(obj, f.name)) for f in fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): _to_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_to_json(v) for v in obj]
+    if isinstance(obj, float):
+        if obj != obj:
+            return "nan"
+        if obj in (float("inf"), float("-inf")):
+            return "inf" if obj > 0 else "-inf"
+        return obj
+    return obj
+
+
+def _from_json(tp: Any, data: Any) -> Any:
+    if data is None:
+        return None
+    origin = get_origin(tp)
+    if origin is Optional or (origin is not None and type(None) in get_args(tp)):
+        inner = [a for a in get_args(tp) if a is not type(None)]
+        return _from_json(inner[0], data)
+    if is_dataclass(tp):
+        hints = get_type_hints(tp)
+        kwargs = {}
+        for key, value in data.items():
+            name = _BACK.get(key, key)
+            if name in hints:
+                kwargs[name] = _from_json(hints[name], value)
+        return tp(**kwargs)
+    if origin in (list,):
+        (arg,) = get_args(tp) or (Any,)
+        return [_from_json(arg, v) for v in data]
+    if origin is tuple:
+        args = get_args(tp)
+        arg = args[0] if args else Any
+        return tuple(_from_json(arg, v) for v in data)
+    if origin is dict:
+        return dict(data)
+    if tp is float:
+        return float(data)  # accepts "nan", "inf"
+    return data
+
+
+def summary_of(values: list[float], samples: list[int], worst: str = "max") -> Summary:
+    """Aggregate one metric over samples; ``worst`` is "max" or "min"."""
+    import statistics
+
+    if not values:
+        return Summary(0.0, -1, 0.0)
+    pick = max if worst == "max" else min
+    best_i = pick(range(len(values)), key=lambda i: (values[i] if values[i] == values[i] else float("inf")))
+    return Summary(float(values[best_i]), int(samples[best_i]), float(statistics.median(values)))

@@ -1,0 +1,379 @@
+"""Orchestration of one run: load, export, trace, map, stream samples, decide.
+
+No threads of its own: callers (CLI, TUI worker) pass a progress callback and a cancel
+token, checked between samples and between layers.
+"""
+from __future__ import annotations
+
+import contextlib
+import platform
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import torch
+
+from drifttui.api import CancelToken, Progress, ProgressFn, no_progress
+from drifttui.core import capture_ort
+from drifttui.core.analysis import coverage, decide, make_layers, make_origin
+from drifttui.core.capture_torch import Call, Hooks, Sink, TensorRef, TensorStore, hookable, run_model, tensors_of
+from drifttui.core.details import layer_details
+from drifttui.core.export import export_model
+from drifttui.core.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index, elem_type_name
+from drifttui.core.inputs import InputSource, build_source, flatten, onnx_feeds
+from drifttui.core.loading import load_onnx, load_torch_model, new_workdir
+from drifttui.core.local import build_local_graph
+from drifttui.core.mapping import Plan, build_plan
+from drifttui.core.metrics import Aggregate, Stats, compare
+from drifttui.core.result import (SCHEMA_VERSION, Config, Environment, Output, Result, Tolerance)
+from drifttui.core.spec import parse_input_spec, parse_model_spec
+from drifttui.errors import InputError, ModelError
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    t = t.detach()
+    if t.dtype in (torch.bfloat16, torch.float16):
+        t = t.float()
+    return t.cpu().numpy()
+
+
+class _CompareSink(Sink):
+    """Compares each hooked output with the ORT value at hook time; stores what the local run needs."""
+
+    def __init__(self, plan: Plan, ort_values: dict[str, np.ndarray], atol: float, rtol: float,
+                 store: Optional[TensorStore]) -> None:
+        self.plan = plan
+        self.ort = ort_values
+        self.atol = atol
+        self.rtol = rtol
+        self.store = store
+        self.stats: dict[int, Stats] = {}
+        self.cancel: Optional[CancelToken] = None
+
+    def on_input(self, call: int, tensors: list[torch.Tensor]) -> None:
+        if self.cancel is not None:
+            self.cancel.check()
+        if self.store is not None:
+            self.store.on_input(call, tensors)
+
+    def on_output(self, call: int, tensors: list[torch.Tensor]) -> None:
+        cm = self.plan.calls[call]
+        if cm.outputs:
+            total = Stats()
+            for pos, value in cm.outputs.items():
+                if pos < len(tensors) and value in self.ort:
+                    total.add(compare(_np(tensors[pos]), self.ort[value], self.atol, self.rtol))
+            self.stats[call] = total
+        if self.store is not None:
+            self.store.on_output(call, tensors)
+
+
+class Session:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.workdir: Optional[Path] = None
+        # kept after run() for the debugging steps
+        self.model: Any = None
+        self.index: Optional[GraphIndex] = None
+        self.calls: list[Call] = []
+        self.plan: Optional[Plan] = None
+        self.source: Optional[InputSource] = None
+
+    # ------------------------------------------------------------------------------
+    def run(self, progress: ProgressFn = no_progress, cancel: Optional[CancelToken] = None) -> Result:
+        cancel = cancel or CancelToken()
+        self.workdir = new_workdir()
+        try:
+            return self._run(progress, cancel)
+        finally:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _run(self, progress: ProgressFn, cancel: CancelToken) -> Result:
+        cfg = self.config
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        if cfg.samples < 1:
+            raise InputError(f"--samples {cfg.samples} is not a positive number", "use --samples 1 or more")
+        if cfg.atol < 0 or cfg.rtol < 0:
+            raise InputError("tolerances must not be negative", "use e.g. --atol 1e-4 --rtol 1e-4")
+        progress(Progress("load", message="loading the model"))
+        spec = parse_model_spec(cfg.model)
+        example = None
+        if spec.kind == "example":
+            from drifttui.examples import get_example
+
+            example = get_example(spec.example or "")
+        model = load_torch_model(spec)
+        self.model = model
+        in_spec = parse_input_spec(cfg.inputs)
+
+        proto = None
+        exporter = "user file"
+        if cfg.onnx:
+            proto = load_onnx(Path(cfg.onnx))
+            gi = _graph_inputs(proto)
+        else:
+            gi = None
+        source = build_source(in_spec, cfg.seed, cfg.zero_input, gi, example)
+        self.source = source
+        sample0 = source.sample(0)
+        timings["load"] = time.perf_counter() - t0
+
+        if proto is None:
+            progress(Progress("export", message=f"exporting with the {cfg.exporter} exporter"))
+            t = time.perf_counter()
+            exporter = cfg.exporter
+            if example is not None and example.needs_custom_export():
+                path = example.export(model, sample0, cfg.exporter, self.workdir)
+            else:
+                path = export_model(model, sample0[0], sample0[1], cfg.exporter, self.workdir)
+            proto = load_onnx(path)
+            timings["export"] = time.perf_counter() - t
+        cancel.check()
+
+        t = time.perf_counter()
+        index = build_index(proto)
+        self.index = index
+        if exporter == "user file":
+            exporter = {DYNAMO: "dynamo (from the file's metadata)",
+                        TORCHSCRIPT: "torchscript (from the file's node names)"}.get(index.flavour, "unknown")
+        input_dtypes = {name: dt for name, _, dt in _graph_inputs(proto)}
+        feeds0 = onnx_feeds(sample0, index.graph_inputs, input_dtypes)
+
+        ok_hooks, why_not = hookable(model)
+        hooks = Hooks(model) if ok_hooks else None
+        deterministic_before = torch.are_deterministic_algorithms_enabled()
+        torch.use_deterministic_algorithms(cfg.deterministic, warn_only=True)
+        try:
+            return self._stream(cfg, progress, cancel, model, example, index, proto, feeds0, sample0,
+                                source, input_dtypes, hooks, why_not, exporter, timings, t0, t)
+        finally:
+            torch.use_deterministic_algorithms(deterministic_before)
+
+    def _stream(self, cfg: Config, progress: ProgressFn, cancel: CancelToken, model: Any, example: Any,
+                index: GraphIndex, proto: Any, feeds0: dict, sample0: Any, source: InputSource,
+                input_dtypes: dict, hooks: Optional[Hooks], why_not: str, exporter: str,
+                timings: dict[str, float], t0: float, t_map: float) -> Result:
+        assert self.workdir is not None
+        progress(Progress("map", message="tracing module calls and mapping them to ONNX values"))
+        if hooks is not None:
+            with hooks.installed():
+                hooks.begin(None, tracing=True)
+                _safe_forward(model, sample0)
+            calls = hooks.calls
+            names = [n for n, _ in model.named_modules()]
+            has_params = {n: any(True for _ in m.parameters(recurse=False)) or
+                          any(True for _ in m.buffers(recurse=False)) for n, m in model.named_modules()}
+        else:
+            outs = _safe_forward(model, sample0)
+            calls = [Call(0, "", type(model).__name__, 0, 0, None,
+                          outputs=[TensorRef(tuple(o.shape), str(o.dtype).replace("torch.", "")) for o in outs])]
+            names, has_params = [""], {"": False}
+        self.calls = calls
+        plan = build_plan(index, calls, names, has_params)
+        if hooks is None:
+            plan.localized = False
+            plan.reason = why_not
+        self.plan = plan
+        model_input_refs = [TensorRef(tuple(t.shape), str(t.dtype).replace("torch.", "")) for t in flatten(sample0)]
+        local = build_local_graph(index, plan, calls, model_input_refs) if hooks is not None else None
+        timings["map"] = time.perf_counter() - t_map
+
+        wanted = sorted({v for cm in plan.calls for v in cm.outputs.values()} - set(index.graph_inputs))
+        fetch = list(dict.fromkeys(index.graph_outputs + wanted))
+        main = capture_ort.make_session(capture_ort.with_outputs(proto, wanted), cfg.opt_level,
+                                        cfg.deterministic, cfg.provider, self.workdir, "main.onnx")
+        local_sess = None
+        want_out: dict[int, list[int]] = {}
+        want_in: dict[int, list[int]] = {}
+        if local is not None:
+            local_sess = capture_ort.make_session(local.model, cfg.opt_level, cfg.deterministic,
+                                                  cfg.provider, self.workdir, "local.onnx")
+            for v, (kind, ci, pos) in plan.table.items():
+                if kind == "out":
+                    want_out.setdefault(ci, []).append(pos)
+                elif kind == "in":
+                    want_in.setdefault(ci, []).append(pos)
+
+        n = 1 if source.fixed else cfg.samples
+        glob: dict[int, Aggregate] = {}
+        loc: dict[int, Aggregate] = {}
+        local_first: dict[int, int] = {}
+        out_aggs = [Aggregate() for _ in index.graph_outputs]
+        top1 = [[0, 0] for _ in index.graph_outputs]
+        t_samples = time.perf_counter()
+        partial_sent = False
+        with hooks.installed() if hooks is not None else contextlib.nullcontext():
+            for i in range(n):
+                cancel.check()
+                sample = sample0 if i == 0 else source.sample(i)
+                feeds = feeds0 if i == 0 else onnx_feeds(sample, index.graph_inputs, input_dtypes)
+                _check_finite_onnx_inputs(feeds)
+                ort_vals = capture_ort.run(main, feeds, fetch)
+                store = TensorStore(want_out, want_in) if local_sess is not None else None
+                sink = _CompareSink(plan, ort_vals, cfg.atol, cfg.rtol, store)
+                sink.cancel = cancel
+                if hooks is not None:
+                    hooks.begin(sink)
+                outs = _safe_forward(model, sample)
+                _check_finite_outputs(outs, i)
+                for ci, st in sink.stats.items():
+                    glob.setdefault(ci, Aggregate()).add(i, st)
+                if hooks is None and outs:
+                    root = plan.calls[0]
+                    total = Stats()
+                    for pos, v in root.outputs.items():
+                        if pos < len(outs):
+                            total.add(compare(_np(outs[pos]), ort_vals[v], cfg.atol, cfg.rtol))
+                    glob.setdefault(0, Aggregate()).add(i, total)
+                for k, name in enumerate(index.graph_outputs):
+                    if k < len(outs):
+                        tt, oo = _np(outs[k]), ort_vals[name]
+                        out_aggs[k].add(i, compare(tt, oo, cfg.atol, cfg.rtol))
+                        if tt.ndim == 2 and tt.shape[-1] >= 2 and tt.shape == oo.shape:
+                            top1[k][0] += int((tt.argmax(-1) == oo.argmax(-1)).sum())
+                            top1[k][1] += tt.shape[0]
+                if local_sess is not None and store is not None and local is not None:
+                    self._local_run(local, local_sess, store, plan, feeds, cfg, i, loc, local_first)
+                if not partial_sent or i == n - 1:
+                    partial_sent = True
+                    if i < n - 1:
+                        partial = self._result(cfg, index, calls, plan, glob, loc, local_first, local is not None,
+                                               out_aggs, top1, i + 1, exporter, timings)
+                        progress(Progress("samples", i + 1, n, f"sample {i + 1}/{n}", partial))
+                if i + 1 < n:
+                    progress(Progress("samples", i + 1, n, f"sample {i + 1}/{n}"))
+        timings["samples"] = time.perf_counter() - t_samples
+        timings["per_sample"] = timings["samples"] / n
+        timings["total"] = time.perf_counter() - t0
+        result = self._result(cfg, index, calls, plan, glob, loc, local_first, local is not None,
+                              out_aggs, top1, n, exporter, timings)
+        progress(Progress("done", n, n, "done"))
+        return result
+
+    def _local_run(self, local: Any, sess: Any, store: TensorStore, plan: Plan, feeds: dict, cfg: Config,
+                   i: int, loc: dict[int, Aggregate], local_first: dict[int, int]) -> None:
+        lfeeds: dict[str, np.ndarray] = {}
+        for name, v in local.feeds.items():
+            kind, ci, pos = plan.table[v]
+            if kind == "graph_in":
+                arr = feeds.get(v)
+            else:
+                t = (store.out if kind == "out" else store.inp).get((ci, pos))
+                arr = _np(t) if t is not None else None
+            if arr is None:
+                return
+            lfeeds[name] = arr
+        names = list(local.outputs)
+        vals = capture_ort.run(sess, lfeeds, names)
+        per_call: dict[int, Stats] = {}
+        for lname, v in local.outputs.items():
+            owner = local.attribution.get(v)
+            if owner is None:
+                continue
+            kind, ci, pos = plan.table[v]
+            t = (store.out if kind == "out" else store.inp).get((ci, pos))
+            if t is None:
+                continue
+            st = compare(_np(t), vals[lname], cfg.atol, cfg.rtol)
+            per_call.setdefault(owner, Stats()).add(st)
+            if st.fails():
+                first = local.first_node[v]
+                local_first[owner] = min(local_first.get(owner, first), first)
+        for owner, st in per_call.items():
+            loc.setdefault(owner, Aggregate()).add(i, st)
+
+    def _result(self, cfg: Config, index: GraphIndex, calls: list[Call], plan: Plan,
+                glob: dict[int, Aggregate], loc: dict[int, Aggregate], local_first: dict[int, int],
+                local_available: bool, out_aggs: list[Aggregate], top1: list[list[int]], samples: int,
+                exporter: str, timings: dict[str, float]) -> Result:
+        verdict = decide(calls, plan, glob, loc, local_first, local_available)
+        details = layer_details(index, plan, calls, self.model)
+        layers = make_layers(calls, plan, verdict.statuses, glob, loc, *details)
+        outputs = []
+        for k, name in enumerate(index.graph_outputs):
+            agg = out_aggs[k]
+            if not agg.samples:
+                continue
+            shape = [d if isinstance(d, int) else -1 for d in index.shapes.get(name, [])]
+            outputs.append(Output(name, k, shape, agg.to_metrics(),
+                                  top1[k][0] / top1[k][1] if top1[k][1] else None))
+        out_fail = any(a.fails() for a in out_aggs if a.samples)
+        notes = list(verdict.notes)
+        if not plan.localized:
+            notes.append(f"per-layer localisation was not possible: {plan.reason}; the verdict rests on "
+                         "the model outputs")
+        elif local_available is False:
+            notes.append("local errors were not computed (the graph has control flow or untyped feeds)")
+        if out_fail and verdict.origin is None and plan.localized:
+            notes.append("the outputs drift but no mapped module owns the error: the responsible nodes are "
+                         "not tied to a module (see unmapped layers)")
+        drift = verdict.origin is not None or out_fail
+        return Result(
+            schema_version=SCHEMA_VERSION,
+            verdict="drift" if drift else "ok",
+            drift_origin=make_origin(layers, verdict.origin),
+            tolerance=Tolerance(cfg.atol, cfg.rtol),
+            samples=samples,
+            layers=layers,
+            outputs=outputs,
+            coverage=coverage(verdict.statuses, plan),
+            environment=_environment(cfg, index, exporter),
+            config=cfg,
+            timings={k: round(v, 4) for k, v in timings.items()},
+            notes=notes,
+        )
+
+
+def _graph_inputs(proto: Any) -> list[tuple[str, list[Any], str]]:
+    inits = {t.name for t in proto.graph.initializer}
+    out = []
+    for vi in proto.graph.input:
+        if vi.name in inits:
+            continue
+        tt = vi.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in tt.shape.dim]
+        out.append((vi.name, dims, elem_type_name(tt.elem_type)))
+    return out
+
+
+def _safe_forward(model: Any, sample: Any) -> list[torch.Tensor]:
+    from drifttui.errors import Cancelled
+
+    try:
+        return run_model(model, sample[0], sample[1])
+    except (Cancelled, InputError, ModelError):
+        raise
+    except Exception as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        shapes = ", ".join("x".join(map(str, t.shape)) for t in flatten(sample))
+        raise InputError(f"the PyTorch model failed on inputs of shape {shapes}: {type(exc).__name__}: {msg[:300]}",
+                         "give inputs the model accepts (--inputs)") from exc
+
+
+def _check_finite_outputs(outs: list[torch.Tensor], i: int) -> None:
+    for k, t in enumerate(outs):
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            raise ModelError(f"the PyTorch model's output {k} holds NaN/Inf for sample {i}, so there is "
+                             "nothing sound to compare",
+                             "check the inputs (--inputs) and the weights; drifttui compares finite outputs")
+
+
+def _check_finite_onnx_inputs(feeds: dict[str, np.ndarray]) -> None:
+    for name, a in feeds.items():
+        if a.dtype.kind == "f" and not np.isfinite(a).all():
+            raise InputError(f"input {name!r} holds NaN/Inf", "give finite inputs")
+
+
+def _environment(cfg: Config, index: GraphIndex, exporter: str) -> Environment:
+    import onnx
+    import onnxruntime as ort
+
+    return Environment(
+        torch=torch.__version__, onnx=onnx.__version__, onnxruntime=ort.__version__,
+        numpy=np.__version__, python=platform.python_version(), opset=index.opset,
+        producer=index.producer_name, exporter=exporter, ort_opt_level=cfg.opt_level,
+        threads=1 if cfg.deterministic else 0, deterministic=cfg.deterministic, provider=cfg.provider,
+    )

@@ -1,0 +1,69 @@
+"""Edits of exported ONNX graphs that inject one known drift each (for the built-in examples).
+
+Nodes are found by module scope, for both exporters: dynamo ``name_scopes`` metadata and
+TorchScript node-name paths.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Any, Callable, Optional
+
+
+def _in_scope(node: Any, module: str) -> bool:
+    for p in node.metadata_props:
+        if p.key == "pkg.torch.onnx.name_scopes":
+            return module in ast.literal_eval(p.value)
+    path = "/" + "/".join(module.split(".")) + "/"
+    # TorchScript writes nested names as /layer3/layer3.1/conv1/...; match on the last segments
+    parts = module.split(".")
+    last = parts[-1]
+    return node.name.startswith("/") and (f"/{last}/" in node.name and ".".join(parts[:-1]) in node.name
+                                          or node.name.startswith(path))
+
+
+def _find(proto: Any, op: str, *modules: str) -> Any:
+    for module in modules:
+        for node in proto.graph.node:
+            if node.op_type == op and _in_scope(node, module):
+                return node
+    raise RuntimeError(f"no {op} node in scope {modules}")
+
+
+def round_conv_weight_bf16(conv: str, bn: str) -> Callable[[Any, str], None]:
+    def transform(proto: Any, exporter: str) -> None:
+        import numpy as np
+        from onnx import numpy_helper
+
+        node = _find(proto, "Conv", conv, bn)
+        inits = {t.name: t for t in proto.graph.initializer}
+        t = inits[node.input[1]]
+        w = numpy_helper.to_array(t).astype(np.float32)
+        bits = w.view(np.uint32)
+        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+        t.CopyFrom(numpy_helper.from_array(rounded, t.name))
+    return transform
+
+
+def set_layernorm_epsilon(module: str, eps: float) -> Callable[[Any, str], None]:
+    def transform(proto: Any, exporter: str) -> None:
+        node = _find(proto, "LayerNormalization", module)
+        for a in node.attribute:
+            if a.name == "epsilon":
+                a.f = eps
+                return
+        import onnx
+        node.attribute.append(onnx.helper.make_attribute("epsilon", eps))
+    return transform
+
+
+def set_resize_mode(module: str, mode: str) -> Callable[[Any, str], None]:
+    def transform(proto: Any, exporter: str) -> None:
+        import onnx
+
+        node = _find(proto, "Resize", module)
+        for a in node.attribute:
+            if a.name == "coordinate_transformation_mode":
+                a.s = mode.encode()
+                return
+        node.attribute.append(onnx.helper.make_attribute("coordinate_transformation_mode", mode))
+    return transform

@@ -1,0 +1,36 @@
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+MODELS = TESTS / "models.py"
+os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+warnings.filterwarnings("ignore", category=DeprecationWarning)
+
+
+def model_spec(fn: str) -> str:
+    return f"{MODELS}:{fn}"
+
+
+@pytest.fixture(scope="session")
+def run_cache():
+    """Runs of the real engine shared across tests: export tiny models once per session."""
+    from drifttui.core.result import Config
+    from drifttui.core.session import Session
+
+    cache = {}
+
+    def run(**kw):
+        key = tuple(sorted(kw.items()))
+        if key not in cache:
+            kw.setdefault("samples", 3)
+            if "example" in kw and "model" not in kw:
+                kw["model"] = f"example:{kw['example']}"
+            cache[key] = Session(Config(**kw)).run()
+        return cache[key]
+
+    return run

@@ -1,0 +1,58 @@
+"""Every built-in example, both exporters: drifted ones name their origin, clean ones pass."""
+import pytest
+
+from drifttui.examples import EXAMPLES
+
+CASES = [(name, exp) for name in EXAMPLES for exp in ("dynamo", "torchscript")]
+
+
+@pytest.mark.parametrize("name,exporter", CASES)
+def test_example_verdict_and_origin(run_cache, name, exporter):
+    ex = EXAMPLES[name]
+    r = run_cache(example=name, exporter=exporter)
+    if ex.drifted:
+        assert r.verdict == "drift"
+        assert r.drift_origin is not None
+        assert r.drift_origin.module == ex.expected_origin
+        origin = r.layers[r.drift_origin.layer]
+        assert origin.status == "drift"
+        # everything after the origin that fails is explained by it, not blamed on itself
+        later = [L for L in r.layers if L.status == "drift" and L.index != origin.index]
+        for L in later:
+            assert L.cls == origin.cls, f"unexpected second origin {L.module}"
+    else:
+        assert r.verdict == "ok", [(L.module, L.status) for L in r.layers if L.status in ("drift", "inherited")]
+        assert r.drift_origin is None
+    assert r.coverage.localized
+    assert r.coverage.unmapped == 0
+    assert r.coverage.mapped >= r.coverage.modules // 2
+
+
+def test_conv_bn_folding_both_forms(run_cache):
+    dyn = run_cache(example="resnet18", exporter="dynamo")
+    ts = run_cache(example="resnet18", exporter="torchscript")
+    for r in (dyn, ts):
+        by = {(L.module, L.call): L for L in r.layers}
+        conv, bn = by[("layer1.0.conv1", 0)], by[("layer1.0.bn1", 0)]
+        assert conv.status == "fused" and not conv.onnx_values and conv.metrics is None
+        assert bn.status == "ok" and bn.onnx_values and bn.metrics is not None
+        assert bn.op_types == ["Conv"] or "Conv" in bn.op_types or ts is r
+    # TorchScript: the node is named after the Conv but its value is the BatchNorm's
+    bn_ts = {(L.module, L.call): L for L in ts.layers}[("layer1.0.bn1", 0)]
+    assert bn_ts.onnx_values[0].startswith("/layer1/layer1.0/conv1/")
+
+
+def test_module_called_twice_is_two_layers(run_cache):
+    r = run_cache(example="resnet18", exporter="dynamo")
+    relus = [L for L in r.layers if L.module == "layer1.0.relu"]
+    assert [L.call for L in relus] == [0, 1]
+    assert relus[0].onnx_values != relus[1].onnx_values
+    assert all(L.status == "ok" for L in relus)
+
+
+def test_json_round_trip(run_cache):
+    from drifttui.core.result import Result
+
+    r = run_cache(example="transformer-ln-eps", exporter="dynamo")
+    again = Result.from_dict(r.to_dict())
+    assert again == r

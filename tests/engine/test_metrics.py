@@ -1,0 +1,62 @@
+import math
+
+import numpy as np
+import pytest
+
+from drifttui.core.metrics import Aggregate, compare
+
+
+def test_compare_matches_numpy():
+    rng = np.random.default_rng(0)
+    t = rng.standard_normal((4, 5, 6)).astype(np.float32) * 3
+    o = t + rng.standard_normal(t.shape).astype(np.float32) * 1e-3
+    s = compare(t, o, atol=1e-4, rtol=1e-4)
+    d = np.abs(t - o)
+    assert s.max_abs == pytest.approx(d.max())
+    assert s.mean_abs == pytest.approx(d.mean(), rel=1e-5)
+    assert s.rmse == pytest.approx(math.sqrt((d.astype(np.float64) ** 2).mean()), rel=1e-5)
+    assert s.max_rel == pytest.approx(d.max() / np.abs(t).max(), rel=1e-6)
+    cos = float((t.ravel() @ o.ravel()) / np.linalg.norm(t) / np.linalg.norm(o))
+    assert s.cosine == pytest.approx(cos, abs=1e-6)
+    bound = 1e-4 + 1e-4 * np.abs(t).max()
+    assert s.frac_out == pytest.approx((d > bound).mean())
+    assert s.fails()
+
+
+def test_tolerance_is_relative_to_layer_scale():
+    t = np.array([1000.0, 0.0], dtype=np.float32)
+    o = np.array([1000.0, 0.05], dtype=np.float32)    # 0.05 <= 1e-4 + 1e-4 * 1000
+    assert not compare(t, o, 1e-4, 1e-4).fails()
+    o2 = np.array([1000.0, 0.2], dtype=np.float32)
+    assert compare(t, o2, 1e-4, 1e-4).fails()
+
+
+def test_nan_mismatch_counts_one_sided_only():
+    t = np.array([1.0, np.nan, np.inf, 2.0], dtype=np.float32)
+    o = np.array([1.0, np.nan, 5.0, np.nan], dtype=np.float32)
+    s = compare(t, o, 1e-4, 1e-4)
+    assert s.nan_mismatch == 2
+    assert s.fails()
+    same = compare(t[:2], o[:2], 1e-4, 1e-4)
+    assert same.nan_mismatch == 0 and not same.fails()
+
+
+def test_shape_mismatch_is_a_failure_not_a_crash():
+    s = compare(np.zeros((2, 3), np.float32), np.zeros((4,), np.float32), 1e-4, 1e-4)
+    assert s.shape_mismatch and s.fails()
+    ok = compare(np.zeros((2, 3), np.float32), np.zeros((6,), np.float32), 1e-4, 1e-4)
+    assert not ok.fails()
+
+
+def test_aggregate_worst_sample_and_median():
+    agg = Aggregate()
+    for i, scale in enumerate([1e-6, 1e-3, 1e-5]):
+        t = np.ones(10, np.float32)
+        agg.add(i + 10, compare(t, t + np.float32(scale), 1e-4, 1e-4))
+    m = agg.to_metrics()
+    assert m.max_abs.worst_sample == 11
+    assert m.max_abs.worst == pytest.approx(1e-3, rel=1e-3)
+    assert m.max_abs.median == pytest.approx(1e-5, rel=1e-2)
+    assert m.samples == 3
+    assert sum(m.histogram) == 3
+    assert agg.fails() and agg.failed_samples == 1

@@ -1,0 +1,95 @@
+"""Tiny models for the engine tests, built in code."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class BnInplace(nn.Module):
+    """Conv -> BatchNorm -> ReLU(inplace): without a clone the BN capture sees post-ReLU values."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(8, 4, 3, padding=1)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-0.5, 0.5)
+            self.bn.running_var.uniform_(0.5, 2.0)
+            self.bn.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv2(self.relu(self.bn(self.conv(x))))
+
+
+class Twice(nn.Module):
+    """One module called twice with a functional op in between; a tuple-returning child."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(8, 8)
+        self.act = nn.Tanh()
+        self.split = Split()
+        self.fc2 = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor):
+        h = self.act(self.fc1(x))
+        h = self.act(h * 2.0 + 1.0)
+        a, b = self.split(h)
+        return self.fc2(a) + self.fc2(b), a
+
+
+class Split(nn.Module):
+    def forward(self, x: torch.Tensor):
+        return x[:, :4] * 3.0, x[:, 4:] - 1.0
+
+
+class Scaled(nn.Module):
+    """A functional op inside a container whose semantics we perturb in tests."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.out = nn.Linear(8, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(torch.sigmoid(self.fc(x)) * 4.0)
+
+
+def bn_inplace() -> nn.Module:
+    torch.manual_seed(0)
+    return BnInplace().eval()
+
+
+def twice() -> nn.Module:
+    torch.manual_seed(0)
+    return Twice().eval()
+
+
+def scaled() -> nn.Module:
+    torch.manual_seed(0)
+    return Scaled().eval()
+
+
+def raises() -> nn.Module:
+    raise RuntimeError("weights are missing")
+
+
+def not_a_module():
+    return {"weights": 1}
+
+
+def nan_model() -> nn.Module:
+    class NanOut(nn.Module):
+        def forward(self, x):
+            return x * float("nan")
+    return NanOut().eval()
+
+
+def inputs_8() -> torch.Tensor:
+    return torch.randn(2, 8)
+
+
+def inputs_img() -> torch.Tensor:
+    return torch.randn(1, 3, 16, 16)
