@@ -308,10 +308,15 @@ def _classify_empty(index: GraphIndex, calls: list[Call], plan: Plan, has_params
             params = {p[0] for p in call.params}
             users = sorted({calls[ci].module or "<root>" for ni, ci in enumerate(plan.node_call)
                             if ci is not None and set(index.nodes[ni].inputs) & params})
-            cm.status = FUSED
-            where = f" (its weights are used by {', '.join(users[:3])})" if users else ""
-            cm.note = cm.note or ("no ONNX node of its own: its parameters were folded into a "
-                                  f"neighbouring node, e.g. Conv+BatchNorm folding{where}")
+            if users:
+                cm.status = FUSED
+                cm.note = cm.note or ("no ONNX node of its own: its parameters were folded into a "
+                                      f"neighbouring node, e.g. Conv+BatchNorm folding (used by {', '.join(users[:3])})")
+            else:
+                cm.status = NOT_EXPORTED
+                cm.note = cm.note or ("no ONNX node and its parameters are not in the graph: the exporter "
+                                      "removed it (its output does not reach the model outputs, or it was "
+                                      "constant-folded)")
             continue
         cm.status = NOT_EXPORTED
         cm.note = cm.note or "no ONNX node of its own (identity in eval mode, or folded away)"

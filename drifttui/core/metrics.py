@@ -108,12 +108,19 @@ def compare(t: np.ndarray, o: np.ndarray, atol: float, rtol: float) -> Stats:
         sum_sq=float(np.dot(d, d)),
         max_abs=max_abs,
         max_t=max_t,
-        dot=float(np.dot(t, o)),
-        norm_t=float(np.dot(t, t)),
-        norm_o=float(np.dot(o, o)),
+        **_dots(t, o, max_t),
         n_out=n_out + nan_mismatch,
         nan_mismatch=nan_mismatch,
     )
+
+
+def _dots(t: np.ndarray, o: np.ndarray, max_t: float) -> dict:
+    """Dot products for the cosine; float64 when float32 squares would overflow (masks at -3e38)."""
+    if max_t > 1e18 or float(np.abs(o).max()) > 1e18:
+        t, o = t.astype(np.float64), o.astype(np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return {"dot": float(np.dot(t, o)), "norm_t": float(np.dot(t, t)), "norm_o": float(np.dot(o, o))}
+    return {"dot": float(np.dot(t, o)), "norm_t": float(np.dot(t, t)), "norm_o": float(np.dot(o, o))}
 
 
 @dataclass

@@ -57,14 +57,20 @@ def render(result: Result, context: int = 4, width: int = 80) -> Group:
             cols += [("class", "left"), ("onnx ops", "left")]
         cols += [("status", "left"), ("max abs", "right"), ("max rel", "right"), ("own err", "right"),
                  ("1-cos", "right")]
+        fixed = {"#": 4, "class": 14, "onnx ops": 18, "status": 9, "max abs": 8, "max rel": 8, "own err": 8,
+                 "1-cos": 8}
         for col, just in cols:
-            table.add_column(col, justify=just, no_wrap=True,  # type: ignore[arg-type]
-                             overflow="ellipsis" if col != "module" else "fold")
+            table.add_column(col, justify=just, no_wrap=True, overflow="ellipsis",  # type: ignore[arg-type]
+                             min_width=fixed.get(col), max_width=fixed.get(col) if col in ("class", "onnx ops") else None)
+        room = max(12, width - sum(fixed[c] + 2 for c, _ in cols if c in fixed) - 1)
         origin = result.drift_origin.layer if result.drift_origin else None
         for L in rows:
             m = L.metrics
             mark = "◆ " if L.index == origin else ""
-            cells = [str(L.index), mark + _name(L)]
+            name = mark + _name(L)
+            if len(name) > room:
+                name = "…" + name[-(room - 1):]
+            cells = [str(L.index), name]
             if wide:
                 cells += [L.cls, ",".join(L.op_types[:3]) + ("…" if len(L.op_types) > 3 else "")]
             cells += [Text(L.status.replace("_", " "), style=STATUS_STYLE.get(L.status, "")),

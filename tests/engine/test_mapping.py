@@ -78,11 +78,19 @@ def test_file_without_scopes_maps_outputs_only():
 
 
 def test_module_without_nodes_is_fused_or_not_exported():
-    nodes = [_node("Relu", ["x"], ["y"], "n0", ["", "bn", "relu"])]
-    index = build_index(_model(nodes))
-    calls = [_call(0, "", 0, 0, None), _call(1, "conv", 0, 1, 0), _call(2, "drop", 0, 1, 0), _call(3, "bn", 0, 1, 0)]
+    w = helper.make_tensor("conv.weight", TensorProto.FLOAT, [4, 4], [0.0] * 16)
+    nodes = [_node("MatMul", ["x", "conv.weight"], ["m"], "n0", ["", "bn", "matmul"]),
+             _node("Relu", ["m"], ["y"], "n1", ["", "bn", "relu"])]
+    model = _model(nodes)
+    model.graph.initializer.append(w)
+    index = build_index(model)
+    calls = [_call(0, "", 0, 0, None), _call(1, "conv", 0, 1, 0), _call(2, "drop", 0, 1, 0),
+             _call(3, "bn", 0, 1, 0), _call(4, "head", 0, 1, 0)]
     calls[1].params = [("conv.weight", "parameter", (4, 4), "float32")]
-    plan = build_plan(index, calls, ["", "conv", "drop", "bn"], {"": False, "conv": True, "drop": False, "bn": True})
-    assert plan.calls[1].status == "fused"
-    assert plan.calls[2].status == "not_exported"
+    calls[4].params = [("head.weight", "parameter", (4, 4), "float32")]
+    has = {"": False, "conv": True, "drop": False, "bn": True, "head": True}
+    plan = build_plan(index, calls, ["", "conv", "drop", "bn", "head"], has)
+    assert plan.calls[1].status == "fused" and "bn" in plan.calls[1].note      # its weight feeds bn's node
+    assert plan.calls[2].status == "not_exported"                              # no params, no node
+    assert plan.calls[4].status == "not_exported" and "removed" in plan.calls[4].note   # dead code
     assert plan.calls[3].outputs == {0: "y"}
