@@ -93,3 +93,22 @@ def inputs_8() -> torch.Tensor:
 
 def inputs_img() -> torch.Tensor:
     return torch.randn(1, 3, 16, 16)
+
+
+class TwoInputs(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(8, 4)
+        self.b = nn.Linear(6, 4)
+
+    def forward(self, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+        return self.a(left) * self.b(right)
+
+
+def two_inputs() -> nn.Module:
+    torch.manual_seed(0)
+    return TwoInputs().eval()
+
+
+def two_inputs_dict():
+    return {"right": torch.randn(2, 6), "left": torch.randn(2, 8)}

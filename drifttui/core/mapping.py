@@ -43,18 +43,23 @@ class Plan:
         return entry[1] if entry else None
 
 
-def _resolve_torchscript(segments: list[str], children: dict[str, list[str]]) -> list[tuple[str, str]]:
+def _resolve_torchscript(segments: list[str], children: dict[str, list[str]],
+                         cache: dict[tuple[str, str], Optional[str]]) -> list[tuple[str, str]]:
     """Raw TorchScript path segments -> [(qualified module, instance key)]."""
     chain: list[tuple[str, str]] = []
     cur = ""
     raw = ""
     for seg in segments:
         raw = f"{raw}/{seg}"
-        found = _child(cur, seg, children)
+        if (cur, seg) not in cache:
+            cache[(cur, seg)] = _child(cur, seg, children)
+        found = cache[(cur, seg)]
         if found is None:
             m = _SUFFIX.match(seg)
             if m:
-                found = _child(cur, m.group(1), children)
+                if (cur, m.group(1)) not in cache:
+                    cache[(cur, m.group(1))] = _child(cur, m.group(1), children)
+                found = cache[(cur, m.group(1))]
         if found is None:
             break
         cur = found
@@ -115,10 +120,11 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
 
     # 1. each node's chain of (module, instance key)
     chains: list[list[tuple[str, str]]] = []
+    resolved: dict[tuple[str, str], Optional[str]] = {}
     for node in index.nodes:
         scope = node.scope or []
         if index.flavour == TORCHSCRIPT:
-            chain = _resolve_torchscript(scope, children)
+            chain = _resolve_torchscript(scope, children, resolved)
         else:
             chain = [(s, "") for s in scope if s in known]
         chains.append([("", "")] + chain)
@@ -283,7 +289,9 @@ def _fix_torchscript_folding(index: GraphIndex, calls: list[Call], plan: Plan,
             continue
         src = plan.calls[prod[0]]
         src_call = calls[prod[0]]
-        if not src.outputs or src_call.outputs[0].shape != call.outputs[0].shape if call.outputs else True:
+        if not src.outputs or not call.outputs or not src_call.outputs:
+            continue
+        if src_call.outputs[0].shape != call.outputs[0].shape:
             continue
         own_params = {p[0] for p in src_call.params if p[1] == "parameter"}
         used_inits = {i for ni in src.nodes for i in index.nodes[ni].inputs if i in index.initializers}

@@ -1,0 +1,1 @@
+"""Test helpers shipped with drifttui (synthetic results); no torch."""

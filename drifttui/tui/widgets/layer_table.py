@@ -1,0 +1,332 @@
+"""The layer table: a line-rendered ScrollView (like toolong's log lines).
+
+Only the visible lines are drawn; rows come from the flattened ``LayerTree.rows``
+and rendered strips are cached per (layer, cursor, expanded, width).  Line 0 is a
+fixed header; row ``r`` is drawn on line ``r - scroll_y + 1``.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.events import Click, Resize
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from drifttui.core.result import (
+    DRIFT, FUSED, INHERITED, NOT_EXPORTED, OK, UNMAPPED, Result, Tolerance,
+)
+from drifttui.tui.heat import CELL_WIDTH, COLUMNS, COLUMN_TITLES, heat_cell, thresholds
+from drifttui.tui.tree import LayerTree
+
+ORIGIN_MARK = "◆"
+STATUS_TEXT = {OK: "ok", DRIFT: "drift", INHERITED: "inherited", FUSED: "fused",
+               NOT_EXPORTED: "not exported", UNMAPPED: "unmapped"}
+STATUS_SHORT = {NOT_EXPORTED: "not exp."}
+STATUS_STYLES = {
+    OK: Style(color="#5fb36b"), DRIFT: Style(color="#e8503a", bold=True),
+    INHERITED: Style(color="#f0a030"), FUSED: Style(color="#6aa0d8", italic=True),
+    NOT_EXPORTED: Style(color="#8a8a8a", italic=True), UNMAPPED: Style(color="#b07ad8", italic=True),
+}
+
+
+def _fit(text: str, width: int) -> str:
+    if width <= 0:
+        return ""
+    if len(text) > width:
+        return text[: max(0, width - 1)] + "…"
+    return text.ljust(width)
+
+
+class Columns:
+    """Column widths for one table width."""
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        heat = len(COLUMNS) * (CELL_WIDTH + 1)
+        self.status = 12 if width >= 100 else 9
+        rest = width - 1 - heat - (self.status + 1)
+        self.ops = 16 if width >= 110 else 0
+        rest -= self.ops + (1 if self.ops else 0)
+        self.cls = 14 if rest >= 40 else (11 if rest >= 28 else 0)
+        rest -= self.cls + (1 if self.cls else 0)
+        self.module = max(8, rest)
+
+
+class LayerTable(ScrollView, can_focus=True):
+    """Module tree with heat cells; the cursor row drives the inspector."""
+
+    BINDINGS = [
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "first", "First", show=False),
+        Binding("end", "last", "Last", show=False),
+        Binding("left", "collapse", "Collapse", show=False),
+        Binding("right", "expand", "Expand", show=False),
+        Binding("space,enter", "toggle", "Expand/collapse", show=False),
+        Binding("E", "expand_all", "Expand all", show=False),
+        Binding("C", "collapse_all", "Collapse all", show=False),
+    ]
+
+    COMPONENT_CLASSES = {"layer-table--header", "layer-table--cursor", "layer-table--dim"}
+
+    DEFAULT_CSS = """
+    LayerTable { overflow-x: hidden; overflow-y: auto; }
+    LayerTable > .layer-table--header { text-style: bold; background: $panel; }
+    LayerTable > .layer-table--cursor { background: $primary 30%; text-style: bold; }
+    LayerTable:focus > .layer-table--cursor { background: $primary 55%; text-style: bold; }
+    LayerTable > .layer-table--dim { color: $text-muted; }
+    """
+
+    class CursorMoved(Message):
+        """The cursor is on another layer (or none: empty table)."""
+
+        def __init__(self, layer: Optional[int]) -> None:
+            self.layer = layer
+            super().__init__()
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.layer_tree: LayerTree = LayerTree([])
+        self.result: Optional[Result] = None
+        self.cursor = 0
+        self._thresholds = thresholds(Tolerance(1e-4, 1e-4))
+        self._cache: LRUCache[tuple, Strip] = LRUCache(4096)
+        self._columns = Columns(80)
+        self._last_layer: Optional[int] = None
+
+    # -- data ------------------------------------------------------------------
+    def set_result(self, result: Optional[Result], keep_state: bool = True) -> None:
+        """Show ``result``; keeps collapse state, filters and the cursor's layer if asked."""
+        old_key = None
+        state = None
+        if keep_state and self.result is not None and self.layer_tree.layers:
+            state = self.layer_tree.state()
+            cur = self.cursor_layer
+            if cur is not None:
+                old_key = (self.layer_tree.layers[cur].module, self.layer_tree.layers[cur].call)
+        self.result = result
+        origin = result.drift_origin.layer if result and result.drift_origin else None
+        self.layer_tree = LayerTree(result.layers if result else [], origin)
+        self._thresholds = thresholds(result.tolerance) if result else self._thresholds
+        if state is not None:
+            self.layer_tree.restore(state)
+        self._cache.clear()
+        target = self.layer_tree.index_of_key(old_key) if old_key else origin
+        self._rows_changed()
+        if target is not None:
+            self.go_to_layer(target)
+        else:
+            self.set_cursor(0)
+        self._notify(force=True)
+
+    def _rows_changed(self) -> None:
+        self.virtual_size = Size(0, len(self.layer_tree.rows) + 1)
+        self.refresh()
+
+    @property
+    def cursor_layer(self) -> Optional[int]:
+        rows = self.layer_tree.rows
+        return rows[self.cursor] if 0 <= self.cursor < len(rows) else None
+
+    # -- cursor ------------------------------------------------------------------
+    @property
+    def page_height(self) -> int:
+        return max(1, self.scrollable_content_region.height - 1)
+
+    def set_cursor(self, row: int, scroll: bool = True, center: bool = False) -> None:
+        n = len(self.layer_tree.rows)
+        row = max(0, min(row, n - 1)) if n else 0
+        old = self.cursor
+        self.cursor = row
+        if scroll:
+            self.scroll_to_row(row, center)
+        self.refresh_line(old + 1)
+        self.refresh_line(row + 1)
+        self._notify()
+
+    def scroll_to_row(self, row: int, center: bool = False) -> None:
+        top = round(self.scroll_y)
+        page = self.page_height
+        if center and not top <= row < top + page:
+            self.scroll_to(y=max(0, row - page // 2), animate=False, immediate=True)
+        elif row < top:
+            self.scroll_to(y=row, animate=False, immediate=True)
+        elif row >= top + page:
+            self.scroll_to(y=row - page + 1, animate=False, immediate=True)
+
+    def go_to_layer(self, layer: int) -> bool:
+        """Move the cursor to ``layer``, expanding its ancestors (and clearing a filter hiding it)."""
+        if not 0 <= layer < len(self.layer_tree.layers):
+            return False
+        if self.layer_tree.row_of(layer) is None:
+            self.layer_tree.reveal(layer)
+            self._cache.clear()
+            self._rows_changed()
+        row = self.layer_tree.row_of(layer)
+        if row is None:
+            return False
+        self.set_cursor(row, center=True)
+        return True
+
+    def go_to_origin(self) -> bool:
+        return self.layer_tree.origin is not None and self.go_to_layer(self.layer_tree.origin)
+
+    def _notify(self, force: bool = False) -> None:
+        layer = self.cursor_layer
+        if force or layer != self._last_layer:
+            self._last_layer = layer
+            self.post_message(self.CursorMoved(layer))
+
+    # -- actions -----------------------------------------------------------------
+    def action_cursor(self, delta: int) -> None:
+        self.set_cursor(self.cursor + delta)
+
+    def action_page(self, direction: int) -> None:
+        self.set_cursor(self.cursor + direction * self.page_height)
+
+    def action_first(self) -> None:
+        self.set_cursor(0)
+
+    def action_last(self) -> None:
+        self.set_cursor(len(self.layer_tree.rows) - 1)
+
+    def _after_fold(self, layer: int) -> None:
+        self._rows_changed()
+        row = self.layer_tree.row_of(layer)
+        self.set_cursor(row if row is not None else 0)
+
+    def action_collapse(self) -> None:
+        layer = self.cursor_layer
+        if layer is None:
+            return
+        if self.layer_tree.collapse(layer):
+            self._after_fold(layer)
+        elif self.layer_tree.parent[layer] is not None and self.layer_tree.row_of(self.layer_tree.parent[layer]) is not None:
+            self.set_cursor(self.layer_tree.row_of(self.layer_tree.parent[layer]))  # type: ignore[arg-type]
+
+    def action_expand(self) -> None:
+        layer = self.cursor_layer
+        if layer is not None and self.layer_tree.expand(layer):
+            self._after_fold(layer)
+
+    def action_toggle(self) -> None:
+        layer = self.cursor_layer
+        if layer is not None and self.layer_tree.toggle(layer):
+            self._after_fold(layer)
+
+    def action_expand_all(self) -> None:
+        layer = self.cursor_layer
+        self.layer_tree.expand_all()
+        self._after_fold(layer if layer is not None else 0)
+
+    def action_collapse_all(self) -> None:
+        layer = self.cursor_layer
+        self.layer_tree.collapse_all()
+        self._rows_changed()
+        if layer is not None:
+            visible = layer
+            while self.layer_tree.row_of(visible) is None and self.layer_tree.parent[visible] is not None:
+                visible = self.layer_tree.parent[visible]  # type: ignore[assignment]
+            self.set_cursor(self.layer_tree.row_of(visible) or 0)
+
+    def set_filter(self, text: str | None = None, only_drift: bool | None = None) -> None:
+        layer = self.cursor_layer
+        self.layer_tree.set_filter(text, only_drift)
+        self._rows_changed()
+        row = self.layer_tree.row_of(layer) if layer is not None else None
+        self.set_cursor(row if row is not None else 0)
+        self._notify(force=True)
+
+    def on_click(self, event: Click) -> None:
+        if event.y >= 1:
+            self.set_cursor(round(self.scroll_y) + event.y - 1, scroll=False)
+
+    def on_resize(self, event: Resize) -> None:
+        self._cache.clear()
+        self.scroll_to_row(self.cursor, center=True)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cache.clear()
+
+    # -- rendering -----------------------------------------------------------------
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        if width != self._columns.width:
+            self._columns = Columns(width)
+            self._cache.clear()
+        base = self.rich_style
+        if y == 0:
+            key = ("header", width)
+            strip = self._cache.get(key)
+            if strip is None:
+                strip = self._header(width, base + self.get_component_rich_style("layer-table--header"))
+                self._cache[key] = strip
+            return strip
+        row = round(self.scroll_y) + y - 1
+        rows = self.layer_tree.rows
+        if row >= len(rows):
+            return Strip.blank(width, base)
+        layer = rows[row]
+        is_cursor = row == self.cursor
+        key = (layer, is_cursor, layer in self.layer_tree.expanded, width)
+        strip = self._cache.get(key)
+        if strip is None:
+            if is_cursor:
+                base = base + self.get_component_rich_style("layer-table--cursor")
+            strip = self._render_row(layer, width, base)
+            self._cache[key] = strip
+        return strip
+
+    def _header(self, width: int, style: Style) -> Strip:
+        c = self._columns
+        parts = [" ", _fit("module", c.module)]
+        if c.cls:
+            parts += [" ", _fit("class", c.cls)]
+        if c.ops:
+            parts += [" ", _fit("onnx ops", c.ops)]
+        parts += [" ", _fit("status", c.status)]
+        for col in COLUMNS:
+            parts += [" ", COLUMN_TITLES[col].rjust(CELL_WIDTH)[:CELL_WIDTH]]
+        return Strip([Segment("".join(parts), style)]).adjust_cell_length(width, style)
+
+    def _render_row(self, i: int, width: int, base: Style) -> Strip:
+        tree = self.layer_tree
+        layer = tree.layers[i]
+        c = self._columns
+        dim = base + self.get_component_rich_style("layer-table--dim")
+        segs: list[Segment] = []
+        is_origin = i == tree.origin
+        segs.append(Segment(ORIGIN_MARK if is_origin else " ", base + Style(color="#ff3d9a", bold=True)))
+        if tree.children[i]:
+            fold = "▾ " if i in tree.expanded else "▸ "
+        else:
+            fold = "  "
+        name = layer.module.rsplit(".", 1)[-1] if layer.module else "(root)"
+        if layer.call:
+            name += f"#{layer.call}"
+        indent = "  " * min(layer.depth, 12)
+        segs.append(Segment(_fit(indent + fold + name, c.module), base + Style(bold=is_origin)))
+        if c.cls:
+            segs.append(Segment(" " + _fit(layer.cls, c.cls), dim))
+        if c.ops:
+            ops = ",".join(dict.fromkeys(layer.op_types))
+            segs.append(Segment(" " + _fit(ops, c.ops), dim))
+        status = STATUS_TEXT.get(layer.status, layer.status)
+        if c.status < 12:
+            status = STATUS_SHORT.get(layer.status, status)
+        segs.append(Segment(" " + _fit(status, c.status), base + STATUS_STYLES.get(layer.status, Style())))
+        values, _rolled = tree.values(i)
+        for col, value in zip(COLUMNS, values):
+            text, style = heat_cell(value, self._thresholds[col])
+            segs.append(Segment(" ", base))
+            segs.append(Segment(text, base + style))
+        return Strip(segs).adjust_cell_length(width, base)

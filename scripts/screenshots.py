@@ -1,0 +1,119 @@
+"""Regenerate screenshots/*.svg (and a PNG beside each, via cairosvg) of the TUI.
+
+By default the result comes from the real engine on the built-in bf16 ResNet-18 demo:
+``LocalEngine().run(Config(model="example:resnet18-bf16", example="resnet18-bf16", samples=20))``.
+``--synthetic`` uses drifttui.testing.synthetic instead (no torch needed).
+
+    .venv/bin/python scripts/screenshots.py [--synthetic] [--out screenshots] [--no-png]
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Awaitable, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+
+from drifttui.core.result import Config, Result  # noqa: E402
+from drifttui.tui.app import DriftApp  # noqa: E402
+
+Action = Callable[[DriftApp, object], Awaitable[None]]
+
+
+async def _noop(app: DriftApp, pilot) -> None:
+    return None
+
+
+def _press(*keys: str) -> Action:
+    async def run(app: DriftApp, pilot) -> None:
+        await pilot.press(*keys)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+    return run
+
+
+async def _initializers(app: DriftApp, pilot) -> None:
+    result = app.table.result
+    if result is None:
+        return
+    best = max(result.layers, key=lambda l: (len(l.initializers), -l.index))
+    app.table.go_to_layer(best.index)
+    await pilot.pause()
+
+
+# name, terminal size, what to do before the shot
+SHOTS: list[tuple[str, tuple[int, int], Action]] = [
+    ("main-120x40", (120, 40), _noop),
+    ("main-80x24", (80, 24), _noop),
+    ("step-3", (120, 40), _press("3")),
+    ("step-6", (120, 40), _press("6")),
+    ("drifting-only", (120, 40), _press("f")),
+    ("inspector-initializers", (120, 40), _initializers),
+    ("help", (100, 40), _press("question_mark")),
+]
+
+
+def get_result(synthetic: bool, samples: int) -> tuple[object, Result]:
+    if synthetic:
+        from drifttui.testing.synthetic import synthetic_result, synthetic_step
+
+        class SyntheticEngine:
+            def run(self, config, progress=None, cancel=None):
+                return synthetic_result(60, config=config)
+
+            def step(self, number, result, progress=None, cancel=None):
+                return synthetic_step(number, result)
+
+        config = Config(model="example:resnet18-bf16", example="resnet18-bf16", samples=samples)
+        engine = SyntheticEngine()
+        return engine, engine.run(config)
+    from drifttui.api import LocalEngine
+
+    engine = LocalEngine()
+    config = Config(model="example:resnet18-bf16", example="resnet18-bf16", samples=samples)
+    return engine, engine.run(config)
+
+
+async def shoot(engine, result: Result, out: Path, png: bool) -> list[Path]:
+    written = []
+    for name, size, action in SHOTS:
+        app = DriftApp(engine, result=result)
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            await action(app, pilot)
+            await pilot.pause()
+            svg = out / f"{name}.svg"
+            svg.write_text(app.export_screenshot(title=f"drifttui — {name}"), encoding="utf-8")
+            written.append(svg)
+    if png:
+        import cairosvg
+
+        for svg in list(written):
+            target = svg.with_suffix(".png")
+            cairosvg.svg2png(url=str(svg), write_to=str(target))
+            written.append(target)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Regenerate the TUI screenshots.")
+    parser.add_argument("--synthetic", action="store_true", help="use a synthetic result (no torch)")
+    parser.add_argument("--out", default=str(ROOT / "screenshots"))
+    parser.add_argument("--samples", type=int, default=20)
+    parser.add_argument("--no-png", action="store_true", help="SVG only (skip cairosvg)")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    engine, result = get_result(args.synthetic, args.samples)
+    for path in asyncio.run(shoot(engine, result, out, png=not args.no_png)):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
