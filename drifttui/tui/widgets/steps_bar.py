@@ -63,7 +63,7 @@ class StepsBar(Static):
                 glyph, style = "!", "dim"
             else:
                 glyph, style = "·", "dim"
-            label = f" {n}{glyph}{SHORT[n]} "
+            label = f"{n}{glyph}{SHORT[n]} "
             text.append(label, style=(style + " reverse") if n == self.selected else style)
         n = self.selected
         if n is None:
