@@ -63,7 +63,16 @@ class LocalEngine:
             cancel: Optional[CancelToken] = None) -> Result:
         from drifttui.core.session import Session
 
-        return Session(config).run(progress=progress, cancel=cancel)
+        session = Session(config)
+        result = session.run(progress=progress, cancel=cancel)
+        try:
+            # keep the loaded model, graph and mapping for the debugging steps (keys 1-6)
+            from drifttui.core.steps.context import context_for
+
+            context_for(result, session)
+        except Exception:   # the steps rebuild what they need when this cache is missing
+            pass
+        return result
 
     def step(self, number: int, result: Result, progress: ProgressFn = no_progress,
              cancel: Optional[CancelToken] = None) -> Step:

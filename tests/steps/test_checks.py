@@ -1,0 +1,148 @@
+"""Each drift check fires on a model that has the drift and stays quiet on the clean model."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+from drifttui.core.checks import dtype, dynamic_axes, fusion, opcompat
+from drifttui.core.graph import build_index
+
+DRIFTS = {  # variant -> (check class, module the finding must name)
+    "eps": ("normalization", "norm.ln"),
+    "resize": ("interpolation", "up"),
+    "bf16": ("dtype", "conv2"),
+    "avgpool": ("padding", "pool"),
+    "gamma": ("custom-module", "ls"),
+    "padmode": ("padding", "pad"),
+    "rmseps": ("normalization", "rms"),
+}
+
+
+def errors(result):
+    return [f for f in result.findings if f.severity == "error"]
+
+
+def test_clean_model_has_no_error_or_warning_findings(diagnosed):
+    r = diagnosed("clean")
+    assert errors(r) == []
+    warnings = [f for f in r.findings if f.severity == "warning"]
+    # the only acceptable warnings: the plain tensor attribute and its shape-derived int
+    assert {f.check for f in warnings} <= {"custom-module"}, warnings
+    checks = {f.check for f in r.findings}
+    assert "versions" in checks and "dynamic-axes" in checks
+
+
+def test_second_clean_model_has_no_findings_above_info(diagnosed):
+    r = diagnosed("clean2")
+    assert [f for f in r.findings if f.severity != "info"] == []
+    # Linear weights are matched through their transposed initializer: nothing reported missing
+    assert not any("no initializer" in f.message for f in r.findings)
+
+
+@pytest.mark.parametrize("variant", sorted(DRIFTS))
+def test_drift_check_names_module_and_class(diagnosed, variant):
+    r = diagnosed(variant)
+    check, module = DRIFTS[variant]
+    errs = errors(r)
+    assert errs, r.findings
+    first = errs[0]
+    assert (first.check, first.module) == (check, module), errs
+    assert first.onnx_nodes and first.fix
+    # one cause, one class: no error of another class
+    assert {f.check for f in errs} == {check}
+
+
+def test_findings_serialise(diagnosed):
+    import json
+
+    from drifttui.core.result import Result
+
+    r = diagnosed("resize")
+    d = r.to_dict()
+    json.dumps(d, allow_nan=False)
+    back = Result.from_dict(json.loads(json.dumps(d)))
+    assert back.findings == r.findings and back.steps == r.steps
+    for f in d["findings"]:
+        assert set(f) == {"check", "severity", "module", "onnx_nodes", "message", "evidence", "fix"}
+
+
+def _ctx(proto, sample=None, model=None):
+    index = build_index(proto)
+    return SimpleNamespace(index=index, model=model, node_module=lambda ni: None,
+                           sample=lambda i: sample or ((torch.zeros(2, 4),), {}))
+
+
+def test_dtype_cast_and_integer_div():
+    g = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16, name="to_half"),
+         helper.make_node("Div", ["i", "j"], ["q"], name="int_div")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]),
+              helper.make_tensor_value_info("i", TensorProto.INT64, [2]),
+              helper.make_tensor_value_info("j", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("h", TensorProto.FLOAT16, [2, 4]),
+         helper.make_tensor_value_info("q", TensorProto.INT64, [2])])
+    found = dtype.check(_ctx(helper.make_model(g)))
+    assert {f.onnx_nodes[0] for f in found} == {"to_half", "int_div"}
+    assert all(f.check == "dtype" and f.severity == "warning" for f in found)
+
+
+def test_rounded_kind():
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal(256).astype(np.float32)
+    assert dtype.rounded_kind(w) is None
+    assert dtype.rounded_kind(w.astype(np.float16).astype(np.float32)) == "float16"
+    assert dtype.rounded_kind((w.view(np.uint32) & 0xFFFF0000).view(np.float32)) == "bfloat16"
+    assert dtype.rounded_kind(np.full(64, 0.5, np.float32)) is None
+    assert dtype.rounded_kind(np.arange(64, dtype=np.float32)) is None
+
+
+def _reshape_graph(batch):
+    shape = numpy_helper.from_array(np.array([3, 8], np.int64), "target")
+    g = helper.make_graph([helper.make_node("Reshape", ["x", "target"], ["y"], name="baked")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 2, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 8])], [shape])
+    return helper.make_model(g)
+
+
+def test_dynamic_axes_baked_reshape():
+    sample = ((torch.zeros(3, 2, 4),), {})
+    found = dynamic_axes.check(_ctx(_reshape_graph("N"), sample))
+    assert [(f.severity, f.onnx_nodes) for f in found] == [("warning", ["baked"])]
+    static = dynamic_axes.check(_ctx(_reshape_graph(3), sample))
+    assert [f.severity for f in static] == ["info"]
+    wrong = dynamic_axes.check(_ctx(_reshape_graph(5), sample))
+    assert "error" in {f.severity for f in wrong}
+
+
+def test_fusion_from_sweep():
+    def sweep(all_fails):
+        levels = {lv: {"final_max_abs": 1e-6, "final_fails": False, "new_op_types": []}
+                  for lv in ("disable", "basic", "extended")}
+        levels["all"] = {"final_max_abs": 3e-2 if all_fails else 1e-6, "final_fails": all_fails,
+                         "new_op_types": ["com.microsoft.FusedConv"]}
+        return {"levels": levels, "fused_op_types": ["com.microsoft.FusedConv"], "origin_error_changes_at": []}
+
+    bad = fusion.from_sweep(sweep(True), None, [])
+    assert [(f.check, f.severity) for f in bad] == [("fusion", "warning")]
+    assert "FusedConv" in bad[0].message
+    good = fusion.from_sweep(sweep(False), None, [])
+    assert all(f.severity == "info" for f in good)
+
+
+def test_opcompat_flags_custom_domain_and_risky_ops():
+    g = helper.make_graph(
+        [helper.make_node("GridSample", ["x", "grid"], ["y"], name="gs"),
+         helper.make_node("FusedGelu", ["y"], ["z"], domain="com.example", name="custom")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4]),
+              helper.make_tensor_value_info("grid", TensorProto.FLOAT, [1, 4, 4, 2])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 1, 4, 4])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid("com.example", 1)])
+    ctx = _ctx(model)
+    found = opcompat.check(ctx)
+    nodes = {n for f in found for n in f.onnx_nodes}
+    assert {"gs", "custom"} <= nodes
+    assert all(f.check == "op-compat" for f in found)

@@ -1,0 +1,56 @@
+"""`drifttui diagnose` end to end, the text report, and run_step from a result alone."""
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+
+from drifttui import cli
+from drifttui.core.steps import run_step
+from drifttui.core.steps.context import forget_contexts
+from drifttui.report.steps_text import render_steps
+
+
+def test_diagnose_cli_example_json(tmp_path, capsys):
+    out = tmp_path / "report.json"
+    code = cli.main(["diagnose", "--example", "unet-resize", "--samples", "2", "--json", str(out)])
+    assert code == 1
+    data = json.loads(out.read_text())
+    assert [s["step"] for s in data["steps"]] == [1, 2, 3, 4, 5, 6]
+    for s in data["steps"]:
+        assert set(s) == {"step", "title", "verdict", "summary", "evidence", "suggestion", "layers"}
+    err = [f for f in data["findings"] if f["severity"] == "error"]
+    assert (err[0]["check"], err[0]["module"]) == ("interpolation", "up1")
+    printed = capsys.readouterr().out
+    assert "Debugging steps" in printed and "interpolation" in printed
+
+
+def test_diagnose_single_step_to_stdout(variant_path, capsys):
+    from tests.steps.conftest import INPUTS, MODEL
+
+    code = cli.main(["diagnose", MODEL, "--onnx", variant_path("eps"), "--inputs", INPUTS, "--samples", "2",
+                     "--step", "6", "--json", "-"])
+    assert code == 1
+    data = json.loads(capsys.readouterr().out)
+    assert [s["step"] for s in data["steps"]] == [6]
+    assert any(f["check"] == "normalization" and f["severity"] == "error" for f in data["findings"])
+
+
+def test_text_report_renders(diagnosed):
+    console = Console(width=100, record=True)
+    console.print(render_steps(diagnosed("twodrift")))
+    text = console.export_text()
+    for n in range(1, 7):
+        assert f" {n}. " in text
+    assert "tol 1e-05: bn" in text and "Findings" in text
+
+
+def test_run_step_from_result_alone(run):
+    _, result = run("resize")
+    forget_contexts()
+    seen = []
+    s = run_step(3, result, progress=seen.append)
+    assert s.step == 3 and s.verdict == "fail" and s.layers == [result.drift_origin.layer]
+    assert any(p.stage == "step" for p in seen)
+    again = run_step(3, result)          # cached context: no rebuild
+    assert again.summary == s.summary
