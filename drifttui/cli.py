@@ -47,7 +47,20 @@ def _add_run_options(p: argparse.ArgumentParser, model_optional: bool = False) -
                    help="exporter used when no --onnx is given (default dynamo)")
     p.add_argument("--provider", default="CPUExecutionProvider", metavar="NAME",
                    help="ONNX Runtime execution provider (default CPUExecutionProvider)")
+    p.add_argument("--max-memory", type=_memory_size, default=None, metavar="SIZE",
+                   help="memory budget for one sample's captured intermediates, e.g. 512M or 2G; a model "
+                        "over it is compared in windows of consecutive layers (default: no limit)")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def _memory_size(text: str) -> int:
+    from drifttui.core.windows import parse_size
+    from drifttui.errors import InputError
+
+    try:
+        return parse_size(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(exc.args[0] if exc.args else str(exc)) from exc
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,7 +120,8 @@ def config_from_args(args: argparse.Namespace):
     model = f"example:{args.example}" if args.example else args.model
     return Config(model=model, onnx=args.onnx, inputs=args.inputs, example=args.example,
                   samples=args.samples, seed=args.seed, atol=atol, rtol=rtol, opt_level=args.opt_level,
-                  deterministic=args.deterministic, exporter=args.exporter, provider=args.provider)
+                  deterministic=args.deterministic, exporter=args.exporter, provider=args.provider,
+                  max_memory=getattr(args, "max_memory", None))
 
 
 def _progress_printer(enabled: bool):

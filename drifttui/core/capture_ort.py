@@ -1,7 +1,6 @@
 """ONNX Runtime side: sessions with every wanted intermediate value as a graph output."""
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any, Optional
 
@@ -26,6 +25,10 @@ def session_options(opt_level: str, deterministic: bool, optimized_path: Optiona
     so = ort.SessionOptions()
     so.graph_optimization_level = levels[opt_level]
     so.log_severity_level = 3
+    # ORT's idle workers busy-wait after each run by default, taking the cores the torch forward
+    # that follows needs (2-4x slower torch on a small machine); they sleep instead.
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    so.add_session_config_entry("session.inter_op.allow_spinning", "0")
     if deterministic:
         so.intra_op_num_threads = 1
         so.inter_op_num_threads = 1
@@ -40,7 +43,6 @@ def with_outputs(model: Any, names: list[str]) -> Any:
     """A copy of ``model`` whose graph also outputs ``names`` (by name only)."""
     import onnx
 
-    m = copy.copy(model)
     m = onnx.ModelProto()
     m.CopyFrom(model)
     have = {o.name for o in m.graph.output}

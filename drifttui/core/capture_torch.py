@@ -51,6 +51,8 @@ def hookable(model: Any) -> tuple[bool, str]:
 class Sink:
     """Receives module inputs/outputs during a forward pass. Override what you need."""
 
+    wants_inputs = True     # False: on_input is called with an empty list (saves flattening args)
+
     def on_input(self, call: int, tensors: list[torch.Tensor]) -> None:  # pragma: no cover - default
         pass
 
@@ -124,15 +126,16 @@ class Hooks:
             elif idx >= len(self.calls) or self.calls[idx].module != name:
                 self.deviations += 1
             self._stack.append(idx)
-            if self.sink is not None and idx < len(self.calls) and self.calls[idx].module == name:
-                self.sink.on_input(idx, tensors_of((args, kwargs)))
+            sink = self.sink
+            if sink is not None and idx < len(self.calls) and self.calls[idx].module == name:
+                sink.on_input(idx, tensors_of((args, kwargs)) if sink.wants_inputs else [])
 
         return hook
 
     def _post(self, name: str) -> Callable[..., None]:
         def hook(module: torch.nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
             idx = self._stack.pop() if self._stack else -1
-            outs = tensors_of(output)
+            outs = [output] if isinstance(output, torch.Tensor) else tensors_of(output)
             if self.tracing and idx >= 0:
                 call = self.calls[idx]
                 call.outputs = [TensorRef(tuple(t.shape), str(t.dtype).replace("torch.", "")) for t in outs]
@@ -153,8 +156,10 @@ class Hooks:
         return where if ref() is t else None
 
 
-def run_model(model: Any, args: tuple, kwargs: dict) -> list[torch.Tensor]:
-    with torch.inference_mode():
+def run_model(model: Any, args: tuple, kwargs: dict, versioned: bool = False) -> list[torch.Tensor]:
+    """One forward without autograd.  ``versioned``: under ``no_grad`` instead of ``inference_mode``,
+    so tensors keep version counters (``t._version`` grows with every in-place op)."""
+    with torch.no_grad() if versioned else torch.inference_mode():
         out = model(*args, **kwargs)
     return tensors_of(out)
 

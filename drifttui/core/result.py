@@ -192,6 +192,17 @@ class Config:
     exporter: str = "dynamo"
     provider: str = "CPUExecutionProvider"
     zero_input: bool = False
+    max_memory: Optional[int] = None   # bytes per capture pass (--max-memory); None: no limit
+
+
+STEP_TITLES = {
+    1: "Real or capture artifact",
+    2: "Zero-input bisect",
+    3: "The origin's ONNX node",
+    4: "Tolerance bisect",
+    5: "Determinism",
+    6: "Custom-module causes",
+}
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,14 @@
 """Orchestration of one run: load, export, trace, map, stream samples, decide.
 
 No threads of its own: callers (CLI, TUI worker) pass a progress callback and a cancel
-token, checked between samples and between layers.
+token, checked between samples and between layers.  The per-sample work (ORT run, hooked
+torch forward, local run when needed) is in ``passes``; the split into capture windows
+under ``--max-memory`` is in ``windows``.
 """
 from __future__ import annotations
 
 import contextlib
+import gc
 import platform
 import shutil
 import time
@@ -18,7 +21,7 @@ import torch
 from drifttui.api import CancelToken, Progress, ProgressFn, no_progress
 from drifttui.core import capture_ort
 from drifttui.core.analysis import coverage, decide, make_layers, make_origin
-from drifttui.core.capture_torch import Call, Hooks, Sink, TensorRef, TensorStore, hookable, run_model, tensors_of
+from drifttui.core.capture_torch import Call, Hooks, TensorRef, hookable, run_model
 from drifttui.core.details import layer_details
 from drifttui.core.export import export_model
 from drifttui.core.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index, elem_type_name
@@ -26,48 +29,12 @@ from drifttui.core.inputs import InputSource, build_source, flatten, onnx_feeds
 from drifttui.core.loading import load_onnx, load_torch_model, new_workdir
 from drifttui.core.local import build_local_graph
 from drifttui.core.mapping import Plan, build_plan
-from drifttui.core.metrics import Aggregate, Stats, compare
+from drifttui.core.metrics import Aggregate
+from drifttui.core.passes import Accum, Pass, run_sample
 from drifttui.core.result import (SCHEMA_VERSION, Config, Environment, Output, Result, Tolerance)
 from drifttui.core.spec import parse_input_spec, parse_model_spec
+from drifttui.core.windows import Window, attach_local, human, plan_windows
 from drifttui.errors import InputError, ModelError
-
-
-def _np(t: torch.Tensor) -> np.ndarray:
-    t = t.detach()
-    if t.dtype in (torch.bfloat16, torch.float16):
-        t = t.float()
-    return t.cpu().numpy()
-
-
-class _CompareSink(Sink):
-    """Compares each hooked output with the ORT value at hook time; stores what the local run needs."""
-
-    def __init__(self, plan: Plan, ort_values: dict[str, np.ndarray], atol: float, rtol: float,
-                 store: Optional[TensorStore]) -> None:
-        self.plan = plan
-        self.ort = ort_values
-        self.atol = atol
-        self.rtol = rtol
-        self.store = store
-        self.stats: dict[int, Stats] = {}
-        self.cancel: Optional[CancelToken] = None
-
-    def on_input(self, call: int, tensors: list[torch.Tensor]) -> None:
-        if self.cancel is not None:
-            self.cancel.check()
-        if self.store is not None:
-            self.store.on_input(call, tensors)
-
-    def on_output(self, call: int, tensors: list[torch.Tensor]) -> None:
-        cm = self.plan.calls[call]
-        if cm.outputs:
-            total = Stats()
-            for pos, value in cm.outputs.items():
-                if pos < len(tensors) and value in self.ort:
-                    total.add(compare(_np(tensors[pos]), self.ort[value], self.atol, self.rtol))
-            self.stats[call] = total
-        if self.store is not None:
-            self.store.on_output(call, tensors)
 
 
 class Session:
@@ -80,6 +47,8 @@ class Session:
         self.calls: list[Call] = []
         self.plan: Optional[Plan] = None
         self.source: Optional[InputSource] = None
+        self.windows: list[Window] = []
+        self._details: Any = None
 
     # ------------------------------------------------------------------------------
     def run(self, progress: ProgressFn = no_progress, cancel: Optional[CancelToken] = None) -> Result:
@@ -94,6 +63,7 @@ class Session:
         cfg = self.config
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
+        self._details = None
         if cfg.samples < 1:
             raise InputError(f"--samples {cfg.samples} is not a positive number", "use --samples 1 or more")
         if cfg.atol < 0 or cfg.rtol < 0:
@@ -179,118 +149,78 @@ class Session:
         self.plan = plan
         model_input_refs = [TensorRef(tuple(t.shape), str(t.dtype).replace("torch.", "")) for t in flatten(sample0)]
         local = build_local_graph(index, plan, calls, model_input_refs) if hooks is not None else None
+        budget = cfg.max_memory if hooks is not None else None
+        windows, total_bytes = plan_windows(plan, calls, index, budget, set(index.graph_inputs))
+        attach_local(windows, local, plan)
+        self.windows = windows
         timings["map"] = time.perf_counter() - t_map
 
-        wanted = sorted({v for cm in plan.calls for v in cm.outputs.values()} - set(index.graph_inputs))
-        fetch = list(dict.fromkeys(index.graph_outputs + wanted))
-        main = capture_ort.make_session(capture_ort.with_outputs(proto, wanted), cfg.opt_level,
-                                        cfg.deterministic, cfg.provider, self.workdir, "main.onnx")
-        local_sess = None
-        want_out: dict[int, list[int]] = {}
-        want_in: dict[int, list[int]] = {}
-        if local is not None:
-            local_sess = capture_ort.make_session(local.model, cfg.opt_level, cfg.deterministic,
-                                                  cfg.provider, self.workdir, "local.onnx")
-            for v, (kind, ci, pos) in plan.table.items():
-                if kind == "out":
-                    want_out.setdefault(ci, []).append(pos)
-                elif kind == "in":
-                    want_in.setdefault(ci, []).append(pos)
-
         n = 1 if source.fixed else cfg.samples
-        glob: dict[int, Aggregate] = {}
-        loc: dict[int, Aggregate] = {}
-        local_first: dict[int, int] = {}
-        out_aggs = [Aggregate() for _ in index.graph_outputs]
-        top1 = [[0, 0] for _ in index.graph_outputs]
+        acc = Accum(out_aggs=[Aggregate() for _ in index.graph_outputs], top1=[[0, 0] for _ in index.graph_outputs])
+        extra: list[str] = []
+        if len(windows) > 1:
+            extra.append(f"captured in {len(windows)} windows of consecutive layers to stay within --max-memory "
+                         f"{human(budget or 0)} (one sample's intermediates, both sides: ~{human(total_bytes)}); "
+                         "each window costs one ORT run and one torch forward per sample")
+        if cfg.max_memory is not None and hooks is None:
+            extra.append("--max-memory was not applied: windowed capture needs module hooks")
+        big = [w for w in windows if budget is not None and w.nbytes > budget]
+        if big:
+            listed = ", ".join(str(w.first) for w in big[:10]) + (f" and {len(big) - 10} more" if len(big) > 10 else "")
+            extra.append(f"layer(s) {listed} alone exceed --max-memory; they were captured on their own")
+        done, total = 0, n * len(windows)
         t_samples = time.perf_counter()
-        partial_sent = False
-        with hooks.installed() if hooks is not None else contextlib.nullcontext():
-            for i in range(n):
-                cancel.check()
-                sample = sample0 if i == 0 else source.sample(i)
-                feeds = feeds0 if i == 0 else onnx_feeds(sample, index.graph_inputs, input_dtypes)
-                _check_finite_onnx_inputs(feeds)
-                ort_vals = capture_ort.run(main, feeds, fetch)
-                store = TensorStore(want_out, want_in) if local_sess is not None else None
-                sink = _CompareSink(plan, ort_vals, cfg.atol, cfg.rtol, store)
-                sink.cancel = cancel
-                if hooks is not None:
-                    hooks.begin(sink)
-                outs = _safe_forward(model, sample)
-                _check_finite_outputs(outs, i)
-                for ci, st in sink.stats.items():
-                    glob.setdefault(ci, Aggregate()).add(i, st)
-                if hooks is None and outs:
-                    root = plan.calls[0]
-                    total = Stats()
-                    for pos, v in root.outputs.items():
-                        if pos < len(outs):
-                            total.add(compare(_np(outs[pos]), ort_vals[v], cfg.atol, cfg.rtol))
-                    glob.setdefault(0, Aggregate()).add(i, total)
-                for k, name in enumerate(index.graph_outputs):
-                    if k < len(outs):
-                        tt, oo = _np(outs[k]), ort_vals[name]
-                        out_aggs[k].add(i, compare(tt, oo, cfg.atol, cfg.rtol))
-                        if tt.ndim == 2 and tt.shape[-1] >= 2 and tt.shape == oo.shape:
-                            top1[k][0] += int((tt.argmax(-1) == oo.argmax(-1)).sum())
-                            top1[k][1] += tt.shape[0]
-                if local_sess is not None and store is not None and local is not None:
-                    self._local_run(local, local_sess, store, plan, feeds, cfg, i, loc, local_first)
-                if not partial_sent or i == n - 1:
-                    partial_sent = True
-                    if i < n - 1:
-                        partial = self._result(cfg, index, calls, plan, glob, loc, local_first, local is not None,
-                                               out_aggs, top1, i + 1, exporter, timings)
-                        progress(Progress("samples", i + 1, n, f"sample {i + 1}/{n}", partial))
-                if i + 1 < n:
-                    progress(Progress("samples", i + 1, n, f"sample {i + 1}/{n}"))
-        timings["samples"] = time.perf_counter() - t_samples
+        gc.collect()
+        gc.freeze()     # the model, graph and sessions are long-lived: keep them out of every GC pass
+        with hooks.installed() if hooks is not None else contextlib.nullcontext(), _unfreeze():
+            for wi, w in enumerate(windows):
+                t_sess = time.perf_counter()
+                main = capture_ort.make_session(capture_ort.with_outputs(proto, w.values), cfg.opt_level,
+                                                cfg.deterministic, cfg.provider, self.workdir, "main.onnx")
+                local_sess = None
+                if w.local is not None:
+                    local_sess = capture_ort.make_session(w.local.model, cfg.opt_level, cfg.deterministic,
+                                                          cfg.provider, self.workdir, "local.onnx")
+                timings["sessions"] = timings.get("sessions", 0.0) + time.perf_counter() - t_sess
+                fetch = list(dict.fromkeys(index.graph_outputs + w.values))
+                p = Pass(plan, w, main, fetch, local_sess, hooks, model, _safe_forward, index.graph_outputs,
+                         index.graph_inputs, input_dtypes, cfg.atol, cfg.rtol, outputs=wi == 0)
+                for i in range(n):
+                    cancel.check()
+                    sample = sample0 if i == 0 else source.sample(i)
+                    feeds = feeds0 if i == 0 else onnx_feeds(sample, index.graph_inputs, input_dtypes)
+                    _check_finite_onnx_inputs(feeds)
+                    run_sample(p, acc, i, sample, feeds, cancel, _check_finite_outputs)
+                    done += 1
+                    last_of_window = i == n - 1
+                    if done < total and ((wi == 0 and i == 0) or last_of_window):
+                        partial = self._result(cfg, index, calls, plan, acc, local is not None,
+                                               n if wi > 0 else i + 1, exporter, timings, windows, extra)
+                        progress(Progress("samples", done, total, f"sample {i + 1}/{n}{_win(wi, windows)}",
+                                          partial))
+                    elif done < total:
+                        progress(Progress("samples", done, total, f"sample {i + 1}/{n}{_win(wi, windows)}"))
+                del p, main, local_sess
+        timings["samples"] = time.perf_counter() - t_samples - timings.get("sessions", 0.0)
         timings["per_sample"] = timings["samples"] / n
+        if len(windows) == 1 and acc.sample_times:
+            timings["per_sample_median"] = float(np.median(acc.sample_times))
+        timings["local_runs"] = float(acc.local_runs)
         timings["total"] = time.perf_counter() - t0
-        result = self._result(cfg, index, calls, plan, glob, loc, local_first, local is not None,
-                              out_aggs, top1, n, exporter, timings)
-        progress(Progress("done", n, n, "done"))
+        result = self._result(cfg, index, calls, plan, acc, local is not None, n, exporter, timings, windows, extra)
+        progress(Progress("done", total, total, "done"))
         return result
 
-    def _local_run(self, local: Any, sess: Any, store: TensorStore, plan: Plan, feeds: dict, cfg: Config,
-                   i: int, loc: dict[int, Aggregate], local_first: dict[int, int]) -> None:
-        lfeeds: dict[str, np.ndarray] = {}
-        for name, v in local.feeds.items():
-            kind, ci, pos = plan.table[v]
-            if kind == "graph_in":
-                arr = feeds.get(v)
-            else:
-                t = (store.out if kind == "out" else store.inp).get((ci, pos))
-                arr = _np(t) if t is not None else None
-            if arr is None:
-                return
-            lfeeds[name] = arr
-        names = list(local.outputs)
-        vals = capture_ort.run(sess, lfeeds, names)
-        per_call: dict[int, Stats] = {}
-        for lname, v in local.outputs.items():
-            owner = local.attribution.get(v)
-            if owner is None:
-                continue
-            kind, ci, pos = plan.table[v]
-            t = (store.out if kind == "out" else store.inp).get((ci, pos))
-            if t is None:
-                continue
-            st = compare(_np(t), vals[lname], cfg.atol, cfg.rtol)
-            per_call.setdefault(owner, Stats()).add(st)
-            if st.fails():
-                first = local.first_node[v]
-                local_first[owner] = min(local_first.get(owner, first), first)
-        for owner, st in per_call.items():
-            loc.setdefault(owner, Aggregate()).add(i, st)
-
-    def _result(self, cfg: Config, index: GraphIndex, calls: list[Call], plan: Plan,
-                glob: dict[int, Aggregate], loc: dict[int, Aggregate], local_first: dict[int, int],
-                local_available: bool, out_aggs: list[Aggregate], top1: list[list[int]], samples: int,
-                exporter: str, timings: dict[str, float]) -> Result:
+    def _result(self, cfg: Config, index: GraphIndex, calls: list[Call], plan: Plan, acc: Accum,
+                local_available: bool, samples: int, exporter: str, timings: dict[str, float],
+                windows: list[Window], extra_notes: list[str]) -> Result:
+        glob, out_aggs, top1 = acc.glob, acc.out_aggs, acc.top1
+        loc = acc.local_aggs()
+        local_first = acc.local_first
         verdict = decide(calls, plan, glob, loc, local_first, local_available)
-        details = layer_details(index, plan, calls, self.model)
+        if self._details is None:     # static (graph, weights): the same for the partial and final results
+            self._details = layer_details(index, plan, calls, self.model)
+        details = self._details
         layers = make_layers(calls, plan, verdict.statuses, glob, loc, *details)
         outputs = []
         for k, name in enumerate(index.graph_outputs):
@@ -310,6 +240,7 @@ class Session:
         if out_fail and verdict.origin is None and plan.localized:
             notes.append("the outputs drift but no mapped module owns the error: the responsible nodes are "
                          "not tied to a module (see unmapped layers)")
+        notes.extend(extra_notes)
         drift = verdict.origin is not None or out_fail
         return Result(
             schema_version=SCHEMA_VERSION,
@@ -324,7 +255,20 @@ class Session:
             config=cfg,
             timings={k: round(v, 4) for k, v in timings.items()},
             notes=notes,
+            windows=[[w.first, w.last] for w in windows],
         )
+
+
+@contextlib.contextmanager
+def _unfreeze() -> Any:
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def _win(wi: int, windows: list[Window]) -> str:
+    return f", window {wi + 1}/{len(windows)}" if len(windows) > 1 else ""
 
 
 def _graph_inputs(proto: Any) -> list[tuple[str, list[Any], str]]:
@@ -343,7 +287,7 @@ def _safe_forward(model: Any, sample: Any) -> list[torch.Tensor]:
     from drifttui.errors import Cancelled
 
     try:
-        return run_model(model, sample[0], sample[1])
+        return run_model(model, sample[0], sample[1], versioned=True)
     except (Cancelled, InputError, ModelError):
         raise
     except Exception as exc:

@@ -1,0 +1,50 @@
+"""Progressive results and the cost rules of the sample loop."""
+from tests.perf.conftest import DEEP, INPUTS
+
+
+def _run(onnx, samples=4, **kw):
+    from drifttui.core.result import Config
+    from drifttui.core.session import Session
+
+    seen = []
+    result = Session(Config(model=f"{DEEP}:deep_mlp", inputs=INPUTS, onnx=str(onnx), samples=samples, **kw)).run(
+        progress=seen.append)
+    return result, seen
+
+
+def test_partial_result_with_per_layer_metrics_arrives_before_the_end(deep_onnx):
+    result, seen = _run(deep_onnx[1])
+    stages = [p.stage for p in seen]
+    assert stages[-1] == "done"
+    partials = [(k, p) for k, p in enumerate(seen) if p.partial is not None]
+    assert partials, "no partial result was sent"
+    k, first = partials[0]
+    assert first.stage == "samples" and first.done == 1 and k < len(seen) - 1
+    part = first.partial
+    assert part.samples == 1
+    metered = [L for L in part.layers if L.metrics is not None]
+    assert len(metered) == sum(1 for L in result.layers if L.metrics is not None)
+    assert all(L.metrics.samples == 1 for L in metered)
+    assert part.drift_origin is not None and part.drift_origin.module == result.drift_origin.module
+    assert result.samples == 4 and all(L.metrics.samples == 4 for L in result.layers if L.metrics)
+
+
+def test_windowed_run_sends_partials_per_window(deep_onnx):
+    result, seen = _run(deep_onnx[0], samples=2, max_memory=96 * 1024)
+    assert len(result.windows) >= 3
+    partials = [p.partial for p in seen if p.partial is not None]
+    assert len(partials) >= len(result.windows) - 1
+    counts = [sum(1 for L in r.layers if L.metrics is not None) for r in partials]
+    assert counts == sorted(counts) and counts[0] < counts[-1]     # layers fill in window by window
+
+
+def test_local_run_only_when_needed(deep_onnx):
+    clean, _ = _run(deep_onnx[0])
+    drifted, _ = _run(deep_onnx[1])
+    # clean: the local graph runs for the first sample only (every layer still shows a local error)
+    assert clean.timings["local_runs"] == 1
+    assert all(L.local is not None and L.local.samples == 1 for L in clean.layers if L.module.isdigit())
+    # drifted: every failing sample gets its local run, so the origin's own error covers all samples
+    assert drifted.timings["local_runs"] == 4
+    origin = drifted.layers[drifted.drift_origin.layer]
+    assert origin.local.samples == 4 and origin.local.max_abs.worst > 1e-4
