@@ -16,19 +16,11 @@ from typing import Optional
 from drifttui.core.result import (
     DRIFT, FUSED, HIST_EDGES, INHERITED, NOT_EXPORTED, OK, SCHEMA_VERSION, UNMAPPED,
     Config, Coverage, Environment, Finding, InitializerInfo, Layer, Metrics, NodeInfo,
-    Origin, Output, ParamInfo, Result, Step, Summary, Tolerance,
+    STEP_TITLES, Origin, Output, ParamInfo, Result, Step, Summary, Tolerance,
 )
 
 __all__ = ["synthetic_result", "synthetic_step", "STEP_TITLES", "FROZEN_TIMINGS"]
 
-STEP_TITLES = {      # the engine's six debugging steps (drifttui/core/steps)
-    1: "Real or capture artifact",
-    2: "Zero-input bisect",
-    3: "The origin's ONNX node",
-    4: "Tolerance bisect",
-    5: "Determinism",
-    6: "Custom-module causes",
-}
 
 FROZEN_TIMINGS = {"load": 0.21, "export": 1.42, "torch": 0.65, "ort": 0.71, "metrics": 0.33, "total": 3.32}
 

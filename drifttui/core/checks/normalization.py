@@ -52,11 +52,7 @@ def _decomposed_eps(ctx: Context, nodes: list[int]) -> list[tuple[str, float]]:
 
 def check(ctx: Context) -> list[Finding]:
     out: list[Finding] = []
-    mods = ctx.modules()
-    for c in ctx.calls:
-        m = mods.get(c.module)
-        if m is None:
-            continue
+    for c, m in ctx.module_calls():
         eps = _eps_of(m)
         if eps is None or "Norm" not in type(m).__name__:
             continue

@@ -47,11 +47,7 @@ def _pad_mode_of(m: Any) -> Any:
 
 def check(ctx: Context) -> list[Finding]:
     out: list[Finding] = []
-    mods = ctx.modules()
-    for c in ctx.calls:
-        m = mods.get(c.module)
-        if m is None:
-            continue
+    for c, m in ctx.module_calls():
         cm = ctx.plan.calls[c.index]
         pad_mode = _pad_mode_of(m)
         for ni in cm.own if not pad_mode else cm.nodes:

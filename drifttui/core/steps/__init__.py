@@ -11,16 +11,9 @@ import importlib
 from typing import Any, Optional
 
 from drifttui.api import CancelToken, ProgressFn, no_progress
-from drifttui.core.result import Result, Step
+from drifttui.core.result import STEP_TITLES, Result, Step
 
-TITLES = {
-    1: "Real or capture artifact",
-    2: "Zero-input bisect",
-    3: "The origin's ONNX node",
-    4: "Tolerance bisect",
-    5: "Determinism",
-    6: "Custom-module causes",
-}
+TITLES = STEP_TITLES
 _MODULES = {1: "artifact", 2: "zero", 3: "node", 4: "tolerance", 5: "determinism", 6: "custom"}
 
 

@@ -121,6 +121,11 @@ class Context:
             return {}
         return dict(self.model.named_modules())
 
+    def module_calls(self) -> "list[tuple[Any, torch.nn.Module]]":
+        """(call, module) for every recorded call whose module can be looked up."""
+        mods = self.modules()
+        return [(c, mods[c.module]) for c in self.calls if c.module in mods]
+
     def say(self, message: str, done: int = 0, total: int = 0) -> None:
         self.cancel.check()
         self.progress(Progress("step", done, total, message))
