@@ -50,6 +50,9 @@ def _add_run_options(p: argparse.ArgumentParser, model_optional: bool = False) -
     p.add_argument("--max-memory", type=_memory_size, default=None, metavar="SIZE",
                    help="memory budget for one sample's captured intermediates, e.g. 512M or 2G; a model "
                         "over it is compared in windows of consecutive layers (default: no limit)")
+    p.add_argument("--batch", type=int, default=1, metavar="N",
+                   help="compare N samples per ORT run and torch forward, concatenated along dim 0, when "
+                        "the graph's batch dim is dynamic (default 1: one sample at a time)")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
@@ -121,7 +124,7 @@ def config_from_args(args: argparse.Namespace):
     return Config(model=model, onnx=args.onnx, inputs=args.inputs, example=args.example,
                   samples=args.samples, seed=args.seed, atol=atol, rtol=rtol, opt_level=args.opt_level,
                   deterministic=args.deterministic, exporter=args.exporter, provider=args.provider,
-                  max_memory=getattr(args, "max_memory", None))
+                  max_memory=getattr(args, "max_memory", None), batch=getattr(args, "batch", 1))
 
 
 def _progress_printer(enabled: bool):

@@ -11,6 +11,18 @@ from typing import Any
 from drifttui.errors import ModelError
 
 EXPORTERS = ("dynamo", "torchscript")
+_DYNAMIC_BATCH = [False]    # set by dynamic_batch(): exports made inside (examples' too) get a dynamic dim 0
+
+
+@contextlib.contextmanager
+def dynamic_batch(on: bool = True):
+    """Exports inside this block mark dim 0 of every input as a dynamic batch dim (``--batch``)."""
+    before = _DYNAMIC_BATCH[0]
+    _DYNAMIC_BATCH[0] = on
+    try:
+        yield
+    finally:
+        _DYNAMIC_BATCH[0] = before
 
 
 @contextlib.contextmanager
@@ -38,17 +50,25 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
     if exporter not in EXPORTERS:
         raise ValueError(exporter)
     path = workdir / name
+    dyn = _DYNAMIC_BATCH[0]
     with quiet() as (out, err):
         try:
             if exporter == "dynamo":
+                extra: dict = {}
+                if dyn:
+                    extra["dynamic_shapes"] = _dynamic_shapes(torch, args, kwargs)
                 program = torch.onnx.export(model, args, kwargs=kwargs or None, dynamo=True,
-                                            verbose=False, external_data=False)
+                                            verbose=False, external_data=False, **extra)
                 program.save(str(path))
             else:
                 if kwargs:
                     raise ModelError("the TorchScript exporter cannot take named (dict) inputs",
                                      "use --exporter dynamo or a callable that returns a tuple")
-                torch.onnx.export(model, args, str(path), dynamo=False, opset_version=17)
+                axes: dict = {}
+                if dyn:
+                    names = _input_names(model, len(args))
+                    axes = {"input_names": names, "dynamic_axes": {n: {0: "batch"} for n in names}}
+                torch.onnx.export(model, args, str(path), dynamo=False, opset_version=17, **axes)
         except ModelError:
             raise
         except Exception as exc:
@@ -58,3 +78,26 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
                              f"try --exporter {other}, or export yourself and pass --onnx FILE "
                              "(rerun with --debug for the traceback)") from exc
     return path
+
+
+def _dynamic_shapes(torch: Any, args: tuple, kwargs: dict) -> Any:
+    batch = torch.export.Dim("batch")
+    if args and kwargs:
+        raise ModelError("a dynamic batch export of mixed positional and named inputs is not supported", "")
+
+    def dims(t: Any) -> Any:
+        return {0: batch} if getattr(t, "ndim", 0) else None
+    if kwargs:
+        return {k: dims(v) for k, v in kwargs.items()}
+    return tuple(dims(a) for a in args)
+
+
+def _input_names(model: Any, n: int) -> list[str]:
+    import inspect
+
+    try:
+        params = [p.name for p in inspect.signature(model.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError, AttributeError):
+        params = []
+    return params[:n] if len(params) >= n else [f"input_{i}" for i in range(n)]

@@ -193,6 +193,7 @@ class Config:
     provider: str = "CPUExecutionProvider"
     zero_input: bool = False
     max_memory: Optional[int] = None   # bytes per capture pass (--max-memory); None: no limit
+    batch: int = 1                     # samples per ORT run / torch forward (--batch); 1: one at a time
 
 
 STEP_TITLES = {

@@ -19,11 +19,11 @@ import numpy as np
 import torch
 
 from drifttui.api import CancelToken, Progress, ProgressFn, no_progress
-from drifttui.core import capture_ort
+from drifttui.core import capture_batch, capture_ort
 from drifttui.core.analysis import coverage, decide, make_layers, make_origin
 from drifttui.core.capture_torch import Call, Hooks, TensorRef, hookable, run_model
 from drifttui.core.details import layer_details
-from drifttui.core.export import export_model
+from drifttui.core.export import dynamic_batch, export_model
 from drifttui.core.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index, elem_type_name
 from drifttui.core.inputs import InputSource, build_source, flatten, onnx_feeds
 from drifttui.core.loading import load_onnx, load_torch_model, new_workdir
@@ -49,6 +49,8 @@ class Session:
         self.source: Optional[InputSource] = None
         self.windows: list[Window] = []
         self._details: Any = None
+        self._batch = 1                     # --batch in effect (1 after a fallback)
+        self._batch_notes: list[str] = []
 
     # ------------------------------------------------------------------------------
     def run(self, progress: ProgressFn = no_progress, cancel: Optional[CancelToken] = None) -> Result:
@@ -68,6 +70,9 @@ class Session:
             raise InputError(f"--samples {cfg.samples} is not a positive number", "use --samples 1 or more")
         if cfg.atol < 0 or cfg.rtol < 0:
             raise InputError("tolerances must not be negative", "use e.g. --atol 1e-4 --rtol 1e-4")
+        if cfg.batch < 1:
+            raise InputError(f"--batch {cfg.batch} is not a positive number", "use --batch 1 or more")
+        self._batch, self._batch_notes = cfg.batch, []
         progress(Progress("load", message="loading the model"))
         spec = parse_model_spec(cfg.model)
         example = None
@@ -84,6 +89,9 @@ class Session:
         if cfg.onnx:
             proto = load_onnx(Path(cfg.onnx))
             gi = _graph_inputs(proto)
+            static = capture_batch.static_inputs(gi) if cfg.batch > 1 else []
+            if static:
+                self._no_batch(f"the ONNX file's input(s) {', '.join(static[:5])} have a static dim 0")
         else:
             gi = None
         source = build_source(in_spec, cfg.seed, cfg.zero_input, gi, example)
@@ -95,10 +103,13 @@ class Session:
             progress(Progress("export", message=f"exporting with the {cfg.exporter} exporter"))
             t = time.perf_counter()
             exporter = cfg.exporter
-            if example is not None and example.needs_custom_export():
-                path = example.export(model, sample0, cfg.exporter, self.workdir)
-            else:
-                path = export_model(model, sample0[0], sample0[1], cfg.exporter, self.workdir)
+            try:
+                path = self._export(model, example, sample0, cfg.exporter, self._batch > 1)
+            except ModelError as exc:
+                if self._batch == 1:
+                    raise
+                self._no_batch(f"the export with a dynamic batch dim failed ({exc.problem})")
+                path = self._export(model, example, sample0, cfg.exporter, False)
             proto = load_onnx(path)
             timings["export"] = time.perf_counter() - t
         cancel.check()
@@ -121,6 +132,19 @@ class Session:
                                 source, input_dtypes, hooks, why_not, exporter, timings, t0, t)
         finally:
             torch.use_deterministic_algorithms(deterministic_before)
+
+    def _export(self, model: Any, example: Any, sample0: Any, exporter: str, dynamic: bool) -> Path:
+        assert self.workdir is not None
+        with dynamic_batch(dynamic):
+            if example is not None and example.needs_custom_export():
+                return example.export(model, sample0, exporter, self.workdir)
+            return export_model(model, sample0[0], sample0[1], exporter, self.workdir)
+
+    def _no_batch(self, why: str) -> None:
+        if self._batch > 1:
+            self._batch_notes.append(f"--batch {self.config.batch} was not applied (samples ran one at a time): "
+                                     f"{why}")
+        self._batch = 1
 
     def _stream(self, cfg: Config, progress: ProgressFn, cancel: CancelToken, model: Any, example: Any,
                 index: GraphIndex, proto: Any, feeds0: dict, sample0: Any, source: InputSource,
@@ -147,15 +171,26 @@ class Session:
             plan.localized = False
             plan.reason = why_not
         self.plan = plan
+        n = 1 if source.fixed else cfg.samples
+        base = capture_batch.base_dims(plan, calls)
+        if self._batch > 1 and n > 1:
+            if hooks is None:
+                self._no_batch("batched capture needs module hooks")
+            else:
+                with hooks.installed():
+                    why = capture_batch.probe_torch(hooks, model, _safe_forward, sample0, base)
+                if why:
+                    self._no_batch(why)
+        batch = min(self._batch, n)
         model_input_refs = [TensorRef(tuple(t.shape), str(t.dtype).replace("torch.", "")) for t in flatten(sample0)]
         local = build_local_graph(index, plan, calls, model_input_refs) if hooks is not None else None
         budget = cfg.max_memory if hooks is not None else None
-        windows, total_bytes = plan_windows(plan, calls, index, budget, set(index.graph_inputs))
+        windows, total_bytes = plan_windows(plan, calls, index, max(1, budget // batch) if budget else budget,
+                                            set(index.graph_inputs))
         attach_local(windows, local, plan)
         self.windows = windows
         timings["map"] = time.perf_counter() - t_map
 
-        n = 1 if source.fixed else cfg.samples
         acc = Accum(out_aggs=[Aggregate() for _ in index.graph_outputs], top1=[[0, 0] for _ in index.graph_outputs])
         extra: list[str] = []
         if len(windows) > 1:
@@ -169,6 +204,8 @@ class Session:
             listed = ", ".join(str(w.first) for w in big[:10]) + (f" and {len(big) - 10} more" if len(big) > 10 else "")
             extra.append(f"layer(s) {listed} alone exceed --max-memory; they were captured on their own")
         done, total = 0, n * len(windows)
+        notes_at = len(extra)
+        extra.extend(self._batch_notes)
         t_samples = time.perf_counter()
         gc.collect()
         gc.freeze()     # the model, graph and sessions are long-lived: keep them out of every GC pass
@@ -185,15 +222,31 @@ class Session:
                 fetch = list(dict.fromkeys(index.graph_outputs + w.values))
                 p = Pass(plan, w, main, fetch, local_sess, hooks, model, _safe_forward, index.graph_outputs,
                          index.graph_inputs, input_dtypes, cfg.atol, cfg.rtol, outputs=wi == 0)
-                for i in range(n):
+                if batch > 1 and wi == 0:
+                    feeds2 = onnx_feeds(capture_batch.cat_samples([sample0, sample0]), index.graph_inputs,
+                                        input_dtypes)
+                    why = capture_batch.probe_ort(main, feeds2, fetch, plan.table, base)
+                    if why:
+                        self._no_batch(why)
+                        batch = 1
+                        extra[notes_at:] = self._batch_notes
+                for start in range(0, n, batch):
                     cancel.check()
-                    sample = sample0 if i == 0 else source.sample(i)
-                    feeds = feeds0 if i == 0 else onnx_feeds(sample, index.graph_inputs, input_dtypes)
-                    _check_finite_onnx_inputs(feeds)
-                    run_sample(p, acc, i, sample, feeds, cancel, _check_finite_outputs)
-                    done += 1
+                    ids = list(range(start, min(start + batch, n)))
+                    if batch == 1:
+                        i = start
+                        sample = sample0 if i == 0 else source.sample(i)
+                        feeds = feeds0 if i == 0 else onnx_feeds(sample, index.graph_inputs, input_dtypes)
+                        _check_finite_onnx_inputs(feeds)
+                        run_sample(p, acc, i, sample, feeds, cancel, _check_finite_outputs)
+                    else:
+                        samples = [sample0 if i == 0 else source.sample(i) for i in ids]
+                        capture_batch.run_chunk(p, acc, ids, samples, cancel, _check_finite_outputs,
+                                                _check_finite_onnx_inputs)
+                    i = ids[-1]
+                    done += len(ids)
                     last_of_window = i == n - 1
-                    if done < total and ((wi == 0 and i == 0) or last_of_window):
+                    if done < total and ((wi == 0 and ids[0] == 0) or last_of_window):
                         partial = self._result(cfg, index, calls, plan, acc, local is not None,
                                                n if wi > 0 else i + 1, exporter, timings, windows, extra)
                         progress(Progress("samples", done, total, f"sample {i + 1}/{n}{_win(wi, windows)}",
