@@ -112,3 +112,94 @@ def two_inputs() -> nn.Module:
 
 def two_inputs_dict():
     return {"right": torch.randn(2, 6), "left": torch.randn(2, 8)}
+
+
+class Swapped(nn.Module):
+    """Returns two same-shaped values in the reverse of the order they are computed."""
+
+    def forward(self, x):
+        b = x + 1.0
+        a = x * 2.0
+        return a, b
+
+
+class SwappedOuter(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = nn.Linear(8, 8)
+        self.f = Swapped()
+        self.o = nn.Linear(8, 2)
+
+    def forward(self, x):
+        a, b = self.f(self.l(x))
+        return self.o(a - 3 * b)
+
+
+class PassThrough(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return x, self.a(x)
+
+
+class PassOuter(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.p = PassThrough()
+        self.o = nn.Linear(8, 2)
+
+    def forward(self, x):
+        x0, y = self.p(x)
+        return self.o(x0 + y)
+
+
+class SharedLinear(nn.Module):
+    """One Linear registered under two names and called twice."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        lin = nn.Linear(8, 8)
+        self.p = lin
+        self.q = lin
+        self.o = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.o(self.q(torch.relu(self.p(x))))
+
+
+class HalfLinear(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(8, 8).half()
+        self.b = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.b(self.a(x.half()).float())
+
+
+class MixesDim0(nn.Module):
+    """dim 0 is a token axis, not a batch: a softmax runs over it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.l1 = nn.Linear(8, 8)
+        self.l2 = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.l2(torch.softmax(self.l1(x), dim=0) * 10)
+
+
+def _seeded(cls):
+    def build():
+        torch.manual_seed(0)
+        return cls().eval()
+    return build
+
+
+swapped = _seeded(SwappedOuter)
+passthrough = _seeded(PassOuter)
+shared_linear = _seeded(SharedLinear)
+half_linear = _seeded(HalfLinear)
+mixes_dim0 = _seeded(MixesDim0)

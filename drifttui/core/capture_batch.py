@@ -73,20 +73,56 @@ class _Shapes(Sink):
             self.shapes[(call, pos)] = tuple(t.shape)
 
 
+def _other_sample(sample: Sample) -> Sample:
+    """A second, different sample of the same shapes (to see whether dim 0 mixes samples)."""
+    def other(t: torch.Tensor) -> torch.Tensor:
+        if t.is_floating_point():
+            return t.flip(-1) * 0.5 + 0.25 if t.ndim else t
+        return t.flip(-1) if t.ndim else t
+    args, kwargs = sample
+    return tuple(other(a) for a in args), {k: other(v) for k, v in kwargs.items()}
+
+
+def _mixes_samples(single: list[list[torch.Tensor]], both: list[torch.Tensor]) -> Optional[str]:
+    """Why batching would change what the model computes (dim 0 is not a batch axis), or None."""
+    for k, b in enumerate(both):
+        parts = [s[k] for s in single if k < len(s)]
+        if len(parts) != 2 or b.ndim == 0 or b.shape[0] != parts[0].shape[0] + parts[1].shape[0]:
+            return f"output {k} does not split per sample along dim 0"
+        halves = torch.split(b, [parts[0].shape[0], parts[1].shape[0]])
+        for h, p in zip(halves, parts):
+            if h.shape != p.shape:
+                return f"output {k} does not split per sample along dim 0"
+            if p.is_floating_point():
+                scale = float(p.detach().abs().max()) if p.numel() else 0.0
+                if float((h.detach() - p.detach()).abs().max()) > 1e-4 + 1e-3 * scale:
+                    return (f"output {k} of a sample changes when another sample shares the batch: dim 0 "
+                            "is not an independent batch axis (e.g. a softmax or mean over dim 0)")
+            elif not torch.equal(h, p):
+                return f"output {k} of a sample changes when another sample shares the batch"
+    return None
+
+
 def probe_torch(hooks: Any, model: Any, forward: Callable[[Any, Any], list[torch.Tensor]], sample0: Sample,
                 base: dict[tuple[int, int], tuple[int, ...]]) -> Optional[str]:
     """None when a two-sample forward splits into per-sample values, else why not."""
     if any(t.ndim == 0 for t in flatten(sample0)):
         return "an input is a scalar (no dim 0 to batch along)"
+    other = _other_sample(sample0)
     sink = _Shapes()
-    hooks.begin(sink)
+    hooks.begin(None)
     try:
-        forward(model, cat_samples([sample0, sample0]))
+        single = [forward(model, sample0), forward(model, other)]
+        hooks.begin(sink)
+        both = forward(model, cat_samples([sample0, other]))
     except Exception as exc:     # the model does not take two samples at once
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return f"the PyTorch model fails on two samples concatenated along dim 0 ({first[:200]})"
     finally:
         hooks.begin(None)
+    mixed = _mixes_samples(single, both)
+    if mixed:
+        return mixed
     for key, shape1 in base.items():
         got = sink.shapes.get(key)
         if got is None or not splits(shape1, got, 2):

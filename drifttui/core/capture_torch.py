@@ -20,6 +20,7 @@ class TensorRef:
     shape: tuple[int, ...]
     dtype: str
     producer: Optional[tuple[int, int]] = None   # (call index, output position) that made it
+    passthrough: bool = False                    # an output that is one of the call's own inputs
 
 
 @dataclass
@@ -34,6 +35,13 @@ class Call:
     outputs: list[TensorRef] = field(default_factory=list)
     params: list[tuple[str, str, tuple[int, ...], str]] = field(default_factory=list)  # (name, kind, shape, dtype)
     end_order: int = -1     # order in which the call finished
+
+
+def _version(t: torch.Tensor) -> Optional[int]:
+    try:
+        return int(t._version)
+    except Exception:        # inference tensors have no version counter
+        return None
 
 
 def tensors_of(obj: Any) -> list[torch.Tensor]:
@@ -75,6 +83,8 @@ class Hooks:
         self._counts: dict[str, int] = {}
         self._ids: dict[int, tuple[weakref.ref, tuple[int, int]]] = {}
         self._ended = 0
+        self.multi_out: dict[int, list[torch.Tensor]] = {}
+        self._in_versions: dict[int, dict[int, Optional[int]]] = {}
 
     @contextlib.contextmanager
     def installed(self) -> Iterator["Hooks"]:
@@ -102,6 +112,7 @@ class Hooks:
         self._next = 0
         if tracing:
             self.calls = []
+            self.multi_out = {}
 
     # -- hooks --------------------------------------------------------------------
     def _pre(self, name: str) -> Callable[..., None]:
@@ -125,6 +136,8 @@ class Hooks:
                 self.calls.append(call)
             elif idx >= len(self.calls) or self.calls[idx].module != name:
                 self.deviations += 1
+            if self.tracing:
+                self._in_versions[idx] = {id(t): _version(t) for t in tensors_of((args, kwargs))}
             self._stack.append(idx)
             sink = self.sink
             if sink is not None and idx < len(self.calls) and self.calls[idx].module == name:
@@ -138,7 +151,15 @@ class Hooks:
             outs = [output] if isinstance(output, torch.Tensor) else tensors_of(output)
             if self.tracing and idx >= 0:
                 call = self.calls[idx]
-                call.outputs = [TensorRef(tuple(t.shape), str(t.dtype).replace("torch.", "")) for t in outs]
+                ins = self._in_versions.pop(idx, {})
+                # the same tensor object, unchanged: the module hands an input back (an in-place op
+                # such as ReLU(inplace=True) returns its input too, but with a new version)
+                call.outputs = [TensorRef(tuple(t.shape), str(t.dtype).replace("torch.", ""),
+                                          passthrough=id(t) in ins and ins[id(t)] is not None
+                                          and ins[id(t)] == _version(t)) for t in outs]
+                if len(outs) > 1:
+                    # kept to pair same-shaped outputs with ONNX values by content (mapping)
+                    self.multi_out[idx] = [t.detach().float().clone() for t in outs]
                 call.end_order = self._ended
                 for pos, t in enumerate(outs):
                     self._ids[id(t)] = (weakref.ref(t), (idx, pos))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,8 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
         except ModelError:
             raise
         except Exception as exc:
-            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
+            msg = text.splitlines()[0] if text else type(exc).__name__
             other = "torchscript" if exporter == "dynamo" else "dynamo"
             raise ModelError(f"{exporter} export failed: {type(exc).__name__}: {msg[:300]}",
                              f"try --exporter {other}, or export yourself and pass --onnx FILE "

@@ -8,7 +8,7 @@ untouched by upstream drift.  Cost: about one extra run of the model.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from drifttui.core.capture_torch import Call
@@ -28,6 +28,7 @@ class LocalGraph:
     outputs: dict[str, str]        # graph output name -> original value
     attribution: dict[str, int]    # original value -> call whose own error it measures
     first_node: dict[str, int]     # original value -> index of the node producing it
+    feed_dtypes: dict[str, Any] = field(default_factory=dict)  # graph input name -> numpy dtype
 
 
 def _ref_of(plan: Plan, calls: list[Call], value: str, model_inputs: list[Any]) -> Optional[Any]:
@@ -91,17 +92,19 @@ def build_local_graph(index: GraphIndex, plan: Plan, calls: list[Call],
         first_node[v] = p
 
     g = onnx.helper.make_graph(new_nodes, "drifttui_local", [], [], list(index.model.graph.initializer))
+    feed_dtypes: dict[str, Any] = {}
     for name, v in feeds.items():
         ref = _ref_of(plan, calls, v, model_inputs) if v in table else None
         if ref is None:
             return None
         elem = _TORCH_TO_ONNX.get(ref.dtype)
-        if elem is None:
-            return None
+        if elem is None or ref.dtype == "bfloat16":
+            return None     # numpy cannot carry bfloat16 feeds: no local errors (noted in the report)
         g.input.append(onnx.helper.make_tensor_value_info(name, elem, list(ref.shape)))
+        feed_dtypes[name] = onnx.helper.tensor_dtype_to_np_dtype(elem)
     for name in outputs:
         g.output.append(onnx.ValueInfoProto(name=name))
     model = onnx.helper.make_model(g, opset_imports=list(index.model.opset_import),
                                    ir_version=index.model.ir_version)
     model.functions.extend(index.model.functions)
-    return LocalGraph(model, feeds, outputs, attribution, first_node)
+    return LocalGraph(model, feeds, outputs, attribution, first_node, feed_dtypes)

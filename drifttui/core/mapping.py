@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from drifttui.core.capture_torch import Call
 from drifttui.core.graph import DYNAMO, TORCHSCRIPT, GraphIndex
+from drifttui.core.pairing import Resolver, dtype_ok, pair_by_content, pair_outputs, shape_ok
 from drifttui.core.result import FUSED, NOT_EXPORTED, OK, UNMAPPED
 
 _SUFFIX = re.compile(r"^(.*)_(\d+)$")
-_NP_FLOAT = {1, 10, 11, 16}   # float, float16, double, bfloat16
 
 
 @dataclass
@@ -81,23 +81,13 @@ def _child(cur: str, seg: str, children: dict[str, list[str]]) -> Optional[str]:
     return best
 
 
-def _shape_ok(onnx_shape: Optional[list], torch_shape: tuple[int, ...]) -> bool:
-    if onnx_shape is None:
-        return True
-    if len(onnx_shape) != len(torch_shape):
-        return False
-    return all(not isinstance(a, int) or a == b for a, b in zip(onnx_shape, torch_shape))
-
-
-def _dtype_ok(elem: Optional[int], torch_dtype: str) -> bool:
-    if elem is None or elem == 0:
-        return True
-    is_float = torch_dtype.startswith(("float", "bfloat", "half", "double"))
-    return (elem in _NP_FLOAT) == is_float
-
-
 def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
-               module_has_params: dict[str, bool]) -> Plan:
+               module_has_params: dict[str, bool], aliases: Optional[dict[str, str]] = None,
+               resolve: Optional[Resolver] = None,
+               torch_outputs: Optional[dict[int, list[Any]]] = None) -> Plan:
+    """``aliases``: other names of a shared module -> the name the hooks use.
+    ``resolve`` runs ONNX Runtime on sample 0 for the given values; with ``torch_outputs``
+    (sample 0 outputs of multi-output calls) it pairs same-shaped outputs by content."""
     if not calls:
         return Plan([], [None] * len(index.nodes), {}, False, "no module calls were recorded")
     maps = [CallMap(c.index) for c in calls]
@@ -108,9 +98,10 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
         _map_root_only(index, calls, plan)
         return plan
 
+    aliases = aliases or {}
     children: dict[str, list[str]] = {}
-    known = set(module_names)
-    for name in module_names:
+    known = set(module_names) | set(aliases)
+    for name in list(module_names) + list(aliases):
         if name:
             parent = name.rsplit(".", 1)[0] if "." in name else ""
             # the parent may be a non-module attribute path; walk up to a known module
@@ -127,6 +118,8 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
             chain = _resolve_torchscript(scope, children, resolved)
         else:
             chain = [(s, "") for s in scope if s in known]
+        # a shared module's other names are the same module, called again
+        chain = [(aliases.get(m, m), f"{m}/{k}" if m in aliases else k) for m, k in chain]
         chains.append([("", "")] + chain)
 
     if index.flavour == DYNAMO:
@@ -176,7 +169,9 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
             maps[deepest].own.append(ni)
 
     plan = Plan(maps, node_call, {}, True)
-    _pair_outputs(index, calls, plan)
+    ambiguous = pair_outputs(index, calls, plan)
+    if ambiguous and resolve is not None and torch_outputs:
+        pair_by_content(index, calls, plan, ambiguous, resolve, torch_outputs)
     _fix_torchscript_folding(index, calls, plan, module_has_params)
     _classify_empty(index, calls, plan, module_has_params)
     _pair_inputs(index, calls, plan)
@@ -234,47 +229,6 @@ def _split_repeats(index: GraphIndex, chains: list[list[tuple[str, str]]], mod: 
         for ni, ch in enumerate(chains):
             chains[ni] = [(m, f"{kk}.0" if m == mod and kk == key else kk) for m, kk in ch]
     return new_keys
-
-
-def _boundary_outputs(index: GraphIndex, nodes: set[int]) -> list[str]:
-    outs: list[str] = []
-    for ni in sorted(nodes):
-        for v in index.nodes[ni].outputs:
-            if not v:
-                continue
-            if v in index.graph_outputs or any(c not in nodes for c in index.consumers.get(v, [])):
-                outs.append(v)
-    return outs
-
-
-def _pair_outputs(index: GraphIndex, calls: list[Call], plan: Plan) -> None:
-    for cm in plan.calls:
-        call = calls[cm.call]
-        if cm.status == UNMAPPED:
-            continue
-        if call.parent is None:
-            # the root: model outputs are the graph outputs, in order
-            for pos, ref in enumerate(call.outputs):
-                if pos < len(index.graph_outputs):
-                    cm.outputs[pos] = index.graph_outputs[pos]
-            continue
-        if not cm.nodes:
-            continue
-        cands = [v for v in _boundary_outputs(index, set(cm.nodes)) if v not in index.constant_values]
-        used: set[str] = set()
-        for pos, ref in enumerate(call.outputs):
-            ok = [v for v in cands if v not in used and _shape_ok(index.shapes.get(v), ref.shape)
-                  and _dtype_ok(index.elem_types.get(v), ref.dtype)]
-            if not ok:
-                continue
-            # several fit: with one output the module's result is computed last;
-            # with several, pair them in production order
-            v = ok[-1] if len(call.outputs) == 1 else ok[0]
-            cm.outputs[pos] = v
-            used.add(v)
-        if call.outputs and not cm.outputs:
-            cm.status = UNMAPPED
-            cm.note = "it has ONNX nodes, but none of their outputs matches the module's output shape/dtype"
 
 
 def _fix_torchscript_folding(index: GraphIndex, calls: list[Call], plan: Plan,
@@ -351,9 +305,11 @@ def _pair_inputs(index: GraphIndex, calls: list[Call], plan: Plan) -> None:
         free = [v for v in bins if v not in table]
         for pos, ref in enumerate(call.inputs):
             if ref.producer is not None:
-                continue   # produced by a module: its ONNX value is that module's output
-            ok = [v for v in free if _shape_ok(index.shapes.get(v), ref.shape)
-                  and _dtype_ok(index.elem_types.get(v), ref.dtype)]
+                src = plan.calls[ref.producer[0]]
+                if ref.producer[1] in src.outputs:
+                    continue   # produced by a mapped module: its ONNX value is that module's output
+            ok = [v for v in free if shape_ok(index.shapes.get(v), ref.shape)
+                  and dtype_ok(index.elem_types.get(v), ref.dtype)]
             if len(ok) == 1:
                 cm.inputs[pos] = ok[0]
                 table[ok[0]] = ("in", cm.call, pos)

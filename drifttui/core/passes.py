@@ -186,9 +186,13 @@ def local_run(p: Pass, store: TensorStore, feeds: dict, i: int, acc: Accum) -> N
             arr = feeds.get(v)
         else:
             t = (store.out if kind == "out" else store.inp).get((ci, pos))
-            arr = np_of(t) if t is not None else None
+            arr = t.detach().cpu().numpy() if t is not None and t.dtype != torch.bfloat16 else (
+                np_of(t) if t is not None else None)
         if arr is None:
             return
+        want = local.feed_dtypes.get(name)
+        if want is not None and arr.dtype != want:
+            arr = arr.astype(want)
         lfeeds[name] = arr
     vals = capture_ort.run(p.local_sess, lfeeds, list(local.outputs))
     per_call: dict[int, Stats] = {}

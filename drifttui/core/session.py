@@ -8,6 +8,7 @@ under ``--max-memory`` is in ``windows``.
 from __future__ import annotations
 
 import contextlib
+import math
 import gc
 import platform
 import shutil
@@ -68,8 +69,8 @@ class Session:
         self._details = None
         if cfg.samples < 1:
             raise InputError(f"--samples {cfg.samples} is not a positive number", "use --samples 1 or more")
-        if cfg.atol < 0 or cfg.rtol < 0:
-            raise InputError("tolerances must not be negative", "use e.g. --atol 1e-4 --rtol 1e-4")
+        if not (math.isfinite(cfg.atol) and math.isfinite(cfg.rtol)) or cfg.atol < 0 or cfg.rtol < 0:
+            raise InputError("tolerances must be finite numbers >= 0", "use e.g. --atol 1e-4 --rtol 1e-4")
         if cfg.batch < 1:
             raise InputError(f"--batch {cfg.batch} is not a positive number", "use --batch 1 or more")
         self._batch, self._batch_notes = cfg.batch, []
@@ -160,13 +161,26 @@ class Session:
             names = [n for n, _ in model.named_modules()]
             has_params = {n: any(True for _ in m.parameters(recurse=False)) or
                           any(True for _ in m.buffers(recurse=False)) for n, m in model.named_modules()}
+            first_name = {id(m): n for n, m in reversed(list(model.named_modules(remove_duplicate=False)))}
+            aliases = {n: first_name[id(m)] for n, m in model.named_modules(remove_duplicate=False)
+                       if first_name[id(m)] != n}
+            multi_out = {ci: [t.numpy() for t in ts] for ci, ts in hooks.multi_out.items()}
+            hooks.multi_out = {}
         else:
             outs = _safe_forward(model, sample0)
             calls = [Call(0, "", type(model).__name__, 0, 0, None,
                           outputs=[TensorRef(tuple(o.shape), str(o.dtype).replace("torch.", "")) for o in outs])]
             names, has_params = [""], {"": False}
+            aliases, multi_out = {}, {}
         self.calls = calls
-        plan = build_plan(index, calls, names, has_params)
+
+        def resolve(values: list[str]) -> dict[str, np.ndarray]:
+            # sample 0 through ONNX Runtime (optimisations off) for content-based output pairing
+            sess = capture_ort.make_session(capture_ort.with_outputs(proto, values), "disable", False,
+                                            cfg.provider, self.workdir, "pairing.onnx")
+            return capture_ort.run(sess, feeds0, values)
+
+        plan = build_plan(index, calls, names, has_params, aliases, resolve, multi_out)
         if hooks is None:
             plan.localized = False
             plan.reason = why_not

@@ -189,4 +189,5 @@ def prune_local(local: LocalGraph, outputs: list[str]) -> LocalGraph:
     model.functions.extend(local.model.functions)
     feeds = {n: v for n, v in local.feeds.items() if n in used and n in inputs}
     outs = {n: local.outputs[n] for n in outputs}
-    return LocalGraph(model, feeds, outs, local.attribution, local.first_node)
+    return LocalGraph(model, feeds, outs, local.attribution, local.first_node,
+                      {k: v for k, v in local.feed_dtypes.items() if k in feeds})

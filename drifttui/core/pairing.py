@@ -1,0 +1,119 @@
+"""Pair a module call's torch outputs with the ONNX values produced inside its scope.
+
+By shape and dtype first.  When a call has several outputs of one shape, by content: sample 0
+through ONNX Runtime, each torch output taking the closest candidate.  An output that is one
+of the call's own inputs, unchanged, is not paired: nothing of the module's to compare.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from drifttui.core.capture_torch import Call
+from drifttui.core.graph import GraphIndex
+from drifttui.core.result import UNMAPPED
+
+if TYPE_CHECKING:
+    from drifttui.core.mapping import Plan
+
+_NP_FLOAT = {1, 10, 11, 16}   # float, float16, double, bfloat16
+Resolver = Callable[[list[str]], dict[str, Any]]
+
+
+def shape_ok(onnx_shape: Optional[list], torch_shape: tuple[int, ...]) -> bool:
+    if onnx_shape is None:
+        return True
+    if len(onnx_shape) != len(torch_shape):
+        return False
+    return all(not isinstance(a, int) or a == b for a, b in zip(onnx_shape, torch_shape))
+
+
+def dtype_ok(elem: Optional[int], torch_dtype: str) -> bool:
+    if elem is None or elem == 0:
+        return True
+    is_float = torch_dtype.startswith(("float", "bfloat", "half", "double"))
+    return (elem in _NP_FLOAT) == is_float
+
+
+
+
+def _boundary_outputs(index: GraphIndex, nodes: set[int]) -> list[str]:
+    outs: list[str] = []
+    for ni in sorted(nodes):
+        for v in index.nodes[ni].outputs:
+            if not v:
+                continue
+            if v in index.graph_outputs or any(c not in nodes for c in index.consumers.get(v, [])):
+                outs.append(v)
+    return outs
+
+
+def pair_outputs(index: GraphIndex, calls: list[Call], plan: Plan) -> dict[int, list[str]]:
+    """Pair by shape/dtype; returns multi-output calls whose pairing shape alone cannot decide."""
+    ambiguous: dict[int, list[str]] = {}
+    for cm in plan.calls:
+        call = calls[cm.call]
+        if cm.status == UNMAPPED:
+            continue
+        if call.parent is None:
+            # the root: model outputs are the graph outputs, in order
+            for pos, ref in enumerate(call.outputs):
+                if pos < len(index.graph_outputs):
+                    cm.outputs[pos] = index.graph_outputs[pos]
+            continue
+        if not cm.nodes:
+            continue
+        cands = [v for v in _boundary_outputs(index, set(cm.nodes)) if v not in index.constant_values]
+        used: set[str] = set()
+        computed = [ref for ref in call.outputs if not ref.passthrough]
+        for pos, ref in enumerate(call.outputs):
+            if ref.passthrough:
+                continue    # the module returns one of its inputs: nothing of its own to compare
+            ok = [v for v in cands if v not in used and shape_ok(index.shapes.get(v), ref.shape)
+                  and dtype_ok(index.elem_types.get(v), ref.dtype)]
+            if not ok:
+                continue
+            if len(computed) > 1 and len([v for v in cands if shape_ok(index.shapes.get(v), ref.shape)]) > 1:
+                ambiguous[cm.call] = cands
+            # several fit: with one output the module's result is computed last;
+            # with several, pair them in production order
+            v = ok[-1] if len(call.outputs) == 1 else ok[0]
+            cm.outputs[pos] = v
+            used.add(v)
+        if call.outputs and not cm.outputs and not all(r.passthrough for r in call.outputs):
+            cm.status = UNMAPPED
+            cm.note = "it has ONNX nodes, but none of their outputs matches the module's output shape/dtype"
+    return ambiguous
+
+
+def pair_by_content(index: GraphIndex, calls: list[Call], plan: Plan, ambiguous: dict[int, list[str]],
+                     resolve: Resolver, torch_outputs: dict[int, list[Any]]) -> None:
+    """Same-shaped outputs: pair each torch output with the candidate whose sample-0 value is closest."""
+    import numpy as np
+
+    names = sorted({v for cands in ambiguous.values() for v in cands})
+    try:
+        values = resolve(names)
+    except Exception:
+        return      # keep the shape pairing; nothing better is known
+    for ci, cands in ambiguous.items():
+        outs = torch_outputs.get(ci)
+        if not outs:
+            continue
+        cm = plan.calls[ci]
+        cm.outputs = {}
+        used: set[str] = set()
+        for pos, ref in enumerate(calls[ci].outputs):
+            if ref.passthrough or pos >= len(outs):
+                continue
+            t = np.asarray(outs[pos], dtype=np.float32)
+            scored = []
+            for v in cands:
+                o = values.get(v)
+                if v in used or o is None or o.size != t.size:
+                    continue
+                err = float(np.max(np.abs(t.reshape(-1) - o.astype(np.float32).reshape(-1)))) if t.size else 0.0
+                scored.append((err, v))
+            if scored:
+                err, v = min(scored)
+                cm.outputs[pos] = v
+                used.add(v)
