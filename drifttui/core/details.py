@@ -51,14 +51,17 @@ def layer_details(index: GraphIndex, plan: Plan, calls: list[Call], model: Any):
                 if v in index.initializers and v not in seen:
                     seen.add(v)
                     if v not in init_cache:
-                        init_cache[v] = _init_info(index, v, params, call_params)
+                        # a folded node's weights (Conv+BatchNorm) differ from the torch
+                        # parameter they are named after by design: no difference shown
+                        init_cache[v] = _init_info(index, v, params, call_params,
+                                                   folded="BatchNorm" in node.fused_rule)
                     inits.append(init_cache[v])
         details[cm.call] = (nodes, inits)
     return details, op_types, node_names
 
 
 def _init_info(index: GraphIndex, name: str, params: dict[str, np.ndarray],
-               call_params: dict[str, Any]) -> InitializerInfo:
+               call_params: dict[str, Any], folded: bool = False) -> InitializerInfo:
     t = index.initializers[name]
     arr = tensor_array(index, name)
     dtype = elem_type_name(t.data_type)
@@ -68,11 +71,21 @@ def _init_info(index: GraphIndex, name: str, params: dict[str, np.ndarray],
     torch_name = name if name in params else None
     if torch_name is None:
         # anonymous (folded) initializer: match by shape within the module's own parameters
-        same = [p for p, info in call_params.items() if tuple(info[2]) == tuple(arr.shape) and p in params]
+        # anonymous (folded or re-laid-out) initializer: match by shape, or transposed shape for the
+        # weights a Linear exports as MatMul, within the module's own parameters
+        shape = tuple(arr.shape)
+        same = [p for p, info in call_params.items() if p in params and
+                (tuple(info[2]) == shape or (len(shape) == 2 and tuple(info[2]) == shape[::-1]))]
         if len(same) == 1:
             torch_name = same[0]
     diff = None
-    if torch_name is not None and params[torch_name].shape == arr.shape:
-        diff = float(np.max(np.abs(params[torch_name].astype(np.float64) - a))) if a.size else 0.0
+    if torch_name is not None and a.size and not folded:
+        p = params[torch_name].astype(np.float64)
+        diffs = []
+        if p.shape == a.shape:
+            diffs.append(float(np.max(np.abs(p - a))))
+        if p.ndim == 2 and p.T.shape == a.shape:
+            diffs.append(float(np.max(np.abs(p.T - a))))     # stored transposed
+        diff = min(diffs) if diffs else None
     return InitializerInfo(name, dtype, list(t.dims), float(a.min()), float(a.max()), float(a.mean()),
                            float(a.std()), torch_name, diff)

@@ -252,6 +252,12 @@ def _fix_torchscript_folding(index: GraphIndex, calls: list[Call], plan: Plan,
         if own_params and not (own_params & used_inits):
             cm.outputs = dict(src.outputs)
             src.outputs = {}
+            # the node named after the Conv computes the BatchNorm's value: it is the BN's node now
+            for ni in src.own:
+                plan.node_call[ni] = cm.call
+            cm.own.extend(src.own)
+            cm.nodes.extend(n for n in src.nodes if n not in cm.nodes)
+            src.own, src.nodes = [], []
             src.status = FUSED
             src.note = f"folded into {call.module or '<root>'}: the ONNX node named after it computes both"
             cm.note = f"its ONNX value comes from the node named after {src_call.module} (folded together)"

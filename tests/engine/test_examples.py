@@ -56,3 +56,20 @@ def test_json_round_trip(run_cache):
     r = run_cache(example="transformer-ln-eps", exporter="dynamo")
     again = Result.from_dict(r.to_dict())
     assert again == r
+
+
+def test_inspector_data_for_folded_and_transposed_weights(run_cache):
+    # dynamo exports Linear weights transposed for MatMul: matched to the torch parameter, no false diff
+    tr = run_cache(example="transformer", exporter="dynamo")
+    q = next(L for L in tr.layers if L.module == "layers.0.attn.q")
+    w = next(i for i in q.initializers if i.torch_param == "layers.0.attn.q.weight")
+    assert w.torch_max_abs_diff == 0.0
+    # a Conv+BN folded weight differs from the Conv parameter by design: no difference claimed
+    rn = run_cache(example="resnet18", exporter="dynamo")
+    bn = next(L for L in rn.layers if L.module == "layer1.0.bn1")
+    assert bn.initializers and all(i.torch_max_abs_diff is None for i in bn.initializers)
+    # TorchScript: the node named after the Conv belongs to the BatchNorm it computes
+    ts = run_cache(example="resnet18", exporter="torchscript")
+    bn_ts = next(L for L in ts.layers if L.module == "layer1.0.bn1")
+    conv_ts = next(L for L in ts.layers if L.module == "layer1.0.conv1")
+    assert [n.op_type for n in bn_ts.nodes] == ["Conv"] and conv_ts.op_types == []
