@@ -22,7 +22,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
-from textual.geometry import Region  # noqa: E402
 
 from drifttui.testing.synthetic import synthetic_result  # noqa: E402
 from drifttui.tui.app import DriftApp  # noqa: E402

@@ -6,7 +6,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from drifttui.errors import EXIT_DRIFT, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, DriftTuiError
+from drifttui.errors import EXIT_DRIFT, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, DriftTuiError, first_line
 
 EXIT_CODES_HELP = """exit codes:
   0  no drift at the tolerance
@@ -243,7 +243,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except Exception as exc:
         if debug:
             raise
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        first = first_line(exc)
         sys.stderr.write(f"drifttui: error: internal failure: {type(exc).__name__}: {first[:300]}; "
                          "rerun with --debug and report the traceback\n")
         return EXIT_RUNTIME

@@ -39,3 +39,11 @@ class ModelError(DriftTuiError):
 
 class Cancelled(Exception):
     """A run was cancelled through its CancelToken (not an error for the user)."""
+
+
+def first_line(exc: BaseException, fallback: str = "") -> str:
+    """The first line of an exception's message, without terminal colour codes."""
+    import re
+
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
+    return text.splitlines()[0] if text else (fallback or type(exc).__name__)

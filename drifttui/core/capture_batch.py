@@ -21,11 +21,12 @@ import torch
 
 from drifttui.api import CancelToken
 from drifttui.core import capture_ort
-from drifttui.core.capture_torch import Call, Sink, TensorStore
+from drifttui.core.capture_torch import Call, Sink, TensorStore, to_numpy
 from drifttui.core.inputs import Sample, flatten, onnx_feeds
 from drifttui.core.mapping import Plan
 from drifttui.core.metrics import Aggregate, Stats, compare
-from drifttui.core.passes import Accum, Pass, local_run, np_of
+from drifttui.core.passes import Accum, Pass, local_run
+from drifttui.errors import first_line
 
 
 def static_inputs(graph_inputs: list[tuple[str, list[Any], str]]) -> list[str]:
@@ -116,7 +117,7 @@ def probe_torch(hooks: Any, model: Any, forward: Callable[[Any, Any], list[torch
         hooks.begin(sink)
         both = forward(model, cat_samples([sample0, other]))
     except Exception as exc:     # the model does not take two samples at once
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         return f"the PyTorch model fails on two samples concatenated along dim 0 ({first[:200]})"
     finally:
         hooks.begin(None)
@@ -221,7 +222,7 @@ def run_chunk(p: Pass, acc: Accum, ids: list[int], samples: list[Sample], cancel
                     acc.out_aggs[n].add(ids[j], st)
                 for tt, oo in parts or []:
                     if tt.ndim == 2 and tt.shape[-1] >= 2 and tuple(tt.shape) == oo.shape:
-                        acc.top1[n][0] += int((np_of(tt).argmax(-1) == oo.argmax(-1)).sum())
+                        acc.top1[n][0] += int((to_numpy(tt).argmax(-1) == oo.argmax(-1)).sum())
                         acc.top1[n][1] += tt.shape[0]
     del ort_vals, sink, outs, feeds
     if p.local_sess is not None and p.window.local is not None:

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from drifttui.errors import InputError, ModelError
+from drifttui.errors import InputError, ModelError, first_line
 
 OPT_LEVELS = ("disable", "basic", "extended", "all")
 
@@ -39,22 +39,14 @@ def session_options(opt_level: str, deterministic: bool, optimized_path: Optiona
     return so
 
 
-def with_outputs(model: Any, names: list[str]) -> Any:
-    """A copy of ``model`` whose graph also outputs ``names`` (by name only)."""
-    import onnx
-
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    have = {o.name for o in m.graph.output}
-    for n in names:
-        if n not in have:
-            m.graph.output.append(onnx.ValueInfoProto(name=n))
-            have.add(n)
-    return m
-
-
 def make_session(model: Any, opt_level: str, deterministic: bool, provider: str, workdir: Path,
-                 name: str = "session.onnx", optimized_path: Optional[Path] = None) -> Any:
+                 name: str = "session.onnx", optimized_path: Optional[Path] = None,
+                 extra_outputs: Sequence[str] = ()) -> Any:
+    """An InferenceSession for ``model`` whose graph also outputs ``extra_outputs`` (by name only).
+
+    The extra outputs are added to ``model`` for the time it takes to serialise it and removed
+    again: no copy of the model (and of its weights) per session.
+    """
     import onnx
     import onnxruntime as ort
 
@@ -63,16 +55,27 @@ def make_session(model: Any, opt_level: str, deterministic: bool, provider: str,
         raise InputError(f"execution provider {provider!r} is not available in this onnxruntime",
                          f"use one of {', '.join(available)}")
     so = session_options(opt_level, deterministic, optimized_path)
+    outputs = model.graph.output
+    kept = len(outputs)
+    have = {o.name for o in outputs}
+    outputs.extend(onnx.ValueInfoProto(name=n) for n in dict.fromkeys(extra_outputs) if n not in have)
     try:
         if model.ByteSize() < 1_800_000_000:
             payload: Any = model.SerializeToString()
         else:
+            # saving with external data rewrites the initializers in place: save a copy
+            big = onnx.ModelProto()
+            big.CopyFrom(model)
             path = workdir / name
-            onnx.save(model, str(path), save_as_external_data=True, location=name + ".data")
+            onnx.save(big, str(path), save_as_external_data=True, location=name + ".data")
             payload = str(path)
+            del big
+    finally:
+        del outputs[kept:]
+    try:
         return ort.InferenceSession(payload, so, providers=[provider])
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         raise ModelError(f"ONNX Runtime cannot load the graph: {first[:400]}",
                          "check that every op is supported by this onnxruntime and provider "
                          "(try another --opset when exporting, or a newer onnxruntime)") from exc
@@ -82,7 +85,7 @@ def run(session: Any, feeds: dict[str, np.ndarray], names: Optional[list[str]] =
     try:
         outs = session.run(names, feeds)
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         low = first.lower()
         if "invalid_argument" in low or "got invalid dimensions" in low or "unexpected input data type" in low \
                 or "invalid rank" in low or "required inputs" in low:

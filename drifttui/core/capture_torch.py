@@ -11,8 +11,21 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
+import numpy as np
 import torch
 from torch.utils._pytree import tree_leaves
+
+
+def dtype_name(t: torch.Tensor) -> str:
+    return str(t.dtype).replace("torch.", "")
+
+
+def to_numpy(t: torch.Tensor) -> np.ndarray:
+    """A CPU numpy view (float16/bfloat16 widened to float32, which numpy comparisons need)."""
+    t = t.detach()
+    if t.dtype in (torch.bfloat16, torch.float16):
+        t = t.float()
+    return t.cpu().numpy()
 
 
 @dataclass
@@ -21,6 +34,10 @@ class TensorRef:
     dtype: str
     producer: Optional[tuple[int, int]] = None   # (call index, output position) that made it
     passthrough: bool = False                    # an output that is one of the call's own inputs
+
+    @classmethod
+    def of(cls, t: torch.Tensor, **kw: Any) -> "TensorRef":
+        return cls(tuple(t.shape), dtype_name(t), **kw)
 
 
 @dataclass
@@ -125,14 +142,13 @@ class Hooks:
                 parent = self._stack[-1] if self._stack else None
                 call = Call(idx, name, type(module).__name__, k, len(self._stack), parent)
                 for t in tensors_of((args, kwargs)):
-                    call.inputs.append(TensorRef(tuple(t.shape), str(t.dtype).replace("torch.", ""),
-                                                 self._producer(t)))
+                    call.inputs.append(TensorRef.of(t, producer=self._producer(t)))
                 for pn, p in module.named_parameters(recurse=False):
                     call.params.append((f"{name}.{pn}" if name else pn, "parameter", tuple(p.shape),
-                                        str(p.dtype).replace("torch.", "")))
+                                        dtype_name(p)))
                 for bn, b in module.named_buffers(recurse=False):
                     call.params.append((f"{name}.{bn}" if name else bn, "buffer", tuple(b.shape),
-                                        str(b.dtype).replace("torch.", "")))
+                                        dtype_name(b)))
                 self.calls.append(call)
             elif idx >= len(self.calls) or self.calls[idx].module != name:
                 self.deviations += 1
@@ -154,9 +170,8 @@ class Hooks:
                 ins = self._in_versions.pop(idx, {})
                 # the same tensor object, unchanged: the module hands an input back (an in-place op
                 # such as ReLU(inplace=True) returns its input too, but with a new version)
-                call.outputs = [TensorRef(tuple(t.shape), str(t.dtype).replace("torch.", ""),
-                                          passthrough=id(t) in ins and ins[id(t)] is not None
-                                          and ins[id(t)] == _version(t)) for t in outs]
+                call.outputs = [TensorRef.of(t, passthrough=id(t) in ins and ins[id(t)] is not None
+                                             and ins[id(t)] == _version(t)) for t in outs]
                 if len(outs) > 1:
                     # kept to pair same-shaped outputs with ONNX values by content (mapping)
                     self.multi_out[idx] = [t.detach().float().clone() for t in outs]

@@ -4,12 +4,11 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-import re
 import warnings
 from pathlib import Path
 from typing import Any
 
-from drifttui.errors import ModelError
+from drifttui.errors import ModelError, first_line
 
 EXPORTERS = ("dynamo", "torchscript")
 _DYNAMIC_BATCH = [False]    # set by dynamic_batch(): exports made inside (examples' too) get a dynamic dim 0
@@ -73,8 +72,7 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
         except ModelError:
             raise
         except Exception as exc:
-            text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
-            msg = text.splitlines()[0] if text else type(exc).__name__
+            msg = first_line(exc)
             other = "torchscript" if exporter == "dynamo" else "dynamo"
             raise ModelError(f"{exporter} export failed: {type(exc).__name__}: {msg[:300]}",
                              f"try --exporter {other}, or export yourself and pass --onnx FILE "

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from drifttui.core.spec import CallableSpec, ModelSpec
-from drifttui.errors import InputError, ModelError
+from drifttui.errors import InputError, first_line
 
 
 def import_callable(spec: CallableSpec, what: str) -> Callable[..., Any]:
@@ -81,7 +81,7 @@ def load_torch_model(spec: ModelSpec) -> Any:
             return torch.jit.load(str(spec.path), map_location="cpu").eval()
         except Exception as exc:
             raise InputError(
-                f"{str(spec.path)!r} is not a TorchScript file ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})",
+                f"{str(spec.path)!r} is not a TorchScript file ({type(exc).__name__}: {first_line(exc)})",
                 "pass a file saved with torch.jit.save, a .pt2 from torch.export.save, or a file.py:fn callable "
                 "(a plain state_dict checkpoint needs a callable that builds the model and loads it with weights_only=True)",
             ) from exc
@@ -148,7 +148,7 @@ def load_onnx(path: Path) -> Any:
     try:
         onnx.checker.check_model(model, full_check=False)
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         raise InputError(f"ONNX file {str(path)!r} is invalid: {first}", "re-export the model") from exc
     return model
 

@@ -20,18 +20,11 @@ import torch
 
 from drifttui.api import CancelToken
 from drifttui.core import capture_ort
-from drifttui.core.capture_torch import Hooks, Sink, TensorStore
+from drifttui.core.capture_torch import Hooks, Sink, TensorStore, to_numpy
 from drifttui.core.inputs import onnx_feeds
 from drifttui.core.mapping import Plan
 from drifttui.core.metrics import Aggregate, Stats, compare
 from drifttui.core.windows import Window
-
-
-def np_of(t: torch.Tensor) -> np.ndarray:
-    t = t.detach()
-    if t.dtype in (torch.bfloat16, torch.float16):
-        t = t.float()
-    return t.cpu().numpy()
 
 
 class CompareSink(Sink):
@@ -171,7 +164,7 @@ def _compare_outputs(p: Pass, acc: Accum, i: int, outs: list[torch.Tensor], ort_
             tt, oo = outs[k], ort_vals[name]
             acc.out_aggs[k].add(i, compare(tt, oo, p.atol, p.rtol))
             if tt.ndim == 2 and tt.shape[-1] >= 2 and tuple(tt.shape) == oo.shape:
-                acc.top1[k][0] += int((np_of(tt).argmax(-1) == oo.argmax(-1)).sum())
+                acc.top1[k][0] += int((to_numpy(tt).argmax(-1) == oo.argmax(-1)).sum())
                 acc.top1[k][1] += tt.shape[0]
 
 
@@ -186,11 +179,10 @@ def local_run(p: Pass, store: TensorStore, feeds: dict, i: int, acc: Accum) -> N
             arr = feeds.get(v)
         else:
             t = (store.out if kind == "out" else store.inp).get((ci, pos))
-            arr = t.detach().cpu().numpy() if t is not None and t.dtype != torch.bfloat16 else (
-                np_of(t) if t is not None else None)
+            arr = to_numpy(t) if t is not None else None
         if arr is None:
             return
-        want = local.feed_dtypes.get(name)
+        want = local.feed_dtypes.get(name)      # float16 feeds were widened by to_numpy
         if want is not None and arr.dtype != want:
             arr = arr.astype(want)
         lfeeds[name] = arr

@@ -7,7 +7,7 @@ what ``Result.to_dict`` wrote; the layout is documented in ``docs/json-schema.md
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Optional, get_args, get_origin, get_type_hints
 
 SCHEMA_VERSION = 1

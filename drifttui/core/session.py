@@ -8,8 +8,8 @@ under ``--max-memory`` is in ``windows``.
 from __future__ import annotations
 
 import contextlib
-import math
 import gc
+import math
 import platform
 import shutil
 import time
@@ -35,7 +35,7 @@ from drifttui.core.passes import Accum, Pass, run_sample
 from drifttui.core.result import (SCHEMA_VERSION, Config, Environment, Output, Result, Tolerance)
 from drifttui.core.spec import parse_input_spec, parse_model_spec
 from drifttui.core.windows import Window, attach_local, human, plan_windows
-from drifttui.errors import InputError, ModelError
+from drifttui.errors import InputError, ModelError, first_line
 
 
 class Session:
@@ -169,15 +169,15 @@ class Session:
         else:
             outs = _safe_forward(model, sample0)
             calls = [Call(0, "", type(model).__name__, 0, 0, None,
-                          outputs=[TensorRef(tuple(o.shape), str(o.dtype).replace("torch.", "")) for o in outs])]
+                          outputs=[TensorRef.of(o) for o in outs])]
             names, has_params = [""], {"": False}
             aliases, multi_out = {}, {}
         self.calls = calls
 
         def resolve(values: list[str]) -> dict[str, np.ndarray]:
             # sample 0 through ONNX Runtime (optimisations off) for content-based output pairing
-            sess = capture_ort.make_session(capture_ort.with_outputs(proto, values), "disable", False,
-                                            cfg.provider, self.workdir, "pairing.onnx")
+            sess = capture_ort.make_session(proto, "disable", False, cfg.provider, self.workdir, "pairing.onnx",
+                                            extra_outputs=values)
             return capture_ort.run(sess, feeds0, values)
 
         plan = build_plan(index, calls, names, has_params, aliases, resolve, multi_out)
@@ -196,7 +196,7 @@ class Session:
                 if why:
                     self._no_batch(why)
         batch = min(self._batch, n)
-        model_input_refs = [TensorRef(tuple(t.shape), str(t.dtype).replace("torch.", "")) for t in flatten(sample0)]
+        model_input_refs = [TensorRef.of(t) for t in flatten(sample0)]
         local = build_local_graph(index, plan, calls, model_input_refs) if hooks is not None else None
         budget = cfg.max_memory if hooks is not None else None
         windows, total_bytes = plan_windows(plan, calls, index, max(1, budget // batch) if budget else budget,
@@ -226,8 +226,8 @@ class Session:
         with hooks.installed() if hooks is not None else contextlib.nullcontext(), _unfreeze():
             for wi, w in enumerate(windows):
                 t_sess = time.perf_counter()
-                main = capture_ort.make_session(capture_ort.with_outputs(proto, w.values), cfg.opt_level,
-                                                cfg.deterministic, cfg.provider, self.workdir, "main.onnx")
+                main = capture_ort.make_session(proto, cfg.opt_level, cfg.deterministic, cfg.provider,
+                                                self.workdir, "main.onnx", extra_outputs=w.values)
                 local_sess = None
                 if w.local is not None:
                     local_sess = capture_ort.make_session(w.local.model, cfg.opt_level, cfg.deterministic,
@@ -358,7 +358,7 @@ def _safe_forward(model: Any, sample: Any) -> list[torch.Tensor]:
     except (Cancelled, InputError, ModelError):
         raise
     except Exception as exc:
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        msg = first_line(exc)
         shapes = ", ".join("x".join(map(str, t.shape)) for t in flatten(sample))
         raise InputError(f"the PyTorch model failed on inputs of shape {shapes}: {type(exc).__name__}: {msg[:300]}",
                          "give inputs the model accepts (--inputs)") from exc

@@ -6,7 +6,6 @@ import math
 
 import torch
 from torch import nn
-import torch.nn.functional as F
 
 
 def _init(model: nn.Module, seed: int) -> nn.Module:

@@ -6,19 +6,17 @@ TorchScript node-name paths.
 from __future__ import annotations
 
 import ast
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 
 def _in_scope(node: Any, module: str) -> bool:
     for p in node.metadata_props:
         if p.key == "pkg.torch.onnx.name_scopes":
             return module in ast.literal_eval(p.value)
-    path = "/" + "/".join(module.split(".")) + "/"
-    # TorchScript writes nested names as /layer3/layer3.1/conv1/...; match on the last segments
-    parts = module.split(".")
-    last = parts[-1]
-    return node.name.startswith("/") and (f"/{last}/" in node.name and ".".join(parts[:-1]) in node.name
-                                          or node.name.startswith(path))
+    # TorchScript writes nested names as /layer3/layer3.1/conv1/Conv: the module's own segment
+    # and its parent's qualified name both appear in the node name
+    parent, _, last = module.rpartition(".")
+    return node.name.startswith("/") and f"/{last}/" in node.name and parent in node.name
 
 
 def _find(proto: Any, op: str, *modules: str) -> Any:

@@ -84,7 +84,6 @@ def test_batch_option_and_validation():
 
 
 def test_split_helpers():
-    import numpy as np
     import torch
 
     from drifttui.core.capture_batch import compare_split, splits

@@ -1,7 +1,6 @@
 """Pilot tests of the app with a fake engine (state assertions)."""
 from __future__ import annotations
 
-import asyncio
 
 import pytest
 

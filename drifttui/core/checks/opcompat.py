@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from drifttui.core.result import Finding
+from drifttui.errors import first_line
 from drifttui.core.steps.context import Context, clean
 
 CHECK = "op-compat"
@@ -33,7 +34,7 @@ def check(ctx: Context) -> list[Finding]:
     try:
         onnx.checker.check_model(ctx.index.model, full_check=False)
     except Exception as exc:  # the checker's message is the evidence
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         out.append(Finding(CHECK, "error", None, [], f"onnx.checker rejects the file: {first[:300]}",
                            {"error": first[:1000]}, "re-export with a supported opset; do not edit the graph by hand"))
     by_type: dict[str, list[int]] = {}

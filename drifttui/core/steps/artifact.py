@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from drifttui.core.capture_torch import Hooks, Sink, hookable
+from drifttui.core.capture_torch import Hooks, Sink, hookable, to_numpy
 from drifttui.core.metrics import compare
 from drifttui.core.result import Step
-from drifttui.core.steps.context import Context, clean, to_np
+from drifttui.core.steps.context import Context, clean
 
 TITLE = "Real or capture artifact"
 NORM_WORDS = ("Norm",)
@@ -56,7 +56,7 @@ def mutated_outputs(ctx: Context, sample_index: int) -> tuple[dict[int, float], 
         if changed:
             mutated[call] = worst
         if items:
-            pairs[call] = (to_np(items[0][2]), to_np(items[0][0]))
+            pairs[call] = (to_numpy(items[0][2]), to_numpy(items[0][0]))
     return mutated, pairs
 
 

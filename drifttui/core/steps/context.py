@@ -22,19 +22,12 @@ import torch
 
 from drifttui.api import CancelToken, Progress, ProgressFn, no_progress
 from drifttui.core import capture_ort
-from drifttui.core.capture_torch import Sink, run_model
+from drifttui.core.capture_torch import Sink, run_model, to_numpy
 from drifttui.core.inputs import onnx_feeds
 from drifttui.core.result import Config, Layer, Result
 
 _CONTEXTS: "OrderedDict[Config, Context]" = OrderedDict()
 _MAX_CONTEXTS = 3
-
-
-def to_np(t: torch.Tensor) -> np.ndarray:
-    t = t.detach()
-    if t.dtype in (torch.bfloat16, torch.float16):
-        t = t.float()
-    return t.cpu().numpy()
 
 
 def clean(obj: Any) -> Any:
@@ -173,7 +166,7 @@ class Context:
 
     def torch_outputs(self, i: int) -> list[np.ndarray]:
         if i not in self._torch_out:
-            self._torch_out[i] = [to_np(t) for t in run_model(self.model, *self.sample(i))]
+            self._torch_out[i] = [to_numpy(t) for t in run_model(self.model, *self.sample(i))]
         return self._torch_out[i]
 
     def torch_call_outputs(self, i: int, calls: set[int]) -> dict[int, list[np.ndarray]]:
@@ -190,14 +183,13 @@ class Context:
         with hooks.installed():
             hooks.begin(sink)
             run_model(self.model, args, kwargs)
-        return {c: [to_np(t) for t in ts] for c, ts in sink.out.items()}
+        return {c: [to_numpy(t) for t in ts] for c, ts in sink.out.items()}
 
     def ort_session(self, opt_level: str = "disable", extra: tuple[str, ...] = (),
                     deterministic: Optional[bool] = None, optimized: Optional[Path] = None) -> Any:
-        proto = capture_ort.with_outputs(self.index.model, list(extra)) if extra else self.index.model
         det = self.cfg.deterministic if deterministic is None else deterministic
-        return capture_ort.make_session(proto, opt_level, det, self.cfg.provider, self.workdir,
-                                        f"s_{opt_level}.onnx", optimized)
+        return capture_ort.make_session(self.index.model, opt_level, det, self.cfg.provider, self.workdir,
+                                        f"s_{opt_level}.onnx", optimized, extra_outputs=extra)
 
 
 def context_for(result: Result, session: Any = None, progress: ProgressFn = no_progress,

@@ -12,9 +12,9 @@ from typing import Optional
 import numpy as np
 import torch
 
-from drifttui.core.capture_torch import run_model
+from drifttui.core.capture_torch import run_model, to_numpy
 from drifttui.core.result import Step
-from drifttui.core.steps.context import Context, clean, to_np
+from drifttui.core.steps.context import Context, clean
 
 TITLE = "Determinism"
 
@@ -34,8 +34,8 @@ def _torch_twice(ctx: Context, deterministic: bool) -> float:
     torch.use_deterministic_algorithms(deterministic, warn_only=True)
     try:
         args, kwargs = ctx.sample(0)
-        a = [to_np(t) for t in run_model(ctx.model, args, kwargs)]
-        b = [to_np(t) for t in run_model(ctx.model, args, kwargs)]
+        a = [to_numpy(t) for t in run_model(ctx.model, args, kwargs)]
+        b = [to_numpy(t) for t in run_model(ctx.model, args, kwargs)]
     finally:
         torch.use_deterministic_algorithms(before)
     return _max_diff(a, b)
