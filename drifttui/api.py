@@ -6,46 +6,12 @@ lazily, on the first run, inside the worker thread.
 """
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass
-from typing import Callable, Optional, Protocol
+from typing import Optional, Protocol
 
 from drifttui.core.result import Config, Result, Step
-from drifttui.errors import Cancelled
+from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
 
-
-@dataclass(frozen=True)
-class Progress:
-    stage: str                 # "load", "export", "map", "samples", "local", "done", "step"
-    done: int = 0
-    total: int = 0
-    message: str = ""
-    partial: Optional[Result] = None   # per-layer results so far (after the first sample)
-
-
-ProgressFn = Callable[[Progress], None]
-
-
-class CancelToken:
-    """Checked by the engine between samples and between layers."""
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-
-    def cancel(self) -> None:
-        self._event.set()
-
-    @property
-    def cancelled(self) -> bool:
-        return self._event.is_set()
-
-    def check(self) -> None:
-        if self._event.is_set():
-            raise Cancelled()
-
-
-def no_progress(_: Progress) -> None:
-    return None
+__all__ = ["CancelToken", "Config", "Engine", "LocalEngine", "Progress", "ProgressFn", "no_progress"]
 
 
 class Engine(Protocol):

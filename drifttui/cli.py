@@ -127,6 +127,38 @@ def config_from_args(args: argparse.Namespace):
                   max_memory=getattr(args, "max_memory", None), batch=getattr(args, "batch", 1))
 
 
+def input_files(config) -> list[str]:
+    """The files a run reads (model file, --onnx and its external data, --inputs file): no
+    output may name one of them."""
+    files: list[str] = []
+    for spec in (config.model, config.inputs):
+        if not spec or spec.startswith(("example:", "shape:")):
+            continue
+        head = spec.rsplit(":", 1)[0] if ":" in spec and not os.path.exists(spec) else spec
+        if os.path.exists(head):
+            files.append(head)
+    if config.onnx:
+        files.append(config.onnx)
+        files.extend(_external_data_files(config.onnx))
+    return files
+
+
+def _external_data_files(path: str) -> list[str]:
+    try:
+        import onnx
+        from onnx.external_data_helper import _get_all_tensors
+
+        proto = onnx.load(path, load_external_data=False)
+    except Exception:   # a missing or corrupt file is reported by the run itself
+        return []
+    folder = os.path.dirname(os.path.abspath(path))
+    locations = set()
+    for t in _get_all_tensors(proto):
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            locations.update(e.value for e in t.external_data if e.key == "location")
+    return [os.path.join(folder, loc) for loc in sorted(locations)]
+
+
 def _progress_printer(enabled: bool):
     from drifttui.api import Progress
 
@@ -150,7 +182,7 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
 
     config = config_from_args(args)
     if args.json:
-        json_report.check_writable(args.json)
+        json_report.check_writable(args.json, input_files(config))
     from drifttui.core.session import Session
     from drifttui.report.text import print_report
 

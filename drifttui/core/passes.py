@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import torch
 
-from drifttui.api import CancelToken
+from drifttui.core.progress import CancelToken
 from drifttui.core import capture_ort
 from drifttui.core.capture_torch import Hooks, Sink, TensorStore, to_numpy
 from drifttui.core.inputs import onnx_feeds

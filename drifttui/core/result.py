@@ -19,7 +19,13 @@ INHERITED = "inherited"    # the module's output is off only because its inputs 
 FUSED = "fused"            # the exporter merged the module into a neighbour's node
 NOT_EXPORTED = "not_exported"  # the module left no node in the graph (identity, dropout, folded away)
 UNMAPPED = "unmapped"      # nodes exist, but no ONNX value could be paired with the output
-STATUSES = (OK, DRIFT, INHERITED, FUSED, NOT_EXPORTED, UNMAPPED)
+# fails the tolerance, yet neither its own nodes nor an earlier module own the error (e.g. float32
+# noise upstream flipping roundings at a precision cast); never silent: a note says why
+UNATTRIBUTED = "unattributed"
+STATUSES = (OK, DRIFT, INHERITED, FUSED, NOT_EXPORTED, UNMAPPED, UNATTRIBUTED)
+
+# Heat/metric columns whose pass/fail the engine decides (Layer.fails keys).
+FAIL_COLUMNS = ("max_abs", "max_rel", "local", "cos")
 
 TOLERANCE_RULE = (
     "an element passes when |torch - onnx| <= atol + rtol * scale, where scale is the "
@@ -114,6 +120,9 @@ class Layer:
     nodes: list[NodeInfo] = field(default_factory=list)
     initializers: list[InitializerInfo] = field(default_factory=list)
     params: list[ParamInfo] = field(default_factory=list)
+    # per metric column (FAIL_COLUMNS), whether it fails the tolerance: written only by the
+    # engine's decide stage; the TUI and the reports render it and never re-derive it
+    fails: dict[str, bool] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -226,6 +235,14 @@ class Finding:
     message: str
     evidence: dict[str, Any]
     fix: str
+    # counterfactual verification (docs/drift-catalogue.md): True when applying ``patch`` to the
+    # origin's own nodes, fed with the PyTorch-side inputs, brings its local error under the
+    # tolerance; False when it did not; None when no patch was tried
+    verified: Optional[bool] = None
+    patch: Optional[dict[str, Any]] = None       # machine-readable: what was changed
+    local_before: Optional[float] = None         # origin's local max |d| before the patch
+    local_after: Optional[float] = None          # ... and after it
+    kind: str = "unknown"                        # runtime | export | model | unknown
 
 
 @dataclass(frozen=True)
@@ -244,7 +261,12 @@ class Result:
     notes: list[str] = field(default_factory=list)
     windows: list[list[int]] = field(default_factory=list)   # [first, last] layer index per capture window
     steps: list[Step] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)   # ranked: the headline cause first
+
+    @property
+    def headline(self) -> Optional[Finding]:
+        """The headline cause: the first finding (findings are ranked by the engine)."""
+        return self.findings[0] if self.findings else None
 
     # -- serialisation -------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-from drifttui.api import CancelToken, Progress, ProgressFn, no_progress
+from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
 from drifttui.core import capture_batch, capture_ort
 from drifttui.core.analysis import coverage, decide, make_layers, make_origin
 from drifttui.core.capture_torch import Call, Hooks, TensorRef, hookable, run_model

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Optional
 
-from drifttui.api import CancelToken, ProgressFn, no_progress
+from drifttui.core.progress import CancelToken, ProgressFn, no_progress
 from drifttui.core.result import STEP_TITLES, Result, Step
 
 TITLES = STEP_TITLES

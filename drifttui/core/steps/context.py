@@ -20,7 +20,7 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-from drifttui.api import CancelToken, Progress, ProgressFn, no_progress
+from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
 from drifttui.core import capture_ort
 from drifttui.core.capture_torch import Sink, run_model, to_numpy
 from drifttui.core.inputs import onnx_feeds

@@ -1,0 +1,76 @@
+"""Every file drifttui writes goes through here: checked before any work, written atomically.
+
+- :func:`check_output` refuses, before the run starts, a path that is a folder, sits in a
+  missing or read-only folder, or names one of the run's input files (the model, ``--onnx``,
+  its external data, ``--inputs``): an output never overwrites what it was computed from.
+- :func:`write_atomic` writes to a temporary file in the same folder and renames it over the
+  target, so a failed run leaves no half-written file. The new file gets the mode the umask
+  gives a new file, or keeps the mode of the file it replaces.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Iterable, Optional
+
+from drifttui.errors import InputError
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_output(path: str, flag: str, inputs: Iterable[Optional[str]] = ()) -> None:
+    """Fail early when ``path`` (given as ``flag``) cannot or must not be written."""
+    if path == "-":
+        return
+    p = Path(path)
+    for src in inputs:
+        if src and _same_file(p, Path(src)):
+            raise InputError(f"{flag} {path!r} is an input of this run ({src})",
+                             "write the output to another path: drifttui never overwrites its inputs")
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise InputError(f"{flag} {path!r} is a directory", "give a file path")
+    if not parent.is_dir():
+        raise InputError(f"{flag} {path!r}: folder {str(parent)!r} does not exist", "create it or pick another path")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise InputError(f"{flag} {path!r} is not writable", "pick a path you can write to")
+
+
+def _new_file_mode(target: Path) -> int:
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def write_atomic(path: str, text: str, flag: str = "output") -> None:
+    """Write ``text`` to ``path`` (``-``: stdout) all at once or not at all."""
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    p = Path(path)
+    mode = _new_file_mode(p)
+    fd, tmp = tempfile.mkstemp(prefix=".drifttui-", suffix=".tmp", dir=str(p.parent if str(p.parent) else "."))
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, p)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise InputError(f"cannot write {flag} {path!r}: {exc.strerror}", "pick a path you can write to") from exc
