@@ -2,17 +2,20 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
-from drifttui.errors import EXIT_DRIFT, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, DriftTuiError, first_line
+from drifttui.errors import (EXIT_DRIFT, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, DriftTuiError,
+                             Terminated, failing_dependency, first_line, one_line)
 
 EXIT_CODES_HELP = """exit codes:
   0  no drift at the tolerance
   1  drift found
   2  bad usage or bad input (one line on stderr names the problem and the fix)
   3  the model or the runtime failed (export error, ONNX Runtime cannot run the graph, NaN outputs)
+  129, 130, 143  stopped by SIGHUP, Ctrl-C (SIGINT), SIGTERM: temporary files removed, no report written
 """
 
 TOLERANCE_HELP = """tolerance rule:
@@ -54,6 +57,20 @@ def _add_run_options(p: argparse.ArgumentParser, model_optional: bool = False) -
                    help="compare N samples per ORT run and torch forward, concatenated along dim 0, when "
                         "the graph's batch dim is dynamic (default 1: one sample at a time)")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
+    _add_trust_option(p)
+
+
+def _add_trust_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--trust-model-file", action="store_true",
+                   help="load a .pt2 MODEL although loading it runs code from the file (torch.export.load "
+                        "unpickles parts of it without weights_only): only for files you trust")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line naming the problem and where help is (exit 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"drifttui: error: {one_line(message)}; see `{self.prog} --help`\n")
 
 
 def _memory_size(text: str) -> int:
@@ -67,7 +84,7 @@ def _memory_size(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="drifttui",
         description="Find where a PyTorch model and its ONNX export stop computing the same numbers.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -124,7 +141,8 @@ def config_from_args(args: argparse.Namespace):
     return Config(model=model, onnx=args.onnx, inputs=args.inputs, example=args.example,
                   samples=args.samples, seed=args.seed, atol=atol, rtol=rtol, opt_level=args.opt_level,
                   deterministic=args.deterministic, exporter=args.exporter, provider=args.provider,
-                  max_memory=getattr(args, "max_memory", None), batch=getattr(args, "batch", 1))
+                  max_memory=getattr(args, "max_memory", None), batch=getattr(args, "batch", 1),
+                  trust_model_file=getattr(args, "trust_model_file", False))
 
 
 def input_files(config) -> list[str]:
@@ -262,23 +280,64 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     debug = getattr(args, "debug", False) or os.environ.get("DRIFTTUI_DEBUG") == "1"
     handlers = {"check": cmd_check, "diagnose": lambda a: cmd_check(a, diagnose=True), "examples": cmd_examples,
                 "tui": cmd_tui, "demo": cmd_demo}
+    with _signals_end_the_run():
+        try:
+            return handlers[args.command](args)
+        except DriftTuiError as exc:
+            if debug:
+                raise
+            sys.stderr.write(f"drifttui: error: {one_line(str(exc))}\n")
+            return exc.exit_code
+        except KeyboardInterrupt:
+            sys.stderr.write("drifttui: interrupted; temporary files removed, no report written\n")
+            return EXIT_INTERRUPTED
+        except Terminated as exc:
+            sys.stderr.write(f"drifttui: stopped by {exc.name}; temporary files removed, no report written\n")
+            return exc.exit_code
+        except Exception as exc:
+            if debug:
+                raise
+            sys.stderr.write(f"drifttui: error: {unexpected_failure(exc)}\n")
+            return EXIT_RUNTIME
+
+
+def unexpected_failure(exc: BaseException) -> str:
+    """The one line for an exception no drifttui check anticipated: out of memory, a dependency
+    that failed (named), or -- only when the error arose in drifttui's own code -- an internal bug."""
+    text = first_line(exc)[:300]
+    if isinstance(exc, MemoryError) or "can't allocate memory" in text or "not enough memory" in text:
+        return (f"out of memory ({type(exc).__name__}: {text}); compare fewer or smaller inputs, or give "
+                "--max-memory SIZE")
+    dep = failing_dependency(exc)
+    if dep:
+        return (f"{dep} failed: {type(exc).__name__}: {text}; this is an error inside {dep} on this model "
+                "(rerun with --debug for the traceback, and check the versions of torch, onnx and onnxruntime)")
+    return (f"internal failure: {type(exc).__name__}: {text}; rerun with --debug and report the traceback")
+
+
+@contextlib.contextmanager
+def _signals_end_the_run() -> Iterator[None]:
+    """SIGTERM and SIGHUP (CI timeouts, ``timeout``, ``docker stop``, a closed terminal) unwind the
+    run like Ctrl-C: ``finally`` blocks remove the temp workdir, then main returns 128 + signum."""
+    import signal
+
+    def stop(signum: int, frame: object) -> None:
+        for s in wanted:            # a second signal must not interrupt the clean-up
+            signal.signal(s, signal.SIG_IGN)
+        raise Terminated(signum, signal.Signals(signum).name)
+
+    wanted = [s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None]
+    previous = {}
+    for s in wanted:
+        try:
+            previous[s] = signal.signal(s, stop)
+        except (ValueError, OSError):   # not the main thread (embedded use): leave signals alone
+            pass
     try:
-        return handlers[args.command](args)
-    except DriftTuiError as exc:
-        if debug:
-            raise
-        sys.stderr.write(f"drifttui: error: {exc}\n")
-        return exc.exit_code
-    except KeyboardInterrupt:
-        sys.stderr.write("drifttui: interrupted\n")
-        return 130
-    except Exception as exc:
-        if debug:
-            raise
-        first = first_line(exc)
-        sys.stderr.write(f"drifttui: error: internal failure: {type(exc).__name__}: {first[:300]}; "
-                         "rerun with --debug and report the traceback\n")
-        return EXIT_RUNTIME
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -70,6 +70,10 @@ def hookable(model: Any) -> tuple[bool, str]:
         return False, "the model is TorchScript: forward hooks cannot be attached to scripted modules"
     if not isinstance(model, torch.nn.Module):
         return False, f"the model is a {type(model).__name__}, not an nn.Module"
+    scripted = next((n for n, m in model.named_modules() if isinstance(m, torch.jit.ScriptModule)), None)
+    if scripted is not None:
+        return False, (f"the model holds a TorchScript submodule ({scripted}): forward hooks cannot be attached "
+                       "to scripted modules")
     return True, ""
 
 

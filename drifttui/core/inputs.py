@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from drifttui.core.spec import InputSpec, ShapeInput
-from drifttui.errors import InputError
+from drifttui.errors import InputError, first_line
 
 _DT = {
     "float32": torch.float32, "float": torch.float32, "float16": torch.float16, "half": torch.float16,
@@ -64,7 +64,9 @@ def _normalise(value: Any, where: str) -> Sample:
 
 
 class InputSource:
-    """Produces sample ``i`` as ``(args, kwargs)``; ``fixed`` sources give one sample only."""
+    """Produces sample ``i`` as ``(args, kwargs)``; ``fixed`` sources give one sample only.
+    Every sample is checked to hold at least one element per tensor (an empty input would
+    compare nothing and pass)."""
 
     def __init__(self, make: Callable[[int], Sample], fixed: bool, description: str) -> None:
         self._make = make
@@ -72,12 +74,66 @@ class InputSource:
         self.description = description
 
     def sample(self, i: int) -> Sample:
-        return self._make(i)
+        sample = self._make(i)
+        check_not_empty(sample, self.description)
+        return sample
+
+
+def check_not_empty(sample: Sample, description: str) -> None:
+    args, kwargs = sample
+    named = [(f"input {k}", t) for k, t in enumerate(args)] + [(f"input {k!r}", t) for k, t in kwargs.items()]
+    if not named:
+        raise InputError(f"the inputs ({description}) hold no tensor", "give at least one input tensor")
+    for name, t in named:
+        if t.numel() == 0:
+            shape = "x".join(map(str, t.shape)) or "scalar"
+            raise InputError(f"{name} of the inputs ({description}) has shape {shape}, which holds no element: "
+                             "there would be nothing to compare", "give inputs with at least one element per dim")
+
+
+def memory_limit() -> int:
+    """Bytes of memory this process may use: the machine's RAM, or a smaller cgroup limit."""
+    import os
+
+    limit = 0
+    try:
+        limit = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        pass
+    for cgroup in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(cgroup).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and 0 < int(text) < (limit or int(text) + 1):
+            limit = int(text)
+    return limit or 16 * 2**30
+
+
+def check_shapes_fit(shapes: list[tuple[tuple[int, ...], str]], where: str) -> None:
+    """Refuse, before allocating, shapes with no element or whose one sample needs more than
+    half the memory this process may use (the two models' activations need the rest)."""
+    from drifttui.core.windows import human
+
+    total, limit = 0, memory_limit()
+    for shape, dt in shapes:
+        text = f"{dt}:{'x'.join(map(str, shape))}"
+        if any(d == 0 for d in shape):
+            raise InputError(f"{where}: shape {text} holds no element, so there would be nothing to compare",
+                             "give every dim a size of 1 or more")
+        numel = 1
+        for d in shape:
+            numel *= d
+        total += numel * torch.empty((), dtype=_DT[dt]).element_size()
+        if total > limit // 2:
+            raise InputError(f"{where}: shape {text} needs {human(total)} for one sample, more than half of the "
+                             f"{human(limit)} of memory available", "give smaller shapes (or fewer inputs)")
 
 
 def from_shapes(shapes: list[ShapeInput] | list[tuple[tuple[int, ...], str]], seed: int, zero: bool,
-                names: Optional[list[str]] = None) -> InputSource:
+                names: Optional[list[str]] = None, where: str = "--inputs") -> InputSource:
     norm = [(s.shape, s.dtype) if isinstance(s, ShapeInput) else s for s in shapes]
+    check_shapes_fit(norm, where)
 
     def make(i: int) -> Sample:
         gen = torch.Generator().manual_seed(seed + i)
@@ -105,7 +161,7 @@ def build_source(spec: InputSpec, seed: int, zero: bool, graph_inputs: Optional[
             try:
                 value = fn()
             except Exception as exc:
-                raise InputError(f"--inputs {spec.text!r} raised {type(exc).__name__}: {exc}",
+                raise InputError(f"--inputs {spec.text!r} raised {type(exc).__name__}: {first_line(exc)}",
                                  "fix the inputs callable (rerun with --debug for the traceback)") from exc
             args, kwargs = _normalise(value, f"--inputs {spec.text!r}")
             if zero:
@@ -131,7 +187,7 @@ def build_source(spec: InputSpec, seed: int, zero: bool, graph_inputs: Optional[
                 raise InputError(f"ONNX input {name!r} has dtype {dtype}, which drifttui cannot generate",
                                  "pass --inputs with a callable or a file")
             shapes.append((tuple(d if isinstance(d, int) and d > 0 else 1 for d in dims), dtype))
-        return from_shapes(shapes, seed, zero)
+        return from_shapes(shapes, seed, zero, where="the ONNX graph's inputs (no --inputs given)")
     raise InputError("cannot tell the model's input shapes",
                      "pass --inputs shape:1x3x224x224 (or a callable/file), or --onnx FILE to read them from")
 
@@ -155,8 +211,18 @@ def _load_file(path: Path) -> Sample:
     except InputError:
         raise
     except Exception as exc:
-        raise InputError(f"inputs file {str(path)!r} cannot be read ({type(exc).__name__}: {exc})",
+        raise InputError(f"inputs file {str(path)!r} cannot be read ({type(exc).__name__}: "
+                         f"{_short_reason(exc)})",
                          "save a tensor, a tuple or a dict of tensors (.pt), or arrays (.npy/.npz)") from exc
+
+
+def _short_reason(exc: BaseException) -> str:
+    """torch's refusal of a pickle is a page of advice; its one useful line names the global."""
+    text = str(exc)
+    for line in text.splitlines():
+        if "Unsupported global" in line or "Unsupported operand" in line:
+            return "weights_only refused it: " + " ".join(line.split())[:200]
+    return first_line(exc)[:200]
 
 
 def flatten(sample: Sample) -> list[torch.Tensor]:

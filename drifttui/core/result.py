@@ -203,6 +203,7 @@ class Config:
     zero_input: bool = False
     max_memory: Optional[int] = None   # bytes per capture pass (--max-memory); None: no limit
     batch: int = 1                     # samples per ORT run / torch forward (--batch); 1: one at a time
+    trust_model_file: bool = False     # --trust-model-file: load a .pt2 although that runs code from it
 
 
 STEP_TITLES = {

@@ -21,6 +21,7 @@ import torch
 
 from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
 from drifttui.core import capture_batch, capture_ort
+from drifttui.core.arity import check_output_count
 from drifttui.core.analysis import coverage, decide, make_layers, make_origin
 from drifttui.core.capture_torch import Call, Hooks, TensorRef, hookable, run_model
 from drifttui.core.details import layer_details
@@ -81,7 +82,7 @@ class Session:
             from drifttui.examples import get_example
 
             example = get_example(spec.example or "")
-        model = load_torch_model(spec)
+        model = load_torch_model(spec, trust=cfg.trust_model_file)
         self.model = model
         in_spec = parse_input_spec(cfg.inputs)
 
@@ -156,7 +157,7 @@ class Session:
         if hooks is not None:
             with hooks.installed():
                 hooks.begin(None, tracing=True)
-                _safe_forward(model, sample0)
+                outs = _safe_forward(model, sample0)
             calls = hooks.calls
             names = [n for n, _ in model.named_modules()]
             has_params = {n: any(True for _ in m.parameters(recurse=False)) or
@@ -172,6 +173,7 @@ class Session:
                           outputs=[TensorRef.of(o) for o in outs])]
             names, has_params = [""], {"": False}
             aliases, multi_out = {}, {}
+        check_output_count(len(outs), index.graph_outputs)
         self.calls = calls
 
         def resolve(values: list[str]) -> dict[str, np.ndarray]:

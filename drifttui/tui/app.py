@@ -366,7 +366,8 @@ class DriftApp(App[int]):
 
 def run_app(engine: Optional[Engine] = None, config: Optional[Config] = None,
             result: Optional[Result] = None) -> int:
-    """Run the TUI until the user quits; returns the exit code (0)."""
+    """Run the TUI until the user quits; returns the app's return code (0 after a normal quit,
+    non-zero after a crash: Textual sets it when an exception ends the app)."""
     app = DriftApp(engine, config=config, result=result)
     code = app.run()
-    return int(code or 0)
+    return int(app.return_code or code or 0)

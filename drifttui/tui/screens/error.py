@@ -1,11 +1,15 @@
-"""A modal that shows an engine error's one-line message; the app keeps running."""
+"""A modal that shows an engine error's one-line message; the app keeps running.
+
+The message is shown literally (never parsed as markup: a path with ``[/b]`` in it, or ORT's
+``[ONNXRuntimeError]`` prefix, are text) and wrapped to the modal's width, so the op name at
+the end of a long message stays visible."""
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label
+from textual.widgets import Button, Label, Static
 
 
 class ErrorScreen(ModalScreen[None]):
@@ -18,7 +22,7 @@ class ErrorScreen(ModalScreen[None]):
         padding: 1 2;
     }
     ErrorScreen #error-title { text-style: bold; color: $error; }
-    ErrorScreen #error-message { margin: 1 0; }
+    ErrorScreen #error-message { margin: 1 0; width: 100%; height: auto; max-height: 20; overflow-y: auto; }
     ErrorScreen Button { width: 100%; }
     """
 
@@ -29,8 +33,8 @@ class ErrorScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.title_text, id="error-title")
-            yield Label(self.message, id="error-message")
+            yield Label(self.title_text, id="error-title", markup=False)
+            yield Static(self.message, id="error-message", markup=False)
             yield Button("OK (Esc)", variant="error", id="error-ok")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
