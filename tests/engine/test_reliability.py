@@ -11,8 +11,6 @@ import pytest
 import torch
 from onnx import TensorProto, helper
 
-from drifttui.cli import unexpected_failure
-from drifttui.errors import failing_dependency, one_line
 from tests.conftest import ROOT, model_spec
 from tests.engine.test_bad_input import assert_one_line, run_cli, twice_onnx  # noqa: F401 (fixture)
 
@@ -106,6 +104,8 @@ def test_usage_errors_are_one_line_with_a_help_pointer(capsys, argv):
 
 
 def test_one_line_flattens_and_caps():
+    from drifttui.errors import one_line
+
     assert one_line("a\n\n  b\tc\x1b[1m d\x1b[0m") == "a b c d"
     long = one_line("x" * 5000)
     assert len(long) <= 600 and long.endswith("…")
@@ -178,6 +178,9 @@ def _raised(fn):
 
 
 def test_failures_inside_dependencies_are_named():
+    from drifttui.cli import unexpected_failure
+    from drifttui.errors import failing_dependency
+
     exc = _raised(lambda: torch.load(io.BytesIO(b"not a checkpoint"), weights_only=True))
     assert failing_dependency(exc) == "torch"
     assert unexpected_failure(exc).startswith("torch failed: ")
@@ -187,6 +190,8 @@ def test_failures_inside_dependencies_are_named():
 
 
 def test_failures_in_drifttui_code_stay_internal():
+    from drifttui.cli import unexpected_failure
+    from drifttui.errors import failing_dependency
     from drifttui.core.spec import ModelSpec
     from drifttui.core.loading import load_torch_model
 

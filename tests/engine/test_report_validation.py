@@ -41,7 +41,12 @@ CORRUPTIONS = [
 
 
 @pytest.mark.parametrize("path,value,needle", CORRUPTIONS, ids=[".".join(map(str, c[0])) for c in CORRUPTIONS])
-def test_tui_refuses_a_damaged_report_in_one_line(capsys, tmp_path, report_dict, path, value, needle):
+def test_tui_refuses_a_damaged_report_in_one_line(capsys, tmp_path, monkeypatch, report_dict, path, value,
+                                                  needle):
+    def opened(*a, **kw):
+        raise AssertionError("the app was opened on a damaged report")
+
+    monkeypatch.setattr("drifttui.tui.app.run_app", opened)
     data = json.loads(json.dumps(report_dict))
     _edit(data, path, value)
     report = tmp_path / "r.json"
@@ -75,7 +80,8 @@ def test_a_report_drifttui_wrote_still_loads(tmp_path, report_dict):
 
 @pytest.mark.parametrize("text,needle", [("[1, 2]", "schema_version None"), ('{"schema_version": 7}', "schema_version 7"),
                                           ("{not json", "not a drifttui JSON report")])
-def test_not_a_report(capsys, tmp_path, text, needle):
+def test_not_a_report(capsys, tmp_path, monkeypatch, text, needle):
+    monkeypatch.setattr("drifttui.tui.app.run_app", lambda *a, **kw: 0)
     (tmp_path / "r.json").write_text(text)
     code = main(["tui", "--report", str(tmp_path / "r.json")])
     assert code == 2
