@@ -7,7 +7,7 @@ PIP    := $(PY) -m pip
 # (or a CUDA wheel index) — see README "Installing torch".
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: demo test install install-dev bench screenshots lint clean
+.PHONY: demo test test-faults install install-dev bench screenshots lint clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,9 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest -n 2 -q tests
 	$(VENV)/bin/lint-imports
+
+test-faults: $(VENV)/.installed-dev
+	DRIFTTUI_FAULTS=1 $(PY) -m pytest -q -p no:xdist tests/engine/test_signals.py
 
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/run_all.py

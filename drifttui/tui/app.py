@@ -9,8 +9,9 @@ and the app keeps running.  The app never imports torch / onnx / onnxruntime.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from typing import Optional
+from typing import Iterator, Optional
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -369,5 +370,38 @@ def run_app(engine: Optional[Engine] = None, config: Optional[Config] = None,
     """Run the TUI until the user quits; returns the app's return code (0 after a normal quit,
     non-zero after a crash: Textual sets it when an exception ends the app)."""
     app = DriftApp(engine, config=config, result=result)
-    code = app.run()
+    with _signals_quit(app):
+        code = app.run()
     return int(app.return_code or code or 0)
+
+
+@contextlib.contextmanager
+def _signals_quit(app: DriftApp) -> Iterator[None]:
+    """SIGTERM / SIGHUP quit the app like `q`, with exit code 128 + signum: the running engine
+    is cancelled (its ``finally`` removes the temp workdir) and the terminal is restored."""
+    import asyncio
+    import signal
+
+    def stop(signum: int, frame: object) -> None:
+        for token in app.run_tokens:
+            token.cancel()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:        # the loop is not running (yet/any more): nothing to wake
+            return
+        loop.call_soon_threadsafe(lambda: app.exit(None, 128 + signum))
+
+    previous = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is None:
+            continue
+        try:
+            previous[sig] = signal.signal(sig, stop)
+        except (ValueError, OSError):   # not the main thread
+            pass
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
