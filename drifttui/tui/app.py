@@ -9,9 +9,8 @@ and the app keeps running.  The app never imports torch / onnx / onnxruntime.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from typing import Iterator, Optional
+from typing import Optional
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -24,6 +23,7 @@ from textual.widgets import Footer, Input
 from drifttui.api import CancelToken, Engine, Progress
 from drifttui.core.result import Config, Result, Step
 from drifttui.errors import Cancelled
+from drifttui.tui.quit_on_signal import signals_quit
 from drifttui.tui.screens.error import ErrorScreen
 from drifttui.tui.screens.help import HelpScreen
 from drifttui.tui.widgets.inspector import Inspector
@@ -370,38 +370,6 @@ def run_app(engine: Optional[Engine] = None, config: Optional[Config] = None,
     """Run the TUI until the user quits; returns the app's return code (0 after a normal quit,
     non-zero after a crash: Textual sets it when an exception ends the app)."""
     app = DriftApp(engine, config=config, result=result)
-    with _signals_quit(app):
+    with signals_quit(app):
         code = app.run()
     return int(app.return_code or code or 0)
-
-
-@contextlib.contextmanager
-def _signals_quit(app: DriftApp) -> Iterator[None]:
-    """SIGTERM / SIGHUP quit the app like `q`, with exit code 128 + signum: the running engine
-    is cancelled (its ``finally`` removes the temp workdir) and the terminal is restored."""
-    import asyncio
-    import signal
-
-    def stop(signum: int, frame: object) -> None:
-        for token in app.run_tokens:
-            token.cancel()
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:        # the loop is not running (yet/any more): nothing to wake
-            return
-        loop.call_soon_threadsafe(lambda: app.exit(None, 128 + signum))
-
-    previous = {}
-    for name in ("SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        if sig is None:
-            continue
-        try:
-            previous[sig] = signal.signal(sig, stop)
-        except (ValueError, OSError):   # not the main thread
-            pass
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
