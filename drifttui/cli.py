@@ -26,7 +26,7 @@ TOLERANCE_HELP = """tolerance rule:
 """
 
 MODEL_HELP = ("path/to/file.py:fn or package.module:fn returning an nn.Module, a TorchScript file "
-              "(.pt/.ts), or an ExportedProgram (.pt2)")
+              "(.pt/.ts), or an ExportedProgram (.pt2, only with --trust-model-file)")
 
 
 def _add_run_options(p: argparse.ArgumentParser, model_optional: bool = False) -> None:

@@ -108,7 +108,8 @@ def load_torch_model(spec: ModelSpec, trust: bool = False) -> Any:
         except Exception as exc:
             raise InputError(
                 f"{str(spec.path)!r} is not a TorchScript file ({type(exc).__name__}: {first_line(exc)})",
-                "pass a file saved with torch.jit.save, a .pt2 from torch.export.save, or a file.py:fn callable "
+                "pass a file saved with torch.jit.save, a .pt2 from torch.export.save (with --trust-model-file), "
+                "or a file.py:fn callable "
                 "(a plain state_dict checkpoint needs a callable that builds the model and loads it with weights_only=True)",
             ) from exc
     if spec.kind == "exported_program":
