@@ -142,6 +142,15 @@ def _call(model: ModelArg, onnx: OnnxArg, inputs: InputsArg, opts: _Options, pro
     return result
 
 
+def _baseline(baseline: Union[Result, str, Path, None]) -> Optional[Result]:
+    """A baseline Result, or one read from an earlier JSON report."""
+    if baseline is None or isinstance(baseline, Result):
+        return baseline
+    from drifttui.report import json_report
+
+    return json_report.read(str(baseline))
+
+
 def _model_spec(model: ModelArg, tokens: list[str]) -> tuple[str, Optional[str]]:
     from drifttui.core import memory
 
