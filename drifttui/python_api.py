@@ -8,6 +8,7 @@ Only :func:`_run_engine` knows how the engine is driven. Nothing is printed. See
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,9 @@ else:
 InputsArg = Any
 
 __all__ = ["check", "diagnose", "assert_no_drift"]
+
+#: ``Result.config.onnx`` when ``onnx=`` was an in-memory ModelProto
+PROTO_LABEL = "<onnx.ModelProto>"
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,8 @@ def _call(model: ModelArg, onnx: OnnxArg, inputs: InputsArg, opts: _Options, pro
             result = _run_engine(cfg, progress or no_progress, cancel, explain, step)
         finally:
             memory.unregister(*tokens)
+    if onnx is not None and not isinstance(onnx, (str, Path)):     # the temporary file is gone
+        result = result.with_(config=dataclasses.replace(result.config, onnx=PROTO_LABEL))
     if samples < opts.samples and not (isinstance(inputs, str) or inputs is None):
         result = result.with_(notes=list(result.notes) + [
             f"inputs= gave {samples} sample(s) where samples={opts.samples} was asked: pass a callable "

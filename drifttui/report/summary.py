@@ -100,6 +100,8 @@ def run_label(result: Result) -> str:
     """What was compared, in a few words: the model spec and the ONNX file (or "exported")."""
     cfg = result.config
     model = cfg.example and f"example {cfg.example}" or cfg.model
+    if model.startswith("python-object:"):       # an nn.Module handed to the Python API
+        model = f"{model.split(':', 1)[1].split('#')[0]} (Python object)"
     return f"{model} vs {cfg.onnx or f'its {result.environment.exporter} export'}"
 
 
@@ -114,7 +116,8 @@ def assertion_message(result: Result, decision: object) -> str:
     if cause:
         lines.append(f"  {cause}")
     for reason in getattr(decision, "failures", []):
-        lines.append(f"  - {reason}")
+        if not (reason.startswith("drift: ") and result.verdict == "drift"):   # the origin line says it
+            lines.append(f"  - {reason}")
     usage = getattr(decision, "usage", "")
     if usage:
         lines.append(f"  - {usage}")
