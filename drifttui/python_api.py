@@ -31,6 +31,8 @@ else:
 #: one sample (tensor, tuple of positional tensors, dict of named tensors), a callable
 #: ``(i) -> sample``, an iterable of samples (a DataLoader's batches), or a CLI --inputs spec string
 InputsArg = Any
+#: what to add to a finished run: None, "checks" (the findings) or "diagnose" (steps + findings)
+Explain = Callable[[Result], Optional[str]]
 
 __all__ = ["check", "diagnose", "assert_no_drift"]
 
@@ -65,7 +67,7 @@ def check(model: ModelArg, onnx: OnnxArg = None, inputs: InputsArg = None, *, sa
     ``drifttui.ModelError`` (one-line messages) on bad input or a failing model/runtime.
     """
     opts = _Options(samples, atol, rtol, seed, opt_level, deterministic, exporter, provider, max_memory, batch)
-    return _call(model, onnx, inputs, opts, progress, cancel, explain=lambda r: False)
+    return _call(model, onnx, inputs, opts, progress, cancel, explain=lambda r: None)
 
 
 def diagnose(model: ModelArg, onnx: OnnxArg = None, inputs: InputsArg = None, *, step: Optional[int] = None,
@@ -76,19 +78,21 @@ def diagnose(model: ModelArg, onnx: OnnxArg = None, inputs: InputsArg = None, *,
     """:func:`check`, then the six debugging steps (or only ``step``) and the drift checks:
     the result carries ``steps`` and ranked ``findings`` (``result.headline`` is the cause)."""
     opts = _Options(samples, atol, rtol, seed, opt_level, deterministic, exporter, provider, max_memory, batch)
-    return _call(model, onnx, inputs, opts, progress, cancel, explain=lambda r: True, step=step)
+    return _call(model, onnx, inputs, opts, progress, cancel, explain=lambda r: "diagnose", step=step)
 
 
 def assert_no_drift(model: ModelArg, onnx: OnnxArg = None, inputs: InputsArg = None, *,
                     fail_on: str = "drift", min_top1: Optional[float] = None,
                     baseline: Union[Result, str, Path, None] = None, **options: Any) -> Result:
     """:func:`check`, and raise ``AssertionError`` when the CI gate fails (docs/ci.md): the
-    message names the origin, its errors and, after diagnosing the drift, the headline cause.
+    message names the origin, its errors and the headline cause (the drift checks run when the
+    gate fails, or always with ``fail_on="error"``; the six steps do not).
     ``options`` are :func:`check`'s keyword arguments. Returns the result when the gate passes."""
     from drifttui.report.gate import Gate, decide
 
     gate = Gate(fail_on, min_top1, _baseline(baseline))
-    explain: Callable[[Result], bool] = lambda r: fail_on == "error" or not decide(r, gate).passed
+    # the drift checks give the findings (fail_on="error") and the cause for the message
+    explain: Explain = lambda r: "checks" if fail_on == "error" or not decide(r, gate).passed else None
     progress, cancel = options.pop("progress", None), options.pop("cancel", None)
     unknown = set(options) - set(_Options.__dataclass_fields__)
     if unknown:
@@ -104,21 +108,28 @@ def assert_no_drift(model: ModelArg, onnx: OnnxArg = None, inputs: InputsArg = N
 
 # ----------------------------------------------------------------------------------------------
 def _run_engine(config: Config, progress: ProgressFn, cancel: Optional[CancelToken],
-                explain: Callable[[Result], bool], step: Optional[int] = None) -> Result:
-    """The one place the Python API drives the engine (session run, then optionally diagnose)."""
+                explain: "Explain", step: Optional[int] = None) -> Result:
+    """The one place the Python API drives the engine: the session run, then, as ``explain``
+    says for that result, nothing, the drift checks (findings), or the steps and the checks."""
     from drifttui.core.session import Session
 
     session = Session(config)
     result = session.run(progress=progress, cancel=cancel)
-    if explain(result):
+    how = explain(result)
+    if how == "diagnose":
         from drifttui.core.steps import diagnose as run_diagnose
 
         result = run_diagnose(session, result, only=step, progress=progress, cancel=cancel)
+    elif how == "checks":
+        from drifttui.core.checks import run_checks
+        from drifttui.core.steps.context import context_for
+
+        result = result.with_(findings=list(run_checks(context_for(result, session, progress, cancel))))
     return result
 
 
 def _call(model: ModelArg, onnx: OnnxArg, inputs: InputsArg, opts: _Options, progress: Optional[ProgressFn],
-          cancel: Optional[CancelToken], explain: Callable[[Result], bool], step: Optional[int] = None) -> Result:
+          cancel: Optional[CancelToken], explain: "Explain", step: Optional[int] = None) -> Result:
     from drifttui.core import memory
 
     if step is not None and step not in range(1, 7):

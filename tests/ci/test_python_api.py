@@ -154,30 +154,23 @@ def test_the_plugin_is_declared_and_works_in_a_user_test_run(tmp_path, variants)
     entry = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["pytest11"]
     assert entry == {"drifttui": "drifttui.testing.pytest_plugin"}
     (tmp_path / "test_user.py").write_text(textwrap.dedent(f"""
+        import sys
         import torch
-        from torch import nn
 
-        def build():
-            torch.manual_seed(0)
-            return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 10)).eval()
+        sys.path.insert(0, {str(ROOT)!r})
+        from tests.ci.classifier import build
 
         def test_clean(drift_check):
-            drift_check(build(), inputs=torch.randn(8, 16), samples=2)
+            drift_check(build(), {variants['clean']!r}, inputs=torch.randn(32, 16))
 
         def test_deployed(drift_check):
-            import sys
-            sys.path.insert(0, {str(ROOT)!r})
-            from tests.ci.classifier import build as build2
-            drift_check(build2(), {variants['other']!r}, torch.randn(32, 16))
+            drift_check(build(), {variants['other']!r}, torch.randn(32, 16))
     """))
-    from importlib.metadata import entry_points
-
-    installed = any(ep.name == "drifttui" for ep in entry_points(group="pytest11"))
-    plugin = [] if installed else ["-p", "drifttui.testing.pytest_plugin"]
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                          *plugin, "--drifttui-samples", "2", "test_user.py"],
-                         capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(ROOT),
-                                                                           "PATH": "/usr/bin:/bin"})
+    # autoload off: the plugin is named explicitly, whatever this venv has installed
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "-p", "drifttui.testing.pytest_plugin", "--drifttui-samples", "2", "test_user.py"],
+                         capture_output=True, text=True, cwd=tmp_path, env=env)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "1 failed, 1 passed" in run.stdout
     assert "AssertionError: drifttui: the gate fails" in run.stdout and "origin: fc1 (Linear; ONNX Gemm" in run.stdout
