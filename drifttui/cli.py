@@ -192,18 +192,19 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
     from drifttui.core.session import Session
     from drifttui.report.text import print_report
 
-    session = Session(config)
-    show_progress = sys.stderr.isatty() and args.json != "-"
-    result = session.run(progress=_progress_printer(show_progress))
-    if diagnose:
-        from drifttui.core.steps import diagnose as run_diagnose
+    with ci.errors_reported():     # a run that fails (exit 2/3) still leaves its --junit/--markdown
+        session = Session(config)
+        show_progress = sys.stderr.isatty() and args.json != "-"
+        result = session.run(progress=_progress_printer(show_progress))
+        if diagnose:
+            from drifttui.core.steps import diagnose as run_diagnose
 
-        result = run_diagnose(session, result, only=args.step)
-    elif args.fail_on == "error":     # the gate needs the findings: run the drift checks (not the six steps)
-        from drifttui.core.checks import run_checks
-        from drifttui.core.steps.context import context_for
+            result = run_diagnose(session, result, only=args.step)
+        elif args.fail_on == "error":     # the gate needs the findings: run the drift checks (not the six steps)
+            from drifttui.core.checks import run_checks
+            from drifttui.core.steps.context import context_for
 
-        result = result.with_(findings=list(run_checks(context_for(result, session))))
+            result = result.with_(findings=list(run_checks(context_for(result, session))))
     if args.json == "-":
         json_report.write(result, "-")
     else:

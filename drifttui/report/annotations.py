@@ -96,3 +96,14 @@ def gitlab(result: Result, decision: Decision) -> str:
             add(f.check, _SEVERITY[f.severity], f"{f.check} at {f.module or 'the graph'}: {f.message}",
                 f"{f.module}|{f.message[:80]}")
     return json.dumps(issues, indent=2) + "\n"
+
+
+def github_error(exc: Exception) -> str:
+    return _command("error", f"drifttui: could not compare (exit {getattr(exc, 'exit_code', 3)})", str(exc))
+
+
+def gitlab_error(exc: Exception) -> str:
+    digest = hashlib.sha256(f"error|{exc}".encode()).hexdigest()
+    return json.dumps([{"description": f"drifttui could not compare: {exc}", "check_name": "drifttui/error",
+                        "fingerprint": digest, "severity": "blocker",
+                        "location": {"path": "drifttui", "lines": {"begin": 1}}}], indent=2) + "\n"

@@ -10,8 +10,10 @@ stderr why the gate failed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from drifttui.core.result import Result
 from drifttui.report.gate import FAIL_ON, Decision, Gate, decide
@@ -92,6 +94,34 @@ class CiRun:
             stream.flush()
         _say(decision, self.gate, result)
         return decision.exit_code
+
+
+    @contextlib.contextmanager
+    def errors_reported(self) -> Iterator[None]:
+        """A run that raises a drifttui error (bad input: exit 2, model/runtime: exit 3) still
+        writes complete reports saying so, then the error goes on to the one-line message."""
+        from drifttui.errors import DriftTuiError
+
+        try:
+            yield
+        except DriftTuiError as exc:
+            self._report_error(exc)
+            raise
+
+    def _report_error(self, exc: Exception) -> None:
+        from drifttui.report import annotations, junit, markdown
+
+        writers = {"--junit": lambda: junit.render_error(exc, self.command),
+                   "--markdown": lambda: markdown.render_error(exc, self.command),
+                   "--gitlab": lambda: annotations.gitlab_error(exc)}
+        for flag, path in self.paths.items():
+            try:
+                write_atomic(path, writers[flag](), flag)
+            except Exception:   # noqa: BLE001 - never hide the run's own error behind a report's
+                pass
+        if annotations.in_github_actions():
+            sys.stdout.write(annotations.github_error(exc) + "\n")
+            sys.stdout.flush()
 
 
 def _read_baseline(path: str) -> Result:

@@ -104,3 +104,17 @@ def render(result: Result, decision: Decision, gate: Optional[Gate] = None, comm
     root.append(suite)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def render_error(exc: Exception, command: str = "check") -> str:
+    """The report of a run that could not compare: one test case with an <error>."""
+    exit_code = getattr(exc, "exit_code", 3)
+    suite = ET.Element("testsuite", name=f"drifttui {command}", tests="1", failures="0", errors="1", skipped="0",
+                       time="0.000")
+    case = _case(suite, "drifttui.run", "compare PyTorch with ONNX")
+    el = ET.SubElement(case, "error", message=str(exc), type=type(exc).__name__)
+    el.text = f"drifttui exited {exit_code}: {exc}"
+    root = ET.Element("testsuites", name="drifttui", tests="1", failures="0", errors="1", time="0.000")
+    root.append(suite)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -10,7 +10,7 @@ from typing import Optional
 
 from drifttui.core.result import Result
 from drifttui.report.gate import Decision, Gate, error_findings
-from drifttui.report.summary import (cause_text, fmt, headline, layer_name, origin_text, output_fails, run_label,
+from drifttui.report.summary import (fmt, headline, layer_name, origin_text, output_fails, run_label,
                                      top1_text, verdict_title)
 
 
@@ -50,8 +50,8 @@ def render(result: Result, decision: Decision, gate: Optional[Gate] = None, cont
         out.append("")
     if result.verdict == "drift":
         out += [f"**Origin:** {_cell(origin_text(result))}", ""]
-    cause, f = cause_text(result), headline(result)
-    if cause and f is not None:
+    f = headline(result)
+    if f is not None:
         out += [f"**Cause:** {_cell(f.message)} ({f.check}, {f.kind})", "",
                 f"**Fix:** {_cell(f.fix or '-')}", ""]
     for finding in error_findings(result)[1 if f is not None and f.severity == "error" else 0:][:5]:
@@ -93,3 +93,14 @@ def render(result: Result, decision: Decision, gate: Optional[Gate] = None, cont
                    f"exporter {env.exporter} · ORT level {env.ort_opt_level}")
     out += ["<details><summary>Notes and environment</summary>", "", *details, "", "</details>", ""]
     return "\n".join(out)
+
+
+def render_error(exc: Exception, command: str = "check") -> str:
+    """The summary of a run that could not compare (exit 2: bad input, exit 3: model/runtime)."""
+    exit_code = getattr(exc, "exit_code", 3)
+    problem = getattr(exc, "problem", str(exc))
+    fix = getattr(exc, "fix", "")
+    lines = [f"### ⛔ drifttui {command} could not compare (exit {exit_code})", "", f"**Problem:** {_cell(problem)}", ""]
+    if fix:
+        lines += [f"**Fix:** {_cell(fix)}", ""]
+    return "\n".join(lines)

@@ -125,3 +125,75 @@ def test_report_paths_are_checked_before_the_run(tmp_path, variants):
     run = run_cli(classifier_args(variants, "clean", "--baseline", str(baseline), "--json", str(baseline)))
     assert run.code == 2 and "is an input of this run" in run.err and baseline.read_text() == "{}"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["base.json"]     # nothing half-written
+
+
+def test_junit_and_markdown_carry_the_headline_cause_and_fix(unet_drift):
+    from dataclasses import replace
+
+    from drifttui.core.result import Finding
+    from drifttui.report import junit, markdown
+    from drifttui.report.gate import decide
+
+    result = json_report.read(str(unet_drift.files["json"]))
+    cause = Finding("interpolation", "error", "up1", ["node_upsample_bilinear2d"],
+                    "Resize uses coordinate_transformation_mode=asymmetric", {},
+                    "re-export with align_corners=False semantics (half_pixel)", verified=True,
+                    local_before=3.01, local_after=2e-7, kind="export")
+    warning = Finding("dtype", "warning", "enc1", [], "a float16 constant", {}, "cast")
+    result = replace(result, findings=[cause, warning])
+    decision = decide(result)
+    root = ET.fromstring(junit.render(result, decision, command="diagnose"))
+    suite = root.find("testsuite")
+    failures = suite.findall("testcase/failure")
+    assert int(suite.get("failures")) == len(failures) == len(result.outputs) + 2   # outputs, verdict, 1 error finding
+    layer = next(c for c in suite.findall("testcase") if c.get("name") == "per-layer verdict")
+    message = layer.find("failure").get("message")
+    assert "cause: interpolation at up1: Resize uses coordinate_transformation_mode=asymmetric" in message
+    assert "verified: the patch brings the origin's own error from 3.01e+00 to 2.00e-07" in message
+    assert "fix: re-export with align_corners=False semantics" in message
+    assert any(c.get("name") == "interpolation at up1" for c in suite.findall("testcase"))
+    text = markdown.render(result, decision)
+    assert "**Cause:** Resize uses coordinate_transformation_mode=asymmetric (interpolation, export)" in text
+    assert "**Fix:** re-export with align_corners=False semantics (half_pixel)" in text
+
+
+def test_diagnose_writes_the_cause_into_the_reports(variants, tmp_path):
+    from tests.ci.conftest import classifier_args
+
+    xml, md = tmp_path / "j.xml", tmp_path / "s.md"
+    run = run_cli(classifier_args(variants, "flip", "--step", "1", "--junit", str(xml), "--markdown", str(md),
+                                  command="diagnose"))
+    assert run.code == 1
+    suite = ET.parse(xml).getroot().find("testsuite")
+    assert suite.get("name").startswith("drifttui diagnose: ")
+    layer = next(c for c in suite.findall("testcase") if c.get("name") == "per-layer verdict")
+    message = layer.find("failure").get("message")
+    assert message.startswith("drift at fc2 (Linear; ONNX Gemm")
+    assert "cause: weights at fc2: initializer fc2.bias differs from torch fc2.bias" in message
+    assert "**Cause:** initializer fc2.bias differs from torch fc2.bias" in md.read_text()
+
+
+def test_reports_never_overwrite_the_onnx_file(variants):
+    from tests.ci.conftest import classifier_args
+
+    before = open(variants["clean"], "rb").read()
+    for flag in ("--junit", "--markdown", "--gitlab"):
+        run = run_cli(classifier_args(variants, "clean", flag, variants["clean"]))
+        assert run.code == 2 and f"{flag} {variants['clean']!r} is an input of this run" in run.err
+    assert open(variants["clean"], "rb").read() == before
+
+
+def test_a_failing_run_still_writes_complete_reports(variants, tmp_path):
+    from tests.ci.conftest import MODEL
+
+    xml, md, gl = tmp_path / "j.xml", tmp_path / "s.md", tmp_path / "g.json"
+    run = run_cli(["check", MODEL, "--onnx", variants["clean"], "--inputs", "shape:3x16", "--samples", "1",
+                   "--junit", str(xml), "--markdown", str(md), "--gitlab", str(gl)], actions="true")
+    assert run.code == 2 and len(run.err.strip().splitlines()) == 1      # the one-line error stays one line
+    root = ET.parse(xml).getroot()
+    assert root.get("errors") == "1" and root.get("failures") == "0"
+    error = root.find("testsuite/testcase/error")
+    assert error.get("type") == "InputError" and "inputs" in error.get("message")
+    assert md.read_text().startswith("### ⛔ drifttui check could not compare (exit 2)")
+    assert json.loads(gl.read_text())[0]["severity"] == "blocker"
+    assert run.out.startswith("::error title=drifttui%3A could not compare (exit 2)::")
