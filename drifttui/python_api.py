@@ -137,7 +137,7 @@ def _call(model: ModelArg, onnx: OnnxArg, inputs: InputsArg, opts: _Options, pro
     tokens: list[str] = []
     with _eval_mode(model), tempfile.TemporaryDirectory(prefix="drifttui-api-") as tmp:
         try:
-            model_spec, example = _model_spec(model, tokens)
+            model_spec, example = _model_spec(model, tokens, onnx is not None)
             onnx_path = _onnx_path(onnx, Path(tmp))
             inputs_spec, samples = _inputs_spec(inputs, opts.samples, tokens)
             if inputs_spec is None and onnx_path is None and example is None:
@@ -168,7 +168,7 @@ def _baseline(baseline: Union[Result, str, Path, None]) -> Optional[Result]:
     return json_report.read(str(baseline))
 
 
-def _model_spec(model: ModelArg, tokens: list[str]) -> tuple[str, Optional[str]]:
+def _model_spec(model: ModelArg, tokens: list[str], onnx_given: bool) -> tuple[str, Optional[str]]:
     from drifttui.core import memory
 
     if isinstance(model, (str, Path)):
@@ -182,7 +182,13 @@ def _model_spec(model: ModelArg, tokens: list[str]) -> tuple[str, Optional[str]]
     import torch
 
     if isinstance(model, torch.export.ExportedProgram):
-        model = model.module()
+        if not onnx_given:
+            raise InputError("an ExportedProgram cannot be re-exported from its unflattened module",
+                             "pass onnx= (the file exported from it), or the nn.Module itself")
+        try:       # as the CLI loads a .pt2: unflattened, so per-module hooks still work
+            model = torch.export.unflatten(model)
+        except Exception:   # noqa: BLE001 - fall back to the flat module (outputs compared only)
+            model = model.module()
     if not isinstance(model, torch.nn.Module):
         raise InputError(f"model= is a {type(model).__name__}",
                          "pass a torch.nn.Module, or a MODEL spec string like 'file.py:build'")
@@ -226,4 +232,5 @@ def _eval_mode(model: Any) -> Iterator[None]:
         yield
     finally:
         for m, training in modes:
-            m.training = training
+            with contextlib.suppress(Exception):    # ScriptModules may refuse the attribute
+                m.training = training
