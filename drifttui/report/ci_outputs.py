@@ -21,9 +21,11 @@ from drifttui.report.outputs import check_output, write_atomic
 
 CI_HELP = """CI gate (docs/ci.md):
   --fail-on drift   exit 1 when the export drifts (default)
-  --fail-on error   also exit 1 on an error-severity finding (diagnose), e.g. a stale initializer
+  --fail-on error   also exit 1 on an error-severity finding of the drift checks (check runs them
+                    too), e.g. a stale initializer whose outputs still agree
   --fail-on never   report only
-  --min-top1 F      exit 1 when a classifier output's top-1 agreement is below F, whatever --fail-on says
+  --min-top1 F      exit 1 when a classifier output's top-1 agreement is below F, whatever --fail-on
+                    says; exit 2 when no output is a classifier's ([rows, classes])
   --baseline FILE   exit 1 only on a new or worse drift than that earlier --json report's
 """
 

@@ -123,3 +123,14 @@ def test_an_unreadable_baseline_is_refused_before_the_run(variants, tmp_path):
     run = run_cli(classifier_args(variants, "clean", "--baseline", str(bad)))
     assert run.code == 2 and "not a drifttui JSON report" in run.err
     assert "samples" not in run.out       # no report printed: nothing ran
+
+
+def test_help_documents_the_gate(capsys):
+    from drifttui.cli import main
+
+    for command in ("check", "diagnose"):
+        assert main([command, "--help"]) == 0
+        text = capsys.readouterr().out
+        for flag in ("--junit PATH", "--markdown PATH", "--gitlab PATH", "--fail-on {drift,error,never}",
+                     "--min-top1 FRACTION", "--baseline OLD.json", "--fail-on error   also exit 1"):
+            assert flag in text, (command, flag)
