@@ -11,8 +11,8 @@ from drifttui.errors import (EXIT_DRIFT, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNTIME
                              Terminated, failing_dependency, first_line, one_line)
 
 EXIT_CODES_HELP = """exit codes:
-  0  no drift at the tolerance
-  1  drift found
+  0  no drift at the tolerance (or the gate passes: --fail-on never, a drift the --baseline carries)
+  1  drift found (or an error finding with --fail-on error, or top-1 agreement below --min-top1)
   2  bad usage or bad input (one line on stderr names the problem and the fix)
   3  the model or the runtime failed (export error, ONNX Runtime cannot run the graph, NaN outputs)
   129, 130, 143  stopped by SIGHUP, Ctrl-C (SIGINT), SIGTERM: temporary files removed, no report written
@@ -90,17 +90,21 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=EXIT_CODES_HELP,
     )
+    from drifttui.report import ci_outputs
+
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     check = sub.add_parser("check", help="compare layer by layer and name the drift origin (for CI)",
                            formatter_class=argparse.RawDescriptionHelpFormatter,
-                           epilog=TOLERANCE_HELP + "\n" + EXIT_CODES_HELP)
+                           epilog=TOLERANCE_HELP + "\n" + ci_outputs.CI_HELP + "\n" + EXIT_CODES_HELP)
     _add_run_options(check)
     check.add_argument("--json", metavar="PATH|-", help="write the JSON report (docs/json-schema.md)")
+    ci_outputs.add_options(check)
 
     diag = sub.add_parser("diagnose", help="check, then run the six debugging steps and the drift checks",
                           formatter_class=argparse.RawDescriptionHelpFormatter,
-                          epilog=TOLERANCE_HELP + "\n" + EXIT_CODES_HELP)
+                          epilog=TOLERANCE_HELP + "\n" + ci_outputs.CI_HELP + "\n" + EXIT_CODES_HELP)
     _add_run_options(diag)
+    ci_outputs.add_options(diag)
     diag.add_argument("--step", type=int, choices=range(1, 7), metavar="N", help="run only step N (1-6)")
     diag.add_argument("--json", metavar="PATH|-", help="write the JSON report with steps and findings")
 
@@ -150,7 +154,7 @@ def input_files(config) -> list[str]:
     output may name one of them."""
     files: list[str] = []
     for spec in (config.model, config.inputs):
-        if not spec or spec.startswith(("example:", "shape:")):
+        if not spec or spec.startswith(("example:", "shape:", "python-object:")):
             continue
         head = spec.rsplit(":", 1)[0] if ":" in spec and not os.path.exists(spec) else spec
         if os.path.exists(head):
@@ -197,20 +201,28 @@ def _progress_printer(enabled: bool):
 
 def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
     from drifttui.report import json_report
+    from drifttui.report.ci_outputs import CiRun
 
     config = config_from_args(args)
     if args.json:
-        json_report.check_writable(args.json, input_files(config))
+        json_report.check_writable(args.json, input_files(config) + ([args.baseline] if args.baseline else []))
+    ci = CiRun.prepare(args, input_files(config), "diagnose" if diagnose else "check")
     from drifttui.core.session import Session
     from drifttui.report.text import print_report
 
-    session = Session(config)
-    show_progress = sys.stderr.isatty() and args.json != "-"
-    result = session.run(progress=_progress_printer(show_progress))
-    if diagnose:
-        from drifttui.core.steps import diagnose as run_diagnose
+    with ci.errors_reported():     # a run that fails (exit 2/3) still leaves its --junit/--markdown
+        session = Session(config)
+        show_progress = sys.stderr.isatty() and args.json != "-"
+        result = session.run(progress=_progress_printer(show_progress))
+        if diagnose:
+            from drifttui.core.steps import diagnose as run_diagnose
 
-        result = run_diagnose(session, result, only=args.step)
+            result = run_diagnose(session, result, only=args.step)
+        elif args.fail_on == "error":     # the gate needs the findings: run the drift checks (not the six steps)
+            from drifttui.core.checks import run_checks
+            from drifttui.core.steps.context import context_for
+
+            result = result.with_(findings=list(run_checks(context_for(result, session))))
     if args.json == "-":
         json_report.write(result, "-")
     else:
@@ -223,7 +235,7 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
             print_report(result)
         if args.json:
             json_report.write(result, args.json)
-    return EXIT_DRIFT if result.verdict == "drift" else EXIT_OK
+    return ci.finish(result, stdout_is_report=args.json == "-")
 
 
 def cmd_examples(args: argparse.Namespace) -> int:

@@ -11,6 +11,15 @@ os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 
+def pytest_configure(config):
+    """The drift_check fixture: the pytest11 entry point loads it when drifttui is installed
+    with this pyproject; register it here otherwise (never twice)."""
+    from drifttui.testing import pytest_plugin
+
+    if not (config.pluginmanager.is_registered(pytest_plugin) or config.pluginmanager.has_plugin("drifttui")):
+        config.pluginmanager.register(pytest_plugin, "drifttui")
+
+
 def model_spec(fn: str) -> str:
     return f"{MODELS}:{fn}"
 

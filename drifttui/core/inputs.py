@@ -149,6 +149,10 @@ def build_source(spec: InputSpec, seed: int, zero: bool, graph_inputs: Optional[
     """``graph_inputs``: (name, dims, dtype) of the ONNX graph's inputs, when an ONNX file is known."""
     if spec.kind == "shapes":
         return from_shapes(list(spec.shapes), seed, zero)
+    if spec.kind == "memory":
+        from drifttui.core import memory
+
+        return memory.source(spec.text, seed, zero)
     if spec.kind == "callable":
         from drifttui.core.loading import import_callable
 

@@ -87,6 +87,10 @@ def load_torch_model(spec: ModelSpec, trust: bool = False) -> Any:
         from drifttui.examples import get_example
 
         return get_example(spec.example or "").build_model()
+    if spec.kind == "memory":
+        from drifttui.core import memory
+
+        return memory.model(spec.text)
     if spec.kind == "callable":
         assert spec.callable is not None
         fn = import_callable(spec.callable, "MODEL")

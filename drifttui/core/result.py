@@ -273,6 +273,12 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         return _to_json(self)
 
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        """The JSON report (docs/json-schema.md) as text; ``Result.from_dict(json.loads(...))`` reads it."""
+        import json
+
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Result":
         version = data.get("schema_version")

@@ -28,7 +28,7 @@ class CallableSpec:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    kind: str            # "callable" | "torchscript" | "exported_program" | "example"
+    kind: str            # "callable" | "torchscript" | "exported_program" | "example" | "memory"
     callable: Optional[CallableSpec] = None
     path: Optional[Path] = None
     example: Optional[str] = None
@@ -43,7 +43,7 @@ class ShapeInput:
 
 @dataclass(frozen=True)
 class InputSpec:
-    kind: str            # "callable" | "file" | "shapes" | "default"
+    kind: str            # "callable" | "file" | "shapes" | "default" | "memory"
     callable: Optional[CallableSpec] = None
     path: Optional[Path] = None
     shapes: tuple[ShapeInput, ...] = ()
@@ -70,6 +70,8 @@ def parse_callable(text: str, what: str) -> CallableSpec:
 def parse_model_spec(text: str) -> ModelSpec:
     if text.startswith("example:"):
         return ModelSpec("example", example=text.split(":", 1)[1], text=text)
+    if text.startswith("python-object:"):     # an object registered by the Python API (core/memory.py)
+        return ModelSpec("memory", text=text)
     lower = text.lower()
     if lower.endswith(".pt2"):
         return ModelSpec("exported_program", path=Path(text), text=text)
@@ -108,6 +110,8 @@ def parse_shapes(body: str, text: str) -> tuple[ShapeInput, ...]:
 def parse_input_spec(text: Optional[str]) -> InputSpec:
     if not text:
         return InputSpec("default")
+    if text.startswith("python-object:"):     # samples registered by the Python API (core/memory.py)
+        return InputSpec("memory", text=text)
     if text.startswith("shape:"):
         return InputSpec("shapes", shapes=parse_shapes(text[len("shape:"):], text), text=text)
     lower = text.lower()

@@ -1,0 +1,236 @@
+"""The Python API: ``drifttui.check``, ``drifttui.diagnose``, ``drifttui.assert_no_drift``.
+
+Thin over the engine: arguments become a :class:`Config`; an in-memory model, ModelProto and
+samples are handed to the engine through ``core/memory.py`` (a model becomes a
+``python-object:`` token) and a temporary ONNX file, all released when the call returns.
+Only :func:`_run_engine` knows how the engine is driven. Nothing is printed. See docs/python-api.md.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Union
+
+from drifttui.core.progress import CancelToken, ProgressFn, no_progress
+from drifttui.core.result import Config, Result
+from drifttui.errors import InputError
+
+if TYPE_CHECKING:   # pragma: no cover
+    import onnx
+    import torch
+
+    ModelArg = Union[torch.nn.Module, str]
+    OnnxArg = Union[str, Path, onnx.ModelProto, None]
+else:
+    ModelArg = Any
+    OnnxArg = Any
+
+#: one sample (tensor, tuple of positional tensors, dict of named tensors), a callable
+#: ``(i) -> sample``, an iterable of samples (a DataLoader's batches), or a CLI --inputs spec string
+InputsArg = Any
+#: what to add to a finished run: None, "checks" (the findings) or "diagnose" (steps + findings)
+Explain = Callable[[Result], Optional[str]]
+
+__all__ = ["check", "diagnose", "assert_no_drift"]
+
+#: ``Result.config.onnx`` when ``onnx=`` was an in-memory ModelProto
+PROTO_LABEL = "<onnx.ModelProto>"
+
+
+@dataclass(frozen=True)
+class _Options:
+    samples: int = 100
+    atol: float = 1e-4
+    rtol: float = 1e-4
+    seed: int = 0
+    opt_level: str = "disable"
+    deterministic: bool = False
+    exporter: str = "dynamo"
+    provider: str = "CPUExecutionProvider"
+    max_memory: Optional[int] = None
+    batch: int = 1
+
+
+def check(model: ModelArg, onnx: OnnxArg = None, inputs: InputsArg = None, *, samples: int = 100,
+          atol: float = 1e-4, rtol: float = 1e-4, seed: int = 0, opt_level: str = "disable",
+          deterministic: bool = False, exporter: str = "dynamo", provider: str = "CPUExecutionProvider",
+          max_memory: Optional[int] = None, batch: int = 1, progress: Optional[ProgressFn] = None,
+          cancel: Optional[CancelToken] = None) -> Result:
+    """Compare ``model`` with its ONNX export layer by layer; return the :class:`Result`.
+
+    ``model``: an ``nn.Module`` (put in eval mode for the run, its modes restored after) or a
+    CLI MODEL spec (``file.py:fn``, TorchScript, ``.pt2``, ``example:NAME``). ``onnx``: a path,
+    an ``onnx.ModelProto``, or None to export the model. Raises ``drifttui.InputError`` /
+    ``drifttui.ModelError`` (one-line messages) on bad input or a failing model/runtime.
+    """
+    opts = _Options(samples, atol, rtol, seed, opt_level, deterministic, exporter, provider, max_memory, batch)
+    return _call(model, onnx, inputs, opts, progress, cancel, explain=lambda r: None)
+
+
+def diagnose(model: ModelArg, onnx: OnnxArg = None, inputs: InputsArg = None, *, step: Optional[int] = None,
+             samples: int = 100, atol: float = 1e-4, rtol: float = 1e-4, seed: int = 0,
+             opt_level: str = "disable", deterministic: bool = False, exporter: str = "dynamo",
+             provider: str = "CPUExecutionProvider", max_memory: Optional[int] = None, batch: int = 1,
+             progress: Optional[ProgressFn] = None, cancel: Optional[CancelToken] = None) -> Result:
+    """:func:`check`, then the six debugging steps (or only ``step``) and the drift checks:
+    the result carries ``steps`` and ranked ``findings`` (``result.headline`` is the cause)."""
+    opts = _Options(samples, atol, rtol, seed, opt_level, deterministic, exporter, provider, max_memory, batch)
+    return _call(model, onnx, inputs, opts, progress, cancel, explain=lambda r: "diagnose", step=step)
+
+
+def assert_no_drift(model: ModelArg, onnx: OnnxArg = None, inputs: InputsArg = None, *,
+                    fail_on: str = "drift", min_top1: Optional[float] = None,
+                    baseline: Union[Result, str, Path, None] = None, **options: Any) -> Result:
+    """:func:`check`, and raise ``AssertionError`` when the CI gate fails (docs/ci.md): the
+    message names the origin, its errors and the headline cause (the drift checks run when the
+    gate fails, or always with ``fail_on="error"``; the six steps do not).
+    ``options`` are :func:`check`'s keyword arguments. Returns the result when the gate passes."""
+    from drifttui.report.gate import Gate, decide
+
+    gate = Gate(fail_on, min_top1, _baseline(baseline))
+    # the drift checks give the findings (fail_on="error") and the cause for the message
+    explain: Explain = lambda r: "checks" if fail_on == "error" or not decide(r, gate).passed else None
+    progress, cancel = options.pop("progress", None), options.pop("cancel", None)
+    unknown = set(options) - set(_Options.__dataclass_fields__)
+    if unknown:
+        raise TypeError(f"assert_no_drift() got unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+    result = _call(model, onnx, inputs, _Options(**options), progress, cancel, explain=explain)
+    decision = decide(result, gate)
+    if not decision.passed:
+        from drifttui.report.summary import assertion_message
+
+        raise AssertionError(assertion_message(result, decision))
+    return result
+
+
+# ----------------------------------------------------------------------------------------------
+def _run_engine(config: Config, progress: ProgressFn, cancel: Optional[CancelToken],
+                explain: "Explain", step: Optional[int] = None) -> Result:
+    """The one place the Python API drives the engine: the session run, then, as ``explain``
+    says for that result, nothing, the drift checks (findings), or the steps and the checks."""
+    from drifttui.core.session import Session
+
+    session = Session(config)
+    result = session.run(progress=progress, cancel=cancel)
+    how = explain(result)
+    if how == "diagnose":
+        from drifttui.core.steps import diagnose as run_diagnose
+
+        result = run_diagnose(session, result, only=step, progress=progress, cancel=cancel)
+    elif how == "checks":
+        from drifttui.core.checks import run_checks
+        from drifttui.core.steps.context import context_for
+
+        result = result.with_(findings=list(run_checks(context_for(result, session, progress, cancel))))
+    return result
+
+
+def _call(model: ModelArg, onnx: OnnxArg, inputs: InputsArg, opts: _Options, progress: Optional[ProgressFn],
+          cancel: Optional[CancelToken], explain: "Explain", step: Optional[int] = None) -> Result:
+    from drifttui.core import memory
+
+    if step is not None and step not in range(1, 7):
+        raise InputError(f"step={step!r} is not a debugging step", "use 1 to 6, or None for all six")
+    tokens: list[str] = []
+    with _eval_mode(model), tempfile.TemporaryDirectory(prefix="drifttui-api-") as tmp:
+        try:
+            model_spec, example = _model_spec(model, tokens, onnx is not None)
+            onnx_path = _onnx_path(onnx, Path(tmp))
+            inputs_spec, samples = _inputs_spec(inputs, opts.samples, tokens)
+            if inputs_spec is None and onnx_path is None and example is None:
+                raise InputError("inputs= is needed when drifttui exports an in-memory model",
+                                 "pass inputs=example_tensor (or a tuple/dict of tensors, or a callable)")
+            cfg = Config(model=model_spec, onnx=onnx_path, inputs=inputs_spec, example=example,
+                         samples=samples, seed=opts.seed, atol=opts.atol, rtol=opts.rtol,
+                         opt_level=opts.opt_level, deterministic=opts.deterministic, exporter=opts.exporter,
+                         provider=opts.provider, max_memory=opts.max_memory, batch=opts.batch)
+            result = _run_engine(cfg, progress or no_progress, cancel, explain, step)
+        finally:
+            memory.unregister(*tokens)
+    if onnx is not None and not isinstance(onnx, (str, Path)):     # the temporary file is gone
+        result = result.with_(config=dataclasses.replace(result.config, onnx=PROTO_LABEL))
+    if samples < opts.samples and not (isinstance(inputs, str) or inputs is None):
+        result = result.with_(notes=list(result.notes) + [
+            f"inputs= gave {samples} sample(s) where samples={opts.samples} was asked: pass a callable "
+            "(i) -> sample or a longer list to compare more"])
+    return result
+
+
+def _baseline(baseline: Union[Result, str, Path, None]) -> Optional[Result]:
+    """A baseline Result, or one read from an earlier JSON report."""
+    if baseline is None or isinstance(baseline, Result):
+        return baseline
+    from drifttui.report import json_report
+
+    return json_report.read(str(baseline))
+
+
+def _model_spec(model: ModelArg, tokens: list[str], onnx_given: bool) -> tuple[str, Optional[str]]:
+    from drifttui.core import memory
+
+    if isinstance(model, (str, Path)):
+        text = str(model)
+        if text.startswith("example:"):
+            from drifttui.examples import get_example
+
+            get_example(text.split(":", 1)[1])
+            return text, text.split(":", 1)[1]
+        return text, None
+    import torch
+
+    if isinstance(model, torch.export.ExportedProgram):
+        if not onnx_given:
+            raise InputError("an ExportedProgram cannot be re-exported from its unflattened module",
+                             "pass onnx= (the file exported from it), or the nn.Module itself")
+        try:       # as the CLI loads a .pt2: unflattened, so per-module hooks still work
+            model = torch.export.unflatten(model)
+        except Exception:   # noqa: BLE001 - fall back to the flat module (outputs compared only)
+            model = model.module()
+    if not isinstance(model, torch.nn.Module):
+        raise InputError(f"model= is a {type(model).__name__}",
+                         "pass a torch.nn.Module, or a MODEL spec string like 'file.py:build'")
+    token = memory.register_model(model)
+    tokens.append(token)
+    return token, None
+
+
+def _onnx_path(onnx_arg: OnnxArg, tmp: Path) -> Optional[str]:
+    if onnx_arg is None or isinstance(onnx_arg, (str, Path)):
+        return None if onnx_arg is None else str(onnx_arg)
+    import onnx
+
+    if not isinstance(onnx_arg, onnx.ModelProto):
+        raise InputError(f"onnx= is a {type(onnx_arg).__name__}", "pass a path, an onnx.ModelProto or None")
+    path = tmp / "model.onnx"
+    big = onnx_arg.ByteSize() > 1_800_000_000        # protobuf's 2 GB limit: weights go to a .data file
+    onnx.save(onnx_arg, str(path), save_as_external_data=big, location="model.onnx.data" if big else None)
+    return str(path)
+
+
+def _inputs_spec(inputs: InputsArg, samples: int, tokens: list[str]) -> tuple[Optional[str], int]:
+    from drifttui.core import memory
+
+    if inputs is None or isinstance(inputs, str):
+        return inputs, samples
+    if samples < 1:
+        raise InputError(f"samples={samples} is not a positive number", "use samples=1 or more")
+    token, count = memory.register_samples(inputs, samples)
+    tokens.append(token)
+    return token, count
+
+
+@contextlib.contextmanager
+def _eval_mode(model: Any) -> Iterator[None]:
+    """Run in eval mode (dropout off, BatchNorm statistics frozen); restore every module's mode."""
+    modes = [(m, m.training) for m in model.modules()] if hasattr(model, "modules") and hasattr(model, "eval") else []
+    if modes:
+        model.eval()
+    try:
+        yield
+    finally:
+        for m, training in modes:
+            with contextlib.suppress(Exception):    # ScriptModules may refuse the attribute
+                m.training = training

@@ -1,0 +1,106 @@
+"""A short Markdown summary (``--markdown PATH``) for ``$GITHUB_STEP_SUMMARY`` and PR comments.
+
+Verdict and gate first, then the origin and the headline cause with its fix, the layers around
+the origin, the outputs with top-1 agreement, coverage, what changed against a baseline, and
+the notes and environment folded away. GitHub-flavoured Markdown; no HTML beyond <details>.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from drifttui.core.result import Result
+from drifttui.report.gate import Decision, Gate, error_findings
+from drifttui.report.summary import (fmt, headline, layer_name, origin_text, output_fails, run_label,
+                                     top1_text, verdict_title)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    return f"`{text.replace('`', '')}`"
+
+
+def _status_line(result: Result, decision: Decision, gate: Gate) -> str:
+    if decision.passed and result.verdict == "drift":
+        why = "known drift, carried by the baseline" if decision.tolerated else f"--fail-on {gate.fail_on}"
+        return f"### ⚠️ drifttui: {verdict_title(result)}, gate passes ({why})"
+    if decision.passed:
+        return f"### ✅ drifttui: {verdict_title(result)}, gate passes"
+    if decision.failures:
+        return f"### ❌ drifttui: {verdict_title(result)}, gate fails (exit {decision.exit_code})"
+    return f"### ⛔ drifttui: the gate could not apply (exit {decision.exit_code})"
+
+
+def render(result: Result, decision: Decision, gate: Optional[Gate] = None, context: int = 3) -> str:
+    from drifttui.report.text import _rows
+
+    gate = gate or Gate()
+    tol = result.tolerance
+    out = [_status_line(result, decision, gate), "",
+           f"{_code(run_label(result))} · atol={tol.atol:g}, rtol={tol.rtol:g} "
+           f"(|torch − onnx| ≤ atol + rtol · scale) · {result.samples} sample(s)", ""]
+    for reason in decision.failures:
+        if not reason.startswith("drift: "):       # the plain drift is the origin line below
+            out.append(f"- **fails:** {_cell(reason)}")
+    if decision.usage:
+        out.append(f"- **cannot apply:** {_cell(decision.usage)}")
+    if decision.usage or any(not r.startswith("drift: ") for r in decision.failures):
+        out.append("")
+    if result.verdict == "drift":
+        out += [f"**Origin:** {_cell(origin_text(result))}", ""]
+    f = headline(result)
+    if f is not None:
+        out += [f"**Cause:** {_cell(f.message)} ({f.check}, {f.kind})", "",
+                f"**Fix:** {_cell(f.fix or '-')}", ""]
+    for finding in error_findings(result)[1 if f is not None and f.severity == "error" else 0:][:5]:
+        out.append(f"- error finding {_code(finding.check)} at {_code(finding.module or 'graph')}: "
+                   f"{_cell(finding.message)}")
+    rows = _rows(result, context)
+    if rows:
+        origin = result.drift_origin.layer if result.drift_origin else None
+        title = "Layers around the origin" if origin is not None else "Largest relative errors"
+        out += [f"#### {title}", "", "| # | module | class | ONNX ops | status | max abs | max rel | own err |",
+                "|--:|---|---|---|---|--:|--:|--:|"]
+        for L in rows:
+            m = L.metrics
+            name = _code(layer_name(L.module, L.call))
+            out.append(f"| {L.index} | {'**' + name + '**' if L.index == origin else name} | {_cell(L.cls)} | "
+                       f"{_cell(', '.join(L.op_types[:3]) or '-')} | {L.status.replace('_', ' ')} | "
+                       f"{fmt(m.max_abs.worst if m else None)} | {fmt(m.max_rel.worst if m else None)} | "
+                       f"{fmt(L.local.max_abs.worst if L.local else None)} |")
+        out.append("")
+    out += ["#### Outputs", "", "| output | status | max abs | max rel | cosine | top-1 agreement |",
+            "|---|---|--:|--:|--:|--:|"]
+    for o in result.outputs:
+        m = o.metrics
+        low = gate.min_top1 is not None and o.top1_agreement is not None and o.top1_agreement < gate.min_top1
+        status = "below --min-top1" if low else ("out of tolerance" if output_fails(o) else "ok")
+        out.append(f"| {_code(o.name)} | {status} | {fmt(m.max_abs.worst)} | {fmt(m.max_rel.worst)} | "
+                   f"{m.cosine.worst:.6f} | {top1_text(o)} |")
+    c = result.coverage
+    out += ["", f"**Coverage:** {c.modules} module calls: {c.mapped} mapped, {c.fused} fused, "
+                f"{c.not_exported} not exported, {c.unmapped} unmapped"
+                + ("" if c.localized else f" (no per-layer localisation: {_cell(c.reason)})"), ""]
+    if gate.baseline is not None:
+        out += ["#### Against the baseline", ""]
+        out += [f"- {_cell(line)}" for line in decision.changes] or ["- nothing changed"]
+        out.append("")
+    env = result.environment
+    details = [f"- note: {_cell(n)}" for n in result.notes]
+    details.append(f"- torch {env.torch} · onnx {env.onnx} · onnxruntime {env.onnxruntime} · opset {env.opset} · "
+                   f"exporter {env.exporter} · ORT level {env.ort_opt_level}")
+    out += ["<details><summary>Notes and environment</summary>", "", *details, "", "</details>", ""]
+    return "\n".join(out)
+
+
+def render_error(exc: Exception, command: str = "check") -> str:
+    """The summary of a run that could not compare (exit 2: bad input, exit 3: model/runtime)."""
+    exit_code = getattr(exc, "exit_code", 3)
+    problem = getattr(exc, "problem", str(exc))
+    fix = getattr(exc, "fix", "")
+    lines = [f"### ⛔ drifttui {command} could not compare (exit {exit_code})", "", f"**Problem:** {_cell(problem)}", ""]
+    if fix:
+        lines += [f"**Fix:** {_cell(fix)}", ""]
+    return "\n".join(lines)

@@ -1,0 +1,124 @@
+"""The sentences every CI output shares: the verdict, the origin, the headline cause.
+
+JUnit, Markdown, GitHub/GitLab annotations and ``assert_no_drift`` all say the same thing in
+the same words; they take them from here. Plain data in, plain strings out (no rich, no torch).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from drifttui.core.result import UNATTRIBUTED, Finding, Layer, Output, Result
+
+
+def fmt(x: Optional[float]) -> str:
+    if x is None:
+        return "-"
+    if x != x:
+        return "nan"
+    return "0" if x == 0 else f"{x:.2e}"
+
+
+def layer_name(module: str, call: int = 0) -> str:
+    base = module or "<root>"
+    return f"{base} (call {call + 1})" if call else base
+
+
+def origin_layer(result: Result) -> Optional[Layer]:
+    o = result.drift_origin
+    if o is None or not (0 <= o.layer < len(result.layers)):
+        return None
+    return result.layers[o.layer]
+
+
+def origin_name(result: Result) -> str:
+    o = result.drift_origin
+    return layer_name(o.module, o.call) if o is not None else "no module"
+
+
+def origin_text(result: Result) -> str:
+    """``layers.1.norm2 (LayerNorm; ONNX LayerNormalization node_x): max |d| ..., own error ...``"""
+    o = result.drift_origin
+    if o is None:
+        unattributed = [L for L in result.layers if L.status == UNATTRIBUTED]
+        if unattributed:
+            names = ", ".join(layer_name(L.module, L.call) for L in unattributed[:3])
+            return f"no module owns the error; unattributed layer(s): {names}"
+        return "the model outputs differ, but no module could be named as the origin"
+    layer = origin_layer(result)
+    nodes = layer.onnx_nodes[:3] if layer is not None else []
+    ops = ", ".join(o.op_types) or "no ONNX op"
+    where = f"ONNX {ops}" + (f" at {', '.join(nodes)}" if nodes else "")
+    return (f"{layer_name(o.module, o.call)} ({o.cls}; {where}): max |d| {fmt(o.max_abs)}, "
+            f"max rel {fmt(o.max_rel)}, own error {fmt(o.local_max_abs)} (worst sample {o.worst_sample})")
+
+
+def headline(result: Result) -> Optional[Finding]:
+    """The engine's headline cause, when it is one (an info finding or an empty list is not)."""
+    f = result.headline
+    if f is None or (f.severity == "info" and f.verified is not True):
+        return None
+    return f
+
+
+def verification(f: Finding) -> str:
+    if f.verified is True:
+        return (f"verified: the patch brings the origin's own error from {fmt(f.local_before)} "
+                f"to {fmt(f.local_after)}")
+    if f.verified is False:
+        return "not verified: the patch did not remove the drift"
+    return "not verified by a patch"
+
+
+def cause_text(result: Result) -> Optional[str]:
+    """``cause: <check> at <module>: <message> (verified ...); fix: <fix>``, or None."""
+    f = headline(result)
+    if f is None:
+        return None
+    at = f" at {f.module}" if f.module else ""
+    fix = f"; fix: {f.fix}" if f.fix else ""
+    return f"cause: {f.check}{at}: {f.message} ({verification(f)}){fix}"
+
+
+def output_fails(o: Output) -> bool:
+    """Whether the engine counted elements of this output out of tolerance."""
+    m = o.metrics
+    return m.frac_out.worst > 0 or m.nan_mismatch > 0
+
+
+def top1_text(o: Output) -> str:
+    return "-" if o.top1_agreement is None else f"{100 * o.top1_agreement:.1f}%"
+
+
+def verdict_title(result: Result) -> str:
+    if result.verdict != "drift":
+        return "no drift"
+    o = result.drift_origin
+    return f"drift at {layer_name(o.module, o.call)} ({o.cls})" if o is not None else "drift in the outputs"
+
+
+def run_label(result: Result) -> str:
+    """What was compared, in a few words: the model spec and the ONNX file (or "exported")."""
+    cfg = result.config
+    model = cfg.example and f"example {cfg.example}" or cfg.model
+    if model.startswith("python-object:"):       # an nn.Module handed to the Python API
+        model = f"{model.split(':', 1)[1].split('#')[0]} (Python object)"
+    return f"{model} vs {cfg.onnx or f'its {result.environment.exporter} export'}"
+
+
+def assertion_message(result: Result, decision: object) -> str:
+    """``assert_no_drift``'s message: what failed, the origin and its errors, the cause."""
+    tol = result.tolerance
+    lines = [f"drifttui: the gate fails for {run_label(result)} (atol={tol.atol:g}, rtol={tol.rtol:g}, "
+             f"{result.samples} sample(s))"]
+    if result.verdict == "drift":
+        lines.append(f"  origin: {origin_text(result)}")
+    cause = cause_text(result)
+    if cause:
+        lines.append(f"  {cause}")
+    for reason in getattr(decision, "failures", []):
+        if not (reason.startswith("drift: ") and result.verdict == "drift"):   # the origin line says it
+            lines.append(f"  - {reason}")
+    usage = getattr(decision, "usage", "")
+    if usage:
+        lines.append(f"  - {usage}")
+    return "\n".join(lines)
