@@ -112,9 +112,7 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
             feeds[v] = graph_feeds[v]
         elif ctx.index.is_static(v):
             arr = tensor_array(ctx.index, v)
-            if v in ctx.index.initializers:
-                inits.append(ctx.index.initializers[v])
-            elif arr is not None:
+            if v not in ctx.index.initializers and arr is not None:   # initializers: copied by _model
                 inits.append(onnx.numpy_helper.from_array(arr, v))
         else:
             ort_needed.append(v)
