@@ -93,7 +93,7 @@ def _int_div(proto: Any) -> None:
     consumed_outside = {v for n in proto.graph.node if n not in own for v in n.input} | \
         {o.name for o in proto.graph.output}
     out = next(v for v in produced if v in consumed_outside)
-    x = next(v for n in own for v in n.input if v not in produced and not v.startswith(("val_", "onnx::"))
+    x = next(v for n in own for v in n.input if v not in produced
              and not any(t.name == v for t in proto.graph.initializer)
              and not any(m.op_type == "Constant" and v in m.output for m in proto.graph.node))
     three = numpy_helper.from_array(np.array(3, dtype=np.int64), "fd_three")
