@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import onnx
+import pytest
 
 from drifttui.cli import main
 
@@ -20,7 +21,7 @@ def test_repair_cli_writes_a_copy_that_passes(run, exports, tmp_path, capsys):
     assert "check on the repaired copy: ok" in text
     assert src.read_bytes() == before                       # the user's file is untouched
     node = next(n for n in onnx.load(str(out)).graph.node if n.op_type == "LayerNormalization")
-    assert next(a.f for a in node.attribute if a.name == "epsilon") == 1e-5
+    assert next(a.f for a in node.attribute if a.name == "epsilon") == pytest.approx(1e-5)
     assert main(["check", f"{SPEC}:multi", "--onnx", str(out), "--inputs", f"{SPEC}:multi_inputs",
                  "--samples", "2"]) == 0
 

@@ -140,6 +140,12 @@ def explain(ctx: Any, findings: list[Finding], reexport: bool = True) -> Explana
                     trials.append(Trial(patch, ev))
                     if ev.ok and not ev.fails:
                         break
+    if not loc.ort.fails:
+        # the origin's own nodes pass on its worst sample (e.g. the error needs upstream noise):
+        # nothing to verify here, and no claim that the origin drifts on its own
+        exp = Explanation(case, loc, [], rank(findings, case.module))
+        ctx.cache[key] = exp
+        return exp
     merged = merge(findings, case, loc, trials)
     exp = Explanation(case, loc, trials, rank(merged, case.module))
     ctx.cache[key] = exp
