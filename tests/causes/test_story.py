@@ -32,3 +32,11 @@ def test_no_hygiene_warning_heads_a_drift(bf16):
     assert bf16.findings[0].severity == "error"
     order = {"error": 0, "warning": 1, "info": 2}
     assert [f.severity for f in bf16.findings] == sorted((f.severity for f in bf16.findings), key=order.get)
+
+
+def test_bf16_inspector_shows_the_difference_through_the_fold(bf16):
+    layer = next(L for L in bf16.layers if L.module == "layer3.1.bn1")
+    init = next(i for i in layer.initializers if i.name == "layer3.1.conv1.weight")
+    assert init.torch_max_abs_diff is not None and init.torch_max_abs_diff > 1e-4
+    clean = next(L for L in bf16.layers if L.module == "layer3.0.bn1")
+    assert all(i.torch_max_abs_diff is None or i.torch_max_abs_diff < 1e-5 for i in clean.initializers)

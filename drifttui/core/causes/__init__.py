@@ -25,6 +25,7 @@ from drifttui.core.causes.patches import Patch, PatchError, apply
 from drifttui.core.result import Finding
 
 SEVERITY = {"error": 0, "warning": 1, "info": 2}
+MAX_PATCHES = 200        # candidate patches tried per origin (each is one small ORT session)
 _OP_CLASS = {"Resize": "interpolation", "Upsample": "interpolation", "AveragePool": "padding", "Pad": "padding",
              "MaxPool": "padding", "LayerNormalization": "normalization", "BatchNormalization": "normalization",
              "InstanceNormalization": "normalization", "GroupNormalization": "normalization", "Cast": "dtype",
@@ -91,13 +92,13 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding]) -> list[Pat
     out.extend(graph_candidates(case, module, ctx.index.elem_types))
     out.extend(weight_candidates(case, torch_tensors(module, case.module, _folds(ctx, case))))
     seen: set[str] = set()
-    unique = []
-    for p in out:
+    unique: list[Patch] = []
+    for p in out:                     # the checks' own patches first: the cap never drops them
         k = _key(p.spec)
         if k not in seen:
             seen.add(k)
             unique.append(p)
-    return unique
+    return unique[:MAX_PATCHES]
 
 
 def verify(case: Case, patches: list[Patch], cancel: Any = None) -> list[Trial]:
