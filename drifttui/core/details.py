@@ -63,16 +63,18 @@ def layer_details(index: GraphIndex, plan: Plan, calls: list[Call], model: Any):
 
 def _fold_of(model: Any, bn_name: str) -> Any:
     """f(torch param name) -> the folded (Conv weight x BatchNorm) values, or None."""
-    mods = dict(model.named_modules()) if hasattr(model, "named_modules") else {}
+    import torch
+
+    mods = dict(model.named_modules()) if isinstance(model, torch.nn.Module) else {}
     bn = mods.get(bn_name)
-    if bn is None or getattr(bn, "running_var", None) is None:
-        return None
+    if not isinstance(bn, torch.nn.modules.batchnorm._BatchNorm) or bn.running_var is None:
+        return None         # e.g. an unflattened ExportedProgram's InterpreterModule
 
     def fold(param: str) -> Any:
         from drifttui.core.causes.weights import fold as fold_conv_bn
 
         conv = mods.get(param.rsplit(".", 1)[0])
-        if conv is None or getattr(conv, "weight", None) is None or conv.weight.shape[0] != bn.running_var.shape[0]:
+        if not isinstance(conv, torch.nn.modules.conv._ConvNd) or conv.weight.shape[0] != bn.running_var.shape[0]:
             return None
         w, b = fold_conv_bn(conv, bn)
         return w if param.endswith(".weight") else b
