@@ -243,6 +243,7 @@ def graph_candidates(case: Case, module: Any, elem_types: dict[str, int]) -> lis
         from onnx import helper
 
         types.setdefault(k, helper.np_dtype_to_tensor_dtype(arr.dtype))
+    sqrt_inputs = {v for n in case.model.graph.node if n.op_type in ("Sqrt", "Rsqrt") for v in n.input}
     out: list[Patch] = []
     for node in case.model.graph.node:
         op = node.op_type
@@ -250,7 +251,7 @@ def graph_candidates(case: Case, module: Any, elem_types: dict[str, int]) -> lis
             out.extend(resize(case, node, module))
         elif op in ("AveragePool", "MaxPool", "Pad"):
             out.extend(pooling(case, node, module))
-        elif op in _NORMS or op == "Add":
+        elif op in _NORMS or (op == "Add" and node.output[0] in sqrt_inputs):
             out.extend(normalization(case, node, module, consts))
         elif op == "Gelu" or op in _ACT:
             out.extend(activation(case, node, module))

@@ -61,10 +61,10 @@ def _torch_values(ctx: Any, sample: Any, want_out: dict[int, list[int]],
 
 def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
     """The drift origin's own nodes with PyTorch-side feeds and expected outputs, or None."""
-    import onnx
+    import torch
 
     o = ctx.result.drift_origin
-    if o is None or ctx.plan is None or not ctx.plan.localized or not isinstance(ctx.model, __import__("torch").nn.Module):
+    if o is None or ctx.plan is None or not ctx.plan.localized or not isinstance(ctx.model, torch.nn.Module):
         return None
     key = f"causes:case:{o.layer}:{sample}"
     if key in ctx.cache:
@@ -93,7 +93,25 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
             (want_out if kind == "out" else want_in).setdefault(c, []).append(pos)
     smp = ctx.sample(i)
     store = _torch_values(ctx, smp, want_out, want_in)
-    graph_feeds = ctx.feeds(smp)
+    got = _feeds(ctx, needed, store, ctx.feeds(smp))
+    if got is None:
+        ctx.cache[key] = None
+        return None
+    feeds, inits, ort_needed = got
+    expected = {outs[p]: to_numpy(store.out[(ci, p)]) for p in sorted(outs) if (ci, p) in store.out}
+    model = _model(ctx, nodes, feeds, inits, expected)
+    case = Case(model, feeds, expected, o.module, ci, i, ctx.cfg.atol, ctx.cfg.rtol,
+                [n.name for n in nodes], ort_needed, ctx.index.opset)
+    ctx.cache[key] = case
+    return case
+
+
+def _feeds(ctx: Any, needed: list[str], store: TensorStore,
+           graph_feeds: dict[str, np.ndarray]) -> Optional[tuple[dict[str, np.ndarray], list[Any], list[str]]]:
+    """(feeds, extra initializers, values only ONNX Runtime could give) for the case's inputs."""
+    import onnx
+
+    table = ctx.plan.table
     feeds: dict[str, np.ndarray] = {}
     inits: list[Any] = []
     ort_needed: list[str] = []
@@ -105,7 +123,6 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
             kind, c, pos = entry
             t = (store.out if kind == "out" else store.inp).get((c, pos))
             if t is None:
-                ctx.cache[key] = None
                 return None
             feeds[v] = _onnx_dtype(to_numpy(t), ctx.index.elem_types.get(v))
         elif v in graph_feeds:
@@ -122,12 +139,7 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
         sess = ctx.ort_session("disable", extra=tuple(ort_needed))
         vals = capture_ort.run(sess, graph_feeds, ort_needed)
         feeds.update({v: vals[v] for v in ort_needed})
-    expected = {outs[p]: to_numpy(store.out[(ci, p)]) for p in sorted(outs) if (ci, p) in store.out}
-    model = _model(ctx, nodes, feeds, inits, expected)
-    case = Case(model, feeds, expected, o.module, ci, i, ctx.cfg.atol, ctx.cfg.rtol,
-                [n.name for n in nodes], ort_needed, ctx.index.opset)
-    ctx.cache[key] = case
-    return case
+    return feeds, inits, ort_needed
 
 
 def _onnx_dtype(arr: np.ndarray, elem: Optional[int]) -> np.ndarray:
