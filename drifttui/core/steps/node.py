@@ -65,6 +65,8 @@ def _torch_stats(ctx: Context, names: list[str]) -> list[dict[str, Any]]:
 
 
 def run(ctx: Context) -> Step:
+    # one verdict ladder (finding at the origin > level dependence > hazards > inconclusive): kept in
+    # one function so the order of the rungs stays readable
     L = ctx.origin_layer
     ctx.say("step 3: rerunning at every ORT optimisation level")
     sweep = opt_sweep(ctx)
