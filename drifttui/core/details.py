@@ -53,15 +53,36 @@ def layer_details(index: GraphIndex, plan: Plan, calls: list[Call], model: Any):
                     if v not in init_cache:
                         # a folded node's weights (Conv+BatchNorm) differ from the torch
                         # parameter they are named after by design: no difference shown
-                        init_cache[v] = _init_info(index, v, params, call_params,
-                                                   folded="BatchNorm" in node.fused_rule)
+                        folded = "BatchNorm" in node.fused_rule
+                        init_cache[v] = _init_info(index, v, params, call_params, folded=folded,
+                                                   through=_fold_of(model, call.module) if folded else None)
                     inits.append(init_cache[v])
         details[cm.call] = (nodes, inits)
     return details, op_types, node_names
 
 
+def _fold_of(model: Any, bn_name: str) -> Any:
+    """f(torch param name) -> the folded (Conv weight x BatchNorm) values, or None."""
+    import torch
+
+    mods = dict(model.named_modules()) if isinstance(model, torch.nn.Module) else {}
+    bn = mods.get(bn_name)
+    if not isinstance(bn, torch.nn.modules.batchnorm._BatchNorm) or bn.running_var is None:
+        return None         # e.g. an unflattened ExportedProgram's InterpreterModule
+
+    def fold(param: str) -> Any:
+        from drifttui.core.causes.weights import fold as fold_conv_bn
+
+        conv = mods.get(param.rsplit(".", 1)[0])
+        if not isinstance(conv, torch.nn.modules.conv._ConvNd) or conv.weight.shape[0] != bn.running_var.shape[0]:
+            return None
+        w, b = fold_conv_bn(conv, bn)
+        return w if param.endswith(".weight") else b
+    return fold
+
+
 def _init_info(index: GraphIndex, name: str, params: dict[str, np.ndarray],
-               call_params: dict[str, Any], folded: bool = False) -> InitializerInfo:
+               call_params: dict[str, Any], folded: bool = False, through: Any = None) -> InitializerInfo:
     t = index.initializers[name]
     arr = tensor_array(index, name)
     dtype = elem_type_name(t.data_type)
@@ -79,7 +100,12 @@ def _init_info(index: GraphIndex, name: str, params: dict[str, np.ndarray],
         if len(same) == 1:
             torch_name = same[0]
     diff = None
-    if torch_name is not None and a.size and not folded:
+    if torch_name is not None and a.size and folded and through is not None:
+        # a folded weight is compared THROUGH the fold (Conv weight x BatchNorm scale), not skipped
+        f = through(torch_name)
+        if f is not None and f.shape == a.shape:
+            diff = float(np.max(np.abs(f.astype(np.float64) - a)))
+    elif torch_name is not None and a.size and not folded:
         p = params[torch_name].astype(np.float64)
         diffs = []
         if p.shape == a.shape:

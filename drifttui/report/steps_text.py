@@ -104,6 +104,9 @@ def render_findings(findings: list[Finding]) -> Any:
             line.append(where.strip() + ": ", style="magenta")
         line.append(f.message)
         parts.append(line)
+        proof = verification_line(f)
+        if proof:
+            parts.append(Text(f"    {proof}", style="green" if f.verified else "yellow"))
         if f.fix and f.severity != "info":
             parts.append(Text(f"    fix: {f.fix}", style="cyan"))
     if infos > MAX_INFO:
@@ -113,3 +116,22 @@ def render_findings(findings: list[Finding]) -> Any:
 
 def print_steps(result: Result, console: Optional[Console] = None) -> None:
     (console or Console()).print(render_steps(result))
+
+
+def verification_line(f: Finding) -> str:
+    """'verified (export): patch ... brings the origin's local error from A to B', or ''."""
+    if f.verified is None and f.patch is None:
+        return ""
+    patch = ""
+    if f.patch:
+        p = f.patch
+        patch = " ".join(str(x) for x in (p.get("op"), p.get("node") or p.get("name") or p.get("module"),
+                                          f"{p['name']}={p['value']}" if p.get("op") == "set_attribute" else
+                                          p.get("rewrite") or p.get("exporter") or "") if x)
+    nums = (f" brings the origin's local error from {f.local_before:.3g} to {f.local_after:.3g}"
+            if f.local_before is not None and f.local_after is not None else "")
+    if f.verified:
+        return f"verified ({f.kind}): {patch}{nums}"
+    if f.verified is False:
+        return f"unverified ({f.kind}): the proposed patch did not remove the drift" + (f" [{patch}]" if patch else "")
+    return f"unverified ({f.kind}): no patch could be tried"

@@ -64,10 +64,13 @@ def test_inspector_data_for_folded_and_transposed_weights(run_cache):
     q = next(L for L in tr.layers if L.module == "layers.0.attn.q")
     w = next(i for i in q.initializers if i.torch_param == "layers.0.attn.q.weight")
     assert w.torch_max_abs_diff == 0.0
-    # a Conv+BN folded weight differs from the Conv parameter by design: no difference claimed
+    # a Conv+BN folded weight is compared THROUGH the fold (Conv weight x BN scale): a clean export
+    # agrees up to float32 rounding, no false difference (issue 8: the bf16 example shows the real one)
     rn = run_cache(example="resnet18", exporter="dynamo")
     bn = next(L for L in rn.layers if L.module == "layer1.0.bn1")
-    assert bn.initializers and all(i.torch_max_abs_diff is None for i in bn.initializers)
+    assert bn.initializers and all(i.torch_max_abs_diff is None or i.torch_max_abs_diff < 1e-5
+                                   for i in bn.initializers)
+    assert any(i.torch_max_abs_diff is not None for i in bn.initializers)
     # TorchScript: the node named after the Conv belongs to the BatchNorm it computes
     ts = run_cache(example="resnet18", exporter="torchscript")
     bn_ts = next(L for L in ts.layers if L.module == "layer1.0.bn1")

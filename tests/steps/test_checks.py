@@ -67,7 +67,8 @@ def test_findings_serialise(diagnosed):
     back = Result.from_dict(json.loads(json.dumps(d)))
     assert back.findings == r.findings and back.steps == r.steps
     for f in d["findings"]:
-        assert set(f) == {"check", "severity", "module", "onnx_nodes", "message", "evidence", "fix"}
+        assert set(f) == {"check", "severity", "module", "onnx_nodes", "message", "evidence", "fix",
+                          "verified", "patch", "local_before", "local_after", "kind"}
 
 
 def _ctx(proto, sample=None, model=None):

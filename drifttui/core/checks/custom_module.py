@@ -96,6 +96,7 @@ def analyse(ctx: Context) -> dict[str, Any]:
     for L in ctx.result.layers:
         statuses.setdefault(L.module, set()).add(L.status)
     attrs, params_bad, missing, dtype_diff, folded_ok = [], [], [], [], 0
+    rounded: list[dict[str, Any]] = []
     for name, m in mods.items():
         if name not in called:
             continue
@@ -144,9 +145,12 @@ def analyse(ctx: Context) -> dict[str, Any]:
                 if same:
                     folded_ok += expected is not tv
                     continue
-                if rounded_kind(arr) and not rounded_kind(expected):
-                    continue               # the dtype check reports low-precision rounding
                 nodes = [ctx.index.nodes[ni].name for ni in ctx.index.consumers.get(qual, [])]
+                if rounded_kind(arr) and not rounded_kind(expected):
+                    # the dtype check owns the finding; step 6 still says the values differ
+                    rounded.append({"param": qual, "module": owner or name, "onnx_value": qual, "onnx_nodes": nodes,
+                                    "max_abs_diff": diff, "folded": expected is not tv, "rounded_to": rounded_kind(arr)})
+                    continue
                 params_bad.append({"param": qual, "module": owner or name, "onnx_value": qual, "onnx_nodes": nodes,
                                    "max_abs_diff": diff, "folded": expected is not tv})
                 continue
@@ -162,7 +166,8 @@ def analyse(ctx: Context) -> dict[str, Any]:
                 missing.append({"param": qual, "module": name, "candidates": [n for n, _, _ in matches][:3]})
     hazards = source_hazards(ctx)
     out = {"tensor_attributes": attrs, "param_value_diffs": params_bad, "params_without_initializer": missing,
-           "dtype_diffs": dtype_diff, "folded_weights_checked": folded_ok, "source_hazards": hazards}
+           "dtype_diffs": dtype_diff, "folded_weights_checked": folded_ok, "source_hazards": hazards,
+           "rounded_value_diffs": rounded}
     ctx.cache["custom"] = out
     return out
 

@@ -44,6 +44,22 @@ def _get(attrs: dict[str, Any], key: str) -> Any:
     return attrs.get(key, defaults.get(key))
 
 
+def _effective(attrs: dict[str, Any], opset: Optional[int]) -> dict[str, Any]:
+    """Resize before opset 11 has no coordinate modes: it is always asymmetric (and floors nearest)."""
+    if opset is not None and opset < 11:
+        return {**attrs, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor",
+                "opset_note": f"opset-{opset} Resize is always asymmetric"}
+    return attrs
+
+
+def _patch(node: Any, key: str, want: Any, opset: Optional[int]) -> dict[str, Any]:
+    if opset is not None and opset < 11:
+        ctm = want if key == "coordinate_transformation_mode" else "half_pixel"
+        return {"op": "rewrite", "node": node.name, "rewrite": "resize_opset11", "mode": ctm,
+                "outputs": list(node.outputs)}
+    return {"op": "set_attribute", "node": node.name, "name": key, "value": want}
+
+
 def _fix(mode: str, align: Optional[bool], exp: dict[str, Any]) -> str:
     return (f"re-export so the Resize matches F.interpolate(mode={mode!r}, align_corners={align}): "
             f"coordinate_transformation_mode={exp['coordinate_transformation_mode'][0]}; do not edit the "
@@ -67,7 +83,7 @@ def check(ctx: Context) -> list[Finding]:
             if node.op_type != "Resize" or ni in seen:
                 continue
             seen.add(ni)
-            attrs = attribute_values(node.proto)
+            attrs = _effective(attribute_values(node.proto), ctx.index.opset)
             bad = {}
             for key, want in exp.items():
                 got = _get(attrs, key)
@@ -82,16 +98,19 @@ def check(ctx: Context) -> list[Finding]:
                   "onnx": attrs, "mismatches": bad}
             if bad:
                 what = ", ".join(f"{k}={v['onnx']} (torch: {v['torch_expects']})" for k, v in bad.items())
+                key = next(iter(bad))
+                want = exp[key][0] if isinstance(exp[key], tuple) else exp[key]
                 out.append(Finding(CHECK, "error", c.module, [node.name],
                                    f"Resize {node.name} does not match {type(m).__name__}(mode={mode!r}, "
-                                   f"align_corners={align}): {what}", clean(ev), _fix(mode, align, exp)))
+                                   f"align_corners={align}): {what}", clean(ev), _fix(mode, align, exp),
+                                   patch=_patch(node, key, want, ctx.index.opset)))
             elif scale_note:
                 out.append(Finding(CHECK, "warning", c.module, [node.name], scale_note, clean(ev),
                                    "pass size= instead of a non-integer scale_factor, or recompute_scale_factor=True"))
     for node in ctx.index.nodes:
         if node.op_type != "Resize" or node.index in seen:
             continue
-        attrs = attribute_values(node.proto)
+        attrs = _effective(attribute_values(node.proto), ctx.index.opset)
         ctm = _get(attrs, "coordinate_transformation_mode")
         if _get(attrs, "mode") in ("linear", "cubic") and ctm in ("asymmetric", "tf_crop_and_resize",
                                                                    "tf_half_pixel_for_nn"):

@@ -72,7 +72,8 @@ def check(ctx: Context) -> list[Finding]:
                                    f"{node.op_type} {node.name} has epsilon={got:.3g} but {type(m).__name__} "
                                    f"{c.module} uses eps={eps:.3g}", clean(ev),
                                    f"re-export without editing the graph; set eps={eps:g} on the module (or the "
-                                   "epsilon attribute) so both sides agree"))
+                                   "epsilon attribute) so both sides agree",
+                                   patch={"op": "set_attribute", "node": node.name, "name": "epsilon", "value": eps}))
             ns = getattr(m, "normalized_shape", None)
             if node.op_type == "LayerNormalization" and ns is not None:
                 axis = int(attrs.get("axis", -1))
@@ -91,5 +92,16 @@ def check(ctx: Context) -> list[Finding]:
                     out.append(Finding(CHECK, "error", c.module, [name],
                                        f"decomposed {type(m).__name__} adds {val:.3g} before Sqrt but eps={eps:.3g}",
                                        clean({"node": name, "onnx_epsilon": val, "torch_eps": eps}),
-                                       f"use eps={eps:g} consistently in forward and export"))
+                                       f"use eps={eps:g} consistently in forward and export",
+                                       patch={"op": "replace_constant", "name": _const_of(ctx, name), "value": eps}))
     return out
+
+
+def _const_of(ctx: Context, node_name: str) -> str:
+    """The scalar input (epsilon) of the Add named ``node_name``."""
+    ni = ctx.node_by_name(node_name)
+    if ni is not None:
+        for v in ctx.index.nodes[ni].inputs:
+            if ctx.index.is_static(v):
+                return v
+    return node_name

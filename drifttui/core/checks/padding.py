@@ -26,8 +26,11 @@ def _tuple(v: Any, n: int) -> list[int]:
     return list(v) if isinstance(v, (tuple, list)) else [int(v)] * n
 
 
-def _finding(module: str, node: str, msg: str, ev: dict[str, Any], fix: str, severity: str = "error") -> Finding:
-    return Finding(CHECK, severity, module, [node], msg, clean(ev), fix)
+def _finding(module: str, node: str, msg: str, ev: dict[str, Any], fix: str, severity: str = "error",
+             patch: Any = None) -> Finding:
+    if patch is not None:
+        patch = {"op": "set_attribute", "node": node, "name": patch[0], "value": patch[1]}
+    return Finding(CHECK, severity, module, [node], msg, clean(ev), fix, patch=patch)
 
 
 def _pad_mode_of(m: Any) -> Any:
@@ -61,12 +64,14 @@ def check(ctx: Context) -> list[Finding]:
                                         f"AveragePool {node.name} has count_include_pad={int(cip)} but "
                                         f"{type(m).__name__} uses count_include_pad={m.count_include_pad}: border "
                                         "averages differ", {"onnx": a, "torch_count_include_pad": m.count_include_pad},
-                                        "re-export; set count_include_pad explicitly on the module"))
+                                        "re-export; set count_include_pad explicitly on the module",
+                                        patch=("count_include_pad", int(bool(m.count_include_pad)))))
                 if bool(a.get("ceil_mode", 0)) != bool(m.ceil_mode):
                     out.append(_finding(c.module, node.name,
                                         f"AveragePool {node.name} ceil_mode={a.get('ceil_mode', 0)} but torch "
                                         f"ceil_mode={m.ceil_mode}", {"onnx": a, "torch_ceil_mode": m.ceil_mode},
-                                        "re-export; the output size or border windows differ", "warning"))
+                                        "re-export; the output size or border windows differ", "warning",
+                                        ("ceil_mode", int(bool(m.ceil_mode)))))
             elif node.op_type == "MaxPool" and isinstance(m, torch.nn.modules.pooling._MaxPoolNd):
                 if bool(a.get("ceil_mode", 0)) != bool(m.ceil_mode):
                     out.append(_finding(c.module, node.name,
@@ -85,7 +90,8 @@ def check(ctx: Context) -> list[Finding]:
                     out.append(_finding(c.module, node.name,
                                         f"Pad {node.name} uses mode={got} but {type(m).__name__} pads with "
                                         f"{pad_mode} ({want} in ONNX)", ev,
-                                        "re-export with opset >= 18 (wrap needs 19); do not rewrite Pad by hand"))
+                                        "re-export with opset >= 18 (wrap needs 19); do not rewrite Pad by hand",
+                                        patch=("mode", want)))
                 elif want == "constant" and hasattr(m, "value") and len(node.inputs) > 2 and node.inputs[2]:
                     val = tensor_array(ctx.index, node.inputs[2])
                     if val is not None and val.size == 1 and abs(float(val.ravel()[0]) - float(m.value)) > 1e-7:

@@ -46,7 +46,6 @@ def run_step(number: int, result: Result, progress: ProgressFn = no_progress,
 def diagnose(session: Any, result: Result, only: Optional[int] = None, progress: ProgressFn = no_progress,
              cancel: Optional[CancelToken] = None) -> Result:
     """The result with ``steps`` (all six, or ``only``) and ``findings`` (all checks)."""
-    from drifttui.core.checks import run_checks
     from drifttui.core.steps.context import context_for
 
     ctx = context_for(result, session, progress, cancel)
@@ -54,8 +53,16 @@ def diagnose(session: Any, result: Result, only: Optional[int] = None, progress:
     steps = {s.step: s for s in result.steps}
     for n in numbers:
         steps[n] = _step(n, ctx)
-    findings = run_checks(ctx)
+    findings = findings_for(ctx)
     return result.with_(steps=[steps[k] for k in sorted(steps)], findings=list(findings))
 
 
-__all__ = ["TITLES", "diagnose", "run_step"]
+def findings_for(ctx: Any) -> list:
+    """Every check's findings, verified at the origin and ranked (drifttui/core/causes)."""
+    from drifttui.core.causes import explain
+    from drifttui.core.checks import run_checks
+
+    return explain(ctx, run_checks(ctx)).findings
+
+
+__all__ = ["TITLES", "diagnose", "findings_for", "run_step"]

@@ -37,6 +37,16 @@ def run(ctx: Context) -> Step:
                     f"(max diff {p['max_abs_diff']:.3g})", evidence,
                     "re-export from the weights you compare with; if the values look rounded, see the dtype finding",
                     layers)
+    rounded = data.get("rounded_value_diffs", [])
+    if rounded:
+        r = rounded[0]
+        at_origin = o is not None and any(x["module"] == o.module for x in rounded)
+        return Step(6, TITLE, "fail",
+                    f"{len(rounded)} initializer(s) hold the torch values rounded to {r['rounded_to']}, first "
+                    f"{r['param']}{' (compared through the Conv+BatchNorm fold)' if r['folded'] else ''} "
+                    f"(max diff {r['max_abs_diff']:.3g})" + (" - this is the drift origin" if at_origin else ""),
+                    evidence, "see the dtype finding: keep the weights in float32 when exporting",
+                    [index_of[x["module"]] for x in rounded if x["module"] in index_of])
     origin_hazards = [h for h in data["source_hazards"] if o is not None and h["module"] == o.module]
     plain = list(data["tensor_attributes"])
     if origin_hazards:

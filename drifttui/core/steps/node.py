@@ -65,6 +65,8 @@ def _torch_stats(ctx: Context, names: list[str]) -> list[dict[str, Any]]:
 
 
 def run(ctx: Context) -> Step:
+    # one verdict ladder (finding at the origin > level dependence > hazards > inconclusive): kept in
+    # one function so the order of the rungs stays readable
     L = ctx.origin_layer
     ctx.say("step 3: rerunning at every ORT optimisation level")
     sweep = opt_sweep(ctx)
@@ -97,20 +99,26 @@ def run(ctx: Context) -> Step:
               "std": i.std, "torch_param": i.torch_param, "max_abs_diff_vs_torch": i.torch_max_abs_diff}
              for i in L.initializers]
     torch_params = _torch_stats(ctx, [p.name for p in L.params])
-    # what the static checks say about this module / these nodes
-    from drifttui.core.checks import run_checks
+    # what the checks, verified on the origin's own nodes, say about this module / these nodes
+    from drifttui.core.steps import findings_for
 
     node_names = set(L.onnx_nodes)
-    related = [f for f in run_checks(ctx, static_only=True)
+    related = [f for f in findings_for(ctx)
                if f.severity in ("error", "warning") and (f.module == L.module or node_names & set(f.onnx_nodes))]
     evidence = {"module": L.module, "class": L.cls, "op_types": L.op_types, "nodes": nodes[:16],
                 "initializers": inits[:16], "torch_params": torch_params[:16], "hazards": hazards,
-                "findings": [{"check": f.check, "severity": f.severity, "message": f.message} for f in related],
+                "findings": [{"check": f.check, "severity": f.severity, "message": f.message, "verified": f.verified}
+                             for f in related],
                 "opt_levels": sweep_ev}
     ops = ", ".join(L.op_types) or "no ops"
-    if related:
+    if related and related[0].severity == "error":
         f = related[0]
-        return Step(3, TITLE, "fail", f"{L.module} ({ops}): {f.message}" + level_note, clean(evidence),
+        proof = {True: f" [verified: the patch brings its local error from {f.local_before:.3g} to "
+                       f"{f.local_after:.3g}]" if f.local_before is not None and f.local_after is not None
+                       else " [verified]",
+                 False: " [unverified: the proposed patch did not remove the drift]",
+                 None: " [unverified]"}[f.verified]
+        return Step(3, TITLE, "fail", f"{L.module} ({ops}): {f.message}{proof}" + level_note, clean(evidence),
                     f.fix, [L.index])
     if sweep["final_verdict_changes_at"] or sweep["origin_error_changes_at"]:
         return Step(3, TITLE, "fail",
@@ -118,12 +126,17 @@ def run(ctx: Context) -> Step:
                     f"({', '.join(sweep['origin_error_changes_at'] or sweep['final_verdict_changes_at'])})"
                     f"{level_note}; fused ops: {', '.join(sweep['fused_op_types']) or 'none'}",
                     clean(evidence), "deploy at the level that agrees, or report the fusion upstream", [L.index])
+    if related:
+        f = related[0]
+        return Step(3, TITLE, "inconclusive", f"{L.module} ({ops}): {f.message}" + level_note, clean(evidence),
+                    f.fix, [L.index])
     if hazards:
         return Step(3, TITLE, "inconclusive",
                     f"{L.module} ({ops}) uses hazard op(s): " + "; ".join(h["why"] for h in hazards[:3]),
                     clean(evidence), "compare these attributes with the torch call by hand", [L.index])
-    return Step(3, TITLE, "pass",
-                f"{L.module} ({ops}): no known-hazard op or attribute mismatch; the error does not depend on "
-                "the ORT optimisation level", clean(evidence),
-                "compare the initializers with the torch parameters (step 6) and check the precision (dtype)",
-                [L.index])
+    # the origin drifts by definition: never "pass: no hazard"
+    return Step(3, TITLE, "inconclusive",
+                f"{L.module} ({ops}) drifts on its own nodes, but no check names a cause and no patch removed it; "
+                "the error does not depend on the ORT optimisation level", clean(evidence),
+                "run `drifttui repro` to get the origin's nodes as an ONNX test case and compare them with the "
+                "torch forward", [L.index])

@@ -1,0 +1,181 @@
+"""Patches: machine-readable edits of ONNX nodes, applied to a copy of a model.
+
+``Patch.spec`` is plain JSON (it goes into ``Finding.patch``)::
+
+    {"op": "set_attribute", "node": "n", "name": "coordinate_transformation_mode", "value": "half_pixel"}
+    {"op": "replace_initializer", "name": "w", "source": "torch parameter conv.weight"}
+    {"op": "remove_cast", "node": "n"}                       # the Cast becomes an Identity
+    {"op": "replace_constant", "name": "v", "value": [...]}  # an initializer or Constant output
+    {"op": "rewrite", "node": "n", "rewrite": "floor_div"}   # integer Div -> floor division
+    {"op": "rewrite", "node": "n", "rewrite": "resize_opset11", "mode": "half_pixel"}
+    {"op": "reexport", "exporter": "torchscript", "opset": 18, "module": "m"}
+
+Arrays too big for JSON (a replaced weight) travel in ``Patch.payload``; ``spec`` then says
+where the values come from.  ``apply(model, patch)`` never edits its argument.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+GRAPH_OPS = ("set_attribute", "replace_initializer", "remove_cast", "replace_constant", "rewrite")
+
+
+@dataclass
+class Patch:
+    spec: dict[str, Any]
+    check: str                                  # drift class it would confirm
+    why: str                                    # one line: what the patch says about the cause
+    fix: str                                    # what the user should change
+    kind: str = "export"                        # runtime | export | model: what a success means
+    payload: Optional[np.ndarray] = None
+    module: Optional[str] = None
+    nodes: list[str] = field(default_factory=list)
+
+    @property
+    def graph_level(self) -> bool:
+        return self.spec.get("op") in GRAPH_OPS
+
+
+class PatchError(Exception):
+    pass
+
+
+def _node(model: Any, name: str) -> Any:
+    for n in model.graph.node:
+        if n.name == name:
+            return n
+    raise PatchError(f"no node named {name!r}")
+
+
+def _copy(model: Any) -> Any:
+    import onnx
+
+    return onnx.ModelProto.FromString(model.SerializeToString())
+
+
+def apply(model: Any, patch: Patch) -> Any:
+    """A patched copy of ``model``; PatchError when the patch does not fit it."""
+    op = patch.spec.get("op")
+    fn = _APPLY.get(op or "")
+    if fn is None:
+        raise PatchError(f"patch op {op!r} is not a graph edit")
+    out = _copy(model)
+    fn(out, patch)
+    return out
+
+
+def _set_attribute(model: Any, p: Patch) -> None:
+    from onnx import helper
+
+    node = _node(model, p.spec["node"])
+    name, value = p.spec["name"], p.spec["value"]
+    keep = [a for a in node.attribute if a.name != name]
+    del node.attribute[:]
+    node.attribute.extend(keep)
+    if value is not None:
+        node.attribute.append(helper.make_attribute(name, value))
+
+
+def _set_tensor(model: Any, name: str, arr: np.ndarray) -> None:
+    from onnx import numpy_helper
+
+    for t in model.graph.initializer:
+        if t.name == name:
+            t.CopyFrom(numpy_helper.from_array(arr.astype(numpy_helper.to_array(t).dtype), name))
+            return
+    for n in model.graph.node:
+        if n.op_type == "Constant" and name in n.output:
+            for a in n.attribute:
+                if a.name == "value":
+                    a.t.CopyFrom(numpy_helper.from_array(arr.astype(numpy_helper.to_array(a.t).dtype), name))
+                    return
+    raise PatchError(f"no initializer or Constant named {name!r}")
+
+
+def _replace_initializer(model: Any, p: Patch) -> None:
+    if p.payload is None:
+        raise PatchError("replace_initializer needs the new values")
+    _set_tensor(model, p.spec["name"], p.payload)
+
+
+def _replace_constant(model: Any, p: Patch) -> None:
+    arr = p.payload if p.payload is not None else np.asarray(p.spec["value"])
+    _set_tensor(model, p.spec["name"], arr)
+
+
+def _remove_cast(model: Any, p: Patch) -> None:
+    node = _node(model, p.spec["node"])
+    if node.op_type != "Cast":
+        raise PatchError(f"{node.name} is not a Cast")
+    node.op_type = "Identity"
+    del node.attribute[:]
+
+
+def _rewrite(model: Any, p: Patch) -> None:
+    kind = p.spec.get("rewrite")
+    if kind == "floor_div":
+        _floor_div(model, p)
+    elif kind == "resize_opset11":
+        _resize_opset11(model, p)
+    else:
+        raise PatchError(f"unknown rewrite {kind!r}")
+
+
+def _floor_div(model: Any, p: Patch) -> None:
+    """Div(a, b) on integers truncates; torch's // floors: Floor(Div(float64(a), float64(b)))."""
+    from onnx import helper
+
+    node = _node(model, p.spec["node"])
+    a, b = node.input[0], node.input[1]
+    out = node.output[0]
+    to = int(p.spec.get("to", 7))
+    base = node.name or out
+    new = [helper.make_node("Cast", [a], [f"{base}/fa"], to=11, name=f"{base}/cast_a"),
+           helper.make_node("Cast", [b], [f"{base}/fb"], to=11, name=f"{base}/cast_b"),
+           helper.make_node("Div", [f"{base}/fa", f"{base}/fb"], [f"{base}/q"], name=f"{base}/div"),
+           helper.make_node("Floor", [f"{base}/q"], [f"{base}/fq"], name=f"{base}/floor"),
+           helper.make_node("Cast", [f"{base}/fq"], [out], to=to, name=node.name)]
+    _replace_node(model, node, new)
+
+
+def _resize_opset11(model: Any, p: Patch) -> None:
+    """An opset-10 Resize (always asymmetric) in opset 11, with the coordinate mode torch uses.
+
+    The whole model goes through ``onnx.version_converter`` (other ops change form between
+    opsets 10 and 11 too); the Resize then gets the coordinate mode."""
+    from onnx import helper, version_converter
+
+    _node(model, p.spec["node"])
+    try:
+        converted = version_converter.convert_version(model, 11)
+    except Exception as exc:  # noqa: BLE001 - the converter lacks adapters for some ops
+        raise PatchError(f"onnx.version_converter could not move the graph to opset 11: {exc}") from exc
+    model.CopyFrom(converted)
+    node = next((n for n in model.graph.node if n.op_type == "Resize" and n.name == p.spec["node"]), None)
+    if node is None:
+        node = next((n for n in model.graph.node if n.op_type == "Resize"
+                     and list(n.output) == list(p.spec.get("outputs", n.output))), None)
+    if node is None:
+        raise PatchError("the converted graph has no Resize of that name")
+    keep = [a for a in node.attribute if a.name not in ("coordinate_transformation_mode", "nearest_mode")]
+    del node.attribute[:]
+    node.attribute.extend(keep)
+    node.attribute.append(helper.make_attribute("coordinate_transformation_mode", p.spec.get("mode", "half_pixel")))
+    mode = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "mode"), b"nearest")
+    if mode in (b"nearest", "nearest"):
+        node.attribute.append(helper.make_attribute("nearest_mode", p.spec.get("nearest_mode", "floor")))
+
+
+def _replace_node(model: Any, node: Any, new: list[Any]) -> None:
+    nodes = list(model.graph.node)
+    at = next(i for i, n in enumerate(nodes) if n is node or (n.name == node.name and n.output == node.output))
+    nodes[at:at + 1] = new
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+
+
+_APPLY = {"set_attribute": _set_attribute, "replace_initializer": _replace_initializer,
+          "remove_cast": _remove_cast, "replace_constant": _replace_constant, "rewrite": _rewrite}

@@ -1,0 +1,64 @@
+"""`drifttui repro` and `drifttui repair` from the command line."""
+from __future__ import annotations
+
+import onnx
+import pytest
+
+from drifttui.cli import main
+
+
+def test_repair_cli_writes_a_copy_that_passes(run, exports, tmp_path, capsys):
+    from tests.causes.conftest import SPEC
+
+    src = exports("multi", "dynamo", "eps")
+    before = src.read_bytes()
+    out = tmp_path / "fixed.onnx"
+    code = main(["repair", f"{SPEC}:multi", "--onnx", str(src), "--inputs", f"{SPEC}:multi_inputs",
+                 "--samples", "2", "--out", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0, text
+    assert "origin local max |d|" in text and "output max |d|" in text and "top-1 agreement" in text
+    assert "check on the repaired copy: ok" in text
+    assert src.read_bytes() == before                       # the user's file is untouched
+    node = next(n for n in onnx.load(str(out)).graph.node if n.op_type == "LayerNormalization")
+    assert next(a.f for a in node.attribute if a.name == "epsilon") == pytest.approx(1e-5)
+    assert main(["check", f"{SPEC}:multi", "--onnx", str(out), "--inputs", f"{SPEC}:multi_inputs",
+                 "--samples", "2"]) == 0
+
+
+def test_repair_refuses_out_naming_the_input(exports, capsys):
+    from tests.causes.conftest import SPEC
+
+    src = exports("multi", "dynamo", "eps")
+    before = src.read_bytes()
+    code = main(["repair", f"{SPEC}:multi", "--onnx", str(src), "--inputs", f"{SPEC}:multi_inputs",
+                 "--samples", "2", "--out", str(src)])
+    err = capsys.readouterr().err
+    assert code == 2 and "is an input of this run" in err and "Traceback" not in err
+    assert src.read_bytes() == before
+
+
+def test_repro_cli_writes_the_case_and_refuses_a_full_folder(exports, tmp_path, capsys):
+    from tests.causes.conftest import SPEC
+
+    src = exports("multi", "torchscript", "pool")
+    out = tmp_path / "case"
+    args = ["repro", f"{SPEC}:multi", "--onnx", str(src), "--inputs", f"{SPEC}:multi_inputs", "--samples", "2",
+            "--out", str(out)]
+    assert main(args) == 1
+    text = capsys.readouterr().out
+    assert "the drift reproduces" in text
+    assert (out / "model.onnx").is_file() and (out / "test_data_set_0" / "input_0.pb").is_file()
+    assert (out / "test_data_set_0" / "output_0.pb").is_file()
+    assert main(args) == 2                                    # the folder exists now: refused
+    assert "not an empty folder" in capsys.readouterr().err
+
+
+def test_repro_on_a_clean_model_writes_nothing(exports, tmp_path, capsys):
+    from tests.causes.conftest import SPEC
+
+    out = tmp_path / "case"
+    code = main(["repro", f"{SPEC}:multi", "--onnx", str(exports("multi", "dynamo")), "--inputs",
+                 f"{SPEC}:multi_inputs", "--samples", "2", "--out", str(out)])
+    assert code == 0 and "nothing to reproduce" in capsys.readouterr().out
+    assert not out.exists()
