@@ -1,1 +1,1 @@
-"""Test helpers shipped with drifttui (synthetic results); no torch."""
+"""Test helpers shipped with drifttui: results recorded from the real engine and a replaying fake engine; no torch."""
