@@ -142,7 +142,8 @@ class DriftApp(ToolsMixin, App[int]):
 
     def on_layer_table_cursor_moved(self, event: LayerTable.CursorMoved) -> None:
         partial = self._progress if self.result is None and self.running else None
-        self.inspector.show(self.table.result, event.layer, progress=partial)
+        for inspector in self.query(Inspector):      # none while the app shuts down
+            inspector.show(self.table.result, event.layer, progress=partial)
 
     # -- runs ----------------------------------------------------------------------
     def start_run(self, config: Config) -> Optional[CancelToken]:
