@@ -40,7 +40,7 @@ class ToolsMixin:
     # -- command palette ---------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         for a in palette_entries():
-            yield SystemCommand(f"{a.title}  [{a.shown}]", a.help, partial(self._palette_run, a.action))
+            yield SystemCommand(f"{a.title}  ({a.shown})", a.help, partial(self._palette_run, a.action))
         yield from super().get_system_commands(screen)  # type: ignore[misc]
 
     def _palette_run(self, action: str) -> None:
