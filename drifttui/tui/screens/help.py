@@ -14,7 +14,7 @@ from drifttui.tui.heat import legend
 from drifttui.tui.keymap import ACTIONS, COLUMN_HELP, STATUS_HELP
 
 
-def _two_columns(rows, width: int = 20) -> Table:
+def _two_columns(rows, width: int = 18) -> Table:
     table = Table(box=None, show_header=False, padding=(0, 1), expand=False)
     table.add_column("key", style="bold", no_wrap=True, width=width)
     table.add_column("what")
@@ -29,7 +29,11 @@ def help_renderable() -> Group:
     parts: list = []
     sections: dict[str, list[tuple[str, str]]] = {}
     for a in ACTIONS:
-        sections.setdefault(a.section, []).append((a.shown, a.help))
+        if a.action.startswith("step(") and a.action != "step(1)":
+            continue
+        row = ("1 … 6", "run (or show) step N; pressing the shown step again reruns it") \
+            if a.action == "step(1)" else (a.shown, a.help)
+        sections.setdefault(a.section, []).append(row)
     for section, rows in sections.items():
         parts.append(Text(section, style="bold underline"))
         parts.append(_two_columns(rows))
