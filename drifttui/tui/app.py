@@ -39,7 +39,7 @@ from drifttui.tui.widgets.steps_bar import StepsBar
 OPT_LEVELS = ("disable", "basic", "extended", "all")
 NARROW_WIDTH = 120      # below this the inspector is hidden (i shows it under the table)
 NO_ENGINE = "reruns need a model: start with `drifttui tui MODEL` (this is a saved report)"
-QUIT_WAIT = 1.5         # seconds run_app waits for engine threads to notice a cancel
+QUIT_WAIT = 0.5         # seconds run_app waits for engine threads to notice a cancel
 
 
 class FilterInput(Input):
