@@ -136,6 +136,7 @@ class DriftApp(ToolsMixin, App[int]):
         self.table.set_result(result)
         bar = self.steps_bar
         bar.shown_config = result.config
+        bar.notes = list(result.notes)
         bar.adopt(result.steps, result.config)
         bar.refresh_view()
         self.status.set_state(result=result, config=result.config)

@@ -124,17 +124,19 @@ def histogram_bars(hist: tuple[int, ...] | list[int], width: int = 30) -> Render
     return table
 
 
-def metrics_table(m: Metrics, local: Optional[Metrics], result: Result, layer: Optional[Layer] = None) -> Text:
+def metrics_table(m: Metrics, local: Optional[Metrics], result: Result, layer: Optional[Layer] = None,
+                  full: bool = True) -> Text:
+    """Worst / worst sample / median per metric (``full``: and its threshold)."""
     th = thresholds(result.tolerance)
     fails = dict(zip(("max_abs", "max_rel", "local", "cos"), own_fails(layer))) if layer is not None else {}
-    table = Grid(["metric", "worst", "sample", "median", "threshold"], "lrrrr")
+    table = Grid(["metric", "worst", "sample", "median", "threshold"][:5 if full else 4], "lrrrr")
 
     def row(name: str, s, col: Optional[str] = None, transform=lambda v: v) -> None:
         worst = transform(s.worst)
         thr = th[col] if col else None
         style = cell_style(band(worst, thr), fails.get(col)) if thr is not None else ""
-        table.add_row(name, Text(_num(worst), style=style), f"#{s.worst_sample}", _num(transform(s.median)),
-                      _num(thr) if thr is not None else "")
+        cells = [name, Text(_num(worst), style=style), f"#{s.worst_sample}", _num(transform(s.median))]
+        table.add_row(*cells, *([_num(thr) if thr is not None else ""] if full else []))
 
     row("max abs", m.max_abs, "max_abs")
     row("max rel", m.max_rel, "max_rel")
@@ -225,7 +227,7 @@ def _nodes(layer: Layer, full: bool) -> list[RenderableType]:
                 for k, v in node.attributes.items():
                     line.append(f"\n  {k} = {v}")
             else:
-                line.append("\n  " + " ".join(f"{k}={_short(v, 24)}" for k, v in node.attributes.items()))
+                line.append("\n  " + " ".join(f"{k}={v}" for k, v in node.attributes.items()))
         for label, names in (("in", node.inputs), ("out", node.outputs)):
             vals = ", ".join(f"{n} {node.shapes[n]}" if n in node.shapes else n for n in names)
             line.append(f"\n  {label}: {vals}", style="" if label == "out" else "dim")
@@ -239,19 +241,27 @@ def _initializers(layer: Layer, full: bool) -> list[RenderableType]:
     if not layer.initializers:
         return []
     parts: list[RenderableType] = [Text(f"\nInitializers ({len(layer.initializers)})", style="bold underline")]
-    headers = ["name", "dtype", "dims", "min", "max", "mean", "std", "Δ torch"]
-    if full:
+    if not full:       # the narrow pane: two wrapped lines per initializer, nothing cut
+        for init in layer.initializers:
+            diff = init.torch_max_abs_diff
+            line = Text()
+            line.append(_tail(init.name), style="bold")
+            line.append(f"  {init.dtype} {init.dims}\n  ")
+            line.append(f"min {_num(init.min)}  max {_num(init.max)}  mean {_num(init.mean)}  "
+                        f"std {_num(init.std)}  Δ torch ", style="dim")
+            line.append("—" if diff is None else fmt_value(diff).strip(), style="bold #e8503a" if diff else "")
+            parts.append(line)
+    else:
+        headers = ["name", "dtype", "dims", "min", "max", "mean", "std", "Δ torch"]
         table = Table(box=None, padding=(0, 1), header_style="bold")
         for h in headers:
             table.add_column(h, overflow="fold", justify="right" if h in headers[3:] else "left")
-    else:
-        table = Grid(headers, "lllrrrrr")
-    for init in layer.initializers:
-        diff = init.torch_max_abs_diff
-        diff_text = Text("—" if diff is None else fmt_value(diff).strip(), style="bold #e8503a" if diff else "")
-        table.add_row(init.name if full else _tail(init.name), init.dtype, str(init.dims), _num(init.min),
-                      _num(init.max), _num(init.mean), _num(init.std), diff_text)
-    parts.append(table if full else table.text(max_col=22))
+        for init in layer.initializers:
+            diff = init.torch_max_abs_diff
+            diff_text = Text("—" if diff is None else fmt_value(diff).strip(), style="bold #e8503a" if diff else "")
+            table.add_row(init.name, init.dtype, str(init.dims), _num(init.min), _num(init.max), _num(init.mean),
+                          _num(init.std), diff_text)
+        parts.append(table)
     params = [i for i in layer.initializers if i.torch_param]
     if params:
         shown = params if full else params[:12]
@@ -274,7 +284,7 @@ def render_layer(result: Result, layer: Layer, full: bool = False,
     if layer.metrics is not None:
         parts.append(Text(""))
         parts.append(_samples_line(layer.metrics, result, progress))
-        parts.append(metrics_table(layer.metrics, layer.local, result, layer))
+        parts.append(metrics_table(layer.metrics, layer.local, result, layer, full=full))
         if full:
             parts.append(Text("\nHistogram of per-sample max abs", style="bold underline"))
             parts.append(histogram_bars(layer.metrics.histogram))
@@ -289,6 +299,9 @@ def render_layer(result: Result, layer: Layer, full: bool = False,
                           style="dim"))
         if layer.local is not None:
             parts.append(Text(f"local max abs {_num(layer.local.max_abs.worst)}"))
+    if layer.parent is None and result.notes:      # run-level notes (e.g. the observer effect) on the root
+        parts.append(Text("\nRun notes", style="bold underline"))
+        parts += [Text(f"⚠ {note}", style="#f0a030") for note in result.notes]
     parts += _findings(result, layer)
     if layer.params:
         parts.append(Text("\nParameters and buffers", style="bold underline"))
@@ -296,7 +309,7 @@ def render_layer(result: Result, layer: Layer, full: bool = False,
         prefix = layer.module + "." if layer.module else ""
         for p in layer.params:
             name = p.name[len(prefix):] if p.name.startswith(prefix) else p.name
-            t.add_row(name, p.kind, str(p.shape), p.dtype)
+            t.add_row(name, p.kind if full else {"parameter": "param"}.get(p.kind, p.kind), str(p.shape), p.dtype)
         parts.append(t.text(max_col=60 if full else 24))
     parts += _nodes(layer, full)
     parts += _initializers(layer, full)

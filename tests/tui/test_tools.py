@@ -195,3 +195,24 @@ async def test_replay_engine_step_runs_through_the_app():
         await pilot.press("6")
         await settle(app, pilot)
         assert engine.steps_run == [6] and app.steps_bar.steps[6].verdict == "pass"
+
+
+async def test_unattributed_status_and_run_notes_are_shown():
+    import dataclasses
+
+    from drifttui.core.result import UNATTRIBUTED
+
+    note = "observer effect: marking values as outputs changed ORT's result at layer4.0.bn2"
+    layers = [dataclasses.replace(l, status=UNATTRIBUTED, note="float32 noise upstream flips a rounding")
+              if l.module == "layer4.0.bn2" else l for l in DEMO.layers]
+    app = DriftApp(None, result=DEMO.with_(layers=layers, notes=[note]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert "⚠ observer effect" in screen_text(app)
+        target = next(l.index for l in layers if l.module == "layer4.0.bn2")
+        app.table.go_to_layer(target)
+        await pilot.pause()
+        assert "unattributed" in screen_text(app) and "float32 noise upstream" in app.inspector.text
+        await pilot.press("home")
+        await pilot.pause()
+        assert "Run notes" in app.inspector.text and note in " ".join(app.inspector.text.split())

@@ -36,6 +36,7 @@ class StepsBar(Static):
         self.messages: dict[int, str] = {}
         self.selected: Optional[int] = None
         self.shown_config: Optional[Config] = None
+        self.notes: list[str] = []          # the result's run-level notes (observer effect, ...)
 
     def set_step(self, step: Step, config: Optional[Config]) -> None:
         self.steps[step.step] = step
@@ -82,7 +83,11 @@ class StepsBar(Static):
         text = self._tabs()
         n = self.selected
         if n is None:
-            text.append("\npress 1–6 to run a step, s for its full result, ? for help", style="dim")
+            if self.notes:
+                more = f" (+{len(self.notes) - 1} more)" if len(self.notes) > 1 else ""
+                text.append(f"\n⚠ {self.notes[0]}{more} — all on (root): Home, Enter", style="#f0a030")
+            else:
+                text.append("\npress 1–6 to run a step, s for its full result, ? for help", style="dim")
             return text
         step = self.steps.get(n)
         if n in self.running:
