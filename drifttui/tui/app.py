@@ -43,7 +43,7 @@ QUIT_WAIT = 0.5         # seconds run_app waits for engine threads to notice a c
 
 
 class FilterInput(Input):
-    BINDINGS = [Binding("escape", "clear", "Clear filter", show=False)]
+    BINDINGS = [Binding("escape", "clear", "Clear filter")]
 
     def action_clear(self) -> None:
         self.value = ""
@@ -345,6 +345,11 @@ class DriftApp(ToolsMixin, App[int]):
         self._apply_layout(self.size.width)
         if self.inspector.has_class("hidden") and self.focused is self.inspector:
             self.table.focus()
+
+    def action_table(self, name: str) -> None:
+        """A layer-table action from the command palette (its keys work in the table itself)."""
+        getattr(self.table, f"action_{name}")()
+        self.table.focus()
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

@@ -91,6 +91,29 @@ async def test_every_action_is_in_the_palette_with_its_key():
         assert engine.configs[-1].deterministic and app.result.config.deterministic
 
 
+async def test_palette_reaches_table_actions():
+    app = DriftApp(None, result=DEMO)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"collapse all")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert all(DEMO.layers[i].depth <= 1 for i in app.table.layer_tree.rows)
+
+
+def test_docs_key_table_matches_the_keymap():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "tui.md").read_text()
+    for a in ACTIONS:
+        if not a.action.startswith("step("):
+            assert a.help.replace("|", "\\|") in doc, a.help
+    for status, what in STATUS_HELP:
+        assert what in doc
+
+
 async def test_help_explains_every_status_and_column():
     app = DriftApp(None, result=DEMO)
     async with app.run_test(size=(100, 40)) as pilot:
