@@ -39,6 +39,7 @@ from drifttui.tui.widgets.steps_bar import StepsBar
 OPT_LEVELS = ("disable", "basic", "extended", "all")
 NARROW_WIDTH = 120      # below this the inspector is hidden (i shows it under the table)
 NO_ENGINE = "reruns need a model: start with `drifttui tui MODEL` (this is a saved report)"
+ANYWHERE = {"quit", "command_palette", "toggle_theme", "save_svg"}     # keys that work on every screen
 QUIT_WAIT = 0.5         # seconds run_app waits for engine threads to notice a cancel
 
 
@@ -74,6 +75,13 @@ class DriftApp(ToolsMixin, App[int]):
         self._layer_cycle = 0
         self._inspector_wanted: Optional[bool] = None   # None: by width
         self._progress = None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The main screen's keys act only on the main screen: over the help, a dialog, a
+        prompt or a detail screen, `d` must not start a rerun behind the user's back."""
+        if action in ANYWHERE or self.screen is self.screen_stack[0]:
+            return True
+        return False
 
     # -- layout ------------------------------------------------------------------
     def compose(self) -> ComposeResult:

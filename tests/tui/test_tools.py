@@ -239,3 +239,20 @@ async def test_unattributed_status_and_run_notes_are_shown():
         await pilot.press("home")
         await pilot.pause()
         assert "Run notes" in app.inspector.text and note in " ".join(app.inspector.text.split())
+
+
+async def test_main_keys_do_nothing_over_other_screens():
+    engine = ReplayEngine()
+    app = DriftApp(engine, result=DEMO)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark", "d", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen) and not engine.configs     # no rerun behind the help
+        await pilot.press("escape", "enter")                                 # layer detail
+        await pilot.pause()
+        await pilot.press("enter", "3")
+        await pilot.pause()
+        assert len(app.screen_stack) == 2 and not engine.steps_run           # no stacked detail, no step
+        await pilot.press("escape")
+        await pilot.pause()
+        assert len(app.screen_stack) == 1
