@@ -47,3 +47,12 @@ def test_help(snap_compare):
 
 def test_filtered_only_drift_80x24(snap_compare):
     assert snap_compare(make_app(), terminal_size=(80, 24), press=["f", "C"])
+
+
+def test_no_color_80x24(snap_compare, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")          # failing cells bold + reversed, never fainter
+    assert snap_compare(make_app(), terminal_size=(80, 24))
+
+
+def test_light_theme_120x40(snap_compare):
+    assert snap_compare(make_app(), terminal_size=(120, 40), press=["T"])
