@@ -6,7 +6,7 @@ initializer table with min/max/mean/std/Δ torch, nothing cut.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -31,11 +31,6 @@ def _num(v: Optional[float]) -> str:
     if 1e-3 <= abs(v) < 1e4:
         return f"{v:.4g}"
     return f"{v:.2e}"
-
-
-def _short(value: Any, limit: int = 40) -> str:
-    text = str(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class Grid:

@@ -256,3 +256,14 @@ async def test_main_keys_do_nothing_over_other_screens():
         await pilot.press("escape")
         await pilot.pause()
         assert len(app.screen_stack) == 1
+
+
+def test_histogram_bar_sits_at_its_real_bin():
+    from drifttui.tui.layer_view import histogram_line
+
+    hist = [0] * 12
+    hist[9] = 8                                    # every sample in 1e-1..1e0
+    text = histogram_line(hist).plain
+    assert text[:12] == "·" * 9 + "█" + "··" and "worst in 1e-1..1e0" in text
+    hist[2] = 4
+    assert histogram_line(hist).plain[2] not in "· "
