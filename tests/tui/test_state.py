@@ -74,8 +74,9 @@ async def test_q_quits_at_once_during_a_rerun():
         start = time.monotonic()
         await pilot.press("q")
         await wait_until(pilot, lambda: not app.is_running, 3)
+        took = time.monotonic() - start
         assert app.return_code == 0
-    assert time.monotonic() - start < 3
+    assert took < 3                          # the app side; scripts/tmux_check.py times the process
     assert engine.tokens[0].cancelled
 
 
