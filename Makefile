@@ -7,7 +7,7 @@ PIP    := $(PY) -m pip
 # (or a CUDA wheel index) — see README "Installing torch".
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: demo test test-faults install install-dev bench screenshots lint clean
+.PHONY: demo test test-faults install install-dev bench screenshots fixtures tui-check lint clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,14 @@ bench: $(VENV)/.installed-dev
 
 screenshots: $(VENV)/.installed-dev
 	$(PY) scripts/screenshots.py
+
+# re-record tests/tui/fixtures/ from the real engine (after an engine or report change)
+fixtures: $(VENV)/.installed-dev
+	$(PY) scripts/record_fixtures.py
+
+# the real TUI in tmux at 80x24: fix visible after `3`, ctrl+p finds determinism, quick `q`
+tui-check: $(VENV)/.installed-dev
+	$(PY) scripts/tmux_check.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

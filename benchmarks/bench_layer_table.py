@@ -1,4 +1,4 @@
-"""Benchmark the layer table on a synthetic 10,000-call result.
+"""Benchmark the layer table on a 10,000-call result (the recorded real demo result, tiled).
 
 Measures time to first paint (app start until the table is mounted and rendered) and
 the cost of one key in-process: the key's action, the inspector update it causes, a full
@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
 
-from drifttui.testing.synthetic import synthetic_result  # noqa: E402
+from drifttui.testing.replay import load_fixture, tiled  # noqa: E402
 from drifttui.tui.app import DriftApp  # noqa: E402
 
 
@@ -54,7 +54,9 @@ def frame(app, action) -> float:
 
 
 async def bench(n_layers: int, size: tuple[int, int], repeats: int) -> dict[str, float]:
-    result = synthetic_result(n_layers, steps=False)
+    base = load_fixture()
+    result = tiled(base, -(-n_layers // (len(base.layers) - 1)))
+    n_layers = len(result.layers)
     names = ("first_paint", "pilot_noop", "pilot_down", "down_handler", "down", "pagedown", "collapse", "expand",
              "only_drift", "filter_text")
     figures: dict[str, list[float]] = {k: [] for k in names}
@@ -85,7 +87,7 @@ async def bench(n_layers: int, size: tuple[int, int], repeats: int) -> dict[str,
                 figures["expand"].append(frame(app, table.action_expand))
             for flag in (True, False) * 2:
                 figures["only_drift"].append(frame(app, lambda: table.set_filter(only_drift=flag)))
-            for text in ("a", "at", "att", "attn", ""):
+            for text in ("r", "re", "rel", "relu", ""):
                 figures["filter_text"].append(frame(app, lambda: table.set_filter(text=text)))
             await pilot.pause()
     out = {k: statistics.median(v) for k, v in figures.items() if v}
@@ -111,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         "collapse": "key: collapse a stage",
         "expand": "key: expand a stage",
         "only_drift": "key: f (only drifting)",
-        "filter_text": "filter keystroke (/attn)",
+        "filter_text": "filter keystroke (/relu)",
         "pilot_down": "Pilot round trip: down",
         "pilot_noop": "Pilot round trip: unbound key",
     }

@@ -119,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--debug", action="store_true", help="show tracebacks")
 
     _add_cause_commands(sub)
+    _add_serve_parser(sub)
+
     ex = sub.add_parser("examples", help="list the built-in example models")
     ex.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     return parser
@@ -264,9 +266,76 @@ def cmd_tui(args: argparse.Namespace) -> int:
         from drifttui.report import json_report
 
         result = json_report.read(args.report)
+        result = result.with_(config=rebase_config(result.config, os.path.dirname(os.path.abspath(args.report))))
         return run_app(LocalEngine(), config=None, result=result)
     config = config_from_args(args)
     return run_app(LocalEngine(), config=config)
+
+
+def _rebase_spec(spec: Optional[str], folder: str) -> Optional[str]:
+    """``spec`` (a path, or ``file.py:fn``) made absolute against ``folder`` when it is relative
+    and exists there; examples and shape specs are left alone."""
+    if not spec or spec.startswith(("example:", "shape:")):
+        return spec
+    head, sep, tail = spec.rpartition(":") if ":" in spec and not os.path.exists(spec) else (spec, "", "")
+    if os.path.isabs(head):
+        return spec
+    candidate = os.path.join(folder, head)
+    return (candidate + sep + tail) if os.path.exists(candidate) else spec
+
+
+def rebase_config(config, folder: str):
+    """A report's configuration with its relative paths resolved against the report's folder,
+    so `tui --report` reruns work from any directory."""
+    import dataclasses
+
+    return dataclasses.replace(config, model=_rebase_spec(config.model, folder),
+                               onnx=_rebase_spec(config.onnx, folder), inputs=_rebase_spec(config.inputs, folder))
+
+
+# -- drifttui serve: the TUI in a browser (textual-serve) ---------------------------------
+SERVE_EPILOG = """examples:
+  drifttui serve                         # the demo at http://127.0.0.1:8000
+  drifttui serve --port 9000 -- tui model.py:build --onnx model.onnx
+  drifttui serve --host 0.0.0.0 -- tui --report r.json   # reachable from other machines"""
+
+
+def _add_serve_parser(sub) -> None:
+    serve = sub.add_parser("serve", help="serve the terminal debugger in a web browser (textual-serve)",
+                           formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SERVE_EPILOG)
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    serve.add_argument("app_args", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
+                       help="the drifttui command each browser session runs (default: demo)")
+    serve.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def serve_command(app_args: list[str]) -> str:
+    """The shell command textual-serve runs per session: this Python, ``-m drifttui ...``."""
+    import shlex
+
+    from drifttui.errors import InputError
+
+    args = [a for a in app_args if a != "--"] if app_args and app_args[0] == "--" else list(app_args)
+    args = args or ["demo"]
+    if args[0] == "serve":
+        raise InputError("drifttui serve cannot serve itself", "give a command such as `-- tui MODEL` or `-- demo`")
+    return shlex.join([sys.executable, "-m", "drifttui", *args])
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from drifttui.errors import InputError
+
+    if not 0 < args.port < 65536:
+        raise InputError(f"--port {args.port} is not a port number", "give a port between 1 and 65535")
+    try:
+        from textual_serve.server import Server
+    except ImportError as exc:
+        raise InputError("drifttui serve needs textual-serve", 'install it: pip install "drifttui[serve]"') from exc
+    command = serve_command(args.app_args)
+    sys.stderr.write(f"drifttui: serving `{command}` at http://{args.host}:{args.port} (ctrl+c stops)\n")
+    Server(command, host=args.host, port=args.port, title="drifttui").serve()
+    return EXIT_OK
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -378,7 +447,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_USAGE
     debug = getattr(args, "debug", False) or os.environ.get("DRIFTTUI_DEBUG") == "1"
     handlers = {"check": cmd_check, "diagnose": lambda a: cmd_check(a, diagnose=True), "examples": cmd_examples,
-                "tui": cmd_tui, "demo": cmd_demo, "repro": cmd_repro, "repair": cmd_repair}
+                "tui": cmd_tui, "demo": cmd_demo, "repro": cmd_repro, "repair": cmd_repair,
+                "serve": cmd_serve}
     with _signals_end_the_run():
         try:
             return handlers[args.command](args)

@@ -1,10 +1,11 @@
 """Regenerate screenshots/*.svg (and a PNG beside each, via cairosvg) of the TUI.
 
 By default the result comes from the real engine on the built-in bf16 ResNet-18 demo:
-``LocalEngine().run(Config(model="example:resnet18-bf16", example="resnet18-bf16", samples=20))``.
-``--synthetic`` uses drifttui.testing.synthetic instead (no torch needed).
+``LocalEngine().run(Config(model="example:resnet18-bf16", example="resnet18-bf16", samples=20))``,
+and the step keys run the real steps.  ``--recorded`` replays tests/tui/fixtures instead
+(recorded from the real engine by scripts/record_fixtures.py; no torch needed).
 
-    .venv/bin/python scripts/screenshots.py [--synthetic] [--out screenshots] [--no-png]
+    .venv/bin/python scripts/screenshots.py [--recorded] [--out screenshots] [--no-png]
 """
 from __future__ import annotations
 
@@ -29,14 +30,6 @@ async def _noop(app: DriftApp, pilot) -> None:
     return None
 
 
-def _press(*keys: str) -> Action:
-    async def run(app: DriftApp, pilot) -> None:
-        await pilot.press(*keys)
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-    return run
-
-
 async def _initializers(app: DriftApp, pilot) -> None:
     result = app.table.result
     if result is None:
@@ -46,32 +39,43 @@ async def _initializers(app: DriftApp, pilot) -> None:
     await pilot.pause()
 
 
+async def _steps_done(app: DriftApp, pilot) -> None:
+    for _ in range(3000):              # real steps take seconds
+        if not app.steps_bar.running:
+            break
+        await pilot.pause(0.1)
+    await pilot.pause()
+
+
+def _press(*keys: str) -> Action:
+    async def run(app: DriftApp, pilot) -> None:
+        for key in keys:
+            await pilot.press(key)
+            await _steps_done(app, pilot)
+        await pilot.pause()
+    return run
+
+
 # name, terminal size, what to do before the shot
 SHOTS: list[tuple[str, tuple[int, int], Action]] = [
     ("main-120x40", (120, 40), _noop),
     ("main-80x24", (80, 24), _noop),
     ("step-3", (120, 40), _press("3")),
+    ("step-3-80x24", (80, 24), _press("3")),
+    ("step-detail-80x24", (80, 24), _press("3", "s")),
     ("step-6", (120, 40), _press("6")),
     ("drifting-only", (120, 40), _press("f")),
     ("inspector-initializers", (120, 40), _initializers),
+    ("layer-detail-80x24", (80, 24), _press("enter")),
     ("help", (100, 40), _press("question_mark")),
 ]
 
 
-def get_result(synthetic: bool, samples: int) -> tuple[object, Result]:
-    if synthetic:
-        from drifttui.testing.synthetic import synthetic_result, synthetic_step
+def get_result(recorded: bool, samples: int) -> tuple[object, Result]:
+    if recorded:
+        from drifttui.testing.replay import ReplayEngine, load_fixture
 
-        class SyntheticEngine:
-            def run(self, config, progress=None, cancel=None):
-                return synthetic_result(60, config=config)
-
-            def step(self, number, result, progress=None, cancel=None):
-                return synthetic_step(number, result)
-
-        config = Config(model="example:resnet18-bf16", example="resnet18-bf16", samples=samples)
-        engine = SyntheticEngine()
-        return engine, engine.run(config)
+        return ReplayEngine(), load_fixture().with_(steps=[])
     from drifttui.api import LocalEngine
 
     engine = LocalEngine()
@@ -102,14 +106,14 @@ async def shoot(engine, result: Result, out: Path, png: bool) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Regenerate the TUI screenshots.")
-    parser.add_argument("--synthetic", action="store_true", help="use a synthetic result (no torch)")
+    parser.add_argument("--recorded", action="store_true", help="replay tests/tui/fixtures (no torch)")
     parser.add_argument("--out", default=str(ROOT / "screenshots"))
     parser.add_argument("--samples", type=int, default=20)
     parser.add_argument("--no-png", action="store_true", help="SVG only (skip cairosvg)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    engine, result = get_result(args.synthetic, args.samples)
+    engine, result = get_result(args.recorded, args.samples)
     for path in asyncio.run(shoot(engine, result, out, png=not args.no_png)):
         print(path)
     return 0

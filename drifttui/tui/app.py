@@ -1,100 +1,66 @@
 """The drifttui Textual app.
 
 ``DriftApp(engine, config=None, result=None)``: with ``result`` it shows that result
-(browse mode); with ``config`` and no result it starts ``engine.run(config)`` in a
-background thread worker at once.  Every rerun (toggles, ``r``) runs in an exclusive
-thread worker with a fresh :class:`CancelToken`; starting a new run cancels the
-previous token.  Workers report back with typed messages; engine errors open a modal
-and the app keeps running.  The app never imports torch / onnx / onnxruntime.
+(browse mode); with ``config`` and no result it starts ``engine.run(config)`` at once.
+Engine calls run in daemon threads (drifttui.tui.runner) with a fresh CancelToken each;
+a new run cancels the previous one.  The state on screen is honest: the configuration line
+is the configuration of the result shown (a rerun in progress shows as "→ change"), step
+results are kept across reruns and marked stale when they ran on another configuration.
+The app never imports torch / onnx / onnxruntime.
 """
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
+import time
 from typing import Optional
 
-from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
 from textual.events import Resize
-from textual.message import Message
 from textual.widgets import Footer, Input
 
-from drifttui.api import CancelToken, Engine, Progress
-from drifttui.core.result import Config, Result, Step
-from drifttui.errors import Cancelled
+from drifttui.api import CancelToken, Engine
+from drifttui.core.result import Config, Result
+from drifttui.tui import runner
+from drifttui.tui.keymap import bindings_spec
+from drifttui.tui.runner import RunDone, RunFailed, RunProgress, StepDone, StepProgress
 from drifttui.tui.quit_on_signal import signals_quit
+from drifttui.tui.screens.detail import layer_detail, step_detail
 from drifttui.tui.screens.error import ErrorScreen
 from drifttui.tui.screens.help import HelpScreen
+from drifttui.tui.tools import ToolsMixin
 from drifttui.tui.widgets.inspector import Inspector
 from drifttui.tui.widgets.layer_table import LayerTable
 from drifttui.tui.widgets.status import StatusLine
 from drifttui.tui.widgets.steps_bar import StepsBar
 
 OPT_LEVELS = ("disable", "basic", "extended", "all")
-NARROW_WIDTH = 120      # below this the inspector goes under the table
+NARROW_WIDTH = 120      # below this the inspector is hidden (i shows it under the table)
 NO_ENGINE = "reruns need a model: start with `drifttui tui MODEL` (this is a saved report)"
-
-
-# -- messages from the worker threads ------------------------------------------------
-class RunProgress(Message):
-    def __init__(self, progress: Progress, token: CancelToken) -> None:
-        self.progress, self.token = progress, token
-        super().__init__()
-
-
-class RunDone(Message):
-    def __init__(self, result: Result, token: CancelToken) -> None:
-        self.result, self.token = result, token
-        super().__init__()
-
-
-class RunFailed(Message):
-    def __init__(self, message: str, token: CancelToken, cancelled: bool = False) -> None:
-        self.message, self.token, self.cancelled = message, token, cancelled
-        super().__init__()
-
-
-class StepDone(Message):
-    def __init__(self, number: int, step: Optional[Step], result: Result, message: str = "",
-                 error: bool = False) -> None:
-        self.number, self.step, self.result, self.message, self.error = number, step, result, message, error
-        super().__init__()
+ANYWHERE = {"quit", "command_palette", "toggle_theme", "save_svg"}     # keys that work on every screen
+QUIT_WAIT = 0.5         # seconds run_app waits for engine threads to notice a cancel
 
 
 class FilterInput(Input):
-    BINDINGS = [Binding("escape", "clear", "Clear filter", show=False)]
+    BINDINGS = [Binding("escape", "clear", "Clear filter")]
 
     def action_clear(self) -> None:
         self.value = ""
         self.post_message(self.Submitted(self, ""))
 
 
-class DriftApp(App[int]):
+class DriftApp(ToolsMixin, App[int]):
     """The TUI.  ``engine`` may be None to browse a saved result without reruns."""
 
     CSS_PATH = "app.tcss"
     TITLE = "drifttui"
-    ENABLE_COMMAND_PALETTE = False
 
     BINDINGS = [
-        Binding("q", "quit", "Quit"),
-        Binding("question_mark", "help", "Help"),
-        Binding("g", "origin", "Origin"),
-        Binding("slash", "filter", "Filter"),
-        Binding("f", "only_drift", "Drifting"),
-        Binding("i", "toggle_inspector", "Inspector", show=False),
-        *[Binding(str(n), f"step({n})", f"Step {n}", show=False) for n in range(1, 7)],
-        Binding("n", "step_move(1)", "Next step", show=False),
-        Binding("p", "step_move(-1)", "Prev step", show=False),
-        Binding("l", "step_layers", "Step layers", show=False),
-        Binding("d", "determinism", "Determinism", show=False),
-        Binding("o", "opt_level", "Opt level", show=False),
-        Binding("plus", "tolerance(10)", "Tol ×10", show=False),
-        Binding("minus", "tolerance(0.1)", "Tol ÷10", show=False),
-        Binding("z", "zero_input", "Zero input", show=False),
-        Binding("r", "rerun", "Rerun"),
-        Binding("x", "cancel_run", "Cancel run", show=False),
+        *[Binding(keys, action, title, show=show) for keys, action, title, show in bindings_spec()],
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
 
     def __init__(self, engine: Optional[Engine] = None, config: Optional[Config] = None,
@@ -102,11 +68,21 @@ class DriftApp(App[int]):
         super().__init__()
         self.engine = engine
         self.result = result
-        self.config = config if config is not None else (result.config if result is not None else None)
-        self.running = False
+        self.config = result.config if result is not None else config   # of the result on screen
+        self.pending: Optional[Config] = None                           # of the run in progress
         self.run_tokens: list[CancelToken] = []     # every run's token, in order (tests look)
         self._token: Optional[CancelToken] = None
+        self._step_tokens: dict[int, CancelToken] = {}
         self._layer_cycle = 0
+        self._inspector_wanted: Optional[bool] = None   # None: by width
+        self._progress = None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The main screen's keys act only on the main screen: over the help, a dialog, a
+        prompt or a detail screen, `d` must not start a rerun behind the user's back."""
+        if action in ANYWHERE or self.screen is self.screen_stack[0]:
+            return True
+        return False
 
     # -- layout ------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -117,7 +93,7 @@ class DriftApp(App[int]):
         yield FilterInput(placeholder="filter: module or class name (Enter keeps, Esc clears)",
                           id="filter", classes="hidden")
         yield StepsBar(id="steps")
-        yield Footer()
+        yield Footer(compact=True)
 
     @property
     def table(self) -> LayerTable:
@@ -135,6 +111,15 @@ class DriftApp(App[int]):
     def status(self) -> StatusLine:
         return self.query_one(StatusLine)
 
+    @property
+    def running(self) -> bool:
+        return self.pending is not None
+
+    @property
+    def shown_result(self) -> Optional[Result]:
+        """The result on screen: the finished one, or the first run's partial one."""
+        return self.result if self.result is not None else self.table.result
+
     def on_mount(self) -> None:
         self._apply_layout(self.size.width)
         self.table.focus()
@@ -150,23 +135,29 @@ class DriftApp(App[int]):
         self._apply_layout(event.size.width)
 
     def _apply_layout(self, width: int) -> None:
-        self.query_one("#main").set_class(width < NARROW_WIDTH, "narrow")
+        narrow = width < NARROW_WIDTH
+        self.query_one("#main").set_class(narrow, "narrow")
+        show = self._inspector_wanted if self._inspector_wanted is not None else not narrow
+        self.inspector.set_class(not show, "hidden")
 
     def _show(self, result: Result) -> None:
+        self.config = result.config
         self.table.set_result(result)
-        self.steps_bar.set_steps(result.steps)
-        self.status.set_state(result=result)
+        bar = self.steps_bar
+        bar.shown_config = result.config
+        bar.notes = list(result.notes)
+        bar.adopt(result.steps, result.config)
+        bar.refresh_view()
+        self.status.set_state(result=result, config=result.config)
 
     def on_layer_table_cursor_moved(self, event: LayerTable.CursorMoved) -> None:
-        self.inspector.show(self.table.result, event.layer)
+        partial = self._progress if self.result is None and self.running else None
+        for inspector in self.query(Inspector):      # none while the app shuts down
+            inspector.show(self.table.result, event.layer, progress=partial)
 
     # -- runs ----------------------------------------------------------------------
-    @property
-    def can_rerun(self) -> bool:
-        return self.engine is not None and self.config is not None
-
     def start_run(self, config: Config) -> Optional[CancelToken]:
-        """Cancel the current run (if any) and start ``engine.run(config)`` in a worker."""
+        """Cancel the current run (if any) and start ``engine.run(config)`` in a thread."""
         if self.engine is None:
             self.status.set_state(message=NO_ENGINE)
             return None
@@ -175,92 +166,87 @@ class DriftApp(App[int]):
         token = CancelToken()
         self._token = token
         self.run_tokens.append(token)
-        self.config = config
-        self.running = True
-        self.status.set_state(config=config, running=True, message="")
-        self._run_worker(config, token)
+        self.pending = config
+        self._progress = None
+        self.status.set_state(pending=config, running=True, message="")
+        runner.run_in_thread(self, self.engine, config, token)
         return token
 
-    @work(thread=True, exclusive=True, group="run", exit_on_error=False)
-    def _run_worker(self, config: Config, token: CancelToken) -> None:
-        assert self.engine is not None
-
-        def progress(p: Progress) -> None:
-            if not token.cancelled:
-                self.post_message(RunProgress(p, token))
-
-        try:
-            result = self.engine.run(config, progress, token)
-        except Cancelled:
-            self.post_message(RunFailed("cancelled", token, cancelled=True))
-            return
-        except BaseException as err:  # noqa: BLE001 - any engine failure becomes a modal
-            self.post_message(RunFailed(str(err) or type(err).__name__, token))
-            return
-        if token.cancelled:
-            self.post_message(RunFailed("cancelled", token, cancelled=True))
-        else:
-            self.post_message(RunDone(result, token))
-
     def on_run_progress(self, message: RunProgress) -> None:
-        if message.token is not self._token:
+        if message.token is not self._token or not self.running:
             return
+        self._progress = message.progress
         self.status.set_state(progress=message.progress)
-        if message.progress.partial is not None:
+        # partial results only while nothing else is on screen: a rerun keeps the shown result
+        # (and its configuration line) until it is done
+        if message.progress.partial is not None and self.result is None:
             self.table.set_result(message.progress.partial)
             self.status.set_state(result=message.progress.partial)
 
     def on_run_done(self, message: RunDone) -> None:
-        if message.token is not self._token:
+        if message.token is not self._token or not self.running:
             return
-        self.running = False
+        self.pending = None
         self.result = message.result
         self.status.set_state(running=False, message="")
         self._show(message.result)
 
     def on_run_failed(self, message: RunFailed) -> None:
-        if message.token is not self._token:
+        if message.token is not self._token or not self.running:
             return
-        self.running = False
+        self.pending = None
         self.status.set_state(running=False, message="run cancelled" if message.cancelled else "run failed")
         if not message.cancelled:
             self.push_screen(ErrorScreen(message.message))
 
     def _rerun_with(self, **changes) -> None:
-        if not self.can_rerun:
+        base = self.pending or self.config
+        if self.engine is None or base is None:
             self.status.set_state(message=NO_ENGINE)
             self.notify(NO_ENGINE, severity="warning")
             return
-        assert self.config is not None
-        self.start_run(dataclasses.replace(self.config, **changes))
+        self.start_run(dataclasses.replace(base, **changes))
+
+    def _base(self) -> Optional[Config]:
+        return self.pending or self.config
 
     def action_rerun(self) -> None:
         self._rerun_with()
 
     def action_determinism(self) -> None:
-        if self.config is not None:
-            self._rerun_with(deterministic=not self.config.deterministic)
+        if (base := self._base()) is not None:
+            self._rerun_with(deterministic=not base.deterministic)
 
     def action_opt_level(self) -> None:
-        if self.config is not None:
-            cur = self.config.opt_level
+        if (base := self._base()) is not None:
+            cur = base.opt_level
             nxt = OPT_LEVELS[(OPT_LEVELS.index(cur) + 1) % len(OPT_LEVELS)] if cur in OPT_LEVELS else OPT_LEVELS[0]
             self._rerun_with(opt_level=nxt)
 
     def action_tolerance(self, factor: float) -> None:
-        if self.config is not None:
-            self._rerun_with(atol=float(f"{self.config.atol * factor:.3g}"),
-                             rtol=float(f"{self.config.rtol * factor:.3g}"))
+        if (base := self._base()) is not None:
+            self._rerun_with(atol=float(f"{base.atol * factor:.3g}"), rtol=float(f"{base.rtol * factor:.3g}"))
 
     def action_zero_input(self) -> None:
-        if self.config is not None:
-            self._rerun_with(zero_input=not self.config.zero_input)
+        if (base := self._base()) is not None:
+            self._rerun_with(zero_input=not base.zero_input)
 
-    def action_cancel_run(self) -> None:
+    def action_cancel(self) -> None:
+        """Cancel the running capture; if none, the running step(s)."""
         if self._token is not None and self.running:
             self._token.cancel()
-            self.running = False
-            self.status.set_state(running=False, message="run cancelled")
+            self.pending = None
+            self.status.set_state(running=False, message="run cancelled: the result on screen is unchanged")
+            return
+        bar = self.steps_bar
+        if bar.running:
+            for n in sorted(bar.running):
+                self._step_tokens[n].cancel()
+                bar.messages[n] = f"step {n} cancelled"
+            bar.running.clear()
+            bar.refresh_view()
+            return
+        self.status.set_state(message="nothing is running")
 
     # -- steps ---------------------------------------------------------------------
     def action_step(self, number: int) -> None:
@@ -271,43 +257,34 @@ class DriftApp(App[int]):
         if number in bar.running or (number in bar.steps and not already_shown):
             bar.refresh_view()
             return
-        result = self.table.result if self.result is None else self.result
+        result = self.shown_result
         if self.engine is None or result is None:
             if number not in bar.steps:
                 bar.messages[number] = (f"step {number} not available: "
                                         + ("no result yet" if result is None else "no engine (saved report)"))
             bar.refresh_view()
             return
+        token = CancelToken()
+        self._step_tokens[number] = token
         bar.running.add(number)
+        bar.progress.pop(number, None)
         bar.messages.pop(number, None)
         bar.refresh_view()
-        self._step_worker(number, result)
+        runner.step_in_thread(self, self.engine, number, result, token)
 
-    @work(thread=True, group="steps", exit_on_error=False)
-    def _step_worker(self, number: int, result: Result) -> None:
-        assert self.engine is not None
-        try:
-            step = self.engine.step(number, result)
-        except (NotImplementedError, ModuleNotFoundError, ImportError):
-            self.post_message(StepDone(number, None, result, f"step {number} not available yet"))
-            return
-        except Cancelled:
-            self.post_message(StepDone(number, None, result, f"step {number} cancelled"))
-            return
-        except BaseException as err:  # noqa: BLE001
-            self.post_message(StepDone(number, None, result, str(err) or type(err).__name__, error=True))
-            return
-        self.post_message(StepDone(number, step, result))
+    def on_step_progress(self, message: StepProgress) -> None:
+        bar = self.steps_bar
+        if message.number in bar.running:
+            bar.progress[message.number] = message.progress
+            bar.refresh_view()
 
     def on_step_done(self, message: StepDone) -> None:
         bar = self.steps_bar
-        bar.running.discard(message.number)
-        current = self.result if self.result is not None else self.table.result
-        if message.result is not current:
-            bar.refresh_view()
+        if message.number not in bar.running:      # cancelled meanwhile
             return
+        bar.running.discard(message.number)
         if message.step is not None:
-            bar.steps[message.number] = message.step
+            bar.set_step(message.step, message.result.config)
         else:
             bar.messages[message.number] = message.message
             if message.error:
@@ -328,6 +305,22 @@ class DriftApp(App[int]):
         self._layer_cycle += 1
         self.table.go_to_layer(layer)
         self.table.focus()
+
+    def action_step_detail(self) -> None:
+        bar = self.steps_bar
+        step = bar.steps.get(bar.selected) if bar.selected else None
+        if step is None:
+            self.notify("no step result shown: press 1-6 first", severity="information")
+            return
+        self.push_screen(step_detail(step, self.shown_result, bar.stale(step.step)))
+
+    def action_layer_detail(self) -> None:
+        layer = self.table.cursor_layer
+        screen = layer_detail(self.table.result, layer) if layer is not None else None
+        if screen is None:
+            self.notify("no layer under the cursor", severity="information")
+            return
+        self.push_screen(screen)
 
     # -- view ----------------------------------------------------------------------
     def action_origin(self) -> None:
@@ -354,22 +347,59 @@ class DriftApp(App[int]):
 
     def action_only_drift(self) -> None:
         self.table.set_filter(only_drift=not self.table.layer_tree.only_drift)
-        self.status.set_state(message="only drifting/inherited rows" if self.table.layer_tree.only_drift else "all rows")
+        self.status.set_state(message="only drifting rows" if self.table.layer_tree.only_drift else "all rows")
 
     def action_toggle_inspector(self) -> None:
-        self.inspector.toggle_class("hidden")
+        self._inspector_wanted = self.inspector.has_class("hidden")
+        self._apply_layout(self.size.width)
         if self.inspector.has_class("hidden") and self.focused is self.inspector:
             self.table.focus()
 
+    def action_table(self, name: str) -> None:
+        """A layer-table action from the command palette (its keys work in the table itself)."""
+        getattr(self.table, f"action_{name}")()
+        self.table.focus()
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
+
+    @property
+    def run_tokens(self) -> list[CancelToken]:
+        """The cancel tokens of the capture and the steps running now (signals_quit cancels them)."""
+        return [t for t in [self._token, *self._step_tokens.values()] if t is not None]
+
+    async def action_quit(self) -> None:
+        """Quit at once: cancel what runs; run_app waits a moment for the threads."""
+        busy = self.running or bool(self.steps_bar.running)
+        for token in [self._token, *self._step_tokens.values()]:
+            if token is not None:
+                token.cancel()
+        if busy:
+            self.status.set_state(running=False, message="stopping…")
+        self.exit(0)
 
 
 def run_app(engine: Optional[Engine] = None, config: Optional[Config] = None,
             result: Optional[Result] = None) -> int:
     """Run the TUI until the user quits; returns the app's return code (0 after a normal quit,
-    non-zero after a crash: Textual sets it when an exception ends the app)."""
+    non-zero after a crash, 128 + signum after SIGTERM/SIGHUP).
+
+    If an engine thread is still busy after the app exits (a capture between two
+    cancellation checks), say "stopping…", give it QUIT_WAIT seconds, then leave without
+    waiting for it: nothing is being written, and a quit must never look like a hang."""
     app = DriftApp(engine, config=config, result=result)
     with signals_quit(app):
-        code = app.run()
-    return int(app.return_code or code or 0)
+        ran = app.run()
+    # Textual sets return_code when an exception ends the app: a crash exits non-zero
+    code = int(app.return_code or ran or 0)
+    threads = runner.alive_threads()
+    if threads:
+        sys.stderr.write("drifttui: stopping…\n")
+        sys.stderr.flush()
+        deadline = time.monotonic() + QUIT_WAIT
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        if runner.alive_threads():
+            sys.stdout.flush()
+            os._exit(code)
+    return code

@@ -68,12 +68,29 @@ def fmt_value(value: float) -> str:
     return text
 
 
-def heat_cell(value: Optional[float], threshold: float) -> tuple[str, Style]:
+FAIL_BAND = 3          # first band that fails the tolerance
+NO_COLOR_FAIL = Style(bold=True, reverse=True)
+
+
+def cell_style(b: int, fails: Optional[bool] = None, no_color: bool = False) -> Style:
+    """Style of a value in band ``b``.  ``fails`` is the engine's decision (Layer.fails); None
+    (an old report without it) falls back to the band.  Without colour, failing values are
+    bold and reversed: never fainter than passing ones."""
+    failing = b >= FAIL_BAND if fails is None else fails
+    if no_color:
+        return NO_COLOR_FAIL if failing else Style()
+    if failing:
+        return BAND_STYLES[max(b, FAIL_BAND)]
+    return BAND_STYLES[min(b, FAIL_BAND - 1)]
+
+
+def heat_cell(value: Optional[float], threshold: float, fails: Optional[bool] = None,
+              no_color: bool = False) -> tuple[str, Style]:
     """Text (CELL_WIDTH cells) and style of one heat cell; ``None`` is a dim dot."""
     if value is None:
         return EMPTY_CELL, EMPTY_STYLE
     b = band(value, threshold)
-    return GLYPHS[b] + fmt_value(value), BAND_STYLES[b]
+    return GLYPHS[b] + fmt_value(value), cell_style(b, fails, no_color)
 
 
 def legend() -> list[tuple[str, Style]]:

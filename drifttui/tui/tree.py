@@ -9,11 +9,33 @@ from __future__ import annotations
 import math
 from typing import Iterable, Optional, Sequence
 
-from drifttui.core.result import DRIFT, INHERITED, Layer
+from drifttui.core.result import DRIFT, FAIL_COLUMNS, INHERITED, UNATTRIBUTED, Layer
 
-DRIFTING = (DRIFT, INHERITED)
+DRIFTING = (DRIFT, INHERITED, UNATTRIBUTED)
 Values = tuple[Optional[float], Optional[float], Optional[float], Optional[float]]
+Fails = tuple[Optional[bool], Optional[bool], Optional[bool], Optional[bool]]
 Key = tuple[str, int]
+ROOT_NAME = "(root)"      # the one name of the root module, everywhere in the TUI
+SORTS = (None, "local", "max_abs", "cos")     # the `w` key cycles through these
+
+
+def display_name(module: str) -> str:
+    return module or ROOT_NAME
+
+
+def own_fails(layer: Layer) -> Fails:
+    """The engine's pass/fail per column (Layer.fails); None where it did not say (old reports)."""
+    if not layer.fails:
+        return (None, None, None, None)
+    return tuple(layer.fails.get(c) for c in FAIL_COLUMNS)  # type: ignore[return-value]
+
+
+def _any_fail(a: Optional[bool], b: Optional[bool]) -> Optional[bool]:
+    if a or b:
+        return True
+    if a is None or b is None:
+        return None
+    return False
 
 
 def _worst(a: Optional[float], b: Optional[float]) -> Optional[float]:
@@ -57,16 +79,23 @@ class LayerTree:
         self.order = self._preorder(range(n))
         self.own: list[Values] = [own_values(l) for l in self.layers]
         self.rolled: list[Values] = list(self.own)
+        self.own_fails: list[Fails] = [own_fails(l) for l in self.layers]
+        self.rolled_fails: list[Fails] = list(self.own_fails)
         self.has_drift: list[bool] = [l.status in DRIFTING for l in self.layers]
         for i in reversed(self.order):          # children before parents
             p = self.parent[i]
             if p is not None:
                 a, b = self.rolled[p], self.rolled[i]
                 self.rolled[p] = tuple(_worst(x, y) for x, y in zip(a, b))  # type: ignore[assignment]
+                self.rolled_fails[p] = tuple(_any_fail(x, y) for x, y in  # type: ignore[assignment]
+                                             zip(self.rolled_fails[p], self.rolled_fails[i]))
                 self.has_drift[p] = self.has_drift[p] or self.has_drift[i]
         self.expanded: set[int] = {i for i in range(n) if self.children[i]}
         self.filter_text = ""
         self.only_drift = False
+        self.sort: Optional[str] = None
+        self._kids = self.children
+        self._roots = self.roots
         self.rows: list[int] = []
         self._row_of: dict[int, int] = {}
         self.rebuild()
@@ -136,9 +165,9 @@ class LayerTree:
         else:
             keep = None
         rows: list[int] = []
-        stack = list(reversed(self.roots))
+        stack = list(reversed(self._roots))
         expanded = self.expanded
-        children = self.children
+        children = self._kids
         while stack:
             i = stack.pop()
             if keep is not None and not keep[i]:
@@ -148,6 +177,46 @@ class LayerTree:
                 stack.extend(reversed(children[i]))
         self.rows = rows
         self._row_of = {layer: r for r, layer in enumerate(rows)}
+
+    def set_sort(self, column: Optional[str]) -> None:
+        """Order siblings by their subtree's worst value in ``column`` (worst first), or by
+        execution order (None)."""
+        self.sort = column
+        if column is None:
+            self._kids, self._roots = self.children, self.roots
+        else:
+            col = FAIL_COLUMNS.index(column)
+
+            def key(i: int) -> tuple:
+                v = self.rolled[i][col]
+                return (v is None, -(v if v is not None and v == v else math.inf), i)
+
+            self._kids = [sorted(kids, key=key) for kids in self.children]
+            self._roots = sorted(self.roots, key=key)
+        self.rebuild()
+
+    def values_fails(self, i: int) -> tuple[Values, Fails]:
+        """Values shown for layer ``i`` and the engine's pass/fail for them."""
+        values, rolled = self.values(i)
+        return values, (self.rolled_fails[i] if rolled else self.own_fails[i])
+
+    def search(self, text: str, after: Optional[int], direction: int = 1) -> Optional[int]:
+        """The next (``direction`` 1) or previous (-1) layer, in execution order, whose module
+        or class name contains ``text``, starting after layer ``after``; wraps around."""
+        text = text.strip().lower()
+        if not text:
+            return None
+        order = self.order
+        n = len(order)
+        if not n:
+            return None
+        pos = {layer: k for k, layer in enumerate(order)}
+        start = pos[after] if after in pos else (-1 if direction > 0 else n)
+        for step in range(1, n + 1):
+            layer = order[(start + direction * step) % n]
+            if text in self.layers[layer].module.lower() or text in self.layers[layer].cls.lower():
+                return layer
+        return None
 
     def row_of(self, i: int) -> Optional[int]:
         return self._row_of.get(i)
@@ -205,6 +274,7 @@ class LayerTree:
                           if self.children[i] and i not in self.expanded},
             "filter_text": self.filter_text,
             "only_drift": self.only_drift,
+            "sort": self.sort,
         }
 
     def restore(self, state: dict) -> None:
@@ -213,7 +283,7 @@ class LayerTree:
                          if self.children[i] and key_of(self.layers[i]) not in collapsed}
         self.filter_text = state.get("filter_text", "")
         self.only_drift = state.get("only_drift", False)
-        self.rebuild()
+        self.set_sort(state.get("sort"))
 
     def index_of_key(self, key: Key) -> Optional[int]:
         for i, layer in enumerate(self.layers):

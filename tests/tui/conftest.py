@@ -1,70 +1,21 @@
-"""Fixtures for the TUI tests: a fake engine with frozen synthetic results."""
+"""Fixtures for the TUI tests: results recorded from the real engine (tests/tui/fixtures,
+written by scripts/record_fixtures.py) and a replaying fake engine for timing and failures."""
 from __future__ import annotations
-
-import threading
-import time
-from typing import Optional
 
 import pytest
 
-from drifttui.api import CancelToken, Progress, no_progress
-from drifttui.core.result import Config, Result, Step
+from drifttui.core.result import Config, Result
 from drifttui.errors import ModelError
-from drifttui.testing.synthetic import synthetic_result, synthetic_step
+from drifttui.testing.replay import ReplayEngine, load_fixture
 
-CONFIG = Config(model="synthetic:net", example="synthetic", samples=20)
-
-
-class FakeEngine:
-    """Frozen results; ``block=True`` makes runs wait on ``gate`` (honouring cancel)."""
-
-    def __init__(self, n_layers: int = 60, block: bool = False, fail: Optional[Exception] = None,
-                 unavailable_steps: tuple[int, ...] = (), step_fail: Optional[Exception] = None) -> None:
-        self.n_layers = n_layers
-        self.gate = threading.Event()
-        if not block:
-            self.gate.set()
-        self.fail = fail
-        self.unavailable_steps = unavailable_steps
-        self.step_fail = step_fail
-        self.configs: list[Config] = []
-        self.tokens: list[Optional[CancelToken]] = []
-        self.steps_run: list[int] = []
-        self.started = threading.Event()
-
-    def run(self, config: Config, progress=no_progress, cancel: Optional[CancelToken] = None) -> Result:
-        self.configs.append(config)
-        self.tokens.append(cancel)
-        self.started.set()
-        progress(Progress("samples", 0, config.samples, "starting"))
-        deadline = time.monotonic() + 10
-        while not self.gate.wait(0.005):
-            if cancel is not None:
-                cancel.check()
-            if time.monotonic() > deadline:
-                raise TimeoutError("fake engine gate never opened")
-        if cancel is not None:
-            cancel.check()
-        if self.fail is not None:
-            raise self.fail
-        scale = 0.01 if config.deterministic else 1.0
-        result = synthetic_result(self.n_layers, config=config, error_scale=scale, steps=False)
-        progress(Progress("samples", config.samples, config.samples, partial=result))
-        return result
-
-    def step(self, number: int, result: Result, progress=no_progress,
-             cancel: Optional[CancelToken] = None) -> Step:
-        self.steps_run.append(number)
-        if number in self.unavailable_steps:
-            raise NotImplementedError(f"step {number}")
-        if self.step_fail is not None:
-            raise self.step_fail
-        return synthetic_step(number, result)
+DEMO = load_fixture()
+CONFIG = DEMO.config            # example:resnet18-bf16, 8 samples
 
 
 @pytest.fixture(autouse=True)
 def _no_animations(monkeypatch):
     monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
+    monkeypatch.delenv("NO_COLOR", raising=False)
 
 
 @pytest.fixture
@@ -74,17 +25,38 @@ def config() -> Config:
 
 @pytest.fixture
 def result() -> Result:
-    return synthetic_result(60, config=CONFIG)
+    return DEMO
 
 
 @pytest.fixture
-def engine() -> FakeEngine:
-    return FakeEngine()
+def engine() -> ReplayEngine:
+    return ReplayEngine()
 
 
 @pytest.fixture
 def model_error() -> Exception:
     return ModelError("ONNX Runtime cannot run the graph", "check the opset")
+
+
+async def settle(app, pilot, timeout: float = 5.0) -> None:
+    """Wait until no capture and no step runs, then let the UI process its messages."""
+    await wait_until(pilot, lambda: not app.running and not app.steps_bar.running, timeout)
+    await pilot.pause()
+    await pilot.pause()
+
+
+async def wait_until(pilot, cond, timeout: float = 5.0) -> None:
+    for _ in range(int(timeout / 0.01)):
+        if cond():
+            return
+        await pilot.pause(0.01)
+    raise AssertionError("condition not met")
+
+
+def screen_text(app) -> str:
+    """What the terminal shows, as plain text lines."""
+    comp = app.screen._compositor
+    return "\n".join(strip.text for strip in comp.render_strips())
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -1,40 +1,44 @@
-"""SVG snapshots (pytest-textual-snapshot). Regenerate with ``--snapshot-update``.
-
-Results are synthetic with frozen timings, so the pictures are deterministic.
-"""
+"""SVG snapshots (pytest-textual-snapshot) of results recorded from the real engine.
+Regenerate with ``pytest tests/tui/test_snapshots.py --snapshot-update`` after an intended
+visual change (and scripts/record_fixtures.py after an engine change)."""
 from __future__ import annotations
 
-from drifttui.testing.synthetic import synthetic_result
+import pytest
+
+from drifttui.testing.replay import ReplayEngine, load_fixture
 from drifttui.tui.app import DriftApp
 
-from .conftest import CONFIG, FakeEngine
+SIZES = [(80, 24), (100, 30), (120, 40), (200, 50)]
 
 
-def make_app() -> DriftApp:
-    return DriftApp(FakeEngine(), result=synthetic_result(60, config=CONFIG))
+def make_app(name: str = "resnet18-bf16") -> DriftApp:
+    return DriftApp(ReplayEngine(name), result=load_fixture(name))
 
 
-def test_main_80x24(snap_compare):
-    assert snap_compare(make_app(), terminal_size=(80, 24))
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_main(snap_compare, size):
+    assert snap_compare(make_app(), terminal_size=size)
 
 
-def test_main_120x40(snap_compare):
-    assert snap_compare(make_app(), terminal_size=(120, 40))
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+def test_step_3_shows_the_fix(snap_compare, size):
+    assert snap_compare(make_app(), terminal_size=size, press=["3"])
 
 
-def test_step_view(snap_compare):
-    assert snap_compare(make_app(), terminal_size=(120, 40), press=["3"])
+def test_step_detail_80x24(snap_compare):
+    assert snap_compare(make_app(), terminal_size=(80, 24), press=["3", "s"])
 
 
-def test_inspector_initializers(snap_compare):
-    app = make_app()
+def test_layer_detail_80x24(snap_compare):
+    assert snap_compare(make_app(), terminal_size=(80, 24), press=["enter"])
 
-    async def run_before(pilot) -> None:
-        attn = next(l.index for l in app.table.result.layers if l.module.endswith("block2.attn"))
-        app.table.go_to_layer(attn)
-        await pilot.pause()
 
-    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
+def test_inspector_80x24(snap_compare):
+    assert snap_compare(make_app(), terminal_size=(80, 24), press=["i"])
+
+
+def test_transformer_120x40(snap_compare):
+    assert snap_compare(make_app("transformer-ln-eps"), terminal_size=(120, 40), press=["6"])
 
 
 def test_help(snap_compare):
@@ -43,3 +47,12 @@ def test_help(snap_compare):
 
 def test_filtered_only_drift_80x24(snap_compare):
     assert snap_compare(make_app(), terminal_size=(80, 24), press=["f", "C"])
+
+
+def test_no_color_80x24(snap_compare, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")          # failing cells bold + reversed, never fainter
+    assert snap_compare(make_app(), terminal_size=(80, 24))
+
+
+def test_light_theme_120x40(snap_compare):
+    assert snap_compare(make_app(), terminal_size=(120, 40), press=["T"])

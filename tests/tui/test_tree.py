@@ -1,13 +1,15 @@
 """The pure layer tree: rows, collapse, filters, roll-ups (no UI)."""
 from __future__ import annotations
 
-from drifttui.core.result import DRIFT, INHERITED
-from drifttui.testing.synthetic import synthetic_result
+import dataclasses
+
+from drifttui.core.result import DRIFT, INHERITED, UNATTRIBUTED
+from drifttui.testing.replay import load_fixture, tiled
 from drifttui.tui.tree import LayerTree
 
 
-def make(n=60):
-    r = synthetic_result(n)
+def make(name="resnet18-bf16"):
+    r = load_fixture(name)
     return r, LayerTree(r.layers, r.drift_origin.layer)
 
 
@@ -19,7 +21,7 @@ def test_all_expanded_rows_are_execution_order():
 
 def test_collapse_hides_subtree_and_expand_restores():
     r, t = make()
-    block = next(l.index for l in r.layers if l.cls == "Block")
+    block = next(l.index for l in r.layers if l.cls == "BasicBlock")
     kids = t.children[block]
     assert kids
     assert t.collapse(block)
@@ -51,12 +53,12 @@ def test_collapse_all_keeps_root_open():
 
 def test_filter_by_name_keeps_ancestors():
     r, t = make()
-    t.set_filter(text="attn")
+    t.set_filter(text="relu")
     names = [r.layers[i].module for i in t.rows]
-    assert any(n.endswith("attn") for n in names)
+    assert any(n.endswith("relu") for n in names)
     for i in t.rows:
         layer = r.layers[i]
-        assert "attn" in layer.module or any(t.children[i])
+        assert "relu" in layer.module or any(t.children[i])
     t.set_filter(text="")
     assert len(t.rows) == len(r.layers)
 
@@ -84,18 +86,17 @@ def test_reveal_expands_ancestors_and_clears_hiding_filter():
 
 def test_state_survives_a_new_result():
     r, t = make()
-    block = next(l.index for l in r.layers if l.cls == "Block")
+    block = next(l.index for l in r.layers if l.cls == "BasicBlock")
     t.collapse(block)
     t.set_filter(only_drift=True)
-    t2 = LayerTree(synthetic_result(60, seed=1).layers)
+    t2 = LayerTree(load_fixture("resnet18").layers)      # another run of the same model
     t2.restore(t.state())
     assert block not in t2.expanded and t2.only_drift
 
 
 def test_empty_and_malformed_parents():
     assert LayerTree([]).rows == []
-    r = synthetic_result(10)
-    import dataclasses
+    r = load_fixture()
     layers = [dataclasses.replace(l, parent=99) if i == 3 else l for i, l in enumerate(r.layers)]
     t = LayerTree(layers)
     assert 3 in t.rows and 3 in t.roots
@@ -103,10 +104,61 @@ def test_empty_and_malformed_parents():
 
 def test_ten_thousand_rows_rebuild_fast():
     import time
-    r = synthetic_result(10_000)
+    r = tiled(load_fixture(), 134)
     t = LayerTree(r.layers, r.drift_origin.layer)
-    assert len(t.rows) == 10_000
+    assert len(t.rows) == len(r.layers) >= 10_000
     start = time.perf_counter()
     t.collapse_all()
     t.expand_all()
     assert time.perf_counter() - start < 0.5
+
+
+def test_sort_by_worst_local_puts_the_origin_first_among_siblings_and_back():
+    r, t = make()
+    t.set_sort("local")
+    o = r.drift_origin.layer
+    # every ancestor of the origin is its parent's first child: worst local first
+    chain = [o, *t.ancestors(o)]
+    for child in chain[:-1]:
+        parent = t.parent[child]
+        visible_kids = [i for i in t.rows if t.parent[i] == parent]
+        assert visible_kids[0] == child, (r.layers[child].module, [r.layers[i].module for i in visible_kids])
+    t.set_sort(None)
+    assert t.rows == list(range(len(r.layers)))
+
+
+def test_search_next_previous_wraps_in_execution_order():
+    r, t = make()
+    hits = [i for i in range(len(r.layers)) if "bn1" in r.layers[i].module]
+    assert t.search("BN1", None) == hits[0]
+    assert t.search("bn1", hits[0]) == hits[1]
+    assert t.search("bn1", hits[-1]) == hits[0]          # wraps
+    assert t.search("bn1", hits[1], -1) == hits[0]
+    assert t.search("bn1", hits[0], -1) == hits[-1]
+    assert t.search("no-such-name", None) is None and t.search("", None) is None
+
+
+def test_engine_fails_are_rendered_and_rolled_up_not_rederived():
+    r = load_fixture()
+    o = r.drift_origin.layer
+    # the engine says the origin's abs passes and its 1-cos fails (unlike the bands would)
+    layers = [dataclasses.replace(l, fails={"max_abs": False, "max_rel": True, "local": True, "cos": True})
+              if l.index == o else dataclasses.replace(l, fails={c: False for c in l.fails or
+                                                                  ("max_abs", "max_rel", "local", "cos")})
+              for l in r.layers]
+    t = LayerTree(layers, o)
+    assert t.values_fails(o)[1] == (False, True, True, True)
+    parent = t.parent[o]
+    t.collapse(parent)
+    values, fails = t.values_fails(parent)
+    assert fails == (False, True, True, True)          # any failing descendant
+    old = LayerTree(r.layers, o)                        # an old report: no Layer.fails
+    assert old.values_fails(o)[1] == (None, None, None, None)
+
+
+def test_unattributed_counts_as_drifting():
+    r = load_fixture()
+    layers = [dataclasses.replace(l, status=UNATTRIBUTED) if l.index == 5 else l for l in r.layers]
+    t = LayerTree(layers, r.drift_origin.layer)
+    t.set_filter(only_drift=True)
+    assert t.row_of(5) is not None

@@ -1,4 +1,4 @@
-"""The help screen: every key, and how to read the heat cells."""
+"""The help screen: every key, every status, every column, and how to read the heat cells."""
 from __future__ import annotations
 
 from rich.console import Group
@@ -11,28 +11,46 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from drifttui.tui.heat import legend
-from drifttui.tui.keymap import KEYMAP
+from drifttui.tui.keymap import ACTIONS, COLUMN_HELP, STATUS_HELP
+
+
+def _two_columns(rows, width: int = 18) -> Table:
+    table = Table(box=None, show_header=False, padding=(0, 1), expand=False)
+    table.add_column("key", style="bold", no_wrap=True, width=width)
+    table.add_column("what")
+    for key, what in rows:
+        table.add_row(key, what)
+    return table
 
 
 def help_renderable() -> Group:
+    from drifttui.tui.widgets.layer_table import STATUS_STYLES, STATUS_TEXT
+
     parts: list = []
-    for section, keys in KEYMAP:
+    sections: dict[str, list[tuple[str, str]]] = {}
+    for a in ACTIONS:
+        if a.action.startswith("step(") and a.action != "step(1)":
+            continue
+        row = ("1 … 6", "run (or show) step N; pressing the shown step again reruns it") \
+            if a.action == "step(1)" else (a.shown, a.help)
+        sections.setdefault(a.section, []).append(row)
+    for section, rows in sections.items():
         parts.append(Text(section, style="bold underline"))
-        table = Table(box=None, show_header=False, padding=(0, 1), expand=False)
-        table.add_column("key", style="bold", no_wrap=True, width=20)
-        table.add_column("what")
-        for key, what in keys:
-            table.add_row(key, what)
-        parts.append(table)
+        parts.append(_two_columns(rows))
+    parts.append(Text("Statuses", style="bold underline"))
+    status_rows = [(Text(STATUS_TEXT.get(s, s), style=STATUS_STYLES.get(s, "")), what) for s, what in STATUS_HELP]
+    parts.append(_two_columns(status_rows))
+    parts.append(Text("Columns", style="bold underline"))
+    parts.append(_two_columns(COLUMN_HELP))
     cells = Text()
     for text, style in legend():
         cells.append(text, style=style)
         cells.append("  ")
     parts.append(Text("Heat cells (glyph + value; bold fails the tolerance)", style="bold underline"))
     parts.append(cells)
-    parts.append(Text("abs and local vs atol, rel vs rtol, 1-cos vs max(rtol²/2, 1e-6); a collapsed module shows "
-                      "its subtree's worst.  ◆ marks the drift origin: the first module whose own "
-                      "error fails the tolerance.", style="dim"))
+    parts.append(Text("Pass/fail is the engine's decision (Layer.fails); a collapsed module shows its "
+                      "subtree's worst.  Without colour (NO_COLOR) failing cells are bold and reversed.",
+                      style="italic"))
     return Group(*parts)
 
 

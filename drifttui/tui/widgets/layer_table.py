@@ -19,20 +19,24 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from drifttui.core.result import (
-    DRIFT, FUSED, INHERITED, NOT_EXPORTED, OK, UNMAPPED, Result, Tolerance,
+    DRIFT, FUSED, INHERITED, NOT_EXPORTED, OK, UNATTRIBUTED, UNMAPPED, Result, Tolerance,
 )
 from drifttui.tui.heat import CELL_WIDTH, COLUMNS, COLUMN_TITLES, heat_cell, thresholds
-from drifttui.tui.tree import LayerTree
+from drifttui.tui.tree import ROOT_NAME, LayerTree
 
 ORIGIN_MARK = "◆"
 STATUS_TEXT = {OK: "ok", DRIFT: "drift", INHERITED: "inherited", FUSED: "fused",
-               NOT_EXPORTED: "not exported", UNMAPPED: "unmapped"}
-STATUS_SHORT = {NOT_EXPORTED: "not exp."}
+               NOT_EXPORTED: "not exported", UNMAPPED: "unmapped", UNATTRIBUTED: "unattributed"}
+STATUS_SHORT = {NOT_EXPORTED: "not exp.", UNATTRIBUTED: "unattrib."}
 STATUS_STYLES = {
     OK: Style(color="#5fb36b"), DRIFT: Style(color="#e8503a", bold=True),
     INHERITED: Style(color="#f0a030"), FUSED: Style(color="#6aa0d8", italic=True),
     NOT_EXPORTED: Style(color="#8a8a8a", italic=True), UNMAPPED: Style(color="#b07ad8", italic=True),
+    UNATTRIBUTED: Style(color="#f0a030", bold=True, underline=True),
 }
+NO_COLOR_STATUS = {DRIFT: Style(bold=True, reverse=True), UNATTRIBUTED: Style(bold=True, underline=True),
+                   INHERITED: Style(bold=True)}
+SORT_LABEL = {"local": "local", "max_abs": "abs", "cos": "1-cos"}
 
 
 def _fit(text: str, width: int) -> str:
@@ -70,7 +74,7 @@ class LayerTable(ScrollView, can_focus=True):
         Binding("end", "last", "Last", show=False),
         Binding("left", "collapse", "Collapse", show=False),
         Binding("right", "expand", "Expand", show=False),
-        Binding("space,enter", "toggle", "Expand/collapse", show=False),
+        Binding("space", "toggle", "Expand/collapse", show=False),
         Binding("E", "expand_all", "Expand all", show=False),
         Binding("C", "collapse_all", "Collapse all", show=False),
     ]
@@ -101,6 +105,7 @@ class LayerTable(ScrollView, can_focus=True):
         self._cache: LRUCache[tuple, Strip] = LRUCache(4096)
         self._columns = Columns(80)
         self._last_layer: Optional[int] = None
+        self._anchor: Optional[int] = None     # the layer a filter hid from under the cursor
 
     # -- data ------------------------------------------------------------------
     def set_result(self, result: Optional[Result], keep_state: bool = True) -> None:
@@ -187,15 +192,19 @@ class LayerTable(ScrollView, can_focus=True):
 
     # -- actions -----------------------------------------------------------------
     def action_cursor(self, delta: int) -> None:
+        self._anchor = None
         self.set_cursor(self.cursor + delta)
 
     def action_page(self, direction: int) -> None:
+        self._anchor = None
         self.set_cursor(self.cursor + direction * self.page_height)
 
     def action_first(self) -> None:
+        self._anchor = None
         self.set_cursor(0)
 
     def action_last(self) -> None:
+        self._anchor = None
         self.set_cursor(len(self.layer_tree.rows) - 1)
 
     def _after_fold(self, layer: int) -> None:
@@ -238,15 +247,40 @@ class LayerTable(ScrollView, can_focus=True):
             self.set_cursor(self.layer_tree.row_of(visible) or 0)
 
     def set_filter(self, text: str | None = None, only_drift: bool | None = None) -> None:
-        layer = self.cursor_layer
+        """Filter rows; the cursor stays on its layer, or comes back to it when a filter that
+        hid it is relaxed (unless the user moved the cursor meanwhile)."""
+        layer = self._anchor if self._anchor is not None else self.cursor_layer
         self.layer_tree.set_filter(text, only_drift)
+        self._cache.clear()
         self._rows_changed()
         row = self.layer_tree.row_of(layer) if layer is not None else None
-        self.set_cursor(row if row is not None else 0)
+        if row is None:
+            self._anchor = layer
+            self.set_cursor(0)
+        else:
+            self._anchor = None
+            self.set_cursor(row, center=True)
         self._notify(force=True)
+
+    def set_sort(self, column: Optional[str]) -> None:
+        layer = self.cursor_layer
+        self.layer_tree.set_sort(column)
+        self._cache.clear()
+        self._rows_changed()
+        row = self.layer_tree.row_of(layer) if layer is not None else None
+        self.set_cursor(row if row is not None else 0, center=True)
+
+    def search(self, text: str, direction: int = 1) -> Optional[int]:
+        """Jump to the next/previous layer matching ``text`` (revealing it); its index or None."""
+        self._anchor = None
+        found = self.layer_tree.search(text, self.cursor_layer, direction)
+        if found is not None:
+            self.go_to_layer(found)
+        return found
 
     def on_click(self, event: Click) -> None:
         if event.y >= 1:
+            self._anchor = None
             self.set_cursor(round(self.scroll_y) + event.y - 1, scroll=False)
 
     def on_resize(self, event: Resize) -> None:
@@ -273,6 +307,13 @@ class LayerTable(ScrollView, can_focus=True):
             return strip
         row = round(self.scroll_y) + y - 1
         rows = self.layer_tree.rows
+        if not rows and y == 1 and self.result is not None:
+            tree = self.layer_tree
+            why = f"no rows match {tree.filter_text!r}" if tree.filter_text else "no rows match"
+            if tree.only_drift:
+                why += " among drifting rows (f shows all)"
+            msg = f" {why}  (Esc in the filter box clears it)"
+            return Strip([Segment(msg, base + Style(italic=True))]).adjust_cell_length(width, base)
         if row >= len(rows):
             return Strip.blank(width, base)
         layer = rows[row]
@@ -295,14 +336,17 @@ class LayerTable(ScrollView, can_focus=True):
             parts += [" ", _fit("onnx ops", c.ops)]
         parts += [" ", _fit("status", c.status)]
         for col in COLUMNS:
-            parts += [" ", COLUMN_TITLES[col].rjust(CELL_WIDTH)[:CELL_WIDTH]]
+            title = COLUMN_TITLES[col] + ("▼" if self.layer_tree.sort == col else "")
+            parts += [" ", title.rjust(CELL_WIDTH)[:CELL_WIDTH]]
         return Strip([Segment("".join(parts), style)]).adjust_cell_length(width, style)
 
     def _render_row(self, i: int, width: int, base: Style) -> Strip:
         tree = self.layer_tree
         layer = tree.layers[i]
         c = self._columns
-        dim = base + self.get_component_rich_style("layer-table--dim")
+        # foreground only: a background here would punch a hole in the cursor-row highlight
+        dim = base + Style(color=self.get_component_rich_style("layer-table--dim").color)
+        no_color = self.app.no_color
         segs: list[Segment] = []
         is_origin = i == tree.origin
         segs.append(Segment(ORIGIN_MARK if is_origin else " ", base + Style(color="#ff3d9a", bold=True)))
@@ -310,7 +354,7 @@ class LayerTable(ScrollView, can_focus=True):
             fold = "▾ " if i in tree.expanded else "▸ "
         else:
             fold = "  "
-        name = layer.module.rsplit(".", 1)[-1] if layer.module else "(root)"
+        name = layer.module.rsplit(".", 1)[-1] if layer.module else ROOT_NAME
         if layer.call:
             name += f"#{layer.call}"
         indent = "  " * min(layer.depth, 12)
@@ -323,10 +367,12 @@ class LayerTable(ScrollView, can_focus=True):
         status = STATUS_TEXT.get(layer.status, layer.status)
         if c.status < 12:
             status = STATUS_SHORT.get(layer.status, status)
-        segs.append(Segment(" " + _fit(status, c.status), base + STATUS_STYLES.get(layer.status, Style())))
-        values, _rolled = tree.values(i)
-        for col, value in zip(COLUMNS, values):
-            text, style = heat_cell(value, self._thresholds[col])
+        status_style = (NO_COLOR_STATUS.get(layer.status, Style()) if no_color
+                        else STATUS_STYLES.get(layer.status, Style()))
+        segs.append(Segment(" " + _fit(status, c.status), base + status_style))
+        values, fails = tree.values_fails(i)
+        for col, value, fail in zip(COLUMNS, values, fails):
+            text, style = heat_cell(value, self._thresholds[col], fail, no_color)
             segs.append(Segment(" ", base))
             segs.append(Segment(text, base + style))
         return Strip(segs).adjust_cell_length(width, base)

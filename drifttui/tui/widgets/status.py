@@ -8,6 +8,7 @@ from textual.widgets import Static
 
 from drifttui.api import Progress
 from drifttui.core.result import Config, Result
+from drifttui.tui.tree import display_name
 
 
 def config_text(config: Optional[Config]) -> Text:
@@ -32,7 +33,35 @@ def timings_text(timings: dict[str, float]) -> str:
     return " ".join(f"{k} {v:.2f}s" for k, v in timings.items())
 
 
+def progress_text(p: Optional[Progress]) -> Text:
+    """``samples 5/20`` and the engine's message, said once (the message is dropped when it
+    repeats the stage or the count)."""
+    text = Text()
+    if p is None:
+        text.append("starting…", style="italic")
+        return text
+    text.append(p.stage, style="italic")
+    count = f"{p.done}/{p.total}" if p.total else ""
+    if count:
+        text.append(f" {count}")
+    msg = p.message.strip()
+    if msg and msg != p.stage and not (count and count in msg):
+        text.append(f" {msg}", style="dim")
+    return text
+
+
+def changed_fields(pending: Optional[Config], shown: Optional[Config]) -> str:
+    if pending is None or shown is None or pending == shown:
+        return ""
+    plain = config_text(pending).plain.split("  ")
+    before = config_text(shown).plain.split("  ")
+    return "  ".join(p for p, b in zip(plain, before) if p != b)
+
+
 class StatusLine(Static):
+    """Two lines that never wrap: the verdict, origin and run progress; then the
+    configuration OF THE RESULT ON SCREEN (a rerun in progress is shown as "→ <change>")."""
+
     DEFAULT_CSS = """
     StatusLine { height: 2; padding: 0 1; background: $panel; }
     """
@@ -40,29 +69,33 @@ class StatusLine(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id)
         self.result: Optional[Result] = None
-        self.config: Optional[Config] = None
+        self.config: Optional[Config] = None        # the config of the result on screen
+        self.pending: Optional[Config] = None       # the config of the run in progress
         self.progress: Optional[Progress] = None
         self.running = False
         self.message = ""
 
     def set_state(self, *, result: Optional[Result] = None, config: Optional[Config] = None,
                   progress: Optional[Progress] = None, running: Optional[bool] = None,
-                  message: Optional[str] = None) -> None:
+                  message: Optional[str] = None, pending: Optional[Config] = None) -> None:
         if result is not None:
             self.result = result
         if config is not None:
             self.config = config
+        if pending is not None:
+            self.pending = pending
         if running is not None:
             self.running = running
             if not running:
                 self.progress = None
+                self.pending = None
         if progress is not None:
             self.progress = progress
         if message is not None:
             self.message = message
         self.update(self.render_text())
 
-    def render_text(self) -> Text:
+    def first_line(self) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
         r = self.result
         if r is None:
@@ -74,24 +107,26 @@ class StatusLine(Static):
             text.append(" DRIFT ", style="bold white on #e8503a")
             if r.drift_origin is not None:
                 o = r.drift_origin
-                text.append(" origin ◆ ", style="#ff3d9a")
-                text.append(f"{o.module or '(root)'}", style="bold")
-                text.append(f" {o.cls} max abs {o.max_abs:.1e}")
+                text.append(" ◆ ", style="#ff3d9a")
+                text.append(display_name(o.module), style="bold")
+                text.append(f" {o.cls} {o.max_abs:.1e}")
         if self.running:
-            p = self.progress
             text.append("  ⟳ ", style="bold #f0a030")
-            if p is None:
-                text.append("starting…", style="italic")
-            else:
-                text.append(f"{p.stage}", style="italic")
-                if p.total:
-                    text.append(f" {p.done}/{p.total}")
-                if p.message:
-                    text.append(f" {p.message}", style="dim")
+            text.append_text(progress_text(self.progress))
+            change = changed_fields(self.pending, self.config)
+            if change:
+                text.append(f" → {change}", style="bold #f0a030")
         elif self.message:
             text.append(f"  {self.message}", style="italic #f0a030")
-        text.append("\n")
-        text.append_text(config_text(self.config))
-        if r is not None and r.timings and not self.running:
-            text.append("  time " + timings_text(r.timings), style="dim")
         return text
+
+    def second_line(self) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append_text(config_text(self.config))
+        r = self.result
+        if r is not None and r.timings and not self.running and "total" in r.timings:
+            text.append(f"  {r.timings['total']:.1f}s", style="dim")
+        return text
+
+    def render_text(self) -> Text:
+        return Text("\n", no_wrap=True, overflow="ellipsis").join([self.first_line(), self.second_line()])

@@ -1,57 +1,63 @@
-"""The steps bar: the six debugging steps as tabs, and the selected step's verdict,
-summary, evidence and suggestion."""
+"""The steps bar: the six debugging steps as tabs, and the shown step's verdict, summary and
+fix (``s`` opens its full result: drifttui.tui.step_view).
+
+Step results are kept across reruns with the configuration they ran on; a step whose
+configuration differs from the result on screen is marked stale, not dropped.
+"""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from rich.text import Text
 from textual.widgets import Static
 
-from drifttui.core.result import Step
+from drifttui.core.progress import Progress
+from drifttui.core.result import Config, Step
+from drifttui.tui.step_view import VERDICT_GLYPH, VERDICT_STYLE, config_diff
 
 SHORT = {1: "artifact", 2: "zero-input", 3: "onnx node", 4: "tolerance", 5: "determinism", 6: "custom"}
-VERDICT_GLYPH = {"pass": "✓", "fail": "✗", "inconclusive": "?", "skipped": "–"}
-VERDICT_STYLE = {"pass": "#5fb36b", "fail": "bold #e8503a", "inconclusive": "#f0a030", "skipped": "dim"}
-
-
-def _evidence(evidence: dict[str, Any], limit: int = 160) -> str:
-    def fmt(v: Any) -> str:
-        if isinstance(v, float):
-            return f"{v:.3g}"
-        if isinstance(v, dict):
-            return "{" + ", ".join(f"{k}: {fmt(x)}" for k, x in list(v.items())[:4]) + "}"
-        return str(v)
-
-    text = "  ".join(f"{k}={fmt(v)}" for k, v in evidence.items())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+SUMMARY_LINES = 2
 
 
 class StepsBar(Static):
-    """State: ``steps`` (number → Step), ``running`` (numbers), ``messages`` (number → text)."""
+    """State: ``steps`` (number → Step), ``ran_on`` (number → Config it ran on), ``running``,
+    ``progress`` (number → last Progress), ``messages`` (number → text), ``shown_config``."""
 
     DEFAULT_CSS = """
-    StepsBar { height: auto; max-height: 5; padding: 0 1; background: $panel; }
+    StepsBar { height: auto; max-height: 9; padding: 0 1; background: $panel; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id)
         self.steps: dict[int, Step] = {}
+        self.ran_on: dict[int, Config] = {}
         self.running: set[int] = set()
+        self.progress: dict[int, Progress] = {}
         self.messages: dict[int, str] = {}
         self.selected: Optional[int] = None
-        self.expanded = True
+        self.shown_config: Optional[Config] = None
+        self.notes: list[str] = []          # the result's run-level notes (observer effect, ...)
 
-    def set_steps(self, steps: list[Step]) -> None:
-        self.steps = {s.step: s for s in steps}
-        self.running.clear()
-        self.messages.clear()
-        self.refresh_view()
+    def set_step(self, step: Step, config: Optional[Config]) -> None:
+        self.steps[step.step] = step
+        if config is not None:
+            self.ran_on[step.step] = config
+        self.messages.pop(step.step, None)
+
+    def adopt(self, steps: list[Step], config: Config) -> None:
+        """Steps that came with a result (diagnose, a saved report): they ran on its config."""
+        for step in steps:
+            self.set_step(step, config)
+
+    def stale(self, number: int) -> str:
+        """How step ``number``'s configuration differs from the result on screen ("" if not)."""
+        return config_diff(self.ran_on.get(number), self.shown_config)
 
     def refresh_view(self) -> None:
         self.update(self.render_text())
 
-    def render_text(self) -> Text:
-        text = Text()
+    def _tabs(self) -> Text:
+        text = Text(no_wrap=True, overflow="crop")
         text.append("steps ", style="bold")
         for n in range(1, 7):
             step = self.steps.get(n)
@@ -59,35 +65,73 @@ class StepsBar(Static):
                 glyph, style = "…", "italic"
             elif step is not None:
                 glyph, style = VERDICT_GLYPH.get(step.verdict, "·"), VERDICT_STYLE.get(step.verdict, "")
+                if self.stale(n):
+                    style += " italic dim"
             elif n in self.messages:
                 glyph, style = "!", "dim"
             else:
                 glyph, style = "·", "dim"
-            label = f"{n}{glyph}{SHORT[n]} "
-            text.append(label, style=(style + " reverse") if n == self.selected else style)
+            text.append(f"{n}{glyph}{SHORT[n]}", style=(style + " reverse") if n == self.selected else style)
+            text.append(" ")
+        return text
+
+    def _width(self) -> int:
+        width = self.content_region.width if self.is_mounted else 0
+        return width if width > 10 else 78
+
+    def render_text(self) -> Text:
+        text = self._tabs()
         n = self.selected
         if n is None:
-            text.append("\npress 1–6 to run a step, n/p to move between steps, ? for help", style="dim")
+            if self.notes:
+                more = f" (+{len(self.notes) - 1} more)" if len(self.notes) > 1 else ""
+                text.append(f"\n⚠ {self.notes[0]}{more} — all on (root): Home, Enter", style="#f0a030")
+            else:
+                text.append("\npress 1–6 to run a step, s for its full result, ? for help", style="dim")
             return text
         step = self.steps.get(n)
         if n in self.running:
-            text.append(f"\nstep {n}: running…", style="italic")
-        elif step is not None:
-            text.append(f"\n{n}. {step.title}: ", style="bold")
-            text.append(step.verdict.upper(), style=VERDICT_STYLE.get(step.verdict, ""))
-            text.append(f" — {step.summary}")
-            if step.evidence:
-                text.append(f"\n   evidence: {_evidence(step.evidence)}", style="dim")
-            tail = []
-            if step.suggestion:
-                tail.append(f"→ {step.suggestion}")
-            if step.layers:
-                tail.append(f"[l] go to layer{'s' if len(step.layers) > 1 else ''} "
-                            + ", ".join(f"#{i}" for i in step.layers[:6]))
-            if tail:
-                text.append("\n   " + "   ".join(tail), style="italic")
-        elif n in self.messages:
+            p = self.progress.get(n)
+            text.append(f"\nstep {n} running", style="italic")
+            if p is not None:
+                text.append(f" {p.done}/{p.total}" if p.total else "")
+                text.append(f" {p.message}" if p.message else "", style="dim")
+            text.append("  (x cancels)", style="dim")
+            if step is not None:
+                text.append(f"\nprevious result: {step.verdict.upper()}", style="dim")
+            return text
+        if step is None:
+            msg = self.messages.get(n)
+            text.append(f"\n{msg}" if msg else f"\nstep {n} not run yet: press {n} to run it",
+                        style="#f0a030" if msg else "dim")
+            return text
+        text.append_text(self._summary(step))
+        if n in self.messages:
             text.append(f"\n{self.messages[n]}", style="#f0a030")
-        else:
-            text.append(f"\nstep {n} not run yet: press {n} to run it", style="dim")
+        return text
+
+    def _summary(self, step: Step) -> Text:
+        text = Text()
+        head = Text()
+        head.append(f"\n{step.step}. {step.title}: ", style="bold")
+        head.append(step.verdict.upper(), style=VERDICT_STYLE.get(step.verdict, ""))
+        stale = self.stale(step.step)
+        if stale:
+            head.append(f" (stale: ran on {stale})", style="bold #f0a030")
+        head.append(f" — {step.summary}")
+        room = SUMMARY_LINES * self._width()
+        if head.cell_len > room:
+            head.truncate(room - 1)
+            head.append("…")
+        text.append_text(head)
+        if step.suggestion:
+            text.append("\n→ fix: ", style="bold")
+            text.append(step.suggestion, style="italic")
+        hints = ["[s] full result"]
+        if step.layers:
+            hints.append(f"[l] go to layer{'s' if len(step.layers) > 1 else ''} "
+                         + ", ".join(f"#{i}" for i in step.layers[:6]))
+        if step.suggestion:
+            hints.append("[y] copy fix")
+        text.append("\n" + "   ".join(hints), style="dim")
         return text

@@ -1,0 +1,109 @@
+"""Step evidence and finding patches as readable tables (never a Python repr, never cut).
+
+``evidence_renderable(evidence)`` turns the engine's plain-data dicts into Rich tables:
+scalars become a key/value table; a list of records (dicts) becomes a table with one column
+per key; a dict of records becomes a table keyed by the outer key.  Cells fold, so long
+values wrap instead of ending in ``…``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+
+def fmt(value: Any) -> str:
+    """One value, in full: 4 significant digits for floats, lists joined, dicts as k: v."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if value != value:
+            return "nan"
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        if value and all(isinstance(v, dict) for v in value):
+            return "; ".join(fmt(v) for v in value)
+        return "[" + ", ".join(fmt(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {fmt(v)}" for k, v in value.items())
+    return str(value)
+
+
+def _is_records(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+
+
+def _is_record_map(value: Any) -> bool:
+    return isinstance(value, dict) and bool(value) and all(isinstance(v, dict) for v in value.values())
+
+
+def _columns(records: list[dict]) -> list[str]:
+    cols: dict[str, None] = {}
+    for r in records:
+        cols.update(dict.fromkeys(r))
+    return list(cols)
+
+
+def _table(headers: list[str]) -> Table:
+    table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold", expand=False)
+    for h in headers:
+        table.add_column(h, overflow="fold")
+    return table
+
+
+WIDE = 5       # records with more fields than this are shown one block per record
+
+
+def records_blocks(records: list[dict], key: str = "") -> RenderableType:
+    parts: list[RenderableType] = []
+    for n, r in enumerate(records, 1):
+        label = fmt(r["__key__"]) if key else f"#{n}"
+        table = _table(["", ""])
+        table.show_header = False
+        for k, v in r.items():
+            if k != "__key__":
+                table.add_row(Text(str(k), style="dim"), fmt(v))
+        parts.append(Text(f"  {label}", style="italic"))
+        parts.append(table)
+    return Group(*parts)
+
+
+def records_table(records: list[dict], key: str = "") -> RenderableType:
+    cols = [c for c in _columns(records) if c != "__key__"]
+    if len(cols) > WIDE:
+        return records_blocks(records, key)
+    table = _table(([key] if key else []) + cols)
+    for r in records:
+        table.add_row(*([fmt(r.get("__key__"))] if key else []), *[fmt(r.get(c)) for c in cols])
+    return table
+
+
+def evidence_renderable(evidence: dict[str, Any], empty: str = "no evidence recorded") -> RenderableType:
+    if not evidence:
+        return Text(empty, style="dim")
+    parts: list[RenderableType] = []
+    scalars = _table(["key", "value"])
+    has_scalars = False
+    for name, value in evidence.items():
+        if _is_records(value):
+            parts.append(Text(f"{name} ({len(value)})", style="bold"))
+            parts.append(records_table(value))
+        elif _is_record_map(value):
+            parts.append(Text(name, style="bold"))
+            parts.append(records_table([{"__key__": k, **v} for k, v in value.items()], key="key"))
+        elif isinstance(value, dict) and value:
+            parts.append(Text(name, style="bold"))
+            inner = _table(["key", "value"])
+            for k, v in value.items():
+                inner.add_row(str(k), fmt(v))
+            parts.append(inner)
+        else:
+            scalars.add_row(str(name), fmt(value) if value != [] else "none")
+            has_scalars = True
+    if has_scalars:
+        parts.insert(0, scalars)
+    return Group(*parts)

@@ -1,0 +1,101 @@
+"""Full-screen, scrollable detail views: a layer's every number, a step's every line.
+
+Both are plain screens over the main one (Esc or q goes back); ↑ ↓ PgUp PgDn Home End
+scroll, and ``c`` / ``y`` copy the module name / the fix to the clipboard (OSC 52).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from rich.console import RenderableType
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+
+class DetailScreen(Screen[None]):
+    BINDINGS = [
+        Binding("escape,q", "close", "Back"),
+        Binding("c", "copy_name", "Copy name"),
+        Binding("y", "copy_fix", "Copy fix"),
+    ]
+
+    DEFAULT_CSS = """
+    DetailScreen > VerticalScroll { height: 1fr; padding: 0 1; }
+    DetailScreen > #detail-title { height: 1; background: $panel; padding: 0 1; text-style: bold; }
+    """
+
+    def __init__(self, title: str, renderable: RenderableType, name_to_copy: str = "",
+                 fix_to_copy: str = "") -> None:
+        super().__init__()
+        self.title_text = title
+        self.renderable = renderable
+        self.name_to_copy = name_to_copy
+        self.fix_to_copy = fix_to_copy
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.title_text + "   (Esc back · ↑↓ PgUp PgDn scroll)", id="detail-title")
+        with VerticalScroll(id="detail-scroll"):
+            yield Static(self.renderable, id="detail-body")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(VerticalScroll).focus()
+
+    @property
+    def text(self) -> str:
+        """Plain text of the whole body (for tests): every line, scrolled or not."""
+        from rich.console import Console
+
+        width = max(40, self.size.width - 2)
+        console = Console(width=width, record=True, file=_Null(), color_system=None)
+        console.print(self.renderable)
+        return console.export_text()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def _copy(self, text: str, what: str) -> None:
+        if not text:
+            self.notify(f"no {what} to copy here", severity="warning")
+            return
+        self.app.copy_to_clipboard(text)
+        self.notify(f"copied {what}: {text[:60]}")
+
+    def action_copy_name(self) -> None:
+        self._copy(self.name_to_copy, "name")
+
+    def action_copy_fix(self) -> None:
+        self._copy(self.fix_to_copy, "fix")
+
+
+class _Null:
+    def write(self, _: str) -> int:
+        return 0
+
+    def flush(self) -> None:
+        return None
+
+
+def layer_detail(result, layer_index: int) -> Optional[DetailScreen]:
+    from drifttui.tui.layer_view import render_layer
+    from drifttui.tui.tree import display_name
+
+    if result is None or not 0 <= layer_index < len(result.layers):
+        return None
+    layer = result.layers[layer_index]
+    fixes = [f.fix for f in result.findings if f.module == layer.module and f.fix]
+    return DetailScreen(f"Layer #{layer.index} {display_name(layer.module)} ({layer.cls})",
+                        render_layer(result, layer, full=True), name_to_copy=display_name(layer.module),
+                        fix_to_copy=fixes[0] if fixes else "")
+
+
+def step_detail(step, result, stale: str = "") -> DetailScreen:
+    from drifttui.tui.step_view import render_step
+
+    fix = step.suggestion or (result.headline.fix if result is not None and result.headline else "")
+    origin = result.drift_origin.module if result is not None and result.drift_origin else ""
+    return DetailScreen(f"Step {step.step}: {step.title}", render_step(step, result, stale),
+                        name_to_copy=origin or "", fix_to_copy=fix)

@@ -1,0 +1,82 @@
+"""Record the TUI's test fixtures from the REAL engine (torch + ONNX Runtime).
+
+For each built-in example below it runs a capture, the six debugging steps and the drift
+checks (``drifttui diagnose``), and writes into ``tests/tui/fixtures/``:
+
+* ``<name>.json``          the finished result as a JSON report (steps and findings included);
+* ``<name>.partial.json``  (some) the partial result the engine reported after its first sample.
+
+The TUI tests, the snapshot tests and ``drifttui.testing.replay.ReplayEngine`` read these;
+rerun this script after a change to the engine or the report format:
+
+    .venv/bin/python scripts/record_fixtures.py [--out tests/tui/fixtures] [--only NAME]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+# name -> (example, samples, diagnose?, keep the first partial result?)
+FIXTURES = {
+    "resnet18-bf16": ("resnet18-bf16", 8, True, True),
+    "transformer-ln-eps": ("transformer-ln-eps", 6, True, False),
+    "resnet18": ("resnet18", 4, False, False),
+}
+
+
+def _dump(result, path: Path) -> None:
+    from drifttui.report.outputs import write_atomic
+
+    data = result.to_dict()
+    data["timings"] = {k: round(v, 2) for k, v in data.get("timings", {}).items()}
+    write_atomic(str(path), json.dumps(data, separators=(",", ":")) + "\n", "fixture")
+
+
+def record(name: str, out: Path) -> None:
+    from drifttui.core.progress import Progress
+    from drifttui.core.result import Config
+    from drifttui.core.session import Session
+    from drifttui.core.steps import diagnose
+
+    example, samples, with_steps, keep_partial = FIXTURES[name]
+    config = Config(model=f"example:{example}", example=example, samples=samples)
+    partials = []
+
+    def progress(p: Progress) -> None:
+        if p.partial is not None and not partials:
+            partials.append(p.partial)
+
+    start = time.monotonic()
+    session = Session(config)
+    result = session.run(progress=progress)
+    if with_steps:
+        result = diagnose(session, result)
+    _dump(result, out / f"{name}.json")
+    if partials and keep_partial:
+        _dump(partials[0], out / f"{name}.partial.json")
+    print(f"{name}: {len(result.layers)} layers, {len(result.steps)} steps, {len(result.findings)} findings, "
+          f"{time.monotonic() - start:.1f}s", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Record the TUI fixtures from the real engine.")
+    parser.add_argument("--out", default=str(ROOT / "tests" / "tui" / "fixtures"))
+    parser.add_argument("--only", choices=sorted(FIXTURES), action="append")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    for name in args.only or FIXTURES:
+        record(name, out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
