@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from drifttui.core.capture_torch import Call
+from drifttui.core.folding import fix_torchscript_folding, fused_into
 from drifttui.core.graph import DYNAMO, TORCHSCRIPT, GraphIndex
 from drifttui.core.pairing import Resolver, dtype_ok, pair_by_content, pair_outputs, shape_ok
 from drifttui.core.result import FUSED, NOT_EXPORTED, OK, UNMAPPED
@@ -172,7 +173,7 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
     ambiguous = pair_outputs(index, calls, plan)
     if ambiguous and resolve is not None and torch_outputs:
         pair_by_content(index, calls, plan, ambiguous, resolve, torch_outputs)
-    _fix_torchscript_folding(index, calls, plan, module_has_params)
+    fix_torchscript_folding(index, calls, plan, module_has_params)
     _classify_empty(index, calls, plan, module_has_params)
     _pair_inputs(index, calls, plan)
     return plan
@@ -231,38 +232,6 @@ def _split_repeats(index: GraphIndex, chains: list[list[tuple[str, str]]], mod: 
     return new_keys
 
 
-def _fix_torchscript_folding(index: GraphIndex, calls: list[Call], plan: Plan,
-                             has_params: dict[str, bool]) -> None:
-    """TorchScript folds BatchNorm into Conv and keeps the *Conv's* name: its value is the BN's."""
-    for cm in plan.calls:
-        call = calls[cm.call]
-        if cm.nodes or not has_params.get(call.module) or not call.inputs:
-            continue
-        prod = call.inputs[0].producer
-        if prod is None:
-            continue
-        src = plan.calls[prod[0]]
-        src_call = calls[prod[0]]
-        if not src.outputs or not call.outputs or not src_call.outputs:
-            continue
-        if src_call.outputs[0].shape != call.outputs[0].shape:
-            continue
-        own_params = {p[0] for p in src_call.params if p[1] == "parameter"}
-        used_inits = {i for ni in src.nodes for i in index.nodes[ni].inputs if i in index.initializers}
-        if own_params and not (own_params & used_inits):
-            cm.outputs = dict(src.outputs)
-            src.outputs = {}
-            # the node named after the Conv computes the BatchNorm's value: it is the BN's node now
-            for ni in src.own:
-                plan.node_call[ni] = cm.call
-            cm.own.extend(src.own)
-            cm.nodes.extend(n for n in src.nodes if n not in cm.nodes)
-            src.own, src.nodes = [], []
-            src.status = FUSED
-            src.note = f"folded into {call.module or '<root>'}: the ONNX node named after it computes both"
-            cm.note = f"its ONNX value comes from the node named after {src_call.module} (folded together)"
-
-
 def _classify_empty(index: GraphIndex, calls: list[Call], plan: Plan, has_params: dict[str, bool]) -> None:
     for cm in plan.calls:
         call = calls[cm.call]
@@ -276,7 +245,12 @@ def _classify_empty(index: GraphIndex, calls: list[Call], plan: Plan, has_params
             params = {p[0] for p in call.params}
             users = sorted({calls[ci].module or "<root>" for ni, ci in enumerate(plan.node_call)
                             if ci is not None and set(index.nodes[ni].inputs) & params})
-            if users:
+            into = fused_into(index, calls, plan, cm.call) if not users else None
+            if into:
+                cm.status = FUSED
+                cm.note = cm.note or (f"no ONNX node of its own: folded into {into}'s node (e.g. Conv+BatchNorm "
+                                      "folding), which reads this module's input")
+            elif users:
                 cm.status = FUSED
                 cm.note = cm.note or ("no ONNX node of its own: its parameters were folded into a "
                                       f"neighbouring node, e.g. Conv+BatchNorm folding (used by {', '.join(users[:3])})")
