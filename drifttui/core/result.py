@@ -177,7 +177,7 @@ class Environment:
     python: str
     opset: Optional[int]
     producer: str
-    exporter: str            # "dynamo", "torchscript" or "user file"
+    exporter: str            # "dynamo", "torchscript" (the one that produced the file) or "user file"
     ort_opt_level: str
     threads: int
     deterministic: bool
@@ -198,7 +198,7 @@ class Config:
     rtol: float = 1e-4
     opt_level: str = "disable"
     deterministic: bool = False
-    exporter: str = "dynamo"
+    exporter: str = "auto"             # auto: dynamo, then TorchScript if dynamo fails; or one, strictly
     provider: str = "CPUExecutionProvider"
     zero_input: bool = False
     max_memory: Optional[int] = None   # bytes per capture pass (--max-memory); None: no limit

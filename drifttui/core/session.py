@@ -24,7 +24,7 @@ from drifttui.core import capture_batch, capture_ort
 from drifttui.core.analysis import coverage, decide, make_layers, make_origin
 from drifttui.core.capture_torch import Call, Hooks, TensorRef, hookable, run_model
 from drifttui.core.details import layer_details
-from drifttui.core.export import dynamic_batch, export_model
+from drifttui.core.export import dynamic_batch, export_auto, export_model
 from drifttui.core.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index, elem_type_name
 from drifttui.core.inputs import InputSource, build_source, flatten, onnx_feeds
 from drifttui.core.loading import load_onnx, load_torch_model, new_workdir
@@ -52,6 +52,7 @@ class Session:
         self._details: Any = None
         self._batch = 1                     # --batch in effect (1 after a fallback)
         self._batch_notes: list[str] = []
+        self._export_note = ""              # --exporter auto: why the first exporter failed
 
     # ------------------------------------------------------------------------------
     def run(self, progress: ProgressFn = no_progress, cancel: Optional[CancelToken] = None) -> Result:
@@ -73,7 +74,7 @@ class Session:
             raise InputError("tolerances must be finite numbers >= 0", "use e.g. --atol 1e-4 --rtol 1e-4")
         if cfg.batch < 1:
             raise InputError(f"--batch {cfg.batch} is not a positive number", "use --batch 1 or more")
-        self._batch, self._batch_notes = cfg.batch, []
+        self._batch, self._batch_notes, self._export_note = cfg.batch, [], ""
         progress(Progress("load", message="loading the model"))
         spec = parse_model_spec(cfg.model)
         example = None
@@ -103,14 +104,15 @@ class Session:
         if proto is None:
             progress(Progress("export", message=f"exporting with the {cfg.exporter} exporter"))
             t = time.perf_counter()
-            exporter = cfg.exporter
             try:
-                path = self._export(model, example, sample0, cfg.exporter, self._batch > 1)
+                path, exporter, self._export_note = export_auto(
+                    lambda name: self._export(model, example, sample0, name, self._batch > 1), cfg.exporter)
             except ModelError as exc:
                 if self._batch == 1:
                     raise
                 self._no_batch(f"the export with a dynamic batch dim failed ({exc.problem})")
-                path = self._export(model, example, sample0, cfg.exporter, False)
+                path, exporter, self._export_note = export_auto(
+                    lambda name: self._export(model, example, sample0, name, False), cfg.exporter)
             proto = load_onnx(path)
             timings["export"] = time.perf_counter() - t
         cancel.check()
@@ -218,6 +220,8 @@ class Session:
             listed = ", ".join(str(w.first) for w in big[:10]) + (f" and {len(big) - 10} more" if len(big) > 10 else "")
             extra.append(f"layer(s) {listed} alone exceed --max-memory; they were captured on their own")
         done, total = 0, n * len(windows)
+        if self._export_note:
+            extra.append(self._export_note)
         notes_at = len(extra)
         extra.extend(self._batch_notes)
         t_samples = time.perf_counter()
