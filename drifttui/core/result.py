@@ -169,6 +169,18 @@ class Coverage:
 
 
 @dataclass(frozen=True)
+class ObserverCheck:
+    """Sample 0: the instrumented ORT session's model outputs against a plain session's (core/observer.py)."""
+
+    checked: bool                  # False: not run (no extra outputs, or the graph could not be re-run)
+    identical: bool                # bit for bit equal: marking values changed nothing
+    max_abs: float = 0.0           # largest |plain - instrumented| over the model outputs
+    values: list[str] = field(default_factory=list)   # marked values whose marking changes the outputs
+    layers: list[int] = field(default_factory=list)   # layers paired with them (compared in their own window)
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Environment:
     torch: str
     onnx: str
@@ -262,6 +274,7 @@ class Result:
     windows: list[list[int]] = field(default_factory=list)   # [first, last] layer index per capture window
     steps: list[Step] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)   # ranked: the headline cause first
+    observer: Optional[ObserverCheck] = None   # the observer-effect check on sample 0 (None: old report)
 
     @property
     def headline(self) -> Optional[Finding]:

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
-from drifttui.core import capture_batch, capture_ort
+from drifttui.core import capture_batch, capture_ort, observer
 from drifttui.core.analysis import coverage, decide, make_layers, make_origin
 from drifttui.core.capture_torch import Call, Hooks, TensorRef, hookable, run_model
 from drifttui.core.details import layer_details
@@ -32,7 +32,7 @@ from drifttui.core.local import build_local_graph
 from drifttui.core.mapping import Plan, build_plan
 from drifttui.core.metrics import Aggregate
 from drifttui.core.passes import Accum, Pass, run_sample
-from drifttui.core.result import (SCHEMA_VERSION, Config, Environment, Output, Result, Tolerance)
+from drifttui.core.result import (SCHEMA_VERSION, Config, Environment, ObserverCheck, Output, Result, Tolerance)
 from drifttui.core.spec import parse_input_spec, parse_model_spec
 from drifttui.core.windows import Window, attach_local, human, plan_windows
 from drifttui.errors import InputError, ModelError, first_line
@@ -53,6 +53,8 @@ class Session:
         self._batch = 1                     # --batch in effect (1 after a fallback)
         self._batch_notes: list[str] = []
         self._export_note = ""              # --exporter auto: why the first exporter failed
+        self._observer: Optional[ObserverCheck] = None
+        self._timings: dict[str, float] = {}
 
     # ------------------------------------------------------------------------------
     def run(self, progress: ProgressFn = no_progress, cancel: Optional[CancelToken] = None) -> Result:
@@ -66,6 +68,7 @@ class Session:
     def _run(self, progress: ProgressFn, cancel: CancelToken) -> Result:
         cfg = self.config
         timings: dict[str, float] = {}
+        self._timings, self._observer = timings, None
         t0 = time.perf_counter()
         self._details = None
         if cfg.samples < 1:
@@ -204,13 +207,15 @@ class Session:
         windows, total_bytes = plan_windows(plan, calls, index, max(1, budget // batch) if budget else budget,
                                             set(index.graph_inputs))
         attach_local(windows, local, plan)
+        mem_windows = len(windows)
+        windows, prebuilt = self._observer_check(cfg, proto, feeds0, index, plan, windows, local)
         self.windows = windows
         timings["map"] = time.perf_counter() - t_map
 
         acc = Accum(out_aggs=[Aggregate() for _ in index.graph_outputs], top1=[[0, 0] for _ in index.graph_outputs])
         extra: list[str] = []
-        if len(windows) > 1:
-            extra.append(f"captured in {len(windows)} windows of consecutive layers to stay within --max-memory "
+        if mem_windows > 1:
+            extra.append(f"captured in {mem_windows} windows of consecutive layers to stay within --max-memory "
                          f"{human(budget or 0)} (one sample's intermediates, both sides: ~{human(total_bytes)}); "
                          "each window costs one ORT run and one torch forward per sample")
         if cfg.max_memory is not None and hooks is None:
@@ -230,8 +235,10 @@ class Session:
         with hooks.installed() if hooks is not None else contextlib.nullcontext(), _unfreeze():
             for wi, w in enumerate(windows):
                 t_sess = time.perf_counter()
-                main = capture_ort.make_session(proto, cfg.opt_level, cfg.deterministic, cfg.provider,
-                                                self.workdir, "main.onnx", extra_outputs=w.values)
+                main = prebuilt if wi == 0 and prebuilt is not None else capture_ort.make_session(
+                    proto, cfg.opt_level, cfg.deterministic, cfg.provider, self.workdir, "main.onnx",
+                    extra_outputs=w.values)
+                prebuilt = None
                 local_sess = None
                 if w.local is not None:
                     local_sess = capture_ort.make_session(w.local.model, cfg.opt_level, cfg.deterministic,
@@ -282,6 +289,36 @@ class Session:
         progress(Progress("done", total, total, "done"))
         return result
 
+    def _observer_check(self, cfg: Config, proto: Any, feeds0: dict, index: GraphIndex, plan: Plan,
+                        windows: list[Window], local: Any) -> tuple[list[Window], Any]:
+        """Sample 0, plain vs instrumented model outputs (core/observer.py); returns the windows (the
+        calls whose marking changes the numbers moved to a window of their own) and window 0's session
+        when it can be reused."""
+        assert self.workdir is not None
+        t = time.perf_counter()
+        outs = list(index.graph_outputs)
+
+        def run_marked(values: list[str]) -> dict[str, np.ndarray]:
+            sess = capture_ort.make_session(proto, cfg.opt_level, cfg.deterministic, cfg.provider, self.workdir,
+                                            "observer.onnx", extra_outputs=values)
+            return capture_ort.run(sess, feeds0, outs)
+
+        marked = [v for v in windows[0].values if v not in set(outs)]
+        main = capture_ort.make_session(proto, cfg.opt_level, cfg.deterministic, cfg.provider, self.workdir,
+                                        "main.onnx", extra_outputs=windows[0].values)
+        effect = observer.find_marked_effect(marked, capture_ort.run(main, feeds0, outs), run_marked)
+        moved = observer.owners_of(plan, effect.values)
+        owners = {v: [self.calls[ci].module or "<root>" for ci in observer.owners_of(plan, [v])]
+                  for v in effect.values}
+        self._observer = observer.summarise(effect, owners, moved, cfg.opt_level)
+        self._timings["observer"] = time.perf_counter() - t
+        if not moved:
+            return windows, main
+        windows = observer.split_windows(windows, effect.values, plan)
+        attach_local(windows, local, plan)
+        observer.annotate(plan, moved)
+        return windows, None
+
     def _result(self, cfg: Config, index: GraphIndex, calls: list[Call], plan: Plan, acc: Accum,
                 local_available: bool, samples: int, exporter: str, timings: dict[str, float],
                 windows: list[Window], extra_notes: list[str]) -> Result:
@@ -311,6 +348,8 @@ class Session:
         if out_fail and verdict.origin is None and plan.localized:
             notes.append("the outputs drift but no mapped module owns the error: the responsible nodes are "
                          "not tied to a module (see unmapped layers)")
+        if self._observer is not None and self._observer.note:
+            notes.append(self._observer.note)
         notes.extend(extra_notes)
         drift = verdict.origin is not None or out_fail
         return Result(
@@ -327,6 +366,7 @@ class Session:
             timings={k: round(v, 4) for k, v in timings.items()},
             notes=notes,
             windows=[[w.first, w.last] for w in windows],
+            observer=self._observer,
         )
 
 
