@@ -155,6 +155,7 @@ class Tolerance:
     rule: str = TOLERANCE_RULE
     max_rel: str = MAX_REL_RULE
     local: str = LOCAL_RULE
+    dtype: str = ""       # the dtype-aware rule (core/tolerance.py DTYPE_RULE); "" in old reports
 
 
 @dataclass(frozen=True)

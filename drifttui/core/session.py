@@ -32,7 +32,9 @@ from drifttui.core.local import build_local_graph
 from drifttui.core.mapping import Plan, build_plan
 from drifttui.core.metrics import Aggregate
 from drifttui.core.passes import Accum, Pass, run_sample
-from drifttui.core.result import (SCHEMA_VERSION, Config, Environment, ObserverCheck, Output, Result, Tolerance)
+from drifttui.core.result import (SCHEMA_VERSION, UNATTRIBUTED, Config, Environment, ObserverCheck, Output, Result,
+                                  Tolerance)
+from drifttui.core.tolerance import DTYPE_RULE
 from drifttui.core.spec import parse_input_spec, parse_model_spec
 from drifttui.core.windows import Window, attach_local, human, plan_windows
 from drifttui.errors import InputError, ModelError, first_line
@@ -325,10 +327,10 @@ class Session:
         glob, out_aggs, top1 = acc.glob, acc.out_aggs, acc.top1
         loc = acc.local_aggs()
         local_first = acc.local_first
-        verdict = decide(calls, plan, glob, loc, local_first, local_available)
         if self._details is None:     # static (graph, weights): the same for the partial and final results
             self._details = layer_details(index, plan, calls, self.model)
         details = self._details
+        verdict = decide(calls, plan, glob, loc, local_first, local_available, details[1])
         layers = make_layers(calls, plan, verdict.statuses, glob, loc, *details)
         outputs = []
         for k, name in enumerate(index.graph_outputs):
@@ -345,7 +347,7 @@ class Session:
                          "the model outputs")
         elif local_available is False:
             notes.append("local errors were not computed (the graph has control flow or untyped feeds)")
-        if out_fail and verdict.origin is None and plan.localized:
+        if out_fail and verdict.origin is None and plan.localized and UNATTRIBUTED not in verdict.statuses:
             notes.append("the outputs drift but no mapped module owns the error: the responsible nodes are "
                          "not tied to a module (see unmapped layers)")
         if self._observer is not None and self._observer.note:
@@ -356,7 +358,7 @@ class Session:
             schema_version=SCHEMA_VERSION,
             verdict="drift" if drift else "ok",
             drift_origin=make_origin(layers, verdict.origin),
-            tolerance=Tolerance(cfg.atol, cfg.rtol),
+            tolerance=Tolerance(cfg.atol, cfg.rtol, dtype=DTYPE_RULE),
             samples=samples,
             layers=layers,
             outputs=outputs,

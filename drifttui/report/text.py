@@ -47,6 +47,8 @@ def render(result: Result, context: int = 4, width: int = 80) -> Group:
             head.append(": the model outputs differ, but no module could be named as the origin")
     parts.append(head)
     parts.append(Text(f"tolerance rule: {tol.rule}", style="dim"))
+    if tol.dtype:
+        parts.append(Text(f"  {tol.dtype}", style="dim"))
 
     rows = _rows(result, context)
     if rows:
