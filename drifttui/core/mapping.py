@@ -14,7 +14,8 @@ from typing import Any, Optional
 from drifttui.core.capture_torch import Call
 from drifttui.core.folding import fix_torchscript_folding, fused_into
 from drifttui.core.graph import DYNAMO, TORCHSCRIPT, GraphIndex
-from drifttui.core.pairing import Resolver, dtype_ok, pair_by_content, pair_outputs, shape_ok
+from drifttui.core.pairing import Resolver, adopt_scopeless, dtype_ok, pair_by_content, pair_outputs, shape_ok
+from drifttui.core.repeats import split_calls
 from drifttui.core.result import FUSED, NOT_EXPORTED, OK, UNMAPPED
 
 _SUFFIX = re.compile(r"^(.*)_(\d+)$")
@@ -170,6 +171,7 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
             maps[deepest].own.append(ni)
 
     plan = Plan(maps, node_call, {}, True)
+    adopt_scopeless(index, calls, plan)
     ambiguous = pair_outputs(index, calls, plan)
     if ambiguous and resolve is not None and torch_outputs:
         pair_by_content(index, calls, plan, ambiguous, resolve, torch_outputs)
@@ -204,31 +206,22 @@ def _instances_by_runs(index: GraphIndex, chains: list[list[tuple[str, str]]]) -
 
 def _split_repeats(index: GraphIndex, chains: list[list[tuple[str, str]]], mod: str,
                    keys: list[str], wanted: int) -> Optional[list[str]]:
-    """Split runs made of back-to-back calls by their repeating op pattern; None if impossible."""
+    """Split runs holding several calls (core/repeats.py: data dependency, then op pattern)."""
     runs: dict[str, list[int]] = {}
     for ni, ch in enumerate(chains):
         for m, key in ch:
             if m == mod and index.nodes[ni].op_type != "Constant":
                 runs.setdefault(key, []).append(ni)
-    parts: list[tuple[str, int, int]] = []   # (key, repeat count, period)
-    for key in keys:
-        ops = [index.nodes[ni].op_type for ni in runs.get(key, [])]
-        n = len(ops)
-        period = next((p for p in range(1, n + 1) if n % p == 0 and ops == ops[:p] * (n // p)), n)
-        parts.append((key, max(n // max(period, 1), 1), period))
-    if sum(r for _, r, _ in parts) != wanted:
+    groups = split_calls(index, [runs.get(k, []) for k in keys], wanted)
+    if groups is None:
         return None
-    new_keys: list[str] = []
-    for key, reps, period in parts:
-        nodes = runs.get(key, [])
-        for j in range(reps):
-            new_keys.append(f"{key}.{j}")
-        for k, ni in enumerate(nodes):
-            part = min(k // period, reps - 1)
-            chains[ni] = [(m, f"{kk}.{part}" if m == mod and kk == key else kk) for m, kk in chains[ni]]
-        # Constant nodes of the run go with the first part
-        for ni, ch in enumerate(chains):
-            chains[ni] = [(m, f"{kk}.0" if m == mod and kk == key else kk) for m, kk in ch]
+    part_of = {ni: j for j, g in enumerate(groups) for ni in g}
+    new_keys = [f"p{j}" for j in range(len(groups))]
+    first_of_run = {k: next((part_of[n] for n in runs.get(k, []) if n in part_of), 0) for k in keys}
+    for ni, ch in enumerate(chains):
+        # Constant nodes of a run go with the run's first call
+        chains[ni] = [(m, f"p{part_of[ni]}" if ni in part_of else f"p{first_of_run.get(kk, 0)}")
+                      if m == mod else (m, kk) for m, kk in ch]
     return new_keys
 
 
