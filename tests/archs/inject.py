@@ -17,22 +17,27 @@ LINEAR = ("Conv", "Gemm", "MatMul")
 
 
 def deepest(node: Any) -> str:
+    """The qualified name of the node's deepest module scope."""
     for p in node.metadata_props:
         if p.key == "pkg.torch.onnx.name_scopes":
             scopes = ast.literal_eval(p.value)
             return scopes[-2] if len(scopes) >= 2 else ""
     segs = node.name.strip("/").split("/")[:-1] if node.name.startswith("/") else []
-    return segs[-1] if segs else ""
+    q = ""
+    for seg in segs:
+        head, _, tail = seg.rpartition("_")
+        seg = head if tail.isdigit() and head else seg          # TorchScript's repeated-call suffix
+        if q and seg.startswith(q + "."):
+            q = seg                                             # the segment is qualified already
+        elif q and "." in seg and seg.split(".")[0] == q.rsplit(".", 1)[-1]:
+            q = (q.rsplit(".", 1)[0] + "." + seg) if "." in q else seg   # "blocks" then "blocks.0"
+        else:
+            q = f"{q}.{seg}" if q else seg
+    return q
 
 
 def owned(node: Any, module: str) -> bool:
-    d = deepest(node)
-    if d == module:
-        return True
-    parent, _, last = module.rpartition(".")
-    d = d.rsplit("_", 1)[0] if d.rsplit("_", 1)[-1].isdigit() else d   # TorchScript call suffix
-    return d in (last, module) and all(f"/{p}" in node.name or f".{p}" in node.name or p in node.name
-                                       for p in parent.split(".") if p)
+    return deepest(node) == module
 
 
 def find(proto: Any, module: str, ops: tuple[str, ...]) -> Any:
