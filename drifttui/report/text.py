@@ -10,7 +10,7 @@ from rich.text import Text
 from drifttui.core.result import DRIFT, INHERITED, Layer, Result
 
 STATUS_STYLE = {"ok": "green", "drift": "bold red", "inherited": "yellow", "fused": "cyan",
-                "not_exported": "dim", "unmapped": "magenta"}
+                "not_exported": "dim", "unmapped": "magenta", "unattributed": "bold yellow"}
 
 
 def fmt(x: Optional[float]) -> str:
