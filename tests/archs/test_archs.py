@@ -42,7 +42,7 @@ LONG = [pytest.param(*a, id=f"{a[0]}-{a[2]}-{a[3]}", marks=_M + [pytest.mark.tim
     ("mixer", "img64", "torchscript", "weight", "blocks.0.mlp_channels.fc2", {"blocks.0.mlp_channels.fc2"}),
     ("bert", "tokens", "dynamo", "eps", "encoder.layer.0.attention.output.LayerNorm",
      {"encoder.layer.0.attention.output.LayerNorm"}),
-    ("gpt2", "token_ids", "dynamo", "fp16", "h.1.mlp.c_fc", {"h.1.mlp.c_fc"}),
+    ("gpt2", "token_ids", "dynamo", "weight", "h.1.mlp.c_fc", {"h.1.mlp.c_fc"}),
     ("llama", "tokens", "dynamo", "weight", "layers.1.mlp.down_proj", {"layers.1.mlp.down_proj"}),
     ("llama", "tokens", "torchscript", "weight", "layers.1.mlp.down_proj", {"layers.1.mlp.down_proj"}),
     ("t5", "token_ids", "torchscript", "weight", "encoder.block.1.layer.1.DenseReluDense.wo",

@@ -1,3 +1,10 @@
+"""A stand-in for torchvision, for the tests only: timm imports it at import time.
+
+torchvision is not installed here (its PyPI wheels are CUDA builds whose ops do not load on the
+CPU torch). timm's model definitions do not need it; its data pipeline does.  Importing this
+module registers an import hook that gives ``torchvision.*`` empty modules whose attributes are
+placeholder classes (calling one raises).  Used by tests/archs only; never by drifttui.
+"""
 import sys, importlib.abc, importlib.machinery, types
 
 class _Meta(type):

@@ -14,6 +14,10 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+try:    # transformers decides once whether torchvision is there: before the shim, so it is not
+    import transformers.utils.import_utils  # noqa: E402,F401
+except ImportError:
+    pass
 import tvshim  # noqa: E402,F401  (timm imports torchvision; see tvshim.py)
 
 
