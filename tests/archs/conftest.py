@@ -59,7 +59,7 @@ def arch_run():
 def pytest_collection_modifyitems(config, items):
     for lib in ("timm", "transformers"):
         try:
-            __import__("tvshim")
+            __import__("zoo")       # transformers first, then the torchvision shim (see zoo.py)
             __import__(lib)
         except Exception:
             skip = pytest.mark.skip(reason=f"{lib} is not installed (pip install -e '.[models]', see Makefile)")

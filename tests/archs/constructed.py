@@ -71,19 +71,6 @@ class Named(nn.Module):
         return self.lin(x) * mask
 
 
-class HalfBlock(nn.Module):
-    """A float16 Linear inside a float32 model (issue 11, point 6)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.a = nn.Linear(64, 64)
-        self.h = nn.Linear(64, 64).half()
-        self.b = nn.Linear(64, 4)
-
-    def forward(self, x):
-        return self.b(self.h(self.a(x).half()).float())
-
-
 def _seeded(cls):
     def build():
         torch.manual_seed(0)
@@ -94,7 +81,6 @@ def _seeded(cls):
 half_chain = _seeded(HalfChain)
 branchy = _seeded(Branchy)
 named = _seeded(Named)
-half_block = _seeded(HalfBlock)
 
 
 def vec64():
