@@ -47,9 +47,8 @@ LONG = [pytest.param(*a, id=f"{a[0]}-{a[2]}-{a[3]}", marks=_M + [pytest.mark.tim
     ("llama", "tokens", "torchscript", "weight", "layers.1.mlp.down_proj", {"layers.1.mlp.down_proj"}),
     ("t5", "token_ids", "torchscript", "weight", "encoder.block.1.layer.1.DenseReluDense.wo",
      {"encoder.block.1.layer.1.DenseReluDense.wo"}),
-    ("vit_hf", "pixels", "dynamo", "eps", "encoder.layer.1.layernorm_before", {"encoder.layer.1.layernorm_before"}),
-    ("clip_vision", "pixels", "dynamo", "fp16", "vision_model.encoder.layers.0.mlp.fc1",
-     {"vision_model.encoder.layers.0.mlp.fc1"}),
+    ("vit_hf", "pixels", "dynamo", "eps", "layers.1.layernorm_before", {"layers.1.layernorm_before"}),
+    ("clip_vision", "pixels", "dynamo", "fp16", "encoder.layers.0.mlp.fc1", {"encoder.layers.0.mlp.fc1"}),
     ("whisper_encoder", "mel", "dynamo", "weight", "layers.0.fc2", {"layers.0.fc2"}),
 ]]
 
