@@ -7,7 +7,7 @@ PIP    := $(PY) -m pip
 # (or a CUDA wheel index) — see README "Installing torch".
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: demo test test-faults install install-dev bench screenshots fixtures tui-check lint clean
+.PHONY: demo test test-faults test-models install install-dev install-models bench screenshots fixtures tui-check lint clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,7 +18,16 @@ $(VENV)/.installed: pyproject.toml
 
 $(VENV)/.installed-dev: $(VENV)/.installed
 	$(PIP) install --quiet -e ".[dev]"
+	$(MAKE) install-models
 	touch $@
+
+# The real-architecture suite (tests/archs): transformers, and timm WITHOUT torchvision (its PyPI
+# wheels are CUDA builds here; tests/archs/tvshim.py stands in for the imports timm makes). A
+# constraints file pins the torch already installed, so pip never swaps it for another build.
+install-models: $(VENV)/.installed
+	$(PY) -c "import torch; print('torch==' + torch.__version__.split('+')[0])" > $(VENV)/torch-constraint.txt
+	$(PIP) install --quiet -c $(VENV)/torch-constraint.txt -e ".[models]"
+	$(PIP) install --quiet --no-deps timm==1.0.31
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
@@ -32,6 +41,13 @@ test: $(VENV)/.installed-dev
 
 test-faults: $(VENV)/.installed-dev
 	DRIFTTUI_FAULTS=1 $(PY) -m pytest -q -p no:xdist tests/engine/test_signals.py
+
+# the long tail of tests/archs (every architecture, both exporters), with the coverage table
+test-models: $(VENV)/.installed-dev
+	rm -f .pytest_cache/arch-table.md
+	DRIFTTUI_ARCH_TABLE=.pytest_cache/arch-table.md $(PY) -m pytest -q -p no:xdist -m models tests/archs
+	@echo "| model | exporter | calls | mapped | fused | not exported | unmapped | time |"
+	@cat .pytest_cache/arch-table.md
 
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/run_all.py

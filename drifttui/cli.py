@@ -46,8 +46,9 @@ def _add_run_options(p: argparse.ArgumentParser, model_optional: bool = False) -
                    help="ONNX Runtime graph optimisation level (default disable: fusions would hide values)")
     p.add_argument("--deterministic", action="store_true",
                    help="deterministic torch algorithms; ORT single-threaded without memory arena")
-    p.add_argument("--exporter", choices=["dynamo", "torchscript"], default="dynamo",
-                   help="exporter used when no --onnx is given (default dynamo)")
+    p.add_argument("--exporter", choices=["auto", "dynamo", "torchscript"], default="auto",
+                   help="exporter used when no --onnx is given (default auto: dynamo, then TorchScript "
+                        "if dynamo fails, with a note; a named exporter is used strictly)")
     p.add_argument("--provider", default="CPUExecutionProvider", metavar="NAME",
                    help="ONNX Runtime execution provider (default CPUExecutionProvider)")
     p.add_argument("--max-memory", type=_memory_size, default=None, metavar="SIZE",

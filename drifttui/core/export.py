@@ -1,4 +1,9 @@
-"""Export a torch model to ONNX in a temporary directory, with either exporter."""
+"""Export a torch model to ONNX in a temporary directory, with either exporter.
+
+``auto`` (the default) tries the dynamo exporter, then the TorchScript one, and says which one
+produced the file and why the first failed; an explicit choice is strict.  Named (dict) inputs
+are passed as keyword arguments to both exporters.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -6,11 +11,13 @@ import io
 import logging
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from drifttui.errors import ModelError, first_line
 
 EXPORTERS = ("dynamo", "torchscript")
+AUTO = "auto"
+CHOICES = (AUTO,) + EXPORTERS
 _DYNAMIC_BATCH = [False]    # set by dynamic_batch(): exports made inside (examples' too) get a dynamic dim 0
 
 
@@ -61,23 +68,82 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
                                             verbose=False, external_data=False, **extra)
                 program.save(str(path))
             else:
-                if kwargs:
-                    raise ModelError("the TorchScript exporter cannot take named (dict) inputs",
-                                     "use --exporter dynamo or a callable that returns a tuple")
-                axes: dict = {}
-                if dyn:
-                    names = _input_names(model, len(args))
-                    axes = {"input_names": names, "dynamic_axes": {n: {0: "batch"} for n in names}}
-                torch.onnx.export(model, args, str(path), dynamo=False, opset_version=17, **axes)
+                _export_torchscript(torch, model, args, kwargs, path, dyn)
         except ModelError:
             raise
         except Exception as exc:
-            msg = first_line(exc)
+            msg = _reason(exc)
             other = "torchscript" if exporter == "dynamo" else "dynamo"
             raise ModelError(f"{exporter} export failed: {type(exc).__name__}: {msg[:300]}",
                              f"try --exporter {other}, or export yourself and pass --onnx FILE "
                              "(rerun with --debug for the traceback)") from exc
     return path
+
+
+def _reason(exc: BaseException) -> str:
+    """The informative line of an export failure: torch.export wraps the real error as the cause."""
+    seen = exc
+    for _ in range(5):
+        cause = seen.__cause__ or seen.__context__
+        if cause is None:
+            break
+        seen = cause
+    msg = first_line(seen)
+    if seen is not exc:
+        msg = f"{type(seen).__name__}: {msg}"
+    return msg
+
+
+def _export_torchscript(torch: Any, model: Any, args: tuple, kwargs: dict, path: Path, dyn: bool) -> None:
+    """TorchScript export; named inputs become keyword arguments of ``forward``.
+
+    The TorchScript tracer calls ``model(*args)``: for named inputs the instance's ``forward`` is
+    replaced, for the export only, by one taking them positionally and calling the original with
+    keywords (no wrapper module, so node names keep the model's own scopes), and the graph
+    inputs are named after the keys.
+    """
+    axes: dict = {}
+    if kwargs:
+        if args:
+            raise ModelError("the TorchScript exporter cannot take mixed positional and named inputs",
+                             "return either a tuple or a dict of tensors from --inputs")
+        names = list(kwargs)
+        orig = model.forward
+
+        def positional(*vals: Any) -> Any:
+            return orig(**dict(zip(names, vals)))
+        model.forward = positional
+        try:
+            if dyn:
+                axes = {"dynamic_axes": {n: {0: "batch"} for n in names}}
+            torch.onnx.export(model, tuple(kwargs.values()), str(path), dynamo=False, opset_version=17,
+                              input_names=names, **axes)
+        finally:
+            del model.forward
+        return
+    if dyn:
+        names = _input_names(model, len(args))
+        axes = {"input_names": names, "dynamic_axes": {n: {0: "batch"} for n in names}}
+    torch.onnx.export(model, args, str(path), dynamo=False, opset_version=17, **axes)
+
+
+def export_auto(do_export: Callable[[str], Path], exporter: str) -> tuple[Path, str, str]:
+    """Run ``do_export(name)`` for ``exporter``; ``auto``: dynamo, then TorchScript.
+
+    Returns (path, the exporter that produced it, a note: why the first one failed, or "").
+    """
+    if exporter != AUTO:
+        return do_export(exporter), exporter, ""
+    try:
+        return do_export("dynamo"), "dynamo", ""
+    except ModelError as exc:
+        why = exc.problem
+    try:
+        path = do_export("torchscript")
+    except ModelError as second:
+        raise ModelError(f"both exporters failed: {why}; {second.problem}",
+                         "export yourself and pass --onnx FILE (rerun with --debug for the traceback)") from second
+    return path, "torchscript", f"--exporter auto: {why}; the file was exported with the TorchScript exporter instead"
 
 
 def _dynamic_shapes(torch: Any, args: tuple, kwargs: dict) -> Any:

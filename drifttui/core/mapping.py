@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from drifttui.core.capture_torch import Call
+from drifttui.core.folding import fix_torchscript_folding, fused_into
 from drifttui.core.graph import DYNAMO, TORCHSCRIPT, GraphIndex
-from drifttui.core.pairing import Resolver, dtype_ok, pair_by_content, pair_outputs, shape_ok
+from drifttui.core.pairing import Resolver, adopt_scopeless, dtype_ok, pair_by_content, pair_outputs, shape_ok
+from drifttui.core.repeats import split_calls
 from drifttui.core.result import FUSED, NOT_EXPORTED, OK, UNMAPPED
 
 _SUFFIX = re.compile(r"^(.*)_(\d+)$")
@@ -169,10 +171,11 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
             maps[deepest].own.append(ni)
 
     plan = Plan(maps, node_call, {}, True)
+    adopt_scopeless(index, calls, plan)
     ambiguous = pair_outputs(index, calls, plan)
     if ambiguous and resolve is not None and torch_outputs:
         pair_by_content(index, calls, plan, ambiguous, resolve, torch_outputs)
-    _fix_torchscript_folding(index, calls, plan, module_has_params)
+    fix_torchscript_folding(index, calls, plan, module_has_params)
     _classify_empty(index, calls, plan, module_has_params)
     _pair_inputs(index, calls, plan)
     return plan
@@ -203,64 +206,23 @@ def _instances_by_runs(index: GraphIndex, chains: list[list[tuple[str, str]]]) -
 
 def _split_repeats(index: GraphIndex, chains: list[list[tuple[str, str]]], mod: str,
                    keys: list[str], wanted: int) -> Optional[list[str]]:
-    """Split runs made of back-to-back calls by their repeating op pattern; None if impossible."""
+    """Split runs holding several calls (core/repeats.py: data dependency, then op pattern)."""
     runs: dict[str, list[int]] = {}
     for ni, ch in enumerate(chains):
         for m, key in ch:
             if m == mod and index.nodes[ni].op_type != "Constant":
                 runs.setdefault(key, []).append(ni)
-    parts: list[tuple[str, int, int]] = []   # (key, repeat count, period)
-    for key in keys:
-        ops = [index.nodes[ni].op_type for ni in runs.get(key, [])]
-        n = len(ops)
-        period = next((p for p in range(1, n + 1) if n % p == 0 and ops == ops[:p] * (n // p)), n)
-        parts.append((key, max(n // max(period, 1), 1), period))
-    if sum(r for _, r, _ in parts) != wanted:
+    groups = split_calls(index, [runs.get(k, []) for k in keys], wanted)
+    if groups is None:
         return None
-    new_keys: list[str] = []
-    for key, reps, period in parts:
-        nodes = runs.get(key, [])
-        for j in range(reps):
-            new_keys.append(f"{key}.{j}")
-        for k, ni in enumerate(nodes):
-            part = min(k // period, reps - 1)
-            chains[ni] = [(m, f"{kk}.{part}" if m == mod and kk == key else kk) for m, kk in chains[ni]]
-        # Constant nodes of the run go with the first part
-        for ni, ch in enumerate(chains):
-            chains[ni] = [(m, f"{kk}.0" if m == mod and kk == key else kk) for m, kk in ch]
+    part_of = {ni: j for j, g in enumerate(groups) for ni in g}
+    new_keys = [f"p{j}" for j in range(len(groups))]
+    first_of_run = {k: next((part_of[n] for n in runs.get(k, []) if n in part_of), 0) for k in keys}
+    for ni, ch in enumerate(chains):
+        # Constant nodes of a run go with the run's first call
+        chains[ni] = [(m, f"p{part_of[ni]}" if ni in part_of else f"p{first_of_run.get(kk, 0)}")
+                      if m == mod else (m, kk) for m, kk in ch]
     return new_keys
-
-
-def _fix_torchscript_folding(index: GraphIndex, calls: list[Call], plan: Plan,
-                             has_params: dict[str, bool]) -> None:
-    """TorchScript folds BatchNorm into Conv and keeps the *Conv's* name: its value is the BN's."""
-    for cm in plan.calls:
-        call = calls[cm.call]
-        if cm.nodes or not has_params.get(call.module) or not call.inputs:
-            continue
-        prod = call.inputs[0].producer
-        if prod is None:
-            continue
-        src = plan.calls[prod[0]]
-        src_call = calls[prod[0]]
-        if not src.outputs or not call.outputs or not src_call.outputs:
-            continue
-        if src_call.outputs[0].shape != call.outputs[0].shape:
-            continue
-        own_params = {p[0] for p in src_call.params if p[1] == "parameter"}
-        used_inits = {i for ni in src.nodes for i in index.nodes[ni].inputs if i in index.initializers}
-        if own_params and not (own_params & used_inits):
-            cm.outputs = dict(src.outputs)
-            src.outputs = {}
-            # the node named after the Conv computes the BatchNorm's value: it is the BN's node now
-            for ni in src.own:
-                plan.node_call[ni] = cm.call
-            cm.own.extend(src.own)
-            cm.nodes.extend(n for n in src.nodes if n not in cm.nodes)
-            src.own, src.nodes = [], []
-            src.status = FUSED
-            src.note = f"folded into {call.module or '<root>'}: the ONNX node named after it computes both"
-            cm.note = f"its ONNX value comes from the node named after {src_call.module} (folded together)"
 
 
 def _classify_empty(index: GraphIndex, calls: list[Call], plan: Plan, has_params: dict[str, bool]) -> None:
@@ -276,7 +238,12 @@ def _classify_empty(index: GraphIndex, calls: list[Call], plan: Plan, has_params
             params = {p[0] for p in call.params}
             users = sorted({calls[ci].module or "<root>" for ni, ci in enumerate(plan.node_call)
                             if ci is not None and set(index.nodes[ni].inputs) & params})
-            if users:
+            into = fused_into(index, calls, plan, cm.call) if not users else None
+            if into:
+                cm.status = FUSED
+                cm.note = cm.note or (f"no ONNX node of its own: folded into {into}'s node (e.g. Conv+BatchNorm "
+                                      "folding), which reads this module's input")
+            elif users:
                 cm.status = FUSED
                 cm.note = cm.note or ("no ONNX node of its own: its parameters were folded into a "
                                       f"neighbouring node, e.g. Conv+BatchNorm folding (used by {', '.join(users[:3])})")

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from drifttui.core.result import HIST_EDGES, Metrics, summary_of
+from drifttui.core.tolerance import effective_rtol
 
 
 @dataclass
@@ -84,6 +85,7 @@ def compare(t: Any, o: Any, atol: float, rtol: float) -> Stats:
     tensors cost more in thread wake-ups than the arithmetic.  Non-finite values take the
     element-wise path.
     """
+    rtol = effective_rtol(rtol, t, o)     # float16 / bfloat16: max(rtol, K_EPS * eps), core/tolerance.py
     with np.errstate(all="ignore"):     # overflow / inf - inf are measured, not warned about
         return _compare(_f32(t), _f32(o), atol, rtol)
 

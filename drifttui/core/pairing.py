@@ -47,6 +47,65 @@ def _boundary_outputs(index: GraphIndex, nodes: set[int]) -> list[str]:
     return outs
 
 
+def _fits(index: GraphIndex, call: Call, cands: list[str]) -> int:
+    """How many of the call's computed outputs find a shape/dtype-compatible candidate."""
+    used: set[str] = set()
+    n = 0
+    for ref in call.outputs:
+        if ref.passthrough:
+            continue
+        v = next((v for v in cands if v not in used and shape_ok(index.shapes.get(v), ref.shape)
+                  and dtype_ok(index.elem_types.get(v), ref.dtype)), None)
+        if v is not None:
+            used.add(v)
+            n += 1
+    return n
+
+
+def adopt_scopeless(index: GraphIndex, calls: list[Call], plan: Plan) -> None:
+    """Give a call the scope-less nodes (optimiser-made, e.g. a recreated ``Split``) fed only by it.
+
+    Such a node's scope is filled with the common scope of its neighbours, which puts a Split at
+    the end of a tuple-returning module *outside* it.  It is adopted only when that lets more of
+    the call's outputs find a value of their shape/dtype: structure and shapes, never names.
+    """
+    for cm in plan.calls:
+        call = calls[cm.call]
+        if call.parent is None or not cm.nodes or cm.status == UNMAPPED:
+            continue
+        computed = [r for r in call.outputs if not r.passthrough]
+        inside = set(cm.nodes)
+        cands = [v for v in _boundary_outputs(index, inside) if v not in index.constant_values]
+        before = _fits(index, call, cands)
+        if before == len(computed):
+            continue
+        adopt = []
+        for node in index.nodes:
+            if not node.scope_filled or node.index in inside or node.op_type == "Constant":
+                continue
+            dyn = [v for v in node.inputs if v and not index.is_static(v)]
+            if dyn and all(index.producer.get(v) in inside for v in dyn):
+                adopt.append(node.index)
+        if not adopt:
+            continue
+        grown = inside | set(adopt)
+        cands = [v for v in _boundary_outputs(index, grown) if v not in index.constant_values]
+        if _fits(index, call, cands) <= before:
+            continue
+        for ni in adopt:
+            old = plan.node_call[ni]
+            if old is not None and ni in plan.calls[old].own:
+                plan.calls[old].own.remove(ni)
+            plan.node_call[ni] = cm.call
+            p: Optional[int] = cm.call
+            while p is not None and p != old:
+                if ni not in plan.calls[p].nodes:
+                    plan.calls[p].nodes.append(ni)
+                p = calls[p].parent
+        cm.own = sorted(set(cm.own) | set(adopt))
+        cm.nodes.sort()
+
+
 def pair_outputs(index: GraphIndex, calls: list[Call], plan: Plan) -> dict[int, list[str]]:
     """Pair by shape/dtype; returns multi-output calls whose pairing shape alone cannot decide."""
     ambiguous: dict[int, list[str]] = {}

@@ -155,6 +155,7 @@ class Tolerance:
     rule: str = TOLERANCE_RULE
     max_rel: str = MAX_REL_RULE
     local: str = LOCAL_RULE
+    dtype: str = ""       # the dtype-aware rule (core/tolerance.py DTYPE_RULE); "" in old reports
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,18 @@ class Coverage:
 
 
 @dataclass(frozen=True)
+class ObserverCheck:
+    """Sample 0: the instrumented ORT session's model outputs against a plain session's (core/observer.py)."""
+
+    checked: bool                  # False: not run (no extra outputs, or the graph could not be re-run)
+    identical: bool                # bit for bit equal: marking values changed nothing
+    max_abs: float = 0.0           # largest |plain - instrumented| over the model outputs
+    values: list[str] = field(default_factory=list)   # marked values whose marking changes the outputs
+    layers: list[int] = field(default_factory=list)   # layers paired with them (compared in their own window)
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Environment:
     torch: str
     onnx: str
@@ -177,7 +190,7 @@ class Environment:
     python: str
     opset: Optional[int]
     producer: str
-    exporter: str            # "dynamo", "torchscript" or "user file"
+    exporter: str            # "dynamo", "torchscript" (the one that produced the file) or "user file"
     ort_opt_level: str
     threads: int
     deterministic: bool
@@ -198,7 +211,7 @@ class Config:
     rtol: float = 1e-4
     opt_level: str = "disable"
     deterministic: bool = False
-    exporter: str = "dynamo"
+    exporter: str = "auto"             # auto: dynamo, then TorchScript if dynamo fails; or one, strictly
     provider: str = "CPUExecutionProvider"
     zero_input: bool = False
     max_memory: Optional[int] = None   # bytes per capture pass (--max-memory); None: no limit
@@ -263,6 +276,7 @@ class Result:
     windows: list[list[int]] = field(default_factory=list)   # [first, last] layer index per capture window
     steps: list[Step] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)   # ranked: the headline cause first
+    observer: Optional[ObserverCheck] = None   # the observer-effect check on sample 0 (None: old report)
 
     @property
     def headline(self) -> Optional[Finding]:

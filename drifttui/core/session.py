@@ -20,12 +20,12 @@ import numpy as np
 import torch
 
 from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
-from drifttui.core import capture_batch, capture_ort
+from drifttui.core import capture_batch, capture_ort, observer
 from drifttui.core.arity import check_output_count
 from drifttui.core.analysis import coverage, decide, make_layers, make_origin
 from drifttui.core.capture_torch import Call, Hooks, TensorRef, hookable, run_model
 from drifttui.core.details import layer_details
-from drifttui.core.export import dynamic_batch, export_model
+from drifttui.core.export import dynamic_batch, export_auto, export_model
 from drifttui.core.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index, elem_type_name
 from drifttui.core.inputs import InputSource, build_source, flatten, onnx_feeds
 from drifttui.core.loading import load_onnx, load_torch_model, new_workdir
@@ -33,7 +33,9 @@ from drifttui.core.local import build_local_graph
 from drifttui.core.mapping import Plan, build_plan
 from drifttui.core.metrics import Aggregate
 from drifttui.core.passes import Accum, Pass, run_sample
-from drifttui.core.result import (SCHEMA_VERSION, Config, Environment, Output, Result, Tolerance)
+from drifttui.core.result import (SCHEMA_VERSION, UNATTRIBUTED, Config, Environment, ObserverCheck, Output, Result,
+                                  Tolerance)
+from drifttui.core.tolerance import DTYPE_RULE
 from drifttui.core.spec import parse_input_spec, parse_model_spec
 from drifttui.core.windows import Window, attach_local, human, plan_windows
 from drifttui.errors import InputError, ModelError, first_line
@@ -53,6 +55,9 @@ class Session:
         self._details: Any = None
         self._batch = 1                     # --batch in effect (1 after a fallback)
         self._batch_notes: list[str] = []
+        self._export_note = ""              # --exporter auto: why the first exporter failed
+        self._observer: Optional[ObserverCheck] = None
+        self._timings: dict[str, float] = {}
 
     # ------------------------------------------------------------------------------
     def run(self, progress: ProgressFn = no_progress, cancel: Optional[CancelToken] = None) -> Result:
@@ -66,6 +71,7 @@ class Session:
     def _run(self, progress: ProgressFn, cancel: CancelToken) -> Result:
         cfg = self.config
         timings: dict[str, float] = {}
+        self._timings, self._observer = timings, None
         t0 = time.perf_counter()
         self._details = None
         if cfg.samples < 1:
@@ -74,7 +80,7 @@ class Session:
             raise InputError("tolerances must be finite numbers >= 0", "use e.g. --atol 1e-4 --rtol 1e-4")
         if cfg.batch < 1:
             raise InputError(f"--batch {cfg.batch} is not a positive number", "use --batch 1 or more")
-        self._batch, self._batch_notes = cfg.batch, []
+        self._batch, self._batch_notes, self._export_note = cfg.batch, [], ""
         progress(Progress("load", message="loading the model"))
         spec = parse_model_spec(cfg.model)
         example = None
@@ -104,14 +110,15 @@ class Session:
         if proto is None:
             progress(Progress("export", message=f"exporting with the {cfg.exporter} exporter"))
             t = time.perf_counter()
-            exporter = cfg.exporter
             try:
-                path = self._export(model, example, sample0, cfg.exporter, self._batch > 1)
+                path, exporter, self._export_note = export_auto(
+                    lambda name: self._export(model, example, sample0, name, self._batch > 1), cfg.exporter)
             except ModelError as exc:
                 if self._batch == 1:
                     raise
                 self._no_batch(f"the export with a dynamic batch dim failed ({exc.problem})")
-                path = self._export(model, example, sample0, cfg.exporter, False)
+                path, exporter, self._export_note = export_auto(
+                    lambda name: self._export(model, example, sample0, name, False), cfg.exporter)
             proto = load_onnx(path)
             timings["export"] = time.perf_counter() - t
         cancel.check()
@@ -204,13 +211,15 @@ class Session:
         windows, total_bytes = plan_windows(plan, calls, index, max(1, budget // batch) if budget else budget,
                                             set(index.graph_inputs))
         attach_local(windows, local, plan)
+        mem_windows = len(windows)
+        windows, prebuilt = self._observer_check(cfg, proto, feeds0, index, plan, windows, local)
         self.windows = windows
         timings["map"] = time.perf_counter() - t_map
 
         acc = Accum(out_aggs=[Aggregate() for _ in index.graph_outputs], top1=[[0, 0] for _ in index.graph_outputs])
         extra: list[str] = []
-        if len(windows) > 1:
-            extra.append(f"captured in {len(windows)} windows of consecutive layers to stay within --max-memory "
+        if mem_windows > 1:
+            extra.append(f"captured in {mem_windows} windows of consecutive layers to stay within --max-memory "
                          f"{human(budget or 0)} (one sample's intermediates, both sides: ~{human(total_bytes)}); "
                          "each window costs one ORT run and one torch forward per sample")
         if cfg.max_memory is not None and hooks is None:
@@ -220,6 +229,8 @@ class Session:
             listed = ", ".join(str(w.first) for w in big[:10]) + (f" and {len(big) - 10} more" if len(big) > 10 else "")
             extra.append(f"layer(s) {listed} alone exceed --max-memory; they were captured on their own")
         done, total = 0, n * len(windows)
+        if self._export_note:
+            extra.append(self._export_note)
         notes_at = len(extra)
         extra.extend(self._batch_notes)
         t_samples = time.perf_counter()
@@ -228,8 +239,10 @@ class Session:
         with hooks.installed() if hooks is not None else contextlib.nullcontext(), _unfreeze():
             for wi, w in enumerate(windows):
                 t_sess = time.perf_counter()
-                main = capture_ort.make_session(proto, cfg.opt_level, cfg.deterministic, cfg.provider,
-                                                self.workdir, "main.onnx", extra_outputs=w.values)
+                main = prebuilt if wi == 0 and prebuilt is not None else capture_ort.make_session(
+                    proto, cfg.opt_level, cfg.deterministic, cfg.provider, self.workdir, "main.onnx",
+                    extra_outputs=w.values)
+                prebuilt = None
                 local_sess = None
                 if w.local is not None:
                     local_sess = capture_ort.make_session(w.local.model, cfg.opt_level, cfg.deterministic,
@@ -280,16 +293,46 @@ class Session:
         progress(Progress("done", total, total, "done"))
         return result
 
+    def _observer_check(self, cfg: Config, proto: Any, feeds0: dict, index: GraphIndex, plan: Plan,
+                        windows: list[Window], local: Any) -> tuple[list[Window], Any]:
+        """Sample 0, plain vs instrumented model outputs (core/observer.py); returns the windows (the
+        calls whose marking changes the numbers moved to a window of their own) and window 0's session
+        when it can be reused."""
+        assert self.workdir is not None
+        t = time.perf_counter()
+        outs = list(index.graph_outputs)
+
+        def run_marked(values: list[str]) -> dict[str, np.ndarray]:
+            sess = capture_ort.make_session(proto, cfg.opt_level, cfg.deterministic, cfg.provider, self.workdir,
+                                            "observer.onnx", extra_outputs=values)
+            return capture_ort.run(sess, feeds0, outs)
+
+        marked = [v for v in windows[0].values if v not in set(outs)]
+        main = capture_ort.make_session(proto, cfg.opt_level, cfg.deterministic, cfg.provider, self.workdir,
+                                        "main.onnx", extra_outputs=windows[0].values)
+        effect = observer.find_marked_effect(marked, capture_ort.run(main, feeds0, outs), run_marked)
+        moved = observer.owners_of(plan, effect.values)
+        owners = {v: [self.calls[ci].module or "<root>" for ci in observer.owners_of(plan, [v])]
+                  for v in effect.values}
+        self._observer = observer.summarise(effect, owners, moved, cfg.opt_level)
+        self._timings["observer"] = time.perf_counter() - t
+        if not moved:
+            return windows, main
+        windows = observer.split_windows(windows, effect.values, plan)
+        attach_local(windows, local, plan)
+        observer.annotate(plan, moved)
+        return windows, None
+
     def _result(self, cfg: Config, index: GraphIndex, calls: list[Call], plan: Plan, acc: Accum,
                 local_available: bool, samples: int, exporter: str, timings: dict[str, float],
                 windows: list[Window], extra_notes: list[str]) -> Result:
         glob, out_aggs, top1 = acc.glob, acc.out_aggs, acc.top1
         loc = acc.local_aggs()
         local_first = acc.local_first
-        verdict = decide(calls, plan, glob, loc, local_first, local_available)
         if self._details is None:     # static (graph, weights): the same for the partial and final results
             self._details = layer_details(index, plan, calls, self.model)
         details = self._details
+        verdict = decide(calls, plan, glob, loc, local_first, local_available, details[1])
         layers = make_layers(calls, plan, verdict.statuses, glob, loc, *details)
         outputs = []
         for k, name in enumerate(index.graph_outputs):
@@ -306,16 +349,18 @@ class Session:
                          "the model outputs")
         elif local_available is False:
             notes.append("local errors were not computed (the graph has control flow or untyped feeds)")
-        if out_fail and verdict.origin is None and plan.localized:
+        if out_fail and verdict.origin is None and plan.localized and UNATTRIBUTED not in verdict.statuses:
             notes.append("the outputs drift but no mapped module owns the error: the responsible nodes are "
                          "not tied to a module (see unmapped layers)")
+        if self._observer is not None and self._observer.note:
+            notes.append(self._observer.note)
         notes.extend(extra_notes)
         drift = verdict.origin is not None or out_fail
         return Result(
             schema_version=SCHEMA_VERSION,
             verdict="drift" if drift else "ok",
             drift_origin=make_origin(layers, verdict.origin),
-            tolerance=Tolerance(cfg.atol, cfg.rtol),
+            tolerance=Tolerance(cfg.atol, cfg.rtol, dtype=DTYPE_RULE),
             samples=samples,
             layers=layers,
             outputs=outputs,
@@ -325,6 +370,7 @@ class Session:
             timings={k: round(v, 4) for k, v in timings.items()},
             notes=notes,
             windows=[[w.first, w.last] for w in windows],
+            observer=self._observer,
         )
 
 

@@ -10,7 +10,7 @@ from rich.text import Text
 from drifttui.core.result import DRIFT, INHERITED, Layer, Result
 
 STATUS_STYLE = {"ok": "green", "drift": "bold red", "inherited": "yellow", "fused": "cyan",
-                "not_exported": "dim", "unmapped": "magenta"}
+                "not_exported": "dim", "unmapped": "magenta", "unattributed": "bold yellow"}
 
 
 def fmt(x: Optional[float]) -> str:
@@ -47,6 +47,8 @@ def render(result: Result, context: int = 4, width: int = 80) -> Group:
             head.append(": the model outputs differ, but no module could be named as the origin")
     parts.append(head)
     parts.append(Text(f"tolerance rule: {tol.rule}", style="dim"))
+    if tol.dtype:
+        parts.append(Text(f"  {tol.dtype}", style="dim"))
 
     rows = _rows(result, context)
     if rows:

@@ -1,0 +1,153 @@
+"""Real architectures from the libraries users deploy, built small, with seeded random weights.
+
+timm ``create_model(..., pretrained=False)`` and transformers model classes from small configs:
+nothing is downloaded.  BatchNorm statistics and affine parameters are randomised too (a fresh
+BatchNorm is the identity, which would hide a value paired with the wrong side of a fold).
+Each factory is a drifttui model spec target (``tests/archs/zoo.py:NAME``); ``NAME_in`` gives
+its inputs.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+try:    # transformers decides once whether torchvision is there: before the shim, so it is not
+    import transformers.utils.import_utils  # noqa: E402,F401
+except ImportError:
+    pass
+import tvshim  # noqa: E402,F401  (timm imports torchvision; see tvshim.py)
+
+
+def _seed_norms(model: torch.nn.Module, seed: int = 0) -> torch.nn.Module:
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.running_mean is not None:
+                n = m.num_features
+                m.running_mean.copy_(torch.randn(n, generator=g) * 0.2)
+                m.running_var.copy_(torch.rand(n, generator=g) * 0.8 + 0.6)
+                if m.weight is not None:
+                    m.weight.copy_(torch.rand(n, generator=g) * 0.8 + 0.6)
+                    m.bias.copy_(torch.randn(n, generator=g) * 0.2)
+    return model.eval()
+
+
+def _timm(name: str, **kw):
+    import timm
+
+    torch.manual_seed(0)
+    return _seed_norms(timm.create_model(name, pretrained=False, **kw))
+
+
+def mobilenetv3():
+    return _timm("mobilenetv3_small_050")
+
+
+def efficientnet_b0():
+    return _timm("efficientnet_b0")
+
+
+def resnet18():
+    return _timm("resnet18")
+
+
+def convnext_atto():
+    return _timm("convnext_atto")
+
+
+def vit_timm():
+    return _timm("vit_tiny_patch16_224", img_size=32, patch_size=8)
+
+
+def mixer():
+    return _timm("mixer_s32_224", img_size=64)
+
+
+def img64():
+    return torch.randn(1, 3, 64, 64)
+
+
+def img32():
+    return torch.randn(1, 3, 32, 32)
+
+
+# --- transformers ----------------------------------------------------------------------
+
+def _hf(model_cls, cfg):
+    torch.manual_seed(0)
+    return model_cls(cfg).eval()
+
+
+_TEXT = dict(vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+
+
+def bert():
+    from transformers import BertConfig, BertModel
+
+    return _hf(BertModel, BertConfig(max_position_embeddings=32, **_TEXT))
+
+
+def gpt2():
+    from transformers import GPT2Config, GPT2Model
+
+    return _hf(GPT2Model, GPT2Config(vocab_size=128, n_embd=32, n_layer=2, n_head=2, n_positions=32,
+                                     use_cache=False))
+
+
+def llama():
+    from transformers import LlamaConfig, LlamaModel
+
+    return _hf(LlamaModel, LlamaConfig(num_key_value_heads=2, max_position_embeddings=32, use_cache=False, **_TEXT))
+
+
+def t5():
+    from transformers import T5Config, T5EncoderModel
+
+    return _hf(T5EncoderModel, T5Config(vocab_size=128, d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2,
+                                        use_cache=False))
+
+
+def vit_hf():
+    from transformers import ViTConfig, ViTModel
+
+    return _hf(ViTModel, ViTConfig(image_size=32, patch_size=8, num_channels=3, hidden_size=32, num_hidden_layers=2,
+                                   num_attention_heads=2, intermediate_size=64))
+
+
+def clip_vision():
+    from transformers import CLIPVisionConfig, CLIPVisionModel
+
+    return _hf(CLIPVisionModel, CLIPVisionConfig(image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=2,
+                                                 num_attention_heads=2, intermediate_size=64))
+
+
+def whisper_encoder():
+    from transformers import WhisperConfig
+    from transformers.models.whisper.modeling_whisper import WhisperEncoder
+
+    cfg = WhisperConfig(vocab_size=128, num_mel_bins=16, d_model=32, encoder_layers=2, encoder_attention_heads=2,
+                        decoder_layers=1, decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                        max_source_positions=16)
+    return _hf(WhisperEncoder, cfg)
+
+
+def tokens(gen=None):
+    g = torch.Generator().manual_seed(0)
+    return {"input_ids": torch.randint(0, 128, (1, 8), generator=g),
+            "attention_mask": torch.ones(1, 8, dtype=torch.int64)}
+
+
+def token_ids():
+    g = torch.Generator().manual_seed(0)
+    return {"input_ids": torch.randint(0, 128, (1, 8), generator=g)}
+
+
+def pixels():
+    return {"pixel_values": torch.randn(1, 3, 32, 32)}
+
+
+def mel():
+    return {"input_features": torch.randn(1, 16, 32)}
