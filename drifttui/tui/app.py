@@ -363,11 +363,6 @@ class DriftApp(ToolsMixin, App[int]):
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
-    @property
-    def run_tokens(self) -> list[CancelToken]:
-        """The cancel tokens of the capture and the steps running now (signals_quit cancels them)."""
-        return [t for t in [self._token, *self._step_tokens.values()] if t is not None]
-
     async def action_quit(self) -> None:
         """Quit at once: cancel what runs; run_app waits a moment for the threads."""
         busy = self.running or bool(self.steps_bar.running)
