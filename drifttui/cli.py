@@ -1,4 +1,4 @@
-"""Command line: thin layer from arguments to a Session, a report and an exit code."""
+"""Command line: thin layer from arguments to the staged pipeline, a report and an exit code."""
 from __future__ import annotations
 
 import argparse
@@ -53,7 +53,15 @@ def _add_run_options(p: argparse.ArgumentParser, model_optional: bool = False) -
     p.add_argument("--batch", type=int, default=1, metavar="N",
                    help="compare N samples per ORT run and torch forward, concatenated along dim 0, when "
                         "the graph's batch dim is dynamic (default 1: one sample at a time)")
+    _add_capture_options(p)
     p.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def _add_capture_options(p: argparse.ArgumentParser) -> None:
+    """Options of the capture stage (issue 9)."""
+    p.add_argument("--layer-samples", choices=["auto", "all"], default="auto",
+                   help="samples compared layer by layer: auto = sample 0 and each sample whose output "
+                        "error is a new worst (the output verdict covers every sample); all = every sample")
 
 
 def _memory_size(text: str) -> int:
@@ -124,7 +132,8 @@ def config_from_args(args: argparse.Namespace):
     return Config(model=model, onnx=args.onnx, inputs=args.inputs, example=args.example,
                   samples=args.samples, seed=args.seed, atol=atol, rtol=rtol, opt_level=args.opt_level,
                   deterministic=args.deterministic, exporter=args.exporter, provider=args.provider,
-                  max_memory=getattr(args, "max_memory", None), batch=getattr(args, "batch", 1))
+                  max_memory=getattr(args, "max_memory", None), batch=getattr(args, "batch", 1),
+                  layer_samples=getattr(args, "layer_samples", "auto"))
 
 
 def input_files(config) -> list[str]:
@@ -183,16 +192,16 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
     config = config_from_args(args)
     if args.json:
         json_report.check_writable(args.json, input_files(config))
-    from drifttui.core.session import Session
+    from drifttui.core.pipeline import run_once
     from drifttui.report.text import print_report
 
-    session = Session(config)
     show_progress = sys.stderr.isatty() and args.json != "-"
-    result = session.run(progress=_progress_printer(show_progress))
+    run = run_once(config, progress=_progress_printer(show_progress))
+    result = run.result
     if diagnose:
         from drifttui.core.steps import diagnose as run_diagnose
 
-        result = run_diagnose(session, result, only=args.step)
+        result = run_diagnose(run, result, only=args.step)
     if args.json == "-":
         json_report.write(result, "-")
     else:

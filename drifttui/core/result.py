@@ -56,7 +56,10 @@ class Metrics:
     max_rel: Summary
     rmse: Summary
     cosine: Summary            # worst == lowest similarity
-    frac_out: Summary          # fraction of elements out of tolerance
+    # error spread: fraction of elements whose |d| is at least half the sample's max |d| (near 0: the
+    # error sits in a few elements, e.g. a border; near 1: everywhere).  Tolerance-free, so that a
+    # tolerance change needs no new capture (the JSON key keeps its old name)
+    frac_out: Summary
     nan_mismatch: int          # elements where exactly one side is NaN/Inf, summed over samples
     samples: int
     # counts of per-sample max_abs in fixed log10 bins, see HIST_EDGES
@@ -203,6 +206,9 @@ class Config:
     zero_input: bool = False
     max_memory: Optional[int] = None   # bytes per capture pass (--max-memory); None: no limit
     batch: int = 1                     # samples per ORT run / torch forward (--batch); 1: one at a time
+    # which samples get the per-layer pass (--layer-samples): "auto" = sample 0 and every sample whose
+    # output error is a new worst; "all" = every sample.  The output verdict always covers every sample.
+    layer_samples: str = "auto"
 
 
 STEP_TITLES = {
