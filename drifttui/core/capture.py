@@ -128,8 +128,10 @@ def _capture(pr: Prepared, cfg: Config, progress: ProgressFn, cancel: CancelToke
         with _WindowPass(pr, cfg, w, timings) as wp:
             for start in range(0, len(chosen), batch):
                 cancel.check()
-                progress(Progress("samples", n, n, f"layer samples, window {wi + 2}/{len(pr.windows)}"))
                 wp.run(acc, [(i, source.sample(i)) for i in chosen[start:start + batch]], cancel)
+        if partial is not None and wi < len(rest) - 1:      # layers fill in window by window
+            progress(Progress("samples", n, n, f"window {wi + 2}/{len(pr.windows)}",
+                              partial(_snapshot(pr, cfg, acc, outs, n, chosen, notes, timings))))
     timings["samples"] = time.perf_counter() - t_start - timings["sessions"]
     timings["per_sample"] = timings["samples"] / n
     if outs.times:

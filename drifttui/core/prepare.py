@@ -130,10 +130,11 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
         exporter = {DYNAMO: "dynamo (from the file's metadata)",
                     TORCHSCRIPT: "torchscript (from the file's node names)"}.get(index.flavour, "unknown")
     input_dtypes = {name: dt for name, _, dt in graph_inputs(proto)}
+    feeds0 = onnx_feeds(sample0, index.graph_inputs, input_dtypes)    # refuses inputs that do not fit first
     progress(Progress("map", message="tracing module calls and mapping them to ONNX values"))
     ok_hooks, why_not = hookable(model)
     hooks = Hooks(model) if ok_hooks else None
-    calls, plan = _trace_and_map(cfg, model, hooks, why_not, index, sample0, input_dtypes, workdir)
+    calls, plan = _trace_and_map(cfg, model, hooks, why_not, index, sample0, feeds0, workdir)
     if batch > 1 and hooks is not None:
         with hooks.installed():
             why = capture_batch.probe_torch(hooks, model, safe_forward, sample0,
@@ -158,7 +159,7 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
 
 
 def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str, index: GraphIndex,
-                   sample0: Any, input_dtypes: dict, workdir: Path) -> tuple[list[Call], Plan]:
+                   sample0: Any, feeds0: dict, workdir: Path) -> tuple[list[Call], Plan]:
     if hooks is not None:
         with hooks.installed():
             hooks.begin(None, tracing=True)
@@ -177,7 +178,6 @@ def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str
         calls = [Call(0, "", type(model).__name__, 0, 0, None, outputs=[TensorRef.of(o) for o in outs])]
         names, has_params = [""], {"": False}
         aliases, multi_out = {}, {}
-    feeds0 = onnx_feeds(sample0, index.graph_inputs, input_dtypes)
 
     def resolve(values: list[str]) -> dict:
         # sample 0 through ONNX Runtime (optimisations off) for content-based output pairing
