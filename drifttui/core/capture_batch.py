@@ -13,7 +13,6 @@ that sample alone with a clone-only sink.
 from __future__ import annotations
 
 import math
-import time
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -21,7 +20,7 @@ import torch
 
 from drifttui.core.progress import CancelToken
 from drifttui.core import capture_ort
-from drifttui.core.capture_torch import Call, Sink, TensorStore, to_numpy
+from drifttui.core.capture_torch import Call, Sink, TensorStore
 from drifttui.core.inputs import Sample, flatten, onnx_feeds
 from drifttui.core.mapping import Plan
 from drifttui.core.metrics import Aggregate, Stats, compare
@@ -197,7 +196,6 @@ class BatchCompareSink(Sink):
 def run_chunk(p: Pass, acc: Accum, ids: list[int], samples: list[Sample], cancel: CancelToken) -> None:
     """Samples ``ids`` in one ORT run and one hooked forward; per-sample results."""
     assert p.hooks is not None
-    t0 = time.perf_counter()
     k = len(ids)
     batched = cat_samples(samples) if k > 1 else samples[0]
     feeds = onnx_feeds(batched, p.graph_inputs, p.input_dtypes)
@@ -218,4 +216,3 @@ def run_chunk(p: Pass, acc: Accum, ids: list[int], samples: list[Sample], cancel
             local_run(p, store, onnx_feeds(samples[j], p.graph_inputs, p.input_dtypes), i, acc)
             acc.local_runs += 1
     p.hooks.begin(None)
-    acc.sample_times.extend([(time.perf_counter() - t0) / k] * k)

@@ -7,6 +7,7 @@ so that the decide stage can apply any atol/rtol exactly afterwards (``Stats.fai
 """
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -244,8 +245,12 @@ class Aggregate:
     mismatch: list[bool] = field(default_factory=list)
     sample_ids: list[int] = field(default_factory=list)
     nan_mismatch: int = 0
+    # to_metrics() is tolerance-free: kept until the next add(), so re-deciding reuses it
+    _metrics: Optional[Metrics] = field(default=None, repr=False, compare=False)
+    _flat: Optional[tuple] = field(default=None, repr=False, compare=False)
 
     def add(self, sample: int, s: Stats) -> None:
+        self._metrics = self._flat = None
         self.sample_ids.append(sample)
         self.max_abs.append(s.max_abs)
         self.mean_abs.append(s.mean_abs)
@@ -263,16 +268,33 @@ class Aggregate:
 
     def failing(self, atol: float, rtol: float) -> list[int]:
         """Positions (not sample ids) of the samples that fail ``atol + rtol * scale``."""
-        return [k for k, (pairs, bad) in enumerate(zip(self.bounds, self.mismatch))
-                if bad or any(d > atol + rtol * t for d, t in pairs)]
+        if self._flat is None:          # every (sample, max |d|, max |t|) as arrays, built once
+            ks = [k for k, pairs in enumerate(self.bounds) for _ in pairs]
+            self._flat = (np.asarray(ks, dtype=np.int64),
+                          np.asarray([d for pairs in self.bounds for d, _ in pairs], dtype=np.float64),
+                          np.asarray([t for pairs in self.bounds for _, t in pairs], dtype=np.float64),
+                          [k for k, bad in enumerate(self.mismatch) if bad])
+        ks, ds, ts, bad = self._flat
+        with np.errstate(invalid="ignore"):
+            over = ks[ds > atol + rtol * ts]
+        if not bad:
+            return sorted(set(over.tolist()))
+        return sorted(set(over.tolist()) | set(bad))
 
     def fails(self, atol: float, rtol: float) -> bool:
         return bool(self.failing(atol, rtol))
 
     def to_metrics(self) -> Metrics:
+        if self._metrics is None:
+            self._metrics = self._make_metrics()
+        return self._metrics
+
+    def _make_metrics(self) -> Metrics:
         ids = self.sample_ids
-        hist = np.histogram(np.log10(np.maximum(np.asarray(self.max_abs, dtype=np.float64), 1e-30)),
-                            bins=[-np.inf, *HIST_EDGES, np.inf])[0] if ids else []
+        hist = [0] * (len(HIST_EDGES) + 1) if ids else []
+        for v in self.max_abs:          # bins [-inf, e0), [e0, e1), ..., [e_last, inf]
+            if v == v:
+                hist[bisect.bisect_right(HIST_EDGES, math.log10(max(v, 1e-30)) if v != math.inf else math.inf)] += 1
         return Metrics(
             max_abs=summary_of(self.max_abs, ids),
             mean_abs=summary_of(self.mean_abs, ids),

@@ -9,7 +9,6 @@ change never asks for a new capture.
 """
 from __future__ import annotations
 
-import time
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -82,7 +81,6 @@ class Accum:
     # owner -> (first node index in execution order, that local value's own error) per sample and
     # value: the decide stage finds, at any tolerance, where the owner's local error starts
     loc_values: dict[int, list[tuple[int, Stats]]] = field(default_factory=dict)
-    sample_times: list[float] = field(default_factory=list)
     local_runs: int = 0
 
     def local_aggs(self) -> dict[int, Aggregate]:
@@ -113,7 +111,6 @@ class Pass:
 
 def run_sample(p: Pass, acc: Accum, i: int, sample: Any, feeds: Optional[dict], cancel: CancelToken) -> None:
     """The per-layer pass of sample ``i``: global errors of every mapped call, then the local run."""
-    t0 = time.perf_counter()
     if feeds is None:
         feeds = onnx_feeds(sample, p.graph_inputs, p.input_dtypes)
     ort_vals = capture_ort.run(p.main, feeds, p.fetch)
@@ -137,7 +134,6 @@ def run_sample(p: Pass, acc: Accum, i: int, sample: Any, feeds: Optional[dict], 
         acc.local_runs += 1
     if p.hooks is not None:
         p.hooks.begin(None)
-    acc.sample_times.append(time.perf_counter() - t0)
 
 
 def local_run(p: Pass, store: TensorStore, feeds: dict, i: int, acc: Accum) -> None:

@@ -88,41 +88,9 @@ def prepare(config: Config, progress: ProgressFn = no_progress, cancel: Optional
 
 def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelToken) -> Prepared:
     timings: dict[str, float] = {"load": 0.0, "export": 0.0, "map": 0.0}
-    t0 = time.perf_counter()
-    progress(Progress("load", message="loading the model"))
-    spec = parse_model_spec(cfg.model)
-    example = None
-    if spec.kind == "example":
-        from drifttui.examples import get_example
-
-        example = get_example(spec.example or "")
-    model = load_torch_model(spec)
-    in_spec = parse_input_spec(cfg.inputs)
     notes: list[str] = []
-    batch = cfg.batch
-    proto, gi = None, None
-    if cfg.onnx:
-        proto = load_onnx(Path(cfg.onnx))
-        gi = graph_inputs(proto)
-        static = capture_batch.static_inputs(gi) if batch > 1 else []
-        if static:
-            batch = _no_batch(cfg, notes, f"the ONNX file's input(s) {', '.join(static[:5])} have a static dim 0")
-    sample0 = build_source(in_spec, 0, False, gi, example).sample(0)
-    timings["load"] = time.perf_counter() - t0
-    exporter = "user file"
-    if proto is None:
-        progress(Progress("export", message=f"exporting with the {cfg.exporter} exporter"))
-        t = time.perf_counter()
-        exporter = cfg.exporter
-        try:
-            path = _export(model, example, sample0, cfg.exporter, workdir, batch > 1)
-        except ModelError as exc:
-            if batch == 1:
-                raise
-            batch = _no_batch(cfg, notes, f"the export with a dynamic batch dim failed ({exc.problem})")
-            path = _export(model, example, sample0, cfg.exporter, workdir, False)
-        proto = load_onnx(path)
-        timings["export"] = time.perf_counter() - t
+    loaded = _load(cfg, workdir, progress, timings, notes)
+    model, example, in_spec, gi, sample0, proto, exporter, batch = loaded
     cancel.check()
     t = time.perf_counter()
     index = build_index(proto)
@@ -156,6 +124,45 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
                     exporter=exporter, input_dtypes=input_dtypes, hooks=hooks, calls=calls, plan=plan,
                     local=local, windows=windows, budget=budget, batch=batch, notes=notes, details=details,
                     workdir=workdir, timings=timings)
+
+
+def _load(cfg: Config, workdir: Path, progress: ProgressFn, timings: dict[str, float], notes: list[str]) -> tuple:
+    """Load the model and the inputs spec; read the user's ONNX file or export (times in ``timings``)."""
+    t0 = time.perf_counter()
+    progress(Progress("load", message="loading the model"))
+    spec = parse_model_spec(cfg.model)
+    example = None
+    if spec.kind == "example":
+        from drifttui.examples import get_example
+
+        example = get_example(spec.example or "")
+    model = load_torch_model(spec)
+    in_spec = parse_input_spec(cfg.inputs)
+    batch = cfg.batch
+    proto, gi = None, None
+    if cfg.onnx:
+        proto = load_onnx(Path(cfg.onnx))
+        gi = graph_inputs(proto)
+        static = capture_batch.static_inputs(gi) if batch > 1 else []
+        if static:
+            batch = _no_batch(cfg, notes, f"the ONNX file's input(s) {', '.join(static[:5])} have a static dim 0")
+    sample0 = build_source(in_spec, 0, False, gi, example).sample(0)
+    timings["load"] = time.perf_counter() - t0
+    exporter = "user file"
+    if proto is None:
+        progress(Progress("export", message=f"exporting with the {cfg.exporter} exporter"))
+        t = time.perf_counter()
+        exporter = cfg.exporter
+        try:
+            path = _export(model, example, sample0, cfg.exporter, workdir, batch > 1)
+        except ModelError as exc:
+            if batch == 1:
+                raise
+            batch = _no_batch(cfg, notes, f"the export with a dynamic batch dim failed ({exc.problem})")
+            path = _export(model, example, sample0, cfg.exporter, workdir, False)
+        proto = load_onnx(path)
+        timings["export"] = time.perf_counter() - t
+    return model, example, in_spec, gi, sample0, proto, exporter, batch
 
 
 def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str, index: GraphIndex,
