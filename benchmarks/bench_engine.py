@@ -146,6 +146,10 @@ def main() -> None:
     ap.add_argument("--n2", type=int, default=60)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", metavar="PATH")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="OMP_NUM_THREADS for both processes (torch's intra-op threads); 0: the default. "
+                         "On a loaded shared machine 1 keeps torch's spinning OpenMP workers from "
+                         "dominating both sides")
     ap.add_argument("--child", choices=["floor", "drifttui"], help=argparse.SUPPRESS)
     ap.add_argument("--onnx", help=argparse.SUPPRESS)
     ap.add_argument("--samples", type=int, help=argparse.SUPPRESS)
@@ -154,8 +158,10 @@ def main() -> None:
         fn = child_floor if args.child == "floor" else child_drifttui
         print(json.dumps(fn(args.models, args.onnx, args.samples)))
         return
+    if args.threads:
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)     # inherited by every child process
     print(f"nproc {os.cpu_count()}, load average {os.getloadavg()}; samples {args.n1} and {args.n2}, "
-          f"{args.repeats} repeats", flush=True)
+          f"{args.repeats} repeats, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'default')}", flush=True)
     report, ok = {}, True
     for name in args.models.split(","):
         r = report[name] = measure(name, args.n1, args.n2, args.repeats)

@@ -62,6 +62,9 @@ def _add_capture_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layer-samples", choices=["auto", "all"], default="auto",
                    help="samples compared layer by layer: auto = sample 0 and each sample whose output "
                         "error is a new worst (the output verdict covers every sample); all = every sample")
+    p.add_argument("--output-opt-level", choices=["disable", "basic", "extended", "all"], default="all",
+                   help="ORT optimisation level of the output pass that gives the verdict on every sample "
+                        "(default all, ORT's own default: what you deploy); --opt-level sets the per-layer pass")
 
 
 def _memory_size(text: str) -> int:
@@ -133,7 +136,8 @@ def config_from_args(args: argparse.Namespace):
                   samples=args.samples, seed=args.seed, atol=atol, rtol=rtol, opt_level=args.opt_level,
                   deterministic=args.deterministic, exporter=args.exporter, provider=args.provider,
                   max_memory=getattr(args, "max_memory", None), batch=getattr(args, "batch", 1),
-                  layer_samples=getattr(args, "layer_samples", "auto"))
+                  layer_samples=getattr(args, "layer_samples", "auto"),
+                  output_opt_level=getattr(args, "output_opt_level", "all"))
 
 
 def input_files(config) -> list[str]:

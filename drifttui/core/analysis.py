@@ -202,4 +202,5 @@ def environment(cfg: Config, pr: "Prepared") -> Environment:
         numpy=np.__version__, python=platform.python_version(), opset=index.opset,
         producer=index.producer_name, exporter=pr.exporter, ort_opt_level=cfg.opt_level,
         threads=1 if cfg.deterministic else 0, deterministic=cfg.deterministic, provider=cfg.provider,
+        ort_output_opt_level=cfg.output_opt_level,
     )

@@ -3,9 +3,11 @@
 Two kinds of pass, neither of which looks at a tolerance:
 
 * the **output pass** (the floor) on every sample: one ONNX Runtime run of the plain graph at
-  the configured optimisation level (no extra outputs) and one plain torch forward (no hooks),
-  comparing the model outputs.  That is what a user's own check costs.
-* the **per-layer pass** on the *layer samples*: every mapped intermediate as an ORT output,
+  ``output_opt_level`` (default "all", ORT's own default: what a deployment runs; no extra
+  outputs) and one plain torch forward (no hooks), comparing the model outputs.  That is what a
+  user's own check costs.
+* the **per-layer pass** on the *layer samples*, at ``opt_level`` (default "disable": fusions
+  would hide the values compared): every mapped intermediate as an ORT output,
   the hooked forward comparing each module's output at hook time, and the local run (each
   module's own nodes fed from torch).  With ``layer_samples="auto"`` (the default) these are
   sample 0 and every sample whose output error (max |d| / max |torch| over the outputs) is a
@@ -36,7 +38,8 @@ from drifttui.core.result import Config
 from drifttui.core.windows import Window
 
 # the Config fields a Capture depends on, on top of the Prepared's
-CAPTURE_FIELDS = ("samples", "seed", "deterministic", "zero_input", "opt_level", "layer_samples")
+CAPTURE_FIELDS = ("samples", "seed", "deterministic", "zero_input", "opt_level", "layer_samples",
+                  "output_opt_level")
 LAYER_SAMPLES = ("auto", "all")
 
 
@@ -90,8 +93,8 @@ def _capture(pr: Prepared, cfg: Config, progress: ProgressFn, cancel: CancelToke
     timings: dict[str, float] = {"sessions": 0.0}
     notes = list(pr.notes)
     t_sess = time.perf_counter()
-    floor = capture_ort.make_session(pr.proto, cfg.opt_level, cfg.deterministic, cfg.provider, pr.workdir,
-                                     "floor.onnx")
+    floor = capture_ort.make_session(pr.proto, cfg.output_opt_level, cfg.deterministic, cfg.provider,
+                                     pr.workdir, "floor.onnx")
     timings["sessions"] += time.perf_counter() - t_sess
     outs = _Outputs([Aggregate() for _ in pr.index.graph_outputs], [[0, 0] for _ in pr.index.graph_outputs])
     acc = Accum()

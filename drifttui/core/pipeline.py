@@ -45,6 +45,11 @@ def validate(cfg: Config) -> None:
         raise InputError("tolerances must be finite numbers >= 0", "use e.g. --atol 1e-4 --rtol 1e-4")
     if cfg.batch < 1:
         raise InputError(f"--batch {cfg.batch} is not a positive number", "use --batch 1 or more")
+    from drifttui.core.capture_ort import OPT_LEVELS
+
+    for flag, level in (("--opt-level", cfg.opt_level), ("--output-opt-level", cfg.output_opt_level)):
+        if level not in OPT_LEVELS:
+            raise InputError(f"unknown {flag} {level!r}", f"use one of {', '.join(OPT_LEVELS)}")
     if cfg.layer_samples not in LAYER_SAMPLES:
         raise InputError(f"--layer-samples {cfg.layer_samples!r} is not known", "use auto or all")
 

@@ -185,6 +185,7 @@ class Environment:
     threads: int
     deterministic: bool
     provider: str
+    ort_output_opt_level: str = ""   # the output pass's level ("" in reports older than it)
 
 
 @dataclass(frozen=True)
@@ -209,6 +210,10 @@ class Config:
     # which samples get the per-layer pass (--layer-samples): "auto" = sample 0 and every sample whose
     # output error is a new worst; "all" = every sample.  The output verdict always covers every sample.
     layer_samples: str = "auto"
+    # ORT level of the output pass (every sample, the model outputs only): what a deployment runs;
+    # ORT's own default is "all".  ``opt_level`` is the level of the per-layer pass (localisation,
+    # where fusions would hide the values compared).
+    output_opt_level: str = "all"
 
 
 STEP_TITLES = {
