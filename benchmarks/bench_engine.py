@@ -109,7 +109,12 @@ def _timed(kind: str, name: str, onnx_path: str, samples: int) -> tuple[float, d
 
 def measure(name: str, n1: int, n2: int, repeats: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="drifttui-bench-") as d:
-        onnx_path = _export(name, Path(d))
+        # exported in a child: Linux keeps a process's RSS high-water mark across fork + exec, so a
+        # parent that had loaded the model would put a floor under every child's ru_maxrss
+        onnx_path = str(Path(d) / "model.onnx")
+        subprocess.run([sys.executable, __file__, "--child", "export", "--models", name, "--onnx", d], check=True,
+                       env=dict(os.environ, PYTHONWARNINGS="ignore", PYTHONPATH=str(ROOT)), cwd=str(ROOT),
+                       capture_output=True)
         rows = []
         for _ in range(repeats):
             row = {}
@@ -150,10 +155,13 @@ def main() -> None:
                     help="OMP_NUM_THREADS for both processes (torch's intra-op threads); 0: the default. "
                          "On a loaded shared machine 1 keeps torch's spinning OpenMP workers from "
                          "dominating both sides")
-    ap.add_argument("--child", choices=["floor", "drifttui"], help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=["floor", "drifttui", "export"], help=argparse.SUPPRESS)
     ap.add_argument("--onnx", help=argparse.SUPPRESS)
     ap.add_argument("--samples", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child == "export":
+        _export(args.models, Path(args.onnx))
+        return
     if args.child:
         fn = child_floor if args.child == "floor" else child_drifttui
         print(json.dumps(fn(args.models, args.onnx, args.samples)))
