@@ -6,7 +6,7 @@ lazily, on the first run, inside the worker thread.
 """
 from __future__ import annotations
 
-from typing import Optional, Protocol
+from typing import Any, Optional, Protocol
 
 from drifttui.core.result import Config, Result, Step
 from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
@@ -23,22 +23,29 @@ class Engine(Protocol):
 
 
 class LocalEngine:
-    """Runs torch and ONNX Runtime in this process."""
+    """Runs torch and ONNX Runtime in this process, reusing every stage a rerun does not change.
+
+    A tolerance change re-decides the last capture (no capture, no export); a determinism,
+    zero-input, ORT-level, samples or seed change captures again on the same export; only a new
+    model, ONNX file, exporter, inputs, provider, --batch or --max-memory prepares again
+    (``drifttui.core.pipeline``).  Not thread-safe: one run at a time (the TUI's exclusive worker).
+    """
+
+    def __init__(self) -> None:
+        self._pipeline: Optional[Any] = None
 
     def run(self, config: Config, progress: ProgressFn = no_progress,
             cancel: Optional[CancelToken] = None) -> Result:
-        from drifttui.core.session import Session
+        from drifttui.core.pipeline import Pipeline
 
-        session = Session(config)
-        result = session.run(progress=progress, cancel=cancel)
-        try:
-            # keep the loaded model, graph and mapping for the debugging steps (keys 1-6)
-            from drifttui.core.steps.context import context_for
+        if self._pipeline is None:
+            self._pipeline = Pipeline()
+        run = self._pipeline.run(config, progress=progress, cancel=cancel)
+        # keep the prepared model, graph and mapping for the debugging steps (keys 1-6)
+        from drifttui.core.diagnosis.context import context_for
 
-            context_for(result, session)
-        except Exception:   # the steps rebuild what they need when this cache is missing
-            pass
-        return result
+        context_for(run.result, run)
+        return run.result
 
     def step(self, number: int, result: Result, progress: ProgressFn = no_progress,
              cancel: Optional[CancelToken] = None) -> Step:

@@ -1,4 +1,4 @@
-"""Command line: thin layer from arguments to a Session, a report and an exit code."""
+"""Command line: thin layer from arguments to the staged pipeline, a report and an exit code."""
 from __future__ import annotations
 
 import argparse
@@ -57,6 +57,7 @@ def _add_run_options(p: argparse.ArgumentParser, model_optional: bool = False) -
     p.add_argument("--batch", type=int, default=1, metavar="N",
                    help="compare N samples per ORT run and torch forward, concatenated along dim 0, when "
                         "the graph's batch dim is dynamic (default 1: one sample at a time)")
+    _add_capture_options(p)
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     _add_trust_option(p)
 
@@ -72,6 +73,16 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_USAGE, f"drifttui: error: {one_line(message)}; see `{self.prog} --help`\n")
+
+
+def _add_capture_options(p: argparse.ArgumentParser) -> None:
+    """Options of the capture stage (issue 9)."""
+    p.add_argument("--layer-samples", choices=["auto", "all"], default="auto",
+                   help="samples compared layer by layer: auto = sample 0 and each sample whose output "
+                        "error is a new worst (the output verdict covers every sample); all = every sample")
+    p.add_argument("--output-opt-level", choices=["disable", "basic", "extended", "all"], default="all",
+                   help="ORT optimisation level of the output pass that gives the verdict on every sample "
+                        "(default all, ORT's own default: what you deploy); --opt-level sets the per-layer pass")
 
 
 def _memory_size(text: str) -> int:
@@ -150,7 +161,9 @@ def config_from_args(args: argparse.Namespace):
                   samples=args.samples, seed=args.seed, atol=atol, rtol=rtol, opt_level=args.opt_level,
                   deterministic=args.deterministic, exporter=args.exporter, provider=args.provider,
                   max_memory=getattr(args, "max_memory", None), batch=getattr(args, "batch", 1),
-                  trust_model_file=getattr(args, "trust_model_file", False))
+                  trust_model_file=getattr(args, "trust_model_file", False),
+                  layer_samples=getattr(args, "layer_samples", "auto"),
+                  output_opt_level=getattr(args, "output_opt_level", "all"))
 
 
 def input_files(config) -> list[str]:
@@ -211,22 +224,22 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
     if args.json:
         json_report.check_writable(args.json, input_files(config) + ([args.baseline] if args.baseline else []))
     ci = CiRun.prepare(args, input_files(config), "diagnose" if diagnose else "check")
-    from drifttui.core.session import Session
+    from drifttui.core.pipeline import run_once
     from drifttui.report.text import print_report
 
     with ci.errors_reported():     # a run that fails (exit 2/3) still leaves its --junit/--markdown
-        session = Session(config)
         show_progress = sys.stderr.isatty() and args.json != "-"
-        result = session.run(progress=_progress_printer(show_progress))
+        run = run_once(config, progress=_progress_printer(show_progress))
+        result = run.result
         if diagnose:
             from drifttui.core.steps import diagnose as run_diagnose
 
-            result = run_diagnose(session, result, only=args.step)
+            result = run_diagnose(run, result, only=args.step)
         elif args.fail_on == "error":     # the gate needs the findings: run the drift checks (not the six steps)
             from drifttui.core.checks import run_checks
-            from drifttui.core.steps.context import context_for
+            from drifttui.core.diagnosis.context import context_for
 
-            result = result.with_(findings=list(run_checks(context_for(result, session))))
+            result = result.with_(findings=list(run_checks(context_for(result, run))))
     if args.json == "-":
         json_report.write(result, "-")
     else:

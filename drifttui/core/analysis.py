@@ -1,4 +1,8 @@
-"""The verdict: statuses per module call, the drift origin, coverage.
+"""Stage 3, ``decide(prepared, capture, config) -> Result``: statuses, origin, notes, coverage, fails.
+
+The only place a tolerance is applied to the captured statistics, and the only writer of
+``Layer.status`` and ``Layer.fails``.  Everything it reads is tolerance-free (``core/capture.py``),
+so re-deciding a Capture at another tolerance is exactly a fresh run at that tolerance.
 
 A mapped call whose output passes the tolerance is ``ok``.  One that fails is ``drift``
 when its *own* (local) error fails too, and ``inherited`` when its own nodes, fed with the
@@ -10,14 +14,22 @@ children) drift.
 """
 from __future__ import annotations
 
+import platform
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from drifttui.core.capture_torch import Call
 from drifttui.core.mapping import Plan
-from drifttui.core.metrics import Aggregate
-from drifttui.core.result import (DRIFT, FUSED, INHERITED, NOT_EXPORTED, OK, UNATTRIBUTED, UNMAPPED, Coverage,
-                                  InitializerInfo, Layer, NodeInfo, Origin, ParamInfo)
+from drifttui.core.metrics import Aggregate, Stats
+from drifttui.core.tolerance import DTYPE_RULE
+from drifttui.core.result import (DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK, SCHEMA_VERSION,
+                                  UNATTRIBUTED, UNMAPPED,
+                                  Config, Coverage, Environment, InitializerInfo, Layer, NodeInfo, Origin, Output,
+                                  ParamInfo, Result, Tolerance)
+
+if TYPE_CHECKING:   # pragma: no cover
+    from drifttui.core.capture import Capture
+    from drifttui.core.prepare import Prepared
 
 
 @dataclass
@@ -27,9 +39,82 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
 
 
-def decide(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local: dict[int, Aggregate],
-           local_first: dict[int, int], local_available: bool,
-           op_types: Optional[dict[int, list[str]]] = None) -> Verdict:
+def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[str, float]] = None) -> Result:
+    """The Result of ``cap`` at ``cfg``'s tolerance (``cfg`` also fills Result.config)."""
+    atol, rtol = cfg.atol, cfg.rtol
+    first = local_first(cap.local_values, atol, rtol)
+    verdict = statuses_of(pr.calls, pr.plan, cap.glob, cap.local, first, cap.local_available, atol, rtol,
+                          op_types=pr.details[1])
+    layers = make_layers(pr.calls, pr.plan, verdict.statuses, cap.glob, cap.local, *pr.details,
+                         atol=atol, rtol=rtol, extra_notes=_layer_notes(verdict.statuses, cap))
+    outputs = []
+    for k, name in enumerate(pr.index.graph_outputs):
+        agg = cap.outputs[k] if k < len(cap.outputs) else None
+        if agg is None or not agg.samples:
+            continue
+        shape = [d if isinstance(d, int) else -1 for d in pr.index.shapes.get(name, [])]
+        good, rows = cap.top1[k]
+        outputs.append(Output(name, k, shape, agg.to_metrics(), good / rows if rows else None))
+    out_fail = any(a.fails(atol, rtol) for a in cap.outputs if a.samples)
+    notes = list(verdict.notes)
+    if not pr.plan.localized:
+        notes.append(f"per-layer localisation was not possible: {pr.plan.reason}; the verdict rests on "
+                     "the model outputs")
+    elif not cap.local_available:
+        notes.append("local errors were not computed (the graph has control flow or untyped feeds)")
+    if out_fail and verdict.origin is None and pr.plan.localized and UNATTRIBUTED not in verdict.statuses:
+        notes.append("the outputs drift but no mapped module owns the error: the responsible nodes are "
+                     "not tied to a module (see unmapped layers)")
+    if cap.observer is not None and cap.observer.note:
+        notes.append(cap.observer.note)
+    notes.extend(cap.notes)
+    return Result(
+        schema_version=SCHEMA_VERSION,
+        verdict="drift" if verdict.origin is not None or out_fail else "ok",
+        drift_origin=make_origin(layers, verdict.origin),
+        tolerance=Tolerance(atol, rtol, dtype=DTYPE_RULE),
+        samples=cap.samples,
+        layers=layers,
+        outputs=outputs,
+        coverage=coverage(verdict.statuses, pr.plan),
+        environment=environment(cfg, pr),
+        config=cfg,
+        timings={k: round(v, 4) for k, v in (timings if timings is not None else cap.timings).items()},
+        notes=notes,
+        windows=[[w.first, w.last] for w in cap.windows],
+        observer=cap.observer,
+    )
+
+
+UNOWNED_NOTE = "fails the tolerance, but no module owns the error (its own nodes agree, no earlier module fails)"
+OBSERVED_NOTE = ("marking its ONNX value as an output changes ONNX Runtime's numbers (observer effect): it is "
+                 "compared in a window of its own, with only its values marked")
+
+
+def _layer_notes(statuses: list[str], cap: "Capture") -> dict[int, list[str]]:
+    """Notes a decision or a capture adds to a layer (the plan's own notes stay as they are)."""
+    out: dict[int, list[str]] = {}
+    for i, st in enumerate(statuses):
+        if st == UNATTRIBUTED:
+            out.setdefault(i, []).append(UNOWNED_NOTE)
+    for i in (cap.observer.layers if cap.observer is not None else []):
+        out.setdefault(i, []).append(OBSERVED_NOTE)
+    return out
+
+
+def local_first(values: dict[int, list[tuple[int, Stats]]], atol: float, rtol: float) -> dict[int, int]:
+    """Per owner: the first node (execution order) of a local value that fails the tolerance."""
+    out: dict[int, int] = {}
+    for owner, rows in values.items():
+        failing = [first for first, st in rows if st.fails_at(atol, rtol)]
+        if failing:
+            out[owner] = min(failing)
+    return out
+
+
+def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local: dict[int, Aggregate],
+                local_first: dict[int, int], local_available: bool, atol: float, rtol: float,
+                op_types: Optional[dict[int, list[str]]] = None) -> Verdict:
     statuses: list[str] = []
     for cm in plan.calls:
         if cm.status != OK:
@@ -39,12 +124,12 @@ def decide(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local: dic
         if agg is None or agg.samples == 0:
             statuses.append(UNMAPPED)
             continue
-        if not agg.fails():
+        if not agg.fails(atol, rtol):
             statuses.append(OK)
             continue
         own = local.get(cm.call)
         if own is not None and own.samples:
-            statuses.append(DRIFT if own.fails() else INHERITED)
+            statuses.append(DRIFT if own.fails(atol, rtol) else INHERITED)
         elif local_available:
             statuses.append(INHERITED)   # no own computation: its output is a child's or an input
         else:
@@ -81,7 +166,7 @@ def attribute_unowned(calls: list[Call], plan: Plan, statuses: list[str], origin
     PyTorch-side inputs, agree, and no earlier module fails.  The note says why that happens:
     float32 noise upstream flipping roundings at a precision cast (a float16/bfloat16 value
     downstream of a float32 one), or an ill-conditioned reduction amplifying rounding noise.
-    Mutates ``statuses``; returns the notes.  The one place this is decided.
+    Mutates ``statuses`` (never the plan: a re-decision must equal a fresh run); returns the notes.  The one place this is decided.
     """
     if origin is not None:
         return []
@@ -100,11 +185,6 @@ def attribute_unowned(calls: list[Call], plan: Plan, statuses: list[str], origin
         why = "rounding noise is amplified by a reduction (a long sum, softmax or normalisation) in them"
     else:
         why = "rounding noise accumulated upstream, below every module's own tolerance"
-    for i in unowned:
-        cm = plan.calls[i]
-        extra = "fails the tolerance, but no module owns the error (its own nodes agree, no earlier module fails)"
-        if extra not in cm.note:
-            cm.note = f"{cm.note}; {extra}" if cm.note else extra
     return [f"{len(unowned)} layer(s) fail the tolerance with no module owning the error: {names}{more}. "
             f"Their own nodes, fed with the PyTorch-side inputs, agree; {why}. They are 'unattributed', not drift: "
             "widen the tolerance for low-precision layers, or compute the block in float32, if the size matters"]
@@ -144,10 +224,24 @@ def coverage(statuses: list[str], plan: Plan) -> Coverage:
     )
 
 
+def fails_of(g: Optional[Aggregate], lo: Optional[Aggregate], atol: float, rtol: float) -> dict[str, bool]:
+    """Per FAIL_COLUMNS: max_abs and max_rel fail when the output fails the tolerance rule in a sample
+    (they are two views of the one rule); local when the own error does; cos when, in a failing
+    sample, 1 - cosine exceeds rtol (the output's direction changed, not only its size)."""
+    bad = g.failing(atol, rtol) if g is not None and g.samples else []
+    out = dict.fromkeys(FAIL_COLUMNS, False)
+    out["max_abs"] = out["max_rel"] = bool(bad)
+    out["cos"] = any(1.0 - g.cosine[k] > rtol for k in bad) if g is not None else False
+    out["local"] = bool(lo is not None and lo.samples and lo.fails(atol, rtol))
+    return out
+
+
 def make_layers(calls: list[Call], plan: Plan, statuses: list[str], glob: dict[int, Aggregate],
                 local: dict[int, Aggregate], details: dict[int, tuple[list[NodeInfo], list[InitializerInfo]]],
-                op_types: dict[int, list[str]], node_names: dict[int, list[str]]) -> list[Layer]:
+                op_types: dict[int, list[str]], node_names: dict[int, list[str]], atol: float = 0.0,
+                rtol: float = 0.0, extra_notes: Optional[dict[int, list[str]]] = None) -> list[Layer]:
     layers = []
+    extra_notes = extra_notes or {}
     for c, cm, st in zip(calls, plan.calls, statuses):
         g = glob.get(c.index)
         lo = local.get(c.index)
@@ -161,9 +255,10 @@ def make_layers(calls: list[Call], plan: Plan, statuses: list[str], glob: dict[i
             output_shapes=[list(o.shape) for o in c.outputs],
             metrics=g.to_metrics() if g is not None and g.samples else None,
             local=lo.to_metrics() if lo is not None and lo.samples else None,
-            note=cm.note,
+            note="; ".join([n for n in [cm.note, *extra_notes.get(c.index, [])] if n]),
             nodes=nodes, initializers=inits,
             params=[ParamInfo(n, k, list(s), d) for n, k, s, d in c.params],
+            fails=fails_of(g, lo, atol, rtol),
         ))
     return layers
 
@@ -180,4 +275,20 @@ def make_origin(layers: list[Layer], origin: Optional[int]) -> Optional[Origin]:
         max_rel=m.max_rel.worst if m else float("nan"),
         local_max_abs=L.local.max_abs.worst if L.local else None,
         worst_sample=(L.local.max_abs.worst_sample if L.local else (m.max_abs.worst_sample if m else -1)),
+    )
+
+
+def environment(cfg: Config, pr: "Prepared") -> Environment:
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    import torch
+
+    index = pr.index
+    return Environment(
+        torch=torch.__version__, onnx=onnx.__version__, onnxruntime=ort.__version__,
+        numpy=np.__version__, python=platform.python_version(), opset=index.opset,
+        producer=index.producer_name, exporter=pr.exporter, ort_opt_level=cfg.opt_level,
+        threads=1 if cfg.deterministic else 0, deterministic=cfg.deterministic, provider=cfg.provider,
+        ort_output_opt_level=cfg.output_opt_level,
     )

@@ -7,13 +7,12 @@ the outer factor).  Every chunk is compared on its own, so the aggregates see on
 sample with that sample's index, exactly as in a plain run.  ``probe_torch`` checks this on
 a two-sample forward before any sample is compared; ``probe_ort`` checks the ORT side with
 the first window's session.  The local run stays per sample and unbatched (the local graph
-is typed with batch-1 shapes): for sample 0 and every failing sample the torch forward is
-repeated on that sample alone with a clone-only sink.
+is typed with batch-1 shapes): for every sample of the chunk the torch forward is repeated on
+that sample alone with a clone-only sink.
 """
 from __future__ import annotations
 
 import math
-import time
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -21,7 +20,7 @@ import torch
 
 from drifttui.core.progress import CancelToken
 from drifttui.core import capture_ort
-from drifttui.core.capture_torch import Call, Sink, TensorStore, to_numpy
+from drifttui.core.capture_torch import Call, Sink, TensorStore
 from drifttui.core.inputs import Sample, flatten, onnx_feeds
 from drifttui.core.mapping import Plan
 from drifttui.core.metrics import Aggregate, Stats, compare
@@ -158,7 +157,8 @@ def _chunks(t: torch.Tensor, o: np.ndarray, k: int) -> Optional[list[tuple[torch
     return [(t[j * step:(j + 1) * step], o[j * step:(j + 1) * step]) for j in range(k)]
 
 
-def compare_split(t: torch.Tensor, o: np.ndarray, k: int, atol: float, rtol: float) -> list[Stats]:
+def compare_split(t: torch.Tensor, o: np.ndarray, k: int, atol: Optional[float] = None,
+                  rtol: Optional[float] = None) -> list[Stats]:
     parts = _chunks(t, o, k)
     if parts is None:     # cannot tell the samples apart: every sample gets the whole comparison
         st = compare(t, o, atol, rtol)
@@ -171,9 +171,9 @@ class BatchCompareSink(Sink):
 
     wants_inputs = False
 
-    def __init__(self, plan: Plan, ort_values: dict[str, np.ndarray], k: int, atol: float, rtol: float,
+    def __init__(self, plan: Plan, ort_values: dict[str, np.ndarray], k: int,
                  calls: Optional[set[int]], cancel: Optional[CancelToken]) -> None:
-        self.plan, self.ort, self.k, self.atol, self.rtol = plan, ort_values, k, atol, rtol
+        self.plan, self.ort, self.k = plan, ort_values, k
         self.calls, self.cancel = calls, cancel
         self.stats: dict[int, list[Stats]] = {}
 
@@ -188,51 +188,31 @@ class BatchCompareSink(Sink):
         totals = [Stats() for _ in range(self.k)]
         for pos, value in cm.outputs.items():
             if pos < len(tensors) and value in self.ort:
-                for tot, st in zip(totals, compare_split(tensors[pos], self.ort[value], self.k, self.atol, self.rtol)):
+                for tot, st in zip(totals, compare_split(tensors[pos], self.ort[value], self.k)):
                     tot.add(st)
         self.stats[call] = totals
 
 
-def run_chunk(p: Pass, acc: Accum, ids: list[int], samples: list[Sample], cancel: CancelToken,
-              check_outputs: Callable[[list[torch.Tensor], int], None],
-              check_feeds: Callable[[dict], None]) -> None:
-    """Samples ``ids`` (consecutive) in one ORT run and one hooked forward; per-sample results."""
+def run_chunk(p: Pass, acc: Accum, ids: list[int], samples: list[Sample], cancel: CancelToken) -> None:
+    """Samples ``ids`` in one ORT run and one hooked forward; per-sample results."""
     assert p.hooks is not None
-    t0 = time.perf_counter()
     k = len(ids)
     batched = cat_samples(samples) if k > 1 else samples[0]
     feeds = onnx_feeds(batched, p.graph_inputs, p.input_dtypes)
-    check_feeds(feeds)
     ort_vals = capture_ort.run(p.main, feeds, p.fetch)
-    sink = BatchCompareSink(p.plan, ort_vals, k, p.atol, p.rtol, p.window.calls, cancel)
+    sink = BatchCompareSink(p.plan, ort_vals, k, p.window.calls, cancel)
     p.hooks.begin(sink)
-    outs = p.forward(p.model, batched)
-    check_outputs(outs, ids[0])
-    failed = [False] * k
+    p.forward(p.model, batched)
     for ci, per in sink.stats.items():
         agg = acc.glob.setdefault(ci, Aggregate())
         for j, st in enumerate(per):
             agg.add(ids[j], st)
-            failed[j] |= st.fails()
-    if p.outputs:
-        for n, name in enumerate(p.graph_outputs):
-            if n < len(outs) and name in ort_vals:
-                parts = _chunks(outs[n], ort_vals[name], k)
-                for j, st in enumerate(compare_split(outs[n], ort_vals[name], k, p.atol, p.rtol)):
-                    acc.out_aggs[n].add(ids[j], st)
-                for tt, oo in parts or []:
-                    if tt.ndim == 2 and tt.shape[-1] >= 2 and tuple(tt.shape) == oo.shape:
-                        acc.top1[n][0] += int((to_numpy(tt).argmax(-1) == oo.argmax(-1)).sum())
-                        acc.top1[n][1] += tt.shape[0]
-    del ort_vals, sink, outs, feeds
+    del ort_vals, sink, feeds
     if p.local_sess is not None and p.window.local is not None:
         for j, i in enumerate(ids):
-            if i != 0 and not failed[j]:
-                continue
             store = TensorStore(p.window.want_out, p.window.want_in)
             p.hooks.begin(store)
             p.forward(p.model, samples[j])
             local_run(p, store, onnx_feeds(samples[j], p.graph_inputs, p.input_dtypes), i, acc)
             acc.local_runs += 1
     p.hooks.begin(None)
-    acc.sample_times.extend([(time.perf_counter() - t0) / k] * k)

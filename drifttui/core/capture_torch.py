@@ -98,8 +98,6 @@ class Hooks:
         self.sink: Optional[Sink] = None
         self.calls: list[Call] = []
         self.tracing = False
-        self.expected: list[tuple[str, int]] = []
-        self.deviations = 0
         self._stack: list[int] = []
         self._counts: dict[str, int] = {}
         self._ids: dict[int, tuple[weakref.ref, tuple[int, int]]] = {}
@@ -154,8 +152,6 @@ class Hooks:
                     call.params.append((f"{name}.{bn}" if name else bn, "buffer", tuple(b.shape),
                                         dtype_name(b)))
                 self.calls.append(call)
-            elif idx >= len(self.calls) or self.calls[idx].module != name:
-                self.deviations += 1
             if self.tracing:
                 self._in_versions[idx] = {id(t): _version(t) for t in tensors_of((args, kwargs))}
             self._stack.append(idx)

@@ -18,18 +18,6 @@ from drifttui.errors import ModelError, first_line
 EXPORTERS = ("dynamo", "torchscript")
 AUTO = "auto"
 CHOICES = (AUTO,) + EXPORTERS
-_DYNAMIC_BATCH = [False]    # set by dynamic_batch(): exports made inside (examples' too) get a dynamic dim 0
-
-
-@contextlib.contextmanager
-def dynamic_batch(on: bool = True):
-    """Exports inside this block mark dim 0 of every input as a dynamic batch dim (``--batch``)."""
-    before = _DYNAMIC_BATCH[0]
-    _DYNAMIC_BATCH[0] = on
-    try:
-        yield
-    finally:
-        _DYNAMIC_BATCH[0] = before
 
 
 @contextlib.contextmanager
@@ -50,14 +38,16 @@ def quiet():
 
 
 def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: Path,
-                 name: str = "model.onnx") -> Path:
-    """Export into ``workdir`` and return the path. Raises ModelError with a one-line reason."""
+                 name: str = "model.onnx", dynamic: bool = False) -> Path:
+    """Export into ``workdir`` and return the path. Raises ModelError with a one-line reason.
+
+    ``dynamic``: dim 0 of every input is a dynamic batch dim (``--batch``)."""
     import torch
 
     if exporter not in EXPORTERS:
         raise ValueError(exporter)
     path = workdir / name
-    dyn = _DYNAMIC_BATCH[0]
+    dyn = dynamic
     with quiet() as (out, err):
         try:
             if exporter == "dynamo":

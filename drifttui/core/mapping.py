@@ -172,9 +172,14 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
 
     plan = Plan(maps, node_call, {}, True)
     adopt_scopeless(index, calls, plan)
-    ambiguous = pair_outputs(index, calls, plan)
-    if ambiguous and resolve is not None and torch_outputs:
-        pair_by_content(index, calls, plan, ambiguous, resolve, torch_outputs)
+    pairing = pair_outputs(index, calls, plan)
+    for ci, outs in pairing.outputs.items():
+        plan.calls[ci].outputs.update(outs)
+    for ci, note in pairing.unmapped.items():
+        plan.calls[ci].status, plan.calls[ci].note = UNMAPPED, note
+    if pairing.ambiguous and resolve is not None and torch_outputs:
+        for ci, outs in pair_by_content(index, calls, plan, pairing.ambiguous, resolve, torch_outputs).items():
+            plan.calls[ci].outputs = outs
     fix_torchscript_folding(index, calls, plan, module_has_params)
     _classify_empty(index, calls, plan, module_has_params)
     _pair_inputs(index, calls, plan)

@@ -1,18 +1,22 @@
 """Float32 comparison metrics, computed per sample and aggregated as samples stream.
 
-Per sample we keep a handful of running sums per compared output (never the tensors).
+Per sample we keep a handful of running sums per compared output (never the tensors).  The
+engine compares *without* a tolerance: every statistic it keeps is tolerance-independent
+(max |d|, the layer's scale max |torch|, sums, dots, the error spread, NaN/shape mismatches),
+so that the decide stage can apply any atol/rtol exactly afterwards (``Stats.fails_at``).
 """
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import torch
 
 from drifttui.core.result import HIST_EDGES, Metrics, summary_of
-from drifttui.core.tolerance import effective_rtol
+from drifttui.core.tolerance import rtol_floor
 
 
 @dataclass
@@ -27,11 +31,25 @@ class Stats:
     dot: float = 0.0
     norm_t: float = 0.0
     norm_o: float = 0.0
-    n_out: int = 0
+    n_out: int = 0                  # elements over the tolerance given to compare() (0 without one)
     nan_mismatch: int = 0
     shape_mismatch: bool = False
+    n_spread: int = 0               # elements whose |d| is at least half of max |d| (tolerance-free)
+    # float16 / bfloat16 comparisons: the floor of the relative tolerance (core/tolerance.py)
+    rfloor: float = 0.0
+    # (max |d|, max |t|, rtol floor) of each comparison merged by add(): each keeps its own scale
+    pairs: tuple[tuple[float, float, float], ...] = ()
+    merged: bool = False
+
+    def bounds(self) -> tuple[tuple[float, float, float], ...]:
+        """(max |d|, max |t|, rtol floor) per comparison this holds: what any tolerance is decided on."""
+        if self.merged:
+            return self.pairs
+        return ((self.max_abs, self.max_t, self.rfloor),) if self.n or self.shape_mismatch else ()
 
     def add(self, other: "Stats") -> None:
+        self.pairs = self.bounds() + other.bounds()
+        self.merged = True
         self.n += other.n
         self.sum_abs += other.sum_abs
         self.sum_sq += other.sum_sq
@@ -41,6 +59,7 @@ class Stats:
         self.norm_t += other.norm_t
         self.norm_o += other.norm_o
         self.n_out += other.n_out
+        self.n_spread += other.n_spread
         self.nan_mismatch += other.nan_mismatch
         self.shape_mismatch |= other.shape_mismatch
 
@@ -70,12 +89,28 @@ class Stats:
     def frac_out(self) -> float:
         return self.n_out / self.n if self.n else 0.0
 
+    @property
+    def spread(self) -> float:
+        """Fraction of elements carrying the error: |d| >= max|d| / 2 (near 0: a few elements)."""
+        return self.n_spread / self.n if self.n else 0.0
+
     def fails(self) -> bool:
+        """At the tolerance given to :func:`compare`."""
         return self.n_out > 0 or self.nan_mismatch > 0 or self.shape_mismatch
 
+    def fails_at(self, atol: float, rtol: float) -> bool:
+        """Whether any element fails ``|d| <= atol + rtol * max|t|`` (each merged comparison at its
+        own scale): exact from the stored scalars, since an element over the bound exists exactly
+        when the largest |d| is over it."""
+        return self.shape_mismatch or self.nan_mismatch > 0 or \
+            any(d > atol + max(rtol, f) * t for d, t, f in self.bounds())
 
-def compare(t: Any, o: Any, atol: float, rtol: float) -> Stats:
+
+def compare(t: Any, o: Any, atol: Optional[float] = None, rtol: Optional[float] = None) -> Stats:
     """Compare torch output ``t`` with ONNX output ``o`` (numpy arrays or torch tensors).
+
+    Without ``atol``/``rtol`` (the engine) no tolerance-dependent count is made (``n_out`` is 0);
+    with them ``n_out``/``fails()`` count the elements over ``atol + rtol * max|t|``.
 
     float32 arithmetic throughout.  The common case (same shape, all finite) takes few passes
     over the data: d = t - o, three BLAS dot products (d.d, t.t, t.d), |d| in place, its max
@@ -85,12 +120,16 @@ def compare(t: Any, o: Any, atol: float, rtol: float) -> Stats:
     tensors cost more in thread wake-ups than the arithmetic.  Non-finite values take the
     element-wise path.
     """
-    rtol = effective_rtol(rtol, t, o)     # float16 / bfloat16: max(rtol, K_EPS * eps), core/tolerance.py
+    floor = rtol_floor(t, o)     # float16 / bfloat16: rtol_eff = max(rtol, K_EPS * eps), core/tolerance.py
+    if rtol is not None:
+        rtol = max(rtol, floor)
     with np.errstate(all="ignore"):     # overflow / inf - inf are measured, not warned about
-        return _compare(_f32(t), _f32(o), atol, rtol)
+        st = _compare(_f32(t), _f32(o), atol, rtol)
+    st.rfloor = floor
+    return st
 
 
-def _compare(tt: np.ndarray, oo: np.ndarray, atol: float, rtol: float) -> Stats:
+def _compare(tt: np.ndarray, oo: np.ndarray, atol: Optional[float], rtol: Optional[float]) -> Stats:
     if tt.shape != oo.shape:
         if tt.size == oo.size:
             oo = oo.reshape(tt.shape)
@@ -110,11 +149,18 @@ def _compare(tt: np.ndarray, oo: np.ndarray, atol: float, rtol: float) -> Stats:
     if not (math.isfinite(max_abs) and math.isfinite(max_t) and math.isfinite(dd) and math.isfinite(t_t)
             and math.isfinite(t_d)):
         return _compare_np(tt, oo, atol, rtol)
-    bound = atol + rtol * max_t
-    n_out = int(np.count_nonzero(d > bound)) if max_abs > bound else 0
+    n_out = _n_out(d, max_abs, max_t, atol, rtol)
+    n_spread = int(np.count_nonzero(d >= 0.5 * max_abs)) if max_abs > 0 else 0
     sum_abs = float(np.dot(d, _ones(n))) if n <= _ONES_MAX else float(d.sum())
     return Stats(n=n, sum_abs=sum_abs, sum_sq=dd, max_abs=max_abs, max_t=max_t, dot=t_t - t_d,
-                 norm_t=t_t, norm_o=max(t_t - 2.0 * t_d + dd, 0.0), n_out=n_out)
+                 norm_t=t_t, norm_o=max(t_t - 2.0 * t_d + dd, 0.0), n_out=n_out, n_spread=n_spread)
+
+
+def _n_out(d: np.ndarray, max_abs: float, max_t: float, atol: Optional[float], rtol: Optional[float]) -> int:
+    if atol is None or rtol is None:
+        return 0
+    bound = atol + rtol * max_t
+    return int(np.count_nonzero(d > bound)) if max_abs > bound else 0
 
 
 _MAX, _MIN = np.maximum.reduce, np.minimum.reduce     # NaN-propagating, like ndarray.max, less call overhead
@@ -147,7 +193,7 @@ def _f32(a: Any) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float32)
 
 
-def _compare_np(t: np.ndarray, o: np.ndarray, atol: float, rtol: float) -> Stats:
+def _compare_np(t: np.ndarray, o: np.ndarray, atol: Optional[float], rtol: Optional[float]) -> Stats:
     """The element-wise path (1-D float32 arrays of equal size), used when values are not finite."""
     n = t.size
     ft = np.isfinite(t)
@@ -160,12 +206,11 @@ def _compare_np(t: np.ndarray, o: np.ndarray, atol: float, rtol: float) -> Stats
         keep = ft & fo
         t, o = t[keep], o[keep]
         if t.size == 0:
-            return Stats(n=n, nan_mismatch=nan_mismatch, n_out=nan_mismatch)
+            return Stats(n=n, nan_mismatch=nan_mismatch, n_out=nan_mismatch if atol is not None else 0)
     d = np.abs(t - o)
     max_abs = float(d.max())
     max_t = float(np.abs(t).max())
-    bound = atol + rtol * max_t
-    n_out = int(np.count_nonzero(d > bound)) if max_abs > bound else 0
+    n_out = _n_out(d, max_abs, max_t, atol, rtol)
     return Stats(
         n=n,
         sum_abs=float(d.sum(dtype=np.float64)),
@@ -173,8 +218,9 @@ def _compare_np(t: np.ndarray, o: np.ndarray, atol: float, rtol: float) -> Stats
         max_abs=max_abs,
         max_t=max_t,
         **_dots(t, o, max_t),
-        n_out=n_out + nan_mismatch,
+        n_out=n_out + nan_mismatch if atol is not None else 0,
         nan_mismatch=nan_mismatch,
+        n_spread=int(np.count_nonzero(d >= 0.5 * max_abs)) if max_abs > 0 else 0,
     )
 
 
@@ -189,47 +235,82 @@ def _dots(t: np.ndarray, o: np.ndarray, max_t: float) -> dict:
 
 @dataclass
 class Aggregate:
-    """Streams per-sample Stats of one layer; keeps scalars only."""
+    """Streams per-sample Stats of one layer; keeps scalars only, none of them tolerance-dependent.
+
+    ``fails(atol, rtol)`` re-decides from the kept (max |d|, max |t|, mismatch) triples, so a
+    tolerance change needs no new capture.
+    """
 
     max_abs: list[float] = field(default_factory=list)
     mean_abs: list[float] = field(default_factory=list)
     max_rel: list[float] = field(default_factory=list)
     rmse: list[float] = field(default_factory=list)
     cosine: list[float] = field(default_factory=list)
-    frac_out: list[float] = field(default_factory=list)
+    spread: list[float] = field(default_factory=list)
+    # per sample: (max |d|, max |torch|) of each compared output, and whether NaN/Inf or the shape
+    # mismatched: exactly what the tolerance rule needs
+    bounds: list[tuple[tuple[float, float, float], ...]] = field(default_factory=list)
+    mismatch: list[bool] = field(default_factory=list)
     sample_ids: list[int] = field(default_factory=list)
     nan_mismatch: int = 0
-    failed_samples: int = 0
+    # to_metrics() is tolerance-free: kept until the next add(), so re-deciding reuses it
+    _metrics: Optional[Metrics] = field(default=None, repr=False, compare=False)
+    _flat: Optional[tuple] = field(default=None, repr=False, compare=False)
 
     def add(self, sample: int, s: Stats) -> None:
+        self._metrics = self._flat = None
         self.sample_ids.append(sample)
         self.max_abs.append(s.max_abs)
         self.mean_abs.append(s.mean_abs)
         self.max_rel.append(s.max_rel)
         self.rmse.append(s.rmse)
         self.cosine.append(s.cosine)
-        self.frac_out.append(s.frac_out)
+        self.spread.append(s.spread)
+        self.bounds.append(s.bounds())
+        self.mismatch.append(s.nan_mismatch > 0 or s.shape_mismatch)
         self.nan_mismatch += s.nan_mismatch
-        self.failed_samples += int(s.fails())
 
     @property
     def samples(self) -> int:
         return len(self.sample_ids)
 
-    def fails(self) -> bool:
-        return self.failed_samples > 0
+    def failing(self, atol: float, rtol: float) -> list[int]:
+        """Positions (not sample ids) of the samples that fail ``atol + rtol * scale``."""
+        if self._flat is None:          # every (sample, max |d|, max |t|) as arrays, built once
+            ks = [k for k, pairs in enumerate(self.bounds) for _ in pairs]
+            self._flat = (np.asarray(ks, dtype=np.int64),
+                          np.asarray([d for pairs in self.bounds for d, _, _ in pairs], dtype=np.float64),
+                          np.asarray([t for pairs in self.bounds for _, t, _ in pairs], dtype=np.float64),
+                          np.asarray([f for pairs in self.bounds for _, _, f in pairs], dtype=np.float64),
+                          [k for k, bad in enumerate(self.mismatch) if bad])
+        ks, ds, ts, fs, bad = self._flat
+        with np.errstate(invalid="ignore"):
+            over = ks[ds > atol + np.maximum(rtol, fs) * ts]
+        if not bad:
+            return sorted(set(over.tolist()))
+        return sorted(set(over.tolist()) | set(bad))
+
+    def fails(self, atol: float, rtol: float) -> bool:
+        return bool(self.failing(atol, rtol))
 
     def to_metrics(self) -> Metrics:
+        if self._metrics is None:
+            self._metrics = self._make_metrics()
+        return self._metrics
+
+    def _make_metrics(self) -> Metrics:
         ids = self.sample_ids
-        hist = np.histogram(np.log10(np.maximum(np.asarray(self.max_abs, dtype=np.float64), 1e-30)),
-                            bins=[-np.inf, *HIST_EDGES, np.inf])[0] if ids else []
+        hist = [0] * (len(HIST_EDGES) + 1) if ids else []
+        for v in self.max_abs:          # bins [-inf, e0), [e0, e1), ..., [e_last, inf]
+            if v == v:
+                hist[bisect.bisect_right(HIST_EDGES, math.log10(max(v, 1e-30)) if v != math.inf else math.inf)] += 1
         return Metrics(
             max_abs=summary_of(self.max_abs, ids),
             mean_abs=summary_of(self.mean_abs, ids),
             max_rel=summary_of(self.max_rel, ids),
             rmse=summary_of(self.rmse, ids),
             cosine=summary_of(self.cosine, ids, worst="min"),
-            frac_out=summary_of(self.frac_out, ids),
+            frac_out=summary_of(self.spread, ids),
             nan_mismatch=self.nan_mismatch,
             samples=len(ids),
             histogram=tuple(int(h) for h in hist),

@@ -15,7 +15,7 @@ a graph whose outputs equal the deployed one's.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
 
@@ -23,6 +23,8 @@ from drifttui.core.result import ObserverCheck
 
 if TYPE_CHECKING:
     from drifttui.core.mapping import Plan
+    from drifttui.core.prepare import Prepared
+    from drifttui.core.result import Config
     from drifttui.core.windows import Window
 
 MAX_SESSIONS = 40   # bisection budget (sessions built); over it the undecided values are all named
@@ -132,10 +134,39 @@ def split_windows(windows: list[Window], culprits: list[str], plan: Plan) -> lis
     return out
 
 
-def annotate(plan: Plan, calls: list[int]) -> None:
-    """Say so on each moved call (the layer note)."""
-    for ci in calls:
-        cm = plan.calls[ci]
-        extra = ("marking its ONNX value as an output changes ONNX Runtime's numbers (observer effect): it is "
-                 "compared in a window of its own, with only its values marked")
-        cm.note = f"{cm.note}; {extra}" if cm.note else extra
+
+
+def check(pr: "Prepared", cfg: "Config") -> tuple[list["Window"], ObserverCheck, Any]:
+    """The capture stage's observer check on sample 0 at ``cfg``'s ORT level.
+
+    Returns the windows to capture with (the calls whose marking changes the numbers moved to a
+    window of their own; the Prepared's windows are never changed), the Result field, and window
+    0's instrumented session when it can be reused."""
+    from drifttui.core import capture_ort
+    from drifttui.core.windows import attach_local
+
+    if not pr.windows:
+        return pr.windows, ObserverCheck(checked=False, identical=True), None
+    outs = list(pr.index.graph_outputs)
+    feeds0 = pr.feeds(pr.source(cfg.seed, cfg.zero_input).sample(0))
+
+    def session(values: list[str]) -> Any:
+        return capture_ort.make_session(pr.proto, cfg.opt_level, cfg.deterministic, cfg.provider, pr.workdir,
+                                        "observer.onnx", extra_outputs=values)
+
+    def run_marked(values: list[str]) -> dict[str, np.ndarray]:
+        return capture_ort.run(session(values), feeds0, outs)
+
+    marked = [v for v in pr.windows[0].values if v not in set(outs)]
+    if not marked:
+        return pr.windows, ObserverCheck(checked=False, identical=True), None
+    main = session(pr.windows[0].values)
+    effect = find_marked_effect(marked, capture_ort.run(main, feeds0, outs), run_marked)
+    moved = owners_of(pr.plan, effect.values)
+    owners = {v: [pr.calls[ci].module or "(root)" for ci in owners_of(pr.plan, [v])] for v in effect.values}
+    summary = summarise(effect, owners, moved, cfg.opt_level)
+    if not moved:
+        return pr.windows, summary, main
+    windows = split_windows(pr.windows, effect.values, pr.plan)
+    attach_local(windows, pr.local, pr.plan)
+    return windows, summary, None

@@ -6,6 +6,7 @@ of the call's own inputs, unchanged, is not paired: nothing of the module's to c
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from drifttui.core.capture_torch import Call
@@ -106,18 +107,29 @@ def adopt_scopeless(index: GraphIndex, calls: list[Call], plan: Plan) -> None:
         cm.nodes.sort()
 
 
-def pair_outputs(index: GraphIndex, calls: list[Call], plan: Plan) -> dict[int, list[str]]:
-    """Pair by shape/dtype; returns multi-output calls whose pairing shape alone cannot decide."""
-    ambiguous: dict[int, list[str]] = {}
+@dataclass
+class Pairing:
+    """What pair_outputs found; mapping.build_plan applies it to its plan (pairing only reads the plan)."""
+
+    outputs: dict[int, dict[int, str]] = field(default_factory=dict)   # call -> output position -> value
+    unmapped: dict[int, str] = field(default_factory=dict)            # call -> why it is unmapped
+    ambiguous: dict[int, list[str]] = field(default_factory=dict)     # calls shape alone cannot decide
+
+
+def pair_outputs(index: GraphIndex, calls: list[Call], plan: Plan) -> Pairing:
+    """Pair by shape/dtype; ``ambiguous``: multi-output calls whose pairing shape alone cannot decide."""
+    result = Pairing()
+    ambiguous = result.ambiguous
     for cm in plan.calls:
         call = calls[cm.call]
         if cm.status == UNMAPPED:
             continue
+        paired = result.outputs.setdefault(cm.call, {})
         if call.parent is None:
             # the root: model outputs are the graph outputs, in order
             for pos, ref in enumerate(call.outputs):
                 if pos < len(index.graph_outputs):
-                    cm.outputs[pos] = index.graph_outputs[pos]
+                    paired[pos] = index.graph_outputs[pos]
             continue
         if not cm.nodes:
             continue
@@ -136,30 +148,31 @@ def pair_outputs(index: GraphIndex, calls: list[Call], plan: Plan) -> dict[int, 
             # several fit: with one output the module's result is computed last;
             # with several, pair them in production order
             v = ok[-1] if len(call.outputs) == 1 else ok[0]
-            cm.outputs[pos] = v
+            paired[pos] = v
             used.add(v)
-        if call.outputs and not cm.outputs and not all(r.passthrough for r in call.outputs):
-            cm.status = UNMAPPED
-            cm.note = "it has ONNX nodes, but none of their outputs matches the module's output shape/dtype"
-    return ambiguous
+        if call.outputs and not paired and not all(r.passthrough for r in call.outputs):
+            result.unmapped[cm.call] = ("it has ONNX nodes, but none of their outputs matches the module's "
+                                        "output shape/dtype")
+    return result
 
 
 def pair_by_content(index: GraphIndex, calls: list[Call], plan: Plan, ambiguous: dict[int, list[str]],
-                     resolve: Resolver, torch_outputs: dict[int, list[Any]]) -> None:
-    """Same-shaped outputs: pair each torch output with the candidate whose sample-0 value is closest."""
+                     resolve: Resolver, torch_outputs: dict[int, list[Any]]) -> dict[int, dict[int, str]]:
+    """Same-shaped outputs: pair each torch output with the candidate whose sample-0 value is closest.
+    Returns the new pairing of the calls it could decide (call -> position -> value)."""
     import numpy as np
 
     names = sorted({v for cands in ambiguous.values() for v in cands})
+    found: dict[int, dict[int, str]] = {}
     try:
         values = resolve(names)
     except Exception:
-        return      # keep the shape pairing; nothing better is known
+        return found      # keep the shape pairing; nothing better is known
     for ci, cands in ambiguous.items():
         outs = torch_outputs.get(ci)
         if not outs:
             continue
-        cm = plan.calls[ci]
-        cm.outputs = {}
+        paired = found[ci] = {}
         used: set[str] = set()
         for pos, ref in enumerate(calls[ci].outputs):
             if ref.passthrough or pos >= len(outs):
@@ -174,5 +187,6 @@ def pair_by_content(index: GraphIndex, calls: list[Call], plan: Plan, ambiguous:
                 scored.append((err, v))
             if scored:
                 err, v = min(scored)
-                cm.outputs[pos] = v
+                paired[pos] = v
                 used.add(v)
+    return found

@@ -56,7 +56,10 @@ class Metrics:
     max_rel: Summary
     rmse: Summary
     cosine: Summary            # worst == lowest similarity
-    frac_out: Summary          # fraction of elements out of tolerance
+    # error spread: fraction of elements whose |d| is at least half the sample's max |d| (near 0: the
+    # error sits in a few elements, e.g. a border; near 1: everywhere).  Tolerance-free, so that a
+    # tolerance change needs no new capture (the JSON key keeps its old name)
+    frac_out: Summary
     nan_mismatch: int          # elements where exactly one side is NaN/Inf, summed over samples
     samples: int
     # counts of per-sample max_abs in fixed log10 bins, see HIST_EDGES
@@ -195,6 +198,7 @@ class Environment:
     threads: int
     deterministic: bool
     provider: str
+    ort_output_opt_level: str = ""   # the output pass's level ("" in reports older than it)
 
 
 @dataclass(frozen=True)
@@ -217,6 +221,13 @@ class Config:
     max_memory: Optional[int] = None   # bytes per capture pass (--max-memory); None: no limit
     batch: int = 1                     # samples per ORT run / torch forward (--batch); 1: one at a time
     trust_model_file: bool = False     # --trust-model-file: load a .pt2 although that runs code from it
+    # which samples get the per-layer pass (--layer-samples): "auto" = sample 0 and every sample whose
+    # output error is a new worst; "all" = every sample.  The output verdict always covers every sample.
+    layer_samples: str = "auto"
+    # ORT level of the output pass (every sample, the model outputs only): what a deployment runs;
+    # ORT's own default is "all".  ``opt_level`` is the level of the per-layer pass (localisation,
+    # where fusions would hide the values compared).
+    output_opt_level: str = "all"
 
 
 STEP_TITLES = {

@@ -31,3 +31,11 @@ def effective_rtol(rtol: float, *values: Any) -> float:
     """``rtol`` widened for the lowest precision among ``values`` (the torch and ONNX sides)."""
     eps = max((EPS.get(dtype_name(v) or "", 0.0) for v in values), default=0.0)
     return max(rtol, K_EPS * eps) if eps else rtol
+
+
+def rtol_floor(*values: Any) -> float:
+    """The relative-tolerance floor of the lowest precision among ``values``: K_EPS * eps for
+    float16 / bfloat16, 0 otherwise.  Stored with each comparison so that the decide stage applies
+    ``max(rtol, floor)`` at any tolerance (a re-decided result equals a fresh one)."""
+    eps = max((EPS.get(dtype_name(v) or "", 0.0) for v in values), default=0.0)
+    return K_EPS * eps

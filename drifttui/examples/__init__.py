@@ -46,13 +46,14 @@ class Example:
     def needs_custom_export(self) -> bool:
         return self.onnx_transform is not None or self.deployed is not None
 
-    def export(self, model: torch.nn.Module, sample: Any, exporter: str, workdir: Path) -> Path:
+    def export(self, model: torch.nn.Module, sample: Any, exporter: str, workdir: Path,
+               dynamic: bool = False) -> Path:
         import onnx
 
         from drifttui.core.export import export_model
 
         source = self.deployed().eval() if self.deployed is not None else model
-        path = export_model(source, sample[0], sample[1], exporter, workdir)
+        path = export_model(source, sample[0], sample[1], exporter, workdir, dynamic=dynamic)
         if self.onnx_transform is not None:
             proto = onnx.load(str(path))
             self.onnx_transform(proto, exporter)

@@ -97,8 +97,10 @@ def render(result: Result, context: int = 4, width: int = 80) -> Group:
     for note in result.notes:
         parts.append(Text(f"note: {note}", style="yellow"))
     env = result.environment
+    out_level = env.ort_output_opt_level
+    levels = env.ort_opt_level + (f" (outputs: {out_level})" if out_level and out_level != env.ort_opt_level else "")
     parts.append(Text(f"torch {env.torch} · onnx {env.onnx} · onnxruntime {env.onnxruntime} · opset {env.opset} · "
-                      f"exporter {env.exporter} · ORT level {env.ort_opt_level}"
+                      f"exporter {env.exporter} · ORT level {levels}"
                       f"{' · deterministic' if env.deterministic else ''}", style="dim"))
     return Group(*parts)
 

@@ -59,4 +59,5 @@ def test_aggregate_worst_sample_and_median():
     assert m.max_abs.median == pytest.approx(1e-5, rel=1e-2)
     assert m.samples == 3
     assert sum(m.histogram) == 3
-    assert agg.fails() and agg.failed_samples == 1
+    assert agg.fails(1e-4, 1e-4) and len(agg.failing(1e-4, 1e-4)) == 1
+    assert not agg.fails(1e-2, 0.0)          # the same statistics, decided at another tolerance

@@ -13,7 +13,7 @@ def _run(onnx, samples=4, **kw):
 
 
 def test_partial_result_with_per_layer_metrics_arrives_before_the_end(deep_onnx):
-    result, seen = _run(deep_onnx[1])
+    result, seen = _run(deep_onnx[1], layer_samples="all")
     stages = [p.stage for p in seen]
     assert stages[-1] == "done"
     partials = [(k, p) for k, p in enumerate(seen) if p.partial is not None]
@@ -38,13 +38,28 @@ def test_windowed_run_sends_partials_per_window(deep_onnx):
     assert counts == sorted(counts) and counts[0] < counts[-1]     # layers fill in window by window
 
 
-def test_local_run_only_when_needed(deep_onnx):
-    clean, _ = _run(deep_onnx[0])
-    drifted, _ = _run(deep_onnx[1])
-    # clean: the local graph runs for the first sample only (every layer still shows a local error)
-    assert clean.timings["local_runs"] == 1
-    assert all(L.local is not None and L.local.samples == 1 for L in clean.layers if L.module.isdigit())
-    # drifted: every failing sample gets its local run, so the origin's own error covers all samples
-    assert drifted.timings["local_runs"] == 4
+def _layer_samples(result):
+    return {L.metrics.samples for L in result.layers if L.metrics is not None}
+
+
+def test_per_layer_capture_only_on_layer_samples(deep_onnx):
+    from drifttui.core.session import Session
+    from drifttui.core.result import Config
+
+    s = Session(Config(model=f"{DEEP}:deep_mlp", inputs=INPUTS, onnx=str(deep_onnx[1]), samples=8))
+    drifted = s.run()
+    chosen = s.capture.layer_samples
+    # sample 0 and the samples whose output error is a new worst: the worst sample is among them
+    assert chosen[0] == 0 and list(chosen) == sorted(chosen) and len(chosen) < 8
+    worst = drifted.outputs[0].metrics.max_rel.worst_sample
+    assert worst in chosen
+    # every layer sample gets its local run; the per-layer metrics say over how many samples they are
+    assert drifted.timings["local_runs"] == len(chosen)
+    assert _layer_samples(drifted) == {len(chosen)}
+    assert drifted.outputs[0].metrics.samples == 8 and drifted.samples == 8
+    assert any(f"over {len(chosen)} of 8 samples" in n for n in drifted.notes)
     origin = drifted.layers[drifted.drift_origin.layer]
-    assert origin.local.samples == 4 and origin.local.max_abs.worst > 1e-4
+    assert origin.local.samples == len(chosen) and origin.local.max_abs.worst > 1e-4
+    every, _ = _run(deep_onnx[1], samples=8, layer_samples="all")
+    assert every.timings["local_runs"] == 8 and _layer_samples(every) == {8}
+    assert not any("of 8 samples" in n for n in every.notes)

@@ -11,7 +11,7 @@ from typing import Callable
 from drifttui.core.checks import (custom_module, dtype, dynamic_axes, fusion, interpolation, normalization,
                                   opcompat, padding, versions)
 from drifttui.core.result import Finding
-from drifttui.core.steps.context import Context
+from drifttui.core.diagnosis.context import Context
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 

@@ -21,7 +21,7 @@ import torch
 from drifttui.core.checks.dtype import rounded_kind
 from drifttui.core.graph import tensor_array
 from drifttui.core.result import FUSED, NOT_EXPORTED, Finding
-from drifttui.core.steps.context import Context, clean
+from drifttui.core.diagnosis.context import Context, clean
 
 CHECK = "custom-module"
 STATIC = True

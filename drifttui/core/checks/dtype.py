@@ -15,7 +15,7 @@ import numpy as np
 
 from drifttui.core.graph import elem_type_name, tensor_array
 from drifttui.core.result import Finding
-from drifttui.core.steps.context import Context, clean
+from drifttui.core.diagnosis.context import Context, clean
 
 CHECK = "dtype"
 STATIC = True

@@ -12,7 +12,7 @@ from typing import Any
 from drifttui.core.graph import tensor_array
 from drifttui.core.inputs import flatten
 from drifttui.core.result import Finding
-from drifttui.core.steps.context import Context, clean
+from drifttui.core.diagnosis.context import Context, clean
 
 CHECK = "dynamic-axes"
 STATIC = True

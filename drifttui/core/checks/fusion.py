@@ -6,8 +6,8 @@ disable / basic / extended / all against PyTorch, and the op types ORT fused in.
 from __future__ import annotations
 
 from drifttui.core.result import Finding
-from drifttui.core.steps.context import Context, clean
-from drifttui.core.steps.optlevels import opt_sweep
+from drifttui.core.diagnosis.context import Context, clean
+from drifttui.core.diagnosis.sweep import opt_sweep
 
 CHECK = "fusion"
 STATIC = False

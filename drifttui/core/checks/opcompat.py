@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from drifttui.core.result import Finding
 from drifttui.errors import first_line
-from drifttui.core.steps.context import Context, clean
+from drifttui.core.diagnosis.context import Context, clean
 
 CHECK = "op-compat"
 STATIC = True

@@ -14,7 +14,7 @@ import torch
 
 from drifttui.core.graph import attribute_values, tensor_array
 from drifttui.core.result import Finding
-from drifttui.core.steps.context import Context, clean
+from drifttui.core.diagnosis.context import Context, clean
 
 CHECK = "padding"
 STATIC = True

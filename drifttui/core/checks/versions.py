@@ -3,7 +3,7 @@ recorded in the report and the file (info); an opset newer than this onnx packag
 from __future__ import annotations
 
 from drifttui.core.result import Finding
-from drifttui.core.steps.context import Context, clean
+from drifttui.core.diagnosis.context import Context, clean
 
 CHECK = "versions"
 STATIC = True
