@@ -380,14 +380,13 @@ def _explained(config: Any) -> tuple[Any, Any, Any]:
     """Run, then the checks verified at the origin: (session, result, explanation)."""
     from drifttui.core.causes import explain
     from drifttui.core.checks import run_checks
-    from drifttui.core.session import Session
-    from drifttui.core.steps.context import context_for
+    from drifttui.core.diagnosis.context import context_for
+    from drifttui.core.pipeline import run_once
 
-    session = Session(config)
-    result = session.run(progress=_progress_printer(sys.stderr.isatty()))
-    ctx = context_for(result, session)
+    run = run_once(config, progress=_progress_printer(sys.stderr.isatty()))
+    ctx = context_for(run.result, run)
     exp = explain(ctx, run_checks(ctx, static_only=True))
-    return session, result, exp
+    return run, run.result, exp
 
 
 def cmd_repro(args: argparse.Namespace) -> int:
@@ -422,11 +421,11 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     check_output(args.out, "--out", input_files(config))
-    session, result, exp = _explained(config)
+    run, result, exp = _explained(config)
     if result.drift_origin is None:
         print(f"nothing to repair: no drift origin (verdict {result.verdict}); no file written")
         return EXIT_OK if result.verdict == "ok" else EXIT_DRIFT
-    fixed = repair(session.index.model, exp)
+    fixed = repair(run.prepared.index.model, exp)
     if fixed.model is None:
         head = exp.findings[0] if exp.findings else None
         extra = f"; the fix: {head.fix}" if head is not None and head.fix else ""

@@ -111,10 +111,10 @@ def _run_engine(config: Config, progress: ProgressFn, cancel: Optional[CancelTok
                 explain: "Explain", step: Optional[int] = None) -> Result:
     """The one place the Python API drives the engine: the session run, then, as ``explain``
     says for that result, nothing, the drift checks (findings), or the steps and the checks."""
-    from drifttui.core.session import Session
+    from drifttui.core.pipeline import run_once
 
-    session = Session(config)
-    result = session.run(progress=progress, cancel=cancel)
+    session = run_once(config, progress, cancel)
+    result = session.result
     how = explain(result)
     if how == "diagnose":
         from drifttui.core.steps import diagnose as run_diagnose
@@ -122,7 +122,7 @@ def _run_engine(config: Config, progress: ProgressFn, cancel: Optional[CancelTok
         result = run_diagnose(session, result, only=step, progress=progress, cancel=cancel)
     elif how == "checks":
         from drifttui.core.checks import run_checks
-        from drifttui.core.steps.context import context_for
+        from drifttui.core.diagnosis.context import context_for
 
         result = result.with_(findings=list(run_checks(context_for(result, session, progress, cancel))))
     return result

@@ -54,7 +54,8 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
             continue
         shape = [d if isinstance(d, int) else -1 for d in pr.index.shapes.get(name, [])]
         good, rows = cap.top1[k]
-        outputs.append(Output(name, k, shape, agg.to_metrics(), good / rows if rows else None))
+        outputs.append(Output(name, k, shape, agg.to_metrics(), good / rows if rows else None,
+                              fails=agg.fails(atol, rtol)))
     out_fail = any(a.fails(atol, rtol) for a in cap.outputs if a.samples)
     notes = list(verdict.notes)
     if not pr.plan.localized:

@@ -105,7 +105,7 @@ def _capture(pr: Prepared, cfg: Config, progress: ProgressFn, cancel: CancelToke
     t_obs = time.perf_counter()
     windows, obs, prebuilt = observer.check(pr, cfg)     # on every run: marking values must change nothing
     timings["observer"] = time.perf_counter() - t_obs
-    t_start = time.perf_counter()
+    t_start, sessions_before = time.perf_counter(), timings["sessions"]
     first, rest = (windows[0], windows[1:]) if windows else (None, [])
     with _WindowPass(pr, cfg, first, timings, prebuilt) as wp:
         if batch > 1 and wp.p is not None:
@@ -141,7 +141,7 @@ def _capture(pr: Prepared, cfg: Config, progress: ProgressFn, cancel: CancelToke
         if partial is not None and wi < len(rest) - 1:      # layers fill in window by window
             progress(Progress("samples", n, n, f"window {wi + 2}/{len(windows)}",
                               partial(_snapshot(pr, cfg, acc, outs, n, chosen, notes, timings, windows, obs))))
-    timings["samples"] = time.perf_counter() - t_start - timings["sessions"]
+    timings["samples"] = time.perf_counter() - t_start - (timings["sessions"] - sessions_before)
     timings["per_sample"] = timings["samples"] / n
     if outs.times:
         timings["per_sample_median"] = float(np.median(outs.times))

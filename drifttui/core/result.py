@@ -135,6 +135,7 @@ class Output:
     shape: list[int]
     metrics: Metrics
     top1_agreement: Optional[float] = None   # classifier-like outputs only
+    fails: bool = False          # fails the tolerance in some sample: decided by the engine's decide stage
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from drifttui.report.summary import (cause_text, fmt, layer_name, origin_text, o
 
 
 def _case(suite: ET.Element, classname: str, name: str, time: float = 0.0) -> ET.Element:
-    return ET.SubElement(suite, "testcase", classname=classname, name=name, time=f"{time:.3f}")
+    return ET.SubElement(suite, "testcase", classname=classname, name=name, time=f"{max(0.0, time):.3f}")
 
 
 def _fail(case: ET.Element, message: str, body: str, kind: str = "drift") -> None:
@@ -64,8 +64,7 @@ def render(result: Result, decision: Decision, gate: Optional[Gate] = None, comm
         case = _case(suite, "drifttui.outputs", f"output {o.name}")
         m = o.metrics
         stats = (f"max |d| {fmt(m.max_abs.worst)}, max rel {fmt(m.max_rel.worst)}, cosine {m.cosine.worst:.6f}, "
-                 f"top-1 agreement {top1_text(o)}, {100 * m.frac_out.worst:.3g}% elements out of tolerance "
-                 f"in the worst sample ({m.frac_out.worst_sample})")
+                 f"top-1 agreement {top1_text(o)}, worst in sample {m.max_abs.worst_sample}")
         low_top1 = (gate.min_top1 is not None and o.top1_agreement is not None
                     and o.top1_agreement < gate.min_top1)
         if low_top1:

@@ -80,9 +80,8 @@ def cause_text(result: Result) -> Optional[str]:
 
 
 def output_fails(o: Output) -> bool:
-    """Whether the engine counted elements of this output out of tolerance."""
-    m = o.metrics
-    return m.frac_out.worst > 0 or m.nan_mismatch > 0
+    """Whether the engine decided that this output fails the tolerance (Output.fails)."""
+    return o.fails
 
 
 def top1_text(o: Output) -> str:

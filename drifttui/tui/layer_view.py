@@ -138,7 +138,7 @@ def metrics_table(m: Metrics, local: Optional[Metrics], result: Result, layer: O
     row("mean abs", m.mean_abs)
     row("rmse", m.rmse)
     row("1-cos", m.cosine, "cos", lambda v: max(0.0, 1.0 - v))
-    row("out of tol", m.frac_out)
+    row("error spread", m.frac_out)
     if local is not None:
         row("local max abs", local.max_abs, "local")
     return table.text(max_col=40)

@@ -24,7 +24,7 @@ REPAIRABLE = [("multi", "dynamo", "resize"), ("multi", "torchscript", "pool"), (
 def test_repair_makes_check_pass(run, model, exporter, variant):
     session, result, exp = run(model, exporter, variant)
     assert result.verdict == "drift"
-    fixed = repair(session.index.model, exp)
+    fixed = repair(session.prepared.index.model, exp)
     assert fixed.model is not None and fixed.applied, exp.findings[0]
     after = recheck(session.config, fixed.model)
     assert after.verdict == "ok", [(L.module, L.status) for L in after.layers if L.status != "ok"][:5]
@@ -79,4 +79,4 @@ def test_without_the_patch_step_nothing_is_verified(run, monkeypatch):
     ctx.cache.clear()
     assert exp.findings[0].verified is not True
     assert not any(f.verified for f in exp.findings)
-    assert repair(session.index.model, exp).model is None
+    assert repair(session.prepared.index.model, exp).model is None

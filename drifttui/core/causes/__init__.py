@@ -198,7 +198,7 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
 
 
 def _ev(p: Patch, t: Trial, loc: Localisation) -> dict[str, Any]:
-    from drifttui.core.steps.context import clean
+    from drifttui.core.diagnosis.context import clean
 
     return clean({"patch": p.spec, "local_before": loc.ort.max_abs, "local_after": t.after.max_abs,
                   "reference_evaluator_max_abs": loc.reference.max_abs if loc.reference else None,
@@ -206,7 +206,7 @@ def _ev(p: Patch, t: Trial, loc: Localisation) -> dict[str, Any]:
 
 
 def _unexplained(case: Case, loc: Localisation, trials: list[Trial]) -> Finding:
-    from drifttui.core.steps.context import clean
+    from drifttui.core.diagnosis.context import clean
 
     ops = [n.op_type for n in case.model.graph.node]
     first = loc.first_node_op or next((op for op in ops if op in _OP_CLASS), None)

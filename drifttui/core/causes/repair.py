@@ -52,9 +52,9 @@ def recheck(config: Any, model: Any) -> Any:
     """Run the whole comparison again on ``model`` (written to a temp file)."""
     import onnx
 
-    from drifttui.core.session import Session
+    from drifttui.core.pipeline import run_once
 
     with tempfile.TemporaryDirectory(prefix="drifttui-repair-") as d:
         path = Path(d) / "fixed.onnx"
         onnx.save(model, str(path))
-        return Session(dataclasses.replace(config, onnx=str(path))).run()
+        return run_once(dataclasses.replace(config, onnx=str(path))).result

@@ -35,7 +35,7 @@ def _step(number: int, ctx: Any) -> Step:
 def run_step(number: int, result: Result, progress: ProgressFn = no_progress,
              cancel: Optional[CancelToken] = None, session: Any = None) -> Step:
     """Run step ``number`` (1-6) for ``result``; reruns reuse a cached session and export."""
-    from drifttui.core.steps.context import context_for
+    from drifttui.core.diagnosis.context import context_for
 
     if number not in TITLES:
         raise ValueError(f"there is no step {number} (steps are 1-6)")
@@ -46,7 +46,7 @@ def run_step(number: int, result: Result, progress: ProgressFn = no_progress,
 def diagnose(session: Any, result: Result, only: Optional[int] = None, progress: ProgressFn = no_progress,
              cancel: Optional[CancelToken] = None) -> Result:
     """The result with ``steps`` (all six, or ``only``) and ``findings`` (all checks)."""
-    from drifttui.core.steps.context import context_for
+    from drifttui.core.diagnosis.context import context_for
 
     ctx = context_for(result, session, progress, cancel)
     numbers = [only] if only else list(TITLES)

@@ -17,7 +17,7 @@ import torch
 from drifttui.core.capture_torch import Hooks, Sink, hookable, to_numpy
 from drifttui.core.metrics import compare
 from drifttui.core.result import Step
-from drifttui.core.steps.context import Context, clean
+from drifttui.core.diagnosis.context import Context, clean
 
 TITLE = "Real or capture artifact"
 NORM_WORDS = ("Norm",)

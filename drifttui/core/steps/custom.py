@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from drifttui.core.checks.custom_module import analyse
 from drifttui.core.result import Step
-from drifttui.core.steps.context import Context, clean
+from drifttui.core.diagnosis.context import Context, clean
 
 TITLE = "Custom-module causes"
 

@@ -14,7 +14,7 @@ import torch
 
 from drifttui.core.capture_torch import run_model, to_numpy
 from drifttui.core.result import Step
-from drifttui.core.steps.context import Context, clean
+from drifttui.core.diagnosis.context import Context, clean
 
 TITLE = "Determinism"
 

@@ -7,8 +7,8 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.result import NodeInfo, Step
-from drifttui.core.steps.context import Context, clean
-from drifttui.core.steps.optlevels import opt_sweep
+from drifttui.core.diagnosis.context import Context, clean
+from drifttui.core.diagnosis.sweep import opt_sweep
 
 TITLE = "The origin's ONNX node"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from drifttui.core.result import Step
-from drifttui.core.steps.context import Context, clean
+from drifttui.core.diagnosis.context import Context, clean
 
 TITLE = "Tolerance bisect"
 SWEEP = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7)

@@ -13,7 +13,7 @@ import torch
 
 from drifttui.core.capture_torch import Hooks, Sink, hookable
 from drifttui.core.result import DRIFT, INHERITED, Step
-from drifttui.core.steps.context import Context, clean
+from drifttui.core.diagnosis.context import Context, clean
 
 TITLE = "Zero-input bisect"
 
