@@ -90,6 +90,12 @@ def heat_cell(value: Optional[float], threshold: float, fails: Optional[bool] = 
     if value is None:
         return EMPTY_CELL, EMPTY_STYLE
     b = band(value, threshold)
+    # the engine's decision wins: the glyph never says "fails" where the engine says it passes
+    # (the band is intensity only: its threshold is atol alone, the engine's rule atol + rtol * scale)
+    if fails is False:
+        b = min(b, FAIL_BAND - 1)
+    elif fails is True:
+        b = max(b, FAIL_BAND)
     return GLYPHS[b] + fmt_value(value), cell_style(b, fails, no_color)
 
 
