@@ -60,24 +60,11 @@ def write_atomic(path: str, text: str, flag: str = "output") -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    p = Path(path)
-    mode = _new_file_mode(p)
-    fd, tmp = tempfile.mkstemp(prefix=".drifttui-", suffix=".tmp", dir=str(p.parent if str(p.parent) else "."))
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, p)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise InputError(f"cannot write {flag} {path!r}: {exc.strerror}", "pick a path you can write to") from exc
+    write_atomic_bytes(path, text.encode("utf-8"), flag)
 
 
 def write_atomic_bytes(path: str, data: bytes, flag: str = "output") -> None:
-    """Binary twin of :func:`write_atomic` (an ONNX file): temp file in the same folder + rename."""
+    """Write ``data`` (a report's text, an ONNX file) as a temp file in the same folder + rename."""
     p = Path(path)
     mode = _new_file_mode(p)
     fd, tmp = tempfile.mkstemp(prefix=".drifttui-", suffix=".tmp", dir=str(p.parent if str(p.parent) else "."))

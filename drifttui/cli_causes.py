@@ -1,0 +1,93 @@
+"""`drifttui repro` and `drifttui repair`: the verified causes on the command line (issue 8)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Optional
+
+from drifttui.cli_common import EXIT_CODES_HELP, _add_run_options, _progress_printer, config_from_args, input_files
+from drifttui.errors import EXIT_DRIFT, EXIT_OK
+
+
+def _add_cause_commands(sub: Any) -> None:
+    repro = sub.add_parser("repro", help="write the drift origin's nodes as an ONNX test case (torch-side outputs)",
+                           formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_CODES_HELP)
+    _add_run_options(repro)
+    repro.add_argument("--out", metavar="DIR", required=True,
+                       help="new folder: model.onnx, test_data_set_0/input_*.pb and output_*.pb, README.md")
+    repair = sub.add_parser("repair", help="apply the verified ONNX-level patches to a copy and check it again",
+                            formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_CODES_HELP)
+    _add_run_options(repair)
+    repair.add_argument("--out", metavar="FIXED.onnx", required=True, help="where to write the repaired copy")
+
+
+def _explained(config: Any) -> tuple[Any, Any, Any]:
+    """Run, then the checks verified at the origin: (session, result, explanation)."""
+    from drifttui.core.causes import explain
+    from drifttui.core.checks import run_checks
+    from drifttui.core.diagnosis.context import context_for
+    from drifttui.core.pipeline import run_once
+
+    run = run_once(config, progress=_progress_printer(sys.stderr.isatty()))
+    ctx = context_for(run.result, run)
+    exp = explain(ctx, run_checks(ctx, static_only=True))
+    return run, run.result, exp
+
+
+def cmd_repro(args: argparse.Namespace) -> int:
+    from drifttui.core.causes.repro import check_dir, summary, write_case
+
+    config = config_from_args(args)
+    check_dir(args.out, input_files(config))
+    _, result, exp = _explained(config)
+    if result.drift_origin is None or exp.case is None:
+        why = "no drift origin" if result.drift_origin is None else "the origin's nodes could not be cut out"
+        print(f"nothing to reproduce: {why} (verdict {result.verdict}); no folder written")
+        return EXIT_OK if result.verdict == "ok" else EXIT_DRIFT
+    ev = write_case(exp.case, args.out, exp.loc.note if exp.loc else "")
+    s = summary(exp.case, ev, args.out)
+    print(f"wrote {args.out}: {s['nodes']} node(s) of {s['module'] or '(root)'}, PyTorch-side inputs and outputs "
+          f"of sample {s['sample']}")
+    print(f"onnxruntime on model.onnx differs from the torch outputs by {s['max_abs']:.4g}: "
+          + ("the drift reproduces" if s["reproduces"] else "within tolerance (the drift does NOT reproduce alone)"))
+    print(f"run it: cd {args.out} && see README.md (onnxruntime alone)")
+    return EXIT_DRIFT if s["reproduces"] else EXIT_OK
+
+
+def _out_metrics(result: Any) -> tuple[float, Optional[float]]:
+    worst = max((o.metrics.max_abs.worst for o in result.outputs), default=0.0)
+    top1 = [o.top1_agreement for o in result.outputs if o.top1_agreement is not None]
+    return worst, (min(top1) if top1 else None)
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    from drifttui.core.causes.repair import recheck, repair
+    from drifttui.report.outputs import check_output, write_atomic_bytes
+
+    config = config_from_args(args)
+    check_output(args.out, "--out", input_files(config))
+    run, result, exp = _explained(config)
+    if result.drift_origin is None:
+        print(f"nothing to repair: no drift origin (verdict {result.verdict}); no file written")
+        return EXIT_OK if result.verdict == "ok" else EXIT_DRIFT
+    fixed = repair(run.prepared.index.model, exp)
+    if fixed.model is None:
+        head = exp.findings[0] if exp.findings else None
+        extra = f"; the fix: {head.fix}" if head is not None and head.fix else ""
+        what = "a verified re-export" if fixed.not_applicable else "no verified ONNX-level patch"
+        print(f"cannot repair the file: {what} for {result.drift_origin.module}{extra}; no file written")
+        return EXIT_DRIFT
+    after = recheck(config, fixed.model)
+    write_atomic_bytes(args.out, fixed.model.SerializeToString(), "--out")
+    b_abs, b_top = _out_metrics(result)
+    a_abs, a_top = _out_metrics(after)
+    fmt = lambda v: "-" if v is None else f"{v:.4g}"  # noqa: E731
+    print(f"applied {len(fixed.applied)} patch(es): " + "; ".join(
+        f"{p['op']} {p.get('node') or p.get('name')}" + (f" {p['name']}={p['value']}" if p["op"] == "set_attribute" else "")
+        for p in fixed.applied))
+    print(f"{'':24}{'before':>12}{'after':>12}")
+    print(f"{'origin local max |d|':24}{fmt(fixed.local_before):>12}{fmt(fixed.local_after):>12}")
+    print(f"{'output max |d|':24}{fmt(b_abs):>12}{fmt(a_abs):>12}")
+    print(f"{'top-1 agreement':24}{fmt(b_top):>12}{fmt(a_top):>12}")
+    print(f"check on the repaired copy: {after.verdict}; wrote {args.out}")
+    return EXIT_DRIFT if after.verdict == "drift" else EXIT_OK
