@@ -177,11 +177,11 @@ def attribute_unowned(calls: list[Call], plan: Plan, statuses: list[str], origin
     cast_at = next((c.index for c in calls if _casts(calls, c)), None)
     for i in unowned:
         statuses[i] = UNATTRIBUTED
-    names = ", ".join(calls[i].module or "<root>" for i in unowned[:5])
+    names = ", ".join(calls[i].module or "(root)" for i in unowned[:5])
     more = f" and {len(unowned) - 5} more" if len(unowned) > 5 else ""
     if cast_at is not None:
         why = (f"upstream float32 rounding noise is amplified at a precision cast (at "
-               f"{calls[cast_at].module or '<root>'}: {_casts(calls, calls[cast_at])}), which flips low-precision roundings")
+               f"{calls[cast_at].module or '(root)'}: {_casts(calls, calls[cast_at])}), which flips low-precision roundings")
     elif any(op in _REDUCTIONS for i in unowned for op in (op_types or {}).get(i, [])):
         why = "rounding noise is amplified by a reduction (a long sum, softmax or normalisation) in them"
     else:

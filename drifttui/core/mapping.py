@@ -241,7 +241,7 @@ def _classify_empty(index: GraphIndex, calls: list[Call], plan: Plan, has_params
             continue
         if has_params.get(call.module):
             params = {p[0] for p in call.params}
-            users = sorted({calls[ci].module or "<root>" for ni, ci in enumerate(plan.node_call)
+            users = sorted({calls[ci].module or "(root)" for ni, ci in enumerate(plan.node_call)
                             if ci is not None and set(index.nodes[ni].inputs) & params})
             into = fused_into(index, calls, plan, cm.call) if not users else None
             if into:

@@ -24,6 +24,14 @@ UNMAPPED = "unmapped"      # nodes exist, but no ONNX value could be paired with
 UNATTRIBUTED = "unattributed"
 STATUSES = (OK, DRIFT, INHERITED, FUSED, NOT_EXPORTED, UNMAPPED, UNATTRIBUTED)
 
+# The one name of the root module in every text (the JSON keeps "" as its qualified name).
+ROOT_NAME = "(root)"
+
+
+def display_name(module: str) -> str:
+    return module or ROOT_NAME
+
+
 # Heat/metric columns whose pass/fail the engine decides (Layer.fails keys).
 FAIL_COLUMNS = ("max_abs", "max_rel", "local", "cos")
 

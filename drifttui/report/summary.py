@@ -19,7 +19,7 @@ def fmt(x: Optional[float]) -> str:
 
 
 def layer_name(module: str, call: int = 0) -> str:
-    base = module or "<root>"
+    base = module or "(root)"
     return f"{base} (call {call + 1})" if call else base
 
 

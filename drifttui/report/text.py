@@ -24,7 +24,7 @@ def fmt(x: Optional[float]) -> str:
 
 
 def _name(L: Layer) -> str:
-    base = L.module or "<root>"
+    base = L.module or "(root)"
     return f"{base} (call {L.call + 1})" if L.call else base
 
 
@@ -39,7 +39,7 @@ def render(result: Result, context: int = 4, width: int = 80) -> Group:
         head.append("DRIFT", style="bold red")
         o = result.drift_origin
         if o is not None:
-            head.append(f": origin {o.module or '<root>'} ({o.cls}")
+            head.append(f": origin {o.module or '(root)'} ({o.cls}")
             head.append(f", ONNX {', '.join(o.op_types) or '-'}) ")
             head.append(f"max_abs={fmt(o.max_abs)} max_rel={fmt(o.max_rel)} own={fmt(o.local_max_abs)} "
                         f"(worst sample {o.worst_sample})")

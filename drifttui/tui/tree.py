@@ -9,18 +9,13 @@ from __future__ import annotations
 import math
 from typing import Iterable, Optional, Sequence
 
-from drifttui.core.result import DRIFT, FAIL_COLUMNS, INHERITED, UNATTRIBUTED, Layer
+from drifttui.core.result import DRIFT, FAIL_COLUMNS, INHERITED, ROOT_NAME, UNATTRIBUTED, Layer, display_name  # noqa: F401
 
 DRIFTING = (DRIFT, INHERITED, UNATTRIBUTED)
 Values = tuple[Optional[float], Optional[float], Optional[float], Optional[float]]
 Fails = tuple[Optional[bool], Optional[bool], Optional[bool], Optional[bool]]
 Key = tuple[str, int]
-ROOT_NAME = "(root)"      # the one name of the root module, everywhere in the TUI
 SORTS = (None, "local", "max_abs", "cos")     # the `w` key cycles through these
-
-
-def display_name(module: str) -> str:
-    return module or ROOT_NAME
 
 
 def own_fails(layer: Layer) -> Fails:

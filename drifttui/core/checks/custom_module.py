@@ -199,7 +199,7 @@ def source_hazards(ctx: Context) -> list[dict[str, Any]]:
 
 
 def _fix_attr(a: dict[str, Any]) -> str:
-    return (f"make `{a['attr']}` a parameter or a buffer in {a['module'] or '<root>'} "
+    return (f"make `{a['attr']}` a parameter or a buffer in {a['module'] or '(root)'} "
             f"(self.register_buffer('{a['attr']}', tensor)) so state_dict carries it, then re-export or reload")
 
 

@@ -40,7 +40,7 @@ def judge(rows: list[dict[str, Any]], origin_layer: Any, origin_module: Any) -> 
         return ("pass", (f"no drift down to tolerance {low:g}" if low else "no origin at any tolerance") + tail,
                 named)
     stable = [r["tolerance"] for r in above if r["origin"] == origin_module]
-    return ("pass", f"the origin {origin_module} is stable across tolerances "
+    return ("pass", f"the origin {origin_module or '(root)'} is stable across tolerances "
                     f"{', '.join(f'{t:g}' for t in stable) or '-'} (it does not move earlier)" + tail, named)
 
 

@@ -81,7 +81,7 @@ def run(ctx: Context) -> Step:
     if o0 is None and r0.verdict == "ok":
         summary = "zero inputs give no drift: the drift needs non-trivial data"
         if o is not None:
-            summary += (f" (the origin {o.module} combines values in a data-dependent way: interpolation, "
+            summary += (f" (the origin {o.module or '(root)'} combines values in a data-dependent way: interpolation, "
                         "scaling of activations, accumulation)")
         return Step(2, TITLE, "pass", summary, clean(evidence),
                     "look at how the origin's op combines inputs (step 3)" if o else "", layers)
