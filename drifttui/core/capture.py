@@ -133,7 +133,7 @@ def _capture(pr: Prepared, cfg: Config, progress: ProgressFn, cancel: CancelToke
                                                                                       windows, obs))))
             elif i < n - 1:
                 progress(Progress("samples", i + 1, n, f"sample {i + 1}/{n}"))
-    for wi, w in enumerate(rest):
+    for wi, w in enumerate(rest):        # further --max-memory / observer windows: the layer samples only
         with _WindowPass(pr, cfg, w, timings) as wp:
             for start in range(0, len(chosen), batch):
                 cancel.check()
@@ -142,6 +142,13 @@ def _capture(pr: Prepared, cfg: Config, progress: ProgressFn, cancel: CancelToke
             progress(Progress("samples", n, n, f"window {wi + 2}/{len(windows)}",
                               partial(_snapshot(pr, cfg, acc, outs, n, chosen, notes, timings, windows, obs))))
     timings["samples"] = time.perf_counter() - t_start - (timings["sessions"] - sessions_before)
+    _finish(timings, notes, acc, outs, n, chosen)
+    return _snapshot(pr, cfg, acc, outs, n, chosen, notes, timings, windows, obs)
+
+
+def _finish(timings: dict[str, float], notes: list[str], acc: Accum, outs: _Outputs, n: int,
+            chosen: list[int]) -> None:
+    """Per-sample timings, and the note saying over how many samples the per-layer figures are."""
     timings["per_sample"] = timings["samples"] / n
     if outs.times:
         timings["per_sample_median"] = float(np.median(outs.times))
@@ -150,7 +157,6 @@ def _capture(pr: Prepared, cfg: Config, progress: ProgressFn, cancel: CancelToke
         notes.append(f"per-layer statistics are over {len(chosen)} of {n} samples: sample 0 and each sample "
                      "whose output error was a new worst (--layer-samples all compares every sample); the "
                      "output verdict is over every sample")
-    return _snapshot(pr, cfg, acc, outs, n, chosen, notes, timings, windows, obs)
 
 
 def _snapshot(pr: Prepared, cfg: Config, acc: Accum, outs: _Outputs, n: int, chosen: list[int],

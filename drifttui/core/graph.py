@@ -96,6 +96,8 @@ def _scope_torchscript(name: str) -> Optional[list[str]]:
 
 
 def build_index(model: Any) -> GraphIndex:
+    # one pass over the graph filling every index at once (producers, consumers, scopes, shapes):
+    # a second pass per index would walk a 100k-node graph several times
     import onnx
 
     graph = model.graph

@@ -43,6 +43,8 @@ def _ref_of(plan: Plan, calls: list[Call], value: str, model_inputs: list[Any]) 
 def build_local_graph(index: GraphIndex, plan: Plan, calls: list[Call],
                       model_inputs: list[Any]) -> Optional[LocalGraph]:
     """``model_inputs``: TensorRef-like objects (shape, dtype) of the flattened model inputs."""
+    # long: one copy of the graph with every module boundary cut and fed from torch, built in a
+    # single pass so that cut names stay consistent; next work: split feeds from outputs
     import onnx
 
     if not plan.localized:

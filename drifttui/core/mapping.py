@@ -90,6 +90,9 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
     """``aliases``: other names of a shared module -> the name the hooks use.
     ``resolve`` runs ONNX Runtime on sample 0 for the given values; with ``torch_outputs``
     (sample 0 outputs of multi-output calls) it pairs same-shaped outputs by content."""
+    # long: the mapping's ordered passes over one Plan (scopes -> calls, node ownership, pairing,
+    # folds, classification); the scope-to-call loops are inline, the other passes are calls.
+    # Splitting the scope loops out is listed as next work in the closing note.
     if not calls:
         return Plan([], [None] * len(index.nodes), {}, False, "no module calls were recorded")
     maps = [CallMap(c.index) for c in calls]

@@ -29,6 +29,8 @@ def _name(L: Layer) -> str:
 
 
 def render(result: Result, context: int = 4, width: int = 80) -> Group:
+    # long by layout, not by logic: the report's parts in print order (headline, the layers around
+    # the origin, outputs, coverage, notes, environment); each is a few lines of Rich calls
     parts = []
     tol = result.tolerance
     head = Text()

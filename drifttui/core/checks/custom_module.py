@@ -88,6 +88,8 @@ def _owner_of_consumers(ctx: Context, value: str) -> Optional[str]:
 
 
 def analyse(ctx: Context) -> dict[str, Any]:
+    # one walk over the modules gathering what step 6 and the custom-module check both read
+    # (cached in ctx.cache): parameters, buffers, tensor attributes and their ONNX counterparts
     if "custom" in ctx.cache:
         return ctx.cache["custom"]
     mods = ctx.modules()

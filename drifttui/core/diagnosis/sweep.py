@@ -20,6 +20,7 @@ def _ops(proto: Any) -> Counter:
 
 
 def opt_sweep(ctx: Context) -> dict[str, Any]:
+    # one loop over the four ORT levels with its sessions: kept as moved (issue 9) from steps/
     if "opt_sweep" in ctx.cache:
         return ctx.cache["opt_sweep"]
     import onnx
