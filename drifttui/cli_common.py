@@ -75,9 +75,10 @@ class OneLineParser(argparse.ArgumentParser):
 
 def _add_capture_options(p: argparse.ArgumentParser) -> None:
     """Options of the capture stage (issue 9)."""
-    p.add_argument("--layer-samples", choices=["auto", "all"], default="auto",
-                   help="samples compared layer by layer: auto = sample 0 and each sample whose output "
-                        "error is a new worst (the output verdict covers every sample); all = every sample")
+    p.add_argument("--layer-samples", default="auto", metavar="auto|all|K",
+                   help="samples compared layer by layer: auto (= 3) = sample 0 and the 2 samples with the "
+                        "largest output error; K = sample 0 and the K-1 worst; all = every sample (the output "
+                        "verdict covers every sample either way)")
     p.add_argument("--output-opt-level", choices=["disable", "basic", "extended", "all"], default="all",
                    help="ORT optimisation level of the output pass that gives the verdict on every sample "
                         "(default all, ORT's own default: what you deploy); --opt-level sets the per-layer pass")

@@ -10,8 +10,12 @@ Two kinds of pass, neither of which looks at a tolerance:
   would hide the values compared): every mapped intermediate as an ORT output,
   the hooked forward comparing each module's output at hook time, and the local run (each
   module's own nodes fed from torch).  With ``layer_samples="auto"`` (the default) these are
-  sample 0 and every sample whose output error (max |d| / max |torch| over the outputs) is a
-  new worst so far, so the worst sample is always among them; ``"all"`` runs every sample.
+  sample 0 (run at once, so that a first per-layer result shows after one sample) and the
+  ``AUTO_LAYER_SAMPLES - 1`` other samples with the largest output error (max |d| / max |torch|
+  over the outputs; ties: the earlier sample), run after the output pass has seen every sample,
+  so the worst sample is always among them; ``"K"`` (a number) takes sample 0 and the K - 1
+  worst; ``"all"`` runs every sample.  A fixed number of per-layer passes makes one more sample
+  cost one output pass: the floor.
 
 The choice of layer samples depends on the output errors only, never on atol/rtol, so the
 decide stage can apply any tolerance to a Capture exactly.  Each per-layer Metrics says over
@@ -19,6 +23,7 @@ how many samples it is (``Metrics.samples``).
 """
 from __future__ import annotations
 
+import heapq
 import math
 import time
 from dataclasses import dataclass, field
@@ -40,7 +45,20 @@ from drifttui.core.windows import Window
 # the Config fields a Capture depends on, on top of the Prepared's
 CAPTURE_FIELDS = ("samples", "seed", "deterministic", "zero_input", "opt_level", "layer_samples",
                   "output_opt_level")
-LAYER_SAMPLES = ("auto", "all")
+LAYER_SAMPLES = ("auto", "all")           # or a positive number K, as text
+AUTO_LAYER_SAMPLES = 3                    # "auto": sample 0 and the two worst other samples
+
+
+def layer_sample_count(value: str, n: int) -> int:
+    """How many of ``n`` samples get the per-layer pass for a ``--layer-samples`` value."""
+    if value == "all":
+        return n
+    k = AUTO_LAYER_SAMPLES if value == "auto" else int(value)
+    return max(1, min(n, k))
+
+
+def valid_layer_samples(value: str) -> bool:
+    return value in LAYER_SAMPLES or (value.isdigit() and int(value) >= 1)
 
 
 @dataclass(frozen=True)
@@ -79,19 +97,24 @@ PartialFn = Callable[[Capture], Any]
 def capture(prepared: Prepared, config: Config, progress: ProgressFn = no_progress,
             cancel: Optional[CancelToken] = None, partial: Optional[PartialFn] = None) -> Capture:
     cancel = cancel or CancelToken()
-    before = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(config.deterministic, warn_only=True)
+    before = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+    wanted = (config.deterministic, True) if config.deterministic else (False, before[1])
+    # use_deterministic_algorithms imports torch._inductor (seconds): only call it to change something
+    if wanted != before:
+        torch.use_deterministic_algorithms(wanted[0], warn_only=wanted[1])
     try:
         return _capture(prepared, config, progress, cancel, partial)
     finally:
-        torch.use_deterministic_algorithms(before)
+        if wanted != before:
+            torch.use_deterministic_algorithms(before[0], warn_only=before[1])
 
 
 def _capture(pr: Prepared, cfg: Config, progress: ProgressFn, cancel: CancelToken,
              partial: Optional[PartialFn]) -> Capture:
     source = pr.source(cfg.seed, cfg.zero_input)
     n = 1 if source.fixed else cfg.samples
-    every = cfg.layer_samples == "all"
+    k = layer_sample_count(cfg.layer_samples, n)
+    every = k >= n
     timings: dict[str, float] = {"sessions": 0.0}
     notes = list(pr.notes)
     t_sess = time.perf_counter()
@@ -101,12 +124,17 @@ def _capture(pr: Prepared, cfg: Config, progress: ProgressFn, cancel: CancelToke
     outs = _Outputs([Aggregate() for _ in pr.index.graph_outputs], [[0, 0] for _ in pr.index.graph_outputs])
     acc = Accum()
     chosen: list[int] = []
+    worst: list[tuple[float, int]] = []      # heap of (output error, -sample) of the k - 1 worst after sample 0
     batch = min(pr.batch, n)
     t_obs = time.perf_counter()
     windows, obs, prebuilt = observer.check(pr, cfg)     # on every run: marking values must change nothing
     timings["observer"] = time.perf_counter() - t_obs
     t_start, sessions_before = time.perf_counter(), timings["sessions"]
     first, rest = (windows[0], windows[1:]) if windows else (None, [])
+
+    def snap(done: int) -> Capture:
+        return _snapshot(pr, cfg, acc, outs, done, chosen, notes, timings, windows, obs)
+
     with _WindowPass(pr, cfg, first, timings, prebuilt) as wp:
         if batch > 1 and wp.p is not None:
             why = wp.probe_batch(source.sample(0))
@@ -120,30 +148,46 @@ def _capture(pr: Prepared, cfg: Config, progress: ProgressFn, cancel: CancelToke
             feeds = pr.feeds(sample)
             check_finite_feeds(feeds)
             key = _output_pass(pr, floor, outs, i, sample, feeds)
-            if i == 0 or every or key > outs.best:
+            if i == 0 or every:
                 chosen.append(i)
                 pending.append((i, sample))
-            outs.best = max(outs.best, key)
-            if len(pending) >= batch or i == n - 1:
+            else:
+                _keep_worst(worst, key, i, k - 1)
+            if pending and (len(pending) >= batch or i == n - 1 or not every):
                 wp.run(acc, pending, cancel)
                 pending = []
             if i == 0 and partial is not None and n > 1:
-                progress(Progress("samples", 1, n, f"sample 1/{n}", partial(_snapshot(pr, cfg, acc, outs, 1,
-                                                                                      chosen, notes, timings,
-                                                                                      windows, obs))))
+                progress(Progress("samples", 1, n, f"sample 1/{n}", partial(snap(1))))
             elif i < n - 1:
                 progress(Progress("samples", i + 1, n, f"sample {i + 1}/{n}"))
+        extra = sorted(-j for _, j in worst)
+        if extra:        # the worst samples, now that the output pass has seen every sample
+            progress(Progress("samples", n, n, f"per-layer pass on the {len(extra)} worst sample(s)"))
+        for start in range(0, len(extra), batch):
+            cancel.check()
+            wp.run(acc, [(i, source.sample(i)) for i in extra[start:start + batch]], cancel)
+        chosen = sorted(chosen + extra)
     for wi, w in enumerate(rest):        # further --max-memory / observer windows: the layer samples only
         with _WindowPass(pr, cfg, w, timings) as wp:
             for start in range(0, len(chosen), batch):
                 cancel.check()
                 wp.run(acc, [(i, source.sample(i)) for i in chosen[start:start + batch]], cancel)
         if partial is not None and wi < len(rest) - 1:      # layers fill in window by window
-            progress(Progress("samples", n, n, f"window {wi + 2}/{len(windows)}",
-                              partial(_snapshot(pr, cfg, acc, outs, n, chosen, notes, timings, windows, obs))))
+            progress(Progress("samples", n, n, f"window {wi + 2}/{len(windows)}", partial(snap(n))))
     timings["samples"] = time.perf_counter() - t_start - (timings["sessions"] - sessions_before)
     _finish(timings, notes, acc, outs, n, chosen)
-    return _snapshot(pr, cfg, acc, outs, n, chosen, notes, timings, windows, obs)
+    return snap(n)
+
+
+def _keep_worst(heap: list[tuple[float, int]], key: float, i: int, size: int) -> None:
+    """Keep the ``size`` largest output errors seen (ties: the earlier sample)."""
+    if size <= 0:
+        return
+    item = (key if key == key else math.inf, -i)          # a NaN error counts as the worst
+    if len(heap) < size:
+        heapq.heappush(heap, item)
+    elif item > heap[0]:
+        heapq.heapreplace(heap, item)
 
 
 def _finish(timings: dict[str, float], notes: list[str], acc: Accum, outs: _Outputs, n: int,
@@ -154,9 +198,10 @@ def _finish(timings: dict[str, float], notes: list[str], acc: Accum, outs: _Outp
         timings["per_sample_median"] = float(np.median(outs.times))
     timings["local_runs"] = float(acc.local_runs)
     if len(chosen) < n:
-        notes.append(f"per-layer statistics are over {len(chosen)} of {n} samples: sample 0 and each sample "
-                     "whose output error was a new worst (--layer-samples all compares every sample); the "
-                     "output verdict is over every sample")
+        rest = len(chosen) - 1
+        notes.append(f"per-layer statistics are over {len(chosen)} of {n} samples: sample 0 and the {rest} with "
+                     "the largest output error (--layer-samples K or all compares more); the output verdict is "
+                     "over every sample")
 
 
 def _snapshot(pr: Prepared, cfg: Config, acc: Accum, outs: _Outputs, n: int, chosen: list[int],

@@ -43,60 +43,18 @@ def _ref_of(plan: Plan, calls: list[Call], value: str, model_inputs: list[Any]) 
 def build_local_graph(index: GraphIndex, plan: Plan, calls: list[Call],
                       model_inputs: list[Any]) -> Optional[LocalGraph]:
     """``model_inputs``: TensorRef-like objects (shape, dtype) of the flattened model inputs."""
-    # long: one copy of the graph with every module boundary cut and fed from torch, built in a
-    # single pass so that cut names stay consistent; next work: split feeds from outputs
     import onnx
 
     if not plan.localized:
         return None
     if any(a.HasField("g") or len(a.graphs) for n in index.nodes for a in n.proto.attribute):
         return None   # control flow: renaming outer-scope references inside subgraphs is not supported
-    table = plan.table
-    node_call = plan.node_call
-    feeds: dict[str, str] = {}
-    new_nodes = []
-    for node in index.nodes:
-        group = node_call[node.index]
-        proto = onnx.NodeProto()
-        proto.CopyFrom(node.proto)
-        del proto.input[:]
-        for v in node.inputs:
-            if not v or v in index.initializers:
-                proto.input.append(v)
-                continue
-            p = index.producer.get(v)
-            cut = v in table and (p is None or node_call[p] != group or table[v][0] == "graph_in")
-            if cut:
-                feeds[f"feed::{v}"] = v
-                proto.input.append(f"feed::{v}")
-            elif p is None:
-                # a graph input without a torch counterpart
-                feeds[f"feed::{v}"] = v
-                proto.input.append(f"feed::{v}")
-            else:
-                proto.input.append(f"local::{v}")
-        del proto.output[:]
-        proto.output.extend(f"local::{o}" if o else "" for o in node.outputs)
-        new_nodes.append(proto)
-
-    outputs: dict[str, str] = {}
-    attribution: dict[str, int] = {}
-    first_node: dict[str, int] = {}
-    for v, (kind, ci, _pos) in table.items():
-        p = index.producer.get(v)
-        if p is None or kind == "graph_in":
-            continue
-        outputs[f"local::{v}"] = v
-        owner = ci if kind == "out" else node_call[p]
-        if owner is None:
-            continue
-        attribution[v] = owner
-        first_node[v] = p
-
+    new_nodes, feeds = _cut_nodes(index, plan)
+    outputs, attribution, first_node = _local_outputs(index, plan)
     g = onnx.helper.make_graph(new_nodes, "drifttui_local", [], [], list(index.model.graph.initializer))
     feed_dtypes: dict[str, Any] = {}
     for name, v in feeds.items():
-        ref = _ref_of(plan, calls, v, model_inputs) if v in table else None
+        ref = _ref_of(plan, calls, v, model_inputs) if v in plan.table else None
         if ref is None:
             return None
         elem = _TORCH_TO_ONNX.get(ref.dtype)
@@ -110,3 +68,52 @@ def build_local_graph(index: GraphIndex, plan: Plan, calls: list[Call],
                                    ir_version=index.model.ir_version)
     model.functions.extend(index.model.functions)
     return LocalGraph(model, feeds, outputs, attribution, first_node, feed_dtypes)
+
+
+def _cut_nodes(index: GraphIndex, plan: Plan) -> tuple[list[Any], dict[str, str]]:
+    """A copy of every node, each input crossing a call boundary (or a graph input) cut into a feed.
+
+    One pass over the nodes, so that a cut value gets the same ``feed::`` name everywhere."""
+    import onnx
+
+    table, node_call = plan.table, plan.node_call
+    feeds: dict[str, str] = {}
+    new_nodes = []
+    for node in index.nodes:
+        group = node_call[node.index]
+        proto = onnx.NodeProto()
+        proto.CopyFrom(node.proto)
+        del proto.input[:]
+        for v in node.inputs:
+            if not v or v in index.initializers:
+                proto.input.append(v)
+                continue
+            p = index.producer.get(v)
+            # a cut boundary, or a graph input (with or without a torch counterpart)
+            if p is None or (v in table and (node_call[p] != group or table[v][0] == "graph_in")):
+                feeds[f"feed::{v}"] = v
+                proto.input.append(f"feed::{v}")
+            else:
+                proto.input.append(f"local::{v}")
+        del proto.output[:]
+        proto.output.extend(f"local::{o}" if o else "" for o in node.outputs)
+        new_nodes.append(proto)
+    return new_nodes, feeds
+
+
+def _local_outputs(index: GraphIndex, plan: Plan) -> tuple[dict[str, str], dict[str, int], dict[str, int]]:
+    """Every mapped value as a local output, the call whose own error it measures, its first node."""
+    outputs: dict[str, str] = {}
+    attribution: dict[str, int] = {}
+    first_node: dict[str, int] = {}
+    for v, (kind, ci, _pos) in plan.table.items():
+        p = index.producer.get(v)
+        if p is None or kind == "graph_in":
+            continue
+        outputs[f"local::{v}"] = v
+        owner = ci if kind == "out" else plan.node_call[p]
+        if owner is None:
+            continue
+        attribution[v] = owner
+        first_node[v] = p
+    return outputs, attribution, first_node

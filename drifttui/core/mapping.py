@@ -89,10 +89,10 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
                torch_outputs: Optional[dict[int, list[Any]]] = None) -> Plan:
     """``aliases``: other names of a shared module -> the name the hooks use.
     ``resolve`` runs ONNX Runtime on sample 0 for the given values; with ``torch_outputs``
-    (sample 0 outputs of multi-output calls) it pairs same-shaped outputs by content."""
-    # long: the mapping's ordered passes over one Plan (scopes -> calls, node ownership, pairing,
-    # folds, classification); the scope-to-call loops are inline, the other passes are calls.
-    # Splitting the scope loops out is listed as next work in the closing note.
+    (sample 0 outputs of multi-output calls) it pairs same-shaped outputs by content.
+
+    The mapping's ordered passes over one Plan: scope chains per node, instance keys to calls,
+    node ownership, then pairing, folds and classification."""
     if not calls:
         return Plan([], [None] * len(index.nodes), {}, False, "no module calls were recorded")
     maps = [CallMap(c.index) for c in calls]
@@ -102,19 +102,43 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
         plan = Plan(maps, [None] * len(index.nodes), {}, False, why)
         _map_root_only(index, calls, plan)
         return plan
-
     aliases = aliases or {}
+    chains = _node_chains(index, module_names, aliases)
+    key_to_call = _keys_to_calls(index, calls, chains, maps)
+    plan = Plan(maps, _assign_nodes(chains, key_to_call, maps), {}, True)
+    adopt_scopeless(index, calls, plan)
+    pairing = pair_outputs(index, calls, plan)
+    for ci, outs in pairing.outputs.items():
+        plan.calls[ci].outputs.update(outs)
+    for ci, note in pairing.unmapped.items():
+        plan.calls[ci].status, plan.calls[ci].note = UNMAPPED, note
+    if pairing.ambiguous and resolve is not None and torch_outputs:
+        for ci, outs in pair_by_content(index, calls, plan, pairing.ambiguous, resolve, torch_outputs).items():
+            plan.calls[ci].outputs = outs
+    fix_torchscript_folding(index, calls, plan, module_has_params)
+    _classify_empty(index, calls, plan, module_has_params)
+    _pair_inputs(index, calls, plan)
+    return plan
+
+
+def _module_children(module_names: list[str], aliases: dict[str, str]) -> dict[str, list[str]]:
+    """Parent module -> the modules directly below it (walking over non-module attribute paths)."""
     children: dict[str, list[str]] = {}
     known = set(module_names) | set(aliases)
     for name in list(module_names) + list(aliases):
         if name:
             parent = name.rsplit(".", 1)[0] if "." in name else ""
-            # the parent may be a non-module attribute path; walk up to a known module
             while parent and parent not in known:
                 parent = parent.rsplit(".", 1)[0] if "." in parent else ""
             children.setdefault(parent, []).append(name)
+    return children
 
-    # 1. each node's chain of (module, instance key)
+
+def _node_chains(index: GraphIndex, module_names: list[str],
+                 aliases: dict[str, str]) -> list[list[tuple[str, str]]]:
+    """Each node's chain of (module, instance key), outermost first, the root ("", "") in front."""
+    children = _module_children(module_names, aliases)
+    known = set(module_names) | set(aliases)
     chains: list[list[tuple[str, str]]] = []
     resolved: dict[tuple[str, str], Optional[str]] = {}
     for node in index.nodes:
@@ -126,11 +150,14 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
         # a shared module's other names are the same module, called again
         chain = [(aliases.get(m, m), f"{m}/{k}" if m in aliases else k) for m, k in chain]
         chains.append([("", "")] + chain)
-
     if index.flavour == DYNAMO:
         _instances_by_runs(index, chains)
+    return chains
 
-    # 2. instance keys -> torch calls, per module
+
+def _keys_to_calls(index: GraphIndex, calls: list[Call], chains: list[list[tuple[str, str]]],
+                   maps: list[CallMap]) -> dict[tuple[str, str], int]:
+    """(module, instance key) -> torch call; calls that cannot be told apart are marked unmapped."""
     calls_of: dict[str, list[int]] = {}
     for c in calls:
         calls_of.setdefault(c.module, []).append(c.index)
@@ -146,21 +173,23 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
         if not torch_calls:
             continue
         if len(keys) == len(torch_calls):
-            for key, ci in zip(keys, torch_calls):
-                key_to_call[(mod, key)] = ci
+            key_to_call.update({(mod, key): ci for key, ci in zip(keys, torch_calls)})
         elif len(keys) < len(torch_calls) and index.flavour == DYNAMO and (
                 split := _split_repeats(index, chains, mod, keys, len(torch_calls))) is not None:
-            for key, ci in zip(split, torch_calls):
-                key_to_call[(mod, key)] = ci
+            key_to_call.update({(mod, key): ci for key, ci in zip(split, torch_calls)})
         elif len(torch_calls) == 1:
-            for key in keys:
-                key_to_call[(mod, key)] = torch_calls[0]
+            key_to_call.update({(mod, key): torch_calls[0] for key in keys})
         else:
             for ci in torch_calls:
                 maps[ci].status = UNMAPPED
                 maps[ci].note = (f"called {len(torch_calls)} times in PyTorch but {len(keys)} separate "
                                  "node groups carry its scope in ONNX; the calls cannot be told apart")
+    return key_to_call
 
+
+def _assign_nodes(chains: list[list[tuple[str, str]]], key_to_call: dict[tuple[str, str], int],
+                  maps: list[CallMap]) -> list[Optional[int]]:
+    """Fill each call's nodes (inside its scope) and own nodes (deepest there); each node's deepest call."""
     node_call: list[Optional[int]] = []
     for ni, ch in enumerate(chains):
         deepest: Optional[int] = None
@@ -172,21 +201,7 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
         node_call.append(deepest)
         if deepest is not None:
             maps[deepest].own.append(ni)
-
-    plan = Plan(maps, node_call, {}, True)
-    adopt_scopeless(index, calls, plan)
-    pairing = pair_outputs(index, calls, plan)
-    for ci, outs in pairing.outputs.items():
-        plan.calls[ci].outputs.update(outs)
-    for ci, note in pairing.unmapped.items():
-        plan.calls[ci].status, plan.calls[ci].note = UNMAPPED, note
-    if pairing.ambiguous and resolve is not None and torch_outputs:
-        for ci, outs in pair_by_content(index, calls, plan, pairing.ambiguous, resolve, torch_outputs).items():
-            plan.calls[ci].outputs = outs
-    fix_torchscript_folding(index, calls, plan, module_has_params)
-    _classify_empty(index, calls, plan, module_has_params)
-    _pair_inputs(index, calls, plan)
-    return plan
+    return node_call
 
 
 def _instances_by_runs(index: GraphIndex, chains: list[list[tuple[str, str]]]) -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from drifttui.core.analysis import decide
-from drifttui.core.capture import CAPTURE_FIELDS, LAYER_SAMPLES, Capture, capture
+from drifttui.core.capture import CAPTURE_FIELDS, Capture, capture, valid_layer_samples
 from drifttui.core.prepare import PREPARE_FIELDS, Prepared, prepare
 from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
 from drifttui.core.result import Config, Result
@@ -50,8 +50,8 @@ def validate(cfg: Config) -> None:
     for flag, level in (("--opt-level", cfg.opt_level), ("--output-opt-level", cfg.output_opt_level)):
         if level not in OPT_LEVELS:
             raise InputError(f"unknown {flag} {level!r}", f"use one of {', '.join(OPT_LEVELS)}")
-    if cfg.layer_samples not in LAYER_SAMPLES:
-        raise InputError(f"--layer-samples {cfg.layer_samples!r} is not known", "use auto or all")
+    if not valid_layer_samples(str(cfg.layer_samples)):
+        raise InputError(f"--layer-samples {cfg.layer_samples!r} is not known", "use auto, all or a number >= 1")
 
 
 def _file_stamp(path: str) -> tuple:

@@ -230,8 +230,9 @@ class Config:
     max_memory: Optional[int] = None   # bytes per capture pass (--max-memory); None: no limit
     batch: int = 1                     # samples per ORT run / torch forward (--batch); 1: one at a time
     trust_model_file: bool = False     # --trust-model-file: load a .pt2 although that runs code from it
-    # which samples get the per-layer pass (--layer-samples): "auto" = sample 0 and every sample whose
-    # output error is a new worst; "all" = every sample.  The output verdict always covers every sample.
+    # which samples get the per-layer pass (--layer-samples): "auto" = sample 0 and the 2 samples with
+    # the largest output error; "K" = sample 0 and the K-1 worst; "all" = every sample.  The output
+    # verdict always covers every sample.
     layer_samples: str = "auto"
     # ORT level of the output pass (every sample, the model outputs only): what a deployment runs;
     # ORT's own default is "all".  ``opt_level`` is the level of the per-layer pass (localisation,

@@ -88,90 +88,104 @@ def _owner_of_consumers(ctx: Context, value: str) -> Optional[str]:
 
 
 def analyse(ctx: Context) -> dict[str, Any]:
-    # one walk over the modules gathering what step 6 and the custom-module check both read
-    # (cached in ctx.cache): parameters, buffers, tensor attributes and their ONNX counterparts
+    """One walk over the called modules gathering what step 6 and the custom-module check both
+    read (cached in ctx.cache): tensor attributes, parameters and buffers against their ONNX
+    counterparts, and the forward's source hazards."""
     if "custom" in ctx.cache:
         return ctx.cache["custom"]
-    mods = ctx.modules()
     called = {c.module for c in ctx.calls}
     statuses: dict[str, set[str]] = {}
     for L in ctx.result.layers:
         statuses.setdefault(L.module, set()).add(L.status)
-    attrs, params_bad, missing, dtype_diff, folded_ok = [], [], [], [], 0
-    rounded: list[dict[str, Any]] = []
-    for name, m in mods.items():
+    out: dict[str, Any] = {"tensor_attributes": [], "param_value_diffs": [], "params_without_initializer": [],
+                           "dtype_diffs": [], "folded_weights_checked": 0, "source_hazards": [],
+                           "rounded_value_diffs": []}
+    for name, m in ctx.modules().items():
         if name not in called:
             continue
         for k, v in vars(m).items():
-            if not isinstance(v, torch.Tensor) or k in m._parameters or k in m._buffers or not v.is_floating_point():
-                continue
-            qual = f"{name}.{k}" if name else k
-            entry: dict[str, Any] = {"module": name, "attr": k, "shape": list(v.shape),
-                                     "dtype": str(v.dtype).replace("torch.", ""), "onnx_value": None}
-            tv = _np(v)
-            cands = [(n, a, c) for n, a, c in _statics(ctx, name, own_only=False)
-                     if a.shape == tv.shape or (a.size == tv.size and a.squeeze().shape == tv.squeeze().shape)]
-            named = [x for x in cands if x[0] == qual] or [x for x in cands if k in x[0]] or \
-                (cands if len(cands) == 1 else [])
-            if named:
-                n, a, consumers = named[0]
-                same, diff = _close(tv.reshape(a.shape), a)
-                entry.update(onnx_value=n, onnx_nodes=consumers, max_abs_diff=diff, equal=same,
-                             torch_mean=float(tv.mean()) if tv.size else 0.0,
-                             onnx_mean=float(a.astype(np.float64).mean()) if a.size else 0.0)
-            attrs.append(entry)
+            if isinstance(v, torch.Tensor) and k not in m._parameters and k not in m._buffers \
+                    and v.is_floating_point():
+                out["tensor_attributes"].append(_tensor_attribute(ctx, name, k, v))
         for pn, t in list(m.named_parameters(recurse=False)) + list(m.named_buffers(recurse=False)):
-            qual = f"{name}.{pn}" if name else pn
-            if pn == "num_batches_tracked" or not t.is_floating_point():
-                continue
-            tv = _np(t)
-            if qual in ctx.index.initializers:
-                init = ctx.index.initializers[qual]
-                arr = tensor_array(ctx.index, qual)
-                from drifttui.core.graph import elem_type_name
-
-                odt = elem_type_name(init.data_type)
-                tdt = str(t.dtype).replace("torch.", "")
-                if odt != tdt:
-                    dtype_diff.append({"param": qual, "torch": tdt, "onnx": odt, "module": name})
-                if arr is None or arr.shape != tv.shape:
-                    continue
-                owner = _owner_of_consumers(ctx, qual)
-                expected = tv
-                if owner is not None and owner != name:
-                    folded = _folded_expected(ctx, qual, t, owner)
-                    if folded is None:
-                        continue           # used by another module in a way we cannot reproduce
-                    expected = folded
-                same, diff = _close(expected, arr.astype(np.float32))
-                if same:
-                    folded_ok += expected is not tv
-                    continue
-                nodes = [ctx.index.nodes[ni].name for ni in ctx.index.consumers.get(qual, [])]
-                if rounded_kind(arr) and not rounded_kind(expected):
-                    # the dtype check owns the finding; step 6 still says the values differ
-                    rounded.append({"param": qual, "module": owner or name, "onnx_value": qual, "onnx_nodes": nodes,
-                                    "max_abs_diff": diff, "folded": expected is not tv, "rounded_to": rounded_kind(arr)})
-                    continue
-                params_bad.append({"param": qual, "module": owner or name, "onnx_value": qual, "onnx_nodes": nodes,
-                                   "max_abs_diff": diff, "folded": expected is not tv})
-                continue
-            if statuses.get(name, set()) & {FUSED, NOT_EXPORTED} or (
-                    isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and not _has_op(ctx, name, "BatchNormalization")):
-                continue                   # folded into a neighbour: compared through the folded weight
-            matches = [(n, a, c) for n, a, c in _statics(ctx, name, own_only=True)
-                       if a.shape == tv.shape or (tv.ndim == 2 and a.shape == tv.T.shape)]
-            ok = any((a.shape == tv.shape and _close(tv, a)[0]) or (tv.ndim == 2 and a.shape == tv.T.shape
-                                                                   and _close(np.ascontiguousarray(tv.T), a)[0])
-                     for n, a, c in matches)
-            if not ok:
-                missing.append({"param": qual, "module": name, "candidates": [n for n, _, _ in matches][:3]})
-    hazards = source_hazards(ctx)
-    out = {"tensor_attributes": attrs, "param_value_diffs": params_bad, "params_without_initializer": missing,
-           "dtype_diffs": dtype_diff, "folded_weights_checked": folded_ok, "source_hazards": hazards,
-           "rounded_value_diffs": rounded}
+            if pn != "num_batches_tracked" and t.is_floating_point():
+                _check_param(ctx, name, m, pn, t, statuses.get(name, set()), out)
+    out["source_hazards"] = source_hazards(ctx)
     ctx.cache["custom"] = out
     return out
+
+
+def _tensor_attribute(ctx: Context, name: str, k: str, v: torch.Tensor) -> dict[str, Any]:
+    """A plain tensor attribute and the ONNX static value that carries it (by name, else shape)."""
+    qual = f"{name}.{k}" if name else k
+    entry: dict[str, Any] = {"module": name, "attr": k, "shape": list(v.shape),
+                             "dtype": str(v.dtype).replace("torch.", ""), "onnx_value": None}
+    tv = _np(v)
+    cands = [(n, a, c) for n, a, c in _statics(ctx, name, own_only=False)
+             if a.shape == tv.shape or (a.size == tv.size and a.squeeze().shape == tv.squeeze().shape)]
+    named = [x for x in cands if x[0] == qual] or [x for x in cands if k in x[0]] or \
+        (cands if len(cands) == 1 else [])
+    if named:
+        n, a, consumers = named[0]
+        same, diff = _close(tv.reshape(a.shape), a)
+        entry.update(onnx_value=n, onnx_nodes=consumers, max_abs_diff=diff, equal=same,
+                     torch_mean=float(tv.mean()) if tv.size else 0.0,
+                     onnx_mean=float(a.astype(np.float64).mean()) if a.size else 0.0)
+    return entry
+
+
+def _check_param(ctx: Context, name: str, m: torch.nn.Module, pn: str, t: torch.Tensor, statuses: set[str],
+                 out: dict[str, Any]) -> None:
+    """One parameter or buffer: its initializer's dtype and values (through a BatchNorm fold), or,
+    without an initializer of its name, a static input of the module's own nodes that holds it."""
+    qual = f"{name}.{pn}" if name else pn
+    tv = _np(t)
+    if qual in ctx.index.initializers:
+        _check_initializer(ctx, name, qual, t, tv, out)
+        return
+    if statuses & {FUSED, NOT_EXPORTED} or (
+            isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and not _has_op(ctx, name, "BatchNormalization")):
+        return                   # folded into a neighbour: compared through the folded weight
+    matches = [(n, a, c) for n, a, c in _statics(ctx, name, own_only=True)
+               if a.shape == tv.shape or (tv.ndim == 2 and a.shape == tv.T.shape)]
+    ok = any((a.shape == tv.shape and _close(tv, a)[0]) or (tv.ndim == 2 and a.shape == tv.T.shape
+                                                           and _close(np.ascontiguousarray(tv.T), a)[0])
+             for n, a, c in matches)
+    if not ok:
+        out["params_without_initializer"].append({"param": qual, "module": name,
+                                                  "candidates": [n for n, _, _ in matches][:3]})
+
+
+def _check_initializer(ctx: Context, name: str, qual: str, t: torch.Tensor, tv: np.ndarray,
+                       out: dict[str, Any]) -> None:
+    from drifttui.core.graph import elem_type_name
+
+    arr = tensor_array(ctx.index, qual)
+    odt = elem_type_name(ctx.index.initializers[qual].data_type)
+    tdt = str(t.dtype).replace("torch.", "")
+    if odt != tdt:
+        out["dtype_diffs"].append({"param": qual, "torch": tdt, "onnx": odt, "module": name})
+    if arr is None or arr.shape != tv.shape:
+        return
+    owner = _owner_of_consumers(ctx, qual)
+    expected = tv
+    if owner is not None and owner != name:
+        folded = _folded_expected(ctx, qual, t, owner)
+        if folded is None:
+            return               # used by another module in a way we cannot reproduce
+        expected = folded
+    same, diff = _close(expected, arr.astype(np.float32))
+    if same:
+        out["folded_weights_checked"] += expected is not tv
+        return
+    nodes = [ctx.index.nodes[ni].name for ni in ctx.index.consumers.get(qual, [])]
+    entry = {"param": qual, "module": owner or name, "onnx_value": qual, "onnx_nodes": nodes,
+             "max_abs_diff": diff, "folded": expected is not tv}
+    if rounded_kind(arr) and not rounded_kind(expected):
+        # the dtype check owns the finding; step 6 still says the values differ
+        out["rounded_value_diffs"].append({**entry, "rounded_to": rounded_kind(arr)})
+    else:
+        out["param_value_diffs"].append(entry)
 
 
 def source_hazards(ctx: Context) -> list[dict[str, Any]]:

@@ -65,8 +65,6 @@ def _torch_stats(ctx: Context, names: list[str]) -> list[dict[str, Any]]:
 
 
 def run(ctx: Context) -> Step:
-    # one verdict ladder (finding at the origin > level dependence > hazards > inconclusive): kept in
-    # one function so the order of the rungs stays readable
     L = ctx.origin_layer
     ctx.say("step 3: rerunning at every ORT optimisation level")
     sweep = opt_sweep(ctx)
@@ -84,9 +82,18 @@ def run(ctx: Context) -> Step:
         summary = "no drift origin to inspect" + level_note
         return Step(3, TITLE, verdict, summary, clean({"opt_levels": sweep_ev}),
                     "see the fusion finding" if level_note else "")
+    evidence, hazards, related = _origin_evidence(ctx, L)
+    evidence["opt_levels"] = sweep_ev
+    return _verdict(L, sweep, level_note, clean(evidence), hazards, related)
+
+
+def _origin_evidence(ctx: Context, L: Any) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any]]:
+    """The origin's nodes (attributes, shapes, hazards), initializers, torch parameters, and the
+    checks' findings on this module or these nodes."""
+    from drifttui.core.steps import findings_for
+
     elem_types = ctx.index.elem_types
-    nodes = []
-    hazards = []
+    nodes, hazards = [], []
     for nd in L.nodes:
         h = hazard(nd, elem_types)
         nodes.append({"name": nd.name, "op_type": nd.op_type, "domain": nd.domain, "attributes": nd.attributes,
@@ -99,17 +106,20 @@ def run(ctx: Context) -> Step:
               "std": i.std, "torch_param": i.torch_param, "max_abs_diff_vs_torch": i.torch_max_abs_diff}
              for i in L.initializers]
     torch_params = _torch_stats(ctx, [p.name for p in L.params])
-    # what the checks, verified on the origin's own nodes, say about this module / these nodes
-    from drifttui.core.steps import findings_for
-
     node_names = set(L.onnx_nodes)
     related = [f for f in findings_for(ctx)
                if f.severity in ("error", "warning") and (f.module == L.module or node_names & set(f.onnx_nodes))]
     evidence = {"module": L.module, "class": L.cls, "op_types": L.op_types, "nodes": nodes[:16],
                 "initializers": inits[:16], "torch_params": torch_params[:16], "hazards": hazards,
                 "findings": [{"check": f.check, "severity": f.severity, "message": f.message, "verified": f.verified}
-                             for f in related],
-                "opt_levels": sweep_ev}
+                             for f in related]}
+    return evidence, hazards, related
+
+
+def _verdict(L: Any, sweep: dict[str, Any], level_note: str, evidence: dict[str, Any],
+             hazards: list[dict[str, Any]], related: list[Any]) -> Step:
+    """One verdict ladder: a finding at the origin > level dependence > other findings > hazards >
+    inconclusive (the origin drifts by definition: never "pass: no hazard")."""
     ops = ", ".join(L.op_types) or "no ops"
     if related and related[0].severity == "error":
         f = related[0]
@@ -118,25 +128,24 @@ def run(ctx: Context) -> Step:
                        else " [verified]",
                  False: " [unverified: the proposed patch did not remove the drift]",
                  None: " [unverified]"}[f.verified]
-        return Step(3, TITLE, "fail", f"{L.module} ({ops}): {f.message}{proof}" + level_note, clean(evidence),
+        return Step(3, TITLE, "fail", f"{L.module} ({ops}): {f.message}{proof}" + level_note, evidence,
                     f.fix, [L.index])
     if sweep["final_verdict_changes_at"] or sweep["origin_error_changes_at"]:
         return Step(3, TITLE, "fail",
                     f"{L.module} ({ops}): its error changes with the ORT optimisation level "
                     f"({', '.join(sweep['origin_error_changes_at'] or sweep['final_verdict_changes_at'])})"
                     f"{level_note}; fused ops: {', '.join(sweep['fused_op_types']) or 'none'}",
-                    clean(evidence), "deploy at the level that agrees, or report the fusion upstream", [L.index])
+                    evidence, "deploy at the level that agrees, or report the fusion upstream", [L.index])
     if related:
         f = related[0]
-        return Step(3, TITLE, "inconclusive", f"{L.module} ({ops}): {f.message}" + level_note, clean(evidence),
+        return Step(3, TITLE, "inconclusive", f"{L.module} ({ops}): {f.message}" + level_note, evidence,
                     f.fix, [L.index])
     if hazards:
         return Step(3, TITLE, "inconclusive",
                     f"{L.module} ({ops}) uses hazard op(s): " + "; ".join(h["why"] for h in hazards[:3]),
-                    clean(evidence), "compare these attributes with the torch call by hand", [L.index])
-    # the origin drifts by definition: never "pass: no hazard"
+                    evidence, "compare these attributes with the torch call by hand", [L.index])
     return Step(3, TITLE, "inconclusive",
                 f"{L.module} ({ops}) drifts on its own nodes, but no check names a cause and no patch removed it; "
-                "the error does not depend on the ORT optimisation level", clean(evidence),
+                "the error does not depend on the ORT optimisation level", evidence,
                 "run `drifttui repro` to get the origin's nodes as an ONNX test case and compare them with the "
                 "torch forward", [L.index])
