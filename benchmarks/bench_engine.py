@@ -19,7 +19,7 @@ processes of a repeat run interleaved (N1 and N2 of each kind back to back, the 
 kinds rotating from repeat to repeat), ``--repeats`` times; reported are medians.  Memory: peak
 RSS (ru_maxrss) of drifttui at N2 against N1 samples (flat: it streams), and against the floor.
 
-    .venv/bin/python benchmarks/bench_engine.py [--models resnet18,transformer] [--n1 10] [--n2 110]
+    .venv/bin/python benchmarks/bench_engine.py [--models resnet18,transformer] [--n1 10] [--n2 N]
                                                 [--repeats 5] [--json PATH]
 """
 from __future__ import annotations
@@ -38,6 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 SPEED_GOAL = 1.25
 MEMORY_GOAL = 1.2
+# N2 per model unless --n2 is given: about 10 s of per-sample signal (the transformer's samples are
+# ~30 ms, and a process's fixed cost varies by a second or more between runs)
+N2_DEFAULT = {"resnet18": 110, "transformer": 310}
 
 
 def _spec(name: str) -> tuple[str, str]:
@@ -223,7 +226,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default="resnet18,transformer")
     ap.add_argument("--n1", type=int, default=10)
-    ap.add_argument("--n2", type=int, default=110)
+    ap.add_argument("--n2", type=int, default=0, help="0: per model (resnet18 110, transformer 310)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--json", metavar="PATH")
     ap.add_argument("--threads", type=int, default=0,
@@ -246,7 +249,8 @@ def main() -> None:
         return
     if args.threads:
         os.environ["OMP_NUM_THREADS"] = str(args.threads)     # inherited by every child process
-    print(f"nproc {os.cpu_count()}, load average {os.getloadavg()}; samples {args.n1} and {args.n2}, "
+    print(f"nproc {os.cpu_count()}, load average {os.getloadavg()}; samples {args.n1} and "
+          f"{args.n2 or 'per model ' + str(N2_DEFAULT)}, "
           f"{args.repeats} repeats, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'default')}", flush=True)
     report, ok = {}, True
     for name in args.models.split(","):
@@ -263,7 +267,7 @@ def main() -> None:
             if args.repeats == 0:
                 ok &= pr["ratio"] <= SPEED_GOAL
                 continue
-        r = report[name] = measure(name, args.n1, args.n2, args.repeats)
+        r = report[name] = measure(name, args.n1, args.n2 or N2_DEFAULT.get(name, 110), args.repeats)
         print(f"== {name}: marginal per sample drifttui {r['drifttui_ms']:.1f} ms, floor {r['floor_ms']:.1f} ms, "
               f"strict floor {r['strict_ms']:.1f} ms; ratio (median) {r['ratio']:.3f}x (goal <= {SPEED_GOAL}x), "
               f"against the strict floor {r['strict_ratio']:.3f}x; memory N2/N1 {r['memory_ratio']:.3f}x "

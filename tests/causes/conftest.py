@@ -110,6 +110,16 @@ def _int_div(proto: Any) -> None:
     proto.graph.initializer.append(three)
 
 
+def _clip_max(proto: Any) -> None:
+    """The Clip of ``bound`` with another upper bound (1.5 for Hardtanh's 0.75): a stale bound."""
+    node = surgery._find(proto, "Clip", "bound")
+    t = _static_input(proto, "Clip", "bound", 2)
+    arr = numpy_helper.to_array(t)
+    new = numpy_helper.from_array(np.full(arr.shape, 1.5, arr.dtype), node.name + "_stale_max")
+    proto.graph.initializer.append(new)
+    node.input[2] = new.name
+
+
 MULTI_VARIANTS: dict[str, tuple[str, Callable[[Any], None]]] = {
     # name: (expected class, edit)
     "clean": ("", lambda p: None),
@@ -161,7 +171,8 @@ def exports(tmp_path_factory):
         if variant == "clean":
             return cache[base_key]
         proto = onnx.load(str(cache[base_key]))
-        MULTI_VARIANTS[variant][1](proto) if model == "multi" else _int_div(proto)
+        {"multi": lambda: MULTI_VARIANTS[variant][1](proto), "intdiv": lambda: _int_div(proto),
+         "clip": lambda: _clip_max(proto)}[model]()
         path = root / f"{model}-{exporter}-{variant}.onnx"
         onnx.save(proto, str(path))
         cache[key] = path
@@ -184,7 +195,8 @@ def run(exports):
     def go(model: str, exporter: str, variant: str = "clean") -> Any:
         key = (model, exporter, variant)
         if key not in cache:
-            inputs = {"multi": "multi_inputs", "seq": "seq_inputs_16", "intdiv": "intdiv_inputs"}[model]
+            inputs = {"multi": "multi_inputs", "seq": "seq_inputs_16", "intdiv": "intdiv_inputs",
+                      "clip": "clip_inputs"}[model]
             cfg = Config(model=f"{SPEC}:{model}", onnx=str(exports(model, exporter, variant)),
                          inputs=f"{SPEC}:{inputs}", samples=SAMPLES)
             s = Session(cfg)

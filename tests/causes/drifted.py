@@ -122,3 +122,24 @@ def intdiv() -> nn.Module:
 
 def intdiv_inputs() -> tuple:
     return (torch.arange(-20, 20, dtype=torch.int64).reshape(1, 40),)
+
+
+class ClipNet(nn.Module):
+    """A bounded activation (Hardtanh): exported as one Clip whose bounds are constants."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Linear(8, 16)
+        self.bound = nn.Hardtanh(-0.5, 0.75)
+        self.out = nn.Linear(16, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.bound(self.stem(x)))
+
+
+def clip() -> nn.Module:
+    return _init(ClipNet(), seed=8)
+
+
+def clip_inputs() -> tuple:
+    return (2 * torch.randn(1, 8),)

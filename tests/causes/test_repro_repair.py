@@ -17,7 +17,7 @@ from drifttui.core.causes.repro import write_case
 REPAIRABLE = [("multi", "dynamo", "resize"), ("multi", "torchscript", "pool"), ("multi", "dynamo", "eps"),
               ("multi", "torchscript", "leaky"), ("multi", "dynamo", "gelu"), ("multi", "torchscript", "gamma"),
               ("multi", "dynamo", "weights"), ("multi", "dynamo", "half"), ("intdiv", "torchscript", "clean"),
-              ("seq", "torchscript", "clean"), ("multi", "torchscript10", "clean")]
+              ("seq", "torchscript", "clean"), ("multi", "torchscript10", "clean"), ("clip", "torchscript", "stale")]
 
 
 @pytest.mark.parametrize("model,exporter,variant", REPAIRABLE)

@@ -62,6 +62,24 @@ def test_clean_integer_division_has_no_error(run):
     assert result.verdict == "ok" and not [f for f in exp.findings if f.severity == "error"]
 
 
+@pytest.mark.parametrize("exporter", ["dynamo", "torchscript"])
+def test_clip_bound_is_verified_against_the_modules_bounds(run, exporter):
+    """A Clip whose upper bound is not the module's (Hardtanh max_val 0.75, the file says 1.5):
+    the bounds patch taken from the module removes the drift."""
+    _, result, exp = run("clip", exporter, "stale")
+    head = exp.findings[0]
+    assert result.drift_origin is not None and result.drift_origin.module == "bound", _describe(result, exp)
+    assert head.check == "op-compat" and head.verified is True, _describe(result, exp)
+    assert head.patch == {**head.patch, "op": "rewrite", "rewrite": "clip_bounds", "min": -0.5, "max": 0.75}
+    assert head.local_after < head.local_before
+
+
+@pytest.mark.parametrize("exporter", ["dynamo", "torchscript"])
+def test_clean_clip_has_no_error(run, exporter):
+    _, result, exp = run("clip", exporter)
+    assert result.verdict == "ok" and not [f for f in exp.findings if f.severity == "error"], _describe(result, exp)
+
+
 def test_opset10_resize_is_interpolation_verified(run):
     """A genuine export drift: opset-10 Resize is asymmetric whatever torch asked for."""
     _, result, exp = run("multi", "torchscript10")

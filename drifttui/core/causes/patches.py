@@ -8,6 +8,7 @@
     {"op": "replace_constant", "name": "v", "value": [...]}  # an initializer or Constant output
     {"op": "rewrite", "node": "n", "rewrite": "floor_div"}   # integer Div -> floor division
     {"op": "rewrite", "node": "n", "rewrite": "resize_opset11", "mode": "half_pixel"}
+    {"op": "rewrite", "node": "n", "rewrite": "clip_bounds", "min": 0.0, "max": 6.0}   # None: unbounded
     {"op": "reexport", "exporter": "torchscript", "opset": 18, "module": "m"}
 
 Arrays too big for JSON (a replaced weight) travel in ``Patch.payload``; ``spec`` then says
@@ -120,6 +121,8 @@ def _rewrite(model: Any, p: Patch) -> None:
         _floor_div(model, p)
     elif kind == "resize_opset11":
         _resize_opset11(model, p)
+    elif kind == "clip_bounds":
+        _clip_bounds(model, p)
     else:
         raise PatchError(f"unknown rewrite {kind!r}")
 
@@ -167,6 +170,50 @@ def _resize_opset11(model: Any, p: Patch) -> None:
     mode = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "mode"), b"nearest")
     if mode in (b"nearest", "nearest"):
         node.attribute.append(helper.make_attribute("nearest_mode", p.spec.get("nearest_mode", "floor")))
+
+
+def _clip_bounds(model: Any, p: Patch) -> None:
+    """New bounds for one Clip node: its own initializers (opset >= 11; a shared bound constant is
+    left alone for the other nodes that read it), or its min/max attributes (opset < 11)."""
+    from onnx import helper, numpy_helper
+
+    node = _node(model, p.spec["node"])
+    if node.op_type != "Clip":
+        raise PatchError(f"{node.name} is not a Clip")
+    lo, hi = p.spec.get("min"), p.spec.get("max")
+    if not len(node.input) or any(a.name in ("min", "max") for a in node.attribute):   # opset < 11
+        keep = [a for a in node.attribute if a.name not in ("min", "max")]
+        del node.attribute[:]
+        node.attribute.extend(keep)
+        node.attribute.extend(helper.make_attribute(k, float(v)) for k, v in (("min", lo), ("max", hi))
+                              if v is not None)
+        return
+    dtype = _input_dtype(model, node.input[0])
+    inputs = list(node.input) + [""] * (3 - len(node.input))
+    for pos, value in ((1, lo), (2, hi)):
+        if value is None:
+            inputs[pos] = ""
+            continue
+        name = f"{node.name or node.output[0]}/drifttui_{'min' if pos == 1 else 'max'}"
+        model.graph.initializer.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
+        inputs[pos] = name
+    while inputs and inputs[-1] == "":
+        inputs.pop()
+    del node.input[:]
+    node.input.extend(inputs)
+
+
+def _input_dtype(model: Any, value: str) -> Any:
+    """The numpy dtype of a value (graph input, initializer or annotated intermediate); float32 else."""
+    from onnx import helper
+
+    for vi in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
+        if vi.name == value and vi.type.tensor_type.elem_type:
+            return helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
+    for t in model.graph.initializer:
+        if t.name == value:
+            return helper.tensor_dtype_to_np_dtype(t.data_type)
+    return np.float32
 
 
 def _replace_node(model: Any, node: Any, new: list[Any]) -> None:
