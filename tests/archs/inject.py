@@ -116,4 +116,23 @@ def set_activation(proto: Any, module: str) -> str:
     return node.op_type
 
 
-INJECT = {"weight": scale_weight, "eps": set_epsilon, "fp16": cast_fp16, "act": set_activation}
+def set_resize_mode(proto: Any, module: str, mode: str = "asymmetric") -> str:
+    """Every Resize the module owns: coordinate_transformation_mode -> ``mode`` (a half_pixel /
+    align_corners mix-up).  All of them, since a Resize to the same size is unchanged by the mode."""
+    nodes = [n for mod in module.split("|") for n in proto.graph.node if n.op_type == "Resize" and owned(n, mod)]
+    if not nodes:
+        raise LookupError(f"no Resize node owned by {module}")
+    for node in nodes:
+        for a in node.attribute:
+            if a.name == "coordinate_transformation_mode":
+                if a.s.decode() == mode:
+                    raise LookupError(f"{node.name}: coordinate_transformation_mode is {mode} already")
+                a.s = mode.encode()
+                break
+        else:                           # the default is half_pixel
+            node.attribute.append(onnx.helper.make_attribute("coordinate_transformation_mode", mode))
+    return "Resize"
+
+
+INJECT = {"weight": scale_weight, "eps": set_epsilon, "fp16": cast_fp16, "act": set_activation,
+          "resize": set_resize_mode}

@@ -151,3 +151,50 @@ def pixels():
 
 def mel():
     return {"input_features": torch.randn(1, 16, 32)}
+
+
+def swin(**kw):
+    """Two stages of shifted-window attention: a 16x16 then (after patch merging) 8x8 patch grid,
+    window 4, so both stages shift (torch.roll, the attention mask); stage 2 has 2 heads."""
+    from transformers import SwinConfig, SwinModel
+
+    return _hf(SwinModel, SwinConfig(image_size=64, patch_size=4, num_channels=3, embed_dim=16, depths=[2, 2],
+                                     num_heads=[1, 2], window_size=4, mlp_ratio=2.0, **kw))
+
+
+def swin_eager():
+    """``swin`` with eager attention: the dynamo exporter fails on the default (sdpa) one, a view of
+    the 2-head attention output (``Cannot view a tensor with shape torch.Size([4, 16, 2, 16]) and
+    strides (512, 16, 256, 1) as a tensor with shape (4, 16, 32)``, torch 2.13, transformers 5.23)."""
+    return swin(attn_implementation="eager")
+
+
+def wav2vec2():
+    """Raw audio: a 2-layer conv feature extractor (GroupNorm on the first), the grouped, weight-normed
+    positional conv, a 2-layer post-norm encoder."""
+    from transformers import Wav2Vec2Config, Wav2Vec2Model
+
+    cfg = Wav2Vec2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                         conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), feat_extract_norm="group",
+                         num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2, do_stable_layer_norm=False,
+                         vocab_size=32)
+    return _hf(Wav2Vec2Model, cfg)
+
+
+def segformer():
+    """Two encoder stages (spatial-reduction attention, Mix-FFN's depthwise conv) and the all-MLP decode
+    head, which upsamples stage 2 to stage 1's resolution (bilinear interpolate: an ONNX Resize)."""
+    from transformers import SegformerConfig, SegformerForSemanticSegmentation
+
+    cfg = SegformerConfig(num_channels=3, num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1],
+                          hidden_sizes=[16, 32], patch_sizes=[7, 3], strides=[4, 2], num_attention_heads=[1, 2],
+                          mlp_ratios=[2, 2], decoder_hidden_size=32, num_labels=3)
+    return _seed_norms(_hf(SegformerForSemanticSegmentation, cfg))
+
+
+def pixels64():
+    return {"pixel_values": torch.randn(1, 3, 64, 64)}
+
+
+def audio():
+    return {"input_values": torch.randn(1, 800)}
