@@ -117,18 +117,12 @@ def _capture(pr: Prepared, cfg: Config, progress: ProgressFn, cancel: CancelToke
     every = k >= n
     timings: dict[str, float] = {"sessions": 0.0}
     notes = list(pr.notes)
-    t_sess = time.perf_counter()
-    floor = capture_ort.make_session(pr.proto, cfg.output_opt_level, cfg.deterministic, cfg.provider,
-                                     pr.workdir, "floor.onnx")
-    timings["sessions"] += time.perf_counter() - t_sess
+    floor, windows, obs, prebuilt = _open(pr, cfg, timings)
     outs = _Outputs([Aggregate() for _ in pr.index.graph_outputs], [[0, 0] for _ in pr.index.graph_outputs])
     acc = Accum()
     chosen: list[int] = []
     worst: list[tuple[float, int]] = []      # heap of (output error, -sample) of the k - 1 worst after sample 0
     batch = min(pr.batch, n)
-    t_obs = time.perf_counter()
-    windows, obs, prebuilt = observer.check(pr, cfg)     # on every run: marking values must change nothing
-    timings["observer"] = time.perf_counter() - t_obs
     t_start, sessions_before = time.perf_counter(), timings["sessions"]
     first, rest = (windows[0], windows[1:]) if windows else (None, [])
 
@@ -163,20 +157,36 @@ def _capture(pr: Prepared, cfg: Config, progress: ProgressFn, cancel: CancelToke
         extra = sorted(-j for _, j in worst)
         if extra:        # the worst samples, now that the output pass has seen every sample
             progress(Progress("samples", n, n, f"per-layer pass on the {len(extra)} worst sample(s)"))
-        for start in range(0, len(extra), batch):
-            cancel.check()
-            wp.run(acc, [(i, source.sample(i)) for i in extra[start:start + batch]], cancel)
+        _per_layer(wp, acc, source, extra, batch, cancel)
         chosen = sorted(chosen + extra)
     for wi, w in enumerate(rest):        # further --max-memory / observer windows: the layer samples only
         with _WindowPass(pr, cfg, w, timings) as wp:
-            for start in range(0, len(chosen), batch):
-                cancel.check()
-                wp.run(acc, [(i, source.sample(i)) for i in chosen[start:start + batch]], cancel)
+            _per_layer(wp, acc, source, chosen, batch, cancel)
         if partial is not None and wi < len(rest) - 1:      # layers fill in window by window
             progress(Progress("samples", n, n, f"window {wi + 2}/{len(windows)}", partial(snap(n))))
     timings["samples"] = time.perf_counter() - t_start - (timings["sessions"] - sessions_before)
     _finish(timings, notes, acc, outs, n, chosen)
     return snap(n)
+
+
+def _open(pr: Prepared, cfg: Config, timings: dict[str, float]) -> tuple[Any, list[Window], Any, Any]:
+    """The output pass's session, and the observer check (on every run: marking values as outputs
+    must change nothing), which also decides the capture windows."""
+    t = time.perf_counter()
+    floor = capture_ort.make_session(pr.proto, cfg.output_opt_level, cfg.deterministic, cfg.provider,
+                                     pr.workdir, "floor.onnx")
+    timings["sessions"] += time.perf_counter() - t
+    t = time.perf_counter()
+    windows, obs, prebuilt = observer.check(pr, cfg)
+    timings["observer"] = time.perf_counter() - t
+    return floor, windows, obs, prebuilt
+
+
+def _per_layer(wp: "_WindowPass", acc: Accum, source: Any, ids: list[int], batch: int, cancel: CancelToken) -> None:
+    """The per-layer passes of the samples ``ids`` in one window, ``batch`` at a time."""
+    for start in range(0, len(ids), batch):
+        cancel.check()
+        wp.run(acc, [(i, source.sample(i)) for i in ids[start:start + batch]], cancel)
 
 
 def _keep_worst(heap: list[tuple[float, int]], key: float, i: int, size: int) -> None:

@@ -96,37 +96,12 @@ def _scope_torchscript(name: str) -> Optional[list[str]]:
 
 
 def build_index(model: Any) -> GraphIndex:
-    # one pass over the graph filling every index at once (producers, consumers, scopes, shapes):
-    # a second pass per index would walk a 100k-node graph several times
-    import onnx
-
+    """One pass over the nodes filling every index at once (producers, consumers, scopes): a pass
+    per index would walk a 100k-node graph several times."""
     graph = model.graph
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
-    except Exception:
-        inferred = model
-    shapes: dict[str, list[Any]] = {}
-    elem_types: dict[str, int] = {}
-    for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
-        d = _dims(vi.type)
-        if d is not None:
-            shapes[vi.name] = d
-        if vi.type.HasField("tensor_type"):
-            elem_types[vi.name] = vi.type.tensor_type.elem_type
+    shapes, elem_types = _value_types(model)
     initializers = {t.name: t for t in graph.initializer}
-    for t in graph.initializer:
-        shapes.setdefault(t.name, list(t.dims))
-        elem_types.setdefault(t.name, t.data_type)
-
-    has_meta = any(p.key == "pkg.torch.onnx.name_scopes" for n in graph.node for p in n.metadata_props)
-    slash_names = sum(1 for n in graph.node if n.name.startswith("/"))
-    if has_meta:
-        flavour = DYNAMO
-    elif graph.node and slash_names >= max(1, len(graph.node) // 3):
-        flavour = TORCHSCRIPT
-    else:
-        flavour = UNKNOWN
-
+    flavour = _flavour(graph)
     nodes: list[Node] = []
     producer: dict[str, int] = {}
     consumers: dict[str, list[int]] = {}
@@ -158,6 +133,38 @@ def build_index(model: Any) -> GraphIndex:
     if flavour != UNKNOWN:
         _fill_missing_scopes(index)
     return index
+
+
+def _value_types(model: Any) -> tuple[dict[str, list[Any]], dict[str, int]]:
+    """Shapes and element types of every value: shape inference, then the initializers."""
+    import onnx
+
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+    except Exception:
+        inferred = model
+    shapes: dict[str, list[Any]] = {}
+    elem_types: dict[str, int] = {}
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
+        d = _dims(vi.type)
+        if d is not None:
+            shapes[vi.name] = d
+        if vi.type.HasField("tensor_type"):
+            elem_types[vi.name] = vi.type.tensor_type.elem_type
+    for t in model.graph.initializer:
+        shapes.setdefault(t.name, list(t.dims))
+        elem_types.setdefault(t.name, t.data_type)
+    return shapes, elem_types
+
+
+def _flavour(graph: Any) -> str:
+    """Which exporter wrote the scopes: dynamo metadata, TorchScript node paths, or neither."""
+    if any(p.key == "pkg.torch.onnx.name_scopes" for n in graph.node for p in n.metadata_props):
+        return DYNAMO
+    slash_names = sum(1 for n in graph.node if n.name.startswith("/"))
+    if graph.node and slash_names >= max(1, len(graph.node) // 3):
+        return TORCHSCRIPT
+    return UNKNOWN
 
 
 def _all_inputs(node: Any) -> list[str]:

@@ -304,15 +304,27 @@ def _pair_inputs(index: GraphIndex, calls: list[Call], plan: Plan) -> None:
                 src = plan.calls[ref.producer[0]]
                 if ref.producer[1] in src.outputs:
                     continue   # produced by a mapped module: its ONNX value is that module's output
-            ok = [v for v in free if shape_ok(index.shapes.get(v), ref.shape)
-                  and dtype_ok(index.elem_types.get(v), ref.dtype)]
-            if len(ok) == 1:
-                cm.inputs[pos] = ok[0]
-                table[ok[0]] = ("in", cm.call, pos)
-                free.remove(ok[0])
+                if src.status == FUSED and not src.nodes:
+                    # folded into this call's nodes (Conv + BatchNorm): those nodes read what the
+                    # folded call read, so its inputs (not this call's) are the values fed in
+                    for fpos, fref in enumerate(calls[src.call].inputs):
+                        if fref.producer is None or fref.producer[1] not in plan.calls[fref.producer[0]].outputs:
+                            _pair_free(index, table, free, src, fpos, fref)
+                    continue
+            _pair_free(index, table, free, cm, pos, ref)
     for pos, name in enumerate(index.graph_inputs):
         table.setdefault(name, ("graph_in", -1, pos))
     plan.table = table
+
+
+def _pair_free(index: GraphIndex, table: dict[str, tuple[str, int, int]], free: list[str], cm: CallMap,
+               pos: int, ref: Any) -> None:
+    """Pair torch input ``pos`` of ``cm`` with the one free ONNX input of its shape and dtype."""
+    ok = [v for v in free if shape_ok(index.shapes.get(v), ref.shape) and dtype_ok(index.elem_types.get(v), ref.dtype)]
+    if len(ok) == 1:
+        cm.inputs[pos] = ok[0]
+        table[ok[0]] = ("in", cm.call, pos)
+        free.remove(ok[0])
 
 
 def _map_root_only(index: GraphIndex, calls: list[Call], plan: Plan) -> None:
