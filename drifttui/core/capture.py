@@ -58,7 +58,7 @@ def layer_sample_count(value: str, n: int) -> int:
 
 
 def valid_layer_samples(value: str) -> bool:
-    return value in LAYER_SAMPLES or (value.isdigit() and int(value) >= 1)
+    return value in LAYER_SAMPLES or (value.isdecimal() and value.isascii() and int(value) >= 1)
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,6 @@ class _Outputs:
 
     aggs: list[Aggregate]
     top1: list[list[int]]
-    best: float = -1.0
     times: list[float] = field(default_factory=list)
 
 
@@ -208,10 +207,9 @@ def _finish(timings: dict[str, float], notes: list[str], acc: Accum, outs: _Outp
         timings["per_sample_median"] = float(np.median(outs.times))
     timings["local_runs"] = float(acc.local_runs)
     if len(chosen) < n:
-        rest = len(chosen) - 1
-        notes.append(f"per-layer statistics are over {len(chosen)} of {n} samples: sample 0 and the {rest} with "
-                     "the largest output error (--layer-samples K or all compares more); the output verdict is "
-                     "over every sample")
+        which = f"sample 0 and the {len(chosen) - 1} with the largest output error" if len(chosen) > 1 else "sample 0"
+        notes.append(f"per-layer statistics are over {len(chosen)} of {n} samples: {which} (--layer-samples K or "
+                     "all compares more); the output verdict is over every sample")
 
 
 def _snapshot(pr: Prepared, cfg: Config, acc: Accum, outs: _Outputs, n: int, chosen: list[int],

@@ -126,14 +126,14 @@ def fix_torchscript_folding(index: GraphIndex, calls: list[Call], plan: Plan, ha
         cm.nodes.sort()
         cm.own.sort()
         src.own, src.nodes = [], []
-        src.status = FUSED
+        src.status, src.folded_into = FUSED, cm.call
         src.note = (f"folded into {call.module or '(root)'}: its one ONNX node ({index.nodes[index.producer[value]].op_type}, "
                     "with a folded weight) computes both")
         cm.note = (f"its batch norm is computed by the node of {src_call.module} (Conv+BatchNorm folded "
                    "together)")
 
 
-def fused_into(index: GraphIndex, calls: list[Call], plan: Plan, ci: int) -> Optional[str]:
+def fused_into(index: GraphIndex, calls: list[Call], plan: Plan, ci: int) -> Optional[int]:
     """The call a node-less module with parameters was folded into (dynamo): structure only.
 
     Its output feeds call Q; Q owns a linear node reading the value that carries this module's
@@ -158,5 +158,5 @@ def fused_into(index: GraphIndex, calls: list[Call], plan: Plan, ci: int) -> Opt
         if q.index == ci or not any(r.producer == (ci, 0) for r in q.inputs):
             continue
         if readers & set(plan.calls[q.index].nodes) and plan.calls[q.index].status == OK:
-            return q.module or "(root)"
+            return q.index
     return None

@@ -6,6 +6,7 @@ in order (initializer inputs excluded) or, for a dict, by name.
 """
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -162,6 +163,7 @@ def build_source(spec: InputSpec, seed: int, zero: bool, graph_inputs: Optional[
         def make(i: int) -> Sample:
             torch.manual_seed(seed + i)
             np.random.seed((seed + i) % (2**32))
+            random.seed(seed + i)
             try:
                 value = fn()
             except Exception as exc:

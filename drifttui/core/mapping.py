@@ -30,6 +30,7 @@ class CallMap:
     inputs: dict[int, str] = field(default_factory=dict)    # torch input position -> ONNX value
     status: str = OK
     note: str = ""
+    folded_into: Optional[int] = None    # FUSED: the call whose nodes compute this one (Conv + BatchNorm)
 
 
 @dataclass
@@ -262,12 +263,13 @@ def _classify_empty(index: GraphIndex, calls: list[Call], plan: Plan, has_params
             users = sorted({calls[ci].module or "(root)" for ni, ci in enumerate(plan.node_call)
                             if ci is not None and set(index.nodes[ni].inputs) & params})
             into = fused_into(index, calls, plan, cm.call) if not users else None
-            if into:
-                cm.status = FUSED
-                cm.note = cm.note or (f"no ONNX node of its own: folded into {into}'s node (e.g. Conv+BatchNorm "
-                                      "folding), which reads this module's input")
+            if into is not None:
+                cm.status, cm.folded_into = FUSED, into
+                cm.note = cm.note or (f"no ONNX node of its own: folded into {calls[into].module or '(root)'}'s "
+                                      "node (e.g. Conv+BatchNorm folding), which reads this module's input")
             elif users:
                 cm.status = FUSED
+                cm.folded_into = _sole_reader(index, calls, plan, cm.call)
                 cm.note = cm.note or ("no ONNX node of its own: its parameters were folded into a "
                                       f"neighbouring node, e.g. Conv+BatchNorm folding (used by {', '.join(users[:3])})")
             else:
@@ -304,7 +306,7 @@ def _pair_inputs(index: GraphIndex, calls: list[Call], plan: Plan) -> None:
                 src = plan.calls[ref.producer[0]]
                 if ref.producer[1] in src.outputs:
                     continue   # produced by a mapped module: its ONNX value is that module's output
-                if src.status == FUSED and not src.nodes:
+                if src.status == FUSED and not src.nodes and src.folded_into == cm.call:
                     # folded into this call's nodes (Conv + BatchNorm): those nodes read what the
                     # folded call read, so its inputs (not this call's) are the values fed in
                     for fpos, fref in enumerate(calls[src.call].inputs):
@@ -315,6 +317,16 @@ def _pair_inputs(index: GraphIndex, calls: list[Call], plan: Plan) -> None:
     for pos, name in enumerate(index.graph_inputs):
         table.setdefault(name, ("graph_in", -1, pos))
     plan.table = table
+
+
+def _sole_reader(index: GraphIndex, calls: list[Call], plan: Plan, ci: int) -> Optional[int]:
+    """The one call whose nodes read call ``ci``'s parameters and which takes ``ci``'s output."""
+    params = {p[0] for p in calls[ci].params}
+    readers = {c for ni, c in enumerate(plan.node_call) if c is not None and set(index.nodes[ni].inputs) & params}
+    if len(readers) != 1:
+        return None
+    (q,) = readers
+    return q if any(r.producer == (ci, 0) for r in calls[q].inputs) else None
 
 
 def _pair_free(index: GraphIndex, table: dict[str, tuple[str, int, int]], free: list[str], cm: CallMap,

@@ -11,6 +11,7 @@ The caller unregisters its tokens when its call ends.
 from __future__ import annotations
 
 import itertools
+import random
 from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
@@ -43,15 +44,23 @@ def register_samples(inputs: Any, samples: int) -> tuple[str, int]:
         fn = inputs
 
         def make(i: int, seed: int) -> Any:
-            # seeded like the CLI's --inputs callables (seed + i), without touching the caller's RNG
+            # seeded like the CLI's --inputs callables (torch, numpy and random with seed + i), so a
+            # sample drawn again (the per-layer pass of the worst samples) is the same sample;
+            # the caller's generators are restored afterwards
+            np_state, py_state = np.random.get_state(), random.getstate()
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed + i)
+                np.random.seed((seed + i) % (2**32))
+                random.seed(seed + i)
                 try:
                     return fn(i)
                 except Exception as exc:
                     raise InputError(f"inputs callable raised {type(exc).__name__}: {exc} for sample {i}",
                                      "fix the callable: it takes the sample index and returns a tensor, "
                                      "a tuple of tensors or a dict of tensors") from exc
+                finally:
+                    np.random.set_state(np_state)
+                    random.setstate(py_state)
 
         return _add(make, False, f"callable {getattr(fn, '__name__', type(fn).__name__)}(i)"), samples
     if _is_one_sample(inputs):

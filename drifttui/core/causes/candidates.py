@@ -170,11 +170,15 @@ def activation(case: Case, node: Any, module: Any) -> Iterator[Patch]:
                        f"re-export; the torch activation's {torch_name or attr}={want:g} was lost", case.module)
 
 
-def _bound(node: Any, pos: int, consts: dict[str, np.ndarray]) -> Optional[float]:
-    """The current min (pos 1) or max (pos 2) of a Clip: a constant input, or an opset-10 attribute."""
+_DYNAMIC = "dynamic"        # a Clip bound computed in the graph: never replaced
+
+
+def _bound(node: Any, pos: int, consts: dict[str, np.ndarray]) -> Any:
+    """The current min (pos 1) or max (pos 2) of a Clip: a constant input or an opset-10 attribute
+    (a float), no bound (None), or a bound computed in the graph (_DYNAMIC)."""
     if len(node.input) > pos and node.input[pos]:
         arr = consts.get(node.input[pos])
-        return float(arr.ravel()[0]) if arr is not None and arr.size == 1 else None
+        return float(arr.ravel()[0]) if arr is not None and arr.size == 1 else _DYNAMIC
     a = _attrs(node)
     return float(a[("min", "max")[pos - 1]]) if ("min", "max")[pos - 1] in a else None
 
@@ -194,27 +198,34 @@ def _scalars(module: Any) -> list[tuple[str, float]]:
     return out[:4]
 
 
-def clip(case: Case, node: Any, module: Any, consts: dict[str, np.ndarray]) -> Iterator[Patch]:
+def clip(case: Case, node: Any, module: Any, consts: dict[str, np.ndarray], types: dict[str, int]) -> Iterator[Patch]:
     """Clip bounds against the torch side: the module's min_val/max_val (Hardtanh, ReLU6), a scalar
-    parameter or buffer of the module (a learned bound), else ReLU6's (0, 6)."""
+    parameter or buffer of the module (a learned bound), else ReLU6's (0, 6).  A bound computed in
+    the graph is never replaced; new bounds get the dtype of the clipped value."""
+    from onnx import helper
+
     lo, hi = _bound(node, 1, consts), _bound(node, 2, consts)
-    cands: list[tuple[Optional[float], Optional[float], str]] = []
+    cands: list[tuple[Any, Any, str]] = []
     lo_t, hi_t = _module_attr(module, "min_val"), _module_attr(module, "max_val")
     if lo_t is not None or hi_t is not None:
         cands.append((lo if lo_t is None else lo_t, hi if hi_t is None else hi_t, "the module's min_val/max_val"))
     for name, v in _scalars(module):
-        if hi is not None:
+        if hi is not None and hi is not _DYNAMIC:
             cands.append((lo, v, f"the module's {name}"))
-        if lo is not None and v < (hi if hi is not None else math.inf):
+        if isinstance(lo, float) and v < (hi if isinstance(hi, float) else math.inf):
             cands.append((v, hi, f"the module's {name}"))
     if module is None or not cands:
         cands.append((0.0, 6.0, "ReLU6's bounds"))
+    elem = types.get(node.input[0]) if node.input else None
+    dtype = str(helper.tensor_dtype_to_np_dtype(elem)) if elem else None
     seen = set()
     for want_lo, want_hi, src in cands:
-        if (want_lo, want_hi) in seen or (_same(want_lo, lo) and _same(want_hi, hi)):
+        change = {k: w for k, w, cur in (("min", want_lo, lo), ("max", want_hi, hi))
+                  if cur is not _DYNAMIC and not _same(w, cur)}
+        if not change or (want_lo, want_hi) in seen:
             continue
         seen.add((want_lo, want_hi))
-        yield Patch({"op": "rewrite", "node": node.name, "rewrite": "clip_bounds", "min": want_lo, "max": want_hi},
+        yield Patch({"op": "rewrite", "node": node.name, "rewrite": "clip_bounds", **change, "dtype": dtype},
                     "op-compat", f"Clip {node.name} bounds the values to [{_fmt(lo, '-inf')}, {_fmt(hi, 'inf')}]; "
                     f"{src} give [{_fmt(want_lo, '-inf')}, {_fmt(want_hi, 'inf')}]",
                     "re-export from the model you compare (a bound read with .item() or a Python number is "
@@ -222,14 +233,14 @@ def clip(case: Case, node: Any, module: Any, consts: dict[str, np.ndarray]) -> I
                     nodes=[node.name])
 
 
-def _same(a: Optional[float], b: Optional[float]) -> bool:
-    if a is None or b is None:
-        return a is b
+def _same(a: Any, b: Any) -> bool:
+    if not isinstance(a, float) or not isinstance(b, float):
+        return a is b or a == b
     return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))
 
 
-def _fmt(x: Optional[float], unbounded: str) -> str:
-    return unbounded if x is None else f"{x:g}"
+def _fmt(x: Any, unbounded: str) -> str:
+    return unbounded if x is None else x if isinstance(x, str) else f"{x:g}"
 
 
 def casts(case: Case, node: Any, elem_types: dict[str, int]) -> Iterator[Patch]:
@@ -318,7 +329,7 @@ def graph_candidates(case: Case, module: Any, elem_types: dict[str, int]) -> lis
         elif op == "Gelu" or op in _ACT:
             out.extend(activation(case, node, module))
         elif op == "Clip":
-            out.extend(clip(case, node, module, consts))
+            out.extend(clip(case, node, module, consts, types))
         elif op == "Cast":
             out.extend(casts(case, node, types))
         elif op == "Div":

@@ -8,7 +8,8 @@
     {"op": "replace_constant", "name": "v", "value": [...]}  # an initializer or Constant output
     {"op": "rewrite", "node": "n", "rewrite": "floor_div"}   # integer Div -> floor division
     {"op": "rewrite", "node": "n", "rewrite": "resize_opset11", "mode": "half_pixel"}
-    {"op": "rewrite", "node": "n", "rewrite": "clip_bounds", "min": 0.0, "max": 6.0}   # None: unbounded
+    {"op": "rewrite", "node": "n", "rewrite": "clip_bounds", "max": 6.0, "dtype": "float32"}
+                                  # only the bounds named change; None: unbounded
     {"op": "reexport", "exporter": "torchscript", "opset": 18, "module": "m"}
 
 Arrays too big for JSON (a replaced weight) travel in ``Patch.payload``; ``spec`` then says
@@ -180,21 +181,21 @@ def _clip_bounds(model: Any, p: Patch) -> None:
     node = _node(model, p.spec["node"])
     if node.op_type != "Clip":
         raise PatchError(f"{node.name} is not a Clip")
-    lo, hi = p.spec.get("min"), p.spec.get("max")
-    if not len(node.input) or any(a.name in ("min", "max") for a in node.attribute):   # opset < 11
-        keep = [a for a in node.attribute if a.name not in ("min", "max")]
+    changes = [(pos, key, p.spec[key]) for pos, key in ((1, "min"), (2, "max")) if key in p.spec]
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 11)
+    if opset < 11:                                        # bounds are attributes
+        keep = [a for a in node.attribute if a.name not in {k for _, k, _ in changes}]
         del node.attribute[:]
         node.attribute.extend(keep)
-        node.attribute.extend(helper.make_attribute(k, float(v)) for k, v in (("min", lo), ("max", hi))
-                              if v is not None)
+        node.attribute.extend(helper.make_attribute(k, float(v)) for _, k, v in changes if v is not None)
         return
-    dtype = _input_dtype(model, node.input[0])
+    dtype = np.dtype(p.spec["dtype"]) if p.spec.get("dtype") else _input_dtype(model, node.input[0])
     inputs = list(node.input) + [""] * (3 - len(node.input))
-    for pos, value in ((1, lo), (2, hi)):
+    for pos, key, value in changes:
         if value is None:
             inputs[pos] = ""
             continue
-        name = f"{node.name or node.output[0]}/drifttui_{'min' if pos == 1 else 'max'}"
+        name = f"{node.name or node.output[0]}/drifttui_{key}"
         model.graph.initializer.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
         inputs[pos] = name
     while inputs and inputs[-1] == "":
