@@ -216,23 +216,15 @@ def _signals_end_the_run() -> Iterator[None]:
     run like Ctrl-C: ``finally`` blocks remove the temp workdir, then main returns 128 + signum."""
     import signal
 
+    from drifttui.signals import STOP_SIGNALS, on_stop_signals
+
     def stop(signum: int, frame: object) -> None:
-        for s in wanted:            # a second signal must not interrupt the clean-up
+        for s in STOP_SIGNALS:      # a second signal must not interrupt the clean-up
             signal.signal(s, signal.SIG_IGN)
         raise Terminated(signum, signal.Signals(signum).name)
 
-    wanted = [s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None]
-    previous = {}
-    for s in wanted:
-        try:
-            previous[s] = signal.signal(s, stop)
-        except (ValueError, OSError):   # not the main thread (embedded use): leave signals alone
-            pass
-    try:
+    with on_stop_signals(stop):
         yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
 
 
 if __name__ == "__main__":  # pragma: no cover

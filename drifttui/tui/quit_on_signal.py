@@ -10,7 +10,8 @@ def signals_quit(app: Any) -> Iterator[None]:
     """SIGTERM / SIGHUP quit the app like `q`, with exit code 128 + signum: the running engine
     is cancelled (its ``finally`` removes the temp workdir) and the terminal is restored."""
     import asyncio
-    import signal
+
+    from drifttui.signals import on_stop_signals
 
     def stop(signum: int, frame: object) -> None:
         for token in getattr(app, "run_tokens", []):
@@ -21,17 +22,5 @@ def signals_quit(app: Any) -> Iterator[None]:
             return
         loop.call_soon_threadsafe(lambda: app.exit(None, 128 + signum))
 
-    previous = {}
-    for name in ("SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        if sig is None:
-            continue
-        try:
-            previous[sig] = signal.signal(sig, stop)
-        except (ValueError, OSError):   # not the main thread
-            pass
-    try:
+    with on_stop_signals(stop):
         yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

@@ -4,15 +4,7 @@ from onnx import TensorProto, helper
 from drifttui.core.capture_torch import Call, TensorRef
 from drifttui.core.graph import DYNAMO, TORCHSCRIPT, UNKNOWN, build_index
 from drifttui.core.mapping import build_plan
-
-
-def _node(op, ins, outs, name, scopes=None):
-    n = helper.make_node(op, ins, outs, name=name)
-    if scopes is not None:
-        p = n.metadata_props.add()
-        p.key = "pkg.torch.onnx.name_scopes"
-        p.value = repr(scopes)
-    return n
+from tests.engine.graphs import scoped_node as _node
 
 
 def _model(nodes, inputs=("x",), outputs=("y",)):

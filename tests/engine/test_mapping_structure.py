@@ -6,15 +6,7 @@ from drifttui.core.capture_torch import Call, TensorRef
 from drifttui.core.graph import build_index
 from drifttui.core.mapping import build_plan
 from drifttui.core.result import UNMAPPED
-
-
-def _node(op, ins, outs, name, scopes=None):
-    n = helper.make_node(op, ins, outs, name=name)
-    if scopes is not None:
-        p = n.metadata_props.add()
-        p.key = "pkg.torch.onnx.name_scopes"
-        p.value = repr(scopes)
-    return n
+from tests.engine.graphs import scoped_node as _node
 
 
 def _model(nodes, inputs=("x",), outputs=("y",), shape=(2, 4)):

@@ -29,7 +29,7 @@ def opt_sweep(ctx: Context) -> dict[str, Any]:
     feeds = [ctx.feeds(ctx.sample(i)) for i in range(n)]
     o = ctx.result.drift_origin
     L = ctx.origin_layer
-    value = L.onnx_values[0] if L is not None and L.onnx_values else None
+    value = origin_value = L.onnx_values[0] if L is not None and L.onnx_values else None
     origin_torch: list[Any] = []
     if value is not None and o is not None:
         for i in range(n):
@@ -53,7 +53,7 @@ def opt_sweep(ctx: Context) -> dict[str, Any]:
     fused = sorted({op for r in rows.values() for op in r["new_op_types"]})
     out = {"levels": rows, "samples": n, "final_verdict_changes_at": changed_final,
            "origin_error_changes_at": _origin_changes(rows, tol.atol), "fused_op_types": fused,
-           "origin_value": L.onnx_values[0] if L is not None and L.onnx_values else None}
+           "origin_value": origin_value}
     ctx.cache["opt_sweep"] = out
     return out
 
