@@ -32,6 +32,10 @@ def _add_run_options(p: argparse.ArgumentParser, model_optional: bool = False) -
     p.add_argument("model", nargs="?", metavar="MODEL", help=MODEL_HELP)
     p.add_argument("--example", metavar="NAME", help="run a built-in example instead of MODEL (see `drifttui examples`)")
     p.add_argument("--onnx", metavar="FILE", help="the deployed ONNX file (default: export MODEL into a temp dir)")
+    p.add_argument("--reference-onnx", metavar="RAW", dest="reference_onnx",
+                   help="the file before onnxsim/onnxslim/ORT optimisation: its mapping is carried over onto "
+                        "--onnx by structure and numerics (default: drifttui exports one when --onnx lost the "
+                        "exporter's metadata)")
     p.add_argument("--inputs", metavar="SPEC",
                    help="file.py:fn / pkg.mod:fn returning tensor(s), a .npz/.npy/.pt file, or "
                         "shape:1x3x224x224 (';' between inputs, dtype prefix like int64:1x16)")
@@ -114,7 +118,10 @@ def config_from_args(args: argparse.Namespace):
 
         get_example(args.example)
     model = f"example:{args.example}" if args.example else args.model
-    return Config(model=model, onnx=args.onnx, inputs=args.inputs, example=args.example,
+    ref = getattr(args, "reference_onnx", None)
+    if ref and not args.onnx:
+        raise DriftTuiError("--reference-onnx needs --onnx", "pass the deployed file with --onnx FILE")
+    return Config(model=model, onnx=args.onnx, reference_onnx=ref, inputs=args.inputs, example=args.example,
                   samples=args.samples, seed=args.seed, atol=atol, rtol=rtol, opt_level=args.opt_level,
                   deterministic=args.deterministic, exporter=args.exporter, provider=args.provider,
                   max_memory=getattr(args, "max_memory", None), batch=getattr(args, "batch", 1),
@@ -133,9 +140,10 @@ def input_files(config) -> list[str]:
         head = spec.rsplit(":", 1)[0] if ":" in spec and not os.path.exists(spec) else spec
         if os.path.exists(head):
             files.append(head)
-    if config.onnx:
-        files.append(config.onnx)
-        files.extend(_external_data_files(config.onnx))
+    for onnx_file in (config.onnx, getattr(config, "reference_onnx", None)):
+        if onnx_file:
+            files.append(onnx_file)
+            files.extend(_external_data_files(onnx_file))
     return files
 
 

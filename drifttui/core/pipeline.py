@@ -80,8 +80,9 @@ def fingerprint(cfg: Config) -> tuple:
             continue
         # "file.py:fn" names a file, "pkg.mod:fn" does not (its stamp is then None)
         paths.append(text.rsplit(":", 1)[0] if ":" in text and not os.path.exists(text) else text)
-    if cfg.onnx:
-        paths += [cfg.onnx, cfg.onnx + ".data"]
+    for onnx_file in (cfg.onnx, cfg.reference_onnx):
+        if onnx_file:
+            paths += [onnx_file, onnx_file + ".data"]
     return tuple(_file_stamp(p) for p in paths)
 
 

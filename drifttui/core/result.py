@@ -220,6 +220,7 @@ class Config:
 
     model: str
     onnx: Optional[str] = None
+    reference_onnx: Optional[str] = None   # --reference-onnx: the file before the deployment pipeline
     inputs: Optional[str] = None
     example: Optional[str] = None
     samples: int = 100

@@ -17,9 +17,9 @@ import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-from drifttui.core.prepare import batch_probe
+from drifttui.core.prepare import batch_probe, reference
 from drifttui.core.runtime import sessions
 from drifttui.core.runtime.torch_hooks import Call, Hooks, TensorRef, hookable
 from drifttui.core.prepare.details import layer_details
@@ -40,7 +40,7 @@ from drifttui.core.prepare.windows import Window, attach_local, plan_windows
 from drifttui.errors import ModelError
 
 # the Config fields a Prepared depends on (with the files they name, see pipeline.fingerprint)
-PREPARE_FIELDS = ("model", "onnx", "exporter", "inputs", "example", "provider", "batch", "max_memory",
+PREPARE_FIELDS = ("model", "onnx", "reference_onnx", "exporter", "inputs", "example", "provider", "batch", "max_memory",
                   "trust_model_file")
 
 
@@ -107,7 +107,13 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     progress(Progress("map", message="tracing module calls and mapping them to ONNX values"))
     ok_hooks, why_not = hookable(model)
     hooks = Hooks(model) if ok_hooks else None
-    calls, plan = _trace_and_map(cfg, model, hooks, why_not, index, sample0, feeds0, workdir)
+    calls, map_index = _trace_and_map(cfg, model, hooks, why_not, index, sample0, feeds0, workdir)
+    plan = map_index(index)
+    if hooks is not None:
+        found = reference.transfer(cfg, model, sample0, feeds0, index, calls, workdir, map_index)
+        if found is not None:
+            index, plan, mapped_note, exporter = found[0], found[1], found[2], found[3] or exporter
+            notes.append(mapped_note)
     if batch > 1 and hooks is not None:
         with hooks.installed():
             why = batch_probe.probe_torch(hooks, model, safe_forward, sample0,
@@ -174,7 +180,8 @@ def _load(cfg: Config, workdir: Path, progress: ProgressFn, timings: dict[str, f
 
 
 def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str, index: GraphIndex,
-                   sample0: Any, feeds0: dict, workdir: Path) -> tuple[list[Call], Plan]:
+                   sample0: Any, feeds0: dict, workdir: Path) -> tuple[list[Call], Callable[[GraphIndex], Plan]]:
+    """Trace the module calls on sample 0; return them and the mapper of a graph onto them."""
     if hooks is not None:
         with hooks.installed():
             hooks.begin(None, tracing=True)
@@ -195,17 +202,20 @@ def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str
         aliases, multi_out = {}, {}
     check_output_count(len(outs), index.graph_outputs)
 
-    def resolve(values: list[str]) -> dict:
-        # sample 0 through ONNX Runtime (optimisations off) for content-based output pairing
-        sess = sessions.make_session(index.model, "disable", False, cfg.provider, workdir, "pairing.onnx",
-                                        extra_outputs=values)
-        return sessions.run(sess, feeds0, values)
+    def map_index(ix: GraphIndex) -> Plan:
+        feeds = dict(zip(ix.graph_inputs, feeds0.values()))
 
-    plan = build_plan(index, calls, names, has_params, aliases, resolve, multi_out)
-    if hooks is None:
-        plan.localized = False
-        plan.reason = why_not
-    return calls, plan
+        def resolve(values: list[str]) -> dict:
+            # sample 0 through ONNX Runtime (optimisations off) for content-based output pairing
+            sess = sessions.make_session(ix.model, "disable", False, cfg.provider, workdir, "pairing.onnx",
+                                         extra_outputs=values)
+            return sessions.run(sess, feeds, values)
+        plan = build_plan(ix, calls, names, has_params, aliases, resolve, multi_out)
+        if hooks is None:
+            plan.localized = False
+            plan.reason = why_not
+        return plan
+    return calls, map_index
 
 
 def _export(model: Any, example: Any, sample0: Any, exporter: str, workdir: Path, dynamic: bool) -> Path:

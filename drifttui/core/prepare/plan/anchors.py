@@ -1,0 +1,138 @@
+"""Anchors of a reference export in a deployed file: the weights, matched by content, never by name.
+
+A deployed file's initializers are the reference's, equal or transformed: transposed or reshaped
+(a Gemm's weight), scaled per output channel (a BatchNorm folded into its Conv), or close in
+direction (a drifted or reduced-precision copy).  Each value's anchor set (the anchors it is
+computed from, as a bitmask) is what transfer.py compares, with the shape, before any number.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+
+MIN_COS = 0.9              # a drifted weight still points the reference's way
+FLOAT_TYPES = (1, 10, 11, 16)
+
+
+def _float_arrays(index: Any) -> dict[str, np.ndarray]:
+    from onnx import numpy_helper
+
+    out = {}
+    for name, t in index.initializers.items():
+        if t.data_type in FLOAT_TYPES:
+            a = numpy_helper.to_array(t).astype(np.float32)
+            if a.size >= 2:
+                out[name] = a
+    for n in index.nodes:
+        if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
+            for a in n.proto.attribute:
+                if a.name == "value" and a.t.data_type in FLOAT_TYPES:
+                    arr = numpy_helper.to_array(a.t).astype(np.float32)
+                    if arr.size >= 2:
+                        out[n.outputs[0]] = arr
+    return out
+
+
+def _key(a: np.ndarray) -> str:
+    return hashlib.sha1(np.ascontiguousarray(a, dtype=np.float32).tobytes()).hexdigest()
+
+
+def _variants(a: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    out = [("equal", a.reshape(-1))]
+    if a.ndim == 2:
+        out.append(("transposed", a.T.reshape(-1)))
+    return out
+
+
+def match_anchors(ref: Any, dep: Any) -> tuple[dict[str, str], dict[str, int]]:
+    """Deployed initializer -> reference initializer it is (a transform of); unique contents only."""
+    r_arr, d_arr = _float_arrays(ref), _float_arrays(dep)
+    by_key: dict[str, list[str]] = {}
+    for name, a in r_arr.items():
+        by_key.setdefault(_key(a.reshape(-1)), []).append(name)
+    unique = {k: v[0] for k, v in by_key.items() if len(v) == 1}
+    found: dict[str, str] = {}
+    how: dict[str, int] = {}
+    for name, a in d_arr.items():
+        for kind, flat in _variants(a):
+            r = unique.get(_key(flat))
+            if r is not None:
+                found[name] = r
+                how[kind] = how.get(kind, 0) + 1
+                break
+    taken = set(found.values())
+    left_r = {n: a for n, a in r_arr.items() if n not in taken and _key(a.reshape(-1)) in unique}
+    by_size: dict[int, list[str]] = {}
+    for n, a in left_r.items():
+        by_size.setdefault(a.size, []).append(n)
+    for name, a in d_arr.items():
+        if name in found or a.size < 4:
+            continue
+        best, best_kind, best_cos = None, "", 0.0
+        for r in by_size.get(a.size, []):
+            ra = left_r[r]
+            for kind, cos in _similarities(ra, a):
+                if cos > best_cos:
+                    best, best_kind, best_cos = r, kind, cos
+        if best is not None and best_cos >= MIN_COS:
+            found[name] = best
+            how[best_kind] = how.get(best_kind, 0) + 1
+    return found, how
+
+
+def _cos(x: np.ndarray, y: np.ndarray) -> float:
+    nx, ny = float(np.linalg.norm(x)), float(np.linalg.norm(y))
+    return float(np.dot(x, y) / (nx * ny)) if nx > 0 and ny > 0 else 0.0
+
+
+def _similarities(r: np.ndarray, d: np.ndarray) -> list[tuple[str, float]]:
+    out = []
+    if r.shape == d.shape and r.ndim >= 2:
+        rr, dd = r.reshape(r.shape[0], -1), d.reshape(d.shape[0], -1)
+        rows = [abs(_cos(rr[i], dd[i])) for i in range(rr.shape[0])]
+        out.append(("scaled per output channel" if min(rows) > 0.999 else "close", float(np.mean(rows))))
+    flat_r = r.reshape(-1)
+    out.append(("close", abs(_cos(flat_r, d.reshape(-1)))))
+    if r.ndim == 2 and r.T.size == d.size:
+        out.append(("close", abs(_cos(r.T.reshape(-1), d.reshape(-1)))))
+    return out
+
+
+def topo_order(index: Any) -> list[int]:
+    """Node indices producers first (a float16 converter's file is not sorted)."""
+    indeg = [0] * len(index.nodes)
+    users: dict[int, list[int]] = {}
+    for n in index.nodes:
+        for v in set(n.inputs):
+            p = index.producer.get(v)
+            if p is not None and p != n.index:
+                indeg[n.index] += 1
+                users.setdefault(p, []).append(n.index)
+    ready = [i for i, d in enumerate(indeg) if d == 0]
+    order = []
+    while ready:
+        i = ready.pop()
+        order.append(i)
+        for u in users.get(i, []):
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                ready.append(u)
+    seen = set(order)
+    order.sort()
+    return order + [i for i in range(len(index.nodes)) if i not in seen]
+
+
+def anchor_masks(index: Any, bits: dict[str, int]) -> dict[str, int]:
+    """Each value's anchor set as a bitmask: the anchors it is computed from."""
+    mask: dict[str, int] = dict(bits)
+    for ni in topo_order(index):
+        n = index.nodes[ni]
+        m = 0
+        for v in n.inputs:
+            m |= mask.get(v, 0)
+        for o in n.outputs:
+            if o:
+                mask[o] = mask.get(o, 0) | m
+    return mask

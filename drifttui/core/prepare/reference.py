@@ -1,0 +1,199 @@
+"""When and how a deployed file is mapped through a reference export (plan/transfer.py does the mapping).
+
+A file that onnxsim, onnxslim, ORT's offline optimiser or onnxruntime.transformers' optimizer has
+processed lost the exporter's scopes (or most of them).  drifttui then takes the file before the
+pipeline (``--reference-onnx``) or exports the model itself with the exporter the file came from,
+maps that reference as usual, runs both on sample 0 (optimisations off) and carries the mapping
+over (plan/transfer.py).  Two views make the deployed values comparable: values in ORT's blocked
+NCHWc layout go through ORT's own ReorderOutput, values whose shape lost or gained 1-dims (a Gemm's
+flattened batch) through a Reshape.  Values whose marking as an output makes ORT refuse the graph
+are found by bisection and left unmarked.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from drifttui.core.prepare.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index
+from drifttui.core.prepare.plan import transfer as plan_transfer
+from drifttui.core.prepare.plan.plan import Plan
+from drifttui.core.result import FUSED, OK
+from drifttui.core.runtime import sessions
+from drifttui.errors import ModelError
+
+
+
+def processed_by(index: GraphIndex) -> str:
+    """The tool that processed the file, '' for a raw export (as far as the file tells)."""
+    m = index.model
+    if any(p.key.startswith("onnxsim") for p in m.metadata_props):
+        return "onnxsim"
+    if m.producer_name and m.producer_name != "pytorch":
+        return m.producer_name
+    domains = {n.domain for n in index.nodes}
+    if "com.microsoft.nchwc" in domains:
+        return "ONNX Runtime (offline optimisation, NCHWc layout)"
+    if "com.microsoft" in domains:
+        return "ONNX Runtime (contrib ops)"
+    real = [n for n in index.nodes if n.op_type != "Constant"]
+    if index.flavour == DYNAMO:
+        scoped = sum(1 for n in real if not n.scope_filled)
+        if real and scoped < 0.9 * len(real):
+            return "a graph optimiser (most of the exporter's metadata is gone)"
+    if index.flavour not in (DYNAMO, TORCHSCRIPT):
+        return "a tool that dropped the exporter's metadata"
+    return ""
+
+
+def file_exporter(index: GraphIndex, default: str) -> str:
+    """The exporter that wrote the file before it was processed: from node and value names."""
+    names = [n.name for n in index.nodes]
+    if sum(1 for n in names if n.startswith("/")) >= max(1, len(names) // 3):
+        return "torchscript"
+    if sum(1 for n in names if n.startswith("node_")) >= max(1, len(names) // 3):
+        return "dynamo"
+    return default if default in ("dynamo", "torchscript") else "dynamo"
+
+
+def markable_run(model: Any, values: list[str], feeds: dict, provider: str, workdir: Path,
+                 level: str = "disable") -> tuple[dict[str, np.ndarray], list[str]]:
+    """Sample-0 values of ``values``; those whose marking as an output makes ORT refuse the graph
+    are found by bisection and left out (returned second)."""
+    def load(vals: list[str]) -> Any:
+        return sessions.make_session(model, level, False, provider, workdir, "marked.onnx", extra_outputs=vals)
+
+    try:
+        return sessions.run(load(values), feeds, values), []
+    except ModelError:
+        load([])      # the plain graph fails too: that is the file's own error, raised as it is
+    bad: list[str] = []
+
+    def bisect(vals: list[str]) -> None:
+        try:
+            load(vals)
+            return
+        except ModelError:
+            pass
+        if len(vals) == 1:
+            bad.extend(vals)
+            return
+        bisect(vals[:len(vals) // 2])
+        bisect(vals[len(vals) // 2:])
+    bisect(values)
+    good = [v for v in values if v not in set(bad)]
+    return sessions.run(load(good), feeds, good), bad
+
+
+def unblock_nchwc(index: GraphIndex, shapes: dict[str, tuple]) -> tuple[Any, dict[str, str]]:
+    """A copy of the model in which every 4-D value in ORT's blocked NCHWc layout also goes through
+    ReorderOutput (ORT's own inverse), so that it can be compared in NCHW."""
+    import onnx
+
+    blocked = [o for n in index.nodes if n.domain == "com.microsoft.nchwc" and n.op_type != "ReorderOutput"
+               for o in n.outputs if o and len(shapes.get(o, ())) == 4]
+    if not blocked:
+        return index.model, {}
+    model = onnx.ModelProto()
+    model.CopyFrom(index.model)
+    made: dict[str, str] = {}
+    for k, v in enumerate(blocked):
+        out = f"{v}::nchw"
+        model.graph.node.append(onnx.helper.make_node(
+            "ReorderOutput", [v], [out], name=f"drifttui_nchw_{k}", domain="com.microsoft.nchwc",
+            channels=int(shapes[v][1]), channels_last=0))
+        made[out] = v
+    return model, made
+
+
+def _reshape_views(index: GraphIndex, tr: Any, ref_vals: dict, dep_vals: dict) -> tuple[GraphIndex, Any]:
+    """Matches whose deployed shape differs from the reference's only by 1-dims are read through a
+    Reshape to the reference's shape (dim 0 left free for --batch), so that they compare element by element."""
+    import onnx
+
+    odd = {r: m for r, m in tr.matches.items() if tuple(dep_vals[m.value].shape) != tuple(ref_vals[r].shape)}
+    if not odd:
+        return index, tr
+    model = onnx.ModelProto()
+    model.CopyFrom(index.model)
+    views: dict[tuple, str] = {}
+    for k, (r, m) in enumerate(sorted(odd.items())):
+        shape = list(ref_vals[r].shape)
+        key = (m.value, tuple(shape))
+        if key not in views:
+            target = ([-1] + shape[1:]) if shape and shape[0] == 1 else shape
+            const = f"drifttui_shape_{len(views)}"
+            model.graph.initializer.append(onnx.numpy_helper.from_array(np.array(target, dtype=np.int64), const))
+            out = f"{m.value}::as{'x'.join(str(d) for d in shape)}"
+            model.graph.node.append(onnx.helper.make_node("Reshape", [m.value, const], [out],
+                                                          name=f"drifttui_view_{len(views)}"))
+            views[key] = out
+        m.value = views[key]
+    return build_index(model), tr
+
+
+def transfer(cfg: Any, model: Any, sample0: Any, feeds0: dict, index: GraphIndex, calls: list, workdir: Path,
+             map_index: Callable[[GraphIndex], Plan]) -> Optional[tuple[GraphIndex, Plan, str, str]]:
+    """(index, plan, note, exporter) mapped through a reference export; None for a raw export."""
+    from drifttui.core.model.export import export_model
+    from drifttui.core.model.loading import load_onnx
+
+    given = getattr(cfg, "reference_onnx", None)
+    tool = processed_by(index)
+    if not given and not tool:
+        return None
+    exporter = file_exporter(index, cfg.exporter)
+    if given:
+        ref_proto, source = load_onnx(Path(given)), f"--reference-onnx {Path(given).name}"
+    else:
+        try:
+            path = export_model(model, sample0[0], sample0[1], exporter, workdir, name="reference.onnx")
+        except ModelError:
+            return None     # no reference: the file is mapped as it is (the coverage says how far)
+        ref_proto, source = load_onnx(path), f"drifttui's own {exporter} export"
+    ref = build_index(ref_proto)
+    ref_plan = map_index(ref)
+    if not ref_plan.localized:
+        return None
+    wanted = [v for v, e in ref_plan.table.items() if e[0] != "graph_in"]
+    ref_vals, _ = markable_run(ref.model, wanted, dict(zip(ref.graph_inputs, feeds0.values())), cfg.provider,
+                               workdir)
+    index, dep_vals, bad = _deployed_values(index, feeds0, cfg.provider, workdir)
+    tr = plan_transfer.transfer_values(ref, index, wanted, ref_vals, dep_vals)
+    index, tr = _reshape_views(index, tr, ref_vals, dep_vals)
+    plan = plan_transfer.build_transferred_plan(index, calls, ref_plan, tr, ref)
+    note = _note(tool or "a deployment tool", source, calls, plan, ref_plan, tr, bad)
+    return index, plan, note, f"{exporter} (mapped through a reference export)"
+
+
+def _deployed_values(index: GraphIndex, feeds0: dict, provider: str,
+                     workdir: Path) -> tuple[GraphIndex, dict[str, np.ndarray], list[str]]:
+    """Sample 0's every value of the deployed graph, blocked NCHWc values read through ReorderOutput."""
+    values = [o for n in index.nodes for o in n.outputs if o and not index.is_static(o)]
+    dep_vals, bad = markable_run(index.model, values, feeds0, provider, workdir)
+    unblocked, made = unblock_nchwc(index, {v: a.shape for v, a in dep_vals.items()})
+    if made:
+        index = build_index(unblocked)
+        more, bad_views = markable_run(index.model, list(made), feeds0, provider, workdir)
+        dep_vals.update(more)
+        bad += bad_views
+        for view, blocked in made.items():
+            dep_vals.pop(blocked, None)
+    return index, dep_vals, bad
+
+
+def _covered(plan: Any) -> int:
+    return sum(1 for cm in plan.calls if cm.status in (OK, FUSED) and (cm.outputs or cm.status == FUSED))
+
+
+def _note(tool: str, source: str, calls: list, plan: Any, ref_plan: Any, tr: Any, bad: list[str]) -> str:
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(tr.how.items()))
+    processed = f"processed by {tool}; " if tool else ""
+    out = (f"mapping: {processed}mapped through a reference export ({source}), by structure and sample-0 "
+           f"numerics, not by name: {_covered(plan)} of {len(calls)} module calls mapped or fused "
+           f"(the reference: {_covered(ref_plan)}); weights matched by content: {kinds or 'none'}")
+    if bad:
+        out += (f"; {len(bad)} value(s) cannot be marked as ONNX outputs without ONNX Runtime refusing the "
+                f"graph and were left unmarked: {', '.join(bad[:5])}")
+    return out

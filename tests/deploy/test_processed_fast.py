@@ -1,0 +1,74 @@
+"""Processed files that used to fail: the fast subset (make test).  The matrix is test_processed_matrix.py."""
+from __future__ import annotations
+
+import pytest
+
+from tests.deploy.conftest import needs
+from tests.deploy import processed as P
+from drifttui.core.result import DRIFT, FUSED, OK
+
+
+@pytest.fixture(scope="module")
+def raw(tmp_path_factory):
+    cache: dict = {}
+
+    def get(name: str, exporter: str):
+        if (name, exporter) not in cache:
+            cache[(name, exporter)] = P.export(name, exporter, tmp_path_factory.mktemp(f"{name}-{exporter}"))
+        return cache[(name, exporter)]
+    return get
+
+
+def _layer(result, module):
+    return next(l for l in result.layers if l.module == module)
+
+
+def test_nchwc_file_is_compared_in_nchw_no_false_alarm(raw, tmp_path):
+    """ORT ENABLE_ALL saves com.microsoft.nchwc Convs: their values are read through ReorderOutput."""
+    src = raw("cnn", "torchscript")
+    dep = P.ort_offline("all")(src, tmp_path / "all.onnx")
+    result = P.check("cnn", dep)
+    assert result.verdict == OK, result.drift_origin
+    assert any("mapped through a reference export" in n for n in result.notes)
+    assert P.covered(result) >= 0.95 * P.covered(P.check("cnn", src, samples=1))
+    assert _layer(result, "b2.act").status == OK and _layer(result, "b2.act").metrics is not None
+
+
+def test_bias_gelu_swallows_the_linear_named_not_a_false_drift(raw, tmp_path):
+    """The transformers optimizer's BiasGelu takes the Linear's bias: the MatMul is not its output."""
+    needs("onnxruntime.transformers")
+    dep = P.transformers_optimizer(raw("tf", "torchscript"), tmp_path / "opt.onnx")
+    result = P.check("tf", dep)
+    assert result.verdict == OK, result.drift_origin
+    lin = _layer(result, "layers.0.mlp.0")
+    assert lin.status == FUSED and "BiasGelu" in lin.note
+    assert "layers.0.mlp.0" in _layer(result, "layers.0.mlp.1").note
+
+
+def test_torchscript_transformer_at_ort_all_runs_without_exit_3(raw, tmp_path):
+    """ORT's MatMulAddFusion Gemm on a flattened batch: its cut used to be fed a rank-3 tensor (exit 3)."""
+    dep = P.ort_offline("all")(raw("tf", "torchscript"), tmp_path / "all.onnx")
+    result = P.check("tf", dep)
+    assert result.verdict == OK, result.drift_origin
+    assert P.covered(result) >= 0.95 * result.coverage.modules
+
+
+def test_weight_drift_after_onnxsim_has_the_raw_files_origin(raw, tmp_path):
+    needs("onnxsim")
+    src = raw("cnn", "dynamo")
+    weight = P.cnn().b2.conv.weight.detach().numpy()
+    dep = P.onnxsim(src, tmp_path / "sim.onnx")
+    drifted = P.check("cnn", P.scale_weight(dep, weight, 1.05, tmp_path / "sim-drift.onnx"))
+    expected = P.check("cnn", P.scale_weight(src, weight, 1.05, tmp_path / "raw-drift.onnx"))
+    assert expected.verdict == DRIFT and drifted.verdict == DRIFT
+    assert drifted.drift_origin.module == expected.drift_origin.module
+
+
+def test_reference_onnx_is_said_in_the_report(raw, tmp_path):
+    needs("onnxslim")
+    src = raw("tf", "dynamo")
+    dep = P.onnxslim(src, tmp_path / "slim.onnx")
+    result = P.check("tf", dep, reference=src)
+    assert result.verdict == OK
+    assert any(f"--reference-onnx {src.name}" in n for n in result.notes)
+    assert P.covered(result) == result.coverage.modules
