@@ -57,7 +57,7 @@ def arch_run():
 
 
 def pytest_collection_modifyitems(config, items):
-    for lib in ("timm", "transformers"):
+    for lib in ("timm", "transformers", "diffusers"):
         try:
             __import__("zoo")       # transformers first, then the torchvision shim (see zoo.py)
             __import__(lib)

@@ -78,6 +78,15 @@ LONG += [pytest.param(*a[:6], id=f"{a[0]}-{a[2]}-{a[3]}",
     ("segformer", "pixels64", "dynamo", "resize", "decode_head", {"decode_head"}),
 ]]
 
+# diffusers' UNet2DModel: each ResnetBlock2D calls its one SiLU three times, and both exporters compute
+# the call on the shared time embedding once for all blocks (before session 18: 21 calls unmapped;
+# now each group takes the call its shape fits, the shared one is stated fused).
+_UNET = "unet.mid_block.resnets.0"
+LONG += [pytest.param(*a, id=f"{a[0]}-{a[2]}-{a[3]}", marks=_M + [pytest.mark.diffusers]) for a in [
+    ("unet2d", "unet_inputs", "dynamo", "weight", f"{_UNET}.conv2", {f"{_UNET}.conv2"}),
+    ("unet2d", "unet_inputs", "torchscript", "weight", f"{_UNET}.conv1", {f"{_UNET}.conv1"}),
+]]
+
 
 def _check(arch_exports, arch_run, tmp_path, fn, inputs, exporter, how, target, origins):
     path = arch_exports(fn, inputs, exporter)

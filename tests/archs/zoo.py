@@ -198,3 +198,31 @@ def pixels64():
 
 def audio():
     return {"input_values": torch.randn(1, 800)}
+
+
+class _UNetSample(torch.nn.Module):
+    """diffusers' UNet2DModel returning its sample tensor (its forward returns a dataclass)."""
+
+    def __init__(self, unet: torch.nn.Module):
+        super().__init__()
+        self.unet = unet
+
+    def forward(self, sample, timestep):
+        return self.unet(sample, timestep).sample
+
+
+def unet2d():
+    """diffusers UNet2DModel, two resolutions with attention at the low one: every ResnetBlock2D calls
+    its one shared SiLU twice (on the features and on the time embedding)."""
+    from diffusers import UNet2DModel
+
+    torch.manual_seed(0)
+    unet = UNet2DModel(sample_size=16, in_channels=3, out_channels=3, layers_per_block=1,
+                       block_out_channels=(16, 32), norm_num_groups=8,
+                       down_block_types=("DownBlock2D", "AttnDownBlock2D"),
+                       up_block_types=("AttnUpBlock2D", "UpBlock2D"))
+    return _seed_norms(_UNetSample(unet)).eval()
+
+
+def unet_inputs():
+    return {"sample": torch.randn(1, 3, 16, 16), "timestep": torch.tensor([10], dtype=torch.int64)}

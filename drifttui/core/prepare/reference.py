@@ -86,6 +86,15 @@ def markable_run(model: Any, values: list[str], feeds: dict, provider: str, work
     return sessions.run(load(good), feeds, good), bad
 
 
+def loads(model: Any, provider: str, workdir: Path) -> str:
+    """'' when ONNX Runtime loads ``model`` (optimisations off), else its one-line reason."""
+    try:
+        sessions.make_session(model, "disable", False, provider, workdir, "local-check.onnx")
+    except ModelError as exc:
+        return exc.problem[:200]
+    return ""
+
+
 def unblock_nchwc(index: GraphIndex, shapes: dict[str, tuple]) -> tuple[Any, dict[str, str]]:
     """A copy of the model in which every 4-D value in ORT's blocked NCHWc layout also goes through
     ReorderOutput (ORT's own inverse), so that it can be compared in NCHW."""

@@ -124,6 +124,12 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
         batch = _no_batch(cfg, notes, "batched capture needs module hooks")
     local = build_local_graph(index, plan, calls, [TensorRef.of(t) for t in flatten(sample0)]) \
         if hooks is not None else None
+    if local is not None and reference.processed_by(index):
+        why_local = reference.loads(local.model, cfg.provider, workdir)
+        if why_local:
+            local = None
+            notes.append(f"no own (local) errors: ONNX Runtime refuses this processed graph cut at the module "
+                         f"boundaries ({why_local}); statuses come from the outputs alone")
     budget = cfg.max_memory if hooks is not None else None
     windows, total_bytes = plan_windows(plan, calls, index, max(1, budget // batch) if budget else budget,
                                         set(index.graph_inputs))

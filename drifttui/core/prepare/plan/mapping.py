@@ -16,7 +16,7 @@ from drifttui.core.prepare.graph import DYNAMO, TORCHSCRIPT, GraphIndex
 from drifttui.core.prepare.plan.pairing import (Resolver, dtype_ok, pair_by_content, pair_outputs, scopeless_adoptions,
                                                shape_ok)
 from drifttui.core.prepare.plan.plan import CallMap, Plan
-from drifttui.core.prepare.plan.repeats import split_calls
+from drifttui.core.prepare.plan.repeats import groups_by_shape, split_calls
 from drifttui.core.result import FUSED, NOT_EXPORTED, OK, UNMAPPED
 
 _SUFFIX = re.compile(r"^(.*)_(\d+)$")
@@ -195,12 +195,33 @@ def _keys_to_calls(index: GraphIndex, calls: list[Call], chains: list[list[tuple
             key_to_call.update({(mod, key): ci for key, ci in zip(split, torch_calls)})
         elif len(torch_calls) == 1:
             key_to_call.update({(mod, key): torch_calls[0] for key in keys})
+        elif len(keys) < len(torch_calls) and (
+                picked := _groups_by_shape(index, calls, chains, mod, keys, torch_calls)) is not None:
+            key_to_call.update({(mod, key): torch_calls[j] for key, j in zip(keys, picked)})
+            for j, ci in enumerate(torch_calls):
+                if j not in picked:
+                    maps[ci].status = FUSED
+                    maps[ci].note = (f"no node group of its own: the exporter computed this call of {mod} once "
+                                     "with another identical one (same input, a shared module), so the ONNX value "
+                                     "of that other call stands for both")
         else:
             for ci in torch_calls:
                 maps[ci].status = UNMAPPED
                 maps[ci].note = (f"called {len(torch_calls)} times in PyTorch but {len(keys)} separate "
                                  "node groups carry its scope in ONNX; the calls cannot be told apart")
     return key_to_call
+
+
+def _groups_by_shape(index: GraphIndex, calls: list[Call], chains: list[list[tuple[str, str]]], mod: str,
+                     keys: list[str], torch_calls: list[int]) -> Optional[list[int]]:
+    """Fewer node groups than calls: each group takes the next call its boundary shape fits (repeats.py)."""
+    groups: dict[str, list[int]] = {}
+    for ni, ch in enumerate(chains):
+        for m, key in ch:
+            if m == mod and index.nodes[ni].op_type != "Constant":
+                groups.setdefault(key, []).append(ni)
+    return groups_by_shape(index, [groups.get(k, []) for k in keys],
+                           [calls[ci].outputs[0].shape if calls[ci].outputs else () for ci in torch_calls])
 
 
 def _assign_nodes(chains: list[list[tuple[str, str]]], key_to_call: dict[tuple[str, str], int],

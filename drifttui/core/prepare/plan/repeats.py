@@ -56,3 +56,32 @@ def split_calls(index: GraphIndex, runs: list[list[int]], wanted: int) -> Option
     # the old rule, for chains whose pattern spans the whole run
     parts = [p for run in runs for p in _periodic(index, run)]
     return parts if len(parts) == wanted else None
+
+
+def _boundary_shapes(index: GraphIndex, nodes: list[int]) -> list[list]:
+    inside = set(nodes)
+    out = []
+    for n in nodes:
+        for v in index.nodes[n].outputs:
+            if v and (v in index.graph_outputs or any(c not in inside for c in index.consumers.get(v, []))):
+                out.append(index.shapes.get(v))
+    return out
+
+
+def groups_by_shape(index: GraphIndex, groups: list[list[int]], call_shapes: list[tuple]) -> Optional[list[int]]:
+    """Fewer node groups than calls (the exporter computed identical calls once, e.g. a shared SiLU on
+    the one time embedding every ResnetBlock2D reads): give each group, in order, the next call whose
+    output shape one of the group's boundary values has.  None when some group finds no call."""
+    taken: list[int] = []
+    k = 0
+    for g in groups:
+        shapes = [s for s in _boundary_shapes(index, g) if s is not None]
+        while k < len(call_shapes) and not any(
+                len(s) == len(call_shapes[k]) and all(not isinstance(a, int) or a == b for a, b in zip(s, call_shapes[k]))
+                for s in shapes):
+            k += 1
+        if k == len(call_shapes):
+            return None
+        taken.append(k)
+        k += 1
+    return taken
