@@ -16,6 +16,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from drifttui.core.model.export import export_model
+from drifttui.core.model.loading import load_onnx
 from drifttui.core.prepare.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index
 from drifttui.core.prepare.plan import transfer as plan_transfer
 from drifttui.core.prepare.plan.plan import Plan
@@ -145,9 +147,6 @@ def _reshape_views(index: GraphIndex, tr: Any, ref_vals: dict, dep_vals: dict) -
 def transfer(cfg: Any, model: Any, sample0: Any, feeds0: dict, index: GraphIndex, calls: list, workdir: Path,
              map_index: Callable[[GraphIndex], Plan]) -> Optional[tuple[GraphIndex, Plan, str, str]]:
     """(index, plan, note, exporter) mapped through a reference export; None for a raw export."""
-    from drifttui.core.model.export import export_model
-    from drifttui.core.model.loading import load_onnx
-
     given = getattr(cfg, "reference_onnx", None)
     tool = processed_by(index)
     if not given and not tool:
