@@ -16,6 +16,12 @@ MIN_COS = 0.9              # a drifted weight still points the reference's way
 FLOAT_TYPES = (1, 10, 11, 16)
 
 
+def _informative(a: np.ndarray) -> bool:
+    """A tensor worth anchoring on: not a scalar and not constant-valued (a zero bias, a ones scale:
+    an optimiser removes their Add / Mul, so a value's anchor set would lose them for no change)."""
+    return a.size >= 2 and bool(np.isfinite(a).all()) and float(a.min()) != float(a.max())
+
+
 def _float_arrays(index: Any) -> dict[str, np.ndarray]:
     from onnx import numpy_helper
 
@@ -23,14 +29,14 @@ def _float_arrays(index: Any) -> dict[str, np.ndarray]:
     for name, t in index.initializers.items():
         if t.data_type in FLOAT_TYPES:
             a = numpy_helper.to_array(t).astype(np.float32)
-            if a.size >= 2:
+            if _informative(a):
                 out[name] = a
     for n in index.nodes:
         if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
             for a in n.proto.attribute:
                 if a.name == "value" and a.t.data_type in FLOAT_TYPES:
                     arr = numpy_helper.to_array(a.t).astype(np.float32)
-                    if arr.size >= 2:
+                    if _informative(arr):
                         out[n.outputs[0]] = arr
     return out
 
