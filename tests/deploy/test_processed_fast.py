@@ -72,3 +72,11 @@ def test_reference_onnx_is_said_in_the_report(raw, tmp_path):
     assert result.verdict == OK
     assert any(f"--reference-onnx {src.name}" in n for n in result.notes)
     assert P.covered(result) == result.coverage.modules
+
+
+def test_reference_onnx_without_onnx_is_a_usage_error(capsys):
+    from drifttui.cli import main
+
+    assert main(["check", P.spec("cnn"), "--reference-onnx", "raw.onnx", "--inputs", P.INPUTS["cnn"]]) == 2
+    err = capsys.readouterr().err
+    assert "--reference-onnx needs --onnx" in err and "Traceback" not in err
