@@ -42,7 +42,7 @@ def processed_by(index: GraphIndex) -> str:
     real = [n for n in index.nodes if n.op_type != "Constant"]
     if index.flavour == DYNAMO:
         scoped = sum(1 for n in real if not n.scope_filled)
-        if real and scoped < 0.9 * len(real):
+        if real and scoped < 0.5 * len(real):
             return "a graph optimiser (most of the exporter's metadata is gone)"
     if index.flavour not in (DYNAMO, TORCHSCRIPT):
         return "a tool that dropped the exporter's metadata"
@@ -148,7 +148,7 @@ def transfer(cfg: Any, model: Any, sample0: Any, feeds0: dict, index: GraphIndex
              map_index: Callable[[GraphIndex], Plan]) -> Optional[tuple[GraphIndex, Plan, str, str]]:
     """(index, plan, note, exporter) mapped through a reference export; None for a raw export."""
     given = getattr(cfg, "reference_onnx", None)
-    tool = processed_by(index)
+    tool = processed_by(index) if cfg.onnx else ""       # drifttui's own export is a raw one
     if not given and not tool:
         return None
     exporter = file_exporter(index, cfg.exporter)
