@@ -170,12 +170,16 @@ def _weight_like(model: Any, target: np.ndarray) -> Any:
                 cos = max(cos, min(rows))
             if cos > best_cos:
                 best, best_cos = t, cos
-    assert best is not None and best_cos > 0.9, "the weight is not in the file"
-    return best
+    if best is not None and best_cos > 0.9:
+        return best
+    # ORT's NCHWc Conv keeps the weight reordered into its blocked layout: the one tensor of that shape
+    same = [t for t in model.graph.initializer if tuple(t.dims) == target.shape]
+    assert len(same) == 1, "the weight is not in the file"
+    return same[0]
 
 
 def scale_weight(path: Path, module_weight: np.ndarray, factor: float, dst: Path) -> Path:
-    """Every element of the initializer carrying ``module_weight`` times ``factor``."""
+    """Every element of the initializer carrying ``module_weight`` times ``factor`` (any layout)."""
     import onnx
     from onnx import numpy_helper
 

