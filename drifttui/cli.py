@@ -175,7 +175,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     handlers = {"check": cmd_check, "diagnose": lambda a: cmd_check(a, diagnose=True), "examples": cmd_examples,
                 "tui": cmd_tui, "demo": cmd_demo, "repro": cmd_repro, "repair": cmd_repair,
                 "serve": cmd_serve}
-    with _signals_end_the_run():
+    with _signals_end_the_run(), _no_foreign_commands(args.command not in ("tui", "demo", "serve")):
         try:
             return handlers[args.command](args)
         except DriftTuiError as exc:
@@ -192,7 +192,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except Exception as exc:
             if debug:
                 raise
-            sys.stderr.write(f"drifttui: error: {unexpected_failure(exc)}\n")
+            sys.stderr.write(f"drifttui: error: {one_line(unexpected_failure(exc))}\n")
             return EXIT_RUNTIME
 
 
@@ -208,6 +208,26 @@ def unexpected_failure(exc: BaseException) -> str:
         return (f"{dep} failed: {type(exc).__name__}: {text}; this is an error inside {dep} on this model "
                 "(rerun with --debug for the traceback, and check the versions of torch, onnx and onnxruntime)")
     return (f"internal failure: {type(exc).__name__}: {text}; rerun with --debug and report the traceback")
+
+
+@contextlib.contextmanager
+def _no_foreign_commands(enabled: bool) -> Iterator[None]:
+    """No line printed on stdout or stderr starts with ``::`` (a GitHub Actions workflow
+    command) unless drifttui writes it as its own annotation (report.escape.CommandGuard)."""
+    if not enabled:
+        yield
+        return
+    from drifttui.report.escape import CommandGuard
+
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = CommandGuard(sys.stdout), CommandGuard(sys.stderr)    # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        for guard in (sys.stdout, sys.stderr):
+            if isinstance(guard, CommandGuard):
+                guard.flush_pending()
+        sys.stdout, sys.stderr = saved
 
 
 @contextlib.contextmanager

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Optional
 
 from drifttui.core.result import UNATTRIBUTED, Finding, Layer, Output, Result
+from drifttui.report.escape import terminal
 
 
 def fmt(x: Optional[float]) -> str:
@@ -105,7 +106,8 @@ def run_label(result: Result) -> str:
 
 
 def assertion_message(result: Result, decision: object) -> str:
-    """``assert_no_drift``'s message: what failed, the origin and its errors, the cause."""
+    """``assert_no_drift``'s message: what failed, the origin and its errors, the cause; each line
+    escaped for a terminal (the names in it are the model's)."""
     tol = result.tolerance
     lines = [f"drifttui: the gate fails for {run_label(result)} (atol={tol.atol:g}, rtol={tol.rtol:g}, "
              f"{result.samples} sample(s))"]
@@ -120,4 +122,4 @@ def assertion_message(result: Result, decision: object) -> str:
     usage = getattr(decision, "usage", "")
     if usage:
         lines.append(f"  - {usage}")
-    return "\n".join(lines)
+    return "\n".join(terminal(line) for line in lines)     # pytest prints it on a terminal

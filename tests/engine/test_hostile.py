@@ -1,0 +1,134 @@
+"""Issue 22: names from a model, an ONNX file or a report are untrusted text.
+
+A real model whose module names carry terminal escapes, a GitHub workflow command after a
+line break, HTML and Rich markup, exported by TorchScript (node and initializer names quote
+the module names) with a drift injected into the hostile Linear: the name is the drift origin
+and every output quotes it. Nothing that meets a terminal may carry a control character; the
+JSON keeps every name exact."""
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+from onnx import TensorProto, helper
+from rich.console import Console
+from rich.text import Text
+
+from drifttui.report.escape import CommandGuard, terminal, write_command
+from tests import hostile
+from tests.ci.conftest import run_cli
+
+CONTROL = re.compile(hostile.CONTROL)
+
+
+@pytest.fixture(scope="module")
+def drifting(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("hostile")
+    spec, onnx_path = hostile.export_drifting(folder)
+    return spec, onnx_path, folder
+
+
+def _no_control(text: str) -> None:
+    bad = sorted({f"{ord(c):#x}" for c in CONTROL.findall(text)})
+    assert not bad, f"control characters printed: {bad}"
+
+
+def _foreign_commands(text: str) -> list[str]:
+    """Printed lines GitHub's runner would read as a workflow command, other than drifttui's own."""
+    own = re.compile(r"^::(error|warning) (file=[^,:]*,)?title=drifttui[^:]*::")
+    lines = re.split(r"[\r\n]", text)
+    return [line for line in lines if line.lstrip().startswith("::") and not own.match(line)]
+
+
+def test_check_prints_hostile_names_visibly_and_the_json_keeps_them(drifting):
+    spec, onnx_path, folder = drifting
+    report = folder / "r.json"
+    run = run_cli(["check", spec, "--onnx", onnx_path, "--inputs", "shape:1x8", "--samples", "3",
+                   "--json", str(report)])
+    assert run.code == 1, run.err
+    _no_control(run.out + run.err)
+    assert "\\x1b]52;c;cHduZWQ=\\x07" in run.out            # shown, not executed
+    assert "MarkupError" not in run.err and "\\x3c" not in run.out    # markup-like names are text
+    data = json.loads(report.read_text())
+    assert data["drift_origin"]["module"] == hostile.EVIL        # exact in the JSON
+    assert hostile.EVIL_HTML in {layer["module"] for layer in data["layers"]}
+
+
+def test_no_printed_line_is_a_foreign_github_command(drifting):
+    spec, onnx_path, _ = drifting
+    run = run_cli(["check", spec, "--onnx", onnx_path, "--inputs", "shape:1x8", "--samples", "3"],
+                  actions="true")
+    assert run.code == 1
+    assert not _foreign_commands(run.out), _foreign_commands(run.out)
+    assert not _foreign_commands(run.err), _foreign_commands(run.err)
+    own = [line for line in run.out.splitlines() if line.startswith("::error")]
+    assert own and "%0A" not in own[0].split("::", 2)[1]      # the name's line break is not a property break
+    _no_control(run.out + run.err)
+
+
+def test_diagnose_text_is_escaped(drifting):
+    spec, onnx_path, _ = drifting
+    run = run_cli(["diagnose", spec, "--onnx", onnx_path, "--inputs", "shape:1x8", "--samples", "3",
+                   "--step", "3"], actions="true")
+    assert run.code == 1, run.err
+    _no_control(run.out + run.err)
+    assert not _foreign_commands(run.out + "\n" + run.err)
+
+
+def _onnx_with(tmp_path, input_name="x", domain=""):
+    x = helper.make_tensor_value_info(input_name, TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    node = helper.make_node("Relu", [input_name], ["y"], name="n" + hostile.ESCAPES, domain=domain)
+    opsets = [helper.make_opsetid("", 17)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    path = tmp_path / "evil.onnx"
+    path.write_bytes(helper.make_model(helper.make_graph([node], "g", [x], [y]),
+                                       opset_imports=opsets).SerializeToString())
+    model = tmp_path / "relu.py"
+    model.write_text("import torch\n\ndef build():\n    return torch.nn.ReLU()\n")
+    return f"{model}:build", str(path)
+
+
+@pytest.mark.parametrize("where", ["input", "domain"])
+def test_one_line_errors_quote_hostile_names_visibly(tmp_path, where):
+    evil = "e" + hostile.ESCAPES + hostile.ANNOTATION
+    spec, path = _onnx_with(tmp_path, **({"input_name": evil} if where == "input" else {"domain": evil}))
+    run = run_cli(["check", spec, "--onnx", path, "--inputs", "shape:1x5", "--samples", "1"], actions="true")
+    assert run.code in (2, 3), run.err
+    lines = [line for line in run.err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("drifttui: error: "), run.err
+    _no_control(run.err + run.out)
+    assert "\\x1b]0;TITLE\\x07" in lines[0]
+    assert not _foreign_commands(run.out + "\n" + run.err)
+
+
+def test_the_guard_holds_when_rich_wraps_a_name_to_the_start_of_a_line():
+    # a table cell never wraps, but a note does: a word of a name can start a printed line
+    raw = io.StringIO()
+    guard = CommandGuard(raw)
+    console = Console(file=guard, width=30, color_system=None)
+    console.print(Text("note: module_with_a_long_name ::error title=pwned::x is fused"))
+    write_command(guard, "::error title=drifttui::own")
+    lines = raw.getvalue().splitlines()
+    assert any("\\::error title=pwned::x" in line for line in lines), lines
+    assert not _foreign_commands(raw.getvalue())
+    assert lines[-1] == "::error title=drifttui::own"
+
+
+def test_the_guard_passes_progress_lines_and_partial_writes():
+    raw = io.StringIO()
+    guard = CommandGuard(raw)
+    guard.write("\r  samples 1/3")
+    assert raw.getvalue() == "\r  samples 1/3"          # shown at once (no newline needed)
+    guard.write("\r  :")
+    guard.write(":warning::x\n  a::b\n")
+    assert raw.getvalue().endswith("\r  \\::warning::x\n  a::b\n")
+
+
+def test_terminal_escape_is_visible_and_idempotent():
+    s = "a\x1b[2Jb\x07c\x9bd\u202ee\nf\tg"
+    out = terminal(s)
+    assert out == "a\\x1b[2Jb\\x07c\\x9bd\\u202ee\\x0af\\x09g"
+    assert terminal(out) == out
+    assert terminal(s, keep_newlines=True).count("\n") == 1
