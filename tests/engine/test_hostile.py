@@ -132,3 +132,40 @@ def test_terminal_escape_is_visible_and_idempotent():
     assert out == "a\\x1b[2Jb\\x07c\\x9bd\\u202ee\\x0af\\x09g"
     assert terminal(out) == out
     assert terminal(s, keep_newlines=True).count("\n") == 1
+
+
+@pytest.mark.parametrize("flag", ["--baseline", "tui --report"])
+@pytest.mark.parametrize("depth", [100_000, 200])
+def test_a_deeply_nested_report_is_refused_naming_the_file(tmp_path, flag, depth):
+    # issue 22, item 12: RecursionError, exit 3 (json.loads past ~1000 levels; the readers past 64)
+    path = tmp_path / "deep.json"
+    path.write_text('{"schema_version": 1, "layers": ' + "[" * depth + "]" * depth + "}")
+    argv = (["check", "--example", "resnet18", "--samples", "1", "--baseline", str(path)] if flag == "--baseline"
+            else ["tui", "--report", str(path)])
+    run = run_cli(argv)
+    assert run.code == 2, run.err
+    assert run.err.count("\n") == 1 and str(path) in run.err and "nested" in run.err
+
+
+def test_repro_out_through_a_symlink_to_an_empty_folder(tmp_path):
+    # issue 22, item 13: NotADirectoryError (exit 3) after the whole run
+    target = tmp_path / "empty"
+    target.mkdir()
+    link = tmp_path / "case"
+    link.symlink_to(target)
+    run = run_cli(["repro", "--example", "unet-resize", "--samples", "2", "--out", str(link)])
+    assert run.code == 1, run.err                       # the drift reproduces
+    assert (target / "model.onnx").is_file() and (target / "test_data_set_0" / "input_0.pb").is_file()
+    assert link.is_symlink() and (link / "model.onnx").is_file()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".drifttui-")]
+
+
+def test_repro_out_through_a_symlink_to_a_full_folder_is_refused_before_the_run(tmp_path):
+    target = tmp_path / "full"
+    target.mkdir()
+    (target / "keep.txt").write_text("mine")
+    link = tmp_path / "case"
+    link.symlink_to(target)
+    run = run_cli(["repro", "--example", "unet-resize", "--samples", "2", "--out", str(link)])
+    assert run.code == 2 and "--out" in run.err and "not an empty folder" in run.err
+    assert sorted(p.name for p in target.iterdir()) == ["keep.txt"]
