@@ -7,6 +7,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from drifttui.core.decide import output_notes
 from drifttui.core.result import DRIFT, INHERITED, Layer, Result
 from drifttui.report.escape import plain, terminal
 
@@ -33,7 +34,9 @@ def render(result: Result, context: int = 4, width: int = 80) -> Group:
     """The report's parts in print order: headline, the layers around the origin, outputs,
     coverage, notes, environment."""
     tol = result.tolerance
-    parts: list = [_headline(result), plain(f"tolerance rule: {tol.rule}", style="dim")]
+    alerts = output_notes(result.outputs)       # NaN/Inf from ORT, another dtype: said under the headline
+    parts: list = [_headline(result), *(plain(a, style="bold red") for a in alerts),
+                   plain(f"tolerance rule: {tol.rule}", style="dim")]
     if tol.dtype:
         parts.append(plain(f"  {tol.dtype}", style="dim"))
     rows = _rows(result, context)
@@ -43,7 +46,7 @@ def render(result: Result, context: int = 4, width: int = 80) -> Group:
     c = result.coverage
     parts.append(Text(f"coverage: {c.modules} module calls — {c.mapped} mapped, {c.fused} fused, "
                       f"{c.not_exported} not exported, {c.unmapped} unmapped", style="dim"))
-    parts.extend(plain(f"note: {note}", style="yellow") for note in result.notes)
+    parts.extend(plain(f"note: {note}", style="yellow") for note in result.notes if note not in alerts)
     parts.append(_environment(result))
     return Group(*parts)
 

@@ -81,6 +81,7 @@ class Capture:
     timings: dict[str, float] = field(default_factory=dict)
     windows: list[Window] = field(default_factory=list)      # the capture windows used
     observer: Optional[ObserverCheck] = None                 # sample 0: instrumented vs plain outputs
+    output_dtypes: list[tuple[str, str]] = field(default_factory=list)   # per graph output: (torch, ORT)
 
 
 @dataclass
@@ -90,6 +91,7 @@ class _Outputs:
     aggs: list[Aggregate]
     top1: list[list[int]]
     times: list[float] = field(default_factory=list)
+    dtypes: list[tuple[str, str]] = field(default_factory=list)     # sample 0's (torch, ORT) per output
 
 
 # a partial result for the progress callback: (capture so far) -> Result
@@ -221,7 +223,7 @@ def _snapshot(pr: Prepared, cfg: Config, acc: Accum, outs: _Outputs, n: int, cho
     return Capture(config=cfg, samples=n, layer_samples=tuple(chosen), outputs=outs.aggs,
                    top1=[(a, b) for a, b in outs.top1], glob=acc.glob, local=acc.local_aggs(),
                    local_values=acc.loc_values, local_available=pr.local is not None, notes=list(notes),
-                   timings=dict(timings), windows=list(windows), observer=obs)
+                   timings=dict(timings), windows=list(windows), observer=obs, output_dtypes=list(outs.dtypes))
 
 
 def _output_pass(pr: Prepared, sess: Any, outs: _Outputs, i: int, sample: Any, feeds: dict) -> float:
@@ -236,6 +238,8 @@ def _output_pass(pr: Prepared, sess: Any, outs: _Outputs, i: int, sample: Any, f
         if k >= len(t_outs) or name not in ort_vals:
             continue
         tt, oo = t_outs[k], ort_vals[name]
+        if i == 0:
+            outs.dtypes.append((str(tt.dtype).replace("torch.", ""), str(oo.dtype)))
         st = compare(tt, oo)
         outs.aggs[k].add(i, st)
         key = max(key, math.inf if st.nan_mismatch or st.shape_mismatch else st.max_rel)
