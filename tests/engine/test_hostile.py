@@ -169,3 +169,54 @@ def test_repro_out_through_a_symlink_to_a_full_folder_is_refused_before_the_run(
     run = run_cli(["repro", "--example", "unet-resize", "--samples", "2", "--out", str(link)])
     assert run.code == 2 and "--out" in run.err and "not an empty folder" in run.err
     assert sorted(p.name for p in target.iterdir()) == ["keep.txt"]
+
+
+SLASH = '''
+import torch
+from torch import nn
+
+
+class Slash(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.d = nn.ModuleDict({"a/b": nn.Linear(8, 8), "c": nn.Linear(8, 4)})
+
+    def forward(self, x):
+        return self.d["c"](torch.relu(self.d["a/b"](x)))
+
+
+def build():
+    torch.manual_seed(0)
+    return Slash().eval()
+'''
+
+
+@pytest.mark.parametrize("dynamo", [False, True], ids=["torchscript", "dynamo"])
+def test_a_module_name_with_a_slash_is_a_key_not_a_scope_path(tmp_path, dynamo):
+    # issue 22, item 9: a ModuleDict key "a/b" moved the origin to (root) (TorchScript node paths)
+    import importlib.util
+    import warnings
+
+    import onnx
+    import torch
+    from onnx import numpy_helper
+
+    (tmp_path / "slash.py").write_text(SLASH)
+    spec = importlib.util.spec_from_file_location("slash_model", tmp_path / "slash.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    path = tmp_path / "slash.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(mod.build(), (torch.randn(1, 8),), str(path), dynamo=dynamo, input_names=["x"])
+    model = onnx.load(str(path), load_external_data=True)
+    bias = next(t for t in model.graph.initializer if "a/b" in t.name and "bias" in t.name)
+    bias.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(bias) + 0.05, bias.name))
+    onnx.save(model, str(path))
+    report = tmp_path / "r.json"
+    run = run_cli(["check", f"{tmp_path / 'slash.py'}:build", "--onnx", str(path), "--inputs", "shape:1x8",
+                   "--samples", "2", "--json", str(report)])
+    assert run.code == 1, run.err
+    data = json.loads(report.read_text())
+    assert data["drift_origin"]["module"] == "d.a/b"
+    assert {L["module"]: L["status"] for L in data["layers"]}["d.c"] == "inherited"
