@@ -15,7 +15,7 @@ from torch import nn
 ESCAPES = ("\x1b]52;c;cHduZWQ=\x07\x1b]0;TITLE\x07\x1b]8;;https:evil\x07link\x1b]8;;\x07"
            "\x1b[2J\u202e")
 ANNOTATION = "\n::error title=pwned1::x\r::warning::y"
-HTML = "<details open><script>alert(1)<img src=x onerror=alert(2)>**bold** [a](https:x) @octocat|cell|\n| row |"
+HTML = "</details><script>alert(1)</script><img src=x onerror=alert(2)>**bold** [a](https:x) @octocat|cell|\n| row |"
 MARKUP = "enc[/b][link=https:evil]z"
 EVIL = "enc" + ESCAPES + ANNOTATION
 EVIL_HTML = "dec" + HTML
