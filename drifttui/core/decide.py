@@ -77,6 +77,11 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
                               nan_samples=list(agg.nan_samples)))
     out_fail = any(a.fails(atol, rtol) for a in cap.outputs if a.samples)
     notes = output_notes(outputs) + list(verdict.notes)
+    origin = verdict.origin
+    note, diff, scale = cap.torch_self
+    if note and diff > atol + rtol * scale:     # torch differs from itself: no origin is the export's
+        notes.insert(0, note)
+        origin = None
     if not pr.plan.localized:
         notes.append(f"per-layer localisation was not possible: {pr.plan.reason}; the verdict rests on "
                      "the model outputs")
@@ -91,7 +96,7 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
     return Result(
         schema_version=SCHEMA_VERSION,
         verdict="drift" if verdict.origin is not None or out_fail else "ok",
-        drift_origin=make_origin(layers, verdict.origin),
+        drift_origin=make_origin(layers, origin),
         tolerance=Tolerance(atol, rtol, dtype=DTYPE_RULE),
         samples=cap.samples,
         layers=layers,

@@ -7,6 +7,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from drifttui.core.capture.determinism import PREFIX as NONDETERMINISTIC
 from drifttui.core.decide import output_notes
 from drifttui.core.result import DRIFT, INHERITED, Layer, Result
 from drifttui.report.escape import plain, terminal
@@ -34,7 +35,8 @@ def render(result: Result, context: int = 4, width: int = 80) -> Group:
     """The report's parts in print order: headline, the layers around the origin, outputs,
     coverage, notes, environment."""
     tol = result.tolerance
-    alerts = output_notes(result.outputs)       # NaN/Inf from ORT, another dtype: said under the headline
+    # said under the headline: torch differs from itself, NaN/Inf from ORT, another output dtype
+    alerts = [n for n in result.notes if n.startswith(NONDETERMINISTIC)] + output_notes(result.outputs)
     parts: list = [_headline(result), *(plain(a, style="bold red") for a in alerts),
                    plain(f"tolerance rule: {tol.rule}", style="dim")]
     if tol.dtype:

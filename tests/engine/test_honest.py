@@ -119,3 +119,56 @@ def test_nan_in_some_onnx_samples_is_named_in_the_headline(files):
 def _draw(i: int) -> np.ndarray:
     torch.manual_seed(i)
     return torch.randn(1, 64).numpy()
+
+
+DROPOUT = '''
+import torch
+from torch import nn
+
+
+class Drop(nn.Module):
+    def __init__(self, active=True):
+        super().__init__()
+        self.active = active
+        self.fc = nn.Linear(16, 16)
+        self.out = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.out(nn.functional.dropout(self.fc(x), 0.5, training=self.active))
+
+
+def build():        # dropout left active: torch differs from itself
+    torch.manual_seed(0)
+    return Drop().eval()
+
+
+def deployed():     # what was exported: the same weights, no dropout
+    torch.manual_seed(0)
+    return Drop(active=False).eval()
+'''
+
+
+def test_a_non_deterministic_torch_side_is_said_and_the_export_not_blamed(tmp_path):
+    # issue 22, item 8: "DRIFT, no origin" (or an origin in the export) with nothing else
+    import importlib.util
+
+    (tmp_path / "drop.py").write_text(DROPOUT)
+    spec = importlib.util.spec_from_file_location("drop_model", tmp_path / "drop.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(mod.deployed(), (torch.randn(1, 16),), str(tmp_path / "drop.onnx"), dynamo=False,
+                          input_names=["x"])
+    report = tmp_path / "r.json"
+    run = run_cli(["check", f"{tmp_path / 'drop.py'}:build", "--onnx", str(tmp_path / "drop.onnx"),
+                   "--inputs", "shape:1x16", "--samples", "3", "--json", str(report)])
+    data = json.loads(report.read_text())
+    assert data["drift_origin"] is None
+    assert data["notes"][0].startswith("the torch side is not deterministic: two torch forwards of sample 0")
+    assert "first module whose output differs between two forwards: out" in data["notes"][0]
+    assert "the torch side is not deterministic" in " ".join(run.out.splitlines()[:3])
+    # the deployed model itself is deterministic: no such note, the verdict is its own
+    run = run_cli(["check", f"{tmp_path / 'drop.py'}:deployed", "--onnx", str(tmp_path / "drop.onnx"),
+                   "--inputs", "shape:1x16", "--samples", "3", "--json", str(report)])
+    assert run.code == 0 and not any("not deterministic" in n for n in json.loads(report.read_text())["notes"])
