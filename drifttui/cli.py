@@ -67,6 +67,7 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
     if args.json:
         json_report.check_writable(args.json, input_files(config) + ([args.baseline] if args.baseline else []))
     ci = CiRun.prepare(args, input_files(config), "diagnose" if diagnose else "check")
+    _remove_leftovers(args)
     from drifttui.core.pipeline import Pipeline
     from drifttui.core.explain.steps import STEP_NUMBERS
     from drifttui.report.text import print_report
@@ -93,6 +94,18 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
         if args.json:
             json_report.write(result, args.json)
     return ci.finish(result, stdout_is_report=args.json == "-")
+
+
+def _remove_leftovers(args: argparse.Namespace) -> None:
+    """A run killed while writing a report leaves ``.drifttui-*.tmp`` next to it: removed (and said)."""
+    from drifttui.report.escape import terminal
+    from drifttui.report.outputs import remove_leftovers
+
+    paths = [getattr(args, flag, None) for flag in ("json", "junit", "markdown", "gitlab")]
+    folders = {os.path.dirname(os.path.abspath(p)): p for p in paths if p and p != "-"}
+    for path in folders.values():
+        for left in remove_leftovers(path):
+            sys.stderr.write(f"drifttui: removed {terminal(left)}, a partial report a killed run left\n")
 
 
 def cmd_examples(args: argparse.Namespace) -> int:

@@ -220,3 +220,111 @@ def test_a_module_name_with_a_slash_is_a_key_not_a_scope_path(tmp_path, dynamo):
     data = json.loads(report.read_text())
     assert data["drift_origin"]["module"] == "d.a/b"
     assert {L["module"]: L["status"] for L in data["layers"]}["d.c"] == "inherited"
+
+
+RETURNS = '''
+import torch
+from torch import nn
+
+
+class Returns(nn.Module):
+    def __init__(self, value):
+        super().__init__()
+        self.value = value
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.fc(x)
+        return y if self.value == "tensor" else self.value
+
+
+class FailsOnOne(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        if float(x.sum()) > 1.9:
+            raise ValueError("boom")
+        return self.fc(x)
+
+
+def none():
+    return Returns(None)
+
+
+def text():
+    return Returns("hello")
+
+
+def number():
+    return Returns(3)
+
+
+def tensor():
+    torch.manual_seed(0)
+    return Returns("tensor")
+
+
+def fails_on_one():
+    torch.manual_seed(0)
+    return FailsOnOne()
+'''
+
+
+@pytest.fixture(scope="module")
+def returns(tmp_path_factory):
+    import warnings
+
+    import torch
+
+    folder = tmp_path_factory.mktemp("returns")
+    (folder / "returns.py").write_text(RETURNS)
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("returns_model", folder / "returns.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(mod.tensor(), (torch.randn(1, 4),), str(folder / "r.onnx"), dynamo=False,
+                          input_names=["x"])
+    return folder
+
+
+@pytest.mark.parametrize("fn, says", [("none", "returned None"), ("text", "returned a str ('hello')"),
+                                      ("number", "returned an int (3)")])
+def test_a_forward_that_returns_no_tensor_names_what_it_returned(returns, fn, says):
+    # issue 22, item 15: "returns 0 output tensor(s)" said nothing of what came back
+    run = run_cli(["check", f"{returns / 'returns.py'}:{fn}", "--onnx", str(returns / "r.onnx"),
+                   "--inputs", "shape:1x4", "--samples", "2"])
+    assert run.code == 2 and run.err.count("\n") == 1 and says in run.err, run.err
+
+
+def test_an_error_on_one_sample_names_the_sample(returns):
+    run = run_cli(["check", f"{returns / 'returns.py'}:fails_on_one", "--onnx", str(returns / "r.onnx"),
+                   "--inputs", "shape:1x4", "--samples", "20"])
+    from drifttui.core.model.inputs import build_source
+    from drifttui.core.model.spec import parse_input_spec
+
+    src = build_source(parse_input_spec("shape:1x4"), 0, False, None)       # the samples the run draws
+    first = next(i for i in range(20) if float(src.sample(i)[0][0].sum()) > 1.9)
+    assert first > 0
+    assert run.code == 2 and f"failed on sample {first} (inputs of shape 1x4): ValueError: boom" in run.err, run.err
+
+
+def test_a_killed_runs_partial_report_is_removed_and_named(returns, tmp_path):
+    import os
+    import time
+
+    left = tmp_path / ".drifttui-abc123.tmp"
+    left.write_text('{"schema_version": 1, "verd')            # what a SIGKILL mid-write leaves
+    old = time.time() - 3600
+    os.utime(left, (old, old))
+    fresh = tmp_path / ".drifttui-fresh.tmp"                  # another run writing right now: kept
+    fresh.write_text("{")
+    run = run_cli(["check", f"{returns / 'returns.py'}:tensor", "--onnx", str(returns / "r.onnx"),
+                   "--inputs", "shape:1x4", "--samples", "2", "--json", str(tmp_path / "r.json")])
+    assert run.code == 0, run.err
+    assert not left.exists() and fresh.exists()
+    assert f"removed {left}, a partial report a killed run left" in run.err

@@ -235,7 +235,7 @@ def _output_pass(pr: Prepared, sess: Any, outs: _Outputs, i: int, sample: Any, f
     t0 = time.perf_counter()
     names = pr.index.graph_outputs
     ort_vals = sessions.run(sess, feeds, names)
-    t_outs = safe_forward(pr.model, sample, versioned=False)
+    t_outs = safe_forward(pr.model, sample, versioned=False, index=i)
     check_finite_outputs(t_outs, i)
     if i == 0:
         outs.self_check = determinism.self_check(pr.model, sample, t_outs)
