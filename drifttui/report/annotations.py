@@ -15,7 +15,7 @@ from typing import Optional
 from drifttui.core.result import UNATTRIBUTED, Result
 from drifttui.report.escape import github_data, github_property, terminal
 from drifttui.report.gate import Decision
-from drifttui.report.summary import cause_text, layer_name, origin_name, origin_text, verdict_title
+from drifttui.report.summary import alerts, cause_text, layer_name, origin_name, origin_text, verdict_title
 
 
 def in_github_actions() -> bool:
@@ -54,6 +54,8 @@ def github(result: Result, decision: Decision) -> list[str]:
     elif result.verdict == "drift":
         kind = "error" if decision.failures else "warning"
         lines.append(_command(kind, f"drifttui: {verdict_title(result)}", drift_message, file))
+    for alert in alerts(result):
+        lines.append(_command("warning", "drifttui: the verdict alone hides this", _lines(alert), file))
     for reason in decision.failures:
         if not reason.startswith("drift: "):
             lines.append(_command("error", "drifttui: gate fails", _lines(reason), file))

@@ -13,7 +13,7 @@ from typing import Optional
 from drifttui.core.result import Result
 from drifttui.report.escape import markdown_code, markdown_text
 from drifttui.report.gate import Decision, Gate, error_findings
-from drifttui.report.summary import (fmt, headline, layer_name, origin_text, output_fails, run_label,
+from drifttui.report.summary import (alerts, fmt, headline, layer_name, origin_text, output_fails, run_label,
                                      top1_text, verdict_title)
 
 
@@ -45,12 +45,13 @@ def render(result: Result, decision: Decision, gate: Optional[Gate] = None, cont
     out = [_status_line(result, decision, gate), "",
            f"{_code(run_label(result))} · atol={tol.atol:g}, rtol={tol.rtol:g} "
            f"(|torch − onnx| ≤ atol + rtol · scale) · {result.samples} sample(s)", ""]
+    out += [f"- **warning:** {_cell(alert)}" for alert in alerts(result)]
     for reason in decision.failures:
         if not reason.startswith("drift: "):       # the plain drift is the origin line below
             out.append(f"- **fails:** {_cell(reason)}")
     if decision.usage:
         out.append(f"- **cannot apply:** {_cell(decision.usage)}")
-    if decision.usage or any(not r.startswith("drift: ") for r in decision.failures):
+    if decision.usage or any(not r.startswith("drift: ") for r in decision.failures) or alerts(result):
         out.append("")
     if result.verdict == "drift":
         out += [f"**Origin:** {_cell(origin_text(result))}", ""]

@@ -53,6 +53,15 @@ def origin_text(result: Result) -> str:
             f"max rel {fmt(o.max_rel)}, own error {fmt(o.local_max_abs)} (worst sample {o.worst_sample})")
 
 
+def alerts(result: Result) -> list[str]:
+    """What the verdict alone would hide, said next to it in every output (text headline, Markdown,
+    annotations): torch differs from itself, ONNX Runtime gave NaN/Inf, an output's dtype differs."""
+    from drifttui.core.capture.determinism import PREFIX
+    from drifttui.core.decide import output_notes
+
+    return [n for n in result.notes if n.startswith(PREFIX)] + output_notes(result.outputs)
+
+
 def headline(result: Result) -> Optional[Finding]:
     """The engine's headline cause, when it is one (an info finding or an empty list is not)."""
     f = result.headline

@@ -7,10 +7,9 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from drifttui.core.capture.determinism import PREFIX as NONDETERMINISTIC
-from drifttui.core.decide import output_notes
 from drifttui.core.result import DRIFT, INHERITED, Layer, Result
 from drifttui.report.escape import plain, terminal
+from drifttui.report.summary import alerts
 
 STATUS_STYLE = {"ok": "green", "drift": "bold red", "inherited": "yellow", "fused": "cyan",
                 "not_exported": "dim", "unmapped": "magenta", "unattributed": "bold yellow"}
@@ -35,9 +34,8 @@ def render(result: Result, context: int = 4, width: int = 80) -> Group:
     """The report's parts in print order: headline, the layers around the origin, outputs,
     coverage, notes, environment."""
     tol = result.tolerance
-    # said under the headline: torch differs from itself, NaN/Inf from ORT, another output dtype
-    alerts = [n for n in result.notes if n.startswith(NONDETERMINISTIC)] + output_notes(result.outputs)
-    parts: list = [_headline(result), *(plain(a, style="bold red") for a in alerts),
+    said = alerts(result)       # under the headline: torch differs from itself, NaN/Inf, another dtype
+    parts: list = [_headline(result), *(plain(a, style="bold red") for a in said),
                    plain(f"tolerance rule: {tol.rule}", style="dim")]
     if tol.dtype:
         parts.append(plain(f"  {tol.dtype}", style="dim"))
@@ -48,7 +46,7 @@ def render(result: Result, context: int = 4, width: int = 80) -> Group:
     c = result.coverage
     parts.append(Text(f"coverage: {c.modules} module calls — {c.mapped} mapped, {c.fused} fused, "
                       f"{c.not_exported} not exported, {c.unmapped} unmapped", style="dim"))
-    parts.extend(plain(f"note: {note}", style="yellow") for note in result.notes if note not in alerts)
+    parts.extend(plain(f"note: {note}", style="yellow") for note in result.notes if note not in said)
     parts.append(_environment(result))
     return Group(*parts)
 

@@ -172,3 +172,12 @@ def test_a_non_deterministic_torch_side_is_said_and_the_export_not_blamed(tmp_pa
     run = run_cli(["check", f"{tmp_path / 'drop.py'}:deployed", "--onnx", str(tmp_path / "drop.onnx"),
                    "--inputs", "shape:1x16", "--samples", "3", "--json", str(report)])
     assert run.code == 0 and not any("not deterministic" in n for n in json.loads(report.read_text())["notes"])
+
+
+def test_the_ci_outputs_carry_what_the_verdict_hides(files):
+    model, path = files["int"]
+    md = files["folder"] / "int.md"
+    run = run_cli(["check", model, "--onnx", path, "--inputs", "shape:1x4", "--samples", "2", "--markdown", str(md)],
+                  actions="true")
+    assert any(line.startswith("::warning") and "dtype differs" in line for line in run.out.splitlines())
+    assert "- **warning:** output y\\: dtype differs\\: torch int64, ONNX float32" in md.read_text()
