@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from torch.utils._pytree import tree_leaves
 
+from drifttui.errors import InputError
+
 
 def dtype_name(t: torch.Tensor) -> str:
     return str(t.dtype).replace("torch.", "")
@@ -199,8 +201,6 @@ def run_model(model: Any, args: tuple, kwargs: dict, versioned: bool = False) ->
         out = model(*args, **kwargs)
     tensors = tensors_of(out)
     if not tensors:
-        from drifttui.errors import InputError
-
         raise InputError(f"the PyTorch model's forward returned {returned(out)}, not a tensor: nothing to compare "
                          "with the ONNX outputs", "make forward return the tensor(s) the ONNX graph outputs")
     return tensors
