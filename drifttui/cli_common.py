@@ -168,6 +168,6 @@ def _progress_printer(enabled: bool):
             sys.stderr.write("\r" + " " * 30 + "\r")
             sys.stderr.flush()
         else:
-            sys.stderr.write(f"  {p.message}\n")
+            sys.stderr.write(f"  {one_line(p.message)}\n")
             sys.stderr.flush()
     return show

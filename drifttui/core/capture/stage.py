@@ -32,7 +32,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import torch
 
-from drifttui.core.capture import batch, observer
+from drifttui.core.capture import batch, determinism, observer
 from drifttui.core.model.inputs import cat_samples
 from drifttui.core.prepare import batch_probe
 from drifttui.core.runtime import sessions
@@ -81,6 +81,9 @@ class Capture:
     timings: dict[str, float] = field(default_factory=dict)
     windows: list[Window] = field(default_factory=list)      # the capture windows used
     observer: Optional[ObserverCheck] = None                 # sample 0: instrumented vs plain outputs
+    output_dtypes: list[tuple[str, str]] = field(default_factory=list)   # per graph output: (torch, ORT)
+    # two torch forwards of sample 0: (note, max |d|, max |torch|); ("", 0, 0) when bit-identical
+    torch_self: tuple[str, float, float] = ("", 0.0, 0.0)
 
 
 @dataclass
@@ -90,6 +93,8 @@ class _Outputs:
     aggs: list[Aggregate]
     top1: list[list[int]]
     times: list[float] = field(default_factory=list)
+    dtypes: list[tuple[str, str]] = field(default_factory=list)     # sample 0's (torch, ORT) per output
+    self_check: tuple[str, float, float] = ("", 0.0, 0.0)     # determinism.self_check on sample 0
 
 
 # a partial result for the progress callback: (capture so far) -> Result
@@ -221,7 +226,8 @@ def _snapshot(pr: Prepared, cfg: Config, acc: Accum, outs: _Outputs, n: int, cho
     return Capture(config=cfg, samples=n, layer_samples=tuple(chosen), outputs=outs.aggs,
                    top1=[(a, b) for a, b in outs.top1], glob=acc.glob, local=acc.local_aggs(),
                    local_values=acc.loc_values, local_available=pr.local is not None, notes=list(notes),
-                   timings=dict(timings), windows=list(windows), observer=obs)
+                   timings=dict(timings), windows=list(windows), observer=obs, output_dtypes=list(outs.dtypes),
+                   torch_self=outs.self_check)
 
 
 def _output_pass(pr: Prepared, sess: Any, outs: _Outputs, i: int, sample: Any, feeds: dict) -> float:
@@ -229,13 +235,17 @@ def _output_pass(pr: Prepared, sess: Any, outs: _Outputs, i: int, sample: Any, f
     t0 = time.perf_counter()
     names = pr.index.graph_outputs
     ort_vals = sessions.run(sess, feeds, names)
-    t_outs = safe_forward(pr.model, sample, versioned=False)
+    t_outs = safe_forward(pr.model, sample, versioned=False, index=i)
     check_finite_outputs(t_outs, i)
+    if i == 0:
+        outs.self_check = determinism.self_check(pr.model, sample, t_outs)
     key = 0.0
     for k, name in enumerate(names):
         if k >= len(t_outs) or name not in ort_vals:
             continue
         tt, oo = t_outs[k], ort_vals[name]
+        if i == 0:
+            outs.dtypes.append((str(tt.dtype).replace("torch.", ""), str(oo.dtype)))
         st = compare(tt, oo)
         outs.aggs[k].add(i, st)
         key = max(key, math.inf if st.nan_mismatch or st.shape_mismatch else st.max_rel)
