@@ -176,7 +176,7 @@ def _open(pr: Prepared, cfg: Config, timings: dict[str, float]) -> tuple[Any, li
     must change nothing), which also decides the capture windows."""
     t = time.perf_counter()
     floor = sessions.make_session(pr.proto, cfg.output_opt_level, cfg.deterministic, cfg.provider,
-                                     pr.workdir, "floor.onnx")
+                                  pr.workdir, "floor.onnx", data_dir=pr.index.data_dir)
     timings["sessions"] += time.perf_counter() - t
     t = time.perf_counter()
     windows, obs, prebuilt = observer.check(pr, cfg)
@@ -260,11 +260,12 @@ class _WindowPass:
             return self
         t = time.perf_counter()
         main = self.main if self.main is not None else sessions.make_session(
-            pr.proto, cfg.opt_level, cfg.deterministic, cfg.provider, pr.workdir, "main.onnx", extra_outputs=w.values)
+            pr.proto, cfg.opt_level, cfg.deterministic, cfg.provider, pr.workdir, "main.onnx", extra_outputs=w.values,
+            data_dir=pr.index.data_dir, prepack=False)
         local_sess = None
         if w.local is not None:
             local_sess = sessions.make_session(w.local.model, cfg.opt_level, cfg.deterministic, cfg.provider,
-                                                  pr.workdir, "local.onnx")
+                                               pr.workdir, "local.onnx", data_dir=pr.index.data_dir, prepack=False)
         self.timings["sessions"] += time.perf_counter() - t
         fetch = list(dict.fromkeys(pr.index.graph_outputs + w.values))
         self.p = Pass(pr.plan, w, main, fetch, local_sess, pr.hooks, pr.model, safe_forward,

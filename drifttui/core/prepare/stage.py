@@ -95,10 +95,10 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     timings: dict[str, float] = {"load": 0.0, "export": 0.0, "map": 0.0}
     notes: list[str] = []
     loaded = _load(cfg, workdir, progress, timings, notes)
-    model, example, in_spec, gi, sample0, proto, exporter, batch = loaded
+    model, example, in_spec, gi, sample0, proto, onnx_path, exporter, batch = loaded
     cancel.check()
     t = time.perf_counter()
-    index = build_index(proto)
+    index = build_index(proto, onnx_path)
     if exporter == "user file":
         exporter = {DYNAMO: "dynamo (from the file's metadata)",
                     TORCHSCRIPT: "torchscript (from the file's node names)"}.get(index.flavour, "unknown")
@@ -144,9 +144,9 @@ def _load(cfg: Config, workdir: Path, progress: ProgressFn, timings: dict[str, f
     model = load_torch_model(spec, trust=cfg.trust_model_file)
     in_spec = parse_input_spec(cfg.inputs)
     batch = cfg.batch
-    proto, gi = None, None
+    proto, gi, onnx_path = None, None, None
     if cfg.onnx:
-        proto = load_onnx(Path(cfg.onnx))
+        proto, onnx_path = load_onnx(Path(cfg.onnx), workdir)
         gi = graph_inputs(proto)
         static = batch_probe.static_inputs(gi) if batch > 1 else []
         if static:
@@ -168,9 +168,9 @@ def _load(cfg: Config, workdir: Path, progress: ProgressFn, timings: dict[str, f
                 lambda name: _export(model, example, sample0, name, workdir, False), cfg.exporter)
         if why:
             notes.append(why)       # --exporter auto: why dynamo failed, which exporter made the file
-        proto = load_onnx(path)
+        proto, onnx_path = load_onnx(path, workdir)
         timings["export"] = time.perf_counter() - t
-    return model, example, in_spec, gi, sample0, proto, exporter, batch
+    return model, example, in_spec, gi, sample0, proto, onnx_path, exporter, batch
 
 
 def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str, index: GraphIndex,
@@ -198,7 +198,7 @@ def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str
     def resolve(values: list[str]) -> dict:
         # sample 0 through ONNX Runtime (optimisations off) for content-based output pairing
         sess = sessions.make_session(index.model, "disable", False, cfg.provider, workdir, "pairing.onnx",
-                                        extra_outputs=values)
+                                     extra_outputs=values, data_dir=index.data_dir, prepack=False)
         return sessions.run(sess, feeds0, values)
 
     plan = build_plan(index, calls, names, has_params, aliases, resolve, multi_out)
