@@ -50,10 +50,10 @@ def _peak_mb() -> float:
 
 
 def child_export(name: str, folder: str) -> dict:
-    from drifttui.core.export import export_model
-    from drifttui.core.inputs import build_source
-    from drifttui.core.loading import load_torch_model
-    from drifttui.core.spec import parse_input_spec, parse_model_spec
+    from drifttui.core.model.export import export_model
+    from drifttui.core.model.inputs import build_source
+    from drifttui.core.model.loading import load_torch_model
+    from drifttui.core.model.spec import parse_input_spec, parse_model_spec
 
     model_spec, input_spec = _spec(name)
     model = load_torch_model(parse_model_spec(model_spec))
@@ -66,9 +66,9 @@ def child_floor(name: str, onnx_path: str, samples: int, extra: list[str]) -> di
     import onnxruntime as ort
     import torch
 
-    from drifttui.core.inputs import build_source
-    from drifttui.core.loading import load_torch_model
-    from drifttui.core.spec import parse_input_spec, parse_model_spec
+    from drifttui.core.model.inputs import build_source
+    from drifttui.core.model.loading import load_torch_model
+    from drifttui.core.model.spec import parse_input_spec, parse_model_spec
 
     model_spec, input_spec = _spec(name)
     model = load_torch_model(parse_model_spec(model_spec))

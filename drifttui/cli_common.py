@@ -155,6 +155,10 @@ def _external_data_files(path: str) -> list[str]:
     return [os.path.join(folder, loc) for loc in sorted(locations)]
 
 
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
 def _progress_printer(enabled: bool):
     from drifttui.api import Progress
 
@@ -162,10 +166,11 @@ def _progress_printer(enabled: bool):
         if not enabled:
             return
         if p.stage == "samples":
-            sys.stderr.write(f"\r  samples {p.done}/{p.total}")
+            left = f", about {_duration(p.eta)} left" if p.eta else ""
+            sys.stderr.write(f"\r  samples {p.done}/{p.total}{left}".ljust(44))
             sys.stderr.flush()
         elif p.stage == "done":
-            sys.stderr.write("\r" + " " * 30 + "\r")
+            sys.stderr.write("\r" + " " * 44 + "\r")
             sys.stderr.flush()
         else:
             sys.stderr.write(f"  {p.message}\n")

@@ -81,7 +81,7 @@ def fingerprint(cfg: Config) -> tuple:
         # "file.py:fn" names a file, "pkg.mod:fn" does not (its stamp is then None)
         paths.append(text.rsplit(":", 1)[0] if ":" in text and not os.path.exists(text) else text)
     if cfg.onnx:
-        paths += [cfg.onnx, cfg.onnx + ".data"]
+        paths += [str(cfg.onnx), str(cfg.onnx) + ".data"]
     return tuple(_file_stamp(p) for p in paths)
 
 

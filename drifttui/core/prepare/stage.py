@@ -36,6 +36,7 @@ from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progres
 from drifttui.core.result import Config
 from drifttui.core.model.spec import InputSpec, parse_input_spec, parse_model_spec
 from drifttui.core.model.units import human
+from drifttui.core.prepare.budget import Budget, plan_budget, window_note
 from drifttui.core.prepare.windows import Window, attach_local, plan_windows
 from drifttui.errors import ModelError
 
@@ -118,11 +119,12 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
         batch = _no_batch(cfg, notes, "batched capture needs module hooks")
     local = build_local_graph(index, plan, calls, [TensorRef.of(t) for t in flatten(sample0)]) \
         if hooks is not None else None
-    budget = cfg.max_memory if hooks is not None else None
+    mem = plan_budget(cfg.max_memory, index, hooks is not None)
+    budget = mem.activations if hooks is not None else None
     windows, total_bytes = plan_windows(plan, calls, index, max(1, budget // batch) if budget else budget,
                                         set(index.graph_inputs))
     attach_local(windows, local, plan)
-    notes[:0] = _window_notes(cfg, hooks is not None, windows, budget, total_bytes)
+    notes[:0] = mem.notes + _window_notes(cfg, hooks is not None, windows, budget, total_bytes, mem)
     details = layer_details(index, plan, calls, model)
     timings["map"] = time.perf_counter() - t
     return Prepared(config=cfg, model=model, example=example, input_spec=in_spec, onnx_inputs=gi, index=index,
@@ -220,18 +222,16 @@ def _no_batch(cfg: Config, notes: list[str], why: str) -> int:
 
 
 def _window_notes(cfg: Config, hooked: bool, windows: list[Window], budget: Optional[int],
-                  total_bytes: int) -> list[str]:
+                  total_bytes: int, mem: Budget) -> list[str]:
     out = []
     if len(windows) > 1:
-        out.append(f"captured in {len(windows)} windows of consecutive layers to stay within --max-memory "
-                   f"{human(budget or 0)} (one sample's intermediates, both sides: ~{human(total_bytes)}); "
-                   "each window costs one ORT run and one torch forward per per-layer sample")
+        out.append(window_note(mem, len(windows), total_bytes))
     if cfg.max_memory is not None and not hooked:
         out.append("--max-memory was not applied: windowed capture needs module hooks")
     big = [w for w in windows if budget is not None and w.nbytes > budget]
     if big:
         listed = ", ".join(str(w.first) for w in big[:10]) + (f" and {len(big) - 10} more" if len(big) > 10 else "")
-        out.append(f"layer(s) {listed} alone exceed --max-memory; they were captured on their own")
+        out.append(f"layer(s) {listed} alone exceed the memory budget; they were captured on their own")
     return out
 
 

@@ -71,6 +71,18 @@ class SharedWeights:
             return None
         return mm[offset:offset + count * dtype.itemsize].view(dtype).reshape(tuple(tensor.dims))
 
+    def release(self) -> None:
+        """Give the mapped pages back (they stay in the page cache; a later read maps them again)."""
+        import mmap
+
+        for mm in self.maps.values():
+            raw = getattr(mm, "_mmap", None)
+            if raw is not None and hasattr(raw, "madvise"):
+                try:
+                    raw.madvise(mmap.MADV_DONTNEED)
+                except (OSError, ValueError):
+                    pass
+
     def add_to(self, so: Any, model: Any) -> list[Any]:
         """Give ``so`` every external initializer of ``model`` as a buffer over the mapping;
         return the OrtValues (the session must keep them)."""
@@ -88,3 +100,11 @@ class SharedWeights:
             so.add_initializer(t.name, value)
             values.append(value)
         return [self, values]
+
+
+def release_weights(data_dir: Optional[Path]) -> None:
+    """``SharedWeights.release`` for the weights of ``data_dir``, when they are mapped."""
+    if data_dir is not None:
+        found = SharedWeights._open.get(os.path.realpath(str(data_dir)))
+        if found is not None:
+            found.release()
