@@ -51,8 +51,9 @@ def _add_run_options(p: argparse.ArgumentParser, model_optional: bool = False) -
     p.add_argument("--provider", default="CPUExecutionProvider", metavar="NAME",
                    help="ONNX Runtime execution provider (default CPUExecutionProvider)")
     p.add_argument("--max-memory", type=_memory_size, default=None, metavar="SIZE",
-                   help="memory budget for one sample's captured intermediates, e.g. 512M or 2G; a model "
-                        "over it is compared in windows of consecutive layers (default: no limit)")
+                   help="peak memory of the whole run, e.g. 3G: what the weights and sessions leave of "
+                        "it bounds one sample's captured intermediates, over which layers are compared in "
+                        "windows (default: 80%% of the memory available at start)")
     p.add_argument("--batch", type=int, default=1, metavar="N",
                    help="compare N samples per ORT run and torch forward, concatenated along dim 0, when "
                         "the graph's batch dim is dynamic (default 1: one sample at a time)")

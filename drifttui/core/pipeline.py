@@ -114,7 +114,7 @@ def _finish(pr: Prepared, cap: Capture, cfg: Config, progress: ProgressFn, fresh
     timings["decide"] = 0.0
     result = decide(pr, cap, cfg, timings)
     timings["decide"] = time.perf_counter() - t
-    timings["total"] = sum(v for k, v in timings.items() if k in ("load", "export", "map", "sessions",
+    timings["total"] = sum(v for k, v in timings.items() if k in ("load", "export", "map", "sessions", "observer",
                                                                   "samples", "decide"))
     result = result.with_(timings={k: round(v, 4) for k, v in timings.items()})
     progress(Progress("done", 1, 1, "done"))
