@@ -281,6 +281,21 @@ def tensor_array(index: GraphIndex, name: str) -> Optional[np.ndarray]:
     return None
 
 
+def full_model(index: GraphIndex) -> Any:
+    """A copy of the graph with every weight in the proto (read from the external data), for a
+    model written out whole (``drifttui repair --out``); the index's own proto stays without them."""
+    import onnx
+
+    if index.data_dir is None:
+        return index.model
+    from onnx.external_data_helper import load_external_data_for_model
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(index.model)
+    load_external_data_for_model(copy, str(index.data_dir))
+    return copy
+
+
 def with_data(index: GraphIndex, t: Any) -> Any:
     """``t`` with its data in the proto (read from its external file), for a graph that leaves
     the run: a few tensors, never the whole model."""
