@@ -74,7 +74,9 @@ def cmd_repair(args: argparse.Namespace) -> int:
     if result.drift_origin is None:
         _say(f"nothing to repair: no drift origin (verdict {result.verdict}); no file written")
         return EXIT_OK if result.verdict == "ok" else EXIT_DRIFT
-    fixed = repair(run.prepared.index.model, exp)
+    from drifttui.core.prepare.graph import full_model
+
+    fixed = repair(full_model(run.prepared.index), exp)     # written whole: the weights in the file
     if fixed.model is None:
         head = exp.findings[0] if exp.findings else None
         extra = f"; the fix: {head.fix}" if head is not None and head.fix else ""
