@@ -82,7 +82,7 @@ def fingerprint(cfg: Config) -> tuple:
         paths.append(text.rsplit(":", 1)[0] if ":" in text and not os.path.exists(text) else text)
     for onnx_file in (cfg.onnx, cfg.reference_onnx):
         if onnx_file:
-            paths += [onnx_file, onnx_file + ".data"]
+            paths += [str(onnx_file), str(onnx_file) + ".data"]
     return tuple(_file_stamp(p) for p in paths)
 
 
@@ -115,7 +115,7 @@ def _finish(pr: Prepared, cap: Capture, cfg: Config, progress: ProgressFn, fresh
     timings["decide"] = 0.0
     result = decide(pr, cap, cfg, timings)
     timings["decide"] = time.perf_counter() - t
-    timings["total"] = sum(v for k, v in timings.items() if k in ("load", "export", "map", "sessions",
+    timings["total"] = sum(v for k, v in timings.items() if k in ("load", "export", "map", "sessions", "observer",
                                                                   "samples", "decide"))
     result = result.with_(timings={k: round(v, 4) for k, v in timings.items()})
     progress(Progress("done", 1, 1, "done"))

@@ -59,12 +59,13 @@ def file_exporter(index: GraphIndex, default: str) -> str:
     return default if default in ("dynamo", "torchscript") else "dynamo"
 
 
-def markable_run(model: Any, values: list[str], feeds: dict, provider: str, workdir: Path,
+def markable_run(index: GraphIndex, values: list[str], feeds: dict, provider: str, workdir: Path,
                  level: str = "disable") -> tuple[dict[str, np.ndarray], list[str]]:
     """Sample-0 values of ``values``; those whose marking as an output makes ORT refuse the graph
     are found by bisection and left out (returned second)."""
     def load(vals: list[str]) -> Any:
-        return sessions.make_session(model, level, False, provider, workdir, "marked.onnx", extra_outputs=vals)
+        return sessions.make_session(index.model, level, False, provider, workdir, "marked.onnx", extra_outputs=vals,
+                                     data_dir=index.data_dir, prepack=False)
 
     try:
         return sessions.run(load(values), feeds, values), []
@@ -88,10 +89,11 @@ def markable_run(model: Any, values: list[str], feeds: dict, provider: str, work
     return sessions.run(load(good), feeds, good), bad
 
 
-def loads(model: Any, provider: str, workdir: Path) -> str:
+def loads(model: Any, provider: str, workdir: Path, data_dir: Optional[Path] = None) -> str:
     """'' when ONNX Runtime loads ``model`` (optimisations off), else its one-line reason."""
     try:
-        sessions.make_session(model, "disable", False, provider, workdir, "local-check.onnx")
+        sessions.make_session(model, "disable", False, provider, workdir, "local-check.onnx", data_dir=data_dir,
+                              prepack=False)
     except ModelError as exc:
         return exc.problem[:200]
     return ""
@@ -141,7 +143,7 @@ def _reshape_views(index: GraphIndex, tr: Any, ref_vals: dict, dep_vals: dict) -
                                                           name=f"drifttui_view_{len(views)}"))
             views[key] = out
         m.value = views[key]
-    return build_index(model), tr
+    return build_index(model, index.path), tr
 
 
 def transfer(cfg: Any, model: Any, sample0: Any, feeds0: dict, index: GraphIndex, calls: list, workdir: Path,
@@ -153,19 +155,19 @@ def transfer(cfg: Any, model: Any, sample0: Any, feeds0: dict, index: GraphIndex
         return None
     exporter = file_exporter(index, cfg.exporter)
     if given:
-        ref_proto, source = load_onnx(Path(given)), f"--reference-onnx {Path(given).name}"
+        (ref_proto, ref_path), source = load_onnx(Path(given), workdir), f"--reference-onnx {Path(given).name}"
     else:
         try:
             path = export_model(model, sample0[0], sample0[1], exporter, workdir, name="reference.onnx")
         except ModelError:
             return None     # no reference: the file is mapped as it is (the coverage says how far)
-        ref_proto, source = load_onnx(path), f"drifttui's own {exporter} export"
-    ref = build_index(ref_proto)
+        (ref_proto, ref_path), source = load_onnx(path, workdir), f"drifttui's own {exporter} export"
+    ref = build_index(ref_proto, ref_path)
     ref_plan = map_index(ref)
     if not ref_plan.localized:
         return None
     wanted = [v for v, e in ref_plan.table.items() if e[0] != "graph_in"]
-    ref_vals, _ = markable_run(ref.model, wanted, dict(zip(ref.graph_inputs, feeds0.values())), cfg.provider,
+    ref_vals, _ = markable_run(ref, wanted, dict(zip(ref.graph_inputs, feeds0.values())), cfg.provider,
                                workdir)
     index, dep_vals, bad = _deployed_values(index, feeds0, cfg.provider, workdir)
     tr = plan_transfer.transfer_values(ref, index, wanted, ref_vals, dep_vals)
@@ -179,11 +181,11 @@ def _deployed_values(index: GraphIndex, feeds0: dict, provider: str,
                      workdir: Path) -> tuple[GraphIndex, dict[str, np.ndarray], list[str]]:
     """Sample 0's every value of the deployed graph, blocked NCHWc values read through ReorderOutput."""
     values = [o for n in index.nodes for o in n.outputs if o and not index.is_static(o)]
-    dep_vals, bad = markable_run(index.model, values, feeds0, provider, workdir)
+    dep_vals, bad = markable_run(index, values, feeds0, provider, workdir)
     unblocked, made = unblock_nchwc(index, {v: a.shape for v, a in dep_vals.items()})
     if made:
-        index = build_index(unblocked)
-        more, bad_views = markable_run(index.model, list(made), feeds0, provider, workdir)
+        index = build_index(unblocked, index.path)
+        more, bad_views = markable_run(index, list(made), feeds0, provider, workdir)
         dep_vals.update(more)
         bad += bad_views
         for view, blocked in made.items():

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from drifttui.core.prepare.graph import tensor_array
+
 MIN_COS = 0.9              # a drifted weight still points the reference's way
 FLOAT_TYPES = (1, 10, 11, 16)
 
@@ -28,7 +30,10 @@ def _float_arrays(index: Any) -> dict[str, np.ndarray]:
     out = {}
     for name, t in index.initializers.items():
         if t.data_type in FLOAT_TYPES:
-            a = numpy_helper.to_array(t).astype(np.float32)
+            arr = tensor_array(index, name)      # external data read where it lies
+            if arr is None:
+                continue
+            a = arr.astype(np.float32)
             if _informative(a):
                 out[name] = a
     for n in index.nodes:
