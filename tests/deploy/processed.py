@@ -97,7 +97,15 @@ def export(name: str, exporter: str, folder: Path) -> Path:
 
     model = globals()[name]()
     x = torch.randn(*[int(d) for d in INPUTS[name].split(":")[1].split("x")])
-    return export_model(model, (x,), {}, exporter, folder, name=f"{name}-{exporter}.onnx")
+    path = export_model(model, (x,), {}, exporter, folder, name=f"{name}-{exporter}.onnx")
+    import onnx
+
+    # one self-contained file: the tools' outputs land in other folders, and ORT's offline file
+    # would reference the exporter's .data file by a relative name
+    proto = onnx.load(str(path))
+    out = folder / f"{name}-{exporter}-embedded.onnx"
+    onnx.save(proto, str(out))
+    return out
 
 
 # --- the pipelines ---------------------------------------------------------------------
