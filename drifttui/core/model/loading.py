@@ -16,10 +16,11 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 from drifttui.core.model import memory
 from drifttui.core.model.spec import CallableSpec, ModelSpec
+from drifttui.core.model.toposort import sort_in_place
 from drifttui.errors import InputError, first_line
 
 PT2_TRUST_FIX = ("pass --trust-model-file if you trust the file (loading it runs code from it), or give a "
@@ -170,8 +171,12 @@ def load_checkpoint(path: str | Path) -> Any:
                          "save tensors/state_dicts only, or allow-list the classes with torch.serialization.add_safe_globals") from exc
 
 
-def load_onnx(path: Path) -> Any:
-    """Load an ONNX model with its external data; check it; return the ModelProto."""
+def load_onnx(path: Path, notes: Optional[list[str]] = None) -> Any:
+    """Load an ONNX model with its external data; check it; return the ModelProto.
+
+    A file whose only fault is its node order (ORT's float16 converter appends the input Casts at
+    the end; ONNX Runtime sorts the graph itself and runs it) is sorted in memory, and ``notes``
+    gets a line saying so; the file itself is never changed."""
     import onnx
 
     if not path.is_file():
@@ -208,7 +213,18 @@ def load_onnx(path: Path) -> Any:
         onnx.checker.check_model(model, full_check=False)
     except Exception as exc:
         first = first_line(exc)
-        raise InputError(f"ONNX file {str(path)!r} is invalid: {first}", "re-export the model") from exc
+        late = sort_in_place(model) if "topologically sorted" in first else None
+        if late is None:
+            raise InputError(f"ONNX file {str(path)!r} is invalid: {first}", "re-export the model") from exc
+        try:
+            onnx.checker.check_model(model, full_check=False)
+        except Exception as again:
+            raise InputError(f"ONNX file {str(path)!r} is invalid: {first_line(again)}",
+                             "re-export the model") from again
+        if notes is not None:
+            notes.append(f"the file's nodes are not in topological order (node {late!r} reads a value made later "
+                         "in the list, as ORT's float16 converter leaves it); drifttui sorted its in-memory copy, "
+                         "as ONNX Runtime does (the file is unchanged)")
     return model
 
 

@@ -146,7 +146,7 @@ def _load(cfg: Config, workdir: Path, progress: ProgressFn, timings: dict[str, f
     batch = cfg.batch
     proto, gi = None, None
     if cfg.onnx:
-        proto = load_onnx(Path(cfg.onnx))
+        proto = load_onnx(Path(cfg.onnx), notes)
         gi = graph_inputs(proto)
         static = batch_probe.static_inputs(gi) if batch > 1 else []
         if static:
