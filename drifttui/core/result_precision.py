@@ -36,4 +36,3 @@ class Precision:
     verdict: str = ""               # "within budget" | "over budget" ("" for a float32 file)
     rule: str = ""                  # tolerance.BUDGET_RULE
     output_budget: float = 0.0      # relative budget of the model outputs
-    keep_float32: list[str] = field(default_factory=list)   # repair's verified keep-in-float32 nodes

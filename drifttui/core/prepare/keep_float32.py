@@ -45,6 +45,11 @@ def keep_float32(model: Any, index: Any, nodes: set[int], torch_tensors: Optiona
                 replace[k], dead = rep
                 for d in dead:
                     replace[d] = []
+        elif op == "DequantizeLinear" and _producer_op(index, node.input[0]) == "QuantizeLinear":
+            # an activation's QuantizeLinear -> DequantizeLinear pair: its consumers read the float value
+            pre: list[Any] = []
+            src = _unrounded(index, index.nodes[index.producer[node.input[0]]], k, pre)
+            replace[k] = pre + [onnx.helper.make_node("Identity", [src], [node.output[0]], name=f"{node.name}::float32")]
         elif op in ("DynamicQuantizeLinear", "QuantizeLinear", "DequantizeLinear"):
             continue
         elif any(_producer_op(index, i) == "DequantizeLinear" for i in node.input):
