@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from drifttui.core.prepare.keep_float32 import converter_forms, keep_float32
+from drifttui.core.prepare.keep_float32 import converter_forms, keep_float32, original_names
 
 GENUINE_SHARE = 0.05      # a share below this: keeping the layer in float32 is not what helps
 
@@ -67,8 +67,6 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
     nodes = {k for L in kept for k in budgets[L.index].node_ids}
     fmt = result.precision.format if result.precision is not None else ""
     out.layers = [L.module or "(root)" for L in kept]
-    from drifttui.core.prepare.keep_float32 import original_names
-
     out.nodes = original_names(prepared.index, nodes)
     out.forms = converter_forms(prepared.index, nodes, fmt)
     out.model, out.after, out.verified = model, after, ok
