@@ -71,9 +71,11 @@ class PrecisionScan:
         return bool(self.nodes)
 
     def summary(self) -> str:
-        if not self.nodes:
-            return "float32 (no float16/bfloat16 values, no quantized ops)"
         ev = ", ".join(f"{k} {v}" for k, v in sorted(self.ops.items()))
+        if not self.nodes:
+            if self.ops:
+                return f"float32 weights ({ev} inside the graph: held to the float32 rule)"
+            return "float32 (no float16/bfloat16 values, no quantized ops)"
         return (f"{' + '.join(self.schemes)}: {len(self.nodes)} of {self.total} nodes compute in reduced "
                 f"precision ({ev})")
 
@@ -82,6 +84,12 @@ def scan(index: Any) -> PrecisionScan:
     """Classify every node of ``index`` (a GraphIndex)."""
     out = PrecisionScan(total=len(index.nodes))
     _count_evidence(index, out)
+    if not any(k.endswith(" initializers") or k in DYNAMIC_OPS or k in QDQ_OPS or k.startswith(QOPERATOR_PREFIX)
+               for k in out.ops):
+        # Casts to float16 without float16 weights or quantized ops: not a converter's file but a
+        # precision change inside the graph (the dtype check's business), held to float32's rule
+        out.schemes = []
+        return out
     dq_out = {o for n in index.nodes if n.op_type == "DequantizeLinear" for o in n.outputs}
     for node in index.nodes:
         op = node.op_type
@@ -312,6 +320,8 @@ def call_budgets(pscan: PrecisionScan, index: Any, plan: Any, calls: list[Any]) 
         ids.setdefault(c, []).append(k)
     out: dict[int, CallBudget] = {}
     for cm in plan.calls:
+        if any(r.dtype in _LOW.values() for r in calls[cm.call].outputs):
+            continue       # the torch model computes this call in low precision itself: the dtype floor applies
         last = max((index.producer[v] for v in cm.outputs.values() if v in index.producer), default=None)
         cum = prefix[last] if last is not None else 0.0
         if cum == 0.0 and cm.call not in own_sq:
