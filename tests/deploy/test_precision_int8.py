@@ -114,3 +114,18 @@ def test_budget_applies_only_in_decide_and_the_gate_still_works(files, tmp_path)
     assert loose.verdict == "ok" and loose.precision.verdict == "within budget"
     top1 = min(o.top1_agreement for o in tight.outputs if o.top1_agreement is not None)
     assert gate(loose, Gate(min_top1=1.0)).exit_code == (0 if top1 == 1.0 else 1)
+
+
+def test_tui_renders_the_budget_the_engine_wrote(files, tmp_path):
+    """The layer view shows the budget, own loss in dB, share and the engine's verdict (never re-derived)."""
+    from rich.console import Console
+
+    from drifttui.tui.layer_view import render_layer
+
+    r = run("small_cnn", "img32", wrong_weight(files["dynamic"], tmp_path / "bad.onnx", "b2.0.weight"))
+    console = Console(width=120, record=True)
+    console.print(render_layer(r, next(L for L in r.layers if L.module == "b2.0")))
+    console.print(render_layer(r, next(L for L in r.layers if L.module == "b1.0")))
+    text = console.export_text()
+    assert "int8 budget" in text and "own loss" in text and "dB" in text
+    assert text.count("OVER BUDGET") == 1 and "within budget" in text
