@@ -70,7 +70,15 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     check_output(args.out, "--out", input_files(config))
-    engine, run, result, exp = _explained(config)
+    from drifttui.core.pipeline import Pipeline
+
+    engine = Pipeline()
+    run = engine.run(config, progress=_progress_printer(sys.stderr.isatty()))
+    kept = _repair_keep_list(args, config, engine, run)
+    if kept is not None:
+        return kept
+    explained = engine.explain(run.result)
+    result, exp = explained.result, explained.explanation
     if result.drift_origin is None:
         _say(f"nothing to repair: no drift origin (verdict {result.verdict}); no file written")
         return EXIT_OK if result.verdict == "ok" else EXIT_DRIFT
@@ -97,3 +105,41 @@ def cmd_repair(args: argparse.Namespace) -> int:
     _say(f"{'top-1 agreement':24}{fmt(b_top):>12}{fmt(a_top):>12}")
     _say(f"check on the repaired copy: {after.verdict}; wrote {args.out}")
     return EXIT_DRIFT if after.verdict == "drift" else EXIT_OK
+
+
+def _repair_keep_list(args: argparse.Namespace, config: Any, engine: Any, run: Any) -> Optional[int]:
+    """An over-budget reduced-precision file: the verified keep-in-float32 list (explain/causes/keep_list.py),
+    applied to a copy, checked again and printed in the converters' forms; None: not that case."""
+    from drifttui.core.capture.shares import torch_tensors
+    from drifttui.core.explain.causes.keep_list import search
+    from drifttui.report.outputs import write_atomic_bytes
+
+    result = run.result
+    if result.precision is None or result.precision.verdict != "over budget":
+        return None
+    found = search(run.prepared, result, lambda m: engine.recheck(config, m), torch_tensors(run.prepared.model))
+    if found.genuine:
+        print(f"over the {result.precision.format} precision budget at {', '.join(found.genuine)}, but keeping "
+              "it in float32 does not remove the error (share of the output error ~0): a genuine drift, not "
+              "the precision; looking for its verified patches")
+        return None
+    if not found.verified or found.model is None:
+        print(f"no keep-in-float32 list brings the file within its {result.precision.format} budget "
+              f"({found.checks} whole-model checks, up to {len(found.layers)} layer(s) kept); no file written")
+        return EXIT_DRIFT
+    write_atomic_bytes(args.out, found.model.SerializeToString(), "--out")
+    b_abs, b_top = _out_metrics(result)
+    a_abs, a_top = _out_metrics(found.after)
+    fmt = lambda v: "-" if v is None else f"{v:.4g}"  # noqa: E731
+    print(f"over the {result.precision.format} precision budget; keeping {len(found.layers)} layer(s) in float32 "
+          f"brings it within (verified: the copy checked end to end, {found.checks} check(s)): "
+          + ", ".join(found.layers))
+    print(f"keep in float32 (nodes of your float model): {', '.join(found.nodes)}")
+    for tool, arg in found.forms.items():
+        print(f"  {tool}: {arg}")
+    print(f"{'':24}{'before':>12}{'after':>12}")
+    print(f"{'output max |d|':24}{fmt(b_abs):>12}{fmt(a_abs):>12}")
+    print(f"{'top-1 agreement':24}{fmt(b_top):>12}{fmt(a_top):>12}")
+    print(f"check on the patched copy: {found.after.precision.verdict if found.after.precision else found.after.verdict}"
+          f"; wrote {args.out}")
+    return EXIT_OK

@@ -90,6 +90,16 @@ class Stats:
         return self.n_out / self.n if self.n else 0.0
 
     @property
+    def sqnr_db(self) -> float:
+        """Signal-to-noise ratio of the comparison in dB, 10 log10(sum t^2 / sum d^2), as
+        onnxruntime's qdq_loss_debug computes it (inf: identical)."""
+        if self.sum_sq <= 0:
+            return math.inf
+        if self.norm_t <= 0:
+            return -math.inf
+        return 10.0 * math.log10(self.norm_t / self.sum_sq)
+
+    @property
     def spread(self) -> float:
         """Fraction of elements carrying the error: |d| >= max|d| / 2 (near 0: a few elements)."""
         return self.n_spread / self.n if self.n else 0.0
@@ -247,6 +257,7 @@ class Aggregate:
     rmse: list[float] = field(default_factory=list)
     cosine: list[float] = field(default_factory=list)
     spread: list[float] = field(default_factory=list)
+    sqnr: list[float] = field(default_factory=list)     # 10 log10(sum t^2 / sum d^2) per sample (dB)
     # per sample: (max |d|, max |torch|) of each compared output, and whether NaN/Inf or the shape
     # mismatched: exactly what the tolerance rule needs
     bounds: list[tuple[tuple[float, float, float], ...]] = field(default_factory=list)
@@ -267,6 +278,7 @@ class Aggregate:
         self.rmse.append(s.rmse)
         self.cosine.append(s.cosine)
         self.spread.append(s.spread)
+        self.sqnr.append(s.sqnr_db)
         self.bounds.append(s.bounds())
         self.mismatch.append(s.nan_mismatch > 0 or s.shape_mismatch)
         self.nan_mismatch += s.nan_mismatch

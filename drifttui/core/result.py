@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Optional, get_args, get_origin, get_type_hints
 
+from drifttui.core.result_precision import LayerBudget, Precision
+
 SCHEMA_VERSION = 1
 
 # Layer statuses, in the words of the report.
@@ -134,6 +136,7 @@ class Layer:
     # per metric column (FAIL_COLUMNS), whether it fails the tolerance: written only by the
     # engine's decide stage; the TUI and the reports render it and never re-derive it
     fails: dict[str, bool] = field(default_factory=dict)
+    budget: Optional[LayerBudget] = None   # reduced-precision files only
 
 
 @dataclass(frozen=True)
@@ -309,6 +312,7 @@ class Result:
     steps: list[Step] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)   # ranked: the headline cause first
     observer: Optional[ObserverCheck] = None   # the observer-effect check on sample 0 (None: old report)
+    precision: Optional[Precision] = None      # the deployed file's precision (None: old report)
 
     @property
     def headline(self) -> Optional[Finding]:

@@ -99,10 +99,13 @@ def top1_text(o: Output) -> str:
 
 
 def verdict_title(result: Result) -> str:
+    p = result.precision
+    fmt = f"{p.format} " if p is not None and p.verdict else ""
     if result.verdict != "drift":
-        return "no drift"
+        return f"within the {fmt}precision budget" if fmt else "no drift"
     o = result.drift_origin
-    return f"drift at {layer_name(o.module, o.call)} ({o.cls})" if o is not None else "drift in the outputs"
+    what = f"over the {fmt}precision budget" if fmt else "drift"
+    return f"{what} at {layer_name(o.module, o.call)} ({o.cls})" if o is not None else f"{what} in the outputs"
 
 
 def run_label(result: Result) -> str:

@@ -39,6 +39,7 @@ def render(result: Result, context: int = 4, width: int = 80) -> Group:
                    plain(f"tolerance rule: {tol.rule}", style="dim")]
     if tol.dtype:
         parts.append(plain(f"  {tol.dtype}", style="dim"))
+    parts.extend(_precision(result))
     rows = _rows(result, context)
     if rows:
         parts.append(_layer_table(result, rows, width))
@@ -51,14 +52,32 @@ def render(result: Result, context: int = 4, width: int = 80) -> Group:
     return Group(*parts)
 
 
+def _precision(result: Result) -> list[Text]:
+    """The deployed file's precision, in every report; the budget rule when it is reduced."""
+    p = result.precision
+    if p is None:
+        return []
+    out = [plain(f"precision: {p.summary}", style="bold" if p.verdict else "dim")]
+    if p.verdict:
+        out[0].append(f" — {p.verdict}", style="bold green" if p.verdict == "within budget" else "bold red")
+        out.append(plain(f"  budget rule: {p.rule}", style="dim"))
+    return out
+
+
 def _headline(result: Result) -> Text:
     tol = result.tolerance
     head = Text()
+    budgeted = result.precision is not None and bool(result.precision.verdict)
     if result.verdict == "ok":
+        if budgeted:
+            head.append("WITHIN BUDGET", style="bold green")
+            head.append(f": every layer within its {result.precision.format} precision budget over "  # type: ignore[union-attr]
+                        f"{result.samples} sample(s)")
+            return head
         head.append("OK", style="bold green")
         head.append(f": no drift at atol={tol.atol:g}, rtol={tol.rtol:g} over {result.samples} sample(s)")
         return head
-    head.append("DRIFT", style="bold red")
+    head.append("OVER BUDGET" if budgeted else "DRIFT", style="bold red")
     o = result.drift_origin
     if o is None:
         head.append(": the model outputs differ, but no module could be named as the origin")
@@ -70,7 +89,23 @@ def _headline(result: Result) -> Text:
     return head
 
 
-_FIXED = {"#": 4, "class": 14, "onnx ops": 18, "status": 9, "max abs": 8, "max rel": 8, "own err": 8, "1-cos": 8}
+_FIXED = {"#": 4, "class": 14, "onnx ops": 18, "status": 9, "max abs": 8, "max rel": 8, "own err": 8, "1-cos": 8,
+          "own dB": 6, "share": 5}
+
+
+def db(x: Optional[float]) -> str:
+    if x is None:
+        return "-"
+    return "inf" if x == float("inf") else f"{x:.1f}"
+
+
+def budget_cells(L: Layer) -> list:
+    """Own loss in dB (red when over its budget) and the measured share of the output error."""
+    b = L.budget
+    if b is None or b.format == "float32":
+        return ["-", "-"]
+    share = "-" if b.share is None else f"{100 * b.share:.0f}%"
+    return [Text(db(b.own_loss_db), style="bold red" if b.over else ""), share]
 
 
 def _layer_table(result: Result, rows: list[Layer], width: int) -> Table:
@@ -81,6 +116,9 @@ def _layer_table(result: Result, rows: list[Layer], width: int) -> Table:
         cols += [("class", "left"), ("onnx ops", "left")]
     cols += [("status", "left"), ("max abs", "right"), ("max rel", "right"), ("own err", "right"),
              ("1-cos", "right")]
+    budgeted = result.precision is not None and bool(result.precision.verdict)
+    if budgeted:
+        cols += [("own dB", "right"), ("share", "right")]
     for col, just in cols:
         table.add_column(col, justify=just, no_wrap=True, overflow="ellipsis",  # type: ignore[arg-type]
                          min_width=_FIXED.get(col),
@@ -99,6 +137,8 @@ def _layer_table(result: Result, rows: list[Layer], width: int) -> Table:
                   fmt(m.max_abs.worst if m else None), fmt(m.max_rel.worst if m else None),
                   fmt(L.local.max_abs.worst if L.local else None),
                   fmt(max(0.0, 1 - m.cosine.worst) if m else None)]
+        if budgeted:
+            cells += budget_cells(L)
         table.add_row(*cells)
     return table
 

@@ -187,6 +187,26 @@ def _quick_line(result: Result, layer: Layer) -> Text:
     return line
 
 
+def budget_line(layer: Layer) -> Text:
+    """A reduced-precision layer: its budget, own loss in dB, measured share of the output error and
+    the engine's verdict (rendered, never re-derived)."""
+    b = layer.budget
+    assert b is not None
+    line = Text()
+    line.append(f"{b.format} ", style="bold")
+    line.append("budget ", style="dim")
+    line.append(f"{b.own_budget:.1e}")
+    if b.own_loss_db is not None:
+        line.append("  own loss ", style="dim")
+        line.append("inf dB" if b.own_loss_db == float("inf") else f"{b.own_loss_db:.1f} dB")
+    if b.share is not None:
+        line.append("  share of output error ", style="dim")
+        line.append(f"{100 * b.share:.0f}%")
+    line.append("  ")
+    line.append("OVER BUDGET" if b.over else "within budget", style="bold #e8503a" if b.over else "#5fb36b")
+    return line
+
+
 def _findings(result: Result, layer: Layer) -> list[RenderableType]:
     findings = [f for f in result.findings if f.module == layer.module]
     if not findings:
@@ -271,6 +291,8 @@ def render_layer(result: Result, layer: Layer, full: bool = False,
     parts: list[RenderableType] = _head(result, layer, is_origin)
     if layer.metrics is not None:
         parts.append(_quick_line(result, layer))
+    if layer.budget is not None and layer.budget.format != "float32":
+        parts.append(budget_line(layer))
     if is_origin:
         parts.append(Text("drift origin: the first module whose own computation fails the tolerance",
                           style="#ff3d9a"))

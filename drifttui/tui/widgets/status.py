@@ -102,10 +102,14 @@ class StatusLine(Static):
         if r is None:
             text.append("no result yet", style="dim")
         elif r.verdict == "ok":
-            text.append(" OK ", style="bold black on #5fb36b")
-            text.append(f" no drift over {r.samples} samples")
+            budgeted = r.precision is not None and bool(r.precision.verdict)
+            text.append(" WITHIN BUDGET " if budgeted else " OK ", style="bold black on #5fb36b")
+            text.append(f" {r.precision.format} within its precision budget over {r.samples} samples" if budgeted  # type: ignore[union-attr]
+                        else f" no drift over {r.samples} samples")
         else:
-            text.append(" DRIFT ", style="bold white on #e8503a")
+            budgeted = r.precision is not None and bool(r.precision.verdict)
+            text.append(f" OVER BUDGET ({r.precision.format}) " if budgeted else " DRIFT ",  # type: ignore[union-attr]
+                        style="bold white on #e8503a")
             if r.drift_origin is not None:
                 o = r.drift_origin
                 text.append(" ◆ ", style="#ff3d9a")
