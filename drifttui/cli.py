@@ -68,6 +68,7 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
         json_report.check_writable(args.json, input_files(config) + ([args.baseline] if args.baseline else []))
     ci = CiRun.prepare(args, input_files(config), "diagnose" if diagnose else "check")
     from drifttui.core.pipeline import run_once
+    from drifttui.report.console import report_console
     from drifttui.report.text import print_report
 
     with ci.errors_reported():     # a run that fails (exit 2/3) still leaves its --junit/--markdown
@@ -83,35 +84,36 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
             from drifttui.core.diagnosis.context import context_for
 
             result = result.with_(findings=list(run_checks(context_for(result, run))))
+    decision = ci.decide(result)
     if args.json == "-":
         json_report.write(result, "-")
-    else:
-        if diagnose:
-            from drifttui.report.steps_text import print_steps
+        return ci.finish(result, stdout_is_report=True, decision=decision)
+    console = report_console()
+    print_report(result, console, decision=decision, gate=ci.gate)
+    if diagnose:
+        from drifttui.report.steps_text import print_steps
 
-            print_report(result)
-            print_steps(result)
-        else:
-            print_report(result)
-        if args.json:
-            json_report.write(result, args.json)
-    return ci.finish(result, stdout_is_report=args.json == "-")
+        print_steps(result, console)
+    if args.json:
+        json_report.write(result, args.json)
+    return ci.finish(result, decision=decision, report_printed=True)
 
 
 def cmd_examples(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    """The static catalogue: no torch import (drifttui.examples.catalogue)."""
     from rich.table import Table
 
-    from drifttui.examples import EXAMPLES
+    from drifttui.examples.catalogue import CATALOGUE
+    from drifttui.report.console import report_console
 
     t = Table(box=None, header_style="bold")
-    t.add_column("name")
-    t.add_column("expected origin")
-    t.add_column("cause")
+    t.add_column("name", no_wrap=True)
+    t.add_column("expected origin", no_wrap=True)
+    t.add_column("cause", no_wrap=True)
     t.add_column("description")
-    for e in EXAMPLES.values():
+    for e in CATALOGUE.values():
         t.add_row(e.name, e.expected_origin or "- (clean)", e.cause or "-", e.description)
-    Console().print(t)
+    report_console().print(t)
     return EXIT_OK
 
 

@@ -30,6 +30,16 @@ def origin_layer(result: Result) -> Optional[Layer]:
     return result.layers[o.layer]
 
 
+def own_op_types(layer: Optional[Layer], fallback: Optional[list[str]] = None) -> list[str]:
+    """The op types of the nodes the layer owns itself (not its children's), in graph order;
+    ``fallback`` (e.g. the origin's op types) when the layer owns no node or is unknown.  A
+    layer whose own nodes are more than the details kept ends with "…"."""
+    if layer is None or not layer.nodes:
+        return list(fallback or [])
+    ops = list(dict.fromkeys(n.op_type for n in layer.nodes))
+    return ops + (["…"] if len(layer.onnx_nodes) > len(layer.nodes) else [])
+
+
 def origin_name(result: Result) -> str:
     o = result.drift_origin
     return layer_name(o.module, o.call) if o is not None else "no module"
@@ -46,7 +56,7 @@ def origin_text(result: Result) -> str:
         return "the model outputs differ, but no module could be named as the origin"
     layer = origin_layer(result)
     nodes = layer.onnx_nodes[:3] if layer is not None else []
-    ops = ", ".join(o.op_types) or "no ONNX op"
+    ops = ", ".join(own_op_types(layer, o.op_types)) or "no ONNX op"
     where = f"ONNX {ops}" + (f" at {', '.join(nodes)}" if nodes else "")
     return (f"{layer_name(o.module, o.call)} ({o.cls}; {where}): max |d| {fmt(o.max_abs)}, "
             f"max rel {fmt(o.max_rel)}, own error {fmt(o.local_max_abs)} (worst sample {o.worst_sample})")

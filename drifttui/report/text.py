@@ -4,10 +4,15 @@ from __future__ import annotations
 from typing import Optional
 
 from rich.console import Console, Group
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from drifttui.core.result import DRIFT, INHERITED, Layer, Result
+from drifttui.core.tolerance import K_EPS
+from drifttui.report.console import report_console
+from drifttui.report.gate import Decision, Gate
+from drifttui.report.summary import layer_name, origin_layer, own_op_types
 
 STATUS_STYLE = {"ok": "green", "drift": "bold red", "inherited": "yellow", "fused": "cyan",
                 "not_exported": "dim", "unmapped": "magenta", "unattributed": "bold yellow"}
@@ -28,13 +33,12 @@ def _name(L: Layer) -> str:
     return f"{base} (call {L.call + 1})" if L.call else base
 
 
-def render(result: Result, context: int = 4, width: int = 80) -> Group:
-    """The report's parts in print order: headline, the layers around the origin, outputs,
-    coverage, notes, environment."""
-    tol = result.tolerance
-    parts: list = [_headline(result), Text(f"tolerance rule: {tol.rule}", style="dim")]
-    if tol.dtype:
-        parts.append(Text(f"  {tol.dtype}", style="dim"))
+def render(result: Result, context: int = 4, width: int = 80, decision: Optional[Decision] = None,
+           gate: Optional[Gate] = None) -> Group:
+    """The report's parts in print order: headline (with the CI gate's outcome when ``decision``
+    is given), the tolerance rule in one line, the layers around the origin, outputs, coverage,
+    notes, environment."""
+    parts: list = [*_headline(result, decision, gate), _tolerance_line(result)]
     rows = _rows(result, context)
     if rows:
         parts.append(_layer_table(result, rows, width))
@@ -47,23 +51,75 @@ def render(result: Result, context: int = 4, width: int = 80) -> Group:
     return Group(*parts)
 
 
-def _headline(result: Result) -> Text:
+LOW_PRECISION = ("float16", "bfloat16")
+
+
+def indented(text: Text, indent: int = 2) -> Padding:
+    """``text`` with its wrapped continuation lines at the same indent (never at column 0)."""
+    return Padding(text, (0, 0, 0, indent), expand=False)
+
+
+def _tolerance_line(result: Result) -> Text:
+    """The rule in one line (the whole of it: `drifttui check --help`, docs/cli.md); the
+    float16 / bfloat16 floor only when the model holds such values."""
+    low = any(d in LOW_PRECISION for L in result.layers
+              for d in [i.dtype for i in L.initializers] + [p.dtype.replace("torch.", "") for p in L.params])
+    if low and result.tolerance.dtype:
+        return Text(f"rule: |torch-onnx| <= atol + rtol*scale (scale: layer max |torch|; float16/bfloat16: "
+                    f"rtol >= {K_EPS} eps; see --help)", style="dim")
+    return Text("rule: |torch-onnx| <= atol + rtol*scale, scale = layer max |torch| (see --help)", style="dim")
+
+
+def _headline(result: Result, decision: Optional[Decision] = None, gate: Optional[Gate] = None) -> list:
+    """The first lines: the verdict, and when a gate decided, whether it fails, why, and the fix
+    of the finding that fails it (a gate that fails without a drift must not start with OK)."""
     tol = result.tolerance
+    clean = f"no drift at atol={tol.atol:g}, rtol={tol.rtol:g} over {result.samples} sample(s)"
+    failures = [r for r in (decision.failures if decision else []) if not r.startswith("drift: ")]
     head = Text()
+    if result.verdict != "drift" and decision is not None and failures:
+        head.append("GATE FAILED", style="bold red")
+        head.append(f" (exit {decision.exit_code}): {failures[0]}")
+        why = f"; --fail-on {gate.fail_on} fails on the finding" if gate and decision.findings else ""
+        return [head, *_fixes(decision), indented(Text(f"{clean}: the outputs agree{why}", style="dim")),
+                *_gate_detail(failures[1:], decision, gate)]
     if result.verdict == "ok":
         head.append("OK", style="bold green")
-        head.append(f": no drift at atol={tol.atol:g}, rtol={tol.rtol:g} over {result.samples} sample(s)")
-        return head
+        head.append(f": {clean}")
+        return [head, *(_gate_detail([], decision, gate) if decision is not None else [])]
     head.append("DRIFT", style="bold red")
     o = result.drift_origin
     if o is None:
         head.append(": the model outputs differ, but no module could be named as the origin")
-        return head
-    head.append(f": origin {o.module or '(root)'} ({o.cls}")
-    head.append(f", ONNX {', '.join(o.op_types) or '-'}) ")
-    head.append(f"max_abs={fmt(o.max_abs)} max_rel={fmt(o.max_rel)} own={fmt(o.local_max_abs)} "
-                f"(worst sample {o.worst_sample})")
-    return head
+    else:
+        ops = ", ".join(own_op_types(origin_layer(result), o.op_types)) or "-"
+        head.append(f": origin {layer_name(o.module, o.call)} ({o.cls}, ONNX {ops}) ")
+        head.append(f"max_abs={fmt(o.max_abs)} max_rel={fmt(o.max_rel)} own={fmt(o.local_max_abs)} "
+                    f"(worst sample {o.worst_sample})")
+    lines: list = [head]
+    if decision is not None:
+        lines += _gate_detail(failures, decision, gate) + _fixes(decision)
+        if decision.passed:
+            why = "known drift, carried by the baseline" if decision.tolerated else f"--fail-on {gate.fail_on if gate else '?'}"
+            lines.append(indented(Text(f"gate passes (exit 0): {why}", style="yellow")))
+    return lines
+
+
+def _fixes(decision: Decision) -> list:
+    """The fix of each error finding that fails the gate."""
+    return [indented(Text(f"fix ({f.check}{f' at {f.module}' if f.module else ''}): {f.fix}", style="cyan"))
+            for f in decision.findings[:3] if f.fix]
+
+
+def _gate_detail(failures: list[str], decision: Decision, gate: Optional[Gate]) -> list:
+    """One line per further reason the gate fails and, with a baseline, what changed."""
+    lines = [indented(Text(f"gate fails: {r}", style="red")) for r in failures]
+    if gate is not None and gate.baseline is not None:
+        changes = [c for c in decision.changes if c not in decision.failures]
+        lines += [indented(Text(f"baseline: {c}", style="dim")) for c in changes]
+        if not decision.changes:
+            lines.append(indented(Text("baseline: nothing changed", style="dim")))
+    return lines
 
 
 _FIXED = {"#": 4, "class": 14, "onnx ops": 18, "status": 9, "max abs": 8, "max rel": 8, "own err": 8, "1-cos": 8}
@@ -135,9 +191,10 @@ def _rows(result: Result, context: int) -> list[Layer]:
     return rows
 
 
-def print_report(result: Result, console: Optional[Console] = None) -> None:
-    console = console or Console()
-    console.print(render(result, width=console.width))
+def print_report(result: Result, console: Optional[Console] = None, decision: Optional[Decision] = None,
+                 gate: Optional[Gate] = None) -> None:
+    console = console or report_console()
+    console.print(render(result, width=console.width, decision=decision, gate=gate))
 
 
 __all__ = ["render", "print_report", "INHERITED"]

@@ -1,0 +1,153 @@
+"""What `drifttui check` / `diagnose` / `examples` print (issue 23 items 12, 13, 15): the origin's
+own op types, "(root)" for the root, the tolerance rule in one line, nothing cut with "…" in a
+wide terminal, no wrapping when piped, wrapped lines indented, and `examples` without torch."""
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from drifttui.cli import main
+from drifttui.report import json_report
+from drifttui.report.steps_text import print_steps
+from drifttui.report.summary import origin_text
+from drifttui.report.text import print_report
+from tests.engine import own_ops
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
+
+
+@pytest.fixture(scope="module")
+def own_onnx(tmp_path_factory):
+    """The two own-op models exported once, every Resize turned 'asymmetric'."""
+    from drifttui.core.export import export_model
+
+    paths = {}
+    for name in ("up", "root"):
+        folder = tmp_path_factory.mktemp(name)
+        path = export_model(getattr(own_ops, f"build_{name}")(), (own_ops.inputs(),), {}, "dynamo", folder)
+        own_ops.asymmetric(str(path))
+        paths[name] = str(path)
+    return paths
+
+
+def _args(own_onnx, name, command="check", *extra):
+    return [command, f"{HERE / 'own_ops.py'}:build_{name}", "--inputs", f"{HERE / 'own_ops.py'}:inputs",
+            "--onnx", own_onnx[name], "--samples", "2", *extra]
+
+
+def test_the_origin_line_lists_the_origins_own_op_types(own_onnx, capsys, tmp_path):
+    out = tmp_path / "r.json"
+    assert main(_args(own_onnx, "up", "check", "--json", str(out))) == 1
+    head = capsys.readouterr().out.splitlines()[0]
+    # `up` resizes, concatenates and applies a ReLU itself; the Conv is its child's
+    assert head.startswith("DRIFT: origin up (Up, ONNX Resize, Concat, Relu) "), head
+    result = json_report.read(str(out))
+    assert "ONNX Resize, Concat, Relu at" in origin_text(result)       # JUnit, Markdown, annotations
+
+
+def test_a_root_origin_is_named_root_with_its_own_op_types(own_onnx, capsys, tmp_path):
+    out = tmp_path / "r.json"
+    assert main(_args(own_onnx, "root", "diagnose", "--json", str(out))) == 1
+    text = capsys.readouterr().out
+    assert text.splitlines()[0].startswith("DRIFT: origin (root) (RootResize, ONNX Resize) "), text.splitlines()[0]
+    steps = text[text.index("Debugging steps"):]
+    assert "tol 0.001: (root) max_abs=" in steps and "(no origin)" not in steps
+    assert "module=(root)" in steps and "module=," not in steps
+    assert "random_origin: (root)" in steps
+    assert "interpolation (root) [node_upsample_bilinear2d]: Resize" in steps       # the finding's place
+    assert not any(line.rstrip().endswith(":") for line in steps.splitlines() if line.startswith("      "))
+
+
+@pytest.fixture(scope="module")
+def diagnosed(tmp_path_factory):
+    """`diagnose --example unet-resize` piped (not a tty, no $COLUMNS): its stdout and its JSON."""
+    out = tmp_path_factory.mktemp("diag") / "r.json"
+    mp = pytest.MonkeyPatch()
+    mp.delenv("COLUMNS", raising=False)
+    buf = io.StringIO()
+    old = sys.stdout
+    sys.stdout = buf
+    try:
+        code = main(["diagnose", "--example", "unet-resize", "--samples", "2", "--json", str(out)])
+    finally:
+        sys.stdout = old
+        mp.undo()
+    assert code == 1
+    return buf.getvalue(), json_report.read(str(out))
+
+
+def _render(result, width):
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=True, color_system=None)
+    print_report(result, console)
+    print_steps(result, console)
+    return buf.getvalue()
+
+
+def test_piped_output_is_not_wrapped(diagnosed):
+    text, result = diagnosed
+    fix = next(f.fix for f in result.findings if f.check == "interpolation")
+    assert len(fix) > 80
+    assert any(line.strip() == f"fix: {fix}" for line in text.splitlines())     # one line, whole
+    assert "…" not in text
+
+
+def test_the_tolerance_rule_is_one_line(diagnosed):
+    text, _ = diagnosed
+    lines = text.splitlines()
+    assert lines[1].startswith("rule: |torch-onnx| <= atol + rtol*scale") and "--help" in lines[1]
+    assert not any("rtol_eff" in line or "float16" in line for line in lines[:4])   # a float32 model
+
+
+def test_nothing_is_cut_at_160_columns_and_wrapped_lines_stay_indented(diagnosed):
+    _, result = diagnosed
+    for width in (160, 80):
+        text = _render(result, width)
+        assert "…" not in text, width
+        lines = text.splitlines()
+        assert max(len(line.rstrip()) for line in lines) <= width
+        steps = lines[next(k for k, line in enumerate(lines) if line.startswith("Debugging steps")):]
+        flush_left = [line for line in steps if line and not line.startswith(" ")]
+        assert flush_left == ["Debugging steps", "Findings"], (width, flush_left)
+
+
+def test_the_tolerance_rule_names_the_low_precision_floor_only_when_the_model_has_such_values(diagnosed):
+    import dataclasses
+
+    from drifttui.core.result import InitializerInfo
+
+    _, result = diagnosed
+    half = InitializerInfo("w", "float16", [4], 0.0, 1.0, 0.5, 0.1)
+    layers = [dataclasses.replace(result.layers[0], initializers=[half])] + list(result.layers[1:])
+    rule = _render(result.with_(layers=layers), 200).splitlines()[1]
+    assert "float16/bfloat16: rtol >= 4 eps" in rule
+
+
+def test_examples_prints_the_table_without_importing_torch():
+    code = ("import sys; from drifttui.cli import main; rc = main(['examples']); "
+            "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert run.returncode == 0, run.stderr
+    from drifttui.examples import EXAMPLES
+
+    for e in EXAMPLES.values():
+        line = next(line for line in run.stdout.splitlines() if line.split()[:1] == [e.name])
+        assert (e.expected_origin or "- (clean)") in line and (e.cause or "-") in line
+        assert e.description in run.stdout            # piped: one line per example, not wrapped
+
+
+def test_the_catalogue_and_the_runnable_examples_agree():
+    from drifttui.examples import CATALOGUE, EXAMPLES
+
+    assert list(CATALOGUE) == list(EXAMPLES)
+    for name, info in CATALOGUE.items():
+        e = EXAMPLES[name]
+        assert (e.description, e.expected_origin, e.cause) == (info.description, info.expected_origin, info.cause)
