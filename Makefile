@@ -7,7 +7,7 @@ PIP    := $(PY) -m pip
 # (or a CUDA wheel index) — see README "Installing torch".
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: demo test test-faults test-models install install-dev install-models bench screenshots fixtures tui-check lint clean
+.PHONY: demo test test-faults test-models test-deploy install install-dev install-models install-deploy bench screenshots fixtures tui-check lint clean
 
 # Each step says what it does before it starts: the whole install takes a minute or more, and pip
 # runs --quiet, so without these lines `make demo` / `make test` would sit silent.
@@ -30,11 +30,13 @@ $(VENV)/.installed: pyproject.toml
 # ~9 s more when torch._dynamo is imported). A file that does not compile is simply compiled at
 # import, so compileall's status is ignored.
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(STEP)"[dev 1/3] installing the test tools (pytest, pytest-xdist, syrupy, import-linter, ...)"
+	$(STEP)"[dev 1/4] installing the test tools (pytest, pytest-xdist, syrupy, import-linter, ...)"
 	@$(PIP) install --quiet -e ".[dev]"
-	$(STEP)"[dev 2/3] installing the real-architecture suite's libraries (transformers, timm)"
+	$(STEP)"[dev 2/4] installing the real-architecture suite's libraries (transformers, timm)"
 	@$(MAKE) --no-print-directory install-models
-	$(STEP)"[dev 3/3] compiling the installed packages' bytecode once (about a minute)"
+	$(STEP)"[dev 3/4] installing the deployment tools (onnxsim, onnxslim, float16 converters, diffusers)"
+	@$(MAKE) --no-print-directory install-deploy
+	$(STEP)"[dev 4/4] compiling the installed packages' bytecode once (about a minute)"
 	-@$(PY) -m compileall -q -j 0 $(VENV)/lib > /dev/null 2>&1
 	@touch $@
 
@@ -47,6 +49,13 @@ install-models: $(VENV)/.installed
 	@$(PIP) install --quiet -c $(VENV)/torch-constraint.txt -e ".[models]"
 	$(STEP)"installing timm without its dependencies (no torchvision)"
 	@$(PIP) install --quiet --no-deps timm==1.0.31
+
+# the deployment tools (tests/deploy): simplifiers, float16 converters, diffusers, constrained to the
+# installed torch like the models extra
+install-deploy: $(VENV)/.installed
+	@$(PY) -c "import torch; print('torch==' + torch.__version__.split('+')[0])" > $(VENV)/torch-constraint.txt
+	$(STEP)"installing the deployment tools (torch pinned by $(VENV)/torch-constraint.txt)"
+	@$(PIP) install --quiet -c $(VENV)/torch-constraint.txt -e ".[deploy]"
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
@@ -70,6 +79,10 @@ test-models: $(VENV)/.installed-dev
 	DRIFTTUI_ARCH_TABLE=.pytest_cache/arch-table.md $(PY) -m pytest -q -p no:xdist -m models tests/archs
 	@echo "| model | exporter | calls | mapped | fused | not exported | unmapped | time |"
 	@cat .pytest_cache/arch-table.md
+
+# the long tail of tests/deploy (every deployment tool, both exporters, clean and drifted files)
+test-deploy: $(VENV)/.installed-dev
+	$(PY) -m pytest -q -p no:xdist -m deploy tests/deploy
 
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/run_all.py

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from drifttui.core.result import DRIFT, INHERITED, Layer, Result
+from drifttui.core.dtypes import LOW_PRECISION
 from drifttui.core.tolerance import K_EPS
 from drifttui.report.console import report_console
 from drifttui.report.gate import Decision, Gate
@@ -51,9 +52,6 @@ def render(result: Result, context: int = 4, width: int = 80, decision: Optional
     return Group(*parts)
 
 
-LOW_PRECISION = ("float16", "bfloat16")
-
-
 def indented(text: Text, indent: int = 2) -> Padding:
     """``text`` with its wrapped continuation lines at the same indent (never at column 0)."""
     return Padding(text, (0, 0, 0, indent), expand=False)
@@ -65,7 +63,7 @@ def _tolerance_line(result: Result) -> Text:
     low = any(d in LOW_PRECISION for L in result.layers
               for d in [i.dtype for i in L.initializers] + [p.dtype.replace("torch.", "") for p in L.params])
     if low and result.tolerance.dtype:
-        return Text(f"rule: |torch-onnx| <= atol + rtol*scale (scale: layer max |torch|; float16/bfloat16: "
+        return Text(f"rule: |torch-onnx| <= atol + rtol*scale (scale: layer max |torch|; {'/'.join(LOW_PRECISION)}: "
                     f"rtol >= {K_EPS} eps; see --help)", style="dim")
     return Text("rule: |torch-onnx| <= atol + rtol*scale, scale = layer max |torch| (see --help)", style="dim")
 

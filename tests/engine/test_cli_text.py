@@ -26,7 +26,7 @@ ROOT = HERE.parents[1]
 @pytest.fixture(scope="module")
 def own_onnx(tmp_path_factory):
     """The two own-op models exported once, every Resize turned 'asymmetric'."""
-    from drifttui.core.export import export_model
+    from drifttui.core.model.export import export_model
 
     paths = {}
     for name in ("up", "root"):
