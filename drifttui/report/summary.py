@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from drifttui.core.result import UNATTRIBUTED, Finding, Layer, Output, Result
+from drifttui.core.result import UNATTRIBUTED, Finding, Layer, Output, Result, own_op_types
 
 
 def fmt(x: Optional[float]) -> str:
@@ -28,16 +28,6 @@ def origin_layer(result: Result) -> Optional[Layer]:
     if o is None or not (0 <= o.layer < len(result.layers)):
         return None
     return result.layers[o.layer]
-
-
-def own_op_types(layer: Optional[Layer], fallback: Optional[list[str]] = None) -> list[str]:
-    """The op types of the nodes the layer owns itself (not its children's), in graph order;
-    ``fallback`` (e.g. the origin's op types) when the layer owns no node or is unknown.  A
-    layer whose own nodes are more than the details kept ends with "…"."""
-    if layer is None or not layer.nodes:
-        return list(fallback or [])
-    ops = list(dict.fromkeys(n.op_type for n in layer.nodes))
-    return ops + (["…"] if len(layer.onnx_nodes) > len(layer.nodes) else [])
 
 
 def origin_name(result: Result) -> str:

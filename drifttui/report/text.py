@@ -8,12 +8,12 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from drifttui.core.result import DRIFT, INHERITED, Layer, Result
+from drifttui.core.result import DRIFT, INHERITED, Layer, Result, own_op_types
 from drifttui.core.dtypes import LOW_PRECISION
 from drifttui.core.tolerance import K_EPS
 from drifttui.report.console import report_console
 from drifttui.report.gate import Decision, Gate
-from drifttui.report.summary import layer_name, origin_layer, own_op_types
+from drifttui.report.summary import layer_name, origin_layer
 
 STATUS_STYLE = {"ok": "green", "drift": "bold red", "inherited": "yellow", "fused": "cyan",
                 "not_exported": "dim", "unmapped": "magenta", "unattributed": "bold yellow"}

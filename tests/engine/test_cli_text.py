@@ -25,14 +25,14 @@ ROOT = HERE.parents[1]
 
 @pytest.fixture(scope="module")
 def own_onnx(tmp_path_factory):
-    """The two own-op models exported once, every Resize turned 'asymmetric'."""
+    """The own-op models exported once: every Resize turned 'asymmetric', the root's scale 1.6."""
     from drifttui.core.model.export import export_model
 
     paths = {}
-    for name in ("up", "root"):
+    for name, edit in (("up", own_ops.asymmetric), ("root", own_ops.asymmetric), ("root_scale", own_ops.scale_constant)):
         folder = tmp_path_factory.mktemp(name)
         path = export_model(getattr(own_ops, f"build_{name}")(), (own_ops.inputs(),), {}, "dynamo", folder)
-        own_ops.asymmetric(str(path))
+        edit(str(path))
         paths[name] = str(path)
     return paths
 
@@ -52,17 +52,31 @@ def test_the_origin_line_lists_the_origins_own_op_types(own_onnx, capsys, tmp_pa
     assert "ONNX Resize, Concat, Relu at" in origin_text(result)       # JUnit, Markdown, annotations
 
 
-def test_a_root_origin_is_named_root_with_its_own_op_types(own_onnx, capsys, tmp_path):
-    out = tmp_path / "r.json"
-    assert main(_args(own_onnx, "root", "diagnose", "--json", str(out))) == 1
+def test_a_root_origin_is_named_root_with_its_own_op_types(own_onnx, capsys):
+    assert main(_args(own_onnx, "root")) == 1
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head.startswith("DRIFT: origin (root) (RootResize, ONNX Resize) "), head     # not the graph's Conv
+
+
+def test_the_step_texts_name_the_root(own_onnx, capsys):
+    assert main(_args(own_onnx, "root_scale", "diagnose")) == 1
     text = capsys.readouterr().out
-    assert text.splitlines()[0].startswith("DRIFT: origin (root) (RootResize, ONNX Resize) "), text.splitlines()[0]
     steps = text[text.index("Debugging steps"):]
+    assert "the drift reproduces on zero inputs at (root) (the same origin" in steps          # step 2
+    assert "\n    (root) (Mul) " in steps                                                      # step 3: own ops
+    assert "the origin (root) is stable across tolerances" in steps                           # step 4
     assert "tol 0.001: (root) max_abs=" in steps and "(no origin)" not in steps
-    assert "module=(root)" in steps and "module=," not in steps
-    assert "random_origin: (root)" in steps
-    assert "interpolation (root) [node_upsample_bilinear2d]: Resize" in steps       # the finding's place
-    assert not any(line.rstrip().endswith(":") for line in steps.splitlines() if line.startswith("      "))
+    assert "module=(root)" in steps and "module=," not in steps and "random_origin: (root)" in steps
+    assert " at  " not in steps and "\n     (" not in steps and "origin: module=\n" not in steps
+
+
+def test_a_finding_of_the_root_is_placed_at_root():
+    from drifttui.core.result import Finding
+    from drifttui.report.steps_text import render_findings
+
+    buf = io.StringIO()
+    Console(file=buf, width=200).print(render_findings([Finding("interpolation", "warning", "", ["n1"], "m", {}, "f")]))
+    assert "interpolation (root) [n1]: m" in buf.getvalue()
 
 
 @pytest.fixture(scope="module")
