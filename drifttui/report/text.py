@@ -91,10 +91,12 @@ def _headline(result: Result, decision: Optional[Decision] = None, gate: Optiona
         head.append(": the model outputs differ, but no module could be named as the origin")
     else:
         ops = ", ".join(own_op_types(origin_layer(result), o.op_types)) or "-"
-        head.append(f": origin {layer_name(o.module, o.call)} ({o.cls}, ONNX {ops}) ")
-        head.append(f"max_abs={fmt(o.max_abs)} max_rel={fmt(o.max_rel)} own={fmt(o.local_max_abs)} "
-                    f"(worst sample {o.worst_sample})")
+        head.append(f": origin {layer_name(o.module, o.call)} ({o.cls}, ONNX {ops})")
     lines: list = [head]
+    if o is not None:       # the numbers on a line of their own: the headline fits 80 columns
+        lines.append(indented(Text(f"max |d| {fmt(o.max_abs)}, max rel {fmt(o.max_rel)}, own error "
+                                   f"{fmt(o.local_max_abs)} (worst sample {o.worst_sample}), "
+                                   f"over {result.samples} sample(s)")))
     if decision is not None:
         lines += _gate_detail(failures, decision, gate) + _fixes(decision)
         if decision.passed:

@@ -27,7 +27,7 @@ def test_a_drift_the_gate_passes_says_so_under_the_headline(variants):
     run = run_cli(classifier_args(variants, "flip", "--fail-on", "never"))
     lines = run.out.splitlines()
     assert run.code == 0 and lines[0].startswith("DRIFT: origin fc2")
-    assert lines[1].strip() == "gate passes (exit 0): --fail-on never"
+    assert lines[2].strip() == "gate passes (exit 0): --fail-on never"
     assert run.err == ""
 
 

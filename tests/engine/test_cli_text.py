@@ -45,9 +45,10 @@ def _args(own_onnx, name, command="check", *extra):
 def test_the_origin_line_lists_the_origins_own_op_types(own_onnx, capsys, tmp_path):
     out = tmp_path / "r.json"
     assert main(_args(own_onnx, "up", "check", "--json", str(out))) == 1
-    head = capsys.readouterr().out.splitlines()[0]
+    head, numbers = capsys.readouterr().out.splitlines()[:2]
     # `up` resizes, concatenates and applies a ReLU itself; the Conv is its child's
-    assert head.startswith("DRIFT: origin up (Up, ONNX Resize, Concat, Relu) "), head
+    assert head == "DRIFT: origin up (Up, ONNX Resize, Concat, Relu)", head
+    assert numbers.startswith("  max |d| ") and "own error" in numbers and "over 2 sample(s)" in numbers
     result = json_report.read(str(out))
     assert "ONNX Resize, Concat, Relu at" in origin_text(result)       # JUnit, Markdown, annotations
 
@@ -55,7 +56,7 @@ def test_the_origin_line_lists_the_origins_own_op_types(own_onnx, capsys, tmp_pa
 def test_a_root_origin_is_named_root_with_its_own_op_types(own_onnx, capsys):
     assert main(_args(own_onnx, "root")) == 1
     head = capsys.readouterr().out.splitlines()[0]
-    assert head.startswith("DRIFT: origin (root) (RootResize, ONNX Resize) "), head     # not the graph's Conv
+    assert head == "DRIFT: origin (root) (RootResize, ONNX Resize)", head     # not the graph's Conv
 
 
 def test_the_step_texts_name_the_root(own_onnx, capsys):
@@ -116,7 +117,9 @@ def test_piped_output_is_not_wrapped(diagnosed):
 def test_the_tolerance_rule_is_one_line(diagnosed):
     text, _ = diagnosed
     lines = text.splitlines()
-    assert lines[1].startswith("rule: |torch-onnx| <= atol + rtol*scale") and "--help" in lines[1]
+    assert lines[2].startswith("rule: |torch-onnx| <= atol + rtol*scale") and "--help" in lines[2]
+    report = lines[:lines.index("Debugging steps")]
+    assert sum("rule" in line or "rtol" in line for line in report) == 1
     assert not any("rtol_eff" in line or "float16" in line for line in lines[:4])   # a float32 model
 
 
@@ -140,7 +143,7 @@ def test_the_tolerance_rule_names_the_low_precision_floor_only_when_the_model_ha
     _, result = diagnosed
     half = InitializerInfo("w", "float16", [4], 0.0, 1.0, 0.5, 0.1)
     layers = [dataclasses.replace(result.layers[0], initializers=[half])] + list(result.layers[1:])
-    rule = _render(result.with_(layers=layers), 200).splitlines()[1]
+    rule = _render(result.with_(layers=layers), 200).splitlines()[2]
     assert "float16/bfloat16: rtol >= 4 eps" in rule
 
 
