@@ -47,7 +47,7 @@ def render(result: Result, context: int = 4, width: int = 80, decision: Optional
     c = result.coverage
     parts.append(Text(f"coverage: {c.modules} module calls — {c.mapped} mapped, {c.fused} fused, "
                       f"{c.not_exported} not exported, {c.unmapped} unmapped", style="dim"))
-    parts.extend(Text(f"note: {note}", style="yellow") for note in result.notes)
+    parts.extend(hanging("note:", Text(note, style="yellow"), "yellow") for note in result.notes)
     parts.append(_environment(result))
     return Group(*parts)
 
@@ -55,6 +55,15 @@ def render(result: Result, context: int = 4, width: int = 80, decision: Optional
 def indented(text: Text, indent: int = 2) -> Padding:
     """``text`` with its wrapped continuation lines at the same indent (never at column 0)."""
     return Padding(text, (0, 0, 0, indent), expand=False)
+
+
+def hanging(label: str, text: Text, style: str = "") -> Table:
+    """``label text`` with the text's wrapped lines under its first word, not under the label."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, style=style)
+    grid.add_column()
+    grid.add_row(label, text)
+    return grid
 
 
 def _tolerance_line(result: Result) -> Text:
@@ -76,10 +85,8 @@ def _headline(result: Result, decision: Optional[Decision] = None, gate: Optiona
     failures = [r for r in (decision.failures if decision else []) if not r.startswith("drift: ")]
     head = Text()
     if result.verdict != "drift" and decision is not None and failures:
-        head.append("GATE FAILED", style="bold red")
-        head.append(f" (exit {decision.exit_code}): {failures[0]}")
         why = f"; --fail-on {gate.fail_on} fails on the finding" if gate and decision.findings else ""
-        return [head, *_fixes(decision), indented(Text(f"{clean}: the outputs agree{why}", style="dim")),
+        return [hanging("GATE FAILED", Text(f"(exit {decision.exit_code}): {failures[0]}"), "bold red"), *_fixes(decision), indented(Text(f"{clean}: the outputs agree{why}", style="dim")),
                 *_gate_detail(failures[1:], decision, gate)]
     if result.verdict == "ok":
         head.append("OK", style="bold green")

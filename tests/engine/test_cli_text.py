@@ -168,3 +168,11 @@ def test_the_catalogue_and_the_runnable_examples_agree():
     for name, info in CATALOGUE.items():
         e = EXAMPLES[name]
         assert (e.description, e.expected_origin, e.cause) == (info.description, info.expected_origin, info.cause)
+
+
+def test_help_carries_the_whole_rule_the_report_prints_in_one_line(capsys):
+    from drifttui.core.tolerance import K_EPS
+
+    assert main(["check", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "atol + rtol * scale" in text and f"rtol_eff = max(rtol, {K_EPS} * eps)" in text
