@@ -176,3 +176,15 @@ def test_help_carries_the_whole_rule_the_report_prints_in_one_line(capsys):
     assert main(["check", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "atol + rtol * scale" in text and f"rtol_eff = max(rtol, {K_EPS} * eps)" in text
+
+
+def test_repro_lines_wrap_at_word_boundaries_in_a_terminal_and_say_how_to_run_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    out = tmp_path / "case"
+    assert main(["repro", "--example", "unet-resize", "--samples", "2", "--out", str(out)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert all(len(line.rstrip()) <= 80 for line in lines), lines
+    text = " ".join(" ".join(lines).split())
+    assert f"wrote {out}: " in text and " ONNX node(s) of up1, with the PyTorch-side inputs" in text   # words whole
+    assert "the drift reproduces" in text and f"run it: the script in {out}/README.md" in text
+    assert "&& see" not in text
