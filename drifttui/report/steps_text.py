@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from rich.console import Console, Group
+from rich.table import Table
 from rich.text import Text
 
 from drifttui.core.result import Finding, Result, Step
@@ -117,16 +118,17 @@ def render_findings(findings: list[Finding]) -> Any:
             infos += 1
             if infos > MAX_INFO:
                 continue
+        label = Text(" ")
+        label.append(f"{f.severity.upper():<7}", style=SEVERITY_STYLE.get(f.severity, ""))
+        label.append(f" {f.check}", style="bold")
         line = Text()
-        line.append(f"{f.severity.upper():<8}", style=SEVERITY_STYLE.get(f.severity, ""))
-        line.append(f"{f.check:<14}", style="bold")
         where = layer_name(f.module) if f.module is not None else ""     # None: the graph; "": the root
         if f.onnx_nodes:
             where += f" [{', '.join(f.onnx_nodes[:MAX_ITEMS])}{', …' if len(f.onnx_nodes) > MAX_ITEMS else ''}]"
         if where:
             line.append(where.strip() + ": ", style="magenta")
         line.append(f.message)
-        parts.append(indented(line, 1))
+        parts.append(_finding_row(label, line))
         proof = verification_line(f)
         if proof:
             parts.append(indented(Text(proof, style="green" if f.verified else "yellow"), 4))
@@ -135,6 +137,15 @@ def render_findings(findings: list[Finding]) -> Any:
     if infos > MAX_INFO:
         parts.append(Text(f"  … {infos - MAX_INFO} more info finding(s) in the JSON report", style="dim"))
     return Group(*parts)
+
+
+def _finding_row(label: Text, line: Text) -> Table:
+    """``SEVERITY check  message``: the message wraps under itself, not under the label."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, min_width=22)
+    grid.add_column()
+    grid.add_row(label, line)
+    return grid
 
 
 def print_steps(result: Result, console: Optional[Console] = None) -> None:

@@ -102,8 +102,7 @@ def _headline(result: Result, decision: Optional[Decision] = None, gate: Optiona
     lines: list = [head]
     if o is not None:       # the numbers on a line of their own: the headline fits 80 columns
         lines.append(indented(Text(f"max |d| {fmt(o.max_abs)}, max rel {fmt(o.max_rel)}, own error "
-                                   f"{fmt(o.local_max_abs)} (worst sample {o.worst_sample}), "
-                                   f"over {result.samples} sample(s)")))
+                                   f"{fmt(o.local_max_abs)}; worst sample {o.worst_sample} of {result.samples}")))
     if decision is not None:
         lines += _gate_detail(failures, decision, gate) + _fixes(decision)
         if decision.passed:
