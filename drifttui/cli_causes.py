@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from drifttui.cli_common import EXIT_CODES_HELP, _add_run_options, _progress_printer, config_from_args, input_files
+from drifttui.core.result import display_name
 from drifttui.errors import EXIT_DRIFT, EXIT_OK
 
 
@@ -22,10 +23,8 @@ def _add_cause_commands(sub: Any) -> None:
 
 
 def _say(text: str) -> None:
-    """One line on stdout: the names in it (module, node, path) escaped for the terminal."""
-    from drifttui.report.escape import terminal
-
-    print(terminal(text))
+    """One line on stdout (see ``_sayer``)."""
+    _sayer()(text)
 
 
 def _explained(config: Any) -> tuple[Any, Any, Any, Any]:
@@ -46,16 +45,27 @@ def cmd_repro(args: argparse.Namespace) -> int:
     _, _, result, exp = _explained(config)
     if result.drift_origin is None or exp.case is None:
         why = "no drift origin" if result.drift_origin is None else "the origin's nodes could not be cut out"
-        _say(f"nothing to reproduce: {why} (verdict {result.verdict}); no folder written")
+        _sayer()(f"nothing to reproduce: {why} (verdict {result.verdict}); no folder written")
         return EXIT_OK if result.verdict == "ok" else EXIT_DRIFT
     ev = write_case(exp.case, args.out, exp.loc.note if exp.loc else "")
     s = summary(exp.case, ev, args.out)
-    _say(f"wrote {args.out}: {s['nodes']} node(s) of {s['module'] or '(root)'}, PyTorch-side inputs and outputs "
-          f"of sample {s['sample']}")
-    _say(f"onnxruntime on model.onnx differs from the torch outputs by {s['max_abs']:.4g}: "
-          + ("the drift reproduces" if s["reproduces"] else "within the tolerance (the drift does NOT reproduce alone)"))
-    _say(f"run it: cd {args.out} && see README.md (onnxruntime alone)")
+    say = _sayer()
+    say(f"wrote {args.out}: {s['nodes']} ONNX node(s) of {display_name(s['module'])}, with the PyTorch-side "
+        f"inputs and outputs of sample {s['sample']}")
+    say(f"ONNX Runtime on those nodes alone differs from the torch outputs by {s['max_abs']:.4g}: "
+        + ("the drift reproduces" if s["reproduces"] else "within the tolerance (the drift does NOT reproduce alone)"))
+    say(f"run it: the script in {args.out}/README.md (onnxruntime alone), or `onnx_test_runner {args.out}`")
     return EXIT_DRIFT if s["reproduces"] else EXIT_OK
+
+
+def _sayer() -> Callable[[str], None]:
+    """Lines to stdout through the report console: words wrap at a terminal's width (never
+    mid-word), nothing wraps when piped, and names are never read as markup."""
+    from drifttui.report.console import report_console
+    from drifttui.report.escape import plain
+
+    console = report_console()
+    return lambda line: console.print(plain(line))      # names escaped for the terminal
 
 
 def _out_metrics(result: Any) -> tuple[float, Optional[float]]:
@@ -89,14 +99,14 @@ def cmd_repair(args: argparse.Namespace) -> int:
         head = exp.findings[0] if exp.findings else None
         extra = f"; the fix: {head.fix}" if head is not None and head.fix else ""
         what = "a verified re-export" if fixed.not_applicable else "no verified ONNX-level patch"
-        _say(f"cannot repair the file: {what} for {result.drift_origin.module}{extra}; no file written")
+        _say(f"cannot repair the file: {what} for {display_name(result.drift_origin.module)}{extra}; no file written")
         return EXIT_DRIFT
     after = engine.recheck(config, fixed.model)
     write_atomic_bytes(args.out, fixed.model.SerializeToString(), "--out")
     b_abs, b_top = _out_metrics(result)
     a_abs, a_top = _out_metrics(after)
     fmt = lambda v: "-" if v is None else f"{v:.4g}"  # noqa: E731
-    _say(f"applied {len(fixed.applied)} patch(es): " + "; ".join(
+    _sayer()(f"applied {len(fixed.applied)} patch(es): " + "; ".join(
         f"{p['op']} {p.get('node') or p.get('name')}" + (f" {p['name']}={p['value']}" if p["op"] == "set_attribute" else "")
         for p in fixed.applied))
     _say(f"{'':24}{'before':>12}{'after':>12}")

@@ -22,6 +22,8 @@ TOLERANCE_HELP = """tolerance rule:
   value of that layer's output in that sample (relative to the layer's scale). A layer drifts when
   any element fails in any sample. Defaults atol=1e-4, rtol=1e-4 pass float32 noise between
   PyTorch and ONNX Runtime on real models (~1e-6 relative per layer).
+  float16 / bfloat16 values: rtol_eff = max(rtol, 4 * eps), eps = 2^-10 (float16), 2^-7 (bfloat16).
+  The report prints this rule in one line (`rule: ...`); docs/cli.md "Tolerance" has the details.
 """
 
 MODEL_HELP = ("path/to/file.py:fn or package.module:fn returning an nn.Module, a TorchScript file "

@@ -34,6 +34,16 @@ def display_name(module: str) -> str:
     return module or ROOT_NAME
 
 
+def own_op_types(layer: Optional["Layer"], fallback: Optional[list[str]] = None) -> list[str]:
+    """The op types of the ONNX nodes a layer owns itself (not its children's: ``Layer.op_types``
+    has those too), in graph order; ``fallback`` when the layer owns no node or is unknown.  A
+    layer with more own nodes than its details keep (MAX_NODES_PER_LAYER) ends with "…"."""
+    if layer is None or not layer.nodes:
+        return list(fallback or [])
+    ops = list(dict.fromkeys(n.op_type for n in layer.nodes))
+    return ops + (["…"] if len(layer.onnx_nodes) > len(layer.nodes) else [])
+
+
 # Heat/metric columns whose pass/fail the engine decides (Layer.fails keys).
 FAIL_COLUMNS = ("max_abs", "max_rel", "local", "cos")
 

@@ -28,7 +28,7 @@ from drifttui.core.explain.causes.candidates import graph_candidates
 from drifttui.core.explain.causes.reexport import try_reexport, variants
 from drifttui.core.explain.causes.weights import torch_tensors, weight_candidates
 from drifttui.core.explain.context import clean
-from drifttui.core.result import SEVERITY_ORDER, Finding
+from drifttui.core.result import SEVERITY_ORDER, Finding, display_name
 
 MAX_PATCHES = 200        # candidate patches tried per origin (each is one small ORT session)
 _OP_CLASS = {"Resize": "interpolation", "Upsample": "interpolation", "AveragePool": "padding", "Pad": "padding",
@@ -126,14 +126,14 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         exp = Explanation(None, None, [], rank(findings, o.module if o else None))
         ctx.cache[key] = exp
         return exp
-    ctx.say(f"causes: localising inside {case.module} and trying patches")
+    ctx.say(f"causes: localising inside {display_name(case.module)} and trying patches")
     loc = localise(case)
     trials: list[Trial] = []
     if loc.ort.fails:
         trials = verify(case, candidate_patches(ctx, case, findings), ctx.cancel)
         if reexport and not any(t.after.ok and not t.after.fails for t in trials):
             for exporter, why in variants(ctx):
-                ctx.say(f"causes: re-exporting {case.module} alone with {exporter}")
+                ctx.say(f"causes: re-exporting {display_name(case.module)} alone with {exporter}")
                 patch, ev = try_reexport(ctx, case, exporter, why)
                 if patch is not None:
                     trials.append(Trial(patch, ev))
@@ -205,7 +205,7 @@ def _unexplained(case: Case, loc: Localisation, trials: list[Trial]) -> Finding:
     ops = [n.op_type for n in case.model.graph.node]
     first = loc.first_node_op or next((op for op in ops if op in _OP_CLASS), None)
     check = _OP_CLASS.get(first or "", "op-compat")
-    msg = (f"{case.module} drifts on its own (local error {loc.ort.max_abs:.3g} over {len(ops)} node(s)) and no "
+    msg = (f"{display_name(case.module)} drifts on its own (local error {loc.ort.max_abs:.3g} over {len(ops)} node(s)) and no "
            f"patch among {len(trials)} tried removed it; {loc.note or 'the reference evaluator could not tell'}")
     ev = {"localisation": loc.note, "first_divergent_node": loc.first_node, "ops": ops[:20],
           "tried": [t.patch.spec for t in trials][:20],

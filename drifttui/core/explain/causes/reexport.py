@@ -18,6 +18,7 @@ from drifttui.core.explain.causes.case import Case, torch_values
 from drifttui.core.explain.causes.evaluate import Eval, error, run_ort
 from drifttui.core.explain.causes.patches import Patch
 from drifttui.core.model.export import export_model
+from drifttui.core.result import display_name
 from drifttui.core.runtime.torch_hooks import TensorStore, to_numpy
 from drifttui.errors import DriftTuiError
 
@@ -68,8 +69,8 @@ def try_reexport(ctx: Any, case: Case, exporter: str, why: str) -> tuple[Optiona
     opset = next((i.version for i in model.opset_import if i.domain in ("", "ai.onnx")), None)
     spec = {"op": "reexport", "module": case.module, "exporter": exporter, "opset": opset,
             "input_shapes": [list(t.shape) for t in ins]}
-    patch = Patch(spec, "versions" if ctx.cfg.onnx else "op-compat", f"{case.module} exported alone with {why} (opset {opset}) computes what torch "
-                  "computes", f"export with --exporter {exporter}" + (f" at opset {opset}" if opset else "")
+    patch = Patch(spec, "versions" if ctx.cfg.onnx else "op-compat",
+                  f"{display_name(case.module)} exported alone with {why} (opset {opset}) computes what torch computes", f"export with --exporter {exporter}" + (f" at opset {opset}" if opset else "")
                   + (" and dynamic shapes for the sizes that change at run time" if ctx.cfg.onnx else ""),
                   "export", module=case.module)
     return patch, ev
