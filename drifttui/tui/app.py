@@ -144,9 +144,7 @@ class DriftApp(ToolsMixin, App[int]):
         self.config = result.config
         self.table.set_result(result)
         bar = self.steps_bar
-        bar.shown_config = result.config
-        bar.notes = list(result.notes)
-        bar.adopt(result.steps, result.config)
+        bar.show_result(result)
         bar.refresh_view()
         self.status.set_state(result=result, config=result.config)
 
@@ -284,7 +282,7 @@ class DriftApp(ToolsMixin, App[int]):
             return
         bar.running.discard(message.number)
         if message.step is not None:
-            bar.set_step(message.step, message.result.config)
+            bar.set_step(message.step, message.result.config, message.result)
         else:
             bar.messages[message.number] = message.message
             if message.error:

@@ -1,8 +1,8 @@
 """The steps bar: the six debugging steps as tabs, and the shown step's verdict, summary and
 fix (``s`` opens its full result: drifttui.tui.step_view).
 
-Step results are kept across reruns with the configuration they ran on; a step whose
-configuration differs from the result on screen is marked stale, not dropped.
+Step results are kept across reruns with the configuration and the result they ran on; a
+step whose configuration or result differs from the one on screen is marked stale, not dropped.
 """
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from rich.text import Text
 from textual.widgets import Static
 
 from drifttui.core.progress import Progress
-from drifttui.core.result import Config, Step
+from drifttui.core.result import Config, Result, Step
+from drifttui.tui.staleness import ResultKey, result_diff, result_key
 from drifttui.tui.step_view import VERDICT_GLYPH, VERDICT_STYLE, config_diff
 
 SHORT = {1: "artifact", 2: "zero-input", 3: "onnx node", 4: "tolerance", 5: "determinism", 6: "custom"}
@@ -36,22 +37,34 @@ class StepsBar(Static):
         self.messages: dict[int, str] = {}
         self.selected: Optional[int] = None
         self.shown_config: Optional[Config] = None
+        self.ran_on_result: dict[int, ResultKey] = {}
+        self.shown_result: Optional[ResultKey] = None
         self.notes: list[str] = []          # the result's run-level notes (observer effect, ...)
 
-    def set_step(self, step: Step, config: Optional[Config]) -> None:
+    def set_step(self, step: Step, config: Optional[Config], result: Optional[Result] = None) -> None:
         self.steps[step.step] = step
         if config is not None:
             self.ran_on[step.step] = config
+        key = result_key(result)
+        if key is not None:
+            self.ran_on_result[step.step] = key
         self.messages.pop(step.step, None)
 
-    def adopt(self, steps: list[Step], config: Config) -> None:
-        """Steps that came with a result (diagnose, a saved report): they ran on its config."""
-        for step in steps:
-            self.set_step(step, config)
+    def show_result(self, result: Result) -> None:
+        """``result`` is now on screen; the steps that came with it (diagnose, a saved report)
+        ran on it."""
+        self.shown_config = result.config
+        self.shown_result = result_key(result)
+        self.notes = list(result.notes)
+        for step in result.steps:
+            self.set_step(step, result.config, result)
 
     def stale(self, number: int) -> str:
-        """How step ``number``'s configuration differs from the result on screen ("" if not)."""
-        return config_diff(self.ran_on.get(number), self.shown_config)
+        """How the configuration or the result step ``number`` ran on differs from the result on
+        screen ("" if not)."""
+        bits = [config_diff(self.ran_on.get(number), self.shown_config),
+                result_diff(self.ran_on_result.get(number), self.shown_result)]
+        return "; ".join(b for b in bits if b)
 
     def refresh_view(self) -> None:
         self.update(self.render_text())
