@@ -19,8 +19,8 @@ from typing import Optional
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
-from textual.events import Resize
-from textual.widgets import Footer, Input
+from textual.events import DescendantFocus, Resize
+from textual.widgets import Input
 
 from drifttui.api import CancelToken, Engine
 from drifttui.core.result import Config, Result
@@ -33,6 +33,7 @@ from drifttui.tui.screens.error import ErrorScreen
 from drifttui.tui.screens.help import HelpScreen
 from drifttui.tui.tools import ToolsMixin
 from drifttui.tui.widgets.inspector import Inspector
+from drifttui.tui.widgets.key_footer import KeyFooter
 from drifttui.tui.widgets.layer_table import LayerTable
 from drifttui.tui.widgets.status import StatusLine
 from drifttui.tui.widgets.steps_bar import StepsBar
@@ -93,7 +94,7 @@ class DriftApp(ToolsMixin, App[int]):
         yield FilterInput(placeholder="filter: module or class name (Enter keeps, Esc clears)",
                           id="filter", classes="hidden")
         yield StepsBar(id="steps")
-        yield Footer(compact=True)
+        yield KeyFooter(id="footer")
 
     @property
     def table(self) -> LayerTable:
@@ -130,6 +131,12 @@ class DriftApp(ToolsMixin, App[int]):
             self.start_run(self.config)
         elif self.config is None:
             self.status.set_state(message="nothing to show: give a model or a report")
+
+    def on_descendant_focus(self, event: DescendantFocus) -> None:
+        """The footer follows the focused pane."""
+        pane = {Inspector: "inspector", FilterInput: "filter"}.get(type(event.widget), "table")
+        for footer in self.query(KeyFooter):
+            footer.show_for(pane)
 
     def on_resize(self, event: Resize) -> None:
         self._apply_layout(event.size.width)

@@ -101,3 +101,19 @@ def bindings_spec() -> list[tuple[str, str, str, bool]]:
 
 def palette_entries() -> list[Action]:
     return [a for a in ACTIONS if a.action and a.action != "command_palette"]
+
+
+# The footer: the keys of the focused pane (the table's come from ACTIONS' footer flags).
+PANE_KEYS: dict[str, list[tuple[str, str]]] = {
+    "inspector": [("↑↓ PgUp PgDn", "scroll"), ("Tab/Esc", "back to the table"), ("Enter", "Layer detail"),
+                  ("i", "hide"), ("?", "Help"), ("q", "Quit")],
+    "filter": [("type", "a module or class name"), ("Enter", "keep the filter"), ("Esc", "clear it"),
+               ("Tab", "back to the table")],
+}
+
+
+def footer_keys(pane: str) -> list[tuple[str, str]]:
+    """(key as written, title) pairs the footer shows while ``pane`` has the focus."""
+    if pane in PANE_KEYS:
+        return PANE_KEYS[pane]
+    return [(a.shown.split()[0], a.title) for a in ACTIONS if a.footer] + [("^p", "Commands")]
