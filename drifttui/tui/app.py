@@ -28,7 +28,8 @@ from drifttui.tui import runner
 from drifttui.tui.keymap import bindings_spec
 from drifttui.tui.runner import RunDone, RunFailed, RunProgress, StepDone, StepProgress
 from drifttui.tui.quit_on_signal import signals_quit
-from drifttui.tui.screens.detail import layer_detail, step_detail
+from drifttui.tui.drill import DrillMixin
+from drifttui.tui.screens.detail import step_detail
 from drifttui.tui.screens.error import ErrorScreen
 from drifttui.tui.screens.help import HelpScreen
 from drifttui.tui.tools import ToolsMixin
@@ -53,7 +54,7 @@ class FilterInput(Input):
         self.post_message(self.Submitted(self, ""))
 
 
-class DriftApp(ToolsMixin, App[int]):
+class DriftApp(DrillMixin, ToolsMixin, App[int]):
     """The TUI.  ``engine`` may be None to browse a saved result without reruns."""
 
     CSS_PATH = "app.tcss"
@@ -318,14 +319,6 @@ class DriftApp(ToolsMixin, App[int]):
             self.notify("no step result shown: press 1-6 first", severity="information")
             return
         self.push_screen(step_detail(step, self.shown_result, bar.stale(step.step)))
-
-    def action_layer_detail(self) -> None:
-        layer = self.table.cursor_layer
-        screen = layer_detail(self.table.result, layer) if layer is not None else None
-        if screen is None:
-            self.notify("no layer under the cursor", severity="information")
-            return
-        self.push_screen(screen)
 
     # -- view ----------------------------------------------------------------------
     def action_origin(self) -> None:

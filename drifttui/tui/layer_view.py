@@ -266,7 +266,11 @@ def _initializers(layer: Layer, full: bool) -> list[RenderableType]:
 
 
 def render_layer(result: Result, layer: Layer, full: bool = False,
-                 progress: Optional[Progress] = None) -> RenderableType:
+                 progress: Optional[Progress] = None, head_only: bool = False,
+                 skip_head: bool = False) -> RenderableType:
+    """The inspector's summary (``full``: the layer detail).  ``head_only`` / ``skip_head``: the
+    name line and the quick metrics line alone / everything after them (the detail screen puts
+    the drill-down between the two)."""
     is_origin = result.drift_origin is not None and result.drift_origin.layer == layer.index
     parts: list[RenderableType] = _head(result, layer, is_origin)
     if layer.metrics is not None:
@@ -276,6 +280,10 @@ def render_layer(result: Result, layer: Layer, full: bool = False,
                           style="#ff3d9a"))
     if layer.note:
         parts.append(Text(f"note: {layer.note}", style="italic"))
+    if head_only:
+        return Group(*parts)
+    if skip_head:
+        parts = []
     if layer.metrics is not None:
         parts.append(Text(""))
         parts.append(_samples_line(layer.metrics, result, progress))
