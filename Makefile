@@ -7,7 +7,7 @@ PIP    := $(PY) -m pip
 # (or a CUDA wheel index) — see README "Installing torch".
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: demo test test-faults test-models install install-dev install-models bench screenshots fixtures tui-check lint clean
+.PHONY: demo test test-faults test-models test-deploy install install-dev install-models install-deploy bench screenshots fixtures tui-check lint clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,7 @@ $(VENV)/.installed: pyproject.toml
 $(VENV)/.installed-dev: $(VENV)/.installed
 	$(PIP) install --quiet -e ".[dev]"
 	$(MAKE) install-models
+	$(MAKE) install-deploy
 	-$(PY) -m compileall -q -j 0 $(VENV)/lib > /dev/null 2>&1
 	touch $@
 
@@ -33,6 +34,12 @@ install-models: $(VENV)/.installed
 	$(PY) -c "import torch; print('torch==' + torch.__version__.split('+')[0])" > $(VENV)/torch-constraint.txt
 	$(PIP) install --quiet -c $(VENV)/torch-constraint.txt -e ".[models]"
 	$(PIP) install --quiet --no-deps timm==1.0.31
+
+# the deployment tools (tests/deploy): simplifiers, float16 converters, diffusers, constrained to the
+# installed torch like the models extra
+install-deploy: $(VENV)/.installed
+	$(PY) -c "import torch; print('torch==' + torch.__version__.split('+')[0])" > $(VENV)/torch-constraint.txt
+	$(PIP) install --quiet -c $(VENV)/torch-constraint.txt -e ".[deploy]"
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
@@ -53,6 +60,10 @@ test-models: $(VENV)/.installed-dev
 	DRIFTTUI_ARCH_TABLE=.pytest_cache/arch-table.md $(PY) -m pytest -q -p no:xdist -m models tests/archs
 	@echo "| model | exporter | calls | mapped | fused | not exported | unmapped | time |"
 	@cat .pytest_cache/arch-table.md
+
+# the long tail of tests/deploy (every deployment tool, both exporters, clean and drifted files)
+test-deploy: $(VENV)/.installed-dev
+	$(PY) -m pytest -q -p no:xdist -m deploy tests/deploy
 
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/run_all.py

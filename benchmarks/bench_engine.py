@@ -58,9 +58,9 @@ def child_floor(name: str, onnx_path: str, samples: int, strict: bool = False) -
     import onnxruntime as ort
     import torch
 
-    from drifttui.core.inputs import build_source
-    from drifttui.core.loading import load_torch_model
-    from drifttui.core.spec import parse_input_spec, parse_model_spec
+    from drifttui.core.model.inputs import build_source
+    from drifttui.core.model.loading import load_torch_model
+    from drifttui.core.model.spec import parse_input_spec, parse_model_spec
 
     model_spec, input_spec = _spec(name)
     model = load_torch_model(parse_model_spec(model_spec))
@@ -117,11 +117,11 @@ def child_paired(name: str, onnx_path: str, samples: int) -> dict:
     import onnxruntime as ort
     import torch
 
-    from drifttui.core.inputs import build_source
-    from drifttui.core.loading import load_torch_model
+    from drifttui.core.model.inputs import build_source
+    from drifttui.core.model.loading import load_torch_model
     from drifttui.core.pipeline import run_once
     from drifttui.core.result import Config
-    from drifttui.core.spec import parse_input_spec, parse_model_spec
+    from drifttui.core.model.spec import parse_input_spec, parse_model_spec
 
     model_spec, input_spec = _spec(name)
     model = load_torch_model(parse_model_spec(model_spec))
@@ -156,10 +156,10 @@ def child_paired(name: str, onnx_path: str, samples: int) -> dict:
 
 
 def _export(name: str, workdir: Path) -> str:
-    from drifttui.core.export import export_model
-    from drifttui.core.inputs import build_source
-    from drifttui.core.loading import load_torch_model
-    from drifttui.core.spec import parse_input_spec, parse_model_spec
+    from drifttui.core.model.export import export_model
+    from drifttui.core.model.inputs import build_source
+    from drifttui.core.model.loading import load_torch_model
+    from drifttui.core.model.spec import parse_input_spec, parse_model_spec
 
     model_spec, input_spec = _spec(name)
     model = load_torch_model(parse_model_spec(model_spec))

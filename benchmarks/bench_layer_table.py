@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
 
-from drifttui.testing.replay import load_fixture, tiled  # noqa: E402
+from tests.tui.replay import load_fixture, tiled  # noqa: E402
 from drifttui.tui.app import DriftApp  # noqa: E402
 
 

@@ -36,19 +36,17 @@ class LocalEngine:
 
     def run(self, config: Config, progress: ProgressFn = no_progress,
             cancel: Optional[CancelToken] = None) -> Result:
+        return self._engine().run(config, progress=progress, cancel=cancel).result
+
+    def step(self, number: int, result: Result, progress: ProgressFn = no_progress,
+             cancel: Optional[CancelToken] = None) -> Step:
+        """Step ``number`` on the run's own Prepared (a loaded report prepares from its config once)."""
+        return self._engine().step(number, result, progress=progress, cancel=cancel)
+
+    def _engine(self) -> Any:
+        # imported here, in the worker thread: `import drifttui.api` (the TUI) stays free of torch
         from drifttui.core.pipeline import Pipeline
 
         if self._pipeline is None:
             self._pipeline = Pipeline()
-        run = self._pipeline.run(config, progress=progress, cancel=cancel)
-        # keep the prepared model, graph and mapping for the debugging steps (keys 1-6)
-        from drifttui.core.diagnosis.context import context_for
-
-        context_for(run.result, run)
-        return run.result
-
-    def step(self, number: int, result: Result, progress: ProgressFn = no_progress,
-             cancel: Optional[CancelToken] = None) -> Step:
-        from drifttui.core.steps import run_step
-
-        return run_step(number, result, progress=progress, cancel=cancel)
+        return self._pipeline

@@ -67,22 +67,19 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
     if args.json:
         json_report.check_writable(args.json, input_files(config) + ([args.baseline] if args.baseline else []))
     ci = CiRun.prepare(args, input_files(config), "diagnose" if diagnose else "check")
-    from drifttui.core.pipeline import run_once
+    from drifttui.core.pipeline import Pipeline
+    from drifttui.core.explain.steps import STEP_NUMBERS
     from drifttui.report.text import print_report
 
     with ci.errors_reported():     # a run that fails (exit 2/3) still leaves its --junit/--markdown
         show_progress = sys.stderr.isatty() and args.json != "-"
-        run = run_once(config, progress=_progress_printer(show_progress))
-        result = run.result
+        engine = Pipeline()
+        result = engine.run(config, progress=_progress_printer(show_progress)).result
         if diagnose:
-            from drifttui.core.steps import diagnose as run_diagnose
-
-            result = run_diagnose(run, result, only=args.step)
-        elif args.fail_on == "error":     # the gate needs the findings: run the drift checks (not the six steps)
-            from drifttui.core.checks import run_checks
-            from drifttui.core.diagnosis.context import context_for
-
-            result = result.with_(findings=list(run_checks(context_for(result, run))))
+            steps = [args.step] if args.step else list(STEP_NUMBERS)
+            result = engine.explain(result, steps).result
+        elif args.fail_on == "error":     # the gate reads the verified findings (not the six steps)
+            result = engine.explain(result).result
     if args.json == "-":
         json_report.write(result, "-")
     else:

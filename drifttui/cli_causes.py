@@ -21,25 +21,22 @@ def _add_cause_commands(sub: Any) -> None:
     repair.add_argument("--out", metavar="FIXED.onnx", required=True, help="where to write the repaired copy")
 
 
-def _explained(config: Any) -> tuple[Any, Any, Any]:
-    """Run, then the checks verified at the origin: (session, result, explanation)."""
-    from drifttui.core.causes import explain
-    from drifttui.core.checks import run_checks
-    from drifttui.core.diagnosis.context import context_for
-    from drifttui.core.pipeline import run_once
+def _explained(config: Any) -> tuple[Any, Any, Any, Any]:
+    """Run, then the findings verified at the origin: (engine, run, result, explanation)."""
+    from drifttui.core.pipeline import Pipeline
 
-    run = run_once(config, progress=_progress_printer(sys.stderr.isatty()))
-    ctx = context_for(run.result, run)
-    exp = explain(ctx, run_checks(ctx, static_only=True))
-    return run, run.result, exp
+    engine = Pipeline()
+    run = engine.run(config, progress=_progress_printer(sys.stderr.isatty()))
+    explained = engine.explain(run.result)
+    return engine, run, explained.result, explained.explanation
 
 
 def cmd_repro(args: argparse.Namespace) -> int:
-    from drifttui.core.causes.repro import check_dir, summary, write_case
+    from drifttui.core.explain.causes.repro import check_dir, summary, write_case
 
     config = config_from_args(args)
     check_dir(args.out, input_files(config))
-    _, result, exp = _explained(config)
+    _, _, result, exp = _explained(config)
     if result.drift_origin is None or exp.case is None:
         why = "no drift origin" if result.drift_origin is None else "the origin's nodes could not be cut out"
         print(f"nothing to reproduce: {why} (verdict {result.verdict}); no folder written")
@@ -49,7 +46,7 @@ def cmd_repro(args: argparse.Namespace) -> int:
     print(f"wrote {args.out}: {s['nodes']} node(s) of {s['module'] or '(root)'}, PyTorch-side inputs and outputs "
           f"of sample {s['sample']}")
     print(f"onnxruntime on model.onnx differs from the torch outputs by {s['max_abs']:.4g}: "
-          + ("the drift reproduces" if s["reproduces"] else "within tolerance (the drift does NOT reproduce alone)"))
+          + ("the drift reproduces" if s["reproduces"] else "within the tolerance (the drift does NOT reproduce alone)"))
     print(f"run it: cd {args.out} && see README.md (onnxruntime alone)")
     return EXIT_DRIFT if s["reproduces"] else EXIT_OK
 
@@ -61,12 +58,12 @@ def _out_metrics(result: Any) -> tuple[float, Optional[float]]:
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
-    from drifttui.core.causes.repair import recheck, repair
+    from drifttui.core.explain.causes.repair import repair
     from drifttui.report.outputs import check_output, write_atomic_bytes
 
     config = config_from_args(args)
     check_output(args.out, "--out", input_files(config))
-    run, result, exp = _explained(config)
+    engine, run, result, exp = _explained(config)
     if result.drift_origin is None:
         print(f"nothing to repair: no drift origin (verdict {result.verdict}); no file written")
         return EXIT_OK if result.verdict == "ok" else EXIT_DRIFT
@@ -77,7 +74,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
         what = "a verified re-export" if fixed.not_applicable else "no verified ONNX-level patch"
         print(f"cannot repair the file: {what} for {result.drift_origin.module}{extra}; no file written")
         return EXIT_DRIFT
-    after = recheck(config, fixed.model)
+    after = engine.recheck(config, fixed.model)
     write_atomic_bytes(args.out, fixed.model.SerializeToString(), "--out")
     b_abs, b_top = _out_metrics(result)
     a_abs, a_top = _out_metrics(after)

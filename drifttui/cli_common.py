@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 
+from drifttui.core.result import OPT_LEVELS
 from drifttui.errors import EXIT_USAGE, DriftTuiError, one_line
 
 EXIT_CODES_HELP = """exit codes:
@@ -40,7 +41,7 @@ def _add_run_options(p: argparse.ArgumentParser, model_optional: bool = False) -
     p.add_argument("--rtol", type=float, default=None, metavar="R",
                    help="tolerance relative to the layer's scale (default 1e-4)")
     p.add_argument("--tolerance", type=float, default=None, metavar="T", help="shorthand: atol = rtol = T")
-    p.add_argument("--opt-level", choices=["disable", "basic", "extended", "all"], default="disable",
+    p.add_argument("--opt-level", choices=list(OPT_LEVELS), default="disable",
                    help="ONNX Runtime graph optimisation level (default disable: fusions would hide values)")
     p.add_argument("--deterministic", action="store_true",
                    help="deterministic torch algorithms; ORT single-threaded without memory arena")
@@ -79,13 +80,13 @@ def _add_capture_options(p: argparse.ArgumentParser) -> None:
                    help="samples compared layer by layer: auto (= 3) = sample 0 and the 2 samples with the "
                         "largest output error; K = sample 0 and the K-1 worst; all = every sample (the output "
                         "verdict covers every sample either way)")
-    p.add_argument("--output-opt-level", choices=["disable", "basic", "extended", "all"], default="all",
+    p.add_argument("--output-opt-level", choices=list(OPT_LEVELS), default="all",
                    help="ORT optimisation level of the output pass that gives the verdict on every sample "
                         "(default all, ORT's own default: what you deploy); --opt-level sets the per-layer pass")
 
 
 def _memory_size(text: str) -> int:
-    from drifttui.core.windows import parse_size
+    from drifttui.core.model.units import parse_size
     from drifttui.errors import InputError
 
     try:

@@ -1,7 +1,7 @@
 """The Python API: ``drifttui.check``, ``drifttui.diagnose``, ``drifttui.assert_no_drift``.
 
 Thin over the engine: arguments become a :class:`Config`; an in-memory model, ModelProto and
-samples are handed to the engine through ``core/memory.py`` (a model becomes a
+samples are handed to the engine through ``core/model/memory.py`` (a model becomes a
 ``python-object:`` token) and a temporary ONNX file, all released when the call returns.
 Only :func:`_run_engine` knows how the engine is driven. Nothing is printed. See docs/python-api.md.
 """
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Union
 
+from drifttui.core.model.onnx_io import save_model
 from drifttui.core.progress import CancelToken, ProgressFn, no_progress
 from drifttui.core.result import Config, Result
 from drifttui.errors import InputError
@@ -40,24 +41,28 @@ __all__ = ["check", "diagnose", "assert_no_drift"]
 PROTO_LABEL = "<onnx.ModelProto>"
 
 
+#: the run defaults, from the one place they are written: the engine's Config
+_D = {f.name: f.default for f in dataclasses.fields(Config)}
+
+
 @dataclass(frozen=True)
 class _Options:
-    samples: int = 100
-    atol: float = 1e-4
-    rtol: float = 1e-4
-    seed: int = 0
-    opt_level: str = "disable"
-    deterministic: bool = False
-    exporter: str = "dynamo"
-    provider: str = "CPUExecutionProvider"
-    max_memory: Optional[int] = None
-    batch: int = 1
+    samples: int = _D["samples"]
+    atol: float = _D["atol"]
+    rtol: float = _D["rtol"]
+    seed: int = _D["seed"]
+    opt_level: str = _D["opt_level"]
+    deterministic: bool = _D["deterministic"]
+    exporter: str = _D["exporter"]
+    provider: str = _D["provider"]
+    max_memory: Optional[int] = _D["max_memory"]
+    batch: int = _D["batch"]
 
 
-def check(model: ModelArg, onnx: OnnxArg = None, inputs: InputsArg = None, *, samples: int = 100,
-          atol: float = 1e-4, rtol: float = 1e-4, seed: int = 0, opt_level: str = "disable",
-          deterministic: bool = False, exporter: str = "dynamo", provider: str = "CPUExecutionProvider",
-          max_memory: Optional[int] = None, batch: int = 1, progress: Optional[ProgressFn] = None,
+def check(model: ModelArg, onnx: OnnxArg = None, inputs: InputsArg = None, *, samples: int = _D["samples"],
+          atol: float = _D["atol"], rtol: float = _D["rtol"], seed: int = _D["seed"], opt_level: str = _D["opt_level"],
+          deterministic: bool = _D["deterministic"], exporter: str = _D["exporter"], provider: str = _D["provider"],
+          max_memory: Optional[int] = _D["max_memory"], batch: int = _D["batch"], progress: Optional[ProgressFn] = None,
           cancel: Optional[CancelToken] = None) -> Result:
     """Compare ``model`` with its ONNX export layer by layer; return the :class:`Result`.
 
@@ -71,9 +76,9 @@ def check(model: ModelArg, onnx: OnnxArg = None, inputs: InputsArg = None, *, sa
 
 
 def diagnose(model: ModelArg, onnx: OnnxArg = None, inputs: InputsArg = None, *, step: Optional[int] = None,
-             samples: int = 100, atol: float = 1e-4, rtol: float = 1e-4, seed: int = 0,
-             opt_level: str = "disable", deterministic: bool = False, exporter: str = "dynamo",
-             provider: str = "CPUExecutionProvider", max_memory: Optional[int] = None, batch: int = 1,
+             samples: int = _D["samples"], atol: float = _D["atol"], rtol: float = _D["rtol"], seed: int = _D["seed"],
+             opt_level: str = _D["opt_level"], deterministic: bool = _D["deterministic"], exporter: str = _D["exporter"],
+             provider: str = _D["provider"], max_memory: Optional[int] = _D["max_memory"], batch: int = _D["batch"],
              progress: Optional[ProgressFn] = None, cancel: Optional[CancelToken] = None) -> Result:
     """:func:`check`, then the six debugging steps (or only ``step``) and the drift checks:
     the result carries ``steps`` and ranked ``findings`` (``result.headline`` is the cause)."""
@@ -111,26 +116,23 @@ def _run_engine(config: Config, progress: ProgressFn, cancel: Optional[CancelTok
                 explain: "Explain", step: Optional[int] = None) -> Result:
     """The one place the Python API drives the engine: the session run, then, as ``explain``
     says for that result, nothing, the drift checks (findings), or the steps and the checks."""
-    from drifttui.core.pipeline import run_once
+    from drifttui.core.explain.steps import STEP_NUMBERS
+    from drifttui.core.pipeline import Pipeline
 
-    session = run_once(config, progress, cancel)
-    result = session.result
+    engine = Pipeline()
+    result = engine.run(config, progress, cancel).result
     how = explain(result)
     if how == "diagnose":
-        from drifttui.core.steps import diagnose as run_diagnose
-
-        result = run_diagnose(session, result, only=step, progress=progress, cancel=cancel)
+        steps = [step] if step else list(STEP_NUMBERS)
+        result = engine.explain(result, steps, progress, cancel).result
     elif how == "checks":
-        from drifttui.core.checks import run_checks
-        from drifttui.core.diagnosis.context import context_for
-
-        result = result.with_(findings=list(run_checks(context_for(result, session, progress, cancel))))
+        result = engine.explain(result, (), progress, cancel).result
     return result
 
 
 def _call(model: ModelArg, onnx: OnnxArg, inputs: InputsArg, opts: _Options, progress: Optional[ProgressFn],
           cancel: Optional[CancelToken], explain: "Explain", step: Optional[int] = None) -> Result:
-    from drifttui.core import memory
+    from drifttui.core.model import memory
 
     if step is not None and step not in range(1, 7):
         raise InputError(f"step={step!r} is not a debugging step", "use 1 to 6, or None for all six")
@@ -169,7 +171,7 @@ def _baseline(baseline: Union[Result, str, Path, None]) -> Optional[Result]:
 
 
 def _model_spec(model: ModelArg, tokens: list[str], onnx_given: bool) -> tuple[str, Optional[str]]:
-    from drifttui.core import memory
+    from drifttui.core.model import memory
 
     if isinstance(model, (str, Path)):
         text = str(model)
@@ -205,13 +207,12 @@ def _onnx_path(onnx_arg: OnnxArg, tmp: Path) -> Optional[str]:
     if not isinstance(onnx_arg, onnx.ModelProto):
         raise InputError(f"onnx= is a {type(onnx_arg).__name__}", "pass a path, an onnx.ModelProto or None")
     path = tmp / "model.onnx"
-    big = onnx_arg.ByteSize() > 1_800_000_000        # protobuf's 2 GB limit: weights go to a .data file
-    onnx.save(onnx_arg, str(path), save_as_external_data=big, location="model.onnx.data" if big else None)
+    save_model(onnx_arg, path)
     return str(path)
 
 
 def _inputs_spec(inputs: InputsArg, samples: int, tokens: list[str]) -> tuple[Optional[str], int]:
-    from drifttui.core import memory
+    from drifttui.core.model import memory
 
     if inputs is None or isinstance(inputs, str):
         return inputs, samples

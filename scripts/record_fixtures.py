@@ -6,8 +6,10 @@ checks (``drifttui diagnose``), and writes into ``tests/tui/fixtures/``:
 * ``<name>.json``          the finished result as a JSON report (steps and findings included);
 * ``<name>.partial.json``  (some) the partial result the engine reported after its first sample.
 
-The TUI tests, the snapshot tests and ``drifttui.testing.replay.ReplayEngine`` read these;
-rerun this script after a change to the engine or the report format:
+and, after a full recording, ``ENGINE``: the fingerprint of the engine's sources that recorded them
+(``tests/tui/test_fixtures.py`` fails when the engine has changed since).  The TUI tests, the
+snapshot tests and ``tests.tui.replay.ReplayEngine`` read these; rerun this script (``make
+fixtures``) after a change to the engine or the report format:
 
     .venv/bin/python scripts/record_fixtures.py [--out tests/tui/fixtures] [--only NAME]
 """
@@ -22,6 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+FIXTURE_DIR = ROOT / "tests" / "tui" / "fixtures"
 
 # name -> (example, samples, diagnose?, keep the first partial result?)
 FIXTURES = {
@@ -42,8 +45,8 @@ def _dump(result, path: Path) -> None:
 def record(name: str, out: Path) -> None:
     from drifttui.core.progress import Progress
     from drifttui.core.result import Config
-    from drifttui.core.session import Session
-    from drifttui.core.steps import diagnose
+    from drifttui.core.explain.steps import STEP_NUMBERS
+    from drifttui.core.pipeline import Pipeline
 
     example, samples, with_steps, keep_partial = FIXTURES[name]
     config = Config(model=f"example:{example}", example=example, samples=samples)
@@ -54,10 +57,10 @@ def record(name: str, out: Path) -> None:
             partials.append(p.partial)
 
     start = time.monotonic()
-    session = Session(config)
-    result = session.run(progress=progress)
+    engine = Pipeline()
+    result = engine.run(config, progress=progress).result
     if with_steps:
-        result = diagnose(session, result)
+        result = engine.explain(result, STEP_NUMBERS).result
     _dump(result, out / f"{name}.json")
     if partials and keep_partial:
         _dump(partials[0], out / f"{name}.partial.json")
@@ -67,7 +70,7 @@ def record(name: str, out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Record the TUI fixtures from the real engine.")
-    parser.add_argument("--out", default=str(ROOT / "tests" / "tui" / "fixtures"))
+    parser.add_argument("--out", default=str(FIXTURE_DIR))
     parser.add_argument("--only", choices=sorted(FIXTURES), action="append")
     args = parser.parse_args(argv)
     out = Path(args.out)
@@ -75,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     for name in args.only or FIXTURES:
         record(name, out)
+    if not args.only and out == FIXTURE_DIR:
+        from tests.tui.replay import ENGINE_STAMP, engine_fingerprint
+
+        ENGINE_STAMP.write_text(engine_fingerprint() + "\n")     # tests/tui/test_fixtures.py reads it
     return 0
 
 

@@ -73,7 +73,7 @@ SHOTS: list[tuple[str, tuple[int, int], Action]] = [
 
 def get_result(recorded: bool, samples: int) -> tuple[object, Result]:
     if recorded:
-        from drifttui.testing.replay import ReplayEngine, load_fixture
+        from tests.tui.replay import ReplayEngine, load_fixture
 
         return ReplayEngine(), load_fixture().with_(steps=[])
     from drifttui.api import LocalEngine

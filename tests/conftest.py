@@ -28,7 +28,7 @@ def model_spec(fn: str) -> str:
 def run_cache():
     """Runs of the real engine shared across tests: export tiny models once per session."""
     from drifttui.core.result import Config
-    from drifttui.core.session import Session
+    from drifttui.core.pipeline import run_once
 
     cache = {}
 
@@ -38,7 +38,7 @@ def run_cache():
             kw.setdefault("samples", 3)
             if "example" in kw and "model" not in kw:
                 kw["model"] = f"example:{kw['example']}"
-            cache[key] = Session(Config(**kw)).run()
+            cache[key] = run_once(Config(**kw)).result
         return cache[key]
 
     return run

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from drifttui.core.result import HIST_EDGES, Metrics, summary_of
-from drifttui.core.tolerance import rtol_floor
+from drifttui.core.tolerance import bound, rtol_floor
 
 
 @dataclass
@@ -103,7 +103,7 @@ class Stats:
         own scale): exact from the stored scalars, since an element over the bound exists exactly
         when the largest |d| is over it."""
         return self.shape_mismatch or self.nan_mismatch > 0 or \
-            any(d > atol + max(rtol, f) * t for d, t, f in self.bounds())
+            any(d > bound(atol, rtol, t, f) for d, t, f in self.bounds())
 
 
 def compare(t: Any, o: Any, atol: Optional[float] = None, rtol: Optional[float] = None) -> Stats:
@@ -159,8 +159,8 @@ def _compare(tt: np.ndarray, oo: np.ndarray, atol: Optional[float], rtol: Option
 def _n_out(d: np.ndarray, max_abs: float, max_t: float, atol: Optional[float], rtol: Optional[float]) -> int:
     if atol is None or rtol is None:
         return 0
-    bound = atol + rtol * max_t
-    return int(np.count_nonzero(d > bound)) if max_abs > bound else 0
+    limit = bound(atol, rtol, max_t)
+    return int(np.count_nonzero(d > limit)) if max_abs > limit else 0
 
 
 _MAX, _MIN = np.maximum.reduce, np.minimum.reduce     # NaN-propagating, like ndarray.max, less call overhead
@@ -285,7 +285,7 @@ class Aggregate:
                           [k for k, bad in enumerate(self.mismatch) if bad])
         ks, ds, ts, fs, bad = self._flat
         with np.errstate(invalid="ignore"):
-            over = ks[ds > atol + np.maximum(rtol, fs) * ts]
+            over = ks[ds > bound(atol, rtol, ts, fs)]
         if not bad:
             return sorted(set(over.tolist()))
         return sorted(set(over.tolist()) | set(bad))

@@ -1,32 +1,44 @@
-"""The run as three typed stages, and the cache that reuses each while its inputs are unchanged.
+"""The run as four typed stages, and the engine's caches, which reuse each stage while its inputs are unchanged.
 
     prepare(config)                   -> Prepared   model, export, graph index, trace, plan, windows
     capture(prepared, config)         -> Capture    tolerance-free per-sample statistics
     decide(prepared, capture, config) -> Result     statuses, origin, fails: the tolerance applied
+    explain(context, steps)           -> Explained  verified findings, the debugging steps
 
-:class:`Pipeline` keeps the last Prepared and a few Captures: a tolerance change runs ``decide``
-only; a samples / seed / determinism / zero-input / ORT-level / layer-samples change captures
-again on the same Prepared (``Result.timings["export"] == 0``); only a model, ONNX file, exporter,
-inputs, example, provider, --batch or --max-memory change (or an edit of a file they name)
-prepares again.  ``run_once`` is the uncached run the CLI uses.
+:class:`Pipeline` keeps the last Prepared, a few Captures made on it and the explain contexts of
+its results: a tolerance change runs ``decide`` only; a samples / seed / determinism / zero-input /
+ORT-level / layer-samples change captures again on the same Prepared (``Result.timings["export"]
+== 0``); only a model, ONNX file, exporter, inputs, example, provider, --batch or --max-memory
+change (or an edit of a file they name) prepares again.  The debugging steps' reruns capture
+through the same cache.  Every front end drives a Pipeline (``run_once`` is one uncached run).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
+import tempfile
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Optional
+from pathlib import Path
+from typing import Any, Iterable, Optional
 
-from drifttui.core.analysis import decide
-from drifttui.core.capture import CAPTURE_FIELDS, Capture, capture, valid_layer_samples
-from drifttui.core.prepare import PREPARE_FIELDS, Prepared, prepare
+from drifttui.core.capture.stage import CAPTURE_FIELDS, Capture, capture, valid_layer_samples
+from drifttui.core.decide import decide
+from drifttui.core.explain import Explained, explain
+from drifttui.core.explain.context import Context
+from drifttui.core.explain.steps import run_step
+from drifttui.core.model.onnx_io import save_model
+from drifttui.core.prepare.stage import PREPARE_FIELDS, Prepared, prepare
 from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
-from drifttui.core.result import Config, Result
+from drifttui.core.result import OPT_LEVELS, Config, Result, Step
 from drifttui.errors import InputError
 
-_MAX_CAPTURES = 4      # per Prepared: toggling back and forth reuses both sides
+# per Prepared: toggling back and forth reuses both sides, and the steps' reruns (zero input,
+# determinism on and off, the tolerance sweep's sample count) fit beside the user's own captures
+_MAX_CAPTURES = 8
+_MAX_CONTEXTS = 3      # explain contexts (one per result config) of the current Prepared
 
 
 @dataclass(frozen=True)
@@ -45,8 +57,6 @@ def validate(cfg: Config) -> None:
         raise InputError("tolerances must be finite numbers >= 0", "use e.g. --atol 1e-4 --rtol 1e-4")
     if cfg.batch < 1:
         raise InputError(f"--batch {cfg.batch} is not a positive number", "use --batch 1 or more")
-    from drifttui.core.capture_ort import OPT_LEVELS
-
     for flag, level in (("--opt-level", cfg.opt_level), ("--output-opt-level", cfg.output_opt_level)):
         if level not in OPT_LEVELS:
             raise InputError(f"unknown {flag} {level!r}", f"use one of {', '.join(OPT_LEVELS)}")
@@ -90,11 +100,8 @@ def _partial(pr: Prepared) -> Any:
 
 
 def run_once(config: Config, progress: ProgressFn = no_progress, cancel: Optional[CancelToken] = None) -> Run:
-    """prepare, capture, decide: no cache (the CLI, tests)."""
-    validate(config)
-    pr = prepare(config, progress, cancel)
-    cap = capture(pr, config, progress, cancel, partial=_partial(pr))
-    return _finish(pr, cap, config, progress, fresh_prepare=True, fresh_capture=True)
+    """prepare, capture, decide on a fresh Pipeline (tests, one-off runs)."""
+    return Pipeline().run(config, progress, cancel)
 
 
 def _finish(pr: Prepared, cap: Capture, cfg: Config, progress: ProgressFn, fresh_prepare: bool,
@@ -115,39 +122,93 @@ def _finish(pr: Prepared, cap: Capture, cfg: Config, progress: ProgressFn, fresh
 
 
 class Pipeline:
-    """The cached pipeline behind ``LocalEngine``: reruns reuse every stage whose inputs are unchanged."""
+    """The engine: runs the stages and owns every cache (no module-global state).
+
+    ``run`` reuses every stage whose inputs are unchanged; ``explain`` and ``step`` work on the
+    context of a result, built on the Prepared that made it (or prepared again from its config, for
+    a result loaded from a report).  Not thread-safe: one call at a time.
+    """
 
     def __init__(self) -> None:
         self._prepared: Optional[Prepared] = None
         self._pkey: Optional[tuple] = None
         self._captures: "OrderedDict[tuple, Capture]" = OrderedDict()
+        self._contexts: "OrderedDict[Config, Context]" = OrderedDict()
         self.last: Optional[Run] = None
+
+    # -- prepare, capture, decide -----------------------------------------------------------
+    def _prepare(self, config: Config, progress: ProgressFn, cancel: Optional[CancelToken]) -> tuple[Prepared, bool]:
+        pkey = prepare_key(config)
+        if self._prepared is not None and pkey == self._pkey:
+            return self._prepared, False
+        self.forget()                       # free the old model before loading the new
+        pr = prepare(config, progress, cancel)
+        self._prepared, self._pkey = pr, pkey
+        return pr, True
+
+    def _capture(self, pr: Prepared, config: Config, progress: ProgressFn = no_progress,
+                 cancel: Optional[CancelToken] = None) -> tuple[Capture, bool]:
+        ckey = capture_key(config)
+        cap = self._captures.get(ckey)
+        if cap is not None:
+            self._captures.move_to_end(ckey)
+            return cap, False
+        cap = capture(pr, config, progress, cancel, partial=_partial(pr))
+        self._captures[ckey] = cap
+        while len(self._captures) > _MAX_CAPTURES:
+            self._captures.popitem(last=False)
+        return cap, True
 
     def run(self, config: Config, progress: ProgressFn = no_progress,
             cancel: Optional[CancelToken] = None) -> Run:
         validate(config)
-        pkey = prepare_key(config)
-        fresh_prepare = self._prepared is None or pkey != self._pkey
-        if fresh_prepare:
-            self._prepared, self._pkey = None, None      # free the old model before loading the new
-            self._captures.clear()
-            pr = prepare(config, progress, cancel)
-            self._prepared, self._pkey = pr, pkey
-        pr = self._prepared
-        assert pr is not None
-        ckey = capture_key(config)
-        cap = self._captures.get(ckey)
-        fresh_capture = cap is None
-        if cap is None:
-            cap = capture(pr, config, progress, cancel, partial=_partial(pr))
-            self._captures[ckey] = cap
-            while len(self._captures) > _MAX_CAPTURES:
-                self._captures.popitem(last=False)
-        else:
-            self._captures.move_to_end(ckey)
+        pr, fresh_prepare = self._prepare(config, progress, cancel)
+        cap, fresh_capture = self._capture(pr, config, progress, cancel)
         self.last = _finish(pr, cap, config, progress, fresh_prepare, fresh_capture)
         return self.last
+
+    # -- explain --------------------------------------------------------------------------
+    def context(self, result: Result, progress: ProgressFn = no_progress,
+                cancel: Optional[CancelToken] = None) -> Context:
+        """The explain context of ``result`` (kept while its Prepared is the current one)."""
+        cfg = result.config
+        if self._prepared is None or prepare_key(cfg) != self._pkey:
+            progress(Progress("step", message="preparing the model again (export, trace, map)"))
+            self._prepare(cfg, progress, cancel)
+        pr = self._prepared
+        assert pr is not None
+        cancel = cancel or CancelToken()
+        ctx = self._contexts.get(cfg)
+        if ctx is None:
+            ctx = Context(pr, result, lambda c, token: self._capture(pr, c, cancel=token)[0], progress, cancel)
+            self._contexts[cfg] = ctx
+            while len(self._contexts) > _MAX_CONTEXTS:
+                self._contexts.popitem(last=False)
+        else:
+            if ctx.result is not result and ctx.result.drift_origin != result.drift_origin:
+                ctx.cache.clear()          # origin-dependent analyses (sweep, findings) are stale
+            ctx.result, ctx.progress, ctx.cancel = result, progress, cancel
+            self._contexts.move_to_end(cfg)
+        return ctx
+
+    def explain(self, result: Result, steps: Iterable[int] = (), progress: ProgressFn = no_progress,
+                cancel: Optional[CancelToken] = None) -> Explained:
+        """The verified findings of ``result`` and the debugging ``steps`` asked for."""
+        return explain(self.context(result, progress, cancel), steps)
+
+    def step(self, number: int, result: Result, progress: ProgressFn = no_progress,
+             cancel: Optional[CancelToken] = None) -> Step:
+        """One debugging step (the TUI's keys 1-6)."""
+        return run_step(number, self.context(result, progress, cancel))
+
+    def recheck(self, config: Config, model: Any, progress: ProgressFn = no_progress) -> Result:
+        """``model`` (a repaired copy) compared again end to end, from a temporary file."""
+        with tempfile.TemporaryDirectory(prefix="drifttui-repair-") as d:
+            path = save_model(model, Path(d) / "fixed.onnx")
+            return Pipeline().run(dataclasses.replace(config, onnx=str(path)), progress).result
 
     def forget(self) -> None:
         self._prepared, self._pkey, self.last = None, None, None
         self._captures.clear()
+        self._contexts.clear()
+

@@ -14,7 +14,7 @@ SCHEMA_VERSION = 1
 
 # Layer statuses, in the words of the report.
 OK = "ok"
-DRIFT = "drift"            # the module's own computation passes the tolerance
+DRIFT = "drift"            # the output fails the tolerance, and so does the module's own computation
 INHERITED = "inherited"    # the module's output is off only because its inputs are
 FUSED = "fused"            # the exporter merged the module into a neighbour's node
 NOT_EXPORTED = "not_exported"  # the module left no node in the graph (identity, dropout, folded away)
@@ -183,7 +183,7 @@ class Coverage:
 
 @dataclass(frozen=True)
 class ObserverCheck:
-    """Sample 0: the instrumented ORT session's model outputs against a plain session's (core/observer.py)."""
+    """Sample 0: the instrumented ORT session's model outputs against a plain session's (core/capture/observer.py)."""
 
     checked: bool                  # False: not run (no extra outputs, or the graph could not be re-run)
     identical: bool                # bit for bit equal: marking values changed nothing
@@ -208,6 +208,10 @@ class Environment:
     deterministic: bool
     provider: str
     ort_output_opt_level: str = ""   # the output pass's level ("" in reports older than it)
+
+
+#: ONNX Runtime's graph optimisation levels, lowest first (--opt-level, --output-opt-level, the TUI's `o`)
+OPT_LEVELS = ("disable", "basic", "extended", "all")
 
 
 @dataclass(frozen=True)
@@ -259,6 +263,10 @@ class Step:
     evidence: dict[str, Any]
     suggestion: str
     layers: list[int] = field(default_factory=list)   # layer indices the step names
+
+
+#: findings rank by severity in this order (lower first)
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
 @dataclass(frozen=True)

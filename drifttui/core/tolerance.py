@@ -1,4 +1,11 @@
-"""Dtype-aware tolerance: a float16 / bfloat16 value cannot be held to float32's 1e-4.
+"""The tolerance rule, in one place, and its dtype-aware floor.
+
+A value is within the tolerance when every element has ``|d| <= atol + max(rtol, floor) * scale``,
+``scale`` being the comparison's max |torch| (``bound``); it fails the tolerance otherwise.  The
+decide stage applies it (``metrics.Stats.fails_at``, ``metrics.Aggregate.failing``) and a patch's
+verification applies the same rule.
+
+Dtype-aware floor: a float16 / bfloat16 value cannot be held to float32's 1e-4.
 
 One rounding to float16 moves a value by up to eps/2 relative (eps = 2**-10 for float16,
 2**-7 for bfloat16); a layer computed in that precision accumulates a few such roundings, and
@@ -10,21 +17,18 @@ by ~7e-4 relative = 0.7 eps, a real fp16 drift such as a wrong epsilon by far mo
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
+
+from drifttui.core.dtypes import LOW_PRECISION, name_of
 
 K_EPS = 4
-EPS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
+EPS = LOW_PRECISION
 
 DTYPE_RULE = (f"float16 / bfloat16 values: rtol_eff = max(rtol, {K_EPS} * eps), eps = 2^-10 (float16), "
               "2^-7 (bfloat16)")
 
 
-def dtype_name(a: Any) -> Optional[str]:
-    """'float16', 'bfloat16', ... of a torch tensor or numpy array (None when unknown)."""
-    dt = getattr(a, "dtype", None)
-    if dt is None:
-        return None
-    return str(dt).replace("torch.", "")
+dtype_name = name_of
 
 
 def effective_rtol(rtol: float, *values: Any) -> float:
@@ -39,3 +43,12 @@ def rtol_floor(*values: Any) -> float:
     ``max(rtol, floor)`` at any tolerance (a re-decided result equals a fresh one)."""
     eps = max((EPS.get(dtype_name(v) or "", 0.0) for v in values), default=0.0)
     return K_EPS * eps
+
+
+def bound(atol: float, rtol: Any, scale: Any, floor: Any = 0.0) -> Any:
+    """The largest |d| within the tolerance at ``scale`` (scalars, or numpy arrays element-wise)."""
+    if isinstance(rtol, float) and isinstance(floor, float):
+        return atol + max(rtol, floor) * scale
+    import numpy as np
+
+    return atol + np.maximum(rtol, floor) * scale

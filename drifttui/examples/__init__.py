@@ -50,7 +50,7 @@ class Example:
                dynamic: bool = False) -> Path:
         import onnx
 
-        from drifttui.core.export import export_model
+        from drifttui.core.model.export import export_model
 
         source = self.deployed().eval() if self.deployed is not None else model
         path = export_model(source, sample[0], sample[1], exporter, workdir, dynamic=dynamic)

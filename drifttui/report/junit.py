@@ -1,6 +1,6 @@
 """JUnit XML for CI (``--junit PATH``): one test suite per run.
 
-Test cases: one per model output (fails when the output is out of tolerance, or below
+Test cases: one per model output (fails when the output fails the tolerance, or is below
 ``--min-top1``), one for the per-layer verdict (fails on drift, naming the origin module, its
 class, ONNX ops and errors, and the headline cause and fix when diagnosed), and one per
 error-severity finding. A drift the ``--baseline`` already carries is reported as skipped.
@@ -72,7 +72,7 @@ def render(result: Result, decision: Decision, gate: Optional[Gate] = None, comm
         elif output_fails(o) and decision.tolerated:
             _skip(case, f"known drift, carried by the baseline: {stats}")
         elif output_fails(o):
-            _fail(case, f"output {o.name} is out of tolerance (atol={tol.atol:g}, rtol={tol.rtol:g}): {stats}",
+            _fail(case, f"output {o.name} fails the tolerance (atol={tol.atol:g}, rtol={tol.rtol:g}): {stats}",
                   f"{stats}\norigin: {origin_text(result)}")
 
     case = _case(suite, "drifttui.layers", "per-layer verdict", result.timings.get("samples", 0.0))

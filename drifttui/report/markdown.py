@@ -76,7 +76,7 @@ def render(result: Result, decision: Decision, gate: Optional[Gate] = None, cont
     for o in result.outputs:
         m = o.metrics
         low = gate.min_top1 is not None and o.top1_agreement is not None and o.top1_agreement < gate.min_top1
-        status = "below --min-top1" if low else ("out of tolerance" if output_fails(o) else "ok")
+        status = "below --min-top1" if low else ("fails the tolerance" if output_fails(o) else "ok")
         out.append(f"| {_code(o.name)} | {status} | {fmt(m.max_abs.worst)} | {fmt(m.max_rel.worst)} | "
                    f"{m.cosine.worst:.6f} | {top1_text(o)} |")
     c = result.coverage

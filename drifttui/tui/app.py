@@ -23,7 +23,7 @@ from textual.events import DescendantFocus, Resize
 from textual.widgets import Input
 
 from drifttui.api import CancelToken, Engine
-from drifttui.core.result import Config, Result
+from drifttui.core.result import OPT_LEVELS, Config, Result
 from drifttui.tui import runner
 from drifttui.tui.keymap import bindings_spec
 from drifttui.tui.runner import RunDone, RunFailed, RunProgress, StepDone, StepProgress
@@ -39,7 +39,6 @@ from drifttui.tui.widgets.layer_table import LayerTable
 from drifttui.tui.widgets.status import StatusLine
 from drifttui.tui.widgets.steps_bar import StepsBar
 
-OPT_LEVELS = ("disable", "basic", "extended", "all")
 NARROW_WIDTH = 120      # below this the inspector is hidden (i shows it under the table)
 NO_ENGINE = "reruns need a model: start with `drifttui tui MODEL` (this is a saved report)"
 ANYWHERE = {"quit", "command_palette", "toggle_theme", "save_svg"}     # keys that work on every screen
@@ -72,7 +71,6 @@ class DriftApp(DrillMixin, ToolsMixin, App[int]):
         self.result = result
         self.config = result.config if result is not None else config   # of the result on screen
         self.pending: Optional[Config] = None                           # of the run in progress
-        self.run_tokens: list[CancelToken] = []     # every run's token, in order (tests look)
         self._token: Optional[CancelToken] = None
         self._step_tokens: dict[int, CancelToken] = {}
         self._layer_cycle = 0
@@ -171,7 +169,6 @@ class DriftApp(DrillMixin, ToolsMixin, App[int]):
             self._token.cancel()
         token = CancelToken()
         self._token = token
-        self.run_tokens.append(token)
         self.pending = config
         self._progress = None
         self.status.set_state(pending=config, running=True, message="")
@@ -361,12 +358,15 @@ class DriftApp(DrillMixin, ToolsMixin, App[int]):
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
+    def live_tokens(self) -> list[CancelToken]:
+        """The cancel tokens of the run and the steps that may still be working."""
+        return [t for t in [self._token, *self._step_tokens.values()] if t is not None]
+
     async def action_quit(self) -> None:
         """Quit at once: cancel what runs; run_app waits a moment for the threads."""
         busy = self.running or bool(self.steps_bar.running)
-        for token in [self._token, *self._step_tokens.values()]:
-            if token is not None:
-                token.cancel()
+        for token in self.live_tokens():
+            token.cancel()
         if busy:
             self.status.set_state(running=False, message="stopping…")
         self.exit(0)

@@ -4,7 +4,7 @@ printed in grey, colour-blind readers).
 
 A value is compared with its threshold (``ratio = value / threshold``) and falls in one
 of six bands; each band has a ramp glyph (`` ``, ``░``, ``▒``, ``▓``, ``█``, ``█``) and a
-colour.  Bands 0-2 pass the tolerance, 3-5 fail it (shown bold).
+colour.  Bands 0-2 are within the tolerance, 3-5 fail it (shown bold).
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ def signals_quit(app: Any) -> Iterator[None]:
     from drifttui.signals import on_stop_signals
 
     def stop(signum: int, frame: object) -> None:
-        for token in getattr(app, "run_tokens", []):
+        for token in app.live_tokens():
             token.cancel()
         try:
             loop = asyncio.get_running_loop()

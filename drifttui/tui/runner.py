@@ -97,9 +97,6 @@ def step_in_thread(app, engine, number: int, result: Result, token: CancelToken)
     def work() -> None:
         try:
             step = engine.step(number, result, progress, token)
-        except (NotImplementedError, ModuleNotFoundError, ImportError):
-            app.post_message(StepDone(number, None, result, f"step {number} not available yet"))
-            return
         except Cancelled:
             app.post_message(StepDone(number, None, result, f"step {number} cancelled"))
             return

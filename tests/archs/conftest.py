@@ -29,10 +29,10 @@ def arch_exports(tmp_path_factory):
     def get(fn: str, inputs: str, exporter: str) -> Path:
         key = (fn, exporter)
         if key not in cache:
-            from drifttui.core.export import export_model
-            from drifttui.core.inputs import build_source
-            from drifttui.core.spec import parse_input_spec, parse_model_spec
-            from drifttui.core.loading import load_torch_model
+            from drifttui.core.model.export import export_model
+            from drifttui.core.model.inputs import build_source
+            from drifttui.core.model.spec import parse_input_spec, parse_model_spec
+            from drifttui.core.model.loading import load_torch_model
 
             model = load_torch_model(parse_model_spec(spec(fn)))
             args, kwargs = build_source(parse_input_spec(spec(inputs)), 0, False, None, None).sample(0)
@@ -45,12 +45,12 @@ def arch_exports(tmp_path_factory):
 @pytest.fixture(scope="session")
 def arch_run():
     from drifttui.core.result import Config
-    from drifttui.core.session import Session
+    from drifttui.core.pipeline import run_once
 
     def run(fn: str, inputs: str, onnx: Any = None, **kw) -> Any:
         t = time.perf_counter()
-        r = Session(Config(model=spec(fn), inputs=spec(inputs), onnx=str(onnx) if onnx else None,
-                           samples=kw.pop("samples", 2), **kw)).run()
+        r = run_once(Config(model=spec(fn), inputs=spec(inputs), onnx=str(onnx) if onnx else None,
+                           samples=kw.pop("samples", 2), **kw)).result
         r.timings["wall"] = time.perf_counter() - t
         return r
     return run
@@ -61,7 +61,7 @@ def pytest_collection_modifyitems(config, items):
         try:
             __import__("zoo")       # transformers first, then the torchvision shim (see zoo.py)
             __import__(lib)
-        except Exception:
+        except ImportError:      # only a missing library skips; any other import failure is a bug
             skip = pytest.mark.skip(reason=f"{lib} is not installed (pip install -e '.[models]', see Makefile)")
             for item in items:
                 if "archs" in str(item.fspath) and lib in item.keywords:

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from drifttui.core.result import DRIFT, INHERITED, UNATTRIBUTED, Config
-from drifttui.core.session import Session
+from drifttui.core.pipeline import run_once
 from drifttui.errors import ModelError
 
 HERE = Path(__file__).resolve().parent
@@ -15,7 +15,7 @@ C = HERE / "constructed.py"
 
 def _run(fn, inputs, **kw):
     kw.setdefault("samples", 2)
-    return Session(Config(model=f"{C}:{fn}", inputs=f"{C}:{inputs}", **kw)).run()
+    return run_once(Config(model=f"{C}:{fn}", inputs=f"{C}:{inputs}", **kw)).result
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def test_dict_inputs_are_keyword_arguments_for_both_exporters(exporter):
 
 def test_layers_failing_with_no_owner_are_unattributed_with_a_note():
     models = HERE.parent / "models.py"
-    r = Session(Config(model=f"{models}:half_linear", inputs=f"{models}:inputs_8", samples=2, exporter="dynamo")).run()
+    r = run_once(Config(model=f"{models}:half_linear", inputs=f"{models}:inputs_8", samples=2, exporter="dynamo")).result
     by = {L.module: L for L in r.layers}
     assert by["a"].status == "ok"                 # float16 Linear: within max(rtol, 4 eps)
     assert by["b"].status == UNATTRIBUTED         # float32, fails, its own nodes agree, nothing upstream fails

@@ -2,7 +2,7 @@
 
 Each exporter exports ``Multi`` once; a variant is a copy of that file with one part edited.
 ``run(name, exporter)`` compares, runs the static checks and verifies them at the origin
-(drifttui.core.causes.explain): what ``drifttui diagnose`` does minus the six steps.
+(drifttui.core.explain.causes.explain): what ``drifttui diagnose`` does minus the six steps.
 """
 from __future__ import annotations
 
@@ -139,7 +139,7 @@ def exports(tmp_path_factory):
     """(model, exporter[, variant]) -> path of the exported (and edited) ONNX file, made once."""
     import torch
 
-    from drifttui.core.export import export_model
+    from drifttui.core.model.export import export_model
     from tests.causes import drifted
 
     root = tmp_path_factory.mktemp("causes")
@@ -183,12 +183,9 @@ def exports(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def run(exports):
-    """(model, exporter, variant) -> (session, result, explanation), cached per session."""
-    from drifttui.core.causes import explain
-    from drifttui.core.checks import run_checks
+    """(model, exporter, variant) -> (engine, result, explanation), cached per session."""
+    from drifttui.core.pipeline import Pipeline
     from drifttui.core.result import Config
-    from drifttui.core.session import Session
-    from drifttui.core.steps.context import context_for
 
     cache: dict[tuple, Any] = {}
 
@@ -199,10 +196,9 @@ def run(exports):
                       "clip": "clip_inputs"}[model]
             cfg = Config(model=f"{SPEC}:{model}", onnx=str(exports(model, exporter, variant)),
                          inputs=f"{SPEC}:{inputs}", samples=SAMPLES)
-            s = Session(cfg)
-            r = s.run()
-            ctx = context_for(r, s)
-            cache[key] = (s, r, explain(ctx, run_checks(ctx, static_only=True)))
+            engine = Pipeline()
+            explained = engine.explain(engine.run(cfg).result)
+            cache[key] = (engine, explained.result, explained.explanation)
         return cache[key]
 
     return go

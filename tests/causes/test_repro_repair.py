@@ -11,8 +11,8 @@ import onnxruntime as ort
 import pytest
 from onnx import numpy_helper
 
-from drifttui.core.causes.repair import recheck, repair
-from drifttui.core.causes.repro import write_case
+from drifttui.core.explain.causes.repair import repair
+from drifttui.core.explain.causes.repro import write_case
 
 REPAIRABLE = [("multi", "dynamo", "resize"), ("multi", "torchscript", "pool"), ("multi", "dynamo", "eps"),
               ("multi", "torchscript", "leaky"), ("multi", "dynamo", "gelu"), ("multi", "torchscript", "gamma"),
@@ -22,11 +22,11 @@ REPAIRABLE = [("multi", "dynamo", "resize"), ("multi", "torchscript", "pool"), (
 
 @pytest.mark.parametrize("model,exporter,variant", REPAIRABLE)
 def test_repair_makes_check_pass(run, model, exporter, variant):
-    session, result, exp = run(model, exporter, variant)
+    engine, result, exp = run(model, exporter, variant)
     assert result.verdict == "drift"
-    fixed = repair(session.prepared.index.model, exp)
+    fixed = repair(engine.context(result).prepared.index.model, exp)
     assert fixed.model is not None and fixed.applied, exp.findings[0]
-    after = recheck(session.config, fixed.model)
+    after = engine.recheck(result.config, fixed.model)
     assert after.verdict == "ok", [(L.module, L.status) for L in after.layers if L.status != "ok"][:5]
 
 
@@ -55,8 +55,8 @@ def test_repro_reproduces_in_onnxruntime_alone(run, tmp_path, model, exporter, v
 def test_repro_outputs_are_the_torch_values(run, tmp_path):
     """The expected outputs are torch-side: the verified patch makes ORT match them."""
     _, _, exp = run("multi", "dynamo", "resize")
-    from drifttui.core.causes.evaluate import run_ort
-    from drifttui.core.causes.patches import apply
+    from drifttui.core.explain.causes.evaluate import run_ort
+    from drifttui.core.explain.causes.patches import apply
 
     patched = apply(exp.case.model, exp.verified[0].patch)
     got = run_ort(patched, exp.case.feeds, list(exp.case.expected))
@@ -66,17 +66,16 @@ def test_repro_outputs_are_the_torch_values(run, tmp_path):
 
 def test_without_the_patch_step_nothing_is_verified(run, monkeypatch):
     """Verification comes from running patches: skip that step and the headline is unverified."""
-    import drifttui.core.causes as causes
-    from drifttui.core.checks import run_checks
-    from drifttui.core.steps.context import context_for
+    import drifttui.core.explain.causes as causes
+    from drifttui.core.explain.checks import run_checks
 
-    session, result, _ = run("multi", "dynamo", "pool")
-    ctx = context_for(result, session)
-    for k in [k for k in ctx.cache if k.startswith("causes:explain")]:
+    engine, result, _ = run("multi", "dynamo", "pool")
+    ctx = engine.context(result)
+    for k in [k for k in ctx.cache if k.startswith("causes:explain") or k == "findings"]:
         del ctx.cache[k]
     monkeypatch.setattr(causes, "verify", lambda case, patches, cancel=None: [])
-    exp = causes.explain(ctx, run_checks(ctx, static_only=True), reexport=False)
+    exp = causes.verify_at_origin(ctx, run_checks(ctx, static_only=True), reexport=False)
     ctx.cache.clear()
     assert exp.findings[0].verified is not True
     assert not any(f.verified for f in exp.findings)
-    assert repair(session.prepared.index.model, exp).model is None
+    assert repair(ctx.prepared.index.model, exp).model is None

@@ -4,14 +4,15 @@ from __future__ import annotations
 import pytest
 
 from drifttui.core.result import Config
-from drifttui.core.session import Session
-from drifttui.core.steps import diagnose
+from drifttui.core.explain.steps import STEP_NUMBERS
+from drifttui.core.pipeline import Pipeline
 
 
 @pytest.fixture(scope="module")
 def bf16():
-    s = Session(Config(model="example:resnet18-bf16", example="resnet18-bf16", samples=2))
-    return diagnose(s, s.run())
+    engine = Pipeline()
+    r = engine.run(Config(model="example:resnet18-bf16", example="resnet18-bf16", samples=2)).result
+    return engine.explain(r, STEP_NUMBERS).result
 
 
 def test_bf16_headline_is_verified_dtype_through_the_fold(bf16):

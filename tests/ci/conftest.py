@@ -58,7 +58,7 @@ def variants(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     import onnx
     from onnx import numpy_helper
 
-    from drifttui.core.export import export_model
+    from drifttui.core.model.export import export_model
     from tests.ci import classifier
 
     folder = tmp_path_factory.mktemp("ci-onnx")

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import drifttui
-from drifttui.core import memory
+from drifttui.core.model import memory
 from drifttui.examples import get_example
 from drifttui.report import json_report
 from tests.ci import classifier

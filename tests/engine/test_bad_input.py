@@ -160,6 +160,9 @@ def test_unwritable_json_path(capsys, tmp_path):
     code, err = run_cli(capsys, "check", "--example", "unet", json_path=tmp_path)
     assert code == 2
     assert_one_line(err, "is a directory")
+
+
+def test_read_only_json_folder(capsys, tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir()
     os.chmod(ro, 0o500)

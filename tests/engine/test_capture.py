@@ -19,7 +19,7 @@ def test_inplace_relu_after_batchnorm_is_not_drift(run_cache, exporter):
 
 def test_clone_matters_for_the_store():
     """The store clones at hook time: the kept tensor does not see later in-place ops."""
-    from drifttui.core.capture_torch import Hooks, TensorStore
+    from drifttui.core.runtime.torch_hooks import Hooks, TensorStore
     from tests.models import bn_inplace
 
     m = bn_inplace()
@@ -56,7 +56,7 @@ def test_twice_tuple_and_functional_ops(run_cache, exporter):
 
 def test_external_data_onnx_file(tmp_path):
     from drifttui.core.result import Config
-    from drifttui.core.session import Session
+    from drifttui.core.pipeline import run_once
     from tests.models import bn_inplace
 
     m = bn_inplace()
@@ -65,7 +65,7 @@ def test_external_data_onnx_file(tmp_path):
     torch.onnx.export(m, (x,), str(path), dynamo=True, external_data=True)
     assert (tmp_path / "deployed.onnx.data").exists()
     before = {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()}
-    r = Session(Config(model=model_spec("bn_inplace"), onnx=str(path), samples=2)).run()
+    r = run_once(Config(model=model_spec("bn_inplace"), onnx=str(path), samples=2)).result
     assert r.verdict == "ok"
     assert r.coverage.localized and r.coverage.mapped >= 3
     after = {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()}
@@ -74,7 +74,7 @@ def test_external_data_onnx_file(tmp_path):
 
 def test_torchscript_model_degrades_to_outputs(tmp_path):
     from drifttui.core.result import Config
-    from drifttui.core.session import Session
+    from drifttui.core.pipeline import run_once
     from tests.models import twice
 
     m = twice()
@@ -84,7 +84,7 @@ def test_torchscript_model_degrades_to_outputs(tmp_path):
     ts.save(str(ts_path))
     onnx_path = tmp_path / "model.onnx"
     torch.onnx.export(m, (x,), str(onnx_path), dynamo=True)
-    r = Session(Config(model=str(ts_path), onnx=str(onnx_path), samples=2)).run()
+    r = run_once(Config(model=str(ts_path), onnx=str(onnx_path), samples=2)).result
     assert r.verdict == "ok"
     assert not r.coverage.localized
     assert "TorchScript" in r.coverage.reason
@@ -93,7 +93,7 @@ def test_torchscript_model_degrades_to_outputs(tmp_path):
 
 def test_exported_program_model_keeps_module_hierarchy(tmp_path):
     from drifttui.core.result import Config
-    from drifttui.core.session import Session
+    from drifttui.core.pipeline import run_once
     from tests.models import bn_inplace
 
     m = bn_inplace()
@@ -102,7 +102,7 @@ def test_exported_program_model_keeps_module_hierarchy(tmp_path):
     p = tmp_path / "m.pt2"
     torch.export.save(ep, str(p))
     # a .pt2 this test made itself: trusted (loading one runs code from the file)
-    r = Session(Config(model=str(p), inputs="shape:1x3x16x16", samples=2, trust_model_file=True)).run()
+    r = run_once(Config(model=str(p), inputs="shape:1x3x16x16", samples=2, trust_model_file=True)).result
     assert r.verdict == "ok"
     assert {L.module for L in r.layers} >= {"", "conv", "bn", "relu", "conv2"}
 
@@ -112,7 +112,7 @@ def test_injected_functional_drift_is_owned_by_the_container(tmp_path):
     import onnx
 
     from drifttui.core.result import Config
-    from drifttui.core.session import Session
+    from drifttui.core.pipeline import run_once
     from tests.models import scaled
 
     m = scaled()
@@ -128,7 +128,7 @@ def test_injected_functional_drift_is_owned_by_the_container(tmp_path):
     arr = numpy_helper.to_array(inits[name]).astype(np.float32) * 1.0025
     inits[name].CopyFrom(numpy_helper.from_array(arr, name))
     onnx.save(proto, str(path))
-    r = Session(Config(model=model_spec("scaled"), onnx=str(path), samples=3)).run()
+    r = run_once(Config(model=model_spec("scaled"), onnx=str(path), samples=3)).result
     assert r.verdict == "drift"
     assert r.drift_origin.module == ""          # the root's own Mul
     fc = next(L for L in r.layers if L.module == "fc")

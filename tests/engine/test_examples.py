@@ -4,6 +4,9 @@ import pytest
 from drifttui.examples import EXAMPLES
 
 CASES = [(name, exp) for name in EXAMPLES for exp in ("dynamo", "torchscript")]
+# examples whose injected drift sits in several modules at once: every LayerScale of the reloaded
+# model lost its trained gamma, so each one drifts on its own (and only those)
+ALSO_DRIFTING = {"transformer-lost-gamma": "LayerScale"}
 
 
 @pytest.mark.parametrize("name,exporter", CASES)
@@ -16,10 +19,12 @@ def test_example_verdict_and_origin(run_cache, name, exporter):
         assert r.drift_origin.module == ex.expected_origin
         origin = r.layers[r.drift_origin.layer]
         assert origin.status == "drift"
-        # everything after the origin that fails is explained by it, not blamed on itself
-        later = [L for L in r.layers if L.status == "drift" and L.index != origin.index]
-        for L in later:
-            assert L.cls == origin.cls, f"unexpected second origin {L.module}"
+        # everything after the origin that fails is explained by it, not blamed on itself; only an
+        # example that injected the drift into several modules has more drifting layers: exactly those
+        later = {L.module for L in r.layers if L.status == "drift" and L.index != origin.index}
+        cls = ALSO_DRIFTING.get(name)
+        expected = {L.module for L in r.layers if L.cls == cls} - {origin.module} if cls else set()
+        assert later == expected, f"unexpected second origins {sorted(later - expected)[:5]}"
     else:
         assert r.verdict == "ok", [(L.module, L.status) for L in r.layers if L.status in ("drift", "inherited")]
         assert r.drift_origin is None
@@ -36,7 +41,7 @@ def test_conv_bn_folding_both_forms(run_cache):
         conv, bn = by[("layer1.0.conv1", 0)], by[("layer1.0.bn1", 0)]
         assert conv.status == "fused" and not conv.onnx_values and conv.metrics is None
         assert bn.status == "ok" and bn.onnx_values and bn.metrics is not None
-        assert bn.op_types == ["Conv"] or "Conv" in bn.op_types or ts is r
+        assert "Conv" in bn.op_types          # the folded node computes the BatchNorm, both exporters
     # TorchScript: the node is named after the Conv but its value is the BatchNorm's
     bn_ts = {(L.module, L.call): L for L in ts.layers}[("layer1.0.bn1", 0)]
     assert bn_ts.onnx_values[0].startswith("/layer1/layer1.0/conv1/")

@@ -13,21 +13,21 @@ def test_dict_inputs_by_name(run_cache):
 
 def test_npz_file_is_one_sample(tmp_path):
     from drifttui.core.result import Config
-    from drifttui.core.session import Session
+    from drifttui.core.pipeline import run_once
 
     f = tmp_path / "x.npz"
     np.savez(f, np.random.randn(2, 8).astype(np.float32), np.random.randn(2, 6).astype(np.float32))
-    r = Session(Config(model=model_spec("two_inputs"), inputs=str(f), samples=50)).run()
+    r = run_once(Config(model=model_spec("two_inputs"), inputs=str(f), samples=50)).result
     assert r.samples == 1 and r.verdict == "ok"
 
 
 def test_pt_file_dict(tmp_path):
     from drifttui.core.result import Config
-    from drifttui.core.session import Session
+    from drifttui.core.pipeline import run_once
 
     f = tmp_path / "x.pt"
     torch.save({"left": torch.randn(2, 8), "right": torch.randn(2, 6)}, f)
-    r = Session(Config(model=model_spec("two_inputs"), inputs=str(f), samples=3)).run()
+    r = run_once(Config(model=model_spec("two_inputs"), inputs=str(f), samples=3)).result
     assert r.samples == 1 and r.verdict == "ok"
 
 

@@ -1,9 +1,9 @@
 """Mapping on graphs built with onnx.helper: scopes, repeated calls, fill-in, no-scope files."""
 from onnx import TensorProto, helper
 
-from drifttui.core.capture_torch import Call, TensorRef
-from drifttui.core.graph import DYNAMO, TORCHSCRIPT, UNKNOWN, build_index
-from drifttui.core.mapping import build_plan
+from drifttui.core.runtime.torch_hooks import Call, TensorRef
+from drifttui.core.prepare.graph import DYNAMO, TORCHSCRIPT, UNKNOWN, build_index
+from drifttui.core.prepare.plan.mapping import build_plan
 from tests.engine.graphs import scoped_node as _node
 
 

@@ -2,9 +2,9 @@
 dependency, tuple outputs of scope-less producers, folds decided by structure."""
 from onnx import TensorProto, helper
 
-from drifttui.core.capture_torch import Call, TensorRef
-from drifttui.core.graph import build_index
-from drifttui.core.mapping import build_plan
+from drifttui.core.runtime.torch_hooks import Call, TensorRef
+from drifttui.core.prepare.graph import build_index
+from drifttui.core.prepare.plan.mapping import build_plan
 from drifttui.core.result import UNMAPPED
 from tests.engine.graphs import scoped_node as _node
 

@@ -6,7 +6,7 @@ import torch
 from onnx import numpy_helper
 
 from drifttui.core.result import Config
-from drifttui.core.session import Session
+from drifttui.core.pipeline import run_once
 from tests.conftest import model_spec
 
 
@@ -40,7 +40,7 @@ def test_shared_module_under_two_names_maps_both_calls_and_blames_the_right_one(
     del gemms[1].attribute[:]
     gemms[1].attribute.extend(attrs + [onnx.helper.make_attribute("alpha", 1.05)])
     onnx.save(proto, str(path))
-    r = Session(Config(model=model_spec("shared_linear"), onnx=str(path), samples=2)).run()
+    r = run_once(Config(model=model_spec("shared_linear"), onnx=str(path), samples=2)).result
     p_calls = [L for L in r.layers if L.module == "p"]
     assert [L.call for L in p_calls] == [0, 1] and p_calls[0].status == "ok"
     assert r.drift_origin is not None and (r.drift_origin.module, r.drift_origin.call) == ("p", 1)
@@ -71,9 +71,9 @@ def test_batch_refused_when_dim0_mixes_samples(tmp_path):
     w = next(t for t in proto.graph.initializer if t.name == "l1.weight")
     w.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(w).astype(np.float32) * 1.01, w.name))
     onnx.save(proto, str(path))
-    plain = Session(Config(model=model_spec("mixes_dim0"), onnx=str(path), inputs="shape:6x8", samples=4)).run()
-    batched = Session(Config(model=model_spec("mixes_dim0"), onnx=str(path), inputs="shape:6x8", samples=4,
-                             batch=2)).run()
+    plain = run_once(Config(model=model_spec("mixes_dim0"), onnx=str(path), inputs="shape:6x8", samples=4)).result
+    batched = run_once(Config(model=model_spec("mixes_dim0"), onnx=str(path), inputs="shape:6x8", samples=4,
+                             batch=2)).result
     assert any("not an independent batch axis" in n for n in batched.notes)
     for a, b in zip(plain.layers, batched.layers):
         assert a.status == b.status

@@ -192,8 +192,8 @@ def test_failures_inside_dependencies_are_named():
 def test_failures_in_drifttui_code_stay_internal():
     from drifttui.cli import unexpected_failure
     from drifttui.errors import failing_dependency
-    from drifttui.core.spec import ModelSpec
-    from drifttui.core.loading import load_torch_model
+    from drifttui.core.model.spec import ModelSpec
+    from drifttui.core.model.loading import load_torch_model
 
     exc = _raised(lambda: load_torch_model(ModelSpec("callable")))     # callable=None: our bug
     assert failing_dependency(exc) == ""

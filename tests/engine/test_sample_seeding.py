@@ -9,7 +9,7 @@ import torch
 
 
 def test_api_callable_samples_are_a_function_of_their_index_and_leave_the_callers_rng_alone():
-    from drifttui.core import memory
+    from drifttui.core.model import memory
 
     def draw(i):
         return torch.tensor(np.random.rand(3) + random.random(), dtype=torch.float32) + torch.rand(3)
@@ -27,8 +27,8 @@ def test_api_callable_samples_are_a_function_of_their_index_and_leave_the_caller
 
 
 def test_cli_callable_samples_are_a_function_of_their_index(tmp_path):
-    from drifttui.core.inputs import build_source
-    from drifttui.core.spec import parse_input_spec
+    from drifttui.core.model.inputs import build_source
+    from drifttui.core.model.spec import parse_input_spec
 
     f = tmp_path / "inputs.py"
     f.write_text("import random\nimport numpy as np\nimport torch\n\n"

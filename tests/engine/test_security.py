@@ -14,8 +14,8 @@ from onnx import TensorProto, helper
 from onnx.external_data_helper import set_external_data
 
 from drifttui.cli import main
-from drifttui.core.loading import import_callable, load_onnx
-from drifttui.core.spec import parse_callable
+from drifttui.core.model.loading import import_callable, load_onnx
+from drifttui.core.model.spec import parse_callable
 from tests.conftest import model_spec
 from tests.engine.test_bad_input import assert_one_line, run_cli
 

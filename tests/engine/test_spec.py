@@ -1,6 +1,6 @@
 import pytest
 
-from drifttui.core.spec import parse_input_spec, parse_model_spec
+from drifttui.core.model.spec import parse_input_spec, parse_model_spec
 from drifttui.errors import InputError
 
 
@@ -29,7 +29,7 @@ def test_input_specs():
 
 
 def test_callable_inputs_are_seeded_per_sample(tmp_path):
-    from drifttui.core.inputs import build_source
+    from drifttui.core.model.inputs import build_source
 
     f = tmp_path / "inp.py"
     f.write_text("import torch\ndef make():\n    return torch.randn(2, 3)\n")
@@ -39,7 +39,7 @@ def test_callable_inputs_are_seeded_per_sample(tmp_path):
 
 
 def test_default_inputs_from_graph_with_symbolic_dims():
-    from drifttui.core.inputs import build_source
+    from drifttui.core.model.inputs import build_source
 
     src = build_source(parse_input_spec(None), seed=0, zero=False,
                        graph_inputs=[("x", ["batch", 3, 8], "float32"), ("ids", [1, "seq"], "int64")])

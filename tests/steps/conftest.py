@@ -10,8 +10,8 @@ import pytest
 from onnx import helper, numpy_helper
 
 from drifttui.core.result import Config
-from drifttui.core.session import Session
-from drifttui.core.steps import diagnose
+from drifttui.core.explain.steps import STEP_NUMBERS
+from drifttui.core.pipeline import Pipeline
 from drifttui.examples import surgery
 
 HERE = Path(__file__).parent
@@ -92,7 +92,7 @@ VARIANTS2: dict[str, Callable[[Any], None]] = {
 def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     import torch
 
-    from drifttui.core.export import export_model
+    from drifttui.core.model.export import export_model
     from tests.steps.tiny import build, build2
 
     d = tmp_path_factory.mktemp("tiny")
@@ -117,27 +117,28 @@ def variant_path(exported: Path, tmp_path_factory: pytest.TempPathFactory) -> Ca
 
 
 @pytest.fixture(scope="session")
-def run(variant_path: Callable[[str], str]) -> Callable[[str], tuple[Session, Any]]:
-    """variant name -> (session, result) after the check (cached per test session)."""
-    cache: dict[str, tuple[Session, Any]] = {}
+def run(variant_path: Callable[[str], str]) -> Callable[[str], tuple[Pipeline, Any]]:
+    """variant name -> (engine, result) after the check (cached per test session)."""
+    cache: dict[str, tuple[Pipeline, Any]] = {}
 
-    def get(name: str) -> tuple[Session, Any]:
+    def get(name: str) -> tuple[Pipeline, Any]:
         if name not in cache:
             model, inputs = (MODEL2, INPUTS2) if name in VARIANTS2 else (MODEL, INPUTS)
-            s = Session(Config(model=model, onnx=variant_path(name), inputs=inputs, samples=SAMPLES))
-            cache[name] = (s, s.run())
+            engine = Pipeline()
+            cache[name] = (engine, engine.run(Config(model=model, onnx=variant_path(name), inputs=inputs,
+                                                     samples=SAMPLES)).result)
         return cache[name]
     return get
 
 
 @pytest.fixture(scope="session")
-def diagnosed(run: Callable[[str], tuple[Session, Any]]) -> Callable[[str], Any]:
+def diagnosed(run: Callable[[str], tuple[Pipeline, Any]]) -> Callable[[str], Any]:
     """variant name -> result with all six steps and all findings."""
     cache: dict[str, Any] = {}
 
     def get(name: str) -> Any:
         if name not in cache:
-            s, r = run(name)
-            cache[name] = diagnose(s, r)
+            engine, r = run(name)
+            cache[name] = engine.explain(r, STEP_NUMBERS).result
         return cache[name]
     return get

@@ -8,8 +8,8 @@ import pytest
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from drifttui.core.checks import dtype, dynamic_axes, fusion, opcompat
-from drifttui.core.graph import build_index
+from drifttui.core.explain.checks import dtype, dynamic_axes, fusion, opcompat
+from drifttui.core.prepare.graph import build_index
 
 DRIFTS = {  # variant -> (check class, module the finding must name)
     "eps": ("normalization", "norm.ln"),

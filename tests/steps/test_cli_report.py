@@ -6,8 +6,7 @@ import json
 from rich.console import Console
 
 from drifttui import cli
-from drifttui.core.steps import run_step
-from drifttui.core.steps.context import forget_contexts
+from drifttui.core.pipeline import Pipeline
 from drifttui.report.steps_text import render_steps
 
 
@@ -46,11 +45,18 @@ def test_text_report_renders(diagnosed):
 
 
 def test_run_step_from_result_alone(run):
+    """A result without its run (a loaded report): the engine prepares once from its config, and a
+    second step on the same result reuses that preparation and context (no rebuild)."""
     _, result = run("resize")
-    forget_contexts()
+    engine = Pipeline()
     seen = []
-    s = run_step(3, result, progress=seen.append)
+    s = engine.step(3, result, progress=seen.append)
     assert s.step == 3 and s.verdict == "fail" and s.layers == [result.drift_origin.layer]
-    assert any(p.stage == "step" for p in seen)
-    again = run_step(3, result)          # cached context: no rebuild
+    rebuilt = [p for p in seen if p.stage == "step" and "preparing the model again" in p.message]
+    assert len(rebuilt) == 1
+    prepared, ctx = engine.context(result).prepared, engine.context(result)
+    seen_again = []
+    again = engine.step(3, result, progress=seen_again.append)          # cached context: no rebuild
     assert again.summary == s.summary
+    assert not [p for p in seen_again if "preparing the model again" in p.message]
+    assert engine.context(result) is ctx and ctx.prepared is prepared

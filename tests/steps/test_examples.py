@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from drifttui.core.checks import run_checks
+from drifttui.core.explain.checks import run_checks
+from drifttui.core.pipeline import Pipeline
 from drifttui.core.result import Config
-from drifttui.core.session import Session
-from drifttui.core.steps.context import context_for
 from drifttui.examples import EXAMPLES
 
 
 def _findings(name):
-    s = Session(Config(model=f"example:{name}", example=name, samples=1))
-    r = s.run()
-    return r, run_checks(context_for(r, s), static_only=True)
+    engine = Pipeline()
+    r = engine.run(Config(model=f"example:{name}", example=name, samples=1)).result
+    return r, run_checks(engine.context(r), static_only=True)
 
 
 @pytest.mark.parametrize("name", [n for n, e in EXAMPLES.items() if e.drifted])

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from drifttui.core.result import Origin
-from drifttui.core.steps import TITLES, run_step
-from drifttui.core.steps import determinism, tolerance
+from drifttui.core.explain.steps import TITLES
+from drifttui.core.explain.steps import determinism, tolerance
 
 
 def step(result, n):
@@ -34,11 +34,11 @@ def test_step1_sees_in_place_mutation_and_real_origin(diagnosed):
 
 
 def test_step1_flags_an_origin_that_is_a_capture_artifact(run):
-    session, result = run("clean")
+    engine, result = run("clean")
     bn = next(L for L in result.layers if L.module == "bn")
     fake = result.with_(verdict="drift", drift_origin=Origin(bn.index, "bn", bn.cls, 0, bn.onnx_values,
                                                              bn.op_types, 1.0, 1.0, None, 0))
-    s = run_step(1, fake, session=session)
+    s = engine.step(1, fake)
     assert s.verdict == "fail", s.summary
     assert s.evidence["origin"]["uncloned_fails"] and not s.evidence["origin"]["cloned_fails"]
     assert s.layers[0] == bn.index

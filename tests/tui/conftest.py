@@ -6,7 +6,7 @@ import pytest
 
 from drifttui.core.result import Config, Result
 from drifttui.errors import ModelError
-from drifttui.testing.replay import ReplayEngine, load_fixture
+from tests.tui.replay import ReplayEngine, load_fixture
 
 DEMO = load_fixture()
 CONFIG = DEMO.config            # example:resnet18-bf16, 8 samples

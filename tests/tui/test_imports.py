@@ -7,7 +7,7 @@ import sys
 
 def test_tui_does_not_import_torch_or_onnx():
     code = (
-        "import sys; import drifttui.tui.app, drifttui.testing.replay, drifttui.tui.screens.detail; "
+        "import sys; import drifttui.tui.app, tests.tui.replay, drifttui.tui.screens.detail; "
         "bad = [m for m in ('torch', 'onnx', 'onnxruntime', 'drifttui.core.session') if m in sys.modules]; "
         "print(bad); sys.exit(1 if bad else 0)"
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from drifttui.cli import build_parser, main, rebase_config, serve_command
-from drifttui.testing.replay import FIXTURES
+from tests.tui.replay import FIXTURES
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from drifttui.testing.replay import ReplayEngine, load_fixture
+from tests.tui.replay import ReplayEngine, load_fixture
 from drifttui.tui.app import DriftApp
 
 SIZES = [(80, 24), (100, 30), (120, 40), (200, 50)]

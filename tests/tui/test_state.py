@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from drifttui.testing.replay import ReplayEngine
+from tests.tui.replay import ReplayEngine
 from drifttui.tui import runner
 from drifttui.tui.app import DriftApp
 

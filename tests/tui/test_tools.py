@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from drifttui.core.result import Result
-from drifttui.testing.replay import ReplayEngine
+from tests.tui.replay import ReplayEngine
 from drifttui.tui.app import DriftApp
 from drifttui.tui.keymap import ACTIONS, COLUMN_HELP, STATUS_HELP
 from drifttui.tui.screens.detail import DetailScreen

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 
 from drifttui.core.result import DRIFT, INHERITED, UNATTRIBUTED
-from drifttui.testing.replay import load_fixture, tiled
+from tests.tui.replay import load_fixture, tiled
 from drifttui.tui.tree import LayerTree
 
 
@@ -39,9 +39,11 @@ def test_collapsed_container_rolls_up_worst_values():
     t.collapse(block)
     values, rolled = t.values(block)
     assert rolled
-    worst_child = max(t.own[k][0] for k in t.children[block] if t.own[k][0] is not None)
-    assert values[0] >= worst_child
-    assert values[2] >= r.layers[o].local.max_abs.worst
+    subtree = _subtree(t, block)
+    for col in (0, 2):       # max |d| and the local error: the worst of the block and everything in it
+        want = max(t.own[k][col] for k in subtree if t.own[k][col] is not None)
+        assert values[col] == want
+    assert values[2] == max(r.layers[k].local.max_abs.worst for k in subtree if r.layers[k].local is not None)
 
 
 def test_collapse_all_keeps_root_open():
@@ -51,14 +53,28 @@ def test_collapse_all_keeps_root_open():
     assert all(r.layers[i].depth <= 1 for i in t.rows)
 
 
+def _subtree(t, i):
+    out, todo = [], [i]
+    while todo:
+        k = todo.pop()
+        out.append(k)
+        todo.extend(t.children[k])
+    return out
+
+
 def test_filter_by_name_keeps_ancestors():
+    """The rows kept are exactly the matching layers and their ancestors, in execution order."""
     r, t = make()
     t.set_filter(text="relu")
-    names = [r.layers[i].module for i in t.rows]
-    assert any(n.endswith("relu") for n in names)
-    for i in t.rows:
-        layer = r.layers[i]
-        assert "relu" in layer.module or any(t.children[i])
+    matching = {L.index for L in r.layers if "relu" in L.module}
+    assert matching
+    want = set(matching)
+    for i in matching:
+        p = t.parent[i]
+        while p is not None:
+            want.add(p)
+            p = t.parent[p]
+    assert t.rows == sorted(want)
     t.set_filter(text="")
     assert len(t.rows) == len(r.layers)
 

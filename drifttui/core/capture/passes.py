@@ -1,0 +1,171 @@
+"""The per-layer pass of one capture window over one sample: ORT run, hooked torch forward, local run.
+
+ONNX Runtime runs first with the window's values as outputs; the torch forward's hooks then
+compare each output with its ORT value *inside the hook* (before in-place ops) and keep nothing
+but tolerance-free statistics.  The local run (each module's own nodes fed from torch) needs
+clones of the cut values, taken in the same forward.  Which samples get this pass is decided
+by the capture stage (``core/capture/stage.py``) without looking at any tolerance, so a tolerance
+change never asks for a new capture.
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import numpy as np
+import torch
+
+from drifttui.core.progress import CancelToken
+from drifttui.core.runtime import sessions
+from drifttui.core.runtime.torch_hooks import Hooks, Sink, TensorStore, to_numpy
+from drifttui.core.model.inputs import onnx_feeds
+from drifttui.core.prepare.plan.plan import Plan
+from drifttui.core.metrics import Aggregate, Stats, compare
+from drifttui.core.prepare.windows import Window
+
+
+class CompareSink(Sink):
+    """Compares each hooked output of the window's calls with the ORT value at hook time."""
+
+    def __init__(self, plan: Plan, ort_values: dict[str, np.ndarray], store: Optional[TensorStore],
+                 calls: Optional[set[int]] = None, cancel: Optional[CancelToken] = None) -> None:
+        self.plan = plan
+        self.ort = ort_values
+        self.store = store
+        self.calls = calls
+        self.stats: dict[int, Stats] = {}
+        self.cancel = cancel
+        self.wants_inputs = store is not None
+        # value -> (tensor, its version, stats): a container whose output is its last child's
+        # output (same ONNX value, same tensor object, no in-place op since) reuses the child's
+        # comparison.  The version counter (no_grad forward) sees every in-place change.
+        self._seen: dict[str, tuple[weakref.ref, int, Stats]] = {}
+
+    def on_input(self, call: int, tensors: list[torch.Tensor]) -> None:
+        if self.cancel is not None:
+            self.cancel.check()
+        if self.store is not None:
+            self.store.on_input(call, tensors)
+
+    def on_output(self, call: int, tensors: list[torch.Tensor]) -> None:
+        cm = self.plan.calls[call]
+        if cm.outputs and (self.calls is None or call in self.calls):
+            total = Stats()
+            for pos, value in cm.outputs.items():
+                if pos < len(tensors) and value in self.ort:
+                    total.add(self._compare(tensors[pos], value))
+            self.stats[call] = total
+        if self.store is not None:
+            self.store.on_output(call, tensors)
+
+    def _compare(self, t: torch.Tensor, value: str) -> Stats:
+        try:
+            version = t._version
+        except RuntimeError:      # an inference tensor has no version counter: never reuse
+            return compare(t, self.ort[value])
+        seen = self._seen.get(value)
+        if seen is not None and seen[0]() is t and seen[1] == version:
+            return seen[2]
+        st = compare(t, self.ort[value])
+        self._seen[value] = (weakref.ref(t), version, st)
+        return st
+
+
+@dataclass
+class Accum:
+    """What the per-layer passes add up to (tolerance-free scalars only)."""
+
+    glob: dict[int, Aggregate] = field(default_factory=dict)
+    loc_stats: dict[int, dict[int, Stats]] = field(default_factory=dict)   # owner -> sample -> own error
+    # owner -> (first node index in execution order, that local value's own error) per sample and
+    # value: the decide stage finds, at any tolerance, where the owner's local error starts
+    loc_values: dict[int, list[tuple[int, Stats]]] = field(default_factory=dict)
+    local_runs: int = 0
+
+    def local_aggs(self) -> dict[int, Aggregate]:
+        """Own errors per call, one entry per sample (windows that share an owner are merged)."""
+        out: dict[int, Aggregate] = {}
+        for owner, by_sample in self.loc_stats.items():
+            agg = out[owner] = Aggregate()
+            for i in sorted(by_sample):
+                agg.add(i, by_sample[i])
+        return out
+
+
+@dataclass(frozen=True)
+class Pass:
+    """Everything one window's per-layer passes need."""
+
+    plan: Plan
+    window: Window
+    main: Any                       # ORT session with the window's values as outputs
+    fetch: list[str]
+    local_sess: Any
+    hooks: Optional[Hooks]
+    model: Any
+    forward: Callable[[Any, Any], list[torch.Tensor]]
+    graph_inputs: list[str]
+    input_dtypes: dict[str, str]
+
+
+def run_sample(p: Pass, acc: Accum, i: int, sample: Any, feeds: Optional[dict], cancel: CancelToken) -> None:
+    """The per-layer pass of sample ``i``: global errors of every mapped call, then the local run."""
+    if feeds is None:
+        feeds = onnx_feeds(sample, p.graph_inputs, p.input_dtypes)
+    ort_vals = sessions.run(p.main, feeds, p.fetch)
+    use_local = p.local_sess is not None and p.hooks is not None and p.window.local is not None
+    store = TensorStore(p.window.want_out, p.window.want_in) if use_local else None
+    sink = CompareSink(p.plan, ort_vals, store, p.window.calls, cancel)
+    if p.hooks is not None:
+        p.hooks.begin(sink)
+    outs = p.forward(p.model, sample)
+    for ci, st in sink.stats.items():
+        acc.glob.setdefault(ci, Aggregate()).add(i, st)
+    if p.hooks is None and outs and p.plan.calls:
+        total = Stats()
+        for pos, v in p.plan.calls[0].outputs.items():
+            if pos < len(outs):
+                total.add(compare(outs[pos], ort_vals[v]))
+        acc.glob.setdefault(0, Aggregate()).add(i, total)
+    del ort_vals, sink, outs
+    if store is not None:
+        local_run(p, store, feeds, i, acc)
+        acc.local_runs += 1
+    if p.hooks is not None:
+        p.hooks.begin(None)
+
+
+def local_run(p: Pass, store: TensorStore, feeds: dict, i: int, acc: Accum) -> None:
+    local = p.window.local
+    assert local is not None
+    table = p.plan.table
+    lfeeds: dict[str, np.ndarray] = {}
+    for name, v in local.feeds.items():
+        kind, ci, pos = table[v]
+        if kind == "graph_in":
+            arr = feeds.get(v)
+        else:
+            t = (store.out if kind == "out" else store.inp).get((ci, pos))
+            arr = to_numpy(t) if t is not None else None
+        if arr is None:
+            return
+        want = local.feed_dtypes.get(name)      # float16 feeds were widened by to_numpy
+        if want is not None and arr.dtype != want:
+            arr = arr.astype(want)
+        lfeeds[name] = arr
+    vals = sessions.run(p.local_sess, lfeeds, list(local.outputs))
+    per_call: dict[int, Stats] = {}
+    for lname, v in local.outputs.items():
+        owner = local.attribution.get(v)
+        if owner is None:
+            continue
+        kind, ci, pos = table[v]
+        t = (store.out if kind == "out" else store.inp).get((ci, pos))
+        if t is None:
+            continue
+        st = compare(t, vals[lname])
+        per_call.setdefault(owner, Stats()).add(st)
+        acc.loc_values.setdefault(owner, []).append((local.first_node[v], st))
+    for owner, st in per_call.items():
+        acc.loc_stats.setdefault(owner, {}).setdefault(i, Stats()).add(st)

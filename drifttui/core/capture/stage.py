@@ -1,0 +1,297 @@
+"""Stage 2, ``capture(prepared, config) -> Capture``: tolerance-free statistics, streamed per sample.
+
+Two kinds of pass, neither of which looks at a tolerance:
+
+* the **output pass** (the floor) on every sample: one ONNX Runtime run of the plain graph at
+  ``output_opt_level`` (default "all", ORT's own default: what a deployment runs; no extra
+  outputs) and one plain torch forward (no hooks), comparing the model outputs.  That is what a
+  user's own check costs.
+* the **per-layer pass** on the *layer samples*, at ``opt_level`` (default "disable": fusions
+  would hide the values compared): every mapped intermediate as an ORT output,
+  the hooked forward comparing each module's output at hook time, and the local run (each
+  module's own nodes fed from torch).  With ``layer_samples="auto"`` (the default) these are
+  sample 0 (run at once, so that a first per-layer result shows after one sample) and the
+  ``AUTO_LAYER_SAMPLES - 1`` other samples with the largest output error (max |d| / max |torch|
+  over the outputs; ties: the earlier sample), run after the output pass has seen every sample,
+  so the worst sample is always among them; ``"K"`` (a number) takes sample 0 and the K - 1
+  worst; ``"all"`` runs every sample.  A fixed number of per-layer passes makes one more sample
+  cost one output pass: the floor.
+
+The choice of layer samples depends on the output errors only, never on atol/rtol, so the
+decide stage can apply any tolerance to a Capture exactly.  Each per-layer Metrics says over
+how many samples it is (``Metrics.samples``).
+"""
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import numpy as np
+import torch
+
+from drifttui.core.capture import batch, observer
+from drifttui.core.model.inputs import cat_samples
+from drifttui.core.prepare import batch_probe
+from drifttui.core.runtime import sessions
+from drifttui.core.runtime.torch_hooks import to_numpy
+from drifttui.core.runtime.guards import check_finite_feeds, check_finite_outputs, safe_forward
+from drifttui.core.metrics import Aggregate, Stats, compare
+from drifttui.core.capture.passes import Accum, Pass, run_sample
+from drifttui.core.prepare.stage import Prepared
+from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
+from drifttui.core.result import Config, ObserverCheck
+from drifttui.core.prepare.windows import Window
+
+# the Config fields a Capture depends on, on top of the Prepared's
+CAPTURE_FIELDS = ("samples", "seed", "deterministic", "zero_input", "opt_level", "layer_samples",
+                  "output_opt_level")
+LAYER_SAMPLES = ("auto", "all")           # or a positive number K, as text
+AUTO_LAYER_SAMPLES = 3                    # "auto": sample 0 and the two worst other samples
+
+
+def layer_sample_count(value: str, n: int) -> int:
+    """How many of ``n`` samples get the per-layer pass for a ``--layer-samples`` value."""
+    if value == "all":
+        return n
+    k = AUTO_LAYER_SAMPLES if value == "auto" else int(value)
+    return max(1, min(n, k))
+
+
+def valid_layer_samples(value: str) -> bool:
+    return value in LAYER_SAMPLES or (value.isdecimal() and value.isascii() and int(value) >= 1)
+
+
+@dataclass(frozen=True)
+class Capture:
+    """Per-sample statistics of one capture configuration (never written after it is built)."""
+
+    config: Config
+    samples: int                              # samples in the output pass
+    layer_samples: tuple[int, ...]            # samples in the per-layer pass
+    outputs: list[Aggregate]                  # per graph output, every sample
+    top1: list[tuple[int, int]]               # (agreeing rows, rows) per graph output
+    glob: dict[int, Aggregate]                # call -> its output's error per layer sample
+    local: dict[int, Aggregate]               # call -> its own (local) error per layer sample
+    local_values: dict[int, list[tuple[int, Stats]]]   # call -> (first node, error) per local value
+    local_available: bool
+    notes: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    windows: list[Window] = field(default_factory=list)      # the capture windows used
+    observer: Optional[ObserverCheck] = None                 # sample 0: instrumented vs plain outputs
+
+
+@dataclass
+class _Outputs:
+    """The output pass's running state."""
+
+    aggs: list[Aggregate]
+    top1: list[list[int]]
+    times: list[float] = field(default_factory=list)
+
+
+# a partial result for the progress callback: (capture so far) -> Result
+PartialFn = Callable[[Capture], Any]
+
+
+def capture(prepared: Prepared, config: Config, progress: ProgressFn = no_progress,
+            cancel: Optional[CancelToken] = None, partial: Optional[PartialFn] = None) -> Capture:
+    cancel = cancel or CancelToken()
+    before = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+    wanted = (config.deterministic, True) if config.deterministic else (False, before[1])
+    # use_deterministic_algorithms imports torch._inductor (seconds): only call it to change something
+    if wanted != before:
+        torch.use_deterministic_algorithms(wanted[0], warn_only=wanted[1])
+    try:
+        return _capture(prepared, config, progress, cancel, partial)
+    finally:
+        if wanted != before:
+            torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+
+
+def _capture(pr: Prepared, cfg: Config, progress: ProgressFn, cancel: CancelToken,
+             partial: Optional[PartialFn]) -> Capture:
+    source = pr.source(cfg.seed, cfg.zero_input)
+    n = 1 if source.fixed else cfg.samples
+    k = layer_sample_count(cfg.layer_samples, n)
+    every = k >= n
+    timings: dict[str, float] = {"sessions": 0.0}
+    notes = list(pr.notes)
+    floor, windows, obs, prebuilt = _open(pr, cfg, timings)
+    outs = _Outputs([Aggregate() for _ in pr.index.graph_outputs], [[0, 0] for _ in pr.index.graph_outputs])
+    acc = Accum()
+    chosen: list[int] = []
+    worst: list[tuple[float, int]] = []      # heap of (output error, -sample) of the k - 1 worst after sample 0
+    batch = min(pr.batch, n)
+    t_start, sessions_before = time.perf_counter(), timings["sessions"]
+    first, rest = (windows[0], windows[1:]) if windows else (None, [])
+
+    def snap(done: int) -> Capture:
+        return _snapshot(pr, cfg, acc, outs, done, chosen, notes, timings, windows, obs)
+
+    with _WindowPass(pr, cfg, first, timings, prebuilt) as wp:
+        if batch > 1 and wp.p is not None:
+            why = wp.probe_batch(source.sample(0))
+            if why:
+                notes.append(f"--batch {cfg.batch} was not applied (samples ran one at a time): {why}")
+                batch = 1
+        pending: list[tuple[int, Any]] = []
+        for i in range(n):
+            cancel.check()
+            sample = source.sample(i)
+            feeds = pr.feeds(sample)
+            check_finite_feeds(feeds)
+            key = _output_pass(pr, floor, outs, i, sample, feeds)
+            if i == 0 or every:
+                chosen.append(i)
+                pending.append((i, sample))
+            else:
+                _keep_worst(worst, key, i, k - 1)
+            if pending and (len(pending) >= batch or i == n - 1 or not every):
+                wp.run(acc, pending, cancel)
+                pending = []
+            if i == 0 and partial is not None and n > 1:
+                progress(Progress("samples", 1, n, f"sample 1/{n}", partial(snap(1))))
+            elif i < n - 1:
+                progress(Progress("samples", i + 1, n, f"sample {i + 1}/{n}"))
+        extra = sorted(-j for _, j in worst)
+        if extra:        # the worst samples, now that the output pass has seen every sample
+            progress(Progress("samples", n, n, f"per-layer pass on the {len(extra)} worst sample(s)"))
+        _per_layer(wp, acc, source, extra, batch, cancel)
+        chosen = sorted(chosen + extra)
+    for wi, w in enumerate(rest):        # further --max-memory / observer windows: the layer samples only
+        with _WindowPass(pr, cfg, w, timings) as wp:
+            _per_layer(wp, acc, source, chosen, batch, cancel)
+        if partial is not None and wi < len(rest) - 1:      # layers fill in window by window
+            progress(Progress("samples", n, n, f"window {wi + 2}/{len(windows)}", partial(snap(n))))
+    timings["samples"] = time.perf_counter() - t_start - (timings["sessions"] - sessions_before)
+    _finish(timings, notes, acc, outs, n, chosen)
+    return snap(n)
+
+
+def _open(pr: Prepared, cfg: Config, timings: dict[str, float]) -> tuple[Any, list[Window], Any, Any]:
+    """The output pass's session, and the observer check (on every run: marking values as outputs
+    must change nothing), which also decides the capture windows."""
+    t = time.perf_counter()
+    floor = sessions.make_session(pr.proto, cfg.output_opt_level, cfg.deterministic, cfg.provider,
+                                     pr.workdir, "floor.onnx")
+    timings["sessions"] += time.perf_counter() - t
+    t = time.perf_counter()
+    windows, obs, prebuilt = observer.check(pr, cfg)
+    timings["observer"] = time.perf_counter() - t
+    return floor, windows, obs, prebuilt
+
+
+def _per_layer(wp: "_WindowPass", acc: Accum, source: Any, ids: list[int], batch: int, cancel: CancelToken) -> None:
+    """The per-layer passes of the samples ``ids`` in one window, ``batch`` at a time."""
+    for start in range(0, len(ids), batch):
+        cancel.check()
+        wp.run(acc, [(i, source.sample(i)) for i in ids[start:start + batch]], cancel)
+
+
+def _keep_worst(heap: list[tuple[float, int]], key: float, i: int, size: int) -> None:
+    """Keep the ``size`` largest output errors seen (ties: the earlier sample)."""
+    if size <= 0:
+        return
+    item = (key if key == key else math.inf, -i)          # a NaN error counts as the worst
+    if len(heap) < size:
+        heapq.heappush(heap, item)
+    elif item > heap[0]:
+        heapq.heapreplace(heap, item)
+
+
+def _finish(timings: dict[str, float], notes: list[str], acc: Accum, outs: _Outputs, n: int,
+            chosen: list[int]) -> None:
+    """Per-sample timings, and the note saying over how many samples the per-layer figures are."""
+    timings["per_sample"] = timings["samples"] / n
+    if outs.times:
+        timings["per_sample_median"] = float(np.median(outs.times))
+    timings["local_runs"] = float(acc.local_runs)
+    if len(chosen) < n:
+        which = f"sample 0 and the {len(chosen) - 1} with the largest output error" if len(chosen) > 1 else "sample 0"
+        notes.append(f"per-layer statistics are over {len(chosen)} of {n} samples: {which} (--layer-samples K or "
+                     "all compares more); the output verdict is over every sample")
+
+
+def _snapshot(pr: Prepared, cfg: Config, acc: Accum, outs: _Outputs, n: int, chosen: list[int],
+              notes: list[str], timings: dict[str, float], windows: list[Window],
+              obs: Optional[ObserverCheck]) -> Capture:
+    return Capture(config=cfg, samples=n, layer_samples=tuple(chosen), outputs=outs.aggs,
+                   top1=[(a, b) for a, b in outs.top1], glob=acc.glob, local=acc.local_aggs(),
+                   local_values=acc.loc_values, local_available=pr.local is not None, notes=list(notes),
+                   timings=dict(timings), windows=list(windows), observer=obs)
+
+
+def _output_pass(pr: Prepared, sess: Any, outs: _Outputs, i: int, sample: Any, feeds: dict) -> float:
+    """The floor: plain ORT run + plain torch forward, outputs compared; returns the sample's key."""
+    t0 = time.perf_counter()
+    names = pr.index.graph_outputs
+    ort_vals = sessions.run(sess, feeds, names)
+    t_outs = safe_forward(pr.model, sample, versioned=False)
+    check_finite_outputs(t_outs, i)
+    key = 0.0
+    for k, name in enumerate(names):
+        if k >= len(t_outs) or name not in ort_vals:
+            continue
+        tt, oo = t_outs[k], ort_vals[name]
+        st = compare(tt, oo)
+        outs.aggs[k].add(i, st)
+        key = max(key, math.inf if st.nan_mismatch or st.shape_mismatch else st.max_rel)
+        if tt.ndim == 2 and tt.shape[-1] >= 2 and tuple(tt.shape) == oo.shape:
+            outs.top1[k][0] += int((to_numpy(tt).argmax(-1) == oo.argmax(-1)).sum())
+            outs.top1[k][1] += tt.shape[0]
+    outs.times.append(time.perf_counter() - t0)
+    return key
+
+
+class _WindowPass:
+    """The sessions of one capture window, open for the per-layer passes of the layer samples."""
+
+    def __init__(self, pr: Prepared, cfg: Config, window: Optional[Window], timings: dict[str, float],
+                 main: Any = None) -> None:
+        self.pr, self.cfg, self.window, self.timings, self.main = pr, cfg, window, timings, main
+        self.p: Optional[Pass] = None
+
+    def __enter__(self) -> "_WindowPass":
+        pr, cfg, w = self.pr, self.cfg, self.window
+        if w is None:
+            return self
+        t = time.perf_counter()
+        main = self.main if self.main is not None else sessions.make_session(
+            pr.proto, cfg.opt_level, cfg.deterministic, cfg.provider, pr.workdir, "main.onnx", extra_outputs=w.values)
+        local_sess = None
+        if w.local is not None:
+            local_sess = sessions.make_session(w.local.model, cfg.opt_level, cfg.deterministic, cfg.provider,
+                                                  pr.workdir, "local.onnx")
+        self.timings["sessions"] += time.perf_counter() - t
+        fetch = list(dict.fromkeys(pr.index.graph_outputs + w.values))
+        self.p = Pass(pr.plan, w, main, fetch, local_sess, pr.hooks, pr.model, safe_forward,
+                      pr.index.graph_inputs, pr.input_dtypes)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.p = None
+
+    def probe_batch(self, sample0: Any) -> Optional[str]:
+        assert self.p is not None
+        feeds2 = self.pr.feeds(cat_samples([sample0, sample0]))
+        return batch.probe_ort(self.p.main, feeds2, self.p.fetch, self.pr.plan.table,
+                               batch_probe.base_dims(self.pr.plan, self.pr.calls))
+
+    def run(self, acc: Accum, chunk: list[tuple[int, Any]], cancel: CancelToken) -> None:
+        """Per-layer passes of ``chunk`` ((sample id, sample), batched when longer than one)."""
+        p = self.p
+        if p is None or not chunk:
+            return
+        if p.hooks is None:
+            for i, s in chunk:
+                run_sample(p, acc, i, s, None, cancel)
+            return
+        # hooks only for these passes: the output pass runs the bare model
+        with p.hooks.installed():
+            if len(chunk) == 1:
+                run_sample(p, acc, chunk[0][0], chunk[0][1], None, cancel)
+            else:
+                batch.run_chunk(p, acc, [i for i, _ in chunk], [s for _, s in chunk], cancel)

@@ -1,0 +1,297 @@
+"""Stage 3, ``decide(prepared, capture, config) -> Result``: statuses, origin, notes, coverage, fails.
+
+The only place a tolerance is applied to the captured statistics, and the only writer of
+``Layer.status`` and ``Layer.fails``.  Everything it reads is tolerance-free (``core/capture/stage.py``),
+so re-deciding a Capture at another tolerance is exactly a fresh run at that tolerance.
+
+A mapped call whose output is within the tolerance is ``ok``.  One that fails is ``drift``
+when its *own* (local) error fails too, and ``inherited`` when its own nodes, fed with the
+PyTorch-side inputs, agree with PyTorch.  The origin is the drifting call whose failing
+value is computed first in the graph's execution order.  Local errors are attributed to
+the deepest call that owns a value, so a container is never the origin when a child
+explains the drift; a container is the origin only when its own ops (between its
+children) drift.
+"""
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional
+
+from drifttui.core.dtypes import LOW_PRECISION
+
+from drifttui.core.runtime.torch_hooks import Call
+from drifttui.core.prepare.plan.plan import Plan
+from drifttui.core.metrics import Aggregate, Stats
+from drifttui.core.tolerance import DTYPE_RULE
+from drifttui.core.result import (DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK, SCHEMA_VERSION,
+                                  UNATTRIBUTED, UNMAPPED,
+                                  Config, Coverage, Environment, InitializerInfo, Layer, NodeInfo, Origin, Output,
+                                  ParamInfo, Result, Tolerance)
+
+if TYPE_CHECKING:   # pragma: no cover
+    from drifttui.core.capture.stage import Capture
+    from drifttui.core.prepare.stage import Prepared
+
+
+@dataclass
+class Verdict:
+    statuses: list[str]
+    origin: Optional[int]
+    notes: list[str] = field(default_factory=list)
+
+
+def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[str, float]] = None) -> Result:
+    """The Result of ``cap`` at ``cfg``'s tolerance (``cfg`` also fills Result.config)."""
+    atol, rtol = cfg.atol, cfg.rtol
+    first = local_first(cap.local_values, atol, rtol)
+    verdict = statuses_of(pr.calls, pr.plan, cap.glob, cap.local, first, cap.local_available, atol, rtol,
+                          op_types=pr.details[1])
+    layers = make_layers(pr.calls, pr.plan, verdict.statuses, cap.glob, cap.local, *pr.details,
+                         atol=atol, rtol=rtol, extra_notes=_layer_notes(verdict.statuses, cap))
+    outputs = []
+    for k, name in enumerate(pr.index.graph_outputs):
+        agg = cap.outputs[k] if k < len(cap.outputs) else None
+        if agg is None or not agg.samples:
+            continue
+        shape = [d if isinstance(d, int) else -1 for d in pr.index.shapes.get(name, [])]
+        good, rows = cap.top1[k]
+        outputs.append(Output(name, k, shape, agg.to_metrics(), good / rows if rows else None,
+                              fails=agg.fails(atol, rtol)))
+    out_fail = any(a.fails(atol, rtol) for a in cap.outputs if a.samples)
+    notes = list(verdict.notes)
+    if not pr.plan.localized:
+        notes.append(f"per-layer localisation was not possible: {pr.plan.reason}; the verdict rests on "
+                     "the model outputs")
+    elif not cap.local_available:
+        notes.append("local errors were not computed (the graph has control flow or untyped feeds)")
+    if out_fail and verdict.origin is None and pr.plan.localized and UNATTRIBUTED not in verdict.statuses:
+        notes.append("the outputs drift but no mapped module owns the error: the responsible nodes are "
+                     "not tied to a module (see unmapped layers)")
+    if cap.observer is not None and cap.observer.note:
+        notes.append(cap.observer.note)
+    notes.extend(cap.notes)
+    return Result(
+        schema_version=SCHEMA_VERSION,
+        verdict="drift" if verdict.origin is not None or out_fail else "ok",
+        drift_origin=make_origin(layers, verdict.origin),
+        tolerance=Tolerance(atol, rtol, dtype=DTYPE_RULE),
+        samples=cap.samples,
+        layers=layers,
+        outputs=outputs,
+        coverage=coverage(verdict.statuses, pr.plan),
+        environment=environment(cfg, pr),
+        config=cfg,
+        timings={k: round(v, 4) for k, v in (timings if timings is not None else cap.timings).items()},
+        notes=notes,
+        windows=[[w.first, w.last] for w in cap.windows],
+        observer=cap.observer,
+    )
+
+
+UNOWNED_NOTE = "fails the tolerance, but no module owns the error (its own nodes agree, no earlier module fails)"
+OBSERVED_NOTE = ("marking its ONNX value as an output changes ONNX Runtime's numbers (observer effect): it is "
+                 "compared in a window of its own, with only its values marked")
+
+
+def _layer_notes(statuses: list[str], cap: "Capture") -> dict[int, list[str]]:
+    """Notes a decision or a capture adds to a layer (the plan's own notes stay as they are)."""
+    out: dict[int, list[str]] = {}
+    for i, st in enumerate(statuses):
+        if st == UNATTRIBUTED:
+            out.setdefault(i, []).append(UNOWNED_NOTE)
+    for i in (cap.observer.layers if cap.observer is not None else []):
+        out.setdefault(i, []).append(OBSERVED_NOTE)
+    return out
+
+
+def local_first(values: dict[int, list[tuple[int, Stats]]], atol: float, rtol: float) -> dict[int, int]:
+    """Per owner: the first node (execution order) of a local value that fails the tolerance."""
+    out: dict[int, int] = {}
+    for owner, rows in values.items():
+        failing = [first for first, st in rows if st.fails_at(atol, rtol)]
+        if failing:
+            out[owner] = min(failing)
+    return out
+
+
+def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local: dict[int, Aggregate],
+                local_first: dict[int, int], local_available: bool, atol: float, rtol: float,
+                op_types: Optional[dict[int, list[str]]] = None) -> Verdict:
+    statuses: list[str] = []
+    for cm in plan.calls:
+        if cm.status != OK:
+            statuses.append(cm.status)
+            continue
+        agg = glob.get(cm.call)
+        if agg is None or agg.samples == 0:
+            statuses.append(UNMAPPED)
+            continue
+        if not agg.fails(atol, rtol):
+            statuses.append(OK)
+            continue
+        own = local.get(cm.call)
+        if own is not None and own.samples:
+            statuses.append(DRIFT if own.fails(atol, rtol) else INHERITED)
+        elif local_available:
+            statuses.append(INHERITED)   # no own computation: its output is a child's or an input
+        else:
+            statuses.append(DRIFT)       # refined below: only the first failing leaf-most call
+    notes: list[str] = []
+    drifting = [i for i, s in enumerate(statuses) if s == DRIFT]
+    if not local_available and drifting:
+        # without local errors: the earliest-finishing failing call is the origin, the rest inherit
+        first = min(drifting, key=lambda i: calls[i].end_order)
+        for i in drifting:
+            if i != first:
+                statuses[i] = INHERITED
+        drifting = [first]
+        notes.append("local errors were not computed; the origin is the first module to finish with a "
+                     "failing output, which can be an amplifier rather than the cause")
+    origin = None
+    if drifting:
+        origin = min(drifting, key=lambda i: (local_first.get(i, 10**9), calls[i].end_order, -calls[i].depth))
+    notes.extend(attribute_unowned(calls, plan, statuses, origin, op_types))
+    return Verdict(statuses, origin, notes)
+
+
+_LOW = tuple(LOW_PRECISION)
+_REDUCTIONS = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp",
+               "Softmax", "LogSoftmax", "MatMul", "Gemm", "Conv", "LayerNormalization",
+               "BatchNormalization", "InstanceNormalization", "GroupNormalization", "Einsum", "CumSum"}
+
+
+def attribute_unowned(calls: list[Call], plan: Plan, statuses: list[str], origin: Optional[int],
+                      op_types: Optional[dict[int, list[str]]] = None) -> list[str]:
+    """Layers that fail with no module owning the error become ``unattributed``, with a note.
+
+    With no origin, an ``inherited`` layer inherits from nothing: its own nodes, fed with the
+    PyTorch-side inputs, agree, and no earlier module fails.  The note says why that happens:
+    float32 noise upstream flipping roundings at a precision cast (a float16/bfloat16 value
+    downstream of a float32 one), or an ill-conditioned reduction amplifying rounding noise.
+    Mutates ``statuses`` (never the plan: a re-decision must equal a fresh run); returns the notes.  The one place this is decided.
+    """
+    if origin is not None:
+        return []
+    unowned = [i for i, s in enumerate(statuses) if s == INHERITED]
+    if not unowned:
+        return []
+    cast_at = next((c.index for c in calls if _casts(calls, c)), None)
+    for i in unowned:
+        statuses[i] = UNATTRIBUTED
+    names = ", ".join(calls[i].module or "(root)" for i in unowned[:5])
+    more = f" and {len(unowned) - 5} more" if len(unowned) > 5 else ""
+    if cast_at is not None:
+        why = (f"upstream float32 rounding noise is amplified at a precision cast (at "
+               f"{calls[cast_at].module or '(root)'}: {_casts(calls, calls[cast_at])}), which flips low-precision roundings")
+    elif any(op in _REDUCTIONS for i in unowned for op in (op_types or {}).get(i, [])):
+        why = "rounding noise is amplified by a reduction (a long sum, softmax or normalisation) in them"
+    else:
+        why = "rounding noise accumulated upstream, below every module's own tolerance"
+    return [f"{len(unowned)} layer(s) fail the tolerance with no module owning the error: {names}{more}. "
+            f"Their own nodes, fed with the PyTorch-side inputs, agree; {why}. They are 'unattributed', not drift: "
+            "widen the tolerance for low-precision layers, or compute the block in float32, if the size matters"]
+
+
+def _casts(calls: list[Call], c: Call) -> str:
+    """'float32 -> float16' when floating precision changes inside the call, or between the call
+    that produced one of its inputs and the call itself (a functional ``.half()`` between them)."""
+    def fl(dt: str) -> bool:
+        return dt.startswith(("float", "bfloat"))
+    ins = {r.dtype for r in c.inputs if fl(r.dtype)}
+    outs = {r.dtype for r in c.outputs if fl(r.dtype)}
+    if ins and outs and ins != outs and (ins | outs) & set(_LOW):
+        return f"{'/'.join(sorted(ins))} -> {'/'.join(sorted(outs))}"
+    for r in c.inputs:
+        if r.producer is None or not fl(r.dtype):
+            continue
+        ci, pos = r.producer
+        src = calls[ci].outputs[pos].dtype if pos < len(calls[ci].outputs) else r.dtype
+        if fl(src) and src != r.dtype and {src, r.dtype} & set(_LOW):
+            return f"{src} -> {r.dtype}"
+    root = calls[0]
+    wide = {r.dtype for r in root.inputs + root.outputs} - set(_LOW)
+    low = sorted({r.dtype for r in c.inputs + c.outputs} & set(_LOW))
+    if c.parent is not None and low and any(fl(d) for d in wide):
+        # a functional cast (``x.half()``) between calls leaves no producer link: the model is
+        # float32 at its boundary and this call computes in low precision
+        return f"{'/'.join(sorted(d for d in wide if fl(d)))} model, {'/'.join(low)} inside"
+    return ""
+
+def coverage(statuses: list[str], plan: Plan) -> Coverage:
+    mapped = sum(1 for s in statuses if s in (OK, DRIFT, INHERITED, UNATTRIBUTED))
+    return Coverage(
+        modules=len(statuses), mapped=mapped,
+        fused=statuses.count(FUSED), not_exported=statuses.count(NOT_EXPORTED),
+        unmapped=statuses.count(UNMAPPED), localized=plan.localized, reason=plan.reason,
+    )
+
+
+def fails_of(g: Optional[Aggregate], lo: Optional[Aggregate], atol: float, rtol: float) -> dict[str, bool]:
+    """Per FAIL_COLUMNS: max_abs and max_rel fail when the output fails the tolerance rule in a sample
+    (they are two views of the one rule); local when the own error does; cos when, in a failing
+    sample, 1 - cosine exceeds rtol (the output's direction changed, not only its size)."""
+    bad = g.failing(atol, rtol) if g is not None and g.samples else []
+    out = dict.fromkeys(FAIL_COLUMNS, False)
+    out["max_abs"] = out["max_rel"] = bool(bad)
+    out["cos"] = any(1.0 - g.cosine[k] > rtol for k in bad) if g is not None else False
+    out["local"] = bool(lo is not None and lo.samples and lo.fails(atol, rtol))
+    return out
+
+
+def make_layers(calls: list[Call], plan: Plan, statuses: list[str], glob: dict[int, Aggregate],
+                local: dict[int, Aggregate], details: dict[int, tuple[list[NodeInfo], list[InitializerInfo]]],
+                op_types: dict[int, list[str]], node_names: dict[int, list[str]], atol: float = 0.0,
+                rtol: float = 0.0, extra_notes: Optional[dict[int, list[str]]] = None) -> list[Layer]:
+    layers = []
+    extra_notes = extra_notes or {}
+    for c, cm, st in zip(calls, plan.calls, statuses):
+        g = glob.get(c.index)
+        lo = local.get(c.index)
+        nodes, inits = details.get(c.index, ([], []))
+        layers.append(Layer(
+            index=c.index, module=c.module, cls=c.cls, call=c.call, depth=c.depth, parent=c.parent,
+            status=st,
+            onnx_values=[cm.outputs[p] for p in sorted(cm.outputs)],
+            op_types=op_types.get(c.index, []),
+            onnx_nodes=node_names.get(c.index, []),
+            output_shapes=[list(o.shape) for o in c.outputs],
+            metrics=g.to_metrics() if g is not None and g.samples else None,
+            local=lo.to_metrics() if lo is not None and lo.samples else None,
+            note="; ".join([n for n in [cm.note, *extra_notes.get(c.index, [])] if n]),
+            nodes=nodes, initializers=inits,
+            params=[ParamInfo(n, k, list(s), d) for n, k, s, d in c.params],
+            fails=fails_of(g, lo, atol, rtol),
+        ))
+    return layers
+
+
+def make_origin(layers: list[Layer], origin: Optional[int]) -> Optional[Origin]:
+    if origin is None:
+        return None
+    L = layers[origin]
+    m = L.metrics
+    return Origin(
+        layer=L.index, module=L.module, cls=L.cls, call=L.call, onnx_values=L.onnx_values,
+        op_types=L.op_types,
+        max_abs=m.max_abs.worst if m else float("nan"),
+        max_rel=m.max_rel.worst if m else float("nan"),
+        local_max_abs=L.local.max_abs.worst if L.local else None,
+        worst_sample=(L.local.max_abs.worst_sample if L.local else (m.max_abs.worst_sample if m else -1)),
+    )
+
+
+def environment(cfg: Config, pr: "Prepared") -> Environment:
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    import torch
+
+    index = pr.index
+    return Environment(
+        torch=torch.__version__, onnx=onnx.__version__, onnxruntime=ort.__version__,
+        numpy=np.__version__, python=platform.python_version(), opset=index.opset,
+        producer=index.producer_name, exporter=pr.exporter, ort_opt_level=cfg.opt_level,
+        threads=1 if cfg.deterministic else 0, deterministic=cfg.deterministic, provider=cfg.provider,
+        ort_output_opt_level=cfg.output_opt_level,
+    )

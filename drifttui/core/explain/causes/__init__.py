@@ -1,0 +1,225 @@
+"""Verified causes: localise inside the origin, try patches, keep the ones that remove the drift.
+
+``verify_at_origin(ctx, findings)`` (called by ``explain.findings``, after ``decide``):
+
+1. ``origin_case`` cuts the drift origin's own nodes out of the graph, with the PyTorch-side
+   inputs of its worst sample and the PyTorch outputs as expected values;
+2. ``localise`` runs them in ONNX Runtime and in ``onnx.reference.ReferenceEvaluator`` (the
+   spec's implementation), node by node: runtime deviation or export mistranslation;
+3. every check's patch and every candidate patch (``candidates``, ``weights``) is applied to a
+   copy of those nodes and run on the same inputs; a patch that brings the origin's local
+   error under the tolerance verifies its finding; when none does, the origin module is
+   re-exported alone (``reexport``);
+4. findings are ranked: verified first, then errors at the origin, then the rest; a hygiene
+   warning never heads the list while the origin drifts.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Optional
+
+import torch
+
+from drifttui.core.explain.causes.case import Case, origin_case
+from drifttui.core.explain.causes.evaluate import Eval, Localisation, localise, ort_error
+from drifttui.core.explain.causes.patches import Patch, PatchError, apply
+from drifttui.core.explain.causes.candidates import graph_candidates
+from drifttui.core.explain.causes.reexport import try_reexport, variants
+from drifttui.core.explain.causes.weights import torch_tensors, weight_candidates
+from drifttui.core.explain.context import clean
+from drifttui.core.result import SEVERITY_ORDER, Finding
+
+MAX_PATCHES = 200        # candidate patches tried per origin (each is one small ORT session)
+_OP_CLASS = {"Resize": "interpolation", "Upsample": "interpolation", "AveragePool": "padding", "Pad": "padding",
+             "MaxPool": "padding", "LayerNormalization": "normalization", "BatchNormalization": "normalization",
+             "InstanceNormalization": "normalization", "GroupNormalization": "normalization", "Cast": "dtype",
+             "Div": "dtype"}
+
+
+@dataclasses.dataclass
+class Trial:
+    patch: Patch
+    after: Eval
+
+
+@dataclasses.dataclass
+class Explanation:
+    case: Optional[Case]
+    loc: Optional[Localisation]
+    trials: list[Trial]
+    findings: list[Finding]
+
+    @property
+    def verified(self) -> list[Trial]:
+        return [t for t in self.trials if t.after.ok and not t.after.fails]
+
+
+def _key(spec: dict[str, Any]) -> str:
+    return json.dumps({k: spec.get(k) for k in ("op", "node", "name", "value", "rewrite")}, sort_keys=True, default=str)
+
+
+def _origin_module(ctx: Any, case: Case) -> Any:
+    return ctx.modules().get(case.module)
+
+
+def _folds(ctx: Any, case: Case) -> list[tuple[str, Any, str, Any]]:
+    """(conv name, conv, bn name, bn) for BatchNorms in the origin folded into the Conv called before."""
+    mods = ctx.modules()
+    out = []
+    for c in ctx.calls:
+        m = mods.get(c.module)
+        if not isinstance(m, torch.nn.modules.batchnorm._BatchNorm) or c.index == 0:
+            continue
+        if not (c.module == case.module or c.module.startswith(case.module + ".") or case.module == ""):
+            continue
+        prev = ctx.calls[c.index - 1]
+        conv = mods.get(prev.module)
+        if isinstance(conv, torch.nn.modules.conv._ConvNd):
+            out.append((prev.module, conv, c.module, m))
+    return out
+
+
+def candidate_patches(ctx: Any, case: Case, findings: list[Finding]) -> list[Patch]:
+    module = _origin_module(ctx, case)
+    nodes = set(case.nodes)
+    out: list[Patch] = []
+    for f in findings:
+        if f.patch and f.patch.get("op") in ("set_attribute", "remove_cast", "rewrite", "replace_constant") \
+                and f.patch.get("node", f.patch.get("name")) in nodes | {v for n in case.model.graph.node for v in n.input}:
+            out.append(Patch(dict(f.patch), f.check, f.message, f.fix, f.kind if f.kind != "unknown" else "export",
+                             module=f.module, nodes=list(f.onnx_nodes)))
+    out.extend(graph_candidates(case, module, ctx.index.elem_types))
+    out.extend(weight_candidates(case, torch_tensors(module, case.module, _folds(ctx, case))))
+    seen: set[str] = set()
+    unique: list[Patch] = []
+    for p in out:                     # the checks' own patches first: the cap never drops them
+        k = _key(p.spec)
+        if k not in seen:
+            seen.add(k)
+            unique.append(p)
+    return unique[:MAX_PATCHES]
+
+
+def verify(case: Case, patches: list[Patch], cancel: Any = None) -> list[Trial]:
+    trials = []
+    for p in patches:
+        if cancel is not None:
+            cancel.check()
+        try:
+            model = apply(case.model, p)
+        except PatchError as exc:
+            trials.append(Trial(p, Eval(float("inf"), True, False, str(exc))))
+            continue
+        trials.append(Trial(p, ort_error(case, model)))
+    return trials
+
+
+def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -> Explanation:
+    """Verify what can be verified at the drift origin; the ranked findings."""
+    key = f"causes:explain:{reexport}"
+    if key in ctx.cache:
+        return ctx.cache[key]
+    o = ctx.result.drift_origin
+    case = origin_case(ctx) if o is not None else None
+    if case is None:
+        exp = Explanation(None, None, [], rank(findings, o.module if o else None))
+        ctx.cache[key] = exp
+        return exp
+    ctx.say(f"causes: localising inside {case.module} and trying patches")
+    loc = localise(case)
+    trials: list[Trial] = []
+    if loc.ort.fails:
+        trials = verify(case, candidate_patches(ctx, case, findings), ctx.cancel)
+        if reexport and not any(t.after.ok and not t.after.fails for t in trials):
+            for exporter, why in variants(ctx):
+                ctx.say(f"causes: re-exporting {case.module} alone with {exporter}")
+                patch, ev = try_reexport(ctx, case, exporter, why)
+                if patch is not None:
+                    trials.append(Trial(patch, ev))
+                    if ev.ok and not ev.fails:
+                        break
+    if not loc.ort.fails:
+        # the origin's own nodes pass on its worst sample (e.g. the error needs upstream noise):
+        # nothing to verify here, and no claim that the origin drifts on its own
+        exp = Explanation(case, loc, [], rank(findings, case.module))
+        ctx.cache[key] = exp
+        return exp
+    merged = merge(findings, case, loc, trials)
+    exp = Explanation(case, loc, trials, rank(merged, case.module))
+    ctx.cache[key] = exp
+    return exp
+
+
+def _best(verified: list[Trial], findings: list[Finding]) -> list[Trial]:
+    """One verified trial per drift class, the one with the smallest remaining error first."""
+    claimed = {f.check for f in findings if f.severity == "error"}
+    by_class: dict[str, Trial] = {}
+    for t in sorted(verified, key=lambda t: (not t.patch.graph_level, t.after.max_abs)):
+        by_class.setdefault(t.patch.check, t)
+    return sorted(by_class.values(), key=lambda t: (t.patch.check not in claimed, not t.patch.graph_level,
+                                                   t.after.max_abs))
+
+
+def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[Trial]) -> list[Finding]:
+    before = loc.ort.max_abs
+    verified = _best([t for t in trials if t.after.ok and not t.after.fails], findings)
+    out = list(findings)
+    used: set[int] = set()
+    for t in verified:
+        p = t.patch
+        at = next((k for k, f in enumerate(out) if k not in used and f.check == p.check
+                   and (set(f.onnx_nodes) & set(p.nodes) or f.module == case.module)), None)
+        kind = p.kind if loc.kind != "runtime" or p.kind == "model" else "runtime"
+        fields = dict(verified=True, patch=p.spec, local_before=before, local_after=t.after.max_abs, kind=kind,
+                      severity="error")
+        if at is not None:
+            f = out[at]
+            out[at] = dataclasses.replace(f, evidence={**f.evidence, "verification": _ev(p, t, loc)}, **fields)
+            used.add(at)
+        else:
+            out.append(Finding(p.check, "error", case.module, p.nodes or list(case.nodes[:3]),
+                               f"{p.why}; verified: with the patch the origin's local error falls from "
+                               f"{before:.3g} to {t.after.max_abs:.3g}", {"verification": _ev(p, t, loc)}, p.fix,
+                               **{k: v for k, v in fields.items() if k != "severity"}))
+            used.add(len(out) - 1)
+    if not verified:
+        tried = {(t.patch.check, n) for t in trials for n in t.patch.nodes}
+        for k, f in enumerate(out):
+            if f.module == case.module and f.severity == "error":
+                was_tried = any((f.check, n) in tried for n in f.onnx_nodes) or f.patch is not None
+                out[k] = dataclasses.replace(f, verified=False if was_tried else None, local_before=before,
+                                             kind=loc.kind if loc.kind != "unknown" else f.kind)
+        if not any(f.module == case.module and f.severity == "error" for f in out):
+            out.append(_unexplained(case, loc, trials))
+    return out
+
+
+def _ev(p: Patch, t: Trial, loc: Localisation) -> dict[str, Any]:
+    return clean({"patch": p.spec, "local_before": loc.ort.max_abs, "local_after": t.after.max_abs,
+                  "reference_evaluator_max_abs": loc.reference.max_abs if loc.reference else None,
+                  "localisation": loc.note, "first_divergent_node": loc.first_node})
+
+
+def _unexplained(case: Case, loc: Localisation, trials: list[Trial]) -> Finding:
+    ops = [n.op_type for n in case.model.graph.node]
+    first = loc.first_node_op or next((op for op in ops if op in _OP_CLASS), None)
+    check = _OP_CLASS.get(first or "", "op-compat")
+    msg = (f"{case.module} drifts on its own (local error {loc.ort.max_abs:.3g} over {len(ops)} node(s)) and no "
+           f"patch among {len(trials)} tried removed it; {loc.note or 'the reference evaluator could not tell'}")
+    ev = {"localisation": loc.note, "first_divergent_node": loc.first_node, "ops": ops[:20],
+          "tried": [t.patch.spec for t in trials][:20],
+          "reference_evaluator_max_abs": loc.reference.max_abs if loc.reference else None}
+    fix = ("report the op to ONNX Runtime with `drifttui repro`" if loc.kind == "runtime" else
+           "run `drifttui repro` and compare the nodes with the torch forward by hand")
+    return Finding(check, "error", case.module, [loc.first_node] if loc.first_node else list(case.nodes[:3]), msg,
+                   clean(ev), fix, verified=False, patch=None, local_before=loc.ort.max_abs, kind=loc.kind)
+
+
+def rank(findings: list[Finding], origin: Optional[str]) -> list[Finding]:
+    """Verified first, then by severity, then those at the origin, then unverified before refuted."""
+    return sorted(findings, key=lambda f: (f.verified is not True, SEVERITY_ORDER.get(f.severity, 3), f.module != origin,
+                                           f.verified is False))
+
+
+__all__ = ["Explanation", "verify_at_origin", "origin_case", "rank", "verify", "candidate_patches"]

@@ -1,0 +1,172 @@
+"""The origin's own nodes as a stand-alone ONNX model, fed with the PyTorch-side inputs.
+
+``origin_case(ctx)`` is the one place that reads the engine's context (session, plan, graph
+index, module calls): everything else in :mod:`drifttui.core.explain.causes` works on the
+:class:`Case` it returns.  The case keeps the original value names, so a patch names nodes
+and values as the user's file does and ``repro`` writes a readable test case.
+
+Inputs of the origin's nodes come from, in this order: the PyTorch-side tensor the plan ties
+to that ONNX value (hook-time clones of the module calls' inputs/outputs), the graph inputs
+(the same sample's feeds), a static value (initializer or ``Constant``, copied in), and as a
+last resort the full model's ONNX Runtime value (named in ``Case.onnx_fed``: shape
+computations, mostly).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from drifttui.core.runtime import sessions
+from drifttui.core.runtime.torch_hooks import Hooks, TensorStore, run_model, to_numpy
+from drifttui.core.prepare.graph import tensor_array
+
+
+@dataclass
+class Case:
+    model: Any                               # onnx.ModelProto of the origin's own nodes
+    feeds: dict[str, np.ndarray]             # graph input -> value (PyTorch side where one exists)
+    expected: dict[str, np.ndarray]          # graph output -> the PyTorch-side value
+    module: str
+    call: int
+    sample: int
+    atol: float
+    rtol: float
+    nodes: list[str] = field(default_factory=list)
+    onnx_fed: list[str] = field(default_factory=list)   # feeds that only ONNX Runtime could give
+    opset: Optional[int] = None
+
+
+def _origin_nodes(ctx: Any, ci: int) -> list[Any]:
+    own = [n for n in ctx.index.nodes if ctx.plan.node_call[n.index] == ci]
+    if not own:
+        own = [ctx.index.nodes[i] for i in sorted(ctx.plan.calls[ci].nodes)]
+    return own
+
+
+def torch_values(ctx: Any, sample: Any, want_out: dict[int, list[int]],
+                  want_in: dict[int, list[int]]) -> TensorStore:
+    store = TensorStore(want_out, want_in)
+    hooks = Hooks(ctx.model)
+    hooks.calls = ctx.calls
+    args, kwargs = sample
+    with hooks.installed():
+        hooks.begin(store)
+        run_model(ctx.model, args, kwargs)
+        hooks.begin(None)
+    return store
+
+
+def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
+    """The drift origin's own nodes with PyTorch-side feeds and expected outputs, or None."""
+    import torch
+
+    o = ctx.result.drift_origin
+    if o is None or ctx.plan is None or not ctx.plan.localized or not isinstance(ctx.model, torch.nn.Module):
+        return None
+    key = f"causes:case:{o.layer}:{sample}"
+    if key in ctx.cache:
+        return ctx.cache[key]
+    ci = o.layer
+    i = o.worst_sample if sample is None else sample
+    if ctx.source.fixed:
+        i = 0
+    nodes = _origin_nodes(ctx, ci)
+    produced = {v for n in nodes for v in n.outputs if v}
+    needed: list[str] = []
+    for n in nodes:
+        for v in n.inputs:
+            if v and v not in produced and v not in needed:
+                needed.append(v)
+    table = ctx.plan.table
+    outs = {pos: v for pos, v in ctx.plan.calls[ci].outputs.items() if v in produced}
+    if not nodes or not outs:
+        ctx.cache[key] = None
+        return None
+    want_out: dict[int, list[int]] = {ci: sorted(outs)}
+    want_in: dict[int, list[int]] = {}
+    for v in needed:
+        if v in table and table[v][0] != "graph_in":
+            kind, c, pos = table[v]
+            (want_out if kind == "out" else want_in).setdefault(c, []).append(pos)
+    smp = ctx.sample(i)
+    store = torch_values(ctx, smp, want_out, want_in)
+    got = _feeds(ctx, needed, store, ctx.feeds(smp))
+    if got is None:
+        ctx.cache[key] = None
+        return None
+    feeds, inits, ort_needed = got
+    expected = {outs[p]: to_numpy(store.out[(ci, p)]) for p in sorted(outs) if (ci, p) in store.out}
+    model = _model(ctx, nodes, feeds, inits, expected)
+    case = Case(model, feeds, expected, o.module, ci, i, ctx.cfg.atol, ctx.cfg.rtol,
+                [n.name for n in nodes], ort_needed, ctx.index.opset)
+    ctx.cache[key] = case
+    return case
+
+
+def _feeds(ctx: Any, needed: list[str], store: TensorStore,
+           graph_feeds: dict[str, np.ndarray]) -> Optional[tuple[dict[str, np.ndarray], list[Any], list[str]]]:
+    """(feeds, extra initializers, values only ONNX Runtime could give) for the case's inputs."""
+    import onnx
+
+    table = ctx.plan.table
+    feeds: dict[str, np.ndarray] = {}
+    inits: list[Any] = []
+    ort_needed: list[str] = []
+    for v in needed:
+        entry = table.get(v)
+        if entry is not None and entry[0] == "graph_in" and v in graph_feeds:
+            feeds[v] = graph_feeds[v]
+        elif entry is not None and entry[0] != "graph_in":
+            kind, c, pos = entry
+            t = (store.out if kind == "out" else store.inp).get((c, pos))
+            if t is None:
+                return None
+            feeds[v] = _onnx_dtype(to_numpy(t), ctx.index.elem_types.get(v))
+        elif v in graph_feeds:
+            feeds[v] = graph_feeds[v]
+        elif ctx.index.is_static(v):
+            arr = tensor_array(ctx.index, v)
+            if v not in ctx.index.initializers and arr is not None:   # initializers: copied by _model
+                inits.append(onnx.numpy_helper.from_array(arr, v))
+        else:
+            ort_needed.append(v)
+    if ort_needed:
+        sess = ctx.ort_session("disable", extra=tuple(ort_needed))
+        vals = sessions.run(sess, graph_feeds, ort_needed)
+        feeds.update({v: vals[v] for v in ort_needed})
+    return feeds, inits, ort_needed
+
+
+def _onnx_dtype(arr: np.ndarray, elem: Optional[int]) -> np.ndarray:
+    if elem:
+        import onnx
+
+        try:
+            want = onnx.helper.tensor_dtype_to_np_dtype(elem)
+        except Exception:      # noqa: BLE001 - bfloat16 and friends: keep the torch dtype
+            return arr
+        if arr.dtype != want:
+            return arr.astype(want)
+    return arr
+
+
+def _model(ctx: Any, nodes: list[Any], feeds: dict[str, np.ndarray], extra_inits: list[Any],
+           expected: dict[str, np.ndarray]) -> Any:
+    import onnx
+    from onnx import helper
+
+    used = {v for n in nodes for v in n.inputs if v}
+    inits = [t for name, t in ctx.index.initializers.items() if name in used] + extra_inits
+    g = helper.make_graph([n.proto for n in nodes], "drifttui_origin", [], [], inits)
+    for name, arr in feeds.items():
+        g.input.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(arr.dtype),
+                                                     list(arr.shape)))
+    for name in expected:
+        elem = ctx.index.elem_types.get(name) or 1
+        g.output.append(helper.make_tensor_value_info(name, elem, None))
+    model = helper.make_model(g, opset_imports=list(ctx.index.model.opset_import),
+                              ir_version=ctx.index.model.ir_version)
+    model.functions.extend(ctx.index.model.functions)
+    return onnx.ModelProto.FromString(model.SerializeToString())   # a deep copy: patches edit it freely

@@ -1,0 +1,45 @@
+"""``drifttui repair``: the verified ONNX-level patches applied to a copy of the whole graph,
+then the whole model checked again, end to end (``Pipeline.recheck``).
+
+Only patches that verified on the origin's own nodes are applied (``Finding.verified`` and a
+graph-level ``Finding.patch``); a re-export patch cannot be applied to a file and is reported
+as the fix instead.  The user's file is never touched: the CLI writes the copy through
+``report/outputs.py``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from drifttui.core.explain.causes import Explanation
+from drifttui.core.explain.causes.patches import Patch, apply
+
+
+@dataclass
+class Repair:
+    model: Optional[Any]                      # the patched full model, None when nothing applied
+    applied: list[dict[str, Any]] = field(default_factory=list)
+    not_applicable: list[dict[str, Any]] = field(default_factory=list)   # verified, but not a graph edit
+    local_before: Optional[float] = None
+    local_after: Optional[float] = None
+
+
+def repair(full_model: Any, exp: Explanation) -> Repair:
+    specs = [f.patch for f in exp.findings if f.verified and f.patch]
+    trials = {repr(sorted(t.patch.spec.items(), key=str)): t for t in exp.verified}
+    out = Repair(None)
+    model = full_model
+    for spec in specs:
+        t = trials.get(repr(sorted(spec.items(), key=str)))
+        patch: Patch = t.patch if t is not None else Patch(dict(spec), "", "", "")
+        if not patch.graph_level:
+            out.not_applicable.append(spec)
+            continue
+        model = apply(model, patch)
+        out.applied.append(spec)
+        if t is not None:
+            out.local_after = t.after.max_abs if out.local_after is None else max(out.local_after, t.after.max_abs)
+    if out.applied:
+        out.model = model
+    out.local_before = exp.loc.ort.max_abs if exp.loc is not None else None
+    return out

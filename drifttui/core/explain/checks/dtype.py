@@ -1,0 +1,120 @@
+"""Drift class ``dtype``: precision lost or changed on the way to ONNX.
+
+* float32 initializers whose low mantissa bits are all zero (the values are bfloat16- or
+  float16-rounded) while the matching torch tensor's are not: a constant folded or stored at
+  the wrong precision;
+* low-precision initializers (float16/bfloat16) in a float32 model;
+* ``Cast`` nodes to float16/bfloat16/float64 (implicit precision paths);
+* ``Div`` on integer tensors (truncation instead of torch's true or floor division).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from drifttui.core.dtypes import ELEM_OF
+
+from drifttui.core.prepare.graph import elem_type_name, tensor_array
+from drifttui.core.result import Finding
+from drifttui.core.explain.context import Context, clean
+
+CHECK = "dtype"
+STATIC = True
+_INT = {2, 3, 4, 5, 6, 7, 12, 13}
+_LOW = {ELEM_OF[n]: n for n in ("float16", "bfloat16", "float64")}
+
+
+def rounded_kind(arr: Any) -> Optional[str]:
+    """'bfloat16' / 'float16' when every non-zero float32 value is exactly representable there."""
+    a = np.asarray(arr)
+    if a.dtype != np.float32 or a.size < 16:
+        return None
+    bits = np.ascontiguousarray(a).view(np.uint32).ravel()
+    nz = bits[(bits & 0x7FFFFFFF) != 0]
+    if nz.size < 16 or np.unique(nz).size < 8:
+        return None                       # zeros or a constant fill: nothing to say
+    vals = a.ravel()
+    if np.all(vals == np.round(vals)):
+        return None                       # integers are exact in any float format
+    if np.all((nz & 0xFFFF) == 0):
+        return "bfloat16"
+    if np.all((nz & 0x1FFF) == 0):
+        return "float16"
+    return None
+
+
+def _torch_tensor(ctx: Context, name: str) -> Any:
+    """The torch parameter, buffer or plain tensor attribute with this qualified name, if any."""
+    import torch
+
+    obj: Any = ctx.model
+    for part in name.split("."):
+        if obj is None:
+            return None
+        obj = getattr(obj, part, None)
+    return obj if isinstance(obj, torch.Tensor) else None
+
+
+def _owner(ctx: Context, value: str) -> tuple[Optional[str], list[str]]:
+    consumers = ctx.index.consumers.get(value, [])
+    nodes = [ctx.index.nodes[ni].name for ni in consumers]
+    owners = [ctx.node_module(ni) for ni in consumers]
+    owners = [o for o in owners if o is not None]
+    return (owners[0] if owners else None), nodes
+
+
+def check(ctx: Context) -> list[Finding]:
+    out: list[Finding] = []
+    index = ctx.index
+    for name, init in index.initializers.items():
+        if init.data_type in _LOW and init.data_type != 11:
+            module, nodes = _owner(ctx, name)
+            out.append(Finding(CHECK, "warning", module, nodes,
+                               f"initializer {name} is stored as {_LOW[init.data_type]}",
+                               clean({"initializer": name, "dtype": _LOW[init.data_type], "dims": list(init.dims)}),
+                               "export in float32 (model.float()) unless low precision is intended, and compare "
+                               "against a model in the same precision"))
+            continue
+        if init.data_type != 1:
+            continue
+        arr = tensor_array(index, name)
+        kind = rounded_kind(arr)
+        if kind is None:
+            continue
+        t = _torch_tensor(ctx, name)
+        module, nodes = _owner(ctx, name)
+        ev: dict[str, Any] = {"initializer": name, "looks_like": kind, "dims": list(init.dims),
+                              "torch_tensor": name if t is not None else None}
+        if t is not None:
+            tv = t.detach().float().cpu().numpy()
+            if rounded_kind(tv) is not None:
+                continue                   # the torch side holds the same precision: consistent
+            if tv.shape == arr.shape:
+                ev["max_abs_diff_vs_torch"] = float(np.max(np.abs(tv.astype(np.float64) - arr)))
+            out.append(Finding(CHECK, "error", module, nodes,
+                               f"initializer {name} holds {kind}-rounded values (low mantissa bits all zero) while "
+                               f"the torch tensor {name} is full float32: precision was lost in the export",
+                               clean(ev), f"keep the weights in float32 when exporting (no {kind} cast or "
+                                          "quantisation before torch.onnx.export), or compare against the "
+                                          f"{kind} model"))
+        else:
+            out.append(Finding(CHECK, "warning", module, nodes,
+                               f"initializer {name} holds {kind}-rounded values (low mantissa bits all zero)",
+                               clean(ev), "check that the weights were not cast to low precision on the way"))
+    for node in index.nodes:
+        if node.op_type == "Cast":
+            to = next((a.i for a in node.proto.attribute if a.name == "to"), 0)
+            if to in _LOW:
+                out.append(Finding(CHECK, "warning", ctx.node_module(node.index), [node.name],
+                                   f"Cast to {_LOW[to]} in {node.name}: an implicit precision path",
+                                   clean({"node": node.name, "to": elem_type_name(to)}),
+                                   "remove the dtype change from the model (or autocast) before exporting"))
+        elif node.op_type == "Div" and any(index.elem_types.get(v) in _INT for v in node.inputs):
+            out.append(Finding(CHECK, "warning", ctx.node_module(node.index), [node.name],
+                               f"integer Div in {node.name}: ONNX truncates towards zero, torch's // floors "
+                               "(negative values differ)",
+                               clean({"node": node.name, "inputs": node.inputs}),
+                               "cast to float before dividing, or use torch.div(..., rounding_mode='trunc') "
+                               "where truncation is meant"))
+    return out

@@ -1,0 +1,117 @@
+"""The local-error graph: every module's own ONNX nodes fed from the PyTorch side.
+
+A copy of the graph in which each edge that crosses from one module call's own nodes to
+another's, and whose value has a PyTorch counterpart, is cut and turned into a graph
+input (``feed::v``).  One ONNX Runtime run of this graph then gives, for every mapped
+value, what ONNX computes from *correct* (PyTorch) inputs: the module's own error,
+untouched by upstream drift.  Cost: about one extra run of the model.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from drifttui.core.runtime.torch_hooks import Call
+from drifttui.core.dtypes import ELEM_OF
+from drifttui.core.prepare.graph import GraphIndex
+from drifttui.core.prepare.plan.plan import Plan
+
+_TORCH_TO_ONNX = ELEM_OF
+
+
+@dataclass
+class LocalGraph:
+    model: Any
+    feeds: dict[str, str]          # graph input name -> original value (torch table key)
+    outputs: dict[str, str]        # graph output name -> original value
+    attribution: dict[str, int]    # original value -> call whose own error it measures
+    first_node: dict[str, int]     # original value -> index of the node producing it
+    feed_dtypes: dict[str, Any] = field(default_factory=dict)  # graph input name -> numpy dtype
+
+
+def _ref_of(plan: Plan, calls: list[Call], value: str, model_inputs: list[Any]) -> Optional[Any]:
+    kind, ci, pos = plan.table[value]
+    if kind == "graph_in":
+        return model_inputs[pos] if pos < len(model_inputs) else None
+    call = calls[ci]
+    refs = call.outputs if kind == "out" else call.inputs
+    return refs[pos] if pos < len(refs) else None
+
+
+def build_local_graph(index: GraphIndex, plan: Plan, calls: list[Call],
+                      model_inputs: list[Any]) -> Optional[LocalGraph]:
+    """``model_inputs``: TensorRef-like objects (shape, dtype) of the flattened model inputs."""
+    import onnx
+
+    if not plan.localized:
+        return None
+    if any(a.HasField("g") or len(a.graphs) for n in index.nodes for a in n.proto.attribute):
+        return None   # control flow: renaming outer-scope references inside subgraphs is not supported
+    new_nodes, feeds = _cut_nodes(index, plan)
+    outputs, attribution, first_node = _local_outputs(index, plan)
+    g = onnx.helper.make_graph(new_nodes, "drifttui_local", [], [], list(index.model.graph.initializer))
+    feed_dtypes: dict[str, Any] = {}
+    for name, v in feeds.items():
+        ref = _ref_of(plan, calls, v, model_inputs) if v in plan.table else None
+        if ref is None:
+            return None
+        elem = _TORCH_TO_ONNX.get(ref.dtype)
+        if elem is None or ref.dtype == "bfloat16":
+            return None     # numpy cannot carry bfloat16 feeds: no local errors (noted in the report)
+        g.input.append(onnx.helper.make_tensor_value_info(name, elem, list(ref.shape)))
+        feed_dtypes[name] = onnx.helper.tensor_dtype_to_np_dtype(elem)
+    for name in outputs:
+        g.output.append(onnx.ValueInfoProto(name=name))
+    model = onnx.helper.make_model(g, opset_imports=list(index.model.opset_import),
+                                   ir_version=index.model.ir_version)
+    model.functions.extend(index.model.functions)
+    return LocalGraph(model, feeds, outputs, attribution, first_node, feed_dtypes)
+
+
+def _cut_nodes(index: GraphIndex, plan: Plan) -> tuple[list[Any], dict[str, str]]:
+    """A copy of every node, each input crossing a call boundary (or a graph input) cut into a feed.
+
+    One pass over the nodes, so that a cut value gets the same ``feed::`` name everywhere."""
+    import onnx
+
+    table, node_call = plan.table, plan.node_call
+    feeds: dict[str, str] = {}
+    new_nodes = []
+    for node in index.nodes:
+        group = node_call[node.index]
+        proto = onnx.NodeProto()
+        proto.CopyFrom(node.proto)
+        del proto.input[:]
+        for v in node.inputs:
+            if not v or v in index.initializers:
+                proto.input.append(v)
+                continue
+            p = index.producer.get(v)
+            # a cut boundary, or a graph input (with or without a torch counterpart)
+            if p is None or (v in table and (node_call[p] != group or table[v][0] == "graph_in")):
+                feeds[f"feed::{v}"] = v
+                proto.input.append(f"feed::{v}")
+            else:
+                proto.input.append(f"local::{v}")
+        del proto.output[:]
+        proto.output.extend(f"local::{o}" if o else "" for o in node.outputs)
+        new_nodes.append(proto)
+    return new_nodes, feeds
+
+
+def _local_outputs(index: GraphIndex, plan: Plan) -> tuple[dict[str, str], dict[str, int], dict[str, int]]:
+    """Every mapped value as a local output, the call whose own error it measures, its first node."""
+    outputs: dict[str, str] = {}
+    attribution: dict[str, int] = {}
+    first_node: dict[str, int] = {}
+    for v, (kind, ci, _pos) in plan.table.items():
+        p = index.producer.get(v)
+        if p is None or kind == "graph_in":
+            continue
+        outputs[f"local::{v}"] = v
+        owner = ci if kind == "out" else plan.node_call[p]
+        if owner is None:
+            continue
+        attribution[v] = owner
+        first_node[v] = p
+    return outputs, attribution, first_node

@@ -1,0 +1,182 @@
+"""Pair a module call's torch outputs with the ONNX values produced inside its scope.
+
+By shape and dtype first.  When a call has several outputs of one shape, by content: sample 0
+through ONNX Runtime, each torch output taking the closest candidate.  An output that is one
+of the call's own inputs, unchanged, is not paired: nothing of the module's to compare.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Optional
+
+from drifttui.core.dtypes import ELEM_OF
+
+from drifttui.core.runtime.torch_hooks import Call
+from drifttui.core.prepare.graph import GraphIndex
+from drifttui.core.prepare.plan.plan import Plan
+from drifttui.core.result import UNMAPPED
+
+
+_NP_FLOAT = {ELEM_OF[n] for n in ("float32", "float16", "float64", "bfloat16")}
+Resolver = Callable[[list[str]], dict[str, Any]]
+
+
+def shape_ok(onnx_shape: Optional[list], torch_shape: tuple[int, ...]) -> bool:
+    if onnx_shape is None:
+        return True
+    if len(onnx_shape) != len(torch_shape):
+        return False
+    return all(not isinstance(a, int) or a == b for a, b in zip(onnx_shape, torch_shape))
+
+
+def dtype_ok(elem: Optional[int], torch_dtype: str) -> bool:
+    if elem is None or elem == 0:
+        return True
+    is_float = torch_dtype.startswith(("float", "bfloat", "half", "double"))
+    return (elem in _NP_FLOAT) == is_float
+
+
+
+
+def _boundary_outputs(index: GraphIndex, nodes: set[int]) -> list[str]:
+    outs: list[str] = []
+    for ni in sorted(nodes):
+        for v in index.nodes[ni].outputs:
+            if not v:
+                continue
+            if v in index.graph_outputs or any(c not in nodes for c in index.consumers.get(v, [])):
+                outs.append(v)
+    return outs
+
+
+def _fits(index: GraphIndex, call: Call, cands: list[str]) -> int:
+    """How many of the call's computed outputs find a shape/dtype-compatible candidate."""
+    used: set[str] = set()
+    n = 0
+    for ref in call.outputs:
+        if ref.passthrough:
+            continue
+        v = next((v for v in cands if v not in used and shape_ok(index.shapes.get(v), ref.shape)
+                  and dtype_ok(index.elem_types.get(v), ref.dtype)), None)
+        if v is not None:
+            used.add(v)
+            n += 1
+    return n
+
+
+def scopeless_adoptions(index: GraphIndex, calls: list[Call], plan: Plan) -> Iterator[tuple[int, list[int]]]:
+    """(call, nodes): give a call the scope-less nodes (optimiser-made, e.g. a recreated ``Split``) fed
+    only by it.  Yielded one call at a time: build_plan applies each before the next is computed.
+
+    Such a node's scope is filled with the common scope of its neighbours, which puts a Split at
+    the end of a tuple-returning module *outside* it.  It is adopted only when that lets more of
+    the call's outputs find a value of their shape/dtype: structure and shapes, never names.
+    """
+    for cm in plan.calls:
+        call = calls[cm.call]
+        if call.parent is None or not cm.nodes or cm.status == UNMAPPED:
+            continue
+        computed = [r for r in call.outputs if not r.passthrough]
+        inside = set(cm.nodes)
+        cands = [v for v in _boundary_outputs(index, inside) if v not in index.constant_values]
+        before = _fits(index, call, cands)
+        if before == len(computed):
+            continue
+        adopt = []
+        for node in index.nodes:
+            if not node.scope_filled or node.index in inside or node.op_type == "Constant":
+                continue
+            dyn = [v for v in node.inputs if v and not index.is_static(v)]
+            if dyn and all(index.producer.get(v) in inside for v in dyn):
+                adopt.append(node.index)
+        if not adopt:
+            continue
+        grown = inside | set(adopt)
+        cands = [v for v in _boundary_outputs(index, grown) if v not in index.constant_values]
+        if _fits(index, call, cands) > before:
+            yield cm.call, adopt
+
+
+@dataclass
+class Pairing:
+    """What pair_outputs found; mapping.build_plan applies it to its plan (pairing only reads the plan)."""
+
+    outputs: dict[int, dict[int, str]] = field(default_factory=dict)   # call -> output position -> value
+    unmapped: dict[int, str] = field(default_factory=dict)            # call -> why it is unmapped
+    ambiguous: dict[int, list[str]] = field(default_factory=dict)     # calls shape alone cannot decide
+
+
+def pair_outputs(index: GraphIndex, calls: list[Call], plan: Plan) -> Pairing:
+    """Pair by shape/dtype; ``ambiguous``: multi-output calls whose pairing shape alone cannot decide."""
+    result = Pairing()
+    ambiguous = result.ambiguous
+    for cm in plan.calls:
+        call = calls[cm.call]
+        if cm.status == UNMAPPED:
+            continue
+        paired = result.outputs.setdefault(cm.call, {})
+        if call.parent is None:
+            # the root: model outputs are the graph outputs, in order
+            for pos, ref in enumerate(call.outputs):
+                if pos < len(index.graph_outputs):
+                    paired[pos] = index.graph_outputs[pos]
+            continue
+        if not cm.nodes:
+            continue
+        cands = [v for v in _boundary_outputs(index, set(cm.nodes)) if v not in index.constant_values]
+        used: set[str] = set()
+        computed = [ref for ref in call.outputs if not ref.passthrough]
+        for pos, ref in enumerate(call.outputs):
+            if ref.passthrough:
+                continue    # the module returns one of its inputs: nothing of its own to compare
+            ok = [v for v in cands if v not in used and shape_ok(index.shapes.get(v), ref.shape)
+                  and dtype_ok(index.elem_types.get(v), ref.dtype)]
+            if not ok:
+                continue
+            if len(computed) > 1 and len([v for v in cands if shape_ok(index.shapes.get(v), ref.shape)]) > 1:
+                ambiguous[cm.call] = cands
+            # several fit: with one output the module's result is computed last;
+            # with several, pair them in production order
+            v = ok[-1] if len(call.outputs) == 1 else ok[0]
+            paired[pos] = v
+            used.add(v)
+        if call.outputs and not paired and not all(r.passthrough for r in call.outputs):
+            result.unmapped[cm.call] = ("it has ONNX nodes, but none of their outputs matches the module's "
+                                        "output shape/dtype")
+    return result
+
+
+def pair_by_content(index: GraphIndex, calls: list[Call], plan: Plan, ambiguous: dict[int, list[str]],
+                     resolve: Resolver, torch_outputs: dict[int, list[Any]]) -> dict[int, dict[int, str]]:
+    """Same-shaped outputs: pair each torch output with the candidate whose sample-0 value is closest.
+    Returns the new pairing of the calls it could decide (call -> position -> value)."""
+    import numpy as np
+
+    names = sorted({v for cands in ambiguous.values() for v in cands})
+    found: dict[int, dict[int, str]] = {}
+    try:
+        values = resolve(names)
+    except Exception:
+        return found      # keep the shape pairing; nothing better is known
+    for ci, cands in ambiguous.items():
+        outs = torch_outputs.get(ci)
+        if not outs:
+            continue
+        paired = found[ci] = {}
+        used: set[str] = set()
+        for pos, ref in enumerate(calls[ci].outputs):
+            if ref.passthrough or pos >= len(outs):
+                continue
+            t = np.asarray(outs[pos], dtype=np.float32)
+            scored = []
+            for v in cands:
+                o = values.get(v)
+                if v in used or o is None or o.size != t.size:
+                    continue
+                err = float(np.max(np.abs(t.reshape(-1) - o.astype(np.float32).reshape(-1)))) if t.size else 0.0
+                scored.append((err, v))
+            if scored:
+                err, v = min(scored)
+                paired[pos] = v
+                used.add(v)
+    return found

@@ -1,0 +1,247 @@
+"""Stage 1, ``prepare(config) -> Prepared``: everything that depends on the model, not on the samples.
+
+Load the model, export it (or read the user's ONNX file), index the graph, trace the module
+calls on one sample, map calls to ONNX values (the plan), build the local graph and the capture
+windows, and collect the static per-layer details.  A :class:`Prepared` is reused by every
+capture whose :func:`prepare_key` is the same (see ``core/pipeline.py``): a determinism,
+zero-input, ORT-level, samples or seed change never exports again.
+
+The trace sample is drawn with seed 0 and never zeroed, whatever the config says, so that a
+``Prepared`` made for one capture configuration is exactly the one a fresh run of another
+would make.
+"""
+from __future__ import annotations
+
+import shutil
+import time
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from drifttui.core.prepare import batch_probe
+from drifttui.core.runtime import sessions
+from drifttui.core.runtime.torch_hooks import Call, Hooks, TensorRef, hookable
+from drifttui.core.prepare.details import layer_details
+from drifttui.core.prepare.arity import check_output_count
+from drifttui.core.model.export import export_auto, export_model
+from drifttui.core.prepare.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index, elem_type_name
+from drifttui.core.runtime.guards import safe_forward
+from drifttui.core.model.inputs import InputSource, build_source, flatten, onnx_feeds
+from drifttui.core.model.loading import load_onnx, load_torch_model, new_workdir
+from drifttui.core.prepare.local import LocalGraph, build_local_graph
+from drifttui.core.prepare.plan.mapping import build_plan
+from drifttui.core.prepare.plan.plan import Plan
+from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
+from drifttui.core.result import Config
+from drifttui.core.model.spec import InputSpec, parse_input_spec, parse_model_spec
+from drifttui.core.model.units import human
+from drifttui.core.prepare.windows import Window, attach_local, plan_windows
+from drifttui.errors import ModelError
+
+# the Config fields a Prepared depends on (with the files they name, see pipeline.fingerprint)
+PREPARE_FIELDS = ("model", "onnx", "exporter", "inputs", "example", "provider", "batch", "max_memory",
+                  "trust_model_file")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The model side of a run: immutable once built, shared by captures and the debugging steps."""
+
+    config: Config                 # the config it was prepared for (only PREPARE_FIELDS matter)
+    model: Any
+    example: Any                   # the built-in Example, or None
+    input_spec: InputSpec
+    onnx_inputs: Optional[list[tuple[str, list[Any], str]]]   # the user file's inputs (for --inputs)
+    index: GraphIndex
+    exporter: str                  # as reported in Environment.exporter
+    input_dtypes: dict[str, str]
+    hooks: Optional[Hooks]         # None when the model cannot be hooked (TorchScript...)
+    calls: list[Call]
+    plan: Plan
+    local: Optional[LocalGraph]
+    windows: list[Window]
+    budget: Optional[int]          # --max-memory per sample of a batch, when applied
+    batch: int                     # --batch in effect after the torch-side probe
+    notes: list[str]               # about windows and --batch
+    details: Any                   # static per-layer details (layer_details)
+    workdir: Path                  # removed when the Prepared is garbage collected
+    timings: dict[str, float]      # load, export, map
+
+    @property
+    def proto(self) -> Any:
+        return self.index.model
+
+    def source(self, seed: int, zero: bool) -> InputSource:
+        return build_source(self.input_spec, seed, zero, self.onnx_inputs, self.example)
+
+    def feeds(self, sample: Any) -> dict:
+        return onnx_feeds(sample, self.index.graph_inputs, self.input_dtypes)
+
+
+def prepare(config: Config, progress: ProgressFn = no_progress, cancel: Optional[CancelToken] = None) -> Prepared:
+    cancel = cancel or CancelToken()
+    workdir = new_workdir()
+    try:
+        prepared = _prepare(config, workdir, progress, cancel)
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    weakref.finalize(prepared, shutil.rmtree, str(workdir), True)
+    return prepared
+
+
+def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelToken) -> Prepared:
+    timings: dict[str, float] = {"load": 0.0, "export": 0.0, "map": 0.0}
+    notes: list[str] = []
+    loaded = _load(cfg, workdir, progress, timings, notes)
+    model, example, in_spec, gi, sample0, proto, exporter, batch = loaded
+    cancel.check()
+    t = time.perf_counter()
+    index = build_index(proto)
+    if exporter == "user file":
+        exporter = {DYNAMO: "dynamo (from the file's metadata)",
+                    TORCHSCRIPT: "torchscript (from the file's node names)"}.get(index.flavour, "unknown")
+    input_dtypes = {name: dt for name, _, dt in graph_inputs(proto)}
+    feeds0 = onnx_feeds(sample0, index.graph_inputs, input_dtypes)    # refuses inputs that do not fit first
+    progress(Progress("map", message="tracing module calls and mapping them to ONNX values"))
+    ok_hooks, why_not = hookable(model)
+    hooks = Hooks(model) if ok_hooks else None
+    calls, plan = _trace_and_map(cfg, model, hooks, why_not, index, sample0, feeds0, workdir)
+    if batch > 1 and hooks is not None:
+        with hooks.installed():
+            why = batch_probe.probe_torch(hooks, model, safe_forward, sample0,
+                                            batch_probe.base_dims(plan, calls))
+        if why:
+            batch = _no_batch(cfg, notes, why)
+    elif batch > 1:
+        batch = _no_batch(cfg, notes, "batched capture needs module hooks")
+    local = build_local_graph(index, plan, calls, [TensorRef.of(t) for t in flatten(sample0)]) \
+        if hooks is not None else None
+    budget = cfg.max_memory if hooks is not None else None
+    windows, total_bytes = plan_windows(plan, calls, index, max(1, budget // batch) if budget else budget,
+                                        set(index.graph_inputs))
+    attach_local(windows, local, plan)
+    notes[:0] = _window_notes(cfg, hooks is not None, windows, budget, total_bytes)
+    details = layer_details(index, plan, calls, model)
+    timings["map"] = time.perf_counter() - t
+    return Prepared(config=cfg, model=model, example=example, input_spec=in_spec, onnx_inputs=gi, index=index,
+                    exporter=exporter, input_dtypes=input_dtypes, hooks=hooks, calls=calls, plan=plan,
+                    local=local, windows=windows, budget=budget, batch=batch, notes=notes, details=details,
+                    workdir=workdir, timings=timings)
+
+
+def _load(cfg: Config, workdir: Path, progress: ProgressFn, timings: dict[str, float], notes: list[str]) -> tuple:
+    """Load the model and the inputs spec; read the user's ONNX file or export (times in ``timings``)."""
+    t0 = time.perf_counter()
+    progress(Progress("load", message="loading the model"))
+    spec = parse_model_spec(cfg.model)
+    example = None
+    if spec.kind == "example":
+        from drifttui.examples import get_example   # lazy: only an example: spec needs the examples
+
+        example = get_example(spec.example or "")
+    model = load_torch_model(spec, trust=cfg.trust_model_file)
+    in_spec = parse_input_spec(cfg.inputs)
+    batch = cfg.batch
+    proto, gi = None, None
+    if cfg.onnx:
+        proto = load_onnx(Path(cfg.onnx))
+        gi = graph_inputs(proto)
+        static = batch_probe.static_inputs(gi) if batch > 1 else []
+        if static:
+            batch = _no_batch(cfg, notes, f"the ONNX file's input(s) {', '.join(static[:5])} have a static dim 0")
+    sample0 = build_source(in_spec, 0, False, gi, example).sample(0)
+    timings["load"] = time.perf_counter() - t0
+    exporter = "user file"
+    if proto is None:
+        progress(Progress("export", message=f"exporting with the {cfg.exporter} exporter"))
+        t = time.perf_counter()
+        try:
+            path, exporter, why = export_auto(
+                lambda name: _export(model, example, sample0, name, workdir, batch > 1), cfg.exporter)
+        except ModelError as exc:
+            if batch == 1:
+                raise
+            batch = _no_batch(cfg, notes, f"the export with a dynamic batch dim failed ({exc.problem})")
+            path, exporter, why = export_auto(
+                lambda name: _export(model, example, sample0, name, workdir, False), cfg.exporter)
+        if why:
+            notes.append(why)       # --exporter auto: why dynamo failed, which exporter made the file
+        proto = load_onnx(path)
+        timings["export"] = time.perf_counter() - t
+    return model, example, in_spec, gi, sample0, proto, exporter, batch
+
+
+def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str, index: GraphIndex,
+                   sample0: Any, feeds0: dict, workdir: Path) -> tuple[list[Call], Plan]:
+    if hooks is not None:
+        with hooks.installed():
+            hooks.begin(None, tracing=True)
+            outs = safe_forward(model, sample0)
+        calls = hooks.calls
+        names = [n for n, _ in model.named_modules()]
+        has_params = {n: any(True for _ in m.parameters(recurse=False)) or
+                      any(True for _ in m.buffers(recurse=False)) for n, m in model.named_modules()}
+        first_name = {id(m): n for n, m in reversed(list(model.named_modules(remove_duplicate=False)))}
+        aliases = {n: first_name[id(m)] for n, m in model.named_modules(remove_duplicate=False)
+                   if first_name[id(m)] != n}
+        multi_out = {ci: [t.numpy() for t in ts] for ci, ts in hooks.multi_out.items()}
+        hooks.multi_out = {}
+    else:
+        outs = safe_forward(model, sample0)
+        calls = [Call(0, "", type(model).__name__, 0, 0, None, outputs=[TensorRef.of(o) for o in outs])]
+        names, has_params = [""], {"": False}
+        aliases, multi_out = {}, {}
+    check_output_count(len(outs), index.graph_outputs)
+
+    def resolve(values: list[str]) -> dict:
+        # sample 0 through ONNX Runtime (optimisations off) for content-based output pairing
+        sess = sessions.make_session(index.model, "disable", False, cfg.provider, workdir, "pairing.onnx",
+                                        extra_outputs=values)
+        return sessions.run(sess, feeds0, values)
+
+    plan = build_plan(index, calls, names, has_params, aliases, resolve, multi_out)
+    if hooks is None:
+        plan.localized = False
+        plan.reason = why_not
+    return calls, plan
+
+
+def _export(model: Any, example: Any, sample0: Any, exporter: str, workdir: Path, dynamic: bool) -> Path:
+    if example is not None and example.needs_custom_export():
+        return example.export(model, sample0, exporter, workdir, dynamic=dynamic)
+    return export_model(model, sample0[0], sample0[1], exporter, workdir, dynamic=dynamic)
+
+
+def _no_batch(cfg: Config, notes: list[str], why: str) -> int:
+    notes.append(f"--batch {cfg.batch} was not applied (samples ran one at a time): {why}")
+    return 1
+
+
+def _window_notes(cfg: Config, hooked: bool, windows: list[Window], budget: Optional[int],
+                  total_bytes: int) -> list[str]:
+    out = []
+    if len(windows) > 1:
+        out.append(f"captured in {len(windows)} windows of consecutive layers to stay within --max-memory "
+                   f"{human(budget or 0)} (one sample's intermediates, both sides: ~{human(total_bytes)}); "
+                   "each window costs one ORT run and one torch forward per per-layer sample")
+    if cfg.max_memory is not None and not hooked:
+        out.append("--max-memory was not applied: windowed capture needs module hooks")
+    big = [w for w in windows if budget is not None and w.nbytes > budget]
+    if big:
+        listed = ", ".join(str(w.first) for w in big[:10]) + (f" and {len(big) - 10} more" if len(big) > 10 else "")
+        out.append(f"layer(s) {listed} alone exceed --max-memory; they were captured on their own")
+    return out
+
+
+def graph_inputs(proto: Any) -> list[tuple[str, list[Any], str]]:
+    inits = {t.name for t in proto.graph.initializer}
+    out = []
+    for vi in proto.graph.input:
+        if vi.name in inits:
+            continue
+        tt = vi.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in tt.shape.dim]
+        out.append((vi.name, dims, elem_type_name(tt.elem_type)))
+    return out

@@ -1,0 +1,88 @@
+"""ONNX Runtime side: sessions with every wanted intermediate value as a graph output."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from drifttui.core.model.onnx_io import fits_inline, save_model
+from drifttui.core.result import OPT_LEVELS
+from drifttui.errors import InputError, ModelError, first_line
+
+
+def session_options(opt_level: str, deterministic: bool, optimized_path: Optional[Path] = None) -> Any:
+    import onnxruntime as ort
+
+    levels = {
+        "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }
+    if opt_level not in levels:
+        raise InputError(f"unknown --opt-level {opt_level!r}", f"use one of {', '.join(OPT_LEVELS)}")
+    so = ort.SessionOptions()
+    so.graph_optimization_level = levels[opt_level]
+    so.log_severity_level = 3
+    # ORT's idle workers busy-wait after each run by default, taking the cores the torch forward
+    # that follows needs (2-4x slower torch on a small machine); they sleep instead.
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    so.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    if deterministic:
+        so.intra_op_num_threads = 1
+        so.inter_op_num_threads = 1
+        so.enable_cpu_mem_arena = False
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    if optimized_path is not None:
+        so.optimized_model_filepath = str(optimized_path)
+    return so
+
+
+def make_session(model: Any, opt_level: str, deterministic: bool, provider: str, workdir: Path,
+                 name: str = "session.onnx", optimized_path: Optional[Path] = None,
+                 extra_outputs: Sequence[str] = ()) -> Any:
+    """An InferenceSession for ``model`` whose graph also outputs ``extra_outputs`` (by name only).
+
+    The extra outputs are added to ``model`` for the time it takes to serialise it and removed
+    again: no copy of the model (and of its weights) per session.
+    """
+    import onnx
+    import onnxruntime as ort
+
+    available = ort.get_available_providers()
+    if provider not in available:
+        raise InputError(f"execution provider {provider!r} is not available in this onnxruntime",
+                         f"use one of {', '.join(available)}")
+    so = session_options(opt_level, deterministic, optimized_path)
+    outputs = model.graph.output
+    kept = len(outputs)
+    have = {o.name for o in outputs}
+    outputs.extend(onnx.ValueInfoProto(name=n) for n in dict.fromkeys(extra_outputs) if n not in have)
+    try:
+        payload: Any = model.SerializeToString() if fits_inline(model) else str(save_model(model, workdir / name))
+    finally:
+        del outputs[kept:]
+    try:
+        return ort.InferenceSession(payload, so, providers=[provider])
+    except Exception as exc:
+        first = first_line(exc)
+        raise ModelError(f"ONNX Runtime cannot load the graph: {first[:400]}",
+                         "check that every op is supported by this onnxruntime and provider "
+                         "(try another --opset when exporting, or a newer onnxruntime)") from exc
+
+
+def run(session: Any, feeds: dict[str, np.ndarray], names: Optional[list[str]] = None) -> dict[str, np.ndarray]:
+    try:
+        outs = session.run(names, feeds)
+    except Exception as exc:
+        first = first_line(exc)
+        low = first.lower()
+        if "invalid_argument" in low or "got invalid dimensions" in low or "unexpected input data type" in low \
+                or "invalid rank" in low or "required inputs" in low:
+            raise InputError(f"the inputs do not fit the ONNX graph: {first[:300]}",
+                             "give inputs with the shapes/dtypes the graph expects (--inputs)") from exc
+        raise ModelError(f"ONNX Runtime failed while running the graph: {first[:300]}",
+                         "check the op named above; rerun with --debug for details") from exc
+    out_names = names or [o.name for o in session.get_outputs()]
+    return dict(zip(out_names, outs))
