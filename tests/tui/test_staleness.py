@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from drifttui.core.result import Summary
-from drifttui.testing.replay import ReplayEngine, load_fixture
+from tests.tui.replay import ReplayEngine, load_fixture
 from drifttui.tui.app import DriftApp
 from drifttui.tui.staleness import result_diff, result_key
 
