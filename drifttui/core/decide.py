@@ -24,7 +24,7 @@ from drifttui.core.runtime.torch_hooks import Call
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.metrics import Aggregate, Stats
 from drifttui.core.tolerance import DTYPE_RULE
-from drifttui.core.result import (DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK, SCHEMA_VERSION,
+from drifttui.core.result import (CHANNELS_AROUND, DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK, SCHEMA_VERSION,
                                   UNATTRIBUTED, UNMAPPED,
                                   Config, Coverage, Environment, InitializerInfo, Layer, NodeInfo, Origin, Output,
                                   ParamInfo, Result, Tolerance)
@@ -48,7 +48,8 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
     verdict = statuses_of(pr.calls, pr.plan, cap.glob, cap.local, first, cap.local_available, atol, rtol,
                           op_types=pr.details[1])
     layers = make_layers(pr.calls, pr.plan, verdict.statuses, cap.glob, cap.local, *pr.details,
-                         atol=atol, rtol=rtol, extra_notes=_layer_notes(verdict.statuses, cap))
+                         atol=atol, rtol=rtol, extra_notes=_layer_notes(verdict.statuses, cap),
+                         channels_for=around(verdict.origin))
     outputs = []
     for k, name in enumerate(pr.index.graph_outputs):
         agg = cap.outputs[k] if k < len(cap.outputs) else None
@@ -239,10 +240,18 @@ def fails_of(g: Optional[Aggregate], lo: Optional[Aggregate], atol: float, rtol:
     return out
 
 
+def around(origin: Optional[int]) -> set[int]:
+    """The layers whose per-channel errors a Result carries: the origin and its neighbours."""
+    if origin is None:
+        return set()
+    return set(range(origin - CHANNELS_AROUND, origin + CHANNELS_AROUND + 1))
+
+
 def make_layers(calls: list[Call], plan: Plan, statuses: list[str], glob: dict[int, Aggregate],
                 local: dict[int, Aggregate], details: dict[int, tuple[list[NodeInfo], list[InitializerInfo]]],
                 op_types: dict[int, list[str]], node_names: dict[int, list[str]], atol: float = 0.0,
-                rtol: float = 0.0, extra_notes: Optional[dict[int, list[str]]] = None) -> list[Layer]:
+                rtol: float = 0.0, extra_notes: Optional[dict[int, list[str]]] = None,
+                channels_for: Optional[set[int]] = None) -> list[Layer]:
     layers = []
     extra_notes = extra_notes or {}
     for c, cm, st in zip(calls, plan.calls, statuses):
@@ -262,6 +271,7 @@ def make_layers(calls: list[Call], plan: Plan, statuses: list[str], glob: dict[i
             nodes=nodes, initializers=inits,
             params=[ParamInfo(n, k, list(s), d) for n, k, s, d in c.params],
             fails=fails_of(g, lo, atol, rtol),
+            channels=g.to_channels() if g is not None and channels_for and c.index in channels_for else None,
         ))
     return layers
 
