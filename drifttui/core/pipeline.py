@@ -112,6 +112,10 @@ def _finish(pr: Prepared, cap: Capture, cfg: Config, progress: ProgressFn, fresh
     timings.update({k: (v if fresh_capture else 0.0) for k, v in cap.timings.items()})
     timings["prepare_reused"] = 0.0 if fresh_prepare else 1.0
     timings["capture_reused"] = 0.0 if fresh_capture else 1.0
+    # what the stages this result rests on really took, reused or not (the TUI's config line
+    # and a saved report say "capture 11.1s, reused" instead of 0.0s)
+    timings["prepare_time"] = sum(pr.timings.get(k, 0.0) for k in ("load", "export", "map"))
+    timings["capture_time"] = sum(cap.timings.get(k, 0.0) for k in ("sessions", "observer", "samples"))
     timings["decide"] = 0.0
     result = decide(pr, cap, cfg, timings)
     timings["decide"] = time.perf_counter() - t

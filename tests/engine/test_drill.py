@@ -83,3 +83,13 @@ def test_drill_from_the_capture_and_from_one_worst_sample_pass(one_channel):
     assert fresh.source == "worst-sample pass" and fresh.samples == [layer.metrics.max_abs.worst_sample]
     assert int(np.argmax(fresh.max_abs)) == CHANNEL
     assert fresh.sample_max_abs[0] == pytest.approx(layer.metrics.max_abs.worst, rel=1e-6)
+
+
+def test_a_re_decided_result_keeps_its_captures_real_time(one_channel):
+    """(issue 23, item 8) the config line and a saved report said 0.0s after a re-decide."""
+    pipe, result = one_channel
+    again = pipe.run(result.config.__class__(**{**result.config.__dict__, "atol": 1e-3})).result
+    t0, t1 = result.timings, again.timings
+    assert t1["capture_reused"] == 1 and t1["samples"] == 0          # nothing was captured again
+    assert t1["capture_time"] == t0["capture_time"] > 0             # ... but its real time is kept
+    assert t1["prepare_time"] == t0["prepare_time"] > 0

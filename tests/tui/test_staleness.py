@@ -54,3 +54,16 @@ async def test_rerun_with_the_same_numbers_keeps_steps_current():
         await pilot.press("r")
         await settle(app, pilot)
         assert len(engine.configs) == 2 and app.steps_bar.stale(3) == ""
+
+
+def test_config_line_says_re_decided_with_the_captures_real_time(result):
+    """(issue 23, item 8) the timings a re-decide writes (core/pipeline.py _finish)."""
+    from drifttui.tui.widgets.status import run_time_text
+
+    fresh = {**result.timings, "capture_time": 0.3, "prepare_time": 10.8}
+    assert run_time_text(fresh) == f"{result.timings['total']:.1f}s"
+    redecided = {**fresh, "capture_reused": 1.0, "prepare_reused": 1.0, "samples": 0.0, "total": 0.01}
+    assert run_time_text(redecided) == "capture 0.3s reused, re-decided"
+    recaptured = {**fresh, "prepare_reused": 1.0, "export": 0.0, "total": 0.4}
+    assert run_time_text(recaptured) == "0.4s (export reused)"
+    assert run_time_text({**result.timings, "capture_reused": 1.0}) == "re-decided (capture reused)"  # old report
