@@ -18,9 +18,9 @@ from typing import Optional
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Container
+from textual.containers import Container, Horizontal
 from textual.events import DescendantFocus, Resize
-from textual.widgets import Input
+from textual.widgets import Label
 
 from drifttui.api import CancelToken, Engine
 from drifttui.core.result import OPT_LEVELS, Config, Result
@@ -29,6 +29,7 @@ from drifttui.tui.keymap import bindings_spec
 from drifttui.tui.runner import RunDone, RunFailed, RunProgress, StepDone, StepProgress
 from drifttui.tui.quit_on_signal import signals_quit
 from drifttui.tui.drill import DrillMixin
+from drifttui.tui.filtering import FilterInput, FilterMixin
 from drifttui.tui.screens.detail import step_detail
 from drifttui.tui.screens.error import ErrorScreen
 from drifttui.tui.screens.help import HelpScreen
@@ -45,15 +46,7 @@ ANYWHERE = {"quit", "command_palette", "toggle_theme", "save_svg"}     # keys th
 QUIT_WAIT = 0.5         # seconds run_app waits for engine threads to notice a cancel
 
 
-class FilterInput(Input):
-    BINDINGS = [Binding("escape", "clear", "Clear filter")]
-
-    def action_clear(self) -> None:
-        self.value = ""
-        self.post_message(self.Submitted(self, ""))
-
-
-class DriftApp(DrillMixin, ToolsMixin, App[int]):
+class DriftApp(FilterMixin, DrillMixin, ToolsMixin, App[int]):
     """The TUI.  ``engine`` may be None to browse a saved result without reruns."""
 
     CSS_PATH = "app.tcss"
@@ -90,8 +83,10 @@ class DriftApp(DrillMixin, ToolsMixin, App[int]):
         with Container(id="main"):
             yield LayerTable(id="table")
             yield Inspector(id="inspector")
-        yield FilterInput(placeholder="filter: module or class name (Enter keeps, Esc clears)",
-                          id="filter", classes="hidden")
+        with Horizontal(id="filter-bar", classes="hidden"):
+            yield Label("filter /", id="filter-label")
+            yield FilterInput(placeholder="module or class name (Enter keeps, Esc clears)", id="filter",
+                              compact=True)
         yield StepsBar(id="steps")
         yield KeyFooter(id="footer")
 
@@ -185,6 +180,11 @@ class DriftApp(DrillMixin, ToolsMixin, App[int]):
         if message.progress.partial is not None and self.result is None:
             self.table.set_result(message.progress.partial)
             self.status.set_state(result=message.progress.partial)
+        elif self.result is None and self.table.result is not None:
+            # the inspector's "partial result: the run is at 7/20" follows the run
+            for inspector in self.query(Inspector):
+                if inspector.display:
+                    inspector.show(self.table.result, self.table.cursor_layer, progress=message.progress)
 
     def on_run_done(self, message: RunDone) -> None:
         if message.token is not self._token or not self.running:
@@ -323,27 +323,6 @@ class DriftApp(DrillMixin, ToolsMixin, App[int]):
             self.notify("no drift origin in this result", severity="information")
         self.table.focus()
 
-    def action_filter(self) -> None:
-        box = self.query_one(FilterInput)
-        box.remove_class("hidden")
-        box.value = self.table.layer_tree.filter_text
-        box.focus()
-
-    def on_input_changed(self, event: Input.Changed) -> None:
-        if isinstance(event.input, FilterInput):
-            self.table.set_filter(text=event.value)
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if isinstance(event.input, FilterInput):
-            self.table.set_filter(text=event.value)
-            if not event.value:
-                event.input.add_class("hidden")
-            self.table.focus()
-
-    def action_only_drift(self) -> None:
-        self.table.set_filter(only_drift=not self.table.layer_tree.only_drift)
-        self.status.set_state(message="only drifting rows" if self.table.layer_tree.only_drift else "all rows")
-
     def action_toggle_inspector(self) -> None:
         self._inspector_wanted = self.inspector.has_class("hidden")
         self._apply_layout(self.size.width)
@@ -369,6 +348,11 @@ class DriftApp(DrillMixin, ToolsMixin, App[int]):
             token.cancel()
         if busy:
             self.status.set_state(running=False, message="stopping…")
+            # the engine thread holds the GIL between its C calls: hand it over 10x more often
+            # so that the UI's shutdown is not starved on a loaded machine (issue 23, item 19)
+            sys.setswitchinterval(0.0005)
+        if self._drill:
+            self._drill[1].cancel()
         self.exit(0)
 
 

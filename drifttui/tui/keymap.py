@@ -36,6 +36,7 @@ ACTIONS: list[Action] = [
     Action(TABLE, "slash", "/", "filter", "Filter", "filter rows by module or class name (Enter keeps, Esc clears)",
            footer=True),
     Action(TABLE, "f", "f", "only_drift", "Drifting only", "show only drift / inherited / unattributed rows (toggle)"),
+    Action(TABLE, "escape", "Esc", "clear_filter", "Clear filter", "clear a kept filter (the / name and f)"),
     Action(TABLE, "ctrl+f", "ctrl+f", "search", "Search", "search a module or class name and jump to it"),
     Action(TABLE, "right_square_bracket", "]", "search_move(1)", "Next match", "jump to the next search match"),
     Action(TABLE, "left_square_bracket", "[", "search_move(-1)", "Previous match",

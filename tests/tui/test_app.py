@@ -89,7 +89,7 @@ async def test_filter_by_name_and_only_drift(result):
         await pilot.press("slash", "escape")
         await pilot.pause()
         assert tree.filter_text == "" and len(tree.rows) == len(result.layers)
-        assert app.query_one("#filter").has_class("hidden")
+        assert app.query_one("#filter-bar").has_class("hidden")
         await pilot.press("f")
         await pilot.pause()
         leaves = [i for i in tree.rows if not tree.children[i]]

@@ -35,9 +35,25 @@ STATUS_STYLES = {
     NOT_EXPORTED: Style(color="#8a8a8a", italic=True), UNMAPPED: Style(color="#b07ad8", italic=True),
     UNATTRIBUTED: Style(color="#f0a030", bold=True, underline=True),
 }
+LIGHT_STATUS_STYLES = {      # the same hues, dark enough for the light theme's background
+    OK: Style(color="#2f7a3d"), DRIFT: Style(color="#b3200f", bold=True),
+    INHERITED: Style(color="#a35400"), FUSED: Style(color="#2d5f99", italic=True),
+    NOT_EXPORTED: Style(color="#5c5c5c", italic=True), UNMAPPED: Style(color="#7a3fa3", italic=True),
+    UNATTRIBUTED: Style(color="#a35400", bold=True, underline=True),
+}
 NO_COLOR_STATUS = {DRIFT: Style(bold=True, reverse=True), UNATTRIBUTED: Style(bold=True, underline=True),
                    INHERITED: Style(bold=True)}
 SORT_LABEL = {"local": "local", "max_abs": "abs", "cos": "1-cos"}
+
+
+def origin_style(no_color: bool) -> Style:
+    """The ◆ origin marker: magenta, or bold and reversed without colour (a colour-less magenta
+    is bright black on bright black in xterm's palette)."""
+    return Style(bold=True, reverse=True) if no_color else Style(color="#ff3d9a", bold=True)
+
+
+def origin_style_for(no_color: bool, light: bool) -> Style:
+    return Style(color="#b0006a", bold=True) if light and not no_color else origin_style(no_color)
 
 
 def _fit(text: str, width: int) -> str:
@@ -49,18 +65,33 @@ def _fit(text: str, width: int) -> str:
 
 
 class Columns:
-    """Column widths for one table width."""
+    """Column widths for one table width: each text column as wide as its longest entry needs
+    (``needs``: module, class, onnx ops), the module first, then the class, then the ONNX op
+    types (from 100 columns); what is left stays blank at the right."""
 
-    def __init__(self, width: int) -> None:
+    def __init__(self, width: int, needs: tuple[int, int, int] = (24, 14, 16)) -> None:
         self.width = width
+        name_w, cls_w, ops_w = needs
         heat = len(COLUMNS) * (CELL_WIDTH + 1)
-        self.status = 12 if width >= 100 else 9
+        wide = width + 1 >= 100          # + the scroll track's column: the table's own width
+        self.status = 12 if wide else 9
         rest = width - 1 - heat - (self.status + 1)
-        self.ops = 16 if width >= 110 else 0
-        rest -= self.ops + (1 if self.ops else 0)
-        self.cls = 14 if rest >= 40 else (11 if rest >= 28 else 0)
+        self.module = max(8, min(name_w, rest - 12 if rest >= 32 else rest))
+        rest -= self.module
+        self.cls = min(cls_w, rest - 1) if rest - 1 >= 8 else 0
         rest -= self.cls + (1 if self.cls else 0)
-        self.module = max(8, rest)
+        self.ops = min(ops_w, rest - 1) if wide and rest - 1 >= 8 else 0
+
+
+def column_needs(layers) -> tuple[int, int, int]:
+    """The widths the module (indent, fold mark and name), class and onnx-ops columns need."""
+    name_w, cls_w, ops_w = 8, 5, 8
+    for layer in layers:
+        name = layer.module.rsplit(".", 1)[-1] if layer.module else ROOT_NAME
+        name_w = max(name_w, 2 * min(layer.depth, 12) + 2 + len(name) + (len(f"#{layer.call}") if layer.call else 0))
+        cls_w = max(cls_w, len(layer.cls))
+        ops_w = max(ops_w, len(",".join(dict.fromkeys(layer.op_types))))
+    return name_w, min(cls_w, 24), min(ops_w, 120)
 
 
 class LayerTable(ScrollView, can_focus=True):
@@ -87,6 +118,8 @@ class LayerTable(ScrollView, can_focus=True):
     LayerTable > .layer-table--header { text-style: bold; background: $panel; }
     LayerTable > .layer-table--cursor { background: $primary 30%; text-style: bold; }
     LayerTable:focus > .layer-table--cursor { background: $primary 55%; text-style: bold; }
+    LayerTable:light > .layer-table--cursor { background: $primary 10%; text-style: bold; }
+    LayerTable:light:focus > .layer-table--cursor { background: $primary 16%; text-style: bold; }
     LayerTable > .layer-table--dim { color: $text-muted; }
     """
 
@@ -105,6 +138,7 @@ class LayerTable(ScrollView, can_focus=True):
         self._thresholds = thresholds(Tolerance(1e-4, 1e-4))
         self._cache: LRUCache[tuple, Strip] = LRUCache(4096)
         self._columns = Columns(80)
+        self._needs: tuple[int, int, int] = (24, 14, 16)
         self._last_layer: Optional[int] = None
         self._anchor: Optional[int] = None     # the layer a filter hid from under the cursor
         self._pass: Optional[tuple] = None     # styles and width of the render pass under way
@@ -123,6 +157,8 @@ class LayerTable(ScrollView, can_focus=True):
         origin = result.drift_origin.layer if result and result.drift_origin else None
         self.layer_tree = LayerTree(result.layers if result else [], origin)
         self._thresholds = thresholds(result.tolerance) if result else self._thresholds
+        self._needs = column_needs(self.layer_tree.layers)
+        self._columns = Columns(0)
         if state is not None:
             self.layer_tree.restore(state)
         self._cache.clear()
@@ -323,7 +359,7 @@ class LayerTable(ScrollView, can_focus=True):
         full, base, header_style, cursor_style, _dim, bar = self._pass_styles()
         width = full - 1                                 # the last column: the scroll track
         if width != self._columns.width:
-            self._columns = Columns(width)
+            self._columns = Columns(width, self._needs)
             self._cache.clear()
         if y == 0:
             key = ("header", width)
@@ -378,9 +414,10 @@ class LayerTable(ScrollView, can_focus=True):
         # foreground only: a background here would punch a hole in the cursor-row highlight
         dim = base + Style(color=self._pass_styles()[4])
         no_color = self.app.no_color
+        light = not self.app.current_theme.dark
         segs: list[Segment] = []
         is_origin = i == tree.origin
-        segs.append(Segment(ORIGIN_MARK if is_origin else " ", base + Style(color="#ff3d9a", bold=True)))
+        segs.append(Segment(ORIGIN_MARK if is_origin else " ", base + origin_style_for(no_color, light)))
         if tree.children[i]:
             fold = "▾ " if i in tree.expanded else "▸ "
         else:
@@ -399,11 +436,11 @@ class LayerTable(ScrollView, can_focus=True):
         if c.status < 12:
             status = STATUS_SHORT.get(layer.status, status)
         status_style = (NO_COLOR_STATUS.get(layer.status, Style()) if no_color
-                        else STATUS_STYLES.get(layer.status, Style()))
+                        else (LIGHT_STATUS_STYLES if light else STATUS_STYLES).get(layer.status, Style()))
         segs.append(Segment(" " + _fit(status, c.status), base + status_style))
         values, fails = tree.values_fails(i)
         for col, value, fail in zip(COLUMNS, values, fails):
-            text, style = heat_cell(value, self._thresholds[col], fail, no_color)
+            text, style = heat_cell(value, self._thresholds[col], fail, no_color, light)
             segs.append(Segment(" ", base))
             segs.append(Segment(text, base + style))
         return Strip(segs).adjust_cell_length(width, base)

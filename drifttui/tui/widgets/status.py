@@ -122,7 +122,7 @@ class StatusLine(Static):
             text.append(" DRIFT ", style="bold white on #e8503a")
             if r.drift_origin is not None:
                 o = r.drift_origin
-                text.append(" ◆ ", style="#ff3d9a")
+                text.append(" ◆ ", style="bold reverse" if self.is_mounted and self.app.no_color else "#ff3d9a")
                 text.append(display_name(o.module), style="bold")
                 text.append(f" {o.cls} {o.max_abs:.1e}")
         if self.running:
@@ -144,4 +144,14 @@ class StatusLine(Static):
         return text
 
     def render_text(self) -> Text:
-        return Text("\n", no_wrap=True, overflow="ellipsis").join([self.first_line(), self.second_line()])
+        """Two lines, each cut to the width with "…" (a Static wraps a Text whatever its no_wrap:
+        a long progress message at 80 columns ran onto the configuration line)."""
+        width = self.content_region.width if self.is_mounted and self.content_region.width > 10 else 78
+        lines = []
+        for line in (self.first_line(), self.second_line()):
+            line.truncate(width, overflow="ellipsis")
+            lines.append(line)
+        return Text("\n", no_wrap=True, overflow="ellipsis").join(lines)
+
+    def on_resize(self) -> None:
+        self.update(self.render_text())

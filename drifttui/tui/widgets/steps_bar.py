@@ -72,21 +72,32 @@ class StepsBar(Static):
     def _tabs(self) -> Text:
         text = Text(no_wrap=True, overflow="crop")
         text.append("steps ", style="bold")
+        no_color = self.is_mounted and self.app.no_color
         for n in range(1, 7):
             step = self.steps.get(n)
             if n in self.running:
                 glyph, style = "…", "italic"
             elif step is not None:
                 glyph, style = VERDICT_GLYPH.get(step.verdict, "·"), VERDICT_STYLE.get(step.verdict, "")
+                if no_color:          # colour-less red is bright black on bright black in xterm
+                    style = "bold underline" if step.verdict == "fail" else ""
                 if self.stale(n):
-                    style += " italic dim"
+                    style += " italic" if no_color else " italic dim"
             elif n in self.messages:
-                glyph, style = "!", "dim"
+                glyph, style = "!", "" if no_color else "dim"
             else:
-                glyph, style = "·", "dim"
+                glyph, style = "·", "" if no_color else "dim"
             text.append(f"{n}{glyph}{SHORT[n]}", style=(style + " reverse") if n == self.selected else style)
             text.append(" ")
         return text
+
+    def _note_line(self) -> Text:
+        """The run-level notes in ONE line at any width (all of them on (root)'s detail)."""
+        more = f" (+{len(self.notes) - 1} more)" if len(self.notes) > 1 else ""
+        tail = f"{more} — all on (root): Home, Enter"
+        room = max(10, self._width() - len(tail) - 2)
+        note = self.notes[0] if len(self.notes[0]) <= room else self.notes[0][:room - 1] + "…"
+        return Text(f"\n⚠ {note}{tail}", style="#f0a030", no_wrap=True, overflow="crop")
 
     def _width(self) -> int:
         width = self.content_region.width if self.is_mounted else 0
@@ -97,8 +108,7 @@ class StepsBar(Static):
         n = self.selected
         if n is None:
             if self.notes:
-                more = f" (+{len(self.notes) - 1} more)" if len(self.notes) > 1 else ""
-                text.append(f"\n⚠ {self.notes[0]}{more} — all on (root): Home, Enter", style="#f0a030")
+                text.append_text(self._note_line())
             else:
                 text.append("\npress 1–6 to run a step, s for its full result, ? for help", style="dim")
             return text
