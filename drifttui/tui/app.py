@@ -22,7 +22,7 @@ from textual.containers import Container, Horizontal
 from textual.events import DescendantFocus, Resize
 from textual.widgets import Label
 
-from drifttui.api import CancelToken, Engine
+from drifttui.api import CancelToken, Engine, LocalEngine
 from drifttui.core.result import OPT_LEVELS, Config, Result
 from drifttui.tui import runner
 from drifttui.tui.keymap import bindings_spec
@@ -363,7 +363,13 @@ def run_app(engine: Optional[Engine] = None, config: Optional[Config] = None,
 
     If an engine thread is still busy after the app exits (a capture between two
     cancellation checks), say "stopping…", give it QUIT_WAIT seconds, then leave without
-    waiting for it: nothing is being written, and a quit must never look like a hang."""
+    waiting for it: nothing is being written, and a quit must never look like a hang.
+
+    With the real engine (``LocalEngine``, torch and ONNX Runtime loaded) the process then ends
+    at once (``os._exit``, after flushing): the interpreter's own teardown of torch modules and
+    ORT sessions (one of them mid-run on a cancelled thread) took 14 s on a loaded machine
+    after the screen had already gone (issue 23, item 19).  Every file the app writes is
+    written atomically and closed before this point."""
     app = DriftApp(engine, config=config, result=result)
     with signals_quit(app):
         ran = app.run()
@@ -377,6 +383,18 @@ def run_app(engine: Optional[Engine] = None, config: Optional[Config] = None,
         for t in threads:
             t.join(max(0.0, deadline - time.monotonic()))
         if runner.alive_threads():
-            sys.stdout.flush()
-            os._exit(code)
+            _leave(code)
+    if isinstance(engine, LocalEngine) and runner.started_any():
+        _leave(code)
     return code
+
+
+def _leave(code: int) -> None:
+    """End the process now: the exit handlers first (they remove the engine's temp folders,
+    ``weakref.finalize``), then no interpreter teardown."""
+    import atexit
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)

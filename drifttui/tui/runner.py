@@ -19,6 +19,14 @@ from drifttui.errors import Cancelled
 _THREADS: list[threading.Thread] = []
 
 
+_STARTED = [0]
+
+
+def started_any() -> bool:
+    """Whether any engine thread ran in this process."""
+    return _STARTED[0] > 0
+
+
 def alive_threads() -> list[threading.Thread]:
     """Engine threads still running (the app has quit or is quitting)."""
     _THREADS[:] = [t for t in _THREADS if t.is_alive()]
@@ -28,6 +36,7 @@ def alive_threads() -> list[threading.Thread]:
 def start(target: Callable[[], None], name: str) -> threading.Thread:
     thread = threading.Thread(target=target, name=name, daemon=True)
     _THREADS.append(thread)
+    _STARTED[0] += 1
     thread.start()
     return thread
 
