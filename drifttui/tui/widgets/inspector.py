@@ -128,12 +128,13 @@ class Inspector(ScrollView, can_focus=True):
             self._pass = None
 
     def render_line(self, y: int) -> Strip:
-        if self._pass is None:
+        current = self._pass
+        if current is None:            # outside a render pass (tests): look everything up now
             self._layout_lines()
             top = round(self.scroll_y)
-            self._pass = (self.scrollable_content_region.width, self.rich_style, top,
-                          thumb(top, self.scrollable_content_region.height, self.virtual_size.height))
-        width, base, top, bar = self._pass
+            current = (self.scrollable_content_region.width, self.rich_style, top,
+                       thumb(top, self.scrollable_content_region.height, self.virtual_size.height))
+        width, base, top, bar = current
         index = top + y
         on = y in bar
         key = (index, on, width)
