@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from drifttui.tui import runner
 from drifttui.tui.app import DriftApp
 from drifttui.tui.screens.detail import DetailScreen
 
@@ -54,6 +55,7 @@ async def test_layer_without_channels_is_computed_by_the_engine_in_the_backgroun
         assert engine.drills[0][0] == recorded.drift_origin.layer
         engine.drill_gate.set()
         await wait_until(pilot, lambda: "worst channels: #5 " in app.screen.text)
+        await wait_until(pilot, lambda: not runner.alive_threads())
 
 
 async def test_leaving_the_drill_down_cancels_the_engine_pass():
@@ -71,6 +73,8 @@ async def test_leaving_the_drill_down_cancels_the_engine_pass():
         await pilot.press("down", "enter")            # another layer: a new, uncancelled pass
         await wait_until(pilot, lambda: len(engine.drills) == 2)
         assert not engine.drills[1][1].cancelled
+        engine.drill_gate.set()                       # no engine thread outlives the test
+        await wait_until(pilot, lambda: not runner.alive_threads())
 
 
 async def test_saved_report_without_channels_says_how_to_get_them():
