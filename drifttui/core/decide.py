@@ -24,7 +24,7 @@ from drifttui.core.runtime.torch_hooks import Call
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.metrics import Aggregate, Stats
 from drifttui.core.tolerance import BUDGET_RULE, DTYPE_RULE, bound
-from drifttui.core.result import (DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK, SCHEMA_VERSION,
+from drifttui.core.result import (CHANNELS_AROUND, DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK, SCHEMA_VERSION,
                                   UNATTRIBUTED, UNMAPPED,
                                   Config, Coverage, Environment, InitializerInfo, Layer, LayerBudget, NodeInfo,
                                   Origin, Output, ParamInfo, Precision, Result, Tolerance)
@@ -91,7 +91,8 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
     verdict = statuses_of(pr.calls, pr.plan, cap.glob, cap.local, first, cap.local_available, atol, rtol,
                           op_types=pr.details[1], rules=rules)
     layers = make_layers(pr.calls, pr.plan, verdict.statuses, cap.glob, cap.local, *pr.details,
-                         atol=atol, rtol=rtol, extra_notes=_layer_notes(verdict.statuses, cap), rules=rules)
+                         atol=atol, rtol=rtol, extra_notes=_layer_notes(verdict.statuses, cap), rules=rules,
+                         channels_for=around(verdict.origin))
     outputs = []
     for k, name in enumerate(pr.index.graph_outputs):
         agg = cap.outputs[k] if k < len(cap.outputs) else None
@@ -303,11 +304,18 @@ def fails_of(g: Optional[Aggregate], lo: Optional[Aggregate], atol: float, rtol:
     return out
 
 
+def around(origin: Optional[int]) -> set[int]:
+    """The layers whose per-channel errors a Result carries: the origin and its neighbours."""
+    if origin is None:
+        return set()
+    return set(range(origin - CHANNELS_AROUND, origin + CHANNELS_AROUND + 1))
+
+
 def make_layers(calls: list[Call], plan: Plan, statuses: list[str], glob: dict[int, Aggregate],
                 local: dict[int, Aggregate], details: dict[int, tuple[list[NodeInfo], list[InitializerInfo]]],
                 op_types: dict[int, list[str]], node_names: dict[int, list[str]], atol: float = 0.0,
                 rtol: float = 0.0, extra_notes: Optional[dict[int, list[str]]] = None,
-                rules: Optional[Rules] = None) -> list[Layer]:
+                rules: Optional[Rules] = None, channels_for: Optional[set[int]] = None) -> list[Layer]:
     rules = rules if rules is not None else Rules(rtol)
     layers = []
     extra_notes = extra_notes or {}
@@ -329,6 +337,7 @@ def make_layers(calls: list[Call], plan: Plan, statuses: list[str], glob: dict[i
             params=[ParamInfo(n, k, list(s), d) for n, k, s, d in c.params],
             fails=fails_of(g, lo, atol, rules.out(c.index), rules.own(c.index)),
             budget=layer_budget(rules, c.index, g, lo, atol),
+            channels=g.to_channels() if g is not None and channels_for and c.index in channels_for else None,
         ))
     return layers
 

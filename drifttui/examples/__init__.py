@@ -13,7 +13,7 @@ from typing import Any
 
 from drifttui.examples.catalogue import CATALOGUE, ExampleInfo
 
-_RUNNABLE = ("EXAMPLES", "Example", "get_example")
+_RUNNABLE = ("EXAMPLES", "Example", "get_example", "BN_CHANNEL", "export_bn_channel_drift")
 
 
 def __getattr__(name: str) -> Any:

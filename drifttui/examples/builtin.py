@@ -131,3 +131,24 @@ def get_example(name: str) -> Example:
         raise InputError(f"no built-in example named {name!r}",
                          f"run `drifttui examples` to list them ({', '.join(EXAMPLES)})")
     return EXAMPLES[name]
+
+
+# A drift in ONE BatchNorm channel (channel 5 of layer2.0.bn2 folded into its Conv, scaled by 2%):
+# the drill-down's case ("which channels, which sample"); tests and the TUI fixtures export it.
+BN_CHANNEL = ("resnet18", "layer2.0.conv2", "layer2.0.bn2", 5, 1.02)
+
+
+def export_bn_channel_drift(workdir: Path, exporter: str = "dynamo") -> Path:
+    """The clean ResNet example exported to ``workdir`` with one BatchNorm channel changed."""
+    import onnx
+
+    from drifttui.core.model.export import export_model
+
+    name, conv, bn, channel, factor = BN_CHANNEL
+    ex = get_example(name)
+    path = export_model(ex.build_model(), ex.make_inputs(0), {}, exporter, Path(workdir))
+    proto = onnx.load(str(path))
+    surgery.scale_conv_channel(conv, bn, channel, factor)(proto, exporter)
+    out = Path(workdir) / "bn-channel.onnx"
+    onnx.save(proto, str(out))
+    return out

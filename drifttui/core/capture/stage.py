@@ -347,7 +347,7 @@ class _WindowPass:
         self.timings["sessions"] += time.perf_counter() - t
         fetch = list(dict.fromkeys(pr.index.graph_outputs + w.values))
         self.p = Pass(pr.plan, w, main, fetch, local_sess, pr.hooks, pr.model, safe_forward,
-                      pr.index.graph_inputs, pr.input_dtypes)
+                      pr.index.graph_inputs, pr.input_dtypes, [c.cls for c in pr.calls])
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -34,6 +34,21 @@ def timings_text(timings: dict[str, float]) -> str:
     return " ".join(f"{k} {v:.2f}s" for k, v in timings.items())
 
 
+def run_time_text(timings: dict[str, float]) -> str:
+    """What the result on screen cost: its capture's real time, and whether this run re-decided
+    a capture it already had ("re-decided") or captured again on a reused export ("reused
+    export"); never the 0.0s a reused stage adds."""
+    capture = timings.get("capture_time")
+    if timings.get("capture_reused"):
+        return f"capture {capture:.1f}s reused, re-decided" if capture is not None else "re-decided (capture reused)"
+    total = timings.get("total")
+    if total is None:
+        return ""
+    if timings.get("prepare_reused"):
+        return f"{total:.1f}s (export reused)"
+    return f"{total:.1f}s"
+
+
 def progress_text(p: Optional[Progress]) -> Text:
     """``samples 5/20`` and the engine's message, said once (the message is dropped when it
     repeats the stage or the count)."""
@@ -112,7 +127,7 @@ class StatusLine(Static):
                         style="bold white on #e8503a")
             if r.drift_origin is not None:
                 o = r.drift_origin
-                text.append(" ◆ ", style="#ff3d9a")
+                text.append(" ◆ ", style="bold reverse" if self.is_mounted and self.app.no_color else "#ff3d9a")
                 text.append(display_name(o.module), style="bold")
                 text.append(f" {o.cls} {o.max_abs:.1e}")
         if self.running:
@@ -129,9 +144,19 @@ class StatusLine(Static):
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append_text(config_text(self.config))
         r = self.result
-        if r is not None and r.timings and not self.running and "total" in r.timings:
-            text.append(f"  {r.timings['total']:.1f}s", style="dim")
+        if r is not None and r.timings and not self.running:
+            text.append(f"  {run_time_text(r.timings)}", style="dim")
         return text
 
     def render_text(self) -> Text:
-        return Text("\n", no_wrap=True, overflow="ellipsis").join([self.first_line(), self.second_line()])
+        """Two lines, each cut to the width with "…" (a Static wraps a Text whatever its no_wrap:
+        a long progress message at 80 columns ran onto the configuration line)."""
+        width = self.content_region.width if self.is_mounted and self.content_region.width > 10 else 78
+        lines = []
+        for line in (self.first_line(), self.second_line()):
+            line.truncate(width, overflow="ellipsis")
+            lines.append(line)
+        return Text("\n", no_wrap=True, overflow="ellipsis").join(lines)
+
+    def on_resize(self) -> None:
+        self.update(self.render_text())
