@@ -57,6 +57,17 @@ def _out_metrics(result: Any) -> tuple[float, Optional[float]]:
     return worst, (min(top1) if top1 else None)
 
 
+def _describe(p: dict[str, Any]) -> str:
+    """One applied patch, in words (its spec is in the JSON report)."""
+    if p["op"] == "reexport":
+        return f"the {p.get('exporter')} re-export of {p.get('module') or '(root)'} grafted in (opset {p.get('opset')})"
+    if p["op"] == "rewrite":
+        form = f" ({p['form']})" if p.get("form") else ""
+        return f"rewrite {p.get('rewrite')}{form} at {p.get('node')}"
+    what = f"{p['op']} {p.get('node') or p.get('name')}"
+    return what + (f" {p['name']}={p['value']}" if p["op"] == "set_attribute" else "")
+
+
 def cmd_repair(args: argparse.Namespace) -> int:
     from drifttui.core.explain.causes.repair import repair
     from drifttui.report.outputs import check_output, write_atomic_bytes
@@ -71,7 +82,9 @@ def cmd_repair(args: argparse.Namespace) -> int:
     if fixed.model is None:
         head = exp.findings[0] if exp.findings else None
         extra = f"; the fix: {head.fix}" if head is not None and head.fix else ""
-        what = "a verified re-export" if fixed.not_applicable else "no verified ONNX-level patch"
+        why = next((p["why"] for p in fixed.not_applicable if p.get("why")), "")
+        what = (f"a verified re-export that cannot be grafted ({why})" if why else "a verified re-export"
+                if fixed.not_applicable else "no verified ONNX-level patch")
         print(f"cannot repair the file: {what} for {result.drift_origin.module}{extra}; no file written")
         return EXIT_DRIFT
     after = engine.recheck(config, fixed.model)
@@ -79,9 +92,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
     b_abs, b_top = _out_metrics(result)
     a_abs, a_top = _out_metrics(after)
     fmt = lambda v: "-" if v is None else f"{v:.4g}"  # noqa: E731
-    print(f"applied {len(fixed.applied)} patch(es): " + "; ".join(
-        f"{p['op']} {p.get('node') or p.get('name')}" + (f" {p['name']}={p['value']}" if p["op"] == "set_attribute" else "")
-        for p in fixed.applied))
+    print(f"applied {len(fixed.applied)} patch(es): " + "; ".join(_describe(p) for p in fixed.applied))
     print(f"{'':24}{'before':>12}{'after':>12}")
     print(f"{'origin local max |d|':24}{fmt(fixed.local_before):>12}{fmt(fixed.local_after):>12}")
     print(f"{'output max |d|':24}{fmt(b_abs):>12}{fmt(a_abs):>12}")

@@ -24,9 +24,11 @@ import torch
 from drifttui.core.explain.causes.case import Case, origin_case
 from drifttui.core.explain.causes.evaluate import Eval, Localisation, localise, ort_error
 from drifttui.core.explain.causes.patches import Patch, PatchError, apply
+from drifttui.core.explain.causes import rewrites
 from drifttui.core.explain.causes.candidates import graph_candidates
 from drifttui.core.explain.causes.reexport import try_reexport, variants
 from drifttui.core.explain.causes.weights import torch_tensors, weight_candidates
+from drifttui.core.explain.causes.workarounds import workaround_patches
 from drifttui.core.explain.context import clean
 from drifttui.core.result import SEVERITY_ORDER, Finding
 
@@ -80,7 +82,7 @@ def _folds(ctx: Any, case: Case) -> list[tuple[str, Any, str, Any]]:
     return out
 
 
-def candidate_patches(ctx: Any, case: Case, findings: list[Finding]) -> list[Patch]:
+def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Optional[Localisation] = None) -> list[Patch]:
     module = _origin_module(ctx, case)
     nodes = set(case.nodes)
     out: list[Patch] = []
@@ -89,7 +91,10 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding]) -> list[Pat
                 and f.patch.get("node", f.patch.get("name")) in nodes | {v for n in case.model.graph.node for v in n.input}:
             out.append(Patch(dict(f.patch), f.check, f.message, f.fix, f.kind if f.kind != "unknown" else "export",
                              module=f.module, nodes=list(f.onnx_nodes)))
+    if loc is not None and loc.kind in ("runtime", "unknown"):
+        out.extend(workaround_patches(case, loc.first_node))
     out.extend(graph_candidates(case, module, ctx.index.elem_types))
+    out.extend(rewrites.candidates(case, module, _types(ctx, case)))
     out.extend(weight_candidates(case, torch_tensors(module, case.module, _folds(ctx, case))))
     seen: set[str] = set()
     unique: list[Patch] = []
@@ -99,6 +104,24 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding]) -> list[Pat
             seen.add(k)
             unique.append(p)
     return unique[:MAX_PATCHES]
+
+
+def _types(ctx: Any, case: Case) -> dict[str, int]:
+    from onnx import helper
+
+    import onnx
+
+    types = dict(ctx.index.elem_types)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(case.model)
+        for vi in inferred.graph.value_info:
+            if vi.type.tensor_type.elem_type:
+                types.setdefault(vi.name, vi.type.tensor_type.elem_type)
+    except Exception:  # noqa: BLE001 - inference is a help, not a requirement
+        pass
+    for k, arr in case.feeds.items():
+        types.setdefault(k, helper.np_dtype_to_tensor_dtype(arr.dtype))
+    return types
 
 
 def verify(case: Case, patches: list[Patch], cancel: Any = None) -> list[Trial]:
@@ -130,7 +153,7 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
     loc = localise(case)
     trials: list[Trial] = []
     if loc.ort.fails:
-        trials = verify(case, candidate_patches(ctx, case, findings), ctx.cancel)
+        trials = verify(case, candidate_patches(ctx, case, findings, loc), ctx.cancel)
         if reexport and not any(t.after.ok and not t.after.fails for t in trials):
             for exporter, why in variants(ctx):
                 ctx.say(f"causes: re-exporting {case.module} alone with {exporter}")
@@ -175,12 +198,13 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
                       severity="error")
         if at is not None:
             f = out[at]
+            if f.patch != p.spec:       # verified by another patch than the check's: say what that one changed
+                fields.update(message=_verified_text(p, t, before), fix=p.fix)
             out[at] = dataclasses.replace(f, evidence={**f.evidence, "verification": _ev(p, t, loc)}, **fields)
             used.add(at)
         else:
             out.append(Finding(p.check, "error", case.module, p.nodes or list(case.nodes[:3]),
-                               f"{p.why}; verified: with the patch the origin's local error falls from "
-                               f"{before:.3g} to {t.after.max_abs:.3g}", {"verification": _ev(p, t, loc)}, p.fix,
+                               _verified_text(p, t, before), {"verification": _ev(p, t, loc)}, p.fix,
                                **{k: v for k, v in fields.items() if k != "severity"}))
             used.add(len(out) - 1)
     if not verified:
@@ -193,6 +217,11 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
         if not any(f.module == case.module and f.severity == "error" for f in out):
             out.append(_unexplained(case, loc, trials))
     return out
+
+
+def _verified_text(p: Patch, t: Trial, before: float) -> str:
+    return (f"{p.why}; verified: with the patch the origin's local error falls from {before:.3g} to "
+            f"{t.after.max_abs:.3g}")
 
 
 def _ev(p: Patch, t: Trial, loc: Localisation) -> dict[str, Any]:

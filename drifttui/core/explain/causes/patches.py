@@ -10,7 +10,10 @@
     {"op": "rewrite", "node": "n", "rewrite": "resize_opset11", "mode": "half_pixel"}
     {"op": "rewrite", "node": "n", "rewrite": "clip_bounds", "max": 6.0, "dtype": "float32"}
                                   # only the bounds named change; None: unbounded
+    {"op": "rewrite", "node": "n", "rewrite": "floor_cast"}  # and the others of rewrites.py
+    {"op": "rewrite", "node": "n", "rewrite": "workaround", "form": "log_sigmoid"}  # workarounds.py
     {"op": "reexport", "exporter": "torchscript", "opset": 18, "module": "m"}
+                                  # applied by grafting Patch.graft (graft.py) into the file
 
 Arrays too big for JSON (a replaced weight) travel in ``Patch.payload``; ``spec`` then says
 where the values come from.  ``apply(model, patch)`` never edits its argument.
@@ -35,10 +38,16 @@ class Patch:
     payload: Optional[np.ndarray] = None
     module: Optional[str] = None
     nodes: list[str] = field(default_factory=list)
+    graft: Optional[Any] = None                 # reexport: the graft.Graft that repair applies
 
     @property
     def graph_level(self) -> bool:
         return self.spec.get("op") in GRAPH_OPS
+
+    @property
+    def applicable(self) -> bool:
+        """``repair`` can apply it to the file: a graph edit, or a re-export it can graft."""
+        return self.graph_level or self.graft is not None
 
 
 class PatchError(Exception):
@@ -124,8 +133,28 @@ def _rewrite(model: Any, p: Patch) -> None:
         _resize_opset11(model, p)
     elif kind == "clip_bounds":
         _clip_bounds(model, p)
+    elif kind == "workaround":
+        _workaround(model, p)
+    elif kind in _rewrites():
+        _rewrites()[kind](model, p.spec)
     else:
         raise PatchError(f"unknown rewrite {kind!r}")
+
+
+def _rewrites() -> dict[str, Any]:
+    from drifttui.core.explain.causes.rewrites import APPLY
+
+    return APPLY
+
+
+def _workaround(model: Any, p: Patch) -> None:
+    from drifttui.core.explain.causes.workarounds import apply_workaround
+
+    node = _node(model, p.spec["node"])
+    try:
+        apply_workaround(model, node, p.spec.get("form", ""), _input_dtype(model, node.input[0]))
+    except ValueError as exc:
+        raise PatchError(str(exc)) from exc
 
 
 def _floor_div(model: Any, p: Patch) -> None:

@@ -68,8 +68,59 @@ def try_reexport(ctx: Any, case: Case, exporter: str, why: str) -> tuple[Optiona
     opset = next((i.version for i in model.opset_import if i.domain in ("", "ai.onnx")), None)
     spec = {"op": "reexport", "module": case.module, "exporter": exporter, "opset": opset,
             "input_shapes": [list(t.shape) for t in ins]}
-    patch = Patch(spec, "versions" if ctx.cfg.onnx else "op-compat", f"{case.module} exported alone with {why} (opset {opset}) computes what torch "
-                  "computes", f"export with --exporter {exporter}" + (f" at opset {opset}" if opset else "")
-                  + (" and dynamic shapes for the sizes that change at run time" if ctx.cfg.onnx else ""),
-                  "export", module=case.module)
+    node = mistranslated(case, model, feeds) if ev.ok and not ev.fails else None
+    check = _node_class(node) if node is not None else ("versions" if ctx.cfg.onnx else "op-compat")
+    said = (f"{node.op_type} {node.name} computes something else than torch: the first node of "
+            f"{case.module or '(root)'} whose value the re-export never computes while its inputs match; "
+            if node is not None else "")
+    patch = Patch(spec, check, f"{said}{case.module} exported alone with {why} (opset {opset}) computes what "
+                  "torch computes", f"export with --exporter {exporter}" + (f" at opset {opset}" if opset else "")
+                  + (" and dynamic shapes for the sizes that change at run time" if ctx.cfg.onnx else "")
+                  + " (`drifttui repair` grafts that export into the file)",
+                  "export", module=case.module, nodes=[node.name] if node is not None else [],
+                  graft=_graft(ctx, case, model, list(feeds.values())))
     return patch, ev
+
+
+_CLASS = {"Resize": "interpolation", "Upsample": "interpolation", "AveragePool": "padding", "Pad": "padding",
+          "MaxPool": "padding", "LayerNormalization": "normalization", "BatchNormalization": "normalization",
+          "InstanceNormalization": "normalization", "GroupNormalization": "normalization", "Cast": "dtype",
+          "Div": "dtype"}
+
+
+def _node_class(node: Any) -> str:
+    return _CLASS.get(node.op_type, "op-compat")
+
+
+def mistranslated(case: Case, witness: Any, witness_feeds: dict[str, np.ndarray]) -> Optional[Any]:
+    """The origin's node the verified re-export (a graph that computes what torch computes) says
+    is wrong: aligned by values, both fed the torch-side inputs (localise_nodes.align)."""
+    from drifttui.core.explain.causes.localise_nodes import align
+
+    try:
+        mine = run_ort(case.model, case.feeds, [v for n in case.model.graph.node for v in n.output if v])
+        theirs = run_ort(witness, witness_feeds, [v for n in witness.graph.node for v in n.output if v])
+    except Exception:  # noqa: BLE001 - no story, the re-export still verifies
+        return None
+    return align(case.model, mine, case.feeds, theirs, [o.name for o in witness.graph.output], case.atol,
+                 case.rtol)
+
+
+def _graft(ctx: Any, case: Case, model: Any, arrays: list[np.ndarray]) -> Optional[Any]:
+    """How ``repair`` puts the re-export into the file: the file's value of each call input and
+    output, the origin's nodes to replace; None when an input has no value in the file."""
+    from drifttui.core.explain.causes.graft import Graft
+
+    cm = ctx.plan.calls[case.call]
+    inputs = [cm.inputs.get(k) or _same_value(case, arrays[k]) for k in range(len(arrays))]
+    if any(v is None for v in inputs) or not cm.outputs:
+        return None
+    outputs = [cm.outputs.get(k, "") for k in range(len(model.graph.output))]
+    return Graft(model, inputs, outputs, list(case.nodes))
+
+
+def _same_value(case: Case, arr: np.ndarray) -> Optional[str]:
+    """The origin's input value that holds ``arr`` (a call input the plan ties to another call's
+    output carries the same torch tensor)."""
+    hits = [k for k, v in case.feeds.items() if v.shape == arr.shape and np.array_equal(v, arr)]
+    return hits[0] if len(hits) == 1 else None
