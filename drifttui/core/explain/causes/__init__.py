@@ -23,6 +23,7 @@ import torch
 
 from drifttui.core.explain.causes.case import Case, origin_case
 from drifttui.core.explain.causes.evaluate import Eval, Localisation, localise, ort_error
+from drifttui.core.explain.causes.holds import hold
 from drifttui.core.explain.causes.patches import Patch, PatchError, apply
 from drifttui.core.explain.causes import rewrites
 from drifttui.core.explain.causes.candidates import graph_candidates
@@ -42,7 +43,8 @@ _OP_CLASS = {"Resize": "interpolation", "Upsample": "interpolation", "AveragePoo
 @dataclasses.dataclass
 class Trial:
     patch: Patch
-    after: Eval
+    after: Eval                               # on the origin's worst sample
+    fresh: list[dict[str, Any]] = dataclasses.field(default_factory=list)   # holds.py: on fresh samples
 
 
 @dataclasses.dataclass
@@ -154,13 +156,15 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
     trials: list[Trial] = []
     if loc.ort.fails:
         trials = verify(case, candidate_patches(ctx, case, findings, loc), ctx.cancel)
+        hold(ctx, trials)
         if reexport and not any(t.after.ok and not t.after.fails for t in trials):
             for exporter, why in variants(ctx):
                 ctx.say(f"causes: re-exporting {case.module} alone with {exporter}")
                 patch, ev = try_reexport(ctx, case, exporter, why)
                 if patch is not None:
                     trials.append(Trial(patch, ev))
-                    if ev.ok and not ev.fails:
+                    hold(ctx, trials[-1:])
+                    if trials[-1].after.ok and not trials[-1].after.fails:
                         break
     if not loc.ort.fails:
         # the origin's own nodes pass on its worst sample (e.g. the error needs upstream noise):

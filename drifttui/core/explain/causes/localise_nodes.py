@@ -46,7 +46,8 @@ def _single(node: Any, model: Any, vals: dict[str, np.ndarray]) -> Optional[Any]
         arr = np.asarray(vals[v])
         ins.append(helper.make_tensor_value_info(v, helper.np_dtype_to_tensor_dtype(arr.dtype), list(arr.shape)))
         feeds[v] = arr
-    outs = [helper.make_tensor_value_info(v, 0, None) for v in node.output if v]
+    outs = [helper.make_tensor_value_info(v, helper.np_dtype_to_tensor_dtype(np.asarray(vals[v]).dtype), None)
+            for v in node.output if v]
     g = helper.make_graph([node], "drifttui_node", ins, outs, [inits[v] for v in node.input if v in inits])
     m = helper.make_model(g, opset_imports=list(model.opset_import), ir_version=model.ir_version)
     m.functions.extend(model.functions)

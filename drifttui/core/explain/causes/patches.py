@@ -47,7 +47,7 @@ class Patch:
     @property
     def applicable(self) -> bool:
         """``repair`` can apply it to the file: a graph edit, or a re-export it can graft."""
-        return self.graph_level or self.graft is not None
+        return self.graph_level or (self.graft is not None and all(self.graft.inputs))
 
 
 class PatchError(Exception):

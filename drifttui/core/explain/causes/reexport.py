@@ -56,15 +56,11 @@ def try_reexport(ctx: Any, case: Case, exporter: str, why: str) -> tuple[Optiona
             model = onnx.load(str(path))
         except (DriftTuiError, Exception) as exc:  # noqa: BLE001 - a module that does not export alone
             return None, Eval(float("inf"), True, False, str(exc)[:200])
+    ev = _run(model, ins, outs, case)
+    if not ev.ok:
+        return None, ev
     feeds_names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     feeds = {n: t.detach().cpu().numpy() for n, t in zip(feeds_names, ins)}
-    try:
-        got = run_ort(model, feeds)
-    except Exception as exc:  # noqa: BLE001
-        return None, Eval(float("inf"), True, False, str(exc)[:200])
-    names = [o.name for o in model.graph.output]
-    ev = error({f"o{k}": got[n] for k, n in enumerate(names)}, {f"o{k}": a for k, a in enumerate(outs)},
-               case.atol, case.rtol)
     opset = next((i.version for i in model.opset_import if i.domain in ("", "ai.onnx")), None)
     spec = {"op": "reexport", "module": case.module, "exporter": exporter, "opset": opset,
             "input_shapes": [list(t.shape) for t in ins]}
@@ -106,15 +102,13 @@ def mistranslated(case: Case, witness: Any, witness_feeds: dict[str, np.ndarray]
                  case.rtol)
 
 
-def _graft(ctx: Any, case: Case, model: Any, arrays: list[np.ndarray]) -> Optional[Any]:
+def _graft(ctx: Any, case: Case, model: Any, arrays: list[np.ndarray]) -> Any:
     """How ``repair`` puts the re-export into the file: the file's value of each call input and
-    output, the origin's nodes to replace; None when an input has no value in the file."""
+    output ("" when the file has none: then it cannot be grafted), the origin's nodes to replace."""
     from drifttui.core.explain.causes.graft import Graft
 
     cm = ctx.plan.calls[case.call]
-    inputs = [cm.inputs.get(k) or _same_value(case, arrays[k]) for k in range(len(arrays))]
-    if any(v is None for v in inputs) or not cm.outputs:
-        return None
+    inputs = [cm.inputs.get(k) or _same_value(case, arrays[k]) or "" for k in range(len(arrays))]
     outputs = [cm.outputs.get(k, "") for k in range(len(model.graph.output))]
     return Graft(model, inputs, outputs, list(case.nodes))
 
@@ -124,3 +118,23 @@ def _same_value(case: Case, arr: np.ndarray) -> Optional[str]:
     output carries the same torch tensor)."""
     hits = [k for k, v in case.feeds.items() if v.shape == arr.shape and np.array_equal(v, arr)]
     return hits[0] if len(hits) == 1 else None
+
+
+def _run(model: Any, ins: list[Any], outs: list[np.ndarray], case: Case) -> Eval:
+    feeds_names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    feeds = {n: t.detach().cpu().numpy() for n, t in zip(feeds_names, ins)}
+    try:
+        got = run_ort(model, feeds)
+    except Exception as exc:  # noqa: BLE001
+        return Eval(float("inf"), True, False, str(exc)[:200])
+    names = [o.name for o in model.graph.output]
+    return error({f"o{k}": got[n] for k, n in enumerate(names)}, {f"o{k}": a for k, a in enumerate(outs)},
+                 case.atol, case.rtol)
+
+
+def error_on(ctx: Any, case: Case, patch: Patch) -> Optional[Eval]:
+    """The re-export of ``patch`` run on ``case``'s sample (its torch-side call inputs and outputs)."""
+    io = _call_io(ctx, case)
+    if io is None or patch.graft is None:
+        return None
+    return _run(patch.graft.model, io[0], io[1], case)
