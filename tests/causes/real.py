@@ -127,3 +127,18 @@ def rows_inputs() -> tuple[torch.Tensor]:
 
 def img_inputs() -> tuple[torch.Tensor]:
     return (torch.randn(1, 3, 16, 16),)
+
+
+class CosPair(nn.Module):
+    """``CosineSimilarity(eps=0.5)`` of a vector and a scaled copy: the exporters place the large
+    eps differently (TorchScript clamps the product of the norms, torch each norm)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cos = nn.CosineSimilarity(dim=1, eps=0.5)
+
+    def forward(self, y: torch.Tensor) -> torch.Tensor:
+        return self.cos(y, y * 0.1 + 0.01)
+
+
+def cosine() -> nn.Module: return _build(CosPair())                               # noqa: E704

@@ -111,14 +111,15 @@ def _matches(a: np.ndarray, pool: list[np.ndarray], atol: float, rtol: float) ->
 
 def align(model: Any, vals: dict[str, np.ndarray], feeds: dict[str, np.ndarray],
           witness: dict[str, np.ndarray], final: list[str], atol: float, rtol: float) -> Optional[Any]:
-    """The first node of ``model`` whose output no value of the witness graph matches while
-    every input it reads is a feed, a static value or a matched value; an output of the origin
-    is matched only with an output of the witness (``final``)."""
+    """The node of ``model`` whose output no value of the witness graph matches while every input
+    it reads is a feed, a static value or a matched value, when there is exactly one such node; an
+    output of the origin is matched only with an output of the witness (``final``)."""
     every = [np.asarray(v) for v in witness.values()]
     last = [np.asarray(witness[v]) for v in final if v in witness]
     mine = {o.name for o in model.graph.output}
     static = {t.name for t in model.graph.initializer}
     good = set(feeds) | static
+    frontier: list[Any] = []
     for n in model.graph.node:
         if n.op_type == "Constant":
             good.update(n.output)
@@ -130,6 +131,8 @@ def align(model: Any, vals: dict[str, np.ndarray], feeds: dict[str, np.ndarray],
             good.update(outs)
             continue
         if all(not v or v in good for v in n.input):
-            return n
-        # fed a value the witness never computes either (a different decomposition): keep going
-    return None
+            frontier.append(n)
+        # fed a value the witness never computes either: downstream of the frontier
+    # one node where the values part: that node is wrong; several: the file decomposes the module
+    # differently from the re-export, and no single node is to blame
+    return frontier[0] if len(frontier) == 1 else None

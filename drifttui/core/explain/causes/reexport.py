@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.explain.causes.candidates import module_eps
 from drifttui.core.explain.causes.case import Case, torch_values
 from drifttui.core.explain.causes.evaluate import Eval, error, run_ort
 from drifttui.core.explain.causes.patches import Patch
@@ -65,10 +66,7 @@ def try_reexport(ctx: Any, case: Case, exporter: str, why: str) -> tuple[Optiona
     spec = {"op": "reexport", "module": case.module, "exporter": exporter, "opset": opset,
             "input_shapes": [list(t.shape) for t in ins]}
     node = mistranslated(case, model, feeds) if ev.ok and not ev.fails else None
-    check = _node_class(node) if node is not None else ("versions" if ctx.cfg.onnx else "op-compat")
-    said = (f"{node.op_type} {node.name} computes something else than torch: the first node of "
-            f"{case.module or '(root)'} whose value the re-export never computes while its inputs match; "
-            if node is not None else "")
+    check, said = _story(case, module, node, ctx)
     patch = Patch(spec, check, f"{said}{case.module} exported alone with {why} (opset {opset}) computes what "
                   "torch computes", f"export with --exporter {exporter}" + (f" at opset {opset}" if opset else "")
                   + (" and dynamic shapes for the sizes that change at run time" if ctx.cfg.onnx else "")
@@ -84,8 +82,41 @@ _CLASS = {"Resize": "interpolation", "Upsample": "interpolation", "AveragePool":
           "Div": "dtype"}
 
 
-def _node_class(node: Any) -> str:
-    return _CLASS.get(node.op_type, "op-compat")
+def _story(case: Case, module: Any, node: Any, ctx: Any) -> tuple[str, str]:
+    """(class, what the file gets wrong) for a verified re-export: an epsilon of the module held by a
+    constant of the file, the one node where the values part from the re-export's, or neither."""
+    eps = _eps_constant(case, module)
+    if eps is not None:
+        value, name, reader = eps
+        return "normalization", (f"the file applies {case.module}'s eps={value:g} (constant {name} read by "
+                                 f"{reader.op_type} {reader.name}) otherwise than torch; ")
+    if node is not None:
+        return _CLASS.get(node.op_type, "op-compat"), (
+            f"{node.op_type} {node.name} computes something else than torch: the one node of "
+            f"{case.module or '(root)'} whose value the re-export never computes while its inputs match; ")
+    return ("versions" if ctx.cfg.onnx else "op-compat"), ""
+
+
+def _eps_constant(case: Case, module: Any) -> Optional[tuple[float, str, Any]]:
+    from onnx import numpy_helper
+
+    want = module_eps(module)
+    if not want:
+        return None
+    consts = {t.name: numpy_helper.to_array(t) for t in case.model.graph.initializer if t.ByteSize() < 512}
+    for n in case.model.graph.node:
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].HasField("t"):
+            consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+    for n in case.model.graph.node:
+        for v in n.input:
+            arr = consts.get(v)
+            if arr is None or arr.size != 1 or arr.dtype.kind != "f":
+                continue
+            x = float(arr.ravel()[0])
+            hit = next((e for e in want if abs(x - e) <= 1e-6 * e or abs(x - e * e) <= 1e-6 * e * e), None)
+            if hit is not None:
+                return hit, v, n
+    return None
 
 
 def mistranslated(case: Case, witness: Any, witness_feeds: dict[str, np.ndarray]) -> Optional[Any]:
