@@ -6,7 +6,7 @@ import sys
 from typing import Any, Optional
 
 from drifttui.cli_common import EXIT_CODES_HELP, _add_run_options, _progress_printer, config_from_args, input_files
-from drifttui.errors import EXIT_DRIFT, EXIT_OK
+from drifttui.errors import EXIT_CANNOT, EXIT_DRIFT, EXIT_OK
 
 
 def _add_cause_commands(sub: Any) -> None:
@@ -37,10 +37,12 @@ def cmd_repro(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     check_dir(args.out, input_files(config))
     _, _, result, exp = _explained(config)
-    if result.drift_origin is None or exp.case is None:
-        why = "no drift origin" if result.drift_origin is None else "the origin's nodes could not be cut out"
-        print(f"nothing to reproduce: {why} (verdict {result.verdict}); no folder written")
+    if result.drift_origin is None:
+        print(f"nothing to reproduce: no drift origin (verdict {result.verdict}); no folder written")
         return EXIT_OK if result.verdict == "ok" else EXIT_DRIFT
+    if exp.case is None:
+        print(f"cannot reproduce {result.drift_origin.module or '(root)'}: {exp.no_case}; no folder written")
+        return EXIT_CANNOT
     ev = write_case(exp.case, args.out, exp.loc.note if exp.loc else "")
     s = summary(exp.case, ev, args.out)
     print(f"wrote {args.out}: {s['nodes']} node(s) of {s['module'] or '(root)'}, PyTorch-side inputs and outputs "
@@ -85,8 +87,10 @@ def cmd_repair(args: argparse.Namespace) -> int:
         why = next((p["why"] for p in fixed.not_applicable if p.get("why")), "")
         what = (f"a verified re-export that cannot be grafted ({why})" if why else "a verified re-export"
                 if fixed.not_applicable else "no verified ONNX-level patch")
+        if exp.case is None:
+            what = f"no test case of the origin ({exp.no_case})"
         print(f"cannot repair the file: {what} for {result.drift_origin.module}{extra}; no file written")
-        return EXIT_DRIFT
+        return EXIT_CANNOT
     after = engine.recheck(config, fixed.model)
     write_atomic_bytes(args.out, fixed.model.SerializeToString(), "--out")
     b_abs, b_top = _out_metrics(result)

@@ -78,11 +78,10 @@ class Decoder(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.up = Up()
         self.head = nn.Conv2d(4, 2, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.up(x))
+        return self.head(F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False))
 
 
 class WithDecoder(nn.Module):

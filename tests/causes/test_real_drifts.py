@@ -29,6 +29,7 @@ FORMS = {
     ("indexput", "torchscript", 11): ("op-compat", "ScatterND", "rewrite", "export"),
     ("logsig", "dynamo", None): ("op-compat", "bug is in ONNX Runtime", "rewrite", "runtime"),
     ("divisor", "torchscript", None): ("padding", "divisor_override", "rewrite", "export"),
+    ("divisor", "dynamo", None): ("padding", "divisor_override", "rewrite", "export"),     # dynamo drops it too
     ("bilinear", "torchscript", 10): ("interpolation", "asymmetric", "rewrite", "export"),
     # no graph patch: the verified re-export is grafted into the file; the story is the epsilon
     ("cosine", "torchscript", None): ("normalization", "eps=0.5", "reexport", "export"),
@@ -118,3 +119,54 @@ def test_runtime_deviation_names_the_kernel_not_the_amplifier(explained):
     assert head.patch["form"] in ("log_sigmoid", "safe_sigmoid")
     assert any("Sigmoid" in n or "sigmoid" in n for n in head.onnx_nodes)
     assert exp.loc.first_node is not None and "sigmoid" in exp.loc.first_node.lower()
+
+
+@pytest.mark.parametrize("model", ["floordiv", "softplus", "scatter", "indexput", "cosine", "bilinear", "decoder"])
+def test_clean_controls_have_no_error_finding(explained, model):
+    """The same models exported by today's dynamo exporter (opset 18+) compute what torch computes:
+    no drift, and not one error finding."""
+    _, _, _, result, exp = explained(model, "dynamo", None)
+    assert result.verdict == "ok"
+    assert [f for f in exp.findings if f.severity == "error"] == []
+
+
+def test_a_patch_that_fits_the_worst_sample_only_does_not_verify(explained):
+    """holds.py: a "re-export" that returns the worst sample's torch outputs as constants (what a
+    trace that baked its input into the graph does) removes the drift on that sample and on no
+    other: it stays unverified."""
+    from onnx import helper, numpy_helper
+
+    from drifttui.core.explain.causes import Trial
+    from drifttui.core.explain.causes.evaluate import Eval
+    from drifttui.core.explain.causes.graft import Graft
+    from drifttui.core.explain.causes.holds import hold
+    from drifttui.core.explain.causes.patches import Patch
+
+    engine, _, _, result, exp = explained("cosine", "torchscript", None)
+    ctx = engine.context(result)
+    want = next(iter(exp.case.expected.values()))
+    g = helper.make_graph([helper.make_node("Constant", [], ["y"], value=numpy_helper.from_array(want, "c"))], "baked",
+                          [helper.make_tensor_value_info("x", 1, None), helper.make_tensor_value_info("x2", 1, None)],
+                          [helper.make_tensor_value_info("y", 1, None)])
+    baked = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    patch = Patch({"op": "reexport", "module": exp.case.module}, "versions", "", "", graft=Graft(baked, ["a", "b"], ["y"]))
+    trial = Trial(patch, Eval(0.0, False))
+    hold(ctx, [trial])
+    assert trial.after.fails and "fresh sample" in trial.after.error
+    assert len(trial.fresh) >= 1 and all(f["fails"] for f in trial.fresh)
+    real = next(t for t in exp.trials if t.patch.spec["op"] == "reexport")
+    assert len(real.fresh) == 2 and not any(f["fails"] for f in real.fresh)    # the real one holds
+
+
+def test_repro_and_repair_when_the_origin_output_is_a_child_module_s(exported, tmp_path, capsys):
+    """A decoder whose output is its head Conv's: the case takes the decoder's whole scope."""
+    from drifttui.cli import main
+
+    src = exported("decoder", "torchscript", 10)
+    args = [f"{SPEC}:decoder", "--onnx", str(src), "--inputs", f"{SPEC}:img_inputs", "--samples", "2"]
+    assert main(["repro", *args, "--out", str(tmp_path / "case")]) == 1
+    text = capsys.readouterr().out
+    assert "of dec," in text and "the drift reproduces" in text
+    assert main(["repair", *args, "--out", str(tmp_path / "fixed.onnx")]) == 0
+    assert "check on the repaired copy: ok" in capsys.readouterr().out
+    assert main(["check", args[0], "--onnx", str(tmp_path / "fixed.onnx"), *args[3:]]) == 0

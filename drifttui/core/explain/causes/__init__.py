@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 import torch
 
-from drifttui.core.explain.causes.case import Case, origin_case
+from drifttui.core.explain.causes.case import Case, origin_case, why_no_case
 from drifttui.core.explain.causes.evaluate import Eval, Localisation, localise, ort_error
 from drifttui.core.explain.causes.holds import hold
 from drifttui.core.explain.causes.patches import Patch, PatchError, apply
@@ -53,6 +53,7 @@ class Explanation:
     loc: Optional[Localisation]
     trials: list[Trial]
     findings: list[Finding]
+    no_case: str = ""               # why there is no case (repro / repair print it)
 
     @property
     def verified(self) -> list[Trial]:
@@ -148,7 +149,7 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
     o = ctx.result.drift_origin
     case = origin_case(ctx) if o is not None else None
     if case is None:
-        exp = Explanation(None, None, [], rank(findings, o.module if o else None))
+        exp = Explanation(None, None, [], rank(findings, o.module if o else None), why_no_case(ctx))
         ctx.cache[key] = exp
         return exp
     ctx.say(f"causes: localising inside {case.module} and trying patches")

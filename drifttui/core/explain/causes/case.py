@@ -38,9 +38,19 @@ class Case:
     opset: Optional[int] = None
 
 
+WHY = "causes:case:why"       # ctx.cache: why origin_case returned None, one line
+
+
+def why_no_case(ctx: Any) -> str:
+    return ctx.cache.get(WHY, "the origin's nodes could not be cut out")
+
+
 def _origin_nodes(ctx: Any, ci: int) -> list[Any]:
+    """The origin's own nodes; all the nodes in its scope (its children's too) when its own nodes
+    produce none of its outputs (a decoder whose output is its head Conv's)."""
     own = [n for n in ctx.index.nodes if ctx.plan.node_call[n.index] == ci]
-    if not own:
+    produced = {v for n in own for v in n.outputs if v}
+    if not own or not any(v in produced for v in ctx.plan.calls[ci].outputs.values()):
         own = [ctx.index.nodes[i] for i in sorted(ctx.plan.calls[ci].nodes)]
     return own
 
@@ -64,6 +74,10 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
 
     o = ctx.result.drift_origin
     if o is None or ctx.plan is None or not ctx.plan.localized or not isinstance(ctx.model, torch.nn.Module):
+        ctx.cache[WHY] = ("no drift origin" if o is None else "the graph is not mapped to the modules"
+                          + (f" ({ctx.plan.reason})" if ctx.plan is not None and ctx.plan.reason else "")
+                          if ctx.plan is None or not ctx.plan.localized else
+                          "the model is not a torch.nn.Module (its calls cannot be hooked)")
         return None
     key = f"causes:case:{o.layer}:{sample}"
     if key in ctx.cache:
@@ -82,6 +96,8 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
     table = ctx.plan.table
     outs = {pos: v for pos, v in ctx.plan.calls[ci].outputs.items() if v in produced}
     if not nodes or not outs:
+        ctx.cache[WHY] = (f"{o.module or '(root)'} has no ONNX node of its own" if not nodes else
+                          f"no ONNX value inside {o.module or '(root)'}'s scope carries its output")
         ctx.cache[key] = None
         return None
     want_out: dict[int, list[int]] = {ci: sorted(outs)}
@@ -94,6 +110,7 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
     store = torch_values(ctx, smp, want_out, want_in)
     got = _feeds(ctx, needed, store, ctx.feeds(smp))
     if got is None:
+        ctx.cache[WHY] = f"the torch-side values of {o.module or '(root)'}'s inputs could not be captured"
         ctx.cache[key] = None
         return None
     feeds, inits, ort_needed = got

@@ -138,6 +138,17 @@ def _missing(nodes: list[Any], available: set[str]) -> list[str]:
     return sorted({v for n in nodes for v in n.input if v and v not in have})
 
 
+def _in_scope(sub: Any, anchor: Any, prefix: str) -> None:
+    """The grafted nodes sit in the origin's scope: the anchor's metadata (dynamo scopes) and, for a
+    TorchScript file, names under the anchor's scope path ("/body/cos/..."), so the repaired file is
+    mapped to the modules like the original."""
+    scope = anchor.name.rsplit("/", 1)[0] + "/" if anchor.name.startswith("/") and "/" in anchor.name[1:] else ""
+    for n in sub.graph.node:
+        n.name = f"{scope}{prefix}/{n.name or n.op_type}"
+        del n.metadata_props[:]
+        n.metadata_props.extend(anchor.metadata_props)
+
+
 def graft(full_model: Any, g: Graft) -> Any:
     """A copy of ``full_model`` with the origin's nodes replaced by ``g.model``'s graph."""
     import onnx
@@ -156,13 +167,12 @@ def graft(full_model: Any, g: Graft) -> Any:
     _rename_graph(sub.graph, names)
     for t in sub.graph.initializer:
         t.name = names.get(t.name, t.name)
-    for n in sub.graph.node:
-        n.name = f"{prefix}/{n.name or n.op_type}"
     nodes = list(full.graph.node)
     want = set(g.remove)
     removed = {i for i, n in enumerate(nodes) if n.name in want}
     if not removed:
         raise GraftError("none of the origin's nodes is in the file")
+    _in_scope(sub, nodes[min(removed)], prefix)
     replaced = {v for v in g.outputs if v}
     keep = _kept(nodes, removed, replaced, {o.name for o in full.graph.output})
     for i in keep:                  # a kept node must not produce a value the graft now produces

@@ -134,7 +134,16 @@ def _node(model: Any, name: str, op: Optional[str] = None) -> Any:
     return n
 
 
+def scoped(anchor: Any, new: list[Any]) -> list[Any]:
+    """New nodes carry the anchor node's metadata (the dynamo exporter's scope): the mapping keeps
+    them in the anchor's module, so the repaired file is compared layer by layer like the original."""
+    for n in new:
+        n.metadata_props.extend(anchor.metadata_props)
+    return new
+
+
 def _insert_before(model: Any, node: Any, new: list[Any]) -> None:
+    scoped(node, new)
     nodes = list(model.graph.node)
     at = next(i for i, n in enumerate(nodes) if n is node)
     nodes[at:at] = new
@@ -193,8 +202,8 @@ def apply_softplus_threshold(model: Any, spec: dict[str, Any]) -> None:
     model.graph.initializer.append(thr)
     nodes = list(model.graph.node)
     at = next(i for i, n in enumerate(nodes) if n is node) + 1
-    nodes[at:at] = [helper.make_node("Greater", [x, thr.name], [f"{p}/above"], name=f"{p}/greater"),
-                    helper.make_node("Where", [f"{p}/above", x, f"{p}/sp"], [out], name=f"{p}/where")]
+    nodes[at:at] = scoped(node, [helper.make_node("Greater", [x, thr.name], [f"{p}/above"], name=f"{p}/greater"),
+                                 helper.make_node("Where", [f"{p}/above", x, f"{p}/sp"], [out], name=f"{p}/where")])
     del model.graph.node[:]
     model.graph.node.extend(nodes)
 
@@ -218,7 +227,7 @@ def apply_avgpool_divisor(model: Any, spec: dict[str, Any]) -> None:
     model.graph.initializer.append(k)
     nodes = list(model.graph.node)
     at = next(i for i, n in enumerate(nodes) if n is node) + 1
-    nodes.insert(at, helper.make_node("Mul", [f"{p}/avg", k.name], [out], name=f"{p}/mul"))
+    nodes[at:at] = scoped(node, [helper.make_node("Mul", [f"{p}/avg", k.name], [out], name=f"{p}/mul")])
     del model.graph.node[:]
     model.graph.node.extend(nodes)
 

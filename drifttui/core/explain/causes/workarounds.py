@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from drifttui.core.explain.causes.graft import toposort
+from drifttui.core.explain.causes.rewrites import scoped
 
 # one rewrite: (model, anchor node, dtype of its input, unique prefix) -> (nodes to remove, nodes to add)
 Build = Callable[[Any, Any, Any, str], tuple[list[Any], list[Any], list[Any]]]
@@ -139,6 +140,7 @@ def apply_workaround(model: Any, node: Any, form: str, dtype: Any) -> None:
         raise ValueError(f"no workaround {form!r} for a {node.op_type}")
     base = f"{node.name or node.output[0]}/drifttui_{form}"
     drop, new, consts = w.build(model, node, dtype, base)
+    scoped(node, new)
     nodes = list(model.graph.node)
     at = min(nodes.index(n) for n in drop)
     keep = [n for n in nodes if all(n is not d for d in drop)]
