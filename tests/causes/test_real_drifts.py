@@ -182,3 +182,13 @@ def test_repro_and_repair_when_the_origin_output_is_a_child_module_s(exported, t
     assert main(["repair", *args, "--out", str(tmp_path / "fixed.onnx")]) == 0
     assert "check on the repaired copy: ok" in capsys.readouterr().out
     assert main(["check", args[0], "--onnx", str(tmp_path / "fixed.onnx"), *args[3:]]) == 0
+
+
+def test_topk_ties_say_why_no_patch_exists(explained):
+    """topk on rounded values: the indices differ where values tie; no graph edit can reproduce
+    torch's tie order, and the finding says so instead of "no patch among N removed it"."""
+    _, _, _, result, exp = explained("topk", "dynamo", None)
+    assert result.verdict == "drift"
+    head = next(f for f in exp.findings if f.severity == "error")
+    assert head.check == "op-compat" and head.verified is False
+    assert "no patch exists" in head.message and "tied values" in head.message

@@ -24,6 +24,7 @@ import torch
 from drifttui.core.explain.causes.case import Case, origin_case, why_no_case
 from drifttui.core.explain.causes.evaluate import Eval, Localisation, localise, ort_error
 from drifttui.core.explain.causes.holds import hold
+from drifttui.core.explain.causes.nopatch import explain_no_patch
 from drifttui.core.explain.causes.patches import Patch, PatchError, apply
 from drifttui.core.explain.causes import rewrites
 from drifttui.core.explain.causes.candidates import graph_candidates
@@ -246,8 +247,12 @@ def _unexplained(case: Case, loc: Localisation, trials: list[Trial]) -> Finding:
           "reference_evaluator_max_abs": loc.reference.max_abs if loc.reference else None}
     fix = ("report the op to ONNX Runtime with `drifttui repro`" if loc.kind == "runtime" else
            "run `drifttui repro` and compare the nodes with the torch forward by hand")
-    return Finding(check, "error", case.module, [loc.first_node] if loc.first_node else list(case.nodes[:3]), msg,
-                   clean(ev), fix, verified=False, patch=None, local_before=loc.ort.max_abs, kind=loc.kind)
+    nodes = [loc.first_node] if loc.first_node else list(case.nodes[:3])
+    known = explain_no_patch(case)
+    if known is not None:
+        check, msg, fix, nodes = known
+    return Finding(check, "error", case.module, nodes, msg, clean(ev), fix, verified=False, patch=None,
+                   local_before=loc.ort.max_abs, kind=loc.kind)
 
 
 def rank(findings: list[Finding], origin: Optional[str]) -> list[Finding]:
