@@ -141,3 +141,34 @@ class CosPair(nn.Module):
 
 
 def cosine() -> nn.Module: return _build(CosPair())                               # noqa: E704
+
+
+class FloorT(nn.Module):
+    """A float floor_divide whose output is transposed: TorchScript folds the ``.t()`` into the
+    consumer's Gemm (transA), so this module has no output value of its own (unmapped)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.floor_divide(self.lin(x) * 3.0, 0.7).t()
+
+
+class Folded(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = FloorT()
+        self.b = nn.Linear(4, 6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(self.a(x))
+
+
+def folded() -> nn.Module:
+    torch.manual_seed(0)
+    return Folded().eval()
+
+
+def cols_inputs() -> tuple[torch.Tensor]:
+    return (torch.randn(4, 8),)

@@ -19,7 +19,7 @@ import pytest
 HERE = Path(__file__).parent
 SPEC = f"{HERE / 'real.py'}"
 INPUTS = {"indexput": "rows_inputs", "divisor": "img_inputs", "antialias": "img_inputs", "bilinear": "img_inputs",
-          "decoder": "img_inputs"}
+          "decoder": "img_inputs", "folded": "cols_inputs"}
 
 # (model, exporter, opset) -> (headline class, words of its message, patch op, kind)
 FORMS = {
@@ -31,6 +31,8 @@ FORMS = {
     ("divisor", "torchscript", None): ("padding", "divisor_override", "rewrite", "export"),
     ("divisor", "dynamo", None): ("padding", "divisor_override", "rewrite", "export"),     # dynamo drops it too
     ("bilinear", "torchscript", 10): ("interpolation", "asymmetric", "rewrite", "export"),
+    # a.t() folded into b's Gemm (transA): a and b compared as one unit, the Cast in a is named
+    ("folded", "torchscript", None): ("dtype", "as one unit", "rewrite", "export"),
     # no graph patch: the verified re-export is grafted into the file; the story is the epsilon
     ("cosine", "torchscript", None): ("normalization", "eps=0.5", "reexport", "export"),
 }
@@ -90,7 +92,7 @@ def explained(exported):
 
 # the default suite keeps one form per mechanism (graph rewrite, ORT workaround, grafted re-export,
 # an opset conversion); the others run with `make test-drifts` (-m drifts)
-FAST = {("floordiv", "torchscript", None), ("logsig", "dynamo", None), ("cosine", "torchscript", None),
+FAST = {("folded", "torchscript", None), ("logsig", "dynamo", None), ("cosine", "torchscript", None),
         ("scatter", "torchscript", 11)}
 
 

@@ -159,7 +159,8 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
     if loc.ort.fails:
         trials = verify(case, candidate_patches(ctx, case, findings, loc), ctx.cancel)
         hold(ctx, trials)
-        if reexport and not any(t.after.ok and not t.after.fails for t in trials):
+        # a unit with a folded producer: the origin module alone is not what the case computes
+        if reexport and not case.folded and not any(t.after.ok and not t.after.fails for t in trials):
             for exporter, why in variants(ctx):
                 ctx.say(f"causes: re-exporting {case.module} alone with {exporter}")
                 patch, ev = try_reexport(ctx, case, exporter, why)
@@ -205,12 +206,12 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
         if at is not None:
             f = out[at]
             if f.patch != p.spec:       # verified by another patch than the check's: say what that one changed
-                fields.update(message=_verified_text(p, t, before), fix=p.fix)
+                fields.update(message=_verified_text(p, t, before, case), fix=p.fix)
             out[at] = dataclasses.replace(f, evidence={**f.evidence, "verification": _ev(p, t, loc)}, **fields)
             used.add(at)
         else:
             out.append(Finding(p.check, "error", case.module, p.nodes or list(case.nodes[:3]),
-                               _verified_text(p, t, before), {"verification": _ev(p, t, loc)}, p.fix,
+                               _verified_text(p, t, before, case), {"verification": _ev(p, t, loc)}, p.fix,
                                **{k: v for k, v in fields.items() if k != "severity"}))
             used.add(len(out) - 1)
     if not verified:
@@ -225,9 +226,11 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
     return out
 
 
-def _verified_text(p: Patch, t: Trial, before: float) -> str:
+def _verified_text(p: Patch, t: Trial, before: float, case: Optional[Case] = None) -> str:
+    unit = (f" ({', '.join(case.folded)} compared with {case.module} as one unit: the exporter folded its "
+            f"output into {case.module}'s nodes)" if case is not None and case.folded else "")
     return (f"{p.why}; verified: with the patch the origin's local error falls from {before:.3g} to "
-            f"{t.after.max_abs:.3g}")
+            f"{t.after.max_abs:.3g}{unit}")
 
 
 def _ev(p: Patch, t: Trial, loc: Localisation) -> dict[str, Any]:

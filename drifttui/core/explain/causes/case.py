@@ -35,6 +35,7 @@ class Case:
     rtol: float
     nodes: list[str] = field(default_factory=list)
     onnx_fed: list[str] = field(default_factory=list)   # feeds that only ONNX Runtime could give
+    folded: list[str] = field(default_factory=list)     # modules compared with the origin as one unit
     opset: Optional[int] = None
 
 
@@ -53,6 +54,43 @@ def _origin_nodes(ctx: Any, ci: int) -> list[Any]:
     if not own or not any(v in produced for v in ctx.plan.calls[ci].outputs.values()):
         own = [ctx.index.nodes[i] for i in sorted(ctx.plan.calls[ci].nodes)]
     return own
+
+
+def _needed(nodes: list[Any], produced: set[str]) -> list[str]:
+    needed: list[str] = []
+    for n in nodes:
+        for v in n.inputs:
+            if v and v not in produced and v not in needed:
+                needed.append(v)
+    return needed
+
+
+def with_folded_producers(ctx: Any, nodes: list[Any]) -> tuple[list[Any], list[str]]:
+    """The origin's nodes plus those of a module whose output value the exporter folded into the
+    origin (a trailing ``.t()`` folded into the origin's Gemm as transA): that module is unmapped,
+    so the value the origin reads has no torch counterpart, and feeding it ORT's (wrong) value would
+    make the consumer the origin.  Both are compared as one unit, fed the producer's torch inputs."""
+    from drifttui.core.result import UNMAPPED
+
+    folded: list[str] = []
+    for _ in range(3):
+        produced = {v for n in nodes for v in n.outputs if v}
+        have = {n.index for n in nodes}
+        extra: list[Any] = []
+        for v in _needed(nodes, produced):
+            if v in ctx.plan.table or ctx.index.is_static(v) or v not in ctx.index.producer:
+                continue
+            c = ctx.plan.node_call[ctx.index.producer[v]]
+            if c is None or ctx.plan.calls[c].status != UNMAPPED:
+                continue
+            own = [n for n in ctx.index.nodes if ctx.plan.node_call[n.index] == c and n.index not in have]
+            extra += own
+            have.update(n.index for n in own)
+            folded.append(ctx.calls[c].module)
+        if not extra:
+            break
+        nodes = sorted(nodes + extra, key=lambda n: n.index)
+    return nodes, folded
 
 
 def torch_values(ctx: Any, sample: Any, want_out: dict[int, list[int]],
@@ -86,13 +124,9 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
     i = o.worst_sample if sample is None else sample
     if ctx.source.fixed:
         i = 0
-    nodes = _origin_nodes(ctx, ci)
+    nodes, folded = with_folded_producers(ctx, _origin_nodes(ctx, ci))
     produced = {v for n in nodes for v in n.outputs if v}
-    needed: list[str] = []
-    for n in nodes:
-        for v in n.inputs:
-            if v and v not in produced and v not in needed:
-                needed.append(v)
+    needed = _needed(nodes, produced)
     table = ctx.plan.table
     outs = {pos: v for pos, v in ctx.plan.calls[ci].outputs.items() if v in produced}
     if not nodes or not outs:
@@ -117,7 +151,7 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
     expected = {outs[p]: to_numpy(store.out[(ci, p)]) for p in sorted(outs) if (ci, p) in store.out}
     model = _model(ctx, nodes, feeds, inits, expected)
     case = Case(model, feeds, expected, o.module, ci, i, ctx.cfg.atol, ctx.cfg.rtol,
-                [n.name for n in nodes], ort_needed, ctx.index.opset)
+                [n.name for n in nodes], ort_needed, opset=ctx.index.opset, folded=folded)
     ctx.cache[key] = case
     return case
 
