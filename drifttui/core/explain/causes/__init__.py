@@ -21,16 +21,15 @@ from typing import Any, Optional
 
 import torch
 
+from drifttui.core.explain.causes import rewrites
+from drifttui.core.explain.causes.candidates import graph_candidates
 from drifttui.core.explain.causes.case import Case, origin_case, why_no_case
 from drifttui.core.explain.causes.evaluate import Eval, Localisation, localise, ort_error
 from drifttui.core.explain.causes.holds import hold
 from drifttui.core.explain.causes.nopatch import explain_no_patch
 from drifttui.core.explain.causes.patches import Patch, PatchError, apply
-from drifttui.core.explain.causes import rewrites
-from drifttui.core.explain.causes.candidates import graph_candidates
 from drifttui.core.explain.causes.reexport import try_reexport, variants
 from drifttui.core.explain.causes.weights import torch_tensors, weight_candidates
-from drifttui.core.explain.causes.workarounds import workaround_patches
 from drifttui.core.explain.context import clean
 from drifttui.core.result import SEVERITY_ORDER, Finding
 
@@ -96,7 +95,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
             out.append(Patch(dict(f.patch), f.check, f.message, f.fix, f.kind if f.kind != "unknown" else "export",
                              module=f.module, nodes=list(f.onnx_nodes)))
     if loc is not None and loc.kind in ("runtime", "unknown"):
-        out.extend(workaround_patches(case, loc.first_node))
+        out.extend(rewrites.workaround_patches(case, loc.first_node))
     out.extend(graph_candidates(case, module, ctx.index.elem_types))
     out.extend(rewrites.candidates(case, module, _types(ctx, case)))
     out.extend(weight_candidates(case, torch_tensors(module, case.module, _folds(ctx, case))))

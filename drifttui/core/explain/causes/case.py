@@ -18,9 +18,10 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.prepare.graph import tensor_array
+from drifttui.core.result import UNMAPPED
 from drifttui.core.runtime import sessions
 from drifttui.core.runtime.torch_hooks import Hooks, TensorStore, run_model, to_numpy
-from drifttui.core.prepare.graph import tensor_array
 
 
 @dataclass
@@ -70,8 +71,6 @@ def with_folded_producers(ctx: Any, nodes: list[Any]) -> tuple[list[Any], list[s
     origin (a trailing ``.t()`` folded into the origin's Gemm as transA): that module is unmapped,
     so the value the origin reads has no torch counterpart, and feeding it ORT's (wrong) value would
     make the consumer the origin.  Both are compared as one unit, fed the producer's torch inputs."""
-    from drifttui.core.result import UNMAPPED
-
     folded: list[str] = []
     for _ in range(3):
         produced = {v for n in nodes for v in n.outputs if v}

@@ -15,6 +15,7 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.explain.causes.case import Case
+from drifttui.core.explain.causes.localise_nodes import deviating, own_errors
 from drifttui.core.metrics import Stats, compare
 
 
@@ -134,9 +135,7 @@ def localise(case: Case) -> Localisation:
 def _own(case: Case, loc: Localisation, ref_vals: dict[str, np.ndarray]) -> None:
     """The deviating kernel by its own error (each node fed the reference evaluator's inputs), not the
     node that amplifies an upstream error (a Log after a Sigmoid that returns 0)."""
-    from drifttui.core.explain.causes.localise_nodes import deviating, own_errors
-
-    errs = own_errors(case.model, ref_vals)
+    errs = own_errors(case.model, ref_vals, run_ort)
     loc.own_errors = [{"node": e.node, "op_type": e.op_type, "own_abs": e.abs_err, "own_rel": e.rel_err}
                       for e in errs]
     dev = deviating(errs, case.atol)

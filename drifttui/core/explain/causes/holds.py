@@ -12,6 +12,7 @@ from typing import Any, Optional
 from drifttui.core.explain.causes.case import Case, origin_case
 from drifttui.core.explain.causes.evaluate import Eval, ort_error
 from drifttui.core.explain.causes.patches import PatchError, apply
+from drifttui.core.explain.causes.reexport import error_on
 
 FRESH = 2
 
@@ -22,8 +23,6 @@ def fresh_indices(ctx: Any) -> list[int]:
 
 def _on(ctx: Any, case: Case, trial: Any) -> Optional[Eval]:
     """The trial's patch on another sample's case: None when that case cannot be built."""
-    from drifttui.core.explain.causes.reexport import error_on
-
     if trial.patch.spec.get("op") == "reexport":
         return error_on(ctx, case, trial.patch)
     try:

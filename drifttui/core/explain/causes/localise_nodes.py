@@ -66,10 +66,9 @@ def _rel(want: np.ndarray, got: np.ndarray) -> tuple[float, float]:
     return (float(d.max()) if d.size else 0.0), rel
 
 
-def own_errors(model: Any, ref_vals: dict[str, np.ndarray]) -> list[NodeError]:
-    """Each node's own error: run alone in ONNX Runtime on the reference evaluator's inputs."""
-    from drifttui.core.explain.causes.evaluate import run_ort
-
+def own_errors(model: Any, ref_vals: dict[str, np.ndarray], run_ort: Any) -> list[NodeError]:
+    """Each node's own error: run alone in ONNX Runtime (``run_ort(model, feeds)``) on the reference
+    evaluator's inputs."""
     out: list[NodeError] = []
     for node in list(model.graph.node)[:MAX_NODES]:
         if node.op_type == "Constant" or not all(v in ref_vals for v in node.output if v):

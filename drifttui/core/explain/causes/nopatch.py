@@ -10,11 +10,11 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.explain.causes.evaluate import run_ort
+
 
 def _topk_ties(case: Any, node: Any) -> Optional[int]:
     """How many rows of the TopK input hold a tie inside (or at the edge of) the k selected values."""
-    from drifttui.core.explain.causes.evaluate import run_ort
-
     x_name = node.input[0]
     try:
         vals = run_ort(case.model, case.feeds, [x_name] + ([node.input[1]] if len(node.input) > 1 else []))

@@ -25,6 +25,9 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.explain.causes.rewrite_edits import APPLY, input_dtype
+from drifttui.core.explain.causes.workarounds import apply_workaround
+
 GRAPH_OPS = ("set_attribute", "replace_initializer", "remove_cast", "replace_constant", "rewrite")
 
 
@@ -142,14 +145,19 @@ def _rewrite(model: Any, p: Patch) -> None:
 
 
 def _rewrites() -> dict[str, Any]:
-    from drifttui.core.explain.causes.rewrites import APPLY
 
-    return APPLY
+    def wrapped(fn: Any) -> Any:
+        def run(model: Any, spec: dict[str, Any]) -> None:
+            try:
+                fn(model, spec)
+            except ValueError as exc:
+                raise PatchError(str(exc)) from exc
+        return run
+
+    return {k: wrapped(fn) for k, fn in APPLY.items()}
 
 
 def _workaround(model: Any, p: Patch) -> None:
-    from drifttui.core.explain.causes.workarounds import apply_workaround
-
     node = _node(model, p.spec["node"])
     try:
         apply_workaround(model, node, p.spec.get("form", ""), _input_dtype(model, node.input[0]))
@@ -234,16 +242,8 @@ def _clip_bounds(model: Any, p: Patch) -> None:
 
 
 def _input_dtype(model: Any, value: str) -> Any:
-    """The numpy dtype of a value (graph input, initializer or annotated intermediate); float32 else."""
-    from onnx import helper
 
-    for vi in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
-        if vi.name == value and vi.type.tensor_type.elem_type:
-            return helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
-    for t in model.graph.initializer:
-        if t.name == value:
-            return helper.tensor_dtype_to_np_dtype(t.data_type)
-    return np.float32
+    return input_dtype(model, value)
 
 
 def _replace_node(model: Any, node: Any, new: list[Any]) -> None:

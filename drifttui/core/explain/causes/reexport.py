@@ -17,6 +17,8 @@ import numpy as np
 from drifttui.core.explain.causes.candidates import module_eps
 from drifttui.core.explain.causes.case import Case, torch_values
 from drifttui.core.explain.causes.evaluate import Eval, error, run_ort
+from drifttui.core.explain.causes.graft import Graft
+from drifttui.core.explain.causes.localise_nodes import align
 from drifttui.core.explain.causes.patches import Patch
 from drifttui.core.model.export import export_model
 from drifttui.core.runtime.torch_hooks import TensorStore, to_numpy
@@ -122,8 +124,6 @@ def _eps_constant(case: Case, module: Any) -> Optional[tuple[float, str, Any]]:
 def mistranslated(case: Case, witness: Any, witness_feeds: dict[str, np.ndarray]) -> Optional[Any]:
     """The origin's node the verified re-export (a graph that computes what torch computes) says
     is wrong: aligned by values, both fed the torch-side inputs (localise_nodes.align)."""
-    from drifttui.core.explain.causes.localise_nodes import align
-
     try:
         mine = run_ort(case.model, case.feeds, [v for n in case.model.graph.node for v in n.output if v])
         theirs = run_ort(witness, witness_feeds, [v for n in witness.graph.node for v in n.output if v])
@@ -136,8 +136,6 @@ def mistranslated(case: Case, witness: Any, witness_feeds: dict[str, np.ndarray]
 def _graft(ctx: Any, case: Case, model: Any, arrays: list[np.ndarray]) -> Any:
     """How ``repair`` puts the re-export into the file: the file's value of each call input and
     output ("" when the file has none: then it cannot be grafted), the origin's nodes to replace."""
-    from drifttui.core.explain.causes.graft import Graft
-
     cm = ctx.plan.calls[case.call]
     inputs = [cm.inputs.get(k) or _same_value(case, arrays[k]) or "" for k in range(len(arrays))]
     outputs = [cm.outputs.get(k, "") for k in range(len(model.graph.output))]

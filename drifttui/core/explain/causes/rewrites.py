@@ -1,5 +1,6 @@
 """Patches for exporter mistranslations that have a graph edit: each names what the exporter got
-wrong, and the edit that makes the node compute what torch computes.
+wrong, and the edit that makes the node compute what torch computes (the edits: ``rewrite_edits.py``); and
+the ORT workaround patches of ``workarounds.py``'s catalogue.
 
 * ``floor_cast``: a float -> integer Cast truncates towards zero; torch's ``//`` / ``floor_divide``
   floors (TorchScript lowers a float floor division to Div + Cast) -> Floor before the Cast;
@@ -18,7 +19,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Iterator, Optional
 
-import numpy as np
+from drifttui.core.explain.causes.patches import Patch
+from drifttui.core.explain.causes.workarounds import forms_for
 
 _INT = {2, 3, 4, 5, 6, 7, 12, 13}
 _FLOAT = {1, 10, 11, 16}
@@ -36,8 +38,6 @@ def _attrs(node: Any) -> dict[str, Any]:
 
 
 def _patch(node: Any, rewrite: str, check: str, why: str, fix: str, module: str, **extra: Any) -> Any:
-    from drifttui.core.explain.causes.patches import Patch
-
     return Patch({"op": "rewrite", "node": node.name, "rewrite": rewrite, **extra}, check, why, fix, "export",
                  module=module, nodes=[node.name])
 
@@ -123,121 +123,18 @@ def candidates(case: Any, module: Any, types: dict[str, int]) -> list[Any]:
     return out
 
 
-# --- applying them (patches.apply dispatches the rewrites named here) ---------------------------
-
-def _node(model: Any, name: str, op: Optional[str] = None) -> Any:
-    from drifttui.core.explain.causes.patches import PatchError
-
-    n = next((n for n in model.graph.node if n.name == name), None)
-    if n is None or (op is not None and n.op_type not in op.split("|")):
-        raise PatchError(f"no {op or 'node'} named {name!r}")
-    return n
-
-
-def scoped(anchor: Any, new: list[Any]) -> list[Any]:
-    """New nodes carry the anchor node's metadata (the dynamo exporter's scope): the mapping keeps
-    them in the anchor's module, so the repaired file is compared layer by layer like the original."""
-    for n in new:
-        n.metadata_props.extend(anchor.metadata_props)
-    return new
-
-
-def _insert_before(model: Any, node: Any, new: list[Any]) -> None:
-    scoped(node, new)
-    nodes = list(model.graph.node)
-    at = next(i for i, n in enumerate(nodes) if n is node)
-    nodes[at:at] = new
-    del model.graph.node[:]
-    model.graph.node.extend(nodes)
-
-
-def _dtype(model: Any, value: str) -> Any:
-    from drifttui.core.explain.causes.patches import _input_dtype
-
-    return _input_dtype(model, value)
-
-
-def _at_least(model: Any, opset: int) -> None:
-    """Move the whole graph to ``opset`` when it is older (onnx.version_converter)."""
-    from onnx import version_converter
-
-    from drifttui.core.explain.causes.patches import PatchError
-
-    cur = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), opset)
-    if cur >= opset:
-        return
-    try:
-        model.CopyFrom(version_converter.convert_version(model, opset))
-    except Exception as exc:  # noqa: BLE001 - the converter lacks adapters for some ops
-        raise PatchError(f"onnx.version_converter could not move the graph to opset {opset}: "
-                         f"{str(exc).splitlines()[0][:160]}") from exc
-
-
-def _set(node: Any, **attrs: Any) -> None:
-    from onnx import helper
-
-    keep = [a for a in node.attribute if a.name not in attrs]
-    del node.attribute[:]
-    node.attribute.extend(keep + [helper.make_attribute(k, v) for k, v in attrs.items()])
-
-
-def apply_floor_cast(model: Any, spec: dict[str, Any]) -> None:
-    from onnx import helper
-
-    node = _node(model, spec["node"], "Cast")
-    x = node.input[0]
-    floored = f"{node.name or node.output[0]}/drifttui_floor"
-    node.input[0] = floored         # before the insert: that copies the nodes
-    _insert_before(model, node, [helper.make_node("Floor", [x], [floored], name=floored)])
-
-
-def apply_softplus_threshold(model: Any, spec: dict[str, Any]) -> None:
-    from onnx import helper, numpy_helper
-
-    node = _node(model, spec["node"], "Softplus")
-    x, out = node.input[0], node.output[0]
-    p = f"{node.name or out}/drifttui_threshold"
-    thr = numpy_helper.from_array(np.asarray(spec.get("threshold", 20.0), dtype=_dtype(model, x)), f"{p}/t")
-    node.output[0] = f"{p}/sp"
-    model.graph.initializer.append(thr)
-    nodes = list(model.graph.node)
-    at = next(i for i, n in enumerate(nodes) if n is node) + 1
-    nodes[at:at] = scoped(node, [helper.make_node("Greater", [x, thr.name], [f"{p}/above"], name=f"{p}/greater"),
-                                 helper.make_node("Where", [f"{p}/above", x, f"{p}/sp"], [out], name=f"{p}/where")])
-    del model.graph.node[:]
-    model.graph.node.extend(nodes)
-
-
-def apply_scatter_reduction(model: Any, spec: dict[str, Any]) -> None:
-    _node(model, spec["node"], "ScatterElements|ScatterND")
-    _at_least(model, 16)
-    _set(_node(model, spec["node"], "ScatterElements|ScatterND"), reduction=spec.get("reduction", "add"))
-
-
-def apply_avgpool_divisor(model: Any, spec: dict[str, Any]) -> None:
-    from onnx import helper, numpy_helper
-
-    node = _node(model, spec["node"], "AveragePool")
-    out = node.output[0]
-    p = f"{node.name or out}/drifttui_divisor"
-    k = numpy_helper.from_array(np.asarray(spec["area"] / spec["divisor"], dtype=_dtype(model, node.input[0])),
-                                f"{p}/k")
-    _set(node, count_include_pad=1)
-    node.output[0] = f"{p}/avg"
-    model.graph.initializer.append(k)
-    nodes = list(model.graph.node)
-    at = next(i for i, n in enumerate(nodes) if n is node) + 1
-    nodes[at:at] = scoped(node, [helper.make_node("Mul", [f"{p}/avg", k.name], [out], name=f"{p}/mul")])
-    del model.graph.node[:]
-    model.graph.node.extend(nodes)
-
-
-def apply_resize_antialias(model: Any, spec: dict[str, Any]) -> None:
-    _node(model, spec["node"], "Resize")
-    _at_least(model, 18)
-    _set(_node(model, spec["node"], "Resize"), antialias=1)
-
-
-APPLY = {"floor_cast": apply_floor_cast, "softplus_threshold": apply_softplus_threshold,
-         "scatter_reduction": apply_scatter_reduction, "avgpool_divisor": apply_avgpool_divisor,
-         "resize_antialias": apply_resize_antialias}
+def workaround_patches(case: Any, first: Any = None) -> list[Any]:
+    """Every catalogue rewrite that fits a node of the case, the deviating node's first."""
+    nodes = sorted(case.model.graph.node, key=lambda n: n.name != first)
+    out = []
+    for node in nodes:
+        for w in forms_for(node):
+            out.append(Patch({"op": "rewrite", "node": node.name, "rewrite": "workaround", "form": w.form},
+                             "op-compat",
+                             f"ONNX Runtime's {node.op_type} kernel is wrong at {node.name} (the ONNX reference "
+                             f"implementation computes what torch computes): the bug is in ONNX Runtime; the "
+                             f"equivalent {w.what} computes what torch computes",
+                             f"deploy the rewritten graph ({w.what}; `drifttui repair` applies it) and report the "
+                             f"{node.op_type} kernel to onnxruntime with `drifttui repro`",
+                             "runtime", module=case.module, nodes=[node.name]))
+    return out

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from drifttui.core.explain.causes.graft import toposort
-from drifttui.core.explain.causes.rewrites import scoped
+from drifttui.core.explain.causes.rewrite_edits import scoped
 
 # one rewrite: (model, anchor node, dtype of its input, unique prefix) -> (nodes to remove, nodes to add)
 Build = Callable[[Any, Any, Any, str], tuple[list[Any], list[Any], list[Any]]]
@@ -148,24 +148,3 @@ def apply_workaround(model: Any, node: Any, form: str, dtype: Any) -> None:
     del model.graph.node[:]
     model.graph.node.extend(toposort(keep))
     model.graph.initializer.extend(consts)
-
-
-
-
-def workaround_patches(case: Any, first: Any = None) -> list[Any]:
-    """Every catalogue rewrite that fits a node of the case, the deviating node's first."""
-    from drifttui.core.explain.causes.patches import Patch
-
-    nodes = sorted(case.model.graph.node, key=lambda n: n.name != first)
-    out = []
-    for node in nodes:
-        for w in forms_for(node):
-            out.append(Patch({"op": "rewrite", "node": node.name, "rewrite": "workaround", "form": w.form},
-                             "op-compat",
-                             f"ONNX Runtime's {node.op_type} kernel is wrong at {node.name} (the ONNX reference "
-                             f"implementation computes what torch computes): the bug is in ONNX Runtime; the "
-                             f"equivalent {w.what} computes what torch computes",
-                             f"deploy the rewritten graph ({w.what}; `drifttui repair` applies it) and report the "
-                             f"{node.op_type} kernel to onnxruntime with `drifttui repro`",
-                             "runtime", module=case.module, nodes=[node.name]))
-    return out
