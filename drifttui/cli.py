@@ -67,6 +67,7 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
     if args.json:
         json_report.check_writable(args.json, input_files(config) + ([args.baseline] if args.baseline else []))
     ci = CiRun.prepare(args, input_files(config), "diagnose" if diagnose else "check")
+    _remove_leftovers(args)
     from drifttui.core.pipeline import Pipeline
     from drifttui.core.explain.steps import STEP_NUMBERS
     from drifttui.report.text import print_report
@@ -93,6 +94,18 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
         if args.json:
             json_report.write(result, args.json)
     return ci.finish(result, stdout_is_report=args.json == "-")
+
+
+def _remove_leftovers(args: argparse.Namespace) -> None:
+    """A run killed while writing a report leaves ``.drifttui-*.tmp`` next to it: removed (and said)."""
+    from drifttui.report.escape import terminal
+    from drifttui.report.outputs import remove_leftovers
+
+    paths = [getattr(args, flag, None) for flag in ("json", "junit", "markdown", "gitlab")]
+    folders = {os.path.dirname(os.path.abspath(p)): p for p in paths if p and p != "-"}
+    for path in folders.values():
+        for left in remove_leftovers(path):
+            sys.stderr.write(f"drifttui: removed {terminal(left)}, a partial report a killed run left\n")
 
 
 def cmd_examples(args: argparse.Namespace) -> int:
@@ -172,7 +185,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     handlers = {"check": cmd_check, "diagnose": lambda a: cmd_check(a, diagnose=True), "examples": cmd_examples,
                 "tui": cmd_tui, "demo": cmd_demo, "repro": cmd_repro, "repair": cmd_repair,
                 "serve": cmd_serve}
-    with _signals_end_the_run():
+    with _signals_end_the_run(), _no_foreign_commands(args.command not in ("tui", "demo", "serve")):
         try:
             return handlers[args.command](args)
         except DriftTuiError as exc:
@@ -189,7 +202,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except Exception as exc:
             if debug:
                 raise
-            sys.stderr.write(f"drifttui: error: {unexpected_failure(exc)}\n")
+            sys.stderr.write(f"drifttui: error: {one_line(unexpected_failure(exc))}\n")
             return EXIT_RUNTIME
 
 
@@ -205,6 +218,26 @@ def unexpected_failure(exc: BaseException) -> str:
         return (f"{dep} failed: {type(exc).__name__}: {text}; this is an error inside {dep} on this model "
                 "(rerun with --debug for the traceback, and check the versions of torch, onnx and onnxruntime)")
     return (f"internal failure: {type(exc).__name__}: {text}; rerun with --debug and report the traceback")
+
+
+@contextlib.contextmanager
+def _no_foreign_commands(enabled: bool) -> Iterator[None]:
+    """No line printed on stdout or stderr starts with ``::`` (a GitHub Actions workflow
+    command) unless drifttui writes it as its own annotation (report.escape.CommandGuard)."""
+    if not enabled:
+        yield
+        return
+    from drifttui.report.escape import CommandGuard
+
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = CommandGuard(sys.stdout), CommandGuard(sys.stderr)    # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        for guard in (sys.stdout, sys.stderr):
+            if isinstance(guard, CommandGuard):
+                guard.flush_pending()
+        sys.stdout, sys.stderr = saved
 
 
 @contextlib.contextmanager

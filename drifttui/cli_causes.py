@@ -21,6 +21,13 @@ def _add_cause_commands(sub: Any) -> None:
     repair.add_argument("--out", metavar="FIXED.onnx", required=True, help="where to write the repaired copy")
 
 
+def _say(text: str) -> None:
+    """One line on stdout: the names in it (module, node, path) escaped for the terminal."""
+    from drifttui.report.escape import terminal
+
+    print(terminal(text))
+
+
 def _explained(config: Any) -> tuple[Any, Any, Any, Any]:
     """Run, then the findings verified at the origin: (engine, run, result, explanation)."""
     from drifttui.core.pipeline import Pipeline
@@ -38,18 +45,18 @@ def cmd_repro(args: argparse.Namespace) -> int:
     check_dir(args.out, input_files(config))
     _, _, result, exp = _explained(config)
     if result.drift_origin is None:
-        print(f"nothing to reproduce: no drift origin (verdict {result.verdict}); no folder written")
+        _say(f"nothing to reproduce: no drift origin (verdict {result.verdict}); no folder written")
         return EXIT_OK if result.verdict == "ok" else EXIT_DRIFT
     if exp.case is None:
-        print(f"cannot reproduce {result.drift_origin.module or '(root)'}: {exp.no_case}; no folder written")
+        _say(f"cannot reproduce {result.drift_origin.module or '(root)'}: {exp.no_case}; no folder written")
         return EXIT_CANNOT
     ev = write_case(exp.case, args.out, exp.loc.note if exp.loc else "")
     s = summary(exp.case, ev, args.out)
-    print(f"wrote {args.out}: {s['nodes']} node(s) of {s['module'] or '(root)'}, PyTorch-side inputs and outputs "
+    _say(f"wrote {args.out}: {s['nodes']} node(s) of {s['module'] or '(root)'}, PyTorch-side inputs and outputs "
           f"of sample {s['sample']}")
-    print(f"onnxruntime on model.onnx differs from the torch outputs by {s['max_abs']:.4g}: "
+    _say(f"onnxruntime on model.onnx differs from the torch outputs by {s['max_abs']:.4g}: "
           + ("the drift reproduces" if s["reproduces"] else "within the tolerance (the drift does NOT reproduce alone)"))
-    print(f"run it: cd {args.out} && see README.md (onnxruntime alone)")
+    _say(f"run it: cd {args.out} && see README.md (onnxruntime alone)")
     return EXIT_DRIFT if s["reproduces"] else EXIT_OK
 
 
@@ -78,9 +85,11 @@ def cmd_repair(args: argparse.Namespace) -> int:
     check_output(args.out, "--out", input_files(config))
     engine, run, result, exp = _explained(config)
     if result.drift_origin is None:
-        print(f"nothing to repair: no drift origin (verdict {result.verdict}); no file written")
+        _say(f"nothing to repair: no drift origin (verdict {result.verdict}); no file written")
         return EXIT_OK if result.verdict == "ok" else EXIT_DRIFT
-    fixed = repair(run.prepared.index.model, exp)
+    from drifttui.core.prepare.graph import full_model
+
+    fixed = repair(full_model(run.prepared.index), exp)     # written whole: the weights in the file
     if fixed.model is None:
         head = exp.findings[0] if exp.findings else None
         extra = f"; the fix: {head.fix}" if head is not None and head.fix else ""
@@ -89,17 +98,17 @@ def cmd_repair(args: argparse.Namespace) -> int:
                 if fixed.not_applicable else "no verified ONNX-level patch")
         if exp.case is None:
             what = f"no test case of the origin ({exp.no_case})"
-        print(f"cannot repair the file: {what} for {result.drift_origin.module}{extra}; no file written")
+        _say(f"cannot repair the file: {what} for {result.drift_origin.module}{extra}; no file written")
         return EXIT_CANNOT
     after = engine.recheck(config, fixed.model)
     write_atomic_bytes(args.out, fixed.model.SerializeToString(), "--out")
     b_abs, b_top = _out_metrics(result)
     a_abs, a_top = _out_metrics(after)
     fmt = lambda v: "-" if v is None else f"{v:.4g}"  # noqa: E731
-    print(f"applied {len(fixed.applied)} patch(es): " + "; ".join(_describe(p) for p in fixed.applied))
-    print(f"{'':24}{'before':>12}{'after':>12}")
-    print(f"{'origin local max |d|':24}{fmt(fixed.local_before):>12}{fmt(fixed.local_after):>12}")
-    print(f"{'output max |d|':24}{fmt(b_abs):>12}{fmt(a_abs):>12}")
-    print(f"{'top-1 agreement':24}{fmt(b_top):>12}{fmt(a_top):>12}")
-    print(f"check on the repaired copy: {after.verdict}; wrote {args.out}")
+    _say(f"applied {len(fixed.applied)} patch(es): " + "; ".join(_describe(p) for p in fixed.applied))
+    _say(f"{'':24}{'before':>12}{'after':>12}")
+    _say(f"{'origin local max |d|':24}{fmt(fixed.local_before):>12}{fmt(fixed.local_after):>12}")
+    _say(f"{'output max |d|':24}{fmt(b_abs):>12}{fmt(a_abs):>12}")
+    _say(f"{'top-1 agreement':24}{fmt(b_top):>12}{fmt(a_top):>12}")
+    _say(f"check on the repaired copy: {after.verdict}; wrote {args.out}")
     return EXIT_DRIFT if after.verdict == "drift" else EXIT_OK

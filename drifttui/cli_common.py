@@ -53,8 +53,9 @@ def _add_run_options(p: argparse.ArgumentParser, model_optional: bool = False) -
     p.add_argument("--provider", default="CPUExecutionProvider", metavar="NAME",
                    help="ONNX Runtime execution provider (default CPUExecutionProvider)")
     p.add_argument("--max-memory", type=_memory_size, default=None, metavar="SIZE",
-                   help="memory budget for one sample's captured intermediates, e.g. 512M or 2G; a model "
-                        "over it is compared in windows of consecutive layers (default: no limit)")
+                   help="peak memory of the whole run, e.g. 3G: what the weights and sessions leave of "
+                        "it bounds one sample's captured intermediates, over which layers are compared in "
+                        "windows (default: 80%% of the memory available at start)")
     p.add_argument("--batch", type=int, default=1, metavar="N",
                    help="compare N samples per ORT run and torch forward, concatenated along dim 0, when "
                         "the graph's batch dim is dynamic (default 1: one sample at a time)")
@@ -157,6 +158,10 @@ def _external_data_files(path: str) -> list[str]:
     return [os.path.join(folder, loc) for loc in sorted(locations)]
 
 
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
 def _progress_printer(enabled: bool):
     from drifttui.api import Progress
 
@@ -164,12 +169,13 @@ def _progress_printer(enabled: bool):
         if not enabled:
             return
         if p.stage == "samples":
-            sys.stderr.write(f"\r  samples {p.done}/{p.total}")
+            left = f", about {_duration(p.eta)} left" if p.eta else ""
+            sys.stderr.write(f"\r  samples {p.done}/{p.total}{left}".ljust(44))
             sys.stderr.flush()
         elif p.stage == "done":
-            sys.stderr.write("\r" + " " * 30 + "\r")
+            sys.stderr.write("\r" + " " * 44 + "\r")
             sys.stderr.flush()
         else:
-            sys.stderr.write(f"  {p.message}\n")
+            sys.stderr.write(f"  {one_line(p.message)}\n")
             sys.stderr.flush()
     return show

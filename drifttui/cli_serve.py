@@ -1,4 +1,5 @@
-"""`drifttui serve`: the terminal debugger in a web browser, through textual-serve."""
+"""`drifttui serve`: the terminal debugger in a web browser, through textual-serve, closed to
+other web pages (drifttui/web/server.py: Host and Origin checked, a per-run token in the URL)."""
 from __future__ import annotations
 
 import argparse
@@ -9,7 +10,10 @@ from drifttui.errors import EXIT_OK
 SERVE_EPILOG = """examples:
   drifttui serve                         # the demo at http://127.0.0.1:8000
   drifttui serve --port 9000 -- tui model.py:build --onnx model.onnx
-  drifttui serve --host 0.0.0.0 -- tui --report r.json   # reachable from other machines"""
+  drifttui serve --host 0.0.0.0 -- tui --report r.json   # reachable from other machines (warns)
+
+Open the URL it prints: it carries a secret token made for this run. Requests from other web
+pages (a foreign Origin) or another host name (DNS rebinding) are refused."""
 
 
 def _add_serve_parser(sub) -> None:
@@ -41,10 +45,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         raise InputError(f"--port {args.port} is not a port number", "give a port between 1 and 65535")
     try:
-        from textual_serve.server import Server
+        from drifttui.web.server import GuardedServer, is_loopback
     except ImportError as exc:
         raise InputError("drifttui serve needs textual-serve", 'install it: pip install "drifttui[serve]"') from exc
     command = serve_command(args.app_args)
-    sys.stderr.write(f"drifttui: serving `{command}` at http://{args.host}:{args.port} (ctrl+c stops)\n")
-    Server(command, host=args.host, port=args.port, title="drifttui").serve()
+    if not is_loopback(args.host):
+        sys.stderr.write(f"drifttui: warning: --host {args.host} can be reached from other machines: anyone who "
+                         "has the URL below (with its token) runs this command on this machine; serve on "
+                         "127.0.0.1 and use an SSH tunnel instead when you can\n")
+    sys.stderr.write(f"drifttui: each browser session runs `{command}`\n")
+    GuardedServer(command, host=args.host, port=args.port).serve()
     return EXIT_OK

@@ -77,10 +77,13 @@ MAX_LINE = 600
 
 def one_line(text: str, limit: int = MAX_LINE) -> str:
     """``text`` as a single line: colour codes stripped, line breaks and runs of blanks become
-    one space, cut (with an ellipsis) at ``limit`` characters."""
+    one space, any other control character shown visibly (``\\x1b``: a name from a model may
+    carry a terminal escape), cut (with an ellipsis) at ``limit`` characters."""
     import re
 
-    flat = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", text).split())
+    from drifttui.report.escape import terminal
+
+    flat = terminal(" ".join(re.sub(r"\x1b\[[0-9;]*m", "", text).split()))
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 

@@ -41,6 +41,21 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
 
 
+def output_notes(outputs: list[Output]) -> list[str]:
+    """What an output's numbers alone do not say, first among the notes: ONNX Runtime gave NaN/Inf
+    where torch did not (which output, which samples), or another dtype than torch (issue 22)."""
+    notes = []
+    for o in outputs:
+        if o.nan_samples:
+            shown = ", ".join(str(i) for i in o.nan_samples[:5]) + (" …" if len(o.nan_samples) > 5 else "")
+            notes.append(f"output {o.name}: ONNX Runtime gave NaN/Inf where torch is finite in "
+                         f"{len(o.nan_samples)} sample(s) ({shown}; {o.metrics.nan_mismatch} element(s))")
+        if o.dtype and o.onnx_dtype and o.dtype != o.onnx_dtype:
+            notes.append(f"output {o.name}: dtype differs: torch {o.dtype}, ONNX {o.onnx_dtype} (values compared "
+                         "after conversion; code that reads this output gets another type)")
+    return notes
+
+
 def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[str, float]] = None) -> Result:
     """The Result of ``cap`` at ``cfg``'s tolerance (``cfg`` also fills Result.config)."""
     atol, rtol = cfg.atol, cfg.rtol
@@ -56,10 +71,17 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
             continue
         shape = [d if isinstance(d, int) else -1 for d in pr.index.shapes.get(name, [])]
         good, rows = cap.top1[k]
+        dtype, onnx_dtype = cap.output_dtypes[k] if k < len(cap.output_dtypes) else ("", "")
         outputs.append(Output(name, k, shape, agg.to_metrics(), good / rows if rows else None,
-                              fails=agg.fails(atol, rtol)))
+                              fails=agg.fails(atol, rtol), dtype=dtype, onnx_dtype=onnx_dtype,
+                              nan_samples=list(agg.nan_samples)))
     out_fail = any(a.fails(atol, rtol) for a in cap.outputs if a.samples)
-    notes = list(verdict.notes)
+    notes = output_notes(outputs) + list(verdict.notes)
+    origin = verdict.origin
+    note, diff, scale = cap.torch_self
+    if note and diff > atol + rtol * scale:     # torch differs from itself: no origin is the export's
+        notes.insert(0, note)
+        origin = None
     if not pr.plan.localized:
         notes.append(f"per-layer localisation was not possible: {pr.plan.reason}; the verdict rests on "
                      "the model outputs")
@@ -74,7 +96,7 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
     return Result(
         schema_version=SCHEMA_VERSION,
         verdict="drift" if verdict.origin is not None or out_fail else "ok",
-        drift_origin=make_origin(layers, verdict.origin),
+        drift_origin=make_origin(layers, origin),
         tolerance=Tolerance(atol, rtol, dtype=DTYPE_RULE),
         samples=cap.samples,
         layers=layers,

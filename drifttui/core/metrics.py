@@ -253,6 +253,7 @@ class Aggregate:
     mismatch: list[bool] = field(default_factory=list)
     sample_ids: list[int] = field(default_factory=list)
     nan_mismatch: int = 0
+    nan_samples: list[int] = field(default_factory=list)     # samples with a NaN/Inf mismatch
     # to_metrics() is tolerance-free: kept until the next add(), so re-deciding reuses it
     _metrics: Optional[Metrics] = field(default=None, repr=False, compare=False)
     _flat: Optional[tuple] = field(default=None, repr=False, compare=False)
@@ -269,6 +270,8 @@ class Aggregate:
         self.bounds.append(s.bounds())
         self.mismatch.append(s.nan_mismatch > 0 or s.shape_mismatch)
         self.nan_mismatch += s.nan_mismatch
+        if s.nan_mismatch:
+            self.nan_samples.append(sample)
 
     @property
     def samples(self) -> int:

@@ -81,7 +81,7 @@ def fingerprint(cfg: Config) -> tuple:
         # "file.py:fn" names a file, "pkg.mod:fn" does not (its stamp is then None)
         paths.append(text.rsplit(":", 1)[0] if ":" in text and not os.path.exists(text) else text)
     if cfg.onnx:
-        paths += [cfg.onnx, cfg.onnx + ".data"]
+        paths += [str(cfg.onnx), str(cfg.onnx) + ".data"]
     return tuple(_file_stamp(p) for p in paths)
 
 
@@ -114,7 +114,7 @@ def _finish(pr: Prepared, cap: Capture, cfg: Config, progress: ProgressFn, fresh
     timings["decide"] = 0.0
     result = decide(pr, cap, cfg, timings)
     timings["decide"] = time.perf_counter() - t
-    timings["total"] = sum(v for k, v in timings.items() if k in ("load", "export", "map", "sessions",
+    timings["total"] = sum(v for k, v in timings.items() if k in ("load", "export", "map", "sessions", "observer",
                                                                   "samples", "decide"))
     result = result.with_(timings={k: round(v, 4) for k, v in timings.items()})
     progress(Progress("done", 1, 1, "done"))

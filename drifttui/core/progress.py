@@ -13,11 +13,12 @@ if TYPE_CHECKING:   # pragma: no cover
 
 @dataclass(frozen=True)
 class Progress:
-    stage: str                 # "load", "export", "map", "samples", "local", "done", "step"
+    stage: str                 # "load", "export", "map", "observer", "sessions", "samples", "local", "done", "step"
     done: int = 0
     total: int = 0
     message: str = ""
     partial: Optional["Result"] = None   # per-layer results so far (after the first sample)
+    eta: Optional[float] = None          # seconds the rest of the stage should take (samples), when known
 
 
 ProgressFn = Callable[[Progress], None]

@@ -144,6 +144,9 @@ class Output:
     metrics: Metrics
     top1_agreement: Optional[float] = None   # classifier-like outputs only
     fails: bool = False          # fails the tolerance in some sample: decided by the engine's decide stage
+    dtype: str = ""              # the torch output's dtype ("" in older reports)
+    onnx_dtype: str = ""         # ONNX Runtime's: a difference is a note, never a silent pass
+    nan_samples: list[int] = field(default_factory=list)   # samples where ORT gave NaN/Inf and torch did not
 
 
 @dataclass(frozen=True)

@@ -13,27 +13,27 @@ import os
 from typing import Optional
 
 from drifttui.core.result import UNATTRIBUTED, Result
+from drifttui.report.escape import github_data, github_property, terminal
 from drifttui.report.gate import Decision
-from drifttui.report.summary import cause_text, layer_name, origin_name, origin_text, verdict_title
+from drifttui.report.summary import alerts, cause_text, layer_name, origin_name, origin_text, verdict_title
 
 
 def in_github_actions() -> bool:
     return os.environ.get("GITHUB_ACTIONS") == "true"
 
 
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+def _lines(*parts: Optional[str]) -> str:
+    """drifttui's multi-line message from sentences that quote names: each sentence escaped on
+    its own (a name's line break shows as ``\\x0a``), then joined by real line breaks."""
+    return "\n".join(terminal(p) for p in parts if p)
 
 
 def _command(kind: str, title: str, message: str, file: Optional[str] = None) -> str:
-    props = f"title={_escape_property(title)}"
+    """``message`` is already escaped for a terminal (:func:`_lines`); ``title`` is one sentence."""
+    props = f"title={github_property(terminal(title))}"
     if file:
-        props = f"file={_escape_property(file)},{props}"
-    return f"::{kind} {props}::{_escape_data(message)}"
+        props = f"file={github_property(terminal(file))},{props}"
+    return f"::{kind} {props}::{github_data(message)}"
 
 
 def _model_file(result: Result) -> Optional[str]:
@@ -47,27 +47,29 @@ def github(result: Result, decision: Decision) -> list[str]:
     file = _model_file(result)
     lines: list[str] = []
     cause = cause_text(result)
-    drift_message = origin_text(result) + (f"\n{cause}" if cause else "")
+    drift_message = _lines(origin_text(result), cause)
     if result.verdict == "drift" and decision.tolerated:
         lines.append(_command("warning", f"drifttui: known {verdict_title(result)}",
-                              drift_message + "\n(carried by the baseline: the gate passes)", file))
+                              _lines(origin_text(result), cause, "(carried by the baseline: the gate passes)"), file))
     elif result.verdict == "drift":
         kind = "error" if decision.failures else "warning"
         lines.append(_command(kind, f"drifttui: {verdict_title(result)}", drift_message, file))
+    for alert in alerts(result):
+        lines.append(_command("warning", "drifttui: the verdict alone hides this", _lines(alert), file))
     for reason in decision.failures:
         if not reason.startswith("drift: "):
-            lines.append(_command("error", "drifttui: gate fails", reason, file))
+            lines.append(_command("error", "drifttui: gate fails", _lines(reason), file))
     if decision.usage:
-        lines.append(_command("error", "drifttui: gate cannot apply", decision.usage, file))
+        lines.append(_command("error", "drifttui: gate cannot apply", _lines(decision.usage), file))
     for f in result.findings:
         if f.severity in ("error", "warning"):
             at = f" at {f.module}" if f.module else ""
             lines.append(_command(f.severity, f"drifttui {f.check}{at}",
-                                  f.message + (f"\nfix: {f.fix}" if f.fix else ""), file))
+                                  _lines(f.message, f"fix: {f.fix}" if f.fix else None), file))
     for L in result.layers:
         if L.status == UNATTRIBUTED:
             lines.append(_command("warning", f"drifttui: unattributed error at {layer_name(L.module, L.call)}",
-                                  L.note or "fails the tolerance but no module owns the error", file))
+                                  _lines(L.note or "fails the tolerance but no module owns the error"), file))
     return lines
 
 
@@ -99,7 +101,7 @@ def gitlab(result: Result, decision: Decision) -> str:
 
 
 def github_error(exc: Exception) -> str:
-    return _command("error", f"drifttui: could not compare (exit {getattr(exc, 'exit_code', 3)})", str(exc))
+    return _command("error", f"drifttui: could not compare (exit {getattr(exc, 'exit_code', 3)})", _lines(str(exc)))
 
 
 def gitlab_error(exc: Exception) -> str:

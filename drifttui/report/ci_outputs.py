@@ -17,6 +17,7 @@ from typing import Iterator
 
 from drifttui.core.result import Result
 from drifttui.report.gate import FAIL_ON, Decision, Gate, decide
+from drifttui.report.escape import terminal, write_command
 from drifttui.report.outputs import check_output, write_atomic
 
 CI_HELP = """CI gate (docs/ci.md):
@@ -92,7 +93,7 @@ class CiRun:
         if annotations.in_github_actions():
             stream = sys.stderr if stdout_is_report else sys.stdout
             for line in annotations.github(result, decision):
-                stream.write(line + "\n")
+                write_command(stream, line)
             stream.flush()
         _say(decision, self.gate, result)
         return decision.exit_code
@@ -122,7 +123,7 @@ class CiRun:
             except Exception:   # noqa: BLE001 - never hide the run's own error behind a report's
                 pass
         if annotations.in_github_actions():
-            sys.stdout.write(annotations.github_error(exc) + "\n")
+            write_command(sys.stdout, annotations.github_error(exc))
             sys.stdout.flush()
 
 
@@ -143,5 +144,5 @@ def _say(decision: Decision, gate: Gate, result: Result) -> None:
         lines.append("gate: passes (" + ("known drift, carried by the baseline" if decision.tolerated
                                         else f"--fail-on {gate.fail_on}") + ")")
     for line in lines:
-        sys.stderr.write(line + "\n")
+        sys.stderr.write(terminal(line) + "\n")
 

@@ -10,7 +10,8 @@ JUnit/Markdown reports and ``drifttui.assert_no_drift`` all use it (docs/ci.md, 
 - ``fail_on="never"``: report only.
 - ``min_top1``: fail when a classifier output's top-1 agreement is below it, whatever
   ``fail_on`` says; a gate that cannot apply (no classifier output) exits 2, never passes silently.
-- ``baseline``: fail only on a new or worse drift (or a new error finding) than the baseline's.
+- ``baseline``: fail only on a new or worse drift (or a new error finding) than the baseline's;
+  a baseline of another run (model, inputs, graph: report/baseline.py) is exit 2, never a pass.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Optional
 
 from drifttui.core.result import DRIFT, Finding, Result
 from drifttui.errors import EXIT_DRIFT, EXIT_OK, EXIT_USAGE
+from drifttui.report.baseline import mismatch as baseline_mismatch
 from drifttui.report.summary import fmt, layer_name, origin_name, origin_text, output_fails
 
 FAIL_ON = ("drift", "error", "never")
@@ -59,6 +61,11 @@ def decide(result: Result, gate: Gate = Gate()) -> Decision:
     base = gate.baseline
     drift = result.verdict == "drift"
     if base is not None:
+        other = baseline_mismatch(result, base)
+        if other:               # a baseline of another run would carry the wrong drift: never a pass
+            return Decision(EXIT_USAGE, usage=f"--baseline is not a report of this run: {other}; "
+                                              "give the baseline written by this model, inputs and ONNX graph "
+                                              "(drifttui check ... --json), or drop --baseline")
         new, changes = compare_baseline(result, base)
         tolerated = drift and not new
         if gate.fail_on != "never":

@@ -24,15 +24,40 @@ def write(result: Result, path: str) -> None:
     write_atomic(path, dumps(result) + "\n", "--json")
 
 
+# A report nests about 8 levels (evidence records in a step); a crafted file nested thousands of
+# levels deep would exhaust the stack of every recursive reader after json.loads.
+MAX_DEPTH = 64
+
+
+def _depth(data: Any) -> int:
+    """How deeply ``data`` nests lists and objects, without recursion (stops past MAX_DEPTH)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            deepest = max(deepest, depth)
+            if deepest > MAX_DEPTH:
+                return deepest
+            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+    return deepest
+
+
 def read(path: str) -> Result:
     p = Path(path)
     if not p.is_file():
         raise InputError(f"report {path!r} does not exist", "check the path")
     try:
         data: Any = json.loads(p.read_text())
+    except RecursionError as exc:
+        raise InputError(f"report {path!r} is nested too deeply to be a drifttui JSON report",
+                         "pass a file written by drifttui check --json") from exc
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"report {path!r} is not a drifttui JSON report ({type(exc).__name__}: {first_line(exc)})",
                          "pass a file written by drifttui check --json") from exc
+    deepest = _depth(data)
+    if deepest > MAX_DEPTH:
+        raise InputError(f"report {path!r} is nested {deepest} levels deep; a drifttui report never is "
+                         f"(at most {MAX_DEPTH})", "pass a file written by drifttui check --json")
     if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
         version = data.get("schema_version") if isinstance(data, dict) else None
         raise InputError(f"report {path!r} has schema_version {version!r}; this drifttui reads {SCHEMA_VERSION}",

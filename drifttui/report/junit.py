@@ -4,6 +4,8 @@ Test cases: one per model output (fails when the output fails the tolerance, or 
 ``--min-top1``), one for the per-layer verdict (fails on drift, naming the origin module, its
 class, ONNX ops and errors, and the headline cause and fix when diagnosed), and one per
 error-severity finding. A drift the ``--baseline`` already carries is reported as skipped.
+Every attribute and text passes :func:`drifttui.report.escape.xml` before it is written: a name
+with a control character still gives a well-formed XML 1.0 file.
 """
 from __future__ import annotations
 
@@ -11,8 +13,19 @@ import xml.etree.ElementTree as ET
 from typing import Optional
 
 from drifttui.core.result import Result
+from drifttui.report.escape import xml
 from drifttui.report.gate import Decision, Gate, error_findings
 from drifttui.report.summary import (cause_text, fmt, layer_name, origin_text, output_fails, run_label, top1_text)
+
+
+def _serialize(root: ET.Element) -> str:
+    """The document, every attribute and text made legal XML 1.0 first."""
+    for el in root.iter():
+        el.attrib.update({k: xml(v) for k, v in el.attrib.items()})
+        if el.text:
+            el.text = xml(el.text)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
 def _case(suite: ET.Element, classname: str, name: str, time: float = 0.0) -> ET.Element:
@@ -101,8 +114,7 @@ def render(result: Result, decision: Decision, gate: Optional[Gate] = None, comm
     root = ET.Element("testsuites", name="drifttui", tests=str(len(cases)), failures=str(failures), errors="0",
                       time=suite.get("time", "0"))
     root.append(suite)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return _serialize(root)
 
 
 def render_error(exc: Exception, command: str = "check") -> str:
@@ -115,5 +127,4 @@ def render_error(exc: Exception, command: str = "check") -> str:
     el.text = f"drifttui exited {exit_code}: {exc}"
     root = ET.Element("testsuites", name="drifttui", tests="1", failures="0", errors="1", time="0.000")
     root.append(suite)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return _serialize(root)

@@ -3,33 +3,37 @@
 Verdict and gate first, then the origin and the headline cause with its fix, the layers around
 the origin, the outputs with top-1 agreement, coverage, what changed against a baseline, and
 the notes and environment folded away. GitHub-flavoured Markdown; no HTML beyond <details>.
+Everything that comes from the model, the ONNX file or a report is escaped (report.escape):
+GitHub renders this file as HTML in step summaries and PR comments.
 """
 from __future__ import annotations
 
 from typing import Optional
 
 from drifttui.core.result import Result
+from drifttui.report.escape import markdown_code, markdown_text
 from drifttui.report.gate import Decision, Gate, error_findings
-from drifttui.report.summary import (fmt, headline, layer_name, origin_text, output_fails, run_label,
+from drifttui.report.summary import (alerts, fmt, headline, layer_name, origin_text, output_fails, run_label,
                                      top1_text, verdict_title)
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Untrusted prose (a name, or a sentence quoting one), in a table cell or not."""
+    return markdown_text(text)
 
 
-def _code(text: str) -> str:
-    return f"`{text.replace('`', '')}`"
+def _code(text: str, table: bool = False) -> str:
+    return markdown_code(text, in_table=table)
 
 
 def _status_line(result: Result, decision: Decision, gate: Gate) -> str:
     if decision.passed and result.verdict == "drift":
         why = "known drift, carried by the baseline" if decision.tolerated else f"--fail-on {gate.fail_on}"
-        return f"### ⚠️ drifttui: {verdict_title(result)}, gate passes ({why})"
+        return f"### ⚠️ drifttui: {_cell(verdict_title(result))}, gate passes ({why})"
     if decision.passed:
-        return f"### ✅ drifttui: {verdict_title(result)}, gate passes"
+        return f"### ✅ drifttui: {_cell(verdict_title(result))}, gate passes"
     if decision.failures:
-        return f"### ❌ drifttui: {verdict_title(result)}, gate fails (exit {decision.exit_code})"
+        return f"### ❌ drifttui: {_cell(verdict_title(result))}, gate fails (exit {decision.exit_code})"
     return f"### ⛔ drifttui: the gate could not apply (exit {decision.exit_code})"
 
 
@@ -41,18 +45,19 @@ def render(result: Result, decision: Decision, gate: Optional[Gate] = None, cont
     out = [_status_line(result, decision, gate), "",
            f"{_code(run_label(result))} · atol={tol.atol:g}, rtol={tol.rtol:g} "
            f"(|torch − onnx| ≤ atol + rtol · scale) · {result.samples} sample(s)", ""]
+    out += [f"- **warning:** {_cell(alert)}" for alert in alerts(result)]
     for reason in decision.failures:
         if not reason.startswith("drift: "):       # the plain drift is the origin line below
             out.append(f"- **fails:** {_cell(reason)}")
     if decision.usage:
         out.append(f"- **cannot apply:** {_cell(decision.usage)}")
-    if decision.usage or any(not r.startswith("drift: ") for r in decision.failures):
+    if decision.usage or any(not r.startswith("drift: ") for r in decision.failures) or alerts(result):
         out.append("")
     if result.verdict == "drift":
         out += [f"**Origin:** {_cell(origin_text(result))}", ""]
     f = headline(result)
     if f is not None:
-        out += [f"**Cause:** {_cell(f.message)} ({f.check}, {f.kind})", "",
+        out += [f"**Cause:** {_cell(f.message)} ({_cell(f.check)}, {_cell(f.kind)})", "",
                 f"**Fix:** {_cell(f.fix or '-')}", ""]
     for finding in error_findings(result)[1 if f is not None and f.severity == "error" else 0:][:5]:
         out.append(f"- error finding {_code(finding.check)} at {_code(finding.module or 'graph')}: "
@@ -65,9 +70,9 @@ def render(result: Result, decision: Decision, gate: Optional[Gate] = None, cont
                 "|--:|---|---|---|---|--:|--:|--:|"]
         for L in rows:
             m = L.metrics
-            name = _code(layer_name(L.module, L.call))
+            name = _code(layer_name(L.module, L.call), table=True)
             out.append(f"| {L.index} | {'**' + name + '**' if L.index == origin else name} | {_cell(L.cls)} | "
-                       f"{_cell(', '.join(L.op_types[:3]) or '-')} | {L.status.replace('_', ' ')} | "
+                       f"{_cell(', '.join(L.op_types[:3]) or '-')} | {_cell(L.status.replace('_', ' '))} | "
                        f"{fmt(m.max_abs.worst if m else None)} | {fmt(m.max_rel.worst if m else None)} | "
                        f"{fmt(L.local.max_abs.worst if L.local else None)} |")
         out.append("")
@@ -77,7 +82,7 @@ def render(result: Result, decision: Decision, gate: Optional[Gate] = None, cont
         m = o.metrics
         low = gate.min_top1 is not None and o.top1_agreement is not None and o.top1_agreement < gate.min_top1
         status = "below --min-top1" if low else ("fails the tolerance" if output_fails(o) else "ok")
-        out.append(f"| {_code(o.name)} | {status} | {fmt(m.max_abs.worst)} | {fmt(m.max_rel.worst)} | "
+        out.append(f"| {_code(o.name, table=True)} | {status} | {fmt(m.max_abs.worst)} | {fmt(m.max_rel.worst)} | "
                    f"{m.cosine.worst:.6f} | {top1_text(o)} |")
     c = result.coverage
     out += ["", f"**Coverage:** {c.modules} module calls: {c.mapped} mapped, {c.fused} fused, "
@@ -89,8 +94,8 @@ def render(result: Result, decision: Decision, gate: Optional[Gate] = None, cont
         out.append("")
     env = result.environment
     details = [f"- note: {_cell(n)}" for n in result.notes]
-    details.append(f"- torch {env.torch} · onnx {env.onnx} · onnxruntime {env.onnxruntime} · opset {env.opset} · "
-                   f"exporter {env.exporter} · ORT level {env.ort_opt_level}")
+    details.append("- " + _cell(f"torch {env.torch} · onnx {env.onnx} · onnxruntime {env.onnxruntime} · "
+                                f"opset {env.opset} · exporter {env.exporter} · ORT level {env.ort_opt_level}"))
     out += ["<details><summary>Notes and environment</summary>", "", *details, "", "</details>", ""]
     return "\n".join(out)
 

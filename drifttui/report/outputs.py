@@ -27,6 +27,34 @@ def _same_file(a: Path, b: Path) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
+# A temp file of write_atomic lives for the milliseconds of one write: one older than this was
+# left by a run that was killed (SIGKILL, a power cut) between writing and renaming it.
+STALE_SECONDS = 60.0
+TMP_PREFIX, TMP_SUFFIX = ".drifttui-", ".tmp"
+
+
+def remove_leftovers(path: str) -> list[str]:
+    """Remove the partial reports a killed run left next to ``path`` (``.drifttui-*.tmp`` older than
+    STALE_SECONDS); returns their paths, for the caller to say so."""
+    import time
+
+    folder = Path(path).parent if str(Path(path).parent) else Path(".")
+    removed: list[str] = []
+    try:
+        leftovers = [p for p in folder.iterdir() if p.name.startswith(TMP_PREFIX) and p.name.endswith(TMP_SUFFIX)]
+    except OSError:
+        return removed
+    now = time.time()
+    for p in leftovers:
+        try:
+            if p.is_file() and not p.is_symlink() and now - p.stat().st_mtime > STALE_SECONDS:
+                p.unlink()
+                removed.append(str(p))
+        except OSError:
+            pass
+    return removed
+
+
 def check_output(path: str, flag: str, inputs: Iterable[Optional[str]] = ()) -> None:
     """Fail early when ``path`` (given as ``flag``) cannot or must not be written."""
     if path == "-":
@@ -67,7 +95,7 @@ def write_atomic_bytes(path: str, data: bytes, flag: str = "output") -> None:
     """Write ``data`` (a report's text, an ONNX file) as a temp file in the same folder + rename."""
     p = Path(path)
     mode = _new_file_mode(p)
-    fd, tmp = tempfile.mkstemp(prefix=".drifttui-", suffix=".tmp", dir=str(p.parent if str(p.parent) else "."))
+    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=TMP_SUFFIX, dir=str(p.parent if str(p.parent) else "."))
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

@@ -7,6 +7,7 @@ from rich.console import Console, Group
 from rich.text import Text
 
 from drifttui.core.result import Finding, Result, Step
+from drifttui.report.escape import plain, terminal
 
 VERDICT_STYLE = {"pass": "bold green", "fail": "bold red", "inconclusive": "yellow", "skipped": "dim"}
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
@@ -72,14 +73,14 @@ def render_steps(result: Result) -> Group:
     if result.steps:
         parts.append(Text("Debugging steps", style="bold"))
         for s in result.steps:
-            head = Text(f" {s.step}. {s.title:<26} ")
-            head.append(f"{s.verdict.upper():<12}", style=VERDICT_STYLE.get(s.verdict, ""))
+            head = plain(f" {s.step}. {s.title:<26} ")
+            head.append(terminal(f"{s.verdict.upper():<12}"), style=VERDICT_STYLE.get(s.verdict, ""))
             parts.append(head)
-            parts.append(Text(f"    {s.summary}"))
+            parts.append(plain(f"    {s.summary}"))
             for line in _evidence_lines(s):
-                parts.append(Text(f"      {line}", style="dim"))
+                parts.append(plain(f"      {line}", style="dim"))
             if s.suggestion:
-                parts.append(Text(f"    → {s.suggestion}", style="cyan"))
+                parts.append(plain(f"    → {s.suggestion}", style="cyan"))
     parts.append(render_findings(result.findings))
     return Group(*parts)
 
@@ -95,20 +96,20 @@ def render_findings(findings: list[Finding]) -> Any:
             if infos > MAX_INFO:
                 continue
         line = Text(" ")
-        line.append(f"{f.severity.upper():<8}", style=SEVERITY_STYLE.get(f.severity, ""))
-        line.append(f"{f.check:<14}", style="bold")
+        line.append(terminal(f"{f.severity.upper():<8}"), style=SEVERITY_STYLE.get(f.severity, ""))
+        line.append(terminal(f"{f.check:<14}"), style="bold")
         where = f.module if f.module is not None else ""
         if f.onnx_nodes:
             where += f" [{_short(', '.join(f.onnx_nodes), 40)}]"
         if where:
-            line.append(where.strip() + ": ", style="magenta")
-        line.append(f.message)
+            line.append(terminal(where.strip()) + ": ", style="magenta")
+        line.append(terminal(f.message))
         parts.append(line)
         proof = verification_line(f)
         if proof:
-            parts.append(Text(f"    {proof}", style="green" if f.verified else "yellow"))
+            parts.append(plain(f"    {proof}", style="green" if f.verified else "yellow"))
         if f.fix and f.severity != "info":
-            parts.append(Text(f"    fix: {f.fix}", style="cyan"))
+            parts.append(plain(f"    fix: {f.fix}", style="cyan"))
     if infos > MAX_INFO:
         parts.append(Text(f"  … {infos - MAX_INFO} more info finding(s) in the JSON report", style="dim"))
     return Group(*parts)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Optional
 
 from drifttui.core.result import UNATTRIBUTED, Finding, Layer, Output, Result
+from drifttui.report.escape import terminal
 
 
 def fmt(x: Optional[float]) -> str:
@@ -50,6 +51,15 @@ def origin_text(result: Result) -> str:
     where = f"ONNX {ops}" + (f" at {', '.join(nodes)}" if nodes else "")
     return (f"{layer_name(o.module, o.call)} ({o.cls}; {where}): max |d| {fmt(o.max_abs)}, "
             f"max rel {fmt(o.max_rel)}, own error {fmt(o.local_max_abs)} (worst sample {o.worst_sample})")
+
+
+def alerts(result: Result) -> list[str]:
+    """What the verdict alone would hide, said next to it in every output (text headline, Markdown,
+    annotations): torch differs from itself, ONNX Runtime gave NaN/Inf, an output's dtype differs."""
+    from drifttui.core.capture.determinism import PREFIX
+    from drifttui.core.decide import output_notes
+
+    return [n for n in result.notes if n.startswith(PREFIX)] + output_notes(result.outputs)
 
 
 def headline(result: Result) -> Optional[Finding]:
@@ -105,7 +115,8 @@ def run_label(result: Result) -> str:
 
 
 def assertion_message(result: Result, decision: object) -> str:
-    """``assert_no_drift``'s message: what failed, the origin and its errors, the cause."""
+    """``assert_no_drift``'s message: what failed, the origin and its errors, the cause; each line
+    escaped for a terminal (the names in it are the model's)."""
     tol = result.tolerance
     lines = [f"drifttui: the gate fails for {run_label(result)} (atol={tol.atol:g}, rtol={tol.rtol:g}, "
              f"{result.samples} sample(s))"]
@@ -120,4 +131,4 @@ def assertion_message(result: Result, decision: object) -> str:
     usage = getattr(decision, "usage", "")
     if usage:
         lines.append(f"  - {usage}")
-    return "\n".join(lines)
+    return "\n".join(terminal(line) for line in lines)     # pytest prints it on a terminal

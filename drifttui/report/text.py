@@ -8,6 +8,8 @@ from rich.table import Table
 from rich.text import Text
 
 from drifttui.core.result import DRIFT, INHERITED, Layer, Result
+from drifttui.report.escape import plain, terminal
+from drifttui.report.summary import alerts
 
 STATUS_STYLE = {"ok": "green", "drift": "bold red", "inherited": "yellow", "fused": "cyan",
                 "not_exported": "dim", "unmapped": "magenta", "unattributed": "bold yellow"}
@@ -24,7 +26,7 @@ def fmt(x: Optional[float]) -> str:
 
 
 def _name(L: Layer) -> str:
-    base = L.module or "(root)"
+    base = terminal(L.module) or "(root)"
     return f"{base} (call {L.call + 1})" if L.call else base
 
 
@@ -32,9 +34,11 @@ def render(result: Result, context: int = 4, width: int = 80) -> Group:
     """The report's parts in print order: headline, the layers around the origin, outputs,
     coverage, notes, environment."""
     tol = result.tolerance
-    parts: list = [_headline(result), Text(f"tolerance rule: {tol.rule}", style="dim")]
+    said = alerts(result)       # under the headline: torch differs from itself, NaN/Inf, another dtype
+    parts: list = [_headline(result), *(plain(a, style="bold red") for a in said),
+                   plain(f"tolerance rule: {tol.rule}", style="dim")]
     if tol.dtype:
-        parts.append(Text(f"  {tol.dtype}", style="dim"))
+        parts.append(plain(f"  {tol.dtype}", style="dim"))
     rows = _rows(result, context)
     if rows:
         parts.append(_layer_table(result, rows, width))
@@ -42,7 +46,7 @@ def render(result: Result, context: int = 4, width: int = 80) -> Group:
     c = result.coverage
     parts.append(Text(f"coverage: {c.modules} module calls — {c.mapped} mapped, {c.fused} fused, "
                       f"{c.not_exported} not exported, {c.unmapped} unmapped", style="dim"))
-    parts.extend(Text(f"note: {note}", style="yellow") for note in result.notes)
+    parts.extend(plain(f"note: {note}", style="yellow") for note in result.notes if note not in said)
     parts.append(_environment(result))
     return Group(*parts)
 
@@ -59,8 +63,8 @@ def _headline(result: Result) -> Text:
     if o is None:
         head.append(": the model outputs differ, but no module could be named as the origin")
         return head
-    head.append(f": origin {o.module or '(root)'} ({o.cls}")
-    head.append(f", ONNX {', '.join(o.op_types) or '-'}) ")
+    head.append(terminal(f": origin {o.module or '(root)'} ({o.cls}"))
+    head.append(terminal(f", ONNX {', '.join(o.op_types) or '-'}) "))
     head.append(f"max_abs={fmt(o.max_abs)} max_rel={fmt(o.max_rel)} own={fmt(o.local_max_abs)} "
                 f"(worst sample {o.worst_sample})")
     return head
@@ -88,9 +92,9 @@ def _layer_table(result: Result, rows: list[Layer], width: int) -> Table:
         name = ("◆ " if L.index == origin else "") + _name(L)
         if len(name) > room:
             name = "…" + name[-(room - 1):]
-        cells: list = [str(L.index), name]
+        cells: list = [str(L.index), Text(name)]       # Text: a name is never read as markup
         if wide:
-            cells += [L.cls, ",".join(L.op_types[:3]) + ("…" if len(L.op_types) > 3 else "")]
+            cells += [plain(L.cls), plain(",".join(L.op_types[:3]) + ("…" if len(L.op_types) > 3 else ""))]
         cells += [Text(L.status.replace("_", " "), style=STATUS_STYLE.get(L.status, "")),
                   fmt(m.max_abs.worst if m else None), fmt(m.max_rel.worst if m else None),
                   fmt(L.local.max_abs.worst if L.local else None),
@@ -104,7 +108,7 @@ def _outputs_table(result: Result) -> Table:
     for col in ("output", "max abs", "max rel", "cosine", "top-1 agree"):
         out_t.add_column(col)
     for o in result.outputs:
-        out_t.add_row(o.name, fmt(o.metrics.max_abs.worst), fmt(o.metrics.max_rel.worst),
+        out_t.add_row(plain(o.name), fmt(o.metrics.max_abs.worst), fmt(o.metrics.max_rel.worst),
                       f"{o.metrics.cosine.worst:.6f}",
                       "-" if o.top1_agreement is None else f"{100 * o.top1_agreement:.1f}%")
     return out_t
@@ -114,7 +118,7 @@ def _environment(result: Result) -> Text:
     env = result.environment
     out_level = env.ort_output_opt_level
     levels = env.ort_opt_level + (f" (outputs: {out_level})" if out_level and out_level != env.ort_opt_level else "")
-    return Text(f"torch {env.torch} · onnx {env.onnx} · onnxruntime {env.onnxruntime} · opset {env.opset} · "
+    return plain(f"torch {env.torch} · onnx {env.onnx} · onnxruntime {env.onnxruntime} · opset {env.opset} · "
                 f"exporter {env.exporter} · ORT level {levels}"
                 f"{' · deterministic' if env.deterministic else ''}", style="dim")
 

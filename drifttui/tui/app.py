@@ -24,6 +24,7 @@ from textual.widgets import Footer, Input
 
 from drifttui.api import CancelToken, Engine
 from drifttui.core.result import OPT_LEVELS, Config, Result
+from drifttui.report.escape import terminal_data
 from drifttui.tui import runner
 from drifttui.tui.keymap import bindings_spec
 from drifttui.tui.runner import RunDone, RunFailed, RunProgress, StepDone, StepProgress
@@ -140,13 +141,14 @@ class DriftApp(ToolsMixin, App[int]):
 
     def _show(self, result: Result) -> None:
         self.config = result.config
-        self.table.set_result(result)
+        shown = terminal_data(result)       # names are untrusted: the screen gets them escaped
+        self.table.set_result(shown)
         bar = self.steps_bar
         bar.shown_config = result.config
-        bar.notes = list(result.notes)
+        bar.notes = list(shown.notes)
         bar.adopt(result.steps, result.config)
         bar.refresh_view()
-        self.status.set_state(result=result, config=result.config)
+        self.status.set_state(result=shown, config=result.config)
 
     def on_layer_table_cursor_moved(self, event: LayerTable.CursorMoved) -> None:
         partial = self._progress if self.result is None and self.running else None
@@ -177,8 +179,9 @@ class DriftApp(ToolsMixin, App[int]):
         # partial results only while nothing else is on screen: a rerun keeps the shown result
         # (and its configuration line) until it is done
         if message.progress.partial is not None and self.result is None:
-            self.table.set_result(message.progress.partial)
-            self.status.set_state(result=message.progress.partial)
+            partial = terminal_data(message.progress.partial)
+            self.table.set_result(partial)
+            self.status.set_state(result=partial)
 
     def on_run_done(self, message: RunDone) -> None:
         if message.token is not self._token or not self.running:
@@ -309,7 +312,7 @@ class DriftApp(ToolsMixin, App[int]):
         if step is None:
             self.notify("no step result shown: press 1-6 first", severity="information")
             return
-        self.push_screen(step_detail(step, self.shown_result, bar.stale(step.step)))
+        self.push_screen(step_detail(terminal_data(step), terminal_data(self.shown_result), bar.stale(step.step)))
 
     def action_layer_detail(self) -> None:
         layer = self.table.cursor_layer

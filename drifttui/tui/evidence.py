@@ -3,7 +3,7 @@
 ``evidence_renderable(evidence)`` turns the engine's plain-data dicts into Rich tables:
 scalars become a key/value table; a list of records (dicts) becomes a table with one column
 per key; a dict of records becomes a table keyed by the outer key.  Cells fold, so long
-values wrap instead of ending in ``…``.
+values wrap instead of ending in ``…``; every cell is a ``Text`` (a value is never read as markup).
 """
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def records_blocks(records: list[dict], key: str = "") -> RenderableType:
         table.show_header = False
         for k, v in r.items():
             if k != "__key__":
-                table.add_row(Text(str(k), style="dim"), fmt(v))
+                table.add_row(Text(str(k), style="dim"), Text(fmt(v)))
         parts.append(Text(f"  {label}", style="italic"))
         parts.append(table)
     return Group(*parts)
@@ -78,7 +78,7 @@ def records_table(records: list[dict], key: str = "") -> RenderableType:
         return records_blocks(records, key)
     table = _table(([key] if key else []) + cols)
     for r in records:
-        table.add_row(*([fmt(r.get("__key__"))] if key else []), *[fmt(r.get(c)) for c in cols])
+        table.add_row(*([Text(fmt(r.get("__key__")))] if key else []), *[Text(fmt(r.get(c))) for c in cols])
     return table
 
 
@@ -99,10 +99,10 @@ def evidence_renderable(evidence: dict[str, Any], empty: str = "no evidence reco
             parts.append(Text(name, style="bold"))
             inner = _table(["key", "value"])
             for k, v in value.items():
-                inner.add_row(str(k), fmt(v))
+                inner.add_row(Text(str(k)), Text(fmt(v)))
             parts.append(inner)
         else:
-            scalars.add_row(str(name), fmt(value) if value != [] else "none")
+            scalars.add_row(Text(str(name)), Text(fmt(value) if value != [] else "none"))
             has_scalars = True
     if has_scalars:
         parts.insert(0, scalars)

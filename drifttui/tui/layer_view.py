@@ -254,7 +254,7 @@ def _initializers(layer: Layer, full: bool) -> list[RenderableType]:
         for init in layer.initializers:
             diff = init.torch_max_abs_diff
             diff_text = Text("—" if diff is None else fmt_value(diff).strip(), style="bold #e8503a" if diff else "")
-            table.add_row(init.name, init.dtype, str(init.dims), _num(init.min), _num(init.max), _num(init.mean),
+            table.add_row(Text(init.name), Text(init.dtype), str(init.dims), _num(init.min), _num(init.max), _num(init.mean),
                           _num(init.std), diff_text)
         parts.append(table)
     params = [i for i in layer.initializers if i.torch_param]

@@ -12,6 +12,7 @@ from textual.screen import Screen
 from drifttui.core.result import Config
 from drifttui.errors import DriftTuiError
 from drifttui.report import json_report
+from drifttui.report.escape import terminal
 from drifttui.report.outputs import check_output, write_atomic
 from drifttui.tui.keymap import palette_entries
 from drifttui.tui.screens.prompt import PromptScreen
@@ -51,8 +52,9 @@ class ToolsMixin:
         if not text:
             self.notify(f"nothing to copy: no {what} here", severity="warning")  # type: ignore[attr-defined]
             return
+        text = terminal(text)       # a pasted name must not carry a terminal escape
         self.copy_to_clipboard(text)  # type: ignore[attr-defined]
-        self.notify(f"copied {what}: {text[:70]}")  # type: ignore[attr-defined]
+        self.notify(f"copied {what}: {text[:70]}", markup=False)  # type: ignore[attr-defined]
 
     def _cursor_layer(self):
         table = self.table  # type: ignore[attr-defined]
@@ -84,9 +86,9 @@ class ToolsMixin:
             check_output(path, what, run_inputs(self.config))  # type: ignore[attr-defined]
             write_atomic(path, text, what)
         except (DriftTuiError, OSError) as exc:
-            self.notify(f"not saved: {exc}", severity="error", timeout=8)  # type: ignore[attr-defined]
+            self.notify(terminal(f"not saved: {exc}"), severity="error", timeout=8, markup=False)  # type: ignore[attr-defined]
             return False
-        self.notify(f"saved {what} to {path}")  # type: ignore[attr-defined]
+        self.notify(terminal(f"saved {what} to {path}"), markup=False)  # type: ignore[attr-defined]
         return True
 
     def action_save_json(self) -> None:

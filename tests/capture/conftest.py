@@ -45,3 +45,13 @@ def deep_run():
         return cache[key]
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def intermediates_only_budget(monkeypatch):
+    """These tests split tiny models into windows with a tiny --max-memory: with no fixed costs
+    counted (``budget.fixed_bytes`` 0) the limit is all for one sample's intermediates, as the
+    windows need.  How the fixed costs are counted is tested in tests/capture/test_budget.py."""
+    from drifttui.core.prepare import budget
+
+    monkeypatch.setattr(budget, "fixed_bytes", lambda index: 0)

@@ -134,3 +134,49 @@ def test_help_documents_the_gate(capsys):
         for flag in ("--junit PATH", "--markdown PATH", "--gitlab PATH", "--fail-on {drift,error,never}",
                      "--min-top1 FRACTION", "--baseline OLD.json", "--fail-on error   also exit 1"):
             assert flag in text, (command, flag)
+
+
+def _edited(reports, tmp_path, name, edit):
+    import json
+
+    data = json.loads(reports[name].read_text())
+    edit(data)
+    path = tmp_path / f"edited-{len(list(tmp_path.iterdir()))}.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_a_baseline_of_another_run_is_exit_2_naming_the_difference(variants, reports, tmp_path, unet_drift):
+    # issue 22, item 6: a baseline of another model carried "the known drift" and the gate passed
+    def model(d):
+        d["config"]["model"] = "/elsewhere/resnet.py:build"
+
+    def inputs(d):
+        d["config"]["inputs"] = "shape:1x32"
+
+    def modules(d):
+        d["layers"][1]["class"] = "Conv2d"
+
+    def ops(d):
+        d["layers"][1]["op_types"] = ["QLinearMatMul"]
+
+    cases = [(model, "the model differs: classifier.py:build in this run, resnet.py:build in the baseline"),
+             (inputs, "the inputs differ"),
+             (modules, "the module calls differ: module call #1"),
+             (ops, "the ONNX graphs differ: op types")]
+    for edit, needle in cases:
+        run = run_cli(classifier_args(variants, "flip", "--baseline", _edited(reports, tmp_path, "flip", edit)))
+        assert run.code == 2, (needle, run.err)
+        assert "--baseline is not a report of this run" in run.err and needle in run.err, run.err
+    run = run_cli(classifier_args(variants, "flip", "--baseline", str(unet_drift.files["json"])))
+    assert run.code == 2 and "example:unet-resize in the baseline" in run.err
+
+
+def test_a_baseline_from_another_checkout_of_the_same_run_still_matches(variants, reports, tmp_path):
+    def moved(d):       # the same model file and inputs in another folder (another CI checkout)
+        d["config"]["model"] = "/ci/other-checkout/tests/ci/classifier.py:build"
+        d["config"]["inputs"] = "/ci/other-checkout/tests/ci/classifier.py:inputs"
+        d["config"]["onnx"] = "/ci/other-checkout/flip.onnx"
+
+    run = run_cli(classifier_args(variants, "flip", "--baseline", _edited(reports, tmp_path, "flip", moved)))
+    assert run.code == 0 and "known drift at fc2 is unchanged" in run.err

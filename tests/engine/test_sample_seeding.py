@@ -10,12 +10,14 @@ import torch
 
 def test_api_callable_samples_are_a_function_of_their_index_and_leave_the_callers_rng_alone():
     from drifttui.core.model import memory
+    from drifttui.core.model.inputs import build_source
+    from drifttui.core.model.spec import parse_input_spec
 
     def draw(i):
         return torch.tensor(np.random.rand(3) + random.random(), dtype=torch.float32) + torch.rand(3)
 
     token, _ = memory.register_samples(draw, 4)
-    src = memory.source(token, 0, False)
+    src = build_source(parse_input_spec(token), 0, False, None)
     np.random.seed(123)
     random.seed(123)
     before = (np.random.get_state()[1].copy(), random.getstate())
@@ -36,3 +38,10 @@ def test_cli_callable_samples_are_a_function_of_their_index(tmp_path):
     src = build_source(parse_input_spec(f"{f}:make"), 0, False, None)
     a, b = src.sample(2)[0][0].clone(), src.sample(5)[0][0].clone()
     assert torch.equal(src.sample(2)[0][0], a) and not torch.equal(a, b)
+    # the one seeding rule: the caller's generators are left as they were, as for the Python API
+    np.random.seed(7)
+    random.seed(7)
+    state = (np.random.get_state()[1].copy(), random.getstate(), torch.random.get_rng_state())
+    src.sample(3)
+    assert (np.random.get_state()[1] == state[0]).all() and random.getstate() == state[1]
+    assert torch.equal(torch.random.get_rng_state(), state[2])

@@ -164,8 +164,8 @@ def test_external_data_inside_the_folder_loads(layout):
     model_dir, _ = layout
     (model_dir / "weights").mkdir()
     (model_dir / "weights" / "w.bin").write_bytes(np.arange(16, dtype=np.float32).tobytes())
-    proto = load_onnx(_external_model(model_dir, "weights/w.bin"))
-    w = onnx.numpy_helper.to_array(proto.graph.initializer[0])
+    proto, path = load_onnx(_external_model(model_dir, "weights/w.bin"))
+    w = onnx.numpy_helper.to_array(proto.graph.initializer[0], str(path.parent))   # read where it lies
     assert w.ravel().tolist() == list(range(16))
 
 

@@ -40,30 +40,53 @@ def test_serve_rejects_bad_port_and_itself(capsys):
     assert "cannot serve itself" in capsys.readouterr().err
 
 
+def _serve(tmp_path, *args: str, app=("examples", "--help")) -> tuple[subprocess.Popen, str, str]:
+    """``drifttui serve --port P ARGS -- APP`` in a subprocess; (process, URL with token, stderr so far)."""
+    import select
+
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "drifttui", "serve", "--port", str(port), *args, "--", *app],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline, said = time.monotonic() + 30, ""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.5)
+        if ready:
+            line = proc.stdout.readline()
+            said += line
+            if "serving at " in line:
+                return proc, line.split("serving at ", 1)[1].split()[0], said
+        if proc.poll() is not None:
+            break
+    proc.kill()
+    raise AssertionError(f"drifttui serve did not start: {said}")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def test_serve_runs_the_tui_in_a_browser_session(tmp_path):
     aiohttp = pytest.importorskip("aiohttp")
     pytest.importorskip("textual_serve")
-    port = _free_port()
     report = FIXTURES / "resnet18-bf16.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "drifttui", "serve", "--port", str(port), "--",
-                             "tui", "--report", str(report)], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc, url, _ = _serve(tmp_path, app=("tui", "--report", str(report)))
+    port = int(url.split(":")[2].split("/")[0])
     try:
         async def session() -> bytes:
             deadline = time.monotonic() + 30
             async with aiohttp.ClientSession() as http:
-                while True:        # wait for the server
-                    try:
-                        async with http.get(f"http://127.0.0.1:{port}/") as page:
-                            assert page.status == 200 and "ws://127.0.0.1" in await page.text()
-                            break
-                    except aiohttp.ClientConnectorError:
-                        if time.monotonic() > deadline:
-                            raise
-                        await asyncio.sleep(0.2)
+                async with http.get(url) as page:
+                    text = await page.text()
+                    assert page.status == 200 and f"ws://127.0.0.1:{port}/ws/" in text
+                ws_url = text.split('data-session-websocket-url="', 1)[1].split('"', 1)[0]
                 buf = b""
-                async with http.ws_connect(f"ws://127.0.0.1:{port}/ws") as ws:
+                async with http.ws_connect(ws_url + "?width=100&height=30",
+                                           origin=f"http://127.0.0.1:{port}") as ws:
                     await ws.send_str(json.dumps(["resize", {"width": 100, "height": 30}]))
                     while b"layer3.1.bn1" not in buf and time.monotonic() < deadline:
                         try:
@@ -78,8 +101,59 @@ def test_serve_runs_the_tui_in_a_browser_session(tmp_path):
 
         assert b"layer3.1.bn1" in asyncio.run(session())
     finally:
-        proc.terminate()
-        proc.wait(10)
+        _stop(proc)
+
+
+def test_serve_refuses_other_pages_other_hosts_and_a_missing_token(tmp_path):
+    # issue 22, item 3: a foreign Origin (another web site) or Host (DNS rebinding) got the session
+    aiohttp = pytest.importorskip("aiohttp")
+    pytest.importorskip("textual_serve")
+    proc, url, said = _serve(tmp_path)
+    base, token = url.split("/?token=")
+    port = base.rsplit(":", 1)[1]
+    assert len(token) >= 24 and "warning" not in said          # loopback: no warning
+    try:
+        async def probe() -> dict:
+            got = {}
+            async with aiohttp.ClientSession() as http:
+                async def status(path, **headers):
+                    async with http.get(base + path, headers=headers, allow_redirects=False) as r:
+                        return r.status, r.headers.get("Content-Security-Policy", ""), await r.text()
+                got["no token"] = (await status("/"))[0]
+                got["bad token"] = (await status("/?token=" + "x" * len(token)))[0]
+                got["page"] = await status("/?token=" + token)
+                got["rebound host"] = (await status("/?token=" + token, Host=f"evil.example:{port}"))[0]
+                got["foreign origin"] = (await status("/?token=" + token, Origin="http://evil.example"))[0]
+                ws = f"ws://127.0.0.1:{port}/ws/"
+                for name, path, origin in (("ws foreign origin", ws + token, "http://evil.example"),
+                                           ("ws bad token", ws + "nope", f"http://127.0.0.1:{port}"),
+                                           ("ws own page", ws + token, f"http://127.0.0.1:{port}")):
+                    try:
+                        async with http.ws_connect(path + "?width=80&height=24", origin=origin) as conn:
+                            got[name] = 101
+                            await conn.close()
+                    except aiohttp.WSServerHandshakeError as exc:
+                        got[name] = exc.status
+            return got
+
+        got = asyncio.run(asyncio.wait_for(probe(), 60))
+    finally:
+        _stop(proc)
+    status, csp, page = got.pop("page")
+    assert status == 200 and f"/ws/{token}" in page
+    assert got == {"no token": 403, "bad token": 403, "rebound host": 403, "foreign origin": 403,
+                   "ws foreign origin": 403, "ws bad token": 403, "ws own page": 101}
+    # nothing from the internet: no external font, script or style; the policy forbids it too
+    assert "googleapis" not in page and not [u for u in page.split('"') if u.startswith(("https://", "//"))]
+    assert "default-src 'self'" in csp and "font-src 'self'" in csp
+
+
+def test_serve_warns_when_other_machines_can_reach_it(tmp_path):
+    pytest.importorskip("textual_serve")
+    proc, url, said = _serve(tmp_path, "--host", "0.0.0.0")
+    _stop(proc)
+    assert "warning: --host 0.0.0.0 can be reached from other machines" in said
+    assert url.startswith("http://127.0.0.1:") and "?token=" in url
 
 
 def test_report_paths_resolve_against_the_report_folder(tmp_path):

@@ -32,10 +32,11 @@ from typing import Any, Callable, Optional
 import numpy as np
 import torch
 
-from drifttui.core.capture import batch, observer
+from drifttui.core.capture import batch, determinism, observer
 from drifttui.core.model.inputs import cat_samples
 from drifttui.core.prepare import batch_probe
 from drifttui.core.runtime import sessions
+from drifttui.core.runtime.weights import release_weights
 from drifttui.core.runtime.torch_hooks import to_numpy
 from drifttui.core.runtime.guards import check_finite_feeds, check_finite_outputs, safe_forward
 from drifttui.core.metrics import Aggregate, Stats, compare
@@ -81,6 +82,9 @@ class Capture:
     timings: dict[str, float] = field(default_factory=dict)
     windows: list[Window] = field(default_factory=list)      # the capture windows used
     observer: Optional[ObserverCheck] = None                 # sample 0: instrumented vs plain outputs
+    output_dtypes: list[tuple[str, str]] = field(default_factory=list)   # per graph output: (torch, ORT)
+    # two torch forwards of sample 0: (note, max |d|, max |torch|); ("", 0, 0) when bit-identical
+    torch_self: tuple[str, float, float] = ("", 0.0, 0.0)
 
 
 @dataclass
@@ -90,6 +94,8 @@ class _Outputs:
     aggs: list[Aggregate]
     top1: list[list[int]]
     times: list[float] = field(default_factory=list)
+    dtypes: list[tuple[str, str]] = field(default_factory=list)     # sample 0's (torch, ORT) per output
+    self_check: tuple[str, float, float] = ("", 0.0, 0.0)     # determinism.self_check on sample 0
 
 
 # a partial result for the progress callback: (capture so far) -> Result
@@ -116,72 +122,120 @@ def _capture(pr: Prepared, cfg: Config, progress: ProgressFn, cancel: CancelToke
     source = pr.source(cfg.seed, cfg.zero_input)
     n = 1 if source.fixed else cfg.samples
     k = layer_sample_count(cfg.layer_samples, n)
-    every = k >= n
     timings: dict[str, float] = {"sessions": 0.0}
     notes = list(pr.notes)
-    floor, windows, obs, prebuilt = _open(pr, cfg, timings)
-    outs = _Outputs([Aggregate() for _ in pr.index.graph_outputs], [[0, 0] for _ in pr.index.graph_outputs])
-    acc = Accum()
-    chosen: list[int] = []
-    worst: list[tuple[float, int]] = []      # heap of (output error, -sample) of the k - 1 worst after sample 0
-    batch = min(pr.batch, n)
-    t_start, sessions_before = time.perf_counter(), timings["sessions"]
-    first, rest = (windows[0], windows[1:]) if windows else (None, [])
-
-    def snap(done: int) -> Capture:
-        return _snapshot(pr, cfg, acc, outs, done, chosen, notes, timings, windows, obs)
-
-    with _WindowPass(pr, cfg, first, timings, prebuilt) as wp:
-        if batch > 1 and wp.p is not None:
-            why = wp.probe_batch(source.sample(0))
-            if why:
-                notes.append(f"--batch {cfg.batch} was not applied (samples ran one at a time): {why}")
-                batch = 1
-        pending: list[tuple[int, Any]] = []
-        for i in range(n):
-            cancel.check()
-            sample = source.sample(i)
-            feeds = pr.feeds(sample)
-            check_finite_feeds(feeds)
-            key = _output_pass(pr, floor, outs, i, sample, feeds)
-            if i == 0 or every:
-                chosen.append(i)
-                pending.append((i, sample))
-            else:
-                _keep_worst(worst, key, i, k - 1)
-            if pending and (len(pending) >= batch or i == n - 1 or not every):
-                wp.run(acc, pending, cancel)
-                pending = []
-            if i == 0 and partial is not None and n > 1:
-                progress(Progress("samples", 1, n, f"sample 1/{n}", partial(snap(1))))
-            elif i < n - 1:
-                progress(Progress("samples", i + 1, n, f"sample {i + 1}/{n}"))
-        extra = sorted(-j for _, j in worst)
-        if extra:        # the worst samples, now that the output pass has seen every sample
-            progress(Progress("samples", n, n, f"per-layer pass on the {len(extra)} worst sample(s)"))
-        _per_layer(wp, acc, source, extra, batch, cancel)
-        chosen = sorted(chosen + extra)
-    for wi, w in enumerate(rest):        # further --max-memory / observer windows: the layer samples only
-        with _WindowPass(pr, cfg, w, timings) as wp:
-            _per_layer(wp, acc, source, chosen, batch, cancel)
-        if partial is not None and wi < len(rest) - 1:      # layers fill in window by window
-            progress(Progress("samples", n, n, f"window {wi + 2}/{len(windows)}", partial(snap(n))))
-    timings["samples"] = time.perf_counter() - t_start - (timings["sessions"] - sessions_before)
-    _finish(timings, notes, acc, outs, n, chosen)
-    return snap(n)
-
-
-def _open(pr: Prepared, cfg: Config, timings: dict[str, float]) -> tuple[Any, list[Window], Any, Any]:
-    """The output pass's session, and the observer check (on every run: marking values as outputs
-    must change nothing), which also decides the capture windows."""
-    t = time.perf_counter()
-    floor = sessions.make_session(pr.proto, cfg.output_opt_level, cfg.deterministic, cfg.provider,
-                                     pr.workdir, "floor.onnx")
-    timings["sessions"] += time.perf_counter() - t
+    progress(Progress("observer", message="observer check: does marking values as outputs change ORT's numbers?"))
     t = time.perf_counter()
     windows, obs, prebuilt = observer.check(pr, cfg)
     timings["observer"] = time.perf_counter() - t
-    return floor, windows, obs, prebuilt
+    run = _Run(pr, cfg, source, n, k, timings, notes, windows, obs, progress, partial, cancel)
+    t_start, sessions_before = time.perf_counter(), timings["sessions"]
+    first, rest = (windows[0], windows[1:]) if windows else (None, [])
+    with _WindowPass(pr, cfg, first, timings, prebuilt) as wp:
+        run.samples(wp)
+    for wi, w in enumerate(rest):        # further --max-memory / observer windows: the layer samples only
+        with _WindowPass(pr, cfg, w, timings) as wp:
+            _per_layer(wp, run.acc, source, run.chosen, run.batch, cancel)
+        if partial is not None and wi < len(rest) - 1:      # layers fill in window by window
+            progress(Progress("samples", n, n, f"window {wi + 2}/{len(windows)}", partial(run.snap(n))))
+    timings["samples"] = time.perf_counter() - t_start - (timings["sessions"] - sessions_before)
+    _finish(timings, notes, run.acc, run.outs, n, run.chosen)
+    return run.snap(n)
+
+
+class _Run:
+    """The sample loop of window 0: the output pass on every sample, the per-layer pass on the
+    layer samples.
+
+    Memory: the weights are mapped once (``runtime.weights``) for the per-layer sessions, and the
+    output pass's session packs its own copy.  Both are resident together only while the
+    output-pass session is built: sample 0's per-layer pass runs before it exists, the mapping's
+    pages are given back after each (``release_weights``), and the session is closed before the
+    per-layer passes of the worst samples.  ``--layer-samples all`` keeps both (every sample runs
+    both passes).
+    """
+
+    def __init__(self, pr: Prepared, cfg: Config, source: Any, n: int, k: int, timings: dict[str, float],
+                 notes: list[str], windows: list[Window], obs: Any, progress: ProgressFn,
+                 partial: Optional[PartialFn], cancel: CancelToken) -> None:
+        self.pr, self.cfg, self.source, self.n, self.k = pr, cfg, source, n, k
+        self.timings, self.notes, self.windows, self.obs = timings, notes, windows, obs
+        self.progress, self.partial, self.cancel = progress, partial, cancel
+        self.every = k >= n
+        self.outs = _Outputs([Aggregate() for _ in pr.index.graph_outputs], [[0, 0] for _ in pr.index.graph_outputs])
+        self.acc = Accum()
+        self.chosen: list[int] = []
+        self.worst: list[tuple[float, int]] = []   # heap of (output error, -sample) of the k - 1 worst after sample 0
+        self.batch = min(pr.batch, n)
+        self.floor: Any = None
+        self.layer_time = 0.0
+
+    def snap(self, done: int) -> Capture:
+        return _snapshot(self.pr, self.cfg, self.acc, self.outs, done, self.chosen, self.notes, self.timings,
+                         self.windows, self.obs)
+
+    def _open_floor(self) -> None:
+        self.progress(Progress("sessions", message="opening the output pass's ONNX Runtime session"))
+        t = time.perf_counter()
+        pr, cfg = self.pr, self.cfg
+        self.floor = sessions.make_session(pr.proto, cfg.output_opt_level, cfg.deterministic, cfg.provider,
+                                           pr.workdir, "floor.onnx", data_dir=pr.index.data_dir)
+        release_weights(pr.index.data_dir)      # packing read every weight: the mapping's pages go back
+        self.timings["sessions"] += time.perf_counter() - t
+
+    def _layer_pass(self, wp: "_WindowPass", chunk: list[tuple[int, Any]]) -> None:
+        t = time.perf_counter()
+        wp.run(self.acc, chunk, self.cancel)
+        self.layer_time = max(self.layer_time, (time.perf_counter() - t) / max(1, len(chunk)))
+
+    def samples(self, wp: "_WindowPass") -> None:
+        n, cancel = self.n, self.cancel
+        if self.batch > 1 and wp.p is not None:
+            why = wp.probe_batch(self.source.sample(0))
+            if why:
+                self.notes.append(f"--batch {self.cfg.batch} was not applied (samples ran one at a time): {why}")
+                self.batch = 1
+        pending: list[tuple[int, Any]] = []
+        for i in range(n):
+            cancel.check()
+            sample = self.source.sample(i)
+            feeds = self.pr.feeds(sample)
+            check_finite_feeds(feeds)
+            if i == 0 and not self.every:        # before the output pass's session exists
+                self.chosen.append(0)
+                self._layer_pass(wp, [(0, sample)])
+                release_weights(self.pr.index.data_dir)
+            if self.floor is None:
+                self._open_floor()
+            key = _output_pass(self.pr, self.floor, self.outs, i, sample, feeds)
+            if self.every:
+                self.chosen.append(i)
+                pending.append((i, sample))
+            elif i > 0:
+                _keep_worst(self.worst, key, i, self.k - 1)
+            if pending and (len(pending) >= self.batch or i == n - 1):
+                self._layer_pass(wp, pending)
+                pending = []
+            self._report(i)
+        self.floor = None        # its packed weights go before the worst samples' per-layer passes
+        extra = sorted(-j for _, j in self.worst)
+        if extra:        # the worst samples, now that the output pass has seen every sample
+            self.progress(Progress("samples", n, n, f"per-layer pass on the {len(extra)} worst sample(s)",
+                                   eta=self.layer_time * len(extra)))
+        _per_layer(wp, self.acc, self.source, extra, self.batch, cancel)
+        self.chosen = sorted(self.chosen + extra)
+
+    def _report(self, i: int) -> None:
+        """Progress after sample ``i``, with the time the rest should take (samples left at the
+        median output pass, the per-layer passes still to run at the slowest seen so far)."""
+        n = self.n
+        per = float(np.median(self.outs.times)) if self.outs.times else 0.0
+        layer_passes = (n - 1 - i) if self.every else min(self.k - 1, n - 1)
+        eta = (n - 1 - i) * per + (layer_passes + max(0, len(self.windows) - 1) * min(self.k, n)) * self.layer_time
+        if i == 0 and self.partial is not None and n > 1:
+            self.progress(Progress("samples", 1, n, f"sample 1/{n}", self.partial(self.snap(1)), eta=eta))
+        elif i < n - 1:
+            self.progress(Progress("samples", i + 1, n, f"sample {i + 1}/{n}", eta=eta))
 
 
 def _per_layer(wp: "_WindowPass", acc: Accum, source: Any, ids: list[int], batch: int, cancel: CancelToken) -> None:
@@ -221,7 +275,8 @@ def _snapshot(pr: Prepared, cfg: Config, acc: Accum, outs: _Outputs, n: int, cho
     return Capture(config=cfg, samples=n, layer_samples=tuple(chosen), outputs=outs.aggs,
                    top1=[(a, b) for a, b in outs.top1], glob=acc.glob, local=acc.local_aggs(),
                    local_values=acc.loc_values, local_available=pr.local is not None, notes=list(notes),
-                   timings=dict(timings), windows=list(windows), observer=obs)
+                   timings=dict(timings), windows=list(windows), observer=obs, output_dtypes=list(outs.dtypes),
+                   torch_self=outs.self_check)
 
 
 def _output_pass(pr: Prepared, sess: Any, outs: _Outputs, i: int, sample: Any, feeds: dict) -> float:
@@ -229,13 +284,17 @@ def _output_pass(pr: Prepared, sess: Any, outs: _Outputs, i: int, sample: Any, f
     t0 = time.perf_counter()
     names = pr.index.graph_outputs
     ort_vals = sessions.run(sess, feeds, names)
-    t_outs = safe_forward(pr.model, sample, versioned=False)
+    t_outs = safe_forward(pr.model, sample, versioned=False, index=i)
     check_finite_outputs(t_outs, i)
+    if i == 0:
+        outs.self_check = determinism.self_check(pr.model, sample, t_outs)
     key = 0.0
     for k, name in enumerate(names):
         if k >= len(t_outs) or name not in ort_vals:
             continue
         tt, oo = t_outs[k], ort_vals[name]
+        if i == 0:
+            outs.dtypes.append((str(tt.dtype).replace("torch.", ""), str(oo.dtype)))
         st = compare(tt, oo)
         outs.aggs[k].add(i, st)
         key = max(key, math.inf if st.nan_mismatch or st.shape_mismatch else st.max_rel)
@@ -260,11 +319,12 @@ class _WindowPass:
             return self
         t = time.perf_counter()
         main = self.main if self.main is not None else sessions.make_session(
-            pr.proto, cfg.opt_level, cfg.deterministic, cfg.provider, pr.workdir, "main.onnx", extra_outputs=w.values)
+            pr.proto, cfg.opt_level, cfg.deterministic, cfg.provider, pr.workdir, "main.onnx", extra_outputs=w.values,
+            data_dir=pr.index.data_dir, prepack=False)
         local_sess = None
         if w.local is not None:
             local_sess = sessions.make_session(w.local.model, cfg.opt_level, cfg.deterministic, cfg.provider,
-                                                  pr.workdir, "local.onnx")
+                                               pr.workdir, "local.onnx", data_dir=pr.index.data_dir, prepack=False)
         self.timings["sessions"] += time.perf_counter() - t
         fetch = list(dict.fromkeys(pr.index.graph_outputs + w.values))
         self.p = Pass(pr.plan, w, main, fetch, local_sess, pr.hooks, pr.model, safe_forward,

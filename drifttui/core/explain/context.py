@@ -103,6 +103,8 @@ class Context:
         """The graph under test as a file, so reruns skip the export."""
         if self.cfg.onnx:
             return self.cfg.onnx
+        if self.index.path is not None:      # the export (its weights are external: never saved again)
+            return str(self.index.path)
         if self._onnx is None:
             self._onnx = save_model(self.index.model, self.workdir / "model.onnx")
         return str(self._onnx)
@@ -181,4 +183,5 @@ class Context:
                     deterministic: Optional[bool] = None, optimized: Optional[Path] = None) -> Any:
         det = self.cfg.deterministic if deterministic is None else deterministic
         return sessions.make_session(self.index.model, opt_level, det, self.cfg.provider, self.workdir,
-                                        f"s_{opt_level}.onnx", optimized, extra_outputs=extra)
+                                     f"s_{opt_level}.onnx", optimized, extra_outputs=extra,
+                                     data_dir=self.index.data_dir)

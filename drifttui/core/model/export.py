@@ -56,7 +56,7 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
                     extra["dynamic_shapes"] = _dynamic_shapes(torch, args, kwargs)
                 program = torch.onnx.export(model, args, kwargs=kwargs or None, dynamo=True,
                                             verbose=False, external_data=False, **extra)
-                program.save(str(path))
+                program.save(str(path), external_data=True)     # weights read where they lie
             else:
                 _export_torchscript(torch, model, args, kwargs, path, dyn)
         except ModelError:

@@ -16,7 +16,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 from drifttui.core.model import memory
 from drifttui.core.model.spec import CallableSpec, ModelSpec
@@ -170,8 +170,22 @@ def load_checkpoint(path: str | Path) -> Any:
                          "save tensors/state_dicts only, or allow-list the classes with torch.serialization.add_safe_globals") from exc
 
 
-def load_onnx(path: Path) -> Any:
-    """Load an ONNX model with its external data; check it; return the ModelProto."""
+# An ONNX file whose initializers are embedded and weigh more than this is written once into the
+# run's workdir with its weights as external data: every later session then maps the weights
+# from that file instead of receiving a serialised copy of the whole model.
+EXTERNALISE_BYTES = 64 << 20
+
+
+def load_onnx(path: Path, workdir: Optional[Path] = None) -> tuple[Any, Path]:
+    """Load an ONNX model WITHOUT its external data; check it; return ``(proto, path)``.
+
+    The weights stay where they lie: the proto keeps its external-data references (relative to
+    ``path.parent``), ONNX Runtime maps the file, and drifttui reads the few tensors it needs from
+    it (``graph.tensor_array``).  The checker is given the path, not the proto, so a model of any
+    size is checked (protobuf cannot serialise more than 2 GiB) and nothing is serialised again.
+    With ``workdir``, embedded weights over ``EXTERNALISE_BYTES`` are moved once into an external
+    file there, and the returned path is that copy's.
+    """
     import onnx
 
     if not path.is_file():
@@ -186,30 +200,62 @@ def load_onnx(path: Path) -> Any:
     if len(model.graph.node) == 0 and len(model.graph.output) == 0:
         raise InputError(f"ONNX file {str(path)!r} holds no graph (corrupt or not an ONNX model)",
                          "re-export the model or copy the file again")
+    _check_external_data(model, path)
     try:
-        from onnx.external_data_helper import load_external_data_for_model, uses_external_data
-
-        externals = [t for t in _all_tensors(model) if uses_external_data(t)]
-        for t in externals:
-            location = next((e.value for e in t.external_data if e.key == "location"), "")
-            confined_location(path, location)
-            if not (path.parent / location).is_file():
-                raise InputError(
-                    f"ONNX file {str(path)!r} needs external data file {location!r}, which is missing",
-                    "put the .data file next to the .onnx file (as it was exported)")
-        if externals:
-            load_external_data_for_model(model, str(path.parent))
-    except InputError:
-        raise
-    except Exception as exc:
-        raise InputError(f"external data of {str(path)!r} cannot be read ({type(exc).__name__}: {exc})",
-                         "put the complete .data file next to the .onnx file") from exc
-    try:
-        onnx.checker.check_model(model, full_check=False)
+        onnx.checker.check_model(str(path), full_check=False)
     except Exception as exc:
         first = first_line(exc)
         raise InputError(f"ONNX file {str(path)!r} is invalid: {first}", "re-export the model") from exc
-    return model
+    if workdir is not None and _embedded_bytes(model) > EXTERNALISE_BYTES:
+        return _externalise(model, workdir)
+    return model, path
+
+
+def _check_external_data(model: Any, path: Path) -> None:
+    """Every external tensor's file lies in the ONNX file's folder, exists and holds its bytes."""
+    import os
+
+    from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+
+    sizes: dict[str, int] = {}
+    for t in _all_tensors(model):
+        if not uses_external_data(t):
+            continue
+        try:
+            info = ExternalDataInfo(t)
+        except Exception as exc:
+            raise InputError(f"external data of {str(path)!r} cannot be read ({type(exc).__name__}: {exc})",
+                             "put the complete .data file next to the .onnx file") from exc
+        location = info.location or ""
+        target = confined_location(path, location)
+        if location not in sizes:
+            if not target.is_file():
+                raise InputError(
+                    f"ONNX file {str(path)!r} needs external data file {location!r}, which is missing",
+                    "put the .data file next to the .onnx file (as it was exported)")
+            sizes[location] = os.path.getsize(target)
+        offset = int(info.offset or 0)
+        length = int(info.length) if info.length is not None and int(info.length) >= 0 else None
+        if offset > sizes[location] or (length is not None and offset + length > sizes[location]):
+            raise InputError(f"external data of {str(path)!r} cannot be read (tensor {t.name!r} lies past the "
+                             f"end of {location!r}: the file is truncated)",
+                             "put the complete .data file next to the .onnx file")
+
+
+def _embedded_bytes(model: Any) -> int:
+    return sum(len(t.raw_data) for t in model.graph.initializer if t.HasField("raw_data"))
+
+
+def _externalise(model: Any, workdir: Path) -> tuple[Any, Path]:
+    """Write ``model`` into ``workdir`` with its big initializers as external data; reload it
+    without them (the weights then live in one file that every session maps)."""
+    import onnx
+
+    out = workdir / "external.onnx"
+    onnx.save(model, str(out), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="external.onnx.data", size_threshold=1024)
+    del model
+    return onnx.load(str(out), load_external_data=False), out
 
 
 def _all_tensors(model: Any) -> list[Any]:

@@ -88,7 +88,7 @@ def _init_info(index: GraphIndex, name: str, params: dict[str, np.ndarray],
     dtype = elem_type_name(t.data_type)
     if arr is None or arr.size == 0:
         return InitializerInfo(name, dtype, list(t.dims), 0.0, 0.0, 0.0, 0.0)
-    a = arr.astype(np.float64) if arr.dtype.kind in "fiub" else np.zeros(1)
+    a = arr if arr.dtype.kind in "fiub" else np.zeros(1)
     torch_name = name if name in params else None
     if torch_name is None:
         # anonymous (folded) initializer: match by shape within the module's own parameters
@@ -104,14 +104,42 @@ def _init_info(index: GraphIndex, name: str, params: dict[str, np.ndarray],
         # a folded weight is compared THROUGH the fold (Conv weight x BatchNorm scale), not skipped
         f = through(torch_name)
         if f is not None and f.shape == a.shape:
-            diff = float(np.max(np.abs(f.astype(np.float64) - a)))
+            diff = _max_diff(f, a)
     elif torch_name is not None and a.size and not folded:
-        p = params[torch_name].astype(np.float64)
+        p = params[torch_name]
         diffs = []
         if p.shape == a.shape:
-            diffs.append(float(np.max(np.abs(p - a))))
+            diffs.append(_max_diff(p, a))
         if p.ndim == 2 and p.T.shape == a.shape:
-            diffs.append(float(np.max(np.abs(p.T - a))))     # stored transposed
+            diffs.append(_max_diff(p.T, a))     # stored transposed
         diff = min(diffs) if diffs else None
-    return InitializerInfo(name, dtype, list(t.dims), float(a.min()), float(a.max()), float(a.mean()),
-                           float(a.std()), torch_name, diff)
+    return InitializerInfo(name, dtype, list(t.dims), *_stats(a), torch_name, diff)
+
+
+_CHUNK = 1 << 22     # elements: a big weight (read from its mapped file) is never copied whole to float64
+
+
+def _chunks(a: np.ndarray) -> Any:
+    rows = a.reshape(a.shape[0], -1) if a.ndim > 1 else a.reshape(-1, 1)
+    step = max(1, _CHUNK // max(1, rows.shape[1]))
+    for start in range(0, rows.shape[0], step):
+        yield start, rows[start:start + step].astype(np.float64)
+
+
+def _stats(a: np.ndarray) -> tuple[float, float, float, float]:
+    """min, max, mean, std of ``a`` in float64, a chunk at a time."""
+    lo, hi, total, n = np.inf, -np.inf, 0.0, a.size
+    for _, c in _chunks(a):
+        lo, hi, total = min(lo, float(c.min())), max(hi, float(c.max())), total + float(c.sum())
+    mean = total / n
+    var = sum(float(np.square(c - mean).sum()) for _, c in _chunks(a)) / n
+    return lo, hi, mean, float(np.sqrt(var))
+
+
+def _max_diff(p: np.ndarray, a: np.ndarray) -> float:
+    """max |p - a| in float64, a chunk at a time (same shapes)."""
+    rows = p.reshape(p.shape[0], -1) if p.ndim > 1 else p.reshape(-1, 1)
+    worst = 0.0
+    for start, c in _chunks(a):
+        worst = max(worst, float(np.max(np.abs(rows[start:start + len(c)].astype(np.float64) - c))))
+    return worst

@@ -11,6 +11,7 @@ from drifttui.core.dtypes import elem_name
 
 import ast
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
@@ -51,6 +52,14 @@ class GraphIndex:
     opset: Optional[int]
     producer_name: str
     constant_values: set[str] = field(default_factory=set)  # outputs of Constant nodes
+    # the ONNX file the graph was read from; external-data references are relative to its folder
+    # (the proto never holds those weights: see loading.load_onnx). None: built in memory.
+    path: Optional[Path] = None
+
+    @property
+    def data_dir(self) -> Optional[Path]:
+        """Where the external data of the graph's initializers lies (None: built in memory)."""
+        return self.path.parent if self.path is not None else None
 
     @property
     def has_scopes(self) -> bool:
@@ -97,7 +106,7 @@ def _scope_torchscript(name: str) -> Optional[list[str]]:
     return parts
 
 
-def build_index(model: Any) -> GraphIndex:
+def build_index(model: Any, path: Optional[Path] = None) -> GraphIndex:
     """One pass over the nodes filling every index at once (producers, consumers, scopes): a pass
     per index would walk a 100k-node graph several times."""
     graph = model.graph
@@ -130,7 +139,7 @@ def build_index(model: Any) -> GraphIndex:
         elem_types=elem_types, flavour=flavour,
         opset=next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None),
         producer_name=f"{model.producer_name} {model.producer_version}".strip(),
-        constant_values=constants,
+        constant_values=constants, path=path,
     )
     if flavour != UNKNOWN:
         _fill_missing_scopes(index)
@@ -257,6 +266,12 @@ def tensor_array(index: GraphIndex, name: str) -> Optional[np.ndarray]:
 
     t = index.initializers.get(name)
     if t is not None:
+        if index.data_dir is not None and t.data_location == t.EXTERNAL:
+            # read where it lies (a view of the mapped file when it can be): the proto stays without weights
+            from drifttui.core.runtime.weights import SharedWeights
+
+            arr = SharedWeights.of(index.data_dir).array(t)
+            return arr if arr is not None else numpy_helper.to_array(t, str(index.data_dir))
         return numpy_helper.to_array(t)
     p = index.producer.get(name)
     if p is not None and index.nodes[p].op_type == "Constant":
@@ -264,6 +279,32 @@ def tensor_array(index: GraphIndex, name: str) -> Optional[np.ndarray]:
             if a.name == "value":
                 return numpy_helper.to_array(a.t)
     return None
+
+
+def full_model(index: GraphIndex) -> Any:
+    """A copy of the graph with every weight in the proto (read from the external data), for a
+    model written out whole (``drifttui repair --out``); the index's own proto stays without them."""
+    import onnx
+
+    if index.data_dir is None:
+        return index.model
+    from onnx.external_data_helper import load_external_data_for_model
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(index.model)
+    load_external_data_for_model(copy, str(index.data_dir))
+    return copy
+
+
+def with_data(index: GraphIndex, t: Any) -> Any:
+    """``t`` with its data in the proto (read from its external file), for a graph that leaves
+    the run: a few tensors, never the whole model."""
+    if t.data_location != t.EXTERNAL or index.data_dir is None:
+        return t
+    from onnx import numpy_helper
+
+    arr = tensor_array(index, t.name)
+    return numpy_helper.from_array(np.ascontiguousarray(arr), t.name) if arr is not None else t
 
 
 elem_type_name = elem_name       # the one table: core/dtypes.py

@@ -36,6 +36,7 @@ from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progres
 from drifttui.core.result import Config
 from drifttui.core.model.spec import InputSpec, parse_input_spec, parse_model_spec
 from drifttui.core.model.units import human
+from drifttui.core.prepare.budget import Budget, plan_budget, window_note
 from drifttui.core.prepare.windows import Window, attach_local, plan_windows
 from drifttui.errors import ModelError
 
@@ -95,10 +96,10 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     timings: dict[str, float] = {"load": 0.0, "export": 0.0, "map": 0.0}
     notes: list[str] = []
     loaded = _load(cfg, workdir, progress, timings, notes)
-    model, example, in_spec, gi, sample0, proto, exporter, batch = loaded
+    model, example, in_spec, gi, sample0, proto, onnx_path, exporter, batch = loaded
     cancel.check()
     t = time.perf_counter()
-    index = build_index(proto)
+    index = build_index(proto, onnx_path)
     if exporter == "user file":
         exporter = {DYNAMO: "dynamo (from the file's metadata)",
                     TORCHSCRIPT: "torchscript (from the file's node names)"}.get(index.flavour, "unknown")
@@ -118,11 +119,12 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
         batch = _no_batch(cfg, notes, "batched capture needs module hooks")
     local = build_local_graph(index, plan, calls, [TensorRef.of(t) for t in flatten(sample0)]) \
         if hooks is not None else None
-    budget = cfg.max_memory if hooks is not None else None
+    mem = plan_budget(cfg.max_memory, index, hooks is not None)
+    budget = mem.activations if hooks is not None else None
     windows, total_bytes = plan_windows(plan, calls, index, max(1, budget // batch) if budget else budget,
                                         set(index.graph_inputs))
     attach_local(windows, local, plan)
-    notes[:0] = _window_notes(cfg, hooks is not None, windows, budget, total_bytes)
+    notes[:0] = mem.notes + _window_notes(cfg, hooks is not None, windows, budget, total_bytes, mem)
     details = layer_details(index, plan, calls, model)
     timings["map"] = time.perf_counter() - t
     return Prepared(config=cfg, model=model, example=example, input_spec=in_spec, onnx_inputs=gi, index=index,
@@ -144,9 +146,9 @@ def _load(cfg: Config, workdir: Path, progress: ProgressFn, timings: dict[str, f
     model = load_torch_model(spec, trust=cfg.trust_model_file)
     in_spec = parse_input_spec(cfg.inputs)
     batch = cfg.batch
-    proto, gi = None, None
+    proto, gi, onnx_path = None, None, None
     if cfg.onnx:
-        proto = load_onnx(Path(cfg.onnx))
+        proto, onnx_path = load_onnx(Path(cfg.onnx), workdir)
         gi = graph_inputs(proto)
         static = batch_probe.static_inputs(gi) if batch > 1 else []
         if static:
@@ -168,9 +170,9 @@ def _load(cfg: Config, workdir: Path, progress: ProgressFn, timings: dict[str, f
                 lambda name: _export(model, example, sample0, name, workdir, False), cfg.exporter)
         if why:
             notes.append(why)       # --exporter auto: why dynamo failed, which exporter made the file
-        proto = load_onnx(path)
+        proto, onnx_path = load_onnx(path, workdir)
         timings["export"] = time.perf_counter() - t
-    return model, example, in_spec, gi, sample0, proto, exporter, batch
+    return model, example, in_spec, gi, sample0, proto, onnx_path, exporter, batch
 
 
 def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str, index: GraphIndex,
@@ -198,7 +200,7 @@ def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str
     def resolve(values: list[str]) -> dict:
         # sample 0 through ONNX Runtime (optimisations off) for content-based output pairing
         sess = sessions.make_session(index.model, "disable", False, cfg.provider, workdir, "pairing.onnx",
-                                        extra_outputs=values)
+                                     extra_outputs=values, data_dir=index.data_dir, prepack=False)
         return sessions.run(sess, feeds0, values)
 
     plan = build_plan(index, calls, names, has_params, aliases, resolve, multi_out)
@@ -220,18 +222,16 @@ def _no_batch(cfg: Config, notes: list[str], why: str) -> int:
 
 
 def _window_notes(cfg: Config, hooked: bool, windows: list[Window], budget: Optional[int],
-                  total_bytes: int) -> list[str]:
+                  total_bytes: int, mem: Budget) -> list[str]:
     out = []
     if len(windows) > 1:
-        out.append(f"captured in {len(windows)} windows of consecutive layers to stay within --max-memory "
-                   f"{human(budget or 0)} (one sample's intermediates, both sides: ~{human(total_bytes)}); "
-                   "each window costs one ORT run and one torch forward per per-layer sample")
+        out.append(window_note(mem, len(windows), total_bytes))
     if cfg.max_memory is not None and not hooked:
         out.append("--max-memory was not applied: windowed capture needs module hooks")
     big = [w for w in windows if budget is not None and w.nbytes > budget]
     if big:
         listed = ", ".join(str(w.first) for w in big[:10]) + (f" and {len(big) - 10} more" if len(big) > 10 else "")
-        out.append(f"layer(s) {listed} alone exceed --max-memory; they were captured on their own")
+        out.append(f"layer(s) {listed} alone exceed the memory budget; they were captured on their own")
     return out
 
 

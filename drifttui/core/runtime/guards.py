@@ -1,7 +1,7 @@
 """Guards around the per-sample runs: a failing forward as a one-line error, NaN/Inf refused."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -11,8 +11,9 @@ from drifttui.core.model.inputs import flatten
 from drifttui.errors import Cancelled, InputError, ModelError, first_line
 
 
-def safe_forward(model: Any, sample: Any, versioned: bool = True) -> list[torch.Tensor]:
-    """One forward; ``versioned`` (the hooked passes): under no_grad so tensors keep version counters."""
+def safe_forward(model: Any, sample: Any, versioned: bool = True, index: Optional[int] = None) -> list[torch.Tensor]:
+    """One forward; ``versioned`` (the hooked passes): under no_grad so tensors keep version counters.
+    ``index``: the sample's number, named in the error (a model may fail on one sample only)."""
     try:
         return run_model(model, sample[0], sample[1], versioned=versioned)
     except (Cancelled, InputError, ModelError):
@@ -20,7 +21,8 @@ def safe_forward(model: Any, sample: Any, versioned: bool = True) -> list[torch.
     except Exception as exc:
         msg = first_line(exc)
         shapes = ", ".join("x".join(map(str, t.shape)) for t in flatten(sample))
-        raise InputError(f"the PyTorch model failed on inputs of shape {shapes}: {type(exc).__name__}: {msg[:300]}",
+        which = f"sample {index} (inputs of shape {shapes})" if index is not None else f"inputs of shape {shapes}"
+        raise InputError(f"the PyTorch model failed on {which}: {type(exc).__name__}: {msg[:300]}",
                          "give inputs the model accepts (--inputs)") from exc
 
 

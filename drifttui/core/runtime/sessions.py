@@ -8,6 +8,7 @@ import numpy as np
 
 from drifttui.core.model.onnx_io import fits_inline, save_model
 from drifttui.core.result import OPT_LEVELS
+from drifttui.core.runtime.weights import SharedWeights
 from drifttui.errors import InputError, ModelError, first_line
 
 
@@ -41,11 +42,18 @@ def session_options(opt_level: str, deterministic: bool, optimized_path: Optiona
 
 def make_session(model: Any, opt_level: str, deterministic: bool, provider: str, workdir: Path,
                  name: str = "session.onnx", optimized_path: Optional[Path] = None,
-                 extra_outputs: Sequence[str] = ()) -> Any:
+                 extra_outputs: Sequence[str] = (), data_dir: Optional[Path] = None,
+                 prepack: bool = True) -> Any:
     """An InferenceSession for ``model`` whose graph also outputs ``extra_outputs`` (by name only).
 
     The extra outputs are added to ``model`` for the time it takes to serialise it and removed
-    again: no copy of the model (and of its weights) per session.
+    again: no copy of the model per session.  Initializers stored as external data (every big
+    model: see ``loading.load_onnx``) are not in the proto: the session reads them from the one
+    mapping of their file in ``data_dir`` (``weights.SharedWeights``), so the serialised graph is
+    small whatever the size of the weights.  ``prepack=False``: ORT uses the mapped weights as
+    they lie instead of copying them into its packed layout (sessions that run a few times: the
+    per-layer pass, the observer check, the local graph, the pairing run; the output pass, which
+    runs every sample, packs them as a deployment does).
     """
     import onnx
     import onnxruntime as ort
@@ -55,6 +63,12 @@ def make_session(model: Any, opt_level: str, deterministic: bool, provider: str,
         raise InputError(f"execution provider {provider!r} is not available in this onnxruntime",
                          f"use one of {', '.join(available)}")
     so = session_options(opt_level, deterministic, optimized_path)
+    if not prepack:
+        so.add_session_config_entry("session.disable_prepacking", "1")
+    shared: Any = None
+    if data_dir is not None:
+        so.add_session_config_entry("session.model_external_initializers_file_folder_path", str(data_dir))
+        shared = SharedWeights.of(data_dir).add_to(so, model)
     outputs = model.graph.output
     kept = len(outputs)
     have = {o.name for o in outputs}
@@ -64,12 +78,14 @@ def make_session(model: Any, opt_level: str, deterministic: bool, provider: str,
     finally:
         del outputs[kept:]
     try:
-        return ort.InferenceSession(payload, so, providers=[provider])
+        session = ort.InferenceSession(payload, so, providers=[provider])
     except Exception as exc:
         first = first_line(exc)
         raise ModelError(f"ONNX Runtime cannot load the graph: {first[:400]}",
                          "check that every op is supported by this onnxruntime and provider "
                          "(try another --opset when exporting, or a newer onnxruntime)") from exc
+    session._drifttui_weights = shared      # the mapped buffers live as long as the session
+    return session
 
 
 def run(session: Any, feeds: dict[str, np.ndarray], names: Optional[list[str]] = None) -> dict[str, np.ndarray]:

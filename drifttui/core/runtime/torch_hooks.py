@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from torch.utils._pytree import tree_leaves
 
+from drifttui.errors import InputError
+
 
 def dtype_name(t: torch.Tensor) -> str:
     return str(t.dtype).replace("torch.", "")
@@ -197,7 +199,24 @@ def run_model(model: Any, args: tuple, kwargs: dict, versioned: bool = False) ->
     so tensors keep version counters (``t._version`` grows with every in-place op)."""
     with torch.no_grad() if versioned else torch.inference_mode():
         out = model(*args, **kwargs)
-    return tensors_of(out)
+    tensors = tensors_of(out)
+    if not tensors:
+        raise InputError(f"the PyTorch model's forward returned {returned(out)}, not a tensor: nothing to compare "
+                         "with the ONNX outputs", "make forward return the tensor(s) the ONNX graph outputs")
+    return tensors
+
+
+def returned(out: Any) -> str:
+    """What a forward returned, for a message: ``None``, ``a str ('hello')``, ``an empty tuple``."""
+    if out is None:
+        return "None"
+    name = type(out).__name__
+    article = "an" if name[:1].lower() in "aeiou" else "a"
+    if isinstance(out, (list, tuple, dict)) and not out:
+        return f"an empty {name}"
+    if isinstance(out, (list, tuple, dict)):
+        return f"{article} {name} without a tensor in it"
+    return f"{article} {name} ({repr(out)[:40]})"
 
 
 class TensorStore(Sink):

@@ -14,6 +14,8 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from drifttui.report.escape import terminal
+
 
 class DetailScreen(Screen[None]):
     BINDINGS = [
@@ -36,7 +38,8 @@ class DetailScreen(Screen[None]):
         self.fix_to_copy = fix_to_copy
 
     def compose(self) -> ComposeResult:
-        yield Static(self.title_text + "   (Esc back · ↑↓ PgUp PgDn scroll)", id="detail-title")
+        yield Static(terminal(self.title_text) + "   (Esc back · ↑↓ PgUp PgDn scroll)", id="detail-title",
+                     markup=False)
         with VerticalScroll(id="detail-scroll"):
             yield Static(self.renderable, id="detail-body")
         yield Footer()
@@ -61,8 +64,9 @@ class DetailScreen(Screen[None]):
         if not text:
             self.notify(f"no {what} to copy here", severity="warning")
             return
+        text = terminal(text)
         self.app.copy_to_clipboard(text)
-        self.notify(f"copied {what}: {text[:60]}")
+        self.notify(f"copied {what}: {text[:60]}", markup=False)
 
     def action_copy_name(self) -> None:
         self._copy(self.name_to_copy, "name")

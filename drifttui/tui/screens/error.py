@@ -11,6 +11,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
+from drifttui.report.escape import terminal
+
 
 class ErrorScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,enter,q", "close", "Close")]
@@ -33,8 +35,8 @@ class ErrorScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.title_text, id="error-title", markup=False)
-            yield Static(self.message, id="error-message", markup=False)
+            yield Label(terminal(self.title_text), id="error-title", markup=False)
+            yield Static(terminal(self.message, keep_newlines=True), id="error-message", markup=False)
             yield Button("OK (Esc)", variant="error", id="error-ok")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:

@@ -8,6 +8,7 @@ from textual.widgets import Static
 
 from drifttui.api import Progress
 from drifttui.core.result import Config, Result
+from drifttui.report.escape import terminal
 from drifttui.tui.tree import display_name
 
 
@@ -44,7 +45,7 @@ def progress_text(p: Optional[Progress]) -> Text:
     count = f"{p.done}/{p.total}" if p.total else ""
     if count:
         text.append(f" {count}")
-    msg = p.message.strip()
+    msg = terminal(p.message.strip())
     if msg and msg != p.stage and not (count and count in msg):
         text.append(f" {msg}", style="dim")
     return text

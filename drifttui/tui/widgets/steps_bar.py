@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from drifttui.core.progress import Progress
 from drifttui.core.result import Config, Step
+from drifttui.report.escape import terminal, terminal_data
 from drifttui.tui.step_view import VERDICT_GLYPH, VERDICT_STYLE, config_diff
 
 SHORT = {1: "artifact", 2: "zero-input", 3: "onnx node", 4: "tolerance", 5: "determinism", 6: "custom"}
@@ -95,22 +96,23 @@ class StepsBar(Static):
             text.append(f"\nstep {n} running", style="italic")
             if p is not None:
                 text.append(f" {p.done}/{p.total}" if p.total else "")
-                text.append(f" {p.message}" if p.message else "", style="dim")
+                text.append(f" {terminal(p.message)}" if p.message else "", style="dim")
             text.append("  (x cancels)", style="dim")
             if step is not None:
                 text.append(f"\nprevious result: {step.verdict.upper()}", style="dim")
             return text
         if step is None:
             msg = self.messages.get(n)
-            text.append(f"\n{msg}" if msg else f"\nstep {n} not run yet: press {n} to run it",
+            text.append(f"\n{terminal(msg)}" if msg else f"\nstep {n} not run yet: press {n} to run it",
                         style="#f0a030" if msg else "dim")
             return text
         text.append_text(self._summary(step))
         if n in self.messages:
-            text.append(f"\n{self.messages[n]}", style="#f0a030")
+            text.append(f"\n{terminal(self.messages[n])}", style="#f0a030")
         return text
 
     def _summary(self, step: Step) -> Text:
+        step = terminal_data(step)      # a step's texts quote untrusted names
         text = Text()
         head = Text()
         head.append(f"\n{step.step}. {step.title}: ", style="bold")

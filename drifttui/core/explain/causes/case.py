@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.prepare.graph import tensor_array
+from drifttui.core.prepare.graph import tensor_array, with_data
 from drifttui.core.result import UNMAPPED
 from drifttui.core.runtime import sessions
 from drifttui.core.runtime.torch_hooks import Hooks, TensorStore, run_model, to_numpy
@@ -208,7 +208,7 @@ def _model(ctx: Any, nodes: list[Any], feeds: dict[str, np.ndarray], extra_inits
     from onnx import helper
 
     used = {v for n in nodes for v in n.inputs if v}
-    inits = [t for name, t in ctx.index.initializers.items() if name in used] + extra_inits
+    inits = [with_data(ctx.index, t) for name, t in ctx.index.initializers.items() if name in used] + extra_inits
     g = helper.make_graph([n.proto for n in nodes], "drifttui_origin", [], [], inits)
     for name, arr in feeds.items():
         g.input.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(arr.dtype),

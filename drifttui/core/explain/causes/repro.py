@@ -36,8 +36,16 @@ for f, g in zip(outs, got):
 PY"""
 
 
-def check_dir(path: str, inputs: list[str]) -> None:
+def _target(path: str) -> Path:
+    """The folder ``--out`` names: a symbolic link is written through (its target is the folder)."""
     p = Path(path)
+    return Path(os.path.realpath(p)) if p.is_symlink() else p
+
+
+def check_dir(path: str, inputs: list[str]) -> None:
+    """Before the run: ``--out`` must be a new or empty folder (through a link too) in a writable
+    folder, and must not hold an input of the run."""
+    p = _target(path)
     for src in inputs:
         if src and os.path.realpath(src).startswith(os.path.realpath(p) + os.sep):
             raise InputError(f"--out {path!r} holds an input of this run ({src})", "pick a new folder")
@@ -53,7 +61,7 @@ def write_case(case: Case, path: str, loc_note: str = "") -> Eval:
     import onnx
     from onnx import numpy_helper
 
-    p = Path(path)
+    p = _target(path)
     parent = p.parent if str(p.parent) else Path(".")
     tmp = Path(tempfile.mkdtemp(prefix=".drifttui-repro-", dir=str(parent)))
     try:

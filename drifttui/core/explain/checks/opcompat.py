@@ -32,7 +32,8 @@ def check(ctx: Context) -> list[Finding]:
 
     out: list[Finding] = []
     try:
-        onnx.checker.check_model(ctx.index.model, full_check=False)
+        # by path: the proto holds no external weights (and may be over protobuf's 2 GiB)
+        onnx.checker.check_model(str(ctx.index.path) if ctx.index.path else ctx.index.model, full_check=False)
     except Exception as exc:  # the checker's message is the evidence
         first = first_line(exc)
         out.append(Finding(CHECK, "error", None, [], f"onnx.checker rejects the file: {first[:300]}",

@@ -1,0 +1,110 @@
+"""The weights of an ONNX file read where they lie: each external data file mapped once, shared by
+every ONNX Runtime session of the run and by the tensors drifttui reads itself.
+
+ORT given a file maps it per session, and every mapping counts again in the process's resident
+memory (a 0.9 GB model with four sessions: 3.5 GB); given the same buffers
+(``SessionOptions.add_initializer``) every session reads the one mapping, without a copy (the
+sessions that pack weights for speed, the output pass's, still copy them into their packed layout).
+"""
+from __future__ import annotations
+
+import os
+import weakref
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+
+class SharedWeights:
+    """The external data files of one folder, each mapped once (read-only) for every session.
+
+    ORT given a file maps it per session, and each mapping counts again in the process's
+    resident memory; given the same buffers (``SessionOptions.add_initializer``) every session
+    reads the one mapping.  Held weakly here and strongly by the sessions that use it: the
+    mapping goes when its last session does.
+    """
+
+    _open: "weakref.WeakValueDictionary[str, SharedWeights]" = weakref.WeakValueDictionary()
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.maps: dict[str, np.memmap] = {}
+
+    @classmethod
+    def of(cls, data_dir: Path) -> "SharedWeights":
+        key = os.path.realpath(str(data_dir))
+        found = cls._open.get(key)
+        if found is None:
+            found = cls(key)
+            cls._open[key] = found
+        return found
+
+    def array(self, tensor: Any) -> Optional[np.ndarray]:
+        """``tensor``'s external data as a read-only array over the mapping (no copy), or None
+        when it cannot be viewed in place (misaligned, segmented, another byte order...)."""
+        import sys
+
+        from onnx import helper
+        from onnx.external_data_helper import ExternalDataInfo
+
+        if sys.byteorder != "little":
+            return None
+        try:
+            info = ExternalDataInfo(tensor)
+            dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type))
+        except Exception:
+            return None
+        count = int(np.prod(tensor.dims, dtype=np.int64)) if len(tensor.dims) else 1
+        offset = int(info.offset or 0)
+        if dtype.kind not in "fiub" or offset % dtype.itemsize or (info.length is not None and
+                                                                   int(info.length) < count * dtype.itemsize):
+            return None
+        mm = self.maps.get(info.location)
+        if mm is None:
+            path = os.path.realpath(os.path.join(self.folder, info.location))
+            if os.path.commonpath([self.folder, path]) != self.folder or not os.path.isfile(path):
+                return None
+            mm = np.memmap(path, dtype=np.uint8, mode="r")
+            self.maps[info.location] = mm
+        if offset + count * dtype.itemsize > mm.size:
+            return None
+        return mm[offset:offset + count * dtype.itemsize].view(dtype).reshape(tuple(tensor.dims))
+
+    def release(self) -> None:
+        """Give the mapped pages back (they stay in the page cache; a later read maps them again)."""
+        import mmap
+
+        for mm in self.maps.values():
+            raw = getattr(mm, "_mmap", None)
+            if raw is not None and hasattr(raw, "madvise"):
+                try:
+                    raw.madvise(mmap.MADV_DONTNEED)
+                except (OSError, ValueError):
+                    pass
+
+    def add_to(self, so: Any, model: Any) -> list[Any]:
+        """Give ``so`` every external initializer of ``model`` as a buffer over the mapping;
+        return the OrtValues (the session must keep them)."""
+        import onnxruntime as ort
+        from onnx import TensorProto
+
+        values = []
+        for t in model.graph.initializer:
+            if t.data_location != TensorProto.EXTERNAL:
+                continue
+            arr = self.array(t)
+            if arr is None:
+                continue                    # ORT reads this one from the file itself
+            value = ort.OrtValue.ortvalue_from_numpy(arr)
+            so.add_initializer(t.name, value)
+            values.append(value)
+        return [self, values]
+
+
+def release_weights(data_dir: Optional[Path]) -> None:
+    """``SharedWeights.release`` for the weights of ``data_dir``, when they are mapped."""
+    if data_dir is not None:
+        found = SharedWeights._open.get(os.path.realpath(str(data_dir)))
+        if found is not None:
+            found.release()

@@ -1,0 +1,79 @@
+"""Is a ``--baseline`` a report of the same run? (issue 22, item 6)
+
+A baseline carries a known drift so that CI fails only on a new or worse one. A baseline of
+another model would carry the wrong drift, and let a drifting run pass. :func:`mismatch`
+compares what identifies a run, from the two reports alone (old baselines included):
+
+- the model spec: the example, the model file's name and function (folders may differ between
+  CI checkouts), or the class of a Python object;
+- the input spec: a ``shape:`` spec exactly, an inputs file by name, or both defaults;
+- the graph's signature: the module calls (name, class, call), the model outputs (name, shape)
+  and the ONNX op types the run mapped. Weights are not in it: a retrained model of the same
+  architecture still matches its baseline.
+
+It returns the first difference as one line ("" when the baseline matches).
+"""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from drifttui.core.result import Result
+
+
+def _spec(spec: Optional[str], example: Optional[str] = None) -> str:
+    if example:
+        return f"example:{example}"
+    if not spec:
+        return "-"
+    if spec.startswith(("example:", "shape:")):
+        return spec
+    if spec.startswith("python-object:"):
+        return "python object " + spec.split(":", 1)[1].split("#")[0]
+    head, sep, tail = spec.rpartition(":")
+    if sep and tail.isidentifier():          # file.py:fn or pkg.mod:fn
+        return f"{os.path.basename(head)}:{tail}"
+    return os.path.basename(spec)            # a TorchScript / .pt2 / inputs file
+
+
+def _modules(result: Result) -> list[tuple[str, str, int]]:
+    return [(L.module, L.cls, L.call) for L in result.layers]
+
+
+def _op_types(result: Result) -> set[str]:
+    return {op for L in result.layers for op in L.op_types}
+
+
+def _first_module_difference(run: list, base: list) -> str:
+    for i, (a, b) in enumerate(zip(run, base)):
+        if a != b:
+            return (f"module call #{i} is {a[0] or '(root)'} ({a[1]}) in this run, "
+                    f"{b[0] or '(root)'} ({b[1]}) in the baseline")
+    longer, n = ("this run", len(run)) if len(run) > len(base) else ("the baseline", len(base))
+    return f"{longer} has {n} module calls, the other {min(len(run), len(base))}"
+
+
+def mismatch(result: Result, base: Result) -> str:
+    """The first way ``base`` is not a report of this run ("" when it is)."""
+    rc, bc = result.config, base.config
+    model, base_model = _spec(rc.model, rc.example), _spec(bc.model, bc.example)
+    if model != base_model:
+        return f"the model differs: {model} in this run, {base_model} in the baseline"
+    inputs, base_inputs = _spec(rc.inputs), _spec(bc.inputs)
+    if inputs != base_inputs:
+        return f"the inputs differ: {inputs} in this run, {base_inputs} in the baseline"
+    outputs = [(o.name, list(o.shape)) for o in result.outputs]
+    base_outputs = [(o.name, list(o.shape)) for o in base.outputs]
+    if outputs != base_outputs:
+        return (f"the model outputs differ: {', '.join(f'{n} {s}' for n, s in outputs)} in this run, "
+                f"{', '.join(f'{n} {s}' for n, s in base_outputs)} in the baseline")
+    if result.layers and base.layers and _modules(result) != _modules(base):
+        return "the module calls differ: " + _first_module_difference(_modules(result), _modules(base))
+    ops, base_ops = _op_types(result), _op_types(base)
+    if ops and base_ops and ops != base_ops:
+        only = sorted(ops - base_ops)
+        gone = sorted(base_ops - ops)
+        parts = ([f"{', '.join(only[:4])} only in this run"] if only else []) + \
+                ([f"{', '.join(gone[:4])} only in the baseline"] if gone else [])
+        return "the ONNX graphs differ: op types " + "; ".join(parts)
+    return ""
