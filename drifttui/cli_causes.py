@@ -7,7 +7,7 @@ from typing import Any, Callable, Optional
 
 from drifttui.cli_common import EXIT_CODES_HELP, _add_run_options, _progress_printer, config_from_args, input_files
 from drifttui.core.result import display_name
-from drifttui.errors import EXIT_DRIFT, EXIT_OK
+from drifttui.errors import EXIT_CANNOT, EXIT_DRIFT, EXIT_OK
 
 
 def _add_cause_commands(sub: Any) -> None:
@@ -43,10 +43,12 @@ def cmd_repro(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     check_dir(args.out, input_files(config))
     _, _, result, exp = _explained(config)
-    if result.drift_origin is None or exp.case is None:
-        why = "no drift origin" if result.drift_origin is None else "the origin's nodes could not be cut out"
-        _sayer()(f"nothing to reproduce: {why} (verdict {result.verdict}); no folder written")
+    if result.drift_origin is None:
+        _say(f"nothing to reproduce: no drift origin (verdict {result.verdict}); no folder written")
         return EXIT_OK if result.verdict == "ok" else EXIT_DRIFT
+    if exp.case is None:
+        _say(f"cannot reproduce {result.drift_origin.module or '(root)'}: {exp.no_case}; no folder written")
+        return EXIT_CANNOT
     ev = write_case(exp.case, args.out, exp.loc.note if exp.loc else "")
     s = summary(exp.case, ev, args.out)
     say = _sayer()
@@ -74,6 +76,17 @@ def _out_metrics(result: Any) -> tuple[float, Optional[float]]:
     return worst, (min(top1) if top1 else None)
 
 
+def _describe(p: dict[str, Any]) -> str:
+    """One applied patch, in words (its spec is in the JSON report)."""
+    if p["op"] == "reexport":
+        return f"the {p.get('exporter')} re-export of {p.get('module') or '(root)'} grafted in (opset {p.get('opset')})"
+    if p["op"] == "rewrite":
+        form = f" ({p['form']})" if p.get("form") else ""
+        return f"rewrite {p.get('rewrite')}{form} at {p.get('node')}"
+    what = f"{p['op']} {p.get('node') or p.get('name')}"
+    return what + (f" {p['name']}={p['value']}" if p["op"] == "set_attribute" else "")
+
+
 def cmd_repair(args: argparse.Namespace) -> int:
     from drifttui.core.explain.causes.repair import repair
     from drifttui.report.outputs import check_output, write_atomic_bytes
@@ -98,17 +111,19 @@ def cmd_repair(args: argparse.Namespace) -> int:
     if fixed.model is None:
         head = exp.findings[0] if exp.findings else None
         extra = f"; the fix: {head.fix}" if head is not None and head.fix else ""
-        what = "a verified re-export" if fixed.not_applicable else "no verified ONNX-level patch"
+        why = next((p["why"] for p in fixed.not_applicable if p.get("why")), "")
+        what = (f"a verified re-export that cannot be grafted ({why})" if why else "a verified re-export"
+                if fixed.not_applicable else "no verified ONNX-level patch")
+        if exp.case is None:
+            what = f"no test case of the origin ({exp.no_case})"
         _say(f"cannot repair the file: {what} for {display_name(result.drift_origin.module)}{extra}; no file written")
-        return EXIT_DRIFT
+        return EXIT_CANNOT
     after = engine.recheck(config, fixed.model)
     write_atomic_bytes(args.out, fixed.model.SerializeToString(), "--out")
     b_abs, b_top = _out_metrics(result)
     a_abs, a_top = _out_metrics(after)
     fmt = lambda v: "-" if v is None else f"{v:.4g}"  # noqa: E731
-    _sayer()(f"applied {len(fixed.applied)} patch(es): " + "; ".join(
-        f"{p['op']} {p.get('node') or p.get('name')}" + (f" {p['name']}={p['value']}" if p["op"] == "set_attribute" else "")
-        for p in fixed.applied))
+    _say(f"applied {len(fixed.applied)} patch(es): " + "; ".join(_describe(p) for p in fixed.applied))
     _say(f"{'':24}{'before':>12}{'after':>12}")
     _say(f"{'origin local max |d|':24}{fmt(fixed.local_before):>12}{fmt(fixed.local_after):>12}")
     _say(f"{'output max |d|':24}{fmt(b_abs):>12}{fmt(a_abs):>12}")

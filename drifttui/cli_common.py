@@ -14,6 +14,8 @@ EXIT_CODES_HELP = """exit codes:
   1  drift found (or an error finding with --fail-on error, or top-1 agreement below --min-top1)
   2  bad usage or bad input (one line on stderr names the problem and the fix)
   3  the model or the runtime failed (export error, ONNX Runtime cannot run the graph, NaN outputs)
+  4  repro / repair only: there is a drift origin, but no test case can be cut out of it or no
+     verified patch can be applied to the file (one line says why)
   129, 130, 143  stopped by SIGHUP, Ctrl-C (SIGINT), SIGTERM: temporary files removed, no report written
 """
 
