@@ -7,48 +7,67 @@ PIP    := $(PY) -m pip
 # (or a CUDA wheel index) — see README "Installing torch".
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: demo test test-faults test-models test-deploy install install-dev install-models install-deploy bench screenshots fixtures tui-check lint clean
+.PHONY: demo test test-faults test-models test-deploy test-drifts install install-dev install-models install-deploy bench screenshots fixtures tui-check lint clean
+
+# Each step says what it does before it starts: the whole install takes a minute or more, and pip
+# runs --quiet, so without these lines `make demo` / `make test` would sit silent.
+STEP = @echo "==> "
 
 $(VENV)/.installed: pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet $(TORCH_SPEC)
-	$(PIP) install --quiet -e .
-	touch $@
+	$(STEP)"[1/4] Python venv in $(VENV)"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(STEP)"[2/4] upgrading pip"
+	@$(PIP) install --quiet --upgrade pip
+	$(STEP)"[3/4] installing $(TORCH_SPEC) (the largest download: about a minute)"
+	@$(PIP) install --quiet $(TORCH_SPEC)
+	$(STEP)"[4/4] installing drifttui and its dependencies (onnx, onnxruntime, textual, ...)"
+	@$(PIP) install --quiet -e .
+	@touch $@
+	$(STEP)"drifttui installed in $(VENV)"
 
 # Bytecode for the installed packages, once: where PYTHONDONTWRITEBYTECODE is set (as on our CI
 # machines) nothing writes it, and every test process would compile torch from source (~3 s each,
 # ~9 s more when torch._dynamo is imported). A file that does not compile is simply compiled at
 # import, so compileall's status is ignored.
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(PIP) install --quiet -e ".[dev]"
-	$(MAKE) install-models
-	$(MAKE) install-deploy
-	-$(PY) -m compileall -q -j 0 $(VENV)/lib > /dev/null 2>&1
-	touch $@
+	$(STEP)"[dev 1/4] installing the test tools (pytest, pytest-xdist, syrupy, import-linter, ...)"
+	@$(PIP) install --quiet -e ".[dev]"
+	$(STEP)"[dev 2/4] installing the real-architecture suite's libraries (transformers, timm)"
+	@$(MAKE) --no-print-directory install-models
+	$(STEP)"[dev 3/4] installing the deployment tools (onnxsim, onnxslim, float16 converters, diffusers)"
+	@$(MAKE) --no-print-directory install-deploy
+	$(STEP)"[dev 4/4] compiling the installed packages' bytecode once (about a minute)"
+	-@$(PY) -m compileall -q -j 0 $(VENV)/lib > /dev/null 2>&1
+	@touch $@
 
 # The real-architecture suite (tests/archs): transformers, and timm WITHOUT torchvision (its PyPI
 # wheels are CUDA builds here; tests/archs/tvshim.py stands in for the imports timm makes). A
 # constraints file pins the torch already installed, so pip never swaps it for another build.
 install-models: $(VENV)/.installed
-	$(PY) -c "import torch; print('torch==' + torch.__version__.split('+')[0])" > $(VENV)/torch-constraint.txt
-	$(PIP) install --quiet -c $(VENV)/torch-constraint.txt -e ".[models]"
-	$(PIP) install --quiet --no-deps timm==1.0.31
+	@$(PY) -c "import torch; print('torch==' + torch.__version__.split('+')[0])" > $(VENV)/torch-constraint.txt
+	$(STEP)"installing transformers (torch pinned by $(VENV)/torch-constraint.txt)"
+	@$(PIP) install --quiet -c $(VENV)/torch-constraint.txt -e ".[models]"
+	$(STEP)"installing timm without its dependencies (no torchvision)"
+	@$(PIP) install --quiet --no-deps timm==1.0.31
 
 # the deployment tools (tests/deploy): simplifiers, float16 converters, diffusers, constrained to the
 # installed torch like the models extra
 install-deploy: $(VENV)/.installed
-	$(PY) -c "import torch; print('torch==' + torch.__version__.split('+')[0])" > $(VENV)/torch-constraint.txt
-	$(PIP) install --quiet -c $(VENV)/torch-constraint.txt -e ".[deploy]"
+	@$(PY) -c "import torch; print('torch==' + torch.__version__.split('+')[0])" > $(VENV)/torch-constraint.txt
+	$(STEP)"installing the deployment tools (torch pinned by $(VENV)/torch-constraint.txt)"
+	@$(PIP) install --quiet -c $(VENV)/torch-constraint.txt -e ".[deploy]"
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
 demo: $(VENV)/.installed
-	$(VENV)/bin/drifttui demo
+	$(STEP)"starting the debugger on the built-in example resnet18-bf16 (q quits)"
+	@$(VENV)/bin/drifttui demo
 
 test: $(VENV)/.installed-dev
+	$(STEP)"running the test suite on 2 workers (a few minutes)"
 	$(PY) -m pytest -n 2 -q tests
+	$(STEP)"checking the import contracts (lint-imports)"
 	$(VENV)/bin/lint-imports
 
 test-faults: $(VENV)/.installed-dev
@@ -64,6 +83,10 @@ test-models: $(VENV)/.installed-dev
 # the long tail of tests/deploy (every deployment tool, both exporters, clean and drifted files)
 test-deploy: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m deploy tests/deploy
+
+# the long tail of tests/causes/test_real_drifts.py (every real exporter / ORT drift form and control)
+test-drifts: $(VENV)/.installed-dev
+	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py
 
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/run_all.py

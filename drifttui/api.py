@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Protocol
 
-from drifttui.core.result import Config, Result, Step
+from drifttui.core.result import Channels, Config, Result, Step
 from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
 
 __all__ = ["CancelToken", "Config", "Engine", "LocalEngine", "Progress", "ProgressFn", "no_progress"]
@@ -20,6 +20,9 @@ class Engine(Protocol):
 
     def step(self, number: int, result: Result, progress: ProgressFn = no_progress,
              cancel: Optional[CancelToken] = None) -> Step: ...
+
+    def drill(self, layer: int, result: Result, progress: ProgressFn = no_progress,
+              cancel: Optional[CancelToken] = None) -> Channels: ...
 
 
 class LocalEngine:
@@ -42,6 +45,12 @@ class LocalEngine:
              cancel: Optional[CancelToken] = None) -> Step:
         """Step ``number`` on the run's own Prepared (a loaded report prepares from its config once)."""
         return self._engine().step(number, result, progress=progress, cancel=cancel)
+
+    def drill(self, layer: int, result: Result, progress: ProgressFn = no_progress,
+              cancel: Optional[CancelToken] = None) -> Channels:
+        """Layer ``layer``'s per-channel errors: from the capture this engine holds, else one
+        per-layer pass on its worst sample (the TUI's drill-down, Enter on a layer)."""
+        return self._engine().drill(layer, result, progress=progress, cancel=cancel)
 
     def _engine(self) -> Any:
         # imported here, in the worker thread: `import drifttui.api` (the TUI) stays free of torch

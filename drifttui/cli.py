@@ -68,8 +68,9 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
         json_report.check_writable(args.json, input_files(config) + ([args.baseline] if args.baseline else []))
     ci = CiRun.prepare(args, input_files(config), "diagnose" if diagnose else "check")
     _remove_leftovers(args)
-    from drifttui.core.pipeline import Pipeline
     from drifttui.core.explain.steps import STEP_NUMBERS
+    from drifttui.core.pipeline import Pipeline
+    from drifttui.report.console import report_console
     from drifttui.report.text import print_report
 
     with ci.errors_reported():     # a run that fails (exit 2/3) still leaves its --junit/--markdown
@@ -81,19 +82,19 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
             result = engine.explain(result, steps).result
         elif args.fail_on == "error":     # the gate reads the verified findings (not the six steps)
             result = engine.explain(result).result
+    decision = ci.decide(result)
     if args.json == "-":
         json_report.write(result, "-")
-    else:
-        if diagnose:
-            from drifttui.report.steps_text import print_steps
+        return ci.finish(result, stdout_is_report=True, decision=decision)
+    console = report_console()
+    print_report(result, console, decision=decision, gate=ci.gate)
+    if diagnose:
+        from drifttui.report.steps_text import print_steps
 
-            print_report(result)
-            print_steps(result)
-        else:
-            print_report(result)
-        if args.json:
-            json_report.write(result, args.json)
-    return ci.finish(result, stdout_is_report=args.json == "-")
+        print_steps(result, console)
+    if args.json:
+        json_report.write(result, args.json)
+    return ci.finish(result, decision=decision, report_printed=True)
 
 
 def _remove_leftovers(args: argparse.Namespace) -> None:
@@ -109,19 +110,20 @@ def _remove_leftovers(args: argparse.Namespace) -> None:
 
 
 def cmd_examples(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    """The static catalogue: no torch import (drifttui.examples.catalogue)."""
     from rich.table import Table
 
-    from drifttui.examples import EXAMPLES
+    from drifttui.examples.catalogue import CATALOGUE
+    from drifttui.report.console import report_console
 
     t = Table(box=None, header_style="bold")
-    t.add_column("name")
-    t.add_column("expected origin")
-    t.add_column("cause")
+    t.add_column("name", no_wrap=True)
+    t.add_column("expected origin", no_wrap=True)
+    t.add_column("cause", no_wrap=True)
     t.add_column("description")
-    for e in EXAMPLES.values():
+    for e in CATALOGUE.values():
         t.add_row(e.name, e.expected_origin or "- (clean)", e.cause or "-", e.description)
-    Console().print(t)
+    report_console().print(t)
     return EXIT_OK
 
 

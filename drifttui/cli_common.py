@@ -14,6 +14,8 @@ EXIT_CODES_HELP = """exit codes:
   1  drift found (or an error finding with --fail-on error, or top-1 agreement below --min-top1)
   2  bad usage or bad input (one line on stderr names the problem and the fix)
   3  the model or the runtime failed (export error, ONNX Runtime cannot run the graph, NaN outputs)
+  4  repro / repair only: there is a drift origin, but no test case can be cut out of it or no
+     verified patch can be applied to the file (one line says why)
   129, 130, 143  stopped by SIGHUP, Ctrl-C (SIGINT), SIGTERM: temporary files removed, no report written
 """
 
@@ -22,6 +24,8 @@ TOLERANCE_HELP = """tolerance rule:
   value of that layer's output in that sample (relative to the layer's scale). A layer drifts when
   any element fails in any sample. Defaults atol=1e-4, rtol=1e-4 pass float32 noise between
   PyTorch and ONNX Runtime on real models (~1e-6 relative per layer).
+  float16 / bfloat16 values: rtol_eff = max(rtol, 4 * eps), eps = 2^-10 (float16), 2^-7 (bfloat16).
+  The report prints this rule in one line (`rule: ...`); docs/cli.md "Tolerance" has the details.
 """
 
 MODEL_HELP = ("path/to/file.py:fn or package.module:fn returning an nn.Module, a TorchScript file "

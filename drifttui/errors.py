@@ -12,6 +12,7 @@ EXIT_OK = 0
 EXIT_DRIFT = 1
 EXIT_USAGE = 2
 EXIT_RUNTIME = 3
+EXIT_CANNOT = 4        # repro / repair: a drift origin, but no test case or no repair (the line says why)
 
 
 class DriftTuiError(Exception):

@@ -31,7 +31,10 @@ FIXTURES = {
     "resnet18-bf16": ("resnet18-bf16", 8, True, True),
     "transformer-ln-eps": ("transformer-ln-eps", 6, True, False),
     "resnet18": ("resnet18", 4, False, False),
+    # the clean ResNet with ONE BatchNorm channel changed in its ONNX file (the drill-down's case)
+    "resnet18-bn-channel": ("resnet18", 4, False, False),
 }
+USER_ONNX = {"resnet18-bn-channel": "export_bn_channel_drift"}     # fixtures run on an edited export
 
 
 def _dump(result, path: Path) -> None:
@@ -50,6 +53,14 @@ def record(name: str, out: Path) -> None:
 
     example, samples, with_steps, keep_partial = FIXTURES[name]
     config = Config(model=f"example:{example}", example=example, samples=samples)
+    if name in USER_ONNX:
+        import tempfile
+
+        import drifttui.examples as examples
+
+        workdir = tempfile.mkdtemp(prefix="drifttui-fixture-")
+        onnx_path = getattr(examples, USER_ONNX[name])(Path(workdir))
+        config = Config(model=f"example:{example}", example=example, samples=samples, onnx=str(onnx_path))
     partials = []
 
     def progress(p: Progress) -> None:

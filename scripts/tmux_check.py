@@ -3,7 +3,9 @@
 1. `drifttui demo` (the real engine) opens on the drift;
 2. pressing `3` shows step 3's fix (`→ fix:`) on screen;
 3. ctrl+p, typing "determinism", lists the Determinism action with its key;
-4. `q` during a rerun exits in under 3 s.
+4. ctrl+s shows the prompt with its default path (a focused Input's border once hid it);
+5. Enter on the origin opens the drill-down (the worst channels);
+6. `q` during a rerun exits in under 3 s.
 
     .venv/bin/python scripts/tmux_check.py [--size 80x24] [--samples 4] [--keep-log]
 
@@ -83,6 +85,16 @@ def run_checks(width: int, height: int, samples: int) -> list[str]:
         if "Determinism" not in screen:
             raise Check(f"ctrl+p: no Determinism entry\n{screen}")
         passed.append("ctrl+p finds 'determinism' with its key (d)")
+        tmux.keys("Escape")
+        time.sleep(0.5)
+        tmux.keys("C-s")                    # the one-line prompt shows its default path
+        tmux.wait_for("drifttui-report.json", 10, "ctrl+s prompt's default path")
+        tmux.keys("Escape")
+        time.sleep(0.5)
+        tmux.keys("g", "Enter")             # the drill-down of the origin
+        screen = tmux.wait_for("worst channels", 60, "the drill-down after Enter on the origin")
+        passed.append("ctrl+s shows its default path; Enter on the origin: "
+                      + next(line.strip() for line in screen.splitlines() if "worst channels" in line)[:50])
         tmux.keys("Escape")
         time.sleep(0.5)
         tmux.keys("z")                      # a rerun with zero input: a real capture

@@ -23,15 +23,39 @@ from drifttui.core.dtypes import LOW_PRECISION
 from drifttui.core.runtime.torch_hooks import Call
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.metrics import Aggregate, Stats
-from drifttui.core.tolerance import DTYPE_RULE
-from drifttui.core.result import (DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK, SCHEMA_VERSION,
+from drifttui.core.tolerance import BUDGET_RULE, DTYPE_RULE, bound
+from drifttui.core.result import (CHANNELS_AROUND, DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK, SCHEMA_VERSION,
                                   UNATTRIBUTED, UNMAPPED,
-                                  Config, Coverage, Environment, InitializerInfo, Layer, NodeInfo, Origin, Output,
-                                  ParamInfo, Result, Tolerance)
+                                  Config, Coverage, Environment, InitializerInfo, Layer, LayerBudget, NodeInfo,
+                                  Origin, Output, ParamInfo, Precision, Result, Tolerance)
 
 if TYPE_CHECKING:   # pragma: no cover
     from drifttui.core.capture.stage import Capture
     from drifttui.core.prepare.stage import Prepared
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The relative tolerance each comparison is decided at: ``rtol``, or in a reduced-precision
+    file ``max(rtol, budget)`` (tolerance.BUDGET_RULE): per call its own error and its output, and
+    the model outputs.  Budgets are static (prepare); shares are measured (capture)."""
+
+    rtol: float
+    budgets: dict = field(default_factory=dict)     # call -> prepare.precision.CallBudget
+    out_budget: float = 0.0
+    shares: dict = field(default_factory=dict)      # call -> measured share of the output error
+
+    def own(self, call: int) -> float:
+        b = self.budgets.get(call)
+        return max(self.rtol, b.own) if b is not None else self.rtol
+
+    def out(self, call: int) -> float:
+        b = self.budgets.get(call)
+        return max(self.rtol, b.out) if b is not None else self.rtol
+
+    @property
+    def outputs(self) -> float:
+        return max(self.rtol, self.out_budget)
 
 
 @dataclass
@@ -57,13 +81,18 @@ def output_notes(outputs: list[Output]) -> list[str]:
 
 
 def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[str, float]] = None) -> Result:
-    """The Result of ``cap`` at ``cfg``'s tolerance (``cfg`` also fills Result.config)."""
+    """The Result of ``cap`` at ``cfg``'s tolerance (``cfg`` also fills Result.config).  In a
+    reduced-precision file each layer is held to ``max(rtol, its precision budget)`` instead
+    (tolerance.BUDGET_RULE, budgets from prepare): its own error to its own nodes' budget, its
+    output to the budget of every reduced node computed before it."""
     atol, rtol = cfg.atol, cfg.rtol
-    first = local_first(cap.local_values, atol, rtol)
+    rules = Rules(rtol, *(pr.budgets or ({}, 0.0)), shares=dict(getattr(cap, "shares", {}) or {}))
+    first = local_first(cap.local_values, atol, rtol, rules)
     verdict = statuses_of(pr.calls, pr.plan, cap.glob, cap.local, first, cap.local_available, atol, rtol,
-                          op_types=pr.details[1])
+                          op_types=pr.details[1], rules=rules)
     layers = make_layers(pr.calls, pr.plan, verdict.statuses, cap.glob, cap.local, *pr.details,
-                         atol=atol, rtol=rtol, extra_notes=_layer_notes(verdict.statuses, cap))
+                         atol=atol, rtol=rtol, extra_notes=_layer_notes(verdict.statuses, cap), rules=rules,
+                         channels_for=around(verdict.origin))
     outputs = []
     for k, name in enumerate(pr.index.graph_outputs):
         agg = cap.outputs[k] if k < len(cap.outputs) else None
@@ -73,13 +102,13 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
         good, rows = cap.top1[k]
         dtype, onnx_dtype = cap.output_dtypes[k] if k < len(cap.output_dtypes) else ("", "")
         outputs.append(Output(name, k, shape, agg.to_metrics(), good / rows if rows else None,
-                              fails=agg.fails(atol, rtol), dtype=dtype, onnx_dtype=onnx_dtype,
+                              fails=agg.fails(atol, rules.outputs), dtype=dtype, onnx_dtype=onnx_dtype,
                               nan_samples=list(agg.nan_samples)))
-    out_fail = any(a.fails(atol, rtol) for a in cap.outputs if a.samples)
+    out_fail = any(a.fails(atol, rules.outputs) for a in cap.outputs if a.samples)
     notes = output_notes(outputs) + list(verdict.notes)
     origin = verdict.origin
     note, diff, scale = cap.torch_self
-    if note and diff > atol + rtol * scale:     # torch differs from itself: no origin is the export's
+    if note and diff > bound(atol, rtol, scale):     # torch differs from itself: no origin is the export's
         notes.insert(0, note)
         origin = None
     if not pr.plan.localized:
@@ -87,15 +116,24 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
                      "the model outputs")
     elif not cap.local_available:
         notes.append("local errors were not computed (the graph has control flow or untyped feeds)")
-    if out_fail and verdict.origin is None and pr.plan.localized and UNATTRIBUTED not in verdict.statuses:
+    if out_fail and verdict.origin is None and rules.budgets:
+        notes.append(f"the model outputs are over their precision budget ({rules.outputs:.3g} of their scale) while "
+                     f"every layer is within its own at ORT level {cfg.opt_level}: the output pass runs at level "
+                     f"{cfg.output_opt_level}, where ONNX Runtime's fused int8 / float16 kernels (QLinearConv, "
+                     "QLinearMatMul...) compute differently; on x86 CPUs without VNNI the uint8 x int8 kernels can "
+                     "saturate: quantize with reduce_range=True or per_channel=True, or compare at "
+                     "--output-opt-level disable")
+    elif out_fail and verdict.origin is None and pr.plan.localized and UNATTRIBUTED not in verdict.statuses:
         notes.append("the outputs drift but no mapped module owns the error: the responsible nodes are "
                      "not tied to a module (see unmapped layers)")
     if cap.observer is not None and cap.observer.note:
         notes.append(cap.observer.note)
     notes.extend(cap.notes)
+    drifts = verdict.origin is not None or out_fail
     return Result(
         schema_version=SCHEMA_VERSION,
-        verdict="drift" if verdict.origin is not None or out_fail else "ok",
+        verdict="drift" if drifts else "ok",
+        precision=precision_of(pr, rules, drifts),
         drift_origin=make_origin(layers, origin),
         tolerance=Tolerance(atol, rtol, dtype=DTYPE_RULE),
         samples=cap.samples,
@@ -127,11 +165,13 @@ def _layer_notes(statuses: list[str], cap: "Capture") -> dict[int, list[str]]:
     return out
 
 
-def local_first(values: dict[int, list[tuple[int, Stats]]], atol: float, rtol: float) -> dict[int, int]:
+def local_first(values: dict[int, list[tuple[int, Stats]]], atol: float, rtol: float,
+                rules: Optional[Rules] = None) -> dict[int, int]:
     """Per owner: the first node (execution order) of a local value that fails the tolerance."""
     out: dict[int, int] = {}
     for owner, rows in values.items():
-        failing = [first for first, st in rows if st.fails_at(atol, rtol)]
+        r = rules.own(owner) if rules is not None else rtol
+        failing = [first for first, st in rows if st.fails_at(atol, r)]
         if failing:
             out[owner] = min(failing)
     return out
@@ -139,7 +179,8 @@ def local_first(values: dict[int, list[tuple[int, Stats]]], atol: float, rtol: f
 
 def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local: dict[int, Aggregate],
                 local_first: dict[int, int], local_available: bool, atol: float, rtol: float,
-                op_types: Optional[dict[int, list[str]]] = None) -> Verdict:
+                op_types: Optional[dict[int, list[str]]] = None, rules: Optional[Rules] = None) -> Verdict:
+    rules = rules if rules is not None else Rules(rtol)
     statuses: list[str] = []
     for cm in plan.calls:
         if cm.status != OK:
@@ -149,12 +190,12 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
         if agg is None or agg.samples == 0:
             statuses.append(UNMAPPED)
             continue
-        if not agg.fails(atol, rtol):
+        if not agg.fails(atol, rules.out(cm.call)):
             statuses.append(OK)
             continue
         own = local.get(cm.call)
         if own is not None and own.samples:
-            statuses.append(DRIFT if own.fails(atol, rtol) else INHERITED)
+            statuses.append(DRIFT if own.fails(atol, rules.own(cm.call)) else INHERITED)
         elif local_available:
             statuses.append(INHERITED)   # no own computation: its output is a child's or an input
         else:
@@ -249,7 +290,8 @@ def coverage(statuses: list[str], plan: Plan) -> Coverage:
     )
 
 
-def fails_of(g: Optional[Aggregate], lo: Optional[Aggregate], atol: float, rtol: float) -> dict[str, bool]:
+def fails_of(g: Optional[Aggregate], lo: Optional[Aggregate], atol: float, rtol: float,
+             own_rtol: Optional[float] = None) -> dict[str, bool]:
     """Per FAIL_COLUMNS: max_abs and max_rel fail when the output fails the tolerance rule in a sample
     (they are two views of the one rule); local when the own error does; cos when, in a failing
     sample, 1 - cosine exceeds rtol (the output's direction changed, not only its size)."""
@@ -257,14 +299,24 @@ def fails_of(g: Optional[Aggregate], lo: Optional[Aggregate], atol: float, rtol:
     out = dict.fromkeys(FAIL_COLUMNS, False)
     out["max_abs"] = out["max_rel"] = bool(bad)
     out["cos"] = any(1.0 - g.cosine[k] > rtol for k in bad) if g is not None else False
-    out["local"] = bool(lo is not None and lo.samples and lo.fails(atol, rtol))
+    own_rtol = rtol if own_rtol is None else own_rtol
+    out["local"] = bool(lo is not None and lo.samples and lo.fails(atol, own_rtol))
     return out
+
+
+def around(origin: Optional[int]) -> set[int]:
+    """The layers whose per-channel errors a Result carries: the origin and its neighbours."""
+    if origin is None:
+        return set()
+    return set(range(origin - CHANNELS_AROUND, origin + CHANNELS_AROUND + 1))
 
 
 def make_layers(calls: list[Call], plan: Plan, statuses: list[str], glob: dict[int, Aggregate],
                 local: dict[int, Aggregate], details: dict[int, tuple[list[NodeInfo], list[InitializerInfo]]],
                 op_types: dict[int, list[str]], node_names: dict[int, list[str]], atol: float = 0.0,
-                rtol: float = 0.0, extra_notes: Optional[dict[int, list[str]]] = None) -> list[Layer]:
+                rtol: float = 0.0, extra_notes: Optional[dict[int, list[str]]] = None,
+                rules: Optional[Rules] = None, channels_for: Optional[set[int]] = None) -> list[Layer]:
+    rules = rules if rules is not None else Rules(rtol)
     layers = []
     extra_notes = extra_notes or {}
     for c, cm, st in zip(calls, plan.calls, statuses):
@@ -283,9 +335,34 @@ def make_layers(calls: list[Call], plan: Plan, statuses: list[str], glob: dict[i
             note="; ".join([n for n in [cm.note, *extra_notes.get(c.index, [])] if n]),
             nodes=nodes, initializers=inits,
             params=[ParamInfo(n, k, list(s), d) for n, k, s, d in c.params],
-            fails=fails_of(g, lo, atol, rtol),
+            fails=fails_of(g, lo, atol, rules.out(c.index), rules.own(c.index)),
+            budget=layer_budget(rules, c.index, g, lo, atol),
+            channels=g.to_channels() if g is not None and channels_for and c.index in channels_for else None,
         ))
     return layers
+
+
+def layer_budget(rules: Rules, call: int, g: Optional[Aggregate], lo: Optional[Aggregate],
+                 atol: float) -> Optional[LayerBudget]:
+    """The budget columns of a layer of a reduced-precision file (None for float32 files)."""
+    b = rules.budgets.get(call)
+    if b is None:
+        return None
+    own_db = min(lo.sqnr) if lo is not None and lo.sqnr else None
+    out_db = min(g.sqnr) if g is not None and g.sqnr else None
+    over = bool(lo is not None and lo.samples and b.own > 0 and lo.fails(atol, rules.own(call)))
+    return LayerBudget(b.fmt, b.own, b.out, b.depth, own_db, out_db, rules.shares.get(call), over)
+
+
+def precision_of(pr: "Prepared", rules: Rules, drifts: bool) -> Optional[Precision]:
+    scan = getattr(pr, "precision", None)
+    if scan is None:
+        return None
+    fmt = "+".join(scan.formats) or "float32"
+    return Precision(format=fmt, summary=scan.summary(), schemes=list(scan.schemes), reduced_nodes=len(scan.nodes),
+                     nodes=scan.total, evidence=dict(scan.ops),
+                     verdict=("over budget" if drifts else "within budget") if scan.reduced else "",
+                     rule=BUDGET_RULE if scan.reduced else "", output_budget=rules.out_budget)
 
 
 def make_origin(layers: list[Layer], origin: Optional[int]) -> Optional[Origin]:

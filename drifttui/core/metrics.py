@@ -15,7 +15,7 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-from drifttui.core.result import HIST_EDGES, Metrics, summary_of
+from drifttui.core.result import HIST_EDGES, MAX_CHANNELS, Channels, Metrics, summary_of
 from drifttui.core.tolerance import bound, rtol_floor
 
 
@@ -40,6 +40,10 @@ class Stats:
     # (max |d|, max |t|, rtol floor) of each comparison merged by add(): each keeps its own scale
     pairs: tuple[tuple[float, float, float], ...] = ()
     merged: bool = False
+    # max |d| per channel along ``channel_axis`` (compare(..., channel_axis=...)); None when not asked
+    # for, or when values were not finite.  A merged comparison keeps its first output's channels.
+    channels: Optional[np.ndarray] = None
+    channel_axis: int = 1
 
     def bounds(self) -> tuple[tuple[float, float, float], ...]:
         """(max |d|, max |t|, rtol floor) per comparison this holds: what any tolerance is decided on."""
@@ -62,6 +66,8 @@ class Stats:
         self.n_spread += other.n_spread
         self.nan_mismatch += other.nan_mismatch
         self.shape_mismatch |= other.shape_mismatch
+        if self.channels is None and other.channels is not None:
+            self.channels, self.channel_axis = other.channels, other.channel_axis
 
     @property
     def max_rel(self) -> float:
@@ -90,6 +96,16 @@ class Stats:
         return self.n_out / self.n if self.n else 0.0
 
     @property
+    def sqnr_db(self) -> float:
+        """Signal-to-noise ratio of the comparison in dB, 10 log10(sum t^2 / sum d^2), as
+        onnxruntime's qdq_loss_debug computes it (inf: identical)."""
+        if self.sum_sq <= 0:
+            return math.inf
+        if self.norm_t <= 0:
+            return -math.inf
+        return 10.0 * math.log10(self.norm_t / self.sum_sq)
+
+    @property
     def spread(self) -> float:
         """Fraction of elements carrying the error: |d| >= max|d| / 2 (near 0: a few elements)."""
         return self.n_spread / self.n if self.n else 0.0
@@ -106,7 +122,19 @@ class Stats:
             any(d > bound(atol, rtol, t, f) for d, t, f in self.bounds())
 
 
-def compare(t: Any, o: Any, atol: Optional[float] = None, rtol: Optional[float] = None) -> Stats:
+def channel_axis_of(shape: tuple[int, ...], cls: str = "") -> Optional[int]:
+    """The channel axis of a layer output: 1 for (N, C, H, W...) and for 1-d conv/norm outputs
+    (N, C, L); the last axis (features: a transformer's hidden size, its heads side by side) for
+    other 2-d and 3-d outputs; None for scalars and vectors."""
+    if len(shape) < 2:
+        return None
+    if len(shape) >= 4 or (len(shape) == 3 and "1d" in cls.lower()):
+        return 1
+    return -1
+
+
+def compare(t: Any, o: Any, atol: Optional[float] = None, rtol: Optional[float] = None,
+            channel_axis: Optional[int] = None) -> Stats:
     """Compare torch output ``t`` with ONNX output ``o`` (numpy arrays or torch tensors).
 
     Without ``atol``/``rtol`` (the engine) no tolerance-dependent count is made (``n_out`` is 0);
@@ -124,12 +152,22 @@ def compare(t: Any, o: Any, atol: Optional[float] = None, rtol: Optional[float] 
     if rtol is not None:
         rtol = max(rtol, floor)
     with np.errstate(all="ignore"):     # overflow / inf - inf are measured, not warned about
-        st = _compare(_f32(t), _f32(o), atol, rtol)
+        st = _compare(_f32(t), _f32(o), atol, rtol, channel_axis)
     st.rfloor = floor
     return st
 
 
-def _compare(tt: np.ndarray, oo: np.ndarray, atol: Optional[float], rtol: Optional[float]) -> Stats:
+def _channel_max(d: np.ndarray, shape: tuple[int, ...], axis: int) -> np.ndarray:
+    """max |d| per channel of the flat |d| of an output of ``shape`` (one pass over d)."""
+    axis = axis % len(shape)
+    pre = int(np.prod(shape[:axis], dtype=np.int64))
+    post = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    view = d.reshape(pre, shape[axis], post)
+    return _MAX(_MAX(view, axis=2), axis=0)
+
+
+def _compare(tt: np.ndarray, oo: np.ndarray, atol: Optional[float], rtol: Optional[float],
+             channel_axis: Optional[int] = None) -> Stats:
     if tt.shape != oo.shape:
         if tt.size == oo.size:
             oo = oo.reshape(tt.shape)
@@ -139,12 +177,18 @@ def _compare(tt: np.ndarray, oo: np.ndarray, atol: Optional[float], rtol: Option
     n = tt.size
     if n == 0:
         return Stats()
+    shape = tt.shape
     tt = tt.ravel()
     oo = oo.ravel()
     d = tt - oo
     dd, t_t, t_d = float(np.dot(d, d)), float(np.dot(tt, tt)), float(np.dot(tt, d))
     np.abs(d, out=d)
-    max_abs = float(_MAX(d))
+    channels = None
+    if channel_axis is not None and len(shape) >= 2 and shape[channel_axis] > 1:
+        channels = _channel_max(d, shape, channel_axis)     # and max |d| from it: no extra pass
+        max_abs = float(_MAX(channels))
+    else:
+        max_abs = float(_MAX(d))
     max_t = max(float(_MAX(tt)), -float(_MIN(tt)))
     if not (math.isfinite(max_abs) and math.isfinite(max_t) and math.isfinite(dd) and math.isfinite(t_t)
             and math.isfinite(t_d)):
@@ -153,7 +197,8 @@ def _compare(tt: np.ndarray, oo: np.ndarray, atol: Optional[float], rtol: Option
     n_spread = int(np.count_nonzero(d >= 0.5 * max_abs)) if max_abs > 0 else 0
     sum_abs = float(np.dot(d, _ones(n))) if n <= _ONES_MAX else float(d.sum())
     return Stats(n=n, sum_abs=sum_abs, sum_sq=dd, max_abs=max_abs, max_t=max_t, dot=t_t - t_d,
-                 norm_t=t_t, norm_o=max(t_t - 2.0 * t_d + dd, 0.0), n_out=n_out, n_spread=n_spread)
+                 norm_t=t_t, norm_o=max(t_t - 2.0 * t_d + dd, 0.0), n_out=n_out, n_spread=n_spread,
+                 channels=channels, channel_axis=channel_axis if channel_axis is not None else 1)
 
 
 def _n_out(d: np.ndarray, max_abs: float, max_t: float, atol: Optional[float], rtol: Optional[float]) -> int:
@@ -247,6 +292,7 @@ class Aggregate:
     rmse: list[float] = field(default_factory=list)
     cosine: list[float] = field(default_factory=list)
     spread: list[float] = field(default_factory=list)
+    sqnr: list[float] = field(default_factory=list)     # 10 log10(sum t^2 / sum d^2) per sample (dB)
     # per sample: (max |d|, max |torch|) of each compared output, and whether NaN/Inf or the shape
     # mismatched: exactly what the tolerance rule needs
     bounds: list[tuple[tuple[float, float, float], ...]] = field(default_factory=list)
@@ -254,6 +300,9 @@ class Aggregate:
     sample_ids: list[int] = field(default_factory=list)
     nan_mismatch: int = 0
     nan_samples: list[int] = field(default_factory=list)     # samples with a NaN/Inf mismatch
+    # max |d| per output channel over the samples added (elementwise max; None: not measured)
+    channels: Optional[np.ndarray] = field(default=None, repr=False, compare=False)
+    channel_axis: int = 1
     # to_metrics() is tolerance-free: kept until the next add(), so re-deciding reuses it
     _metrics: Optional[Metrics] = field(default=None, repr=False, compare=False)
     _flat: Optional[tuple] = field(default=None, repr=False, compare=False)
@@ -267,11 +316,31 @@ class Aggregate:
         self.rmse.append(s.rmse)
         self.cosine.append(s.cosine)
         self.spread.append(s.spread)
+        self.sqnr.append(s.sqnr_db)
         self.bounds.append(s.bounds())
         self.mismatch.append(s.nan_mismatch > 0 or s.shape_mismatch)
         self.nan_mismatch += s.nan_mismatch
         if s.nan_mismatch:
             self.nan_samples.append(sample)
+        if s.channels is not None:
+            if self.channels is None or self.channels.shape != s.channels.shape:
+                self.channels, self.channel_axis = s.channels.copy(), s.channel_axis
+            else:
+                np.maximum(self.channels, s.channels, out=self.channels)   # NaN propagates: stays the worst
+
+    def to_channels(self, source: str = "capture") -> Optional[Channels]:
+        """The per-channel errors (pooled to MAX_CHANNELS entries) and the per-sample errors."""
+        if self.channels is None:
+            return None
+        size = int(self.channels.size)
+        group = -(-size // MAX_CHANNELS)
+        values = self.channels
+        if group > 1:
+            pad = np.full(group * (-(-size // group)) - size, -np.inf, dtype=values.dtype)
+            values = _MAX(np.concatenate([values, pad]).reshape(-1, group), axis=1)
+        return Channels(axis=self.channel_axis, size=size, group=group,
+                        max_abs=[float(v) for v in values], samples=list(self.sample_ids),
+                        sample_max_abs=[float(v) for v in self.max_abs], source=source)
 
     @property
     def samples(self) -> int:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from drifttui.core.capture.drill import drill_pass
 from drifttui.core.capture.stage import CAPTURE_FIELDS, Capture, capture, valid_layer_samples
 from drifttui.core.decide import decide
 from drifttui.core.explain import Explained, explain
@@ -32,7 +33,7 @@ from drifttui.core.explain.steps import run_step
 from drifttui.core.model.onnx_io import save_model
 from drifttui.core.prepare.stage import PREPARE_FIELDS, Prepared, prepare
 from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
-from drifttui.core.result import OPT_LEVELS, Config, Result, Step
+from drifttui.core.result import OPT_LEVELS, Channels, Config, Result, Step
 from drifttui.errors import InputError
 
 # per Prepared: toggling back and forth reuses both sides, and the steps' reruns (zero input,
@@ -112,6 +113,10 @@ def _finish(pr: Prepared, cap: Capture, cfg: Config, progress: ProgressFn, fresh
     timings.update({k: (v if fresh_capture else 0.0) for k, v in cap.timings.items()})
     timings["prepare_reused"] = 0.0 if fresh_prepare else 1.0
     timings["capture_reused"] = 0.0 if fresh_capture else 1.0
+    # what the stages this result rests on really took, reused or not (the TUI's config line
+    # and a saved report say "capture 11.1s, reused" instead of 0.0s)
+    timings["prepare_time"] = sum(pr.timings.get(k, 0.0) for k in ("load", "export", "map"))
+    timings["capture_time"] = sum(cap.timings.get(k, 0.0) for k in ("sessions", "observer", "samples"))
     timings["decide"] = 0.0
     result = decide(pr, cap, cfg, timings)
     timings["decide"] = time.perf_counter() - t
@@ -201,6 +206,33 @@ class Pipeline:
              cancel: Optional[CancelToken] = None) -> Step:
         """One debugging step (the TUI's keys 1-6)."""
         return run_step(number, self.context(result, progress, cancel))
+
+    def drill(self, layer: int, result: Result, progress: ProgressFn = no_progress,
+              cancel: Optional[CancelToken] = None) -> Channels:
+        """Layer ``layer``'s per-channel and per-sample errors: from the capture that made
+        ``result`` when this Pipeline still holds it (no rerun), else one per-layer pass on the
+        layer's worst sample."""
+        cfg = result.config
+        if not 0 <= layer < len(result.layers):
+            raise InputError(f"layer #{layer} is not in this result", "pick a layer of the table")
+        if self._prepared is not None and prepare_key(cfg) == self._pkey:
+            cap = self._captures.get(capture_key(cfg))
+            agg = cap.glob.get(layer) if cap is not None else None
+            channels = agg.to_channels() if agg is not None else None
+            if channels is not None:
+                return channels
+        metrics = result.layers[layer].metrics
+        if metrics is None:
+            raise InputError(f"layer #{layer} has no ONNX value of its own to compare "
+                             f"({result.layers[layer].status})", "drill into a layer with metrics")
+        pr, _ = self._prepare(cfg, progress, cancel)
+        progress(Progress("drill", 0, 1, f"one per-layer pass on sample #{metrics.max_abs.worst_sample}"))
+        agg = drill_pass(pr, cfg, layer, metrics.max_abs.worst_sample, cancel or CancelToken())
+        channels = agg.to_channels(source="worst-sample pass") if agg is not None else None
+        if channels is None:
+            raise InputError(f"layer #{layer}'s output has no channel axis (a scalar or a vector)",
+                             "its metrics are the whole story")
+        return channels
 
     def recheck(self, config: Config, model: Any, progress: ProgressFn = no_progress) -> Result:
         """``model`` (a repaired copy) compared again end to end, from a temporary file."""

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Optional, get_args, get_origin, get_type_hints
 
+from drifttui.core.result_channels import CHANNELS_AROUND, MAX_CHANNELS, Channels  # noqa: F401  (part of the schema)
+from drifttui.core.result_precision import LayerBudget, Precision
+
 SCHEMA_VERSION = 1
 
 # Layer statuses, in the words of the report.
@@ -30,6 +33,16 @@ ROOT_NAME = "(root)"
 
 def display_name(module: str) -> str:
     return module or ROOT_NAME
+
+
+def own_op_types(layer: Optional["Layer"], fallback: Optional[list[str]] = None) -> list[str]:
+    """The op types of the ONNX nodes a layer owns itself (not its children's: ``Layer.op_types``
+    has those too), in graph order; ``fallback`` when the layer owns no node or is unknown.  A
+    layer with more own nodes than its details keep (MAX_NODES_PER_LAYER) ends with "…"."""
+    if layer is None or not layer.nodes:
+        return list(fallback or [])
+    ops = list(dict.fromkeys(n.op_type for n in layer.nodes))
+    return ops + (["…"] if len(layer.onnx_nodes) > len(layer.nodes) else [])
 
 
 # Heat/metric columns whose pass/fail the engine decides (Layer.fails keys).
@@ -134,6 +147,8 @@ class Layer:
     # per metric column (FAIL_COLUMNS), whether it fails the tolerance: written only by the
     # engine's decide stage; the TUI and the reports render it and never re-derive it
     fails: dict[str, bool] = field(default_factory=dict)
+    budget: Optional[LayerBudget] = None   # reduced-precision files only
+    channels: Optional[Channels] = None      # per-channel errors (origin and its neighbours; None elsewhere)
 
 
 @dataclass(frozen=True)
@@ -310,6 +325,7 @@ class Result:
     steps: list[Step] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)   # ranked: the headline cause first
     observer: Optional[ObserverCheck] = None   # the observer-effect check on sample 0 (None: old report)
+    precision: Optional[Precision] = None      # the deployed file's precision (None: old report)
 
     @property
     def headline(self) -> Optional[Finding]:

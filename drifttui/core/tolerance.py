@@ -17,6 +17,7 @@ by ~7e-4 relative = 0.7 eps, a real fp16 drift such as a wrong epsilon by far mo
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from drifttui.core.dtypes import LOW_PRECISION, name_of
@@ -52,3 +53,39 @@ def bound(atol: float, rtol: Any, scale: Any, floor: Any = 0.0) -> Any:
     import numpy as np
 
     return atol + np.maximum(rtol, floor) * scale
+
+
+# --- the precision budget of a reduced-precision file (float16 / bfloat16 conversions, int8) ----------
+# A node computed in reduced precision may differ from torch by what its format costs.  Its budget is a
+# relative tolerance (of its output's scale, like rtol):
+#   float16 / bfloat16: K_EPS * eps (a few roundings of its inputs and output) + sqrt(depth) * U_ACC, the
+#     probabilistic growth of a length-``depth`` sum rounded at each step in the accumulator's precision
+#     (ONNX Runtime's CPU and CUDA kernels accumulate float16 MatMul / Conv in float32: U_ACC = 2^-24);
+#     data movement (Reshape, Transpose, Gather...), Relu and max pooling round nothing: 0.
+#   int8: K_Q * (act_step + weight_step) / 2: each quantized input is off by up to +-scale/2 per element,
+#     scale / max|x| being its relative step over its own dynamic range (an activation quantized to uint8
+#     over a range that holds 0: 2/255; a weight: 1 / max|q| of its int8 values); int32 accumulation is exact.
+# A layer's own budget is the root sum of squares of its nodes' budgets; the budget of a layer's output
+# (and of the model outputs) the root sum of squares over every reduced node computed before it.
+K_Q = 3
+U_ACC = 2.0 ** -24
+EXACT_OPS = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Gather", "GatherElements", "Slice",
+             "Concat", "Split", "Identity", "Expand", "Shape", "Size", "Relu", "MaxPool", "Tile", "Pad",
+             "DepthToSpace", "SpaceToDepth", "Where", "Equal", "Less", "Greater", "Not", "And", "Or",
+             "ScatterND", "Range", "ConstantOfShape", "Constant", "Neg", "Abs", "GlobalMaxPool", "ReduceMax",
+             "ReduceMin", "ArgMax", "ArgMin", "TopK", "DequantizeLinear"}
+
+BUDGET_RULE = (f"reduced-precision layers: |d| <= atol + max(rtol, budget) * scale; a node's budget: float16/bfloat16 "
+               f"{K_EPS} eps + sqrt(depth) 2^-24, int8 {K_Q} (act_step + weight_step) / 2 (step = scale / max|x|); a layer's "
+               "own error: root sum of squares over its nodes, its output and the model outputs: over every "
+               "reduced node before them")
+
+
+def node_budget(fmt: str, op_type: str, depth: int, act_step: float = 0.0, weight_step: float = 0.0) -> float:
+    """The relative error one node computed in ``fmt`` may add (see BUDGET_RULE)."""
+    if op_type in EXACT_OPS or depth == 0:      # depth 0: a widening Cast
+        return 0.0
+    if fmt == "int8":
+        return K_Q * (act_step + weight_step) / 2.0
+    eps = EPS.get(fmt, 0.0)
+    return K_EPS * eps + math.sqrt(max(1, depth)) * U_ACC if eps else 0.0

@@ -1,139 +1,27 @@
 """Built-in examples: clean models and drifted variants, each with the origin it should produce.
 
-``drifttui examples`` lists them; ``drifttui check --example NAME`` runs one.  A drifted
-variant injects one real-world cause: an initializer stored at the wrong precision, a
-normalisation epsilon changed in the graph, a Resize coordinate mode that differs from
-the PyTorch call, or a tensor attribute lost in a state_dict round trip.
+``drifttui examples`` lists them (from ``catalogue``, without importing torch);
+``drifttui check --example NAME`` runs one.  A drifted variant injects one real-world cause: an
+initializer stored at the wrong precision, a normalisation epsilon changed in the graph, a
+Resize coordinate mode that differs from the PyTorch call, or a tensor attribute lost in a
+state_dict round trip.  ``EXAMPLES``, ``Example`` and ``get_example`` (the runnable models,
+``builtin``) import torch on first use.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
-import torch
+from drifttui.examples.catalogue import CATALOGUE, ExampleInfo
 
-from drifttui.errors import InputError
-from drifttui.examples import models, surgery
+_RUNNABLE = ("EXAMPLES", "Example", "get_example", "BN_CHANNEL", "export_bn_channel_drift")
 
 
-@dataclass(frozen=True)
-class Example:
-    name: str
-    description: str
-    build: Callable[[], torch.nn.Module]
-    inputs: Callable[[torch.Generator], tuple]
-    expected_origin: Optional[str] = None          # module qualified name, None for clean examples
-    cause: str = ""                                # drift class (docs/drift-catalogue.md)
-    onnx_transform: Optional[Callable[[Any, str], None]] = None   # edits the exported ModelProto
-    deployed: Optional[Callable[[], torch.nn.Module]] = None      # the model that was exported, if different
-    tags: tuple[str, ...] = field(default_factory=tuple)
+def __getattr__(name: str) -> Any:
+    if name in _RUNNABLE:
+        from drifttui.examples import builtin
 
-    @property
-    def drifted(self) -> bool:
-        return self.expected_origin is not None
-
-    def build_model(self) -> torch.nn.Module:
-        return self.build().eval()
-
-    def make_inputs(self, seed: int, zero: bool = False) -> tuple:
-        gen = torch.Generator().manual_seed(seed)
-        sample = self.inputs(gen)
-        if zero:
-            sample = tuple(torch.zeros_like(t) for t in sample)
-        return sample
-
-    def needs_custom_export(self) -> bool:
-        return self.onnx_transform is not None or self.deployed is not None
-
-    def export(self, model: torch.nn.Module, sample: Any, exporter: str, workdir: Path,
-               dynamic: bool = False) -> Path:
-        import onnx
-
-        from drifttui.core.model.export import export_model
-
-        source = self.deployed().eval() if self.deployed is not None else model
-        path = export_model(source, sample[0], sample[1], exporter, workdir, dynamic=dynamic)
-        if self.onnx_transform is not None:
-            proto = onnx.load(str(path))
-            self.onnx_transform(proto, exporter)
-            onnx.save(proto, str(path))
-        return path
+        return getattr(builtin, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _img(h: int, w: int) -> Callable[[torch.Generator], tuple]:
-    return lambda g: (torch.randn(1, 3, h, w, generator=g),)
-
-
-def _tokens(seq: int, vocab: int) -> Callable[[torch.Generator], tuple]:
-    return lambda g: (torch.randint(0, vocab, (1, seq), generator=g),)
-
-
-def _resnet() -> torch.nn.Module:
-    return models._init(models.ResNet18(width=16), seed=18)
-
-
-def _transformer(layer_scale: bool = False) -> Callable[[], torch.nn.Module]:
-    def build() -> torch.nn.Module:
-        m = models._init(models.TransformerEncoder(layer_scale=layer_scale), seed=7)
-        if layer_scale:
-            for mod in m.modules():
-                if isinstance(mod, models.LayerScale):
-                    mod.gamma = torch.full_like(mod.gamma, 0.5)
-        return m
-    return build
-
-
-def _trained_layer_scale() -> torch.nn.Module:
-    """The model as it was when exported: LayerScale gammas trained away from their init."""
-    m = _transformer(layer_scale=True)()
-    g = torch.Generator().manual_seed(11)
-    for mod in m.modules():
-        if isinstance(mod, models.LayerScale):
-            mod.gamma = 0.5 + 0.2 * torch.randn(mod.gamma.shape, generator=g)
-    return m
-
-
-def _reloaded_layer_scale() -> torch.nn.Module:
-    """What the user's code builds: a fresh model + the trained state_dict. gamma is not in it."""
-    trained = _trained_layer_scale()
-    fresh = _transformer(layer_scale=True)()
-    fresh.load_state_dict(trained.state_dict())
-    return fresh.eval()
-
-
-def _unet() -> torch.nn.Module:
-    return models._init(models.TinyUNet(width=8), seed=3)
-
-
-EXAMPLES: dict[str, Example] = {e.name: e for e in [
-    Example("resnet18", "ResNet-18-style CNN (width 16, 3x64x64), clean export", _resnet, _img(64, 64)),
-    Example("resnet18-bf16", "ResNet-18-style CNN whose layer3.1.conv1 weights were stored at bfloat16 "
-            "precision in the ONNX file (a constant folded to the wrong dtype)", _resnet, _img(64, 64),
-            expected_origin="layer3.1.bn1", cause="dtype",
-            onnx_transform=surgery.round_conv_weight_bf16("layer3.1.conv1", "layer3.1.bn1")),
-    Example("transformer", "4-layer transformer encoder (d=64, 4 heads, 16 tokens), clean export",
-            _transformer(), _tokens(16, 100)),
-    Example("transformer-ln-eps", "transformer encoder whose layers.1.norm2 LayerNormalization epsilon "
-            "is 1e-2 in the ONNX graph instead of 1e-5", _transformer(), _tokens(16, 100),
-            expected_origin="layers.1.norm2", cause="normalization",
-            onnx_transform=surgery.set_layernorm_epsilon("layers.1.norm2", 1e-2)),
-    Example("transformer-layerscale", "transformer encoder with LayerScale, clean export",
-            _transformer(layer_scale=True), _tokens(16, 100)),
-    Example("transformer-lost-gamma", "transformer encoder whose LayerScale gamma is a plain tensor "
-            "attribute: the ONNX file holds the trained values, the reloaded PyTorch model the defaults",
-            _reloaded_layer_scale, _tokens(16, 100), expected_origin="layers.0.ls1", cause="custom-module",
-            deployed=_trained_layer_scale),
-    Example("unet", "tiny encoder-decoder with a bilinear Upsample (3x32x32), clean export", _unet, _img(32, 32)),
-    Example("unet-resize", "tiny encoder-decoder whose Resize node uses coordinate mode 'asymmetric' "
-            "where PyTorch's align_corners=False means 'half_pixel'", _unet, _img(32, 32),
-            expected_origin="up1", cause="interpolation",
-            onnx_transform=surgery.set_resize_mode("up1", "asymmetric")),
-]}
-
-
-def get_example(name: str) -> Example:
-    if name not in EXAMPLES:
-        raise InputError(f"no built-in example named {name!r}",
-                         f"run `drifttui examples` to list them ({', '.join(EXAMPLES)})")
-    return EXAMPLES[name]
+__all__ = ["CATALOGUE", "ExampleInfo", *_RUNNABLE]

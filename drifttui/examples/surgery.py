@@ -65,3 +65,21 @@ def set_resize_mode(module: str, mode: str) -> Callable[[Any, str], None]:
                 return
         node.attribute.append(onnx.helper.make_attribute("coordinate_transformation_mode", mode))
     return transform
+
+
+def scale_conv_channel(conv: str, bn: str, channel: int, factor: float) -> Callable[[Any, str], None]:
+    """Scale ONE output channel of the Conv that holds ``conv`` (+ its folded BatchNorm ``bn``):
+    the drift of one BatchNorm channel whose running statistics changed after export."""
+    def transform(proto: Any, exporter: str) -> None:
+        import numpy as np
+        from onnx import numpy_helper
+
+        node = _find(proto, "Conv", conv, bn)
+        inits = {t.name: t for t in proto.graph.initializer}
+        for name in node.input[1:3]:            # weight [C_out, ...] and bias [C_out]
+            if name in inits:
+                t = inits[name]
+                w = numpy_helper.to_array(t).copy()
+                w[channel] *= np.asarray(factor, dtype=w.dtype)
+                t.CopyFrom(numpy_helper.from_array(w, t.name))
+    return transform

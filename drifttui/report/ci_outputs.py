@@ -80,10 +80,16 @@ class CiRun:
         gate = Gate(getattr(args, "fail_on", "drift"), getattr(args, "min_top1", None), baseline)
         return cls(gate, paths, command)
 
-    def finish(self, result: Result, stdout_is_report: bool = False) -> int:
+    def decide(self, result: Result) -> Decision:
+        return decide(result, self.gate)
+
+    def finish(self, result: Result, stdout_is_report: bool = False, decision: Decision | None = None,
+               report_printed: bool = False) -> int:
+        """``report_printed``: the text report on stdout already says the gate's outcome (its
+        headline), so stderr only carries a gate that could not apply."""
         from drifttui.report import annotations, junit, markdown
 
-        decision = decide(result, self.gate)
+        decision = decision or decide(result, self.gate)
         if "--junit" in self.paths:
             write_atomic(self.paths["--junit"], junit.render(result, decision, self.gate, self.command), "--junit")
         if "--markdown" in self.paths:
@@ -95,7 +101,7 @@ class CiRun:
             for line in annotations.github(result, decision):
                 write_command(stream, line)
             stream.flush()
-        _say(decision, self.gate, result)
+        _say(decision, self.gate, result, report_printed)
         return decision.exit_code
 
 
@@ -133,8 +139,14 @@ def _read_baseline(path: str) -> Result:
     return json_report.read(path)
 
 
-def _say(decision: Decision, gate: Gate, result: Result) -> None:
+def _say(decision: Decision, gate: Gate, result: Result, report_printed: bool = False) -> None:
+    """Why the gate fails, on stderr: all of it when stdout is the JSON report, only a gate that
+    could not apply when the text report (whose headline says the rest) is on stdout."""
     lines: list[str] = []
+    if report_printed:
+        if decision.usage:
+            sys.stderr.write(f"drifttui: error: {decision.usage}\n")
+        return
     if gate.baseline is not None:
         lines += [f"baseline: {c}" for c in decision.changes] or ["baseline: nothing changed"]
     lines += [f"gate: {r}" for r in decision.failures if not r.startswith("drift: ")]   # the report says it

@@ -48,6 +48,7 @@ class Decision:
     changes: list[str] = field(default_factory=list)    # with a baseline: what changed
     tolerated: bool = False     # the run drifts, but the baseline carries the same drift
     usage: str = ""             # a gate that could not apply (exit 2 when nothing else fails)
+    findings: list[Finding] = field(default_factory=list)   # the error findings that fail the gate
 
     @property
     def passed(self) -> bool:
@@ -72,10 +73,12 @@ def decide(result: Result, gate: Gate = Gate()) -> Decision:
             failures += new
     elif drift and gate.fail_on != "never":
         failures.append(f"drift: origin {origin_text(result)}")
+    failing: list[Finding] = []
     if gate.fail_on == "error":
         known = {_finding_key(f) for f in base.findings} if base is not None else set()
         for f in error_findings(result):
             if _finding_key(f) not in known:
+                failing.append(f)
                 failures.append(f"error finding: {f.check}{f' at {f.module}' if f.module else ''}: {f.message}")
     usage = ""
     if gate.min_top1 is not None:
@@ -88,7 +91,7 @@ def decide(result: Result, gate: Gate = Gate()) -> Decision:
                 failures.append(f"top-1 agreement of output {o.name} is {100 * o.top1_agreement:.2f}% over "  # type: ignore[operator]
                                 f"{result.samples} sample(s), below --min-top1 {gate.min_top1:g}")
     code = EXIT_DRIFT if failures else (EXIT_USAGE if usage else EXIT_OK)
-    return Decision(code, failures, changes, tolerated, usage)
+    return Decision(code, failures, changes, tolerated, usage, failing)
 
 
 def error_findings(result: Result) -> list[Finding]:

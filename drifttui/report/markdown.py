@@ -45,6 +45,11 @@ def render(result: Result, decision: Decision, gate: Optional[Gate] = None, cont
     out = [_status_line(result, decision, gate), "",
            f"{_code(run_label(result))} · atol={tol.atol:g}, rtol={tol.rtol:g} "
            f"(|torch − onnx| ≤ atol + rtol · scale) · {result.samples} sample(s)", ""]
+    p = result.precision
+    if p is not None:
+        out += [f"**Precision:** {_cell(p.summary)}" + (f" — **{p.verdict}**" if p.verdict else ""), ""]
+        if p.verdict:
+            out += [f"Budget rule: {_cell(p.rule)}", ""]
     out += [f"- **warning:** {_cell(alert)}" for alert in alerts(result)]
     for reason in decision.failures:
         if not reason.startswith("drift: "):       # the plain drift is the origin line below

@@ -4,26 +4,38 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from rich.console import Console, Group
+from rich.table import Table
 from rich.text import Text
 
 from drifttui.core.result import Finding, Result, Step
+from drifttui.report.console import report_console
 from drifttui.report.escape import plain, terminal
+from drifttui.report.summary import layer_name
+from drifttui.report.text import indented
 
 VERDICT_STYLE = {"pass": "bold green", "fail": "bold red", "inconclusive": "yellow", "skipped": "dim"}
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 MAX_INFO = 6
+MAX_ITEMS = 3
 
 
-def _short(v: Any, width: int = 70) -> str:
+def _short(v: Any) -> str:
+    """``v`` in one line: a dict's items, a list's length and first 3 items (the JSON report has
+    the rest); long text is never cut (it wraps, indented)."""
     if isinstance(v, float):
         return f"{v:.3g}"
     if isinstance(v, dict):
-        s = ", ".join(f"{k}={_short(x, 20)}" for k, x in list(v.items())[:4])
-    elif isinstance(v, list):
-        s = f"[{len(v)}] " + ", ".join(_short(x, 24) for x in v[:3]) if v else "[]"
-    else:
-        s = str(v)
-    return s if len(s) <= width else s[: width - 1] + "…"
+        return ", ".join(f"{k}={_origin_or(k, x)}" for k, x in v.items())
+    if isinstance(v, list):
+        return f"[{len(v)}] " + ", ".join(_short(x) for x in v[:MAX_ITEMS]) + (", …" if len(v) > MAX_ITEMS else "") if v else "[]"
+    return str(v)
+
+
+def _origin_or(key: str, v: Any) -> str:
+    """A module name where the root's is "" (``module=``, ``zero_origin:``) reads "(root)"."""
+    if v == "" and ("origin" in key or key == "module"):
+        return "(root)"
+    return _short(v)
 
 
 _KEYS = {
@@ -37,38 +49,50 @@ _KEYS = {
 
 
 def _evidence_lines(step: Step) -> list[str]:
+    """The step's key evidence, one line each (wrapped, never cut)."""
     ev = step.evidence
     lines: list[str] = []
     if step.step == 4 and "sweep" in ev:
         for r in ev["sweep"]:
             err = "" if r["origin_max_abs"] is None else f" max_abs={r['origin_max_abs']:.2e}"
-            lines.append(f"tol {r['tolerance']:g}: {r['origin'] or '(no origin)'}{err}")
+            where = "(no origin)" if r["origin"] is None else layer_name(r["origin"])
+            lines.append(f"tol {r['tolerance']:g}: {where}{err}")
         return lines
     if step.step == 3 and "opt_levels" in ev:
-        lv = ev["opt_levels"].get("levels", {})
-        row = ", ".join(f"{k}: out {v.get('final_max_abs', 0):.1e}"
-                        + (f" origin {v['origin_max_abs']:.1e}" if v.get("origin_max_abs") is not None else "")
-                        for k, v in lv.items())
-        if row:
-            lines.append(f"ORT levels: {row}")
-        fused = ev["opt_levels"].get("fused_op_types") or []
-        if fused:
-            lines.append("fused by ORT: " + _short(", ".join(fused), 90))
-        for h in ev.get("hazards", [])[:3]:
-            lines.append(f"hazard {h['node']}: {_short(h['why'], 90)}")
-        for init in ev.get("initializers", [])[:3]:
-            lines.append(f"init {init['name']} {init['dtype']}{init['dims']} mean={init['mean']:.3g} "
-                         f"std={init['std']:.3g}" + (f" vs torch {init['torch_param']}: diff "
-                                                     f"{init['max_abs_diff_vs_torch']:.2e}"
-                                                     if init.get("max_abs_diff_vs_torch") is not None else ""))
-        return lines
+        return _node_lines(ev)
     for key in _KEYS.get(step.step, ()):
         if key in ev and ev[key] not in (None, [], {}):
-            lines.append(f"{key}: {_short(ev[key], 90)}")
+            lines.append(f"{key}: {_origin_or(key, ev[key])}")
     return lines
 
 
+def _node_lines(ev: dict) -> list[str]:
+    """Step 3: the ORT levels, what ORT fuses, the origin's hazards and initializers."""
+    lines: list[str] = []
+    lv = ev["opt_levels"].get("levels", {})
+    row = ", ".join(f"{k}: out {v.get('final_max_abs', 0):.1e}"
+                    + (f" origin {v['origin_max_abs']:.1e}" if v.get("origin_max_abs") is not None else "")
+                    for k, v in lv.items())
+    if row:
+        lines.append(f"ORT levels: {row}")
+    fused = ev["opt_levels"].get("fused_op_types") or []
+    if fused:
+        lines.append("fused by ORT: " + ", ".join(fused))
+    for h in ev.get("hazards", [])[:3]:
+        lines.append(f"hazard {h['node']}: {h['why']}")
+    for init in ev.get("initializers", [])[:3]:
+        lines.append(f"init {init['name']} {init['dtype']}{init['dims']} mean={init['mean']:.3g} "
+                     f"std={init['std']:.3g}" + (f" vs torch {init['torch_param']}: diff "
+                                                 f"{init['max_abs_diff_vs_torch']:.2e}"
+                                                 if init.get("max_abs_diff_vs_torch") is not None else ""))
+    return lines
+
+
+EVIDENCE_INDENT = 6
+
+
 def render_steps(result: Result) -> Group:
+    """The six steps and the findings; long lines wrap at the indent they start at."""
     parts: list[Any] = []
     if result.steps:
         parts.append(Text("Debugging steps", style="bold"))
@@ -76,11 +100,11 @@ def render_steps(result: Result) -> Group:
             head = plain(f" {s.step}. {s.title:<26} ")
             head.append(terminal(f"{s.verdict.upper():<12}"), style=VERDICT_STYLE.get(s.verdict, ""))
             parts.append(head)
-            parts.append(plain(f"    {s.summary}"))
+            parts.append(indented(plain(s.summary), 4))
             for line in _evidence_lines(s):
-                parts.append(plain(f"      {line}", style="dim"))
+                parts.append(indented(plain(line, style="dim"), EVIDENCE_INDENT))
             if s.suggestion:
-                parts.append(plain(f"    → {s.suggestion}", style="cyan"))
+                parts.append(indented(plain(f"→ {s.suggestion}", style="cyan"), 4))
     parts.append(render_findings(result.findings))
     return Group(*parts)
 
@@ -95,28 +119,38 @@ def render_findings(findings: list[Finding]) -> Any:
             infos += 1
             if infos > MAX_INFO:
                 continue
-        line = Text(" ")
-        line.append(terminal(f"{f.severity.upper():<8}"), style=SEVERITY_STYLE.get(f.severity, ""))
-        line.append(terminal(f"{f.check:<14}"), style="bold")
-        where = f.module if f.module is not None else ""
+        label = Text(" ")
+        label.append(f"{f.severity.upper():<7}", style=SEVERITY_STYLE.get(f.severity, ""))
+        label.append(terminal(f" {f.check}"), style="bold")
+        line = Text()
+        where = layer_name(f.module) if f.module is not None else ""     # None: the graph; "": the root
         if f.onnx_nodes:
-            where += f" [{_short(', '.join(f.onnx_nodes), 40)}]"
+            where += f" [{', '.join(f.onnx_nodes[:MAX_ITEMS])}{', …' if len(f.onnx_nodes) > MAX_ITEMS else ''}]"
         if where:
             line.append(terminal(where.strip()) + ": ", style="magenta")
         line.append(terminal(f.message))
-        parts.append(line)
+        parts.append(_finding_row(label, line))
         proof = verification_line(f)
         if proof:
-            parts.append(plain(f"    {proof}", style="green" if f.verified else "yellow"))
+            parts.append(indented(plain(proof, style="green" if f.verified else "yellow"), 4))
         if f.fix and f.severity != "info":
-            parts.append(plain(f"    fix: {f.fix}", style="cyan"))
+            parts.append(indented(plain(f"fix: {f.fix}", style="cyan"), 4))
     if infos > MAX_INFO:
         parts.append(Text(f"  … {infos - MAX_INFO} more info finding(s) in the JSON report", style="dim"))
     return Group(*parts)
 
 
+def _finding_row(label: Text, line: Text) -> Table:
+    """``SEVERITY check  message``: the message wraps under itself, not under the label."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, min_width=22)
+    grid.add_column()
+    grid.add_row(label, line)
+    return grid
+
+
 def print_steps(result: Result, console: Optional[Console] = None) -> None:
-    (console or Console()).print(render_steps(result))
+    (console or report_console()).print(render_steps(result))
 
 
 def verification_line(f: Finding) -> str:

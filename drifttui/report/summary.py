@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from drifttui.core.result import UNATTRIBUTED, Finding, Layer, Output, Result
+from drifttui.core.result import UNATTRIBUTED, Finding, Layer, Output, Result, own_op_types
 from drifttui.report.escape import terminal
 
 
@@ -47,7 +47,7 @@ def origin_text(result: Result) -> str:
         return "the model outputs differ, but no module could be named as the origin"
     layer = origin_layer(result)
     nodes = layer.onnx_nodes[:3] if layer is not None else []
-    ops = ", ".join(o.op_types) or "no ONNX op"
+    ops = ", ".join(own_op_types(layer, o.op_types)) or "no ONNX op"
     where = f"ONNX {ops}" + (f" at {', '.join(nodes)}" if nodes else "")
     return (f"{layer_name(o.module, o.call)} ({o.cls}; {where}): max |d| {fmt(o.max_abs)}, "
             f"max rel {fmt(o.max_rel)}, own error {fmt(o.local_max_abs)} (worst sample {o.worst_sample})")
@@ -99,10 +99,13 @@ def top1_text(o: Output) -> str:
 
 
 def verdict_title(result: Result) -> str:
+    p = result.precision
+    fmt = f"{p.format} " if p is not None and p.verdict else ""
     if result.verdict != "drift":
-        return "no drift"
+        return f"within the {fmt}precision budget" if fmt else "no drift"
     o = result.drift_origin
-    return f"drift at {layer_name(o.module, o.call)} ({o.cls})" if o is not None else "drift in the outputs"
+    what = f"over the {fmt}precision budget" if fmt else "drift"
+    return f"{what} at {layer_name(o.module, o.call)} ({o.cls})" if o is not None else f"{what} in the outputs"
 
 
 def run_label(result: Result) -> str:

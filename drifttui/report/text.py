@@ -4,12 +4,17 @@ from __future__ import annotations
 from typing import Optional
 
 from rich.console import Console, Group
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from drifttui.core.result import DRIFT, INHERITED, Layer, Result
+from drifttui.core.result import DRIFT, INHERITED, Layer, Result, own_op_types
+from drifttui.core.dtypes import LOW_PRECISION
+from drifttui.core.tolerance import K_EPS
+from drifttui.report.console import report_console
 from drifttui.report.escape import plain, terminal
-from drifttui.report.summary import alerts
+from drifttui.report.gate import Decision, Gate
+from drifttui.report.summary import alerts, layer_name, origin_layer
 
 STATUS_STYLE = {"ok": "green", "drift": "bold red", "inherited": "yellow", "fused": "cyan",
                 "not_exported": "dim", "unmapped": "magenta", "unattributed": "bold yellow"}
@@ -30,15 +35,14 @@ def _name(L: Layer) -> str:
     return f"{base} (call {L.call + 1})" if L.call else base
 
 
-def render(result: Result, context: int = 4, width: int = 80) -> Group:
-    """The report's parts in print order: headline, the layers around the origin, outputs,
-    coverage, notes, environment."""
-    tol = result.tolerance
+def render(result: Result, context: int = 4, width: int = 80, decision: Optional[Decision] = None,
+           gate: Optional[Gate] = None) -> Group:
+    """The report's parts in print order: headline (with the CI gate's outcome when ``decision``
+    is given), the tolerance rule in one line, the layers around the origin, outputs, coverage,
+    notes, environment."""
     said = alerts(result)       # under the headline: torch differs from itself, NaN/Inf, another dtype
-    parts: list = [_headline(result), *(plain(a, style="bold red") for a in said),
-                   plain(f"tolerance rule: {tol.rule}", style="dim")]
-    if tol.dtype:
-        parts.append(plain(f"  {tol.dtype}", style="dim"))
+    parts: list = [*_headline(result, decision, gate), *(indented(plain(a, style="bold red")) for a in said),
+                   _tolerance_line(result), *_precision(result)]
     rows = _rows(result, context)
     if rows:
         parts.append(_layer_table(result, rows, width))
@@ -46,31 +50,123 @@ def render(result: Result, context: int = 4, width: int = 80) -> Group:
     c = result.coverage
     parts.append(Text(f"coverage: {c.modules} module calls — {c.mapped} mapped, {c.fused} fused, "
                       f"{c.not_exported} not exported, {c.unmapped} unmapped", style="dim"))
-    parts.extend(plain(f"note: {note}", style="yellow") for note in result.notes if note not in said)
+    parts.extend(hanging("note:", plain(note, style="yellow"), "yellow") for note in result.notes if note not in said)
     parts.append(_environment(result))
     return Group(*parts)
 
 
-def _headline(result: Result) -> Text:
+def _precision(result: Result) -> list[Text]:
+    """The deployed file's precision, in every report; the budget rule when it is reduced."""
+    p = result.precision
+    if p is None:
+        return []
+    out = [plain(f"precision: {p.summary}", style="bold" if p.verdict else "dim")]
+    if p.verdict:
+        out[0].append(f" — {p.verdict}", style="bold green" if p.verdict == "within budget" else "bold red")
+        out.append(plain(f"  budget rule: {p.rule}", style="dim"))
+    return out
+
+
+def indented(text: Text, indent: int = 2) -> Padding:
+    """``text`` with its wrapped continuation lines at the same indent (never at column 0)."""
+    return Padding(text, (0, 0, 0, indent), expand=False)
+
+
+def hanging(label: str, text: Text, style: str = "") -> Table:
+    """``label text`` with the text's wrapped lines under its first word, not under the label."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, style=style)
+    grid.add_column()
+    grid.add_row(label, text)
+    return grid
+
+
+def _tolerance_line(result: Result) -> Text:
+    """The rule in one line (the whole of it: `drifttui check --help`, docs/cli.md); the
+    float16 / bfloat16 floor only when the model holds such values."""
+    low = any(d in LOW_PRECISION for L in result.layers
+              for d in [i.dtype for i in L.initializers] + [p.dtype.replace("torch.", "") for p in L.params])
+    if low and result.tolerance.dtype:
+        return Text(f"rule: |torch-onnx| <= atol + rtol*scale (scale: layer max |torch|; {'/'.join(LOW_PRECISION)}: "
+                    f"rtol >= {K_EPS} eps; see --help)", style="dim")
+    return Text("rule: |torch-onnx| <= atol + rtol*scale, scale = layer max |torch| (see --help)", style="dim")
+
+
+def _headline(result: Result, decision: Optional[Decision] = None, gate: Optional[Gate] = None) -> list:
+    """The first lines: the verdict, and when a gate decided, whether it fails, why, and the fix
+    of the finding that fails it (a gate that fails without a drift must not start with OK)."""
     tol = result.tolerance
+    clean = f"no drift at atol={tol.atol:g}, rtol={tol.rtol:g} over {result.samples} sample(s)"
+    failures = [r for r in (decision.failures if decision else []) if not r.startswith("drift: ")]
     head = Text()
+    if result.verdict != "drift" and decision is not None and failures:
+        why = f"; --fail-on {gate.fail_on} fails on the finding" if gate and decision.findings else ""
+        return [hanging("GATE FAILED", plain(f"(exit {decision.exit_code}): {failures[0]}"), "bold red"),
+                *_fixes(decision), indented(Text(f"{clean}: the outputs agree{why}", style="dim")),
+                *_gate_detail(failures[1:], decision, gate)]
+    budgeted = result.precision is not None and bool(result.precision.verdict)
     if result.verdict == "ok":
-        head.append("OK", style="bold green")
-        head.append(f": no drift at atol={tol.atol:g}, rtol={tol.rtol:g} over {result.samples} sample(s)")
-        return head
-    head.append("DRIFT", style="bold red")
+        if budgeted:
+            head.append("WITHIN BUDGET", style="bold green")
+            head.append(f": every layer within its {result.precision.format} precision budget over "  # type: ignore[union-attr]
+                        f"{result.samples} sample(s)")
+        else:
+            head.append("OK", style="bold green")
+            head.append(f": {clean}")
+        return [head, *(_gate_detail([], decision, gate) if decision is not None else [])]
+    head.append("OVER BUDGET" if budgeted else "DRIFT", style="bold red")
     o = result.drift_origin
     if o is None:
         head.append(": the model outputs differ, but no module could be named as the origin")
-        return head
-    head.append(terminal(f": origin {o.module or '(root)'} ({o.cls}"))
-    head.append(terminal(f", ONNX {', '.join(o.op_types) or '-'}) "))
-    head.append(f"max_abs={fmt(o.max_abs)} max_rel={fmt(o.max_rel)} own={fmt(o.local_max_abs)} "
-                f"(worst sample {o.worst_sample})")
-    return head
+    else:
+        ops = ", ".join(own_op_types(origin_layer(result), o.op_types)) or "-"
+        head.append(terminal(f": origin {layer_name(o.module, o.call)} ({o.cls}, ONNX {ops})"))
+    lines: list = [head]
+    if o is not None:       # the numbers on a line of their own: the headline fits 80 columns
+        lines.append(indented(Text(f"max |d| {fmt(o.max_abs)}, max rel {fmt(o.max_rel)}, own error "
+                                   f"{fmt(o.local_max_abs)}; worst sample {o.worst_sample} of {result.samples}")))
+    if decision is not None:
+        lines += _gate_detail(failures, decision, gate) + _fixes(decision)
+        if decision.passed:
+            why = "known drift, carried by the baseline" if decision.tolerated else f"--fail-on {gate.fail_on if gate else '?'}"
+            lines.append(indented(Text(f"gate passes (exit 0): {why}", style="yellow")))
+    return lines
 
 
-_FIXED = {"#": 4, "class": 14, "onnx ops": 18, "status": 9, "max abs": 8, "max rel": 8, "own err": 8, "1-cos": 8}
+def _fixes(decision: Decision) -> list:
+    """The fix of each error finding that fails the gate."""
+    return [indented(plain(f"fix ({f.check}{f' at {f.module}' if f.module else ''}): {f.fix}", style="cyan"))
+            for f in decision.findings[:3] if f.fix]
+
+
+def _gate_detail(failures: list[str], decision: Decision, gate: Optional[Gate]) -> list:
+    """One line per further reason the gate fails and, with a baseline, what changed."""
+    lines = [indented(plain(f"gate fails: {r}", style="red")) for r in failures]
+    if gate is not None and gate.baseline is not None:
+        changes = [c for c in decision.changes if c not in decision.failures]
+        lines += [indented(plain(f"baseline: {c}", style="dim")) for c in changes]
+        if not decision.changes:
+            lines.append(indented(Text("baseline: nothing changed", style="dim")))
+    return lines
+
+
+_FIXED = {"#": 4, "class": 14, "onnx ops": 18, "status": 9, "max abs": 8, "max rel": 8, "own err": 8, "1-cos": 8,
+          "own dB": 6, "share": 5}
+
+
+def db(x: Optional[float]) -> str:
+    if x is None:
+        return "-"
+    return "inf" if x == float("inf") else f"{x:.1f}"
+
+
+def budget_cells(L: Layer) -> list:
+    """Own loss in dB (red when over its budget) and the measured share of the output error."""
+    b = L.budget
+    if b is None or b.format == "float32":
+        return ["-", "-"]
+    share = "-" if b.share is None else f"{100 * b.share:.0f}%"
+    return [Text(db(b.own_loss_db), style="bold red" if b.over else ""), share]
 
 
 def _layer_table(result: Result, rows: list[Layer], width: int) -> Table:
@@ -81,6 +177,9 @@ def _layer_table(result: Result, rows: list[Layer], width: int) -> Table:
         cols += [("class", "left"), ("onnx ops", "left")]
     cols += [("status", "left"), ("max abs", "right"), ("max rel", "right"), ("own err", "right"),
              ("1-cos", "right")]
+    budgeted = result.precision is not None and bool(result.precision.verdict)
+    if budgeted:
+        cols += [("own dB", "right"), ("share", "right")]
     for col, just in cols:
         table.add_column(col, justify=just, no_wrap=True, overflow="ellipsis",  # type: ignore[arg-type]
                          min_width=_FIXED.get(col),
@@ -99,6 +198,8 @@ def _layer_table(result: Result, rows: list[Layer], width: int) -> Table:
                   fmt(m.max_abs.worst if m else None), fmt(m.max_rel.worst if m else None),
                   fmt(L.local.max_abs.worst if L.local else None),
                   fmt(max(0.0, 1 - m.cosine.worst) if m else None)]
+        if budgeted:
+            cells += budget_cells(L)
         table.add_row(*cells)
     return table
 
@@ -139,9 +240,10 @@ def _rows(result: Result, context: int) -> list[Layer]:
     return rows
 
 
-def print_report(result: Result, console: Optional[Console] = None) -> None:
-    console = console or Console()
-    console.print(render(result, width=console.width))
+def print_report(result: Result, console: Optional[Console] = None, decision: Optional[Decision] = None,
+                 gate: Optional[Gate] = None) -> None:
+    console = console or report_console()
+    console.print(render(result, width=console.width, decision=decision, gate=gate))
 
 
 __all__ = ["render", "print_report", "INHERITED"]

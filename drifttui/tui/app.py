@@ -18,22 +18,25 @@ from typing import Optional
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Container
-from textual.events import Resize
-from textual.widgets import Footer, Input
+from textual.containers import Container, Horizontal
+from textual.events import DescendantFocus, Resize
+from textual.widgets import Label
 
-from drifttui.api import CancelToken, Engine
+from drifttui.api import CancelToken, Engine, LocalEngine
 from drifttui.core.result import OPT_LEVELS, Config, Result
 from drifttui.report.escape import terminal_data
 from drifttui.tui import runner
 from drifttui.tui.keymap import bindings_spec
 from drifttui.tui.runner import RunDone, RunFailed, RunProgress, StepDone, StepProgress
 from drifttui.tui.quit_on_signal import signals_quit
-from drifttui.tui.screens.detail import layer_detail, step_detail
+from drifttui.tui.drill import DrillMixin
+from drifttui.tui.filtering import FilterInput, FilterMixin
+from drifttui.tui.screens.detail import step_detail
 from drifttui.tui.screens.error import ErrorScreen
 from drifttui.tui.screens.help import HelpScreen
 from drifttui.tui.tools import ToolsMixin
 from drifttui.tui.widgets.inspector import Inspector
+from drifttui.tui.widgets.key_footer import KeyFooter
 from drifttui.tui.widgets.layer_table import LayerTable
 from drifttui.tui.widgets.status import StatusLine
 from drifttui.tui.widgets.steps_bar import StepsBar
@@ -44,15 +47,7 @@ ANYWHERE = {"quit", "command_palette", "toggle_theme", "save_svg"}     # keys th
 QUIT_WAIT = 0.5         # seconds run_app waits for engine threads to notice a cancel
 
 
-class FilterInput(Input):
-    BINDINGS = [Binding("escape", "clear", "Clear filter")]
-
-    def action_clear(self) -> None:
-        self.value = ""
-        self.post_message(self.Submitted(self, ""))
-
-
-class DriftApp(ToolsMixin, App[int]):
+class DriftApp(FilterMixin, DrillMixin, ToolsMixin, App[int]):
     """The TUI.  ``engine`` may be None to browse a saved result without reruns."""
 
     CSS_PATH = "app.tcss"
@@ -89,10 +84,12 @@ class DriftApp(ToolsMixin, App[int]):
         with Container(id="main"):
             yield LayerTable(id="table")
             yield Inspector(id="inspector")
-        yield FilterInput(placeholder="filter: module or class name (Enter keeps, Esc clears)",
-                          id="filter", classes="hidden")
+        with Horizontal(id="filter-bar", classes="hidden"):
+            yield Label("filter /", id="filter-label")
+            yield FilterInput(placeholder="module or class name (Enter keeps, Esc clears)", id="filter",
+                              compact=True)
         yield StepsBar(id="steps")
-        yield Footer(compact=True)
+        yield KeyFooter(id="footer")
 
     @property
     def table(self) -> LayerTable:
@@ -130,6 +127,12 @@ class DriftApp(ToolsMixin, App[int]):
         elif self.config is None:
             self.status.set_state(message="nothing to show: give a model or a report")
 
+    def on_descendant_focus(self, event: DescendantFocus) -> None:
+        """The footer follows the focused pane."""
+        pane = {Inspector: "inspector", FilterInput: "filter"}.get(type(event.widget), "table")
+        for footer in self.query(KeyFooter):
+            footer.show_for(pane)
+
     def on_resize(self, event: Resize) -> None:
         self._apply_layout(event.size.width)
 
@@ -144,9 +147,8 @@ class DriftApp(ToolsMixin, App[int]):
         shown = terminal_data(result)       # names are untrusted: the screen gets them escaped
         self.table.set_result(shown)
         bar = self.steps_bar
-        bar.shown_config = result.config
-        bar.notes = list(shown.notes)
-        bar.adopt(result.steps, result.config)
+        bar.show_result(result)
+        bar.notes = list(shown.notes)          # escaped for the screen
         bar.refresh_view()
         self.status.set_state(result=shown, config=result.config)
 
@@ -182,6 +184,11 @@ class DriftApp(ToolsMixin, App[int]):
             partial = terminal_data(message.progress.partial)
             self.table.set_result(partial)
             self.status.set_state(result=partial)
+        elif self.result is None and self.table.result is not None:
+            # the inspector's "partial result: the run is at 7/20" follows the run
+            for inspector in self.query(Inspector):
+                if inspector.display:
+                    inspector.show(self.table.result, self.table.cursor_layer, progress=message.progress)
 
     def on_run_done(self, message: RunDone) -> None:
         if message.token is not self._token or not self.running:
@@ -284,7 +291,7 @@ class DriftApp(ToolsMixin, App[int]):
             return
         bar.running.discard(message.number)
         if message.step is not None:
-            bar.set_step(message.step, message.result.config)
+            bar.set_step(message.step, message.result.config, message.result)
         else:
             bar.messages[message.number] = message.message
             if message.error:
@@ -314,40 +321,11 @@ class DriftApp(ToolsMixin, App[int]):
             return
         self.push_screen(step_detail(terminal_data(step), terminal_data(self.shown_result), bar.stale(step.step)))
 
-    def action_layer_detail(self) -> None:
-        layer = self.table.cursor_layer
-        screen = layer_detail(self.table.result, layer) if layer is not None else None
-        if screen is None:
-            self.notify("no layer under the cursor", severity="information")
-            return
-        self.push_screen(screen)
-
     # -- view ----------------------------------------------------------------------
     def action_origin(self) -> None:
         if not self.table.go_to_origin():
             self.notify("no drift origin in this result", severity="information")
         self.table.focus()
-
-    def action_filter(self) -> None:
-        box = self.query_one(FilterInput)
-        box.remove_class("hidden")
-        box.value = self.table.layer_tree.filter_text
-        box.focus()
-
-    def on_input_changed(self, event: Input.Changed) -> None:
-        if isinstance(event.input, FilterInput):
-            self.table.set_filter(text=event.value)
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if isinstance(event.input, FilterInput):
-            self.table.set_filter(text=event.value)
-            if not event.value:
-                event.input.add_class("hidden")
-            self.table.focus()
-
-    def action_only_drift(self) -> None:
-        self.table.set_filter(only_drift=not self.table.layer_tree.only_drift)
-        self.status.set_state(message="only drifting rows" if self.table.layer_tree.only_drift else "all rows")
 
     def action_toggle_inspector(self) -> None:
         self._inspector_wanted = self.inspector.has_class("hidden")
@@ -374,6 +352,11 @@ class DriftApp(ToolsMixin, App[int]):
             token.cancel()
         if busy:
             self.status.set_state(running=False, message="stopping…")
+            # the engine thread holds the GIL between its C calls: hand it over 10x more often
+            # so that the UI's shutdown is not starved on a loaded machine (issue 23, item 19)
+            sys.setswitchinterval(0.0005)
+        if self._drill:
+            self._drill[1].cancel()
         self.exit(0)
 
 
@@ -384,7 +367,13 @@ def run_app(engine: Optional[Engine] = None, config: Optional[Config] = None,
 
     If an engine thread is still busy after the app exits (a capture between two
     cancellation checks), say "stopping…", give it QUIT_WAIT seconds, then leave without
-    waiting for it: nothing is being written, and a quit must never look like a hang."""
+    waiting for it: nothing is being written, and a quit must never look like a hang.
+
+    With the real engine (``LocalEngine``, torch and ONNX Runtime loaded) the process then ends
+    at once (``os._exit``, after flushing): the interpreter's own teardown of torch modules and
+    ORT sessions (one of them mid-run on a cancelled thread) took 14 s on a loaded machine
+    after the screen had already gone (issue 23, item 19).  Every file the app writes is
+    written atomically and closed before this point."""
     app = DriftApp(engine, config=config, result=result)
     with signals_quit(app):
         ran = app.run()
@@ -398,6 +387,18 @@ def run_app(engine: Optional[Engine] = None, config: Optional[Config] = None,
         for t in threads:
             t.join(max(0.0, deadline - time.monotonic()))
         if runner.alive_threads():
-            sys.stdout.flush()
-            os._exit(code)
+            _leave(code)
+    if isinstance(engine, LocalEngine) and runner.started_any():
+        _leave(code)
     return code
+
+
+def _leave(code: int) -> None:
+    """End the process now: the exit handlers first (they remove the engine's temp folders,
+    ``weakref.finalize``), then no interpreter teardown."""
+    import atexit
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)

@@ -48,6 +48,12 @@ def _columns(records: list[dict]) -> list[str]:
     return list(cols)
 
 
+def add_row(table: Table, *cells: "str | Text") -> None:
+    """The one place evidence text enters a table: as plain Text, never as Rich markup (a list
+    printed as "[a, b]" or a node name with brackets is text, not a style tag)."""
+    table.add_row(*(c if isinstance(c, Text) else Text(str(c)) for c in cells))
+
+
 def _table(headers: list[str]) -> Table:
     table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold", expand=False)
     for h in headers:
@@ -66,7 +72,7 @@ def records_blocks(records: list[dict], key: str = "") -> RenderableType:
         table.show_header = False
         for k, v in r.items():
             if k != "__key__":
-                table.add_row(Text(str(k), style="dim"), Text(fmt(v)))
+                add_row(table, Text(str(k), style="dim"), fmt(v))
         parts.append(Text(f"  {label}", style="italic"))
         parts.append(table)
     return Group(*parts)
@@ -78,8 +84,25 @@ def records_table(records: list[dict], key: str = "") -> RenderableType:
         return records_blocks(records, key)
     table = _table(([key] if key else []) + cols)
     for r in records:
-        table.add_row(*([Text(fmt(r.get("__key__")))] if key else []), *[Text(fmt(r.get(c))) for c in cols])
+        add_row(table, *([fmt(r.get("__key__"))] if key else []), *[fmt(r.get(c)) for c in cols])
     return table
+
+
+def _nested(value: dict[str, Any]) -> list[RenderableType]:
+    """A dict inside the evidence: its scalars as key/value rows, its record maps and record
+    lists as tables of their own (step 3's ``opt_levels.levels``: one row per ORT level, one
+    column per metric), never one comma-joined paragraph."""
+    inner = _table(["key", "value"])
+    tables: list[RenderableType] = []
+    for k, v in value.items():
+        if _is_record_map(v):
+            tables += [Text(f"  {k}", style="italic"), records_table([{"__key__": kk, **vv} for kk, vv in v.items()],
+                                                                    key=str(k).rstrip("s") or "key")]
+        elif _is_records(v):
+            tables += [Text(f"  {k} ({len(v)})", style="italic"), records_table(v)]
+        else:
+            add_row(inner, str(k), fmt(v) if v != [] else "none")
+    return ([inner] if inner.row_count else []) + tables
 
 
 def evidence_renderable(evidence: dict[str, Any], empty: str = "no evidence recorded") -> RenderableType:
@@ -97,12 +120,9 @@ def evidence_renderable(evidence: dict[str, Any], empty: str = "no evidence reco
             parts.append(records_table([{"__key__": k, **v} for k, v in value.items()], key="key"))
         elif isinstance(value, dict) and value:
             parts.append(Text(name, style="bold"))
-            inner = _table(["key", "value"])
-            for k, v in value.items():
-                inner.add_row(Text(str(k)), Text(fmt(v)))
-            parts.append(inner)
+            parts += _nested(value)
         else:
-            scalars.add_row(Text(str(name)), Text(fmt(value) if value != [] else "none"))
+            add_row(scalars, str(name), fmt(value) if value != [] else "none")
             has_scalars = True
     if has_scalars:
         parts.insert(0, scalars)

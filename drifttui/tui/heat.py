@@ -22,6 +22,9 @@ COLOURS = ("#4e8a5a", "#5fb36b", "#a8c256", "#f0a030", "#e8503a", "#ff3d9a")
 BAND_STYLES = tuple(
     Style(color=c, bold=i >= 3) for i, c in enumerate(COLOURS)
 )
+# the light theme: the same ramp, dark enough to read on a white background and on the cursor row
+LIGHT_COLOURS = ("#35603e", "#2a6e37", "#4c5900", "#8f4a00", "#a01c0d", "#93004f")
+LIGHT_BAND_STYLES = tuple(Style(color=c, bold=i >= 3) for i, c in enumerate(LIGHT_COLOURS))
 EMPTY_STYLE = Style(dim=True)
 CELL_WIDTH = 6          # glyph + "3e-02"
 EMPTY_CELL = "   ·  "
@@ -72,20 +75,21 @@ FAIL_BAND = 3          # first band that fails the tolerance
 NO_COLOR_FAIL = Style(bold=True, reverse=True)
 
 
-def cell_style(b: int, fails: Optional[bool] = None, no_color: bool = False) -> Style:
+def cell_style(b: int, fails: Optional[bool] = None, no_color: bool = False, light: bool = False) -> Style:
     """Style of a value in band ``b``.  ``fails`` is the engine's decision (Layer.fails); None
     (an old report without it) falls back to the band.  Without colour, failing values are
-    bold and reversed: never fainter than passing ones."""
+    bold and reversed: never fainter than passing ones.  ``light``: the light theme's ramp."""
     failing = b >= FAIL_BAND if fails is None else fails
     if no_color:
         return NO_COLOR_FAIL if failing else Style()
+    styles = LIGHT_BAND_STYLES if light else BAND_STYLES
     if failing:
-        return BAND_STYLES[max(b, FAIL_BAND)]
-    return BAND_STYLES[min(b, FAIL_BAND - 1)]
+        return styles[max(b, FAIL_BAND)]
+    return styles[min(b, FAIL_BAND - 1)]
 
 
 def heat_cell(value: Optional[float], threshold: float, fails: Optional[bool] = None,
-              no_color: bool = False) -> tuple[str, Style]:
+              no_color: bool = False, light: bool = False) -> tuple[str, Style]:
     """Text (CELL_WIDTH cells) and style of one heat cell; ``None`` is a dim dot."""
     if value is None:
         return EMPTY_CELL, EMPTY_STYLE
@@ -96,7 +100,7 @@ def heat_cell(value: Optional[float], threshold: float, fails: Optional[bool] = 
         b = min(b, FAIL_BAND - 1)
     elif fails is True:
         b = max(b, FAIL_BAND)
-    return GLYPHS[b] + fmt_value(value), cell_style(b, fails, no_color)
+    return GLYPHS[b] + fmt_value(value), cell_style(b, fails, no_color, light)
 
 
 def legend() -> list[tuple[str, Style]]:

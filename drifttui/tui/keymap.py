@@ -36,6 +36,7 @@ ACTIONS: list[Action] = [
     Action(TABLE, "slash", "/", "filter", "Filter", "filter rows by module or class name (Enter keeps, Esc clears)",
            footer=True),
     Action(TABLE, "f", "f", "only_drift", "Drifting only", "show only drift / inherited / unattributed rows (toggle)"),
+    Action(TABLE, "escape", "Esc", "clear_filter", "Clear filter", "clear a kept filter (the / name and f)"),
     Action(TABLE, "ctrl+f", "ctrl+f", "search", "Search", "search a module or class name and jump to it"),
     Action(TABLE, "right_square_bracket", "]", "search_move(1)", "Next match", "jump to the next search match"),
     Action(TABLE, "left_square_bracket", "[", "search_move(-1)", "Previous match",
@@ -43,7 +44,8 @@ ACTIONS: list[Action] = [
     Action(TABLE, "w", "w", "sort", "Sort", "sort siblings: tree order → worst local → worst abs → worst 1-cos"),
     Action(TABLE, "i", "i", "toggle_inspector", "Inspector", "show / hide the inspector pane"),
     Action(DETAIL, "enter", "Enter", "layer_detail", "Layer detail",
-           "the layer's full detail on its own screen: metrics, histogram, nodes, initializers", footer=True),
+           "the layer's drill-down (error per channel, per sample) and full detail on its own screen",
+           footer=True),
     Action(DETAIL, "s", "s", "step_detail", "Step detail",
            "the shown step's full result: summary, evidence, verified cause, patch, fix", footer=True),
     Action(DETAIL, "c", "c", "copy_module", "Copy module", "copy the module name under the cursor (OSC 52)"),
@@ -101,3 +103,19 @@ def bindings_spec() -> list[tuple[str, str, str, bool]]:
 
 def palette_entries() -> list[Action]:
     return [a for a in ACTIONS if a.action and a.action != "command_palette"]
+
+
+# The footer: the keys of the focused pane (the table's come from ACTIONS' footer flags).
+PANE_KEYS: dict[str, list[tuple[str, str]]] = {
+    "inspector": [("↑↓ PgUp PgDn", "scroll"), ("Tab/Esc", "back to the table"), ("Enter", "Layer detail"),
+                  ("i", "hide"), ("?", "Help"), ("q", "Quit")],
+    "filter": [("type", "a module or class name"), ("Enter", "keep the filter"), ("Esc", "clear it"),
+               ("Tab", "back to the table")],
+}
+
+
+def footer_keys(pane: str) -> list[tuple[str, str]]:
+    """(key as written, title) pairs the footer shows while ``pane`` has the focus."""
+    if pane in PANE_KEYS:
+        return PANE_KEYS[pane]
+    return [(a.shown.split()[0], a.title) for a in ACTIONS if a.footer] + [("^p", "Commands")]

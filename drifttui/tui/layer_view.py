@@ -187,6 +187,26 @@ def _quick_line(result: Result, layer: Layer) -> Text:
     return line
 
 
+def budget_line(layer: Layer) -> Text:
+    """A reduced-precision layer: its budget, own loss in dB, measured share of the output error and
+    the engine's verdict (rendered, never re-derived)."""
+    b = layer.budget
+    assert b is not None
+    line = Text()
+    line.append(f"{b.format} ", style="bold")
+    line.append("budget ", style="dim")
+    line.append(f"{b.own_budget:.1e}")
+    if b.own_loss_db is not None:
+        line.append("  own loss ", style="dim")
+        line.append("inf dB" if b.own_loss_db == float("inf") else f"{b.own_loss_db:.1f} dB")
+    if b.share is not None:
+        line.append("  share of output error ", style="dim")
+        line.append(f"{100 * b.share:.0f}%")
+    line.append("  ")
+    line.append("OVER BUDGET" if b.over else "within budget", style="bold #e8503a" if b.over else "#5fb36b")
+    return line
+
+
 def _findings(result: Result, layer: Layer) -> list[RenderableType]:
     findings = [f for f in result.findings if f.module == layer.module]
     if not findings:
@@ -236,27 +256,16 @@ def _initializers(layer: Layer, full: bool) -> list[RenderableType]:
     if not layer.initializers:
         return []
     parts: list[RenderableType] = [Text(f"\nInitializers ({len(layer.initializers)})", style="bold underline")]
-    if not full:       # the narrow pane: two wrapped lines per initializer, nothing cut
-        for init in layer.initializers:
-            diff = init.torch_max_abs_diff
-            line = Text()
-            line.append(_tail(init.name), style="bold")
-            line.append(f"  {init.dtype} {init.dims}\n  ")
-            line.append(f"min {_num(init.min)}  max {_num(init.max)}  mean {_num(init.mean)}  "
-                        f"std {_num(init.std)}  Δ torch ", style="dim")
-            line.append("—" if diff is None else fmt_value(diff).strip(), style="bold #e8503a" if diff else "")
-            parts.append(line)
-    else:
-        headers = ["name", "dtype", "dims", "min", "max", "mean", "std", "Δ torch"]
-        table = Table(box=None, padding=(0, 1), header_style="bold")
-        for h in headers:
-            table.add_column(h, overflow="fold", justify="right" if h in headers[3:] else "left")
-        for init in layer.initializers:
-            diff = init.torch_max_abs_diff
-            diff_text = Text("—" if diff is None else fmt_value(diff).strip(), style="bold #e8503a" if diff else "")
-            table.add_row(Text(init.name), Text(init.dtype), str(init.dims), _num(init.min), _num(init.max), _num(init.mean),
-                          _num(init.std), diff_text)
-        parts.append(table)
+    for init in layer.initializers:    # one block per initializer: nothing wraps mid-name or mid-number
+        diff = init.torch_max_abs_diff
+        line = Text()
+        line.append(init.name if full else _tail(init.name), style="bold")
+        line.append(f"\n  {init.dtype} {init.dims}\n  ")
+        for label, v in (("min", init.min), ("max", init.max), ("mean", init.mean), ("std", init.std)):
+            line.append(f"{label} {_num(v)}  ", style="dim")
+        line.append("Δ torch ", style="dim")
+        line.append("—" if diff is None else fmt_value(diff).strip(), style="bold #e8503a" if diff else "")
+        parts.append(line)
     params = [i for i in layer.initializers if i.torch_param]
     if params:
         shown = params if full else params[:12]
@@ -266,16 +275,26 @@ def _initializers(layer: Layer, full: bool) -> list[RenderableType]:
 
 
 def render_layer(result: Result, layer: Layer, full: bool = False,
-                 progress: Optional[Progress] = None) -> RenderableType:
+                 progress: Optional[Progress] = None, head_only: bool = False,
+                 skip_head: bool = False) -> RenderableType:
+    """The inspector's summary (``full``: the layer detail).  ``head_only`` / ``skip_head``: the
+    name line and the quick metrics line alone / everything after them (the detail screen puts
+    the drill-down between the two)."""
     is_origin = result.drift_origin is not None and result.drift_origin.layer == layer.index
     parts: list[RenderableType] = _head(result, layer, is_origin)
     if layer.metrics is not None:
         parts.append(_quick_line(result, layer))
+    if layer.budget is not None and layer.budget.format != "float32":
+        parts.append(budget_line(layer))
     if is_origin:
         parts.append(Text("drift origin: the first module whose own computation fails the tolerance",
                           style="#ff3d9a"))
     if layer.note:
         parts.append(Text(f"note: {layer.note}", style="italic"))
+    if head_only:
+        return Group(*parts)
+    if skip_head:
+        parts = []
     if layer.metrics is not None:
         parts.append(Text(""))
         parts.append(_samples_line(layer.metrics, result, progress))

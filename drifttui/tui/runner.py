@@ -12,11 +12,19 @@ from typing import Callable, Optional
 
 from textual.message import Message
 
-from drifttui.core.progress import CancelToken, Progress
+from drifttui.core.progress import CancelToken, Progress, no_progress
 from drifttui.core.result import Result, Step
 from drifttui.errors import Cancelled
 
 _THREADS: list[threading.Thread] = []
+
+
+_STARTED = [0]
+
+
+def started_any() -> bool:
+    """Whether any engine thread ran in this process."""
+    return _STARTED[0] > 0
 
 
 def alive_threads() -> list[threading.Thread]:
@@ -28,6 +36,7 @@ def alive_threads() -> list[threading.Thread]:
 def start(target: Callable[[], None], name: str) -> threading.Thread:
     thread = threading.Thread(target=target, name=name, daemon=True)
     _THREADS.append(thread)
+    _STARTED[0] += 1
     thread.start()
     return thread
 
@@ -109,3 +118,33 @@ def step_in_thread(app, engine, number: int, result: Result, token: CancelToken)
             app.post_message(StepDone(number, step, result))
 
     return start(work, f"drifttui-step-{number}")
+
+
+class DrillDone(Message):
+    """``engine.drill`` finished: ``channels`` (None: ``message`` says why)."""
+
+    def __init__(self, layer: int, channels, token: CancelToken, message: str = "") -> None:
+        self.layer, self.channels, self.token, self.message = layer, channels, token, message
+        super().__init__()
+
+
+def drill_in_thread(app, engine, layer: int, result: Result, token: CancelToken) -> threading.Thread:
+    """``engine.drill(layer, result)``: the per-channel errors of one layer (from the capture,
+    or one per-layer pass on its worst sample); posts DrillDone."""
+
+    def work() -> None:
+        try:
+            channels = engine.drill(layer, result, no_progress, token)
+        except (NotImplementedError, ModuleNotFoundError, ImportError):
+            app.post_message(DrillDone(layer, None, token, "this engine cannot compute per-channel errors"))
+            return
+        except Cancelled:
+            app.post_message(DrillDone(layer, None, token, "cancelled"))
+            return
+        except BaseException as err:  # noqa: BLE001
+            app.post_message(DrillDone(layer, None, token, str(err) or type(err).__name__))
+            return
+        app.post_message(DrillDone(layer, None if token.cancelled else channels, token,
+                                   "cancelled" if token.cancelled else ""))
+
+    return start(work, "drifttui-drill")

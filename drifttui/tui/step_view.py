@@ -62,6 +62,26 @@ def finding_renderable(f: Finding, headline: bool = False) -> RenderableType:
     return Group(*parts)
 
 
+def with_verification(evidence: dict, result: Optional[Result]) -> dict:
+    """The step's findings records with the verification the result holds for them: the local
+    error before → after the patch, and the patch itself (docs/tui.md promises both)."""
+    records = evidence.get("findings")
+    if result is None or not isinstance(records, list) or not records:
+        return evidence
+    by_key = {(f.check, f.message): f for f in result.findings}
+    out = []
+    for r in records:
+        f = by_key.get((r.get("check"), r.get("message"))) if isinstance(r, dict) else None
+        if f is None:
+            out.append(r)
+            continue
+        extra = {"local before → after": f"{fmt(f.local_before)} → {fmt(f.local_after)}"
+                 if f.local_before is not None or f.local_after is not None else "—",
+                 "patch": f.patch if f.patch else "—"}
+        out.append({**r, **extra})
+    return {**evidence, "findings": out}
+
+
 def render_step(step: Step, result: Optional[Result], stale: str = "") -> RenderableType:
     parts: list[RenderableType] = []
     head = Text()
@@ -84,7 +104,7 @@ def render_step(step: Step, result: Optional[Result], stale: str = "") -> Render
                 names.append(f"#{i}")
         parts.append(Text("\nLayers named (l jumps to them): " + ", ".join(names)))
     parts.append(Text("\nEvidence", style="bold underline"))
-    parts.append(evidence_renderable(step.evidence))
+    parts.append(evidence_renderable(with_verification(step.evidence, result)))
     if result is not None and result.findings and step.step in (3, 6):
         parts.append(Text("\nFindings (ranked, headline cause first)", style="bold underline"))
         for k, f in enumerate(result.findings):

@@ -42,7 +42,7 @@ def test_fail_on_each_value_gives_its_exit_code(variants, reports):
     assert run_cli(classifier_args(variants, "stale")).code == 0
     run = run_cli(classifier_args(variants, "stale", "--fail-on", "error"))
     assert run.code == 1
-    assert "gate: error finding: weights at fc2: initializer fc2.bias differs from torch fc2.bias" in run.err
+    assert "GATE FAILED (exit 1): error finding: weights at fc2: initializer fc2.bias differs from torch fc2.bias" in run.out
     assert run_cli(classifier_args(variants, "stale", "--fail-on", "never")).code == 0
 
 
@@ -64,7 +64,7 @@ def test_min_top1_is_a_gate_of_its_own(variants, reports):
     flip = _result(reports, "flip")
     top1 = flip.outputs[0].top1_agreement
     run = run_cli(classifier_args(variants, "flip", "--fail-on", "never", "--min-top1", "0.997"))
-    assert run.code == 1 and "below --min-top1 0.997" in run.err
+    assert run.code == 1 and "gate fails: top-1 agreement" in run.out and "below --min-top1 0.997" in run.out
     below = f"{top1 - 0.01:.4f}"
     assert run_cli(classifier_args(variants, "flip", "--fail-on", "never", "--min-top1", below)).code == 0
     assert run_cli(classifier_args(variants, "clean", "--min-top1", "0.997")).code == 0
@@ -92,15 +92,15 @@ def test_baseline_passes_an_unchanged_drift_and_fails_a_new_one(variants, report
     base = str(reports["flip"])
     run = run_cli(classifier_args(variants, "flip", "--baseline", base))
     assert run.code == 0
-    assert "baseline: known drift at fc2 is unchanged" in run.err and "known drift, carried by the baseline" in run.err
+    assert "baseline: known drift at fc2 is unchanged" in run.out and "known drift, carried by the baseline" in run.out
     run = run_cli(classifier_args(variants, "other", "--baseline", base))
-    assert run.code == 1 and "new drift origin fc1 (the baseline's: fc2)" in run.err
+    assert run.code == 1 and "new drift origin fc1 (the baseline's: fc2)" in run.out
     run = run_cli(classifier_args(variants, "worse", "--baseline", base))
-    assert run.code == 1 and "worse drift at fc2" in run.err
+    assert run.code == 1 and "worse drift at fc2" in run.out
     run = run_cli(classifier_args(variants, "flip", "--baseline", str(reports["clean"])))
-    assert run.code == 1 and "new drift (the baseline has none)" in run.err
+    assert run.code == 1 and "new drift (the baseline has none)" in run.out
     run = run_cli(classifier_args(variants, "clean", "--baseline", base))
-    assert run.code == 0 and "the baseline's drift at fc2 is gone" in run.err
+    assert run.code == 0 and "the baseline's drift at fc2 is gone" in run.out
 
 
 def test_baseline_summary_and_junit_say_what_changed(variants, reports, tmp_path):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Optional
 
 from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
-from drifttui.core.result import Config, Layer, Result, Step, Tolerance
+from drifttui.core.result import Channels, Config, Layer, Result, Step, Tolerance
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 DEMO = "resnet18-bf16"      # the demo's result: drift at layer3.1.bn1, six steps, findings
@@ -105,6 +105,9 @@ class ReplayEngine:
         self.tokens: list[Optional[CancelToken]] = []
         self.steps_run: list[int] = []
         self.started = threading.Event()
+        self.drill_gate = threading.Event()       # drills wait on it (set: at once)
+        self.drill_gate.set()
+        self.drills: list[tuple[int, Optional[CancelToken]]] = []
 
     def result_for(self, config: Config) -> Result:
         """The recorded result as the engine would label it for ``config`` (no steps: the app
@@ -149,3 +152,13 @@ class ReplayEngine:
             if step.step == number:
                 return step
         raise LookupError(f"step {number} was not recorded")
+
+    def drill(self, layer: int, result: Result, progress: ProgressFn = no_progress,
+              cancel: Optional[CancelToken] = None) -> Channels:
+        """The recorded per-channel errors of ``layer`` (as the capture an engine holds)."""
+        self.drills.append((layer, cancel))
+        self._wait(self.drill_gate, cancel)
+        channels = self.recorded.layers[layer].channels if 0 <= layer < len(self.recorded.layers) else None
+        if channels is None:
+            raise LookupError(f"no recorded per-channel errors for layer #{layer}")
+        return channels

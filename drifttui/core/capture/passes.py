@@ -21,7 +21,7 @@ from drifttui.core.runtime import sessions
 from drifttui.core.runtime.torch_hooks import Hooks, Sink, TensorStore, to_numpy
 from drifttui.core.model.inputs import onnx_feeds
 from drifttui.core.prepare.plan.plan import Plan
-from drifttui.core.metrics import Aggregate, Stats, compare
+from drifttui.core.metrics import Aggregate, Stats, channel_axis_of, compare
 from drifttui.core.prepare.windows import Window
 
 
@@ -29,8 +29,10 @@ class CompareSink(Sink):
     """Compares each hooked output of the window's calls with the ORT value at hook time."""
 
     def __init__(self, plan: Plan, ort_values: dict[str, np.ndarray], store: Optional[TensorStore],
-                 calls: Optional[set[int]] = None, cancel: Optional[CancelToken] = None) -> None:
+                 calls: Optional[set[int]] = None, cancel: Optional[CancelToken] = None,
+                 classes: Optional[list[str]] = None) -> None:
         self.plan = plan
+        self.classes = classes or []      # module class per call: picks the channel axis (Conv1d: 1)
         self.ort = ort_values
         self.store = store
         self.calls = calls
@@ -52,22 +54,24 @@ class CompareSink(Sink):
         cm = self.plan.calls[call]
         if cm.outputs and (self.calls is None or call in self.calls):
             total = Stats()
+            cls = self.classes[call] if call < len(self.classes) else ""
             for pos, value in cm.outputs.items():
                 if pos < len(tensors) and value in self.ort:
-                    total.add(self._compare(tensors[pos], value))
+                    total.add(self._compare(tensors[pos], value, cls))
             self.stats[call] = total
         if self.store is not None:
             self.store.on_output(call, tensors)
 
-    def _compare(self, t: torch.Tensor, value: str) -> Stats:
+    def _compare(self, t: torch.Tensor, value: str, cls: str = "") -> Stats:
+        axis = channel_axis_of(tuple(t.shape), cls)      # per-channel max |d|: where the error sits
         try:
             version = t._version
         except RuntimeError:      # an inference tensor has no version counter: never reuse
-            return compare(t, self.ort[value])
+            return compare(t, self.ort[value], channel_axis=axis)
         seen = self._seen.get(value)
         if seen is not None and seen[0]() is t and seen[1] == version:
             return seen[2]
-        st = compare(t, self.ort[value])
+        st = compare(t, self.ort[value], channel_axis=axis)
         self._seen[value] = (weakref.ref(t), version, st)
         return st
 
@@ -107,6 +111,7 @@ class Pass:
     forward: Callable[[Any, Any], list[torch.Tensor]]
     graph_inputs: list[str]
     input_dtypes: dict[str, str]
+    classes: list[str] = field(default_factory=list)     # module class per call (channel axis)
 
 
 def run_sample(p: Pass, acc: Accum, i: int, sample: Any, feeds: Optional[dict], cancel: CancelToken) -> None:
@@ -116,7 +121,7 @@ def run_sample(p: Pass, acc: Accum, i: int, sample: Any, feeds: Optional[dict], 
     ort_vals = sessions.run(p.main, feeds, p.fetch)
     use_local = p.local_sess is not None and p.hooks is not None and p.window.local is not None
     store = TensorStore(p.window.want_out, p.window.want_in) if use_local else None
-    sink = CompareSink(p.plan, ort_vals, store, p.window.calls, cancel)
+    sink = CompareSink(p.plan, ort_vals, store, p.window.calls, cancel, p.classes)
     if p.hooks is not None:
         p.hooks.begin(sink)
     outs = p.forward(p.model, sample)

@@ -23,6 +23,7 @@ how many samples it is (``Metrics.samples``).
 """
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 import time
@@ -32,7 +33,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import torch
 
-from drifttui.core.capture import batch, determinism, observer
+from drifttui.core.capture import batch, determinism, observer, shares
 from drifttui.core.model.inputs import cat_samples
 from drifttui.core.prepare import batch_probe
 from drifttui.core.runtime import sessions
@@ -85,6 +86,8 @@ class Capture:
     output_dtypes: list[tuple[str, str]] = field(default_factory=list)   # per graph output: (torch, ORT)
     # two torch forwards of sample 0: (note, max |d|, max |torch|); ("", 0, 0) when bit-identical
     torch_self: tuple[str, float, float] = ("", 0.0, 0.0)
+    # a reduced-precision file: call -> measured share of the output error (capture/shares.py)
+    shares: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -140,7 +143,23 @@ def _capture(pr: Prepared, cfg: Config, progress: ProgressFn, cancel: CancelToke
             progress(Progress("samples", n, n, f"window {wi + 2}/{len(windows)}", partial(run.snap(n))))
     timings["samples"] = time.perf_counter() - t_start - (timings["sessions"] - sessions_before)
     _finish(timings, notes, run.acc, run.outs, n, run.chosen)
-    return run.snap(n)
+    return dataclasses.replace(run.snap(n), shares=_shares(pr, cfg, source, run.acc, notes, timings))
+
+
+def _shares(pr: Prepared, cfg: Config, source: Any, acc: Accum, notes: list[str],
+            timings: dict[str, float]) -> dict[int, float]:
+    """A reduced-precision file: each layer's measured share of the output error on sample 0,
+    the layers with the lowest own SQNR first (capture/shares.py)."""
+    if pr.precision is None or not pr.precision.reduced or not pr.budgets or not pr.budgets[0]:
+        return {}
+    t = time.perf_counter()
+    sample = source.sample(0)
+    torch_outs = [to_numpy(o) for o in safe_forward(pr.model, sample, versioned=False)]
+    own = acc.local_aggs()
+    order = sorted(pr.budgets[0], key=lambda c: min(own[c].sqnr) if c in own and own[c].sqnr else math.inf)
+    out = shares.measure(pr, cfg, pr.feeds(sample), torch_outs, order, notes)
+    timings["shares"] = time.perf_counter() - t
+    return out
 
 
 class _Run:
@@ -328,7 +347,7 @@ class _WindowPass:
         self.timings["sessions"] += time.perf_counter() - t
         fetch = list(dict.fromkeys(pr.index.graph_outputs + w.values))
         self.p = Pass(pr.plan, w, main, fetch, local_sess, pr.hooks, pr.model, safe_forward,
-                      pr.index.graph_inputs, pr.input_dtypes)
+                      pr.index.graph_inputs, pr.input_dtypes, [c.cls for c in pr.calls])
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 from drifttui.core.model import memory
+from drifttui.core.model.toposort import sort_in_place
 from drifttui.core.model.spec import CallableSpec, ModelSpec
+from drifttui.core.model.toposort import sort_in_place
 from drifttui.errors import InputError, first_line
 
 PT2_TRUST_FIX = ("pass --trust-model-file if you trust the file (loading it runs code from it), or give a "
@@ -176,7 +178,7 @@ def load_checkpoint(path: str | Path) -> Any:
 EXTERNALISE_BYTES = 64 << 20
 
 
-def load_onnx(path: Path, workdir: Optional[Path] = None) -> tuple[Any, Path]:
+def load_onnx(path: Path, workdir: Optional[Path] = None, notes: Optional[list[str]] = None) -> tuple[Any, Path]:
     """Load an ONNX model WITHOUT its external data; check it; return ``(proto, path)``.
 
     The weights stay where they lie: the proto keeps its external-data references (relative to
@@ -185,6 +187,10 @@ def load_onnx(path: Path, workdir: Optional[Path] = None) -> tuple[Any, Path]:
     size is checked (protobuf cannot serialise more than 2 GiB) and nothing is serialised again.
     With ``workdir``, embedded weights over ``EXTERNALISE_BYTES`` are moved once into an external
     file there, and the returned path is that copy's.
+
+    A file whose only fault is its node order (ORT's float16 converter appends the input Casts at
+    the end; ONNX Runtime sorts the graph itself and runs it) is sorted in memory, and ``notes``
+    gets a line saying so; the file itself is never changed.
     """
     import onnx
 
@@ -205,10 +211,32 @@ def load_onnx(path: Path, workdir: Optional[Path] = None) -> tuple[Any, Path]:
         onnx.checker.check_model(str(path), full_check=False)
     except Exception as exc:
         first = first_line(exc)
-        raise InputError(f"ONNX file {str(path)!r} is invalid: {first}", "re-export the model") from exc
+        late = sort_in_place(model) if "topologically sorted" in first else None
+        if late is None:
+            raise InputError(f"ONNX file {str(path)!r} is invalid: {first}", "re-export the model") from exc
+        _check_sorted(model, path)
+        if notes is not None:
+            notes.append(f"the file's nodes are not in topological order (node {late!r} reads a value made later "
+                         "in the list, as ORT's float16 converter leaves it); drifttui sorted its in-memory copy, "
+                         "as ONNX Runtime does (the file is unchanged)")
     if workdir is not None and _embedded_bytes(model) > EXTERNALISE_BYTES:
         return _externalise(model, workdir)
     return model, path
+
+
+def _check_sorted(model: Any, path: Path) -> None:
+    """The checker on the sorted in-memory copy.  A copy whose weights lie in external files is not
+    checked again: the in-memory checker would look for them relative to the working directory
+    (the file's own check above already read them)."""
+    import onnx
+    from onnx.external_data_helper import uses_external_data
+
+    if any(uses_external_data(t) for t in _all_tensors(model)):
+        return
+    try:
+        onnx.checker.check_model(model, full_check=False)
+    except Exception as again:
+        raise InputError(f"ONNX file {str(path)!r} is invalid: {first_line(again)}", "re-export the model") from again
 
 
 def _check_external_data(model: Any, path: Path) -> None:

@@ -7,14 +7,15 @@ Nodes without either (optimiser-made) get the deepest scope shared by their neig
 """
 from __future__ import annotations
 
-from drifttui.core.dtypes import elem_name
-
 import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
+
+from drifttui.core.dtypes import elem_name
+from drifttui.core.runtime.weights import SharedWeights
 
 DYNAMO = "dynamo"
 TORCHSCRIPT = "torchscript"
@@ -268,8 +269,6 @@ def tensor_array(index: GraphIndex, name: str) -> Optional[np.ndarray]:
     if t is not None:
         if index.data_dir is not None and t.data_location == t.EXTERNAL:
             # read where it lies (a view of the mapped file when it can be): the proto stays without weights
-            from drifttui.core.runtime.weights import SharedWeights
-
             arr = SharedWeights.of(index.data_dir).array(t)
             return arr if arr is not None else numpy_helper.to_array(t, str(index.data_dir))
         return numpy_helper.to_array(t)

@@ -60,12 +60,32 @@ def build_local_graph(index: GraphIndex, plan: Plan, calls: list[Call],
             return None     # numpy cannot carry bfloat16 feeds: no local errors (noted in the report)
         g.input.append(onnx.helper.make_tensor_value_info(name, elem, list(ref.shape)))
         feed_dtypes[name] = onnx.helper.tensor_dtype_to_np_dtype(elem)
+        want = index.elem_types.get(v, 0)
+        if want and want != elem and {want, elem} <= _FLOATS:
+            _cast_feed(g, name, want)   # a reduced-precision file: the torch value rounded as the file holds it
     for name in outputs:
         g.output.append(onnx.ValueInfoProto(name=name))
     model = onnx.helper.make_model(g, opset_imports=list(index.model.opset_import),
                                    ir_version=index.model.ir_version)
     model.functions.extend(index.model.functions)
     return LocalGraph(model, feeds, outputs, attribution, first_node, feed_dtypes)
+
+
+_FLOATS = {1, 10, 11, 16}     # float32, float16, float64, bfloat16
+
+
+def _cast_feed(g: Any, name: str, to: int) -> None:
+    """Feed ``name`` at the torch dtype and Cast it to the ONNX value's type (float16 in a float16
+    file with float32 inputs) before its consumers: the own error then includes the rounding the
+    file itself does at that edge, and the session loads (a float32 feed into a float16 op would not)."""
+    import onnx
+
+    cast = f"{name}::cast"
+    for node in g.node:
+        for k, inp in enumerate(node.input):
+            if inp == name:
+                node.input[k] = cast
+    g.node.insert(0, onnx.helper.make_node("Cast", [name], [cast], to=to, name=f"drifttui_cast_{name}"))
 
 
 def _cut_nodes(index: GraphIndex, plan: Plan) -> tuple[list[Any], dict[str, str]]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from drifttui.core.prepare import batch_probe, reference
+from drifttui.core.prepare import batch_probe, precision, reference
 from drifttui.core.runtime import sessions
 from drifttui.core.runtime.torch_hooks import Call, Hooks, TensorRef, hookable
 from drifttui.core.prepare.details import layer_details
@@ -68,6 +68,10 @@ class Prepared:
     details: Any                   # static per-layer details (layer_details)
     workdir: Path                  # removed when the Prepared is garbage collected
     timings: dict[str, float]      # load, export, map
+    # the file's precision (precision.scan: float16 / bfloat16 / int8 nodes) and, when reduced, the
+    # budgets decide applies: (call -> precision.CallBudget, the model outputs' budget)
+    precision: Optional[precision.PrecisionScan] = None
+    budgets: Optional[tuple[dict[int, precision.CallBudget], float]] = None
 
     @property
     def proto(self) -> Any:
@@ -100,6 +104,9 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     cancel.check()
     t = time.perf_counter()
     index = build_index(proto, onnx_path)
+    pscan = precision.scan(index)
+    if pscan.reduced:
+        precision.rescope_quantizers(index)
     if exporter == "user file":
         exporter = {DYNAMO: "dynamo (from the file's metadata)",
                     TORCHSCRIPT: "torchscript (from the file's node names)"}.get(index.flavour, "unknown")
@@ -138,11 +145,12 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     attach_local(windows, local, plan)
     notes[:0] = mem.notes + _window_notes(cfg, hooks is not None, windows, budget, total_bytes, mem)
     details = layer_details(index, plan, calls, model)
+    budgets = precision.call_budgets(pscan, index, plan, calls)
     timings["map"] = time.perf_counter() - t
     return Prepared(config=cfg, model=model, example=example, input_spec=in_spec, onnx_inputs=gi, index=index,
                     exporter=exporter, input_dtypes=input_dtypes, hooks=hooks, calls=calls, plan=plan,
                     local=local, windows=windows, budget=budget, batch=batch, notes=notes, details=details,
-                    workdir=workdir, timings=timings)
+                    workdir=workdir, timings=timings, precision=pscan, budgets=budgets)
 
 
 def _load(cfg: Config, workdir: Path, progress: ProgressFn, timings: dict[str, float], notes: list[str]) -> tuple:
@@ -160,7 +168,7 @@ def _load(cfg: Config, workdir: Path, progress: ProgressFn, timings: dict[str, f
     batch = cfg.batch
     proto, gi, onnx_path = None, None, None
     if cfg.onnx:
-        proto, onnx_path = load_onnx(Path(cfg.onnx), workdir)
+        proto, onnx_path = load_onnx(Path(cfg.onnx), workdir, notes)
         gi = graph_inputs(proto)
         static = batch_probe.static_inputs(gi) if batch > 1 else []
         if static:

@@ -96,9 +96,46 @@ def run(session: Any, feeds: dict[str, np.ndarray], names: Optional[list[str]] =
         low = first.lower()
         if "invalid_argument" in low or "got invalid dimensions" in low or "unexpected input data type" in low \
                 or "invalid rank" in low or "required inputs" in low:
-            raise InputError(f"the inputs do not fit the ONNX graph: {first[:300]}",
-                             "give inputs with the shapes/dtypes the graph expects (--inputs)") from exc
+            mismatch, spec = feed_mismatch(session, feeds)
+            raise InputError(f"the inputs do not fit the ONNX graph: {mismatch or first[:300]}",
+                             "give inputs with the shapes/dtypes the graph expects ("
+                             + (f"--inputs {spec}" if spec else "--inputs") + ")") from exc
         raise ModelError(f"ONNX Runtime failed while running the graph: {first[:300]}",
                          "check the op named above; rerun with --debug for details") from exc
     out_names = names or [o.name for o in session.get_outputs()]
     return dict(zip(out_names, outs))
+
+
+# ONNX Runtime's input type names -> the dtype names of --inputs specs
+_ORT_TYPES = {"tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16",
+              "tensor(bfloat16)": "bfloat16", "tensor(int64)": "int64", "tensor(int32)": "int32",
+              "tensor(int16)": "int16", "tensor(int8)": "int8", "tensor(uint8)": "uint8", "tensor(bool)": "bool"}
+
+
+def _dims(shape: Sequence[Any]) -> str:
+    return "x".join(str(d) if isinstance(d, int) and d >= 0 else str(d or "?") for d in shape) or "scalar"
+
+
+def feed_mismatch(session: Any, feeds: dict[str, np.ndarray]) -> tuple[str, str]:
+    """(which graph input does not fit the feeds and how: expected vs given shape and dtype, one
+    clause per input; an ``--inputs shape:...`` spec that fits the graph when every dim is
+    known, else ""), or ("", "") when the inputs' shapes and dtypes match (the error is elsewhere)."""
+    clauses: list[str] = []
+    specs: list[str] = []
+    for inp in session.get_inputs():
+        want_dt = _ORT_TYPES.get(inp.type, inp.type)
+        shape = list(inp.shape or [])
+        static = all(isinstance(d, int) and d > 0 for d in shape)
+        specs.append(("" if want_dt == "float32" else f"{want_dt}:") + _dims(shape) if static else "")
+        if inp.name not in feeds:
+            clauses.append(f"input {inp.name} ({_dims(shape)} {want_dt}) is not given")
+            continue
+        got = feeds[inp.name]
+        got_dt = str(got.dtype)
+        fits = len(got.shape) == len(shape) and all(
+            not (isinstance(d, int) and d >= 0) or d == g for d, g in zip(shape, got.shape))
+        if not fits or (want_dt in _ORT_TYPES.values() and got_dt != want_dt):
+            clauses.append(f"input {inp.name}: the graph expects {_dims(shape)} {want_dt}, "
+                           f"the inputs give {_dims(list(got.shape))} {got_dt}")
+    spec = "shape:" + ";".join(specs) if clauses and all(specs) else ""
+    return "; ".join(clauses), spec

@@ -30,12 +30,19 @@ class DetailScreen(Screen[None]):
     """
 
     def __init__(self, title: str, renderable: RenderableType, name_to_copy: str = "",
-                 fix_to_copy: str = "") -> None:
+                 fix_to_copy: str = "", on_close=None) -> None:
         super().__init__()
         self.title_text = title
         self.renderable = renderable
         self.name_to_copy = name_to_copy
         self.fix_to_copy = fix_to_copy
+        self.on_close = on_close        # called when the screen is left (cancels work it waits for)
+
+    def update_body(self, renderable: RenderableType) -> None:
+        """Replace what the screen shows (a background computation finished)."""
+        self.renderable = renderable
+        for body in self.query("#detail-body"):
+            body.update(renderable)
 
     def compose(self) -> ComposeResult:
         yield Static(terminal(self.title_text) + "   (Esc back · ↑↓ PgUp PgDn scroll)", id="detail-title",
@@ -58,6 +65,8 @@ class DetailScreen(Screen[None]):
         return console.export_text()
 
     def action_close(self) -> None:
+        if self.on_close is not None:
+            self.on_close()
         self.dismiss(None)
 
     def _copy(self, text: str, what: str) -> None:
@@ -83,8 +92,22 @@ class _Null:
         return None
 
 
-def layer_detail(result, layer_index: int) -> Optional[DetailScreen]:
+def layer_body(result, layer, channels=None, waiting: str = "", width: int = 78) -> RenderableType:
+    """The layer detail: the drill-down (per-channel and per-sample errors) first, then every
+    metric, the histogram, nodes and initializers."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from drifttui.tui.drill_view import render_drill
     from drifttui.tui.layer_view import render_layer
+
+    return Group(render_layer(result, layer, full=True, head_only=True), Text(""),
+                 render_drill(result, layer, channels, width=width, waiting=waiting), Text(""),
+                 render_layer(result, layer, full=True, skip_head=True))
+
+
+def layer_detail(result, layer_index: int, channels=None, waiting: str = "", on_close=None,
+                 width: int = 78) -> Optional[DetailScreen]:
     from drifttui.tui.tree import display_name
 
     if result is None or not 0 <= layer_index < len(result.layers):
@@ -92,8 +115,9 @@ def layer_detail(result, layer_index: int) -> Optional[DetailScreen]:
     layer = result.layers[layer_index]
     fixes = [f.fix for f in result.findings if f.module == layer.module and f.fix]
     return DetailScreen(f"Layer #{layer.index} {display_name(layer.module)} ({layer.cls})",
-                        render_layer(result, layer, full=True), name_to_copy=display_name(layer.module),
-                        fix_to_copy=fixes[0] if fixes else "")
+                        layer_body(result, layer, channels, waiting, width),
+                        name_to_copy=display_name(layer.module), fix_to_copy=fixes[0] if fixes else "",
+                        on_close=on_close)
 
 
 def step_detail(step, result, stale: str = "") -> DetailScreen:

@@ -11,7 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from drifttui.tui.heat import legend
-from drifttui.tui.keymap import ACTIONS, COLUMN_HELP, STATUS_HELP
+from drifttui.tui.keymap import ACTIONS, COLUMN_HELP, RERUN, STATUS_HELP, STEPS
 
 
 def _two_columns(rows, width: int = 18) -> Table:
@@ -34,9 +34,11 @@ def help_renderable() -> Group:
         row = ("1 … 6", "run (or show) step N; pressing the shown step again reruns it") \
             if a.action == "step(1)" else (a.shown, a.help)
         sections.setdefault(a.section, []).append(row)
-    for section, rows in sections.items():
+    # the debugger's main job first: the six step keys and the reruns (determinism...) fit the
+    # first page at 80x24; navigation follows
+    for section in [STEPS, RERUN, *[s for s in sections if s not in (STEPS, RERUN)]]:
         parts.append(Text(section, style="bold underline"))
-        parts.append(_two_columns(rows))
+        parts.append(_two_columns(sections[section]))
     parts.append(Text("Statuses", style="bold underline"))
     status_rows = [(Text(STATUS_TEXT.get(s, s), style=STATUS_STYLES.get(s, "")), what) for s, what in STATUS_HELP]
     parts.append(_two_columns(status_rows))

@@ -1,4 +1,8 @@
-"""A one-line prompt (a path to save to, a name to search): Enter answers, Esc cancels."""
+"""A one-line prompt (a path to save to, a name to search): Enter answers, Esc cancels.
+
+The Input is Textual's *compact* one (no border, one row): a bordered Input is 3 rows high,
+and its focus border (``Input:focus``, more specific than any type selector here) would take
+the prompt's only row, leaving the typed text and the default path invisible."""
 from __future__ import annotations
 
 from textual.app import ComposeResult
@@ -16,7 +20,8 @@ class PromptScreen(ModalScreen[str]):
     DEFAULT_CSS = """
     PromptScreen { align: center bottom; }
     PromptScreen > Vertical { width: 100%; height: auto; background: $panel; padding: 0 1; }
-    PromptScreen Input { border: none; height: 1; padding: 0 1; background: $boost; }
+    PromptScreen #prompt-label { width: 100%; }
+    PromptScreen #prompt-input { height: 1; padding: 0 1; background: $boost; }
     """
 
     def __init__(self, question: str, value: str = "") -> None:
@@ -26,8 +31,8 @@ class PromptScreen(ModalScreen[str]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.question + "  (Enter: ok, Esc: cancel)")
-            yield Input(value=self.value, id="prompt-input")
+            yield Label(self.question + "  (Enter ok, Esc cancel)", id="prompt-label")
+            yield Input(value=self.value, id="prompt-input", compact=True)
 
     def on_mount(self) -> None:
         self.query_one(Input).focus()

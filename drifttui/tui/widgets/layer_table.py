@@ -13,54 +13,19 @@ from rich.style import Style
 from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.events import Click, Resize
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from drifttui.core.result import (
-    DRIFT, FUSED, INHERITED, NOT_EXPORTED, OK, UNATTRIBUTED, UNMAPPED, Result, Tolerance,
-)
+from drifttui.core.result import Result, Tolerance
 from drifttui.tui.heat import CELL_WIDTH, COLUMNS, COLUMN_TITLES, heat_cell, thresholds
 from drifttui.tui.tree import ROOT_NAME, LayerTree
-
-ORIGIN_MARK = "◆"
-STATUS_TEXT = {OK: "ok", DRIFT: "drift", INHERITED: "inherited", FUSED: "fused",
-               NOT_EXPORTED: "not exported", UNMAPPED: "unmapped", UNATTRIBUTED: "unattributed"}
-STATUS_SHORT = {NOT_EXPORTED: "not exp.", UNATTRIBUTED: "unattrib."}
-STATUS_STYLES = {
-    OK: Style(color="#5fb36b"), DRIFT: Style(color="#e8503a", bold=True),
-    INHERITED: Style(color="#f0a030"), FUSED: Style(color="#6aa0d8", italic=True),
-    NOT_EXPORTED: Style(color="#8a8a8a", italic=True), UNMAPPED: Style(color="#b07ad8", italic=True),
-    UNATTRIBUTED: Style(color="#f0a030", bold=True, underline=True),
-}
-NO_COLOR_STATUS = {DRIFT: Style(bold=True, reverse=True), UNATTRIBUTED: Style(bold=True, underline=True),
-                   INHERITED: Style(bold=True)}
-SORT_LABEL = {"local": "local", "max_abs": "abs", "cos": "1-cos"}
-
-
-def _fit(text: str, width: int) -> str:
-    if width <= 0:
-        return ""
-    if len(text) > width:
-        return text[: max(0, width - 1)] + "…"
-    return text.ljust(width)
-
-
-class Columns:
-    """Column widths for one table width."""
-
-    def __init__(self, width: int) -> None:
-        self.width = width
-        heat = len(COLUMNS) * (CELL_WIDTH + 1)
-        self.status = 12 if width >= 100 else 9
-        rest = width - 1 - heat - (self.status + 1)
-        self.ops = 16 if width >= 110 else 0
-        rest -= self.ops + (1 if self.ops else 0)
-        self.cls = 14 if rest >= 40 else (11 if rest >= 28 else 0)
-        rest -= self.cls + (1 if self.cls else 0)
-        self.module = max(8, rest)
-
+from drifttui.tui.widgets.track import clicked_top, thumb, track_segment
+from drifttui.tui.widgets.table_style import (  # noqa: F401  (re-exported: the views import them from here)
+    LIGHT_STATUS_STYLES, NO_COLOR_STATUS, ORIGIN_MARK, SORT_LABEL, STATUS_SHORT, STATUS_STYLES, STATUS_TEXT,
+    Columns, _fit, column_needs, origin_style_for,
+)
 
 class LayerTable(ScrollView, can_focus=True):
     """Module tree with heat cells; the cursor row drives the inspector."""
@@ -82,10 +47,12 @@ class LayerTable(ScrollView, can_focus=True):
     COMPONENT_CLASSES = {"layer-table--header", "layer-table--cursor", "layer-table--dim"}
 
     DEFAULT_CSS = """
-    LayerTable { overflow-x: hidden; overflow-y: auto; }
+    LayerTable { overflow-x: hidden; overflow-y: auto; scrollbar-size-vertical: 0; }
     LayerTable > .layer-table--header { text-style: bold; background: $panel; }
     LayerTable > .layer-table--cursor { background: $primary 30%; text-style: bold; }
     LayerTable:focus > .layer-table--cursor { background: $primary 55%; text-style: bold; }
+    LayerTable:light > .layer-table--cursor { background: $primary 10%; text-style: bold; }
+    LayerTable:light:focus > .layer-table--cursor { background: $primary 16%; text-style: bold; }
     LayerTable > .layer-table--dim { color: $text-muted; }
     """
 
@@ -104,8 +71,10 @@ class LayerTable(ScrollView, can_focus=True):
         self._thresholds = thresholds(Tolerance(1e-4, 1e-4))
         self._cache: LRUCache[tuple, Strip] = LRUCache(4096)
         self._columns = Columns(80)
+        self._needs: tuple[int, int, int] = (24, 14, 16)
         self._last_layer: Optional[int] = None
         self._anchor: Optional[int] = None     # the layer a filter hid from under the cursor
+        self._pass: Optional[tuple] = None     # styles and width of the render pass under way
 
     # -- data ------------------------------------------------------------------
     def set_result(self, result: Optional[Result], keep_state: bool = True) -> None:
@@ -121,6 +90,8 @@ class LayerTable(ScrollView, can_focus=True):
         origin = result.drift_origin.layer if result and result.drift_origin else None
         self.layer_tree = LayerTree(result.layers if result else [], origin)
         self._thresholds = thresholds(result.tolerance) if result else self._thresholds
+        self._needs = column_needs(self.layer_tree.layers)
+        self._columns = Columns(0)
         if state is not None:
             self.layer_tree.restore(state)
         self._cache.clear()
@@ -279,7 +250,11 @@ class LayerTable(ScrollView, can_focus=True):
         return found
 
     def on_click(self, event: Click) -> None:
-        if event.y >= 1:
+        if event.x >= self.size.width - 1 and event.y >= 1:        # the scroll track
+            top = clicked_top(event.y - 1, self.page_height, len(self.layer_tree.rows))
+            self.scroll_to(y=top, animate=False, immediate=True)
+            self.refresh()
+        elif event.y >= 1:
             self._anchor = None
             self.set_cursor(round(self.scroll_y) + event.y - 1, scroll=False)
 
@@ -292,17 +267,39 @@ class LayerTable(ScrollView, can_focus=True):
         self._cache.clear()
 
     # -- rendering -----------------------------------------------------------------
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """One render pass: the base style, the width and the component styles are looked up
+        once per pass, not per line (``rich_style`` walks the ancestors each time: it was a
+        fifth of a frame on a 10,000-row table)."""
+        self._pass = self._styles_now()
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._pass = None
+
+    def _styles_now(self) -> tuple:
+        """(width, base, header, cursor, dim colour, the scroll thumb's lines)."""
+        return (self.scrollable_content_region.width, self.rich_style,
+                self.get_component_rich_style("layer-table--header"),
+                self.get_component_rich_style("layer-table--cursor"),
+                self.get_component_rich_style("layer-table--dim").color,
+                thumb(round(self.scroll_y), self.page_height, len(self.layer_tree.rows)))
+
+    def _pass_styles(self) -> tuple:
+        return self._pass if self._pass is not None else self._styles_now()
+
     def render_line(self, y: int) -> Strip:
-        width = self.scrollable_content_region.width
+        full, base, header_style, cursor_style, _dim, bar = self._pass_styles()
+        width = full - 1                                 # the last column: the scroll track
         if width != self._columns.width:
-            self._columns = Columns(width)
+            self._columns = Columns(width, self._needs)
             self._cache.clear()
-        base = self.rich_style
         if y == 0:
             key = ("header", width)
             strip = self._cache.get(key)
             if strip is None:
-                strip = self._header(width, base + self.get_component_rich_style("layer-table--header"))
+                strip = self._header(width, base + header_style)
+                strip = Strip([*strip, Segment(" ", base + header_style)], full)
                 self._cache[key] = strip
             return strip
         row = round(self.scroll_y) + y - 1
@@ -313,17 +310,20 @@ class LayerTable(ScrollView, can_focus=True):
             if tree.only_drift:
                 why += " among drifting rows (f shows all)"
             msg = f" {why}  (Esc in the filter box clears it)"
-            return Strip([Segment(msg, base + Style(italic=True))]).adjust_cell_length(width, base)
+            return Strip([Segment(msg, base + Style(italic=True))]).adjust_cell_length(full, base)
+        on = (y - 1) in bar
         if row >= len(rows):
-            return Strip.blank(width, base)
+            return Strip([*Strip.blank(width, base), track_segment(on, base)], full) if rows else \
+                Strip.blank(full, base)
         layer = rows[row]
         is_cursor = row == self.cursor
-        key = (layer, is_cursor, layer in self.layer_tree.expanded, width)
+        key = (layer, is_cursor, layer in self.layer_tree.expanded, width, on)
         strip = self._cache.get(key)
         if strip is None:
             if is_cursor:
-                base = base + self.get_component_rich_style("layer-table--cursor")
+                base = base + cursor_style
             strip = self._render_row(layer, width, base)
+            strip = Strip([*strip, track_segment(on, base)], full)
             self._cache[key] = strip
         return strip
 
@@ -345,11 +345,12 @@ class LayerTable(ScrollView, can_focus=True):
         layer = tree.layers[i]
         c = self._columns
         # foreground only: a background here would punch a hole in the cursor-row highlight
-        dim = base + Style(color=self.get_component_rich_style("layer-table--dim").color)
+        dim = base + Style(color=self._pass_styles()[4])
         no_color = self.app.no_color
+        light = not self.app.current_theme.dark
         segs: list[Segment] = []
         is_origin = i == tree.origin
-        segs.append(Segment(ORIGIN_MARK if is_origin else " ", base + Style(color="#ff3d9a", bold=True)))
+        segs.append(Segment(ORIGIN_MARK if is_origin else " ", base + origin_style_for(no_color, light)))
         if tree.children[i]:
             fold = "▾ " if i in tree.expanded else "▸ "
         else:
@@ -368,11 +369,11 @@ class LayerTable(ScrollView, can_focus=True):
         if c.status < 12:
             status = STATUS_SHORT.get(layer.status, status)
         status_style = (NO_COLOR_STATUS.get(layer.status, Style()) if no_color
-                        else STATUS_STYLES.get(layer.status, Style()))
+                        else (LIGHT_STATUS_STYLES if light else STATUS_STYLES).get(layer.status, Style()))
         segs.append(Segment(" " + _fit(status, c.status), base + status_style))
         values, fails = tree.values_fails(i)
         for col, value, fail in zip(COLUMNS, values, fails):
-            text, style = heat_cell(value, self._thresholds[col], fail, no_color)
+            text, style = heat_cell(value, self._thresholds[col], fail, no_color, light)
             segs.append(Segment(" ", base))
             segs.append(Segment(text, base + style))
         return Strip(segs).adjust_cell_length(width, base)

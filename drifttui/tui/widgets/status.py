@@ -34,6 +34,21 @@ def timings_text(timings: dict[str, float]) -> str:
     return " ".join(f"{k} {v:.2f}s" for k, v in timings.items())
 
 
+def run_time_text(timings: dict[str, float]) -> str:
+    """What the result on screen cost: its capture's real time, and whether this run re-decided
+    a capture it already had ("re-decided") or captured again on a reused export ("reused
+    export"); never the 0.0s a reused stage adds."""
+    capture = timings.get("capture_time")
+    if timings.get("capture_reused"):
+        return f"capture {capture:.1f}s reused, re-decided" if capture is not None else "re-decided (capture reused)"
+    total = timings.get("total")
+    if total is None:
+        return ""
+    if timings.get("prepare_reused"):
+        return f"{total:.1f}s (export reused)"
+    return f"{total:.1f}s"
+
+
 def progress_text(p: Optional[Progress]) -> Text:
     """``samples 5/20`` and the engine's message, said once (the message is dropped when it
     repeats the stage or the count)."""
@@ -102,13 +117,17 @@ class StatusLine(Static):
         if r is None:
             text.append("no result yet", style="dim")
         elif r.verdict == "ok":
-            text.append(" OK ", style="bold black on #5fb36b")
-            text.append(f" no drift over {r.samples} samples")
+            budgeted = r.precision is not None and bool(r.precision.verdict)
+            text.append(" WITHIN BUDGET " if budgeted else " OK ", style="bold black on #5fb36b")
+            text.append(f" {r.precision.format} within its precision budget over {r.samples} samples" if budgeted  # type: ignore[union-attr]
+                        else f" no drift over {r.samples} samples")
         else:
-            text.append(" DRIFT ", style="bold white on #e8503a")
+            budgeted = r.precision is not None and bool(r.precision.verdict)
+            text.append(f" OVER BUDGET ({r.precision.format}) " if budgeted else " DRIFT ",  # type: ignore[union-attr]
+                        style="bold white on #e8503a")
             if r.drift_origin is not None:
                 o = r.drift_origin
-                text.append(" ◆ ", style="#ff3d9a")
+                text.append(" ◆ ", style="bold reverse" if self.is_mounted and self.app.no_color else "#ff3d9a")
                 text.append(display_name(o.module), style="bold")
                 text.append(f" {o.cls} {o.max_abs:.1e}")
         if self.running:
@@ -125,9 +144,19 @@ class StatusLine(Static):
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append_text(config_text(self.config))
         r = self.result
-        if r is not None and r.timings and not self.running and "total" in r.timings:
-            text.append(f"  {r.timings['total']:.1f}s", style="dim")
+        if r is not None and r.timings and not self.running:
+            text.append(f"  {run_time_text(r.timings)}", style="dim")
         return text
 
     def render_text(self) -> Text:
-        return Text("\n", no_wrap=True, overflow="ellipsis").join([self.first_line(), self.second_line()])
+        """Two lines, each cut to the width with "…" (a Static wraps a Text whatever its no_wrap:
+        a long progress message at 80 columns ran onto the configuration line)."""
+        width = self.content_region.width if self.is_mounted and self.content_region.width > 10 else 78
+        lines = []
+        for line in (self.first_line(), self.second_line()):
+            line.truncate(width, overflow="ellipsis")
+            lines.append(line)
+        return Text("\n", no_wrap=True, overflow="ellipsis").join(lines)
+
+    def on_resize(self) -> None:
+        self.update(self.render_text())

@@ -1,8 +1,8 @@
 """The steps bar: the six debugging steps as tabs, and the shown step's verdict, summary and
 fix (``s`` opens its full result: drifttui.tui.step_view).
 
-Step results are kept across reruns with the configuration they ran on; a step whose
-configuration differs from the result on screen is marked stale, not dropped.
+Step results are kept across reruns with the configuration and the result they ran on; a
+step whose configuration or result differs from the one on screen is marked stale, not dropped.
 """
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from textual.widgets import Static
 from drifttui.core.progress import Progress
 from drifttui.core.result import Config, Step
 from drifttui.report.escape import terminal, terminal_data
+from drifttui.core.result import Config, Result, Step
+from drifttui.tui.staleness import ResultKey, result_diff, result_key
 from drifttui.tui.step_view import VERDICT_GLYPH, VERDICT_STYLE, config_diff
 
 SHORT = {1: "artifact", 2: "zero-input", 3: "onnx node", 4: "tolerance", 5: "determinism", 6: "custom"}
@@ -37,22 +39,34 @@ class StepsBar(Static):
         self.messages: dict[int, str] = {}
         self.selected: Optional[int] = None
         self.shown_config: Optional[Config] = None
+        self.ran_on_result: dict[int, ResultKey] = {}
+        self.shown_result: Optional[ResultKey] = None
         self.notes: list[str] = []          # the result's run-level notes (observer effect, ...)
 
-    def set_step(self, step: Step, config: Optional[Config]) -> None:
+    def set_step(self, step: Step, config: Optional[Config], result: Optional[Result] = None) -> None:
         self.steps[step.step] = step
         if config is not None:
             self.ran_on[step.step] = config
+        key = result_key(result)
+        if key is not None:
+            self.ran_on_result[step.step] = key
         self.messages.pop(step.step, None)
 
-    def adopt(self, steps: list[Step], config: Config) -> None:
-        """Steps that came with a result (diagnose, a saved report): they ran on its config."""
-        for step in steps:
-            self.set_step(step, config)
+    def show_result(self, result: Result) -> None:
+        """``result`` is now on screen; the steps that came with it (diagnose, a saved report)
+        ran on it."""
+        self.shown_config = result.config
+        self.shown_result = result_key(result)
+        self.notes = list(result.notes)
+        for step in result.steps:
+            self.set_step(step, result.config, result)
 
     def stale(self, number: int) -> str:
-        """How step ``number``'s configuration differs from the result on screen ("" if not)."""
-        return config_diff(self.ran_on.get(number), self.shown_config)
+        """How the configuration or the result step ``number`` ran on differs from the result on
+        screen ("" if not)."""
+        bits = [config_diff(self.ran_on.get(number), self.shown_config),
+                result_diff(self.ran_on_result.get(number), self.shown_result)]
+        return "; ".join(b for b in bits if b)
 
     def refresh_view(self) -> None:
         self.update(self.render_text())
@@ -60,21 +74,32 @@ class StepsBar(Static):
     def _tabs(self) -> Text:
         text = Text(no_wrap=True, overflow="crop")
         text.append("steps ", style="bold")
+        no_color = self.is_mounted and self.app.no_color
         for n in range(1, 7):
             step = self.steps.get(n)
             if n in self.running:
                 glyph, style = "…", "italic"
             elif step is not None:
                 glyph, style = VERDICT_GLYPH.get(step.verdict, "·"), VERDICT_STYLE.get(step.verdict, "")
+                if no_color:          # colour-less red is bright black on bright black in xterm
+                    style = "bold underline" if step.verdict == "fail" else ""
                 if self.stale(n):
-                    style += " italic dim"
+                    style += " italic" if no_color else " italic dim"
             elif n in self.messages:
-                glyph, style = "!", "dim"
+                glyph, style = "!", "" if no_color else "dim"
             else:
-                glyph, style = "·", "dim"
+                glyph, style = "·", "" if no_color else "dim"
             text.append(f"{n}{glyph}{SHORT[n]}", style=(style + " reverse") if n == self.selected else style)
             text.append(" ")
         return text
+
+    def _note_line(self) -> Text:
+        """The run-level notes in ONE line at any width (all of them on (root)'s detail)."""
+        more = f" (+{len(self.notes) - 1} more)" if len(self.notes) > 1 else ""
+        tail = f"{more} — all on (root): Home, Enter"
+        room = max(10, self._width() - len(tail) - 2)
+        note = self.notes[0] if len(self.notes[0]) <= room else self.notes[0][:room - 1] + "…"
+        return Text(f"\n⚠ {note}{tail}", style="#f0a030", no_wrap=True, overflow="crop")
 
     def _width(self) -> int:
         width = self.content_region.width if self.is_mounted else 0
@@ -85,8 +110,7 @@ class StepsBar(Static):
         n = self.selected
         if n is None:
             if self.notes:
-                more = f" (+{len(self.notes) - 1} more)" if len(self.notes) > 1 else ""
-                text.append(f"\n⚠ {self.notes[0]}{more} — all on (root): Home, Enter", style="#f0a030")
+                text.append_text(self._note_line())
             else:
                 text.append("\npress 1–6 to run a step, s for its full result, ? for help", style="dim")
             return text

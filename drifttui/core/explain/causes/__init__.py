@@ -21,14 +21,17 @@ from typing import Any, Optional
 
 import torch
 
-from drifttui.core.explain.causes.case import Case, origin_case
-from drifttui.core.explain.causes.evaluate import Eval, Localisation, localise, ort_error
-from drifttui.core.explain.causes.patches import Patch, PatchError, apply
+from drifttui.core.explain.causes import rewrites
 from drifttui.core.explain.causes.candidates import graph_candidates
+from drifttui.core.explain.causes.case import Case, origin_case, why_no_case
+from drifttui.core.explain.causes.evaluate import Eval, Localisation, localise, ort_error
+from drifttui.core.explain.causes.holds import hold
+from drifttui.core.explain.causes.nopatch import explain_no_patch
+from drifttui.core.explain.causes.patches import Patch, PatchError, apply
 from drifttui.core.explain.causes.reexport import try_reexport, variants
 from drifttui.core.explain.causes.weights import torch_tensors, weight_candidates
 from drifttui.core.explain.context import clean
-from drifttui.core.result import SEVERITY_ORDER, Finding
+from drifttui.core.result import SEVERITY_ORDER, Finding, display_name
 
 MAX_PATCHES = 200        # candidate patches tried per origin (each is one small ORT session)
 _OP_CLASS = {"Resize": "interpolation", "Upsample": "interpolation", "AveragePool": "padding", "Pad": "padding",
@@ -40,7 +43,8 @@ _OP_CLASS = {"Resize": "interpolation", "Upsample": "interpolation", "AveragePoo
 @dataclasses.dataclass
 class Trial:
     patch: Patch
-    after: Eval
+    after: Eval                               # on the origin's worst sample
+    fresh: list[dict[str, Any]] = dataclasses.field(default_factory=list)   # holds.py: on fresh samples
 
 
 @dataclasses.dataclass
@@ -49,6 +53,7 @@ class Explanation:
     loc: Optional[Localisation]
     trials: list[Trial]
     findings: list[Finding]
+    no_case: str = ""               # why there is no case (repro / repair print it)
 
     @property
     def verified(self) -> list[Trial]:
@@ -80,7 +85,7 @@ def _folds(ctx: Any, case: Case) -> list[tuple[str, Any, str, Any]]:
     return out
 
 
-def candidate_patches(ctx: Any, case: Case, findings: list[Finding]) -> list[Patch]:
+def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Optional[Localisation] = None) -> list[Patch]:
     module = _origin_module(ctx, case)
     nodes = set(case.nodes)
     out: list[Patch] = []
@@ -89,7 +94,10 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding]) -> list[Pat
                 and f.patch.get("node", f.patch.get("name")) in nodes | {v for n in case.model.graph.node for v in n.input}:
             out.append(Patch(dict(f.patch), f.check, f.message, f.fix, f.kind if f.kind != "unknown" else "export",
                              module=f.module, nodes=list(f.onnx_nodes)))
+    if loc is not None and loc.kind in ("runtime", "unknown"):
+        out.extend(rewrites.workaround_patches(case, loc.first_node))
     out.extend(graph_candidates(case, module, ctx.index.elem_types))
+    out.extend(rewrites.candidates(case, module, _types(ctx, case)))
     out.extend(weight_candidates(case, torch_tensors(module, case.module, _folds(ctx, case))))
     seen: set[str] = set()
     unique: list[Patch] = []
@@ -99,6 +107,24 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding]) -> list[Pat
             seen.add(k)
             unique.append(p)
     return unique[:MAX_PATCHES]
+
+
+def _types(ctx: Any, case: Case) -> dict[str, int]:
+    from onnx import helper
+
+    import onnx
+
+    types = dict(ctx.index.elem_types)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(case.model)
+        for vi in inferred.graph.value_info:
+            if vi.type.tensor_type.elem_type:
+                types.setdefault(vi.name, vi.type.tensor_type.elem_type)
+    except Exception:  # noqa: BLE001 - inference is a help, not a requirement
+        pass
+    for k, arr in case.feeds.items():
+        types.setdefault(k, helper.np_dtype_to_tensor_dtype(arr.dtype))
+    return types
 
 
 def verify(case: Case, patches: list[Patch], cancel: Any = None) -> list[Trial]:
@@ -123,21 +149,24 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
     o = ctx.result.drift_origin
     case = origin_case(ctx) if o is not None else None
     if case is None:
-        exp = Explanation(None, None, [], rank(findings, o.module if o else None))
+        exp = Explanation(None, None, [], rank(findings, o.module if o else None), why_no_case(ctx))
         ctx.cache[key] = exp
         return exp
-    ctx.say(f"causes: localising inside {case.module} and trying patches")
+    ctx.say(f"causes: localising inside {display_name(case.module)} and trying patches")
     loc = localise(case)
     trials: list[Trial] = []
     if loc.ort.fails:
-        trials = verify(case, candidate_patches(ctx, case, findings), ctx.cancel)
-        if reexport and not any(t.after.ok and not t.after.fails for t in trials):
+        trials = verify(case, candidate_patches(ctx, case, findings, loc), ctx.cancel)
+        hold(ctx, trials)
+        # a unit with a folded producer: the origin module alone is not what the case computes
+        if reexport and not case.folded and not any(t.after.ok and not t.after.fails for t in trials):
             for exporter, why in variants(ctx):
-                ctx.say(f"causes: re-exporting {case.module} alone with {exporter}")
+                ctx.say(f"causes: re-exporting {display_name(case.module)} alone with {exporter}")
                 patch, ev = try_reexport(ctx, case, exporter, why)
                 if patch is not None:
                     trials.append(Trial(patch, ev))
-                    if ev.ok and not ev.fails:
+                    hold(ctx, trials[-1:])
+                    if trials[-1].after.ok and not trials[-1].after.fails:
                         break
     if not loc.ort.fails:
         # the origin's own nodes pass on its worst sample (e.g. the error needs upstream noise):
@@ -175,12 +204,13 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
                       severity="error")
         if at is not None:
             f = out[at]
+            if f.patch != p.spec:       # verified by another patch than the check's: say what that one changed
+                fields.update(message=_verified_text(p, t, before, case), fix=p.fix)
             out[at] = dataclasses.replace(f, evidence={**f.evidence, "verification": _ev(p, t, loc)}, **fields)
             used.add(at)
         else:
             out.append(Finding(p.check, "error", case.module, p.nodes or list(case.nodes[:3]),
-                               f"{p.why}; verified: with the patch the origin's local error falls from "
-                               f"{before:.3g} to {t.after.max_abs:.3g}", {"verification": _ev(p, t, loc)}, p.fix,
+                               _verified_text(p, t, before, case), {"verification": _ev(p, t, loc)}, p.fix,
                                **{k: v for k, v in fields.items() if k != "severity"}))
             used.add(len(out) - 1)
     if not verified:
@@ -195,6 +225,13 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
     return out
 
 
+def _verified_text(p: Patch, t: Trial, before: float, case: Optional[Case] = None) -> str:
+    unit = (f" ({', '.join(case.folded)} compared with {case.module} as one unit: the exporter folded its "
+            f"output into {case.module}'s nodes)" if case is not None and case.folded else "")
+    return (f"{p.why}; verified: with the patch the origin's local error falls from {before:.3g} to "
+            f"{t.after.max_abs:.3g}{unit}")
+
+
 def _ev(p: Patch, t: Trial, loc: Localisation) -> dict[str, Any]:
     return clean({"patch": p.spec, "local_before": loc.ort.max_abs, "local_after": t.after.max_abs,
                   "reference_evaluator_max_abs": loc.reference.max_abs if loc.reference else None,
@@ -205,15 +242,19 @@ def _unexplained(case: Case, loc: Localisation, trials: list[Trial]) -> Finding:
     ops = [n.op_type for n in case.model.graph.node]
     first = loc.first_node_op or next((op for op in ops if op in _OP_CLASS), None)
     check = _OP_CLASS.get(first or "", "op-compat")
-    msg = (f"{case.module} drifts on its own (local error {loc.ort.max_abs:.3g} over {len(ops)} node(s)) and no "
+    msg = (f"{display_name(case.module)} drifts on its own (local error {loc.ort.max_abs:.3g} over {len(ops)} node(s)) and no "
            f"patch among {len(trials)} tried removed it; {loc.note or 'the reference evaluator could not tell'}")
     ev = {"localisation": loc.note, "first_divergent_node": loc.first_node, "ops": ops[:20],
           "tried": [t.patch.spec for t in trials][:20],
           "reference_evaluator_max_abs": loc.reference.max_abs if loc.reference else None}
     fix = ("report the op to ONNX Runtime with `drifttui repro`" if loc.kind == "runtime" else
            "run `drifttui repro` and compare the nodes with the torch forward by hand")
-    return Finding(check, "error", case.module, [loc.first_node] if loc.first_node else list(case.nodes[:3]), msg,
-                   clean(ev), fix, verified=False, patch=None, local_before=loc.ort.max_abs, kind=loc.kind)
+    nodes = [loc.first_node] if loc.first_node else list(case.nodes[:3])
+    known = explain_no_patch(case)
+    if known is not None:
+        check, msg, fix, nodes = known
+    return Finding(check, "error", case.module, nodes, msg, clean(ev), fix, verified=False, patch=None,
+                   local_before=loc.ort.max_abs, kind=loc.kind)
 
 
 def rank(findings: list[Finding], origin: Optional[str]) -> list[Finding]:

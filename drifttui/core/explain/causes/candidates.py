@@ -9,7 +9,7 @@ the torch call implies, and fall back to the torch function's defaults for funct
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 import numpy as np
 
@@ -48,6 +48,16 @@ def _module_attr(module: Any, name: Optional[str]) -> Optional[float]:
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return float(v)
     return None
+
+
+def module_eps(module: Any) -> list[float]:
+    """The eps of the module and its children (CosineSimilarity, PairwiseDistance, norms)."""
+    out = []
+    for m in (module.modules() if module is not None else ()):
+        v = getattr(m, "eps", None)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+            out.append(float(v))
+    return out
 
 
 def _set(node: Any, name: str, value: Any, check: str, why: str, fix: str, module: str,
@@ -263,12 +273,17 @@ def int_div(case: Case, node: Any, elem_types: dict[str, int]) -> Iterator[Patch
                     "exporter that lowers floor division correctly", "export", module=case.module, nodes=[node.name])
 
 
-def baked_shapes(case: Case, consts: dict[str, np.ndarray], node_of: dict[str, Any]) -> Iterator[Patch]:
-    """Scalars that look like a dimension size (or 1/d, d**-0.5) seen at export time and not now."""
+def baked_shapes(case: Case, consts: dict[str, np.ndarray], node_of: dict[str, Any],
+                 eps: Iterable[float] = ()) -> Iterator[Patch]:
+    """Scalars that look like a dimension size (or 1/d, d**-0.5) seen at export time and not now;
+    never a constant that holds the module's eps (or eps**2): that one is an epsilon, not a size."""
     dims = sorted({int(d) for a in case.feeds.values() for d in a.shape if d > 1})
+    epsilons = [e for x in eps for e in (x, x * x)]
     seen = 0
     for name, arr in consts.items():
         if arr.size > 8 or arr.size == 0 or arr.dtype.kind not in "fi":
+            continue
+        if arr.size == 1 and any(abs(float(arr.ravel()[0]) - e) <= 1e-6 * e for e in epsilons):
             continue
         flat = arr.ravel().astype(np.float64)
         for k, c in enumerate(flat):
@@ -335,7 +350,7 @@ def graph_candidates(case: Case, module: Any, elem_types: dict[str, int]) -> lis
             out.extend(casts(case, node, types))
         elif op == "Div":
             out.extend(int_div(case, node, types))
-    out.extend(baked_shapes(case, consts, node_of))
+    out.extend(baked_shapes(case, consts, node_of, module_eps(module)))
     return out
 
 

@@ -18,9 +18,10 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.prepare.graph import tensor_array, with_data
+from drifttui.core.result import UNMAPPED
 from drifttui.core.runtime import sessions
 from drifttui.core.runtime.torch_hooks import Hooks, TensorStore, run_model, to_numpy
-from drifttui.core.prepare.graph import tensor_array, with_data
 
 
 @dataclass
@@ -35,14 +36,60 @@ class Case:
     rtol: float
     nodes: list[str] = field(default_factory=list)
     onnx_fed: list[str] = field(default_factory=list)   # feeds that only ONNX Runtime could give
+    folded: list[str] = field(default_factory=list)     # modules compared with the origin as one unit
     opset: Optional[int] = None
 
 
+WHY = "causes:case:why"       # ctx.cache: why origin_case returned None, one line
+
+
+def why_no_case(ctx: Any) -> str:
+    return ctx.cache.get(WHY, "the origin's nodes could not be cut out")
+
+
 def _origin_nodes(ctx: Any, ci: int) -> list[Any]:
+    """The origin's own nodes; all the nodes in its scope (its children's too) when its own nodes
+    produce none of its outputs (a decoder whose output is its head Conv's)."""
     own = [n for n in ctx.index.nodes if ctx.plan.node_call[n.index] == ci]
-    if not own:
+    produced = {v for n in own for v in n.outputs if v}
+    if not own or not any(v in produced for v in ctx.plan.calls[ci].outputs.values()):
         own = [ctx.index.nodes[i] for i in sorted(ctx.plan.calls[ci].nodes)]
     return own
+
+
+def _needed(nodes: list[Any], produced: set[str]) -> list[str]:
+    needed: list[str] = []
+    for n in nodes:
+        for v in n.inputs:
+            if v and v not in produced and v not in needed:
+                needed.append(v)
+    return needed
+
+
+def with_folded_producers(ctx: Any, nodes: list[Any]) -> tuple[list[Any], list[str]]:
+    """The origin's nodes plus those of a module whose output value the exporter folded into the
+    origin (a trailing ``.t()`` folded into the origin's Gemm as transA): that module is unmapped,
+    so the value the origin reads has no torch counterpart, and feeding it ORT's (wrong) value would
+    make the consumer the origin.  Both are compared as one unit, fed the producer's torch inputs."""
+    folded: list[str] = []
+    for _ in range(3):
+        produced = {v for n in nodes for v in n.outputs if v}
+        have = {n.index for n in nodes}
+        extra: list[Any] = []
+        for v in _needed(nodes, produced):
+            if v in ctx.plan.table or ctx.index.is_static(v) or v not in ctx.index.producer:
+                continue
+            c = ctx.plan.node_call[ctx.index.producer[v]]
+            if c is None or ctx.plan.calls[c].status != UNMAPPED:
+                continue
+            own = [n for n in ctx.index.nodes if ctx.plan.node_call[n.index] == c and n.index not in have]
+            extra += own
+            have.update(n.index for n in own)
+            folded.append(ctx.calls[c].module)
+        if not extra:
+            break
+        nodes = sorted(nodes + extra, key=lambda n: n.index)
+    return nodes, folded
 
 
 def torch_values(ctx: Any, sample: Any, want_out: dict[int, list[int]],
@@ -64,6 +111,10 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
 
     o = ctx.result.drift_origin
     if o is None or ctx.plan is None or not ctx.plan.localized or not isinstance(ctx.model, torch.nn.Module):
+        ctx.cache[WHY] = ("no drift origin" if o is None else "the graph is not mapped to the modules"
+                          + (f" ({ctx.plan.reason})" if ctx.plan is not None and ctx.plan.reason else "")
+                          if ctx.plan is None or not ctx.plan.localized else
+                          "the model is not a torch.nn.Module (its calls cannot be hooked)")
         return None
     key = f"causes:case:{o.layer}:{sample}"
     if key in ctx.cache:
@@ -72,16 +123,14 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
     i = o.worst_sample if sample is None else sample
     if ctx.source.fixed:
         i = 0
-    nodes = _origin_nodes(ctx, ci)
+    nodes, folded = with_folded_producers(ctx, _origin_nodes(ctx, ci))
     produced = {v for n in nodes for v in n.outputs if v}
-    needed: list[str] = []
-    for n in nodes:
-        for v in n.inputs:
-            if v and v not in produced and v not in needed:
-                needed.append(v)
+    needed = _needed(nodes, produced)
     table = ctx.plan.table
     outs = {pos: v for pos, v in ctx.plan.calls[ci].outputs.items() if v in produced}
     if not nodes or not outs:
+        ctx.cache[WHY] = (f"{o.module or '(root)'} has no ONNX node of its own" if not nodes else
+                          f"no ONNX value inside {o.module or '(root)'}'s scope carries its output")
         ctx.cache[key] = None
         return None
     want_out: dict[int, list[int]] = {ci: sorted(outs)}
@@ -94,13 +143,14 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
     store = torch_values(ctx, smp, want_out, want_in)
     got = _feeds(ctx, needed, store, ctx.feeds(smp))
     if got is None:
+        ctx.cache[WHY] = f"the torch-side values of {o.module or '(root)'}'s inputs could not be captured"
         ctx.cache[key] = None
         return None
     feeds, inits, ort_needed = got
     expected = {outs[p]: to_numpy(store.out[(ci, p)]) for p in sorted(outs) if (ci, p) in store.out}
     model = _model(ctx, nodes, feeds, inits, expected)
     case = Case(model, feeds, expected, o.module, ci, i, ctx.cfg.atol, ctx.cfg.rtol,
-                [n.name for n in nodes], ort_needed, ctx.index.opset)
+                [n.name for n in nodes], ort_needed, opset=ctx.index.opset, folded=folded)
     ctx.cache[key] = case
     return case
 

@@ -15,6 +15,7 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.explain.causes.case import Case
+from drifttui.core.explain.causes.localise_nodes import deviating, own_errors
 from drifttui.core.metrics import Stats, compare
 
 
@@ -34,6 +35,7 @@ class Localisation:
     first_node: Optional[str] = None      # first node whose ORT and reference values disagree
     first_node_op: Optional[str] = None
     node_diffs: list[dict[str, Any]] = field(default_factory=list)
+    own_errors: list[dict[str, Any]] = field(default_factory=list)   # runtime: each node fed correct inputs
     note: str = ""
 
 
@@ -122,8 +124,23 @@ def localise(case: Case) -> Localisation:
         loc.kind = "runtime"
         loc.note = ("the ONNX reference implementation matches PyTorch on these nodes and ONNX Runtime does not"
                     + (f": first divergent node {loc.first_node} ({loc.first_node_op})" if loc.first_node else ""))
+        _own(case, loc, {**case.feeds, **ref_vals})
     elif ort_eval.fails and ref_eval.fails:
         loc.kind = "export"
         loc.note = ("the ONNX reference implementation computes the same as ONNX Runtime: the graph itself "
                     "computes something else than PyTorch")
     return loc
+
+
+def _own(case: Case, loc: Localisation, ref_vals: dict[str, np.ndarray]) -> None:
+    """The deviating kernel by its own error (each node fed the reference evaluator's inputs), not the
+    node that amplifies an upstream error (a Log after a Sigmoid that returns 0)."""
+    errs = own_errors(case.model, ref_vals, run_ort)
+    loc.own_errors = [{"node": e.node, "op_type": e.op_type, "own_abs": e.abs_err, "own_rel": e.rel_err}
+                      for e in errs]
+    dev = deviating(errs, case.atol)
+    if dev is None or dev.node == loc.first_node:
+        return
+    loc.note += (f" (accumulated error); {dev.node} ({dev.op_type}) is the first node whose own output is wrong, "
+                 f"fed the reference evaluator's inputs (relative error {dev.rel_err:.3g})")
+    loc.first_node, loc.first_node_op = dev.node, dev.op_type

@@ -10,7 +10,10 @@
     {"op": "rewrite", "node": "n", "rewrite": "resize_opset11", "mode": "half_pixel"}
     {"op": "rewrite", "node": "n", "rewrite": "clip_bounds", "max": 6.0, "dtype": "float32"}
                                   # only the bounds named change; None: unbounded
+    {"op": "rewrite", "node": "n", "rewrite": "floor_cast"}  # and the others of rewrites.py
+    {"op": "rewrite", "node": "n", "rewrite": "workaround", "form": "log_sigmoid"}  # workarounds.py
     {"op": "reexport", "exporter": "torchscript", "opset": 18, "module": "m"}
+                                  # applied by grafting Patch.graft (graft.py) into the file
 
 Arrays too big for JSON (a replaced weight) travel in ``Patch.payload``; ``spec`` then says
 where the values come from.  ``apply(model, patch)`` never edits its argument.
@@ -21,6 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
+
+from drifttui.core.explain.causes.rewrite_edits import APPLY, input_dtype
+from drifttui.core.explain.causes.workarounds import apply_workaround
 
 GRAPH_OPS = ("set_attribute", "replace_initializer", "remove_cast", "replace_constant", "rewrite")
 
@@ -35,10 +41,16 @@ class Patch:
     payload: Optional[np.ndarray] = None
     module: Optional[str] = None
     nodes: list[str] = field(default_factory=list)
+    graft: Optional[Any] = None                 # reexport: the graft.Graft that repair applies
 
     @property
     def graph_level(self) -> bool:
         return self.spec.get("op") in GRAPH_OPS
+
+    @property
+    def applicable(self) -> bool:
+        """``repair`` can apply it to the file: a graph edit, or a re-export it can graft."""
+        return self.graph_level or (self.graft is not None and all(self.graft.inputs))
 
 
 class PatchError(Exception):
@@ -124,8 +136,33 @@ def _rewrite(model: Any, p: Patch) -> None:
         _resize_opset11(model, p)
     elif kind == "clip_bounds":
         _clip_bounds(model, p)
+    elif kind == "workaround":
+        _workaround(model, p)
+    elif kind in _rewrites():
+        _rewrites()[kind](model, p.spec)
     else:
         raise PatchError(f"unknown rewrite {kind!r}")
+
+
+def _rewrites() -> dict[str, Any]:
+
+    def wrapped(fn: Any) -> Any:
+        def run(model: Any, spec: dict[str, Any]) -> None:
+            try:
+                fn(model, spec)
+            except ValueError as exc:
+                raise PatchError(str(exc)) from exc
+        return run
+
+    return {k: wrapped(fn) for k, fn in APPLY.items()}
+
+
+def _workaround(model: Any, p: Patch) -> None:
+    node = _node(model, p.spec["node"])
+    try:
+        apply_workaround(model, node, p.spec.get("form", ""), _input_dtype(model, node.input[0]))
+    except ValueError as exc:
+        raise PatchError(str(exc)) from exc
 
 
 def _floor_div(model: Any, p: Patch) -> None:
@@ -205,16 +242,8 @@ def _clip_bounds(model: Any, p: Patch) -> None:
 
 
 def _input_dtype(model: Any, value: str) -> Any:
-    """The numpy dtype of a value (graph input, initializer or annotated intermediate); float32 else."""
-    from onnx import helper
 
-    for vi in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
-        if vi.name == value and vi.type.tensor_type.elem_type:
-            return helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
-    for t in model.graph.initializer:
-        if t.name == value:
-            return helper.tensor_dtype_to_np_dtype(t.data_type)
-    return np.float32
+    return input_dtype(model, value)
 
 
 def _replace_node(model: Any, node: Any, new: list[Any]) -> None:

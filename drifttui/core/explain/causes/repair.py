@@ -1,9 +1,9 @@
 """``drifttui repair``: the verified ONNX-level patches applied to a copy of the whole graph,
 then the whole model checked again, end to end (``Pipeline.recheck``).
 
-Only patches that verified on the origin's own nodes are applied (``Finding.verified`` and a
-graph-level ``Finding.patch``); a re-export patch cannot be applied to a file and is reported
-as the fix instead.  The user's file is never touched: the CLI writes the copy through
+Only patches that verified on the origin's own nodes are applied (``Finding.verified``): a
+graph edit is applied to the copy; a verified re-export of the origin module is grafted into it
+(``graft.py``: the origin's nodes replaced by the re-export's graph).  The user's file is never touched: the CLI writes the copy through
 ``report/outputs.py``.
 """
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from drifttui.core.explain.causes import Explanation
+from drifttui.core.explain.causes.graft import GraftError, graft
 from drifttui.core.explain.causes.patches import Patch, apply
 
 
@@ -32,10 +33,17 @@ def repair(full_model: Any, exp: Explanation) -> Repair:
     for spec in specs:
         t = trials.get(repr(sorted(spec.items(), key=str)))
         patch: Patch = t.patch if t is not None else Patch(dict(spec), "", "", "")
-        if not patch.graph_level:
+        if not patch.applicable:
             out.not_applicable.append(spec)
             continue
-        model = apply(model, patch)
+        if patch.graph_level:
+            model = apply(model, patch)
+        else:
+            try:
+                model = graft(model, patch.graft)
+            except GraftError as exc:
+                out.not_applicable.append({**spec, "why": str(exc)})
+                continue
         out.applied.append(spec)
         if t is not None:
             out.local_after = t.after.max_abs if out.local_after is None else max(out.local_after, t.after.max_abs)

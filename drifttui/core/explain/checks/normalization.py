@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from drifttui.core.prepare.graph import attribute_values, tensor_array
-from drifttui.core.result import Finding
+from drifttui.core.result import Finding, display_name
 from drifttui.core.explain.context import Context, clean
 
 CHECK = "normalization"
@@ -70,7 +70,7 @@ def check(ctx: Context) -> list[Finding]:
             if not _same(got, eps):
                 out.append(Finding(CHECK, "error", c.module, [node.name],
                                    f"{node.op_type} {node.name} has epsilon={got:.3g} but {type(m).__name__} "
-                                   f"{c.module} uses eps={eps:.3g}", clean(ev),
+                                   f"{display_name(c.module)} uses eps={eps:.3g}", clean(ev),
                                    f"re-export without editing the graph; set eps={eps:g} on the module (or the "
                                    "epsilon attribute) so both sides agree",
                                    patch={"op": "set_attribute", "node": node.name, "name": "epsilon", "value": eps}))

@@ -16,7 +16,7 @@ import torch
 
 from drifttui.core.runtime.torch_hooks import Hooks, Sink, hookable, to_numpy
 from drifttui.core.metrics import compare
-from drifttui.core.result import Step
+from drifttui.core.result import Step, display_name
 from drifttui.core.explain.context import Context, clean
 
 TITLE = "Real or capture artifact"
@@ -99,7 +99,7 @@ def run(ctx: Context) -> Step:
     L = ctx.result.layers[o.layer]
     value = L.onnx_values[0] if L.onnx_values else None
     if value is None or o.layer not in pairs:
-        return Step(1, TITLE, "inconclusive", f"the origin {o.module or '(root)'} has no ONNX value to re-measure",
+        return Step(1, TITLE, "inconclusive", f"the origin {display_name(o.module)} has no ONNX value to re-measure",
                     clean(evidence), "", [o.layer])
     sess = ctx.ort_session("disable", (value,))
     ort_val = sess.run([value], ctx.feeds(ctx.sample(sample_i)))[0]
@@ -115,7 +115,7 @@ def run(ctx: Context) -> Step:
                           "uncloned_minus_cloned": mutated.get(o.layer, 0.0)}
     layers = [o.layer] + [x for x in layers if x != o.layer]
     if s_c.fails():
-        summary = (f"the origin {o.module or '(root)'} is real: its hook-time (cloned) output differs from ONNX by "
+        summary = (f"the origin {display_name(o.module)} is real: its hook-time (cloned) output differs from ONNX by "
                    f"{s_c.max_abs:.2e} on sample {sample_i}")
         if in_place:
             summary += f"; it is also mutated in place later (an uncloned capture would show {s_u.max_abs:.2e})"
@@ -123,13 +123,13 @@ def run(ctx: Context) -> Step:
                     "go on with step 2 (zero input) and step 3 (the origin's ONNX node)", layers)
     if s_u.fails():
         return Step(1, TITLE, "fail",
-                    f"the origin {o.module or '(root)'} is a capture artifact: its cloned output matches ONNX "
+                    f"the origin {display_name(o.module)} is a capture artifact: its cloned output matches ONNX "
                     f"({s_c.max_abs:.2e}) but the tensor is mutated in place after the hook "
                     f"(uncloned {s_u.max_abs:.2e})",
                     clean(evidence), "clone() outputs inside the forward hook (drifttui's own capture does); "
                     "rerun the check", layers)
     return Step(1, TITLE, "inconclusive",
-                f"the origin {o.module or '(root)'} does not reproduce on sample {sample_i} "
+                f"the origin {display_name(o.module)} does not reproduce on sample {sample_i} "
                 f"(cloned {s_c.max_abs:.2e}, uncloned {s_u.max_abs:.2e})", clean(evidence),
                 "rerun with more samples; the drift may depend on the input", layers)
 

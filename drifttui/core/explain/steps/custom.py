@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from drifttui.core.explain.checks.custom_module import analyse
-from drifttui.core.result import Step
+from drifttui.core.result import Step, display_name
 from drifttui.core.explain.context import Context, clean
 
 TITLE = "Custom-module causes"
@@ -51,7 +51,7 @@ def run(ctx: Context) -> Step:
     plain = list(data["tensor_attributes"])
     if origin_hazards:
         return Step(6, TITLE, "inconclusive",
-                    f"{o.module}.forward has eager-versus-traced hazard(s): {origin_hazards[0]['why']}",
+                    f"{display_name(o.module)}.forward has eager-versus-traced hazard(s): {origin_hazards[0]['why']}",
                     evidence, "replace Python-side values with tensor ops, then re-export", [o.layer])
     summary = "parameters, buffers and tensor attributes match the ONNX initializers"
     if plain:

@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.result import NodeInfo, Step
+from drifttui.core.result import NodeInfo, Step, display_name, own_op_types
 from drifttui.core.explain.context import Context, clean
 from drifttui.core.explain.findings import findings
 from drifttui.core.explain.sweep import opt_sweep
@@ -118,7 +118,8 @@ def _verdict(L: Any, sweep: dict[str, Any], level_note: str, evidence: dict[str,
              hazards: list[dict[str, Any]], related: list[Any]) -> Step:
     """One verdict ladder: a finding at the origin > level dependence > other findings > hazards >
     inconclusive (the origin drifts by definition: never "pass: no hazard")."""
-    ops = ", ".join(L.op_types) or "no ops"
+    ops = ", ".join(own_op_types(L, L.op_types)) or "no ops"
+    name = display_name(L.module)
     if related and related[0].severity == "error":
         f = related[0]
         proof = {True: f" [verified: the patch brings its local error from {f.local_before:.3g} to "
@@ -126,24 +127,24 @@ def _verdict(L: Any, sweep: dict[str, Any], level_note: str, evidence: dict[str,
                        else " [verified]",
                  False: " [unverified: the proposed patch did not remove the drift]",
                  None: " [unverified]"}[f.verified]
-        return Step(3, TITLE, "fail", f"{L.module} ({ops}): {f.message}{proof}" + level_note, evidence,
+        return Step(3, TITLE, "fail", f"{name} ({ops}): {f.message}{proof}" + level_note, evidence,
                     f.fix, [L.index])
     if sweep["final_verdict_changes_at"] or sweep["origin_error_changes_at"]:
         return Step(3, TITLE, "fail",
-                    f"{L.module} ({ops}): its error changes with the ORT optimisation level "
+                    f"{name} ({ops}): its error changes with the ORT optimisation level "
                     f"({', '.join(sweep['origin_error_changes_at'] or sweep['final_verdict_changes_at'])})"
                     f"{level_note}; fused ops: {', '.join(sweep['fused_op_types']) or 'none'}",
                     evidence, "deploy at the level that agrees, or report the fusion upstream", [L.index])
     if related:
         f = related[0]
-        return Step(3, TITLE, "inconclusive", f"{L.module} ({ops}): {f.message}" + level_note, evidence,
+        return Step(3, TITLE, "inconclusive", f"{name} ({ops}): {f.message}" + level_note, evidence,
                     f.fix, [L.index])
     if hazards:
         return Step(3, TITLE, "inconclusive",
-                    f"{L.module} ({ops}) uses hazard op(s): " + "; ".join(h["why"] for h in hazards[:3]),
+                    f"{name} ({ops}) uses hazard op(s): " + "; ".join(h["why"] for h in hazards[:3]),
                     evidence, "compare these attributes with the torch call by hand", [L.index])
     return Step(3, TITLE, "inconclusive",
-                f"{L.module} ({ops}) drifts on its own nodes, but no check names a cause and no patch removed it; "
+                f"{name} ({ops}) drifts on its own nodes, but no check names a cause and no patch removed it; "
                 "the error does not depend on the ORT optimisation level", evidence,
                 "run `drifttui repro` to get the origin's nodes as an ONNX test case and compare them with the "
                 "torch forward", [L.index])

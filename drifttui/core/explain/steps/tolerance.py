@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drifttui.core.result import Step
+from drifttui.core.result import Step, display_name
 from drifttui.core.explain.context import Context, clean
 
 TITLE = "Tolerance bisect"
@@ -25,14 +25,15 @@ def judge(rows: list[dict[str, Any]], origin_layer: Any, origin_module: Any) -> 
     named = sorted({r["origin_layer"] for r in rows if r["origin_layer"] is not None})
     if earlier:
         first = min(earlier, key=lambda r: r["origin_layer"])
-        where = f"earlier than {origin_module}" if origin_module else "although the run was clean"
-        return ("fail", f"at tolerance {first['tolerance']:g} the origin moves to {first['origin']} ({where}): "
+        where = (f"earlier than {display_name(origin_module)}" if origin_module is not None
+                 else "although the run was clean")
+        return ("fail", f"at tolerance {first['tolerance']:g} the origin moves to {display_name(first['origin'])} ({where}): "
                         "a small error starts there and is amplified later", [first["origin_layer"]] + named)
     noise = [r for r in rows if r["tolerance"] < NOISE_FLOOR and r["origin_layer"] is not None
              and (origin_layer is None or r["origin_layer"] < origin_layer)]
     tail = ""
     if noise:
-        tail = (f"; below {NOISE_FLOOR:g} float32 noise alone fails (origin {noise[0]['origin']} at "
+        tail = (f"; below {NOISE_FLOOR:g} float32 noise alone fails (origin {display_name(noise[0]['origin'])} at "
                 f"{noise[0]['tolerance']:g}), which is expected")
     if origin_module is None:
         clean_down = [r["tolerance"] for r in rows if r["origin_layer"] is None and r["verdict"] == "ok"]
@@ -40,7 +41,7 @@ def judge(rows: list[dict[str, Any]], origin_layer: Any, origin_module: Any) -> 
         return ("pass", (f"no drift down to tolerance {low:g}" if low else "no origin at any tolerance") + tail,
                 named)
     stable = [r["tolerance"] for r in above if r["origin"] == origin_module]
-    return ("pass", f"the origin {origin_module or '(root)'} is stable across tolerances "
+    return ("pass", f"the origin {display_name(origin_module)} is stable across tolerances "
                     f"{', '.join(f'{t:g}' for t in stable) or '-'} (it does not move earlier)" + tail, named)
 
 

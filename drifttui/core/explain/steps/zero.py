@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from drifttui.core.runtime.torch_hooks import Hooks, Sink, hookable
-from drifttui.core.result import DRIFT, INHERITED, Step
+from drifttui.core.result import DRIFT, INHERITED, Step, display_name
 from drifttui.core.explain.context import Context, clean
 
 TITLE = "Zero-input bisect"
@@ -81,17 +81,17 @@ def run(ctx: Context) -> Step:
     if o0 is None and r0.verdict == "ok":
         summary = "zero inputs give no drift: the drift needs non-trivial data"
         if o is not None:
-            summary += (f" (the origin {o.module or '(root)'} combines values in a data-dependent way: interpolation, "
+            summary += (f" (the origin {display_name(o.module)} combines values in a data-dependent way: interpolation, "
                         "scaling of activations, accumulation)")
         return Step(2, TITLE, "pass", summary, clean(evidence),
                     "look at how the origin's op combines inputs (step 3)" if o else "", layers)
     same = o0 is not None and o is not None and o0.module == o.module
-    where = o0.module if o0 else "the model outputs"
+    where = display_name(o0.module) if o0 else "the model outputs"
     summary = f"the drift reproduces on zero inputs at {where}"
     if same:
         summary += " (the same origin as with random inputs)"
     elif o is not None and o0 is not None:
-        summary += f" (random inputs name {o.module})"
+        summary += f" (random inputs name {display_name(o.module)})"
     if stuck:
         summary += f"; {len(stuck)} layer(s) are constant in PyTorch yet differ in ONNX"
     return Step(2, TITLE, "fail", summary, clean(evidence),

@@ -1,0 +1,137 @@
+"""Node-level localisation inside the origin: which ONNX node is wrong, by its *own* error.
+
+The accumulated error of a node mixes what it computes with what it was fed: a Log after a
+Sigmoid that returns 0 is "wrong" by -inf, the Sigmoid by 1e-9.  Two witnesses give each node
+correct inputs:
+
+* ``own_errors``: every node run alone in ONNX Runtime on the ONNX reference evaluator's values of
+  its inputs, compared with the reference evaluator's value of its output (relative error where
+  the value is a normal float): the first node over the bar is the deviating kernel (kind
+  ``runtime``);
+* ``align``: the origin's values (ONNX Runtime, torch-side inputs) matched by shape and numbers
+  with the values of a verified re-export of the origin module fed the same inputs (a graph that
+  computes what torch computes): the first node whose output the re-export never computes,
+  while all its inputs are matched, is the mistranslated node (kind ``export``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+MAX_NODES = 200                 # nodes run alone per origin (one small ORT session each)
+REL_BAR = 1e-2                  # own relative error of a wrong kernel (a right one is ~1e-6)
+
+
+@dataclass
+class NodeError:
+    node: str
+    op_type: str
+    abs_err: float
+    rel_err: float              # over the elements whose reference value is a normal float
+
+
+def _single(node: Any, model: Any, vals: dict[str, np.ndarray]) -> Optional[Any]:
+    import onnx
+    from onnx import helper
+
+    inits = {t.name: t for t in model.graph.initializer}
+    ins, feeds = [], {}
+    for v in node.input:
+        if not v or v in inits:
+            continue
+        if v not in vals:
+            return None
+        arr = np.asarray(vals[v])
+        ins.append(helper.make_tensor_value_info(v, helper.np_dtype_to_tensor_dtype(arr.dtype), list(arr.shape)))
+        feeds[v] = arr
+    outs = [helper.make_tensor_value_info(v, helper.np_dtype_to_tensor_dtype(np.asarray(vals[v]).dtype), None)
+            for v in node.output if v]
+    g = helper.make_graph([node], "drifttui_node", ins, outs, [inits[v] for v in node.input if v in inits])
+    m = helper.make_model(g, opset_imports=list(model.opset_import), ir_version=model.ir_version)
+    m.functions.extend(model.functions)
+    return onnx.ModelProto.FromString(m.SerializeToString()), feeds
+
+
+def _rel(want: np.ndarray, got: np.ndarray) -> tuple[float, float]:
+    w = want.astype(np.float64)
+    g = got.astype(np.float64)
+    both_inf = np.isinf(w) & np.isinf(g) & (np.sign(w) == np.sign(g))
+    d = np.where(both_inf | (np.isnan(w) & np.isnan(g)), 0.0, np.abs(w - g))
+    d = np.where(np.isnan(d), np.inf, d)
+    tiny = float(np.finfo(want.dtype).tiny) if want.dtype.kind == "f" else 1.0
+    normal = np.abs(w) >= tiny
+    rel = float((d[normal] / np.abs(w[normal])).max()) if normal.any() else 0.0
+    return (float(d.max()) if d.size else 0.0), rel
+
+
+def own_errors(model: Any, ref_vals: dict[str, np.ndarray], run_ort: Any) -> list[NodeError]:
+    """Each node's own error: run alone in ONNX Runtime (``run_ort(model, feeds)``) on the reference
+    evaluator's inputs."""
+    out: list[NodeError] = []
+    for node in list(model.graph.node)[:MAX_NODES]:
+        if node.op_type == "Constant" or not all(v in ref_vals for v in node.output if v):
+            continue
+        built = _single(node, model, ref_vals)
+        if built is None:
+            continue
+        m, feeds = built
+        try:
+            got = run_ort(m, feeds)
+        except Exception:  # noqa: BLE001 - a node that does not run alone (a function, a shape op)
+            continue
+        worst = (0.0, 0.0)
+        for v in node.output:
+            if v and v in got and np.shape(got[v]) == np.shape(ref_vals[v]) and got[v].dtype.kind in "fiub":
+                e = _rel(np.asarray(ref_vals[v]), got[v])
+                worst = (max(worst[0], e[0]), max(worst[1], e[1]))
+        out.append(NodeError(node.name, node.op_type, *worst))
+    return out
+
+
+def deviating(errors: list[NodeError], atol: float) -> Optional[NodeError]:
+    """The first node whose own error is a wrong kernel's: relative error over the bar."""
+    return next((e for e in errors if e.rel_err > REL_BAR and e.abs_err > 0), None)
+
+
+def _matches(a: np.ndarray, pool: list[np.ndarray], atol: float, rtol: float) -> bool:
+    for b in pool:
+        if b.shape != a.shape:
+            continue
+        if a.dtype.kind in "fc" or b.dtype.kind in "fc":
+            scale = float(np.abs(b.astype(np.float64)).max()) if b.size else 0.0
+            if np.allclose(a.astype(np.float64), b.astype(np.float64), atol=atol + rtol * scale, rtol=0, equal_nan=True):
+                return True
+        elif np.array_equal(a, b):
+            return True
+    return False
+
+
+def align(model: Any, vals: dict[str, np.ndarray], feeds: dict[str, np.ndarray],
+          witness: dict[str, np.ndarray], final: list[str], atol: float, rtol: float) -> Optional[Any]:
+    """The node of ``model`` whose output no value of the witness graph matches while every input
+    it reads is a feed, a static value or a matched value, when there is exactly one such node; an
+    output of the origin is matched only with an output of the witness (``final``)."""
+    every = [np.asarray(v) for v in witness.values()]
+    last = [np.asarray(witness[v]) for v in final if v in witness]
+    mine = {o.name for o in model.graph.output}
+    static = {t.name for t in model.graph.initializer}
+    good = set(feeds) | static
+    frontier: list[Any] = []
+    for n in model.graph.node:
+        if n.op_type == "Constant":
+            good.update(n.output)
+            continue
+        outs = [v for v in n.output if v and v in vals]
+        if not outs:
+            continue
+        if all(_matches(np.asarray(vals[v]), last if v in mine else every, atol, rtol) for v in outs):
+            good.update(outs)
+            continue
+        if all(not v or v in good for v in n.input):
+            frontier.append(n)
+        # fed a value the witness never computes either: downstream of the frontier
+    # one node where the values part: that node is wrong; several: the file decomposes the module
+    # differently from the re-export, and no single node is to blame
+    return frontier[0] if len(frontier) == 1 else None

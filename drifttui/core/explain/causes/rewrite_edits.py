@@ -1,0 +1,134 @@
+"""The graph edits behind the rewrites of ``rewrites.py`` (and the helpers ``workarounds.py`` shares):
+each edits a model in place from a patch spec and raises ValueError when it does not fit;
+``patches.apply`` calls them on a copy and turns the ValueError into a PatchError.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+
+
+def _node(model: Any, name: str, op: Optional[str] = None) -> Any:
+    n = next((n for n in model.graph.node if n.name == name), None)
+    if n is None or (op is not None and n.op_type not in op.split("|")):
+        raise ValueError(f"no {op or 'node'} named {name!r}")
+    return n
+
+
+def scoped(anchor: Any, new: list[Any]) -> list[Any]:
+    """New nodes carry the anchor node's metadata (the dynamo exporter's scope): the mapping keeps
+    them in the anchor's module, so the repaired file is compared layer by layer like the original."""
+    for n in new:
+        n.metadata_props.extend(anchor.metadata_props)
+    return new
+
+
+def _insert_before(model: Any, node: Any, new: list[Any]) -> None:
+    scoped(node, new)
+    nodes = list(model.graph.node)
+    at = next(i for i, n in enumerate(nodes) if n is node)
+    nodes[at:at] = new
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+
+
+def input_dtype(model: Any, value: str) -> Any:
+    """The numpy dtype of a value (graph input, initializer or annotated intermediate); float32 else."""
+    from onnx import helper
+
+    for vi in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
+        if vi.name == value and vi.type.tensor_type.elem_type:
+            return helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
+    for t in model.graph.initializer:
+        if t.name == value:
+            return helper.tensor_dtype_to_np_dtype(t.data_type)
+    return np.float32
+
+
+_dtype = input_dtype
+
+
+def _at_least(model: Any, opset: int) -> None:
+    """Move the whole graph to ``opset`` when it is older (onnx.version_converter)."""
+    from onnx import version_converter
+
+    cur = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), opset)
+    if cur >= opset:
+        return
+    try:
+        model.CopyFrom(version_converter.convert_version(model, opset))
+    except Exception as exc:  # noqa: BLE001 - the converter lacks adapters for some ops
+        raise ValueError(f"onnx.version_converter could not move the graph to opset {opset}: "
+                         f"{str(exc).splitlines()[0][:160]}") from exc
+
+
+def _set(node: Any, **attrs: Any) -> None:
+    from onnx import helper
+
+    keep = [a for a in node.attribute if a.name not in attrs]
+    del node.attribute[:]
+    node.attribute.extend(keep + [helper.make_attribute(k, v) for k, v in attrs.items()])
+
+
+def apply_floor_cast(model: Any, spec: dict[str, Any]) -> None:
+    from onnx import helper
+
+    node = _node(model, spec["node"], "Cast")
+    x = node.input[0]
+    floored = f"{node.name or node.output[0]}/drifttui_floor"
+    node.input[0] = floored         # before the insert: that copies the nodes
+    _insert_before(model, node, [helper.make_node("Floor", [x], [floored], name=floored)])
+
+
+def apply_softplus_threshold(model: Any, spec: dict[str, Any]) -> None:
+    from onnx import helper, numpy_helper
+
+    node = _node(model, spec["node"], "Softplus")
+    x, out = node.input[0], node.output[0]
+    p = f"{node.name or out}/drifttui_threshold"
+    thr = numpy_helper.from_array(np.asarray(spec.get("threshold", 20.0), dtype=_dtype(model, x)), f"{p}/t")
+    node.output[0] = f"{p}/sp"
+    model.graph.initializer.append(thr)
+    nodes = list(model.graph.node)
+    at = next(i for i, n in enumerate(nodes) if n is node) + 1
+    nodes[at:at] = scoped(node, [helper.make_node("Greater", [x, thr.name], [f"{p}/above"], name=f"{p}/greater"),
+                                 helper.make_node("Where", [f"{p}/above", x, f"{p}/sp"], [out], name=f"{p}/where")])
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+
+
+def apply_scatter_reduction(model: Any, spec: dict[str, Any]) -> None:
+    _node(model, spec["node"], "ScatterElements|ScatterND")
+    _at_least(model, 16)
+    _set(_node(model, spec["node"], "ScatterElements|ScatterND"), reduction=spec.get("reduction", "add"))
+
+
+def apply_avgpool_divisor(model: Any, spec: dict[str, Any]) -> None:
+    from onnx import helper, numpy_helper
+
+    node = _node(model, spec["node"], "AveragePool")
+    out = node.output[0]
+    p = f"{node.name or out}/drifttui_divisor"
+    k = numpy_helper.from_array(np.asarray(spec["area"] / spec["divisor"], dtype=_dtype(model, node.input[0])),
+                                f"{p}/k")
+    _set(node, count_include_pad=1)
+    node.output[0] = f"{p}/avg"
+    model.graph.initializer.append(k)
+    nodes = list(model.graph.node)
+    at = next(i for i, n in enumerate(nodes) if n is node) + 1
+    nodes[at:at] = scoped(node, [helper.make_node("Mul", [f"{p}/avg", k.name], [out], name=f"{p}/mul")])
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+
+
+def apply_resize_antialias(model: Any, spec: dict[str, Any]) -> None:
+    _node(model, spec["node"], "Resize")
+    _at_least(model, 18)
+    _set(_node(model, spec["node"], "Resize"), antialias=1)
+
+
+APPLY = {"floor_cast": apply_floor_cast, "softplus_threshold": apply_softplus_threshold,
+         "scatter_reduction": apply_scatter_reduction, "avgpool_divisor": apply_avgpool_divisor,
+         "resize_antialias": apply_resize_antialias}

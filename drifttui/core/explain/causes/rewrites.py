@@ -1,0 +1,140 @@
+"""Patches for exporter mistranslations that have a graph edit: each names what the exporter got
+wrong, and the edit that makes the node compute what torch computes (the edits: ``rewrite_edits.py``); and
+the ORT workaround patches of ``workarounds.py``'s catalogue.
+
+* ``floor_cast``: a float -> integer Cast truncates towards zero; torch's ``//`` / ``floor_divide``
+  floors (TorchScript lowers a float floor division to Div + Cast) -> Floor before the Cast;
+* ``softplus_threshold``: ONNX Softplus has no threshold; torch returns x above it ->
+  Where(x > threshold, x, Softplus(x));
+* ``scatter_reduction``: ScatterElements / ScatterND without reduction overwrite duplicate
+  indices; ``scatter_add`` and ``index_put(accumulate=True)`` add -> reduction="add" (opset >= 16,
+  the graph is converted when older);
+* ``avgpool_divisor``: the exporters drop ``divisor_override`` -> AveragePool (pads counted) times
+  kernel area / divisor;
+* ``resize_antialias``: a downsampling Resize without antialias where the torch call antialiases
+  -> antialias=1 (opset >= 18, converted when older).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Iterator, Optional
+
+from drifttui.core.explain.causes.patches import Patch
+from drifttui.core.explain.causes.workarounds import forms_for
+
+_INT = {2, 3, 4, 5, 6, 7, 12, 13}
+_FLOAT = {1, 10, 11, 16}
+_TYPE = {6: "int32", 7: "int64", 3: "int8", 5: "int16", 2: "uint8"}
+
+
+def _attrs(node: Any) -> dict[str, Any]:
+    from onnx import helper
+
+    out = {}
+    for a in node.attribute:
+        v = helper.get_attribute_value(a)
+        out[a.name] = v.decode() if isinstance(v, bytes) else v
+    return out
+
+
+def _patch(node: Any, rewrite: str, check: str, why: str, fix: str, module: str, **extra: Any) -> Any:
+    return Patch({"op": "rewrite", "node": node.name, "rewrite": rewrite, **extra}, check, why, fix, "export",
+                 module=module, nodes=[node.name])
+
+
+def _modules(module: Any) -> list[Any]:
+    return list(module.modules()) if module is not None else []
+
+
+def _find(module: Any, cls: str) -> Optional[Any]:
+    return next((m for m in _modules(module) if type(m).__name__ == cls), None)
+
+
+def floor_cast(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
+    to = int(_attrs(node).get("to", 0))
+    if to in _INT and types.get(node.input[0]) in _FLOAT:
+        yield _patch(node, "floor_cast", "dtype",
+                     f"Cast {node.name} to {_TYPE.get(to, 'an integer')} truncates towards zero where torch floors "
+                     "(a float floor_divide or // lowered to Div + Cast)",
+                     "export with the dynamo exporter (it lowers floor_divide to Floor), or write "
+                     "torch.floor(a / b) in the forward", case.module)
+
+
+def softplus_threshold(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
+    sp = _find(module, "Softplus")
+    threshold = float(getattr(sp, "threshold", 20.0))
+    beta = float(getattr(sp, "beta", 1.0))
+    yield _patch(node, "softplus_threshold", "op-compat",
+                 f"Softplus {node.name}: the threshold is missing (torch returns x where beta*x > {threshold:g}; "
+                 "ONNX Softplus has no threshold)",
+                 "export with the dynamo exporter (it keeps the threshold as a Where), or let `drifttui repair` "
+                 "add it", case.module, threshold=threshold, beta=beta)
+
+
+def scatter_reduction(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
+    if _attrs(node).get("reduction", "none") != "none":
+        return
+    opset = case.opset or 11
+    yield _patch(node, "scatter_reduction", "op-compat",
+                 f"{node.op_type} {node.name} has no reduction: duplicate indices overwrite instead of adding "
+                 "(torch's scatter_add / index_put(accumulate=True) add them)",
+                 "export with opset >= 16 (reduction='add' on " + node.op_type + ")"
+                 + (f"; the file is at opset {opset}" if opset < 16 else ""), case.module, reduction="add")
+
+
+def avgpool_divisor(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
+    pools = [m for m in _modules(module) if getattr(m, "divisor_override", None)]
+    if len(pools) != 1:
+        return
+    d = int(pools[0].divisor_override)
+    area = math.prod(_attrs(node).get("kernel_shape", [1]))
+    if area != d:
+        yield _patch(node, "avgpool_divisor", "padding",
+                     f"AveragePool {node.name} divides by the window ({area}); torch's divisor_override divides "
+                     f"by {d} (the exporters drop divisor_override)",
+                     f"compute the pool as avg_pool * ({area} / {d}) in the forward (ONNX AveragePool has no "
+                     "divisor), or let `drifttui repair` rewrite the node", case.module, divisor=d, area=area)
+
+
+def resize_antialias(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
+    a = _attrs(node)
+    if a.get("antialias", 0) or a.get("mode", "nearest") == "nearest":
+        return
+    want = getattr(module, "antialias", None)
+    if want is False:
+        return
+    yield _patch(node, "resize_antialias", "interpolation",
+                 f"Resize {node.name} does not antialias; the torch interpolate call downsamples with "
+                 "antialias=True", "export with opset >= 18 (Resize has antialias since opset 18)"
+                 + (f"; the file is at opset {case.opset}" if (case.opset or 18) < 18 else ""), case.module)
+
+
+CANDIDATES: dict[str, Callable[..., Iterator[Any]]] = {
+    "Cast": floor_cast, "Softplus": softplus_threshold, "ScatterElements": scatter_reduction,
+    "ScatterND": scatter_reduction, "AveragePool": avgpool_divisor, "Resize": resize_antialias}
+
+
+def candidates(case: Any, module: Any, types: dict[str, int]) -> list[Any]:
+    out: list[Any] = []
+    for node in case.model.graph.node:
+        fn = CANDIDATES.get(node.op_type)
+        if fn is not None:
+            out.extend(fn(case, node, module, types))
+    return out
+
+
+def workaround_patches(case: Any, first: Any = None) -> list[Any]:
+    """Every catalogue rewrite that fits a node of the case, the deviating node's first."""
+    nodes = sorted(case.model.graph.node, key=lambda n: n.name != first)
+    out = []
+    for node in nodes:
+        for w in forms_for(node):
+            out.append(Patch({"op": "rewrite", "node": node.name, "rewrite": "workaround", "form": w.form},
+                             "op-compat",
+                             f"ONNX Runtime's {node.op_type} kernel is wrong at {node.name} (the ONNX reference "
+                             f"implementation computes what torch computes): the bug is in ONNX Runtime; the "
+                             f"equivalent {w.what} computes what torch computes",
+                             f"deploy the rewritten graph ({w.what}; `drifttui repair` applies it) and report the "
+                             f"{node.op_type} kernel to onnxruntime with `drifttui repro`",
+                             "runtime", module=case.module, nodes=[node.name]))
+    return out

@@ -1,0 +1,280 @@
+"""Keep nodes of a reduced-precision file in float32: a graph patch on a copy.
+
+The nodes named (reduced-precision nodes of ``precision.scan``) compute in float32 again:
+  * float16 / bfloat16: float16 initializers they read become float32 (the torch tensor of the same
+    name when there is one, else the stored values widened), float16 activations are Cast to float32
+    at their inputs, their outputs are Cast back for consumers outside the set (consumers inside take
+    the float32 value), Casts to float16 inside the set cast to float32;
+  * int8 dynamic (``quantize_dynamic``): a MatMulInteger / ConvInteger with its Cast and output-scale
+    Mul becomes a float MatMul / Conv on the quantizer's float input and the float weight (torch's, or
+    the int8 weight dequantized);
+  * int8 QDQ: the node reads the float values its DequantizeLinear(QuantizeLinear(x)) inputs came
+    from (weights: torch's or dequantized), and its output skips the QuantizeLinear/DequantizeLinear
+    pair behind it.
+Unused nodes are pruned.  The keep-list is also printed in the forms the converters take
+(``converter_forms``).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+FLOAT, FLOAT16 = 1, 10
+
+
+def keep_float32(model: Any, index: Any, nodes: set[int], torch_tensors: Optional[dict[str, np.ndarray]] = None) -> Any:
+    """A patched copy of ``model`` (a ModelProto whose nodes ``index`` describes)."""
+    import onnx
+
+    torch_tensors = torch_tensors or {}
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    g = out.graph
+    inits = {t.name: t for t in g.initializer}
+    new_inits: list[Any] = []
+    protos = list(g.node)
+    replace: dict[int, list[Any]] = {}     # node index -> replacement nodes
+    rename: dict[str, str] = {}            # value -> value its consumers read instead
+    for k in sorted(nodes):
+        node = protos[k]
+        op = node.op_type
+        if op in ("MatMulInteger", "ConvInteger"):
+            rep = _dynamic(index, k, node, inits, torch_tensors, new_inits)
+            if rep is not None:
+                replace[k], dead = rep
+                for d in dead:
+                    replace[d] = []
+        elif op == "DequantizeLinear" and _producer_op(index, node.input[0]) == "QuantizeLinear":
+            # an activation's QuantizeLinear -> DequantizeLinear pair: its consumers read the float value
+            pre: list[Any] = []
+            src = _unrounded(index, index.nodes[index.producer[node.input[0]]], k, pre)
+            replace[k] = pre + [onnx.helper.make_node("Identity", [src], [node.output[0]], name=f"{node.name}::float32")]
+        elif op in ("DynamicQuantizeLinear", "QuantizeLinear", "DequantizeLinear"):
+            continue
+        elif any(_producer_op(index, i) == "DequantizeLinear" for i in node.input):
+            replace[k] = _qdq(index, k, node, inits, torch_tensors, new_inits)
+        else:
+            replace[k] = _fp16(index, k, node, nodes, inits, torch_tensors, new_inits)
+    final = []
+    for k, node in enumerate(protos):
+        final.extend(replace.get(k, [node]))
+    for node in final:
+        for pos, name in enumerate(node.input):
+            if name in rename:
+                node.input[pos] = rename[name]
+    g.initializer.extend(new_inits)
+    del g.node[:]
+    g.node.extend(_prune(final, [o.name for o in g.output]))
+    _drop_unused_initializers(g)
+    del g.value_info[:]       # types changed inside: let ORT infer them again
+    return out
+
+
+def _producer_op(index: Any, name: str) -> str:
+    p = index.producer.get(name)
+    return index.nodes[p].op_type if p is not None else ""
+
+
+def _float_weight(name: str, inits: dict, torch_tensors: dict, new_inits: list, shape: Optional[list[int]] = None,
+                  transpose: bool = False, scale: Optional[str] = None, zero: Optional[str] = None) -> str:
+    """A float32 initializer for weight ``name`` (torch's tensor when one matches by name and size)."""
+    from onnx import numpy_helper
+
+    base = name
+    for suffix in ("_quantized", "_Transposed_quantized"):
+        if base.endswith(suffix):
+            base = base[: -len(suffix)]
+    base_t = base[: -len("_Transposed")] if base.endswith("_Transposed") else base
+    q = numpy_helper.to_array(inits[name])
+    arr = None
+    if scale is not None:
+        s = numpy_helper.to_array(inits[scale]).astype(np.float32)
+        z = numpy_helper.to_array(inits[zero]).astype(np.float32) if zero in inits else np.float32(0)
+        if s.ndim == 1 and q.ndim > 1:   # per-channel: along the axis whose length matches
+            ax = next((a for a, d in enumerate(q.shape) if d == s.size), 0)
+            shp = [1] * q.ndim
+            shp[ax] = s.size
+            s, z = s.reshape(shp), (z.reshape(shp) if np.ndim(z) else z)
+        stored = (q.astype(np.float32) - z) * s
+        step = float(np.max(s))
+    else:
+        stored = q.astype(np.float32)
+        step = float(np.max(np.abs(stored))) * 2.0 ** -9 if stored.size else 0.0
+    t = torch_tensors.get(base_t)
+    if t is not None and t.size == q.size:
+        cand = t.astype(np.float32)
+        if transpose or (base.endswith("_Transposed") and cand.ndim == 2):
+            cand = cand.T
+        cand = cand.reshape(q.shape)
+        # only the torch tensor the file rounded (a folded BatchNorm's Conv keeps the name, not the values)
+        if float(np.max(np.abs(cand - stored))) <= step + 1e-12:
+            arr = cand
+    if arr is None:
+        arr = stored
+    new = f"{name}::float32"
+    if new not in inits:
+        new_inits.append(numpy_helper.from_array(np.ascontiguousarray(arr, dtype=np.float32), new))
+        inits[new] = new_inits[-1]
+    return new
+
+
+def _dynamic(index: Any, k: int, node: Any, inits: dict, torch_tensors: dict,
+             new_inits: list) -> Optional[tuple[list[Any], list[int]]]:
+    """MatMulInteger/ConvInteger -> Cast -> Mul(scales): a float MatMul/Conv with the same output."""
+    import onnx
+
+    x_q, w_q = node.input[0], node.input[1]
+    dql = index.producer.get(x_q)
+    if dql is None or index.nodes[dql].op_type != "DynamicQuantizeLinear" or w_q not in inits:
+        return None
+    x = index.nodes[dql].inputs[0]
+    cast = _only_consumer(index, node.output[0], "Cast")
+    mul = _only_consumer(index, index.nodes[cast].outputs[0], "Mul") if cast is not None else None
+    if mul is None:
+        return None
+    w_node_scale = next((i for i in index.nodes[index.producer[index.nodes[mul].inputs[1]]].inputs
+                         if i in inits and i.endswith("_scale")), None) \
+        if index.nodes[mul].inputs[1] in index.producer else None
+    zero = node.input[3] if len(node.input) > 3 else None
+    w = _float_weight(w_q, inits, torch_tensors, new_inits, scale=w_node_scale, zero=zero)
+    y = index.nodes[mul].outputs[0]
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    op = "MatMul" if node.op_type == "MatMulInteger" else "Conv"
+    return [onnx.helper.make_node(op, [x, w], [y], name=f"{node.name}::float32", **attrs)], [cast, mul]
+
+
+def _only_consumer(index: Any, value: str, op: str) -> Optional[int]:
+    cs = index.consumers.get(value, [])
+    return cs[0] if len(cs) == 1 and index.nodes[cs[0]].op_type == op else None
+
+
+def _qdq(index: Any, k: int, node: Any, inits: dict, torch_tensors: dict, new_inits: list) -> list[Any]:
+    """A QDQ float op reading the float values behind its DequantizeLinear inputs (its output stays
+    quantized: that rounding is its consumers' input)."""
+    import onnx
+
+    new = onnx.NodeProto()
+    new.CopyFrom(node)
+    pre: list[Any] = []
+    for pos, name in enumerate(node.input):
+        p = index.producer.get(name)
+        if p is None or index.nodes[p].op_type != "DequantizeLinear":
+            continue
+        dq = index.nodes[p]
+        src = dq.inputs[0]
+        if src in inits:
+            new.input[pos] = _float_weight(src, inits, torch_tensors, new_inits, scale=dq.inputs[1],
+                                           zero=dq.inputs[2] if len(dq.inputs) > 2 else None)
+            continue
+        q = index.producer.get(src)
+        if q is not None and index.nodes[q].op_type == "QuantizeLinear":
+            new.input[pos] = _unrounded(index, index.nodes[q], k, pre)
+    return pre + [new]
+
+
+def _unrounded(index: Any, q: Any, k: int, pre: list[Any]) -> str:
+    """What QuantizeLinear ``q`` quantized, without the rounding; when its zero point is the format's
+    lowest value the quantizer folded a Relu into it (its range starts at 0): kept as a Relu."""
+    import onnx
+    from onnx import numpy_helper
+
+    x = q.inputs[0]
+    zp = index.initializers.get(q.inputs[2]) if len(q.inputs) > 2 else None
+    if zp is None:
+        return x
+    z = numpy_helper.to_array(zp)
+    lowest = {2: 0, 3: -128}.get(zp.data_type)
+    if lowest is None or z.size == 0 or not np.all(z == lowest):
+        return x
+    out = f"{x}::relu::{k}"
+    pre.append(onnx.helper.make_node("Relu", [x], [out], name=f"{out}::node"))
+    return out
+
+
+def _fp16(index: Any, k: int, node: Any, keep: set[int], inits: dict, torch_tensors: dict,
+          new_inits: list) -> list[Any]:
+    """A float16 node computing in float32: Casts in, Casts out for consumers outside ``keep``."""
+    import onnx
+    from onnx import numpy_helper
+
+    new = onnx.NodeProto()
+    new.CopyFrom(node)
+    pre: list[Any] = []
+    for pos, name in enumerate(node.input):
+        if not name:
+            continue
+        if name in inits and inits[name].data_type in (10, 16):
+            new.input[pos] = _float_weight(name, inits, torch_tensors, new_inits)
+        elif index.elem_types.get(name) in (10, 16):
+            p = index.producer.get(name)
+            if p is not None and p in keep:
+                new.input[pos] = f"{name}::float32"
+            else:
+                cast = f"{name}::to_float32::{k}"
+                pre.append(onnx.helper.make_node("Cast", [name], [cast], to=FLOAT, name=f"{cast}::node"))
+                new.input[pos] = cast
+    for a in new.attribute:
+        if node.op_type == "Cast" and a.name == "to" and a.i in (10, 16):
+            a.i = FLOAT
+    post: list[Any] = []
+    for pos, o in enumerate(node.output):
+        if not o or index.elem_types.get(o) not in (10, 16):
+            continue
+        wide = f"{o}::float32"
+        new.output[pos] = wide
+        post.append(onnx.helper.make_node("Cast", [wide], [o], to=index.elem_types[o], name=f"{o}::back"))
+    return pre + [new] + post
+
+
+def _prune(nodes: list[Any], outputs: list[str]) -> list[Any]:
+    """Drop nodes none of whose outputs is used (walking back from the graph outputs)."""
+    needed = set(outputs)
+    keep = [False] * len(nodes)
+    for k in range(len(nodes) - 1, -1, -1):
+        n = nodes[k]
+        if any(o in needed for o in n.output):
+            keep[k] = True
+            needed.update(i for i in n.input if i)
+            for a in n.attribute:      # subgraphs' outer-scope reads
+                for sub in ([a.g] if a.HasField("g") else list(a.graphs)):
+                    needed.update(i for sn in sub.node for i in sn.input if i)
+    return [n for n, kk in zip(nodes, keep) if kk]
+
+
+def _drop_unused_initializers(g: Any) -> None:
+    used = {i for n in g.node for i in n.input} | {o.name for o in g.output}
+    for n in g.node:
+        for a in n.attribute:
+            for sub in ([a.g] if a.HasField("g") else list(a.graphs)):
+                used.update(i for sn in sub.node for i in sn.input)
+    kept = [t for t in g.initializer if t.name in used]
+    del g.initializer[:]
+    g.initializer.extend(kept)
+    inputs = [i for i in g.input if i.name not in {t.name for t in kept} or True]
+    del g.input[:]
+    g.input.extend(inputs)
+
+
+def original_names(index: Any, nodes: set[int]) -> list[str]:
+    """The node names the user's float model had (quantize_dynamic adds ``_quant``)."""
+    out = []
+    for k in sorted(nodes):
+        n = index.nodes[k]
+        if n.op_type in ("DynamicQuantizeLinear", "QuantizeLinear", "DequantizeLinear"):
+            continue
+        name = n.name[: -len("_quant")] if n.name.endswith("_quant") else n.name
+        out.append(name)
+    return list(dict.fromkeys(out))
+
+
+def converter_forms(index: Any, nodes: set[int], fmt: str) -> dict[str, str]:
+    """The keep-list as each converter takes it."""
+    names = original_names(index, nodes)
+    ops = sorted({index.nodes[k].op_type for k in nodes
+                  if index.nodes[k].op_type not in ("DynamicQuantizeLinear", "QuantizeLinear", "DequantizeLinear")})
+    if "int8" in fmt:
+        return {"onnxruntime.quantization (quantize_dynamic / quantize_static)": f"nodes_to_exclude={names!r}"}
+    return {"onnxruntime.transformers.float16.convert_float_to_float16": f"node_block_list={names!r}",
+            "onnxconverter_common.float16.convert_float_to_float16": f"node_block_list={names!r}",
+            "op_block_list (all nodes of these types)": f"op_block_list={ops!r}"}

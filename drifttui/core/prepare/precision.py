@@ -1,0 +1,333 @@
+"""The deployed file's precision: float16 / bfloat16 conversions and int8 quantization, per node.
+
+Read from the graph alone (no run): a node computes in reduced precision when it outputs a
+float16 / bfloat16 value (ORT's and onnxconverter-common's float16 converters: Casts at the
+edges, float16 initializers), or when it is a quantized op (DynamicQuantizeLinear +
+MatMulInteger / ConvInteger from ``quantize_dynamic``; QLinear* from the QOperator format;
+QuantizeLinear -> DequantizeLinear pairs from the QDQ format, where the float op fed by a
+DequantizeLinear computes on quantized values).
+
+For each such node the module records what the precision budget needs (core/tolerance.py,
+``budget_rtol``): the format, the depth of accumulation (the length of the sums the node
+computes: K of a MatMul, Cin/groups x kernel of a Conv, the reduced axes of a reduction or a
+normalisation) and, for int8, the relative rounding steps of its quantized inputs (the scale
+over the dynamic range: ``scale / max|x|``; a weight's from its own int8 values, an activation's
+from its quantizer's range).  Tolerance-free and static: computed once per prepared file.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from drifttui.core.result import OK
+from drifttui.core.tolerance import node_budget
+
+FLOAT16, BFLOAT16 = 10, 16
+_LOW = {FLOAT16: "float16", BFLOAT16: "bfloat16"}
+QDQ_OPS = {"QuantizeLinear", "DequantizeLinear"}
+DYNAMIC_OPS = {"DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "DynamicQuantizeMatMul",
+               "MatMulIntegerToFloat"}
+QOPERATOR_PREFIX = ("QLinear", "QGemm", "QAttention")
+ACCUMULATING = {"MatMul", "Gemm", "Conv", "ConvTranspose", "MatMulInteger", "ConvInteger", "QLinearMatMul",
+                "QLinearConv", "QGemm", "MatMulIntegerToFloat", "DynamicQuantizeMatMul", "Einsum"}
+REDUCING = {"ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "Softmax",
+            "LogSoftmax", "LayerNormalization", "SimplifiedLayerNormalization", "GroupNormalization",
+            "InstanceNormalization", "CumSum"}
+# the relative rounding step of an activation quantizer over its own dynamic range: 8 bits over a
+# range that includes 0 (uint8 [min(x,0), max(x,0)] / 255: at most 2 max|x| / 255 when the range is
+# symmetric); the static formats calibrated their scale to the same range
+ACT_STEP_U8 = 2.0 / 255.0
+ACT_STEP_I8 = 1.0 / 127.0
+
+
+@dataclass(frozen=True)
+class NodePrecision:
+    """What one reduced-precision node costs: its format, accumulation depth, int8 steps."""
+
+    fmt: str                 # "float16" | "bfloat16" | "int8"
+    depth: int = 1           # length of the sums it computes (1: elementwise)
+    act_step: float = 0.0    # int8: relative rounding step of its quantized activation input(s)
+    weight_step: float = 0.0  # int8: relative rounding step of its quantized weight (scale / max|w|)
+
+
+@dataclass
+class PrecisionScan:
+    """The file's precision, per node (node index -> NodePrecision) and as counts for the report."""
+
+    nodes: dict[int, NodePrecision] = field(default_factory=dict)
+    ops: dict[str, int] = field(default_factory=dict)     # evidence: op / initializer counts
+    schemes: list[str] = field(default_factory=list)      # e.g. "float16", "int8 dynamic", "int8 QDQ"
+    total: int = 0
+
+    @property
+    def formats(self) -> list[str]:
+        return sorted({p.fmt for p in self.nodes.values()})
+
+    @property
+    def reduced(self) -> bool:
+        return bool(self.nodes)
+
+    def summary(self) -> str:
+        ev = ", ".join(f"{k} {v}" for k, v in sorted(self.ops.items()))
+        if not self.nodes:
+            if self.ops:
+                return f"float32 weights ({ev} inside the graph: held to the float32 rule)"
+            return "float32 (no float16/bfloat16 values, no quantized ops)"
+        return (f"{' + '.join(self.schemes)}: {len(self.nodes)} of {self.total} nodes compute in reduced "
+                f"precision ({ev})")
+
+
+def scan(index: Any) -> PrecisionScan:
+    """Classify every node of ``index`` (a GraphIndex)."""
+    out = PrecisionScan(total=len(index.nodes))
+    _count_evidence(index, out)
+    if not any(k.endswith(" initializers") or k in DYNAMIC_OPS or k in QDQ_OPS or k.startswith(QOPERATOR_PREFIX)
+               for k in out.ops):
+        # Casts to float16 without float16 weights or quantized ops: not a converter's file but a
+        # precision change inside the graph (the dtype check's business), held to float32's rule
+        out.schemes = []
+        return out
+    dq_out = {o for n in index.nodes if n.op_type == "DequantizeLinear" for o in n.outputs}
+    for node in index.nodes:
+        op = node.op_type
+        if op in DYNAMIC_OPS or op.startswith(QOPERATOR_PREFIX) or op in QDQ_OPS:
+            if op in ACCUMULATING or op.startswith(QOPERATOR_PREFIX):
+                out.nodes[node.index] = _int8_node(index, node)
+            elif op in ("DynamicQuantizeLinear", "QuantizeLinear"):
+                out.nodes[node.index] = NodePrecision("int8", 1, _act_step(index, node), 0.0)
+            continue
+        if any(i in dq_out for i in node.inputs):       # QDQ: a float op on dequantized values
+            out.nodes[node.index] = _int8_node(index, node)
+            continue
+        low = _low_output(index, node)
+        if low is not None:
+            out.nodes[node.index] = NodePrecision(low, depth(index, node))
+        elif node.op_type == "Cast":
+            low_in = next((_LOW[index.elem_types[i]] for i in node.inputs if index.elem_types.get(i) in _LOW), None)
+            if low_in is not None:       # widening a float16 value: exact (depth 0: no budget)
+                out.nodes[node.index] = NodePrecision(low_in, 0)
+    return out
+
+
+def _count_evidence(index: Any, out: PrecisionScan) -> None:
+    ops: dict[str, int] = {}
+    for n in index.nodes:
+        op = n.op_type
+        if op in DYNAMIC_OPS or op in QDQ_OPS or op.startswith(QOPERATOR_PREFIX):
+            ops[op] = ops.get(op, 0) + 1
+        elif op == "Cast":
+            to = next((a.i for a in n.proto.attribute if a.name == "to"), 0)
+            if to in _LOW:
+                key = f"Cast to {_LOW[to]}"
+                ops[key] = ops.get(key, 0) + 1
+    for t in index.initializers.values():
+        if t.data_type in _LOW:
+            key = f"{_LOW[t.data_type]} initializers"
+            ops[key] = ops.get(key, 0) + 1
+    out.ops = ops
+    if any(k.startswith(("Cast to float16", "float16")) for k in ops):
+        out.schemes.append("float16")
+    if any(k.startswith(("Cast to bfloat16", "bfloat16")) for k in ops):
+        out.schemes.append("bfloat16")
+    if any(k in DYNAMIC_OPS for k in ops):
+        out.schemes.append("int8 dynamic (quantize_dynamic)")
+    if any(k.startswith(QOPERATOR_PREFIX) for k in ops):
+        out.schemes.append("int8 QOperator")
+    if "DequantizeLinear" in ops:
+        out.schemes.append("int8 QDQ")
+
+
+def _low_output(index: Any, node: Any) -> Optional[str]:
+    for o in node.outputs:
+        name = _LOW.get(index.elem_types.get(o, 0))
+        if name is not None:
+            return name
+    for i in node.inputs:
+        t = index.initializers.get(i)
+        if t is not None and t.data_type in _LOW:
+            return _LOW[t.data_type]
+    return None
+
+
+def depth(index: Any, node: Any) -> int:
+    """The length of the sums ``node`` computes (1 for an elementwise op), from shapes and weights."""
+    op = node.op_type
+    try:
+        if op in ("Conv", "ConvTranspose", "ConvInteger"):
+            w = _shape(index, node.inputs[1])
+            return max(1, int(np.prod(w[1:]))) if w else 1
+        if op == "QLinearConv":
+            w = _shape(index, node.inputs[3])
+            return max(1, int(np.prod(w[1:]))) if w else 1
+        if op in ("MatMul", "MatMulInteger", "MatMulIntegerToFloat", "DynamicQuantizeMatMul"):
+            a = _shape(index, node.inputs[0])
+            return _pos(a[-1]) if a else 1
+        if op == "QLinearMatMul":
+            a = _shape(index, node.inputs[0])
+            return _pos(a[-1]) if a else 1
+        if op in ("Gemm", "QGemm"):
+            a = _shape(index, node.inputs[0])
+            trans = next((x.i for x in node.proto.attribute if x.name == "transA"), 0)
+            return _pos(a[0 if trans else -1]) if a else 1
+        if op in REDUCING:
+            a = _shape(index, node.inputs[0])
+            axis = next((x.i for x in node.proto.attribute if x.name == "axis"), -1)
+            if not a:
+                return 1
+            if op in ("LayerNormalization", "SimplifiedLayerNormalization"):
+                return max(1, int(np.prod([_pos(d) for d in a[axis:]])))
+            if op.startswith("Reduce"):
+                return max(1, int(np.prod([_pos(d) for d in a])) // max(1, _numel(index, node.outputs[0])))
+            return _pos(a[axis])
+    except (IndexError, TypeError, ValueError):
+        return 1
+    return 1
+
+
+def _pos(d: Any) -> int:
+    return int(d) if isinstance(d, int) and d > 0 else 1
+
+
+def _numel(index: Any, name: str) -> int:
+    s = _shape(index, name)
+    return int(np.prod([_pos(d) for d in s])) if s else 1
+
+
+def _shape(index: Any, name: str) -> list[Any]:
+    if name in index.initializers:
+        return list(index.initializers[name].dims)
+    return list(index.shapes.get(name, []))
+
+
+def _int8_node(index: Any, node: Any) -> NodePrecision:
+    """An int8 compute node: its depth, and the rounding steps of its quantized inputs."""
+    act, wt = 0.0, 0.0
+    op = node.op_type
+    if op.startswith(QOPERATOR_PREFIX):
+        data = [node.inputs[k] for k in (0, 3) if k < len(node.inputs)]
+    elif op in DYNAMIC_OPS:
+        data = node.inputs[:2]
+    else:                      # a float op of the QDQ format: its dequantized inputs
+        data = [i for i in node.inputs if index.producer.get(i) is not None
+                and index.nodes[index.producer[i]].op_type == "DequantizeLinear"]
+    for name in data:
+        src = _quantized_source(index, name)
+        if src is None:
+            continue
+        kind, step = src
+        if kind == "weight":
+            wt = max(wt, step)
+        else:
+            act = max(act, step)
+    return NodePrecision("int8", depth(index, node), act or ACT_STEP_U8, wt)
+
+
+def _quantized_source(index: Any, name: str) -> Optional[tuple[str, float]]:
+    """('weight', scale/max|w|) for an int8 initializer (directly or through a DequantizeLinear),
+    ('act', step) for a value a quantizer made at run time; None for anything else."""
+    from onnx import numpy_helper
+
+    p = index.producer.get(name)
+    if p is not None and index.nodes[p].op_type == "DequantizeLinear":
+        name = index.nodes[p].inputs[0]
+        p = index.producer.get(name)
+    t = index.initializers.get(name)
+    if t is not None and t.data_type in (2, 3, 4, 5, 21, 22):        # (u)int8, (u)int16, (u)int4
+        q = numpy_helper.to_array(t).astype(np.int64)
+        zp = 128 if t.data_type == 2 else 0     # uint8 weights are stored around 128
+        m = int(np.max(np.abs(q - zp))) if q.size else 0
+        return ("weight", 1.0 / m) if m else None
+    if p is not None and index.nodes[p].op_type in ("DynamicQuantizeLinear", "QuantizeLinear"):
+        return ("act", _act_step(index, index.nodes[p]))
+    return None
+
+
+def _act_step(index: Any, node: Any) -> float:
+    """Relative rounding step of an activation quantizer: uint8 over a range that holds 0, or int8."""
+    if node.op_type == "QuantizeLinear" and len(node.inputs) > 2:
+        zp = index.initializers.get(node.inputs[2])
+        if zp is not None and zp.data_type == 3:
+            return ACT_STEP_I8
+    return ACT_STEP_U8
+
+
+def rescope_quantizers(index: Any) -> int:
+    """A DynamicQuantizeLinear quantizes the input of the op it feeds (``quantize_dynamic`` puts it
+    after the producer, named or scoped like it): give it its consumers' common scope, so that the
+    producer's module keeps its float output as its boundary value.  Returns how many moved."""
+    moved = 0
+    for node in index.nodes:
+        if node.op_type != "DynamicQuantizeLinear":
+            continue
+        scopes = [index.nodes[c].scope for o in node.outputs for c in index.consumers.get(o, [])
+                  if index.nodes[c].scope is not None]
+        if not scopes:
+            continue
+        prefix = list(scopes[0])
+        for s in scopes[1:]:
+            k = 0
+            while k < len(prefix) and k < len(s) and prefix[k] == s[k]:
+                k += 1
+            prefix = prefix[:k]
+        if prefix != node.scope:
+            node.scope = prefix
+            moved += 1
+    return moved
+
+
+@dataclass(frozen=True)
+class CallBudget:
+    """The precision budget of one module call (relative, of its scale; tolerance.BUDGET_RULE)."""
+
+    fmt: str          # "float16", "int8", "float16+int8"
+    own: float        # budget of its own (local) error
+    out: float        # budget of its output error (every reduced node computed before it)
+    depth: int        # the longest sum among its nodes
+    nodes: tuple[str, ...] = ()    # its reduced-precision nodes
+    node_ids: tuple[int, ...] = ()  # ... as node indices
+
+
+def call_budgets(pscan: PrecisionScan, index: Any, plan: Any, calls: list[Any]) -> tuple[dict[int, CallBudget], float]:
+    """Per call (with reduced nodes or downstream of them): its budget; and the model outputs' budget."""
+    if not pscan.reduced:
+        return {}, 0.0
+    mapped = {cm.call for cm in plan.calls if cm.status == OK and cm.outputs}
+    node_b: dict[int, float] = {}
+    for k, p in pscan.nodes.items():
+        node_b[k] = node_budget(p.fmt, index.nodes[k].op_type, p.depth, p.act_step, p.weight_step)
+    prefix, run = [], 0.0
+    for k in range(len(index.nodes)):
+        run += node_b.get(k, 0.0) ** 2
+        prefix.append(math.sqrt(run))
+    own_sq: dict[int, float] = {}
+    fmts: dict[int, set[str]] = {}
+    depths: dict[int, int] = {}
+    names: dict[int, list[str]] = {}
+    ids: dict[int, list[int]] = {}
+    for k, p in pscan.nodes.items():
+        c = plan.node_call[k] if k < len(plan.node_call) else None
+        while c is not None and c not in mapped and calls[c].parent is not None:
+            c = calls[c].parent
+        if c is None:
+            c = 0
+        own_sq[c] = own_sq.get(c, 0.0) + node_b[k] ** 2
+        fmts.setdefault(c, set()).add(p.fmt)
+        depths[c] = max(depths.get(c, 1), p.depth)
+        names.setdefault(c, []).append(index.nodes[k].name)
+        ids.setdefault(c, []).append(k)
+    out: dict[int, CallBudget] = {}
+    for cm in plan.calls:
+        if any(r.dtype in _LOW.values() for r in calls[cm.call].outputs):
+            continue       # the torch model computes this call in low precision itself: the dtype floor applies
+        last = max((index.producer[v] for v in cm.outputs.values() if v in index.producer), default=None)
+        cum = prefix[last] if last is not None else 0.0
+        if cum == 0.0 and cm.call not in own_sq:
+            continue
+        out[cm.call] = CallBudget("+".join(sorted(fmts.get(cm.call, set()))) or "float32",
+                                  math.sqrt(own_sq.get(cm.call, 0.0)), cum, depths.get(cm.call, 1),
+                                  tuple(names.get(cm.call, [])), tuple(ids.get(cm.call, [])))
+    outs = [index.producer[o] for o in index.graph_outputs if o in index.producer]
+    return out, max((prefix[k] for k in outs), default=prefix[-1] if prefix else 0.0)

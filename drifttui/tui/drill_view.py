@@ -1,0 +1,123 @@
+"""The drill-down of one layer, as Rich renderables: where in its output the error sits.
+
+``render_drill(result, layer, channels)``: the error per output channel as a heat strip (one
+glyph per channel, the same bands as the table's cells), the channels holding the largest
+errors, the per-sample errors with the worst sample marked, and how the channels spread over
+the error decades.  Everything here is measured (tolerance-free, ``Layer.channels`` from the
+capture or from one per-layer pass on the worst sample); the bands are intensity only, as in
+the table: pass/fail stays the engine's.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from drifttui.core.result import HIST_EDGES, Layer, Result
+from drifttui.tui.heat import BAND_STYLES, GLYPHS, band, fmt_value, thresholds
+from drifttui.tui.layer_view import bin_label
+
+STRIP_WIDTH = 64        # channels per line of the heat strip (fits 80 columns with its label)
+TOP = 5                 # channels named as the worst
+
+
+def _strip(values: list[float], threshold: float, group: int, width: int) -> Text:
+    text = Text(no_wrap=True)
+    per_line = max(8, min(STRIP_WIDTH, width - 8))
+    for start in range(0, len(values), per_line):
+        if start:
+            text.append("\n")
+        text.append(f"{start * group:>6} ", style="dim")
+        for v in values[start:start + per_line]:
+            b = band(v, threshold)
+            glyph = GLYPHS[b] if GLYPHS[b] != " " else "·"
+            text.append(glyph, style=BAND_STYLES[b])
+    return text
+
+
+def _worst_channels(values: list[float], group: int) -> Text:
+    order = sorted(range(len(values)), key=lambda i: -(values[i] if values[i] == values[i] else math.inf))
+    text = Text()
+    label = "channels" if group == 1 else f"channel groups of {group}"
+    text.append(f"worst {label}: ", style="bold")
+    for n, i in enumerate(order[:TOP]):
+        if n:
+            text.append("  ")
+        name = f"#{i}" if group == 1 else f"#{i * group}-{i * group + group - 1}"
+        text.append(name, style="bold" if n == 0 else "")
+        text.append(f" {fmt_value(values[i]).strip()}")
+    finite = sorted(v for v in values if v == v and not math.isinf(v))
+    if len(values) > 1 and finite:
+        worst, median = values[order[0]], finite[len(finite) // 2]
+        second = values[order[1]]
+        if worst == worst and second > 0 and median > 0:
+            text.append(f"\nthe worst is {worst / second:,.0f}× the next and {worst / median:,.0f}× the median "
+                        f"channel", style="dim")
+    return text
+
+
+def _per_sample(samples: list[int], errors: list[float], width: int) -> Text:
+    text = Text(no_wrap=True)
+    if not samples:
+        return Text("no per-sample errors recorded", style="dim")
+    worst = max(range(len(errors)), key=lambda i: errors[i] if errors[i] == errors[i] else math.inf)
+    top = max((e for e in errors if e == e and not math.isinf(e)), default=0.0) or 1.0
+    bar_room = max(10, min(40, width - 30))
+    for n, (s, e) in enumerate(zip(samples, errors)):
+        if n:
+            text.append("\n")
+        mark = "◆" if n == worst else " "
+        text.append(f"{mark} sample #{s:<5} ", style="bold #ff3d9a" if n == worst else "")
+        text.append(f"{fmt_value(e).strip():>6} ")
+        length = max(1, round(e / top * bar_room)) if e == e and e > 0 and not math.isinf(e) else 0
+        text.append("█" * length, style="#f0a030")
+        if n == worst:
+            text.append("  ← worst", style="bold")
+    return text
+
+
+def _decades(values: list[float]) -> Text:
+    """How many channels fall in each error decade (the bins of Metrics.histogram)."""
+    bins = [0] * (len(HIST_EDGES) + 1)
+    for v in values:
+        if v != v or math.isinf(v):
+            bins[-1] += 1
+            continue
+        exp = math.log10(v) if v > 0 else -math.inf
+        i = sum(1 for e in HIST_EDGES if exp >= e)
+        bins[i] += 1
+    text = Text(no_wrap=True)
+    top = max(bins) or 1
+    for i, count in enumerate(bins):
+        if not count:
+            continue
+        if text.plain:
+            text.append("\n")
+        text.append(f"{bin_label(i):>14} {count:>6}  ")
+        text.append("█" * max(1, round(count / top * 30)), style="#f0a030")
+    return text
+
+
+def render_drill(result: Result, layer: Layer, channels: Optional[Any], width: int = 78,
+                 waiting: str = "") -> RenderableType:
+    """The drill-down section of ``layer``; ``channels`` None: ``waiting`` says why (computing,
+    not in this report...)."""
+    parts: list[RenderableType] = [Text("Where the error sits", style="bold underline")]
+    if channels is None:
+        parts.append(Text(waiting or "no per-channel errors for this layer", style="italic #f0a030"))
+        return Group(*parts)
+    th = thresholds(result.tolerance)["max_abs"]
+    axis = "last" if channels.axis == -1 else str(channels.axis)
+    how = "from the capture" if channels.source == "capture" else \
+        f"from one per-layer pass on sample #{channels.samples[0] if channels.samples else '?'}"
+    parts.append(Text(f"max |torch - onnx| per output channel ({channels.size} along axis {axis}, {how}); "
+                      "glyphs as in the table, against atol", style="dim"))
+    parts.append(_strip(list(channels.max_abs), th, channels.group, width))
+    parts.append(_worst_channels(list(channels.max_abs), channels.group))
+    parts.append(Text("\nPer sample (max |torch - onnx| of the output)", style="bold underline"))
+    parts.append(_per_sample(list(channels.samples), list(channels.sample_max_abs), width))
+    parts.append(Text("\nChannels per error decade", style="bold underline"))
+    parts.append(_decades(list(channels.max_abs)))
+    return Group(*parts)

@@ -1,0 +1,33 @@
+"""The footer: one line with the keys of the focused pane (table, inspector, filter box).
+
+One widget drawing one Text (Textual's Footer is a widget per key: every layout of the screen
+arranged them all, a third of a full frame on a 10,000-row table)."""
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from drifttui.tui.keymap import footer_keys
+
+
+class KeyFooter(Static):
+    DEFAULT_CSS = """
+    KeyFooter { height: 1; background: $panel; padding: 0 1; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self.pane = ""
+        self.show_for("table")
+
+    def show_for(self, pane: str) -> None:
+        if pane == self.pane:
+            return
+        self.pane = pane
+        text = Text(no_wrap=True, overflow="crop")
+        for n, (key, title) in enumerate(footer_keys(pane)):
+            if n:
+                text.append("  ")
+            text.append(key, style="bold reverse")
+            text.append(f" {title}")
+        self.update(text)

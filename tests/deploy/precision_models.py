@@ -1,0 +1,166 @@
+"""Reduced-precision files made with the real converters, from the real-architecture zoo (seeded
+random weights, nothing downloaded): float16 (onnxruntime.transformers.float16, onnxconverter-common),
+int8 (onnxruntime.quantization quantize_dynamic, quantize_static QDQ with a calibration reader)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import onnx
+
+ARCHS = Path(__file__).resolve().parent.parent / "archs"
+ZOO = ARCHS / "zoo.py"
+if str(ARCHS) not in sys.path:
+    sys.path.insert(0, str(ARCHS))
+
+
+def spec(fn: str) -> str:
+    return f"{ZOO}:{fn}"
+
+
+def export(fn: str, inputs: str, exporter: str, folder: Path) -> Path:
+    """The raw export drifttui itself would make (its exporter wrapper, sample 0 of ``inputs``)."""
+    from drifttui.core.model.export import export_model
+    from drifttui.core.model.inputs import build_source
+    from drifttui.core.model.loading import load_torch_model
+    from drifttui.core.model.spec import parse_input_spec, parse_model_spec
+
+    model = load_torch_model(parse_model_spec(spec(fn)))
+    args, kwargs = build_source(parse_input_spec(spec(inputs)), 0, False, None, None).sample(0)
+    folder.mkdir(parents=True, exist_ok=True)
+    return export_model(model, args, kwargs, exporter, folder)
+
+
+def fp16_ort(src: Path, dst: Path, **kw: Any) -> Path:
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    onnx.save(convert_float_to_float16(onnx.load(str(src)), keep_io_types=True, **kw), str(dst))
+    return dst
+
+
+def fp16_occ(src: Path, dst: Path, **kw: Any) -> Path:
+    from onnxconverter_common import float16
+
+    onnx.save(float16.convert_float_to_float16(onnx.load(str(src)), keep_io_types=True, **kw), str(dst))
+    return dst
+
+
+def int8_dynamic(src: Path, dst: Path, **kw: Any) -> Path:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    kw.setdefault("weight_type", QuantType.QInt8)
+    quantize_dynamic(str(src), str(dst), **kw)
+    return dst
+
+
+def int8_qdq(src: Path, dst: Path, feeds: Callable[[int], dict[str, np.ndarray]], n: int = 16, **kw: Any) -> Path:
+    """quantize_static in the QDQ format, calibrated on ``feeds(0..n-1)`` (a CalibrationDataReader)."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.it = iter([feeds(i) for i in range(n)])
+
+        def get_next(self) -> Any:
+            return next(self.it, None)
+
+    quantize_static(str(src), str(dst), Reader(), quant_format=QuantFormat.QDQ, **kw)
+    return dst
+
+
+# --- two small models for the fast subset (make test); the zoo's timm/transformers models are the long tail
+def _small():
+    import torch
+    from torch import nn
+
+    class CNN(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU())
+            self.b1 = nn.Sequential(nn.Conv2d(16, 32, 3, padding=1, stride=2), nn.ReLU())
+            self.b2 = nn.Sequential(nn.Conv2d(32, 32, 3, padding=1), nn.ReLU())
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(32, 10)
+
+        def forward(self, x):
+            return self.fc(self.pool(self.b2(self.b1(self.stem(x)))).flatten(1))
+
+    class Block(nn.Module):
+        def __init__(self, d: int = 32) -> None:
+            super().__init__()
+            self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.attn = nn.MultiheadAttention(d, 4, batch_first=True)
+            self.mlp = nn.Sequential(nn.Linear(d, 64), nn.GELU(), nn.Linear(64, d))
+
+        def forward(self, x):
+            y = self.norm1(x)
+            x = x + self.attn(y, y, y, need_weights=False)[0]
+            return x + self.mlp(self.norm2(x))
+
+    class TF(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = nn.ModuleList([Block(), Block()])
+            self.head = nn.Linear(32, 10)
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return self.head(x)
+
+    return torch, CNN, TF
+
+
+def small_cnn():
+    torch, CNN, _ = _small()
+    torch.manual_seed(0)
+    return CNN().eval()
+
+
+def small_tf():
+    torch, _, TF = _small()
+    torch.manual_seed(0)
+    return TF().eval()
+
+
+def img32():
+    import torch
+
+    return torch.randn(1, 3, 32, 32)
+
+
+def seq8():
+    import torch
+
+    return torch.randn(1, 8, 32)
+
+
+def local_spec(fn: str) -> str:
+    return f"{Path(__file__).resolve()}:{fn}"
+
+
+def export_local(fn: str, inputs: str, exporter: str, folder: Path) -> Path:
+    from drifttui.core.model.export import export_model
+    from drifttui.core.model.inputs import build_source
+    from drifttui.core.model.loading import load_torch_model
+    from drifttui.core.model.spec import parse_input_spec, parse_model_spec
+
+    model = load_torch_model(parse_model_spec(local_spec(fn)))
+    args, kwargs = build_source(parse_input_spec(local_spec(inputs)), 0, False, None, None).sample(0)
+    folder.mkdir(parents=True, exist_ok=True)
+    return export_model(model, args, kwargs, exporter, folder)
+
+
+def feeds_of(inputs: str, name: str) -> Callable[[int], dict[str, np.ndarray]]:
+    """Sample i of ``inputs`` as drifttui draws it (torch.manual_seed(i), then the callable): the
+    calibration data of a static quantization."""
+    import torch
+
+    fn = globals()[inputs]
+
+    def feed(i: int) -> dict[str, np.ndarray]:
+        torch.manual_seed(i)
+        return {name: fn().numpy()}
+    return feed

@@ -1,0 +1,71 @@
+"""`drifttui repair` on an over-budget int8 file: a verified keep-in-float32 list, printed in the form
+onnxruntime.quantization takes, that brings the file within budget when the user quantizes again."""
+from __future__ import annotations
+
+import onnx
+import pytest
+
+from tests.deploy.conftest import needs
+from tests.deploy.precision_models import export_local, int8_dynamic, local_spec
+
+SAMPLES = 4
+
+
+def check(path):
+    from drifttui.core.pipeline import run_once
+    from drifttui.core.result import Config
+
+    return run_once(Config(model=local_spec("small_cnn"), inputs=local_spec("img32"), onnx=str(path),
+                           samples=SAMPLES)).result
+
+
+def test_repair_keep_list_is_verified_and_works_with_the_users_quantizer(tmp_path, capsys):
+    needs("onnxruntime.quantization")
+    from drifttui.cli import main
+
+    raw = export_local("small_cnn", "img32", "torchscript", tmp_path / "raw")
+    plain = int8_dynamic(raw, tmp_path / "dynamic.onnx")      # no reduce_range
+    before = check(plain)
+    if before.precision.verdict == "within budget":
+        pytest.skip("this CPU runs quantize_dynamic's uint8 x int8 kernels without saturation (VNNI): "
+                    "the file is within budget, nothing to repair")
+    fixed = tmp_path / "kept.onnx"
+    code = main(["repair", local_spec("small_cnn"), "--onnx", str(plain), "--inputs", local_spec("img32"),
+                 "--samples", str(SAMPLES), "--out", str(fixed)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "verified" in out and "check on the patched copy: within budget" in out
+    line = next(ln for ln in out.splitlines() if "nodes_to_exclude=" in ln)
+    names = eval(line.split("nodes_to_exclude=", 1)[1])      # the list drifttui printed  # noqa: S307
+    assert names and len(names) < sum(1 for n in onnx.load(str(raw)).graph.node if n.op_type in ("Conv", "Gemm"))
+    assert check(fixed).precision.verdict == "within budget"
+    # the user's own converter with that list: within budget too
+    redo = int8_dynamic(raw, tmp_path / "redo.onnx", nodes_to_exclude=names)
+    after = check(redo)
+    assert after.precision.verdict == "within budget" and after.verdict == "ok"
+    assert max(o.metrics.max_abs.worst for o in after.outputs) < max(o.metrics.max_abs.worst for o in before.outputs)
+
+
+def test_repair_does_not_keep_a_genuine_drift_in_float32(tmp_path, capsys):
+    """A wrong weight in a quantized file is over budget, but keeping it in float32 changes nothing:
+    repair says so and goes on to the verified patches (no keep-list)."""
+    needs("onnxruntime.quantization")
+    import numpy as np
+    from onnx import numpy_helper
+
+    from drifttui.cli import main
+
+    raw = export_local("small_cnn", "img32", "torchscript", tmp_path / "raw")
+    q = int8_dynamic(raw, tmp_path / "q.onnx", reduce_range=True)
+    m = onnx.load(str(q))
+    t = next(t for t in m.graph.initializer if t.name.startswith("b2.0.weight") and t.data_type == 3 and len(t.dims) == 4)
+    a = numpy_helper.to_array(t).copy()
+    a[:16] = -a[:16]
+    t.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(a), t.name))
+    bad = tmp_path / "bad.onnx"
+    onnx.save(m, str(bad))
+    main(["repair", local_spec("small_cnn"), "--onnx", str(bad), "--inputs", local_spec("img32"),
+          "--samples", "2", "--out", str(tmp_path / "fixed.onnx")])
+    out = capsys.readouterr().out
+    assert "a genuine drift, not the precision" in out and "b2.0" in out
+    assert "nodes_to_exclude" not in out

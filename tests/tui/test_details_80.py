@@ -1,0 +1,44 @@
+"""The detail screens at 80x24 (issue 23, items 3 and 4): the layer detail shows one block per
+initializer (no name wrapped every 9 characters, no number cut mid-digit); the step detail shows
+opt_levels as a level x metric table and each finding's local error before -> after and patch."""
+from __future__ import annotations
+
+from drifttui.tui.app import DriftApp
+from drifttui.tui.evidence import fmt
+from drifttui.tui.layer_view import _num
+
+
+async def _text(result, *keys) -> list[str]:
+    app = DriftApp(None, result=result)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press(*keys)
+        await pilot.pause()
+        return app.screen.text.splitlines()
+
+
+async def test_layer_detail_initializers_one_block_each(result):
+    origin = result.layers[result.drift_origin.layer]
+    lines = await _text(result, "enter")
+    stripped = [line.strip() for line in lines]
+    for init in origin.initializers:
+        assert init.name in stripped                      # the full name, on a line of its own
+        stats = next(line for line in stripped if line.startswith(f"min {_num(init.min)} "))
+        for label, value in (("max", init.max), ("mean", init.mean), ("std", init.std)):
+            assert f"{label} {_num(value)}" in stats      # every number whole, on one line
+
+
+async def test_step_detail_opt_levels_table_and_finding_verification(result):
+    step = next(s for s in result.steps if s.step == 3)
+    levels = step.evidence["opt_levels"]["levels"]
+    lines = [" ".join(line.split()) for line in await _text(result, "3", "s")]
+    header = next(line for line in lines if line.startswith("level "))
+    assert "final_max_abs" in header and "nodes" in header and "origin_max_abs" in header
+    for level, row in levels.items():                    # one row per level, one column per metric
+        assert any(line.startswith(f"{level} {fmt(row['final_max_abs'])}") and f" {row['nodes']} " in f" {line} "
+                   for line in lines), level
+    headline = result.findings[0]
+    want = f"local before → after {fmt(headline.local_before)} → {fmt(headline.local_after)}"
+    assert want in lines
+    assert any(line.startswith("patch op: replace_initializer") for line in lines)
+    assert any("[com.microsoft.FusedConv," in line for line in lines)    # brackets are text, not markup
