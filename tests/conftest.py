@@ -42,3 +42,11 @@ def run_cache():
         return cache[key]
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def _no_inherited_terminal_size(monkeypatch):
+    """The CLI wraps at $COLUMNS when it is set (report/console.py); pytest-xdist workers inherit one
+    from the runner. A test that wants a width sets it itself."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)

@@ -50,7 +50,8 @@ def measure(pr: Any, cfg: Any, feeds: dict, torch_outs: list[Any], order: list[i
     if not calls:
         return {}
     outs = pr.index.graph_outputs
-    base = sessions.make_session(pr.proto, cfg.opt_level, cfg.deterministic, cfg.provider, pr.workdir, "shares.onnx")
+    base = sessions.make_session(pr.proto, cfg.opt_level, cfg.deterministic, cfg.provider, pr.workdir, "shares.onnx",
+                                 data_dir=pr.index.data_dir, prepack=False)
     e_full = output_error(base, feeds, outs, torch_outs)
     if not e_full or not math.isfinite(e_full):
         return {}
@@ -60,7 +61,7 @@ def measure(pr: Any, cfg: Any, feeds: dict, torch_outs: list[Any], order: list[i
         patched = keep_float32(pr.proto, pr.index, set(budgets[c].node_ids), weights)
         try:
             sess = sessions.make_session(patched, cfg.opt_level, cfg.deterministic, cfg.provider, pr.workdir,
-                                            "share.onnx")
+                                         "share.onnx", data_dir=pr.index.data_dir, prepack=False)
             e_c = output_error(sess, feeds, outs, torch_outs)
         except Exception:      # a patch ORT refuses: that layer's share is not measured
             continue

@@ -75,7 +75,7 @@ class PrecisionScan:
         if not self.nodes:
             if self.ops:
                 return f"float32 weights ({ev} inside the graph: held to the float32 rule)"
-            return "float32 (no float16/bfloat16 values, no quantized ops)"
+            return "float32 (no reduced-precision values, no quantized ops)"
         return (f"{' + '.join(self.schemes)}: {len(self.nodes)} of {self.total} nodes compute in reduced "
                 f"precision ({ev})")
 
