@@ -66,4 +66,5 @@ def test_config_line_says_re_decided_with_the_captures_real_time(result):
     assert run_time_text(redecided) == "capture 0.3s reused, re-decided"
     recaptured = {**fresh, "prepare_reused": 1.0, "export": 0.0, "total": 0.4}
     assert run_time_text(recaptured) == "0.4s (export reused)"
-    assert run_time_text({**result.timings, "capture_reused": 1.0}) == "re-decided (capture reused)"  # old report
+    old = {k: v for k, v in result.timings.items() if k not in ("capture_time", "prepare_time")}   # an older report
+    assert run_time_text({**old, "capture_reused": 1.0}) == "re-decided (capture reused)"
