@@ -24,6 +24,7 @@ from drifttui.core.runtime.torch_hooks import Call
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.metrics import Aggregate, Stats
 from drifttui.core.tolerance import BUDGET_RULE, DTYPE_RULE, bound
+from drifttui.core.verdict_notes import output_notes
 from drifttui.core.result import (CHANNELS_AROUND, DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK, SCHEMA_VERSION,
                                   UNATTRIBUTED, UNMAPPED,
                                   Config, Coverage, Environment, InitializerInfo, Layer, LayerBudget, NodeInfo,
@@ -65,21 +66,6 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
 
 
-def output_notes(outputs: list[Output]) -> list[str]:
-    """What an output's numbers alone do not say, first among the notes: ONNX Runtime gave NaN/Inf
-    where torch did not (which output, which samples), or another dtype than torch (issue 22)."""
-    notes = []
-    for o in outputs:
-        if o.nan_samples:
-            shown = ", ".join(str(i) for i in o.nan_samples[:5]) + (" …" if len(o.nan_samples) > 5 else "")
-            notes.append(f"output {o.name}: ONNX Runtime gave NaN/Inf where torch is finite in "
-                         f"{len(o.nan_samples)} sample(s) ({shown}; {o.metrics.nan_mismatch} element(s))")
-        if o.dtype and o.onnx_dtype and o.dtype != o.onnx_dtype:
-            notes.append(f"output {o.name}: dtype differs: torch {o.dtype}, ONNX {o.onnx_dtype} (values compared "
-                         "after conversion; code that reads this output gets another type)")
-    return notes
-
-
 def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[str, float]] = None) -> Result:
     """The Result of ``cap`` at ``cfg``'s tolerance (``cfg`` also fills Result.config).  In a
     reduced-precision file each layer is held to ``max(rtol, its precision budget)`` instead
@@ -93,17 +79,7 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
     layers = make_layers(pr.calls, pr.plan, verdict.statuses, cap.glob, cap.local, *pr.details,
                          atol=atol, rtol=rtol, extra_notes=_layer_notes(verdict.statuses, cap), rules=rules,
                          channels_for=around(verdict.origin))
-    outputs = []
-    for k, name in enumerate(pr.index.graph_outputs):
-        agg = cap.outputs[k] if k < len(cap.outputs) else None
-        if agg is None or not agg.samples:
-            continue
-        shape = [d if isinstance(d, int) else -1 for d in pr.index.shapes.get(name, [])]
-        good, rows = cap.top1[k]
-        dtype, onnx_dtype = cap.output_dtypes[k] if k < len(cap.output_dtypes) else ("", "")
-        outputs.append(Output(name, k, shape, agg.to_metrics(), good / rows if rows else None,
-                              fails=agg.fails(atol, rules.outputs), dtype=dtype, onnx_dtype=onnx_dtype,
-                              nan_samples=list(agg.nan_samples)))
+    outputs = _outputs(pr, cap, atol, rules)
     out_fail = any(a.fails(atol, rules.outputs) for a in cap.outputs if a.samples)
     notes = output_notes(outputs) + list(verdict.notes)
     origin = verdict.origin
@@ -111,24 +87,7 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
     if note and diff > bound(atol, rtol, scale):     # torch differs from itself: no origin is the export's
         notes.insert(0, note)
         origin = None
-    if not pr.plan.localized:
-        notes.append(f"per-layer localisation was not possible: {pr.plan.reason}; the verdict rests on "
-                     "the model outputs")
-    elif not cap.local_available:
-        notes.append("local errors were not computed (the graph has control flow or untyped feeds)")
-    if out_fail and verdict.origin is None and rules.budgets:
-        notes.append(f"the model outputs are over their precision budget ({rules.outputs:.3g} of their scale) while "
-                     f"every layer is within its own at ORT level {cfg.opt_level}: the output pass runs at level "
-                     f"{cfg.output_opt_level}, where ONNX Runtime's fused int8 / float16 kernels (QLinearConv, "
-                     "QLinearMatMul...) compute differently; on x86 CPUs without VNNI the uint8 x int8 kernels can "
-                     "saturate: quantize with reduce_range=True or per_channel=True, or compare at "
-                     "--output-opt-level disable")
-    elif out_fail and verdict.origin is None and pr.plan.localized and UNATTRIBUTED not in verdict.statuses:
-        notes.append("the outputs drift but no mapped module owns the error: the responsible nodes are "
-                     "not tied to a module (see unmapped layers)")
-    if cap.observer is not None and cap.observer.note:
-        notes.append(cap.observer.note)
-    notes.extend(cap.notes)
+    notes += _run_notes(pr, cap, cfg, verdict, out_fail, rules)
     drifts = verdict.origin is not None or out_fail
     return Result(
         schema_version=SCHEMA_VERSION,
@@ -147,6 +106,47 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
         windows=[[w.first, w.last] for w in cap.windows],
         observer=cap.observer,
     )
+
+
+def _outputs(pr: "Prepared", cap: "Capture", atol: float, rules: "Rules") -> list[Output]:
+    """One Output per graph output the capture compared, decided at the outputs' rule."""
+    outputs = []
+    for k, name in enumerate(pr.index.graph_outputs):
+        agg = cap.outputs[k] if k < len(cap.outputs) else None
+        if agg is None or not agg.samples:
+            continue
+        shape = [d if isinstance(d, int) else -1 for d in pr.index.shapes.get(name, [])]
+        good, rows = cap.top1[k]
+        dtype, onnx_dtype = cap.output_dtypes[k] if k < len(cap.output_dtypes) else ("", "")
+        outputs.append(Output(name, k, shape, agg.to_metrics(), good / rows if rows else None,
+                              fails=agg.fails(atol, rules.outputs), dtype=dtype, onnx_dtype=onnx_dtype,
+                              nan_samples=list(agg.nan_samples)))
+    return outputs
+
+
+def _run_notes(pr: "Prepared", cap: "Capture", cfg: Config, verdict: "Verdict", out_fail: bool,
+               rules: "Rules") -> list[str]:
+    """What the run could not do or what the verdict alone does not say (after the output notes)."""
+    notes: list[str] = []
+    if not pr.plan.localized:
+        notes.append(f"per-layer localisation was not possible: {pr.plan.reason}; the verdict rests on "
+                     "the model outputs")
+    elif not cap.local_available:
+        notes.append("local errors were not computed (the graph has control flow or untyped feeds)")
+    if out_fail and verdict.origin is None and rules.budgets:
+        notes.append(f"the model outputs are over their precision budget ({rules.outputs:.3g} of their scale) while "
+                     f"every layer is within its own at ORT level {cfg.opt_level}: the output pass runs at level "
+                     f"{cfg.output_opt_level}, where ONNX Runtime's fused int8 / float16 kernels (QLinearConv, "
+                     "QLinearMatMul...) compute differently; on x86 CPUs without VNNI the uint8 x int8 kernels can "
+                     "saturate: quantize with reduce_range=True or per_channel=True, or compare at "
+                     "--output-opt-level disable")
+    elif out_fail and verdict.origin is None and pr.plan.localized and UNATTRIBUTED not in verdict.statuses:
+        notes.append("the outputs drift but no mapped module owns the error: the responsible nodes are "
+                     "not tied to a module (see unmapped layers)")
+    if cap.observer is not None and cap.observer.note:
+        notes.append(cap.observer.note)
+    notes.extend(cap.notes)
+    return notes
 
 
 UNOWNED_NOTE = "fails the tolerance, but no module owns the error (its own nodes agree, no earlier module fails)"

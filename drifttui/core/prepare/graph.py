@@ -195,7 +195,8 @@ def _all_inputs(node: Any) -> list[str]:
     return names
 
 
-def _common_prefix(scopes: list[list[str]]) -> list[str]:
+def common_prefix(scopes: list[list[str]]) -> list[str]:
+    """The longest scope every one of ``scopes`` starts with."""
     if not scopes:
         return []
     prefix = list(scopes[0])
@@ -228,7 +229,7 @@ def _fill_missing_scopes(index: GraphIndex) -> None:
                 if out in index.graph_outputs:
                     neigh.append([])
             if neigh:
-                node.scope = _common_prefix(neigh)
+                node.scope = common_prefix(neigh)
                 node.scope_filled = True
                 changed = True
         if not changed:

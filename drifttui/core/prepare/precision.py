@@ -22,6 +22,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.prepare.graph import common_prefix
 from drifttui.core.result import OK
 from drifttui.core.tolerance import node_budget
 
@@ -266,12 +267,7 @@ def rescope_quantizers(index: Any) -> int:
                   if index.nodes[c].scope is not None]
         if not scopes:
             continue
-        prefix = list(scopes[0])
-        for s in scopes[1:]:
-            k = 0
-            while k < len(prefix) and k < len(s) and prefix[k] == s[k]:
-                k += 1
-            prefix = prefix[:k]
+        prefix = common_prefix(scopes)
         if prefix != node.scope:
             node.scope = prefix
             moved += 1
