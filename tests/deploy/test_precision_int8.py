@@ -77,7 +77,6 @@ def test_clean_int8_file_is_detected_and_within_budget(files, kind, scheme, ops)
 
 
 @pytest.mark.parametrize("kind", ["dynamic", "qdq"])
-@pytest.mark.xfail(strict=True, reason="after the merge with issue 18 (a quantized file is mapped through a reference export) the wrong weight in b2.0 is blamed on b2.1, the block after it: open in issue 19")
 def test_wrong_weight_in_a_quantized_file_is_the_origin(files, kind, tmp_path):
     prefix = {"dynamic": "b2.0.weight", "qdq": "b2.0.weight"}[kind]
     bad = wrong_weight(files[kind], tmp_path / "bad.onnx", prefix)
@@ -93,7 +92,6 @@ def test_wrong_weight_in_a_quantized_file_is_the_origin(files, kind, tmp_path):
     assert "b2.0" in shares and abs(shares["b2.0"]) < 0.1, shares
 
 
-@pytest.mark.xfail(strict=True, reason="after the merge with issue 18 (a quantized file is mapped through a reference export) the wrong weight in b2.0 is blamed on b2.1, the block after it: open in issue 19")
 def test_budget_applies_only_in_decide_and_the_gate_still_works(files, tmp_path):
     """The budget lives in decide: a re-decision at a looser tolerance only loosens; --fail-on never
     and --min-top1 keep their meaning on a reduced-precision file."""
@@ -118,7 +116,6 @@ def test_budget_applies_only_in_decide_and_the_gate_still_works(files, tmp_path)
     assert gate(loose, Gate(min_top1=1.0)).exit_code == (0 if top1 == 1.0 else 1)
 
 
-@pytest.mark.xfail(strict=True, reason="after the merge with issue 18 (a quantized file is mapped through a reference export) the wrong weight in b2.0 is blamed on b2.1, the block after it: open in issue 19")
 def test_tui_renders_the_budget_the_engine_wrote(files, tmp_path):
     """The layer view shows the budget, own loss in dB, share and the engine's verdict (never re-derived)."""
     from rich.console import Console

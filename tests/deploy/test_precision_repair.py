@@ -46,7 +46,6 @@ def test_repair_keep_list_is_verified_and_works_with_the_users_quantizer(tmp_pat
     assert max(o.metrics.max_abs.worst for o in after.outputs) < max(o.metrics.max_abs.worst for o in before.outputs)
 
 
-@pytest.mark.xfail(strict=True, reason="after the merge with issue 18 (a quantized file is mapped through a reference export) the wrong weight in b2.0 is blamed on b2.1, the block after it: open in issue 19")
 def test_repair_does_not_keep_a_genuine_drift_in_float32(tmp_path, capsys):
     """A wrong weight in a quantized file is over budget, but keeping it in float32 changes nothing:
     repair says so and goes on to the verified patches (no keep-list)."""

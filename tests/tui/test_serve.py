@@ -166,3 +166,30 @@ def test_report_paths_resolve_against_the_report_folder(tmp_path):
     assert out.model == f"{tmp_path}/model.py:build" and out.onnx == f"{tmp_path}/model.onnx"
     assert out.inputs == "missing.npz"                      # not there: left for the engine to report
     assert rebase_config(Config(model="example:resnet18"), str(tmp_path)).model == "example:resnet18"
+
+
+def test_tui_whose_server_is_gone_ends_by_itself(tmp_path):
+    """A `drifttui tui` that `serve` started (textual-serve's web driver on a pipe) quits when the
+    pipe closes: the server killed, the tab gone. Before, such a process ignored SIGTERM and spun
+    at 30% CPU for hours."""
+    from drifttui.tui.quit_on_signal import GRACE, POLL
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TEXTUAL_DRIVER": "textual.drivers.web_driver:WebDriver"}
+    proc = subprocess.Popen([sys.executable, "-m", "drifttui", "tui", "--report", str(FIXTURES / "resnet18.json")],
+                            cwd=tmp_path, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        seen = b""
+        while b"__GANGLION__" not in seen and time.monotonic() < deadline and proc.poll() is None:
+            seen += os.read(proc.stdout.fileno(), 4096)
+        assert b"__GANGLION__" in seen, "the app never started under the web driver"
+        time.sleep(1.0)
+        assert proc.poll() is None              # it serves while driven
+        proc.stdin.close()                      # the server goes away
+        proc.wait(timeout=POLL + GRACE + 20)
+        assert proc.returncode is not None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -123,17 +123,62 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
         best = _best(a, r_mask.get(r, 0), groups.get(_squeezed(a.shape), []), dep_vals, d_mask, probes)
         if best is not None:
             choice[r] = best
-    # a deployed value equal to some reference value is theirs; otherwise the closest one keeps it
+    out = Transferred(anchors=anchors, how=how)
+    out.matches = _resolve(choice)
+    _second_choices(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, choice, out.matches)
+    return out
+
+
+def _resolve(choice: dict[str, Match]) -> dict[str, Match]:
+    """A deployed value equal to some reference value is theirs; otherwise the closest one keeps it."""
     exact_users = {m.value for m in choice.values() if m.exact}
     closest: dict[str, tuple[float, str]] = {}
     for r, m in choice.items():
         if not m.exact and (m.value not in closest or m.err < closest[m.value][0]):
             closest[m.value] = (m.err, r)
-    out = Transferred(anchors=anchors, how=how)
+    return {r: m for r, m in choice.items()
+            if m.exact or (m.value not in exact_users and closest[m.value][1] == r)}
+
+
+def _second_choices(ref: Any, dep: Any, ref_vals: dict, dep_vals: dict, r_mask: dict, d_mask: dict,
+                    groups: dict, probes: dict, choice: dict[str, Match], matches: dict[str, Match]) -> None:
+    """A reference value that lost its closest deployed value to a value *downstream* of it, where
+    neither equals it (a drift inside the module changes both: a wrong weight in a Conv makes the
+    Relu after it look as close as the Conv's own output), takes the closest free value with the
+    same anchors that lies upstream of the winner's, in both graphs' order: the drift is in the
+    numbers, the structure still holds.  A value folded away has no such candidate and stays fused."""
+    taken = {m.value for m in matches.values()}
+    winner = {m.value: r for r, m in matches.items()}
     for r, m in choice.items():
-        if m.exact or (m.value not in exact_users and closest[m.value][1] == r):
-            out.matches[r] = m
-    return out
+        if r in matches or m.exact:
+            continue
+        r2 = winner.get(m.value)
+        if r2 is None or matches[r2].exact or not _upstream(ref, r, r2):
+            continue
+        free = [d for d in groups.get(_squeezed(ref_vals[r].shape), [])
+                if d not in taken and d_mask.get(d, 0) == r_mask.get(r, 0) and _upstream(dep, d, m.value)]
+        alt = _best(ref_vals[r], r_mask.get(r, 0), free, dep_vals, d_mask, probes)
+        if alt is not None:
+            matches[r] = alt
+            taken.add(alt.value)
+
+
+def _upstream(index: Any, a: str, b: str) -> bool:
+    """True when value ``a`` is one that value ``b`` is computed from."""
+    seen: set[str] = set()
+    stack = [b]
+    while stack:
+        v = stack.pop()
+        p = index.producer.get(v)
+        if p is None:
+            continue
+        for u in index.nodes[p].inputs:
+            if u == a:
+                return True
+            if u and u not in seen:
+                seen.add(u)
+                stack.append(u)
+    return False
 
 
 # --- the plan on the deployed graph ------------------------------------------------------
