@@ -96,6 +96,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
                              module=f.module, nodes=list(f.onnx_nodes)))
     if loc is not None and loc.kind in ("runtime", "unknown"):
         out.extend(rewrites.workaround_patches(case, loc.first_node))
+    out.extend(rewrites.resize_gather_patches(case, loc.kind if loc is not None else "unknown"))
     out.extend(graph_candidates(case, module, ctx.index.elem_types))
     out.extend(rewrites.candidates(case, module, _types(ctx, case)))
     out.extend(weight_candidates(case, torch_tensors(module, case.module, _folds(ctx, case))))

@@ -12,14 +12,21 @@ the ORT workaround patches of ``workarounds.py``'s catalogue.
 * ``avgpool_divisor``: the exporters drop ``divisor_override`` -> AveragePool (pads counted) times
   kernel area / divisor;
 * ``resize_antialias``: a downsampling Resize without antialias where the torch call antialiases
-  -> antialias=1 (opset >= 18, converted when older).
+  -> antialias=1 (opset >= 18, converted when older);
+* ``resize_gather_patches``: a nearest Resize whose source pixels are one off (ORT's float32
+  division for sizes like 26 -> 64, or the spec's rounding of a ``scale_factor``) -> Gathers on
+  the indices torch computes (the edit: ``resize_gather.py``).
 """
 from __future__ import annotations
 
 import math
 from typing import Any, Callable, Iterator, Optional
 
+import numpy as np
+
+from drifttui.core.explain.causes.evaluate import run_ort
 from drifttui.core.explain.causes.patches import Patch
+from drifttui.core.explain.causes.resize_gather import OPS as RESIZE_OPS, UPSTREAM, torch_rule
 from drifttui.core.explain.causes.workarounds import forms_for
 
 _INT = {2, 3, 4, 5, 6, 7, 12, 13}
@@ -137,4 +144,59 @@ def workaround_patches(case: Any, first: Any = None) -> list[Any]:
                              f"deploy the rewritten graph ({w.what}; `drifttui repair` applies it) and report the "
                              f"{node.op_type} kernel to onnxruntime with `drifttui repro`",
                              "runtime", module=case.module, nodes=[node.name]))
+    return out
+
+
+def _resize_shapes(case: Any, node: Any) -> Optional[tuple[list[int], list[int], Optional[list[float]]]]:
+    scale_in = node.input[1] if node.op_type == "Upsample" or case.opset == 10 else \
+        (node.input[2] if len(node.input) > 2 else "")
+    want = [node.input[0], node.output[0]] + ([scale_in] if scale_in else [])
+    try:
+        vals = run_ort(case.model, case.feeds, [v for v in want if v not in case.feeds])
+    except Exception:  # noqa: BLE001 - no shapes, no patch
+        return None
+    vals = {**{k: v for k, v in case.feeds.items() if k in want}, **vals}
+    x, y = np.asarray(vals.get(node.input[0])), np.asarray(vals.get(node.output[0]))
+    if x.ndim != y.ndim or x.ndim == 0:
+        return None
+    s = np.asarray(vals.get(scale_in, []), dtype=np.float64).ravel() if scale_in else np.zeros(0)
+    scales = [float(v) if v != 1.0 else None for v in s] if s.size == x.ndim else None
+    return list(x.shape), list(y.shape), scales
+
+
+def _resize_why(node: Any, rule: str, kind: str, by_scale: bool) -> str:
+    torch_does = ("floor((dst + 0.5) * in/out)" if rule == "nearest-exact" else "floor(dst * in/out)")
+    gathers = f"the equivalent Gathers on the source indices torch computes ({torch_does}, clamped)"
+    if kind == "runtime":
+        return (f"ONNX Runtime's Resize kernel picks a source pixel one off at {node.name} (nearest: it divides "
+                f"by the float32 scale out/in where torch multiplies by in/out; the ONNX reference implementation "
+                f"computes what torch computes): the bug is in ONNX Runtime (upstream {UPSTREAM}); {gathers} "
+                "compute what torch computes")
+    src = "the file's float32 scale" if by_scale else "out/in"
+    return (f"Resize {node.name} (nearest) picks the source index dst / scale with {src} as the ONNX spec says, "
+            f"where torch's interpolate computes {torch_does} in float32: the roundings differ and some pixels "
+            f"are one off (no Resize attribute reproduces torch's indices); {gathers} compute what torch computes")
+
+
+def resize_gather_patches(case: Any, kind: str) -> list[Patch]:
+    """The Gather rewrite of every nearest Resize of the case: torch's scale from the sizes and, when
+    the file holds scales, from those (a ``scale_factor`` call) first."""
+    out: list[Patch] = []
+    for node in case.model.graph.node:
+        rule = torch_rule(node) if node.op_type in RESIZE_OPS else None
+        shapes = _resize_shapes(case, node) if rule else None
+        if shapes is None:
+            continue
+        ins, outs, scales = shapes
+        options = ([scales] if scales else []) + [None]
+        for sc in options:
+            k = "runtime" if kind == "runtime" else "export"
+            fix = ("deploy the rewritten graph (`drifttui repair` replaces the Resize with Gathers on torch's "
+                   f"indices; static shapes {ins} -> {outs})" +
+                   (f" and report the Resize kernel to onnxruntime with `drifttui repro` ({UPSTREAM})"
+                    if k == "runtime" else "; or call interpolate with size= where the file holds a scale"))
+            out.append(Patch({"op": "rewrite", "node": node.name, "rewrite": "resize_gather", "rule": rule,
+                              "in_shape": ins, "out_shape": outs, "scales": sc},
+                             "interpolation", _resize_why(node, rule, k, sc is not None), fix, k,
+                             module=case.module, nodes=[node.name]))
     return out
