@@ -29,6 +29,7 @@ import numpy as np
 
 from drifttui.core.explain.causes.resize_gather import apply_resize_gather
 from drifttui.core.explain.causes.rewrite_edits import APPLY, input_dtype
+from drifttui.core.explain.causes.stable_edits import apply_expm1, apply_log1p
 from drifttui.core.explain.causes.workarounds import apply_workaround
 
 GRAPH_OPS = ("set_attribute", "replace_initializer", "remove_cast", "replace_constant", "rewrite")
@@ -157,7 +158,8 @@ def _rewrites() -> dict[str, Any]:
                 raise PatchError(str(exc)) from exc
         return run
 
-    return {k: wrapped(fn) for k, fn in {**APPLY, "resize_gather": apply_resize_gather}.items()}
+    return {k: wrapped(fn) for k, fn in {**APPLY, "resize_gather": apply_resize_gather, "log1p": apply_log1p,
+                                                         "expm1": apply_expm1}.items()}
 
 
 def _workaround(model: Any, p: Patch) -> None:

@@ -15,7 +15,9 @@ the ORT workaround patches of ``workarounds.py``'s catalogue.
   -> antialias=1 (opset >= 18, converted when older);
 * ``resize_gather_patches``: a nearest Resize whose source pixels are one off (ORT's float32
   division for sizes like 26 -> 64, or the spec's rounding of a ``scale_factor``) -> Gathers on
-  the indices torch computes (the edit: ``resize_gather.py``).
+  the indices torch computes (the edit: ``resize_gather.py``);
+* ``log1p`` / ``expm1``: ``Log(1 + x)`` / ``Exp(x) - 1`` (how the exporters lower them) lose the
+  low bits of a small x -> the accurate forms (the edits: ``stable_edits.py``).
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ import numpy as np
 from drifttui.core.explain.causes.evaluate import run_ort
 from drifttui.core.explain.causes.patches import Patch
 from drifttui.core.explain.causes.resize_gather import OPS as RESIZE_OPS, UPSTREAM, torch_rule
+from drifttui.core.explain.causes.stable_edits import match_expm1, match_log1p
 from drifttui.core.explain.causes.workarounds import forms_for
 
 _INT = {2, 3, 4, 5, 6, 7, 12, 13}
@@ -116,9 +119,29 @@ def resize_antialias(case: Any, node: Any, module: Any, types: dict[str, int]) -
                  + (f"; the file is at opset {case.opset}" if (case.opset or 18) < 18 else ""), case.module)
 
 
+def log1p(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
+    if match_log1p(case.model, node) is not None:
+        yield _patch(node, "log1p", "op-compat",
+                     f"Log {node.name} computes log1p as Log(1 + x): the float sum 1 + x drops the low bits of x "
+                     "for |x| << 1 (the exporters lower torch.log1p to Add + Log; ONNX has no Log1p), where torch's "
+                     "log1p is exact; the accurate form x * Log(1 + x) / ((1 + x) - 1) computes what torch computes",
+                     "let `drifttui repair` write the accurate form, or scale the argument away from 0 in the forward",
+                     case.module)
+
+
+def expm1(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
+    if match_expm1(case.model, node) is not None:
+        yield _patch(node, "expm1", "op-compat",
+                     f"Sub {node.name} computes expm1 as Exp(x) - 1: the difference cancels the low bits for "
+                     "|x| << 1 (the dynamo exporter lowers torch.expm1 to Exp + Sub; ONNX has no Expm1), where "
+                     "torch's expm1 is exact; the accurate form (Exp(x) - 1) * x / Log(Exp(x)) computes what "
+                     "torch computes", "let `drifttui repair` write the accurate form", case.module)
+
+
 CANDIDATES: dict[str, Callable[..., Iterator[Any]]] = {
     "Cast": floor_cast, "Softplus": softplus_threshold, "ScatterElements": scatter_reduction,
-    "ScatterND": scatter_reduction, "AveragePool": avgpool_divisor, "Resize": resize_antialias}
+    "ScatterND": scatter_reduction, "AveragePool": avgpool_divisor, "Resize": resize_antialias,
+    "Log": log1p, "Sub": expm1}
 
 
 def candidates(case: Any, module: Any, types: dict[str, int]) -> list[Any]:
@@ -147,15 +170,28 @@ def workaround_patches(case: Any, first: Any = None) -> list[Any]:
     return out
 
 
+def _static(model: Any, name: str) -> Optional[np.ndarray]:
+    from onnx import numpy_helper
+
+    t = next((t for t in model.graph.initializer if t.name == name), None)
+    if t is not None:
+        return numpy_helper.to_array(t)
+    c = next((n for n in model.graph.node if n.op_type == "Constant" and name in n.output), None)
+    a = next((a for a in c.attribute if a.name == "value"), None) if c is not None else None
+    return numpy_helper.to_array(a.t) if a is not None else None
+
+
 def _resize_shapes(case: Any, node: Any) -> Optional[tuple[list[int], list[int], Optional[list[float]]]]:
-    scale_in = node.input[1] if node.op_type == "Upsample" or case.opset == 10 else \
+    """The Resize's input and output shapes on the case, and its scales when the file holds them."""
+    scale_in = node.input[1] if node.op_type == "Upsample" or (case.opset or 11) < 11 else \
         (node.input[2] if len(node.input) > 2 else "")
-    want = [node.input[0], node.output[0]] + ([scale_in] if scale_in else [])
+    known = {v: a for v in (node.input[0], node.output[0], scale_in) if v
+             for a in [case.feeds.get(v, _static(case.model, v))] if a is not None}
     try:
-        vals = run_ort(case.model, case.feeds, [v for v in want if v not in case.feeds])
+        vals = {**known, **run_ort(case.model, case.feeds, [v for v in (node.input[0], node.output[0], scale_in)
+                                                            if v and v not in known])}
     except Exception:  # noqa: BLE001 - no shapes, no patch
         return None
-    vals = {**{k: v for k, v in case.feeds.items() if k in want}, **vals}
     x, y = np.asarray(vals.get(node.input[0])), np.asarray(vals.get(node.output[0]))
     if x.ndim != y.ndim or x.ndim == 0:
         return None
@@ -164,7 +200,7 @@ def _resize_shapes(case: Any, node: Any) -> Optional[tuple[list[int], list[int],
     return list(x.shape), list(y.shape), scales
 
 
-def _resize_why(node: Any, rule: str, kind: str, by_scale: bool) -> str:
+def _resize_why(node: Any, rule: str, kind: str, file_scale: bool) -> str:
     torch_does = ("floor((dst + 0.5) * in/out)" if rule == "nearest-exact" else "floor(dst * in/out)")
     gathers = f"the equivalent Gathers on the source indices torch computes ({torch_does}, clamped)"
     if kind == "runtime":
@@ -172,7 +208,7 @@ def _resize_why(node: Any, rule: str, kind: str, by_scale: bool) -> str:
                 f"by the float32 scale out/in where torch multiplies by in/out; the ONNX reference implementation "
                 f"computes what torch computes): the bug is in ONNX Runtime (upstream {UPSTREAM}); {gathers} "
                 "compute what torch computes")
-    src = "the file's float32 scale" if by_scale else "out/in"
+    src = "the file's float32 scale" if file_scale else "out/in"
     return (f"Resize {node.name} (nearest) picks the source index dst / scale with {src} as the ONNX spec says, "
             f"where torch's interpolate computes {torch_does} in float32: the roundings differ and some pixels "
             f"are one off (no Resize attribute reproduces torch's indices); {gathers} compute what torch computes")
@@ -197,6 +233,6 @@ def resize_gather_patches(case: Any, kind: str) -> list[Patch]:
                     if k == "runtime" else "; or call interpolate with size= where the file holds a scale"))
             out.append(Patch({"op": "rewrite", "node": node.name, "rewrite": "resize_gather", "rule": rule,
                               "in_shape": ins, "out_shape": outs, "scales": sc},
-                             "interpolation", _resize_why(node, rule, k, sc is not None), fix, k,
+                             "interpolation", _resize_why(node, rule, k, scales is not None), fix, k,
                              module=case.module, nodes=[node.name]))
     return out
