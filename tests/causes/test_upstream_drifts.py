@@ -1,0 +1,146 @@
+"""Upstream-reported drifts (tests/causes/upstream.py) exported by the real exporters and run in real
+ONNX Runtime: the origin, the headline cause's class and kind, verified, and ``repair`` -> ``check``.
+
+The nearest Resize one pixel off (microsoft/onnxruntime#12098) is a runtime deviation when the file
+holds sizes (the ONNX reference implementation picks torch's pixel, ORT does not) and an export
+mistranslation when it holds a float32 ``scale_factor`` (the spec's ``dst / scale`` rounds otherwise
+than torch's ``dst * (1/scale)``); both verify with Gathers on the indices torch computes.
+"""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+HERE = Path(__file__).parent
+SPEC = f"{HERE / 'upstream.py'}"
+INPUTS = {"nearest": "img_inputs", "nearest_scale": "img_inputs", "nearest2x": "img_inputs",
+          "nearest3d": "vol_inputs", "index_add": "rows_inputs"}
+
+# (model, exporter, opset) -> (headline class, words of its message, rewrite, kind, localisation kind)
+FORMS = {
+    ("nearest", "torchscript", None): ("interpolation", "the bug is in ONNX Runtime", "resize_gather", "runtime",
+                                       "runtime"),
+    ("nearest", "dynamo", None): ("interpolation", "the bug is in ONNX Runtime", "resize_gather", "runtime", "runtime"),
+    ("nearest_scale", "torchscript", 13): ("interpolation", "as the ONNX spec says", "resize_gather", "export",
+                                           "export"),
+    ("nearest3d", "torchscript", 11): ("interpolation", "the bug is in ONNX Runtime", "resize_gather", "runtime",
+                                       "runtime"),
+    ("log1p", "torchscript", None): ("op-compat", "computes log1p as Log(1 + x)", "log1p", "export", "export"),
+    ("log1p", "dynamo", None): ("op-compat", "computes log1p as Log(1 + x)", "log1p", "export", "export"),
+    ("expm1", "dynamo", None): ("op-compat", "computes expm1 as Exp(x) - 1", "expm1", "export", "export"),
+    ("index_add", "torchscript", None): ("op-compat", "duplicate indices overwrite instead of adding",
+                                         "scatter_reduction", "export", "export"),
+}
+FAST = {("nearest", "torchscript", None), ("nearest_scale", "torchscript", 13), ("log1p", "torchscript", None)}
+
+
+@pytest.fixture(scope="module")
+def explained(tmp_path_factory):
+    import torch
+
+    from drifttui.core.pipeline import Pipeline
+    from drifttui.core.result import Config
+    from tests.causes import upstream
+
+    root = tmp_path_factory.mktemp("upstream")
+    cache: dict[tuple, Any] = {}
+
+    def go(model: str, exporter: str, opset: Any) -> Any:
+        key = (model, exporter, opset)
+        if key not in cache:
+            torch.manual_seed(0)
+            path = root / f"{model}-{exporter}-{opset}.onnx"
+            args = getattr(upstream, INPUTS.get(model, "vec_inputs"))()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(getattr(upstream, model)(), args, str(path), dynamo=exporter == "dynamo",
+                                  **({} if opset is None else {"opset_version": opset}))
+            cfg = Config(model=f"{SPEC}:{model}", onnx=str(path), inputs=f"{SPEC}:{INPUTS.get(model, 'vec_inputs')}",
+                         samples=3)
+            engine = Pipeline()
+            run = engine.run(cfg)
+            ex = engine.explain(run.result)
+            cache[key] = (engine, cfg, run, ex.result, ex.explanation)
+        return cache[key]
+
+    return go
+
+
+def _params(forms: Any) -> list[Any]:
+    return [pytest.param(f, id=f"{f[0]}-{f[1]}{f[2] or ''}", marks=() if f in FAST else pytest.mark.drifts)
+            for f in forms]
+
+
+@pytest.mark.parametrize("form", _params(FORMS))
+def test_upstream_form_is_explained_verified_and_repaired(explained, form):
+    from drifttui.core.explain.causes.repair import repair
+    from drifttui.core.prepare.graph import full_model
+
+    cls, words, rewrite, kind, loc_kind = FORMS[form]
+    engine, cfg, run, result, exp = explained(*form)
+    assert result.verdict == "drift" and result.drift_origin.module == "body"
+    assert exp.loc.kind == loc_kind, exp.loc.note
+    head = exp.findings[0]
+    assert (head.check, head.verified, head.kind) == (cls, True, kind), (head.check, head.message)
+    assert words in head.message and head.patch.get("rewrite") == rewrite, head.message
+    fixed = repair(full_model(run.prepared.index), exp)
+    assert fixed.model is not None and [p.get("rewrite") for p in fixed.applied] == [rewrite]
+    assert engine.recheck(cfg, fixed.model).verdict == "ok"
+
+
+def test_the_runtime_deviation_names_the_resize_and_the_upstream_bug(explained):
+    """ORT's Resize is the deviating kernel (the reference evaluator picks torch's pixels): the
+    finding names it, says the bug is ORT's, and the fix cites the upstream issue and repro."""
+    _, _, _, _, exp = explained("nearest", "torchscript", None)
+    head = exp.findings[0]
+    assert exp.loc.first_node_op == "Resize" and head.onnx_nodes == [exp.loc.first_node]
+    assert "one off" in head.message and "onnxruntime#12098" in head.fix and "drifttui repro" in head.fix
+    # the verified patch held on the fresh samples too
+    trial = next(t for t in exp.verified if t.patch.spec.get("rewrite") == "resize_gather")
+    assert len(trial.fresh) == 2 and not any(f["fails"] for f in trial.fresh)
+
+
+@pytest.mark.parametrize("n_in,n_out", [(26, 64), (13, 32), (5, 7), (7, 5), (10, 3), (3, 10), (16, 32), (9, 9),
+                                        (100, 37), (37, 100), (1, 4), (4, 1)])
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+def test_the_indices_are_torch_s(n_in, n_out, mode):
+    """The precomputed Gather indices pick what torch's interpolate picks, for sizes it finds hard."""
+    import torch
+    import torch.nn.functional as F
+
+    from drifttui.core.explain.causes.resize_gather import torch_indices
+
+    src = torch.arange(float(n_in)).reshape(1, 1, n_in)
+    want = F.interpolate(src, size=n_out, mode=mode).numpy().ravel().astype(np.int64)
+    assert torch_indices(n_in, n_out, mode).tolist() == want.tolist()
+
+
+def test_the_rewrite_keeps_the_graph_valid_and_drops_the_sizes_chain(explained):
+    """The repaired file is a valid ONNX graph without the Resize and without the Shape/Slice/Concat
+    nodes that only computed its sizes."""
+    import onnx
+
+    from drifttui.core.explain.causes.repair import repair
+    from drifttui.core.prepare.graph import full_model
+
+    _, _, run, _, exp = explained("nearest", "torchscript", None)
+    before = full_model(run.prepared.index)
+    fixed = repair(before, exp).model
+    onnx.checker.check_model(fixed, full_check=True)
+    ops = [n.op_type for n in fixed.graph.node]
+    assert "Resize" not in ops and ops.count("Gather") == 2
+    assert len(ops) < len(before.graph.node) + 2      # the sizes chain went with the Resize
+
+
+@pytest.mark.parametrize("model,exporter", [("nearest2x", "torchscript"), ("nearest2x", "dynamo"),
+                                            pytest.param("log1p_big", "torchscript", marks=pytest.mark.drifts)])
+def test_clean_controls_have_no_error_finding(explained, model, exporter):
+    """An integer-scale nearest Resize and a log1p of arguments far from 0 compute what torch
+    computes: no drift and not one error finding."""
+    _, _, _, result, exp = explained(model, exporter, None)
+    assert result.verdict == "ok"
+    assert [f for f in exp.findings if f.severity == "error"] == []

@@ -1,0 +1,95 @@
+"""Upstream-reported drift forms that still reproduce with torch 2.13 and ONNX Runtime 1.32 (issue
+20), imported by drifttui as ``tests/causes/upstream.py:fn``.  A Conv/Linear stem, then one child
+module ``body`` holding the form, so the drift origin is ``body``:
+
+* ``nearest``: ``F.interpolate(size=(32, 64), mode="nearest")`` from 13 x 26: ONNX Runtime's
+  Resize divides by the float32 scale 64/26 and picks source pixel 12 where torch (and the ONNX
+  reference implementation) pick 13 (microsoft/onnxruntime#12098, #28085, #28310): a runtime
+  deviation;
+* ``nearest_scale``: the same with ``scale_factor=64/26``: the file holds float32(64/26) and the
+  spec's ``dst / scale`` rounds differently from torch's ``dst * (1/scale)`` (the reference
+  evaluator drifts too: an export mistranslation);
+* ``nearest3d``: a 5-D ``nn.Upsample(size=(2, 8, 64))`` from 2 x 4 x 26 (the #12098 repro's rank);
+* ``log1p``: ``torch.log1p`` of small values, lowered to ``Log(1 + x)`` (pytorch/pytorch#24808);
+* ``expm1``: ``torch.expm1`` of small values, lowered by the dynamo exporter to ``Exp(x) - 1``;
+* ``index_add``: ``index_add`` with duplicate data-dependent indices: the TorchScript exporter
+  emits ScatterElements without reduction (pytorch/pytorch#111159, open);
+* clean controls: ``nearest2x`` (integer scale), ``log1p_big`` (arguments far from 0).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Interp(nn.Module):
+    def __init__(self, **kw) -> None:
+        super().__init__()
+        self.kw = kw
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.interpolate(x, **self.kw)
+
+
+class Log1p(nn.Module):
+    def __init__(self, scale: float) -> None:
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log1p(x.abs() * self.scale) / self.scale
+
+
+class Expm1(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.expm1(x * 1e-4) * 1e4
+
+
+class IndexAdd(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        idx = torch.argmax(x[:, :4], dim=1)       # data-dependent: duplicates the exporter cannot see
+        return torch.zeros(4, x.shape[1]).index_add(0, idx, x)
+
+
+class Stem(nn.Module):
+    def __init__(self, body: nn.Module, rank: int = 0) -> None:
+        super().__init__()
+        self.stem = {0: lambda: nn.Linear(8, 8), 2: lambda: nn.Conv2d(3, 4, 3, padding=1),
+                     3: lambda: nn.Conv3d(3, 2, 3, padding=1)}[rank]()
+        self.body = body
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(self.stem(x))
+
+
+def _build(body: nn.Module, rank: int = 0) -> nn.Module:
+    torch.manual_seed(0)
+    return Stem(body, rank).eval()
+
+
+def nearest() -> nn.Module: return _build(Interp(size=(32, 64), mode="nearest"), 2)           # noqa: E704
+def nearest_scale() -> nn.Module: return _build(Interp(scale_factor=64 / 26, mode="nearest"), 2)  # noqa: E704
+def nearest3d() -> nn.Module: return _build(nn.Upsample(size=(2, 8, 64), mode="nearest"), 3)  # noqa: E704
+def nearest2x() -> nn.Module: return _build(Interp(scale_factor=2, mode="nearest"), 2)        # noqa: E704
+def log1p() -> nn.Module: return _build(Log1p(1e-5))                                          # noqa: E704
+def log1p_big() -> nn.Module: return _build(Log1p(3.0))                                      # noqa: E704
+def expm1() -> nn.Module: return _build(Expm1())                                              # noqa: E704
+def index_add() -> nn.Module: return _build(IndexAdd())                                       # noqa: E704
+
+
+# drifttui seeds torch before each sample (seed S+i): the inputs use the global generator
+def img_inputs() -> tuple[torch.Tensor]:
+    return (torch.randn(1, 3, 13, 26),)
+
+
+def vol_inputs() -> tuple[torch.Tensor]:
+    return (torch.randn(1, 3, 2, 4, 26),)
+
+
+def vec_inputs() -> tuple[torch.Tensor]:
+    return (torch.randn(2, 8),)
+
+
+def rows_inputs() -> tuple[torch.Tensor]:
+    return (torch.randn(4, 8),)
