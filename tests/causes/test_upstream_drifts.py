@@ -18,7 +18,9 @@ import pytest
 HERE = Path(__file__).parent
 SPEC = f"{HERE / 'upstream.py'}"
 INPUTS = {"nearest": "img_inputs", "nearest_scale": "img_inputs", "nearest2x": "img_inputs",
-          "nearest3d": "vol_inputs", "index_add": "rows_inputs"}
+          "nearest3d": "vol_inputs", "index_add": "rows_inputs", "alone_12098": "line_inputs",
+          "alone_121390": "tiny_inputs"}
+ORIGIN = {"alone_12098": "", "alone_121390": ""}      # one-call models: the root module is the origin
 
 # (model, exporter, opset) -> (headline class, words of its message, rewrite, kind, localisation kind)
 FORMS = {
@@ -29,13 +31,17 @@ FORMS = {
                                            "export"),
     ("nearest3d", "torchscript", 11): ("interpolation", "the bug is in ONNX Runtime", "resize_gather", "runtime",
                                        "runtime"),
+    ("alone_12098", "torchscript", 14): ("interpolation", "the bug is in ONNX Runtime", "resize_gather", "runtime",
+                                         "runtime"),
+    ("alone_121390", "dynamo", None): ("interpolation", "as the ONNX spec says", "resize_gather", "export", "export"),
     ("log1p", "torchscript", None): ("op-compat", "computes log1p as Log(1 + x)", "log1p", "export", "export"),
     ("log1p", "dynamo", None): ("op-compat", "computes log1p as Log(1 + x)", "log1p", "export", "export"),
     ("expm1", "dynamo", None): ("op-compat", "computes expm1 as Exp(x) - 1", "expm1", "export", "export"),
     ("index_add", "torchscript", None): ("op-compat", "duplicate indices overwrite instead of adding",
                                          "scatter_reduction", "export", "export"),
 }
-FAST = {("nearest", "torchscript", None), ("nearest_scale", "torchscript", 13), ("log1p", "torchscript", None)}
+FAST = {("nearest", "torchscript", None), ("nearest_scale", "torchscript", 13), ("log1p", "torchscript", None),
+        ("alone_12098", "torchscript", 14)}
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +88,7 @@ def test_upstream_form_is_explained_verified_and_repaired(explained, form):
 
     cls, words, rewrite, kind, loc_kind = FORMS[form]
     engine, cfg, run, result, exp = explained(*form)
-    assert result.verdict == "drift" and result.drift_origin.module == "body"
+    assert result.verdict == "drift" and result.drift_origin.module == ORIGIN.get(form[0], "body")
     assert exp.loc.kind == loc_kind, exp.loc.note
     head = exp.findings[0]
     assert (head.check, head.verified, head.kind) == (cls, True, kind), (head.check, head.message)
@@ -117,6 +123,26 @@ def test_the_indices_are_torch_s(n_in, n_out, mode):
     src = torch.arange(float(n_in)).reshape(1, 1, n_in)
     want = F.interpolate(src, size=n_out, mode=mode).numpy().ravel().astype(np.int64)
     assert torch_indices(n_in, n_out, mode).tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("n_in,scale", [(4, 2.05), (2, 3.15), (26, 64 / 26), (13, 1.7), (9, 0.6), (7, 2.0),
+                                        (5, 1.0), (10, 0.5)])
+@pytest.mark.parametrize("rank", [3, 4, 5])
+def test_the_indices_with_a_scale_factor_are_torch_s(n_in, scale, rank):
+    """With ``scale_factor`` torch uses 1/scale, and its 2-D kernel keeps two shortcuts (twice the
+    size shifts by one bit: pytorch/pytorch#121390's rows); the indices follow each kernel."""
+    import math
+
+    import torch
+    import torch.nn.functional as F
+
+    from drifttui.core.explain.causes.resize_gather import torch_indices
+
+    src = torch.arange(float(n_in)).reshape((1, 1) + (1,) * (rank - 3) + (n_in,))
+    sf = (1.0,) * (rank - 3) + (scale,)
+    want = F.interpolate(src, scale_factor=sf, mode="nearest").numpy().ravel().astype(np.int64)
+    got = torch_indices(n_in, math.floor(n_in * scale), "nearest", scale, shortcut=rank == 4)
+    assert got.tolist() == want.tolist()
 
 
 def test_the_rewrite_keeps_the_graph_valid_and_drops_the_sizes_chain(explained):

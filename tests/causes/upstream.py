@@ -14,6 +14,10 @@ module ``body`` holding the form, so the drift origin is ``body``:
 * ``expm1``: ``torch.expm1`` of small values, lowered by the dynamo exporter to ``Exp(x) - 1``;
 * ``index_add``: ``index_add`` with duplicate data-dependent indices: the TorchScript exporter
   emits ScatterElements without reduction (pytorch/pytorch#111159, open);
+* ``alone_12098`` / ``alone_121390``: the upstream repros as they were filed, a model that is one
+  interpolate call and no child module (its nodes carry no scope: the whole graph is the case):
+  26 -> 64 in 5-D (microsoft/onnxruntime#12098) and ``scale_factor=(2.05, 3.15)`` on 4 x 2
+  (pytorch/pytorch#121390);
 * clean controls: ``nearest2x`` (integer scale), ``log1p_big`` (arguments far from 0).
 """
 from __future__ import annotations
@@ -78,6 +82,10 @@ def expm1() -> nn.Module: return _build(Expm1())                                
 def index_add() -> nn.Module: return _build(IndexAdd())                                       # noqa: E704
 
 
+def alone_12098() -> nn.Module: return Interp(size=(1, 1, 64), mode="nearest").eval()          # noqa: E704
+def alone_121390() -> nn.Module: return Interp(scale_factor=(2.05, 3.15), mode="nearest").eval()  # noqa: E704
+
+
 # drifttui seeds torch before each sample (seed S+i): the inputs use the global generator
 def img_inputs() -> tuple[torch.Tensor]:
     return (torch.randn(1, 3, 13, 26),)
@@ -93,3 +101,11 @@ def vec_inputs() -> tuple[torch.Tensor]:
 
 def rows_inputs() -> tuple[torch.Tensor]:
     return (torch.randn(4, 8),)
+
+
+def line_inputs() -> tuple[torch.Tensor]:
+    return (torch.randn(1, 1, 1, 1, 26),)
+
+
+def tiny_inputs() -> tuple[torch.Tensor]:
+    return (torch.randn(1, 1, 4, 2),)

@@ -61,7 +61,7 @@ class Explanation:
 
 
 def _key(spec: dict[str, Any]) -> str:
-    return json.dumps({k: spec.get(k) for k in ("op", "node", "name", "value", "rewrite", "form", "scales")}, sort_keys=True, default=str)
+    return json.dumps({k: spec.get(k) for k in ("op", "node", "name", "value", "rewrite", "form", "scales", "shortcut")}, sort_keys=True, default=str)
 
 
 def _origin_module(ctx: Any, case: Case) -> Any:

@@ -87,7 +87,7 @@ def scatter_reduction(case: Any, node: Any, module: Any, types: dict[str, int]) 
     opset = case.opset or 11
     yield _patch(node, "scatter_reduction", "op-compat",
                  f"{node.op_type} {node.name} has no reduction: duplicate indices overwrite instead of adding "
-                 "(torch's scatter_add / index_put(accumulate=True) add them)",
+                 "(torch's scatter_add, index_add and index_put(accumulate=True) add them)",
                  "export with opset >= 16 (reduction='add' on " + node.op_type + ")"
                  + (f"; the file is at opset {opset}" if opset < 16 else ""), case.module, reduction="add")
 
@@ -215,8 +215,11 @@ def _resize_why(node: Any, rule: str, kind: str, file_scale: bool) -> str:
 
 
 def resize_gather_patches(case: Any, kind: str) -> list[Patch]:
-    """The Gather rewrite of every nearest Resize of the case: torch's scale from the sizes and, when
-    the file holds scales, from those (a ``scale_factor`` call) first."""
+    """The Gather rewrite of every nearest Resize of the case, in each variant whose indices differ:
+    torch's scale from the file's scales (a ``scale_factor`` call) and from the sizes, with and
+    without the 2-D kernel's shortcuts (that kernel's first)."""
+    from drifttui.core.explain.causes.resize_gather import torch_indices
+
     out: list[Patch] = []
     for node in case.model.graph.node:
         rule = torch_rule(node) if node.op_type in RESIZE_OPS else None
@@ -224,15 +227,25 @@ def resize_gather_patches(case: Any, kind: str) -> list[Patch]:
         if shapes is None:
             continue
         ins, outs, scales = shapes
-        options = ([scales] if scales else []) + [None]
-        for sc in options:
-            k = "runtime" if kind == "runtime" else "export"
-            fix = ("deploy the rewritten graph (`drifttui repair` replaces the Resize with Gathers on torch's "
-                   f"indices; static shapes {ins} -> {outs})" +
-                   (f" and report the Resize kernel to onnxruntime with `drifttui repro` ({UPSTREAM})"
-                    if k == "runtime" else "; or call interpolate with size= where the file holds a scale"))
-            out.append(Patch({"op": "rewrite", "node": node.name, "rewrite": "resize_gather", "rule": rule,
-                              "in_shape": ins, "out_shape": outs, "scales": sc},
-                             "interpolation", _resize_why(node, rule, k, scales is not None), fix, k,
-                             module=case.module, nodes=[node.name]))
+        seen: set[bytes] = set()
+        for sc in ([scales] if scales else []) + [None]:
+            for cut in (len(ins) == 4, len(ins) != 4):
+                idx = b"|".join(torch_indices(i, o, rule, (sc or [None] * len(ins))[a], cut).tobytes()
+                                for a, (i, o) in enumerate(zip(ins, outs)))
+                if idx in seen:
+                    continue
+                seen.add(idx)
+                out.append(_resize_patch(case, node, rule, kind, ins, outs, sc, cut, scales is not None))
     return out
+
+
+def _resize_patch(case: Any, node: Any, rule: str, kind: str, ins: list[int], outs: list[int],
+                  sc: Optional[list[Any]], cut: bool, file_scale: bool) -> Patch:
+    k = "runtime" if kind == "runtime" else "export"
+    fix = ("deploy the rewritten graph (`drifttui repair` replaces the Resize with Gathers on torch's "
+           f"indices; static shapes {ins} -> {outs})" +
+           (f" and report the Resize kernel to onnxruntime with `drifttui repro` ({UPSTREAM})"
+            if k == "runtime" else "; or call interpolate with size= where the file holds a scale"))
+    return Patch({"op": "rewrite", "node": node.name, "rewrite": "resize_gather", "rule": rule, "in_shape": ins,
+                  "out_shape": outs, "scales": sc, "shortcut": cut},
+                 "interpolation", _resize_why(node, rule, k, file_scale), fix, k, module=case.module, nodes=[node.name])
