@@ -19,7 +19,7 @@ HERE = Path(__file__).parent
 SPEC = f"{HERE / 'upstream.py'}"
 INPUTS = {"nearest": "img_inputs", "nearest_scale": "img_inputs", "nearest2x": "img_inputs",
           "nearest3d": "vol_inputs", "index_add": "rows_inputs", "alone_12098": "line_inputs",
-          "alone_121390": "tiny_inputs"}
+          "alone_121390": "tiny_inputs", "skip_up": "wide_inputs"}
 ORIGIN = {"alone_12098": "", "alone_121390": ""}      # one-call models: the root module is the origin
 
 # (model, exporter, opset) -> (headline class, words of its message, rewrite, kind, localisation kind)
@@ -34,6 +34,7 @@ FORMS = {
     ("alone_12098", "torchscript", 14): ("interpolation", "the bug is in ONNX Runtime", "resize_gather", "runtime",
                                          "runtime"),
     ("alone_121390", "dynamo", None): ("interpolation", "as the ONNX spec says", "resize_gather", "export", "export"),
+    ("skip_up", "dynamo", None): ("interpolation", "as the ONNX spec says", "resize_gather", "export", "export"),
     ("log1p", "torchscript", None): ("op-compat", "computes log1p as Log(1 + x)", "log1p", "export", "export"),
     ("log1p", "dynamo", None): ("op-compat", "computes log1p as Log(1 + x)", "log1p", "export", "export"),
     ("expm1", "dynamo", None): ("op-compat", "computes expm1 as Exp(x) - 1", "expm1", "export", "export"),

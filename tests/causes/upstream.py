@@ -10,6 +10,9 @@ module ``body`` holding the form, so the drift origin is ``body``:
   spec's ``dst / scale`` rounds differently from torch's ``dst * (1/scale)`` (the reference
   evaluator drifts too: an export mistranslation);
 * ``nearest3d``: a 5-D ``nn.Upsample(size=(2, 8, 64))`` from 2 x 4 x 26 (the #12098 repro's rank);
+* ``skip_up``: a U-Net skip, ``F.interpolate(a, size=skip.shape[2:], mode="nearest") + skip``
+  with 14 -> 46 (the sizes come from a tensor's shape); here the reference evaluator picks ORT's
+  pixel too, so it is the spec's rounding (kind export);
 * ``log1p``: ``torch.log1p`` of small values, lowered to ``Log(1 + x)`` (pytorch/pytorch#24808);
 * ``expm1``: ``torch.expm1`` of small values, lowered by the dynamo exporter to ``Exp(x) - 1``;
 * ``index_add``: ``index_add`` with duplicate data-dependent indices: the TorchScript exporter
@@ -54,6 +57,27 @@ class IndexAdd(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         idx = torch.argmax(x[:, :4], dim=1)       # data-dependent: duplicates the exporter cannot see
         return torch.zeros(4, x.shape[1]).index_add(0, idx, x)
+
+
+class SkipUp(nn.Module):
+    def forward(self, a: torch.Tensor, skip: torch.Tensor) -> torch.Tensor:
+        return F.interpolate(a, size=skip.shape[2:], mode="nearest") + skip
+
+
+class Skip(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = nn.Conv2d(3, 4, (1, 6), stride=(1, 3))     # 8 x 46 -> 8 x 14
+        self.side = nn.Conv2d(3, 4, 1)
+        self.body = SkipUp()
+
+    def forward(self, y: torch.Tensor) -> torch.Tensor:
+        return self.body(self.down(y), self.side(y))
+
+
+def skip_up() -> nn.Module:
+    torch.manual_seed(0)
+    return Skip().eval()
 
 
 class Stem(nn.Module):
@@ -109,3 +133,7 @@ def line_inputs() -> tuple[torch.Tensor]:
 
 def tiny_inputs() -> tuple[torch.Tensor]:
     return (torch.randn(1, 1, 4, 2),)
+
+
+def wide_inputs() -> tuple[torch.Tensor]:
+    return (torch.randn(1, 3, 8, 46),)
