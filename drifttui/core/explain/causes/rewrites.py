@@ -244,8 +244,9 @@ def _resize_patch(case: Any, node: Any, rule: str, kind: str, ins: list[int], ou
     k = "runtime" if kind == "runtime" else "export"
     fix = ("deploy the rewritten graph (`drifttui repair` replaces the Resize with Gathers on torch's "
            f"indices; static shapes {ins} -> {outs})" +
-           (f" and report the Resize kernel to onnxruntime with `drifttui repro` ({UPSTREAM})"
-            if k == "runtime" else "; or call interpolate with size= where the file holds a scale"))
+           (f" and report the Resize kernel to onnxruntime with `drifttui repro` ({UPSTREAM})" if k == "runtime"
+            else "; an integer scale, or mode='nearest-exact' exported by the dynamo exporter (it lowers that "
+                 "to Gathers), avoids the Resize's rounding"))
     return Patch({"op": "rewrite", "node": node.name, "rewrite": "resize_gather", "rule": rule, "in_shape": ins,
                   "out_shape": outs, "scales": sc, "shortcut": cut},
                  "interpolation", _resize_why(node, rule, k, file_scale), fix, k, module=case.module, nodes=[node.name])
