@@ -20,7 +20,8 @@ SPEC = f"{HERE / 'upstream.py'}"
 INPUTS = {"nearest": "img_inputs", "nearest_scale": "img_inputs", "nearest2x": "img_inputs",
           "nearest3d": "vol_inputs", "index_add": "rows_inputs", "alone_12098": "line_inputs",
           "alone_121390": "tiny_inputs", "skip_up": "wide_inputs"}
-ORIGIN = {"alone_12098": "", "alone_121390": ""}      # one-call models: the root module is the origin
+ORIGIN = {"alone_12098": "", "alone_121390": "",     # one-call models: the root module is the origin
+          "logsigmoid_far": "body.inner", "bce": "body.inner"}
 
 # (model, exporter, opset) -> (headline class, words of its message, rewrite, kind, localisation kind)
 FORMS = {
@@ -35,6 +36,10 @@ FORMS = {
                                          "runtime"),
     ("alone_121390", "dynamo", None): ("interpolation", "as the ONNX spec says", "resize_gather", "export", "export"),
     ("skip_up", "dynamo", None): ("interpolation", "as the ONNX spec says", "resize_gather", "export", "export"),
+    ("logsigmoid_far", "torchscript", None): ("op-compat", "as the exporter lowered it loses precision", "workaround",
+                                              "export", "export"),
+    ("bce", "torchscript", None): ("op-compat", "Log(1 - Sigmoid(x)) as -Softplus(x)", "workaround", "export", "export"),
+    ("bce", "dynamo", None): ("op-compat", "the bug is in ONNX Runtime", "workaround", "runtime", "runtime"),
     ("log1p", "torchscript", None): ("op-compat", "computes log1p as Log(1 + x)", "log1p", "export", "export"),
     ("log1p", "dynamo", None): ("op-compat", "computes log1p as Log(1 + x)", "log1p", "export", "export"),
     ("expm1", "dynamo", None): ("op-compat", "computes expm1 as Exp(x) - 1", "expm1", "export", "export"),
@@ -42,7 +47,7 @@ FORMS = {
                                          "scatter_reduction", "export", "export"),
 }
 FAST = {("nearest", "torchscript", None), ("nearest_scale", "torchscript", 13), ("log1p", "torchscript", None),
-        ("alone_12098", "torchscript", 14)}
+        ("alone_12098", "torchscript", 14), ("bce", "torchscript", None)}
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,11 @@ module ``body`` holding the form, so the drift origin is ``body``:
   interpolate call and no child module (its nodes carry no scope: the whole graph is the case):
   26 -> 64 in 5-D (microsoft/onnxruntime#12098) and ``scale_factor=(2.05, 3.15)`` on 4 x 2
   (pytorch/pytorch#121390);
+* ``logsigmoid_far``: ``F.logsigmoid`` of logits below -88, lowered to ``Log(Sigmoid(x))``: float32
+  Sigmoid underflows to 0 in the reference evaluator too (kind export), torch's kernel does not;
+* ``bce``: ``binary_cross_entropy_with_logits`` on large logits: TorchScript lowers it to
+  ``-(y Log(Sigmoid(x)) + (1 - y) Log(1 - Sigmoid(x)))`` (pytorch/pytorch#49675), -inf where torch's
+  stable kernel is finite;
 * clean controls: ``nearest2x`` (integer scale), ``log1p_big`` (arguments far from 0).
 """
 from __future__ import annotations
@@ -80,6 +85,25 @@ def skip_up() -> nn.Module:
     return Skip().eval()
 
 
+class LogSig(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.logsigmoid(x)
+
+
+class BCE(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.binary_cross_entropy_with_logits(x, (x > 0).float() * 0.25, reduction="none")
+
+
+class Gain(nn.Module):
+    def __init__(self, body: nn.Module, gain: float) -> None:
+        super().__init__()
+        self.gain, self.inner = gain, body
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x * self.gain)
+
+
 class Stem(nn.Module):
     def __init__(self, body: nn.Module, rank: int = 0) -> None:
         super().__init__()
@@ -104,6 +128,10 @@ def log1p() -> nn.Module: return _build(Log1p(1e-5))                            
 def log1p_big() -> nn.Module: return _build(Log1p(3.0))                                      # noqa: E704
 def expm1() -> nn.Module: return _build(Expm1())                                              # noqa: E704
 def index_add() -> nn.Module: return _build(IndexAdd())                                       # noqa: E704
+
+
+def logsigmoid_far() -> nn.Module: return _build(Gain(LogSig(), 400.0))                      # noqa: E704
+def bce() -> nn.Module: return _build(Gain(BCE(), 40.0))                                      # noqa: E704
 
 
 def alone_12098() -> nn.Module: return Interp(size=(1, 1, 64), mode="nearest").eval()          # noqa: E704

@@ -34,6 +34,7 @@ from drifttui.core.explain.context import clean
 from drifttui.core.result import SEVERITY_ORDER, Finding, display_name
 
 MAX_PATCHES = 200        # candidate patches tried per origin (each is one small ORT session)
+EQUIVALENT = ("workaround", "resize_gather")     # rewrites that compute the same maths otherwise
 _OP_CLASS = {"Resize": "interpolation", "Upsample": "interpolation", "AveragePool": "padding", "Pad": "padding",
              "MaxPool": "padding", "LayerNormalization": "normalization", "BatchNormalization": "normalization",
              "InstanceNormalization": "normalization", "GroupNormalization": "normalization", "Cast": "dtype",
@@ -94,8 +95,8 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
                 and f.patch.get("node", f.patch.get("name")) in nodes | {v for n in case.model.graph.node for v in n.input}:
             out.append(Patch(dict(f.patch), f.check, f.message, f.fix, f.kind if f.kind != "unknown" else "export",
                              module=f.module, nodes=list(f.onnx_nodes)))
-    if loc is not None and loc.kind in ("runtime", "unknown"):
-        out.extend(rewrites.workaround_patches(case, loc.first_node))
+    if loc is not None:
+        out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind))
     out.extend(rewrites.resize_gather_patches(case, loc.kind if loc is not None else "unknown"))
     out.extend(graph_candidates(case, module, ctx.index.elem_types))
     out.extend(rewrites.candidates(case, module, _types(ctx, case)))
@@ -185,7 +186,10 @@ def _best(verified: list[Trial], findings: list[Finding]) -> list[Trial]:
     """One verified trial per drift class, the one with the smallest remaining error first."""
     claimed = {f.check for f in findings if f.severity == "error"}
     by_class: dict[str, Trial] = {}
-    for t in sorted(verified, key=lambda t: (not t.patch.graph_level, t.after.max_abs)):
+    # an equivalent rewrite of a right graph (a workaround, Gathers for a Resize) tells less than a
+    # patch that fixes what the graph got wrong: within a class, it heads only when nothing else verifies
+    for t in sorted(verified, key=lambda t: (not t.patch.graph_level, t.patch.spec.get("rewrite") in EQUIVALENT,
+                                             t.after.max_abs)):
         by_class.setdefault(t.patch.check, t)
     return sorted(by_class.values(), key=lambda t: (t.patch.check not in claimed, not t.patch.graph_level,
                                                    t.after.max_abs))

@@ -153,20 +153,29 @@ def candidates(case: Any, module: Any, types: dict[str, int]) -> list[Any]:
     return out
 
 
-def workaround_patches(case: Any, first: Any = None) -> list[Any]:
-    """Every catalogue rewrite that fits a node of the case, the deviating node's first."""
+def workaround_patches(case: Any, first: Any = None, kind: str = "runtime") -> list[Any]:
+    """Every catalogue rewrite that fits a node of the case, the deviating node's first.  ``kind``
+    ``export`` (the reference evaluator drifts too: the exporter's lowering, e.g. ``F.logsigmoid`` as
+    ``Log(Sigmoid(x))``, underflows in float32 where torch's kernel does not) words it as the graph's
+    fault; else the bug is ONNX Runtime's."""
     nodes = sorted(case.model.graph.node, key=lambda n: n.name != first)
     out = []
     for node in nodes:
         for w in forms_for(node):
+            if kind == "export":
+                why = (f"{node.op_type} {node.name} as the exporter lowered it loses precision in float32 (the ONNX "
+                       f"reference implementation computes the same as ONNX Runtime, where torch's kernel does not); "
+                       f"the equivalent {w.what} computes what torch computes")
+                fix = f"deploy the rewritten graph ({w.what}; `drifttui repair` applies it)"
+            else:
+                why = (f"ONNX Runtime's {node.op_type} kernel is wrong at {node.name} (the ONNX reference "
+                       f"implementation computes what torch computes): the bug is in ONNX Runtime; the "
+                       f"equivalent {w.what} computes what torch computes")
+                fix = (f"deploy the rewritten graph ({w.what}; `drifttui repair` applies it) and report the "
+                       f"{node.op_type} kernel to onnxruntime with `drifttui repro`")
             out.append(Patch({"op": "rewrite", "node": node.name, "rewrite": "workaround", "form": w.form},
-                             "op-compat",
-                             f"ONNX Runtime's {node.op_type} kernel is wrong at {node.name} (the ONNX reference "
-                             f"implementation computes what torch computes): the bug is in ONNX Runtime; the "
-                             f"equivalent {w.what} computes what torch computes",
-                             f"deploy the rewritten graph ({w.what}; `drifttui repair` applies it) and report the "
-                             f"{node.op_type} kernel to onnxruntime with `drifttui repro`",
-                             "runtime", module=case.module, nodes=[node.name]))
+                             "op-compat", why, fix, "runtime" if kind != "export" else "export",
+                             module=case.module, nodes=[node.name]))
     return out
 
 

@@ -35,7 +35,7 @@ def _const(model: Any, name: str) -> Optional[np.ndarray]:
     return numpy_helper.to_array(a.t) if a is not None else None
 
 
-def _is_one(model: Any, name: str) -> bool:
+def is_one(model: Any, name: str) -> bool:
     v = _const(model, name)
     return v is not None and v.size == 1 and float(v.ravel()[0]) == 1.0
 
@@ -52,14 +52,14 @@ def match_log1p(model: Any, node: Any) -> Optional[tuple[Any, str]]:
     if add is None or add.op_type != "Add":
         return None
     for k in (0, 1):
-        if _is_one(model, add.input[1 - k]) and not _is_one(model, add.input[k]):
+        if is_one(model, add.input[1 - k]) and not is_one(model, add.input[k]):
             return add, add.input[k]
     return None
 
 
 def match_expm1(model: Any, node: Any) -> Optional[tuple[Any, str]]:
     """(the Exp, x) when ``node`` is ``Sub(Exp(x), 1)``."""
-    if node.op_type != "Sub" or not _is_one(model, node.input[1]):
+    if node.op_type != "Sub" or not is_one(model, node.input[1]):
         return None
     exp = _producer(model, node.input[0])
     return (exp, exp.input[0]) if exp is not None and exp.op_type == "Exp" else None
