@@ -37,7 +37,7 @@ from drifttui.core.capture import batch, determinism, observer, shares
 from drifttui.core.model.inputs import cat_samples
 from drifttui.core.prepare import batch_probe
 from drifttui.core.runtime import sessions
-from drifttui.core.runtime.weights import release_weights
+from drifttui.core.runtime.weights import give_back_freed, release_weights
 from drifttui.core.runtime.torch_hooks import to_numpy
 from drifttui.core.runtime.guards import check_finite_feeds, check_finite_outputs, safe_forward
 from drifttui.core.metrics import Aggregate, Stats, compare
@@ -224,6 +224,7 @@ class _Run:
                 self.chosen.append(0)
                 self._layer_pass(wp, [(0, sample)])
                 release_weights(self.pr.index.data_dir)
+                give_back_freed()
             if self.floor is None:
                 self._open_floor()
             key = _output_pass(self.pr, self.floor, self.outs, i, sample, feeds)
@@ -237,6 +238,7 @@ class _Run:
                 pending = []
             self._report(i)
         self.floor = None        # its packed weights go before the worst samples' per-layer passes
+        give_back_freed()
         extra = sorted(-j for _, j in self.worst)
         if extra:        # the worst samples, now that the output pass has seen every sample
             self.progress(Progress("samples", n, n, f"per-layer pass on the {len(extra)} worst sample(s)",
