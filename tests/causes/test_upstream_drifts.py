@@ -36,6 +36,10 @@ FORMS = {
                                          "runtime"),
     ("alone_121390", "dynamo", None): ("interpolation", "as the ONNX spec says", "resize_gather", "export", "export"),
     ("skip_up", "dynamo", None): ("interpolation", "as the ONNX spec says", "resize_gather", "export", "export"),
+    ("scatter_old", "torchscript", 10): ("op-compat", "Scatter /body/Scatter has no reduction", "scatter_reduction",
+                                         "export", "unknown"),
+    ("scatter_old", "torchscript", 9): ("op-compat", "Scatter /body/Scatter has no reduction", "scatter_reduction",
+                                        "export", "unknown"),
     ("logsigmoid_far", "torchscript", None): ("op-compat", "as the exporter lowered it loses precision", "workaround",
                                               "export", "export"),
     ("bce", "torchscript", None): ("op-compat", "Log(1 - Sigmoid(x)) as -Softplus(x)", "workaround", "export", "export"),
@@ -47,7 +51,7 @@ FORMS = {
                                          "scatter_reduction", "export", "export"),
 }
 FAST = {("nearest", "torchscript", None), ("nearest_scale", "torchscript", 13), ("log1p", "torchscript", None),
-        ("alone_12098", "torchscript", 14), ("bce", "torchscript", None)}
+        ("alone_12098", "torchscript", 14), ("bce", "torchscript", None), ("scatter_old", "torchscript", 10)}
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,8 @@ module ``body`` holding the form, so the drift origin is ``body``:
   interpolate call and no child module (its nodes carry no scope: the whole graph is the case):
   26 -> 64 in 5-D (microsoft/onnxruntime#12098) and ``scale_factor=(2.05, 3.15)`` on 4 x 2
   (pytorch/pytorch#121390);
+* ``scatter_old``: ``scatter_add`` with duplicate indices at opset 9/10, where TorchScript emits the
+  deprecated ``Scatter`` (data + Scatter(zeros, idx, src); pytorch/pytorch#32960): no reduction;
 * ``logsigmoid_far``: ``F.logsigmoid`` of logits below -88, lowered to ``Log(Sigmoid(x))``: float32
   Sigmoid underflows to 0 in the reference evaluator too (kind export), torch's kernel does not;
 * ``bce``: ``binary_cross_entropy_with_logits`` on large logits: TorchScript lowers it to
@@ -85,6 +87,12 @@ def skip_up() -> nn.Module:
     return Skip().eval()
 
 
+class ScatterAdd(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        idx = torch.tensor([[0, 1, 0, 2, 1, 0, 3, 3]]).expand(x.shape[0], 8)
+        return torch.ones(x.shape[0], 4).scatter_add(1, idx, x)
+
+
 class LogSig(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.logsigmoid(x)
@@ -130,6 +138,7 @@ def expm1() -> nn.Module: return _build(Expm1())                                
 def index_add() -> nn.Module: return _build(IndexAdd())                                       # noqa: E704
 
 
+def scatter_old() -> nn.Module: return _build(ScatterAdd())                                   # noqa: E704
 def logsigmoid_far() -> nn.Module: return _build(Gain(LogSig(), 400.0))                      # noqa: E704
 def bce() -> nn.Module: return _build(Gain(BCE(), 40.0))                                      # noqa: E704
 

@@ -88,7 +88,8 @@ def scatter_reduction(case: Any, node: Any, module: Any, types: dict[str, int]) 
     yield _patch(node, "scatter_reduction", "op-compat",
                  f"{node.op_type} {node.name} has no reduction: duplicate indices overwrite instead of adding "
                  "(torch's scatter_add, index_add and index_put(accumulate=True) add them)",
-                 "export with opset >= 16 (reduction='add' on " + node.op_type + ")"
+                 "export with opset >= 16 (reduction='add' on "
+                 + ("ScatterElements" if node.op_type == "Scatter" else node.op_type) + ")"
                  + (f"; the file is at opset {opset}" if opset < 16 else ""), case.module, reduction="add")
 
 
@@ -140,7 +141,7 @@ def expm1(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[
 
 CANDIDATES: dict[str, Callable[..., Iterator[Any]]] = {
     "Cast": floor_cast, "Softplus": softplus_threshold, "ScatterElements": scatter_reduction,
-    "ScatterND": scatter_reduction, "AveragePool": avgpool_divisor, "Resize": resize_antialias,
+    "ScatterND": scatter_reduction, "Scatter": scatter_reduction, "AveragePool": avgpool_divisor, "Resize": resize_antialias,
     "Log": log1p, "Sub": expm1}
 
 
