@@ -17,7 +17,7 @@ import pytest
 
 HERE = Path(__file__).parent
 SPEC = f"{HERE / 'upstream.py'}"
-INPUTS = {"nearest": "img_inputs", "nearest_scale": "img_inputs", "nearest2x": "img_inputs",
+INPUTS = {"nearest": "img_inputs", "nearest_scale": "img_inputs", "nearest2x": "img_inputs", "bilinear9": "img_inputs",
           "nearest3d": "vol_inputs", "index_add": "rows_inputs", "alone_12098": "line_inputs",
           "alone_121390": "tiny_inputs", "skip_up": "wide_inputs"}
 ORIGIN = {"alone_12098": "", "alone_121390": "",     # one-call models: the root module is the origin
@@ -40,6 +40,7 @@ FORMS = {
                                          "export", "unknown"),
     ("scatter_old", "torchscript", 9): ("op-compat", "Scatter /body/Scatter has no reduction", "scatter_reduction",
                                         "export", "unknown"),
+    ("bilinear9", "torchscript", 9): ("interpolation", "opset-9 Upsample", "resize_opset11", "export", "unknown"),
     ("logsigmoid_far", "torchscript", None): ("op-compat", "as the exporter lowered it loses precision", "workaround",
                                               "export", "export"),
     ("bce", "torchscript", None): ("op-compat", "Log(1 - Sigmoid(x)) as -Softplus(x)", "workaround", "export", "export"),
@@ -180,3 +181,25 @@ def test_clean_controls_have_no_error_finding(explained, model, exporter):
     _, _, _, result, exp = explained(model, exporter, None)
     assert result.verdict == "ok"
     assert [f for f in exp.findings if f.severity == "error"] == []
+
+
+@pytest.mark.drifts
+def test_a_re_export_grafts_into_an_opset_9_file(explained):
+    """The file (opset 9) is converted up to the re-export's opset: the converter drops the name of
+    the Upsample it turns into a Resize; the graft still replaces it (one producer per value), and
+    the grafted file passes check."""
+    import onnx
+
+    from drifttui.core.explain.causes.graft import graft
+    from drifttui.core.explain.causes.reexport import try_reexport, variants
+    from drifttui.core.prepare.graph import full_model
+
+    engine, cfg, run, result, exp = explained("bilinear9", "torchscript", 9)
+    ctx = engine.context(result)
+    exporter, why = next(iter(variants(ctx)))
+    patch, ev = try_reexport(ctx, exp.case, exporter, why)
+    assert patch is not None and not ev.fails
+    fixed = graft(full_model(run.prepared.index), patch.graft)
+    onnx.checker.check_model(fixed, full_check=True)
+    assert [n.op_type for n in fixed.graph.node].count("Upsample") == 0
+    assert engine.recheck(cfg, fixed).verdict == "ok"

@@ -13,6 +13,8 @@ module ``body`` holding the form, so the drift origin is ``body``:
 * ``skip_up``: a U-Net skip, ``F.interpolate(a, size=skip.shape[2:], mode="nearest") + skip``
   with 14 -> 46 (the sizes come from a tensor's shape); here the reference evaluator picks ORT's
   pixel too, so it is the spec's rounding (kind export);
+* ``bilinear9``: a bilinear ``F.interpolate`` at opset 9, where TorchScript emits ``Upsample``
+  (asymmetric only, like opset-10 Resize);
 * ``log1p``: ``torch.log1p`` of small values, lowered to ``Log(1 + x)`` (pytorch/pytorch#24808);
 * ``expm1``: ``torch.expm1`` of small values, lowered by the dynamo exporter to ``Exp(x) - 1``;
 * ``index_add``: ``index_add`` with duplicate data-dependent indices: the TorchScript exporter
@@ -131,6 +133,7 @@ def _build(body: nn.Module, rank: int = 0) -> nn.Module:
 def nearest() -> nn.Module: return _build(Interp(size=(32, 64), mode="nearest"), 2)           # noqa: E704
 def nearest_scale() -> nn.Module: return _build(Interp(scale_factor=64 / 26, mode="nearest"), 2)  # noqa: E704
 def nearest3d() -> nn.Module: return _build(nn.Upsample(size=(2, 8, 64), mode="nearest"), 3)  # noqa: E704
+def bilinear9() -> nn.Module: return _build(Interp(scale_factor=2, mode="bilinear"), 2)      # noqa: E704
 def nearest2x() -> nn.Module: return _build(Interp(scale_factor=2, mode="nearest"), 2)        # noqa: E704
 def log1p() -> nn.Module: return _build(Log1p(1e-5))                                          # noqa: E704
 def log1p_big() -> nn.Module: return _build(Log1p(3.0))                                      # noqa: E704
