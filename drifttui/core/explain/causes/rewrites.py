@@ -28,7 +28,7 @@ import numpy as np
 
 from drifttui.core.explain.causes.evaluate import run_ort
 from drifttui.core.explain.causes.patches import Patch
-from drifttui.core.explain.causes.resize_gather import OPS as RESIZE_OPS, UPSTREAM, torch_rule
+from drifttui.core.explain.causes.resize_gather import OPS as RESIZE_OPS, UPSTREAM, torch_indices, torch_rule
 from drifttui.core.explain.causes.stable_edits import match_expm1, match_log1p
 from drifttui.core.explain.causes.workarounds import forms_for
 
@@ -233,8 +233,6 @@ def resize_gather_patches(case: Any, kind: str) -> list[Patch]:
     """The Gather rewrite of every nearest Resize of the case, in each variant whose indices differ:
     torch's scale from the file's scales (a ``scale_factor`` call) and from the sizes, with and
     without the 2-D kernel's shortcuts (that kernel's first)."""
-    from drifttui.core.explain.causes.resize_gather import torch_indices
-
     out: list[Patch] = []
     for node in case.model.graph.node:
         rule = torch_rule(node) if node.op_type in RESIZE_OPS else None
