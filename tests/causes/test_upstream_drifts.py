@@ -19,8 +19,9 @@ HERE = Path(__file__).parent
 SPEC = f"{HERE / 'upstream.py'}"
 INPUTS = {"nearest": "img_inputs", "nearest_scale": "img_inputs", "nearest2x": "img_inputs", "bilinear9": "img_inputs",
           "nearest3d": "vol_inputs", "index_add": "rows_inputs", "alone_12098": "line_inputs",
-          "alone_121390": "tiny_inputs", "skip_up": "wide_inputs"}
-ORIGIN = {"alone_12098": "", "alone_121390": "",     # one-call models: the root module is the origin
+          "alone_121390": "tiny_inputs", "skip_up": "wide_inputs", "alone_bilinear": "small_img_inputs"}
+ORIGIN = {"alone_12098": "", "alone_121390": "", "alone_floordiv": "", "alone_softplus": "", "alone_scatter": "",
+          "alone_logsig": "", "alone_bilinear": "", "alone_topk": "",    # one-call models: the root is the origin
           "logsigmoid_far": "body.inner", "bce": "body.inner"}
 
 # (model, exporter, opset) -> (headline class, words of its message, rewrite, kind, localisation kind)
@@ -47,6 +48,15 @@ FORMS = {
                                               "export", "export"),
     ("bce", "torchscript", None): ("op-compat", "Log(1 - Sigmoid(x)) as -Softplus(x)", "workaround", "export", "export"),
     ("bce", "dynamo", None): ("op-compat", "the bug is in ONNX Runtime", "workaround", "runtime", "runtime"),
+    ("alone_floordiv", "torchscript", None): ("dtype", "truncates towards zero where torch floors", "floor_cast",
+                                              "export", "export"),
+    ("alone_softplus", "torchscript", None): ("op-compat", "the threshold is missing", "softplus_threshold", "export",
+                                              "export"),
+    ("alone_scatter", "torchscript", 11): ("op-compat", "ScatterElements /ScatterElements has no reduction",
+                                           "scatter_reduction", "export", "export"),
+    ("alone_logsig", "dynamo", None): ("op-compat", "the bug is in ONNX Runtime", "workaround", "runtime", "runtime"),
+    ("alone_bilinear", "torchscript", 10): ("interpolation", "always asymmetric", "resize_opset11", "export",
+                                            "unknown"),
     ("log1p", "torchscript", None): ("op-compat", "computes log1p as Log(1 + x)", "log1p", "export", "export"),
     ("log1p", "dynamo", None): ("op-compat", "computes log1p as Log(1 + x)", "log1p", "export", "export"),
     ("expm1", "dynamo", None): ("op-compat", "computes expm1 as Exp(x) - 1", "expm1", "export", "export"),
@@ -54,7 +64,8 @@ FORMS = {
                                          "scatter_reduction", "export", "export"),
 }
 FAST = {("nearest", "torchscript", None), ("nearest_scale", "torchscript", 13), ("log1p", "torchscript", None),
-        ("alone_12098", "torchscript", 14), ("bce", "torchscript", None), ("scatter_old", "torchscript", 10)}
+        ("alone_12098", "torchscript", 14), ("bce", "torchscript", None), ("scatter_old", "torchscript", 10),
+        ("alone_floordiv", "torchscript", None)}
 
 
 @pytest.fixture(scope="module")
@@ -205,3 +216,12 @@ def test_a_re_export_grafts_into_an_opset_9_file(explained):
     onnx.checker.check_model(fixed, full_check=True)
     assert [n.op_type for n in fixed.graph.node].count("Upsample") == 0
     assert engine.recheck(cfg, fixed).verdict == "ok"
+
+
+@pytest.mark.drifts
+def test_topk_ties_in_a_one_call_model_say_why_no_patch_exists(explained):
+    """The whole graph is the case of a one-call model: TopK ties get the no-patch reason there too."""
+    _, _, _, result, exp = explained("alone_topk", "dynamo", None)
+    assert result.verdict == "drift" and exp.case is not None and exp.case.module == ""
+    head = next(f for f in exp.findings if f.severity == "error")
+    assert head.check == "op-compat" and head.verified is False and "no patch exists" in head.message

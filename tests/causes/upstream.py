@@ -30,6 +30,9 @@ module ``body`` holding the form, so the drift origin is ``body``:
 * ``bce``: ``binary_cross_entropy_with_logits`` on large logits: TorchScript lowers it to
   ``-(y Log(Sigmoid(x)) + (1 - y) Log(1 - Sigmoid(x)))`` (pytorch/pytorch#49675), -inf where torch's
   stable kernel is finite;
+* ``alone_*``: the other upstream forms as one-call models (no child module, the root is the
+  origin): a float ``floor_divide``, ``nn.Softplus(threshold=0.5)``, ``scatter_add`` at opset 11,
+  ``log(sigmoid(40 x))``, a bilinear interpolate at opset 10, ``topk`` of rounded values (ties);
 * clean controls: ``nearest2x`` (integer scale), ``log1p_big`` (arguments far from 0).
 """
 from __future__ import annotations
@@ -150,6 +153,29 @@ def alone_12098() -> nn.Module: return Interp(size=(1, 1, 64), mode="nearest").e
 def alone_121390() -> nn.Module: return Interp(scale_factor=(2.05, 3.15), mode="nearest").eval()  # noqa: E704
 
 
+class FloorDiv(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.floor_divide(x * 3.0, 0.7)
+
+
+class LogSigmoid40(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log(torch.sigmoid(x * 40))
+
+
+class TopkTies(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.topk(torch.round(x), 3, dim=1).indices.float()
+
+
+def alone_floordiv() -> nn.Module: return FloorDiv().eval()                                    # noqa: E704
+def alone_softplus() -> nn.Module: return nn.Softplus(threshold=0.5).eval()                    # noqa: E704
+def alone_scatter() -> nn.Module: return ScatterAdd().eval()                                   # noqa: E704
+def alone_logsig() -> nn.Module: return LogSigmoid40().eval()                                  # noqa: E704
+def alone_bilinear() -> nn.Module: return Interp(scale_factor=2, mode="bilinear").eval()       # noqa: E704
+def alone_topk() -> nn.Module: return TopkTies().eval()                                        # noqa: E704
+
+
 # drifttui seeds torch before each sample (seed S+i): the inputs use the global generator
 def img_inputs() -> tuple[torch.Tensor]:
     return (torch.randn(1, 3, 13, 26),)
@@ -177,3 +203,7 @@ def tiny_inputs() -> tuple[torch.Tensor]:
 
 def wide_inputs() -> tuple[torch.Tensor]:
     return (torch.randn(1, 3, 8, 46),)
+
+
+def small_img_inputs() -> tuple[torch.Tensor]:
+    return (torch.randn(1, 3, 8, 8),)
