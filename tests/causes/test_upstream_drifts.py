@@ -225,3 +225,31 @@ def test_topk_ties_in_a_one_call_model_say_why_no_patch_exists(explained):
     assert result.verdict == "drift" and exp.case is not None and exp.case.module == ""
     head = next(f for f in exp.findings if f.severity == "error")
     assert head.check == "op-compat" and head.verified is False and "no patch exists" in head.message
+
+
+def test_a_dynamic_batch_keeps_the_gathers_right_and_the_fix_says_what_they_hold(tmp_path):
+    """A file with a dynamic batch dim: the Gathers index the resized axes only, so the repaired copy
+    passes check at another batch size, and the fix says for which sizes the indices hold."""
+    import torch
+
+    from drifttui.core.explain.causes.repair import repair
+    from drifttui.core.pipeline import Pipeline
+    from drifttui.core.prepare.graph import full_model
+    from drifttui.core.result import Config
+    from tests.causes import upstream
+
+    path = tmp_path / "near-dyn.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(upstream.nearest(), upstream.img_inputs(), str(path), dynamo=False, input_names=["x"],
+                          dynamic_axes={"x": {0: "batch"}})
+    cfg = Config(model=f"{SPEC}:nearest", onnx=str(path), inputs=f"{SPEC}:img_inputs", samples=3)
+    engine = Pipeline()
+    run = engine.run(cfg)
+    exp = engine.explain(run.result).explanation
+    head = exp.findings[0]
+    assert head.verified and head.patch["rewrite"] == "resize_gather"
+    assert "13 -> 32, 26 -> 64" in head.fix and "dynamic input dims" in head.fix
+    fixed = repair(full_model(run.prepared.index), exp).model
+    assert engine.recheck(Config(model=cfg.model, onnx=cfg.onnx, inputs="shape:3x3x13x26", samples=2),
+                          fixed).verdict == "ok"

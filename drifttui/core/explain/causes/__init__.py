@@ -97,7 +97,8 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
                              module=f.module, nodes=list(f.onnx_nodes)))
     if loc is not None:
         out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind))
-    out.extend(rewrites.resize_gather_patches(case, loc.kind if loc is not None else "unknown"))
+    dynamic = any(d.dim_param for i in ctx.index.model.graph.input for d in i.type.tensor_type.shape.dim)
+    out.extend(rewrites.resize_gather_patches(case, loc.kind if loc is not None else "unknown", dynamic))
     out.extend(graph_candidates(case, module, ctx.index.elem_types))
     out.extend(rewrites.candidates(case, module, _types(ctx, case)))
     out.extend(weight_candidates(case, torch_tensors(module, case.module, _folds(ctx, case))))

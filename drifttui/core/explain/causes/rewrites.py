@@ -229,7 +229,7 @@ def _resize_why(node: Any, rule: str, kind: str, file_scale: bool) -> str:
             f"are one off (no Resize attribute reproduces torch's indices); {gathers} compute what torch computes")
 
 
-def resize_gather_patches(case: Any, kind: str) -> list[Patch]:
+def resize_gather_patches(case: Any, kind: str, dynamic: bool = False) -> list[Patch]:
     """The Gather rewrite of every nearest Resize of the case, in each variant whose indices differ:
     torch's scale from the file's scales (a ``scale_factor`` call) and from the sizes, with and
     without the 2-D kernel's shortcuts (that kernel's first)."""
@@ -248,15 +248,19 @@ def resize_gather_patches(case: Any, kind: str) -> list[Patch]:
                 if idx in seen:
                     continue
                 seen.add(idx)
-                out.append(_resize_patch(case, node, rule, kind, ins, outs, sc, cut, scales is not None))
+                out.append(_resize_patch(case, node, rule, kind, ins, outs, sc, cut, scales is not None, dynamic))
     return out
 
 
 def _resize_patch(case: Any, node: Any, rule: str, kind: str, ins: list[int], outs: list[int],
-                  sc: Optional[list[Any]], cut: bool, file_scale: bool) -> Patch:
+                  sc: Optional[list[Any]], cut: bool, file_scale: bool, dynamic: bool = False) -> Patch:
     k = "runtime" if kind == "runtime" else "export"
+    sizes = ", ".join(f"{i} -> {o}" for i, o in zip(ins, outs) if i != o)
+    shapes = (f"the indices hold for the resized sizes {sizes}; the file has dynamic input dims: where they change "
+              "those sizes the repaired copy is wrong (other dims are free)" if dynamic
+              else f"static shapes {ins} -> {outs}")
     fix = ("deploy the rewritten graph (`drifttui repair` replaces the Resize with Gathers on torch's "
-           f"indices; static shapes {ins} -> {outs})" +
+           f"indices; {shapes})" +
            (f" and report the Resize kernel to onnxruntime with `drifttui repro` ({UPSTREAM})" if k == "runtime"
             else "; an integer scale, or mode='nearest-exact' exported by the dynamo exporter (it lowers that "
                  "to Gathers), avoids the Resize's rounding"))
