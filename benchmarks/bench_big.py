@@ -6,7 +6,8 @@ Whole processes, side by side, on LLaMA models (``benchmarks/llama.py``: transfo
 * **the floor**: a plain script that builds the same model, opens one ONNX Runtime session on the
   same ONNX file (ORT's defaults, idle threads not spinning) and runs N samples (one torch forward
   in ``inference_mode`` and one ORT run each), the samples drifttui draws;
-* **drifttui**: ``drifttui check MODEL --inputs SPEC --onnx FILE --samples N``, default settings;
+* **drifttui**: ``drifttui check MODEL --inputs SPEC --onnx FILE --samples N``, default settings,
+  ending as the command does (``cli.entry``: no interpreter teardown after the report);
 * **drifttui with a limit** (``--limit SIZE``): the same with ``--max-memory SIZE``: its peak RSS
   must stay under SIZE.
 
@@ -171,7 +172,15 @@ def main() -> None:
         print(json.dumps(child_export(args.models, args.onnx)))
         return
     if args.child:
-        print(json.dumps(CHILDREN[args.child](args.models, args.onnx, args.samples, json.loads(args.extra))))
+        print(json.dumps(CHILDREN[args.child](args.models, args.onnx, args.samples, json.loads(args.extra))),
+              flush=True)
+        if args.child != "floor":
+            # as the `drifttui` command ends (cli.entry): no interpreter teardown once the report is out;
+            # the floor, a plain script, ends as Python does
+            import atexit
+
+            atexit._run_exitfuncs()
+            os._exit(0)
         return
     print(f"nproc {os.cpu_count()}, load average {os.getloadavg()}; {args.samples} samples, {args.repeats} repeats",
           flush=True)
