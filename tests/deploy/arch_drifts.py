@@ -77,12 +77,8 @@ def weight(path: Path, target: np.ndarray, dst: Path, factor: float = 1.05) -> P
             a = a.copy()
             a[sl] *= factor
         else:       # ORT's NCHWc Conv keeps the weight reordered (and padded) into its blocked layout
-            same = [(t, a) for _, t, a in scored if a.shape[2:] == target.shape[2:] and a.ndim == 4
-                    and a.shape[0] >= target.shape[0] and a.shape[1] >= target.shape[1]
-                    and a.shape[0] * a.shape[1] < 2 * target.shape[0] * target.shape[1]
-                    and _reorder_cos(a, target) > 0.99]
-            assert len(same) == 1, "the weight is not in the file"
-            t, a = same[0]
+            cos, t, a = max(((_reorder_cos(a, target), t, a) for _, t, a in scored), key=lambda s: s[0])
+            assert cos > 0.9, "the weight is not in the file"
             a = a * factor
     t.CopyFrom(numpy_helper.from_array(a.astype(np.float32), t.name))
     onnx.save(model, str(dst))
@@ -90,10 +86,25 @@ def weight(path: Path, target: np.ndarray, dst: Path, factor: float = 1.05) -> P
 
 
 def _reorder_cos(a: np.ndarray, t: np.ndarray) -> float:
-    """Same values in another order (NCHWc blocking): the sorted non-zero magnitudes agree."""
-    x = np.sort(np.abs(a[a != 0].reshape(-1)))
-    y = np.sort(np.abs(t[t != 0].reshape(-1)))
-    return _cos(x, y) if x.size == y.size else 0.0
+    """How well ``a``, a Conv weight in ORT's blocked NCHWc layout (OIHW8i8o / OIHW16i16o, or OIHW8o
+    for a stem Conv; channels padded), carries ``t`` (OIHW, maybe scaled per output channel by a
+    folded BatchNorm): the best unblocked view's worst per-channel cosine."""
+    if a.ndim != 4 or a.shape[2:] != t.shape[2:]:
+        return 0.0
+    o, i, h, w = a.shape
+    best = 0.0
+    for b in (8, 16):
+        views = []
+        if o % b == 0 and i % b == 0:
+            x = a.reshape(o // b, i // b, h, w, b, b)
+            views += [x.transpose(0, 5, 1, 4, 2, 3), x.transpose(0, 4, 1, 5, 2, 3)]
+        if o % b == 0:
+            views.append(a.reshape(o // b, i, h, w, b).transpose(0, 4, 1, 2, 3))
+        for v in views:
+            v = v.reshape(o, i, h, w)[:t.shape[0], :t.shape[1]]
+            if v.shape == t.shape:
+                best = max(best, _whole(v, t))
+    return best
 
 
 def _rms_adds(model: Any) -> list:
@@ -150,8 +161,7 @@ def conv_dilation(path: Path, target: np.ndarray, dst: Path) -> Path:
     inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     convs = [n for n in model.graph.node if n.op_type in ("Conv", "FusedConv") and len(n.input) > 1
              and n.input[1] in inits and inits[n.input[1]].shape[2:] == target.shape[2:]]
-    scored = [(_whole(inits[n.input[1]], target) if inits[n.input[1]].size == target.size
-               else _reorder_cos(inits[n.input[1]], target), n) for n in convs]
+    scored = [(max(_whole(inits[n.input[1]], target), _reorder_cos(inits[n.input[1]], target)), n) for n in convs]
     cos, node = max(scored, key=lambda s: s[0])
     assert cos > 0.9, "the conv is not in the file"
     _set(node, "dilations", [2, 2])
