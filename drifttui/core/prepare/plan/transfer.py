@@ -105,6 +105,34 @@ def _best(a: np.ndarray, mask: int, cands: list[str], dep_vals: dict[str, np.nda
     return exact if exact is not None else (first[1] if first else None)
 
 
+def _closest(a: np.ndarray, mask: int, cands: list[str], dep_vals: dict[str, np.ndarray], d_mask: dict[str, int],
+          probes: dict[str, np.ndarray]) -> Optional[Match]:
+    """The closest candidate with the same anchors, or one with a subset of them that is equal
+    (an optimiser dropped an Add of zeros, a Mul by ones): losing an anchor otherwise means the
+    value is not the module's output (a Linear's MatMul whose bias a BiasGelu took)."""
+    scale = float(np.max(np.abs(a))) if a.size else 0.0
+    bound = EQUAL_RTOL * max(scale, 1e-12)
+    pa = _probe(a)
+    best: Optional[Match] = None
+    for d in cands:
+        dm = d_mask.get(d, 0)
+        same = dm == mask
+        if not same and (dm & ~mask or not dm):
+            continue
+        b = dep_vals[d]
+        if b.dtype.kind != a.dtype.kind and not (b.dtype.kind == "f" and a.dtype.kind == "f"):
+            continue
+        if not same and (probes[d].size != pa.size or np.max(np.abs(probes[d] - pa), initial=0.0) > bound):
+            continue
+        err = float(np.max(np.abs(a.astype(np.float64).reshape(-1) - b.astype(np.float64).reshape(-1)),
+                           initial=0.0)) / max(scale, 1e-12)
+        if not same and err > EQUAL_RTOL:
+            continue
+        if best is None or err < best.err:
+            best = Match(d, err, err <= EQUAL_RTOL)
+    return best
+
+
 def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, np.ndarray],
                     dep_vals: dict[str, np.ndarray]) -> Transferred:
     """Match each ``wanted`` reference value to the deployed value that carries it."""
@@ -130,6 +158,9 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
     probes = {v: _probe(a) for v, a in dep_vals.items()}
     order = {o: k for k, ni in enumerate(topo_order(dep)) for o in dep.nodes[ni].outputs if o}
     out = Transferred(anchors=anchors, how=how)
+    if _reduced(dep):
+        _by_closeness(ref, dep, wanted, ref_vals, dep_vals, (r_mask, d_mask, groups, probes), out)
+        return out
     exact: dict[str, Match] = {}
     for r in wanted:
         a = ref_vals.get(r)
@@ -149,6 +180,86 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
             out.matches[r] = m
             taken = taken | {m.value}
     return out
+
+
+
+_REDUCED_OPS = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger",
+                "QLinearConv", "QLinearMatMul"}
+
+
+def _reduced(dep: Any) -> bool:
+    """A quantized or float16 file: every value differs from the reference a little, and the pairing
+    stays by closeness (with second choices), tuned on those files (issue 19)."""
+    return (any(n.op_type in _REDUCED_OPS for n in dep.nodes)
+            or any(t.data_type in (10, 16) for t in dep.initializers.values()))
+
+
+def _by_closeness(ref: Any, dep: Any, wanted: list[str], ref_vals: dict, dep_vals: dict, ctx: tuple,
+                  out: Transferred) -> None:
+    """Each reference value's closest candidate; a deployed value equal to some reference value is
+    theirs, else the closest claimant keeps it; the losers take second choices."""
+    r_mask, d_mask, groups, probes = ctx
+    choice: dict[str, Match] = {}
+    for r in wanted:
+        a = ref_vals.get(r)
+        if a is not None:
+            best = _closest(a, r_mask.get(r, 0), groups.get(_squeezed(a.shape), []), dep_vals, d_mask, probes)
+            if best is not None:
+                choice[r] = best
+    out.matches = _resolve(choice)
+    _second_choices(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, choice, out.matches)
+
+
+def _resolve(choice: dict[str, Match]) -> dict[str, Match]:
+    """A deployed value equal to some reference value is theirs; otherwise the closest one keeps it."""
+    exact_users = {m.value for m in choice.values() if m.exact}
+    closest: dict[str, tuple[float, str]] = {}
+    for r, m in choice.items():
+        if not m.exact and (m.value not in closest or m.err < closest[m.value][0]):
+            closest[m.value] = (m.err, r)
+    return {r: m for r, m in choice.items()
+            if m.exact or (m.value not in exact_users and closest[m.value][1] == r)}
+
+
+def _second_choices(ref: Any, dep: Any, ref_vals: dict, dep_vals: dict, r_mask: dict, d_mask: dict,
+                    groups: dict, probes: dict, choice: dict[str, Match], matches: dict[str, Match]) -> None:
+    """A reference value that lost its closest deployed value to a value *downstream* of it, where
+    neither equals it (a drift inside the module changes both: a wrong weight in a Conv makes the
+    Relu after it look as close as the Conv's own output), takes the closest free value with the
+    same anchors that lies upstream of the winner's, in both graphs' order: the drift is in the
+    numbers, the structure still holds.  A value folded away has no such candidate and stays fused."""
+    taken = {m.value for m in matches.values()}
+    winner = {m.value: r for r, m in matches.items()}
+    for r, m in choice.items():
+        if r in matches or m.exact:
+            continue
+        r2 = winner.get(m.value)
+        if r2 is None or matches[r2].exact or not _upstream(ref, r, r2):
+            continue
+        free = [d for d in groups.get(_squeezed(ref_vals[r].shape), [])
+                if d not in taken and d_mask.get(d, 0) == r_mask.get(r, 0) and _upstream(dep, d, m.value)]
+        alt = _closest(ref_vals[r], r_mask.get(r, 0), free, dep_vals, d_mask, probes)
+        if alt is not None:
+            matches[r] = alt
+            taken.add(alt.value)
+
+
+def _upstream(index: Any, a: str, b: str) -> bool:
+    """True when value ``a`` is one that value ``b`` is computed from."""
+    seen: set[str] = set()
+    stack = [b]
+    while stack:
+        v = stack.pop()
+        p = index.producer.get(v)
+        if p is None:
+            continue
+        for u in index.nodes[p].inputs:
+            if u == a:
+                return True
+            if u and u not in seen:
+                seen.add(u)
+                stack.append(u)
+    return False
 
 
 # --- the plan on the deployed graph ------------------------------------------------------
