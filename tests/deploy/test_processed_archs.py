@@ -53,6 +53,11 @@ XFAIL: dict[tuple, str] = {
         "not yet: the query weight x1.05 changes the query Linear's output by 3% (the raw file's origin) but the "
         "fused com.microsoft Attention node's output by 2.7e-4 relative (max |d| 9e-5 < atol 1e-4): the file has no "
         "query value to compare, and the packed QKV weight's difference is not compared by content"),
+    **{("llama", "dynamo", p, "attribute"): (
+        "not yet: the Softmax axis set to -2 moves o_proj's output by 157% relative; on the dynamo file processed "
+        "(no exporter metadata), the closest value computed from the same anchors is then the post-attention "
+        "norm's Pow of the residual sum, not o_proj's MatMul, so the origin is named at model.layers.1 "
+        "(pairing in graph order fixes it but mis-pairs fused values elsewhere)") for p in ("ort-all", "onnxslim")},
 }
 
 
@@ -132,6 +137,19 @@ def test_processed_real_architecture_clean(files, arch, exporter, pipeline):
     assert result.verdict == OK, (result.drift_origin, result.notes)
     # (onnxslim keeps a TorchScript file's names and producer: it is then mapped as a raw export)
     assert P.covered(result) >= 0.95 * P.covered(raw), (result.coverage, raw.coverage)
+    _record(arch, exporter, pipeline, raw, result)
+
+
+def _record(arch, exporter, pipeline, raw, result):
+    """DRIFTTUI_DEPLOY_TABLE=FILE: one Markdown row per clean file (docs/deploy.md's table)."""
+    import os
+
+    out = os.environ.get("DRIFTTUI_DEPLOY_TABLE")
+    if out:
+        c, r = result.coverage, raw.coverage
+        with open(out, "a") as f:
+            f.write(f"| {arch} | {exporter} | {pipeline} | {r.mapped} + {r.fused} fused | {c.mapped} + {c.fused} fused "
+                    f"| {P.covered(result) / max(1, P.covered(raw)):.0%} | {result.verdict} |\n")
 
 
 @pytest.mark.parametrize("arch,exporter,pipeline,drift", [_param(*c) for c in DRIFTS])

@@ -13,9 +13,8 @@ module <-> value plan is carried over by structure and content, never by name:
   value can stand for a reference value only when both agree; a value that lost an anchor (a
   Linear's MatMul whose bias went into a BiasGelu) can never stand for the module's output;
 - numerics on sample 0 pick among the candidates that remain: the reference value each deployed
-  value equals; the others, in the reference's order, the first free value with the same anchors
-  in the deployed graph's order (a drift injected after the pipeline changes the numbers, not the
-  structure: a module's output and the residual Add after it pair in order).  A reference value whose closest deployed value is taken by a value it equals
+  value equals, else the closest (a drift injected after the pipeline changes the numbers, not
+  the structure).  A reference value whose closest deployed value is taken by a value it equals
   is fused (a simplifier folded it), never paired wrongly.
 
 Each call then owns the deployed nodes between its inputs and its outputs (its region); a call
@@ -29,7 +28,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.prepare.plan.anchors import anchor_masks, match_anchors, match_concatenated, topo_order
+from drifttui.core.prepare.plan.anchors import anchor_masks, match_anchors, match_concatenated
 from drifttui.core.prepare.plan.plan import CallMap, Plan
 from drifttui.core.result import FUSED, OK
 
@@ -72,40 +71,6 @@ def _probe(a: np.ndarray) -> np.ndarray:
 
 
 def _best(a: np.ndarray, mask: int, cands: list[str], dep_vals: dict[str, np.ndarray], d_mask: dict[str, int],
-          probes: dict[str, np.ndarray], order: dict[str, int], taken: frozenset = frozenset()) -> Optional[Match]:
-    """The candidate equal to ``a`` with the same anchors, or with a subset of them (an optimiser
-    dropped an Add of zeros, a Mul by ones): losing an anchor otherwise means the value is not the
-    module's output (a Linear's MatMul whose bias a BiasGelu took).  When none is equal (a drift
-    injected after the pipeline, a reduced-precision copy), the first value computed from exactly
-    the same anchors, in the deployed graph's order: every later one with those anchors (a Relu, a
-    residual Add, a norm's Pow) is computed from it, and a large drift can make any of them look
-    closer in numbers than the module's own output."""
-    scale = float(np.max(np.abs(a))) if a.size else 0.0
-    bound = EQUAL_RTOL * max(scale, 1e-12)
-    pa = _probe(a)
-    exact: Optional[Match] = None
-    first: Optional[tuple[int, Match]] = None
-    for d in cands:
-        dm = d_mask.get(d, 0)
-        same = dm == mask
-        if not same and (dm & ~mask or not dm):
-            continue
-        b = dep_vals[d]
-        if b.dtype.kind != a.dtype.kind and not (b.dtype.kind == "f" and a.dtype.kind == "f"):
-            continue
-        if not same and (probes[d].size != pa.size or np.max(np.abs(probes[d] - pa), initial=0.0) > bound):
-            continue
-        err = float(np.max(np.abs(a.astype(np.float64).reshape(-1) - b.astype(np.float64).reshape(-1)),
-                           initial=0.0)) / max(scale, 1e-12)
-        if err <= EQUAL_RTOL:
-            if exact is None or err < exact.err:
-                exact = Match(d, err, True)
-        elif same and d not in taken and (first is None or order.get(d, 0) < first[0]):
-            first = (order.get(d, 0), Match(d, err, False))
-    return exact if exact is not None else (first[1] if first else None)
-
-
-def _closest(a: np.ndarray, mask: int, cands: list[str], dep_vals: dict[str, np.ndarray], d_mask: dict[str, int],
           probes: dict[str, np.ndarray]) -> Optional[Match]:
     """The closest candidate with the same anchors, or one with a subset of them that is equal
     (an optimiser dropped an Add of zeros, a Mul by ones): losing an anchor otherwise means the
@@ -156,58 +121,18 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
         if comparable(dep, v) and v not in dep.initializers and not dep.is_static(v):
             groups.setdefault(_squeezed(a.shape), []).append(v)
     probes = {v: _probe(a) for v, a in dep_vals.items()}
-    order = {o: k for k, ni in enumerate(topo_order(dep)) for o in dep.nodes[ni].outputs if o}
-    out = Transferred(anchors=anchors, how=how)
-    if _reduced(dep):
-        _by_closeness(ref, dep, wanted, ref_vals, dep_vals, (r_mask, d_mask, groups, probes), out)
-        return out
-    exact: dict[str, Match] = {}
-    for r in wanted:
-        a = ref_vals.get(r)
-        if a is not None:
-            best = _best(a, r_mask.get(r, 0), groups.get(_squeezed(a.shape), []), dep_vals, d_mask, probes, order)
-            if best is not None and best.exact:
-                exact[r] = best
-    out.matches = dict(exact)
-    # the rest in the reference's order: each takes the first free value with its anchors, so that
-    # values computed from the same anchors (a module's output, the residual Add after it) pair in order
-    taken = frozenset(m.value for m in exact.values())
-    ref_order = {o: k for k, ni in enumerate(topo_order(ref)) for o in ref.nodes[ni].outputs if o}
-    for r in sorted((r for r in wanted if r not in exact and r in ref_vals), key=lambda v: ref_order.get(v, 0)):
-        a = ref_vals[r]
-        m = _best(a, r_mask.get(r, 0), groups.get(_squeezed(a.shape), []), dep_vals, d_mask, probes, order, taken)
-        if m is not None and not m.exact:
-            out.matches[r] = m
-            taken = taken | {m.value}
-    return out
-
-
-
-_REDUCED_OPS = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger",
-                "QLinearConv", "QLinearMatMul"}
-
-
-def _reduced(dep: Any) -> bool:
-    """A quantized or float16 file: every value differs from the reference a little, and the pairing
-    stays by closeness (with second choices), tuned on those files (issue 19)."""
-    return (any(n.op_type in _REDUCED_OPS for n in dep.nodes)
-            or any(t.data_type in (10, 16) for t in dep.initializers.values()))
-
-
-def _by_closeness(ref: Any, dep: Any, wanted: list[str], ref_vals: dict, dep_vals: dict, ctx: tuple,
-                  out: Transferred) -> None:
-    """Each reference value's closest candidate; a deployed value equal to some reference value is
-    theirs, else the closest claimant keeps it; the losers take second choices."""
-    r_mask, d_mask, groups, probes = ctx
     choice: dict[str, Match] = {}
     for r in wanted:
         a = ref_vals.get(r)
-        if a is not None:
-            best = _closest(a, r_mask.get(r, 0), groups.get(_squeezed(a.shape), []), dep_vals, d_mask, probes)
-            if best is not None:
-                choice[r] = best
+        if a is None:
+            continue
+        best = _best(a, r_mask.get(r, 0), groups.get(_squeezed(a.shape), []), dep_vals, d_mask, probes)
+        if best is not None:
+            choice[r] = best
+    out = Transferred(anchors=anchors, how=how)
     out.matches = _resolve(choice)
     _second_choices(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, choice, out.matches)
+    return out
 
 
 def _resolve(choice: dict[str, Match]) -> dict[str, Match]:
@@ -238,7 +163,7 @@ def _second_choices(ref: Any, dep: Any, ref_vals: dict, dep_vals: dict, r_mask: 
             continue
         free = [d for d in groups.get(_squeezed(ref_vals[r].shape), [])
                 if d not in taken and d_mask.get(d, 0) == r_mask.get(r, 0) and _upstream(dep, d, m.value)]
-        alt = _closest(ref_vals[r], r_mask.get(r, 0), free, dep_vals, d_mask, probes)
+        alt = _best(ref_vals[r], r_mask.get(r, 0), free, dep_vals, d_mask, probes)
         if alt is not None:
             matches[r] = alt
             taken.add(alt.value)
