@@ -1,5 +1,3 @@
-import sys
+from drifttui.cli import entry
 
-from drifttui.cli import main
-
-sys.exit(main())
+entry()

@@ -208,6 +208,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return EXIT_RUNTIME
 
 
+def entry() -> None:
+    """The ``drifttui`` command: ``main``, then the process ends without the interpreter's teardown
+    once torch is loaded (freeing a big model's tensors and ORT sessions one by one took seconds after
+    the report was written; the TUI does the same, tui/app.py).  Every report is written atomically
+    and closed by then, and the exit handlers still run (they remove the temporary folders)."""
+    code = main()
+    if "torch" not in sys.modules:
+        sys.exit(code)
+    import atexit
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
 def unexpected_failure(exc: BaseException) -> str:
     """The one line for an exception no drifttui check anticipated: out of memory, a dependency
     that failed (named), or -- only when the error arose in drifttui's own code -- an internal bug."""

@@ -104,6 +104,7 @@ def _params(forms: Any) -> list[Any]:
 @pytest.mark.parametrize("form", _params(FORMS))
 def test_headline_names_the_wrong_node_and_repair_passes_check(explained, form):
     from drifttui.core.explain.causes.repair import repair
+    from drifttui.core.prepare.graph import full_model
 
     cls, words, op, kind = FORMS[form]
     engine, cfg, run, result, exp = explained(*form)
@@ -111,7 +112,7 @@ def test_headline_names_the_wrong_node_and_repair_passes_check(explained, form):
     head = exp.findings[0]
     assert (head.check, head.verified, head.kind) == (cls, True, kind), (head.check, head.message)
     assert words in head.message and head.patch["op"] == op, head.message
-    fixed = repair(run.prepared.index.model, exp)
+    fixed = repair(full_model(run.prepared.index), exp)     # what the CLI repairs: the weights in the file
     assert fixed.model is not None and fixed.applied
     assert engine.recheck(cfg, fixed.model).verdict == "ok"
 

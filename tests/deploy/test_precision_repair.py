@@ -69,3 +69,30 @@ def test_repair_does_not_keep_a_genuine_drift_in_float32(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "a genuine drift, not the precision" in out and "b2.0" in out
     assert "nodes_to_exclude" not in out
+
+
+def test_qdq_keep_list_is_verified_and_works_with_quantize_static(tmp_path, capsys):
+    """The same on a static QDQ file (calibrated, no reduce_range: ORT's fused QLinearConv saturates
+    on CPUs without VNNI): the printed nodes_to_exclude, given to the user's own quantize_static with
+    the same calibration, gives a file within budget."""
+    needs("onnxruntime.quantization")
+    from drifttui.cli import main
+    from tests.deploy.precision_models import feeds_of, int8_qdq
+
+    raw = export_local("small_cnn", "img32", "torchscript", tmp_path / "raw")
+    feeds = feeds_of("img32", onnx.load(str(raw)).graph.input[0].name)
+    plain = int8_qdq(raw, tmp_path / "qdq.onnx", feeds, n=SAMPLES)
+    before = check(plain)
+    assert before.precision is not None and "int8 QDQ" in " ".join(before.precision.schemes)
+    if before.precision.verdict == "within budget":
+        pytest.skip("this CPU runs the QDQ file within budget (no saturation): nothing to repair")
+    code = main(["repair", local_spec("small_cnn"), "--onnx", str(plain), "--inputs", local_spec("img32"),
+                 "--samples", str(SAMPLES), "--out", str(tmp_path / "kept.onnx")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "verified" in out and "check on the patched copy: within budget" in out
+    line = next(ln for ln in out.splitlines() if "nodes_to_exclude=" in ln)
+    names = eval(line.split("nodes_to_exclude=", 1)[1])      # the list drifttui printed  # noqa: S307
+    redo = int8_qdq(raw, tmp_path / "redo.onnx", feeds, n=SAMPLES, nodes_to_exclude=names)
+    after = check(redo)
+    assert after.precision.verdict == "within budget" and after.verdict == "ok"

@@ -209,3 +209,22 @@ def test_usage_error_in_a_real_process_is_one_line(tmp_path):
                        capture_output=True, text=True, env=env, cwd=str(tmp_path))
     assert p.returncode == 2
     assert p.stderr.count("\n") == 1
+
+
+def test_the_command_ends_at_once_with_its_report_whole(tmp_path):
+    """`python -m drifttui check` ends without the interpreter's teardown once torch is loaded
+    (cli.entry): the report piped to stdout is whole, the exit code is the verdict's, and the
+    temporary folders are gone (the exit handlers still ran)."""
+    import json
+    import os
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp))
+    p = subprocess.run([sys.executable, "-m", "drifttui", "check", "example:transformer-ln-eps", "--samples", "2",
+                        "--json", "-"], capture_output=True, text=True, env=env, cwd=str(tmp_path))
+    report = json.loads(p.stdout)
+    assert report["verdict"] == "drift" and p.returncode == 1, p.stderr[-500:]
+    assert report["drift_origin"]["module"] == "layers.1.norm2"
+    left = [p.name for p in tmp.iterdir() if "drifttui" in p.name]
+    assert left == [], left          # (torch's own caches, torchinductor_*, may stay: not ours)

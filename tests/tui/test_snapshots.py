@@ -3,12 +3,28 @@ Regenerate with ``pytest tests/tui/test_snapshots.py --snapshot-update`` after a
 visual change (and scripts/record_fixtures.py after an engine change)."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from tests.tui import replay
 from tests.tui.replay import ReplayEngine, load_fixture
 from drifttui.tui.app import DriftApp
 
 SIZES = [(80, 24), (100, 30), (120, 40), (200, 50)]
+
+
+@pytest.fixture(autouse=True)
+def stable_timings(monkeypatch):
+    """The recorded timings (the status line's "captured in 3.1 s") replaced by fixed figures:
+    re-recording the fixtures after an engine change would otherwise change every snapshot while
+    nothing on screen changed but the machine's speed."""
+    read = replay._read
+
+    def fixed(path: str):
+        r = read(path)
+        return dataclasses.replace(r, timings={k: (v if k.endswith("_reused") else 1.0) for k, v in r.timings.items()})
+    monkeypatch.setattr(replay, "_read", fixed)
 
 
 def make_app(name: str = "resnet18-bf16") -> DriftApp:

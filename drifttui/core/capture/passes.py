@@ -114,8 +114,11 @@ class Pass:
     classes: list[str] = field(default_factory=list)     # module class per call (channel axis)
 
 
-def run_sample(p: Pass, acc: Accum, i: int, sample: Any, feeds: Optional[dict], cancel: CancelToken) -> None:
-    """The per-layer pass of sample ``i``: global errors of every mapped call, then the local run."""
+def run_sample(p: Pass, acc: Accum, i: int, sample: Any, feeds: Optional[dict], cancel: CancelToken,
+               keep: bool = False) -> Optional[list]:
+    """The per-layer pass of sample ``i``: global errors of every mapped call, then the local run.
+    ``keep``: return torch's outputs (the output pass's determinism check compares them with its
+    own forward instead of running a third)."""
     if feeds is None:
         feeds = onnx_feeds(sample, p.graph_inputs, p.input_dtypes)
     ort_vals = sessions.run(p.main, feeds, p.fetch)
@@ -133,12 +136,14 @@ def run_sample(p: Pass, acc: Accum, i: int, sample: Any, feeds: Optional[dict], 
             if pos < len(outs):
                 total.add(compare(outs[pos], ort_vals[v]))
         acc.glob.setdefault(0, Aggregate()).add(i, total)
+    kept = outs if keep else None
     del ort_vals, sink, outs
     if store is not None:
         local_run(p, store, feeds, i, acc)
         acc.local_runs += 1
     if p.hooks is not None:
         p.hooks.begin(None)
+    return kept
 
 
 def local_run(p: Pass, store: TensorStore, feeds: dict, i: int, acc: Accum) -> None:

@@ -37,7 +37,7 @@ from drifttui.core.capture import batch, determinism, observer, shares
 from drifttui.core.model.inputs import cat_samples
 from drifttui.core.prepare import batch_probe
 from drifttui.core.runtime import sessions
-from drifttui.core.runtime.weights import release_weights
+from drifttui.core.runtime.weights import give_back_freed, release_weights
 from drifttui.core.runtime.torch_hooks import to_numpy
 from drifttui.core.runtime.guards import check_finite_feeds, check_finite_outputs, safe_forward
 from drifttui.core.metrics import Aggregate, Stats, compare
@@ -202,10 +202,11 @@ class _Run:
         release_weights(pr.index.data_dir)      # packing read every weight: the mapping's pages go back
         self.timings["sessions"] += time.perf_counter() - t
 
-    def _layer_pass(self, wp: "_WindowPass", chunk: list[tuple[int, Any]]) -> None:
+    def _layer_pass(self, wp: "_WindowPass", chunk: list[tuple[int, Any]], keep: bool = False) -> Optional[list]:
         t = time.perf_counter()
-        wp.run(self.acc, chunk, self.cancel)
+        kept = wp.run(self.acc, chunk, self.cancel, keep)
         self.layer_time = max(self.layer_time, (time.perf_counter() - t) / max(1, len(chunk)))
+        return kept
 
     def samples(self, wp: "_WindowPass") -> None:
         n, cancel = self.n, self.cancel
@@ -215,6 +216,7 @@ class _Run:
                 self.notes.append(f"--batch {self.cfg.batch} was not applied (samples ran one at a time): {why}")
                 self.batch = 1
         pending: list[tuple[int, Any]] = []
+        first: Optional[list] = None           # torch's outputs of sample 0 in its per-layer pass
         for i in range(n):
             cancel.check()
             sample = self.source.sample(i)
@@ -222,11 +224,13 @@ class _Run:
             check_finite_feeds(feeds)
             if i == 0 and not self.every:        # before the output pass's session exists
                 self.chosen.append(0)
-                self._layer_pass(wp, [(0, sample)])
+                first = self._layer_pass(wp, [(0, sample)], keep=True)
                 release_weights(self.pr.index.data_dir)
+                give_back_freed()
             if self.floor is None:
                 self._open_floor()
-            key = _output_pass(self.pr, self.floor, self.outs, i, sample, feeds)
+            key = _output_pass(self.pr, self.floor, self.outs, i, sample, feeds, first if i == 0 else None)
+            first = None
             if self.every:
                 self.chosen.append(i)
                 pending.append((i, sample))
@@ -237,6 +241,7 @@ class _Run:
                 pending = []
             self._report(i)
         self.floor = None        # its packed weights go before the worst samples' per-layer passes
+        give_back_freed()
         extra = sorted(-j for _, j in self.worst)
         if extra:        # the worst samples, now that the output pass has seen every sample
             self.progress(Progress("samples", n, n, f"per-layer pass on the {len(extra)} worst sample(s)",
@@ -298,15 +303,18 @@ def _snapshot(pr: Prepared, cfg: Config, acc: Accum, outs: _Outputs, n: int, cho
                    torch_self=outs.self_check)
 
 
-def _output_pass(pr: Prepared, sess: Any, outs: _Outputs, i: int, sample: Any, feeds: dict) -> float:
-    """The floor: plain ORT run + plain torch forward, outputs compared; returns the sample's key."""
+def _output_pass(pr: Prepared, sess: Any, outs: _Outputs, i: int, sample: Any, feeds: dict,
+                 again: Optional[list] = None) -> float:
+    """The floor: plain ORT run + plain torch forward, outputs compared; returns the sample's key.
+    ``again``: sample 0's outputs from another torch forward (its per-layer pass), for the
+    determinism check (else it runs one more forward)."""
     t0 = time.perf_counter()
     names = pr.index.graph_outputs
     ort_vals = sessions.run(sess, feeds, names)
     t_outs = safe_forward(pr.model, sample, versioned=False, index=i)
     check_finite_outputs(t_outs, i)
     if i == 0:
-        outs.self_check = determinism.self_check(pr.model, sample, t_outs)
+        outs.self_check = determinism.self_check(pr.model, sample, t_outs, again)
     key = 0.0
     for k, name in enumerate(names):
         if k >= len(t_outs) or name not in ort_vals:
@@ -359,18 +367,21 @@ class _WindowPass:
         return batch.probe_ort(self.p.main, feeds2, self.p.fetch, self.pr.plan.table,
                                batch_probe.base_dims(self.pr.plan, self.pr.calls))
 
-    def run(self, acc: Accum, chunk: list[tuple[int, Any]], cancel: CancelToken) -> None:
-        """Per-layer passes of ``chunk`` ((sample id, sample), batched when longer than one)."""
+    def run(self, acc: Accum, chunk: list[tuple[int, Any]], cancel: CancelToken, keep: bool = False) -> Optional[list]:
+        """Per-layer passes of ``chunk`` ((sample id, sample), batched when longer than one);
+        ``keep``: torch's outputs of a one-sample chunk are returned."""
         p = self.p
         if p is None or not chunk:
-            return
+            return None
         if p.hooks is None:
+            if len(chunk) == 1:
+                return run_sample(p, acc, chunk[0][0], chunk[0][1], None, cancel, keep)
             for i, s in chunk:
                 run_sample(p, acc, i, s, None, cancel)
-            return
+            return None
         # hooks only for these passes: the output pass runs the bare model
         with p.hooks.installed():
             if len(chunk) == 1:
-                run_sample(p, acc, chunk[0][0], chunk[0][1], None, cancel)
-            else:
-                batch.run_chunk(p, acc, [i for i, _ in chunk], [s for _, s in chunk], cancel)
+                return run_sample(p, acc, chunk[0][0], chunk[0][1], None, cancel, keep)
+            batch.run_chunk(p, acc, [i for i, _ in chunk], [s for _, s in chunk], cancel)
+        return None

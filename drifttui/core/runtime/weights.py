@@ -108,3 +108,19 @@ def release_weights(data_dir: Optional[Path]) -> None:
         found = SharedWeights._open.get(os.path.realpath(str(data_dir)))
         if found is not None:
             found.release()
+
+
+def give_back_freed() -> None:
+    """Return the memory freed so far to the system (glibc keeps freed blocks for reuse: after the
+    output session's packed weights are freed the process held on to most of them, and the per-layer
+    passes that follow set the run's peak on top).  A no-op where there is no glibc."""
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    name = ctypes.util.find_library("c")
+    try:
+        ctypes.CDLL(name).malloc_trim(0)
+    except (OSError, AttributeError, TypeError):
+        pass

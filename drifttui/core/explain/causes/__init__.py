@@ -34,6 +34,7 @@ from drifttui.core.explain.context import clean
 from drifttui.core.result import SEVERITY_ORDER, Finding, display_name
 
 MAX_PATCHES = 200        # candidate patches tried per origin (each is one small ORT session)
+EQUIVALENT = ("workaround", "resize_gather")     # rewrites that compute the same maths otherwise
 _OP_CLASS = {"Resize": "interpolation", "Upsample": "interpolation", "AveragePool": "padding", "Pad": "padding",
              "MaxPool": "padding", "LayerNormalization": "normalization", "BatchNormalization": "normalization",
              "InstanceNormalization": "normalization", "GroupNormalization": "normalization", "Cast": "dtype",
@@ -61,7 +62,7 @@ class Explanation:
 
 
 def _key(spec: dict[str, Any]) -> str:
-    return json.dumps({k: spec.get(k) for k in ("op", "node", "name", "value", "rewrite")}, sort_keys=True, default=str)
+    return json.dumps({k: spec.get(k) for k in ("op", "node", "name", "value", "rewrite", "form", "scales", "shortcut")}, sort_keys=True, default=str)
 
 
 def _origin_module(ctx: Any, case: Case) -> Any:
@@ -94,8 +95,10 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
                 and f.patch.get("node", f.patch.get("name")) in nodes | {v for n in case.model.graph.node for v in n.input}:
             out.append(Patch(dict(f.patch), f.check, f.message, f.fix, f.kind if f.kind != "unknown" else "export",
                              module=f.module, nodes=list(f.onnx_nodes)))
-    if loc is not None and loc.kind in ("runtime", "unknown"):
-        out.extend(rewrites.workaround_patches(case, loc.first_node))
+    if loc is not None:
+        out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind))
+    dynamic = any(d.dim_param for i in ctx.index.model.graph.input for d in i.type.tensor_type.shape.dim)
+    out.extend(rewrites.resize_gather_patches(case, loc.kind if loc is not None else "unknown", dynamic))
     out.extend(graph_candidates(case, module, ctx.index.elem_types))
     out.extend(rewrites.candidates(case, module, _types(ctx, case)))
     out.extend(weight_candidates(case, torch_tensors(module, case.module, _folds(ctx, case))))
@@ -184,7 +187,10 @@ def _best(verified: list[Trial], findings: list[Finding]) -> list[Trial]:
     """One verified trial per drift class, the one with the smallest remaining error first."""
     claimed = {f.check for f in findings if f.severity == "error"}
     by_class: dict[str, Trial] = {}
-    for t in sorted(verified, key=lambda t: (not t.patch.graph_level, t.after.max_abs)):
+    # an equivalent rewrite of a right graph (a workaround, Gathers for a Resize) tells less than a
+    # patch that fixes what the graph got wrong: within a class, it heads only when nothing else verifies
+    for t in sorted(verified, key=lambda t: (not t.patch.graph_level, t.patch.spec.get("rewrite") in EQUIVALENT,
+                                             t.after.max_abs)):
         by_class.setdefault(t.patch.check, t)
     return sorted(by_class.values(), key=lambda t: (t.patch.check not in claimed, not t.patch.graph_level,
                                                    t.after.max_abs))

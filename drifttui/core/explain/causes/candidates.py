@@ -69,12 +69,12 @@ def _set(node: Any, name: str, value: Any, check: str, why: str, fix: str, modul
 def resize(case: Case, node: Any, module: Any) -> Iterator[Patch]:
     a = _attrs(node)
     mode = a.get("mode", "nearest")
-    if (case.opset or 11) < 11:
+    if (case.opset or 11) < 11 or node.op_type == "Upsample":
         want = "asymmetric" if mode == "nearest" else "half_pixel"
         if mode != "nearest":
             yield Patch({"op": "rewrite", "node": node.name, "rewrite": "resize_opset11", "mode": want,
                          "outputs": list(node.output)}, "interpolation",
-                        f"opset-{case.opset} Resize {node.name} is always asymmetric; torch samples with {want}",
+                        f"opset-{case.opset} {node.op_type} {node.name} is always asymmetric; torch samples with {want}",
                         "export with opset >= 11 (the old Resize has no coordinate modes)", "export",
                         module=case.module, nodes=[node.name])
         return
@@ -336,7 +336,7 @@ def graph_candidates(case: Case, module: Any, elem_types: dict[str, int]) -> lis
     out: list[Patch] = []
     for node in case.model.graph.node:
         op = node.op_type
-        if op == "Resize":
+        if op in ("Resize", "Upsample"):       # Upsample: opset 7-9, always asymmetric like opset-10 Resize
             out.extend(resize(case, node, module))
         elif op in ("AveragePool", "MaxPool", "Pad"):
             out.extend(pooling(case, node, module))

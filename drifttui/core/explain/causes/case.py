@@ -41,6 +41,7 @@ class Case:
 
 
 WHY = "causes:case:why"       # ctx.cache: why origin_case returned None, one line
+WHOLE_MAX = 64                # nodes: an unmapped root origin's whole graph is its case up to this size
 
 
 def why_no_case(ctx: Any) -> str:
@@ -110,6 +111,9 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
     import torch
 
     o = ctx.result.drift_origin
+    if o is not None and o.module == "" and isinstance(ctx.model, torch.nn.Module) \
+            and (ctx.plan is None or not ctx.plan.localized) and len(ctx.index.nodes) <= WHOLE_MAX:
+        return whole_case(ctx, o, sample)
     if o is None or ctx.plan is None or not ctx.plan.localized or not isinstance(ctx.model, torch.nn.Module):
         ctx.cache[WHY] = ("no drift origin" if o is None else "the graph is not mapped to the modules"
                           + (f" ({ctx.plan.reason})" if ctx.plan is not None and ctx.plan.reason else "")
@@ -151,6 +155,29 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
     model = _model(ctx, nodes, feeds, inits, expected)
     case = Case(model, feeds, expected, o.module, ci, i, ctx.cfg.atol, ctx.cfg.rtol,
                 [n.name for n in nodes], ort_needed, opset=ctx.index.opset, folded=folded)
+    ctx.cache[key] = case
+    return case
+
+
+def whole_case(ctx: Any, o: Any, sample: Optional[int] = None) -> Optional[Case]:
+    """The whole graph as the case of a root-module origin that the plan cannot map (a model with no
+    child modules, e.g. an upstream one-op repro: its nodes carry no scope): the graph inputs are the
+    feeds, the torch forward's outputs the expected values."""
+    i = 0 if ctx.source.fixed else (o.worst_sample if sample is None else sample)
+    key = f"causes:case:whole:{i}"
+    if key in ctx.cache:
+        return ctx.cache[key]
+    outs = ctx.torch_outputs(i)
+    names = ctx.index.graph_outputs
+    feeds = {k: v for k, v in ctx.feeds(ctx.sample(i)).items() if k in ctx.index.graph_inputs}
+    expected = {names[k]: np.asarray(t) for k, t in enumerate(outs) if k < len(names)}
+    if len(outs) != len(names) or not expected:
+        ctx.cache[WHY] = f"the torch forward returns {len(outs)} tensor(s) for the graph's {len(names)} output(s)"
+        ctx.cache[key] = None
+        return None
+    nodes = list(ctx.index.nodes)
+    case = Case(_model(ctx, nodes, feeds, [], expected), feeds, expected, "", 0, i, ctx.cfg.atol, ctx.cfg.rtol,
+                [n.name for n in nodes], opset=ctx.index.opset)
     ctx.cache[key] = case
     return case
 

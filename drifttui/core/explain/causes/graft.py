@@ -153,6 +153,7 @@ def graft(full_model: Any, g: Graft) -> Any:
     """A copy of ``full_model`` with the origin's nodes replaced by ``g.model``'s graph."""
     import onnx
 
+    before = list(full_model.graph.node)
     full, sub = _reconcile(_copy(full_model), _copy(g.model))
     taken = {v for n in full.graph.node for v in list(n.input) + list(n.output)} | \
         {t.name for t in full.graph.initializer} | {i.name for i in full.graph.input}
@@ -169,7 +170,10 @@ def graft(full_model: Any, g: Graft) -> Any:
         t.name = names.get(t.name, t.name)
     nodes = list(full.graph.node)
     want = set(g.remove)
-    removed = {i for i, n in enumerate(nodes) if n.name in want}
+    # the version converter drops the name of a node it adapts (Upsample -> Resize): such a node is the
+    # origin's when it produces a value an origin node produced
+    gone = {v for n in before if n.name in want for v in n.output if v}
+    removed = {i for i, n in enumerate(nodes) if n.name in want or (not n.name and gone & set(n.output))}
     if not removed:
         raise GraftError("none of the origin's nodes is in the file")
     _in_scope(sub, nodes[min(removed)], prefix)
@@ -198,7 +202,20 @@ def graft(full_model: Any, g: Graft) -> Any:
     known = {(f.domain, f.name) for f in full.functions}
     full.functions.extend(f for f in sub.functions if (f.domain, f.name) not in known)
     _drop_dead(full)
+    _single_assignment(full)
     return onnx.ModelProto.FromString(full.SerializeToString())
+
+
+def _single_assignment(model: Any) -> None:
+    """GraftError when a value is produced twice (an origin node the conversion renamed beyond
+    recognition stayed next to the graft): never a file that ONNX Runtime refuses."""
+    seen: set[str] = set()
+    for n in model.graph.node:
+        for v in n.output:
+            if v and v in seen:
+                raise GraftError(f"the grafted graph produces {v!r} twice (the file's conversion to opset "
+                                 f"{_opset(model)} renamed the origin's nodes)")
+            seen.add(v)
 
 
 def _drop_dead(model: Any) -> None:

@@ -12,6 +12,8 @@
                                   # only the bounds named change; None: unbounded
     {"op": "rewrite", "node": "n", "rewrite": "floor_cast"}  # and the others of rewrites.py
     {"op": "rewrite", "node": "n", "rewrite": "workaround", "form": "log_sigmoid"}  # workarounds.py
+    {"op": "rewrite", "node": "n", "rewrite": "resize_gather", "rule": "nearest", "in_shape": [..],
+     "out_shape": [..], "scales": None}      # resize_gather.py: nearest Resize -> Gathers
     {"op": "reexport", "exporter": "torchscript", "opset": 18, "module": "m"}
                                   # applied by grafting Patch.graft (graft.py) into the file
 
@@ -25,7 +27,9 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.explain.causes.resize_gather import apply_resize_gather
 from drifttui.core.explain.causes.rewrite_edits import APPLY, input_dtype
+from drifttui.core.explain.causes.stable_edits import apply_expm1, apply_log1p
 from drifttui.core.explain.causes.workarounds import apply_workaround
 
 GRAPH_OPS = ("set_attribute", "replace_initializer", "remove_cast", "replace_constant", "rewrite")
@@ -154,7 +158,8 @@ def _rewrites() -> dict[str, Any]:
                 raise PatchError(str(exc)) from exc
         return run
 
-    return {k: wrapped(fn) for k, fn in APPLY.items()}
+    return {k: wrapped(fn) for k, fn in {**APPLY, "resize_gather": apply_resize_gather, "log1p": apply_log1p,
+                                                         "expm1": apply_expm1}.items()}
 
 
 def _workaround(model: Any, p: Patch) -> None:

@@ -100,9 +100,20 @@ def apply_softplus_threshold(model: Any, spec: dict[str, Any]) -> None:
 
 
 def apply_scatter_reduction(model: Any, spec: dict[str, Any]) -> None:
-    _node(model, spec["node"], "ScatterElements|ScatterND")
+    """reduction="add" on the node (opset >= 16; an opset-9/10 ``Scatter`` becomes ScatterElements
+    on the way: the converter drops its name and renames its output, so the node is found again by
+    its place, or its output)."""
+    old = _node(model, spec["node"], "ScatterElements|ScatterND|Scatter")
+    at, out = list(model.graph.node).index(old), old.output[0]
     _at_least(model, 16)
-    _set(_node(model, spec["node"], "ScatterElements|ScatterND"), reduction=spec.get("reduction", "add"))
+    nodes = list(model.graph.node)
+    ok = ("ScatterElements", "ScatterND")
+    node = nodes[at] if at < len(nodes) and nodes[at].op_type in ok else \
+        next((n for n in nodes if n.op_type in ok and out in n.output), None)
+    if node is None:
+        raise ValueError(f"no ScatterElements/ScatterND computes {out!r} at opset 16")
+    node.name = node.name or spec["node"]
+    _set(node, reduction=spec.get("reduction", "add"))
 
 
 def apply_avgpool_divisor(model: Any, spec: dict[str, Any]) -> None:

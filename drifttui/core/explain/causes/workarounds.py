@@ -18,6 +18,7 @@ import numpy as np
 
 from drifttui.core.explain.causes.graft import toposort
 from drifttui.core.explain.causes.rewrite_edits import scoped
+from drifttui.core.explain.causes.stable_edits import is_one
 
 # one rewrite: (model, anchor node, dtype of its input, unique prefix) -> (nodes to remove, nodes to add)
 Build = Callable[[Any, Any, Any, str], tuple[list[Any], list[Any], list[Any]]]
@@ -50,11 +51,22 @@ def _neg_softplus_neg(x: str, out: str, p: str) -> list[Any]:
 
 
 def _log_sigmoid(model: Any, node: Any, dtype: Any, p: str) -> tuple[list[Any], list[Any], list[Any]]:
-    """Log(Sigmoid(x)) -> -Softplus(-x): no intermediate that underflows to 0 before the Log."""
+    """Log(Sigmoid(x)) -> -Softplus(-x) and Log(1 - Sigmoid(x)) -> -Softplus(x) (TorchScript's
+    binary_cross_entropy_with_logits): no intermediate that underflows to 0 before the Log."""
+    from onnx import helper
+
+    x = node.input[0]
     logs = [n for n in _readers(model, node.output[0]) if n.op_type == "Log"]
+    new = [m for k, log in enumerate(logs) for m in _neg_softplus_neg(x, log.output[0], f"{p}{k}")]
+    subs = [n for n in _readers(model, node.output[0]) if n.op_type == "Sub" and list(n.input[1:]) == [node.output[0]]
+            and is_one(model, n.input[0])]
+    for j, log in enumerate(n for s in subs for n in _readers(model, s.output[0]) if n.op_type == "Log"):
+        q = f"{p}/one_minus{j}"
+        new += [helper.make_node("Softplus", [x], [f"{q}/sp"], name=f"{q}/softplus"),
+                helper.make_node("Neg", [f"{q}/sp"], [log.output[0]], name=f"{q}/neg")]
+        logs.append(log)
     if not logs:
         raise ValueError("the Sigmoid's output is not read by a Log")
-    new = [m for k, log in enumerate(logs) for m in _neg_softplus_neg(node.input[0], log.output[0], f"{p}{k}")]
     return logs, new, []
 
 
@@ -120,7 +132,8 @@ def _reciprocal(model: Any, node: Any, dtype: Any, p: str) -> tuple[list[Any], l
         [_const(f"{p}/one", 1.0, dtype)]
 
 
-CATALOGUE = [Workaround("log_sigmoid", "Sigmoid", "Log(Sigmoid(x)) as -Softplus(-x)", _log_sigmoid),
+CATALOGUE = [Workaround("log_sigmoid", "Sigmoid", "Log(Sigmoid(x)) as -Softplus(-x) (Log(1 - Sigmoid(x)) as -Softplus(x))",
+                        _log_sigmoid),
              Workaround("safe_sigmoid", "Sigmoid", "Sigmoid(x) as Exp(-Softplus(-x))", _safe_sigmoid),
              Workaround("softplus", "Softplus", "Softplus(x) as Relu(x) + Log(1 + Exp(-|x|))", _softplus),
              Workaround("gelu_erf", "Gelu", "Gelu(x) as 0.5 x (1 + Erf(x / sqrt 2))", _gelu_erf),
