@@ -14,13 +14,9 @@ pytestmark = pytest.mark.deploy
 _TOOLS = {"onnxsim": "onnxsim", "onnxslim": "onnxslim", "transformers-optimizer": "onnxruntime.transformers"}
 CASES = [(m, e, p) for m in ("cnn", "tf") for e in ("dynamo", "torchscript") for p in P.PIPELINES
          if not (p == "transformers-optimizer" and m == "cnn")]
-# Known gap: the local cut of a call that reads a blocked NCHWc value (the pool after the last NCHWc
-# Conv) is not fed from torch (that needs a ReorderInput in the local graph), so its own error
-# inherits the upstream drift and the origin lands one call late.  The clean file is ok.
-_NCHWC_LOCAL = pytest.mark.xfail(reason="local cut at a blocked NCHWc value not fed from torch yet", strict=True)
-PARAMS = [pytest.param(m, e, p, id=f"{m}-{e}-{p}",
-                       marks=[_NCHWC_LOCAL] if (m, e, p) == ("cnn", "torchscript", "ort-all") else [])
-          for m, e, p in CASES]
+# (the call that reads a blocked NCHWc value, the pool after the last NCHWc Conv, is fed from torch
+# through ReorderInput since issue 18's real-architecture pass: no known gap left in this matrix)
+PARAMS = [pytest.param(m, e, p, id=f"{m}-{e}-{p}") for m, e, p in CASES]
 
 
 @pytest.fixture(scope="module")

@@ -211,6 +211,13 @@ def load_onnx(path: Path, workdir: Optional[Path] = None, notes: Optional[list[s
         onnx.checker.check_model(str(path), full_check=False)
     except Exception as exc:
         first = first_line(exc)
+        if "No Op registered for" in first and _ort_loads(path):
+            if notes is not None:
+                notes.append(f"onnx's checker refuses the file ({first[:160]}): an ONNX Runtime contrib op in the "
+                             "default domain, as ORT's optimisers write it (SimplifiedLayerNormalization); "
+                             "ONNX Runtime loads it, so drifttui takes it as ORT runs it")
+            return (_externalise(model, workdir) if workdir is not None and _embedded_bytes(model) > EXTERNALISE_BYTES
+                    else (model, path))
         late = sort_in_place(model) if "topologically sorted" in first else None
         if late is None:
             raise InputError(f"ONNX file {str(path)!r} is invalid: {first}", "re-export the model") from exc
@@ -222,6 +229,22 @@ def load_onnx(path: Path, workdir: Optional[Path] = None, notes: Optional[list[s
     if workdir is not None and _embedded_bytes(model) > EXTERNALISE_BYTES:
         return _externalise(model, workdir)
     return model, path
+
+
+def _ort_loads(path: Path) -> bool:
+    """True when ONNX Runtime loads the file (optimisations off): ORT's optimisers write contrib ops in
+    the default domain (SimplifiedLayerNormalization at ENABLE_EXTENDED and above, the transformers
+    optimizer's RMSNorm fusion) that onnx's checker does not know."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.log_severity_level = 3
+    try:
+        ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    except Exception:
+        return False
+    return True
 
 
 def _check_sorted(model: Any, path: Path) -> None:

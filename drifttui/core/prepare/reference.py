@@ -99,9 +99,26 @@ def loads(model: Any, provider: str, workdir: Path, data_dir: Optional[Path] = N
     return ""
 
 
+def _insert_views(model: Any, after: dict[str, list[Any]], rewire: dict[str, str]) -> None:
+    """Put ``after[v]``'s nodes right after the node producing ``v`` and make every other reader of
+    ``v`` read ``rewire[v]`` instead (in place).  A view is a round trip (``v`` -> comparable view ->
+    back to ``v``'s layout): the mapped value is the view, so the local run cuts there and feeds the
+    PyTorch value to the readers through the way back, as it feeds any other module boundary."""
+    nodes = list(model.graph.node)
+    del model.graph.node[:]
+    for n in nodes:
+        for k, v in enumerate(n.input):
+            if v in rewire:
+                n.input[k] = rewire[v]
+        model.graph.node.append(n)
+        for o in n.output:
+            model.graph.node.extend(after.get(o, []))
+
+
 def unblock_nchwc(index: GraphIndex, shapes: dict[str, tuple]) -> tuple[Any, dict[str, str]]:
-    """A copy of the model in which every 4-D value in ORT's blocked NCHWc layout also goes through
-    ReorderOutput (ORT's own inverse), so that it can be compared in NCHW."""
+    """A copy of the model in which every 4-D value in ORT's blocked NCHWc layout goes through
+    ReorderOutput (ORT's own inverse), so that it can be compared in NCHW, and back through
+    ReorderInput to its readers."""
     import onnx
 
     blocked = [o for n in index.nodes if n.domain == "com.microsoft.nchwc" and n.op_type != "ReorderOutput"
@@ -111,18 +128,22 @@ def unblock_nchwc(index: GraphIndex, shapes: dict[str, tuple]) -> tuple[Any, dic
     model = onnx.ModelProto()
     model.CopyFrom(index.model)
     made: dict[str, str] = {}
+    after: dict[str, list[Any]] = {}
     for k, v in enumerate(blocked):
         out = f"{v}::nchw"
-        model.graph.node.append(onnx.helper.make_node(
-            "ReorderOutput", [v], [out], name=f"drifttui_nchw_{k}", domain="com.microsoft.nchwc",
-            channels=int(shapes[v][1]), channels_last=0))
+        after[v] = [onnx.helper.make_node("ReorderOutput", [v], [out], name=f"drifttui_nchw_{k}",
+                                          domain="com.microsoft.nchwc", channels=int(shapes[v][1]), channels_last=0),
+                    onnx.helper.make_node("ReorderInput", [out], [f"{v}::nchwc"], name=f"drifttui_nchwc_{k}",
+                                          domain="com.microsoft.nchwc", channels_last=0)]
         made[out] = v
+    _insert_views(model, after, {v: f"{v}::nchwc" for v in blocked})
     return model, made
 
 
 def _reshape_views(index: GraphIndex, tr: Any, ref_vals: dict, dep_vals: dict) -> tuple[GraphIndex, Any]:
     """Matches whose deployed shape differs from the reference's only by 1-dims are read through a
-    Reshape to the reference's shape (dim 0 left free for --batch), so that they compare element by element."""
+    Reshape to the reference's shape (dim 0 left free for --batch), so that they compare element by
+    element, and reshaped back for their readers."""
     import onnx
 
     odd = {r: m for r, m in tr.matches.items() if tuple(dep_vals[m.value].shape) != tuple(ref_vals[r].shape)}
@@ -131,18 +152,29 @@ def _reshape_views(index: GraphIndex, tr: Any, ref_vals: dict, dep_vals: dict) -
     model = onnx.ModelProto()
     model.CopyFrom(index.model)
     views: dict[tuple, str] = {}
-    for k, (r, m) in enumerate(sorted(odd.items())):
+    after: dict[str, list[Any]] = {}
+    rewire: dict[str, str] = {}
+    for r, m in sorted(odd.items()):
         shape = list(ref_vals[r].shape)
         key = (m.value, tuple(shape))
         if key not in views:
+            k = len(views)
             target = ([-1] + shape[1:]) if shape and shape[0] == 1 else shape
-            const = f"drifttui_shape_{len(views)}"
-            model.graph.initializer.append(onnx.numpy_helper.from_array(np.array(target, dtype=np.int64), const))
+            back = [-1] + [int(d) for d in dep_vals[m.value].shape[1:]]
+            model.graph.initializer.extend([
+                onnx.numpy_helper.from_array(np.array(target, dtype=np.int64), f"drifttui_shape_{k}"),
+                onnx.numpy_helper.from_array(np.array(back, dtype=np.int64), f"drifttui_back_{k}")])
             out = f"{m.value}::as{'x'.join(str(d) for d in shape)}"
-            model.graph.node.append(onnx.helper.make_node("Reshape", [m.value, const], [out],
-                                                          name=f"drifttui_view_{len(views)}"))
+            nodes = [onnx.helper.make_node("Reshape", [m.value, f"drifttui_shape_{k}"], [out],
+                                           name=f"drifttui_view_{k}")]
+            if m.value not in rewire:      # one way back per value: its readers read it
+                rewire[m.value] = f"{m.value}::back"
+                nodes.append(onnx.helper.make_node("Reshape", [out, f"drifttui_back_{k}"], [rewire[m.value]],
+                                                   name=f"drifttui_back_{k}"))
+            after.setdefault(m.value, []).extend(nodes)
             views[key] = out
         m.value = views[key]
+    _insert_views(model, after, rewire)
     return build_index(model, index.path), tr
 
 

@@ -8,7 +8,7 @@ computed from, as a bitmask) is what transfer.py compares, with the shape, befor
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -91,6 +91,55 @@ def match_anchors(ref: Any, dep: Any) -> tuple[dict[str, str], dict[str, int]]:
             found[name] = best
             how[best_kind] = how.get(best_kind, 0) + 1
     return found, how
+
+
+def match_concatenated(ref: Any, dep: Any, found: dict[str, str]) -> tuple[dict[str, list[str]], int]:
+    """Deployed initializers that are a concatenation of reference ones (the transformers optimizer's
+    Attention packs the Q, K and V weights, and their biases, in one tensor, each block maybe
+    transposed): deployed name -> the reference names of its blocks, in order.  A block equals its
+    reference tensor or points its way (cos >= MIN_COS, same shape: a drifted copy); each reference
+    tensor is used once."""
+    r_arr, d_arr = _float_arrays(ref), _float_arrays(dep)
+    taken = set(found.values())
+    by_size: dict[int, list[str]] = {}
+    for n, a in r_arr.items():
+        if n not in taken:
+            by_size.setdefault(a.size, []).append(n)
+    out: dict[str, list[str]] = {}
+    for name, a in d_arr.items():
+        if name in found or a.ndim > 2:
+            continue
+        for axis in range(a.ndim):
+            parts = _blocks(a, axis, by_size, r_arr, taken)
+            if parts:
+                out[name] = parts
+                taken.update(parts)
+                break
+    return out, sum(len(p) for p in out.values())
+
+
+def _blocks(a: np.ndarray, axis: int, by_size: dict, r_arr: dict, taken: set) -> Optional[list[str]]:
+    for k in (3, 2, 4):
+        if a.shape[axis] % k:
+            continue
+        parts: list[str] = []
+        for block in np.split(a, k, axis=axis):
+            best, best_cos = None, MIN_COS
+            for r in by_size.get(block.size, []):
+                if r in taken or r in parts:
+                    continue
+                ra = r_arr[r]
+                for view in (ra, ra.T) if ra.ndim == 2 else (ra,):
+                    if view.shape == block.shape:
+                        cos = _cos(view.reshape(-1), block.reshape(-1))
+                        if cos >= best_cos:
+                            best, best_cos = r, cos
+            if best is None:
+                break
+            parts.append(best)
+        if len(parts) == k:
+            return parts
+    return None
 
 
 def _cos(x: np.ndarray, y: np.ndarray) -> float:

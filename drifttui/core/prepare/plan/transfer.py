@@ -7,7 +7,8 @@ module <-> value plan is carried over by structure and content, never by name:
 
 - anchors: the graph inputs, and the reference's float initializers matched to the deployed ones
   by content (equal, transposed, reshaped, scaled per output channel as a folded BatchNorm does,
-  or, failing those, the closest of the same size: a drifted or reduced-precision copy);
+  or, failing those, the closest of the same size: a drifted or reduced-precision copy), and
+  deployed tensors that concatenate several reference ones (an Attention's packed QKV weight);
 - each value's anchor set (the anchors it is computed from) and its shape on sample 0: a deployed
   value can stand for a reference value only when both agree; a value that lost an anchor (a
   Linear's MatMul whose bias went into a BiasGelu) can never stand for the module's output;
@@ -27,7 +28,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.prepare.plan.anchors import anchor_masks, match_anchors
+from drifttui.core.prepare.plan.anchors import anchor_masks, match_anchors, match_concatenated
 from drifttui.core.prepare.plan.plan import CallMap, Plan
 from drifttui.core.result import FUSED, OK
 
@@ -101,11 +102,16 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
                     dep_vals: dict[str, np.ndarray]) -> Transferred:
     """Match each ``wanted`` reference value to the deployed value that carries it."""
     anchors, how = match_anchors(ref, dep)
+    packed, n_blocks = match_concatenated(ref, dep, anchors)
+    if n_blocks:
+        how = {**how, "blocks of a concatenation": n_blocks}
     bit_of: dict[str, int] = {}
-    for d, r in anchors.items():
+    for r in [*anchors.values(), *(r for parts in packed.values() for r in parts)]:
         bit_of.setdefault(r, len(bit_of))
     r_bits = {r: 1 << b for r, b in bit_of.items()}
     d_bits = {d: r_bits[r] for d, r in anchors.items()}
+    for d, parts in packed.items():
+        d_bits[d] = sum(r_bits[r] for r in set(parts))
     for k, (ri, di) in enumerate(zip(ref.graph_inputs, dep.graph_inputs)):
         b = 1 << (len(bit_of) + k)
         r_bits[ri], d_bits[di] = b, b
