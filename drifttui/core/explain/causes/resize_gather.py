@@ -22,20 +22,12 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.prepare.graph import attribute_values as _attrs
+
 from drifttui.core.explain.causes.rewrite_edits import scoped
 
 OPS = ("Resize", "Upsample")
 UPSTREAM = "microsoft/onnxruntime#12098"
-
-
-def _attrs(node: Any) -> dict[str, Any]:
-    from onnx import helper
-
-    out = {}
-    for a in node.attribute:
-        v = helper.get_attribute_value(a)
-        out[a.name] = v.decode() if isinstance(v, bytes) else v
-    return out
 
 
 def torch_rule(node: Any) -> Optional[str]:

@@ -143,3 +143,15 @@ def apply_resize_antialias(model: Any, spec: dict[str, Any]) -> None:
 APPLY = {"floor_cast": apply_floor_cast, "softplus_threshold": apply_softplus_threshold,
          "scatter_reduction": apply_scatter_reduction, "avgpool_divisor": apply_avgpool_divisor,
          "resize_antialias": apply_resize_antialias}
+
+
+def static_value(model: Any, name: str) -> Optional[np.ndarray]:
+    """The value of ``name`` when the model holds it: an initializer or a Constant node's output."""
+    from onnx import numpy_helper
+
+    t = next((t for t in model.graph.initializer if t.name == name), None)
+    if t is not None:
+        return numpy_helper.to_array(t)
+    c = next((n for n in model.graph.node if n.op_type == "Constant" and name in n.output), None)
+    a = next((a for a in c.attribute if a.name == "value"), None) if c is not None else None
+    return numpy_helper.to_array(a.t) if a is not None else None

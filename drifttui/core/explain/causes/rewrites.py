@@ -26,8 +26,11 @@ from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
+from drifttui.core.prepare.graph import attribute_values as _attrs
+
 from drifttui.core.explain.causes.evaluate import run_ort
 from drifttui.core.explain.causes.patches import Patch
+from drifttui.core.explain.causes.rewrite_edits import static_value
 from drifttui.core.explain.causes.resize_gather import OPS as RESIZE_OPS, UPSTREAM, torch_indices, torch_rule
 from drifttui.core.explain.causes.stable_edits import match_expm1, match_log1p
 from drifttui.core.explain.causes.workarounds import forms_for
@@ -35,16 +38,6 @@ from drifttui.core.explain.causes.workarounds import forms_for
 _INT = {2, 3, 4, 5, 6, 7, 12, 13}
 _FLOAT = {1, 10, 11, 16}
 _TYPE = {6: "int32", 7: "int64", 3: "int8", 5: "int16", 2: "uint8"}
-
-
-def _attrs(node: Any) -> dict[str, Any]:
-    from onnx import helper
-
-    out = {}
-    for a in node.attribute:
-        v = helper.get_attribute_value(a)
-        out[a.name] = v.decode() if isinstance(v, bytes) else v
-    return out
 
 
 def _patch(node: Any, rewrite: str, check: str, why: str, fix: str, module: str, **extra: Any) -> Any:
@@ -180,23 +173,12 @@ def workaround_patches(case: Any, first: Any = None, kind: str = "runtime") -> l
     return out
 
 
-def _static(model: Any, name: str) -> Optional[np.ndarray]:
-    from onnx import numpy_helper
-
-    t = next((t for t in model.graph.initializer if t.name == name), None)
-    if t is not None:
-        return numpy_helper.to_array(t)
-    c = next((n for n in model.graph.node if n.op_type == "Constant" and name in n.output), None)
-    a = next((a for a in c.attribute if a.name == "value"), None) if c is not None else None
-    return numpy_helper.to_array(a.t) if a is not None else None
-
-
 def _resize_shapes(case: Any, node: Any) -> Optional[tuple[list[int], list[int], Optional[list[float]]]]:
     """The Resize's input and output shapes on the case, and its scales when the file holds them."""
     scale_in = node.input[1] if node.op_type == "Upsample" or (case.opset or 11) < 11 else \
         (node.input[2] if len(node.input) > 2 else "")
     known = {v: a for v in (node.input[0], node.output[0], scale_in) if v
-             for a in [case.feeds.get(v, _static(case.model, v))] if a is not None}
+             for a in [case.feeds.get(v, static_value(case.model, v))] if a is not None}
     try:
         vals = {**known, **run_ort(case.model, case.feeds, [v for v in (node.input[0], node.output[0], scale_in)
                                                             if v and v not in known])}

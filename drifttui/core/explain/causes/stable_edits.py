@@ -21,22 +21,11 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.explain.causes.rewrite_edits import input_dtype, scoped
-
-
-def _const(model: Any, name: str) -> Optional[np.ndarray]:
-    from onnx import numpy_helper
-
-    t = next((t for t in model.graph.initializer if t.name == name), None)
-    if t is not None:
-        return numpy_helper.to_array(t)
-    c = next((n for n in model.graph.node if n.op_type == "Constant" and name in n.output), None)
-    a = next((a for a in c.attribute if a.name == "value"), None) if c is not None else None
-    return numpy_helper.to_array(a.t) if a is not None else None
+from drifttui.core.explain.causes.rewrite_edits import input_dtype, scoped, static_value
 
 
 def is_one(model: Any, name: str) -> bool:
-    v = _const(model, name)
+    v = static_value(model, name)
     return v is not None and v.size == 1 and float(v.ravel()[0]) == 1.0
 
 
