@@ -216,12 +216,9 @@ def entry() -> None:
     code = main()
     if "torch" not in sys.modules:
         sys.exit(code)
-    import atexit
+    from drifttui.signals import end_now
 
-    sys.stdout.flush()
-    sys.stderr.flush()
-    atexit._run_exitfuncs()
-    os._exit(code)
+    end_now(code)
 
 
 def unexpected_failure(exc: BaseException) -> str:

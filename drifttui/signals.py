@@ -1,6 +1,6 @@
 """SIGTERM and SIGHUP (a CI timeout, ``timeout``, ``docker stop``, a closed terminal): the one place
 that installs a handler for both and puts the previous handlers back (the CLI unwinds the run,
-the TUI quits the app)."""
+the TUI quits the app); and ``end_now``, the one way drifttui ends its own process early."""
 from __future__ import annotations
 
 import contextlib
@@ -25,3 +25,21 @@ def on_stop_signals(handler: Callable[[int, Any], None]) -> Iterator[None]:
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
+
+
+def end_now(code: int) -> None:
+    """End the process now: output flushed, the exit handlers run (they remove the engine's temp
+    folders, ``weakref.finalize``), then no interpreter teardown (freeing a big model's tensors and
+    ORT sessions one by one took seconds after the work was done).  Only the command's own entry
+    points call it (``cli.entry``, the TUI's quit), never the Python API."""
+    import atexit
+    import os
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):     # a closed pipe: nothing more can be said on it
+            pass
+    atexit._run_exitfuncs()
+    os._exit(code)

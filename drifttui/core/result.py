@@ -7,8 +7,10 @@ what ``Result.to_dict`` wrote; the layout is documented in ``docs/json-schema.md
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any, Optional, get_args, get_origin, get_type_hints
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from drifttui.core.dataclass_json import from_json, to_json
 
 from drifttui.core.result_channels import CHANNELS_AROUND, MAX_CHANNELS, Channels  # noqa: F401  (part of the schema)
 from drifttui.core.result_precision import LayerBudget, Precision
@@ -334,7 +336,7 @@ class Result:
 
     # -- serialisation -------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return _to_json(self)
+        return to_json(self)
 
     def to_json(self, indent: Optional[int] = 2) -> str:
         """The JSON report (docs/json-schema.md) as text; ``Result.from_dict(json.loads(...))`` reads it."""
@@ -349,61 +351,12 @@ class Result:
             raise ValueError(
                 f"report schema_version {version!r} is not supported (this drifttui reads {SCHEMA_VERSION})"
             )
-        return _from_json(cls, data)
+        return from_json(cls, data)
 
     def with_(self, **changes: Any) -> "Result":
         import dataclasses
 
         return dataclasses.replace(self, **changes)
-
-
-_RENAMES = {"cls": "class"}
-_BACK = {v: k for k, v in _RENAMES.items()}
-
-
-def _to_json(obj: Any) -> Any:
-    if is_dataclass(obj):
-        return {_RENAMES.get(f.name, f.name): _to_json(getattr(obj, f.name)) for f in fields(obj)}
-    if isinstance(obj, dict):
-        return {str(k): _to_json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_to_json(v) for v in obj]
-    if isinstance(obj, float):
-        if obj != obj:
-            return "nan"
-        if obj in (float("inf"), float("-inf")):
-            return "inf" if obj > 0 else "-inf"
-        return obj
-    return obj
-
-
-def _from_json(tp: Any, data: Any) -> Any:
-    if data is None:
-        return None
-    origin = get_origin(tp)
-    if origin is Optional or (origin is not None and type(None) in get_args(tp)):
-        inner = [a for a in get_args(tp) if a is not type(None)]
-        return _from_json(inner[0], data)
-    if is_dataclass(tp):
-        hints = get_type_hints(tp)
-        kwargs = {}
-        for key, value in data.items():
-            name = _BACK.get(key, key)
-            if name in hints:
-                kwargs[name] = _from_json(hints[name], value)
-        return tp(**kwargs)
-    if origin in (list,):
-        (arg,) = get_args(tp) or (Any,)
-        return [_from_json(arg, v) for v in data]
-    if origin is tuple:
-        args = get_args(tp)
-        arg = args[0] if args else Any
-        return tuple(_from_json(arg, v) for v in data)
-    if origin is dict:
-        return dict(data)
-    if tp is float:
-        return float(data)  # accepts "nan", "inf"
-    return data
 
 
 def summary_of(values: list[float], samples: list[int], worst: str = "max") -> Summary:

@@ -38,9 +38,13 @@ def _status_line(result: Result, decision: Decision, gate: Gate) -> str:
 
 
 def render(result: Result, decision: Decision, gate: Optional[Gate] = None, context: int = 3) -> str:
-    from drifttui.report.text import _rows
-
+    """The CI summary: the verdict and why, the layers around the origin, the outputs, the rest."""
     gate = gate or Gate()
+    out = _verdict(result, decision, gate) + _layers(result, context) + _outputs(result, gate)
+    return "\n".join(out + _coverage_and_notes(result, decision, gate))
+
+
+def _verdict(result: Result, decision: Decision, gate: Gate) -> list[str]:
     tol = result.tolerance
     out = [_status_line(result, decision, gate), "",
            f"{_code(run_label(result))} · atol={tol.atol:g}, rtol={tol.rtol:g} "
@@ -67,32 +71,46 @@ def render(result: Result, decision: Decision, gate: Optional[Gate] = None, cont
     for finding in error_findings(result)[1 if f is not None and f.severity == "error" else 0:][:5]:
         out.append(f"- error finding {_code(finding.check)} at {_code(finding.module or 'graph')}: "
                    f"{_cell(finding.message)}")
+    return out
+
+
+def _layers(result: Result, context: int) -> list[str]:
+    from drifttui.report.text import _rows
+
     rows = _rows(result, context)
-    if rows:
-        origin = result.drift_origin.layer if result.drift_origin else None
-        title = "Layers around the origin" if origin is not None else "Largest relative errors"
-        out += [f"#### {title}", "", "| # | module | class | ONNX ops | status | max abs | max rel | own err |",
-                "|--:|---|---|---|---|--:|--:|--:|"]
-        for L in rows:
-            m = L.metrics
-            name = _code(layer_name(L.module, L.call), table=True)
-            out.append(f"| {L.index} | {'**' + name + '**' if L.index == origin else name} | {_cell(L.cls)} | "
-                       f"{_cell(', '.join(L.op_types[:3]) or '-')} | {_cell(L.status.replace('_', ' '))} | "
-                       f"{fmt(m.max_abs.worst if m else None)} | {fmt(m.max_rel.worst if m else None)} | "
-                       f"{fmt(L.local.max_abs.worst if L.local else None)} |")
-        out.append("")
-    out += ["#### Outputs", "", "| output | status | max abs | max rel | cosine | top-1 agreement |",
-            "|---|---|--:|--:|--:|--:|"]
+    if not rows:
+        return []
+    origin = result.drift_origin.layer if result.drift_origin else None
+    title = "Layers around the origin" if origin is not None else "Largest relative errors"
+    out = [f"#### {title}", "", "| # | module | class | ONNX ops | status | max abs | max rel | own err |",
+           "|--:|---|---|---|---|--:|--:|--:|"]
+    for L in rows:
+        m = L.metrics
+        name = _code(layer_name(L.module, L.call), table=True)
+        out.append(f"| {L.index} | {'**' + name + '**' if L.index == origin else name} | {_cell(L.cls)} | "
+                   f"{_cell(', '.join(L.op_types[:3]) or '-')} | {_cell(L.status.replace('_', ' '))} | "
+                   f"{fmt(m.max_abs.worst if m else None)} | {fmt(m.max_rel.worst if m else None)} | "
+                   f"{fmt(L.local.max_abs.worst if L.local else None)} |")
+    return out + [""]
+
+
+def _outputs(result: Result, gate: Gate) -> list[str]:
+    out = ["#### Outputs", "", "| output | status | max abs | max rel | cosine | top-1 agreement |",
+           "|---|---|--:|--:|--:|--:|"]
     for o in result.outputs:
         m = o.metrics
         low = gate.min_top1 is not None and o.top1_agreement is not None and o.top1_agreement < gate.min_top1
         status = "below --min-top1" if low else ("fails the tolerance" if output_fails(o) else "ok")
         out.append(f"| {_code(o.name, table=True)} | {status} | {fmt(m.max_abs.worst)} | {fmt(m.max_rel.worst)} | "
                    f"{m.cosine.worst:.6f} | {top1_text(o)} |")
+    return out
+
+
+def _coverage_and_notes(result: Result, decision: Decision, gate: Gate) -> list[str]:
     c = result.coverage
-    out += ["", f"**Coverage:** {c.modules} module calls: {c.mapped} mapped, {c.fused} fused, "
-                f"{c.not_exported} not exported, {c.unmapped} unmapped"
-                + ("" if c.localized else f" (no per-layer localisation: {_cell(c.reason)})"), ""]
+    out = ["", f"**Coverage:** {c.modules} module calls: {c.mapped} mapped, {c.fused} fused, "
+               f"{c.not_exported} not exported, {c.unmapped} unmapped"
+               + ("" if c.localized else f" (no per-layer localisation: {_cell(c.reason)})"), ""]
     if gate.baseline is not None:
         out += ["#### Against the baseline", ""]
         out += [f"- {_cell(line)}" for line in decision.changes] or ["- nothing changed"]
@@ -101,8 +119,7 @@ def render(result: Result, decision: Decision, gate: Optional[Gate] = None, cont
     details = [f"- note: {_cell(n)}" for n in result.notes]
     details.append("- " + _cell(f"torch {env.torch} · onnx {env.onnx} · onnxruntime {env.onnxruntime} · "
                                 f"opset {env.opset} · exporter {env.exporter} · ORT level {env.ort_opt_level}"))
-    out += ["<details><summary>Notes and environment</summary>", "", *details, "", "</details>", ""]
-    return "\n".join(out)
+    return out + ["<details><summary>Notes and environment</summary>", "", *details, "", "</details>", ""]
 
 
 def render_error(exc: Exception, command: str = "check") -> str:

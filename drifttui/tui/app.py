@@ -11,7 +11,6 @@ The app never imports torch / onnx / onnxruntime.
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 import time
 from typing import Optional
@@ -25,6 +24,7 @@ from textual.widgets import Label
 from drifttui.api import CancelToken, Engine, LocalEngine
 from drifttui.core.result import OPT_LEVELS, Config, Result
 from drifttui.report.escape import terminal_data
+from drifttui.signals import end_now
 from drifttui.tui import runner
 from drifttui.tui.keymap import bindings_spec
 from drifttui.tui.runner import RunDone, RunFailed, RunProgress, StepDone, StepProgress
@@ -387,18 +387,7 @@ def run_app(engine: Optional[Engine] = None, config: Optional[Config] = None,
         for t in threads:
             t.join(max(0.0, deadline - time.monotonic()))
         if runner.alive_threads():
-            _leave(code)
+            end_now(code)
     if isinstance(engine, LocalEngine) and runner.started_any():
-        _leave(code)
+        end_now(code)
     return code
-
-
-def _leave(code: int) -> None:
-    """End the process now: the exit handlers first (they remove the engine's temp folders,
-    ``weakref.finalize``), then no interpreter teardown."""
-    import atexit
-
-    sys.stdout.flush()
-    sys.stderr.flush()
-    atexit._run_exitfuncs()
-    os._exit(code)

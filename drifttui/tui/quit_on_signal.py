@@ -8,6 +8,8 @@ import os
 import threading
 from typing import Any, Callable, Iterator
 
+from drifttui.signals import end_now
+
 GRACE = 5.0          # seconds a requested quit may take before the process ends hard
 POLL = 1.0           # how often the orphan watch looks at the app's controller
 
@@ -16,12 +18,8 @@ def _hard_exit_later(code: int, done: threading.Event) -> None:
     """End the process with ``code`` unless the app has finished within GRACE seconds: the exit
     handlers first (they remove the engine's temp folders), then no interpreter teardown."""
     def wait() -> None:
-        if done.wait(GRACE):
-            return
-        import atexit
-
-        atexit._run_exitfuncs()
-        os._exit(code)
+        if not done.wait(GRACE):
+            end_now(code)
     threading.Thread(target=wait, name="drifttui-hard-exit", daemon=True).start()
 
 

@@ -7,7 +7,6 @@ a value it does not own.  See docs/how-it-works.md.
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Optional
 
 from drifttui.core.runtime.torch_hooks import Call
@@ -17,67 +16,8 @@ from drifttui.core.prepare.plan.pairing import (Resolver, dtype_ok, pair_by_cont
                                                shape_ok)
 from drifttui.core.prepare.plan.plan import CallMap, Plan
 from drifttui.core.prepare.plan.repeats import groups_by_shape, split_calls
+from drifttui.core.prepare.plan.scopes import resolve_torchscript
 from drifttui.core.result import FUSED, NOT_EXPORTED, OK, UNMAPPED
-
-_SUFFIX = re.compile(r"^(.*)_(\d+)$")
-
-
-def _resolve_torchscript(segments: list[str], children: dict[str, list[str]],
-                         cache: dict[tuple[str, str], Optional[str]]) -> list[tuple[str, str]]:
-    """Raw TorchScript path segments -> [(qualified module, instance key)].
-
-    The segments come from splitting the node name on ``/``; a module whose name holds a ``/``
-    (a ModuleDict key such as ``"a/b"``) spans several segments, so a segment that names no
-    module is tried joined with the ones after it (the longest join first): names are keys, not
-    paths (issue 22)."""
-    chain: list[tuple[str, str]] = []
-    cur = ""
-    raw = ""
-    i = 0
-    while i < len(segments):
-        found, used = _segment(cur, segments[i], children, cache), 1
-        for j in range(len(segments), i + 1, -1) if found is None else ():
-            found = _segment(cur, "/".join(segments[i:j]), children, cache)
-            if found is not None:
-                used = j - i
-                break
-        if found is None:
-            break
-        raw = f"{raw}/{'/'.join(segments[i:i + used])}"
-        cur = found
-        chain.append((cur, raw))
-        i += used
-    return chain
-
-
-def _segment(cur: str, seg: str, children: dict[str, list[str]],
-             cache: dict[tuple[str, str], Optional[str]]) -> Optional[str]:
-    """The module below ``cur`` named ``seg`` (or ``seg`` without TorchScript's ``_1`` call suffix)."""
-    if (cur, seg) not in cache:
-        cache[(cur, seg)] = _child(cur, seg, children)
-    found = cache[(cur, seg)]
-    if found is None:
-        m = _SUFFIX.match(seg)
-        if m:
-            if (cur, m.group(1)) not in cache:
-                cache[(cur, m.group(1))] = _child(cur, m.group(1), children)
-            found = cache[(cur, m.group(1))]
-    return found
-
-
-def _child(cur: str, seg: str, children: dict[str, list[str]]) -> Optional[str]:
-    """The module below ``cur`` that TorchScript names ``seg``: a child, or a deeper module when
-    the containers between were never called (ModuleList, ModuleDict)."""
-    stack = list(children.get(cur, ()))
-    best: Optional[str] = None
-    while stack:
-        c = stack.pop()
-        if c == seg or c.endswith("." + seg):
-            if best is None or c.count(".") < best.count("."):
-                best = c
-        stack.extend(children.get(c, ()))
-    return best
-
 
 def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
                module_has_params: dict[str, bool], aliases: Optional[dict[str, str]] = None,
@@ -179,7 +119,7 @@ def _node_chains(index: GraphIndex, module_names: list[str],
     for node in index.nodes:
         scope = node.scope or []
         if index.flavour == TORCHSCRIPT:
-            chain = _resolve_torchscript(scope, children, resolved)
+            chain = resolve_torchscript(scope, children, resolved)
         else:
             chain = [(s, "") for s in scope if s in known]
         # a shared module's other names are the same module, called again

@@ -1,0 +1,65 @@
+"""Which module a TorchScript node's scope names: its ``/``-separated segments resolved against the
+model's module tree (children called or not, ``_1`` call suffixes, module names that hold a ``/``)."""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+_SUFFIX = re.compile(r"^(.*)_(\d+)$")
+
+
+def resolve_torchscript(segments: list[str], children: dict[str, list[str]],
+                         cache: dict[tuple[str, str], Optional[str]]) -> list[tuple[str, str]]:
+    """Raw TorchScript path segments -> [(qualified module, instance key)].
+
+    The segments come from splitting the node name on ``/``; a module whose name holds a ``/``
+    (a ModuleDict key such as ``"a/b"``) spans several segments, so a segment that names no
+    module is tried joined with the ones after it (the longest join first): names are keys, not
+    paths (issue 22)."""
+    chain: list[tuple[str, str]] = []
+    cur = ""
+    raw = ""
+    i = 0
+    while i < len(segments):
+        found, used = _segment(cur, segments[i], children, cache), 1
+        for j in range(len(segments), i + 1, -1) if found is None else ():
+            found = _segment(cur, "/".join(segments[i:j]), children, cache)
+            if found is not None:
+                used = j - i
+                break
+        if found is None:
+            break
+        raw = f"{raw}/{'/'.join(segments[i:i + used])}"
+        cur = found
+        chain.append((cur, raw))
+        i += used
+    return chain
+
+
+def _segment(cur: str, seg: str, children: dict[str, list[str]],
+             cache: dict[tuple[str, str], Optional[str]]) -> Optional[str]:
+    """The module below ``cur`` named ``seg`` (or ``seg`` without TorchScript's ``_1`` call suffix)."""
+    if (cur, seg) not in cache:
+        cache[(cur, seg)] = _child(cur, seg, children)
+    found = cache[(cur, seg)]
+    if found is None:
+        m = _SUFFIX.match(seg)
+        if m:
+            if (cur, m.group(1)) not in cache:
+                cache[(cur, m.group(1))] = _child(cur, m.group(1), children)
+            found = cache[(cur, m.group(1))]
+    return found
+
+
+def _child(cur: str, seg: str, children: dict[str, list[str]]) -> Optional[str]:
+    """The module below ``cur`` that TorchScript names ``seg``: a child, or a deeper module when
+    the containers between were never called (ModuleList, ModuleDict)."""
+    stack = list(children.get(cur, ()))
+    best: Optional[str] = None
+    while stack:
+        c = stack.pop()
+        if c == seg or c.endswith("." + seg):
+            if best is None or c.count(".") < best.count("."):
+                best = c
+        stack.extend(children.get(c, ()))
+    return best
