@@ -41,25 +41,33 @@ def test_serve_rejects_bad_port_and_itself(capsys):
 
 
 def _serve(tmp_path, *args: str, app=("examples", "--help")) -> tuple[subprocess.Popen, str, str]:
-    """``drifttui serve --port P ARGS -- APP`` in a subprocess; (process, URL with token, stderr so far)."""
-    import select
+    """``drifttui serve --port P ARGS -- APP`` in a subprocess; (process, URL with token, output so far).
+
+    The output is read by a thread, line by line: select() on a buffered pipe misses lines that
+    readline() already pulled into the buffer (the URL line arrives in the same chunk as the two
+    before it), which made this wait time out now and then."""
+    import queue
+    import threading
 
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "drifttui", "serve", "--port", str(port), *args, "--", *app],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline, said = time.monotonic() + 30, ""
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+    deadline, said = time.monotonic() + 60, ""
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], 0.5)
-        if ready:
-            line = proc.stdout.readline()
-            said += line
-            if "serving at " in line:
-                return proc, line.split("serving at ", 1)[1].split()[0], said
-        if proc.poll() is not None:
-            break
+        try:
+            line = lines.get(timeout=0.5)
+        except queue.Empty:
+            if proc.poll() is not None and lines.empty():
+                break
+            continue
+        said += line
+        if "serving at " in line:
+            return proc, line.split("serving at ", 1)[1].split()[0], said
     proc.kill()
-    raise AssertionError(f"drifttui serve did not start: {said}")
+    raise AssertionError(f"drifttui serve did not start (exit code {proc.poll()}): {said}")
 
 
 def _stop(proc: subprocess.Popen) -> None:
