@@ -10,7 +10,8 @@ PyTorch-side inputs, agree with PyTorch.  The origin is the drifting call whose 
 value is computed first in the graph's execution order.  Local errors are attributed to
 the deepest call that owns a value, so a container is never the origin when a child
 explains the drift; a container is the origin only when its own ops (between its
-children) drift.
+children) drift.  A call whose weight a processed file packs with others (an Attention's QKV)
+drifts when that block is not the model's, even with no value of its own in the file.
 """
 from __future__ import annotations
 
@@ -76,8 +77,8 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
     first = local_first(cap.local_values, atol, rtol, rules)
     verdict = statuses_of(pr.calls, pr.plan, cap.glob, cap.local, first, cap.local_available, atol, rtol,
                           op_types=pr.details[1], rules=rules)
-    layers = make_layers(pr.calls, pr.plan, verdict.statuses, cap.glob, cap.local, *pr.details,
-                         atol=atol, rtol=rtol, extra_notes=_layer_notes(verdict.statuses, cap), rules=rules,
+    layers = make_layers(pr.calls, pr.plan, verdict.statuses, cap.glob, cap.local, *pr.details, atol=atol, rtol=rtol,
+                         extra_notes=_layer_notes(verdict.statuses, cap, pr.plan, atol, rules), rules=rules,
                          channels_for=around(verdict.origin))
     outputs = _outputs(pr, cap, atol, rules)
     out_fail = any(a.fails(atol, rules.outputs) for a in cap.outputs if a.samples)
@@ -154,9 +155,13 @@ OBSERVED_NOTE = ("marking its ONNX value as an output changes ONNX Runtime's num
                  "compared in a window of its own, with only its values marked")
 
 
-def _layer_notes(statuses: list[str], cap: "Capture") -> dict[int, list[str]]:
+def _layer_notes(statuses: list[str], cap: "Capture", plan: Optional[Plan] = None, atol: float = 0.0,
+                 rules: Optional[Rules] = None) -> dict[int, list[str]]:
     """Notes a decision or a capture adds to a layer (the plan's own notes stay as they are)."""
     out: dict[int, list[str]] = {}
+    for cm in (plan.calls if plan is not None and rules is not None else []):
+        for w in (w for w in cm.weights if w.fails(atol, rules.own(cm.call))):
+            out.setdefault(cm.call, []).append(w.note(atol, rules.own(cm.call)))
     for i, st in enumerate(statuses):
         if st == UNATTRIBUTED:
             out.setdefault(i, []).append(UNOWNED_NOTE)
@@ -182,7 +187,13 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
                 op_types: Optional[dict[int, list[str]]] = None, rules: Optional[Rules] = None) -> Verdict:
     rules = rules if rules is not None else Rules(rtol)
     statuses: list[str] = []
+    by_weight: dict[int, int] = {}      # call -> the first node reading a weight that is not the model's
     for cm in plan.calls:
+        bad = [w for w in cm.weights if w.fails(atol, rules.own(cm.call))]    # a packed weight not the model's
+        if bad:
+            by_weight[cm.call] = min(w.node for w in bad)
+            statuses.append(DRIFT)
+            continue
         if cm.status != OK:
             statuses.append(cm.status)
             continue
@@ -213,7 +224,8 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
                      "failing output, which can be an amplifier rather than the cause")
     origin = None
     if drifting:
-        origin = min(drifting, key=lambda i: (local_first.get(i, 10**9), calls[i].end_order, -calls[i].depth))
+        origin = min(drifting, key=lambda i: (local_first.get(i, by_weight.get(i, 10**9)), calls[i].end_order,
+                                              -calls[i].depth))
     notes.extend(attribute_unowned(calls, plan, statuses, origin, op_types))
     return Verdict(statuses, origin, notes)
 

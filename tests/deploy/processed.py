@@ -16,7 +16,7 @@ import torch
 import torch.nn as nn
 
 HERE = Path(__file__).resolve()
-INPUTS = {"cnn": "shape:1x3x32x32", "tf": "shape:1x10x16"}
+INPUTS = {"cnn": "shape:1x3x32x32", "tf": "shape:1x10x16", "perm": "shape:1x3x8x8"}
 
 
 class Block(nn.Module):
@@ -69,6 +69,22 @@ class TF(nn.Module):
         return self.head(x)
 
 
+class Perm(nn.Module):
+    """A ReLU computed channels-last (permute there and back, as ConvNeXt-style code does): ORT's
+    transpose optimiser cancels the pair, so the ReLU's value in the optimised file is NCHW while
+    torch's is NHWC.  8 channels on an 8x8 input: both layouts have the same shape [1, 8, 8, 8]."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.act = nn.ReLU()
+        self.conv2 = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        y = self.act(self.conv(x).permute(0, 2, 3, 1))
+        return self.conv2(y.permute(0, 3, 1, 2))
+
+
 def _seeded(cls: type) -> nn.Module:
     torch.manual_seed(0)
     m = cls()
@@ -86,6 +102,10 @@ def cnn() -> nn.Module:
 
 def tf() -> nn.Module:
     return _seeded(TF)
+
+
+def perm() -> nn.Module:
+    return _seeded(Perm)
 
 
 def spec(name: str) -> str:

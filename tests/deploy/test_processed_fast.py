@@ -64,6 +64,26 @@ def test_weight_drift_after_onnxsim_has_the_raw_files_origin(raw, tmp_path):
     assert drifted.drift_origin.module == expected.drift_origin.module
 
 
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_transposed_value_is_compared_through_the_transpose_back(raw, tmp_path, exporter):
+    """ORT's transpose optimiser cancels a permute pair around a ReLU: the ReLU's value in the file is
+    NCHW, torch's NHWC, the same shape.  Compared raw it was a false DRIFT at `act` (TorchScript) or
+    not compared at all (dynamo); it is compared through a Transpose to torch's axis order."""
+    src = raw("perm", exporter)
+    dep = P.ort_offline("basic")(src, tmp_path / "basic.onnx")
+    assert "Transpose" not in [n.op_type for n in __import__("onnx").load(str(dep)).graph.node]
+    result = P.check("perm", dep)
+    assert result.verdict == OK, (result.drift_origin, result.notes)
+    act = _layer(result, "act")
+    assert act.status == OK and act.metrics is not None and act.metrics.max_abs.worst < 1e-5
+    assert act.onnx_values[0].endswith("::perm0231")      # NCHW read as NHWC
+    model = P.perm()
+    for module in ("conv", "conv2"):
+        w = getattr(model, module).weight.detach().numpy()
+        drifted = P.check("perm", P.scale_weight(dep, w, 1.05, tmp_path / f"{module}.onnx"))
+        assert drifted.verdict == DRIFT and drifted.drift_origin.module == module, drifted.drift_origin
+
+
 def test_reference_onnx_is_said_in_the_report(raw, tmp_path):
     needs("onnxslim")
     src = raw("tf", "dynamo")

@@ -4,9 +4,10 @@ A file that onnxsim, onnxslim, ORT's offline optimiser or onnxruntime.transforme
 processed lost the exporter's scopes (or most of them).  drifttui then takes the file before the
 pipeline (``--reference-onnx``) or exports the model itself with the exporter the file came from,
 maps that reference as usual, runs both on sample 0 (optimisations off) and carries the mapping
-over (plan/transfer.py).  Two views make the deployed values comparable: values in ORT's blocked
-NCHWc layout go through ORT's own ReorderOutput, values whose shape lost or gained 1-dims (a Gemm's
-flattened batch) through a Reshape.  Values whose marking as an output makes ORT refuse the graph
+over (plan/transfer.py).  Three views make the deployed values comparable: values in ORT's blocked
+NCHWc layout go through ORT's own ReorderOutput, values in another axis order (a Transpose ORT's
+transpose optimiser moved) through the Transpose back to the reference's order, values whose shape
+lost or gained 1-dims (a Gemm's flattened batch) through a Reshape.  Values whose marking as an output makes ORT refuse the graph
 are found by bisection and left unmarked.
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 from drifttui.core.model.export import export_model
 from drifttui.core.model.loading import load_onnx
 from drifttui.core.prepare.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index
+from drifttui.core.prepare.plan import matching as plan_matching
 from drifttui.core.prepare.plan import transfer as plan_transfer
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.result import FUSED, OK
@@ -40,6 +42,10 @@ def processed_by(index: GraphIndex) -> str:
     if "com.microsoft" in domains:
         return "ONNX Runtime (contrib ops)"
     real = [n for n in index.nodes if n.op_type != "Constant"]
+    if index.flavour == TORCHSCRIPT and any(o == n.name for n in real for o in n.outputs if o):
+        # the exporter names values "<node>_output_<k>"; ORT's transpose optimiser names the value
+        # of a node it moved a Transpose past after the node: that value is in another axis order
+        return "ONNX Runtime (offline optimisation: Transposes moved)"
     if index.flavour == DYNAMO:
         scoped = sum(1 for n in real if not n.scope_filled)
         if real and scoped < 0.5 * len(real):
@@ -140,6 +146,39 @@ def unblock_nchwc(index: GraphIndex, shapes: dict[str, tuple]) -> tuple[Any, dic
     return model, made
 
 
+def _transpose_views(index: GraphIndex, tr: Any, dep_vals: dict) -> GraphIndex:
+    """Matches in another axis order than the reference's (ORT's transpose optimiser moved a
+    Transpose past them) are read through a Transpose to the reference's order, so that they compare
+    element by element (never raw), and transposed back for their readers."""
+    import onnx
+
+    moved = {r: m for r, m in tr.matches.items() if m.perm is not None}
+    if not moved:
+        return index
+    model = onnx.ModelProto()
+    model.CopyFrom(index.model)
+    views: dict[tuple, str] = {}
+    after: dict[str, list[Any]] = {}
+    rewire: dict[str, str] = {}
+    for r, m in sorted(moved.items()):
+        key = (m.value, tuple(m.perm))
+        if key not in views:
+            k = len(views)
+            out = f"{m.value}::perm{''.join(str(p) for p in m.perm)}"
+            nodes = [onnx.helper.make_node("Transpose", [m.value], [out], name=f"drifttui_perm_{k}",
+                                           perm=list(m.perm))]
+            if m.value not in rewire:      # one way back per value: its readers read it
+                rewire[m.value] = f"{m.value}::unperm"
+                nodes.append(onnx.helper.make_node("Transpose", [out], [rewire[m.value]], name=f"drifttui_unperm_{k}",
+                                                   perm=[int(i) for i in np.argsort(m.perm)]))
+            after.setdefault(m.value, []).extend(nodes)
+            views[key] = out
+            dep_vals[out] = np.transpose(dep_vals[m.value], m.perm)
+        m.value = views[key]
+    _insert_views(model, after, rewire)
+    return build_index(model, index.path)
+
+
 def _reshape_views(index: GraphIndex, tr: Any, ref_vals: dict, dep_vals: dict) -> tuple[GraphIndex, Any]:
     """Matches whose deployed shape differs from the reference's only by 1-dims are read through a
     Reshape to the reference's shape (dim 0 left free for --batch), so that they compare element by
@@ -202,7 +241,8 @@ def transfer(cfg: Any, model: Any, sample0: Any, feeds0: dict, index: GraphIndex
     ref_vals, _ = markable_run(ref, wanted, dict(zip(ref.graph_inputs, feeds0.values())), cfg.provider,
                                workdir)
     index, dep_vals, bad = _deployed_values(index, feeds0, cfg.provider, workdir)
-    tr = plan_transfer.transfer_values(ref, index, wanted, ref_vals, dep_vals)
+    tr = plan_matching.transfer_values(ref, index, wanted, ref_vals, dep_vals)
+    index = _transpose_views(index, tr, dep_vals)
     index, tr = _reshape_views(index, tr, ref_vals, dep_vals)
     plan = plan_transfer.build_transferred_plan(index, calls, ref_plan, tr, ref)
     note = _note(tool or "a deployment tool", source, calls, plan, ref_plan, tr, bad)

@@ -8,6 +8,7 @@ computed from, as a bitmask) is what transfer.py compares, with the shape, befor
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
@@ -93,12 +94,26 @@ def match_anchors(ref: Any, dep: Any) -> tuple[dict[str, str], dict[str, int]]:
     return found, how
 
 
-def match_concatenated(ref: Any, dep: Any, found: dict[str, str]) -> tuple[dict[str, list[str]], int]:
+@dataclass
+class PackedBlock:
+    """One block of a deployed initializer that concatenates reference ones, and how far its content
+    is from the reference tensor it packs (through the view it is stored in: as is or transposed).
+    A block the tool copied is equal; one that is not is a weight the file changed."""
+
+    tensor: str          # the deployed initializer
+    index: int           # the block's position in it
+    count: int           # how many blocks it packs
+    ref: str             # the reference initializer
+    max_abs: float       # max |block - reference| (the reference's layout)
+    scale: float         # max |reference|
+
+
+def match_concatenated(ref: Any, dep: Any, found: dict[str, str]) -> tuple[dict[str, list[str]], list[PackedBlock]]:
     """Deployed initializers that are a concatenation of reference ones (the transformers optimizer's
     Attention packs the Q, K and V weights, and their biases, in one tensor, each block maybe
-    transposed): deployed name -> the reference names of its blocks, in order.  A block equals its
-    reference tensor or points its way (cos >= MIN_COS, same shape: a drifted copy); each reference
-    tensor is used once."""
+    transposed): deployed name -> the reference names of its blocks, in order, and each block's
+    content difference.  A block equals its reference tensor or points its way (cos >= MIN_COS,
+    same shape: a drifted copy); each reference tensor is used once."""
     r_arr, d_arr = _float_arrays(ref), _float_arrays(dep)
     taken = set(found.values())
     by_size: dict[int, list[str]] = {}
@@ -106,37 +121,43 @@ def match_concatenated(ref: Any, dep: Any, found: dict[str, str]) -> tuple[dict[
         if n not in taken:
             by_size.setdefault(a.size, []).append(n)
     out: dict[str, list[str]] = {}
+    blocks: list[PackedBlock] = []
     for name, a in d_arr.items():
         if name in found or a.ndim > 2:
             continue
         for axis in range(a.ndim):
             parts = _blocks(a, axis, by_size, r_arr, taken)
             if parts:
-                out[name] = parts
-                taken.update(parts)
+                out[name] = [r for r, _ in parts]
+                taken.update(out[name])
+                for k, (r, block) in enumerate(parts):
+                    ra = r_arr[r]
+                    blocks.append(PackedBlock(name, k, len(parts), r, float(np.max(np.abs(block - ra), initial=0.0)),
+                                              float(np.max(np.abs(ra), initial=0.0))))
                 break
-    return out, sum(len(p) for p in out.values())
+    return out, blocks
 
 
-def _blocks(a: np.ndarray, axis: int, by_size: dict, r_arr: dict, taken: set) -> Optional[list[str]]:
+def _blocks(a: np.ndarray, axis: int, by_size: dict, r_arr: dict, taken: set) -> Optional[list[tuple[str, np.ndarray]]]:
+    """[(reference name, the block in the reference's layout)] when ``a`` splits into k of them."""
     for k in (3, 2, 4):
         if a.shape[axis] % k:
             continue
-        parts: list[str] = []
+        parts: list[tuple[str, np.ndarray]] = []
         for block in np.split(a, k, axis=axis):
-            best, best_cos = None, MIN_COS
+            best, best_cos, best_view = None, MIN_COS, None
             for r in by_size.get(block.size, []):
-                if r in taken or r in parts:
+                if r in taken or any(r == p for p, _ in parts):
                     continue
                 ra = r_arr[r]
-                for view in (ra, ra.T) if ra.ndim == 2 else (ra,):
+                for view, back in ((ra, block), (ra.T, block.T)) if ra.ndim == 2 else ((ra, block),):
                     if view.shape == block.shape:
                         cos = _cos(view.reshape(-1), block.reshape(-1))
                         if cos >= best_cos:
-                            best, best_cos = r, cos
+                            best, best_cos, best_view = r, cos, back.reshape(ra.shape)
             if best is None:
                 break
-            parts.append(best)
+            parts.append((best, best_view))
         if len(parts) == k:
             return parts
     return None

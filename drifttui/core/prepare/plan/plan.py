@@ -6,6 +6,28 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from drifttui.core.result import OK
+from drifttui.core.tolerance import bound
+
+
+@dataclass
+class WeightCheck:
+    """A weight the deployed file stores in another form than the reference (a block of a packed
+    tensor), compared by content: decide fails the call when the difference fails the tolerance
+    (the file's weight is not the model's), even when no value of the call is in the file."""
+
+    where: str           # "block 1 of 3 of initializer X, read by Attention node Y"
+    ref: str             # the reference initializer it stands for
+    max_abs: float       # max |deployed - reference|
+    scale: float         # max |reference|
+    node: int            # the deployed node reading it (execution order for the origin)
+
+    def fails(self, atol: float, rtol: float) -> bool:
+        return self.max_abs > bound(atol, rtol, self.scale)
+
+    def note(self, atol: float, rtol: float) -> str:
+        return (f"its weight in the file is not the model's: {self.where} differs from the reference's {self.ref} "
+                f"by max |d| {self.max_abs:.3g} (allowed {bound(atol, rtol, self.scale):.3g}), a drift in the file "
+                "itself, found by content (no value of its own to compare)")
 
 
 @dataclass
@@ -18,6 +40,7 @@ class CallMap:
     status: str = OK
     note: str = ""
     folded_into: Optional[int] = None    # FUSED: the call whose nodes compute this one (Conv + BatchNorm)
+    weights: list[WeightCheck] = field(default_factory=list)   # weights compared by content (transfer.py)
 
 
 @dataclass

@@ -1,193 +1,20 @@
-"""Map a deployed ONNX file that lost the exporter's scopes through a reference export.
+"""Map a deployed ONNX file that lost the exporter's scopes through a reference export: the plan.
 
-The deployed file (onnxsim, onnxslim, ORT offline optimisation, onnxruntime.transformers'
-optimizer) computes what the reference export (the file before the pipeline, or drifttui's own
-export with the file's exporter) computes, in other nodes under other names.  The reference's
-module <-> value plan is carried over by structure and content, never by name:
-
-- anchors: the graph inputs, and the reference's float initializers matched to the deployed ones
-  by content (equal, transposed, reshaped, scaled per output channel as a folded BatchNorm does,
-  or, failing those, the closest of the same size: a drifted or reduced-precision copy), and
-  deployed tensors that concatenate several reference ones (an Attention's packed QKV weight);
-- each value's anchor set (the anchors it is computed from) and its shape on sample 0: a deployed
-  value can stand for a reference value only when both agree; a value that lost an anchor (a
-  Linear's MatMul whose bias went into a BiasGelu) can never stand for the module's output;
-- numerics on sample 0 pick among the candidates that remain: the reference value each deployed
-  value equals, else the closest (a drift injected after the pipeline changes the numbers, not
-  the structure).  A reference value whose closest deployed value is taken by a value it equals
-  is fused (a simplifier folded it), never paired wrongly.
-
-Each call then owns the deployed nodes between its inputs and its outputs (its region); a call
-whose output value the deployed file no longer has is ``fused`` into the call whose node
-computes it now, and the note names that node.
+matching.py pairs each reference value with the deployed value that carries it, by structure and
+content, never by name.  Each call then owns the deployed nodes between its inputs and its outputs
+(its region); a call whose output value the deployed file no longer has is ``fused`` into the call
+whose node computes it now, and the note names that node.  The blocks of a packed weight go to the
+calls that compute with them, compared by content in decide (``CallMap.weights``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
-import numpy as np
-
-from drifttui.core.prepare.plan.anchors import anchor_masks, match_anchors, match_concatenated
-from drifttui.core.prepare.plan.plan import CallMap, Plan
+from drifttui.core.prepare.plan.anchors import PackedBlock
+from drifttui.core.prepare.plan.matching import Transferred
+from drifttui.core.prepare.plan.plan import CallMap, Plan, WeightCheck
 from drifttui.core.result import FUSED, OK
 
-EQUAL_RTOL = 1e-4          # a deployed value equals a reference value: max|d - r| <= EQUAL_RTOL * max|r|
-NCHWC = "com.microsoft.nchwc"
-
-
-@dataclass
-class Match:
-    value: str                 # deployed value
-    err: float                 # max|d - r| / max|r| on sample 0
-    exact: bool
-
-
-@dataclass
-class Transferred:
-    matches: dict[str, Match] = field(default_factory=dict)    # reference value -> deployed match
-    anchors: dict[str, str] = field(default_factory=dict)      # deployed initializer -> reference one
-    how: dict[str, int] = field(default_factory=dict)          # anchor match kind -> count
-
-
-def _squeezed(shape: tuple) -> tuple:
-    """A shape without its 1-dims: [10, 32] (a Gemm's flattened batch) carries [1, 10, 32]."""
-    return tuple(int(d) for d in shape if d != 1)
-
-
-def comparable(index: Any, value: str) -> bool:
-    """False for values in ORT's blocked NCHWc layout (between ReorderInput and ReorderOutput)."""
-    p = index.producer.get(value)
-    if p is None:
-        return True
-    n = index.nodes[p]
-    return not (n.domain == NCHWC and n.op_type != "ReorderOutput")
-
-
-def _probe(a: np.ndarray) -> np.ndarray:
-    flat = a.reshape(-1)
-    step = max(1, flat.size // 64)
-    return flat[::step][:64].astype(np.float64)
-
-
-def _best(a: np.ndarray, mask: int, cands: list[str], dep_vals: dict[str, np.ndarray], d_mask: dict[str, int],
-          probes: dict[str, np.ndarray]) -> Optional[Match]:
-    """The closest candidate with the same anchors, or one with a subset of them that is equal
-    (an optimiser dropped an Add of zeros, a Mul by ones): losing an anchor otherwise means the
-    value is not the module's output (a Linear's MatMul whose bias a BiasGelu took)."""
-    scale = float(np.max(np.abs(a))) if a.size else 0.0
-    bound = EQUAL_RTOL * max(scale, 1e-12)
-    pa = _probe(a)
-    best: Optional[Match] = None
-    for d in cands:
-        dm = d_mask.get(d, 0)
-        same = dm == mask
-        if not same and (dm & ~mask or not dm):
-            continue
-        b = dep_vals[d]
-        if b.dtype.kind != a.dtype.kind and not (b.dtype.kind == "f" and a.dtype.kind == "f"):
-            continue
-        if not same and (probes[d].size != pa.size or np.max(np.abs(probes[d] - pa), initial=0.0) > bound):
-            continue
-        err = float(np.max(np.abs(a.astype(np.float64).reshape(-1) - b.astype(np.float64).reshape(-1)),
-                           initial=0.0)) / max(scale, 1e-12)
-        if not same and err > EQUAL_RTOL:
-            continue
-        if best is None or err < best.err:
-            best = Match(d, err, err <= EQUAL_RTOL)
-    return best
-
-
-def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, np.ndarray],
-                    dep_vals: dict[str, np.ndarray]) -> Transferred:
-    """Match each ``wanted`` reference value to the deployed value that carries it."""
-    anchors, how = match_anchors(ref, dep)
-    packed, n_blocks = match_concatenated(ref, dep, anchors)
-    if n_blocks:
-        how = {**how, "blocks of a concatenation": n_blocks}
-    bit_of: dict[str, int] = {}
-    for r in [*anchors.values(), *(r for parts in packed.values() for r in parts)]:
-        bit_of.setdefault(r, len(bit_of))
-    r_bits = {r: 1 << b for r, b in bit_of.items()}
-    d_bits = {d: r_bits[r] for d, r in anchors.items()}
-    for d, parts in packed.items():
-        d_bits[d] = sum(r_bits[r] for r in set(parts))
-    for k, (ri, di) in enumerate(zip(ref.graph_inputs, dep.graph_inputs)):
-        b = 1 << (len(bit_of) + k)
-        r_bits[ri], d_bits[di] = b, b
-    r_mask, d_mask = anchor_masks(ref, r_bits), anchor_masks(dep, d_bits)
-    groups: dict[tuple, list[str]] = {}
-    for v, a in dep_vals.items():
-        if comparable(dep, v) and v not in dep.initializers and not dep.is_static(v):
-            groups.setdefault(_squeezed(a.shape), []).append(v)
-    probes = {v: _probe(a) for v, a in dep_vals.items()}
-    choice: dict[str, Match] = {}
-    for r in wanted:
-        a = ref_vals.get(r)
-        if a is None:
-            continue
-        best = _best(a, r_mask.get(r, 0), groups.get(_squeezed(a.shape), []), dep_vals, d_mask, probes)
-        if best is not None:
-            choice[r] = best
-    out = Transferred(anchors=anchors, how=how)
-    out.matches = _resolve(choice)
-    _second_choices(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, choice, out.matches)
-    return out
-
-
-def _resolve(choice: dict[str, Match]) -> dict[str, Match]:
-    """A deployed value equal to some reference value is theirs; otherwise the closest one keeps it."""
-    exact_users = {m.value for m in choice.values() if m.exact}
-    closest: dict[str, tuple[float, str]] = {}
-    for r, m in choice.items():
-        if not m.exact and (m.value not in closest or m.err < closest[m.value][0]):
-            closest[m.value] = (m.err, r)
-    return {r: m for r, m in choice.items()
-            if m.exact or (m.value not in exact_users and closest[m.value][1] == r)}
-
-
-def _second_choices(ref: Any, dep: Any, ref_vals: dict, dep_vals: dict, r_mask: dict, d_mask: dict,
-                    groups: dict, probes: dict, choice: dict[str, Match], matches: dict[str, Match]) -> None:
-    """A reference value that lost its closest deployed value to a value *downstream* of it, where
-    neither equals it (a drift inside the module changes both: a wrong weight in a Conv makes the
-    Relu after it look as close as the Conv's own output), takes the closest free value with the
-    same anchors that lies upstream of the winner's, in both graphs' order: the drift is in the
-    numbers, the structure still holds.  A value folded away has no such candidate and stays fused."""
-    taken = {m.value for m in matches.values()}
-    winner = {m.value: r for r, m in matches.items()}
-    for r, m in choice.items():
-        if r in matches or m.exact:
-            continue
-        r2 = winner.get(m.value)
-        if r2 is None or matches[r2].exact or not _upstream(ref, r, r2):
-            continue
-        free = [d for d in groups.get(_squeezed(ref_vals[r].shape), [])
-                if d not in taken and d_mask.get(d, 0) == r_mask.get(r, 0) and _upstream(dep, d, m.value)]
-        alt = _best(ref_vals[r], r_mask.get(r, 0), free, dep_vals, d_mask, probes)
-        if alt is not None:
-            matches[r] = alt
-            taken.add(alt.value)
-
-
-def _upstream(index: Any, a: str, b: str) -> bool:
-    """True when value ``a`` is one that value ``b`` is computed from."""
-    seen: set[str] = set()
-    stack = [b]
-    while stack:
-        v = stack.pop()
-        p = index.producer.get(v)
-        if p is None:
-            continue
-        for u in index.nodes[p].inputs:
-            if u == a:
-                return True
-            if u and u not in seen:
-                seen.add(u)
-                stack.append(u)
-    return False
-
-
-# --- the plan on the deployed graph ------------------------------------------------------
 
 def _subtrees(calls: list) -> dict[int, set[int]]:
     below: dict[int, set[int]] = {c.index: set() for c in calls}
@@ -268,7 +95,23 @@ def build_transferred_plan(dep: Any, calls: list, ref_plan: Plan, tr: Transferre
         if ci is not None:
             maps[ci].own.append(ni)
     _state_fused(dep, calls, ref, maps, lost, to_dep, node_call)
+    _weight_checks(dep, ref, ref_plan, tr.blocks, maps)
     return Plan(maps, node_call, table, True)
+
+
+def _weight_checks(dep: Any, ref: Any, ref_plan: Plan, blocks: list[PackedBlock], maps: list[CallMap]) -> None:
+    """Each packed block goes to the call that computes with its reference tensor (a query
+    Linear's weight, packed in an Attention's QKV weight), to be compared by content in decide."""
+    for b in blocks:
+        owner = next((ref_plan.node_call[c] for c in ref.consumers.get(b.ref, [])
+                      if ref_plan.node_call[c] is not None), None)
+        readers = dep.consumers.get(b.tensor, [])
+        if owner is None or not readers:
+            continue
+        n = dep.nodes[readers[0]]
+        where = (f"block {b.index + 1} of {b.count} of initializer {b.tensor}, read by {n.op_type} node {n.name}"
+                 + (f" ({n.domain})" if n.domain else ""))
+        maps[owner].weights.append(WeightCheck(where, b.ref, b.max_abs, b.scale, readers[0]))
 
 
 def _state_fused(dep: Any, calls: list, ref: Any, maps: list, lost: dict[int, list[str]],

@@ -1,0 +1,292 @@
+"""Which deployed value carries each reference value (transfer.py builds the plan from the matches).
+
+The deployed file (onnxsim, onnxslim, ORT offline optimisation, onnxruntime.transformers'
+optimizer) computes what the reference export (the file before the pipeline, or drifttui's own
+export with the file's exporter) computes, in other nodes under other names.  The reference's
+module <-> value plan is carried over by structure and content, never by name:
+
+- anchors: the graph inputs, and the reference's float initializers matched to the deployed ones
+  by content (equal, transposed, reshaped, scaled per output channel as a folded BatchNorm does,
+  or, failing those, the closest of the same size: a drifted or reduced-precision copy), and
+  deployed tensors that concatenate several reference ones (an Attention's packed QKV weight);
+- each value's anchor set (the anchors it is computed from) and its shape on sample 0: a deployed
+  value can stand for a reference value only when both agree; a value that lost an anchor (a
+  Linear's MatMul whose bias went into a BiasGelu) can never stand for the module's output;
+- numerics on sample 0 pick among the candidates that remain: the reference value each deployed
+  value equals, else the closest (a drift injected after the pipeline changes the numbers, not
+  the structure).  A reference value whose closest deployed value is taken by a value it equals
+  is fused (a simplifier folded it), never paired wrongly.
+
+The matches keep both graphs' order (a reference value upstream of another is never paired after
+the other's match), and a value in another axis order is paired through the permutation that
+makes it equal (ORT's transpose optimiser moved a Transpose past it), never raw.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from drifttui.core.prepare.plan.anchors import PackedBlock, anchor_masks, match_anchors, match_concatenated
+
+EQUAL_RTOL = 1e-4          # a deployed value equals a reference value: max|d - r| <= EQUAL_RTOL * max|r|
+NCHWC = "com.microsoft.nchwc"
+
+
+@dataclass
+class Match:
+    value: str                 # deployed value
+    err: float                 # max|d - r| / max|r| on sample 0
+    exact: bool
+    perm: Optional[tuple] = None   # the deployed value is the reference's transposed: compare Transpose(value, perm)
+
+
+@dataclass
+class Transferred:
+    matches: dict[str, Match] = field(default_factory=dict)    # reference value -> deployed match
+    anchors: dict[str, str] = field(default_factory=dict)      # deployed initializer -> reference one
+    how: dict[str, int] = field(default_factory=dict)          # anchor match kind -> count
+    blocks: list[PackedBlock] = field(default_factory=list)    # packed initializers' blocks, by content
+
+
+def _squeezed(shape: tuple) -> tuple:
+    """A shape without its 1-dims: [10, 32] (a Gemm's flattened batch) carries [1, 10, 32]."""
+    return tuple(int(d) for d in shape if d != 1)
+
+
+def _layout_free(shape: tuple) -> tuple:
+    """The key of a value's candidates: its dims in any order (a transposed value is one too)."""
+    return tuple(sorted(_squeezed(shape)))
+
+
+def comparable(index: Any, value: str) -> bool:
+    """False for values in ORT's blocked NCHWc layout (between ReorderInput and ReorderOutput)."""
+    p = index.producer.get(value)
+    if p is None:
+        return True
+    n = index.nodes[p]
+    return not (n.domain == NCHWC and n.op_type != "ReorderOutput")
+
+
+def _probe(a: np.ndarray) -> np.ndarray:
+    flat = a.reshape(-1)
+    step = max(1, flat.size // 64)
+    return flat[::step][:64].astype(np.float64)
+
+
+def _best(a: np.ndarray, mask: int, cands: list[str], dep_vals: dict[str, np.ndarray], d_mask: dict[str, int],
+          probes: dict[str, np.ndarray]) -> Optional[Match]:
+    """The closest candidate with the same anchors, or one with a subset of them that is equal
+    (an optimiser dropped an Add of zeros, a Mul by ones): losing an anchor otherwise means the
+    value is not the module's output (a Linear's MatMul whose bias a BiasGelu took).  A candidate
+    in another layout (ORT's transpose optimiser moved a Transpose past it) is compared through
+    the permutation that makes it equal, never raw: :func:`_permuted`."""
+    scale = float(np.max(np.abs(a))) if a.size else 0.0
+    bound = EQUAL_RTOL * max(scale, 1e-12)
+    pa = _probe(a)
+    best: Optional[Match] = None
+    for d in cands:
+        dm = d_mask.get(d, 0)
+        same = dm == mask
+        if not same and (dm & ~mask or not dm):
+            continue
+        b = dep_vals[d]
+        if b.dtype.kind != a.dtype.kind and not (b.dtype.kind == "f" and a.dtype.kind == "f"):
+            continue
+        perm: Optional[tuple] = None
+        if _squeezed(b.shape) == _squeezed(a.shape):
+            if not same and (probes[d].size != pa.size or np.max(np.abs(probes[d] - pa), initial=0.0) > bound):
+                continue
+            err = _err(a, b, scale)
+            if err > EQUAL_RTOL and same and len(set(a.shape)) < a.ndim:      # square dims: maybe transposed
+                perm, err = _permuted(a, b, scale, bound) or (None, err)
+        else:
+            found = _permuted(a, b, scale, bound) if same else None
+            if found is None:
+                continue
+            perm, err = found
+        if not same and err > EQUAL_RTOL:
+            continue
+        if best is None or err < best.err:
+            best = Match(d, err, err <= EQUAL_RTOL, perm)
+    return best
+
+
+def _err(a: np.ndarray, b: np.ndarray, scale: float) -> float:
+    return float(np.max(np.abs(a.astype(np.float64).reshape(-1) - b.astype(np.float64).reshape(-1)),
+                        initial=0.0)) / max(scale, 1e-12)
+
+
+def _permuted(a: np.ndarray, b: np.ndarray, scale: float, bound: float) -> Optional[tuple[tuple, float]]:
+    """(perm, err) when ``b`` transposed by ``perm`` (numpy's and ONNX Transpose's meaning) equals
+    ``a``: the same values in another axis order.  Tried only when the two hold the same values
+    (max, min, mean, mean square: a permutation keeps them), so a drifted value is never paired
+    through a permutation."""
+    if b.ndim != a.ndim or a.ndim > 6 or sorted(b.shape) != sorted(a.shape) or not a.size:
+        return None
+    x, y = a.astype(np.float64), b.astype(np.float64)
+    stats = [(x.max(), y.max(), bound), (x.min(), y.min(), bound), (x.mean(), y.mean(), bound),
+             ((x * x).mean(), (y * y).mean(), 2 * bound * max(scale, 1e-12))]
+    if any(abs(p - q) > tol for p, q, tol in stats):
+        return None
+    found: Optional[tuple[tuple, float]] = None
+    for p in itertools.permutations(range(a.ndim)):
+        if p == tuple(range(a.ndim)) or tuple(b.shape[i] for i in p) != tuple(a.shape):
+            continue
+        err = _err(a, np.transpose(b, p), scale)
+        if err <= EQUAL_RTOL and (found is None or err < found[1]):
+            found = (p, err)
+    return found
+
+
+def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, np.ndarray],
+                    dep_vals: dict[str, np.ndarray]) -> Transferred:
+    """Match each ``wanted`` reference value to the deployed value that carries it."""
+    anchors, how = match_anchors(ref, dep)
+    packed, blocks = match_concatenated(ref, dep, anchors)
+    if blocks:
+        how = {**how, "blocks of a concatenation": len(blocks)}
+    bit_of: dict[str, int] = {}
+    for r in [*anchors.values(), *(r for parts in packed.values() for r in parts)]:
+        bit_of.setdefault(r, len(bit_of))
+    r_bits = {r: 1 << b for r, b in bit_of.items()}
+    d_bits = {d: r_bits[r] for d, r in anchors.items()}
+    for d, parts in packed.items():
+        d_bits[d] = sum(r_bits[r] for r in set(parts))
+    for k, (ri, di) in enumerate(zip(ref.graph_inputs, dep.graph_inputs)):
+        b = 1 << (len(bit_of) + k)
+        r_bits[ri], d_bits[di] = b, b
+    r_mask, d_mask = anchor_masks(ref, r_bits), anchor_masks(dep, d_bits)
+    groups: dict[tuple, list[str]] = {}
+    for v, a in dep_vals.items():
+        if comparable(dep, v) and v not in dep.initializers and not dep.is_static(v):
+            groups.setdefault(_layout_free(a.shape), []).append(v)
+    probes = {v: _probe(a) for v, a in dep_vals.items()}
+    choice: dict[str, Match] = {}
+    for r in wanted:
+        a = ref_vals.get(r)
+        if a is None:
+            continue
+        best = _best(a, r_mask.get(r, 0), groups.get(_layout_free(a.shape), []), dep_vals, d_mask, probes)
+        if best is not None:
+            choice[r] = best
+    out = Transferred(anchors=anchors, how=how, blocks=blocks)
+    out.matches = _resolve(choice)
+    _second_choices(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, choice, out.matches)
+    _in_order(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, out.matches)
+    return out
+
+
+def _resolve(choice: dict[str, Match]) -> dict[str, Match]:
+    """A deployed value equal to some reference value is theirs; otherwise the closest one keeps it."""
+    exact_users = {m.value for m in choice.values() if m.exact}
+    closest: dict[str, tuple[float, str]] = {}
+    for r, m in choice.items():
+        if not m.exact and (m.value not in closest or m.err < closest[m.value][0]):
+            closest[m.value] = (m.err, r)
+    return {r: m for r, m in choice.items()
+            if m.exact or (m.value not in exact_users and closest[m.value][1] == r)}
+
+
+def _second_choices(ref: Any, dep: Any, ref_vals: dict, dep_vals: dict, r_mask: dict, d_mask: dict,
+                    groups: dict, probes: dict, choice: dict[str, Match], matches: dict[str, Match]) -> None:
+    """A reference value that lost its closest deployed value to a value *downstream* of it, where
+    neither equals it (a drift inside the module changes both: a wrong weight in a Conv makes the
+    Relu after it look as close as the Conv's own output), takes the closest free value with the
+    same anchors that lies upstream of the winner's, in both graphs' order: the drift is in the
+    numbers, the structure still holds.  A value folded away has no such candidate and stays fused."""
+    taken = {m.value for m in matches.values()}
+    winner = {m.value: r for r, m in matches.items()}
+    for r, m in choice.items():
+        if r in matches or m.exact:
+            continue
+        r2 = winner.get(m.value)
+        if r2 is None or matches[r2].exact or not _upstream(ref, r, r2):
+            continue
+        free = [d for d in groups.get(_layout_free(ref_vals[r].shape), [])
+                if d not in taken and d_mask.get(d, 0) == r_mask.get(r, 0) and _upstream(dep, d, m.value)]
+        alt = _best(ref_vals[r], r_mask.get(r, 0), free, dep_vals, d_mask, probes)
+        if alt is not None:
+            matches[r] = alt
+            taken.add(alt.value)
+
+
+def _in_order(ref: Any, dep: Any, ref_vals: dict, dep_vals: dict, r_mask: dict, d_mask: dict,
+              groups: dict, probes: dict, matches: dict[str, Match]) -> None:
+    """The matches keep the reference's graph order: a reference value upstream of another is never
+    paired with a deployed value downstream of (or equal to) the other's.  A drift makes every value
+    after it differ, so the value closest to an upstream reference value can lie after a later
+    module's own (the next norm's Pow of the residual sum looks closer to a drifted o_proj than the
+    o_proj MatMul does); structure decides then, not numbers.  Of two matches out of order, the one
+    that is not equal and is further from its reference value (the upstream one on a tie) takes
+    the closest free value that fits the order of the others, or none (fused)."""
+    for _ in range(32):       # each round fixes one pair (rare: a drift's downstream values)
+        pair = _out_of_order(ref, dep, matches)
+        if pair is None:
+            return
+        r1, r2 = pair          # r1 upstream of r2 in the reference; their matches are the other way
+        m1, m2 = matches[r1], matches[r2]
+        if m1.exact and m2.exact:
+            return
+        lose = r2 if m1.exact or (not m2.exact and m2.err > m1.err) else r1
+        del matches[lose]
+        alt = _fitting(ref, dep, lose, ref_vals, dep_vals, r_mask, d_mask, groups, probes, matches)
+        if alt is not None:
+            matches[lose] = alt
+
+
+def _order_masks(index: Any, values: list[str]) -> tuple[dict[str, int], dict[str, int]]:
+    """(bit of each value, every value's set of those it is computed from or is) as bitmasks."""
+    bits = {v: 1 << k for k, v in enumerate(dict.fromkeys(values))}
+    return bits, anchor_masks(index, bits)
+
+
+def _out_of_order(ref: Any, dep: Any, matches: dict[str, Match]) -> Optional[tuple[str, str]]:
+    """The first (upstream reference value, downstream one) whose matches are in reverse order."""
+    r_bit, r_anc = _order_masks(ref, list(matches))
+    d_bit, d_anc = _order_masks(dep, [m.value for m in matches.values()])
+    for r2, m2 in matches.items():
+        above = r_anc.get(r2, 0) & ~r_bit[r2]
+        if not above:
+            continue
+        for r1, m1 in matches.items():
+            if r_bit[r1] & above and m1.value != m2.value and d_anc.get(m1.value, 0) & d_bit[m2.value]:
+                return r1, r2
+    return None
+
+
+def _fitting(ref: Any, dep: Any, r: str, ref_vals: dict, dep_vals: dict, r_mask: dict, d_mask: dict,
+             groups: dict, probes: dict, matches: dict[str, Match]) -> Optional[Match]:
+    """The closest free candidate for ``r`` that lies after the matches of the reference values
+    before ``r`` and before those of the values after it."""
+    cands = [d for d in groups.get(_layout_free(ref_vals[r].shape), []) if d not in {m.value for m in matches.values()}]
+    if not cands:
+        return None
+    r_bit, r_anc = _order_masks(ref, [*matches, r])
+    d_bit, d_anc = _order_masks(dep, [*cands, *(m.value for m in matches.values())])
+    before = [m.value for k, m in matches.items() if r_anc.get(r, 0) & r_bit[k]]
+    after = [m.value for k, m in matches.items() if r_anc.get(k, 0) & r_bit[r]]
+    fit = [d for d in cands
+           if not any(d_anc.get(d, 0) & d_bit[a] for a in after)
+           and not any(d_anc.get(b, 0) & d_bit[d] for b in before)]
+    return _best(ref_vals[r], r_mask.get(r, 0), fit, dep_vals, d_mask, probes)
+
+
+def _upstream(index: Any, a: str, b: str) -> bool:
+    """True when value ``a`` is one that value ``b`` is computed from."""
+    seen: set[str] = set()
+    stack = [b]
+    while stack:
+        v = stack.pop()
+        p = index.producer.get(v)
+        if p is None:
+            continue
+        for u in index.nodes[p].inputs:
+            if u == a:
+                return True
+            if u and u not in seen:
+                seen.add(u)
+                stack.append(u)
+    return False
