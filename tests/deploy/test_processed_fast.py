@@ -68,7 +68,8 @@ def test_weight_drift_after_onnxsim_has_the_raw_files_origin(raw, tmp_path):
 def test_transposed_value_is_compared_through_the_transpose_back(raw, tmp_path, exporter):
     """ORT's transpose optimiser cancels a permute pair around a ReLU: the ReLU's value in the file is
     NCHW, torch's NHWC, the same shape.  Compared raw it was a false DRIFT at `act` (TorchScript) or
-    not compared at all (dynamo); it is compared through a Transpose to torch's axis order."""
+    not compared at all (dynamo); it is compared through a Transpose to torch's axis order, and a
+    weight drift before or after it keeps the raw file's origin."""
     src = raw("perm", exporter)
     dep = P.ort_offline("basic")(src, tmp_path / "basic.onnx")
     assert "Transpose" not in [n.op_type for n in __import__("onnx").load(str(dep)).graph.node]
@@ -82,6 +83,9 @@ def test_transposed_value_is_compared_through_the_transpose_back(raw, tmp_path, 
         w = getattr(model, module).weight.detach().numpy()
         drifted = P.check("perm", P.scale_weight(dep, w, 1.05, tmp_path / f"{module}.onnx"))
         assert drifted.verdict == DRIFT and drifted.drift_origin.module == module, drifted.drift_origin
+        # downstream of the drift its numbers differ, yet it is still compared through the Transpose
+        # (the reference's permute says the axis order), never raw
+        assert _layer(drifted, "act").onnx_values[0].endswith("::perm0231")
 
 
 def test_reference_onnx_is_said_in_the_report(raw, tmp_path):

@@ -176,7 +176,44 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
     out.matches = _resolve(choice)
     _second_choices(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, choice, out.matches)
     _in_order(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, out.matches)
+    _through_transposes(ref, wanted, ref_vals, dep_vals, out.matches)
     return out
+
+
+def _through_transposes(ref: Any, wanted: list[str], ref_vals: dict, dep_vals: dict,
+                        matches: dict[str, Match]) -> None:
+    """A reference value left unmatched that a Transpose of the reference links to a matched value
+    (``w = Transpose(r)`` or ``r = Transpose(w)``) is that value's match read through the
+    permutation: the structure says the axis order, so this holds when a drift upstream changed the
+    numbers (the sample-0 search above pairs through a permutation only values that are equal)."""
+    for r in wanted:
+        a = ref_vals.get(r)
+        if r in matches or a is None:
+            continue
+        links = []
+        p = ref.producer.get(r)
+        if p is not None and ref.nodes[p].op_type == "Transpose":
+            links.append((ref.nodes[p].inputs[0], _perm_of(ref.nodes[p])))
+        for c in ref.consumers.get(r, []):
+            n = ref.nodes[c]
+            if n.op_type == "Transpose" and n.outputs and _perm_of(n) is not None:
+                links.append((n.outputs[0], tuple(int(i) for i in np.argsort(_perm_of(n)))))
+        for w, perm in links:
+            m = matches.get(w)
+            if m is None or m.perm is not None or perm is None or dep_vals[m.value].shape != ref_vals[w].shape:
+                continue
+            b = np.transpose(dep_vals[m.value], perm)
+            if b.shape == a.shape:
+                err = _err(a, b, float(np.max(np.abs(a))) if a.size else 0.0)
+                matches[r] = Match(m.value, err, err <= EQUAL_RTOL, perm)
+                break
+
+
+def _perm_of(node: Any) -> Optional[tuple]:
+    for at in node.proto.attribute:
+        if at.name == "perm":
+            return tuple(int(i) for i in at.ints)
+    return None
 
 
 def _resolve(choice: dict[str, Match]) -> dict[str, Match]:
