@@ -173,3 +173,15 @@ def test_packed_query_weight_is_compared_by_content_in_decide(files, tmp_path):
     assert "not the model's" in layer.note and "Attention" in layer.note and "block 1 of 3" in layer.note
     loose = decide(run.prepared, run.capture, dataclasses.replace(cfg, atol=0.1, rtol=0.1))
     assert loose.verdict == OK and loose.drift_origin is None
+
+
+def test_packed_weight_in_float16_is_judged_at_its_rounding(files, tmp_path):
+    """The same file converted to float16 (ORT's converter): the packed blocks differ from the model's
+    weights by float16's rounding, which is not a drift; the query weight x1.05 still is."""
+    from tests.deploy.precision_models import fp16_ort
+
+    dep = files("deployed", "bert", "torchscript", "optimizer-bert")
+    clean = check("bert", fp16_ort(dep, tmp_path / "fp16.onnx"))
+    assert clean.verdict == OK, (clean.drift_origin, [l.note for l in clean.layers if "not the model's" in l.note])
+    drifted = check("bert", fp16_ort(_inject("bert", "weight-q", dep, tmp_path / "q.onnx"), tmp_path / "fp16-q.onnx"))
+    assert drifted.verdict == DRIFT and drifted.drift_origin.module == "encoder.layer.1.attention.self.query"

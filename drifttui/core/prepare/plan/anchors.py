@@ -17,6 +17,7 @@ from drifttui.core.prepare.graph import tensor_array
 
 MIN_COS = 0.9              # a drifted weight still points the reference's way
 FLOAT_TYPES = (1, 10, 11, 16)
+ROUNDING = {10: 2.0 ** -10, 16: 2.0 ** -7}      # float16, bfloat16: one unit in the last place, relative
 
 
 def _informative(a: np.ndarray) -> bool:
@@ -106,6 +107,7 @@ class PackedBlock:
     ref: str             # the reference initializer
     max_abs: float       # max |block - reference| (the reference's layout)
     scale: float         # max |reference|
+    rounding: float      # the relative rounding of the deployed tensor's type (a float16 copy differs by it)
 
 
 def match_concatenated(ref: Any, dep: Any, found: dict[str, str]) -> tuple[dict[str, list[str]], list[PackedBlock]]:
@@ -133,7 +135,8 @@ def match_concatenated(ref: Any, dep: Any, found: dict[str, str]) -> tuple[dict[
                 for k, (r, block) in enumerate(parts):
                     ra = r_arr[r]
                     blocks.append(PackedBlock(name, k, len(parts), r, float(np.max(np.abs(block - ra), initial=0.0)),
-                                              float(np.max(np.abs(ra), initial=0.0))))
+                                              float(np.max(np.abs(ra), initial=0.0)),
+                                              ROUNDING.get(dep.initializers[name].data_type, 0.0)))
                 break
     return out, blocks
 

@@ -20,13 +20,14 @@ class WeightCheck:
     max_abs: float       # max |deployed - reference|
     scale: float         # max |reference|
     node: int            # the deployed node reading it (execution order for the origin)
+    rounding: float = 0.0   # a float16 / bfloat16 copy may differ by its rounding
 
     def fails(self, atol: float, rtol: float) -> bool:
-        return self.max_abs > bound(atol, rtol, self.scale)
+        return self.max_abs > bound(atol, rtol, self.scale, self.rounding)
 
     def note(self, atol: float, rtol: float) -> str:
         return (f"its weight in the file is not the model's: {self.where} differs from the reference's {self.ref} "
-                f"by max |d| {self.max_abs:.3g} (allowed {bound(atol, rtol, self.scale):.3g}), a drift in the file "
+                f"by max |d| {self.max_abs:.3g} (allowed {bound(atol, rtol, self.scale, self.rounding):.3g}), a drift in the file "
                 "itself, found by content (no value of its own to compare)")
 
 

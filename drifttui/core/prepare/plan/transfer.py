@@ -111,7 +111,7 @@ def _weight_checks(dep: Any, ref: Any, ref_plan: Plan, blocks: list[PackedBlock]
         n = dep.nodes[readers[0]]
         where = (f"block {b.index + 1} of {b.count} of initializer {b.tensor}, read by {n.op_type} node {n.name}"
                  + (f" ({n.domain})" if n.domain else ""))
-        maps[owner].weights.append(WeightCheck(where, b.ref, b.max_abs, b.scale, readers[0]))
+        maps[owner].weights.append(WeightCheck(where, b.ref, b.max_abs, b.scale, readers[0], b.rounding))
 
 
 def _state_fused(dep: Any, calls: list, ref: Any, maps: list, lost: dict[int, list[str]],
