@@ -253,7 +253,7 @@ def _second_choices(ref: Any, dep: Any, ref_vals: dict, dep_vals: dict, r_mask: 
 def _in_order(ref: Any, dep: Any, ref_vals: dict, dep_vals: dict, r_mask: dict, d_mask: dict,
               groups: dict, probes: dict, matches: dict[str, Match]) -> None:
     """The matches keep the reference's graph order: a reference value upstream of another is never
-    paired with a deployed value downstream of (or equal to) the other's.  A drift makes every value
+    paired with a deployed value downstream of the other's.  A drift makes every value
     after it differ, so the value closest to an upstream reference value can lie after a later
     module's own (the next norm's Pow of the residual sum looks closer to a drifted o_proj than the
     o_proj MatMul does); structure decides then, not numbers.  Of two matches out of order, the one
@@ -265,8 +265,6 @@ def _in_order(ref: Any, dep: Any, ref_vals: dict, dep_vals: dict, r_mask: dict, 
             return
         r1, r2 = pair          # r1 upstream of r2 in the reference; their matches are the other way
         m1, m2 = matches[r1], matches[r2]
-        if m1.exact and m2.exact:
-            return
         lose = r2 if m1.exact or (not m2.exact and m2.err > m1.err) else r1
         del matches[lose]
         alt = _fitting(ref, dep, lose, ref_vals, dep_vals, r_mask, d_mask, groups, probes, matches)
@@ -281,14 +279,18 @@ def _order_masks(index: Any, values: list[str]) -> tuple[dict[str, int], dict[st
 
 
 def _out_of_order(ref: Any, dep: Any, matches: dict[str, Match]) -> Optional[tuple[str, str]]:
-    """The first (upstream reference value, downstream one) whose matches are in reverse order."""
+    """The first (upstream reference value, downstream one), not both equal, whose matches are in
+    reverse order (two equal values are right whatever the order: a fold, a view)."""
+    loose = {r: m for r, m in matches.items() if not m.exact}
+    if not loose:
+        return None
     r_bit, r_anc = _order_masks(ref, list(matches))
     d_bit, d_anc = _order_masks(dep, [m.value for m in matches.values()])
     for r2, m2 in matches.items():
         above = r_anc.get(r2, 0) & ~r_bit[r2]
         if not above:
             continue
-        for r1, m1 in matches.items():
+        for r1, m1 in (loose if m2.exact else matches).items():
             if r_bit[r1] & above and m1.value != m2.value and d_anc.get(m1.value, 0) & d_bit[m2.value]:
                 return r1, r2
     return None
