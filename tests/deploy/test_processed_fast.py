@@ -64,7 +64,7 @@ def test_weight_drift_after_onnxsim_has_the_raw_files_origin(raw, tmp_path):
     assert drifted.drift_origin.module == expected.drift_origin.module
 
 
-@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+@pytest.mark.parametrize("exporter", ["torchscript", pytest.param("dynamo", marks=pytest.mark.deploy)])
 def test_transposed_value_is_compared_through_the_transpose_back(raw, tmp_path, exporter):
     """ORT's transpose optimiser cancels a permute pair around a ReLU: the ReLU's value in the file is
     NCHW, torch's NHWC, the same shape.  Compared raw it was a false DRIFT at `act` (TorchScript) or
