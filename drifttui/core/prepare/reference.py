@@ -42,7 +42,7 @@ def processed_by(index: GraphIndex) -> str:
     if "com.microsoft" in domains:
         return "ONNX Runtime (contrib ops)"
     real = [n for n in index.nodes if n.op_type != "Constant"]
-    if index.flavour == TORCHSCRIPT and any(o == n.name for n in real for o in n.outputs if o):
+    if index.flavour == TORCHSCRIPT and any(o == n.name for n in real if n.name.startswith("/") for o in n.outputs):
         # the exporter names values "<node>_output_<k>"; ORT's transpose optimiser names the value
         # of a node it moved a Transpose past after the node: that value is in another axis order
         return "ONNX Runtime (offline optimisation: Transposes moved)"
