@@ -116,6 +116,11 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", default="")
     args = ap.parse_args()
+    try:
+        import onnxsim  # noqa: F401
+    except ImportError:
+        print("onnxsim is not installed (make install-deploy): bench_processed skipped")
+        return 0
     load = os.getloadavg()
     print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} cores)")
     results = {}
