@@ -29,6 +29,7 @@ import numpy as np
 from drifttui.core.prepare.graph import attribute_values as _attrs
 
 from drifttui.core.explain.causes.evaluate import run_ort
+from drifttui.core.explain.causes.fx_localise import fx_of, fx_scalars
 from drifttui.core.explain.causes.patches import Patch
 from drifttui.core.explain.causes.rewrite_edits import static_value
 from drifttui.core.explain.causes.resize_gather import OPS as RESIZE_OPS, UPSTREAM, torch_indices, torch_rule
@@ -67,6 +68,11 @@ def softplus_threshold(case: Any, node: Any, module: Any, types: dict[str, int])
     sp = _find(module, "Softplus")
     threshold = float(getattr(sp, "threshold", 20.0))
     beta = float(getattr(sp, "beta", 1.0))
+    fx = fx_of(node)
+    if sp is None and fx is not None and fx[1].startswith("aten.softplus"):
+        # a dynamo file records the call: aten.softplus(x, beta, threshold)
+        args = fx_scalars(node) + [None, None, None]
+        beta, threshold = args[1] if args[1] is not None else beta, args[2] if args[2] is not None else threshold
     yield _patch(node, "softplus_threshold", "op-compat",
                  f"Softplus {node.name}: the threshold is missing (torch returns x where beta*x > {threshold:g}; "
                  "ONNX Softplus has no threshold)",
