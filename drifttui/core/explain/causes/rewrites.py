@@ -244,14 +244,13 @@ def _resize_patch(case: Any, node: Any, rule: str, kind: str, ins: list[int], ou
                   sc: Optional[list[Any]], cut: bool, file_scale: bool, dynamic: bool = False) -> Patch:
     k = "runtime" if kind == "runtime" else "export"
     sizes = ", ".join(f"{i} -> {o}" for i, o in zip(ins, outs) if i != o)
-    shapes = (f"the indices hold for the resized sizes {sizes}; the file has dynamic input dims: where they change "
-              "those sizes the repaired copy is wrong (other dims are free)" if dynamic
-              else f"static shapes {ins} -> {outs}")
+    shapes = ("the file has dynamic input dims: the indices are computed in the graph from the runtime shape, "
+              f"as torch computes them (measured at {sizes})" if dynamic else f"static shapes {ins} -> {outs}")
     fix = ("deploy the rewritten graph (`drifttui repair` replaces the Resize with Gathers on torch's "
            f"indices; {shapes})" +
            (f" and report the Resize kernel to onnxruntime with `drifttui repro` ({UPSTREAM})" if k == "runtime"
             else "; an integer scale, or mode='nearest-exact' exported by the dynamo exporter (it lowers that "
                  "to Gathers), avoids the Resize's rounding"))
     return Patch({"op": "rewrite", "node": node.name, "rewrite": "resize_gather", "rule": rule, "in_shape": ins,
-                  "out_shape": outs, "scales": sc, "shortcut": cut},
+                  "out_shape": outs, "scales": sc, "shortcut": cut, **({"dynamic": True} if dynamic else {})},
                  "interpolation", _resize_why(node, rule, kind, file_scale), fix, k, module=case.module, nodes=[node.name])
