@@ -11,6 +11,11 @@ child module ``body``, so the drift origin is ``body``:
 * ``softplus_head``: ``F.softplus(threshold=0.5)`` (no module of its own) then a Linear head and a tanh; the dynamo
   exporter gets it right (``Where(x > t, x, Softplus(x))``), so the test drops the Where from the
   exported file (``drop_threshold``), as the TorchScript exporter does, keeping the FX metadata;
+* ``floordiv_head``: a float ``torch.floor_divide`` then a Linear head and a tanh; the test turns
+  the file's ``Floor`` into ``Cast(int64) -> Cast(float)`` (``truncate_floor``: what the TorchScript
+  exporter emits, a truncation where torch floors), keeping the FX metadata;
+* ``sin_head``: ``torch.sin`` then a Linear head and a tanh; the test turns the file's ``Sin`` into a
+  ``Cos`` (``swap_sin``): no graph patch exists, a re-export verifies and tells that node's story;
 * ``clean_head``: ``torch.logaddexp`` of logits near 0 then the same head (a clean control).
 """
 from __future__ import annotations
@@ -60,6 +65,24 @@ class SoftplusHead(nn.Module):
         return torch.tanh(self.head(F.softplus(x * 2.0, threshold=0.5)))
 
 
+class FloorDivHead(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.head = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.head(torch.floor_divide(x * 3.0, 0.7)))
+
+
+class SinHead(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.head = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.head(torch.sin(x * 2.0)))
+
+
 class Stem(nn.Module):
     def __init__(self, body: nn.Module) -> None:
         super().__init__()
@@ -79,6 +102,8 @@ def logaddexp_head() -> nn.Module: return _build(lambda: LogAddExpHead(300.0))  
 def expm1_head() -> nn.Module: return _build(Expm1Head)                            # noqa: E704
 def log1p_head() -> nn.Module: return _build(Log1pHead)                            # noqa: E704
 def softplus_head() -> nn.Module: return _build(SoftplusHead)                      # noqa: E704
+def floordiv_head() -> nn.Module: return _build(FloorDivHead)                      # noqa: E704
+def sin_head() -> nn.Module: return _build(SinHead)                                # noqa: E704
 def clean_head() -> nn.Module: return _build(lambda: LogAddExpHead(1.0))           # noqa: E704
 
 

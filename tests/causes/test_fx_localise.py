@@ -29,6 +29,38 @@ def drop_threshold(path: Path) -> None:
     onnx.save(m, str(path))
 
 
+def truncate_floor(path: Path) -> None:
+    """The floor_divide group's Floor becomes Cast(int64) -> Cast(float): a truncation where torch
+    floors (TorchScript's lowering of a float floor division), the exporter's metadata kept."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    m = onnx.load(str(path))
+    nodes = list(m.graph.node)
+    at, floor = next((k, n) for k, n in enumerate(nodes) if n.op_type == "Floor")
+    back = helper.make_node("Cast", [floor.output[0] + "_int"], [floor.output[0]], name=floor.name + "_back",
+                            to=TensorProto.FLOAT)
+    back.metadata_props.extend(floor.metadata_props)
+    floor.op_type = "Cast"
+    floor.attribute.append(helper.make_attribute("to", TensorProto.INT64))
+    floor.output[0] = floor.output[0] + "_int"
+    nodes.insert(at + 1, back)
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    onnx.save(m, str(path))
+
+
+def swap_sin(path: Path) -> None:
+    import onnx
+
+    m = onnx.load(str(path))
+    next(n for n in m.graph.node if n.op_type == "Sin").op_type = "Cos"
+    onnx.save(m, str(path))
+
+
+MUTATE = {"softplus_head": drop_threshold, "floordiv_head": truncate_floor, "sin_head": swap_sin}
+
+
 @pytest.fixture(scope="module")
 def explained(tmp_path_factory):
     import torch
@@ -47,8 +79,8 @@ def explained(tmp_path_factory):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 torch.onnx.export(getattr(fx_forms, name)(), fx_forms.vec_inputs(), str(path), dynamo=True)
-            if name == "softplus_head":
-                drop_threshold(path)
+            if name in MUTATE:
+                MUTATE[name](path)
             cfg = Config(model=f"{SPEC}:{name}", onnx=str(path), inputs=f"{SPEC}:vec_inputs", samples=3)
             engine = Pipeline()
             run = engine.run(cfg)
@@ -114,6 +146,41 @@ def test_a_dropped_softplus_threshold_in_a_dynamo_file_is_the_softplus_s_story(e
     assert "the threshold is missing" in head.message and set(head.onnx_nodes) <= set(wrong.nodes)
     fixed = repair(full_model(run.prepared.index), exp)
     assert engine.recheck(cfg, fixed.model).verdict == "ok"
+
+
+def test_a_truncating_cast_in_a_dynamo_file_is_named_and_repaired(explained):
+    """A truncating Cast where torch floors, then a Linear child and a tanh: the FX values name the
+    floor_divide group (not the tanh, not the Gemm), and the finding says the Cast truncates where
+    torch floors; the Floor rewrite verifies and repair passes check."""
+    from drifttui.core.explain.causes.repair import repair
+    from drifttui.core.prepare.graph import full_model
+
+    engine, cfg, run, result, exp = explained("floordiv_head")
+    assert result.drift_origin.module == "body"
+    wrong = exp.loc.fx.wrong
+    assert wrong.target == "aten.floor_divide.default" and "Cast" in wrong.op_types
+    head = exp.findings[0]
+    assert (head.check, head.verified, head.patch.get("rewrite")) == ("dtype", True, "floor_cast"), head.message
+    assert "truncates towards zero where torch floors" in head.message and set(head.onnx_nodes) <= set(wrong.nodes)
+    fixed = repair(full_model(run.prepared.index), exp)
+    assert engine.recheck(cfg, fixed.model).verdict == "ok"
+
+
+def test_a_verified_re_export_tells_the_fx_node_s_story(explained):
+    """A Sin computed as Cos has no graph patch; the re-export of the origin verifies, and its finding
+    names the Sin group's node and torch's aten.sin, not an alignment guess; repair grafts it."""
+    from drifttui.core.explain.causes.repair import repair
+    from drifttui.core.prepare.graph import full_model
+
+    engine, cfg, run, result, exp = explained("sin_head")
+    assert result.drift_origin.module == "body"
+    wrong = exp.loc.fx.wrong
+    assert wrong.target == "aten.sin.default" and wrong.op_types == ["Cos"]
+    head = exp.findings[0]
+    assert head.verified and head.patch["op"] == "reexport" and head.onnx_nodes == wrong.nodes, head.message
+    assert "Cos" in head.message and "aten.sin" in head.message
+    fixed = repair(full_model(run.prepared.index), exp)
+    assert fixed.model is not None and engine.recheck(cfg, fixed.model).verdict == "ok"
 
 
 def test_the_clean_control_has_no_error_finding(explained):
