@@ -23,7 +23,7 @@ re-export alignment of ``localise_nodes.align`` stays its witness.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
@@ -62,7 +62,6 @@ class FxLocalisation:
     accumulated: Optional[str] = None       # first value whose accumulated ORT value fails against torch
     accumulated_abs: float = 0.0
     matched: int = 0
-    notes: list[str] = field(default_factory=list)
 
     def evidence(self) -> dict[str, Any]:
         w = self.wrong
@@ -113,10 +112,13 @@ def _program(ctx: Any, module_name: str, module: Any, ins: list[Any]) -> Any:
 
     key = f"causes:fx:program:{module_name}"
     if key not in ctx.cache:
+        ctx.cache[key] = None           # a module torch.export cannot trace is not tried again
         with quiet():
             ep = torch.export.export(module, tuple(ins), strict=False)
             ep = _core._prepare_exported_program_for_export(ep, registry=_registration.ONNXRegistry.from_torchlib())
         ctx.cache[key] = ep.module()
+    if ctx.cache[key] is None:
+        raise RuntimeError("the origin module could not be exported with torch.export")
     return ctx.cache[key]
 
 
