@@ -186,7 +186,8 @@ class Pipeline:
         cancel = cancel or CancelToken()
         ctx = self._contexts.get(cfg)
         if ctx is None:
-            ctx = Context(pr, result, lambda c, token: self._capture(pr, c, cancel=token)[0], progress, cancel)
+            ctx = Context(pr, result, lambda c, token: self._capture(pr, c, cancel=token)[0], progress, cancel,
+                          recheck=lambda model, token: self.recheck(cfg, model, cancel=token))
             self._contexts[cfg] = ctx
             while len(self._contexts) > _MAX_CONTEXTS:
                 self._contexts.popitem(last=False)
@@ -234,11 +235,12 @@ class Pipeline:
                              "its metrics are the whole story")
         return channels
 
-    def recheck(self, config: Config, model: Any, progress: ProgressFn = no_progress) -> Result:
+    def recheck(self, config: Config, model: Any, progress: ProgressFn = no_progress,
+                cancel: Optional[CancelToken] = None) -> Result:
         """``model`` (a repaired copy) compared again end to end, from a temporary file."""
         with tempfile.TemporaryDirectory(prefix="drifttui-repair-") as d:
             path = save_model(model, Path(d) / "fixed.onnx")
-            return Pipeline().run(dataclasses.replace(config, onnx=str(path)), progress).result
+            return Pipeline().run(dataclasses.replace(config, onnx=str(path)), progress, cancel).result
 
     def forget(self) -> None:
         self._prepared, self._pkey, self.last = None, None, None

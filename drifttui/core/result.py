@@ -306,7 +306,7 @@ class Finding:
     patch: Optional[dict[str, Any]] = None       # machine-readable: what was changed
     local_before: Optional[float] = None         # origin's local max |d| before the patch
     local_after: Optional[float] = None          # ... and after it
-    kind: str = "unknown"                        # runtime | export | model | unknown
+    kind: str = "unknown"                        # runtime | export | model | precision | unknown
 
 
 @dataclass(frozen=True)

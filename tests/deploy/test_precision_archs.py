@@ -18,9 +18,7 @@ def run(fn: str, inputs: str, path, samples: int = 2):
 
 
 @pytest.mark.parametrize("fn, inputs, exporter, convert, fmt", [
-    pytest.param("resnet18", "img32", "torchscript", "int8_dynamic_rr", "int8", marks=pytest.mark.xfail(
-        reason="not yet: conv1 (7x7 stem, BatchNorm folded) is over its int8 budget and one layer's own loss is "
-               "10.6 dB with a share of 0 (a mapping or budget gap on timm's int8 graph), issue 19", strict=True)),
+    ("resnet18", "img32", "torchscript", "int8_dynamic_rr", "int8"),
     ("resnet18", "img32", "dynamo", "fp16_ort", "float16"),
     ("bert", "tokens", "dynamo", "fp16_ort", "float16"),
     pytest.param("gpt2", "token_ids", "dynamo", "int8_dynamic_rr", "int8", marks=pytest.mark.xfail(

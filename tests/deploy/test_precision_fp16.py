@@ -80,3 +80,10 @@ def test_wrong_epsilon_in_a_float16_file_is_the_origin(small_fp16, tmp_path):
     assert r.verdict == "drift" and r.precision.verdict == "over budget"
     assert r.drift_origin is not None and r.drift_origin.module == "layers.1.norm1"
     assert [L.module for L in r.layers if L.budget is not None and L.budget.over] == ["layers.1.norm1"]
+    # a wrong epsilon is not a precision loss: no "precision" finding claims it (keeping it in float32
+    # would not remove it)
+    from drifttui.core.pipeline import Pipeline
+
+    engine = Pipeline()
+    found = engine.explain(engine.run(r.config).result).result.findings
+    assert not any(f.check == "precision" for f in found), [(f.check, f.message) for f in found]

@@ -96,3 +96,52 @@ def test_qdq_keep_list_is_verified_and_works_with_quantize_static(tmp_path, caps
     redo = int8_qdq(raw, tmp_path / "redo.onnx", feeds, n=SAMPLES, nodes_to_exclude=names)
     after = check(redo)
     assert after.precision.verdict == "within budget" and after.verdict == "ok"
+
+
+def test_step_4_on_an_int8_file_is_the_keep_list_and_the_tui_shows_it(tmp_path):
+    """Step 4 on a reduced-precision file is the precision bisect: on the over-budget file the same
+    verified keep-list `repair` finds (the step writes no file), shown in the TUI's step view in the
+    quantizer's form; on a file within budget it passes with nothing to keep."""
+    needs("onnxruntime.quantization")
+    from rich.console import Console
+
+    from drifttui.core.pipeline import Pipeline
+    from drifttui.core.result import Config
+    from drifttui.tui.step_view import render_step
+
+    raw = export_local("small_cnn", "img32", "torchscript", tmp_path / "raw")
+    plain = int8_dynamic(raw, tmp_path / "dynamic.onnx")
+    engine = Pipeline()
+    cfg = Config(model=local_spec("small_cnn"), inputs=local_spec("img32"), onnx=str(plain), samples=SAMPLES)
+    result = engine.run(cfg).result
+    if result.precision.verdict == "within budget":
+        pytest.skip("this CPU runs quantize_dynamic's uint8 x int8 kernels without saturation (VNNI)")
+    # the headline cause is the precision, not a mistranslation "verified" by a float32 re-export
+    head = engine.explain(result).result.findings[0]
+    assert head.check == "precision" and head.kind == "precision" and head.module == result.drift_origin.module
+    assert "nodes_to_exclude=" in head.fix and head.verified is not True
+    assert not any(f.verified for f in engine.explain(result).result.findings)
+    before = set(tmp_path.rglob("*"))
+    step = engine.step(4, result)
+    assert set(tmp_path.rglob("*")) == before                 # no file written next to the user's
+    assert step.step == 4 and step.title.startswith("Precision bisect") and step.verdict == "fail"
+    kept = step.evidence["keep in float32"]
+    assert kept and "within its budget" in step.summary and "verified" in step.summary
+    assert step.evidence["after"]["verdict"] == "within budget"
+    assert [result.layers[i].module for i in step.layers] == kept
+    names = step.evidence["nodes (your float model)"]
+    assert "nodes_to_exclude=" in step.suggestion and all(n in step.suggestion for n in names)
+    console = Console(width=100, record=True)
+    console.print(render_step(step, result))
+    shown = console.export_text()
+    assert "Precision bisect" in shown and "nodes_to_exclude" in shown and kept[0] in shown
+    # the user's converter with the step's list: within budget
+    redo = int8_dynamic(raw, tmp_path / "redo.onnx", nodes_to_exclude=names)
+    assert check(redo).precision.verdict == "within budget"
+    # within budget: the step passes, nothing to keep
+    fine = int8_dynamic(raw, tmp_path / "rr.onnx", reduce_range=True)
+    ok = engine.run(Config(model=local_spec("small_cnn"), inputs=local_spec("img32"), onnx=str(fine),
+                           samples=SAMPLES)).result
+    assert ok.precision.verdict == "within budget"
+    step = engine.step(4, ok)
+    assert step.verdict == "pass" and "no layer needs float32" in step.summary and step.layers == []

@@ -132,14 +132,15 @@ def split_windows(windows: list[Window], culprits: list[str], plan: Plan) -> lis
 
 
 
-def check(pr: "Prepared", cfg: "Config") -> tuple[list["Window"], ObserverCheck, Any]:
+def check(pr: "Prepared", cfg: "Config") -> tuple[list["Window"], ObserverCheck, Any, Optional[dict]]:
     """The capture stage's observer check on sample 0 at ``cfg``'s ORT level.
 
     Returns the windows to capture with (the calls whose marking changes the numbers moved to a
-    window of their own; the Prepared's windows are never changed), the Result field, and window
-    0's instrumented session when it can be reused."""
+    window of their own; the Prepared's windows are never changed), the Result field, and, when
+    they can be reused, window 0's instrumented session and every value it fetched on sample 0
+    (sample 0's per-layer pass reads them instead of running that session again)."""
     if not pr.windows:
-        return pr.windows, ObserverCheck(checked=False, identical=True), None
+        return pr.windows, ObserverCheck(checked=False, identical=True), None, None
     outs = list(pr.index.graph_outputs)
     feeds0 = pr.feeds(pr.source(cfg.seed, cfg.zero_input).sample(0))
 
@@ -153,14 +154,15 @@ def check(pr: "Prepared", cfg: "Config") -> tuple[list["Window"], ObserverCheck,
 
     marked = [v for v in pr.windows[0].values if v not in set(outs)]
     if not marked:
-        return pr.windows, ObserverCheck(checked=False, identical=True), None
+        return pr.windows, ObserverCheck(checked=False, identical=True), None, None
     main = session(pr.windows[0].values)
-    effect = find_marked_effect(marked, sessions.run(main, feeds0, outs), run_marked)
+    values0 = sessions.run(main, feeds0, list(dict.fromkeys(outs + pr.windows[0].values)))
+    effect = find_marked_effect(marked, {k: values0[k] for k in outs if k in values0}, run_marked)
     moved = owners_of(pr.plan, effect.values)
     owners = {v: [pr.calls[ci].module or "(root)" for ci in owners_of(pr.plan, [v])] for v in effect.values}
     summary = summarise(effect, owners, moved, cfg.opt_level)
     if not moved:
-        return pr.windows, summary, main
+        return pr.windows, summary, main, values0
     windows = split_windows(pr.windows, effect.values, pr.plan)
     attach_local(windows, pr.local, pr.plan)
-    return windows, summary, None
+    return windows, summary, None, None

@@ -129,12 +129,15 @@ def _capture(pr: Prepared, cfg: Config, progress: ProgressFn, cancel: CancelToke
     notes = list(pr.notes)
     progress(Progress("observer", message="observer check: does marking values as outputs change ORT's numbers?"))
     t = time.perf_counter()
-    windows, obs, prebuilt = observer.check(pr, cfg)
+    windows, obs, prebuilt, values0 = observer.check(pr, cfg)
     timings["observer"] = time.perf_counter() - t
     run = _Run(pr, cfg, source, n, k, timings, notes, windows, obs, progress, partial, cancel)
     t_start, sessions_before = time.perf_counter(), timings["sessions"]
     first, rest = (windows[0], windows[1:]) if windows else (None, [])
-    with _WindowPass(pr, cfg, first, timings, prebuilt) as wp:
+    # sample 0's values from the observer check: read by its per-layer pass when that runs first
+    # (--layer-samples all runs it after the output pass: not held that long)
+    with _WindowPass(pr, cfg, first, timings, prebuilt, None if run.every else values0) as wp:
+        del values0
         run.samples(wp)
     for wi, w in enumerate(rest):        # further --max-memory / observer windows: the layer samples only
         with _WindowPass(pr, cfg, w, timings) as wp:
@@ -336,8 +339,9 @@ class _WindowPass:
     """The sessions of one capture window, open for the per-layer passes of the layer samples."""
 
     def __init__(self, pr: Prepared, cfg: Config, window: Optional[Window], timings: dict[str, float],
-                 main: Any = None) -> None:
+                 main: Any = None, values0: Optional[dict] = None) -> None:
         self.pr, self.cfg, self.window, self.timings, self.main = pr, cfg, window, timings, main
+        self.values0 = values0          # ``main``'s fetched values on sample 0 (observer.check ran it)
         self.p: Optional[Pass] = None
 
     def __enter__(self) -> "_WindowPass":
@@ -373,15 +377,18 @@ class _WindowPass:
         p = self.p
         if p is None or not chunk:
             return None
+        known = None
+        if len(chunk) == 1 and chunk[0][0] == 0 and self.values0 is not None:
+            known, self.values0 = self.values0, None
         if p.hooks is None:
             if len(chunk) == 1:
-                return run_sample(p, acc, chunk[0][0], chunk[0][1], None, cancel, keep)
+                return run_sample(p, acc, chunk[0][0], chunk[0][1], None, cancel, keep, known)
             for i, s in chunk:
                 run_sample(p, acc, i, s, None, cancel)
             return None
         # hooks only for these passes: the output pass runs the bare model
         with p.hooks.installed():
             if len(chunk) == 1:
-                return run_sample(p, acc, chunk[0][0], chunk[0][1], None, cancel, keep)
+                return run_sample(p, acc, chunk[0][0], chunk[0][1], None, cancel, keep, known)
             batch.run_chunk(p, acc, [i for i, _ in chunk], [s for _, s in chunk], cancel)
         return None

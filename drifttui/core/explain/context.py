@@ -62,11 +62,12 @@ class _CloneSink(Sink):
 
 
 Recapture = Callable[[Config, CancelToken], Capture]   # the engine's cached capture
+Recheck = Callable[[Any, CancelToken], Result]          # a patched copy of the file, checked end to end
 
 
 class Context:
     def __init__(self, prepared: Prepared, result: Result, recapture: Recapture, progress: ProgressFn = no_progress,
-                 cancel: Optional[CancelToken] = None) -> None:
+                 cancel: Optional[CancelToken] = None, recheck: Optional[Recheck] = None) -> None:
         self.prepared = prepared
         self.result = result
         self.cfg: Config = result.config
@@ -79,6 +80,7 @@ class Context:
         self.cancel = cancel or CancelToken()
         self.cache: dict[str, Any] = {}
         self._recapture = recapture
+        self._recheck = recheck
         self._reruns: dict[tuple, Result] = {}
         self._torch_out: dict[int, list[np.ndarray]] = {}
         self._dir: Optional[Path] = None
@@ -149,6 +151,13 @@ class Context:
             cfg = dataclasses.replace(self.cfg, **changes)
             self._reruns[key] = decide(self.prepared, self._recapture(cfg, self.cancel), cfg)
         return self._reruns[key]
+
+    def recheck(self, model: Any) -> Result:
+        """``model`` (a patched copy of the file under test) checked end to end with this config."""
+        if self._recheck is None:
+            raise ValueError("this context cannot check a patched copy (no engine to run it)")
+        self.cancel.check()
+        return self._recheck(model, self.cancel)
 
     # -- samples, torch and ORT ----------------------------------------------------------
     def n_samples(self, cap: int = 3) -> int:

@@ -19,6 +19,7 @@ from textual.strip import Strip
 from drifttui.core.progress import Progress
 from drifttui.core.result import Result
 from drifttui.tui.layer_view import render_layer
+from drifttui.tui.widgets.plain_lines import plain_lines
 from drifttui.tui.widgets.quiet_size import set_virtual_size
 from drifttui.tui.widgets.track import thumb, track_segment
 
@@ -123,7 +124,8 @@ class Inspector(ScrollView, can_focus=True):
         self._pass = (self.scrollable_content_region.width, self.rich_style, top,
                       thumb(top, height, self.virtual_size.height))
         try:
-            return super().render_lines(crop)
+            lines = plain_lines(self, crop)     # Textual's styling pass skipped where it changes nothing
+            return lines if lines is not None else super().render_lines(crop)
         finally:
             self._pass = None
 

@@ -21,6 +21,7 @@ from textual.strip import Strip
 from drifttui.core.result import Result, Tolerance
 from drifttui.tui.heat import CELL_WIDTH, COLUMNS, COLUMN_TITLES, heat_cell, thresholds
 from drifttui.tui.tree import ROOT_NAME, LayerTree
+from drifttui.tui.widgets.plain_lines import plain_lines
 from drifttui.tui.widgets.track import clicked_top, thumb, track_segment
 from drifttui.tui.widgets.table_style import (  # noqa: F401  (re-exported: the views import them from here)
     LIGHT_STATUS_STYLES, NO_COLOR_STATUS, ORIGIN_MARK, SORT_LABEL, STATUS_SHORT, STATUS_STYLES, STATUS_TEXT,
@@ -273,7 +274,8 @@ class LayerTable(ScrollView, can_focus=True):
         fifth of a frame on a 10,000-row table)."""
         self._pass = self._styles_now()
         try:
-            return super().render_lines(crop)
+            lines = plain_lines(self, crop)     # Textual's styling pass skipped where it changes nothing
+            return lines if lines is not None else super().render_lines(crop)
         finally:
             self._pass = None
 

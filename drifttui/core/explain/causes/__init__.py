@@ -29,6 +29,7 @@ from drifttui.core.explain.causes.fx_localise import describe, fx_localise, wide
 from drifttui.core.explain.causes.holds import hold
 from drifttui.core.explain.causes.nopatch import explain_no_patch
 from drifttui.core.explain.causes.patches import Patch, PatchError, apply
+from drifttui.core.explain.causes.precision_loss import precision_finding
 from drifttui.core.explain.causes.reexport import try_reexport, variants
 from drifttui.core.explain.causes.weights import torch_tensors, weight_candidates
 from drifttui.core.explain.context import clean
@@ -151,6 +152,12 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
     if key in ctx.cache:
         return ctx.cache[key]
     o = ctx.result.drift_origin
+    paid = precision_finding(ctx)
+    if paid is not None:        # a precision loss: no mistranslation patch or re-export can tell
+        exp = Explanation(None, None, [], rank([paid, *findings], paid.module),
+                          "the origin pays for the file's precision (keep it in float32: step 4, repair)")
+        ctx.cache[key] = exp
+        return exp
     case = origin_case(ctx) if o is not None else None
     if case is None:
         exp = Explanation(None, None, [], rank(findings, o.module if o else None), why_no_case(ctx))

@@ -22,6 +22,7 @@ GENUINE_SHARE = 0.05      # a share below this: keeping the layer in float32 is 
 @dataclass
 class KeepList:
     layers: list[str] = field(default_factory=list)          # the kept layers (module names)
+    indices: list[int] = field(default_factory=list)         # ... and their layer numbers
     nodes: list[str] = field(default_factory=list)           # their nodes in the user's float model's names
     forms: dict[str, str] = field(default_factory=dict)      # converter -> argument
     model: Optional[Any] = None                              # the verified patched copy
@@ -40,7 +41,7 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
     if not cands:       # the outputs alone are over: every reduced layer, largest share first
         cands = sorted((L for L in result.layers if L.budget is not None and budgets.get(L.index) is not None
                         and budgets[L.index].node_ids), key=lambda L: -(L.budget.share or 0.0))
-    out = KeepList(genuine=[L.module or "(root)" for L in genuine])
+    out = KeepList(genuine=[L.module or "(root)" for L in genuine], indices=[L.index for L in genuine])
     if genuine:
         return out            # a genuine drift: the verified patches are the repair, not a keep-list
 
@@ -67,6 +68,7 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
     nodes = {k for L in kept for k in budgets[L.index].node_ids}
     fmt = result.precision.format if result.precision is not None else ""
     out.layers = [L.module or "(root)" for L in kept]
+    out.indices = [L.index for L in kept]
     out.nodes = original_names(prepared.index, nodes)
     out.forms = converter_forms(prepared.index, nodes, fmt)
     out.model, out.after, out.verified = model, after, ok

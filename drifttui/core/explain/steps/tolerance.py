@@ -1,7 +1,8 @@
 """Step 4: tolerance bisect.
 
 Rerun (few samples, the exported file reused) with atol = rtol = T for T from 1e-3 to 1e-7 and
-report the origin at each.  When a tighter tolerance that is still above float32 noise
+report the origin at each.  On a reduced-precision file (float16, int8) the float32 tolerances mean
+nothing; there the step is the precision bisect (steps/precision.py: the keep-in-float32 list).  When a tighter tolerance that is still above float32 noise
 (>= 1e-5) names an *earlier* module, the reported origin may only amplify an error that
 starts there.
 """
@@ -11,6 +12,7 @@ from typing import Any
 
 from drifttui.core.result import Step, display_name
 from drifttui.core.explain.context import Context, clean
+from drifttui.core.explain.steps import precision
 
 TITLE = "Tolerance bisect"
 SWEEP = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7)
@@ -46,6 +48,8 @@ def judge(rows: list[dict[str, Any]], origin_layer: Any, origin_module: Any) -> 
 
 
 def run(ctx: Context) -> Step:
+    if precision.reduced(ctx.result):
+        return precision.run(ctx)
     n = ctx.n_samples(2)
     rows = []
     for k, t in enumerate(SWEEP):
