@@ -108,6 +108,7 @@ def test_the_wrong_fx_node_is_named_by_its_own_error_not_the_last_node(explained
     assert head.severity == "error" and head.module == "body" and head.onnx_nodes == wrong.nodes
     assert "aten.logaddexp" in head.message and "inf or NaN where torch's value is finite" in head.message
     assert head.evidence["fx_wrong_node"]["fx_node"] == "logaddexp"
+    assert "aten.logaddexp.default" in head.fix and "drifttui repro" in head.fix
 
 
 @pytest.mark.parametrize("name,rewrite,target", [("expm1_head", "expm1", "aten.expm1.default"),

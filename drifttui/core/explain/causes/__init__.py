@@ -293,6 +293,9 @@ def _unexplained(case: Case, loc: Localisation, trials: list[Trial]) -> Finding:
         nodes = list(wrong.nodes)
         msg = (f"{display_name(case.module)} drifts on its own: {describe(loc.fx, case.module)}; no patch among "
                f"{len(trials)} tried removed it")
+        fix = (f"the exporter's lowering of torch's {wrong.target} computes otherwise than torch: write that call in a "
+               f"form the exporter lowers right, or report it to torch.onnx with `drifttui repro` (the case names "
+               f"the nodes)")
         ev.update(clean(loc.fx.evidence()))
     known = explain_no_patch(case)
     if known is not None:
