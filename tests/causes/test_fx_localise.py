@@ -206,3 +206,60 @@ def test_the_fx_groups_match_the_exporter_s_metadata(tmp_path):
     named = {n.name: fx_of(n) for n in m.graph.node}
     assert named["node_logaddexp"] == ("logaddexp", "aten.logaddexp.default")
     assert all(v is not None for v in named.values())
+
+
+@pytest.fixture(scope="module")
+def explained_ts(tmp_path_factory):
+    """The same forms exported by the TorchScript exporter (no FX metadata): torch's values of the
+    inner values come from the hooks (the child module's captured input)."""
+    import torch
+
+    from drifttui.core.pipeline import Pipeline
+    from drifttui.core.result import Config
+    from tests.causes import fx_forms
+
+    root = tmp_path_factory.mktemp("ts")
+    cache: dict[str, Any] = {}
+
+    def go(name: str) -> Any:
+        if name not in cache:
+            path = root / f"{name}.onnx"
+            torch.manual_seed(0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(getattr(fx_forms, name)(), fx_forms.vec_inputs(), str(path), dynamo=False)
+            cfg = Config(model=f"{SPEC}:{name}", onnx=str(path), inputs=f"{SPEC}:vec_inputs", samples=3)
+            engine = Pipeline()
+            run = engine.run(cfg)
+            cache[name] = (engine, cfg, run, engine.explain(run.result).explanation)
+        return cache[name]
+
+    return go
+
+
+def test_torchscript_floor_divide_before_a_child_is_the_cast_s_story(explained_ts):
+    """TorchScript lowers the float floor_divide to Div + Cast; a Linear child and a tanh follow, the
+    child fed torch's input: the case compares the value it hands the child, the Cast is named, the
+    Floor rewrite verifies and repair passes check."""
+    from drifttui.core.explain.causes.repair import repair
+    from drifttui.core.prepare.graph import full_model
+
+    engine, cfg, run, exp = explained_ts("floordiv_head")
+    assert run.result.drift_origin.module == "body" and exp.loc.fx is None
+    head = exp.findings[0]
+    assert (head.check, head.verified, head.patch.get("rewrite")) == ("dtype", True, "floor_cast"), head.message
+    assert "truncates towards zero where torch floors" in head.message and head.onnx_nodes == ["/body/Cast"]
+    assert engine.recheck(cfg, repair(full_model(run.prepared.index), exp).model).verdict == "ok"
+
+
+def test_torchscript_softplus_before_a_child_names_the_softplus(explained_ts):
+    """``F.softplus(threshold=0.5)`` (no module to read the threshold from) before a Linear child: the
+    re-export verifies and its value alignment names the Softplus node; repair grafts it."""
+    from drifttui.core.explain.causes.repair import repair
+    from drifttui.core.prepare.graph import full_model
+
+    engine, cfg, run, exp = explained_ts("softplus_head")
+    head = exp.findings[0]
+    assert head.verified and head.onnx_nodes == ["/body/Softplus"], head.message
+    fixed = repair(full_model(run.prepared.index), exp).model
+    assert fixed is not None and engine.recheck(cfg, fixed).verdict == "ok"

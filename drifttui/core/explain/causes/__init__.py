@@ -25,7 +25,7 @@ from drifttui.core.explain.causes import rewrites
 from drifttui.core.explain.causes.candidates import graph_candidates
 from drifttui.core.explain.causes.case import Case, origin_case, why_no_case
 from drifttui.core.explain.causes.evaluate import Eval, Localisation, localise, ort_error
-from drifttui.core.explain.causes.fx_localise import describe, fx_localise, widen
+from drifttui.core.explain.causes.fx_localise import describe, first_failing_inner, fx_localise, widen
 from drifttui.core.explain.causes.holds import hold
 from drifttui.core.explain.causes.nopatch import explain_no_patch
 from drifttui.core.explain.causes.patches import Patch, PatchError, apply
@@ -194,15 +194,17 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
 def _localise(ctx: Any, case: Case) -> tuple[Case, Localisation]:
     """``localise``, then, for a dynamo file, the wrong node by its own error against the origin's FX
     values (fx_localise): it names the first node (a runtime deviation keeps the reference
-    evaluator's), and when the case's outputs pass while an inner value fails against torch (a child
-    module fed torch's value of a wrong input), the case also compares that value."""
+    evaluator's).  When the case's outputs pass while an inner value fails against torch (a child
+    module fed torch's value of a wrong input: torch's value from the FX graph, or from the hooks
+    for a TorchScript file), the case also compares that value."""
     loc = localise(case)
     fx = fx_localise(ctx, case)
+    inner = (fx.accumulated if fx is not None else first_failing_inner(ctx, case)) if not loc.ort.fails else None
+    if inner:
+        case = widen(ctx, case, inner)
+        loc = localise(case)
     if fx is None:
         return case, loc
-    if not loc.ort.fails and fx.accumulated:
-        case = widen(ctx, case, fx.accumulated)
-        loc = localise(case)
     loc.fx = fx
     if fx.wrong is not None and (loc.kind != "runtime" or loc.first_node is None):
         loc.first_node, loc.first_node_op = fx.wrong.nodes[-1], fx.wrong.op_types[-1]

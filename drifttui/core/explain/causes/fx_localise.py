@@ -28,7 +28,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.explain.causes.case import Case
+from drifttui.core.explain.causes.case import Case, hooked_inner
 from drifttui.core.explain.causes.evaluate import run_ort
 from drifttui.core.explain.causes.reexport import call_io
 from drifttui.core.metrics import compare
@@ -286,10 +286,36 @@ def fx_localise(ctx: Any, case: Case) -> Optional[FxLocalisation]:
 WIDEN = "causes:fx:widen"        # ctx.cache: the value widen() adds to every sample's case
 
 
+def inner_torch_values(ctx: Any, case: Case) -> dict[str, np.ndarray]:
+    """Torch's values of the case's inner ONNX values: through the FX correspondence for a dynamo
+    file, else those the hooks capture (a child module's input)."""
+    got = _torch_values(ctx, case, {}) if has_fx(case.model) else None
+    return got[1] if got is not None else hooked_inner(ctx, case)
+
+
+def first_failing_inner(ctx: Any, case: Case) -> Optional[str]:
+    """The first inner value (in node order) whose ONNX Runtime value on the case's feeds fails
+    against torch's, or None."""
+    tv = inner_torch_values(ctx, case)
+    names = [v for n in case.model.graph.node for v in n.output if v in tv]
+    if not names:
+        return None
+    try:
+        vals = run_ort(case.model, case.feeds, names)
+    except Exception:  # noqa: BLE001 - localise says why ORT cannot run the case
+        return None
+    for v in names:
+        want = _as(np.asarray(tv[v]), vals[v])
+        if np.shape(want) == np.shape(vals[v]) and want.dtype.kind in "fiub" and \
+                compare(want, vals[v], case.atol, case.rtol).fails():
+            return v
+    return None
+
+
 def widen(ctx: Any, case: Case, value: Optional[str] = None) -> Case:
     """``case`` that also compares ``value`` (default: the one the worst sample's case got) with torch's
-    value of its FX node: the drift the case's outputs miss when a child module of the origin is fed
-    torch's value of a wrong input.  The case unchanged when there is none or it cannot be computed."""
+    value (inner_torch_values): the drift the case's outputs miss when a child module of the origin is
+    fed torch's value of a wrong input.  The case unchanged when there is none or it cannot be computed."""
     import dataclasses
 
     import onnx
@@ -297,13 +323,13 @@ def widen(ctx: Any, case: Case, value: Optional[str] = None) -> Case:
     value = value or ctx.cache.get(WIDEN)
     if not value or value in case.expected:
         return case
-    got = _torch_values(ctx, case, {})
-    if got is None or value not in got[1]:
+    tv = inner_torch_values(ctx, case)
+    if value not in tv:
         return case
     model = onnx.ModelProto.FromString(case.model.SerializeToString())
     model.graph.output.append(onnx.ValueInfoProto(name=value))
     ctx.cache[WIDEN] = value
-    return dataclasses.replace(case, model=model, expected={**case.expected, value: got[1][value]})
+    return dataclasses.replace(case, model=model, expected={**case.expected, value: tv[value]})
 
 
 def describe(fx: FxLocalisation, module: str) -> str:
