@@ -41,6 +41,8 @@ from drifttui.core.prepare.windows import Window, attach_local, plan_windows
 from drifttui.errors import ModelError
 
 # the Config fields a Prepared depends on (with the files they name, see pipeline.fingerprint)
+KEEP_OUTPUTS_BYTES = 256 << 20     # the trace's outputs are kept for the determinism check up to this
+
 PREPARE_FIELDS = ("model", "onnx", "reference_onnx", "exporter", "inputs", "example", "provider", "batch", "max_memory",
                   "trust_model_file")
 
@@ -239,7 +241,9 @@ def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str
             plan.localized = False
             plan.reason = why_not
         return plan
-    return calls, map_index, tuple(o.detach() for o in outs)
+    kept = tuple(o.detach() for o in outs)
+    small = sum(o.numel() * o.element_size() for o in kept if hasattr(o, "numel")) <= KEEP_OUTPUTS_BYTES
+    return calls, map_index, kept if small else ()
 
 
 def _export(model: Any, example: Any, sample0: Any, exporter: str, workdir: Path, dynamic: bool) -> Path:
