@@ -71,6 +71,9 @@ def child_floor(name: str, onnx_path: str, samples: int, extra: list[str]) -> di
     from drifttui.core.model.loading import load_torch_model
     from drifttui.core.model.spec import parse_input_spec, parse_model_spec
 
+    from drifttui.cli_common import process_age
+
+    started = process_age()       # the interpreter and the imports, as drifttui's timings["startup"]
     model_spec, input_spec = _spec(name)
     model = load_torch_model(parse_model_spec(model_spec))
     source = build_source(parse_input_spec(input_spec), 0, False, None)
@@ -84,7 +87,7 @@ def child_floor(name: str, onnx_path: str, samples: int, extra: list[str]) -> di
         with torch.inference_mode():
             model(x)
         sess.run(None, {in_name: x.numpy()})
-    return {"peak_mb": _peak_mb()}
+    return {"peak_mb": _peak_mb(), "startup": started}
 
 
 def child_drifttui(name: str, onnx_path: str, samples: int, extra: list[str]) -> dict:
@@ -135,7 +138,10 @@ def measure(name: str, onnx_path: str, samples: int, repeats: int, limit: str) -
         row["whole_ratio"] = d["wall"] / f["wall"]
         row["memory_ratio"] = d["peak_mb"] / f["peak_mb"]
         tm = d.get("timings", {})
-        stages = ", ".join(f"{k} {tm[k]:.1f} s" for k in ("load", "map", "sessions", "observer", "samples") if k in tm)
+        stages = ", ".join(f"{k} {tm[k]:.1f} s" for k in ("startup", "load", "map", "sessions", "observer", "samples")
+                           if k in tm)
+        if f.get("startup") is not None:
+            stages += f"; the floor's startup {f['startup']:.1f} s"
         print(f"  {name} x{samples}: drifttui {d['wall']:.1f} s, {d['peak_mb']:.0f} MB; floor {f['wall']:.1f} s, "
               f"{f['peak_mb']:.0f} MB: whole run {row['whole_ratio']:.2f}x, peak memory {row['memory_ratio']:.2f}x "
               f"({stages}; output pass median {tm.get('per_sample_median', 0):.2f} s)", flush=True)

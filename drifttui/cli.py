@@ -9,7 +9,7 @@ from typing import Iterator, Optional, Sequence
 
 from drifttui.cli_causes import _add_cause_commands, cmd_repair, cmd_repro
 from drifttui.cli_common import (EXIT_CODES_HELP, MODEL_HELP, TOLERANCE_HELP, OneLineParser,  # noqa: F401
-                                 _add_run_options, _progress_printer, config_from_args, input_files)
+                                 _add_run_options, _progress_printer, config_from_args, input_files, process_age)
 from drifttui.cli_serve import _add_serve_parser, cmd_serve, serve_command  # noqa: F401
 from drifttui.errors import (EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, DriftTuiError, Terminated,
                              failing_dependency, first_line, one_line)
@@ -76,7 +76,10 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
     with ci.errors_reported():     # a run that fails (exit 2/3) still leaves its --junit/--markdown
         show_progress = sys.stderr.isatty() and args.json != "-"
         engine = Pipeline()
+        startup = process_age()
         result = engine.run(config, progress=_progress_printer(show_progress)).result
+        if startup is not None:       # the interpreter and the imports, before the first stage
+            result = result.with_(timings={**result.timings, "startup": round(startup, 2)})
         if diagnose:
             steps = [args.step] if args.step else list(STEP_NUMBERS)
             result = engine.explain(result, steps).result

@@ -168,6 +168,19 @@ def _external_data_files(path: str) -> list[str]:
     return [os.path.join(folder, loc) for loc in sorted(locations)]
 
 
+def process_age() -> "float | None":
+    """Seconds since this process started (Linux: /proc), or None where that is not known: the
+    interpreter's start and the imports before a run, which no stage of the engine times."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 

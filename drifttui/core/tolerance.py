@@ -65,6 +65,7 @@ def bound(atol: float, rtol: Any, scale: Any, floor: Any = 0.0) -> Any:
 #   int8: K_Q * (act_step + weight_step) / 2: each quantized input is off by up to +-scale/2 per element,
 #     scale / max|x| being its relative step over its own dynamic range (an activation quantized to uint8
 #     over a range that holds 0: 2/255; a weight: 1 / max|q| of its int8 values); int32 accumulation is exact.
+#     An exact op (Gather, Reshape...) fed a dequantized int8 weight: K_Q * weight_step / 2, the weight's rounding.
 # A layer's own budget is the root sum of squares of its nodes' budgets; the budget of a layer's output
 # (and of the model outputs) the root sum of squares over every reduced node computed before it.
 K_Q = 3
@@ -84,7 +85,9 @@ BUDGET_RULE = (f"reduced-precision layers: |d| <= atol + max(rtol, budget) * sca
 def node_budget(fmt: str, op_type: str, depth: int, act_step: float = 0.0, weight_step: float = 0.0) -> float:
     """The relative error one node computed in ``fmt`` may add (see BUDGET_RULE)."""
     if op_type in EXACT_OPS or depth == 0:      # depth 0: a widening Cast
-        return 0.0
+        # ... but an exact op on a dequantized int8 weight (a Gather from a quantized embedding
+        # table) passes on that weight's rounding, which no other node of the layer budgets
+        return K_Q * weight_step / 2.0 if fmt == "int8" else 0.0
     if fmt == "int8":
         return K_Q * (act_step + weight_step) / 2.0
     eps = EPS.get(fmt, 0.0)

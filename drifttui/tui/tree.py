@@ -86,6 +86,8 @@ class LayerTree:
                                              zip(self.rolled_fails[p], self.rolled_fails[i]))
                 self.has_drift[p] = self.has_drift[p] or self.has_drift[i]
         self.expanded: set[int] = {i for i in range(n) if self.children[i]}
+        self._lower = [(l.module.lower(), l.cls.lower()) for l in self.layers]    # what a name filter reads
+        self._drifting = [l.status in DRIFTING for l in self.layers]
         self.filter_text = ""
         self.only_drift = False
         self.sort: Optional[str] = None
@@ -129,13 +131,16 @@ class LayerTree:
         return bool(self.filter_text) or self.only_drift
 
     def matches(self, i: int) -> bool:
-        layer = self.layers[i]
-        if self.only_drift and layer.status not in DRIFTING:
-            return False
-        if self.filter_text:
-            text = self.filter_text.lower()
-            return text in layer.module.lower() or text in layer.cls.lower()
-        return True
+        return self._matching()[i]
+
+    def _matching(self) -> list[bool]:
+        """Per layer: does it pass the filter (one pass over the lowercased names)."""
+        text, drift = self.filter_text.lower(), self.only_drift
+        if not text:
+            return list(self._drifting) if drift else [True] * len(self.layers)
+        if drift:
+            return [d and (text in m or text in c) for (m, c), d in zip(self._lower, self._drifting)]
+        return [text in m or text in c for m, c in self._lower]
 
     def set_filter(self, text: str | None = None, only_drift: bool | None = None) -> None:
         if text is not None:
@@ -146,17 +151,16 @@ class LayerTree:
 
     # -- rows ----------------------------------------------------------------
     def rebuild(self, reveal_matches: bool = False) -> None:
-        n = len(self.layers)
         if self.filtering:
-            keep = [self.matches(i) for i in range(n)]
-            for i in reversed(self.order):
-                p = self.parent[i]
-                if keep[i] and p is not None and not keep[p]:
-                    keep[p] = True
-                    if reveal_matches:
-                        self.expanded.add(p)
-                elif keep[i] and p is not None and reveal_matches:
-                    self.expanded.add(p)
+            keep = self._matching()
+            parent, reveal = self.parent, (self.expanded.add if reveal_matches else None)
+            for i in reversed(self.order):      # a kept layer keeps (and with reveal opens) its parent
+                if keep[i]:
+                    p = parent[i]
+                    if p is not None:
+                        keep[p] = True
+                        if reveal is not None:
+                            reveal(p)
         else:
             keep = None
         rows: list[int] = []

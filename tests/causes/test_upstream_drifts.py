@@ -253,3 +253,34 @@ def test_a_dynamic_batch_keeps_the_gathers_right_and_the_fix_says_what_they_hold
     fixed = repair(full_model(run.prepared.index), exp).model
     assert engine.recheck(Config(model=cfg.model, onnx=cfg.onnx, inputs="shape:3x3x13x26", samples=2),
                           fixed).verdict == "ok"
+
+
+@pytest.mark.parametrize("model", ["nearest", "nearest_scale"])
+def test_dynamic_spatial_sizes_get_gathers_on_indices_computed_in_the_graph(tmp_path, model):
+    """A file whose spatial dims are dynamic: the Gathers' indices are computed from the runtime shape
+    (and the Resize's own sizes or scale) as torch computes them, so the repaired copy passes check at
+    the measured size and at two others, where constant indices would pick the wrong pixels."""
+    import torch
+
+    from drifttui.core.explain.causes.repair import repair
+    from drifttui.core.pipeline import Pipeline
+    from drifttui.core.prepare.graph import full_model
+    from drifttui.core.result import Config
+    from tests.causes import upstream
+
+    path = tmp_path / f"{model}-hw.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(getattr(upstream, model)(), upstream.img_inputs(), str(path), dynamo=False,
+                          input_names=["x"], opset_version=13, dynamic_axes={"x": {2: "h", 3: "w"}})
+    cfg = Config(model=f"{SPEC}:{model}", onnx=str(path), inputs=f"{SPEC}:img_inputs", samples=3)
+    engine = Pipeline()
+    run = engine.run(cfg)
+    exp = engine.explain(run.result).explanation
+    head = exp.findings[0]
+    assert head.verified and head.patch["rewrite"] == "resize_gather" and head.patch.get("dynamic") is True
+    assert "computed in the graph from the runtime shape" in head.fix
+    fixed = repair(full_model(run.prepared.index), exp).model
+    for shape in ("1x3x13x26", "1x3x11x29", "1x3x7x19"):
+        again = engine.recheck(Config(model=cfg.model, onnx=cfg.onnx, inputs=f"shape:{shape}", samples=2), fixed)
+        assert again.verdict == "ok", (shape, again.drift_origin, [(l.module, l.status, l.metrics.max_abs.worst) for l in again.layers])

@@ -125,6 +125,31 @@ def small_tf():
     return TF().eval()
 
 
+def small_emb():
+    """An embedding table and a Linear head: quantize_dynamic quantizes the table (Gather on int8
+    rows, then DequantizeLinear)."""
+    import torch
+    from torch import nn
+
+    class Emb(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(64, 32)
+            self.head = nn.Linear(32, 10)
+
+        def forward(self, ids):
+            return self.head(torch.relu(self.emb(ids)))
+
+    torch.manual_seed(0)
+    return Emb().eval()
+
+
+def ids8():
+    import torch
+
+    return torch.randint(0, 64, (1, 8))
+
+
 def img32():
     import torch
 

@@ -135,3 +135,19 @@ def test_tui_renders_the_budget_the_engine_wrote(files, tmp_path):
     text = console.export_text()
     assert "int8 budget" in text and "own loss" in text and "dB" in text
     assert text.count("OVER BUDGET") == 1 and "within budget" in text
+
+
+@pytest.mark.parametrize("exporter", ["dynamo", "torchscript"])
+def test_quantized_embedding_table_is_held_to_its_int8_budget(tmp_path, exporter):
+    """quantize_dynamic quantizes an embedding table (Gather on int8 rows, then DequantizeLinear):
+    the rows carry the table's rounding, which is the embedding's budget (it was held to float32's
+    tolerance and reported as the drift origin of a clean file)."""
+    needs("onnxruntime.quantization")
+    raw = export_local("small_emb", "ids8", exporter, tmp_path / "raw")
+    q = int8_dynamic(raw, tmp_path / "q.onnx", reduce_range=True)
+    assert any(n.op_type == "Gather" and n.input[0].endswith("_quantized") for n in onnx.load(str(q)).graph.node)
+    r = run("small_emb", "ids8", q)
+    emb = next(L for L in r.layers if L.module == "emb")
+    assert emb.budget is not None and emb.budget.format == "int8" and emb.budget.own_budget > 0
+    assert emb.metrics.max_rel.worst > 1e-4                   # the rounding is there, over float32's rtol
+    assert r.precision.verdict == "within budget" and r.verdict == "ok", [(L.module, L.status) for L in r.layers]

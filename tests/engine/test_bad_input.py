@@ -194,3 +194,26 @@ def test_no_traceback_without_debug_subprocess(tmp_path):
                        capture_output=True, text=True, env=env, cwd=str(ROOT))
     assert p.returncode != 0
     assert "Traceback" in p.stderr
+
+
+def test_a_failing_torchscript_export_prints_nothing_on_stdout(tmp_path, capfd):
+    """torch's TorchScript exporter prints its graph to file descriptor 1 when an export fails (its
+    ONNX log is turned on by mistake): drifttui's export silences it, so `--json -` stays JSON."""
+    import torch
+
+    from drifttui.core.model.export import export_model
+    from drifttui.errors import ModelError
+
+    class LogAddExp(torch.nn.Module):          # no TorchScript symbolic for aten::logaddexp
+        def forward(self, x, y):
+            return torch.logaddexp(x, y)
+
+    capfd.readouterr()
+    with pytest.raises(ModelError):
+        export_model(LogAddExp(), (torch.randn(2), torch.randn(2)), {}, "torchscript", tmp_path)
+    out = capfd.readouterr().out
+    assert "Torch IR graph" not in out and out == ""
+    torch._C._jit_set_onnx_log_enabled(True)        # as torch's own exporter leaves it after an export
+    with pytest.raises(ModelError):
+        export_model(LogAddExp(), (torch.randn(2), torch.randn(2)), {}, "torchscript", tmp_path)
+    assert capfd.readouterr().out == ""

@@ -39,6 +39,39 @@ def test_clone_matters_for_the_store():
     assert (kept < 0).any(), "a post-ReLU tensor has no negative values"
 
 
+def test_shared_store_names_what_an_inplace_op_changed_and_keeps_the_rest_uncopied():
+    """The per-layer pass keeps values as they lie (no copy) and clones only what an in-place op
+    changes after its hook: the BN output that ReLU(inplace=True) overwrites is named by
+    changed(), and kept as a clone once it is in ``always``; the conv output is never copied."""
+    from drifttui.core.runtime.torch_hooks import Hooks, TensorStore
+    from tests.models import bn_inplace
+
+    m = bn_inplace()
+    hooks = Hooks(m)
+    x = torch.randn(1, 3, 16, 16)
+    with hooks.installed():
+        hooks.begin(None, tracing=True)
+        m(x)
+        idx = {c.module: c.index for c in hooks.calls}
+        want = {idx["bn"]: [0], idx["conv"]: [0]}
+        store = TensorStore(want, {}, share=True)
+        hooks.begin(store)
+        with torch.no_grad():
+            m(x)
+        assert store.changed() == {("out", idx["bn"], 0)}
+        retake = TensorStore(want, {}, share=True, always=store.changed())
+        hooks.begin(retake)
+        with torch.no_grad():
+            m(x)
+    assert not retake.changed()
+    expected = m.bn(m.conv(x)).detach()
+    assert torch.allclose(retake.out[(idx["bn"], 0)], expected) and (retake.out[(idx["bn"], 0)] < 0).any()
+    conv = retake.out[(idx["conv"], 0)]
+    assert torch.allclose(conv, m.conv(x))
+    assert ("out", idx["conv"], 0) in retake._versions          # kept as it lay: not copied
+    assert ("out", idx["bn"], 0) not in retake._versions        # cloned at its hook
+
+
 @pytest.mark.parametrize("exporter", ["dynamo", "torchscript"])
 def test_twice_tuple_and_functional_ops(run_cache, exporter):
     r = run_cache(model=model_spec("twice"), inputs="shape:2x8", exporter=exporter)

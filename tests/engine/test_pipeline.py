@@ -171,3 +171,46 @@ def test_spread_is_the_share_of_elements_carrying_the_error():
     o[5:10] = 0.4
     assert compare(t, o).spread == pytest.approx(0.05)
     assert compare(t, t).spread == 0.0
+
+
+COUNTING_MODEL = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(8, 16), nn.Linear(16, 4)
+        self.forwards = 0
+
+    def forward(self, x):
+        self.forwards += 1
+        return self.b(torch.relu(self.a(x)))
+
+
+def build():
+    torch.manual_seed(0)
+    return Net().eval()
+'''
+
+
+def test_a_run_costs_one_torch_forward_per_sample_plus_the_trace_and_the_layer_passes(tmp_path):
+    """With --onnx (no export): the trace on sample 0, a per-layer pass on each of the 3 layer samples
+    (sample 0's also gives its output-pass outputs, and the trace's are the determinism check's
+    second forward), and one output-pass forward on each other sample: 1 + 3 + (N - 1)."""
+    import torch
+
+    from drifttui.core.pipeline import run_once
+
+    (tmp_path / "m.py").write_text(COUNTING_MODEL)
+    spec = f"{tmp_path / 'm.py'}:build"
+    net = __import__("importlib").util.spec_from_file_location("m", tmp_path / "m.py")
+    mod = __import__("importlib").util.module_from_spec(net)
+    net.loader.exec_module(mod)
+    onnx_path = tmp_path / "m.onnx"
+    torch.onnx.export(mod.build(), (torch.randn(1, 8),), str(onnx_path), dynamo=False)
+    n = 6
+    run = run_once(Config(model=spec, inputs="shape:1x8", onnx=str(onnx_path), samples=n))
+    assert run.result.verdict == "ok" and any("over 3 of 6 samples" in note for note in run.result.notes)
+    assert run.prepared.model.forwards == 1 + 3 + (n - 1)

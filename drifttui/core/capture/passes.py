@@ -112,6 +112,8 @@ class Pass:
     graph_inputs: list[str]
     input_dtypes: dict[str, str]
     classes: list[str] = field(default_factory=list)     # module class per call (channel axis)
+    # kept values an in-place op changes after their hook (TensorStore.changed): cloned at hook time
+    cloned: set[tuple[str, int, int]] = field(default_factory=set)
 
 
 def run_sample(p: Pass, acc: Accum, i: int, sample: Any, feeds: Optional[dict], cancel: CancelToken,
@@ -125,11 +127,18 @@ def run_sample(p: Pass, acc: Accum, i: int, sample: Any, feeds: Optional[dict], 
     ort_vals = known if known is not None and all(v in known for v in p.fetch) else sessions.run(p.main, feeds, p.fetch)
     del known
     use_local = p.local_sess is not None and p.hooks is not None and p.window.local is not None
-    store = TensorStore(p.window.want_out, p.window.want_in) if use_local else None
+    store = TensorStore(p.window.want_out, p.window.want_in, share=True, always=p.cloned) if use_local else None
     sink = CompareSink(p.plan, ort_vals, store, p.window.calls, cancel, p.classes)
     if p.hooks is not None:
         p.hooks.begin(sink)
     outs = p.forward(p.model, sample)
+    if store is not None and store.changed():
+        # values an in-place op changed after their hook: cloned from now on, and this sample's
+        # kept values taken again (the comparisons above were made at hook time: they stand)
+        p.cloned.update(store.changed())
+        store = TensorStore(p.window.want_out, p.window.want_in, share=True, always=p.cloned)
+        p.hooks.begin(store)          # type: ignore[union-attr]
+        p.forward(p.model, sample)
     for ci, st in sink.stats.items():
         acc.glob.setdefault(ci, Aggregate()).add(i, st)
     if p.hooks is None and outs and p.plan.calls:

@@ -232,7 +232,11 @@ class _Run:
                 give_back_freed()
             if self.floor is None:
                 self._open_floor()
-            key = _output_pass(self.pr, self.floor, self.outs, i, sample, feeds, first if i == 0 else None)
+            if i == 0 and first is not None:     # torch's outputs of sample 0 are first's: checked against the trace's
+                key = _output_pass(self.pr, self.floor, self.outs, i, sample, feeds,
+                                   self.pr.traced_outputs(self.cfg.seed, self.cfg.zero_input), known=first)
+            else:
+                key = _output_pass(self.pr, self.floor, self.outs, i, sample, feeds)
             first = None
             if self.every:
                 self.chosen.append(i)
@@ -307,14 +311,15 @@ def _snapshot(pr: Prepared, cfg: Config, acc: Accum, outs: _Outputs, n: int, cho
 
 
 def _output_pass(pr: Prepared, sess: Any, outs: _Outputs, i: int, sample: Any, feeds: dict,
-                 again: Optional[list] = None) -> float:
+                 again: Optional[list] = None, known: Optional[list] = None) -> float:
     """The floor: plain ORT run + plain torch forward, outputs compared; returns the sample's key.
-    ``again``: sample 0's outputs from another torch forward (its per-layer pass), for the
-    determinism check (else it runs one more forward)."""
+    ``known``: torch's outputs of this sample from a forward already run (sample 0's per-layer
+    pass): no forward here.  ``again``: sample 0's outputs from another torch forward (the trace's),
+    for the determinism check (else it runs one more forward)."""
     t0 = time.perf_counter()
     names = pr.index.graph_outputs
     ort_vals = sessions.run(sess, feeds, names)
-    t_outs = safe_forward(pr.model, sample, versioned=False, index=i)
+    t_outs = known if known is not None else safe_forward(pr.model, sample, versioned=False, index=i)
     check_finite_outputs(t_outs, i)
     if i == 0:
         outs.self_check = determinism.self_check(pr.model, sample, t_outs, again)

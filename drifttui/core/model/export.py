@@ -23,11 +23,21 @@ CHOICES = (AUTO,) + EXPORTERS
 @contextlib.contextmanager
 def quiet():
     """Silence the exporters' progress prints and warnings (kept for --debug via logging)."""
+    import torch
+
     out, err = io.StringIO(), io.StringIO()
     loggers = [logging.getLogger(n) for n in ("torch.onnx", "torch._dynamo", "torch.export", "onnxscript", "torch")]
     levels = [lg.level for lg in loggers]
     for lg in loggers:
         lg.setLevel(logging.ERROR)
+    # torch's TorchScript exporter turns its ONNX log on by mistake (setup_onnx_logging tests the
+    # function _jit_is_onnx_log_enabled, not its result) and, when an export fails, C++ prints the
+    # whole TorchScript graph to file descriptor 1, past redirect_stdout: it corrupted
+    # `diagnose --json -` and the TUI's screen.  The log call is a no-op while drifttui exports.
+    log = getattr(torch._C, "_jit_onnx_log", None)
+    was_on = torch._C._jit_is_onnx_log_enabled() if hasattr(torch._C, "_jit_is_onnx_log_enabled") else None
+    if log is not None:
+        torch._C._jit_onnx_log = _no_log
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             warnings.simplefilter("ignore")
@@ -35,6 +45,14 @@ def quiet():
     finally:
         for lg, lvl in zip(loggers, levels):
             lg.setLevel(lvl)
+        if log is not None:
+            torch._C._jit_onnx_log = log
+        if was_on is False:
+            torch._C._jit_set_onnx_log_enabled(False)
+
+
+def _no_log(*_: Any) -> None:
+    return None
 
 
 def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: Path,

@@ -21,7 +21,6 @@ from typing import Any, Callable, Iterator, Optional
 from drifttui.core.model import memory
 from drifttui.core.model.toposort import sort_in_place
 from drifttui.core.model.spec import CallableSpec, ModelSpec
-from drifttui.core.model.toposort import sort_in_place
 from drifttui.errors import InputError, first_line
 
 PT2_TRUST_FIX = ("pass --trust-model-file if you trust the file (loading it runs code from it), or give a "

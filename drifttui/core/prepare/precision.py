@@ -91,9 +91,14 @@ def scan(index: Any) -> PrecisionScan:
         # precision change inside the graph (the dtype check's business), held to float32's rule
         out.schemes = []
         return out
-    dq_out = {o for n in index.nodes if n.op_type == "DequantizeLinear" for o in n.outputs}
+    gathered = _gathered_weights(index)
+    dq_out = {o for n in index.nodes if n.op_type == "DequantizeLinear" and n.index not in gathered
+              for o in n.outputs}
     for node in index.nodes:
         op = node.op_type
+        if node.index in gathered:      # rows of an int8 table dequantized: the table's rounding is here
+            out.nodes[node.index] = NodePrecision("int8", 1, 0.0, gathered[node.index])
+            continue
         if op in DYNAMIC_OPS or op.startswith(QOPERATOR_PREFIX) or op in QDQ_OPS:
             if op in ACCUMULATING or op.startswith(QOPERATOR_PREFIX):
                 out.nodes[node.index] = _int8_node(index, node)
@@ -110,6 +115,22 @@ def scan(index: Any) -> PrecisionScan:
             low_in = next((_LOW[index.elem_types[i]] for i in node.inputs if index.elem_types.get(i) in _LOW), None)
             if low_in is not None:       # widening a float16 value: exact (depth 0: no budget)
                 out.nodes[node.index] = NodePrecision(low_in, 0)
+    return out
+
+
+def _gathered_weights(index: Any) -> dict[int, float]:
+    """DequantizeLinear nodes of rows gathered from an int8 initializer (quantize_dynamic quantizes
+    an embedding table so: Gather on the int8 table, then DequantizeLinear) -> the table's step."""
+    out: dict[int, float] = {}
+    for n in index.nodes:
+        if n.op_type != "DequantizeLinear" or not n.inputs:
+            continue
+        p = index.producer.get(n.inputs[0])
+        if p is None or index.nodes[p].op_type != "Gather" or not index.nodes[p].inputs:
+            continue
+        src = _quantized_source(index, index.nodes[p].inputs[0])
+        if src is not None and src[0] == "weight":
+            out[n.index] = src[1]
     return out
 
 

@@ -41,6 +41,8 @@ from drifttui.core.prepare.windows import Window, attach_local, plan_windows
 from drifttui.errors import ModelError
 
 # the Config fields a Prepared depends on (with the files they name, see pipeline.fingerprint)
+KEEP_OUTPUTS_BYTES = 256 << 20     # the trace's outputs are kept for the determinism check up to this
+
 PREPARE_FIELDS = ("model", "onnx", "reference_onnx", "exporter", "inputs", "example", "provider", "batch", "max_memory",
                   "trust_model_file")
 
@@ -72,6 +74,13 @@ class Prepared:
     # budgets decide applies: (call -> precision.CallBudget, the model outputs' budget)
     precision: Optional[precision.PrecisionScan] = None
     budgets: Optional[tuple[dict[int, precision.CallBudget], float]] = None
+    # torch's model outputs of the trace forward, on sample 0 of seed 0 (no --zero-input): the
+    # capture's determinism self-check compares them with its own forward instead of running another
+    outputs0: tuple = ()
+
+    def traced_outputs(self, seed: int, zero: bool) -> Optional[list]:
+        """The trace's outputs when the capture's sample 0 is the trace's sample 0."""
+        return list(self.outputs0) if self.outputs0 and seed == 0 and not zero else None
 
     @property
     def proto(self) -> Any:
@@ -115,7 +124,7 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     progress(Progress("map", message="tracing module calls and mapping them to ONNX values"))
     ok_hooks, why_not = hookable(model)
     hooks = Hooks(model) if ok_hooks else None
-    calls, map_index = _trace_and_map(cfg, model, hooks, why_not, index, sample0, feeds0, workdir)
+    calls, map_index, outputs0 = _trace_and_map(cfg, model, hooks, why_not, index, sample0, feeds0, workdir)
     plan = map_index(index)
     if hooks is not None:
         found = reference.transfer(cfg, model, sample0, feeds0, index, calls, workdir, map_index)
@@ -150,7 +159,7 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     return Prepared(config=cfg, model=model, example=example, input_spec=in_spec, onnx_inputs=gi, index=index,
                     exporter=exporter, input_dtypes=input_dtypes, hooks=hooks, calls=calls, plan=plan,
                     local=local, windows=windows, budget=budget, batch=batch, notes=notes, details=details,
-                    workdir=workdir, timings=timings, precision=pscan, budgets=budgets)
+                    workdir=workdir, timings=timings, precision=pscan, budgets=budgets, outputs0=outputs0)
 
 
 def _load(cfg: Config, workdir: Path, progress: ProgressFn, timings: dict[str, float], notes: list[str]) -> tuple:
@@ -196,8 +205,9 @@ def _load(cfg: Config, workdir: Path, progress: ProgressFn, timings: dict[str, f
 
 
 def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str, index: GraphIndex,
-                   sample0: Any, feeds0: dict, workdir: Path) -> tuple[list[Call], Callable[[GraphIndex], Plan]]:
-    """Trace the module calls on sample 0; return them and the mapper of a graph onto them."""
+                   sample0: Any, feeds0: dict, workdir: Path) -> tuple[list[Call], Callable[[GraphIndex], Plan], tuple]:
+    """Trace the module calls on sample 0; return them, the mapper of a graph onto them and torch's
+    outputs of that forward."""
     if hooks is not None:
         with hooks.installed():
             hooks.begin(None, tracing=True)
@@ -231,7 +241,9 @@ def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str
             plan.localized = False
             plan.reason = why_not
         return plan
-    return calls, map_index
+    kept = tuple(o.detach() for o in outs)
+    small = sum(o.numel() * o.element_size() for o in kept if hasattr(o, "numel")) <= KEEP_OUTPUTS_BYTES
+    return calls, map_index, kept if small else ()
 
 
 def _export(model: Any, example: Any, sample0: Any, exporter: str, workdir: Path, dynamic: bool) -> Path:

@@ -2,7 +2,7 @@
 
 Outputs are handed to a sink *inside* the forward hook, before any later in-place op
 (``ReLU(inplace=True)``, ``out += identity``) can mutate them; a sink that keeps a
-tensor must ``clone()`` it there and then (``TensorStore`` does).
+tensor must ``clone()`` it there and then, or check its version counter later (``TensorStore``).
 """
 from __future__ import annotations
 
@@ -220,20 +220,43 @@ def returned(out: Any) -> str:
 
 
 class TensorStore(Sink):
-    """Clones the tensors it is asked to keep, at hook time (before in-place ops)."""
+    """Keeps the tensors it is asked to, as they were at hook time (before in-place ops).
 
-    def __init__(self, want_out: dict[int, list[int]], want_in: dict[int, list[int]]) -> None:
+    By default each is cloned there and then.  With ``share=True`` a tensor that owns its whole
+    storage and has a version counter (a no_grad forward) is kept as it lies, with its version:
+    ``changed()`` names those an in-place op touched since (the caller keeps those keys in
+    ``always``, cloned from then on, and runs the forward again).  A clone of every kept value
+    cost a sixth of a per-layer pass on a 220M LLaMA; almost none is ever changed in place."""
+
+    def __init__(self, want_out: dict[int, list[int]], want_in: dict[int, list[int]], share: bool = False,
+                 always: Optional[set[tuple[str, int, int]]] = None) -> None:
         self.want_out = want_out
         self.want_in = want_in
         self.out: dict[tuple[int, int], torch.Tensor] = {}
         self.inp: dict[tuple[int, int], torch.Tensor] = {}
+        self.share = share
+        self.always = always if always is not None else set()      # ("in" | "out", call, pos): cloned
+        self._versions: dict[tuple[str, int, int], tuple[torch.Tensor, int]] = {}
+
+    def _keep(self, kind: str, call: int, pos: int, t: torch.Tensor) -> torch.Tensor:
+        t = t.detach()
+        key = (kind, call, pos)
+        if self.share and key not in self.always and not t.is_inference() \
+                and t.untyped_storage().nbytes() == t.numel() * t.element_size():
+            self._versions[key] = (t, t._version)
+            return t
+        return t.clone()
+
+    def changed(self) -> set[tuple[str, int, int]]:
+        """Kept-as-they-lie tensors that an in-place op changed after their hook."""
+        return {k for k, (t, v) in self._versions.items() if t._version != v}
 
     def on_input(self, call: int, tensors: list[torch.Tensor]) -> None:
         for pos in self.want_in.get(call, ()):
             if pos < len(tensors):
-                self.inp[(call, pos)] = tensors[pos].detach().clone()
+                self.inp[(call, pos)] = self._keep("in", call, pos, tensors[pos])
 
     def on_output(self, call: int, tensors: list[torch.Tensor]) -> None:
         for pos in self.want_out.get(call, ()):
             if pos < len(tensors):
-                self.out[(call, pos)] = tensors[pos].detach().clone()
+                self.out[(call, pos)] = self._keep("out", call, pos, tensors[pos])

@@ -25,6 +25,7 @@ from drifttui.core.explain.causes import rewrites
 from drifttui.core.explain.causes.candidates import graph_candidates
 from drifttui.core.explain.causes.case import Case, origin_case, why_no_case
 from drifttui.core.explain.causes.evaluate import Eval, Localisation, localise, ort_error
+from drifttui.core.explain.causes.fx_localise import describe, first_failing_inner, fx_localise, widen
 from drifttui.core.explain.causes.holds import hold
 from drifttui.core.explain.causes.nopatch import explain_no_patch
 from drifttui.core.explain.causes.patches import Patch, PatchError, apply
@@ -163,7 +164,7 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         ctx.cache[key] = exp
         return exp
     ctx.say(f"causes: localising inside {display_name(case.module)} and trying patches")
-    loc = localise(case)
+    case, loc = _localise(ctx, case)
     trials: list[Trial] = []
     if loc.ort.fails:
         trials = verify(case, candidate_patches(ctx, case, findings, loc), ctx.cancel)
@@ -172,7 +173,7 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         if reexport and not case.folded and not any(t.after.ok and not t.after.fails for t in trials):
             for exporter, why in variants(ctx):
                 ctx.say(f"causes: re-exporting {display_name(case.module)} alone with {exporter}")
-                patch, ev = try_reexport(ctx, case, exporter, why)
+                patch, ev = try_reexport(ctx, case, exporter, why, loc)
                 if patch is not None:
                     trials.append(Trial(patch, ev))
                     hold(ctx, trials[-1:])
@@ -190,22 +191,46 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
     return exp
 
 
-def _best(verified: list[Trial], findings: list[Finding]) -> list[Trial]:
+def _localise(ctx: Any, case: Case) -> tuple[Case, Localisation]:
+    """``localise``, then, for a dynamo file, the wrong node by its own error against the origin's FX
+    values (fx_localise): it names the first node (a runtime deviation keeps the reference
+    evaluator's).  When the case's outputs pass while an inner value fails against torch (a child
+    module fed torch's value of a wrong input: torch's value from the FX graph, or from the hooks
+    for a TorchScript file), the case also compares that value."""
+    loc = localise(case)
+    fx = fx_localise(ctx, case)
+    inner = (fx.accumulated if fx is not None else first_failing_inner(ctx, case)) if not loc.ort.fails else None
+    if inner:
+        case = widen(ctx, case, inner)
+        loc = localise(case)
+    if fx is None:
+        return case, loc
+    loc.fx = fx
+    if fx.wrong is not None and (loc.kind != "runtime" or loc.first_node is None):
+        loc.first_node, loc.first_node_op = fx.wrong.nodes[-1], fx.wrong.op_types[-1]
+        loc.note = "; ".join(x for x in (loc.note, describe(fx, case.module)) if x)
+    return case, loc
+
+
+def _best(verified: list[Trial], findings: list[Finding], loc: Optional[Localisation] = None) -> list[Trial]:
     """One verified trial per drift class, the one with the smallest remaining error first."""
     claimed = {f.check for f in findings if f.severity == "error"}
+    wrong = set(loc.fx.wrong.nodes) if loc is not None and loc.fx is not None and loc.fx.wrong is not None else set()
     by_class: dict[str, Trial] = {}
     # an equivalent rewrite of a right graph (a workaround, Gathers for a Resize) tells less than a
     # patch that fixes what the graph got wrong: within a class, it heads only when nothing else verifies
     for t in sorted(verified, key=lambda t: (not t.patch.graph_level, t.patch.spec.get("rewrite") in EQUIVALENT,
                                              t.after.max_abs)):
         by_class.setdefault(t.patch.check, t)
-    return sorted(by_class.values(), key=lambda t: (t.patch.check not in claimed, not t.patch.graph_level,
+    # the patch at the node the FX values name as wrong tells that node's story: it heads
+    return sorted(by_class.values(), key=lambda t: (wrong.isdisjoint(t.patch.nodes) if wrong else False,
+                                                   t.patch.check not in claimed, not t.patch.graph_level,
                                                    t.after.max_abs))
 
 
 def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[Trial]) -> list[Finding]:
     before = loc.ort.max_abs
-    verified = _best([t for t in trials if t.after.ok and not t.after.fails], findings)
+    verified = _best([t for t in trials if t.after.ok and not t.after.fails], findings, loc)
     out = list(findings)
     used: set[int] = set()
     for t in verified:
@@ -248,7 +273,8 @@ def _verified_text(p: Patch, t: Trial, before: float, case: Optional[Case] = Non
 def _ev(p: Patch, t: Trial, loc: Localisation) -> dict[str, Any]:
     return clean({"patch": p.spec, "local_before": loc.ort.max_abs, "local_after": t.after.max_abs,
                   "reference_evaluator_max_abs": loc.reference.max_abs if loc.reference else None,
-                  "localisation": loc.note, "first_divergent_node": loc.first_node})
+                  "localisation": loc.note, "first_divergent_node": loc.first_node,
+                  **(loc.fx.evidence() if loc.fx is not None else {})})
 
 
 def _unexplained(case: Case, loc: Localisation, trials: list[Trial]) -> Finding:
@@ -263,6 +289,16 @@ def _unexplained(case: Case, loc: Localisation, trials: list[Trial]) -> Finding:
     fix = ("report the op to ONNX Runtime with `drifttui repro`" if loc.kind == "runtime" else
            "run `drifttui repro` and compare the nodes with the torch forward by hand")
     nodes = [loc.first_node] if loc.first_node else list(case.nodes[:3])
+    wrong = loc.fx.wrong if loc.fx is not None else None
+    if wrong is not None and loc.kind != "runtime":
+        check = next((_OP_CLASS[o] for o in wrong.op_types if o in _OP_CLASS), "op-compat")
+        nodes = list(wrong.nodes)
+        msg = (f"{display_name(case.module)} drifts on its own: {describe(loc.fx, case.module)}; no patch among "
+               f"{len(trials)} tried removed it")
+        fix = (f"the exporter's lowering of torch's {wrong.target} computes otherwise than torch: write that call in a "
+               f"form the exporter lowers right, or report it to torch.onnx with `drifttui repro` (the case names "
+               f"the nodes)")
+        ev.update(clean(loc.fx.evidence()))
     known = explain_no_patch(case)
     if known is not None:
         check, msg, fix, nodes = known

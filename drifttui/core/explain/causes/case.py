@@ -159,6 +159,28 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
     return case
 
 
+def hooked_inner(ctx: Any, case: Case) -> dict[str, np.ndarray]:
+    """Torch's values of the values the case's own nodes hand to other module calls (a child module's
+    input: the hooks capture it), by ONNX value name; {} when there are none or no plan."""
+    table = ctx.plan.table if ctx.plan is not None else {}
+    mine = {v for n in case.model.graph.node for v in n.output if v}
+    inner = {v: table[v] for v in mine if v in table and table[v][0] != "graph_in" and table[v][1] != case.call
+             and v not in case.expected}
+    if not inner:
+        return {}
+    want_out: dict[int, list[int]] = {}
+    want_in: dict[int, list[int]] = {}
+    for kind, c, pos in inner.values():
+        (want_out if kind == "out" else want_in).setdefault(c, []).append(pos)
+    store = torch_values(ctx, ctx.sample(case.sample), want_out, want_in)
+    out = {}
+    for v, (kind, c, pos) in inner.items():
+        t = (store.out if kind == "out" else store.inp).get((c, pos))
+        if t is not None:
+            out[v] = _onnx_dtype(to_numpy(t), ctx.index.elem_types.get(v))
+    return out
+
+
 def whole_case(ctx: Any, o: Any, sample: Optional[int] = None) -> Optional[Case]:
     """The whole graph as the case of a root-module origin that the plan cannot map (a model with no
     child modules, e.g. an upstream one-op repro: its nodes carry no scope): the graph inputs are the

@@ -37,6 +37,7 @@ class Localisation:
     node_diffs: list[dict[str, Any]] = field(default_factory=list)
     own_errors: list[dict[str, Any]] = field(default_factory=list)   # runtime: each node fed correct inputs
     note: str = ""
+    fx: Any = None                        # fx_localise.FxLocalisation: a dynamo file's nodes against torch
 
 
 def _session(model: Any, outputs: Optional[list[str]] = None) -> Any:

@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 from drifttui.core.explain.causes.case import Case, origin_case
 from drifttui.core.explain.causes.evaluate import Eval, ort_error
+from drifttui.core.explain.causes.fx_localise import widen
 from drifttui.core.explain.causes.patches import PatchError, apply
 from drifttui.core.explain.causes.reexport import error_on
 
@@ -41,6 +42,7 @@ def hold(ctx: Any, trials: list[Any]) -> None:
         case = origin_case(ctx, sample=k)
         if case is None:
             continue
+        case = widen(ctx, case)       # the inner value the worst sample's case compares too
         for t in passing:
             if t.after.fails:
                 continue

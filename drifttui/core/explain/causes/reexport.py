@@ -26,7 +26,7 @@ from drifttui.core.runtime.torch_hooks import TensorStore, to_numpy
 from drifttui.errors import DriftTuiError
 
 
-def _call_io(ctx: Any, case: Case) -> Optional[tuple[list[Any], list[np.ndarray]]]:
+def call_io(ctx: Any, case: Case) -> Optional[tuple[list[Any], list[np.ndarray]]]:
     call = ctx.calls[case.call]
     store: TensorStore = torch_values(ctx, ctx.sample(case.sample), {case.call: list(range(len(call.outputs)))},
                                        {case.call: list(range(len(call.inputs)))})
@@ -46,9 +46,9 @@ def variants(ctx: Any) -> list[tuple[str, str]]:
     return [(other, f"the {other} exporter")]
 
 
-def try_reexport(ctx: Any, case: Case, exporter: str, why: str) -> tuple[Optional[Patch], Eval]:
+def try_reexport(ctx: Any, case: Case, exporter: str, why: str, loc: Any = None) -> tuple[Optional[Patch], Eval]:
     module = ctx.modules().get(case.module)
-    io = _call_io(ctx, case)
+    io = call_io(ctx, case)
     if module is None or io is None:
         return None, Eval(float("inf"), True, False, "the origin's inputs could not be captured")
     ins, outs = io
@@ -68,13 +68,20 @@ def try_reexport(ctx: Any, case: Case, exporter: str, why: str) -> tuple[Optiona
     opset = next((i.version for i in model.opset_import if i.domain in ("", "ai.onnx")), None)
     spec = {"op": "reexport", "module": case.module, "exporter": exporter, "opset": opset,
             "input_shapes": [list(t.shape) for t in ins]}
-    node = mistranslated(case, model, feeds) if ev.ok and not ev.fails else None
-    check, said = _story(case, module, node, ctx)
+    fx = getattr(loc, "fx", None)
+    wrong = fx.wrong if fx is not None and getattr(loc, "kind", "") != "runtime" else None
+    if wrong is not None:       # a dynamo file: its FX values named the wrong node (fx_localise)
+        node = next(n for n in case.model.graph.node if n.name == wrong.nodes[-1])
+        check, said = _fx_story(case, module, fx, ctx)
+    else:
+        node = mistranslated(case, model, feeds) if ev.ok and not ev.fails else None
+        check, said = _story(case, module, node, ctx)
     patch = Patch(spec, check, f"{said}{display_name(case.module)} exported alone with {why} (opset {opset}) computes what "
                   "torch computes", f"export with --exporter {exporter}" + (f" at opset {opset}" if opset else "")
                   + (" and dynamic shapes for the sizes that change at run time" if ctx.cfg.onnx else "")
                   + " (`drifttui repair` grafts that export into the file)",
-                  "export", module=case.module, nodes=[node.name] if node is not None else [],
+                  "export", module=case.module,
+                  nodes=list(wrong.nodes) if wrong is not None else [node.name] if node is not None else [],
                   graft=_graft(ctx, case, model, list(feeds.values())))
     return patch, ev
 
@@ -98,6 +105,18 @@ def _story(case: Case, module: Any, node: Any, ctx: Any) -> tuple[str, str]:
             f"{node.op_type} {node.name} computes something else than torch: the one node of "
             f"{case.module or '(root)'} whose value the re-export never computes while its inputs match; ")
     return ("versions" if ctx.cfg.onnx else "op-compat"), ""
+
+
+def _fx_story(case: Case, module: Any, fx: Any, ctx: Any) -> tuple[str, str]:
+    """(class, what the file gets wrong) from the node the FX values name as wrong (an epsilon held
+    by a constant of the file still says so first)."""
+    from drifttui.core.explain.causes.fx_localise import describe
+
+    eps = _eps_constant(case, module)
+    if eps is not None:
+        return _story(case, module, None, ctx)
+    ops = fx.wrong.op_types
+    return (next((_CLASS[o] for o in ops if o in _CLASS), "op-compat"), describe(fx, case.module) + "; ")
 
 
 def _eps_constant(case: Case, module: Any) -> Optional[tuple[float, str, Any]]:
@@ -164,7 +183,7 @@ def _run(model: Any, ins: list[Any], outs: list[np.ndarray], case: Case) -> Eval
 
 def error_on(ctx: Any, case: Case, patch: Patch) -> Optional[Eval]:
     """The re-export of ``patch`` run on ``case``'s sample (its torch-side call inputs and outputs)."""
-    io = _call_io(ctx, case)
+    io = call_io(ctx, case)
     if io is None or patch.graft is None:
         return None
     return _run(patch.graft.model, io[0], io[1], case)

@@ -29,6 +29,7 @@ import numpy as np
 from drifttui.core.prepare.graph import attribute_values as _attrs
 
 from drifttui.core.explain.causes.evaluate import run_ort
+from drifttui.core.explain.causes.fx_localise import fx_of, fx_scalars
 from drifttui.core.explain.causes.patches import Patch
 from drifttui.core.explain.causes.rewrite_edits import static_value
 from drifttui.core.explain.causes.resize_gather import OPS as RESIZE_OPS, UPSTREAM, torch_indices, torch_rule
@@ -67,6 +68,11 @@ def softplus_threshold(case: Any, node: Any, module: Any, types: dict[str, int])
     sp = _find(module, "Softplus")
     threshold = float(getattr(sp, "threshold", 20.0))
     beta = float(getattr(sp, "beta", 1.0))
+    fx = fx_of(node)
+    if sp is None and fx is not None and fx[1].startswith("aten.softplus"):
+        # a dynamo file records the call: aten.softplus(x, beta, threshold)
+        args = fx_scalars(node) + [None, None, None]
+        beta, threshold = args[1] if args[1] is not None else beta, args[2] if args[2] is not None else threshold
     yield _patch(node, "softplus_threshold", "op-compat",
                  f"Softplus {node.name}: the threshold is missing (torch returns x where beta*x > {threshold:g}; "
                  "ONNX Softplus has no threshold)",
@@ -238,14 +244,13 @@ def _resize_patch(case: Any, node: Any, rule: str, kind: str, ins: list[int], ou
                   sc: Optional[list[Any]], cut: bool, file_scale: bool, dynamic: bool = False) -> Patch:
     k = "runtime" if kind == "runtime" else "export"
     sizes = ", ".join(f"{i} -> {o}" for i, o in zip(ins, outs) if i != o)
-    shapes = (f"the indices hold for the resized sizes {sizes}; the file has dynamic input dims: where they change "
-              "those sizes the repaired copy is wrong (other dims are free)" if dynamic
-              else f"static shapes {ins} -> {outs}")
+    shapes = ("the file has dynamic input dims: the indices are computed in the graph from the runtime shape, "
+              f"as torch computes them (measured at {sizes})" if dynamic else f"static shapes {ins} -> {outs}")
     fix = ("deploy the rewritten graph (`drifttui repair` replaces the Resize with Gathers on torch's "
            f"indices; {shapes})" +
            (f" and report the Resize kernel to onnxruntime with `drifttui repro` ({UPSTREAM})" if k == "runtime"
             else "; an integer scale, or mode='nearest-exact' exported by the dynamo exporter (it lowers that "
                  "to Gathers), avoids the Resize's rounding"))
     return Patch({"op": "rewrite", "node": node.name, "rewrite": "resize_gather", "rule": rule, "in_shape": ins,
-                  "out_shape": outs, "scales": sc, "shortcut": cut},
+                  "out_shape": outs, "scales": sc, "shortcut": cut, **({"dynamic": True} if dynamic else {})},
                  "interpolation", _resize_why(node, rule, kind, file_scale), fix, k, module=case.module, nodes=[node.name])
