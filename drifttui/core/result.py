@@ -27,6 +27,9 @@ UNMAPPED = "unmapped"      # nodes exist, but no ONNX value could be paired with
 # fails the tolerance, yet neither its own nodes nor an earlier module own the error (e.g. float32
 # noise upstream flipping roundings at a precision cast); never silent: a note says why
 UNATTRIBUTED = "unattributed"
+#: how a layer's note starts the finding that its weight, compared by content, is not the model's
+#: (a packed block of a processed file: no value of its own to compare; core/prepare/plan/plan.py)
+WEIGHT_NOT_THE_MODELS = "its weight in the file is not the model's"
 STATUSES = (OK, DRIFT, INHERITED, FUSED, NOT_EXPORTED, UNMAPPED, UNATTRIBUTED)
 
 # The one name of the root module in every text (the JSON keeps "" as its qualified name).

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from drifttui.core.result import UNATTRIBUTED, Finding, Layer, Output, Result, own_op_types
+from drifttui.core.result import UNATTRIBUTED, WEIGHT_NOT_THE_MODELS, Finding, Layer, Output, Result, own_op_types
 from drifttui.report.escape import terminal
 
 
@@ -49,8 +49,19 @@ def origin_text(result: Result) -> str:
     nodes = layer.onnx_nodes[:3] if layer is not None else []
     ops = ", ".join(own_op_types(layer, o.op_types)) or "no ONNX op"
     where = f"ONNX {ops}" + (f" at {', '.join(nodes)}" if nodes else "")
-    return (f"{layer_name(o.module, o.call)} ({o.cls}; {where}): max |d| {fmt(o.max_abs)}, "
-            f"max rel {fmt(o.max_rel)}, own error {fmt(o.local_max_abs)} (worst sample {o.worst_sample})")
+    return f"{layer_name(o.module, o.call)} ({o.cls}; {where}): {origin_numbers(result)}"
+
+
+def origin_numbers(result: Result) -> str:
+    """The origin's numbers, or, for a weight compared by content (no value of its own in the file,
+    so no numbers), what differs: never ``max |d| nan``."""
+    o = result.drift_origin
+    layer = origin_layer(result)
+    note = layer.note if layer is not None else ""
+    if o.max_abs != o.max_abs and WEIGHT_NOT_THE_MODELS in note:      # NaN: no value compared
+        return terminal(note[note.index(WEIGHT_NOT_THE_MODELS):])
+    return (f"max |d| {fmt(o.max_abs)}, max rel {fmt(o.max_rel)}, own error {fmt(o.local_max_abs)} "
+            f"(worst sample {o.worst_sample})")
 
 
 def alerts(result: Result) -> list[str]:

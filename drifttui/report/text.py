@@ -14,7 +14,7 @@ from drifttui.core.tolerance import K_EPS
 from drifttui.report.console import report_console
 from drifttui.report.escape import plain, terminal
 from drifttui.report.gate import Decision, Gate
-from drifttui.report.summary import alerts, layer_name, origin_layer
+from drifttui.report.summary import alerts, layer_name, origin_layer, origin_numbers
 
 STATUS_STYLE = {"ok": "green", "drift": "bold red", "inherited": "yellow", "fused": "cyan",
                 "not_exported": "dim", "unmapped": "magenta", "unattributed": "bold yellow"}
@@ -123,8 +123,11 @@ def _headline(result: Result, decision: Optional[Decision] = None, gate: Optiona
         head.append(terminal(f": origin {layer_name(o.module, o.call)} ({o.cls}, ONNX {ops})"))
     lines: list = [head]
     if o is not None:       # the numbers on a line of their own: the headline fits 80 columns
-        lines.append(indented(Text(f"max |d| {fmt(o.max_abs)}, max rel {fmt(o.max_rel)}, own error "
-                                   f"{fmt(o.local_max_abs)}; worst sample {o.worst_sample} of {result.samples}")))
+        numbers = origin_numbers(result)
+        if numbers.startswith("max |d|"):
+            numbers = (f"max |d| {fmt(o.max_abs)}, max rel {fmt(o.max_rel)}, own error {fmt(o.local_max_abs)}; "
+                       f"worst sample {o.worst_sample} of {result.samples}")
+        lines.append(indented(Text(numbers)))
     if decision is not None:
         lines += _gate_detail(failures, decision, gate) + _fixes(decision)
         if decision.passed:

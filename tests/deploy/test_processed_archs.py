@@ -171,6 +171,10 @@ def test_packed_query_weight_is_compared_by_content_in_decide(files, tmp_path):
     assert run.result.verdict == DRIFT and run.result.drift_origin.module == query
     layer = next(l for l in run.result.layers if l.module == query)
     assert "not the model's" in layer.note and "Attention" in layer.note and "block 1 of 3" in layer.note
+    from drifttui.report.summary import origin_text
+
+    said = origin_text(run.result)      # what every report prints: what differs, never "max |d| nan"
+    assert "not the model's" in said and "nan" not in said
     loose = decide(run.prepared, run.capture, dataclasses.replace(cfg, atol=0.1, rtol=0.1))
     assert loose.verdict == OK and loose.drift_origin is None
 

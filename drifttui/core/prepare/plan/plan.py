@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from drifttui.core.result import OK
+from drifttui.core.result import OK, WEIGHT_NOT_THE_MODELS
 from drifttui.core.tolerance import bound
 
 
@@ -26,7 +26,7 @@ class WeightCheck:
         return self.max_abs > bound(atol, rtol, self.scale, self.rounding)
 
     def note(self, atol: float, rtol: float) -> str:
-        return (f"its weight in the file is not the model's: {self.where} differs from the reference's {self.ref} "
+        return (f"{WEIGHT_NOT_THE_MODELS}: {self.where} differs from the reference's {self.ref} "
                 f"by max |d| {self.max_abs:.3g} (allowed {bound(atol, rtol, self.scale, self.rounding):.3g}), a drift in the file "
                 "itself, found by content (no value of its own to compare)")
 
