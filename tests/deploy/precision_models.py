@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 import onnx
@@ -20,15 +20,17 @@ def spec(fn: str) -> str:
     return f"{ZOO}:{fn}"
 
 
-def export(fn: str, inputs: str, exporter: str, folder: Path) -> Path:
-    """The raw export drifttui itself would make (its exporter wrapper, sample 0 of ``inputs``)."""
+def export(fn: str, inputs: str, exporter: str, folder: Path, spec_of: Optional[Callable[[str], str]] = None) -> Path:
+    """The raw export drifttui itself would make (its exporter wrapper, sample 0 of ``inputs``);
+    ``spec_of``: the factories' module (default: this suite's zoo)."""
+    spec_of = spec_of or spec
     from drifttui.core.model.export import export_model
     from drifttui.core.model.inputs import build_source
     from drifttui.core.model.loading import load_torch_model
     from drifttui.core.model.spec import parse_input_spec, parse_model_spec
 
-    model = load_torch_model(parse_model_spec(spec(fn)))
-    args, kwargs = build_source(parse_input_spec(spec(inputs)), 0, False, None, None).sample(0)
+    model = load_torch_model(parse_model_spec(spec_of(fn)))
+    args, kwargs = build_source(parse_input_spec(spec_of(inputs)), 0, False, None, None).sample(0)
     folder.mkdir(parents=True, exist_ok=True)
     return export_model(model, args, kwargs, exporter, folder)
 

@@ -104,8 +104,9 @@ def _make(key, get, factory):
         import onnx
 
         folder = factory.mktemp(f"{arch}-{exporter}")
-        PM.spec = spec     # the arch_models factories, exported as drifttui would
-        path = PM.export(arch, ARCHS[arch][0], exporter, folder / "raw")
+        # the arch_models factories, exported as drifttui would (never by patching PM.spec: that
+        # made test_precision_archs, run after this module in one process, export these models)
+        path = PM.export(arch, ARCHS[arch][0], exporter, folder / "raw", spec_of=spec)
         one = folder / "raw.onnx"
         onnx.save(onnx.load(str(path)), str(one))
         return one, check(arch, one, samples=1)
