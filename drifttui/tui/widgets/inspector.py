@@ -141,9 +141,11 @@ class Inspector(ScrollView, can_focus=True):
         on = y in bar
         key = (index, on, width)
         strip = self._styled.get(key)
-        if strip is None:
-            body = self._lines[index].apply_style(base) if 0 <= index < len(self._lines) \
-                else Strip.blank(self._width + 2, base)
-            strip = Strip([*body, track_segment(on, base)]).adjust_cell_length(width, base)
+        if strip is None:          # one Strip per line: base style applied to the segments directly
+            body = list(Segment.apply_style(self._lines[index], base)) if 0 <= index < len(self._lines) \
+                else [Segment(" " * (self._width + 2), base)]
+            strip = Strip([*body, track_segment(on, base)], self._width + 3)
+            if width != self._width + 3:
+                strip = strip.adjust_cell_length(width, base)
             self._styled[key] = strip
         return strip

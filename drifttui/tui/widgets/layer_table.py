@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
@@ -324,8 +325,7 @@ class LayerTable(ScrollView, can_focus=True):
         if strip is None:
             if is_cursor:
                 base = base + cursor_style
-            strip = self._render_row(layer, width, base)
-            strip = Strip([*strip, track_segment(on, base)], full)
+            strip = Strip([*self._render_row(layer, width, base), track_segment(on, base)], full)
             self._cache[key] = strip
         return strip
 
@@ -342,7 +342,7 @@ class LayerTable(ScrollView, can_focus=True):
             parts += [" ", title.rjust(CELL_WIDTH)[:CELL_WIDTH]]
         return Strip([Segment("".join(parts), style)]).adjust_cell_length(width, style)
 
-    def _render_row(self, i: int, width: int, base: Style) -> Strip:
+    def _render_row(self, i: int, width: int, base: Style) -> list[Segment]:
         tree = self.layer_tree
         layer = tree.layers[i]
         c = self._columns
@@ -378,4 +378,15 @@ class LayerTable(ScrollView, can_focus=True):
             text, style = heat_cell(value, self._thresholds[col], fail, no_color, light)
             segs.append(Segment(" ", base))
             segs.append(Segment(text, base + style))
-        return Strip(segs).adjust_cell_length(width, base)
+        return _fit_segments(segs, width, base)
+
+
+def _fit_segments(segs: list[Segment], width: int, style: Style) -> list[Segment]:
+    """``segs`` at ``width`` cells, as ``Strip.adjust_cell_length`` makes them, without building the
+    Strip (a row's strip is built once, with its scroll-track cell: a page of new rows made three)."""
+    n = sum(cell_len(s.text) for s in segs)
+    if n == width:
+        return segs
+    if n < width:
+        return [*segs, Segment(" " * (width - n), style)]
+    return list(Strip(segs).adjust_cell_length(width, style))
