@@ -269,3 +269,14 @@ def _model(ctx: Any, nodes: list[Any], feeds: dict[str, np.ndarray], extra_inits
                               ir_version=ctx.index.model.ir_version)
     model.functions.extend(ctx.index.model.functions)
     return onnx.ModelProto.FromString(model.SerializeToString())   # a deep copy: patches edit it freely
+
+
+def call_io(ctx: Any, case: Case) -> Optional[tuple[list[Any], list[np.ndarray]]]:
+    call = ctx.calls[case.call]
+    store: TensorStore = torch_values(ctx, ctx.sample(case.sample), {case.call: list(range(len(call.outputs)))},
+                                       {case.call: list(range(len(call.inputs)))})
+    ins = [store.inp.get((case.call, k)) for k in range(len(call.inputs))]
+    outs = [store.out.get((case.call, k)) for k in range(len(call.outputs))]
+    if any(t is None for t in ins) or any(t is None for t in outs) or not ins:
+        return None
+    return ins, [to_numpy(t) for t in outs]

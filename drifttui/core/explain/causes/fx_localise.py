@@ -28,10 +28,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.explain.causes.case import Case, hooked_inner
+from drifttui.core.explain.causes.case import Case, call_io, hooked_inner
 from drifttui.core.explain.causes.evaluate import run_ort
-from drifttui.core.explain.causes.reexport import call_io
 from drifttui.core.metrics import compare
+from drifttui.core.model.export import quiet
 from drifttui.core.runtime.torch_hooks import to_numpy
 
 FX_KEY = "pkg.torch.onnx.fx_node"
@@ -107,8 +107,6 @@ def _program(ctx: Any, module_name: str, module: Any, ins: list[Any]) -> Any:
     one per module (ctx.cache)."""
     import torch
     from torch.onnx._internal.exporter import _core, _registration
-
-    from drifttui.core.model.export import quiet
 
     key = f"causes:fx:program:{module_name}"
     if key not in ctx.cache:

@@ -15,26 +15,15 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.explain.causes.candidates import module_eps
-from drifttui.core.explain.causes.case import Case, torch_values
+from drifttui.core.explain.causes.case import Case, call_io
 from drifttui.core.explain.causes.evaluate import Eval, error, run_ort
+from drifttui.core.explain.causes.fx_localise import describe
 from drifttui.core.explain.causes.graft import Graft
 from drifttui.core.explain.causes.localise_nodes import align
 from drifttui.core.explain.causes.patches import Patch
 from drifttui.core.model.export import export_model
 from drifttui.core.result import display_name
-from drifttui.core.runtime.torch_hooks import TensorStore, to_numpy
 from drifttui.errors import DriftTuiError
-
-
-def call_io(ctx: Any, case: Case) -> Optional[tuple[list[Any], list[np.ndarray]]]:
-    call = ctx.calls[case.call]
-    store: TensorStore = torch_values(ctx, ctx.sample(case.sample), {case.call: list(range(len(call.outputs)))},
-                                       {case.call: list(range(len(call.inputs)))})
-    ins = [store.inp.get((case.call, k)) for k in range(len(call.inputs))]
-    outs = [store.out.get((case.call, k)) for k in range(len(call.outputs))]
-    if any(t is None for t in ins) or any(t is None for t in outs) or not ins:
-        return None
-    return ins, [to_numpy(t) for t in outs]
 
 
 def variants(ctx: Any) -> list[tuple[str, str]]:
@@ -110,7 +99,6 @@ def _story(case: Case, module: Any, node: Any, ctx: Any) -> tuple[str, str]:
 def _fx_story(case: Case, module: Any, fx: Any, ctx: Any) -> tuple[str, str]:
     """(class, what the file gets wrong) from the node the FX values name as wrong (an epsilon held
     by a constant of the file still says so first)."""
-    from drifttui.core.explain.causes.fx_localise import describe
 
     eps = _eps_constant(case, module)
     if eps is not None:
