@@ -23,6 +23,7 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.prepare.graph import common_prefix
+from drifttui.core.prepare.qviews import is_view_node
 from drifttui.core.result import OK
 from drifttui.core.tolerance import node_budget
 
@@ -62,6 +63,8 @@ class PrecisionScan:
     ops: dict[str, int] = field(default_factory=dict)     # evidence: op / initializer counts
     schemes: list[str] = field(default_factory=list)      # e.g. "float16", "int8 dynamic", "int8 QDQ"
     total: int = 0
+    views: int = 0           # nodes drifttui added to read quantized values (qviews.py), not the file's
+    reduced_views: int = 0   # ... of them in ``nodes`` (the QuantizeLinear back to the readers)
 
     @property
     def formats(self) -> list[str]:
@@ -77,7 +80,8 @@ class PrecisionScan:
             if self.ops:
                 return f"float32 weights ({ev} inside the graph: held to the float32 rule)"
             return "float32 (no reduced-precision values, no quantized ops)"
-        return (f"{' + '.join(self.schemes)}: {len(self.nodes)} of {self.total} nodes compute in reduced "
+        return (f"{' + '.join(self.schemes)}: {len(self.nodes) - self.reduced_views} of {self.total - self.views} nodes "
+                f"compute in reduced "
                 f"precision ({ev})")
 
 
@@ -115,6 +119,7 @@ def scan(index: Any) -> PrecisionScan:
             low_in = next((_LOW[index.elem_types[i]] for i in node.inputs if index.elem_types.get(i) in _LOW), None)
             if low_in is not None:       # widening a float16 value: exact (depth 0: no budget)
                 out.nodes[node.index] = NodePrecision(low_in, 0)
+    out.reduced_views = sum(1 for k in out.nodes if is_view_node(index.nodes[k]))
     return out
 
 
@@ -138,6 +143,9 @@ def _count_evidence(index: Any, out: PrecisionScan) -> None:
     ops: dict[str, int] = {}
     for n in index.nodes:
         op = n.op_type
+        if is_view_node(n):
+            out.views += 1      # drifttui's own views of a QOperator file's integers: not the file's evidence
+            continue
         if op in DYNAMIC_OPS or op in QDQ_OPS or op.startswith(QOPERATOR_PREFIX):
             ops[op] = ops.get(op, 0) + 1
         elif op == "Cast":
@@ -158,7 +166,8 @@ def _count_evidence(index: Any, out: PrecisionScan) -> None:
         out.schemes.append("int8 dynamic (quantize_dynamic)")
     if any(k.startswith(QOPERATOR_PREFIX) for k in ops):
         out.schemes.append("int8 QOperator")
-    if "DequantizeLinear" in ops:
+    if any(n.op_type == "DequantizeLinear" and not is_view_node(n) and any(index.consumers.get(o) for o in n.outputs)
+           for n in index.nodes):     # a QOperator file's last DequantizeLinear feeds a graph output only
         out.schemes.append("int8 QDQ")
 
 

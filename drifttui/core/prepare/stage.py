@@ -129,6 +129,8 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     if hooks is not None:
         found = reference.transfer(cfg, model, sample0, feeds0, index, calls, workdir, map_index)
         if found is not None:
+            if found[0] is not index:     # views added (qviews, NCHWc, Transpose, Reshape): node indices moved
+                pscan = precision.scan(found[0])
             index, plan, mapped_note, exporter = found[0], found[1], found[2], found[3] or exporter
             notes.append(mapped_note)
     if batch > 1 and hooks is not None:
