@@ -167,6 +167,51 @@ def heavy_cnn():
 HEAVY = 40.0
 
 
+def _tail_cnn(relu6: bool):
+    """A CNN whose first conv's output is heavy-tailed (one channel x TAIL, the next conv reads it
+    scaled down), followed by a ReLU6 (the tail is clipped in PyTorch too: a static range [0, 6]
+    that clips it costs nothing) or a ReLU (the tail carries part of the signal: clipping it costs)."""
+    import torch
+    from torch import nn
+
+    class Tail(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU6() if relu6 else nn.ReLU())
+            self.b1 = nn.Sequential(nn.Conv2d(16, 32, 3, padding=1, stride=2), nn.ReLU())
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(32, 10)
+
+        def forward(self, x):
+            return self.fc(self.pool(self.b1(self.stem(x))).flatten(1))
+
+    torch.manual_seed(0)
+    m = Tail().eval()
+    with torch.no_grad():
+        m.stem[0].weight[0] *= TAIL
+        m.b1[0].weight[:, 0] /= TAIL / 4
+    return m
+
+
+TAIL = 12.0
+
+
+def tail_relu6():
+    return _tail_cnn(True)
+
+
+def tail_relu():
+    return _tail_cnn(False)
+
+
+def img32_wide():
+    """img32 x WIDE: calibrating on it gives static scales WIDE times coarser than the checked samples need."""
+    return img32() * WIDE
+
+
+WIDE = 10.0
+
+
 def small_emb():
     """An embedding table and a Linear head: quantize_dynamic quantizes the table (Gather on int8
     rows, then DequantizeLinear)."""

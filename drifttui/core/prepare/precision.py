@@ -85,8 +85,11 @@ class PrecisionScan:
                 f"precision ({ev})")
 
 
-def scan(index: Any) -> PrecisionScan:
-    """Classify every node of ``index`` (a GraphIndex)."""
+def scan(index: Any, levels: Optional[dict[str, int]] = None) -> PrecisionScan:
+    """Classify every node of ``index`` (a GraphIndex); ``levels``: the largest integer level
+    |q - zero point| each quantizer's output reaches on sample 0 (act_levels.py), for the
+    activations' steps (without it: the assumed 2/255 of the range)."""
+    levels = levels or {}
     out = PrecisionScan(total=len(index.nodes))
     _count_evidence(index, out)
     if not any(k.endswith(" initializers") or k in DYNAMIC_OPS or k in QDQ_OPS or k.startswith(QOPERATOR_PREFIX)
@@ -105,12 +108,12 @@ def scan(index: Any) -> PrecisionScan:
             continue
         if op in DYNAMIC_OPS or op.startswith(QOPERATOR_PREFIX) or op in QDQ_OPS:
             if op in ACCUMULATING or op.startswith(QOPERATOR_PREFIX):
-                out.nodes[node.index] = _int8_node(index, node)
+                out.nodes[node.index] = _int8_node(index, node, levels)
             elif op in ("DynamicQuantizeLinear", "QuantizeLinear"):
-                out.nodes[node.index] = NodePrecision("int8", 1, _act_step(index, node), 0.0)
+                out.nodes[node.index] = NodePrecision("int8", 1, _act_step(index, node, levels), 0.0)
             continue
         if any(i in dq_out for i in node.inputs):       # QDQ: a float op on dequantized values
-            out.nodes[node.index] = _int8_node(index, node)
+            out.nodes[node.index] = _int8_node(index, node, levels)
             continue
         low = _low_output(index, node)
         if low is not None:
@@ -133,7 +136,7 @@ def _gathered_weights(index: Any) -> dict[int, float]:
         p = index.producer.get(n.inputs[0])
         if p is None or index.nodes[p].op_type != "Gather" or not index.nodes[p].inputs:
             continue
-        src = _quantized_source(index, index.nodes[p].inputs[0])
+        src = _quantized_source(index, index.nodes[p].inputs[0], {})
         if src is not None and src[0] == "weight":
             out[n.index] = src[1]
     return out
@@ -233,7 +236,7 @@ def _shape(index: Any, name: str) -> list[Any]:
     return list(index.shapes.get(name, []))
 
 
-def _int8_node(index: Any, node: Any) -> NodePrecision:
+def _int8_node(index: Any, node: Any, levels: dict[str, int]) -> NodePrecision:
     """An int8 compute node: its depth, and the rounding steps of its quantized inputs."""
     act, wt = 0.0, 0.0
     op = node.op_type
@@ -245,7 +248,7 @@ def _int8_node(index: Any, node: Any) -> NodePrecision:
         data = [i for i in node.inputs if index.producer.get(i) is not None
                 and index.nodes[index.producer[i]].op_type == "DequantizeLinear"]
     for name in data:
-        src = _quantized_source(index, name)
+        src = _quantized_source(index, name, levels)
         if src is None:
             continue
         kind, step = src
@@ -256,7 +259,7 @@ def _int8_node(index: Any, node: Any) -> NodePrecision:
     return NodePrecision("int8", depth(index, node), act or ACT_STEP_U8, wt)
 
 
-def _quantized_source(index: Any, name: str) -> Optional[tuple[str, float]]:
+def _quantized_source(index: Any, name: str, levels: dict[str, int]) -> Optional[tuple[str, float]]:
     """('weight', scale/max|w|) for an int8 initializer (directly or through a DequantizeLinear),
     ('act', step) for a value a quantizer made at run time; None for anything else."""
     from onnx import numpy_helper
@@ -272,12 +275,20 @@ def _quantized_source(index: Any, name: str) -> Optional[tuple[str, float]]:
         m = int(np.max(np.abs(q - zp))) if q.size else 0
         return ("weight", 1.0 / m) if m else None
     if p is not None and index.nodes[p].op_type in ("DynamicQuantizeLinear", "QuantizeLinear"):
-        return ("act", _act_step(index, index.nodes[p]))
+        return ("act", _act_step(index, index.nodes[p], levels))
+    if p is not None and index.nodes[p].op_type.startswith(QOPERATOR_PREFIX):     # a QOperator output
+        return ("act", 1.0 / levels[name] if levels.get(name) else ACT_STEP_U8)
     return None
 
 
-def _act_step(index: Any, node: Any) -> float:
-    """Relative rounding step of an activation quantizer: uint8 over a range that holds 0, or int8."""
+def _act_step(index: Any, node: Any, levels: dict[str, int]) -> float:
+    """Relative rounding step of an activation quantizer: its scale over the largest value it
+    dequantizes to on sample 0, scale / (scale * max|q - zp|) = 1 / max|q - zp| (the file's own
+    static scale, or the one DynamicQuantizeLinear computes from the tensor's min/max); without a
+    measured level, assumed: uint8 over a range that holds 0 (2/255), or int8 (1/127)."""
+    level = levels.get(node.outputs[0]) if node.outputs else None
+    if level:
+        return 1.0 / level
     if node.op_type == "QuantizeLinear" and len(node.inputs) > 2:
         zp = index.initializers.get(node.inputs[2])
         if zp is not None and zp.data_type == 3:
