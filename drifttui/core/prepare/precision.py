@@ -12,7 +12,8 @@ For each such node the module records what the precision budget needs (core/tole
 computes: K of a MatMul, Cin/groups x kernel of a Conv, the reduced axes of a reduction or a
 normalisation) and, for int8, the relative rounding steps of its quantized inputs (the scale
 over the dynamic range: ``scale / max|x|``; a weight's from its own int8 values, an activation's
-from its quantizer's range).  Tolerance-free and static: computed once per prepared file.
+from the file's own quantizer: 1 / max|q - zero point| on sample 0, act_levels.py).
+Tolerance-free and static: computed once per prepared file.
 """
 from __future__ import annotations
 
@@ -38,9 +39,9 @@ ACCUMULATING = {"MatMul", "Gemm", "Conv", "ConvTranspose", "MatMulInteger", "Con
 REDUCING = {"ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "Softmax",
             "LogSoftmax", "LayerNormalization", "SimplifiedLayerNormalization", "GroupNormalization",
             "InstanceNormalization", "CumSum"}
-# the relative rounding step of an activation quantizer over its own dynamic range: 8 bits over a
-# range that includes 0 (uint8 [min(x,0), max(x,0)] / 255: at most 2 max|x| / 255 when the range is
-# symmetric); the static formats calibrated their scale to the same range
+# the relative rounding step of an activation quantizer when it cannot be measured (act_levels.py
+# measures 1 / max|q - zero point| on sample 0): 8 bits over a range that includes 0 (uint8
+# [min(x,0), max(x,0)] / 255: at most 2 max|x| / 255 when the range is symmetric)
 ACT_STEP_U8 = 2.0 / 255.0
 ACT_STEP_I8 = 1.0 / 127.0
 
