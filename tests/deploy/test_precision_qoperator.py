@@ -97,3 +97,21 @@ def test_wrong_weight_in_a_qoperator_file_is_a_genuine_drift(heavy, capsys):
     out = capsys.readouterr().out
     assert "a genuine drift, not the precision" in out and "b2" in out, out
     assert "nodes_to_exclude" not in out
+
+
+def test_step_4_and_the_headline_cause_name_both_convs(heavy):
+    """Step 4 (the precision bisect) finds the repair's list; the headline cause of the origin is the
+    precision, with the nodes to exclude for the reader and the producer of its rounded input."""
+    from drifttui.core.pipeline import Pipeline
+    from drifttui.core.result import Config
+
+    _, _, _, qop = heavy
+    engine = Pipeline()
+    result = engine.run(Config(model=local_spec("heavy_cnn"), inputs=local_spec("img32"), onnx=str(qop),
+                               samples=SAMPLES)).result
+    head = engine.explain(result).result.findings[0]
+    assert head.kind == "precision" and head.module == result.drift_origin.module
+    assert "/b1/b1.0/Conv" in head.fix and "/stem/stem.0/Conv" in head.fix
+    step = engine.step(4, result)
+    assert step.verdict == "fail" and step.evidence["after"]["verdict"] == "within budget"
+    assert sorted(step.evidence["nodes (your float model)"]) == ["/b1/b1.0/Conv", "/stem/stem.0/Conv"]
