@@ -63,6 +63,7 @@ def test_repair_keeps_qlinear_nodes_and_the_users_quantizer_agrees(heavy, capsys
     patched = onnx.load(str(fixed))
     assert not any(n.op_type == "QLinearConv" and n.name.startswith(("/stem/", "/b1/")) for n in patched.graph.node)
     assert any(n.op_type == "QLinearConv" and n.name.startswith("/b2/") for n in patched.graph.node)
+    assert not any(n.name.startswith("drifttui_") for n in patched.graph.node)     # its views are not written
     assert check("heavy_cnn", fixed).precision.verdict == "within budget"
     redo = int8_qoperator(raw, d / "redo.onnx", feeds, n=SAMPLES, nodes_to_exclude=names)
     after = check("heavy_cnn", redo)
@@ -78,6 +79,7 @@ def out_max(result) -> float:
     return max(o.metrics.max_abs.worst for o in result.outputs)
 
 
+@pytest.mark.deploy
 def test_wrong_weight_in_a_qoperator_file_is_a_genuine_drift(heavy, capsys):
     """A negated half of b2's int8 weights: over budget at b2, but keeping it in float32 (with its
     producer) changes nothing: named a genuine drift, no keep-list."""
@@ -99,6 +101,7 @@ def test_wrong_weight_in_a_qoperator_file_is_a_genuine_drift(heavy, capsys):
     assert "nodes_to_exclude" not in out
 
 
+@pytest.mark.deploy
 def test_step_4_and_the_headline_cause_name_both_convs(heavy):
     """Step 4 (the precision bisect) finds the repair's list; the headline cause of the origin is the
     precision, with the nodes to exclude for the reader and the producer of its rounded input."""

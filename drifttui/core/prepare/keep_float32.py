@@ -23,7 +23,7 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.prepare.keep_qoperator import kept_quantizer, qoperator
-from drifttui.core.prepare.qviews import is_view_node
+from drifttui.core.prepare.qviews import is_view_node, strip_views
 
 FLOAT, FLOAT16 = 1, 10
 QOPERATOR = ("QLinear", "QGemm")
@@ -83,6 +83,23 @@ def keep_float32(model: Any, index: Any, nodes: set[int], torch_tensors: Optiona
     g.node.extend(_prune(final, [o.name for o in g.output]))
     _drop_unused_initializers(g)
     del g.value_info[:]       # types changed inside: let ORT infer them again
+    return out
+
+
+def without_views(model: Any) -> Any:
+    """A copy of a patched model without drifttui's DequantizeLinear views of a QOperator file's
+    integers (qviews.py; numerically the same graph): the file written for the user."""
+    import onnx
+
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    nodes = _prune(strip_views(list(out.graph.node)), [o.name for o in out.graph.output])
+    for n in nodes:      # what is left of a view carries a kept node's value on: named after it
+        if is_view_node(n):
+            n.name = f"{n.output[0]}_{n.op_type}"
+    del out.graph.node[:]
+    out.graph.node.extend(nodes)
+    _drop_unused_initializers(out.graph)
     return out
 
 

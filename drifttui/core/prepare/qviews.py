@@ -73,3 +73,20 @@ def dequantize_views(index: Any) -> tuple[dict[str, list[Any]], dict[str, str], 
 def is_view_node(node: Any) -> bool:
     """A node these views added (not the user's: never listed for their converter)."""
     return node.name.startswith(("drifttui_deq_", "drifttui_req_"))
+
+
+def strip_views(nodes: list[Any]) -> list[Any]:
+    """The user's graph back from a patched copy (in place): readers of a view's way back read the
+    quantized value again; the view nodes are left unused (pruned by the caller)."""
+    made = {o for n in nodes for o in n.output}
+    back: dict[str, str] = {}
+    for n in nodes:        # a way back reads "<v>::float" (the view, or a kept producer's float value)
+        if n.name.startswith("drifttui_req_") and n.input and n.input[0].endswith("::float"):
+            v = n.input[0][: -len("::float")]
+            if v in made:
+                back[n.output[0]] = v
+    for n in nodes:
+        for pos, name in enumerate(n.input):
+            if name in back:
+                n.input[pos] = back[name]
+    return nodes
