@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.prepare.keep_qoperator import kept_quantizer, qoperator
+from drifttui.core.prepare.keep_qoperator import kept_quantizer, moved_float, qoperator
 from drifttui.core.prepare.qviews import is_view_node, strip_views
 
 FLOAT, FLOAT16 = 1, 10
@@ -70,7 +70,7 @@ def keep_float32(model: Any, index: Any, nodes: set[int], torch_tensors: Optiona
         else:
             replace[k] = _fp16(index, k, node, nodes, inits, torch_tensors, new_inits)
     for k, dq in _dequantized_floats(index, floats):
-        replace[k] = [dq]
+        replace[k] = dq
     final = []
     for k, node in enumerate(protos):
         final.extend(replace.get(k, [node]))
@@ -109,7 +109,7 @@ def _feeds_qoperator(index: Any, value: str) -> bool:
                for c in index.consumers.get(value, []))
 
 
-def _dequantized_floats(index: Any, floats: dict[str, str]) -> list[tuple[int, Any]]:
+def _dequantized_floats(index: Any, floats: dict[str, str]) -> list[tuple[int, list[Any]]]:
     """A DequantizeLinear of a kept QOperator node's output (the file's last one before a graph
     output, or drifttui's view of the value) reads the float value instead: what the user's
     quantizer leaves when that node is excluded."""
@@ -117,9 +117,12 @@ def _dequantized_floats(index: Any, floats: dict[str, str]) -> list[tuple[int, A
 
     out = []
     for n in index.nodes:
-        if n.op_type == "DequantizeLinear" and n.inputs and n.inputs[0] in floats and n.outputs:
-            out.append((n.index, onnx.helper.make_node("Identity", [floats[n.inputs[0]]], [n.outputs[0]],
-                                                       name=f"{n.name}::float32")))
+        if n.op_type != "DequantizeLinear" or not n.inputs or not n.outputs or not floats:
+            continue
+        pre: list[Any] = []
+        f = moved_float(index, n.inputs[0], floats, pre, n.name)    # directly, or through data movement
+        if f is not None:
+            out.append((n.index, pre + [onnx.helper.make_node("Identity", [f], [n.outputs[0]], name=f"{n.name}::float32")]))
     return out
 
 

@@ -126,23 +126,37 @@ def kept_quantizer(node: Any, inits: dict, floats: dict[str, str]) -> list[Any]:
 
 def _float_input(index: Any, x: str, s: str, z: str, floats: dict[str, str], pre: list[Any], owner: str) -> str:
     """The float value of quantized activation ``x``: its kept producer's (through data movement:
-    a Flatten between a pool and a QGemm), else dequantized."""
+    a Flatten between a pool and a QGemm, a Reshape and a Transpose before a QLinearMatMul), else
+    dequantized."""
+    import onnx
+
+    f = moved_float(index, x, floats, pre, owner)
+    if f is not None:
+        return f
+    out = f"{x}::dequantized::{owner}"
+    pre.append(onnx.helper.make_node("DequantizeLinear", [x, s, z] if z else [x, s], [out], name=f"{out}::node"))
+    return out
+
+
+def moved_float(index: Any, x: str, floats: dict[str, str], pre: list[Any], owner: str, hops: int = 4) -> Optional[str]:
+    """The float counterpart of ``x`` when a kept producer's float value reaches it through data
+    movement only (the same moves replayed on the float value); None otherwise."""
     import onnx
 
     src = _view_source(index, x)
     if src in floats:
         return floats[src]
     p = index.producer.get(src)
-    if p is not None and index.nodes[p].op_type in _MOVES and index.nodes[p].inputs:
-        n = index.nodes[p]
-        inner = _view_source(index, n.inputs[0])
-        if inner in floats:
-            out = f"{src}::float32::{owner}"
-            pre.append(onnx.helper.make_node(n.op_type, [floats[inner], *n.inputs[1:]], [out], name=f"{out}::node",
-                                             **{a.name: onnx.helper.get_attribute_value(a) for a in n.proto.attribute}))
-            return out
-    out = f"{x}::dequantized::{owner}"
-    pre.append(onnx.helper.make_node("DequantizeLinear", [x, s, z] if z else [x, s], [out], name=f"{out}::node"))
+    if hops == 0 or p is None or index.nodes[p].op_type not in _MOVES or not index.nodes[p].inputs:
+        return None
+    n = index.nodes[p]
+    inner = moved_float(index, n.inputs[0], floats, pre, owner, hops - 1)
+    if inner is None:
+        return None
+    out = f"{src}::float32::{owner}"
+    if out not in {o for m in pre for o in m.output}:
+        pre.append(onnx.helper.make_node(n.op_type, [inner, *n.inputs[1:]], [out], name=f"{out}::node",
+                                         **{a.name: onnx.helper.get_attribute_value(a) for a in n.proto.attribute}))
     return out
 
 
