@@ -133,6 +133,7 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
                 pscan = precision.scan(found[0])
             index, plan, mapped_note, exporter = found[0], found[1], found[2], found[3] or exporter
             notes.append(mapped_note)
+    details = layer_details(index, plan, calls, model, timings)    # the figures start in the background
     if batch > 1 and hooks is not None:
         with hooks.installed():
             why = batch_probe.probe_torch(hooks, model, safe_forward, sample0,
@@ -156,7 +157,6 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
                                         set(index.graph_inputs))
     attach_local(windows, local, plan)
     notes[:0] = mem.notes + _window_notes(cfg, hooks is not None, windows, budget, total_bytes, mem)
-    details = layer_details(index, plan, calls, model, timings)
     budgets = precision.call_budgets(pscan, index, plan, calls)
     timings["map"] = time.perf_counter() - t
     return Prepared(config=cfg, model=model, example=example, input_spec=in_spec, onnx_inputs=gi, index=index,
