@@ -20,6 +20,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from drifttui.core.prepare.qviews import is_view_node
+
 # op -> (float op, positions of its (x, scale, zero point) data triples, position of the output
 # (scale, zero point) pair, bias position); attributes copied except those listed in _DROP
 _OPS: dict[str, tuple[str, tuple[int, ...], Optional[int], Optional[int]]] = {
@@ -44,8 +46,6 @@ def unit(index: Any, budgets: dict, call: int) -> list[int]:
     ``call`` and, in a QOperator file, the calls whose quantized outputs it reads (the rounding of a
     value between two QOperator nodes goes away only when both are kept, as with the user's
     quantizer: excluding the reader alone leaves a DequantizeLinear of the rounded value)."""
-    from drifttui.core.prepare.qviews import is_view_node
-
     owner = {k: c for c, b in budgets.items() for k in b.node_ids}
     out = [call]
     for k in budgets[call].node_ids:
@@ -163,8 +163,6 @@ def moved_float(index: Any, x: str, floats: dict[str, str], pre: list[Any], owne
 def _view_source(index: Any, x: str) -> str:
     """The quantized value ``x`` stands for: itself, or the value behind drifttui's own
     DequantizeLinear -> QuantizeLinear round trip (qviews.py) that its reader reads."""
-    from drifttui.core.prepare.qviews import is_view_node
-
     p = index.producer.get(x)
     if p is None or not is_view_node(index.nodes[p]) or index.nodes[p].op_type != "QuantizeLinear":
         return x
