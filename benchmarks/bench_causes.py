@@ -85,6 +85,7 @@ def set_eps(value: float) -> Callable[[Any], None]:
 FORMS: dict[tuple[str, str, Optional[int]], tuple[str, str, Optional[Callable[[Any], None]]]] = {
     ("pdist", "torchscript", None): ("normalization", "export", None),
     ("pdist", "torchscript", 11): ("normalization", "export", None),     # the graft converts opsets
+    ("pdist", "torchscript", 14): ("normalization", "export", None),
     ("softplus_beta", "torchscript", None): ("op-compat", "export", None),
     ("logaddexp2", "dynamo", None): ("op-compat", "export", None),
     # the reference evaluator (numpy's float32 tanh) is ulps off too: runtime or export, either kind
@@ -94,6 +95,8 @@ FORMS: dict[tuple[str, str, Optional[int]], tuple[str, str, Optional[Callable[[A
     ("silu_log", "torchscript", None): ("op-compat", "runtime", None),
     ("scaled", "torchscript", None): ("custom-module", "export", set_constant("Mul", 0.25, 0.27)),
     ("scaled", "dynamo", None): ("custom-module", "export", set_constant("Mul", 0.25, 0.27)),
+    ("scaled_head", "torchscript", None): ("custom-module", "export", set_constant("Mul", 0.25, 0.27)),
+    ("scaled_head", "dynamo", None): ("custom-module", "export", set_constant("Mul", 0.25, 0.27)),
     ("attn", "dynamo", None): ("custom-module", "export", set_constant("Mul", 8 ** -0.5, 0.3)),
     ("hsig", "torchscript", None): ("op-compat", "export", drop_attr("HardSigmoid", "alpha")),
     ("gnorm", "torchscript", None): ("normalization", "export", set_eps(0.1)),

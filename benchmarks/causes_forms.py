@@ -15,6 +15,7 @@ form, so the drift origin is ``body``:
 * ``silu_log``: ``log(-silu(-|x|))`` on large logits: ORT's Sigmoid tail inside SiLU's Mul;
 (b) synthetic exporter mistranslations (edits of the exported file: ``EDITS`` in bench_causes.py)
 * ``scaled``: ``x * 0.25 + 0.1`` then a tanh: the 0.25 exported as 0.27 (a functional constant);
+* ``scaled_head``: the same, then a child Linear ``head`` whose output is the origin's;
 * ``attn``: attention logits scaled by 1/sqrt(8) (0.3536) exported as 0.3;
 * ``hsig``: ``F.hardsigmoid``: the HardSigmoid's alpha dropped (ONNX default 0.2, torch 1/6);
 * ``gnorm``: ``nn.GroupNorm(2, 4, eps=1e-5)``: the exported epsilon set to 0.1;
@@ -60,6 +61,17 @@ class Attn(nn.Module):
         return torch.softmax((q.transpose(1, 2) @ q) * (1.0 / 8 ** 0.5), dim=-1).sum(1)
 
 
+class ScaledHead(nn.Module):
+    """The origin's output is its child ``head``'s (a Linear fed the wrongly scaled value)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.tanh(x * 0.25 + 0.1))
+
+
 class Stem(nn.Module):
     def __init__(self, body: nn.Module, image: bool = False, gain: float = 1.0) -> None:
         super().__init__()
@@ -84,6 +96,13 @@ def tanh_tail() -> nn.Module: return _build(Fn(lambda x: torch.log(1 - torch.tan
 def sig_log1m() -> nn.Module: return _build(Fn(lambda x: torch.log1p(-torch.sigmoid(x.clamp(-15.0, 15.0)))), gain=12.0)  # noqa: E704,E501
 def silu_log() -> nn.Module: return _build(Fn(lambda x: torch.log(-F.silu(-x.abs()))), gain=15.0)   # noqa: E704
 def scaled() -> nn.Module: return _build(Fn(lambda x: torch.tanh(x * 0.25 + 0.1)), gain=3.0)       # noqa: E704
+
+
+def scaled_head() -> nn.Module:
+    torch.manual_seed(0)              # the head's weights too: each call builds the same model
+    return Stem(ScaledHead(), gain=3.0).eval()
+
+
 def attn() -> nn.Module: return _build(Attn(), gain=3.0)                                             # noqa: E704
 def hsig() -> nn.Module: return _build(Fn(F.hardsigmoid), gain=3.0)                                 # noqa: E704
 def gnorm() -> nn.Module: return _build(nn.GroupNorm(2, 4, eps=1e-5), image=True)                   # noqa: E704
