@@ -32,6 +32,7 @@ from drifttui.core.explain.causes.patches import Patch, PatchError, apply
 from drifttui.core.explain.causes.precision_loss import precision_finding
 from drifttui.core.explain.causes.reexport import try_reexport, variants
 from drifttui.core.explain.causes.weights import torch_tensors, weight_candidates
+from drifttui.core.explain.causes.workarounds import RANK
 from drifttui.core.explain.context import clean
 from drifttui.core.result import SEVERITY_ORDER, Finding, display_name
 
@@ -235,8 +236,9 @@ def _best(verified: list[Trial], findings: list[Finding], loc: Optional[Localisa
     by_class: dict[str, Trial] = {}
     # an equivalent rewrite of a right graph (a workaround, Gathers for a Resize) tells less than a
     # patch that fixes what the graph got wrong: within a class, it heads only when nothing else verifies
+    # (two workarounds that both verify: the catalogue's order, the more robust form first)
     for t in sorted(verified, key=lambda t: (not t.patch.graph_level, t.patch.spec.get("rewrite") in EQUIVALENT,
-                                             t.after.max_abs)):
+                                             RANK.get(t.patch.spec.get("form"), 0), t.after.max_abs)):
         by_class.setdefault(t.patch.check, t)
     # the patch at the node the FX values name as wrong tells that node's story: it heads
     return sorted(by_class.values(), key=lambda t: (wrong.isdisjoint(t.patch.nodes) if wrong else False,

@@ -165,13 +165,16 @@ def _tanh_exp(model: Any, node: Any, dtype: Any, p: str) -> tuple[list[Any], lis
 CATALOGUE = [Workaround("log_sigmoid", "Sigmoid", "Log(Sigmoid(x)) as -Softplus(-x) (Log(1 - Sigmoid(x)) as -Softplus(x))",
                         _log_sigmoid),
              Workaround("safe_sigmoid", "Sigmoid", "Sigmoid(x) as Exp(-Softplus(-x))", _safe_sigmoid),
-             Workaround("sigmoid_recip", "Sigmoid", "Sigmoid(x) as 1 / (1 + Exp(-x)) (torch's formula)",
-                        _sigmoid_recip),
              Workaround("tanh_exp", "Tanh", "Tanh(x) as Sign(x) (1 - 2 / (Exp(2|x|) + 1))", _tanh_exp),
              Workaround("softplus", "Softplus", "Softplus(x) as Relu(x) + Log(1 + Exp(-|x|))", _softplus),
              Workaround("gelu_erf", "Gelu", "Gelu(x) as 0.5 x (1 + Erf(x / sqrt 2))", _gelu_erf),
              Workaround("hardswish", "HardSwish", "HardSwish(x) as x Clip(x + 3, 0, 6) / 6", _hardswish),
-             Workaround("reciprocal", "Reciprocal", "Reciprocal(x) as 1 / x", _reciprocal)]
+             Workaround("reciprocal", "Reciprocal", "Reciprocal(x) as 1 / x", _reciprocal),
+             # last: exp(-x) overflows for x < -88 (0 where -Softplus(-x) stays exact), so it heads only
+             # when the stable forms do not verify (torch's own rounding near 1 is what is compared)
+             Workaround("sigmoid_recip", "Sigmoid", "Sigmoid(x) as 1 / (1 + Exp(-x)) (torch's formula)",
+                        _sigmoid_recip)]
+RANK = {w.form: k for k, w in enumerate(CATALOGUE)}
 BY_FORM = {w.form: w for w in CATALOGUE}
 
 
