@@ -67,17 +67,19 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
 
 
-def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[str, float]] = None) -> Result:
+def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[str, float]] = None,
+           partial: bool = False) -> Result:
     """The Result of ``cap`` at ``cfg``'s tolerance (``cfg`` also fills Result.config).  In a
     reduced-precision file each layer is held to ``max(rtol, its precision budget)`` instead
     (tolerance.BUDGET_RULE, budgets from prepare): its own error to its own nodes' budget, its
-    output to the budget of every reduced node computed before it."""
+    output to the budget of every reduced node computed before it.  A ``partial`` result (during
+    capture) does not wait for the initializers' figures (prepare.details)."""
     atol, rtol = cfg.atol, cfg.rtol
     rules = Rules(rtol, *(pr.budgets or ({}, 0.0)), shares=dict(getattr(cap, "shares", {}) or {}))
     first = local_first(cap.local_values, atol, rtol, rules)
     verdict = statuses_of(pr.calls, pr.plan, cap.glob, cap.local, first, cap.local_available, atol, rtol,
-                          op_types=pr.details[1], rules=rules)
-    layers = make_layers(pr.calls, pr.plan, verdict.statuses, cap.glob, cap.local, *pr.details, atol=atol, rtol=rtol,
+                          op_types=pr.details.op_types, rules=rules)
+    layers = make_layers(pr.calls, pr.plan, verdict.statuses, cap.glob, cap.local, *pr.details.joined(wait=not partial), atol=atol, rtol=rtol,
                          extra_notes=_layer_notes(verdict.statuses, cap, pr.plan, atol, rules), rules=rules,
                          channels_for=around(verdict.origin))
     outputs = _outputs(pr, cap, atol, rules)

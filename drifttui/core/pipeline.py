@@ -97,7 +97,7 @@ def capture_key(cfg: Config) -> tuple:
 
 def _partial(pr: Prepared) -> Any:
     def make(cap: Capture) -> Result:
-        return decide(pr, cap, cap.config)
+        return decide(pr, cap, cap.config, partial=True)     # the figures still in the background: none yet
     return make
 
 
@@ -120,6 +120,8 @@ def _finish(pr: Prepared, cap: Capture, cfg: Config, progress: ProgressFn, fresh
     timings["decide"] = 0.0
     result = decide(pr, cap, cfg, timings)
     timings["decide"] = time.perf_counter() - t
+    # the initializers' figures, computed in the background while capture ran (not in the total)
+    timings["details"] = pr.timings.get("details", 0.0) if fresh_prepare else 0.0
     timings["total"] = sum(v for k, v in timings.items() if k in ("load", "export", "map", "sessions", "observer",
                                                                   "samples", "decide"))
     result = result.with_(timings={k: round(v, 4) for k, v in timings.items()})

@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional
 from drifttui.core.prepare import batch_probe, precision, reference
 from drifttui.core.runtime import sessions
 from drifttui.core.runtime.torch_hooks import Call, Hooks, TensorRef, hookable
-from drifttui.core.prepare.details import layer_details
+from drifttui.core.prepare.details import LayerDetails, layer_details
 from drifttui.core.prepare.arity import check_output_count
 from drifttui.core.model.export import export_auto, export_model
 from drifttui.core.prepare.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index, elem_type_name
@@ -67,7 +67,7 @@ class Prepared:
     budget: Optional[int]          # --max-memory per sample of a batch, when applied
     batch: int                     # --batch in effect after the torch-side probe
     notes: list[str]               # about windows and --batch
-    details: Any                   # static per-layer details (layer_details)
+    details: LayerDetails          # static per-layer details (their initializers' figures in the background)
     workdir: Path                  # removed when the Prepared is garbage collected
     timings: dict[str, float]      # load, export, map
     # the file's precision (precision.scan: float16 / bfloat16 / int8 nodes) and, when reduced, the
@@ -153,7 +153,7 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
                                         set(index.graph_inputs))
     attach_local(windows, local, plan)
     notes[:0] = mem.notes + _window_notes(cfg, hooks is not None, windows, budget, total_bytes, mem)
-    details = layer_details(index, plan, calls, model)
+    details = layer_details(index, plan, calls, model, timings)
     budgets = precision.call_budgets(pscan, index, plan, calls)
     timings["map"] = time.perf_counter() - t
     return Prepared(config=cfg, model=model, example=example, input_spec=in_spec, onnx_inputs=gi, index=index,
