@@ -4,6 +4,8 @@
 
 * ``divided``: ``x / 3.0 - 0.5`` then a tanh; the test edits the file's 3.0 to 2.5 (a functional
   constant: no module attribute holds it);
+* ``shared``: ``tanh(x + 0.3) * sigmoid(flip(x) + 0.3)``; the test edits the first Add's 0.3 to
+  0.35 (the right number is still read by the other Add);
 * ``tanh_neg``: ``log(1 + tanh(-x))`` for x in [5, 8]: ONNX Runtime's Tanh is ulps off near -1;
 * ``sig_one_minus``: ``log(1 - sigmoid(x))`` for x in [10, 15.5]: ORT's Sigmoid rounds otherwise than
   torch's ``1 / (1 + exp(-x))`` near 1;
@@ -21,6 +23,11 @@ from torch import nn
 class Divided(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.tanh(x / 3.0 - 0.5)
+
+
+class Shared(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(x + 0.3) * torch.sigmoid(x.flip(1) + 0.3)
 
 
 class TanhNeg(nn.Module):
@@ -64,6 +71,7 @@ def _build(body: type, gain: float = 1.0) -> nn.Module:
 
 
 def divided() -> nn.Module: return _build(Divided, 3.0)                 # noqa: E704
+def shared() -> nn.Module: return _build(Shared, 2.0)                   # noqa: E704
 def tanh_neg() -> nn.Module: return _build(TanhNeg)                     # noqa: E704
 def sig_one_minus() -> nn.Module: return _build(SigOneMinus)            # noqa: E704
 def softplus_half() -> nn.Module: return _build(SoftplusHalf, 4.0)      # noqa: E704

@@ -77,17 +77,24 @@ def _repaired(engine: Any, cfg: Any, run: Any, exp: Any) -> tuple[Any, Any]:
     return fixed, engine.recheck(cfg, fixed.model)
 
 
-@pytest.mark.parametrize("exporter", ["torchscript", pytest.param("dynamo", marks=pytest.mark.drifts)])
-def test_a_functional_constant_is_named_and_replaced(explained, exporter):
+CONSTANTS = {"divided": ("Div", 3.0, 2.5), "shared": ("Add", 0.3, 0.35)}
+
+
+@pytest.mark.parametrize("model,exporter", [("divided", "torchscript"),
+                                            pytest.param("divided", "dynamo", marks=pytest.mark.drifts),
+                                            pytest.param("shared", "torchscript", marks=pytest.mark.drifts)])
+def test_a_functional_constant_is_named_and_replaced(explained, model, exporter):
     """``x / 3.0`` held as 2.5 by the file: no module attribute has the 3.0.  The number comes from
-    torch's FX call (dynamo) or from the verified re-export (TorchScript); the headline names the
-    constant, the patch replaces that node's input, repair passes check."""
-    engine, cfg, run, result, exp = explained("divided", exporter, None, ("Div", 3.0, 2.5))
+    torch's FX call (dynamo) or from the verified re-export (TorchScript; ``shared``: the right 0.3
+    is still read by another Add of the file); the headline names the constant, the patch replaces
+    that node's input, repair passes check."""
+    op, want, stale = CONSTANTS[model]
+    engine, cfg, run, result, exp = explained(model, exporter, None, CONSTANTS[model])
     assert result.verdict == "drift" and result.drift_origin.module == "body"
     head = exp.findings[0]
     assert (head.check, head.verified, head.kind) == ("custom-module", True, "export"), (head.check, head.message)
-    assert head.patch["op"] == "replace_constant" and head.patch["value"] == pytest.approx(3.0)
-    assert head.patch["name"] == "stale_number" and "reads the constant 2.5" in head.message
+    assert head.patch["op"] == "replace_constant" and head.patch["value"] == pytest.approx(want)
+    assert head.patch["name"] == "stale_number" and f"reads the constant {stale:g}" in head.message
     assert "re-export from the model you compare" in head.fix
     fixed, after = _repaired(engine, cfg, run, exp)
     assert [p["op"] for p in fixed.applied] == ["replace_constant"] and after.verdict == "ok"

@@ -81,19 +81,21 @@ def fx_constant_patches(case: Any) -> Iterator[Patch]:
 
 def witness_constant_patches(case: Any, node_name: Optional[str], witness: Any, exporter: str) -> Iterator[Patch]:
     """Any file: the scalar inputs of the node a verified re-export names as wrong (all arithmetic
-    nodes when it names none) against the scalars the re-export holds and the file does not."""
+    nodes when it names none) against the re-export's scalars: first those the file does not hold,
+    then those the re-export's nodes of the same op read (the right number may still be read by
+    another node of the file: ``x + 0.3`` twice, one of them edited)."""
     mine, theirs = _scalars(case.model), _scalars(witness)
     fresh = [v for v in dict.fromkeys(theirs.values()) if not any(_close(v, m) for m in mine.values())]
-    if not fresh:
-        return
     nodes = [n for n in case.model.graph.node if n.op_type in ARITH and (node_name is None or n.name == node_name)]
     seen = 0
     for node in nodes:
+        same_op = [theirs[v] for n in witness.graph.node if n.op_type == node.op_type for v in n.input if v in theirs]
         for pos, name in enumerate(node.input):
             got = mine.get(name)
             if got is None or any(_close(got, v) for v in theirs.values()):
                 continue
-            for want in fresh[:4]:
+            wants = [v for v in dict.fromkeys(fresh + same_op) if not _close(v, got)]
+            for want in wants[:4]:
                 if seen >= MAX:
                     return
                 seen += 1
