@@ -137,6 +137,7 @@ def _repair_keep_list(args: argparse.Namespace, config: Any, engine: Any, run: A
     applied to a copy, checked again and printed in the converters' forms; None: not that case."""
     from drifttui.core.capture.shares import torch_tensors
     from drifttui.core.explain.causes.keep_list import search
+    from drifttui.core.prepare.keep_float32 import without_views
     from drifttui.report.outputs import write_atomic_bytes
 
     result = run.result
@@ -152,7 +153,7 @@ def _repair_keep_list(args: argparse.Namespace, config: Any, engine: Any, run: A
         print(f"no keep-in-float32 list brings the file within its {result.precision.format} budget "
               f"({found.checks} whole-model checks, up to {len(found.layers)} layer(s) kept); no file written")
         return EXIT_DRIFT
-    write_atomic_bytes(args.out, found.model.SerializeToString(), "--out")
+    write_atomic_bytes(args.out, without_views(found.model).SerializeToString(), "--out")
     b_abs, b_top = _out_metrics(result)
     a_abs, a_top = _out_metrics(found.after)
     fmt = lambda v: "-" if v is None else f"{v:.4g}"  # noqa: E731

@@ -310,8 +310,9 @@ def precision_of(pr: "Prepared", rules: Rules, drifts: bool) -> Optional[Precisi
     if scan is None:
         return None
     fmt = "+".join(scan.formats) or "float32"
-    return Precision(format=fmt, summary=scan.summary(), schemes=list(scan.schemes), reduced_nodes=len(scan.nodes),
-                     nodes=scan.total, evidence=dict(scan.ops),
+    return Precision(format=fmt, summary=scan.summary(), schemes=list(scan.schemes),
+                     reduced_nodes=len(scan.nodes) - scan.reduced_views, nodes=scan.total - scan.views,
+                     evidence=dict(scan.ops),
                      verdict=("over budget" if drifts else "within budget") if scan.reduced else "",
                      rule=BUDGET_RULE if scan.reduced else "", output_budget=rules.out_budget)
 

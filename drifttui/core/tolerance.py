@@ -63,8 +63,10 @@ def bound(atol: float, rtol: Any, scale: Any, floor: Any = 0.0) -> Any:
 #     (ONNX Runtime's CPU and CUDA kernels accumulate float16 MatMul / Conv in float32: U_ACC = 2^-24);
 #     data movement (Reshape, Transpose, Gather...), Relu and max pooling round nothing: 0.
 #   int8: K_Q * (act_step + weight_step) / 2: each quantized input is off by up to +-scale/2 per element,
-#     scale / max|x| being its relative step over its own dynamic range (an activation quantized to uint8
-#     over a range that holds 0: 2/255; a weight: 1 / max|q| of its int8 values); int32 accumulation is exact.
+#     step being that scale over the value it quantizes: an activation's is the file's own scale over the
+#     largest value it dequantizes to on sample 0, 1 / max|q - zero point| (static scales as calibrated;
+#     DynamicQuantizeLinear's from the tensor's min / max: 1/255 for a one-signed tensor, up to 2/255);
+#     a weight's 1 / max|q| of its int8 values; int32 accumulation is exact.
 #     An exact op (Gather, Reshape...) fed a dequantized int8 weight: K_Q * weight_step / 2, the weight's rounding.
 # A layer's own budget is the root sum of squares of its nodes' budgets; the budget of a layer's output
 # (and of the model outputs) the root sum of squares over every reduced node computed before it.
@@ -77,9 +79,10 @@ EXACT_OPS = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Gather"
              "ReduceMin", "ArgMax", "ArgMin", "TopK", "DequantizeLinear"}
 
 BUDGET_RULE = (f"reduced-precision layers: |d| <= atol + max(rtol, budget) * scale; a node's budget: float16/bfloat16 "
-               f"{K_EPS} eps + sqrt(depth) 2^-24, int8 {K_Q} (act_step + weight_step) / 2 (step = scale / max|x|); a layer's "
-               "own error: root sum of squares over its nodes, its output and the model outputs: over every "
-               "reduced node before them")
+               f"{K_EPS} eps + sqrt(depth) 2^-24, int8 {K_Q} (act_step + weight_step) / 2 (step = scale / max|x|; an "
+               "activation's: 1 / max|q - zero point| of the file's own quantizer on sample 0); a layer's own error: "
+               "root sum of squares over its nodes, its output and the model outputs: over every reduced node before "
+               "them")
 
 
 def node_budget(fmt: str, op_type: str, depth: int, act_step: float = 0.0, weight_step: float = 0.0) -> float:

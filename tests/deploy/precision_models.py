@@ -57,6 +57,13 @@ def int8_dynamic(src: Path, dst: Path, **kw: Any) -> Path:
     return dst
 
 
+def int8_qoperator(src: Path, dst: Path, feeds: Callable[[int], dict[str, np.ndarray]], n: int = 16, **kw: Any) -> Path:
+    """quantize_static in the QOperator format (QLinearConv, QGemm...), calibrated like int8_qdq."""
+    from onnxruntime.quantization import QuantFormat
+
+    return int8_qdq(src, dst, feeds, n, quant_format=QuantFormat.QOperator, **kw)
+
+
 def int8_qdq(src: Path, dst: Path, feeds: Callable[[int], dict[str, np.ndarray]], n: int = 16, **kw: Any) -> Path:
     """quantize_static in the QDQ format, calibrated on ``feeds(0..n-1)`` (a CalibrationDataReader)."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
@@ -68,7 +75,8 @@ def int8_qdq(src: Path, dst: Path, feeds: Callable[[int], dict[str, np.ndarray]]
         def get_next(self) -> Any:
             return next(self.it, None)
 
-    quantize_static(str(src), str(dst), Reader(), quant_format=QuantFormat.QDQ, **kw)
+    kw.setdefault("quant_format", QuantFormat.QDQ)
+    quantize_static(str(src), str(dst), Reader(), **kw)
     return dst
 
 
@@ -125,6 +133,83 @@ def small_tf():
     torch, _, TF = _small()
     torch.manual_seed(0)
     return TF().eval()
+
+
+def heavy_cnn():
+    """A CNN whose first conv has an outlier channel (x40: its output is heavy-tailed per tensor) that
+    the next conv reads scaled down: per-tensor int8 activations round every other channel of that
+    value to a few levels, so only keeping both convs in float32 (the float value flowing between
+    them) brings the file within budget."""
+    import torch
+    from torch import nn
+
+    class Heavy(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU())
+            self.b1 = nn.Sequential(nn.Conv2d(16, 32, 3, padding=1, stride=2), nn.ReLU())
+            self.b2 = nn.Sequential(nn.Conv2d(32, 32, 3, padding=1), nn.ReLU())
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(32, 10)
+
+        def forward(self, x):
+            return self.fc(self.pool(self.b2(self.b1(self.stem(x)))).flatten(1))
+
+    torch.manual_seed(0)
+    m = Heavy().eval()
+    with torch.no_grad():
+        m.stem[0].weight[0] *= HEAVY
+        m.stem[0].bias[0] = abs(float(m.stem[0].bias[0])) * HEAVY
+        m.b1[0].weight[:, 0] /= HEAVY
+    return m
+
+
+HEAVY = 40.0
+
+
+def _tail_cnn(relu6: bool):
+    """A CNN whose first conv's output is heavy-tailed (one channel x TAIL, the next conv reads it
+    scaled down), followed by a ReLU6 (the tail is clipped in PyTorch too: a static range [0, 6]
+    that clips it costs nothing) or a ReLU (the tail carries part of the signal: clipping it costs)."""
+    import torch
+    from torch import nn
+
+    class Tail(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU6() if relu6 else nn.ReLU())
+            self.b1 = nn.Sequential(nn.Conv2d(16, 32, 3, padding=1, stride=2), nn.ReLU())
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(32, 10)
+
+        def forward(self, x):
+            return self.fc(self.pool(self.b1(self.stem(x))).flatten(1))
+
+    torch.manual_seed(0)
+    m = Tail().eval()
+    with torch.no_grad():
+        m.stem[0].weight[0] *= TAIL
+        m.b1[0].weight[:, 0] /= TAIL / 4
+    return m
+
+
+TAIL = 12.0
+
+
+def tail_relu6():
+    return _tail_cnn(True)
+
+
+def tail_relu():
+    return _tail_cnn(False)
+
+
+def img32_wide():
+    """img32 x WIDE: calibrating on it gives static scales WIDE times coarser than the checked samples need."""
+    return img32() * WIDE
+
+
+WIDE = 10.0
 
 
 def small_emb():

@@ -3,7 +3,9 @@
 On sample 0: the outputs' squared error E (sum over outputs of sum (onnx - torch)^2) of the file as it
 is, and E_c of a copy in which layer c's reduced-precision nodes compute in float32 again
 (``keep_float32``: torch's weights where the file holds a rounded copy of them).  The share of c is
-(E - E_c) / E: 0.6 means keeping c in float32 removes 60% of the output error.  Shares are measured one
+(E - E_c) / E: 0.6 means keeping c in float32 removes 60% of the output error (in a QOperator file c
+is kept with the layers whose quantized outputs it reads, keep_qoperator.unit: only then does it read
+float values).  Shares are measured one
 layer at a time, so they need not add up to 1 (layers interact).  At most MAX_LAYERS layers are measured
 (the ones with the lowest own SQNR first), one ONNX Runtime session each; tolerance-free.
 """
@@ -16,6 +18,7 @@ import numpy as np
 
 from drifttui.core.runtime import sessions
 from drifttui.core.prepare.keep_float32 import keep_float32
+from drifttui.core.prepare.keep_qoperator import unit
 
 MAX_LAYERS = 24
 
@@ -58,7 +61,8 @@ def measure(pr: Any, cfg: Any, feeds: dict, torch_outs: list[Any], order: list[i
     weights = torch_tensors(pr.model)
     shares: dict[int, float] = {}
     for c in calls:
-        patched = keep_float32(pr.proto, pr.index, set(budgets[c].node_ids), weights)
+        patched = keep_float32(pr.proto, pr.index, {k for u in unit(pr.index, budgets, c) for k in budgets[u].node_ids},
+                               weights)
         try:
             sess = sessions.make_session(patched, cfg.opt_level, cfg.deterministic, cfg.provider, pr.workdir,
                                          "share.onnx", data_dir=pr.index.data_dir, prepack=False)

@@ -10,7 +10,9 @@ The nodes named (reduced-precision nodes of ``precision.scan``) compute in float
     the int8 weight dequantized);
   * int8 QDQ: the node reads the float values its DequantizeLinear(QuantizeLinear(x)) inputs came
     from (weights: torch's or dequantized), and its output skips the QuantizeLinear/DequantizeLinear
-    pair behind it.
+    pair behind it;
+  * int8 QOperator (QLinearConv, QLinearMatMul, QGemm, QLinearAdd...): DequantizeLinear in, the float
+    op, QuantizeLinear back to the node's output scale (keep_qoperator.py).
 Unused nodes are pruned.  The keep-list is also printed in the forms the converters take
 (``converter_forms``).
 """
@@ -20,7 +22,11 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.prepare.keep_qoperator import kept_quantizer, moved_float, qoperator
+from drifttui.core.prepare.qviews import is_view_node, strip_views
+
 FLOAT, FLOAT16 = 1, 10
+QOPERATOR = ("QLinear", "QGemm")
 
 
 def keep_float32(model: Any, index: Any, nodes: set[int], torch_tensors: Optional[dict[str, np.ndarray]] = None) -> Any:
@@ -36,10 +42,15 @@ def keep_float32(model: Any, index: Any, nodes: set[int], torch_tensors: Optiona
     protos = list(g.node)
     replace: dict[int, list[Any]] = {}     # node index -> replacement nodes
     rename: dict[str, str] = {}            # value -> value its consumers read instead
+    floats: dict[str, str] = {}            # QOperator: quantized value -> float value of its kept producer
     for k in sorted(nodes):
         node = protos[k]
         op = node.op_type
-        if op in ("MatMulInteger", "ConvInteger"):
+        if op.startswith(QOPERATOR):
+            rep_q = qoperator(index, node, inits, floats, _float_weight, torch_tensors, new_inits)
+            if rep_q is not None:
+                replace[k] = rep_q
+        elif op in ("MatMulInteger", "ConvInteger"):
             rep = _dynamic(index, k, node, inits, torch_tensors, new_inits)
             if rep is not None:
                 replace[k], dead = rep
@@ -50,12 +61,16 @@ def keep_float32(model: Any, index: Any, nodes: set[int], torch_tensors: Optiona
             pre: list[Any] = []
             src = _unrounded(index, index.nodes[index.producer[node.input[0]]], k, pre)
             replace[k] = pre + [onnx.helper.make_node("Identity", [src], [node.output[0]], name=f"{node.name}::float32")]
+        elif op == "QuantizeLinear" and not is_view_node(node) and _feeds_qoperator(index, node.output[0]):
+            replace[k] = kept_quantizer(node, inits, floats)
         elif op in ("DynamicQuantizeLinear", "QuantizeLinear", "DequantizeLinear"):
             continue
         elif any(_producer_op(index, i) == "DequantizeLinear" for i in node.input):
             replace[k] = _qdq(index, k, node, inits, torch_tensors, new_inits)
         else:
             replace[k] = _fp16(index, k, node, nodes, inits, torch_tensors, new_inits)
+    for k, dq in _dequantized_floats(index, floats):
+        replace[k] = dq
     final = []
     for k, node in enumerate(protos):
         final.extend(replace.get(k, [node]))
@@ -68,6 +83,46 @@ def keep_float32(model: Any, index: Any, nodes: set[int], torch_tensors: Optiona
     g.node.extend(_prune(final, [o.name for o in g.output]))
     _drop_unused_initializers(g)
     del g.value_info[:]       # types changed inside: let ORT infer them again
+    return out
+
+
+def without_views(model: Any) -> Any:
+    """A copy of a patched model without drifttui's DequantizeLinear views of a QOperator file's
+    integers (qviews.py; numerically the same graph): the file written for the user."""
+    import onnx
+
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    nodes = _prune(strip_views(list(out.graph.node)), [o.name for o in out.graph.output])
+    for n in nodes:      # what is left of a view carries a kept node's value on: named after it
+        if is_view_node(n):
+            n.name = f"{n.output[0]}_{n.op_type}"
+    del out.graph.node[:]
+    out.graph.node.extend(nodes)
+    _drop_unused_initializers(out.graph)
+    return out
+
+
+def _feeds_qoperator(index: Any, value: str) -> bool:
+    """Read by a QOperator op (directly or through drifttui's view of it), not by a QDQ float op."""
+    return any(index.nodes[c].op_type.startswith(QOPERATOR) or is_view_node(index.nodes[c])
+               for c in index.consumers.get(value, []))
+
+
+def _dequantized_floats(index: Any, floats: dict[str, str]) -> list[tuple[int, list[Any]]]:
+    """A DequantizeLinear of a kept QOperator node's output (the file's last one before a graph
+    output, or drifttui's view of the value) reads the float value instead: what the user's
+    quantizer leaves when that node is excluded."""
+    import onnx
+
+    out = []
+    for n in index.nodes:
+        if n.op_type != "DequantizeLinear" or not n.inputs or not n.outputs or not floats:
+            continue
+        pre: list[Any] = []
+        f = moved_float(index, n.inputs[0], floats, pre, n.name)    # directly, or through data movement
+        if f is not None:
+            out.append((n.index, pre + [onnx.helper.make_node("Identity", [f], [n.outputs[0]], name=f"{n.name}::float32")]))
     return out
 
 

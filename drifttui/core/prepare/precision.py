@@ -12,7 +12,8 @@ For each such node the module records what the precision budget needs (core/tole
 computes: K of a MatMul, Cin/groups x kernel of a Conv, the reduced axes of a reduction or a
 normalisation) and, for int8, the relative rounding steps of its quantized inputs (the scale
 over the dynamic range: ``scale / max|x|``; a weight's from its own int8 values, an activation's
-from its quantizer's range).  Tolerance-free and static: computed once per prepared file.
+from the file's own quantizer: 1 / max|q - zero point| on sample 0, act_levels.py).
+Tolerance-free and static: computed once per prepared file.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.prepare.graph import common_prefix
+from drifttui.core.prepare.qviews import is_view_node
 from drifttui.core.result import OK
 from drifttui.core.tolerance import node_budget
 
@@ -37,9 +39,9 @@ ACCUMULATING = {"MatMul", "Gemm", "Conv", "ConvTranspose", "MatMulInteger", "Con
 REDUCING = {"ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "Softmax",
             "LogSoftmax", "LayerNormalization", "SimplifiedLayerNormalization", "GroupNormalization",
             "InstanceNormalization", "CumSum"}
-# the relative rounding step of an activation quantizer over its own dynamic range: 8 bits over a
-# range that includes 0 (uint8 [min(x,0), max(x,0)] / 255: at most 2 max|x| / 255 when the range is
-# symmetric); the static formats calibrated their scale to the same range
+# the relative rounding step of an activation quantizer when it cannot be measured (act_levels.py
+# measures 1 / max|q - zero point| on sample 0): 8 bits over a range that includes 0 (uint8
+# [min(x,0), max(x,0)] / 255: at most 2 max|x| / 255 when the range is symmetric)
 ACT_STEP_U8 = 2.0 / 255.0
 ACT_STEP_I8 = 1.0 / 127.0
 
@@ -62,6 +64,8 @@ class PrecisionScan:
     ops: dict[str, int] = field(default_factory=dict)     # evidence: op / initializer counts
     schemes: list[str] = field(default_factory=list)      # e.g. "float16", "int8 dynamic", "int8 QDQ"
     total: int = 0
+    views: int = 0           # nodes drifttui added to read quantized values (qviews.py), not the file's
+    reduced_views: int = 0   # ... of them in ``nodes`` (the QuantizeLinear back to the readers)
 
     @property
     def formats(self) -> list[str]:
@@ -77,12 +81,16 @@ class PrecisionScan:
             if self.ops:
                 return f"float32 weights ({ev} inside the graph: held to the float32 rule)"
             return "float32 (no reduced-precision values, no quantized ops)"
-        return (f"{' + '.join(self.schemes)}: {len(self.nodes)} of {self.total} nodes compute in reduced "
+        return (f"{' + '.join(self.schemes)}: {len(self.nodes) - self.reduced_views} of {self.total - self.views} nodes "
+                f"compute in reduced "
                 f"precision ({ev})")
 
 
-def scan(index: Any) -> PrecisionScan:
-    """Classify every node of ``index`` (a GraphIndex)."""
+def scan(index: Any, levels: Optional[dict[str, int]] = None) -> PrecisionScan:
+    """Classify every node of ``index`` (a GraphIndex); ``levels``: the largest integer level
+    |q - zero point| each quantizer's output reaches on sample 0 (act_levels.py), for the
+    activations' steps (without it: the assumed 2/255 of the range)."""
+    levels = levels or {}
     out = PrecisionScan(total=len(index.nodes))
     _count_evidence(index, out)
     if not any(k.endswith(" initializers") or k in DYNAMIC_OPS or k in QDQ_OPS or k.startswith(QOPERATOR_PREFIX)
@@ -101,12 +109,12 @@ def scan(index: Any) -> PrecisionScan:
             continue
         if op in DYNAMIC_OPS or op.startswith(QOPERATOR_PREFIX) or op in QDQ_OPS:
             if op in ACCUMULATING or op.startswith(QOPERATOR_PREFIX):
-                out.nodes[node.index] = _int8_node(index, node)
+                out.nodes[node.index] = _int8_node(index, node, levels)
             elif op in ("DynamicQuantizeLinear", "QuantizeLinear"):
-                out.nodes[node.index] = NodePrecision("int8", 1, _act_step(index, node), 0.0)
+                out.nodes[node.index] = NodePrecision("int8", 1, _act_step(index, node, levels), 0.0)
             continue
         if any(i in dq_out for i in node.inputs):       # QDQ: a float op on dequantized values
-            out.nodes[node.index] = _int8_node(index, node)
+            out.nodes[node.index] = _int8_node(index, node, levels)
             continue
         low = _low_output(index, node)
         if low is not None:
@@ -115,6 +123,7 @@ def scan(index: Any) -> PrecisionScan:
             low_in = next((_LOW[index.elem_types[i]] for i in node.inputs if index.elem_types.get(i) in _LOW), None)
             if low_in is not None:       # widening a float16 value: exact (depth 0: no budget)
                 out.nodes[node.index] = NodePrecision(low_in, 0)
+    out.reduced_views = sum(1 for k in out.nodes if is_view_node(index.nodes[k]))
     return out
 
 
@@ -128,7 +137,7 @@ def _gathered_weights(index: Any) -> dict[int, float]:
         p = index.producer.get(n.inputs[0])
         if p is None or index.nodes[p].op_type != "Gather" or not index.nodes[p].inputs:
             continue
-        src = _quantized_source(index, index.nodes[p].inputs[0])
+        src = _quantized_source(index, index.nodes[p].inputs[0], {})
         if src is not None and src[0] == "weight":
             out[n.index] = src[1]
     return out
@@ -138,6 +147,9 @@ def _count_evidence(index: Any, out: PrecisionScan) -> None:
     ops: dict[str, int] = {}
     for n in index.nodes:
         op = n.op_type
+        if is_view_node(n):
+            out.views += 1      # drifttui's own views of a QOperator file's integers: not the file's evidence
+            continue
         if op in DYNAMIC_OPS or op in QDQ_OPS or op.startswith(QOPERATOR_PREFIX):
             ops[op] = ops.get(op, 0) + 1
         elif op == "Cast":
@@ -158,7 +170,8 @@ def _count_evidence(index: Any, out: PrecisionScan) -> None:
         out.schemes.append("int8 dynamic (quantize_dynamic)")
     if any(k.startswith(QOPERATOR_PREFIX) for k in ops):
         out.schemes.append("int8 QOperator")
-    if "DequantizeLinear" in ops:
+    if any(n.op_type == "DequantizeLinear" and not is_view_node(n) and any(index.consumers.get(o) for o in n.outputs)
+           for n in index.nodes):     # a QOperator file's last DequantizeLinear feeds a graph output only
         out.schemes.append("int8 QDQ")
 
 
@@ -224,7 +237,7 @@ def _shape(index: Any, name: str) -> list[Any]:
     return list(index.shapes.get(name, []))
 
 
-def _int8_node(index: Any, node: Any) -> NodePrecision:
+def _int8_node(index: Any, node: Any, levels: dict[str, int]) -> NodePrecision:
     """An int8 compute node: its depth, and the rounding steps of its quantized inputs."""
     act, wt = 0.0, 0.0
     op = node.op_type
@@ -236,7 +249,7 @@ def _int8_node(index: Any, node: Any) -> NodePrecision:
         data = [i for i in node.inputs if index.producer.get(i) is not None
                 and index.nodes[index.producer[i]].op_type == "DequantizeLinear"]
     for name in data:
-        src = _quantized_source(index, name)
+        src = _quantized_source(index, name, levels)
         if src is None:
             continue
         kind, step = src
@@ -247,7 +260,7 @@ def _int8_node(index: Any, node: Any) -> NodePrecision:
     return NodePrecision("int8", depth(index, node), act or ACT_STEP_U8, wt)
 
 
-def _quantized_source(index: Any, name: str) -> Optional[tuple[str, float]]:
+def _quantized_source(index: Any, name: str, levels: dict[str, int]) -> Optional[tuple[str, float]]:
     """('weight', scale/max|w|) for an int8 initializer (directly or through a DequantizeLinear),
     ('act', step) for a value a quantizer made at run time; None for anything else."""
     from onnx import numpy_helper
@@ -263,12 +276,20 @@ def _quantized_source(index: Any, name: str) -> Optional[tuple[str, float]]:
         m = int(np.max(np.abs(q - zp))) if q.size else 0
         return ("weight", 1.0 / m) if m else None
     if p is not None and index.nodes[p].op_type in ("DynamicQuantizeLinear", "QuantizeLinear"):
-        return ("act", _act_step(index, index.nodes[p]))
+        return ("act", _act_step(index, index.nodes[p], levels))
+    if p is not None and index.nodes[p].op_type.startswith(QOPERATOR_PREFIX):     # a QOperator output
+        return ("act", 1.0 / levels[name] if levels.get(name) else ACT_STEP_U8)
     return None
 
 
-def _act_step(index: Any, node: Any) -> float:
-    """Relative rounding step of an activation quantizer: uint8 over a range that holds 0, or int8."""
+def _act_step(index: Any, node: Any, levels: dict[str, int]) -> float:
+    """Relative rounding step of an activation quantizer: its scale over the largest value it
+    dequantizes to on sample 0, scale / (scale * max|q - zp|) = 1 / max|q - zp| (the file's own
+    static scale, or the one DynamicQuantizeLinear computes from the tensor's min/max); without a
+    measured level, assumed: uint8 over a range that holds 0 (2/255), or int8 (1/127)."""
+    level = levels.get(node.outputs[0]) if node.outputs else None
+    if level:
+        return 1.0 / level
     if node.op_type == "QuantizeLinear" and len(node.inputs) > 2:
         zp = index.initializers.get(node.inputs[2])
         if zp is not None and zp.data_type == 3:

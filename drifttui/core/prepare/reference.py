@@ -19,6 +19,7 @@ import numpy as np
 
 from drifttui.core.model.export import export_model
 from drifttui.core.model.loading import load_onnx
+from drifttui.core.prepare import qviews
 from drifttui.core.prepare.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index
 from drifttui.core.prepare.plan import matching as plan_matching
 from drifttui.core.prepare.plan import transfer as plan_transfer
@@ -105,7 +106,7 @@ def loads(model: Any, provider: str, workdir: Path, data_dir: Optional[Path] = N
     return ""
 
 
-def _insert_views(model: Any, after: dict[str, list[Any]], rewire: dict[str, str]) -> None:
+def insert_views(model: Any, after: dict[str, list[Any]], rewire: dict[str, str]) -> None:
     """Put ``after[v]``'s nodes right after the node producing ``v`` and make every other reader of
     ``v`` read ``rewire[v]`` instead (in place).  A view is a round trip (``v`` -> comparable view ->
     back to ``v``'s layout): the mapped value is the view, so the local run cuts there and feeds the
@@ -142,7 +143,7 @@ def unblock_nchwc(index: GraphIndex, shapes: dict[str, tuple]) -> tuple[Any, dic
                     onnx.helper.make_node("ReorderInput", [out], [f"{v}::nchwc"], name=f"drifttui_nchwc_{k}",
                                           domain="com.microsoft.nchwc", channels_last=0)]
         made[out] = v
-    _insert_views(model, after, {v: f"{v}::nchwc" for v in blocked})
+    insert_views(model, after, {v: f"{v}::nchwc" for v in blocked})
     return model, made
 
 
@@ -175,7 +176,7 @@ def _transpose_views(index: GraphIndex, tr: Any, dep_vals: dict) -> GraphIndex:
             views[key] = out
             dep_vals[out] = np.transpose(dep_vals[m.value], m.perm)
         m.value = views[key]
-    _insert_views(model, after, rewire)
+    insert_views(model, after, rewire)
     return build_index(model, index.path)
 
 
@@ -213,7 +214,7 @@ def _reshape_views(index: GraphIndex, tr: Any, ref_vals: dict, dep_vals: dict) -
             after.setdefault(m.value, []).extend(nodes)
             views[key] = out
         m.value = views[key]
-    _insert_views(model, after, rewire)
+    insert_views(model, after, rewire)
     return build_index(model, index.path), tr
 
 
@@ -249,11 +250,31 @@ def transfer(cfg: Any, model: Any, sample0: Any, feeds0: dict, index: GraphIndex
     return index, plan, note, f"{exporter} (mapped through a reference export)"
 
 
+def dequantize(index: GraphIndex) -> tuple[Any, dict[str, str]]:
+    """A copy of the model with QOperator activations read through DequantizeLinear (qviews.py)."""
+    import onnx
+
+    after, rewire, made = qviews.dequantize_views(index)
+    if not made:
+        return index.model, {}
+    model = onnx.ModelProto()
+    model.CopyFrom(index.model)
+    insert_views(model, after, rewire)
+    return model, made
+
+
 def _deployed_values(index: GraphIndex, feeds0: dict, provider: str,
                      workdir: Path) -> tuple[GraphIndex, dict[str, np.ndarray], list[str]]:
-    """Sample 0's every value of the deployed graph, blocked NCHWc values read through ReorderOutput."""
+    """Sample 0's every value of the deployed graph, blocked NCHWc values read through ReorderOutput,
+    quantized activations of a QOperator file through DequantizeLinear."""
+    dequantized, made_q = dequantize(index)
+    if made_q:
+        index = build_index(dequantized, index.path)
     values = [o for n in index.nodes for o in n.outputs if o and not index.is_static(o)]
     dep_vals, bad = markable_run(index, values, feeds0, provider, workdir)
+    for view, quantized in made_q.items():      # the integers are never compared, their views are
+        dep_vals.pop(quantized, None)
+        dep_vals.pop(f"{quantized}::q", None)
     unblocked, made = unblock_nchwc(index, {v: a.shape for v, a in dep_vals.items()})
     if made:
         index = build_index(unblocked, index.path)

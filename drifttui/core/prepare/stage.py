@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from drifttui.core.prepare import batch_probe, precision, reference
+from drifttui.core.prepare import act_levels, batch_probe, precision, reference
 from drifttui.core.runtime import sessions
 from drifttui.core.runtime.torch_hooks import Call, Hooks, TensorRef, hookable
 from drifttui.core.prepare.details import LayerDetails, layer_details
@@ -129,8 +129,11 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     if hooks is not None:
         found = reference.transfer(cfg, model, sample0, feeds0, index, calls, workdir, map_index)
         if found is not None:
+            if found[0] is not index:     # views added (qviews, NCHWc, Transpose, Reshape): node indices moved
+                pscan = precision.scan(found[0])
             index, plan, mapped_note, exporter = found[0], found[1], found[2], found[3] or exporter
             notes.append(mapped_note)
+    details = layer_details(index, plan, calls, model, timings)    # the figures start in the background
     if batch > 1 and hooks is not None:
         with hooks.installed():
             why = batch_probe.probe_torch(hooks, model, safe_forward, sample0,
@@ -147,19 +150,34 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
             local = None
             notes.append(f"no own (local) errors: ONNX Runtime refuses this processed graph cut at the module "
                          f"boundaries ({why_local}); statuses come from the outputs alone")
+    pscan = _with_levels(cfg, index, pscan, feeds0, workdir)
     mem = plan_budget(cfg.max_memory, index, hooks is not None)
     budget = mem.activations if hooks is not None else None
     windows, total_bytes = plan_windows(plan, calls, index, max(1, budget // batch) if budget else budget,
                                         set(index.graph_inputs))
     attach_local(windows, local, plan)
     notes[:0] = mem.notes + _window_notes(cfg, hooks is not None, windows, budget, total_bytes, mem)
-    details = layer_details(index, plan, calls, model, timings)
     budgets = precision.call_budgets(pscan, index, plan, calls)
     timings["map"] = time.perf_counter() - t
     return Prepared(config=cfg, model=model, example=example, input_spec=in_spec, onnx_inputs=gi, index=index,
                     exporter=exporter, input_dtypes=input_dtypes, hooks=hooks, calls=calls, plan=plan,
                     local=local, windows=windows, budget=budget, batch=batch, notes=notes, details=details,
                     workdir=workdir, timings=timings, precision=pscan, budgets=budgets, outputs0=outputs0)
+
+
+def _with_levels(cfg: Config, index: GraphIndex, pscan: precision.PrecisionScan, feeds0: dict,
+                 workdir: Path) -> precision.PrecisionScan:
+    """An int8 file's scan with each activation's step measured from its own scale on sample 0
+    (act_levels.py) instead of the assumed 2/255; the scan as it is when that run fails."""
+    if "int8" not in pscan.formats:
+        return pscan
+    feeds = dict(zip(index.graph_inputs, feeds0.values()))
+    try:
+        levels = act_levels.measure(index, pscan.nodes, lambda values: reference.markable_run(
+            index, values, feeds, cfg.provider, workdir)[0])
+    except ModelError:
+        return pscan
+    return precision.scan(index, levels) if levels else pscan
 
 
 def _load(cfg: Config, workdir: Path, progress: ProgressFn, timings: dict[str, float], notes: list[str]) -> tuple:

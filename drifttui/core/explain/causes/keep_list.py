@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from drifttui.core.prepare.keep_float32 import converter_forms, keep_float32, original_names
+from drifttui.core.prepare.keep_qoperator import unit
 
 GENUINE_SHARE = 0.05      # a share below this: keeping the layer in float32 is not what helps
 
@@ -52,19 +53,16 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
         out.checks += 1
         return after.verdict == "ok", model, after
 
+    by_index = {L.index: L for L in result.layers}
     kept: list[Any] = []
     ok, model, after = False, None, None
     for L in cands:
-        kept.append(L)
+        # a QOperator layer goes with the layers whose quantized outputs it reads (keep_qoperator.unit)
+        kept.extend(by_index[c] for c in unit(prepared.index, budgets, L.index) if by_index[c] not in kept)
         ok, model, after = within(kept)
         if ok:
+            kept, model, after = _pruned(kept, L, within, model, after)
             break
-    if ok:
-        for L in list(reversed(kept[:-1])):
-            trial = [x for x in kept if x is not L]
-            ok2, m2, a2 = within(trial)
-            if ok2:
-                kept, model, after = trial, m2, a2
     nodes = {k for L in kept for k in budgets[L.index].node_ids}
     fmt = result.precision.format if result.precision is not None else ""
     out.layers = [L.module or "(root)" for L in kept]
@@ -73,3 +71,14 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
     out.forms = converter_forms(prepared.index, nodes, fmt)
     out.model, out.after, out.verified = model, after, ok
     return out
+
+
+def _pruned(kept: list[Any], needed: Any, within: Callable, model: Any, after: Any) -> tuple[list[Any], Any, Any]:
+    """Drop each kept layer (but ``needed``, the candidate the copy first passed with) whose removal
+    still leaves the copy within budget, latest first."""
+    for L in [x for x in reversed(kept) if x is not needed]:
+        trial = [x for x in kept if x is not L]
+        ok, m, a = within(trial)
+        if ok:
+            kept, model, after = trial, m, a
+    return kept, model, after

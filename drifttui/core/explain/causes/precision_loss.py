@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 from drifttui.core.explain.causes.keep_list import GENUINE_SHARE
 from drifttui.core.prepare.keep_float32 import converter_forms, original_names
+from drifttui.core.prepare.keep_qoperator import unit
 from drifttui.core.result import Finding, display_name
 
 
@@ -28,7 +29,9 @@ def precision_finding(ctx: Any) -> Optional[Finding]:
     if b is None or not b.over or b.share is None or b.share < GENUINE_SHARE or call_budget is None \
             or not call_budget.node_ids:
         return None
-    nodes = set(call_budget.node_ids)
+    budgets = (ctx.prepared.budgets or ({}, 0.0))[0]
+    # a QOperator layer reads float values only with the layers whose quantized outputs it reads
+    nodes = {k for c in unit(ctx.index, budgets, o.layer) for k in budgets[c].node_ids}
     names = original_names(ctx.index, nodes)
     forms = converter_forms(ctx.index, nodes, b.format)
     own = layer.local.max_abs.worst if layer.local is not None else None

@@ -38,6 +38,7 @@ def _float_arrays(index: Any) -> dict[str, np.ndarray]:
             a = arr.astype(np.float32)
             if _informative(a):
                 out[name] = a
+    out.update(_int8_weights(index))
     for n in index.nodes:
         if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
             for a in n.proto.attribute:
@@ -45,6 +46,38 @@ def _float_arrays(index: Any) -> dict[str, np.ndarray]:
                     arr = numpy_helper.to_array(a.t).astype(np.float32)
                     if _informative(arr):
                         out[n.outputs[0]] = arr
+    return out
+
+
+def _int8_weights(index: Any) -> dict[str, np.ndarray]:
+    """The (u)int8 weights of a quantized file, dequantized with the scale and zero point their
+    reader takes them with (a DequantizeLinear, or a QLinear* op's (w, scale, zero point) triple):
+    a rounded copy of the reference's float weight, matched like one (closest by direction)."""
+    from onnx import numpy_helper
+
+    out: dict[str, np.ndarray] = {}
+    for name, t in index.initializers.items():
+        if t.data_type not in (2, 3) or len(t.dims) < 2:
+            continue
+        for c in index.consumers.get(name, []):
+            ins = index.nodes[c].inputs
+            pos = ins.index(name)
+            if pos + 2 >= len(ins) or ins[pos + 1] not in index.initializers or ins[pos + 2] not in index.initializers:
+                continue
+            q = numpy_helper.to_array(t).astype(np.float32)
+            s = numpy_helper.to_array(index.initializers[ins[pos + 1]]).astype(np.float32)
+            z = numpy_helper.to_array(index.initializers[ins[pos + 2]]).astype(np.float32)
+            if s.ndim == 1 and s.size > 1:       # per channel: along the axis of that length (0 first)
+                ax = next((a for a, d in enumerate(q.shape) if d == s.size), None)
+                if ax is None:
+                    continue
+                shp = [1] * q.ndim
+                shp[ax] = s.size
+                s, z = s.reshape(shp), z.reshape(shp) if z.size == s.size else z
+            a = (q - z) * s
+            if _informative(a):
+                out[name] = a
+            break
     return out
 
 
@@ -91,6 +124,8 @@ def match_anchors(ref: Any, dep: Any) -> tuple[dict[str, str], dict[str, int]]:
                     best, best_kind, best_cos = r, kind, cos
         if best is not None and best_cos >= MIN_COS:
             found[name] = best
+            if dep.initializers[name].data_type in (2, 3):
+                best_kind = "int8, dequantized"
             how[best_kind] = how.get(best_kind, 0) + 1
     return found, how
 

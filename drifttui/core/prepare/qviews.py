@@ -1,0 +1,92 @@
+"""Quantized activations of a QOperator file, read as the float values they stand for.
+
+In onnxruntime.quantization's QOperator format (QLinearConv, QLinearMatMul, QLinearAdd, QGemm...)
+the values between the quantized ops are uint8 / int8: a module's output exists only as integers
+with a scale and a zero point.  Compared raw they would mean nothing (and a reference-export
+mapping leaves them ``fused``), so each such value is read through a ``DequantizeLinear`` view
+with the scale and zero point its readers use, and turned back for its readers by a
+``QuantizeLinear`` with the same ones (an exact round trip on the integers).  As for every view
+(prepare/reference.py), the mapped value is the view: the local run cuts there and feeds the
+PyTorch value to the readers through the way back, i.e. rounded at the file's own scale, as the
+file rounds it.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+INT_TYPES = (2, 3)        # uint8, int8
+FLOAT = 1
+
+
+def _scale_zero(index: Any, value: str) -> Optional[tuple[str, str]]:
+    """The (scale, zero point) initializers a reader of ``value`` takes it with: every QOperator op
+    and DequantizeLinear read a quantized tensor as (x, x_scale, x_zero_point), side by side."""
+    for c in index.consumers.get(value, []):
+        ins = index.nodes[c].inputs
+        for pos, name in enumerate(ins):
+            if name != value or pos + 2 >= len(ins):
+                continue
+            s, z = ins[pos + 1], ins[pos + 2]
+            st, zt = index.initializers.get(s), index.initializers.get(z)
+            if st is not None and st.data_type == FLOAT and len(st.dims) == 0 and zt is not None \
+                    and zt.data_type == index.elem_types.get(value) and len(zt.dims) == 0:
+                return s, z
+    return None
+
+
+def quantized_values(index: Any) -> dict[str, tuple[str, str]]:
+    """Activations of a QOperator file (integer outputs of its QLinear* / QGemm nodes, read with a
+    per-tensor scale and zero point) -> (scale, zero point); none in other files."""
+    if not any(n.op_type.startswith(("QLinear", "QGemm")) for n in index.nodes):
+        return {}
+    out: dict[str, tuple[str, str]] = {}
+    for n in index.nodes:
+        if not n.op_type.startswith(("QLinear", "QGemm")):
+            continue      # a QuantizeLinear's output is the rounded copy of a float value the file has
+        for o in n.outputs:
+            if not o or index.elem_types.get(o) not in INT_TYPES or index.is_static(o):
+                continue
+            if all(index.nodes[c].op_type == "DequantizeLinear" for c in index.consumers.get(o, [])):
+                continue        # its only readers dequantize it already: their outputs are the float values
+            sz = _scale_zero(index, o)
+            if sz is not None:
+                out[o] = sz
+    return out
+
+
+def dequantize_views(index: Any) -> tuple[dict[str, list[Any]], dict[str, str], dict[str, str]]:
+    """The views for every quantized activation: (nodes to put after each value, reader rewiring,
+    view -> quantized value), for reference.insert_views."""
+    import onnx
+
+    after: dict[str, list[Any]] = {}
+    made: dict[str, str] = {}
+    found = quantized_values(index)
+    for k, (v, (s, z)) in enumerate(sorted(found.items())):
+        out = f"{v}::float"
+        after[v] = [onnx.helper.make_node("DequantizeLinear", [v, s, z], [out], name=f"drifttui_deq_{k}"),
+                    onnx.helper.make_node("QuantizeLinear", [out, s, z], [f"{v}::q"], name=f"drifttui_req_{k}")]
+        made[out] = v
+    return after, {v: f"{v}::q" for v in found}, made
+
+
+def is_view_node(node: Any) -> bool:
+    """A node these views added (not the user's: never listed for their converter)."""
+    return node.name.startswith(("drifttui_deq_", "drifttui_req_"))
+
+
+def strip_views(nodes: list[Any]) -> list[Any]:
+    """The user's graph back from a patched copy (in place): readers of a view's way back read the
+    quantized value again; the view nodes are left unused (pruned by the caller)."""
+    made = {o for n in nodes for o in n.output}
+    back: dict[str, str] = {}
+    for n in nodes:        # a way back reads "<v>::float" (the view, or a kept producer's float value)
+        if n.name.startswith("drifttui_req_") and n.input and n.input[0].endswith("::float"):
+            v = n.input[0][: -len("::float")]
+            if v in made:
+                back[n.output[0]] = v
+    for n in nodes:
+        for pos, name in enumerate(n.input):
+            if name in back:
+                n.input[pos] = back[name]
+    return nodes
