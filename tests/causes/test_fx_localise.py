@@ -98,17 +98,25 @@ def _last(exp: Any) -> str:
 def test_the_wrong_fx_node_is_named_by_its_own_error_not_the_last_node(explained):
     """logaddexp lowered to Log(Exp(a) + Exp(b)) overflows; a Div, a Linear child and a tanh follow.
     The child is fed torch's (finite) input, so the origin's outputs pass: the FX values find the
-    drift inside, and the finding names the logaddexp nodes and what they get wrong."""
-    _, _, _, result, exp = explained("logaddexp_head")
+    drift inside and name the logaddexp nodes; the stable rewrite max(a, b) + log1p(exp(-|a - b|))
+    at its Log verifies, heads, and repair passes check."""
+    from drifttui.core.explain.causes.repair import repair
+    from drifttui.core.prepare.graph import full_model
+
+    engine, cfg, run, result, exp = explained("logaddexp_head")
     assert result.verdict == "drift" and result.drift_origin.module == "body"
     wrong = exp.loc.fx.wrong
     assert wrong.target == "aten.logaddexp.default" and wrong.op_types == ["Exp", "Exp", "Add", "Log"]
     assert exp.loc.first_node == wrong.nodes[-1] != _last(exp)
     head = exp.findings[0]
-    assert head.severity == "error" and head.module == "body" and head.onnx_nodes == wrong.nodes
-    assert "aten.logaddexp" in head.message and "inf or NaN where torch's value is finite" in head.message
-    assert head.evidence["fx_wrong_node"]["fx_node"] == "logaddexp"
-    assert "aten.logaddexp.default" in head.fix and "drifttui repro" in head.fix
+    assert (head.severity, head.module, head.verified, head.kind) == ("error", "body", True, "export")
+    assert head.patch == {"op": "rewrite", "node": wrong.nodes[-1], "rewrite": "logaddexp"}
+    assert "computes logaddexp as Log(Exp(a) + Exp(b))" in head.message
+    assert head.evidence["verification"]["fx_wrong_node"]["fx_node"] == "logaddexp"
+    assert "drifttui repair" in head.fix
+    fixed = repair(full_model(run.prepared.index), exp)
+    assert [p["rewrite"] for p in fixed.applied] == ["logaddexp"]
+    assert engine.recheck(cfg, fixed.model).verdict == "ok"
 
 
 @pytest.mark.parametrize("name,rewrite,target", [("expm1_head", "expm1", "aten.expm1.default"),

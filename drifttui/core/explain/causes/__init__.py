@@ -21,17 +21,18 @@ from typing import Any, Optional
 
 import torch
 
-from drifttui.core.explain.causes import rewrites
+from drifttui.core.explain.causes import constants, rewrites
 from drifttui.core.explain.causes.candidates import graph_candidates
 from drifttui.core.explain.causes.case import Case, origin_case, why_no_case
 from drifttui.core.explain.causes.evaluate import Eval, Localisation, localise, ort_error
-from drifttui.core.explain.causes.fx_localise import describe, first_failing_inner, fx_localise, widen
+from drifttui.core.explain.causes.fx_localise import describe, first_failing_inner, fx_localise, torch_calls, widen
 from drifttui.core.explain.causes.holds import hold
 from drifttui.core.explain.causes.nopatch import explain_no_patch
 from drifttui.core.explain.causes.patches import Patch, PatchError, apply
 from drifttui.core.explain.causes.precision_loss import precision_finding
 from drifttui.core.explain.causes.reexport import try_reexport, variants
 from drifttui.core.explain.causes.weights import torch_tensors, weight_candidates
+from drifttui.core.explain.causes.workarounds import RANK
 from drifttui.core.explain.context import clean
 from drifttui.core.result import SEVERITY_ORDER, Finding, display_name
 
@@ -102,7 +103,8 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
     dynamic = any(d.dim_param for i in ctx.index.model.graph.input for d in i.type.tensor_type.shape.dim)
     out.extend(rewrites.resize_gather_patches(case, loc.kind if loc is not None else "unknown", dynamic))
     out.extend(graph_candidates(case, module, ctx.index.elem_types))
-    out.extend(rewrites.candidates(case, module, _types(ctx, case)))
+    out.extend(constants.fx_constant_patches(case))
+    out.extend(rewrites.candidates(case, module, _types(ctx, case), lambda t: torch_calls(ctx, case, t)))
     out.extend(weight_candidates(case, torch_tensors(module, case.module, _folds(ctx, case))))
     seen: set[str] = set()
     unique: list[Patch] = []
@@ -178,6 +180,8 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
                     trials.append(Trial(patch, ev))
                     hold(ctx, trials[-1:])
                     if trials[-1].after.ok and not trials[-1].after.fails:
+                        # a constant it names heads instead (the re-export stays its evidence)
+                        trials[-1:] = _witness_constants(ctx, case, trials[-1]) or trials[-1:]
                         break
     if not loc.ort.fails:
         # the origin's own nodes pass on its worst sample (e.g. the error needs upstream noise):
@@ -189,6 +193,19 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
     exp = Explanation(case, loc, trials, rank(merged, case.module))
     ctx.cache[key] = exp
     return exp
+
+
+def _witness_constants(ctx: Any, case: Case, reexport: Trial) -> list[Trial]:
+    """A verified re-export is a correct graph to diff against: a constant of the node it names as
+    wrong that it holds otherwise (constants.py).  Verified like any patch; one that verifies says
+    which number is wrong and repair edits that constant instead of grafting."""
+    p = reexport.patch
+    patches = list(constants.witness_constant_patches(case, p.nodes[0] if p.nodes else None,
+                                                      p.graft.model if p.graft is not None else None,
+                                                      p.spec.get("exporter", "")))
+    out = [t for t in verify(case, patches, ctx.cancel) if t.after.ok and not t.after.fails]
+    hold(ctx, out)
+    return [t for t in out if t.after.ok and not t.after.fails][:1]
 
 
 def _localise(ctx: Any, case: Case) -> tuple[Case, Localisation]:
@@ -219,8 +236,9 @@ def _best(verified: list[Trial], findings: list[Finding], loc: Optional[Localisa
     by_class: dict[str, Trial] = {}
     # an equivalent rewrite of a right graph (a workaround, Gathers for a Resize) tells less than a
     # patch that fixes what the graph got wrong: within a class, it heads only when nothing else verifies
+    # (two workarounds that both verify: the catalogue's order, the more robust form first)
     for t in sorted(verified, key=lambda t: (not t.patch.graph_level, t.patch.spec.get("rewrite") in EQUIVALENT,
-                                             t.after.max_abs)):
+                                             RANK.get(t.patch.spec.get("form"), 0), t.after.max_abs)):
         by_class.setdefault(t.patch.check, t)
     # the patch at the node the FX values name as wrong tells that node's story: it heads
     return sorted(by_class.values(), key=lambda t: (wrong.isdisjoint(t.patch.nodes) if wrong else False,

@@ -120,6 +120,22 @@ def _program(ctx: Any, module_name: str, module: Any, ins: list[Any]) -> Any:
     return ctx.cache[key]
 
 
+def torch_calls(ctx: Any, case: Case, prefix: str) -> list[list[Optional[float]]]:
+    """The numeric arguments of the origin module's FX calls whose target starts with ``prefix``
+    (e.g. ``aten.softplus``: x, beta, threshold), in call order: the torch side of a functional
+    call for a file without FX metadata (a TorchScript file); [] when torch.export cannot trace it."""
+    module = ctx.modules().get(case.module) if case.module else ctx.model
+    io = call_io(ctx, case)
+    if module is None or io is None:
+        return []
+    try:
+        gm = _program(ctx, case.module, module, io[0])
+    except Exception:  # noqa: BLE001 - no FX witness
+        return []
+    return [[float(a) if isinstance(a, (int, float)) and not isinstance(a, bool) else None for a in n.args]
+            for n in gm.graph.nodes if n.op == "call_function" and _target(str(n.target)).startswith(prefix)]
+
+
 def _program_values(gm: Any, ins: list[Any]) -> list[tuple[str, str, Any]]:
     """(name, target, value) of each call_function node of the FX graph ``gm`` run on ``ins``."""
     import torch

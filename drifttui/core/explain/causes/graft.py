@@ -49,12 +49,23 @@ def _reconcile(full: Any, sub: Any) -> tuple[Any, Any]:
     for target, which in ((a, "sub"), (b, "full")):
         try:
             if which == "sub":
-                return full, version_converter.convert_version(sub, target)
-            return version_converter.convert_version(full, target), sub
+                return full, _valid(version_converter.convert_version(sub, target))
+            return _valid(version_converter.convert_version(full, target)), sub
         except Exception as exc:  # noqa: BLE001 - no adapter for some op between the two opsets
             errors.append(f"{which}->{target}: {str(exc).splitlines()[0][:120]}")
     raise GraftError(f"the re-export (opset {b}) and the file (opset {a}) cannot be brought to one opset: "
                      + "; ".join(errors))
+
+
+def _valid(model: Any) -> Any:
+    """``model`` when the ONNX checker accepts it: the version converter can leave an attribute the
+    target opset does not have (ReduceL2's ``noop_with_empty_axes`` taken from opset 18 to 14), so
+    its output is checked before it is used (the other direction is tried then)."""
+    import onnx
+
+    if model.ByteSize() < 2 ** 31 - 1:
+        onnx.checker.check_model(model)
+    return model
 
 
 def _rename_graph(graph: Any, names: dict[str, str]) -> None:
@@ -203,7 +214,10 @@ def graft(full_model: Any, g: Graft) -> Any:
     full.functions.extend(f for f in sub.functions if (f.domain, f.name) not in known)
     _drop_dead(full)
     _single_assignment(full)
-    return onnx.ModelProto.FromString(full.SerializeToString())
+    try:
+        return _valid(onnx.ModelProto.FromString(full.SerializeToString()))
+    except onnx.checker.ValidationError as exc:        # never a file that ONNX Runtime refuses
+        raise GraftError(f"the grafted graph is not valid ONNX ({str(exc).splitlines()[0][:160]})") from exc
 
 
 def _single_assignment(model: Any) -> None:

@@ -6,6 +6,8 @@
     {"op": "replace_initializer", "name": "w", "source": "torch parameter conv.weight"}
     {"op": "remove_cast", "node": "n"}                       # the Cast becomes an Identity
     {"op": "replace_constant", "name": "v", "value": [...]}  # an initializer or Constant output
+    {"op": "replace_constant", "name": "v", "node": "n", "input": 1, "value": 0.25}
+                                  # that node's input only (constants.py: a functional constant)
     {"op": "rewrite", "node": "n", "rewrite": "floor_div"}   # integer Div -> floor division
     {"op": "rewrite", "node": "n", "rewrite": "resize_opset11", "mode": "half_pixel"}
     {"op": "rewrite", "node": "n", "rewrite": "clip_bounds", "max": 6.0, "dtype": "float32"}
@@ -29,7 +31,7 @@ import numpy as np
 
 from drifttui.core.explain.causes.resize_gather import apply_resize_gather
 from drifttui.core.explain.causes.rewrite_edits import APPLY, input_dtype
-from drifttui.core.explain.causes.stable_edits import apply_expm1, apply_log1p
+from drifttui.core.explain.causes.stable_edits import apply_expm1, apply_log1p, apply_logaddexp
 from drifttui.core.explain.causes.workarounds import apply_workaround
 
 GRAPH_OPS = ("set_attribute", "replace_initializer", "remove_cast", "replace_constant", "rewrite")
@@ -121,7 +123,33 @@ def _replace_initializer(model: Any, p: Patch) -> None:
 
 def _replace_constant(model: Any, p: Patch) -> None:
     arr = p.payload if p.payload is not None else np.asarray(p.spec["value"])
-    _set_tensor(model, p.spec["name"], arr)
+    if "input" not in p.spec:
+        _set_tensor(model, p.spec["name"], arr)
+        return
+    # one node's input only (constants.py): a constant shared with other nodes keeps its value there
+    from onnx import helper, numpy_helper
+
+    node, pos = _node(model, p.spec["node"]), int(p.spec["input"])
+    if pos >= len(node.input) or node.input[pos] != p.spec["name"]:
+        raise PatchError(f"{node.name} does not read {p.spec['name']!r} as input {pos}")
+    t = _tensor(model, p.spec["name"])
+    fresh = numpy_helper.from_array(np.asarray(arr, dtype=helper.tensor_dtype_to_np_dtype(t.data_type))
+                                    .reshape(tuple(t.dims)), f"{p.spec['name']}__drifttui_{node.name}")
+    model.graph.initializer.append(fresh)
+    node.input[pos] = fresh.name
+
+
+def _tensor(model: Any, name: str) -> Any:
+    """The initializer or Constant tensor named ``name``."""
+    for t in model.graph.initializer:
+        if t.name == name:
+            return t
+    for n in model.graph.node:
+        if n.op_type == "Constant" and name in n.output:
+            for a in n.attribute:
+                if a.name == "value":
+                    return a.t
+    raise PatchError(f"no initializer or Constant named {name!r}")
 
 
 def _remove_cast(model: Any, p: Patch) -> None:
@@ -159,7 +187,7 @@ def _rewrites() -> dict[str, Any]:
         return run
 
     return {k: wrapped(fn) for k, fn in {**APPLY, "resize_gather": apply_resize_gather, "log1p": apply_log1p,
-                                                         "expm1": apply_expm1}.items()}
+                                                         "expm1": apply_expm1, "logaddexp": apply_logaddexp}.items()}
 
 
 def _workaround(model: Any, p: Patch) -> None:

@@ -89,6 +89,11 @@ def _story(case: Case, module: Any, node: Any, ctx: Any) -> tuple[str, str]:
         value, name, reader = eps
         return "normalization", (f"the file applies {case.module}'s eps={value:g} (constant {name} read by "
                                  f"{reader.op_type} {reader.name}) otherwise than torch; ")
+    lost = _dropped_eps(case, module)
+    if lost is not None:
+        at = f" (the first node whose value the re-export never computes: {node.op_type} {node.name})" if node else ""
+        return "normalization", (f"{type(lost[1]).__name__} {case.module}'s eps={lost[0]:g} is in no constant or "
+                                 f"attribute of the file: the export dropped it{at}; ")
     if node is not None:
         return _CLASS.get(node.op_type, "op-compat"), (
             f"{node.op_type} {node.name} computes something else than torch: the one node of "
@@ -126,6 +131,24 @@ def _eps_constant(case: Case, module: Any) -> Optional[tuple[float, str, Any]]:
             hit = next((e for e in want if abs(x - e) <= 1e-6 * e or abs(x - e * e) <= 1e-6 * e * e), None)
             if hit is not None:
                 return hit, v, n
+    return None
+
+
+def _dropped_eps(case: Case, module: Any) -> Optional[tuple[float, Any]]:
+    """(eps, the module holding it) when a module of the origin has an eps that neither a constant
+    nor an ``epsilon`` attribute of the case holds (TorchScript drops PairwiseDistance's)."""
+    if module is None:
+        return None
+    from onnx import helper
+
+    held = [float(helper.get_attribute_value(a)) for n in case.model.graph.node for a in n.attribute
+            if a.name == "epsilon"]
+    for m in module.modules():
+        e = getattr(m, "eps", None)
+        if not isinstance(e, (int, float)) or isinstance(e, bool) or e <= 0 or "BatchNorm" in type(m).__name__:
+            continue                 # a BatchNorm's eps is folded into the Conv before it
+        if _eps_constant(case, m) is None and not any(abs(h - e) <= 1e-6 * e for h in held):
+            return float(e), m
     return None
 
 

@@ -18,10 +18,16 @@ def _node(model: Any, name: str, op: Optional[str] = None) -> Any:
 
 
 def scoped(anchor: Any, new: list[Any]) -> list[Any]:
-    """New nodes carry the anchor node's metadata (the dynamo exporter's scope): the mapping keeps
-    them in the anchor's module, so the repaired file is compared layer by layer like the original."""
+    """New nodes carry the anchor node's metadata (the dynamo exporter's scope), and a TorchScript
+    anchor's scope path (``/body/Cast`` -> ``/body/Cast_drifttui_floor``: a name under
+    ``/body/Cast/`` would read as a module ``body.Cast`` and lose the file its name mapping): the
+    mapping keeps them in the anchor's module, so the repaired file is compared layer by layer like
+    the original."""
+    ts = anchor.name.startswith("/")
     for n in new:
         n.metadata_props.extend(anchor.metadata_props)
+        if ts and n.name.startswith(anchor.name + "/"):
+            n.name = anchor.name + "_" + n.name[len(anchor.name) + 1:].replace("/", "_")
     return new
 
 

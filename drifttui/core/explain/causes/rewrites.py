@@ -17,7 +17,9 @@ the ORT workaround patches of ``workarounds.py``'s catalogue.
   division for sizes like 26 -> 64, or the spec's rounding of a ``scale_factor``) -> Gathers on
   the indices torch computes (the edit: ``resize_gather.py``);
 * ``log1p`` / ``expm1``: ``Log(1 + x)`` / ``Exp(x) - 1`` (how the exporters lower them) lose the
-  low bits of a small x -> the accurate forms (the edits: ``stable_edits.py``).
+  low bits of a small x -> the accurate forms (the edits: ``stable_edits.py``);
+* ``logaddexp``: ``Log(Exp(a) + Exp(b))`` (the dynamo exporter's lowering) overflows -> the stable
+  ``max(a, b) + Log(1 + Exp(-|a - b|))`` (``stable_edits.py``).
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from drifttui.core.explain.causes.fx_localise import fx_of, fx_scalars
 from drifttui.core.explain.causes.patches import Patch
 from drifttui.core.explain.causes.rewrite_edits import static_value
 from drifttui.core.explain.causes.resize_gather import OPS as RESIZE_OPS, UPSTREAM, torch_indices, torch_rule
-from drifttui.core.explain.causes.stable_edits import match_expm1, match_log1p
+from drifttui.core.explain.causes.stable_edits import match_expm1, match_log1p, match_logaddexp
 from drifttui.core.explain.causes.workarounds import forms_for
 
 _INT = {2, 3, 4, 5, 6, 7, 12, 13}
@@ -64,15 +66,22 @@ def floor_cast(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iter
                      "torch.floor(a / b) in the forward", case.module)
 
 
-def softplus_threshold(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
+def softplus_threshold(case: Any, node: Any, module: Any, types: dict[str, int],
+                       calls: Optional[list[list[Optional[float]]]] = None) -> Iterator[Any]:
+    """``calls``: the torch program's aten.softplus arguments (fx_localise.torch_calls), for a
+    functional F.softplus in a file without FX metadata."""
     sp = _find(module, "Softplus")
     threshold = float(getattr(sp, "threshold", 20.0))
     beta = float(getattr(sp, "beta", 1.0))
     fx = fx_of(node)
+    args: list[Optional[float]] = []
     if sp is None and fx is not None and fx[1].startswith("aten.softplus"):
-        # a dynamo file records the call: aten.softplus(x, beta, threshold)
-        args = fx_scalars(node) + [None, None, None]
-        beta, threshold = args[1] if args[1] is not None else beta, args[2] if args[2] is not None else threshold
+        args = fx_scalars(node)          # a dynamo file records the call: aten.softplus(x, beta, threshold)
+    elif sp is None and calls:
+        k = [n.name for n in case.model.graph.node if n.op_type == "Softplus"].index(node.name)
+        args = calls[min(k, len(calls) - 1)]
+    args = list(args) + [None, None, None]
+    beta, threshold = args[1] if args[1] is not None else beta, args[2] if args[2] is not None else threshold
     yield _patch(node, "softplus_threshold", "op-compat",
                  f"Softplus {node.name}: the threshold is missing (torch returns x where beta*x > {threshold:g}; "
                  "ONNX Softplus has no threshold)",
@@ -129,6 +138,22 @@ def log1p(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[
                      case.module)
 
 
+def logaddexp(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
+    if match_logaddexp(case.model, node) is not None:
+        yield _patch(node, "logaddexp", "op-compat",
+                     f"Log {node.name} computes logaddexp as Log(Exp(a) + Exp(b)): Exp overflows to inf above ~88 "
+                     "(and underflows to 0 below ~-103) where torch's logaddexp computes "
+                     "max(a, b) + log1p(exp(-|a - b|)) (the dynamo exporter lowers torch.logaddexp to Exp + Add + "
+                     "Log; ONNX has no LogAddExp); that form computes what torch computes",
+                     "let `drifttui repair` write the stable form, or write "
+                     "torch.maximum(a, b) + torch.log1p(torch.exp(-(a - b).abs())) in the forward", case.module)
+
+
+def _log(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
+    yield from log1p(case, node, module, types)
+    yield from logaddexp(case, node, module, types)
+
+
 def expm1(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
     if match_expm1(case.model, node) is not None:
         yield _patch(node, "expm1", "op-compat",
@@ -141,14 +166,17 @@ def expm1(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[
 CANDIDATES: dict[str, Callable[..., Iterator[Any]]] = {
     "Cast": floor_cast, "Softplus": softplus_threshold, "ScatterElements": scatter_reduction,
     "ScatterND": scatter_reduction, "Scatter": scatter_reduction, "AveragePool": avgpool_divisor, "Resize": resize_antialias,
-    "Log": log1p, "Sub": expm1}
+    "Log": _log, "Sub": expm1}
 
 
-def candidates(case: Any, module: Any, types: dict[str, int]) -> list[Any]:
+def candidates(case: Any, module: Any, types: dict[str, int], calls: Optional[Callable[[str], Any]] = None) -> list[Any]:
+    """``calls(prefix)``: the torch program's calls of that target (fx_localise.torch_calls)."""
     out: list[Any] = []
     for node in case.model.graph.node:
         fn = CANDIDATES.get(node.op_type)
-        if fn is not None:
+        if fn is softplus_threshold:
+            out.extend(fn(case, node, module, types, calls("aten.softplus") if calls is not None else None))
+        elif fn is not None:
             out.extend(fn(case, node, module, types))
     return out
 

@@ -1,4 +1,5 @@
-"""``log1p`` and ``expm1`` lowered to their naive forms, and the accurate forms that replace them.
+"""``log1p``, ``expm1`` and ``logaddexp`` lowered to their naive forms, and the accurate forms that
+replace them.
 
 Both exporters lower ``torch.log1p(x)`` to ``Log(Add(x, 1))`` and the dynamo exporter lowers
 ``torch.expm1(x)`` to ``Sub(Exp(x), 1)`` (ONNX has neither op; upstream: pytorch/pytorch#24808).
@@ -12,7 +13,11 @@ The accurate forms use only the values the naive ones compute (Kahan's identitie
 * ``expm1(x) = (u - 1) * x / Log(u)`` with ``u = Exp(x)``, ``x`` where ``u == 1``, and ``u - 1``
   where that is ``-1`` or ``u`` is infinite.
 
-``match_log1p`` / ``match_expm1`` recognise the lowered pair at its last node; the edits rewrite
+The dynamo exporter lowers ``torch.logaddexp(a, b)`` to ``Log(Exp(a) + Exp(b))``: ``Exp`` overflows
+to inf for arguments above ~88 (and underflows to 0 below ~-103) where torch's kernel computes
+``max(a, b) + log1p(exp(-|a - b|))``; that form replaces it (``apply_logaddexp``).
+
+``match_log1p`` / ``match_expm1`` / ``match_logaddexp`` recognise the lowered pair at its last node; the edits rewrite
 a model in place (ValueError when the pattern is not there) and keep the output's name.
 """
 from __future__ import annotations
@@ -52,6 +57,19 @@ def match_expm1(model: Any, node: Any) -> Optional[tuple[Any, str]]:
         return None
     exp = _producer(model, node.input[0])
     return (exp, exp.input[0]) if exp is not None and exp.op_type == "Exp" else None
+
+
+def match_logaddexp(model: Any, node: Any) -> Optional[tuple[str, str]]:
+    """(a, b) when ``node`` is ``Log(Add(Exp(a), Exp(b)))``."""
+    if node.op_type != "Log":
+        return None
+    add = _producer(model, node.input[0])
+    if add is None or add.op_type != "Add" or len(add.input) != 2:
+        return None
+    exps = [_producer(model, v) for v in add.input]
+    if any(e is None or e.op_type != "Exp" for e in exps):
+        return None
+    return exps[0].input[0], exps[1].input[0]
 
 
 def _find(model: Any, name: str, op: str) -> Any:
@@ -113,3 +131,30 @@ def apply_expm1(model: Any, spec: dict[str, Any]) -> None:
            helper.make_node("Equal", [u, f"{p}/one"], [f"{p}/exact"], name=f"{p}/eq_one"),
            helper.make_node("Where", [f"{p}/exact", x, f"{p}/r2"], [out], name=f"{p}/where")]
     _splice(model, sub, new, {f"{p}/one": 1.0, f"{p}/minus_one": -1.0}, input_dtype(model, x))
+
+
+def apply_logaddexp(model: Any, spec: dict[str, Any]) -> None:
+    from onnx import helper, numpy_helper
+
+    from drifttui.core.explain.causes.graft import toposort
+
+    log = _find(model, spec["node"], "Log")
+    m = match_logaddexp(model, log)
+    if m is None:
+        raise ValueError(f"{log.name} is not Log(Exp(a) + Exp(b))")
+    a, b = m
+    out = log.output[0]
+    p = f"{log.name or out}/drifttui_logaddexp"
+    new = [helper.make_node("Max", [a, b], [f"{p}/max"], name=f"{p}/max"),
+           helper.make_node("Sub", [a, b], [f"{p}/d"], name=f"{p}/sub"),
+           helper.make_node("Abs", [f"{p}/d"], [f"{p}/abs"], name=f"{p}/abs"),
+           helper.make_node("Neg", [f"{p}/abs"], [f"{p}/nabs"], name=f"{p}/neg"),
+           helper.make_node("Exp", [f"{p}/nabs"], [f"{p}/e"], name=f"{p}/exp"),
+           helper.make_node("Add", [f"{p}/e", f"{p}/one"], [f"{p}/u"], name=f"{p}/add1"),
+           helper.make_node("Log", [f"{p}/u"], [f"{p}/l"], name=f"{p}/log"),
+           helper.make_node("Add", [f"{p}/max", f"{p}/l"], [out], name=f"{p}/sum")]
+    scoped(log, new)
+    nodes = [n for n in model.graph.node if n is not log]
+    del model.graph.node[:]
+    model.graph.node.extend(toposort(nodes + new))
+    model.graph.initializer.append(numpy_helper.from_array(np.asarray(1.0, dtype=input_dtype(model, a)), f"{p}/one"))

@@ -132,13 +132,49 @@ def _reciprocal(model: Any, node: Any, dtype: Any, p: str) -> tuple[list[Any], l
         [_const(f"{p}/one", 1.0, dtype)]
 
 
+def _sigmoid_recip(model: Any, node: Any, dtype: Any, p: str) -> tuple[list[Any], list[Any], list[Any]]:
+    """Sigmoid(x) -> 1 / (1 + Exp(-x)): the formula torch's CPU kernel evaluates, so its float32
+    rounding near 1 (what ``log1p(-sigmoid(x))`` or ``1 - sigmoid(x)`` amplify) is torch's."""
+    from onnx import helper
+
+    x = node.input[0]
+    new = [helper.make_node("Neg", [x], [f"{p}/negx"], name=f"{p}/neg"),
+           helper.make_node("Exp", [f"{p}/negx"], [f"{p}/e"], name=f"{p}/exp"),
+           helper.make_node("Add", [f"{p}/e", f"{p}/one"], [f"{p}/e1"], name=f"{p}/add1"),
+           helper.make_node("Div", [f"{p}/one", f"{p}/e1"], [node.output[0]], name=f"{p}/div")]
+    return [node], new, [_const(f"{p}/one", 1.0, dtype)]
+
+
+def _tanh_exp(model: Any, node: Any, dtype: Any, p: str) -> tuple[list[Any], list[Any], list[Any]]:
+    """Tanh(x) -> Sign(x) (1 - 2 / (Exp(2|x|) + 1)): correctly rounded near +-1, where ONNX
+    Runtime's Tanh is ulps off and saturates to 1 early (``log(1 - tanh(x))`` amplifies it)."""
+    from onnx import helper
+
+    x = node.input[0]
+    new = [helper.make_node("Abs", [x], [f"{p}/abs"], name=f"{p}/abs"),
+           helper.make_node("Mul", [f"{p}/abs", f"{p}/two"], [f"{p}/a2"], name=f"{p}/mul2"),
+           helper.make_node("Exp", [f"{p}/a2"], [f"{p}/e"], name=f"{p}/exp"),
+           helper.make_node("Add", [f"{p}/e", f"{p}/one"], [f"{p}/e1"], name=f"{p}/add1"),
+           helper.make_node("Div", [f"{p}/two", f"{p}/e1"], [f"{p}/q"], name=f"{p}/div"),
+           helper.make_node("Sub", [f"{p}/one", f"{p}/q"], [f"{p}/t"], name=f"{p}/sub"),
+           helper.make_node("Sign", [x], [f"{p}/sign"], name=f"{p}/sign"),
+           helper.make_node("Mul", [f"{p}/sign", f"{p}/t"], [node.output[0]], name=f"{p}/signed")]
+    return [node], new, [_const(f"{p}/one", 1.0, dtype), _const(f"{p}/two", 2.0, dtype)]
+
+
 CATALOGUE = [Workaround("log_sigmoid", "Sigmoid", "Log(Sigmoid(x)) as -Softplus(-x) (Log(1 - Sigmoid(x)) as -Softplus(x))",
                         _log_sigmoid),
              Workaround("safe_sigmoid", "Sigmoid", "Sigmoid(x) as Exp(-Softplus(-x))", _safe_sigmoid),
+             Workaround("tanh_exp", "Tanh", "Tanh(x) as Sign(x) (1 - 2 / (Exp(2|x|) + 1))", _tanh_exp),
              Workaround("softplus", "Softplus", "Softplus(x) as Relu(x) + Log(1 + Exp(-|x|))", _softplus),
              Workaround("gelu_erf", "Gelu", "Gelu(x) as 0.5 x (1 + Erf(x / sqrt 2))", _gelu_erf),
              Workaround("hardswish", "HardSwish", "HardSwish(x) as x Clip(x + 3, 0, 6) / 6", _hardswish),
-             Workaround("reciprocal", "Reciprocal", "Reciprocal(x) as 1 / x", _reciprocal)]
+             Workaround("reciprocal", "Reciprocal", "Reciprocal(x) as 1 / x", _reciprocal),
+             # last: exp(-x) overflows for x < -88 (0 where -Softplus(-x) stays exact), so it heads only
+             # when the stable forms do not verify (torch's own rounding near 1 is what is compared)
+             Workaround("sigmoid_recip", "Sigmoid", "Sigmoid(x) as 1 / (1 + Exp(-x)) (torch's formula)",
+                        _sigmoid_recip)]
+RANK = {w.form: k for k, w in enumerate(CATALOGUE)}
 BY_FORM = {w.form: w for w in CATALOGUE}
 
 
