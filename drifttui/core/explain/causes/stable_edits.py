@@ -26,6 +26,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.explain.causes.graft import toposort
 from drifttui.core.explain.causes.rewrite_edits import input_dtype, scoped, static_value
 
 
@@ -135,8 +136,6 @@ def apply_expm1(model: Any, spec: dict[str, Any]) -> None:
 
 def apply_logaddexp(model: Any, spec: dict[str, Any]) -> None:
     from onnx import helper, numpy_helper
-
-    from drifttui.core.explain.causes.graft import toposort
 
     log = _find(model, spec["node"], "Log")
     m = match_logaddexp(model, log)
