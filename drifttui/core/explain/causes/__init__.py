@@ -103,7 +103,9 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
     dynamic = any(d.dim_param for i in ctx.index.model.graph.input for d in i.type.tensor_type.shape.dim)
     out.extend(rewrites.resize_gather_patches(case, loc.kind if loc is not None else "unknown", dynamic))
     out.extend(graph_candidates(case, module, ctx.index.elem_types))
-    out.extend(constants.fx_constant_patches(case))
+    # a constant a check already explains (an epsilon) is that check's story, not a second one
+    explained = {p.spec.get("name") for p in out if p.spec.get("op") == "replace_constant"}
+    out.extend(p for p in constants.fx_constant_patches(case) if p.spec.get("name") not in explained)
     out.extend(rewrites.candidates(case, module, _types(ctx, case), lambda t: torch_calls(ctx, case, t)))
     out.extend(weight_candidates(case, torch_tensors(module, case.module, _folds(ctx, case))))
     seen: set[str] = set()
