@@ -28,8 +28,9 @@ def _scale_zero(index: Any, value: str) -> Optional[tuple[str, str]]:
                 continue
             s, z = ins[pos + 1], ins[pos + 2]
             st, zt = index.initializers.get(s), index.initializers.get(z)
+            known = index.elem_types.get(value)      # None after a contrib op: the zero point's type then
             if st is not None and st.data_type == FLOAT and len(st.dims) == 0 and zt is not None \
-                    and zt.data_type == index.elem_types.get(value) and len(zt.dims) == 0:
+                    and zt.data_type in INT_TYPES and zt.data_type == (known or zt.data_type) and len(zt.dims) == 0:
                 return s, z
     return None
 
@@ -44,7 +45,9 @@ def quantized_values(index: Any) -> dict[str, tuple[str, str]]:
         if not n.op_type.startswith(("QLinear", "QGemm")):
             continue      # a QuantizeLinear's output is the rounded copy of a float value the file has
         for o in n.outputs:
-            if not o or index.elem_types.get(o) not in INT_TYPES or index.is_static(o):
+            # QLinearAdd, QLinearMul, QGemm, QLinearSoftmax... are com.microsoft ops, which onnx's
+            # shape inference does not type: their outputs' type is their readers' zero point's
+            if not o or index.elem_types.get(o, INT_TYPES[0]) not in INT_TYPES or index.is_static(o):
                 continue
             if all(index.nodes[c].op_type == "DequantizeLinear" for c in index.consumers.get(o, [])):
                 continue        # its only readers dequantize it already: their outputs are the float values

@@ -1,0 +1,81 @@
+"""A transformer quantized in the QOperator format (quantize_static, QuantFormat.QOperator): its
+QLinearAdd / QLinearMul / QLinearSoftmax / QGemm are com.microsoft ops, which onnx's shape
+inference leaves untyped.  Their integer outputs are still read through DequantizeLinear views, so
+a Linear's output is its bias add (not the MatMul before it: its own error was the bias, 9 dB) and
+a GELU's is its last Mul (not the Erf inside it: 3 dB), and a clean file is within its budget at
+the output error its QDQ twin has."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from tests.deploy.conftest import needs
+from tests.deploy.precision_models import export_local, feeds_of, int8_qdq, int8_qoperator, local_spec
+
+SAMPLES = 4
+
+
+def check(path, samples=SAMPLES):
+    from drifttui.core.pipeline import run_once
+    from drifttui.core.result import Config
+
+    return run_once(Config(model=local_spec("small_tf"), inputs=local_spec("seq8"), onnx=str(path),
+                           samples=samples)).result
+
+
+@pytest.fixture(scope="module", params=["torchscript", "dynamo"])
+def files(request, tmp_path_factory):
+    needs("onnxruntime.quantization")
+    d = tmp_path_factory.mktemp(f"qoptf-{request.param}")
+    raw = export_local("small_tf", "seq8", request.param, d / "raw")
+    feeds = feeds_of("seq8", onnx.load(str(raw)).graph.input[0].name)
+    return d, int8_qoperator(raw, d / "qop.onnx", feeds, n=SAMPLES), int8_qdq(raw, d / "qdq.onnx", feeds, n=SAMPLES)
+
+
+def _out_rel(result) -> float:
+    return max(o.metrics.max_rel.worst for o in result.outputs)
+
+
+def test_a_clean_qoperator_transformer_is_within_budget_layer_by_layer(files):
+    _, qop, qdq = files
+    r, twin = check(qop), check(qdq)
+    assert "int8 QOperator" in r.precision.schemes
+    assert {"QLinearAdd", "QLinearMatMul"} <= set(r.precision.evidence)
+    # the same output error as its QDQ twin (within a factor 2), the same verdict
+    assert 0.5 < _out_rel(r) / _out_rel(twin) < 2.0
+    assert twin.precision.verdict == "within budget"
+    assert r.precision.verdict == "within budget", [(L.module, L.status, L.local) for L in r.layers if L.status != "ok"]
+    assert r.drift_origin is None
+    by = {L.module: L for L in r.layers}
+    for m in ("layers.0.mlp.2", "layers.1.mlp.2", "head"):
+        L = by[m]
+        assert L.status == "ok" and L.local is not None and L.budget is not None, m
+        # its output is the bias add's (a QLinearAdd or QGemm), read through a view
+        assert any(n.op_type in ("QLinearAdd", "QGemm") for n in L.nodes), (m, [n.op_type for n in L.nodes])
+        assert L.budget.own_loss_db > 25, (m, L.budget.own_loss_db)
+
+
+def test_a_wrong_bias_in_a_qoperator_transformer_is_named_where_it_is(files):
+    """A bias that the quantized file holds wrong (the quantized bias of layers.1.mlp.2 with half its
+    values at the other end of their range): the origin is that Linear, whose output includes the bias add."""
+    d, qop, _ = files
+    m = onnx.load(str(qop))
+    t = next((t for t in m.graph.initializer if t.name.startswith("layers.1.mlp.2.bias") and t.data_type in (2, 3, 6)
+              and len(t.dims) == 1),
+             None)
+    assert t is not None, [t.name for t in m.graph.initializer if "mlp.2" in t.name]
+    a = numpy_helper.to_array(t).copy()
+    if a.dtype == np.int32:           # a QGemm's bias, at x_scale * w_scale: shift it by a lot
+        a[: a.size // 2] += np.int32(max(1, int(np.abs(a).max())))
+    else:                              # a QLinearAdd's uint8/int8 bias: half of it at the far end of its range
+        info = np.iinfo(a.dtype)
+        half = a[: a.size // 2]
+        a[: a.size // 2] = np.where(half.astype(np.int32) < (int(info.min) + int(info.max)) // 2, info.max, info.min)
+    t.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(a), t.name))
+    bad = d / "bad_bias.onnx"
+    onnx.save(m, str(bad))
+    r = check(bad, samples=2)
+    assert r.precision.verdict == "over budget"
+    assert r.drift_origin is not None and r.drift_origin.module == "layers.1.mlp.2", r.drift_origin
