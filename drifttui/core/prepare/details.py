@@ -4,11 +4,13 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import Future
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
+from drifttui.core.runtime import cores
 from drifttui.core.runtime.torch_hooks import Call
+from drifttui.core.runtime.weights import release_view
 from drifttui.core.prepare.graph import GraphIndex, attribute_values, elem_type_name, tensor_array
 from drifttui.core.prepare.plan.folding import fold_conv_bn
 from drifttui.core.prepare.plan.plan import Plan
@@ -34,20 +36,26 @@ class LayerDetails:
     """The static per-layer details: each call's ONNX nodes, op types and node names (at once), and
     its initializers' figures (statistics, max |ONNX - torch|), computed in a background thread.
 
-    The figures read every weight (4.2 GB on a 1B model: 10 s or more); nothing before ``decide``
-    needs them, so they are computed while capture builds its sessions and runs the observer check
-    (ONNX Runtime and numpy release the GIL: the run's other core does the work).  ``joined``
-    waits for them; ``timings["details"]`` is the thread's own time (it overlaps the others)."""
+    The figures read every weight (4.2 GB on a 1B model); nothing before ``decide`` needs them, so
+    they are computed in the gaps of the run: the thread waits while an ONNX Runtime run or a torch
+    forward holds the cores (``runtime.cores``: taking one core from them slowed a 1B model's
+    observer check by 11 s) and goes on during session builds and between runs.  Each weight's
+    mapped pages are given back once read, so the thread adds one weight to the resident memory at
+    most.  ``joined`` waits for the figures, and from then on the thread no longer gives way;
+    ``timings["details"]`` is the thread's own time (it overlaps the others)."""
 
     def __init__(self, nodes: dict[int, list[NodeInfo]], op_types: dict[int, list[str]],
-                 node_names: dict[int, list[str]], initializers: "Future[dict[int, list[InitializerInfo]]]"):
+                 node_names: dict[int, list[str]], initializers: "Future[dict[int, list[InitializerInfo]]]",
+                 urgent: threading.Event):
         self.nodes, self.op_types, self.node_names = nodes, op_types, node_names
-        self._initializers = initializers
+        self._initializers, self._urgent = initializers, urgent
 
     def joined(self, wait: bool = True) -> tuple[dict[int, tuple[list[NodeInfo], list[InitializerInfo]]],
                                                  dict[int, list[str]], dict[int, list[str]]]:
         """-> (details {call: (nodes, initializers)}, op_types, node_names), once the figures are in;
         without ``wait`` (a partial result during capture) no initializers until they are."""
+        if wait:
+            self._urgent.set()           # someone waits: the figures no longer give way to the run
         inits = self._initializers.result() if wait or self._initializers.done() else {}
         return ({c: (n, inits.get(c, [])) for c, n in self.nodes.items()}, self.op_types, self.node_names)
 
@@ -80,11 +88,12 @@ def layer_details(index: GraphIndex, plan: Plan, calls: list[Call], model: Any,
                     # are named after by design: compared through the fold
                     jobs.setdefault(v, (call, "BatchNorm" in node.fused_rule))
     future: Future = Future()
+    urgent = threading.Event()
 
     def work() -> None:
         t = time.perf_counter()
         try:
-            infos = _initializer_infos(index, model, jobs)
+            infos = _initializer_infos(index, model, jobs, lambda: cores.wait_idle(urgent))
             result = {c: [infos[v] for v in vs] for c, vs in names.items()}
         except BaseException as exc:         # surfaced where the figures are read (decide)
             future.set_exception(exc)
@@ -93,16 +102,17 @@ def layer_details(index: GraphIndex, plan: Plan, calls: list[Call], model: Any,
             timings["details"] = time.perf_counter() - t
         future.set_result(result)
     threading.Thread(target=work, name="drifttui-layer-details", daemon=True).start()
-    return LayerDetails(nodes, op_types, node_names, future)
+    return LayerDetails(nodes, op_types, node_names, future, urgent)
 
 
-def _initializer_infos(index: GraphIndex, model: Any, jobs: dict[str, tuple[Call, bool]]) -> dict[str, InitializerInfo]:
+def _initializer_infos(index: GraphIndex, model: Any, jobs: dict[str, tuple[Call, bool]],
+                       pace: Callable[[], None]) -> dict[str, InitializerInfo]:
     params = _torch_params(model)
     out = {}
     for v, (call, folded) in jobs.items():
         call_params = {p[0]: p for p in call.params}
         out[v] = _init_info(index, v, params, call_params, folded=folded,
-                            through=_fold_of(model, call.module) if folded else None)
+                            through=_fold_of(model, call.module) if folded else None, pace=pace)
     return out
 
 
@@ -126,9 +136,20 @@ def _fold_of(model: Any, bn_name: str) -> Any:
 
 
 def _init_info(index: GraphIndex, name: str, params: dict[str, np.ndarray],
-               call_params: dict[str, Any], folded: bool = False, through: Any = None) -> InitializerInfo:
+               call_params: dict[str, Any], folded: bool = False, through: Any = None,
+               pace: Optional[Callable[[], None]] = None) -> InitializerInfo:
     t = index.initializers[name]
     arr = tensor_array(index, name)
+    try:
+        return _figures(index, name, arr, params, call_params, folded, through, pace)
+    finally:
+        release_view(arr)      # a view of the mapped file: its pages go back once read (4.2 GB on a 1B model)
+
+
+def _figures(index: GraphIndex, name: str, arr: Optional[np.ndarray], params: dict[str, np.ndarray],
+             call_params: dict[str, Any], folded: bool, through: Any,
+             pace: Optional[Callable[[], None]]) -> InitializerInfo:
+    t = index.initializers[name]
     dtype = elem_type_name(t.data_type)
     if arr is None or arr.size == 0:
         return InitializerInfo(name, dtype, list(t.dims), 0.0, 0.0, 0.0, 0.0)
@@ -154,9 +175,9 @@ def _init_info(index: GraphIndex, name: str, params: dict[str, np.ndarray],
             reference = p
         elif p.ndim == 2 and p.T.shape == a.shape:
             reference, transposed = p, True      # a Linear stored transposed (MatMul)
-    stats, diff = scan(a, reference, transposed)
+    stats, diff = scan(a, reference, transposed, pace=pace)
     if diff and reference is not None and not transposed and reference.ndim == 2 and reference.T.shape == a.shape:
         # a square weight that differs as it is may be stored transposed; one that does not needs no
         # second read (4 GB on a 1B model)
-        diff = min(diff, scan(a, reference, True, stats=False)[1])
+        diff = min(diff, scan(a, reference, True, stats=False, pace=pace)[1])
     return InitializerInfo(name, dtype, list(t.dims), *stats, torch_name, diff)

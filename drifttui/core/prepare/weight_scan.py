@@ -11,7 +11,7 @@ ATen's blocked transpose (cache-sized blocks) instead of being read element by e
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -107,15 +107,18 @@ def _tile_diff(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.max(np.abs(x - y))) if x.size else 0.0
 
 
-def scan(a: np.ndarray, p: Optional[np.ndarray] = None, transposed: bool = False,
-         stats: bool = True) -> tuple[Optional[tuple[float, float, float, float]], Optional[float]]:
+def scan(a: np.ndarray, p: Optional[np.ndarray] = None, transposed: bool = False, stats: bool = True,
+         pace: Optional[Callable[[], None]] = None) -> tuple[Optional[tuple[float, float, float, float]], Optional[float]]:
     """-> ((min, max, mean, std) of ``a`` or None, max |a - p| or None), in one pass over ``a``.
-    ``p`` has ``a``'s shape, or its transpose when ``transposed`` (2-D)."""
+    ``p`` has ``a``'s shape, or its transpose when ``transposed`` (2-D).  ``pace`` is called before
+    each tile (a background scan waits there while the run's foreground work holds the cores)."""
     mine = _rows(a)
     ref = _Reference(p, transposed) if p is not None else None
     moments = _Moments() if stats else None
     worst = 0.0
     for rs, cs in _tiles(mine.shape):
+        if pace is not None:
+            pace()
         t = mine[rs, cs]
         if moments is not None:
             moments.add(_widened(t))

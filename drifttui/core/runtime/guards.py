@@ -6,6 +6,7 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
+from drifttui.core.runtime import cores
 from drifttui.core.runtime.torch_hooks import run_model
 from drifttui.core.model.inputs import flatten
 from drifttui.errors import Cancelled, InputError, ModelError, first_line
@@ -15,7 +16,8 @@ def safe_forward(model: Any, sample: Any, versioned: bool = True, index: Optiona
     """One forward; ``versioned`` (the hooked passes): under no_grad so tensors keep version counters.
     ``index``: the sample's number, named in the error (a model may fail on one sample only)."""
     try:
-        return run_model(model, sample[0], sample[1], versioned=versioned)
+        with cores.foreground():
+            return run_model(model, sample[0], sample[1], versioned=versioned)
     except (Cancelled, InputError, ModelError):
         raise
     except Exception as exc:

@@ -8,6 +8,7 @@ import numpy as np
 
 from drifttui.core.model.onnx_io import fits_inline, save_model
 from drifttui.core.result import OPT_LEVELS
+from drifttui.core.runtime import cores
 from drifttui.core.runtime.weights import SharedWeights
 from drifttui.errors import InputError, ModelError, first_line
 
@@ -93,7 +94,8 @@ def make_session(model: Any, opt_level: str, deterministic: bool, provider: str,
 
 def run(session: Any, feeds: dict[str, np.ndarray], names: Optional[list[str]] = None) -> dict[str, np.ndarray]:
     try:
-        outs = session.run(names, feeds)
+        with cores.foreground():
+            outs = session.run(names, feeds)
     except Exception as exc:
         first = first_line(exc)
         low = first.lower()

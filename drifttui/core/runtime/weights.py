@@ -102,6 +102,26 @@ class SharedWeights:
         return [self, values]
 
 
+def release_view(arr: Any) -> None:
+    """Give back the mapped pages under ``arr``, a view over a mapping (``SharedWeights.array``);
+    anything else is left alone.  The pages stay in the page cache: a later read (a session using
+    the same mapping) maps them again."""
+    import mmap
+
+    raw = getattr(arr, "_mmap", None)
+    if not isinstance(raw, mmap.mmap) or not hasattr(raw, "madvise") or not arr.nbytes:
+        return
+    try:
+        base = np.frombuffer(raw, np.uint8).__array_interface__["data"][0]
+        start = arr.__array_interface__["data"][0] - base
+        page = mmap.PAGESIZE
+        lo, hi = start // page * page, min(len(raw), -(-(start + arr.nbytes) // page) * page)
+        if 0 <= lo < hi:
+            raw.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+    except (OSError, ValueError, TypeError):
+        pass
+
+
 def release_weights(data_dir: Optional[Path]) -> None:
     """``SharedWeights.release`` for the weights of ``data_dir``, when they are mapped."""
     if data_dir is not None:
