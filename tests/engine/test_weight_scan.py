@@ -20,6 +20,7 @@ def tiles(request, monkeypatch):
     if request.param == "many tiles":     # small tiles: ragged edges in both directions
         monkeypatch.setattr(weight_scan, "_ROWS", 8)
         monkeypatch.setattr(weight_scan, "_TILE", 8 * 13)
+        monkeypatch.setattr(weight_scan, "_SIDE", 7)
 
 
 @pytest.mark.parametrize("shape", [(37,), (50, 29), (6, 5, 7), (1, 300)])
