@@ -18,6 +18,7 @@ import torch
 
 from drifttui.core.dtypes import SPEC_ALIASES
 from drifttui.core.model import memory
+from drifttui.core.model.half_inputs import HALF_TYPES, half_inputs, round_sample
 from drifttui.core.model.loading import import_callable
 from drifttui.core.model.units import human
 from drifttui.core.model.spec import InputSpec, ShapeInput
@@ -180,7 +181,18 @@ def _seeded_source(call: Callable[[int], Any], seed: int, zero: bool, where: str
 
 def build_source(spec: InputSpec, seed: int, zero: bool, graph_inputs: Optional[list[tuple[str, list[Any], str]]],
                  example: Any = None) -> InputSource:
-    """``graph_inputs``: (name, dims, dtype) of the ONNX graph's inputs, when an ONNX file is known."""
+    """``graph_inputs``: (name, dims, dtype) of the ONNX graph's inputs, when an ONNX file is known.
+    A file that takes float16 inputs gets each sample rounded to float16, torch the same values
+    (``half_inputs``)."""
+    source = _source(spec, seed, zero, graph_inputs, example)
+    if not graph_inputs or not half_inputs(graph_inputs):
+        return source
+    return InputSource(lambda i: round_sample(source.sample(i), graph_inputs), source.fixed,
+                       source.description + " (rounded to float16 for the file's float16 inputs)")
+
+
+def _source(spec: InputSpec, seed: int, zero: bool, graph_inputs: Optional[list[tuple[str, list[Any], str]]],
+            example: Any) -> InputSource:
     if spec.kind == "shapes":
         return from_shapes(list(spec.shapes), seed, zero)
     if spec.kind == "memory":
@@ -215,7 +227,9 @@ def build_source(spec: InputSpec, seed: int, zero: bool, graph_inputs: Optional[
             if dtype not in _DT:
                 raise InputError(f"ONNX input {name!r} has dtype {dtype}, which drifttui cannot generate",
                                  "pass --inputs with a callable or a file")
-            shapes.append((tuple(d if isinstance(d, int) and d > 0 else 1 for d in dims), dtype))
+            # a float16 input is drawn in float32, the PyTorch model's type, and rounded (half_inputs)
+            shapes.append((tuple(d if isinstance(d, int) and d > 0 else 1 for d in dims),
+                           "float32" if dtype in HALF_TYPES else dtype))
         return from_shapes(shapes, seed, zero, where="the ONNX graph's inputs (no --inputs given)")
     raise InputError("cannot tell the model's input shapes",
                      "pass --inputs shape:1x3x224x224 (or a callable/file), or --onnx FILE to read them from")
@@ -279,6 +293,9 @@ def onnx_feeds(sample: Sample, graph_inputs: list[str], input_dtypes: dict[str, 
                              "give float32 inputs")
         a = arr.numpy()
         want = input_dtypes.get(name)
+        if want in HALF_TYPES and a.dtype == np.float32 and np.array_equal(a.astype(want).astype(np.float32), a,
+                                                                          equal_nan=True):
+            a = a.astype(want)       # a sample rounded for a float16 input (half_inputs): exact
         if want and want != a.dtype.name:
             raise InputError(f"input {name!r} is {a.dtype.name} but the ONNX graph expects {want}",
                              f"give {want} inputs (e.g. --inputs shape:{want}:...)")

@@ -27,6 +27,7 @@ from drifttui.core.prepare.arity import check_output_count
 from drifttui.core.model.export import export_auto, export_model
 from drifttui.core.prepare.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index, elem_type_name
 from drifttui.core.runtime.guards import safe_forward
+from drifttui.core.model.half_inputs import half_inputs
 from drifttui.core.model.inputs import InputSource, build_source, flatten, onnx_feeds
 from drifttui.core.model.loading import load_onnx, load_torch_model, new_workdir
 from drifttui.core.prepare.local import LocalGraph, build_local_graph
@@ -120,6 +121,11 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
         exporter = {DYNAMO: "dynamo (from the file's metadata)",
                     TORCHSCRIPT: "torchscript (from the file's node names)"}.get(index.flavour, "unknown")
     input_dtypes = {name: dt for name, _, dt in graph_inputs(proto)}
+    halves = half_inputs(gi)
+    if halves:
+        notes.append(f"the file takes float16 inputs ({', '.join(halves)}): each sample is rounded to float16 once "
+                     "and both models get those values (PyTorch in float32), so the inputs' own rounding is not "
+                     "counted; a float16 conversion with keep_io_types=True keeps float32 inputs")
     feeds0 = onnx_feeds(sample0, index.graph_inputs, input_dtypes)    # refuses inputs that do not fit first
     progress(Progress("map", message="tracing module calls and mapping them to ONNX values"))
     ok_hooks, why_not = hookable(model)
