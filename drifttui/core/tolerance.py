@@ -68,6 +68,8 @@ def bound(atol: float, rtol: Any, scale: Any, floor: Any = 0.0) -> Any:
 #     DynamicQuantizeLinear's from the tensor's min / max: 1/255 for a one-signed tensor, up to 2/255);
 #     a weight's 1 / max|q| of its int8 values; int32 accumulation is exact.
 #     An exact op (Gather, Reshape...) fed a dequantized int8 weight: K_Q * weight_step / 2, the weight's rounding.
+#   int4 (or any bits) weight-only, MatMulNBits: K_Q * weight_step / 2, weight_step = the largest block
+#     scale over max |W| (float32 activations: nothing else is rounded).
 # A layer's own budget is the root sum of squares of its nodes' budgets; the budget of a layer's output
 # (and of the model outputs) the root sum of squares over every reduced node computed before it.
 K_Q = 3
@@ -80,7 +82,8 @@ EXACT_OPS = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Gather"
 
 BUDGET_RULE = (f"reduced-precision layers: |d| <= atol + max(rtol, budget) * scale; a node's budget: float16/bfloat16 "
                f"{K_EPS} eps + sqrt(depth) 2^-24, int8 {K_Q} (act_step + weight_step) / 2 (step = scale / max|x|; an "
-               "activation's: 1 / max|q - zero point| of the file's own quantizer on sample 0); a layer's own error: "
+               "activation's: 1 / max|q - zero point| of the file's own quantizer on sample 0), int4 weight-only "
+               f"{K_Q} weight_step / 2 (the largest block scale / max|W|); a layer's own error: "
                "root sum of squares over its nodes, its output and the model outputs: over every reduced node before "
                "them")
 
@@ -90,8 +93,8 @@ def node_budget(fmt: str, op_type: str, depth: int, act_step: float = 0.0, weigh
     if op_type in EXACT_OPS or depth == 0:      # depth 0: a widening Cast
         # ... but an exact op on a dequantized int8 weight (a Gather from a quantized embedding
         # table) passes on that weight's rounding, which no other node of the layer budgets
-        return K_Q * weight_step / 2.0 if fmt == "int8" else 0.0
-    if fmt == "int8":
+        return K_Q * weight_step / 2.0 if fmt.startswith("int") else 0.0
+    if fmt.startswith("int"):              # int8; int4 weight-only (MatMulNBits): act_step 0
         return K_Q * (act_step + weight_step) / 2.0
     eps = EPS.get(fmt, 0.0)
     return K_EPS * eps + math.sqrt(max(1, depth)) * U_ACC if eps else 0.0

@@ -12,7 +12,9 @@ The nodes named (reduced-precision nodes of ``precision.scan``) compute in float
     from (weights: torch's or dequantized), and its output skips the QuantizeLinear/DequantizeLinear
     pair behind it;
   * int8 QOperator (QLinearConv, QLinearMatMul, QGemm, QLinearAdd...): DequantizeLinear in, the float
-    op, QuantizeLinear back to the node's output scale (keep_qoperator.py).
+    op, QuantizeLinear back to the node's output scale (keep_qoperator.py);
+  * int4 weight-only (MatMulNBits): a float MatMul (and its bias Add) with torch's weight where the
+    blocks are a rounded copy of it, else the blocks dequantized (nbits.py).
 Unused nodes are pruned.  The keep-list is also printed in the forms the converters take
 (``converter_forms``).
 """
@@ -22,7 +24,9 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.prepare import nbits
 from drifttui.core.prepare.keep_qoperator import kept_quantizer, moved_float, qoperator
+from drifttui.core.prepare.nbits import NBITS_OPS
 from drifttui.core.prepare.qviews import is_view_node, strip_views
 
 FLOAT, FLOAT16 = 1, 10
@@ -50,6 +54,10 @@ def keep_float32(model: Any, index: Any, nodes: set[int], torch_tensors: Optiona
             rep_q = qoperator(index, node, inits, floats, _float_weight, torch_tensors, new_inits)
             if rep_q is not None:
                 replace[k] = rep_q
+        elif op in NBITS_OPS:
+            rep_n = _nbits(node, inits, torch_tensors, new_inits)
+            if rep_n is not None:
+                replace[k] = rep_n
         elif op in ("MatMulInteger", "ConvInteger"):
             rep = _dynamic(index, k, node, inits, torch_tensors, new_inits)
             if rep is not None:
@@ -199,6 +207,28 @@ def _dynamic(index: Any, k: int, node: Any, inits: dict, torch_tensors: dict,
     return [onnx.helper.make_node(op, [x, w], [y], name=f"{node.name}::float32", **attrs)], [cast, mul]
 
 
+def _nbits(node: Any, inits: dict, torch_tensors: dict, new_inits: list) -> Optional[list[Any]]:
+    """MatMulNBits(A, blocks, scales[, zero points][, g_idx][, bias]) -> MatMul(A, W) [+ bias]."""
+    import onnx
+    from onnx import numpy_helper
+
+    arrays = {i: numpy_helper.to_array(inits[i]) for i in node.input[1:4] if i and i in inits}
+    w = nbits.float_weight(node, arrays, torch_tensors)
+    if w is None:
+        return None
+    name = f"{node.input[1]}::float32"
+    if name not in inits:
+        new_inits.append(numpy_helper.from_array(w, name))
+        inits[name] = new_inits[-1]
+    y = node.output[0]
+    bias = node.input[5] if len(node.input) > 5 and node.input[5] else None
+    mm = onnx.helper.make_node("MatMul", [node.input[0], name], [f"{y}::mm" if bias else y],
+                               name=f"{node.name}::float32")
+    if bias is None:
+        return [mm]
+    return [mm, onnx.helper.make_node("Add", [f"{y}::mm", bias], [y], name=f"{node.name}::float32_bias")]
+
+
 def _only_consumer(index: Any, value: str, op: str) -> Optional[int]:
     cs = index.consumers.get(value, [])
     return cs[0] if len(cs) == 1 and index.nodes[cs[0]].op_type == op else None
@@ -319,7 +349,8 @@ def original_names(index: Any, nodes: set[int]) -> list[str]:
         if n.op_type in ("DynamicQuantizeLinear", "QuantizeLinear", "DequantizeLinear"):
             continue
         name = n.name[: -len("_quant")] if n.name.endswith("_quant") else n.name
-        out.append(name)
+        tail = f"_Q{nbits.bits_of(n)}" if n.op_type in NBITS_OPS else ""
+        out.append(name[: -len(tail)] if tail and name.endswith(tail) else name)     # MatMulNBitsQuantizer's
     return list(dict.fromkeys(out))
 
 
@@ -328,6 +359,8 @@ def converter_forms(index: Any, nodes: set[int], fmt: str) -> dict[str, str]:
     names = original_names(index, nodes)
     ops = sorted({index.nodes[k].op_type for k in nodes
                   if index.nodes[k].op_type not in ("DynamicQuantizeLinear", "QuantizeLinear", "DequantizeLinear")})
+    if any(index.nodes[k].op_type in NBITS_OPS for k in nodes):
+        return {"onnxruntime.quantization.matmul_nbits_quantizer.MatMulNBitsQuantizer": f"nodes_to_exclude={names!r}"}
     if "int8" in fmt:
         return {"onnxruntime.quantization (quantize_dynamic / quantize_static)": f"nodes_to_exclude={names!r}"}
     return {"onnxruntime.transformers.float16.convert_float_to_float16": f"node_block_list={names!r}",

@@ -23,7 +23,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.prepare.graph import common_prefix
+from drifttui.core.prepare.graph import common_prefix, tensor_array
+from drifttui.core.prepare.nbits import NBITS_OPS, bits_of, weight_step
 from drifttui.core.prepare.qviews import is_view_node
 from drifttui.core.result import OK
 from drifttui.core.tolerance import node_budget
@@ -94,7 +95,7 @@ def scan(index: Any, levels: Optional[dict[str, int]] = None) -> PrecisionScan:
     out = PrecisionScan(total=len(index.nodes))
     _count_evidence(index, out)
     if not any(k.endswith(" initializers") or k in DYNAMIC_OPS or k in QDQ_OPS or k.startswith(QOPERATOR_PREFIX)
-               for k in out.ops):
+               or k in NBITS_OPS for k in out.ops):
         # Casts to float16 without float16 weights or quantized ops: not a converter's file but a
         # precision change inside the graph (the dtype check's business), held to float32's rule
         out.schemes = []
@@ -106,6 +107,9 @@ def scan(index: Any, levels: Optional[dict[str, int]] = None) -> PrecisionScan:
         op = node.op_type
         if node.index in gathered:      # rows of an int8 table dequantized: the table's rounding is here
             out.nodes[node.index] = NodePrecision("int8", 1, 0.0, gathered[node.index])
+            continue
+        if op in NBITS_OPS:             # weight-only blocks (int4): float32 activations
+            out.nodes[node.index] = _nbits_node(index, node)
             continue
         if op in DYNAMIC_OPS or op.startswith(QOPERATOR_PREFIX) or op in QDQ_OPS:
             if op in ACCUMULATING or op.startswith(QOPERATOR_PREFIX):
@@ -150,7 +154,7 @@ def _count_evidence(index: Any, out: PrecisionScan) -> None:
         if is_view_node(n):
             out.views += 1      # drifttui's own views of a QOperator file's integers: not the file's evidence
             continue
-        if op in DYNAMIC_OPS or op in QDQ_OPS or op.startswith(QOPERATOR_PREFIX):
+        if op in DYNAMIC_OPS or op in QDQ_OPS or op.startswith(QOPERATOR_PREFIX) or op in NBITS_OPS:
             ops[op] = ops.get(op, 0) + 1
         elif op == "Cast":
             to = next((a.i for a in n.proto.attribute if a.name == "to"), 0)
@@ -168,6 +172,8 @@ def _count_evidence(index: Any, out: PrecisionScan) -> None:
         out.schemes.append("bfloat16")
     if any(k in DYNAMIC_OPS for k in ops):
         out.schemes.append("int8 dynamic (quantize_dynamic)")
+    for b in sorted({bits_of(n) for n in index.nodes if n.op_type in NBITS_OPS}):
+        out.schemes.append(f"int{b} weight-only (MatMulNBits)")
     if any(k.startswith(QOPERATOR_PREFIX) for k in ops):
         out.schemes.append("int8 QOperator")
     if any(n.op_type == "DequantizeLinear" and not is_view_node(n) and any(index.consumers.get(o) for o in n.outputs)
@@ -235,6 +241,13 @@ def _shape(index: Any, name: str) -> list[Any]:
     if name in index.initializers:
         return list(index.initializers[name].dims)
     return list(index.shapes.get(name, []))
+
+
+def _nbits_node(index: Any, node: Any) -> NodePrecision:
+    """A MatMulNBits node: depth K, its weight's block step, no activation rounding."""
+    arrays = {i: a for i in node.inputs[1:4] if i and (a := tensor_array(index, i)) is not None}
+    k = next((a.i for a in node.proto.attribute if a.name == "K"), 1)
+    return NodePrecision(f"int{bits_of(node)}", max(1, k), 0.0, weight_step(node, arrays))
 
 
 def _int8_node(index: Any, node: Any, levels: dict[str, int]) -> NodePrecision:
