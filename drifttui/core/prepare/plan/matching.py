@@ -32,6 +32,7 @@ import numpy as np
 from drifttui.core.prepare.plan.anchors import PackedBlock, anchor_masks, match_anchors, match_concatenated
 
 EQUAL_RTOL = 1e-4          # a deployed value equals a reference value: max|d - r| <= EQUAL_RTOL * max|r|
+NEAR_TIE = 1.25            # lossy candidates this close to the closest are told apart by their op (``_best``)
 NCHWC = "com.microsoft.nchwc"
 
 
@@ -77,16 +78,22 @@ def _probe(a: np.ndarray) -> np.ndarray:
 
 
 def _best(a: np.ndarray, mask: int, cands: list[str], dep_vals: dict[str, np.ndarray], d_mask: dict[str, int],
-          probes: dict[str, np.ndarray]) -> Optional[Match]:
+          probes: dict[str, np.ndarray], prefer: Optional[Any] = None) -> Optional[Match]:
     """The closest candidate with the same anchors, or one with a subset of them that is equal
     (an optimiser dropped an Add of zeros, a Mul by ones): losing an anchor otherwise means the
     value is not the module's output (a Linear's MatMul whose bias a BiasGelu took).  A candidate
     in another layout (ORT's transpose optimiser moved a Transpose past it) is compared through
-    the permutation that makes it equal, never raw: :func:`_permuted`."""
+    the permutation that makes it equal, never raw: :func:`_permuted`.
+
+    ``prefer(value)``: among near-equal candidates of a lossy file (none exact, within
+    ``NEAR_TIE`` of the closest), the one computed by the reference value's kind of op: a
+    LayerNorm that is almost the identity on its input (seeded random weights) is its own output,
+    not the residual Add before it."""
     scale = float(np.max(np.abs(a))) if a.size else 0.0
     bound = EQUAL_RTOL * max(scale, 1e-12)
     pa = _probe(a)
     best: Optional[Match] = None
+    liked: Optional[Match] = None
     for d in cands:
         dm = d_mask.get(d, 0)
         same = dm == mask
@@ -111,6 +118,10 @@ def _best(a: np.ndarray, mask: int, cands: list[str], dep_vals: dict[str, np.nda
             continue
         if best is None or err < best.err:
             best = Match(d, err, err <= EQUAL_RTOL, perm)
+        if prefer is not None and same and prefer(d) and (liked is None or err < liked.err):
+            liked = Match(d, err, err <= EQUAL_RTOL, perm)
+    if best is not None and liked is not None and not best.exact and liked.err <= NEAR_TIE * best.err:
+        return liked
     return best
 
 
@@ -169,7 +180,9 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
         a = ref_vals.get(r)
         if a is None:
             continue
-        best = _best(a, r_mask.get(r, 0), groups.get(_layout_free(a.shape), []), dep_vals, d_mask, probes)
+        kind = op_kind(ref, r)
+        best = _best(a, r_mask.get(r, 0), groups.get(_layout_free(a.shape), []), dep_vals, d_mask, probes,
+                     prefer=(lambda d, k=kind: op_kind(dep, d) == k) if kind else None)
         if best is not None:
             choice[r] = best
     out = Transferred(anchors=anchors, how=how, blocks=blocks)
@@ -178,6 +191,22 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
     _in_order(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, out.matches)
     _through_transposes(ref, wanted, ref_vals, dep_vals, out.matches)
     return out
+
+
+def op_kind(index: Any, value: str) -> str:
+    """The kind of op that computes ``value``, through a DequantizeLinear (a quantized file's
+    float value, or a drifttui view of one) and with the quantized forms named as the float op:
+    QLinearAdd -> Add, QGemm -> Gemm, MatMulInteger -> MatMul, MatMulNBits -> MatMul."""
+    p = index.producer.get(value)
+    if p is not None and index.nodes[p].op_type == "DequantizeLinear":
+        p = index.producer.get(index.nodes[p].inputs[0])
+    if p is None:
+        return ""
+    op = index.nodes[p].op_type
+    for prefix in ("QLinear", "Q"):
+        if op.startswith(prefix) and op[len(prefix):len(prefix) + 1].isupper():
+            return op[len(prefix):]
+    return {"MatMulInteger": "MatMul", "MatMulNBits": "MatMul", "ConvInteger": "Conv"}.get(op, op)
 
 
 def _through_transposes(ref: Any, wanted: list[str], ref_vals: dict, dep_vals: dict,
