@@ -73,6 +73,12 @@ def test_repair_keeps_qlinear_nodes_and_the_users_quantizer_agrees(heavy, capsys
     # ... and stem alone is not enough (b1 still reads the heavy-tailed value rounded)
     alone = int8_qoperator(raw, d / "alone.onnx", feeds, n=SAMPLES, nodes_to_exclude=["/stem/stem.0/Conv"])
     assert check("heavy_cnn", alone).precision.verdict == "over budget"
+    # ... nor b1 alone: it reads stem's output through the file's own DequantizeLinear, rounded as before
+    # (before: within budget, b1 fed the unrounded PyTorch value, at the same output error as `qop`)
+    b1_only = check("heavy_cnn", int8_qoperator(raw, d / "b1_only.onnx", feeds, n=SAMPLES,
+                                                nodes_to_exclude=["/b1/b1.0/Conv"]))
+    assert b1_only.precision.verdict == "over budget" and b1_only.drift_origin.module.startswith("b1")
+    assert out_max(b1_only) > 2 * out_max(after)
 
 
 def out_max(result) -> float:
