@@ -82,3 +82,24 @@ def test_b1_kept_in_float_pays_for_its_rounded_input(raw):
     b1 = next(L for L in r.layers if L.module == "b1.0")
     assert b1.budget is not None and b1.budget.over and b1.local.max_rel.worst > 5 * b1.budget.own_budget
     assert 1 / 256 <= b1.budget.own_budget / 1.5 <= 1 / 100     # 3/2 x stem's step, measured: 1 / its level
+
+
+def test_qdq_repair_keeps_both_convs_and_the_users_quantizer_agrees(raw, capsys):
+    """QDQ shares one QuantizeLinear -> DequantizeLinear pair between stem and b1: the user's
+    quantizer keeps it while either conv is quantized, so the verified copy keeps it too (before, the
+    copy with b1 alone read the float value behind the pair: "verified" within, while the user's own
+    file with that list stayed at the all-quantized output error)."""
+    from drifttui.cli import main
+
+    d, path, feeds = raw
+    q = int8_qdq(path, d / "qdq_repair.onnx", feeds, n=SAMPLES)
+    code = main(["repair", local_spec("heavy_cnn"), "--onnx", str(q), "--inputs", local_spec("img32"),
+                 "--samples", str(SAMPLES), "--out", str(d / "qdq_kept.onnx")])
+    out = capsys.readouterr().out
+    assert code == 0 and "verified" in out, out
+    line = next(ln for ln in out.splitlines() if "nodes_to_exclude=" in ln)
+    names = eval(line.split("nodes_to_exclude=", 1)[1])      # the list drifttui printed  # noqa: S307
+    assert sorted(names) == sorted(NODES.values()), names
+    redo = check(int8_qdq(path, d / "qdq_redo.onnx", feeds, n=SAMPLES, nodes_to_exclude=names))
+    assert redo.precision.verdict == "within budget" and redo.verdict == "ok"
+    assert out_rel(redo) <= 0.5 * out_rel(check(q))

@@ -10,7 +10,8 @@ The nodes named (reduced-precision nodes of ``precision.scan``) compute in float
     the int8 weight dequantized);
   * int8 QDQ: the node reads the float values its DequantizeLinear(QuantizeLinear(x)) inputs came
     from (weights: torch's or dequantized), and its output skips the QuantizeLinear/DequantizeLinear
-    pair behind it;
+    pair behind it, where the user's quantizer drops that pair for the same list (an activation's
+    pair stays while its producer or a reader is quantized: qdq_pairs.py);
   * int8 QOperator (QLinearConv, QLinearMatMul, QGemm, QLinearAdd...): DequantizeLinear in, the float
     op, QuantizeLinear back to the node's output scale (keep_qoperator.py).
 Unused nodes are pruned.  The keep-list is also printed in the forms the converters take
@@ -23,6 +24,7 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.prepare.keep_qoperator import kept_quantizer, moved_float, qoperator
+from drifttui.core.prepare.qdq_pairs import pair_removed
 from drifttui.core.prepare.qviews import is_view_node, strip_views
 
 FLOAT, FLOAT16 = 1, 10
@@ -57,7 +59,10 @@ def keep_float32(model: Any, index: Any, nodes: set[int], torch_tensors: Optiona
                 for d in dead:
                     replace[d] = []
         elif op == "DequantizeLinear" and _producer_op(index, node.input[0]) == "QuantizeLinear":
-            # an activation's QuantizeLinear -> DequantizeLinear pair: its consumers read the float value
+            # an activation's QuantizeLinear -> DequantizeLinear pair: its consumers read the float value,
+            # when the user's quantizer drops the pair too (its producer and readers all kept: qdq_pairs.py)
+            if not pair_removed(index, k, nodes):
+                continue
             pre: list[Any] = []
             src = _unrounded(index, index.nodes[index.producer[node.input[0]]], k, pre)
             replace[k] = pre + [onnx.helper.make_node("Identity", [src], [node.output[0]], name=f"{node.name}::float32")]
@@ -66,7 +71,7 @@ def keep_float32(model: Any, index: Any, nodes: set[int], torch_tensors: Optiona
         elif op in ("DynamicQuantizeLinear", "QuantizeLinear", "DequantizeLinear"):
             continue
         elif any(_producer_op(index, i) == "DequantizeLinear" for i in node.input):
-            replace[k] = _qdq(index, k, node, inits, torch_tensors, new_inits)
+            replace[k] = _qdq(index, k, node, inits, torch_tensors, new_inits, nodes)
         else:
             replace[k] = _fp16(index, k, node, nodes, inits, torch_tensors, new_inits)
     for k, dq in _dequantized_floats(index, floats):
@@ -204,9 +209,11 @@ def _only_consumer(index: Any, value: str, op: str) -> Optional[int]:
     return cs[0] if len(cs) == 1 and index.nodes[cs[0]].op_type == op else None
 
 
-def _qdq(index: Any, k: int, node: Any, inits: dict, torch_tensors: dict, new_inits: list) -> list[Any]:
+def _qdq(index: Any, k: int, node: Any, inits: dict, torch_tensors: dict, new_inits: list,
+         keep: set[int]) -> list[Any]:
     """A QDQ float op reading the float values behind its DequantizeLinear inputs (its output stays
-    quantized: that rounding is its consumers' input)."""
+    quantized: that rounding is its consumers' input); an activation's pair only when the user's
+    quantizer drops it for ``keep`` (qdq_pairs.pair_removed), else it reads the rounded value."""
     import onnx
 
     new = onnx.NodeProto()
@@ -223,7 +230,7 @@ def _qdq(index: Any, k: int, node: Any, inits: dict, torch_tensors: dict, new_in
                                            zero=dq.inputs[2] if len(dq.inputs) > 2 else None)
             continue
         q = index.producer.get(src)
-        if q is not None and index.nodes[q].op_type == "QuantizeLinear":
+        if q is not None and index.nodes[q].op_type == "QuantizeLinear" and pair_removed(index, p, keep):
             new.input[pos] = _unrounded(index, index.nodes[q], k, pre)
     return pre + [new]
 
