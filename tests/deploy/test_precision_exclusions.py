@@ -18,6 +18,7 @@ import itertools
 import onnx
 import pytest
 
+from drifttui.core.explain.causes.keep_list import GENUINE_SHARE
 from tests.deploy.conftest import needs
 from tests.deploy.precision_models import export_local, feeds_of, int8_qdq, int8_qoperator, local_spec
 
@@ -65,6 +66,10 @@ def test_every_exclusion_subset_is_judged_by_its_output_error(raw, fmt):
             assert r.precision.verdict == "over budget", (subset, rel, level)
             # the origin is the layer that reads the rounded heavy-tailed value
             assert r.drift_origin is not None and r.drift_origin.module.startswith("b1"), (subset, r.drift_origin)
+            # ... and it pays for the precision: keeping it (with the producer of its rounded input)
+            # in float32 removes a real part of the output error (not a "genuine drift")
+            origin = next(L for L in r.layers if L.index == r.drift_origin.layer)
+            assert origin.budget.share is not None and origin.budget.share >= GENUINE_SHARE, (subset, origin.budget)
         elif rel <= 0.5 * level:
             seen.add("within")
             assert r.precision.verdict == "within budget" and r.verdict == "ok", (subset, rel, level)

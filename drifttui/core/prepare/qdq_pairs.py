@@ -55,14 +55,22 @@ def pair_removed(index: Any, dq: int, keep: set[int]) -> bool:
 
 
 def rounding_producers(index: Any, node_ids: tuple[int, ...]) -> list[int]:
-    """The quantized ops whose rounded outputs the nodes ``node_ids`` read through a pair: to keep
-    with them for that rounding to go."""
+    """The quantized ops whose rounded outputs the nodes ``node_ids`` read through a DequantizeLinear
+    (a QDQ pair's producer, or a QOperator op whose output a float layer dequantizes): to keep with
+    them for that rounding to go."""
     out: list[int] = []
     for k in node_ids:
         for i in index.nodes[k].inputs:
             dq = index.producer.get(i)
-            q = activation_pair(index, dq) if dq is not None else None
-            p = producer_op(index, q) if q is not None else None
-            if p is not None and quantized_op(index, p) and p not in out:
+            if dq is None or index.nodes[dq].op_type != "DequantizeLinear" or not index.nodes[dq].inputs:
+                continue
+            src = index.producer.get(index.nodes[dq].inputs[0])
+            if src is not None and index.nodes[src].op_type.startswith(("QLinear", "QGemm")):
+                p: Optional[int] = src
+            else:
+                q = activation_pair(index, dq)
+                p = producer_op(index, q) if q is not None else None
+                p = p if p is not None and quantized_op(index, p) else None
+            if p is not None and p not in out:
                 out.append(p)
     return out
