@@ -108,3 +108,26 @@ def test_qdq_repair_keeps_both_convs_and_the_users_quantizer_agrees(raw, capsys)
     redo = check(int8_qdq(path, d / "qdq_redo.onnx", feeds, n=SAMPLES, nodes_to_exclude=names))
     assert redo.precision.verdict == "within budget" and redo.verdict == "ok"
     assert out_rel(redo) <= 0.5 * out_rel(check(q))
+
+
+@pytest.mark.parametrize("fmt", ["qoperator", "qdq"])
+@pytest.mark.parametrize("given", [("stem",), ("b1",)])
+def test_repair_of_a_partly_excluded_file_prints_the_whole_list(raw, fmt, given, capsys):
+    """A file the user quantized with one conv excluded: repair's nodes_to_exclude holds the nodes
+    the file already computes in float32 and the ones it keeps, so the user's quantize_static with it
+    is within budget (before: only the added node, and `b1` given alone was a "genuine drift")."""
+    from drifttui.cli import main
+
+    d, path, feeds = raw
+    quantize = int8_qoperator if fmt == "qoperator" else int8_qdq
+    tag = f"{fmt}_{given[0]}_given"
+    q = quantize(path, d / f"{tag}.onnx", feeds, n=SAMPLES, nodes_to_exclude=[NODES[s] for s in given])
+    code = main(["repair", local_spec("heavy_cnn"), "--onnx", str(q), "--inputs", local_spec("img32"),
+                 "--samples", str(SAMPLES), "--out", str(d / f"{tag}_kept.onnx")])
+    out = capsys.readouterr().out
+    assert code == 0 and "verified" in out and "genuine drift" not in out, out
+    line = next(ln for ln in out.splitlines() if "nodes_to_exclude=" in ln)
+    names = eval(line.split("nodes_to_exclude=", 1)[1])      # the list drifttui printed  # noqa: S307
+    assert sorted(names) == sorted(NODES.values()), names
+    redo = check(quantize(path, d / f"{tag}_redo.onnx", feeds, n=SAMPLES, nodes_to_exclude=names))
+    assert redo.precision.verdict == "within budget" and redo.verdict == "ok"

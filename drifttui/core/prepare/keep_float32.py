@@ -336,7 +336,26 @@ def converter_forms(index: Any, nodes: set[int], fmt: str) -> dict[str, str]:
     ops = sorted({index.nodes[k].op_type for k in nodes
                   if index.nodes[k].op_type not in ("DynamicQuantizeLinear", "QuantizeLinear", "DequantizeLinear")})
     if "int8" in fmt:
+        names = list(dict.fromkeys(excluded_already(index) + names))
         return {"onnxruntime.quantization (quantize_dynamic / quantize_static)": f"nodes_to_exclude={names!r}"}
     return {"onnxruntime.transformers.float16.convert_float_to_float16": f"node_block_list={names!r}",
             "onnxconverter_common.float16.convert_float_to_float16": f"node_block_list={names!r}",
             "op_block_list (all nodes of these types)": f"op_block_list={ops!r}"}
+
+
+_WEIGHTED = ("Conv", "ConvTranspose", "MatMul", "Gemm")
+
+
+def excluded_already(index: Any) -> list[str]:
+    """A statically quantized file's weighted ops that still read a float32 weight: nodes the user
+    excluded already (quantize_static quantizes every Conv / MatMul / Gemm weight it is not told to
+    keep), listed with the keep-list so that redoing the conversion with it keeps them too."""
+    if not any(n.op_type == "QuantizeLinear" or n.op_type.startswith(QOPERATOR) for n in index.nodes) \
+            or any(n.op_type == "DynamicQuantizeLinear" for n in index.nodes):
+        return []
+    out = []
+    for n in index.nodes:
+        if n.op_type in _WEIGHTED and not is_view_node(n) and any(
+                i in index.initializers and index.initializers[i].data_type == FLOAT for i in n.inputs[1:2]):
+            out.append(n.name)
+    return out
