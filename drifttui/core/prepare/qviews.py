@@ -29,7 +29,8 @@ def _scale_zero(index: Any, value: str) -> Optional[tuple[str, str]]:
             s, z = ins[pos + 1], ins[pos + 2]
             st, zt = index.initializers.get(s), index.initializers.get(z)
             if st is not None and st.data_type == FLOAT and len(st.dims) == 0 and zt is not None \
-                    and zt.data_type == index.elem_types.get(value) and len(zt.dims) == 0:
+                    and zt.data_type in INT_TYPES and index.elem_types.get(value) in (zt.data_type, None, 0) \
+                    and len(zt.dims) == 0:
                 return s, z
     return None
 
@@ -44,7 +45,8 @@ def quantized_values(index: Any) -> dict[str, tuple[str, str]]:
         if not n.op_type.startswith(("QLinear", "QGemm")):
             continue      # a QuantizeLinear's output is the rounded copy of a float value the file has
         for o in n.outputs:
-            if not o or index.elem_types.get(o) not in INT_TYPES or index.is_static(o):
+            # a contrib op's output (QLinearAdd, QLinearMul...) has no inferred type: its readers' zero point says it
+            if not o or index.elem_types.get(o) not in (*INT_TYPES, None, 0) or index.is_static(o):
                 continue
             if all(index.nodes[c].op_type == "DequantizeLinear" for c in index.consumers.get(o, [])):
                 continue        # its only readers dequantize it already: their outputs are the float values
