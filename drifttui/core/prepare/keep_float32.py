@@ -25,7 +25,7 @@ import numpy as np
 
 from drifttui.core.prepare.keep_qoperator import kept_quantizer, moved_float, qoperator
 from drifttui.core.prepare.qdq_pairs import pair_removed
-from drifttui.core.prepare.qviews import is_view_node, strip_views
+from drifttui.core.prepare.qviews import is_view_node, strip_round_trips, strip_views
 
 FLOAT, FLOAT16 = 1, 10
 QOPERATOR = ("QLinear", "QGemm")
@@ -92,15 +92,16 @@ def keep_float32(model: Any, index: Any, nodes: set[int], torch_tensors: Optiona
 
 
 def without_views(model: Any) -> Any:
-    """A copy of a patched model without drifttui's DequantizeLinear views of a QOperator file's
-    integers (qviews.py; numerically the same graph): the file written for the user."""
+    """A copy of a patched model without drifttui's views (qviews.py: a QOperator file's integers read
+    through DequantizeLinear; reference.py: Reshape / Transpose / NCHWc round trips; numerically the
+    same graph): the file written for the user, and the one a keep-list is verified on."""
     import onnx
 
     out = onnx.ModelProto()
     out.CopyFrom(model)
-    nodes = _prune(strip_views(list(out.graph.node)), [o.name for o in out.graph.output])
+    nodes = _prune(strip_round_trips(strip_views(list(out.graph.node))), [o.name for o in out.graph.output])
     for n in nodes:      # what is left of a view carries a kept node's value on: named after it
-        if is_view_node(n):
+        if n.name.startswith("drifttui_"):
             n.name = f"{n.output[0]}_{n.op_type}"
     del out.graph.node[:]
     out.graph.node.extend(nodes)

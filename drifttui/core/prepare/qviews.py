@@ -92,3 +92,30 @@ def strip_views(nodes: list[Any]) -> list[Any]:
             if name in back:
                 n.input[pos] = back[name]
     return nodes
+
+
+# reference.py's views of a processed file's values (a Reshape to the reference's shape, a Transpose to
+# its axis order, ReorderOutput from NCHWc) and their ways back to the readers: forward name -> back name
+_ROUND_TRIPS = {"drifttui_view_": "drifttui_back_", "drifttui_perm_": "drifttui_unperm_",
+                "drifttui_nchw_": "drifttui_nchwc_"}
+
+
+def strip_round_trips(nodes: list[Any]) -> list[Any]:
+    """The user's graph back from a patched copy (in place): readers of a view's way back (a Reshape
+    back, the inverse Transpose, ReorderInput) read the value the view was taken of again; the view
+    nodes are left unused (pruned by the caller).  Else a copy checked again gets a second set of
+    views with the same names (ORT: "two nodes with same node name")."""
+    made = {o: n for n in nodes for o in n.output}
+    back: dict[str, str] = {}
+    for n in nodes:
+        if not n.input or not n.name.startswith(tuple(_ROUND_TRIPS.values())):
+            continue
+        fwd = made.get(n.input[0])
+        kind = next((k for k in _ROUND_TRIPS if fwd is not None and fwd.name.startswith(k)), None)
+        if kind is not None and fwd.input and n.name.startswith(_ROUND_TRIPS[kind]):
+            back[n.output[0]] = fwd.input[0]
+    for n in nodes:
+        for pos, name in enumerate(n.input):
+            if name in back:
+                n.input[pos] = back[name]
+    return nodes
