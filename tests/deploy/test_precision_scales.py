@@ -56,21 +56,24 @@ def test_a_static_range_that_clips_a_heavy_tail_is_judged_by_what_it_costs(tmp_p
 
 def test_a_coarse_static_scale_is_held_to_its_own_step(tmp_path):
     """Calibrated on inputs 10x wider: every static scale is ~10x what the checked samples use, and
-    the error with it; the budget follows the file's scale (the assumed 2/255: over at stem.0)."""
+    the error with it; the budget follows the file's scale, not an assumed 2/255 of the range.
+    On small_cnn, whose activations have no heavy tail: tail_relu's x12 channel, rounded at stem's
+    per-tensor scale, is charged to its reader b1 (the rounding of a dequantized value belongs to
+    the layer that reads it), which puts even its finely calibrated file over at b1.0."""
     needs("onnxruntime.quantization")
-    raw = export_local("tail_relu", "img32", "torchscript", tmp_path / "raw")
+    raw = export_local("small_cnn", "img32", "torchscript", tmp_path / "raw")
     name = onnx.load(str(raw)).graph.input[0].name
     fine = int8_qdq(raw, tmp_path / "fine.onnx", feeds_of("img32", name), n=SAMPLES, reduce_range=True)
     coarse = int8_qdq(raw, tmp_path / "coarse.onnx", feeds_of("img32_wide", name), n=SAMPLES, reduce_range=True)
-    _, r_fine = run("tail_relu", fine)
-    _, r_coarse = run("tail_relu", coarse)
+    _, r_fine = run("small_cnn", fine)
+    _, r_coarse = run("small_cnn", coarse)
     assert r_fine.precision.verdict == "within budget"
     assert r_coarse.precision.verdict == "within budget" and r_coarse.verdict == "ok"
     assert out_rel(r_coarse) > 2 * out_rel(r_fine)        # the coarse file really is less precise ...
     assert r_coarse.precision.output_budget > 2 * r_fine.precision.output_budget   # ... and budgeted so
     # the input quantizer's step is 1 / the largest level sample 0 reaches (~255 / 10 when coarse)
-    assert 1 / 256 <= input_step(fine) <= 1 / 100
-    assert 1 / 40 <= input_step(coarse) <= 1 / 12
+    assert 1 / 256 <= input_step("small_cnn", fine) <= 1 / 100
+    assert 1 / 40 <= input_step("small_cnn", coarse) <= 1 / 12
 
 
 def prepared(fn: str, path):
@@ -80,8 +83,8 @@ def prepared(fn: str, path):
     return prepare(Config(model=local_spec(fn), inputs=local_spec("img32"), onnx=str(path), samples=1))
 
 
-def input_step(path) -> float:
-    pr = prepared("tail_relu", path)
+def input_step(fn: str, path) -> float:
+    pr = prepared(fn, path)
     idx = pr.index
     steps = [p.act_step for k, p in pr.precision.nodes.items()
              if idx.nodes[k].op_type == "QuantizeLinear" and idx.nodes[k].inputs[0] in idx.graph_inputs]

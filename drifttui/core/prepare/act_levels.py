@@ -11,7 +11,7 @@ of the deployed file (optimisations off), the one run prepare makes for it; the 
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -31,7 +31,21 @@ def quantized_outputs(index: Any, reduced: dict[int, Any]) -> dict[str, str]:
         for o in n.outputs:
             if o in q_views:
                 out[o] = q_views[o][1]
+            elif n.op_type.startswith(("QLinear", "QGemm")):
+                zero = _dequantized_zero(index, o)   # read by the file's own DequantizeLinear (a float reader)
+                if zero is not None:
+                    out[o] = zero
     return out
+
+
+def _dequantized_zero(index: Any, value: str) -> Optional[str]:
+    """The zero point a DequantizeLinear reads ``value`` with (a QOperator output a float layer
+    reads: a node the user kept in float32, or the graph output), or None."""
+    for c in index.consumers.get(value, []):
+        n = index.nodes[c]
+        if n.op_type == "DequantizeLinear" and n.inputs and n.inputs[0] == value and len(n.inputs) > 2:
+            return n.inputs[2]
+    return None
 
 
 def measure(index: Any, reduced: dict[int, Any], run: Callable[[list[str]], dict[str, np.ndarray]]) -> dict[str, int]:

@@ -10,7 +10,8 @@ The nodes named (reduced-precision nodes of ``precision.scan``) compute in float
     the int8 weight dequantized);
   * int8 QDQ: the node reads the float values its DequantizeLinear(QuantizeLinear(x)) inputs came
     from (weights: torch's or dequantized), and its output skips the QuantizeLinear/DequantizeLinear
-    pair behind it;
+    pair behind it, where the user's quantizer drops that pair for the same list (an activation's
+    pair stays while its producer or a reader is quantized: qdq_pairs.py);
   * int8 QOperator (QLinearConv, QLinearMatMul, QGemm, QLinearAdd...): DequantizeLinear in, the float
     op, QuantizeLinear back to the node's output scale (keep_qoperator.py);
   * int4 weight-only (MatMulNBits): a float MatMul (and its bias Add) with torch's weight where the
@@ -27,7 +28,8 @@ import numpy as np
 from drifttui.core.prepare import nbits
 from drifttui.core.prepare.keep_qoperator import kept_quantizer, moved_float, qoperator
 from drifttui.core.prepare.nbits import NBITS_OPS
-from drifttui.core.prepare.qviews import is_view_node, strip_views
+from drifttui.core.prepare.qdq_pairs import pair_removed
+from drifttui.core.prepare.qviews import is_view_node, strip_round_trips, strip_views
 
 FLOAT, FLOAT16 = 1, 10
 QOPERATOR = ("QLinear", "QGemm")
@@ -65,7 +67,10 @@ def keep_float32(model: Any, index: Any, nodes: set[int], torch_tensors: Optiona
                 for d in dead:
                     replace[d] = []
         elif op == "DequantizeLinear" and _producer_op(index, node.input[0]) == "QuantizeLinear":
-            # an activation's QuantizeLinear -> DequantizeLinear pair: its consumers read the float value
+            # an activation's QuantizeLinear -> DequantizeLinear pair: its consumers read the float value,
+            # when the user's quantizer drops the pair too (its producer and readers all kept: qdq_pairs.py)
+            if not pair_removed(index, k, nodes):
+                continue
             pre: list[Any] = []
             src = _unrounded(index, index.nodes[index.producer[node.input[0]]], k, pre)
             replace[k] = pre + [onnx.helper.make_node("Identity", [src], [node.output[0]], name=f"{node.name}::float32")]
@@ -74,7 +79,7 @@ def keep_float32(model: Any, index: Any, nodes: set[int], torch_tensors: Optiona
         elif op in ("DynamicQuantizeLinear", "QuantizeLinear", "DequantizeLinear"):
             continue
         elif any(_producer_op(index, i) == "DequantizeLinear" for i in node.input):
-            replace[k] = _qdq(index, k, node, inits, torch_tensors, new_inits)
+            replace[k] = _qdq(index, k, node, inits, torch_tensors, new_inits, nodes)
         else:
             replace[k] = _fp16(index, k, node, nodes, inits, torch_tensors, new_inits)
     for k, dq in _dequantized_floats(index, floats):
@@ -95,15 +100,16 @@ def keep_float32(model: Any, index: Any, nodes: set[int], torch_tensors: Optiona
 
 
 def without_views(model: Any) -> Any:
-    """A copy of a patched model without drifttui's DequantizeLinear views of a QOperator file's
-    integers (qviews.py; numerically the same graph): the file written for the user."""
+    """A copy of a patched model without drifttui's views (qviews.py: a QOperator file's integers read
+    through DequantizeLinear; reference.py: Reshape / Transpose / NCHWc round trips; numerically the
+    same graph): the file written for the user, and the one a keep-list is verified on."""
     import onnx
 
     out = onnx.ModelProto()
     out.CopyFrom(model)
-    nodes = _prune(strip_views(list(out.graph.node)), [o.name for o in out.graph.output])
+    nodes = _prune(strip_round_trips(strip_views(list(out.graph.node))), [o.name for o in out.graph.output])
     for n in nodes:      # what is left of a view carries a kept node's value on: named after it
-        if is_view_node(n):
+        if n.name.startswith("drifttui_"):
             n.name = f"{n.output[0]}_{n.op_type}"
     del out.graph.node[:]
     out.graph.node.extend(nodes)
@@ -234,9 +240,11 @@ def _only_consumer(index: Any, value: str, op: str) -> Optional[int]:
     return cs[0] if len(cs) == 1 and index.nodes[cs[0]].op_type == op else None
 
 
-def _qdq(index: Any, k: int, node: Any, inits: dict, torch_tensors: dict, new_inits: list) -> list[Any]:
+def _qdq(index: Any, k: int, node: Any, inits: dict, torch_tensors: dict, new_inits: list,
+         keep: set[int]) -> list[Any]:
     """A QDQ float op reading the float values behind its DequantizeLinear inputs (its output stays
-    quantized: that rounding is its consumers' input)."""
+    quantized: that rounding is its consumers' input); an activation's pair only when the user's
+    quantizer drops it for ``keep`` (qdq_pairs.pair_removed), else it reads the rounded value."""
     import onnx
 
     new = onnx.NodeProto()
@@ -253,7 +261,7 @@ def _qdq(index: Any, k: int, node: Any, inits: dict, torch_tensors: dict, new_in
                                            zero=dq.inputs[2] if len(dq.inputs) > 2 else None)
             continue
         q = index.producer.get(src)
-        if q is not None and index.nodes[q].op_type == "QuantizeLinear":
+        if q is not None and index.nodes[q].op_type == "QuantizeLinear" and pair_removed(index, p, keep):
             new.input[pos] = _unrounded(index, index.nodes[q], k, pre)
     return pre + [new]
 
@@ -362,7 +370,26 @@ def converter_forms(index: Any, nodes: set[int], fmt: str) -> dict[str, str]:
     if any(index.nodes[k].op_type in NBITS_OPS for k in nodes):
         return {"onnxruntime.quantization.matmul_nbits_quantizer.MatMulNBitsQuantizer": f"nodes_to_exclude={names!r}"}
     if "int8" in fmt:
+        names = list(dict.fromkeys(excluded_already(index) + names))
         return {"onnxruntime.quantization (quantize_dynamic / quantize_static)": f"nodes_to_exclude={names!r}"}
     return {"onnxruntime.transformers.float16.convert_float_to_float16": f"node_block_list={names!r}",
             "onnxconverter_common.float16.convert_float_to_float16": f"node_block_list={names!r}",
             "op_block_list (all nodes of these types)": f"op_block_list={ops!r}"}
+
+
+_WEIGHTED = ("Conv", "ConvTranspose", "MatMul", "Gemm")
+
+
+def excluded_already(index: Any) -> list[str]:
+    """A statically quantized file's weighted ops that still read a float32 weight: nodes the user
+    excluded already (quantize_static quantizes every Conv / MatMul / Gemm weight it is not told to
+    keep), listed with the keep-list so that redoing the conversion with it keeps them too."""
+    if not any(n.op_type == "QuantizeLinear" or n.op_type.startswith(QOPERATOR) for n in index.nodes) \
+            or any(n.op_type == "DynamicQuantizeLinear" for n in index.nodes):
+        return []
+    out = []
+    for n in index.nodes:
+        if n.op_type in _WEIGHTED and not is_view_node(n) and any(
+                i in index.initializers and index.initializers[i].data_type == FLOAT for i in n.inputs[1:2]):
+            out.append(n.name)
+    return out

@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from drifttui.core.prepare.qdq_pairs import rounding_producers
 from drifttui.core.prepare.qviews import is_view_node
 
 # op -> (float op, positions of its (x, scale, zero point) data triples, position of the output
@@ -45,7 +46,8 @@ def unit(index: Any, budgets: dict, call: int) -> list[int]:
     """The calls to keep in float32 together with ``call`` for its reduced nodes to read float values:
     ``call`` and, in a QOperator file, the calls whose quantized outputs it reads (the rounding of a
     value between two QOperator nodes goes away only when both are kept, as with the user's
-    quantizer: excluding the reader alone leaves a DequantizeLinear of the rounded value)."""
+    quantizer: excluding the reader alone leaves a DequantizeLinear of the rounded value); in a QDQ
+    file likewise the calls of the quantized ops whose rounded outputs it reads (qdq_pairs.py)."""
     owner = {k: c for c, b in budgets.items() for k in b.node_ids}
     out = [call]
     for k in budgets[call].node_ids:
@@ -56,6 +58,10 @@ def unit(index: Any, budgets: dict, call: int) -> list[int]:
         p = index.producer.get(index.nodes[d].inputs[0]) if d is not None else None
         c = owner.get(p) if p is not None else None
         if c is not None and c not in out and index.nodes[p].op_type.startswith(("QLinear", "QGemm")):
+            out.append(c)
+    for p in rounding_producers(index, budgets[call].node_ids):     # QDQ: the pair goes only with both
+        c = owner.get(p)
+        if c is not None and c not in out:
             out.append(c)
     return out
 

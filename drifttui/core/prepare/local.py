@@ -15,6 +15,9 @@ from drifttui.core.runtime.torch_hooks import Call
 from drifttui.core.dtypes import ELEM_OF
 from drifttui.core.prepare.graph import GraphIndex
 from drifttui.core.prepare.plan.plan import Plan
+from drifttui.core.prepare.qviews import is_view_node
+
+QUANTIZED_OPS = ("QLinear", "QGemm")      # QOperator ops whose outputs are quantized activations
 
 _TORCH_TO_ONNX = ELEM_OF
 
@@ -63,6 +66,9 @@ def build_local_graph(index: GraphIndex, plan: Plan, calls: list[Call],
         want = index.elem_types.get(v, 0)
         if want and want != elem and {want, elem} <= _FLOATS:
             _cast_feed(g, name, want)   # a reduced-precision file: the torch value rounded as the file holds it
+        rounding = dequantized_from(index, v, elem)
+        if rounding is not None:
+            _round_feed(g, name, rounding)   # a float reader of a quantized value: rounded as the file rounds it
     for name in outputs:
         g.output.append(onnx.ValueInfoProto(name=name))
     model = onnx.helper.make_model(g, opset_imports=list(index.model.opset_import),
@@ -86,6 +92,44 @@ def _cast_feed(g: Any, name: str, to: int) -> None:
             if inp == name:
                 node.input[k] = cast
     g.node.insert(0, onnx.helper.make_node("Cast", [name], [cast], to=to, name=f"drifttui_cast_{name}"))
+
+
+def dequantized_from(index: GraphIndex, value: str, elem: int) -> Optional[Any]:
+    """The file's own DequantizeLinear that makes ``value`` from a quantized activation (a
+    QuantizeLinear's or a QLinear* / QGemm op's integers), with a static scale and zero point of
+    the feed's type; None for anything else (a view of drifttui's, a dequantized weight or table).
+
+    Its readers compute on the rounded value: the rounding belongs to them, as a quantized reader's
+    own QuantizeLinear does (precision.py budgets that reader with its input's step)."""
+    p = index.producer.get(value)
+    node = index.nodes[p] if p is not None else None
+    if node is None or node.op_type != "DequantizeLinear" or is_view_node(node) or len(node.inputs) < 3:
+        return None
+    q = index.producer.get(node.inputs[0])
+    if q is None or not (index.nodes[q].op_type == "QuantizeLinear"
+                         or index.nodes[q].op_type.startswith(QUANTIZED_OPS)):
+        return None
+    scale, zero = (index.initializers.get(n) for n in node.inputs[1:3])
+    if scale is None or zero is None or scale.data_type != elem:
+        return None
+    return node.proto
+
+
+def _round_feed(g: Any, name: str, dq: Any) -> None:
+    """Feed ``name`` (the torch value) to its readers through a QuantizeLinear -> DequantizeLinear
+    pair at ``dq``'s scale, zero point and axis: the readers' own error includes that rounding."""
+    import onnx
+
+    rounded, q = f"{name}::rounded", f"{name}::q"
+    for node in g.node:
+        for k, inp in enumerate(node.input):
+            if inp == name:
+                node.input[k] = rounded
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in dq.attribute if a.name in ("axis", "block_size")}
+    g.node.insert(0, onnx.helper.make_node("DequantizeLinear", [q, *dq.input[1:3]], [rounded],
+                                           name=f"drifttui_round_deq_{name}", **attrs))
+    g.node.insert(0, onnx.helper.make_node("QuantizeLinear", [name, *dq.input[1:3]], [q],
+                                           name=f"drifttui_round_q_{name}", **attrs))
 
 
 def _cut_nodes(index: GraphIndex, plan: Plan) -> tuple[list[Any], dict[str, str]]:

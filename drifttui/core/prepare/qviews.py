@@ -28,9 +28,9 @@ def _scale_zero(index: Any, value: str) -> Optional[tuple[str, str]]:
                 continue
             s, z = ins[pos + 1], ins[pos + 2]
             st, zt = index.initializers.get(s), index.initializers.get(z)
-            known = index.elem_types.get(value)      # None after a contrib op: the zero point's type then
             if st is not None and st.data_type == FLOAT and len(st.dims) == 0 and zt is not None \
-                    and zt.data_type in INT_TYPES and zt.data_type == (known or zt.data_type) and len(zt.dims) == 0:
+                    and zt.data_type in INT_TYPES and index.elem_types.get(value) in (zt.data_type, None, 0) \
+                    and len(zt.dims) == 0:
                 return s, z
     return None
 
@@ -45,9 +45,8 @@ def quantized_values(index: Any) -> dict[str, tuple[str, str]]:
         if not n.op_type.startswith(("QLinear", "QGemm")):
             continue      # a QuantizeLinear's output is the rounded copy of a float value the file has
         for o in n.outputs:
-            # QLinearAdd, QLinearMul, QGemm, QLinearSoftmax... are com.microsoft ops, which onnx's
-            # shape inference does not type: their outputs' type is their readers' zero point's
-            if not o or index.elem_types.get(o, INT_TYPES[0]) not in INT_TYPES or index.is_static(o):
+            # a contrib op's output (QLinearAdd, QLinearMul...) has no inferred type: its readers' zero point says it
+            if not o or index.elem_types.get(o) not in (*INT_TYPES, None, 0) or index.is_static(o):
                 continue
             if all(index.nodes[c].op_type == "DequantizeLinear" for c in index.consumers.get(o, [])):
                 continue        # its only readers dequantize it already: their outputs are the float values
@@ -88,6 +87,33 @@ def strip_views(nodes: list[Any]) -> list[Any]:
             v = n.input[0][: -len("::float")]
             if v in made:
                 back[n.output[0]] = v
+    for n in nodes:
+        for pos, name in enumerate(n.input):
+            if name in back:
+                n.input[pos] = back[name]
+    return nodes
+
+
+# reference.py's views of a processed file's values (a Reshape to the reference's shape, a Transpose to
+# its axis order, ReorderOutput from NCHWc) and their ways back to the readers: forward name -> back name
+_ROUND_TRIPS = {"drifttui_view_": "drifttui_back_", "drifttui_perm_": "drifttui_unperm_",
+                "drifttui_nchw_": "drifttui_nchwc_"}
+
+
+def strip_round_trips(nodes: list[Any]) -> list[Any]:
+    """The user's graph back from a patched copy (in place): readers of a view's way back (a Reshape
+    back, the inverse Transpose, ReorderInput) read the value the view was taken of again; the view
+    nodes are left unused (pruned by the caller).  Else a copy checked again gets a second set of
+    views with the same names (ORT: "two nodes with same node name")."""
+    made = {o: n for n in nodes for o in n.output}
+    back: dict[str, str] = {}
+    for n in nodes:
+        if not n.input or not n.name.startswith(tuple(_ROUND_TRIPS.values())):
+            continue
+        fwd = made.get(n.input[0])
+        kind = next((k for k in _ROUND_TRIPS if fwd is not None and fwd.name.startswith(k)), None)
+        if kind is not None and fwd.input and n.name.startswith(_ROUND_TRIPS[kind]):
+            back[n.output[0]] = fwd.input[0]
     for n in nodes:
         for pos, name in enumerate(n.input):
             if name in back:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from drifttui.core.prepare.keep_float32 import converter_forms, keep_float32, original_names
+from drifttui.core.prepare.keep_float32 import converter_forms, keep_float32, original_names, without_views
 from drifttui.core.prepare.keep_qoperator import unit
 
 GENUINE_SHARE = 0.05      # a share below this: keeping the layer in float32 is not what helps
@@ -48,7 +48,7 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
 
     def within(kept: list[Any]) -> tuple[bool, Any, Any]:
         nodes = {k for L in kept for k in budgets[L.index].node_ids}
-        model = keep_float32(prepared.proto, prepared.index, nodes, weights)
+        model = without_views(keep_float32(prepared.proto, prepared.index, nodes, weights))   # the file written
         after = recheck(model)
         out.checks += 1
         return after.verdict == "ok", model, after
