@@ -14,7 +14,7 @@ from drifttui.core.runtime.weights import release_view
 from drifttui.core.prepare.graph import GraphIndex, attribute_values, elem_type_name, tensor_array
 from drifttui.core.prepare.plan.folding import fold_conv_bn
 from drifttui.core.prepare.plan.plan import Plan
-from drifttui.core.prepare.weight_scan import scan
+from drifttui.core.prepare.weight_scan import Scratch, scan
 from drifttui.core.result import InitializerInfo, NodeInfo
 
 MAX_NODES_PER_LAYER = 64
@@ -108,11 +108,13 @@ def layer_details(index: GraphIndex, plan: Plan, calls: list[Call], model: Any,
 def _initializer_infos(index: GraphIndex, model: Any, jobs: dict[str, tuple[Call, bool]],
                        pace: Callable[[], None]) -> dict[str, InitializerInfo]:
     params = _torch_params(model)
+    scratch = Scratch()        # one set of work buffers for every weight
     out = {}
     for v, (call, folded) in jobs.items():
         call_params = {p[0]: p for p in call.params}
         out[v] = _init_info(index, v, params, call_params, folded=folded,
-                            through=_fold_of(model, call.module) if folded else None, pace=pace)
+                            through=_fold_of(model, call.module) if folded else None, pace=pace,
+                            scratch=scratch)
     return out
 
 
@@ -137,18 +139,18 @@ def _fold_of(model: Any, bn_name: str) -> Any:
 
 def _init_info(index: GraphIndex, name: str, params: dict[str, np.ndarray],
                call_params: dict[str, Any], folded: bool = False, through: Any = None,
-               pace: Optional[Callable[[], None]] = None) -> InitializerInfo:
+               pace: Optional[Callable[[], None]] = None, scratch: Optional[Scratch] = None) -> InitializerInfo:
     t = index.initializers[name]
     arr = tensor_array(index, name)
     try:
-        return _figures(index, name, arr, params, call_params, folded, through, pace)
+        return _figures(index, name, arr, params, call_params, folded, through, pace, scratch)
     finally:
         release_view(arr)      # a view of the mapped file: its pages go back once read (4.2 GB on a 1B model)
 
 
 def _figures(index: GraphIndex, name: str, arr: Optional[np.ndarray], params: dict[str, np.ndarray],
              call_params: dict[str, Any], folded: bool, through: Any,
-             pace: Optional[Callable[[], None]]) -> InitializerInfo:
+             pace: Optional[Callable[[], None]], scratch: Optional[Scratch]) -> InitializerInfo:
     t = index.initializers[name]
     dtype = elem_type_name(t.data_type)
     if arr is None or arr.size == 0:
@@ -175,9 +177,9 @@ def _figures(index: GraphIndex, name: str, arr: Optional[np.ndarray], params: di
             reference = p
         elif p.ndim == 2 and p.T.shape == a.shape:
             reference, transposed = p, True      # a Linear stored transposed (MatMul)
-    stats, diff = scan(a, reference, transposed, pace=pace)
+    stats, diff = scan(a, reference, transposed, pace=pace, scratch=scratch)
     if diff and reference is not None and not transposed and reference.ndim == 2 and reference.T.shape == a.shape:
         # a square weight that differs as it is may be stored transposed; one that does not needs no
         # second read (4 GB on a 1B model)
-        diff = min(diff, scan(a, reference, True, stats=False, pace=pace)[1])
+        diff = min(diff, scan(a, reference, True, stats=False, pace=pace, scratch=scratch)[1])
     return InitializerInfo(name, dtype, list(t.dims), *stats, torch_name, diff)

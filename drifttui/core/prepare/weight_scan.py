@@ -20,6 +20,22 @@ _TILE = 1 << 20      # elements of a tile (4 MB in float32): a big weight is nev
 _SIDE = 256          # a square tile's side, for a weight compared with its transpose
 
 
+class Scratch:
+    """Work buffers kept across scans (one per use and type): a background scan of every weight
+    allocates them once, not per weight (each 4 MB block freed raises glibc's mmap threshold, and
+    the allocations of a session packing at that moment then stay in the heap)."""
+
+    def __init__(self) -> None:
+        self._bufs: dict[tuple[str, Any], np.ndarray] = {}
+
+    def get(self, use: str, dtype: Any, n: int) -> np.ndarray:
+        key = (use, np.dtype(dtype))
+        buf = self._bufs.get(key)
+        if buf is None or buf.size < n:
+            buf = self._bufs[key] = np.empty(max(n, _TILE), dtype)
+        return buf[:n]
+
+
 @dataclass
 class _Moments:
     """min, max and the moments of the tiles seen so far, combined exactly (Chan et al.): each
@@ -29,16 +45,15 @@ class _Moments:
     hi: float = float("-inf")
     mean: float = 0.0
     m2: float = 0.0
-    buffer: Optional[np.ndarray] = None
+    scratch: Optional[Scratch] = None
 
     def add(self, t: np.ndarray) -> None:
         k = t.size
         lo, hi = float(t.min()), float(t.max())
         with np.errstate(over="ignore", invalid="ignore"):
             m = float(t.sum()) / k
-            if self.buffer is None or self.buffer.dtype != t.dtype or self.buffer.size < k:
-                self.buffer = np.empty(max(k, _TILE), t.dtype)   # one buffer: no fresh pages per tile
-            d = self.buffer[:k]
+            self.scratch = self.scratch or Scratch()
+            d = self.scratch.get("moments", t.dtype, k)          # no fresh pages per tile
             np.subtract(t, t.dtype.type(m), out=d.reshape(t.shape))
             m2 = float(np.dot(d, d))
         if not (np.isfinite(m) and np.isfinite(m2)) and t.dtype != np.float64 and np.isfinite(hi - lo):
@@ -104,32 +119,33 @@ class _Diff:
     difference of two float32 values is within one rounding of the exact one), float64 otherwise;
     into one buffer (a fresh temporary per tile is fresh pages to fault in)."""
 
-    def __init__(self) -> None:
+    def __init__(self, scratch: Scratch) -> None:
         self.worst = 0.0
-        self.buffer: Optional[np.ndarray] = None
+        self.scratch = scratch
 
     def add(self, x: np.ndarray, y: np.ndarray) -> None:
         if not x.size:
             return
         if not (x.dtype == y.dtype and x.dtype.kind == "f"):
             x, y = x.astype(np.float64), y.astype(np.float64)
-        if self.buffer is None or self.buffer.dtype != x.dtype or self.buffer.size < x.size:
-            self.buffer = np.empty(max(x.size, _TILE if x.dtype.itemsize <= 4 else 0), x.dtype)
-        out = self.buffer[:x.size].reshape(x.shape)
+        out = self.scratch.get("diff", x.dtype, x.size).reshape(x.shape)
         np.subtract(x, y, out=out)
         np.abs(out, out=out)
         self.worst = max(self.worst, float(out.max()))
 
 
 def scan(a: np.ndarray, p: Optional[np.ndarray] = None, transposed: bool = False, stats: bool = True,
-         pace: Optional[Callable[[], None]] = None) -> tuple[Optional[tuple[float, float, float, float]], Optional[float]]:
+         pace: Optional[Callable[[], None]] = None,
+         scratch: Optional[Scratch] = None) -> tuple[Optional[tuple[float, float, float, float]], Optional[float]]:
     """-> ((min, max, mean, std) of ``a`` or None, max |a - p| or None), in one pass over ``a``.
     ``p`` has ``a``'s shape, or its transpose when ``transposed`` (2-D).  ``pace`` is called before
-    each tile (a background scan waits there while the run's foreground work holds the cores)."""
+    each tile (a background scan waits there while the run's foreground work holds the cores);
+    ``scratch``: the work buffers, shared by the scans of one pass over the weights."""
     mine = _rows(a)
     ref = _Reference(p, transposed) if p is not None else None
-    moments = _Moments() if stats else None
-    diff = _Diff()
+    scratch = scratch or Scratch()
+    moments = _Moments(scratch=scratch) if stats else None
+    diff = _Diff(scratch)
     for rs, cs in (_square_tiles if transposed else _tiles)(mine.shape):
         if pace is not None:
             pace()
