@@ -14,6 +14,7 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.prepare.graph import tensor_array
+from drifttui.core.prepare.nbits import NBITS_OPS, dequantized
 
 MIN_COS = 0.9              # a drifted weight still points the reference's way
 FLOAT_TYPES = (1, 10, 11, 16)
@@ -39,6 +40,7 @@ def _float_arrays(index: Any) -> dict[str, np.ndarray]:
             if _informative(a):
                 out[name] = a
     out.update(_int8_weights(index))
+    out.update(_nbits_weights(index))
     for n in index.nodes:
         if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
             for a in n.proto.attribute:
@@ -46,6 +48,20 @@ def _float_arrays(index: Any) -> dict[str, np.ndarray]:
                     arr = numpy_helper.to_array(a.t).astype(np.float32)
                     if _informative(arr):
                         out[n.outputs[0]] = arr
+    return out
+
+
+def _nbits_weights(index: Any) -> dict[str, np.ndarray]:
+    """The int4 blocks of a MatMulNBits node, dequantized to the K x N weight it multiplies by: a
+    rounded copy of the reference MatMul's weight, matched like one."""
+    out: dict[str, np.ndarray] = {}
+    for n in index.nodes:
+        if n.op_type not in NBITS_OPS or len(n.inputs) < 3 or n.inputs[1] not in index.initializers:
+            continue
+        arrays = {i: a for i in n.inputs[1:4] if i and (a := tensor_array(index, i)) is not None}
+        w = dequantized(n, arrays)
+        if w is not None and _informative(w):
+            out[n.inputs[1]] = w
     return out
 
 
@@ -60,6 +76,8 @@ def _int8_weights(index: Any) -> dict[str, np.ndarray]:
         if t.data_type not in (2, 3) or len(t.dims) < 2:
             continue
         for c in index.consumers.get(name, []):
+            if index.nodes[c].op_type in NBITS_OPS:
+                break            # packed blocks: _nbits_weights
             ins = index.nodes[c].inputs
             pos = ins.index(name)
             if pos + 2 >= len(ins) or ins[pos + 1] not in index.initializers or ins[pos + 2] not in index.initializers:
@@ -124,7 +142,9 @@ def match_anchors(ref: Any, dep: Any) -> tuple[dict[str, str], dict[str, int]]:
                     best, best_kind, best_cos = r, kind, cos
         if best is not None and best_cos >= MIN_COS:
             found[name] = best
-            if dep.initializers[name].data_type in (2, 3):
+            if any(dep.nodes[c].op_type in NBITS_OPS for c in dep.consumers.get(name, [])):
+                best_kind = "int4 blocks, dequantized"
+            elif dep.initializers[name].data_type in (2, 3):
                 best_kind = "int8, dequantized"
             how[best_kind] = how.get(best_kind, 0) + 1
     return found, how
