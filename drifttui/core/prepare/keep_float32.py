@@ -52,14 +52,11 @@ def keep_float32(model: Any, index: Any, nodes: set[int], torch_tensors: Optiona
     for k in sorted(nodes):
         node = protos[k]
         op = node.op_type
-        if op.startswith(QOPERATOR):
-            rep_q = qoperator(index, node, inits, floats, _float_weight, torch_tensors, new_inits)
+        if op.startswith(QOPERATOR) or op in NBITS_OPS:
+            rep_q = (qoperator(index, node, inits, floats, _float_weight, torch_tensors, new_inits)
+                     if op.startswith(QOPERATOR) else _nbits(node, inits, torch_tensors, new_inits))
             if rep_q is not None:
                 replace[k] = rep_q
-        elif op in NBITS_OPS:
-            rep_n = _nbits(node, inits, torch_tensors, new_inits)
-            if rep_n is not None:
-                replace[k] = rep_n
         elif op in ("MatMulInteger", "ConvInteger"):
             rep = _dynamic(index, k, node, inits, torch_tensors, new_inits)
             if rep is not None:

@@ -121,11 +121,7 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
         exporter = {DYNAMO: "dynamo (from the file's metadata)",
                     TORCHSCRIPT: "torchscript (from the file's node names)"}.get(index.flavour, "unknown")
     input_dtypes = {name: dt for name, _, dt in graph_inputs(proto)}
-    halves = half_inputs(gi)
-    if halves:
-        notes.append(f"the file takes float16 inputs ({', '.join(halves)}): each sample is rounded to float16 once "
-                     "and both models get those values (PyTorch in float32), so the inputs' own rounding is not "
-                     "counted; a float16 conversion with keep_io_types=True keeps float32 inputs")
+    notes.extend(_half_inputs_note(gi))
     feeds0 = onnx_feeds(sample0, index.graph_inputs, input_dtypes)    # refuses inputs that do not fit first
     progress(Progress("map", message="tracing module calls and mapping them to ONNX values"))
     ok_hooks, why_not = hookable(model)
@@ -169,6 +165,15 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
                     exporter=exporter, input_dtypes=input_dtypes, hooks=hooks, calls=calls, plan=plan,
                     local=local, windows=windows, budget=budget, batch=batch, notes=notes, details=details,
                     workdir=workdir, timings=timings, precision=pscan, budgets=budgets, outputs0=outputs0)
+
+
+def _half_inputs_note(gi: Any) -> list[str]:
+    halves = half_inputs(gi)
+    if not halves:
+        return []
+    return [f"the file takes float16 inputs ({', '.join(halves)}): each sample is rounded to float16 once and both "
+            "models get those values (PyTorch in float32), so the inputs' own rounding is not counted; a float16 "
+            "conversion with keep_io_types=True keeps float32 inputs"]
 
 
 def _with_levels(cfg: Config, index: GraphIndex, pscan: precision.PrecisionScan, feeds0: dict,
