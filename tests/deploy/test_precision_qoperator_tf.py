@@ -79,3 +79,28 @@ def test_a_wrong_bias_in_a_qoperator_transformer_is_named_where_it_is(files):
     r = check(bad, samples=2)
     assert r.precision.verdict == "over budget"
     assert r.drift_origin is not None and r.drift_origin.module == "layers.1.mlp.2", r.drift_origin
+
+
+def test_ops_the_patch_cannot_keep_are_named_not_measured_as_zero():
+    """A QOperator op with no float form in the keep-in-float32 patch (a channels-last pool,
+    QAttention...) is left quantized by it: such a layer's share is not measured (a share of ~0
+    would call its loss "a genuine drift"), and the op is named."""
+    from onnx import TensorProto, helper
+
+    from drifttui.core.prepare.graph import build_index
+    from drifttui.core.prepare.keep_float32 import unkept_ops
+
+    f = lambda n, v: helper.make_tensor(n, TensorProto.FLOAT, [], [v])                       # noqa: E731
+    u = lambda n: helper.make_tensor(n, TensorProto.UINT8, [], [128])                         # noqa: E731
+    nodes = [helper.make_node("QLinearGlobalAveragePool", ["x", "s", "z", "s", "z"], ["p"], domain="com.microsoft",
+                              channels_last=1, name="pool"),
+             helper.make_node("QLinearGlobalAveragePool", ["x", "s", "z", "s", "z"], ["q"], domain="com.microsoft",
+                              channels_last=0, name="pool_nchw")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 4, 4, 3])],
+                          [helper.make_tensor_value_info("p", TensorProto.UINT8, None),
+                           helper.make_tensor_value_info("q", TensorProto.UINT8, None)],
+                          initializer=[f("s", 0.1), u("z")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    index = build_index(m, None)
+    assert unkept_ops(index, {0}) == ["QLinearGlobalAveragePool"]
+    assert unkept_ops(index, {1}) == []

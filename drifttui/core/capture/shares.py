@@ -17,7 +17,7 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.runtime import sessions
-from drifttui.core.prepare.keep_float32 import keep_float32
+from drifttui.core.prepare.keep_float32 import keep_float32, unkept_ops
 from drifttui.core.prepare.keep_qoperator import unit
 
 MAX_LAYERS = 24
@@ -60,9 +60,15 @@ def measure(pr: Any, cfg: Any, feeds: dict, torch_outs: list[Any], order: list[i
         return {}
     weights = torch_tensors(pr.model)
     shares: dict[int, float] = {}
+    unkept: dict[str, list[str]] = {}      # op -> the layers whose share is not measured for it
     for c in calls:
-        patched = keep_float32(pr.proto, pr.index, {k for u in unit(pr.index, budgets, c) for k in budgets[u].node_ids},
-                               weights)
+        ids = {k for u in unit(pr.index, budgets, c) for k in budgets[u].node_ids}
+        left = unkept_ops(pr.index, ids)
+        if left:      # the patch would leave them quantized: a share of ~0 would read as "a genuine drift"
+            for op in left:
+                unkept.setdefault(op, []).append(pr.calls[c].module or "(root)")
+            continue
+        patched = keep_float32(pr.proto, pr.index, ids, weights)
         try:
             sess = sessions.make_session(patched, cfg.opt_level, cfg.deterministic, cfg.provider, pr.workdir,
                                          "share.onnx", data_dir=pr.index.data_dir, prepack=False)
@@ -70,6 +76,10 @@ def measure(pr: Any, cfg: Any, feeds: dict, torch_outs: list[Any], order: list[i
         except Exception:      # a patch ORT refuses: that layer's share is not measured
             continue
         shares[c] = (e_full - e_c) / e_full
+    if notes is not None and unkept:
+        notes.append("the share of the output error was not measured for " + "; ".join(
+            f"{', '.join(mods[:4])}{' ...' if len(mods) > 4 else ''} (drifttui cannot compute {op} in float32)"
+            for op, mods in sorted(unkept.items())))
     if notes is not None and len(calls) < sum(1 for b in budgets.values() if b.node_ids):
         notes.append(f"the share of the output error was measured for the {len(calls)} reduced-precision layers with "
                      "the lowest own SQNR (sample 0)")

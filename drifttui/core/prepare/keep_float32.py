@@ -26,7 +26,7 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.prepare import nbits
-from drifttui.core.prepare.keep_qoperator import kept_quantizer, moved_float, qoperator
+from drifttui.core.prepare.keep_qoperator import kept_quantizer, moved_float, qoperator, supported
 from drifttui.core.prepare.nbits import NBITS_OPS
 from drifttui.core.prepare.qdq_pairs import pair_removed
 from drifttui.core.prepare.qviews import is_view_node, strip_round_trips, strip_views
@@ -94,6 +94,14 @@ def keep_float32(model: Any, index: Any, nodes: set[int], torch_tensors: Optiona
     _drop_unused_initializers(g)
     del g.value_info[:]       # types changed inside: let ORT infer them again
     return out
+
+
+def unkept_ops(index: Any, nodes: set[int]) -> list[str]:
+    """The op types among ``nodes`` that this patch leaves in reduced precision (no float form here:
+    QLinearReduceMean, QLinearWhere, QAttention, a channels-last pool...)."""
+    return sorted({index.nodes[k].op_type for k in nodes
+                   if index.nodes[k].op_type.startswith((*QOPERATOR, "QAttention"))
+                   and not supported(index.nodes[k].proto)})
 
 
 def without_views(model: Any) -> Any:
