@@ -276,3 +276,31 @@ def feeds_of(inputs: str, name: str) -> Callable[[int], dict[str, np.ndarray]]:
         torch.manual_seed(i)
         return {name: fn().numpy()}
     return feed
+
+
+def lstm_gru():
+    """An LSTM then a GRU then a Linear: quantize_dynamic makes a DynamicQuantizeLSTM (its W, R, B
+    read side by side, not as (w, scale, zero point) triples)."""
+    import torch
+    from torch import nn
+
+    class RNN(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = nn.LSTM(12, 24, batch_first=True)
+            self.gru = nn.GRU(24, 16, batch_first=True)
+            self.fc = nn.Linear(16, 4)
+
+        def forward(self, x):
+            y, _ = self.lstm(x)
+            z, _ = self.gru(y)
+            return self.fc(z[:, -1])
+
+    torch.manual_seed(0)
+    return RNN().eval()
+
+
+def seq10():
+    import torch
+
+    return torch.randn(1, 10, 12)

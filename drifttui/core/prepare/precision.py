@@ -33,10 +33,11 @@ FLOAT16, BFLOAT16 = 10, 16
 _LOW = {FLOAT16: "float16", BFLOAT16: "bfloat16"}
 QDQ_OPS = {"QuantizeLinear", "DequantizeLinear"}
 DYNAMIC_OPS = {"DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "DynamicQuantizeMatMul",
-               "MatMulIntegerToFloat"}
+               "MatMulIntegerToFloat", "DynamicQuantizeLSTM"}
 QOPERATOR_PREFIX = ("QLinear", "QGemm", "QAttention")
 ACCUMULATING = {"MatMul", "Gemm", "Conv", "ConvTranspose", "MatMulInteger", "ConvInteger", "QLinearMatMul",
-                "QLinearConv", "QGemm", "MatMulIntegerToFloat", "DynamicQuantizeMatMul", "Einsum"}
+                "QLinearConv", "QGemm", "MatMulIntegerToFloat", "DynamicQuantizeMatMul", "Einsum",
+                "DynamicQuantizeLSTM"}
 REDUCING = {"ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "Softmax",
             "LogSoftmax", "LayerNormalization", "SimplifiedLayerNormalization", "GroupNormalization",
             "InstanceNormalization", "CumSum"}

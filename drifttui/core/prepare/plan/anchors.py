@@ -82,6 +82,9 @@ def _int8_weights(index: Any) -> dict[str, np.ndarray]:
             pos = ins.index(name)
             if pos + 2 >= len(ins) or ins[pos + 1] not in index.initializers or ins[pos + 2] not in index.initializers:
                 continue
+            st, zt = index.initializers[ins[pos + 1]], index.initializers[ins[pos + 2]]
+            if st.data_type != 1 or zt.data_type != t.data_type:
+                continue         # not a (w, scale, zero point) triple (DynamicQuantizeLSTM: W, R, B...)
             q = numpy_helper.to_array(t).astype(np.float32)
             s = numpy_helper.to_array(index.initializers[ins[pos + 1]]).astype(np.float32)
             z = numpy_helper.to_array(index.initializers[ins[pos + 2]]).astype(np.float32)
@@ -92,7 +95,10 @@ def _int8_weights(index: Any) -> dict[str, np.ndarray]:
                 shp = [1] * q.ndim
                 shp[ax] = s.size
                 s, z = s.reshape(shp), z.reshape(shp) if z.size == s.size else z
-            a = (q - z) * s
+            try:
+                a = (q - z) * s
+            except ValueError:   # a scale laid out another way (per gate, per direction...): not an anchor
+                continue
             if _informative(a):
                 out[name] = a
             break
