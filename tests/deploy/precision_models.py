@@ -304,3 +304,34 @@ def seq10():
     import torch
 
     return torch.randn(1, 10, 12)
+
+
+def encoder_relu():
+    """torch's own TransformerEncoderLayer (a functional ReLU after linear1) between two Linears, with
+    biases and norm scales away from 0 and 1: QOperator folds that ReLU into linear1's quantized
+    output (zero point 0), so linear1's own output is not in the file."""
+    import torch
+    from torch import nn
+
+    class Encoder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = nn.Linear(16, 32)
+            self.enc = nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, dropout=0.0, batch_first=True)
+            self.head = nn.Linear(32, 5)
+
+        def forward(self, x):
+            return self.head(self.enc(self.proj(x)))
+
+    torch.manual_seed(0)
+    m = Encoder()
+    for n, p in m.named_parameters():
+        if p.dim() == 1:
+            p.data.uniform_(-0.5, 0.5) if "bias" in n else p.data.uniform_(0.5, 1.5)
+    return m.eval()
+
+
+def seq8x16():
+    import torch
+
+    return torch.randn(1, 8, 16)

@@ -104,3 +104,25 @@ def test_ops_the_patch_cannot_keep_are_named_not_measured_as_zero():
     index = build_index(m, None)
     assert unkept_ops(index, {0}) == ["QLinearGlobalAveragePool"]
     assert unkept_ops(index, {1}) == []
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_a_relu_folded_into_a_quantized_output_leaves_the_layer_before_it_fused(tmp_path, exporter):
+    """QOperator folds the encoder's ReLU into linear1's output (zero point 0): that value is
+    relu(linear1), so linear1's own output is not in the file. It is fused, not compared with the
+    clipped value or with the MatMul before its bias (before: OVER BUDGET at enc.linear1, 7 dB, on
+    a clean file whose output error equals its QDQ twin's, and diagnose "verified" a re-export)."""
+    needs("onnxruntime.quantization")
+    from drifttui.core.pipeline import run_once
+    from drifttui.core.result import Config
+
+    raw = export_local("encoder_relu", "seq8x16", exporter, tmp_path / "raw")
+    feeds = feeds_of("seq8x16", onnx.load(str(raw)).graph.input[0].name)
+    path = int8_qoperator(raw, tmp_path / "qop.onnx", feeds, n=SAMPLES)
+    r = run_once(Config(model=local_spec("encoder_relu"), inputs=local_spec("seq8x16"), onnx=str(path),
+                        samples=SAMPLES)).result
+    assert r.precision.verdict == "within budget" and r.drift_origin is None, r.drift_origin
+    by = {L.module: L for L in r.layers}
+    assert by["enc.linear1"].status == "fused"
+    assert by["enc.linear2"].status == "ok" and by["enc.linear2"].local is not None
+    assert any("ReLU folded into a quantizer" in n for n in r.notes)

@@ -33,6 +33,7 @@ from drifttui.core.prepare.plan.anchors import PackedBlock, anchor_masks, match_
 
 EQUAL_RTOL = 1e-4          # a deployed value equals a reference value: max|d - r| <= EQUAL_RTOL * max|r|
 NEAR_TIE = 1.25            # lossy candidates this close to the closest are told apart by their op (``_best``)
+FOLDED_RTOL = 0.1          # a quantized value equals max(reference, 0) this closely: a ReLU folded into it
 NCHWC = "com.microsoft.nchwc"
 
 
@@ -170,27 +171,66 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
         b = 1 << (len(bit_of) + k)
         r_bits[ri], d_bits[di] = b, b
     r_mask, d_mask = anchor_masks(ref, r_bits), anchor_masks(dep, d_bits)
+    out_folded: dict[str, int] = {}
     groups: dict[tuple, list[str]] = {}
     for v, a in dep_vals.items():
         if comparable(dep, v) and v not in dep.initializers and not dep.is_static(v):
             groups.setdefault(_layout_free(a.shape), []).append(v)
     probes = {v: _probe(a) for v, a in dep_vals.items()}
+    clipped = {d for d in dep_vals if relu_folded(dep, d)}
     choice: dict[str, Match] = {}
     for r in wanted:
         a = ref_vals.get(r)
         if a is None:
             continue
+        cands = groups.get(_layout_free(a.shape), [])
+        folded = bool(clipped) and _behind_folded_relu(a, r_mask.get(r, 0), cands, clipped, dep_vals, d_mask)
+        if folded:        # only a value the file clipped at 0 carries it closely; another one may still
+            cands = [d for d in cands if d not in clipped]
         kind = op_kind(ref, r)
-        best = _best(a, r_mask.get(r, 0), groups.get(_layout_free(a.shape), []), dep_vals, d_mask, probes,
+        best = _best(a, r_mask.get(r, 0), cands, dep_vals, d_mask, probes,
                      prefer=(lambda d, k=kind: op_kind(dep, d) == k) if kind else None)
+        if folded and (best is None or best.err > FOLDED_RTOL):
+            # its value is not in the file, only its ReLU's (QOperator): no match, the call is fused
+            out_folded["outputs behind a ReLU folded into a quantizer"] = \
+                out_folded.get("outputs behind a ReLU folded into a quantizer", 0) + 1
+            continue
         if best is not None:
             choice[r] = best
-    out = Transferred(anchors=anchors, how=how, blocks=blocks)
+    out = Transferred(anchors=anchors, how={**how, **out_folded}, blocks=blocks)
     out.matches = _resolve(choice)
     _second_choices(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, choice, out.matches)
     _in_order(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, out.matches)
     _through_transposes(ref, wanted, ref_vals, dep_vals, out.matches)
     return out
+
+
+def relu_folded(index: Any, value: str) -> bool:
+    """``value`` is dequantized with its zero point at the type's lowest level (0 for uint8): it
+    cannot be negative, the quantizer folded a ReLU into it (QOperator's QLinearConv/QLinearAdd
+    with the ReLU after them removed)."""
+    p = index.producer.get(value)
+    if p is None or index.nodes[p].op_type != "DequantizeLinear" or len(index.nodes[p].inputs) < 3:
+        return False
+    z = index.initializers.get(index.nodes[p].inputs[2])
+    if z is None or z.data_type not in (2, 3):
+        return False
+    from onnx import numpy_helper
+
+    zp = numpy_helper.to_array(z)
+    return zp.size == 1 and int(zp.reshape(-1)[0]) == (0 if z.data_type == 2 else -128)
+
+
+def _behind_folded_relu(a: np.ndarray, mask: int, cands: list[str], clipped: set[str], dep_vals: dict,
+                        d_mask: dict) -> bool:
+    """The reference value ``a`` (with negatives) is carried only through a ReLU the quantizer folded
+    into a deployed value: that value equals max(a, 0) within FOLDED_RTOL, with the same anchors."""
+    scale = float(np.max(np.abs(a))) if a.size else 0.0
+    if not scale or float(a.min()) > -0.05 * scale:
+        return False
+    relu = np.maximum(a, 0)
+    return any(d in clipped and d_mask.get(d, 0) == mask and dep_vals[d].size == a.size
+               and _err(relu, dep_vals[d], scale) <= FOLDED_RTOL for d in cands)
 
 
 def op_kind(index: Any, value: str) -> str:
