@@ -24,7 +24,7 @@ from drifttui.core.runtime.torch_hooks import Call
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.metrics import Aggregate, Stats
 from drifttui.core.tolerance import BUDGET_RULE, DTYPE_RULE, bound
-from drifttui.core.unattributed import attribute_unowned
+from drifttui.core.unattributed import attribute_unowned, unmapped_before
 from drifttui.core.verdict_notes import output_notes
 from drifttui.core.result import (CHANNELS_AROUND, DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK, SCHEMA_VERSION,
                                   UNATTRIBUTED, UNMAPPED,
@@ -229,6 +229,7 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
         origin = min(drifting, key=lambda i: (local_first.get(i, by_weight.get(i, 10**9)), calls[i].end_order,
                                               -calls[i].depth))
     notes.extend(attribute_unowned(calls, plan, statuses, origin, op_types))
+    notes.extend(unmapped_before(calls, statuses, origin))
     return Verdict(statuses, origin, notes)
 
 

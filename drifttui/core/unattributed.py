@@ -6,7 +6,7 @@ from typing import Optional
 
 from drifttui.core.dtypes import LOW_PRECISION
 from drifttui.core.prepare.plan.plan import Plan
-from drifttui.core.result import INHERITED, UNATTRIBUTED
+from drifttui.core.result import INHERITED, UNATTRIBUTED, UNMAPPED
 from drifttui.core.runtime.torch_hooks import Call
 
 
@@ -72,3 +72,25 @@ def _casts(calls: list[Call], c: Call) -> str:
         # float32 at its boundary and this call computes in low precision
         return f"{'/'.join(sorted(d for d in wide if fl(d)))} model, {'/'.join(low)} inside"
     return ""
+
+
+def unmapped_before(calls: list[Call], statuses: list[str], origin: Optional[int]) -> list[str]:
+    """A note when modules that ran before the origin are unmapped: their own error is not
+    measured, so a drift that starts in one of them shows first at the origin (an LSTM whose ONNX
+    output has a num_directions axis, blamed on the GRU after it)."""
+    if origin is None:
+        return []
+    o = calls[origin]
+    ancestors = set()
+    p = o.parent
+    while p is not None:
+        ancestors.add(p)
+        p = calls[p].parent
+    before = [c for c in calls if statuses[c.index] == UNMAPPED and c.index not in ancestors
+              and c.end_order < o.end_order]
+    if not before:
+        return []
+    names = ", ".join(c.module or "(root)" for c in before[:4]) + (" ..." if len(before) > 4 else "")
+    return [f"{len(before)} module call(s) that ran before the origin are unmapped ({names}): their own error "
+            f"is not measured, so a drift that starts there shows first at {o.module or '(root)'}; see the "
+            "coverage for why they are unmapped"]
