@@ -18,7 +18,7 @@ import torch
 
 from drifttui.core.dtypes import SPEC_ALIASES
 from drifttui.core.model import memory
-from drifttui.core.model.half_inputs import HALF_TYPES, half_inputs, round_sample
+from drifttui.core.model.half_inputs import HALF_TYPES, half_inputs
 from drifttui.core.model.loading import import_callable
 from drifttui.core.model.units import human
 from drifttui.core.model.spec import InputSpec, ShapeInput
@@ -187,8 +187,23 @@ def build_source(spec: InputSpec, seed: int, zero: bool, graph_inputs: Optional[
     source = _source(spec, seed, zero, graph_inputs, example)
     if not graph_inputs or not half_inputs(graph_inputs):
         return source
-    return InputSource(lambda i: round_sample(source.sample(i), graph_inputs), source.fixed,
+    return InputSource(lambda i: _rounded(source.sample(i), graph_inputs), source.fixed,
                        source.description + " (rounded to float16 for the file's float16 inputs)")
+
+
+def _rounded(sample: Sample, graph_inputs: list[tuple[str, list[Any], str]]) -> Sample:
+    """``sample`` with each float32 tensor that feeds a float16 graph input rounded through float16
+    (still float32: torch gets the value the file gets), paired as ``onnx_feeds`` pairs them; a
+    sample that does not pair is left for ``onnx_feeds`` to refuse."""
+    try:
+        pairs = input_pairs(sample, [name for name, _, _ in graph_inputs])
+    except InputError:
+        return sample
+    dtype_of = {name: dt for name, _, dt in graph_inputs}
+    swap = {id(t): t.to(torch.float16).to(torch.float32) for name, t in pairs
+            if dtype_of.get(name) in HALF_TYPES and isinstance(t, torch.Tensor) and t.dtype == torch.float32}
+    args, kwargs = sample
+    return tuple(swap.get(id(t), t) for t in args), {k: swap.get(id(t), t) for k, t in kwargs.items()}
 
 
 def _source(spec: InputSpec, seed: int, zero: bool, graph_inputs: Optional[list[tuple[str, list[Any], str]]],
@@ -273,18 +288,23 @@ def flatten(sample: Sample) -> list[torch.Tensor]:
     return list(args) + list(kwargs.values())
 
 
-def onnx_feeds(sample: Sample, graph_inputs: list[str], input_dtypes: dict[str, str]) -> dict[str, np.ndarray]:
+def input_pairs(sample: Sample, graph_inputs: list[str]) -> list[tuple[str, Any]]:
+    """(ONNX input name, tensor) for each graph input: by name when every input is a keyword that
+    names one, else in order (the one pairing rule: feeds, float16 rounding)."""
     args, kwargs = sample
     tensors = flatten(sample)
     if kwargs and not args and set(kwargs) == set(graph_inputs):
-        pairs = [(name, kwargs[name]) for name in graph_inputs]
-    else:
-        if len(tensors) != len(graph_inputs):
-            raise InputError(
-                f"the inputs give {len(tensors)} tensor(s) but the ONNX graph takes {len(graph_inputs)} "
-                f"({', '.join(graph_inputs)})",
-                "give one tensor per ONNX input (extra inputs such as recurrent state must be fed too)")
-        pairs = list(zip(graph_inputs, tensors))
+        return [(name, kwargs[name]) for name in graph_inputs]
+    if len(tensors) != len(graph_inputs):
+        raise InputError(
+            f"the inputs give {len(tensors)} tensor(s) but the ONNX graph takes {len(graph_inputs)} "
+            f"({', '.join(graph_inputs)})",
+            "give one tensor per ONNX input (extra inputs such as recurrent state must be fed too)")
+    return list(zip(graph_inputs, tensors))
+
+
+def onnx_feeds(sample: Sample, graph_inputs: list[str], input_dtypes: dict[str, str]) -> dict[str, np.ndarray]:
+    pairs = input_pairs(sample, graph_inputs)
     feeds = {}
     for name, t in pairs:
         arr = t.detach().cpu()

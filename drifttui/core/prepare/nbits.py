@@ -18,7 +18,12 @@ NBITS_OPS = ("MatMulNBits",)
 
 
 def _attrs(node: Any) -> dict[str, int]:
-    return {a.name: a.i for a in node.proto.attribute} if hasattr(node, "proto") else {a.name: a.i for a in node.attribute}
+    return {a.name: a.i for a in getattr(node, "proto", node).attribute}
+
+
+def _inputs(node: Any) -> list[str]:
+    """A GraphIndex node's inputs or a NodeProto's."""
+    return list(node.inputs if hasattr(node, "inputs") else node.input)
 
 
 def _unpack(packed: np.ndarray, bits: int, count: int) -> np.ndarray:
@@ -31,10 +36,10 @@ def _unpack(packed: np.ndarray, bits: int, count: int) -> np.ndarray:
     return vals[..., :count].astype(np.int32)
 
 
-def dequantized(node: Any, arrays: dict[str, np.ndarray]) -> Optional[np.ndarray]:
-    """The float32 weight ``W`` (K x N) a MatMulNBits node computes with; None when its inputs
-    are not initializers (``arrays``: name -> array) or use ``g_idx`` (act-order)."""
-    ins = list(node.inputs if hasattr(node, "inputs") else node.input)
+def _levels(node: Any, arrays: dict[str, np.ndarray]) -> Optional[tuple[np.ndarray, np.ndarray, int]]:
+    """(q - zero point: N x blocks x block_size integers, the scales: N x blocks x 1, K); None when
+    the node's inputs are not initializers (``arrays``: name -> array) or use ``g_idx`` (act-order)."""
+    ins = _inputs(node)
     a = _attrs(node)
     bits, bs, K, N = a.get("bits", 4), a.get("block_size", 0), a.get("K", 0), a.get("N", 0)
     if len(ins) < 3 or ins[1] not in arrays or ins[2] not in arrays or not (bits and bs and K and N) \
@@ -43,25 +48,35 @@ def dequantized(node: Any, arrays: dict[str, np.ndarray]) -> Optional[np.ndarray
     blocks = -(-K // bs)
     q = _unpack(arrays[ins[1]].reshape(N, blocks, -1), bits, bs)               # N x blocks x bs
     s = arrays[ins[2]].astype(np.float32).reshape(N, blocks, 1)
-    zp: Any = np.float32(1 << (bits - 1))
+    zp: Any = 1 << (bits - 1)
     if len(ins) > 3 and ins[3]:
         z = arrays.get(ins[3])
         if z is None:
             return None
         zp = (_unpack(z.reshape(N, -1), bits, blocks) if z.dtype == np.uint8 else z.reshape(N, blocks))
-        zp = zp.astype(np.float32).reshape(N, blocks, 1)
-    w = ((q.astype(np.float32) - zp) * s).reshape(N, blocks * bs)[:, :K]       # N x K
+        zp = zp.astype(np.int32).reshape(N, blocks, 1)
+    return q - zp, s, K
+
+
+def dequantized(node: Any, arrays: dict[str, np.ndarray]) -> Optional[np.ndarray]:
+    """The float32 weight ``W`` (K x N) a MatMulNBits node computes with, or None (``_levels``)."""
+    found = _levels(node, arrays)
+    if found is None:
+        return None
+    q, s, K = found
+    w = (q.astype(np.float32) * s).reshape(q.shape[0], -1)[:, :K]              # N x K
     return np.ascontiguousarray(w.T)
 
 
 def weight_step(node: Any, arrays: dict[str, np.ndarray]) -> float:
-    """max block scale / max |W|: the relative rounding step of the node's weight (0 if unknown)."""
-    w = dequantized(node, arrays)
-    ins = list(node.inputs if hasattr(node, "inputs") else node.input)
-    if w is None or not w.size:
+    """max block scale / max |W|: the relative rounding step of the node's weight (0 if unknown);
+    max |W| from each block's largest level and its scale, without the float weight."""
+    found = _levels(node, arrays)
+    if found is None or not found[0].size:
         return 0.0
-    top = float(np.max(np.abs(w)))
-    return float(np.max(np.abs(arrays[ins[2]]))) / top if top else 0.0
+    q, s, _ = found
+    top = float(np.max(np.abs(q).max(axis=-1, keepdims=True) * np.abs(s)))
+    return float(np.max(np.abs(s))) / top if top else 0.0
 
 
 def bits_of(node: Any) -> int:
@@ -74,10 +89,9 @@ def float_weight(node: Any, arrays: dict[str, np.ndarray], torch_tensors: dict[s
     w = dequantized(node, arrays)
     if w is None:
         return None
-    ins = list(node.inputs if hasattr(node, "inputs") else node.input)
     # one step, not half: a symmetric quantizer's scale is max|w| / 2^(bits-1), and the positive
     # extreme, 2^(bits-1), is clipped to 2^(bits-1) - 1
-    step = float(np.max(np.abs(arrays[ins[2]]))) * (1 + 1e-6) + 1e-7
+    step = float(np.max(np.abs(arrays[_inputs(node)[2]]))) * (1 + 1e-6) + 1e-7
     for t in torch_tensors.values():
         if t.size != w.size or t.ndim != 2:
             continue

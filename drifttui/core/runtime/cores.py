@@ -39,7 +39,3 @@ def wait_idle(urgent: Optional[threading.Event] = None, poll: float = 0.05) -> N
     with _cond:
         while _busy and not (urgent is not None and urgent.is_set()):
             _cond.wait(poll)     # ``urgent`` is set without notifying: looked at every ``poll`` s
-
-
-def busy() -> bool:
-    return _busy > 0

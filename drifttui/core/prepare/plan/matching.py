@@ -34,6 +34,7 @@ from drifttui.core.prepare.plan.anchors import PackedBlock, anchor_masks, match_
 EQUAL_RTOL = 1e-4          # a deployed value equals a reference value: max|d - r| <= EQUAL_RTOL * max|r|
 NEAR_TIE = 1.25            # lossy candidates this close to the closest are told apart by their op (``_best``)
 FOLDED_RTOL = 0.1          # a quantized value equals max(reference, 0) this closely: a ReLU folded into it
+FOLDED_HOW = "outputs behind a ReLU folded into a quantizer"     # counted in the mapping note
 NCHWC = "com.microsoft.nchwc"
 
 
@@ -192,8 +193,7 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
                      prefer=(lambda d, k=kind: op_kind(dep, d) == k) if kind else None)
         if folded and (best is None or best.err > FOLDED_RTOL):
             # its value is not in the file, only its ReLU's (QOperator): no match, the call is fused
-            out_folded["outputs behind a ReLU folded into a quantizer"] = \
-                out_folded.get("outputs behind a ReLU folded into a quantizer", 0) + 1
+            out_folded[FOLDED_HOW] = out_folded.get(FOLDED_HOW, 0) + 1
             continue
         if best is not None:
             choice[r] = best
