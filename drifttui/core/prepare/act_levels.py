@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from drifttui.core.prepare.qviews import quantized_values
+from drifttui.core.prepare.qviews import QOPERATOR, quantized_values
 
 
 def quantized_outputs(index: Any, reduced: dict[int, Any]) -> dict[str, str]:
@@ -31,7 +31,7 @@ def quantized_outputs(index: Any, reduced: dict[int, Any]) -> dict[str, str]:
         for o in n.outputs:
             if o in q_views:
                 out[o] = q_views[o][1]
-            elif n.op_type.startswith(("QLinear", "QGemm")):
+            elif n.op_type.startswith(QOPERATOR):
                 zero = _dequantized_zero(index, o)   # read by the file's own DequantizeLinear (a float reader)
                 if zero is not None:
                     out[o] = zero

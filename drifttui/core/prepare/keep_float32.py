@@ -29,10 +29,9 @@ from drifttui.core.prepare import nbits
 from drifttui.core.prepare.keep_qoperator import kept_quantizer, moved_float, qoperator, supported
 from drifttui.core.prepare.nbits import NBITS_OPS
 from drifttui.core.prepare.qdq_pairs import pair_removed
-from drifttui.core.prepare.qviews import is_view_node, strip_round_trips, strip_views
+from drifttui.core.prepare.qviews import QOPERATOR, is_view_node, strip_round_trips, strip_views
 
 FLOAT, FLOAT16 = 1, 10
-QOPERATOR = ("QLinear", "QGemm")
 
 
 def keep_float32(model: Any, index: Any, nodes: set[int], torch_tensors: Optional[dict[str, np.ndarray]] = None) -> Any:

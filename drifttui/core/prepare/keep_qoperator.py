@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from drifttui.core.prepare.qdq_pairs import rounding_producers
-from drifttui.core.prepare.qviews import is_view_node
+from drifttui.core.prepare.qviews import QOPERATOR, is_view_node
 
 # op -> (float op, positions of its (x, scale, zero point) data triples, position of the output
 # (scale, zero point) pair, bias position); attributes copied except those listed in _DROP
@@ -57,7 +57,7 @@ def unit(index: Any, budgets: dict, call: int) -> list[int]:
         d = index.producer.get(n.inputs[0])
         p = index.producer.get(index.nodes[d].inputs[0]) if d is not None else None
         c = owner.get(p) if p is not None else None
-        if c is not None and c not in out and index.nodes[p].op_type.startswith(("QLinear", "QGemm")):
+        if c is not None and c not in out and index.nodes[p].op_type.startswith(QOPERATOR):
             out.append(c)
     for p in rounding_producers(index, budgets[call].node_ids):     # QDQ: the pair goes only with both
         c = owner.get(p)

@@ -15,9 +15,7 @@ from drifttui.core.runtime.torch_hooks import Call
 from drifttui.core.dtypes import ELEM_OF
 from drifttui.core.prepare.graph import GraphIndex
 from drifttui.core.prepare.plan.plan import Plan
-from drifttui.core.prepare.qviews import is_view_node
-
-QUANTIZED_OPS = ("QLinear", "QGemm")      # QOperator ops whose outputs are quantized activations
+from drifttui.core.prepare.qviews import QOPERATOR, is_view_node
 
 _TORCH_TO_ONNX = ELEM_OF
 
@@ -107,7 +105,7 @@ def dequantized_from(index: GraphIndex, value: str, elem: int) -> Optional[Any]:
         return None
     q = index.producer.get(node.inputs[0])
     if q is None or not (index.nodes[q].op_type == "QuantizeLinear"
-                         or index.nodes[q].op_type.startswith(QUANTIZED_OPS)):
+                         or index.nodes[q].op_type.startswith(QOPERATOR)):
         return None
     scale, zero = (index.initializers.get(n) for n in node.inputs[1:3])
     if scale is None or zero is None or scale.data_type != elem:

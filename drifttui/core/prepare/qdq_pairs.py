@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from drifttui.core.prepare.qviews import QOPERATOR
+
 _FOLDED = ("Relu", "Clip")       # activations the QDQ quantizer folds into the op before them
 
 
@@ -65,7 +67,7 @@ def rounding_producers(index: Any, node_ids: tuple[int, ...]) -> list[int]:
             if dq is None or index.nodes[dq].op_type != "DequantizeLinear" or not index.nodes[dq].inputs:
                 continue
             src = index.producer.get(index.nodes[dq].inputs[0])
-            if src is not None and index.nodes[src].op_type.startswith(("QLinear", "QGemm")):
+            if src is not None and index.nodes[src].op_type.startswith(QOPERATOR):
                 p: Optional[int] = src
             else:
                 q = activation_pair(index, dq)

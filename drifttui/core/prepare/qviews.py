@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 INT_TYPES = (2, 3)        # uint8, int8
+QOPERATOR = ("QLinear", "QGemm")      # QOperator ops: their outputs are quantized activations
 FLOAT = 1
 
 
@@ -38,11 +39,11 @@ def _scale_zero(index: Any, value: str) -> Optional[tuple[str, str]]:
 def quantized_values(index: Any) -> dict[str, tuple[str, str]]:
     """Activations of a QOperator file (integer outputs of its QLinear* / QGemm nodes, read with a
     per-tensor scale and zero point) -> (scale, zero point); none in other files."""
-    if not any(n.op_type.startswith(("QLinear", "QGemm")) for n in index.nodes):
+    if not any(n.op_type.startswith(QOPERATOR) for n in index.nodes):
         return {}
     out: dict[str, tuple[str, str]] = {}
     for n in index.nodes:
-        if not n.op_type.startswith(("QLinear", "QGemm")):
+        if not n.op_type.startswith(QOPERATOR):
             continue      # a QuantizeLinear's output is the rounded copy of a float value the file has
         for o in n.outputs:
             # a contrib op's output (QLinearAdd, QLinearMul...) has no inferred type: its readers' zero point says it
