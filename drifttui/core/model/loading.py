@@ -238,7 +238,7 @@ def _ort_loads(path: Path) -> bool:
 
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.log_severity_level = 3
+    so.log_severity_level = 4      # fatal only: a failure is raised, and drifttui says it in one line
     try:
         ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
     except Exception:

@@ -26,7 +26,7 @@ def session_options(opt_level: str, deterministic: bool, optimized_path: Optiona
         raise InputError(f"unknown --opt-level {opt_level!r}", f"use one of {', '.join(OPT_LEVELS)}")
     so = ort.SessionOptions()
     so.graph_optimization_level = levels[opt_level]
-    so.log_severity_level = 3
+    so.log_severity_level = 4      # fatal only: a failure is raised, and drifttui says it in one line
     # ORT's idle workers busy-wait after each run by default, taking the cores the torch forward
     # that follows needs (2-4x slower torch on a small machine); they sleep instead.
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
