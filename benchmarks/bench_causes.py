@@ -29,7 +29,7 @@ IMG = {"gnorm", "bicubic_ac", "grid_bicubic", "avg_ceil"}
 
 
 def _in_body(node: Any) -> bool:
-    from drifttui.examples.surgery import _in_scope
+    from drifttui.core.onnx.edit.surgery import _in_scope
 
     return _in_scope(node, "body")
 

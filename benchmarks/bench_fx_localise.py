@@ -63,9 +63,9 @@ def main() -> None:
     a = ap.parse_args()
     import torch
 
-    from drifttui.core.explain.causes.case import origin_case
-    from drifttui.core.explain.causes.evaluate import localise
-    from drifttui.core.explain.causes.fx_localise import fx_localise
+    from drifttui.core.explain.causes.locate.case import origin_case
+    from drifttui.core.explain.causes.locate.evaluate import localise
+    from drifttui.core.explain.causes.locate.fx_localise import fx_localise
     from drifttui.core.pipeline import Pipeline
     from drifttui.core.result import Config
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from drifttui.examples import models
+from drifttui.core.model.examples import models
 
 
 def resnet18_w64() -> torch.nn.Module:

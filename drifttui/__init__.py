@@ -23,8 +23,8 @@ _LAZY = {
     "DriftTuiError": ("drifttui.errors", "DriftTuiError"),
     "InputError": ("drifttui.errors", "InputError"),
     "ModelError": ("drifttui.errors", "ModelError"),
-    "CancelToken": ("drifttui.core.progress", "CancelToken"),
-    "Progress": ("drifttui.core.progress", "Progress"),
+    "CancelToken": ("drifttui.core.base.progress", "CancelToken"),
+    "Progress": ("drifttui.core.base.progress", "Progress"),
 }
 
 

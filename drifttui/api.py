@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Optional, Protocol
 
 from drifttui.core.result import Channels, Config, Result, Step
-from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
+from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, no_progress
 
 __all__ = ["CancelToken", "Config", "Engine", "LocalEngine", "Progress", "ProgressFn", "no_progress"]
 

@@ -113,10 +113,10 @@ def _remove_leftovers(args: argparse.Namespace) -> None:
 
 
 def cmd_examples(args: argparse.Namespace) -> int:
-    """The static catalogue: no torch import (drifttui.examples.catalogue)."""
+    """The static catalogue: no torch import (drifttui.core.model.examples.catalogue)."""
     from rich.table import Table
 
-    from drifttui.examples.catalogue import CATALOGUE
+    from drifttui.core.model.examples.catalogue import CATALOGUE
     from drifttui.report.console import report_console
 
     t = Table(box=None, header_style="bold")
@@ -168,7 +168,7 @@ def rebase_config(config, folder: str):
 def cmd_demo(args: argparse.Namespace) -> int:
     from drifttui.api import LocalEngine
     from drifttui.core.result import Config
-    from drifttui.examples import get_example
+    from drifttui.core.model.examples import get_example
     from drifttui.tui.app import run_app
 
     get_example(args.example)

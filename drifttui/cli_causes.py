@@ -38,7 +38,7 @@ def _explained(config: Any) -> tuple[Any, Any, Any, Any]:
 
 
 def cmd_repro(args: argparse.Namespace) -> int:
-    from drifttui.core.explain.causes.repro import check_dir, summary, write_case
+    from drifttui.core.explain.causes.deliver.repro import check_dir, summary, write_case
 
     config = config_from_args(args)
     check_dir(args.out, input_files(config))
@@ -88,7 +88,7 @@ def _describe(p: dict[str, Any]) -> str:
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
-    from drifttui.core.explain.causes.repair import repair
+    from drifttui.core.explain.causes.deliver.repair import repair
     from drifttui.report.outputs import check_output, write_atomic_bytes
 
     config = config_from_args(args)
@@ -105,7 +105,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
     if result.drift_origin is None:
         _say(f"nothing to repair: no drift origin (verdict {result.verdict}); no file written")
         return EXIT_OK if result.verdict == "ok" else EXIT_DRIFT
-    from drifttui.core.prepare.graph import full_model
+    from drifttui.core.onnx.graph import full_model
 
     fixed = repair(full_model(run.prepared.index), exp)     # written whole: the weights in the file
     if fixed.model is None:
@@ -136,8 +136,8 @@ def _repair_keep_list(args: argparse.Namespace, config: Any, engine: Any, run: A
     """An over-budget reduced-precision file: the verified keep-in-float32 list (explain/causes/keep_list.py),
     applied to a copy, checked again and printed in the converters' forms; None: not that case."""
     from drifttui.core.capture.shares import torch_tensors
-    from drifttui.core.explain.causes.keep_list import search
-    from drifttui.core.prepare.keep_float32 import without_views
+    from drifttui.core.explain.causes.deliver.keep_list import search
+    from drifttui.core.onnx.edit.keep_float32 import without_views
     from drifttui.report.outputs import write_atomic_bytes
 
     result = run.result

@@ -95,7 +95,7 @@ def _add_capture_options(p: argparse.ArgumentParser) -> None:
 
 
 def _memory_size(text: str) -> int:
-    from drifttui.core.model.units import parse_size
+    from drifttui.core.base.units import parse_size
     from drifttui.errors import InputError
 
     try:
@@ -119,7 +119,7 @@ def config_from_args(args: argparse.Namespace):
     if args.rtol is not None:
         rtol = args.rtol
     if args.example:
-        from drifttui.examples import get_example
+        from drifttui.core.model.examples import get_example
 
         get_example(args.example)
     model = f"example:{args.example}" if args.example else args.model

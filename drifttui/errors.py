@@ -81,7 +81,7 @@ def one_line(text: str, limit: int = MAX_LINE) -> str:
     carry a terminal escape), cut (with an ellipsis) at ``limit`` characters."""
     import re
 
-    from drifttui.report.escape import terminal
+    from drifttui.untrusted import terminal
 
     flat = terminal(" ".join(re.sub(r"\x1b\[[0-9;]*m", "", text).split()))
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

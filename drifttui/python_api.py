@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Union
 
-from drifttui.core.model.onnx_io import save_model
-from drifttui.core.progress import CancelToken, ProgressFn, no_progress
+from drifttui.core.onnx.io import save_model
+from drifttui.core.base.progress import CancelToken, ProgressFn, no_progress
 from drifttui.core.result import Config, Result
 from drifttui.errors import InputError
 
@@ -176,7 +176,7 @@ def _model_spec(model: ModelArg, tokens: list[str], onnx_given: bool) -> tuple[s
     if isinstance(model, (str, Path)):
         text = str(model)
         if text.startswith("example:"):
-            from drifttui.examples import get_example
+            from drifttui.core.model.examples import get_example
 
             get_example(text.split(":", 1)[1])
             return text, text.split(":", 1)[1]

@@ -46,7 +46,7 @@ def _dump(result, path: Path) -> None:
 
 
 def record(name: str, out: Path) -> None:
-    from drifttui.core.progress import Progress
+    from drifttui.core.base.progress import Progress
     from drifttui.core.result import Config
     from drifttui.core.explain.steps import STEP_NUMBERS
     from drifttui.core.pipeline import Pipeline
@@ -56,7 +56,7 @@ def record(name: str, out: Path) -> None:
     if name in USER_ONNX:
         import tempfile
 
-        import drifttui.examples as examples
+        import drifttui.core.model.examples as examples
 
         workdir = tempfile.mkdtemp(prefix="drifttui-fixture-")
         onnx_path = getattr(examples, USER_ONNX[name])(Path(workdir))

@@ -26,13 +26,13 @@ from typing import Any, Iterable, Optional
 
 from drifttui.core.capture.drill import drill_pass
 from drifttui.core.capture.stage import CAPTURE_FIELDS, Capture, capture, valid_layer_samples
-from drifttui.core.decide import decide
+from drifttui.core.decide.stage import decide
 from drifttui.core.explain import Explained, explain
 from drifttui.core.explain.context import Context
 from drifttui.core.explain.steps import run_step
-from drifttui.core.model.onnx_io import save_model
+from drifttui.core.onnx.io import save_model
 from drifttui.core.prepare.stage import PREPARE_FIELDS, Prepared, prepare
-from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
+from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, no_progress
 from drifttui.core.result import OPT_LEVELS, Channels, Config, Result, Step
 from drifttui.errors import InputError
 

@@ -23,25 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any, TextIO
 
-# C0 controls, DEL, C1 controls (0x9b is a one-byte CSI), the bidi embeddings/overrides/isolates
-# and marks ("Trojan source"), the line and paragraph separators.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_CONTROL_KEEP_NEWLINES = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
-                                    "\u202a-\u202e\u2066-\u2069]")
-
-
-def _visible(m: "re.Match[str]") -> str:
-    c = ord(m.group(0))
-    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
-
-
-def terminal(text: Any, keep_newlines: bool = False) -> str:
-    """``text`` with every control character shown visibly (``\\x1b``, ``\\x07``, ``\\u202e``).
-
-    ``keep_newlines`` keeps ``\\n`` (for drifttui's own multi-line sentences); a ``\\r`` is never
-    kept (it would overwrite the start of the line)."""
-    s = text if isinstance(text, str) else str(text)
-    return (_CONTROL_KEEP_NEWLINES if keep_newlines else _CONTROL).sub(_visible, s)
+from drifttui.untrusted import CONTROL, terminal, visible_char  # noqa: F401  (terminal: re-exported, the rule errors.py shares)
 
 
 def terminal_data(value: Any, keep: tuple[str, ...] = ("config",)) -> Any:
@@ -52,7 +34,7 @@ def terminal_data(value: Any, keep: tuple[str, ...] = ("config",)) -> Any:
     import dataclasses
 
     if isinstance(value, str):
-        return terminal(value) if _CONTROL.search(value) else value
+        return terminal(value) if CONTROL.search(value) else value
     if isinstance(value, list):
         items = [terminal_data(v, keep) for v in value]
         return value if all(a is b for a, b in zip(items, value)) else items
@@ -128,7 +110,7 @@ def xml(text: Any) -> str:
     """Text for an XML 1.0 element or attribute: characters XML forbids (and the other controls)
     shown visibly; tab and line breaks are kept (ElementTree escapes ``&<>"`` itself)."""
     s = text if isinstance(text, str) else str(text)
-    return _XML_FORBIDDEN.sub(_visible, s)
+    return _XML_FORBIDDEN.sub(visible_char, s)
 
 
 # --- GitHub Actions workflow commands --------------------------------------------------------

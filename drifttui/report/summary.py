@@ -68,7 +68,7 @@ def alerts(result: Result) -> list[str]:
     """What the verdict alone would hide, said next to it in every output (text headline, Markdown,
     annotations): torch differs from itself, ONNX Runtime gave NaN/Inf, an output's dtype differs."""
     from drifttui.core.capture.determinism import PREFIX
-    from drifttui.core.verdict_notes import output_notes
+    from drifttui.core.decide.notes import output_notes
 
     return [n for n in result.notes if n.startswith(PREFIX)] + output_notes(result.outputs)
 

@@ -9,8 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from drifttui.core.result import DRIFT, INHERITED, Layer, Result, own_op_types
-from drifttui.core.dtypes import LOW_PRECISION
-from drifttui.core.tolerance import K_EPS
+from drifttui.core.base.dtypes import LOW_PRECISION
+from drifttui.core.base.tolerance import K_EPS
 from drifttui.report.console import report_console
 from drifttui.report.escape import plain, terminal
 from drifttui.report.gate import Decision, Gate

@@ -6,7 +6,7 @@ else the engine computes them in a background thread (``engine.drill``: from the
 still holds, or one per-layer pass on the worst sample); leaving the screen cancels it."""
 from __future__ import annotations
 
-from drifttui.core.progress import CancelToken
+from drifttui.core.base.progress import CancelToken
 from drifttui.tui import runner
 from drifttui.tui.runner import DrillDone
 from drifttui.tui.screens.detail import DetailScreen, layer_body, layer_detail

@@ -12,7 +12,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from drifttui.core.progress import Progress
+from drifttui.core.base.progress import Progress
 from drifttui.core.result import DRIFT, HIST_EDGES, Layer, Metrics, Result
 from drifttui.tui.heat import band, cell_style, fmt_value, thresholds
 from drifttui.tui.tree import display_name, own_fails

@@ -12,7 +12,7 @@ from typing import Callable, Optional
 
 from textual.message import Message
 
-from drifttui.core.progress import CancelToken, Progress, no_progress
+from drifttui.core.base.progress import CancelToken, Progress, no_progress
 from drifttui.core.result import Result, Step
 from drifttui.errors import Cancelled
 

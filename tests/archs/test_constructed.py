@@ -79,7 +79,7 @@ def test_effective_rtol_widens_only_low_precision():
     import numpy as np
     import torch
 
-    from drifttui.core.tolerance import K_EPS, effective_rtol
+    from drifttui.core.base.tolerance import K_EPS, effective_rtol
 
     assert effective_rtol(1e-4, torch.zeros(1), np.zeros(1, np.float32)) == 1e-4
     assert effective_rtol(1e-4, torch.zeros(1, dtype=torch.float16)) == K_EPS * 2.0 ** -10

@@ -16,7 +16,7 @@ def intermediates_only_budget():
 @pytest.fixture(scope="module")
 def mlp_index(tmp_path_factory):
     from drifttui.core.model.loading import load_onnx
-    from drifttui.core.prepare.graph import build_index
+    from drifttui.core.onnx.graph import build_index
 
     d = tmp_path_factory.mktemp("mlp")
     m = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 8)).eval()

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from drifttui.core.metrics import _compare_np, compare
+from drifttui.core.base.metrics import _compare_np, compare
 
 FIELDS = ("n", "max_abs", "max_t", "n_out", "nan_mismatch")
 CLOSE = ("sum_abs", "sum_sq", "dot", "norm_t", "norm_o")

@@ -1,7 +1,7 @@
 """Windowed capture (--max-memory): several windows of consecutive layers, same per-layer results."""
 import pytest
 
-from drifttui.core.model.units import parse_size
+from drifttui.core.base.units import parse_size
 
 BUDGET = 96 * 1024     # the deep model's intermediates are ~330 KiB per sample (8x64 floats, both sides)
 

@@ -15,8 +15,7 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 
-from drifttui.examples import surgery
-
+from drifttui.core.onnx.edit import surgery
 HERE = Path(__file__).parent
 SPEC = f"{HERE / 'drifted.py'}"
 SAMPLES = 2

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from drifttui.examples.models import _init
+from drifttui.core.model.examples.models import _init
 
 
 class Up(nn.Module):

@@ -7,8 +7,8 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from drifttui.core.explain.causes.candidates import clip
-from drifttui.core.explain.causes.patches import Patch, apply
+from drifttui.core.explain.causes.propose.candidates import clip
+from drifttui.core.onnx.edit.patches import Patch, apply
 
 
 def _run(model, x):

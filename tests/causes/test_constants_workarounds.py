@@ -22,7 +22,7 @@ def _edit_constant(path: Path, op: str, old: float, new: float) -> None:
     import onnx
     from onnx import numpy_helper
 
-    from drifttui.examples.surgery import _in_scope
+    from drifttui.core.onnx.edit.surgery import _in_scope
 
     proto = onnx.load(str(path))
     tensors = {t.name: t for t in proto.graph.initializer}
@@ -69,8 +69,8 @@ def explained(tmp_path_factory):
 
 
 def _repaired(engine: Any, cfg: Any, run: Any, exp: Any) -> tuple[Any, Any]:
-    from drifttui.core.explain.causes.repair import repair
-    from drifttui.core.prepare.graph import full_model
+    from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.onnx.graph import full_model
 
     fixed = repair(full_model(run.prepared.index), exp)
     assert fixed.model is not None, fixed.not_applicable

@@ -100,8 +100,8 @@ def test_the_wrong_fx_node_is_named_by_its_own_error_not_the_last_node(explained
     The child is fed torch's (finite) input, so the origin's outputs pass: the FX values find the
     drift inside and name the logaddexp nodes; the stable rewrite max(a, b) + log1p(exp(-|a - b|))
     at its Log verifies, heads, and repair passes check."""
-    from drifttui.core.explain.causes.repair import repair
-    from drifttui.core.prepare.graph import full_model
+    from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.onnx.graph import full_model
 
     engine, cfg, run, result, exp = explained("logaddexp_head")
     assert result.verdict == "drift" and result.drift_origin.module == "body"
@@ -125,8 +125,8 @@ def test_an_amplified_small_error_is_named_verified_and_repaired(explained, name
     """expm1 / log1p lose low bits (own relative error ~1e-3, under the tolerance in absolute terms), a
     Mul by 1e4 / 1e5 and a Linear child amplify it: the FX values name the lowering, its rewrite
     verifies on the compared inner value, and the repaired file passes check."""
-    from drifttui.core.explain.causes.repair import repair
-    from drifttui.core.prepare.graph import full_model
+    from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.onnx.graph import full_model
 
     engine, cfg, run, result, exp = explained(name)
     assert result.verdict == "drift" and result.drift_origin.module == "body"
@@ -143,8 +143,8 @@ def test_an_amplified_small_error_is_named_verified_and_repaired(explained, name
 def test_a_dropped_softplus_threshold_in_a_dynamo_file_is_the_softplus_s_story(explained):
     """The Softplus without its threshold, then a Linear child and a tanh: the FX values name the
     Softplus group, the threshold rewrite at that node verifies, and repair passes check."""
-    from drifttui.core.explain.causes.repair import repair
-    from drifttui.core.prepare.graph import full_model
+    from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.onnx.graph import full_model
 
     engine, cfg, run, result, exp = explained("softplus_head")
     assert result.drift_origin.module == "body"
@@ -161,8 +161,8 @@ def test_a_truncating_cast_in_a_dynamo_file_is_named_and_repaired(explained):
     """A truncating Cast where torch floors, then a Linear child and a tanh: the FX values name the
     floor_divide group (not the tanh, not the Gemm), and the finding says the Cast truncates where
     torch floors; the Floor rewrite verifies and repair passes check."""
-    from drifttui.core.explain.causes.repair import repair
-    from drifttui.core.prepare.graph import full_model
+    from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.onnx.graph import full_model
 
     engine, cfg, run, result, exp = explained("floordiv_head")
     assert result.drift_origin.module == "body"
@@ -178,8 +178,8 @@ def test_a_truncating_cast_in_a_dynamo_file_is_named_and_repaired(explained):
 def test_a_verified_re_export_tells_the_fx_node_s_story(explained):
     """A Sin computed as Cos has no graph patch; the re-export of the origin verifies, and its finding
     names the Sin group's node and torch's aten.sin, not an alignment guess; repair grafts it."""
-    from drifttui.core.explain.causes.repair import repair
-    from drifttui.core.prepare.graph import full_model
+    from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.onnx.graph import full_model
 
     engine, cfg, run, result, exp = explained("sin_head")
     assert result.drift_origin.module == "body"
@@ -203,7 +203,7 @@ def test_the_fx_groups_match_the_exporter_s_metadata(tmp_path):
     import onnx
     import torch
 
-    from drifttui.core.explain.causes.fx_localise import fx_of
+    from drifttui.core.explain.causes.locate.fx_localise import fx_of
     from tests.causes import fx_forms
 
     path = tmp_path / "m.onnx"
@@ -249,8 +249,8 @@ def test_torchscript_floor_divide_before_a_child_is_the_cast_s_story(explained_t
     """TorchScript lowers the float floor_divide to Div + Cast; a Linear child and a tanh follow, the
     child fed torch's input: the case compares the value it hands the child, the Cast is named, the
     Floor rewrite verifies and repair passes check."""
-    from drifttui.core.explain.causes.repair import repair
-    from drifttui.core.prepare.graph import full_model
+    from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.onnx.graph import full_model
 
     engine, cfg, run, exp = explained_ts("floordiv_head")
     assert run.result.drift_origin.module == "body" and exp.loc.fx is None
@@ -263,8 +263,8 @@ def test_torchscript_floor_divide_before_a_child_is_the_cast_s_story(explained_t
 def test_torchscript_softplus_before_a_child_names_the_softplus(explained_ts):
     """``F.softplus(threshold=0.5)`` (no module to read the threshold from) before a Linear child: the
     re-export verifies and its value alignment names the Softplus node; repair grafts it."""
-    from drifttui.core.explain.causes.repair import repair
-    from drifttui.core.prepare.graph import full_model
+    from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.onnx.graph import full_model
 
     engine, cfg, run, exp = explained_ts("softplus_head")
     head = exp.findings[0]

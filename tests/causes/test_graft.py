@@ -8,7 +8,7 @@ import onnxruntime as ort
 import pytest
 from onnx import helper, numpy_helper
 
-from drifttui.core.explain.causes.graft import Graft, GraftError, graft
+from drifttui.core.onnx.edit.graft import Graft, GraftError, graft
 
 
 def _run(model, x):

@@ -103,8 +103,8 @@ def _params(forms: Any) -> list[Any]:
 
 @pytest.mark.parametrize("form", _params(FORMS))
 def test_headline_names_the_wrong_node_and_repair_passes_check(explained, form):
-    from drifttui.core.explain.causes.repair import repair
-    from drifttui.core.prepare.graph import full_model
+    from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.onnx.graph import full_model
 
     cls, words, op, kind = FORMS[form]
     engine, cfg, run, result, exp = explained(*form)
@@ -152,10 +152,10 @@ def test_a_patch_that_fits_the_worst_sample_only_does_not_verify(explained):
     from onnx import helper, numpy_helper
 
     from drifttui.core.explain.causes import Trial
-    from drifttui.core.explain.causes.evaluate import Eval
-    from drifttui.core.explain.causes.graft import Graft
+    from drifttui.core.explain.causes.locate.evaluate import Eval
+    from drifttui.core.onnx.edit.graft import Graft
     from drifttui.core.explain.causes.holds import hold
-    from drifttui.core.explain.causes.patches import Patch
+    from drifttui.core.onnx.edit.patches import Patch
 
     engine, _, _, result, exp = explained("cosine", "torchscript", None)
     ctx = engine.context(result)

@@ -11,8 +11,8 @@ import onnxruntime as ort
 import pytest
 from onnx import numpy_helper
 
-from drifttui.core.explain.causes.repair import repair
-from drifttui.core.explain.causes.repro import write_case
+from drifttui.core.explain.causes.deliver.repair import repair
+from drifttui.core.explain.causes.deliver.repro import write_case
 
 REPAIRABLE = [("multi", "dynamo", "resize"), ("multi", "torchscript", "pool"), ("multi", "dynamo", "eps"),
               ("multi", "torchscript", "leaky"), ("multi", "dynamo", "gelu"), ("multi", "torchscript", "gamma"),
@@ -55,8 +55,8 @@ def test_repro_reproduces_in_onnxruntime_alone(run, tmp_path, model, exporter, v
 def test_repro_outputs_are_the_torch_values(run, tmp_path):
     """The expected outputs are torch-side: the verified patch makes ORT match them."""
     _, _, exp = run("multi", "dynamo", "resize")
-    from drifttui.core.explain.causes.evaluate import run_ort
-    from drifttui.core.explain.causes.patches import apply
+    from drifttui.core.explain.causes.locate.evaluate import run_ort
+    from drifttui.core.onnx.edit.patches import apply
 
     patched = apply(exp.case.model, exp.verified[0].patch)
     got = run_ort(patched, exp.case.feeds, list(exp.case.expected))
@@ -66,7 +66,7 @@ def test_repro_outputs_are_the_torch_values(run, tmp_path):
 
 def test_without_the_patch_step_nothing_is_verified(run, monkeypatch):
     """Verification comes from running patches: skip that step and the headline is unverified."""
-    import drifttui.core.explain.causes as causes
+    import drifttui.core.explain.causes.verify as causes
     from drifttui.core.explain.checks import run_checks
 
     engine, result, _ = run("multi", "dynamo", "pool")

@@ -107,8 +107,8 @@ def _params(forms: Any) -> list[Any]:
 
 @pytest.mark.parametrize("form", _params(FORMS))
 def test_upstream_form_is_explained_verified_and_repaired(explained, form):
-    from drifttui.core.explain.causes.repair import repair
-    from drifttui.core.prepare.graph import full_model
+    from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.onnx.graph import full_model
 
     cls, words, rewrite, kind, loc_kind = FORMS[form]
     engine, cfg, run, result, exp = explained(*form)
@@ -142,7 +142,7 @@ def test_the_indices_are_torch_s(n_in, n_out, mode):
     import torch
     import torch.nn.functional as F
 
-    from drifttui.core.explain.causes.resize_gather import torch_indices
+    from drifttui.core.onnx.edit.resize_gather import torch_indices
 
     src = torch.arange(float(n_in)).reshape(1, 1, n_in)
     want = F.interpolate(src, size=n_out, mode=mode).numpy().ravel().astype(np.int64)
@@ -160,7 +160,7 @@ def test_the_indices_with_a_scale_factor_are_torch_s(n_in, scale, rank):
     import torch
     import torch.nn.functional as F
 
-    from drifttui.core.explain.causes.resize_gather import torch_indices
+    from drifttui.core.onnx.edit.resize_gather import torch_indices
 
     src = torch.arange(float(n_in)).reshape((1, 1) + (1,) * (rank - 3) + (n_in,))
     sf = (1.0,) * (rank - 3) + (scale,)
@@ -174,8 +174,8 @@ def test_the_rewrite_keeps_the_graph_valid_and_drops_the_sizes_chain(explained):
     nodes that only computed its sizes."""
     import onnx
 
-    from drifttui.core.explain.causes.repair import repair
-    from drifttui.core.prepare.graph import full_model
+    from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.onnx.graph import full_model
 
     _, _, run, _, exp = explained("nearest", "torchscript", None)
     before = full_model(run.prepared.index)
@@ -203,9 +203,9 @@ def test_a_re_export_grafts_into_an_opset_9_file(explained):
     the grafted file passes check."""
     import onnx
 
-    from drifttui.core.explain.causes.graft import graft
-    from drifttui.core.explain.causes.reexport import try_reexport, variants
-    from drifttui.core.prepare.graph import full_model
+    from drifttui.core.onnx.edit.graft import graft
+    from drifttui.core.explain.causes.propose.reexport import try_reexport, variants
+    from drifttui.core.onnx.graph import full_model
 
     engine, cfg, run, result, exp = explained("bilinear9", "torchscript", 9)
     ctx = engine.context(result)
@@ -232,9 +232,9 @@ def test_a_dynamic_batch_keeps_the_gathers_right_and_the_fix_says_what_they_hold
     passes check at another batch size, and the fix says for which sizes the indices hold."""
     import torch
 
-    from drifttui.core.explain.causes.repair import repair
+    from drifttui.core.explain.causes.deliver.repair import repair
     from drifttui.core.pipeline import Pipeline
-    from drifttui.core.prepare.graph import full_model
+    from drifttui.core.onnx.graph import full_model
     from drifttui.core.result import Config
     from tests.causes import upstream
 
@@ -262,9 +262,9 @@ def test_dynamic_spatial_sizes_get_gathers_on_indices_computed_in_the_graph(tmp_
     the measured size and at two others, where constant indices would pick the wrong pixels."""
     import torch
 
-    from drifttui.core.explain.causes.repair import repair
+    from drifttui.core.explain.causes.deliver.repair import repair
     from drifttui.core.pipeline import Pipeline
-    from drifttui.core.prepare.graph import full_model
+    from drifttui.core.onnx.graph import full_model
     from drifttui.core.result import Config
     from tests.causes import upstream
 

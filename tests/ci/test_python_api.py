@@ -14,7 +14,7 @@ import torch
 
 import drifttui
 from drifttui.core.model import memory
-from drifttui.examples import get_example
+from drifttui.core.model.examples import get_example
 from drifttui.report import json_report
 from tests.ci import classifier
 

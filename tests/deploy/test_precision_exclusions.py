@@ -18,7 +18,7 @@ import itertools
 import onnx
 import pytest
 
-from drifttui.core.explain.causes.keep_list import GENUINE_SHARE
+from drifttui.core.explain.causes.deliver.keep_list import GENUINE_SHARE
 from tests.deploy.conftest import needs
 from tests.deploy.precision_models import export_local, feeds_of, int8_qdq, int8_qoperator, local_spec
 

@@ -104,7 +104,7 @@ def test_budget_applies_only_in_decide_and_the_gate_still_works(files, tmp_path)
     import dataclasses
 
     from drifttui.core.capture.stage import capture
-    from drifttui.core.decide import decide
+    from drifttui.core.decide.stage import decide
     from drifttui.core.prepare.stage import prepare
     from drifttui.core.result import Config
     from drifttui.report.gate import Gate, decide as gate

@@ -160,7 +160,7 @@ def test_packed_query_weight_is_compared_by_content_in_decide(files, tmp_path):
     a loose tolerance passes)."""
     import dataclasses
 
-    from drifttui.core.decide import decide
+    from drifttui.core.decide.stage import decide
     from drifttui.core.pipeline import Pipeline
     from drifttui.core.result import Config
     from tests.deploy.arch_models import spec

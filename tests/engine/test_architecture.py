@@ -18,8 +18,8 @@ def test_engine_and_reports_do_not_import_textual():
 
 
 def test_engine_never_loads_the_front_ends():
-    mods = _modules_after("import drifttui.core.pipeline, drifttui.core.explain, drifttui.core.explain.causes.repair, "
-                          "drifttui.core.explain.causes.repro")
+    mods = _modules_after("import drifttui.core.pipeline, drifttui.core.explain, drifttui.core.explain.causes.deliver.repair, "
+                          "drifttui.core.explain.causes.deliver.repro")
     assert not {"drifttui.api", "drifttui.cli", "drifttui.tui"} & mods
 
 

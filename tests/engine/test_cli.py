@@ -56,7 +56,7 @@ def test_tolerance_shorthand_and_opt_level(capsys, tmp_path):
 
 
 def test_examples_lists_every_example(capsys):
-    from drifttui.examples import EXAMPLES
+    from drifttui.core.model.examples import EXAMPLES
 
     assert main(["examples"]) == 0
     text = capsys.readouterr().out

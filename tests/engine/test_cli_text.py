@@ -153,7 +153,7 @@ def test_examples_prints_the_table_without_importing_torch():
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert run.returncode == 0, run.stderr
-    from drifttui.examples import EXAMPLES
+    from drifttui.core.model.examples import EXAMPLES
 
     for e in EXAMPLES.values():
         line = next(line for line in run.stdout.splitlines() if line.split()[:1] == [e.name])
@@ -162,7 +162,7 @@ def test_examples_prints_the_table_without_importing_torch():
 
 
 def test_the_catalogue_and_the_runnable_examples_agree():
-    from drifttui.examples import CATALOGUE, EXAMPLES
+    from drifttui.core.model.examples import CATALOGUE, EXAMPLES
 
     assert list(CATALOGUE) == list(EXAMPLES)
     for name, info in CATALOGUE.items():
@@ -171,7 +171,7 @@ def test_the_catalogue_and_the_runnable_examples_agree():
 
 
 def test_help_carries_the_whole_rule_the_report_prints_in_one_line(capsys):
-    from drifttui.core.tolerance import K_EPS
+    from drifttui.core.base.tolerance import K_EPS
 
     assert main(["check", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())

@@ -9,10 +9,10 @@ import json
 import numpy as np
 import pytest
 
-from drifttui.core.metrics import Aggregate, channel_axis_of, compare
+from drifttui.core.base.metrics import Aggregate, channel_axis_of, compare
 from drifttui.core.pipeline import Pipeline
 from drifttui.core.result import CHANNELS_AROUND, Config, Result
-from drifttui.examples import BN_CHANNEL, export_bn_channel_drift
+from drifttui.core.model.examples import BN_CHANNEL, export_bn_channel_drift
 
 _, _, BN, CHANNEL, _ = BN_CHANNEL
 

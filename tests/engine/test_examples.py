@@ -1,7 +1,7 @@
 """Every built-in example, both exporters: drifted ones name their origin, clean ones pass."""
 import pytest
 
-from drifttui.examples import EXAMPLES
+from drifttui.core.model.examples import EXAMPLES
 
 CASES = [(name, exp) for name in EXAMPLES for exp in ("dynamo", "torchscript")]
 # examples whose injected drift sits in several modules at once: every LayerScale of the reloaded

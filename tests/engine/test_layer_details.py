@@ -102,7 +102,7 @@ def test_a_scanned_weight_gives_its_mapped_pages_back(tmp_path):
     process's resident memory (they would add the whole file to the run's peak)."""
     import numpy as np
 
-    from drifttui.core.runtime.weights import release_view
+    from drifttui.core.onnx.weights import release_view
 
     path = tmp_path / "w.bin"
     np.arange(16 << 20, dtype=np.float32).tofile(path)          # 64 MB

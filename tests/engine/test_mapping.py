@@ -2,7 +2,7 @@
 from onnx import TensorProto, helper
 
 from drifttui.core.runtime.torch_hooks import Call, TensorRef
-from drifttui.core.prepare.graph import DYNAMO, TORCHSCRIPT, UNKNOWN, build_index
+from drifttui.core.onnx.graph import DYNAMO, TORCHSCRIPT, UNKNOWN, build_index
 from drifttui.core.prepare.plan.mapping import build_plan
 from tests.engine.graphs import scoped_node as _node
 

@@ -3,7 +3,7 @@ dependency, tuple outputs of scope-less producers, folds decided by structure.""
 from onnx import TensorProto, helper
 
 from drifttui.core.runtime.torch_hooks import Call, TensorRef
-from drifttui.core.prepare.graph import build_index
+from drifttui.core.onnx.graph import build_index
 from drifttui.core.prepare.plan.mapping import build_plan
 from drifttui.core.result import UNMAPPED
 from tests.engine.graphs import scoped_node as _node

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from drifttui.core.metrics import Aggregate, compare
+from drifttui.core.base.metrics import Aggregate, compare
 
 
 def test_compare_matches_numpy():

@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from drifttui.core.metrics import Aggregate, Stats, compare
+from drifttui.core.base.metrics import Aggregate, Stats, compare
 from drifttui.core.result import FAIL_COLUMNS, Config
 
 # a drifting example (LayerNorm epsilon), deterministic so that two fresh captures agree bit for bit
@@ -104,7 +104,7 @@ def test_a_new_model_or_an_edited_file_prepares_again(tmp_path, pipeline):
     p = Pipeline()
     a = p.run(Config(model="example:unet", example="unet", samples=2))
     onnx_file = tmp_path / "unet.onnx"
-    from drifttui.core.prepare.graph import full_model
+    from drifttui.core.onnx.graph import full_model
 
     onnx_file.write_bytes(full_model(a.prepared.index).SerializeToString())    # the run's proto keeps no weights
     cfg = Config(model="example:unet", example="unet", onnx=str(onnx_file), samples=2)

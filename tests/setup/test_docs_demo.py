@@ -24,7 +24,7 @@ def test_the_engine_sees_float32_torch_weights_and_bfloat16_rounded_onnx_weights
 
 
 def test_the_docs_say_the_same():
-    from drifttui.examples import CATALOGUE
+    from drifttui.core.model.examples import CATALOGUE
 
     para = _demo_paragraph()
     assert "trained in bfloat16" not in para and "exported with float32 copies" not in para

@@ -12,8 +12,7 @@ from onnx import helper, numpy_helper
 from drifttui.core.result import Config
 from drifttui.core.explain.steps import STEP_NUMBERS
 from drifttui.core.pipeline import Pipeline
-from drifttui.examples import surgery
-
+from drifttui.core.onnx.edit import surgery
 HERE = Path(__file__).parent
 MODEL = f"{HERE / 'tiny.py'}:build"
 INPUTS = f"{HERE / 'tiny.py'}:inputs"

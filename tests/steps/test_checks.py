@@ -9,7 +9,7 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 
 from drifttui.core.explain.checks import dtype, dynamic_axes, fusion, opcompat
-from drifttui.core.prepare.graph import build_index
+from drifttui.core.onnx.graph import build_index
 
 DRIFTS = {  # variant -> (check class, module the finding must name)
     "eps": ("normalization", "norm.ln"),

@@ -7,7 +7,7 @@ import pytest
 from drifttui.core.explain.checks import run_checks
 from drifttui.core.pipeline import Pipeline
 from drifttui.core.result import Config
-from drifttui.examples import EXAMPLES
+from drifttui.core.model.examples import EXAMPLES
 
 
 def _findings(name):

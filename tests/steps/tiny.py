@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from drifttui.examples.models import _init
+from drifttui.core.model.examples.models import _init
 
 
 class Scale(nn.Module):

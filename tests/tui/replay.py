@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
-from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
+from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, no_progress
 from drifttui.core.result import Channels, Config, Layer, Result, Step, Tolerance
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

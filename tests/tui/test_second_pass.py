@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.color import Color
 
-from drifttui.core.progress import Progress
+from drifttui.core.base.progress import Progress
 from drifttui.tui.app import DriftApp
 from drifttui.tui.heat import CELL_WIDTH, COLUMNS
 from drifttui.tui.runner import RunProgress

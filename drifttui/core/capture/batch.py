@@ -19,10 +19,10 @@ import numpy as np
 import torch
 
 from drifttui.core.capture.passes import Accum, Pass, local_run
-from drifttui.core.metrics import Aggregate, Stats, compare
+from drifttui.core.base.metrics import Aggregate, Stats, compare
 from drifttui.core.model.inputs import Sample, cat_samples, onnx_feeds
 from drifttui.core.prepare.plan.plan import Plan
-from drifttui.core.progress import CancelToken
+from drifttui.core.base.progress import CancelToken
 from drifttui.core.runtime import sessions
 from drifttui.core.runtime.torch_hooks import Sink, TensorStore
 

@@ -9,10 +9,10 @@ from typing import Optional
 
 from drifttui.core.capture.passes import Accum
 from drifttui.core.capture.stage import _WindowPass
-from drifttui.core.metrics import Aggregate
+from drifttui.core.base.metrics import Aggregate
 from drifttui.core.prepare.stage import Prepared
 from drifttui.core.prepare.windows import Window
-from drifttui.core.progress import CancelToken
+from drifttui.core.base.progress import CancelToken
 from drifttui.core.result import Config
 
 

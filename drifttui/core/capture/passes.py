@@ -16,12 +16,12 @@ from typing import Any, Callable, Optional
 import numpy as np
 import torch
 
-from drifttui.core.progress import CancelToken
+from drifttui.core.base.progress import CancelToken
 from drifttui.core.runtime import sessions
 from drifttui.core.runtime.torch_hooks import Hooks, Sink, TensorStore, to_numpy
 from drifttui.core.model.inputs import onnx_feeds
 from drifttui.core.prepare.plan.plan import Plan
-from drifttui.core.metrics import Aggregate, Stats, channel_axis_of, compare
+from drifttui.core.base.metrics import Aggregate, Stats, channel_axis_of, compare
 from drifttui.core.prepare.windows import Window
 
 

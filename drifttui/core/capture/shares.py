@@ -17,8 +17,8 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.runtime import sessions
-from drifttui.core.prepare.keep_float32 import keep_float32, unkept_ops
-from drifttui.core.prepare.keep_qoperator import unit
+from drifttui.core.onnx.edit.keep_float32 import keep_float32, unkept_ops
+from drifttui.core.onnx.edit.keep_qoperator import unit
 
 MAX_LAYERS = 24
 

@@ -37,13 +37,13 @@ from drifttui.core.capture import batch, determinism, observer, shares
 from drifttui.core.model.inputs import cat_samples
 from drifttui.core.prepare import batch_probe
 from drifttui.core.runtime import sessions
-from drifttui.core.runtime.weights import give_back_freed, release_weights
+from drifttui.core.onnx.weights import give_back_freed, release_weights
 from drifttui.core.runtime.torch_hooks import to_numpy
 from drifttui.core.runtime.guards import check_finite_feeds, check_finite_outputs, safe_forward
-from drifttui.core.metrics import Aggregate, Stats, compare
+from drifttui.core.base.metrics import Aggregate, Stats, compare
 from drifttui.core.capture.passes import Accum, Pass, run_sample
 from drifttui.core.prepare.stage import Prepared
-from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
+from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, no_progress
 from drifttui.core.result import Config, ObserverCheck
 from drifttui.core.prepare.windows import Window
 

@@ -21,10 +21,10 @@ import numpy as np
 import torch
 
 from drifttui.core.capture.stage import Capture
-from drifttui.core.decide import decide
-from drifttui.core.model.onnx_io import save_model
+from drifttui.core.decide.stage import decide
+from drifttui.core.onnx.io import save_model
 from drifttui.core.prepare.stage import PREPARE_FIELDS, Prepared
-from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
+from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, no_progress
 from drifttui.core.result import Config, Layer, Result
 from drifttui.core.runtime import sessions
 from drifttui.core.runtime.torch_hooks import Hooks, Sink, hookable, run_model, to_numpy

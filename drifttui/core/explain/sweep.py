@@ -11,7 +11,7 @@ from collections import Counter
 from typing import Any
 
 from drifttui.core.runtime.sessions import OPT_LEVELS
-from drifttui.core.metrics import Stats, compare
+from drifttui.core.base.metrics import Stats, compare
 from drifttui.core.explain.context import Context
 
 

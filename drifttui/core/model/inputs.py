@@ -16,11 +16,11 @@ from typing import Any, Callable, Iterator, Optional
 import numpy as np
 import torch
 
-from drifttui.core.dtypes import SPEC_ALIASES
+from drifttui.core.base.dtypes import SPEC_ALIASES
 from drifttui.core.model import memory
 from drifttui.core.model.half_inputs import HALF_TYPES, half_inputs
 from drifttui.core.model.loading import import_callable
-from drifttui.core.model.units import human
+from drifttui.core.base.units import human
 from drifttui.core.model.spec import InputSpec, ShapeInput
 from drifttui.errors import InputError, first_line
 

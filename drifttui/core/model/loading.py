@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 from drifttui.core.model import memory
-from drifttui.core.model.toposort import sort_in_place
+from drifttui.core.onnx.order import sort_in_place
 from drifttui.core.model.spec import CallableSpec, ModelSpec
 from drifttui.errors import InputError, first_line
 
@@ -86,7 +86,7 @@ def load_torch_model(spec: ModelSpec, trust: bool = False) -> Any:
     import torch
 
     if spec.kind == "example":
-        from drifttui.examples import get_example   # lazy: only an example: spec builds its torch model
+        from drifttui.core.model.examples import get_example   # lazy: only an example: spec builds its torch model
 
         return get_example(spec.example or "").build_model()
     if spec.kind == "memory":

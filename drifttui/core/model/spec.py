@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from drifttui.core.dtypes import SPEC_ALIASES
+from drifttui.core.base.dtypes import SPEC_ALIASES
 from drifttui.errors import InputError
 
 _DTYPES = SPEC_ALIASES

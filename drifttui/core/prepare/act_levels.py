@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from drifttui.core.prepare.qviews import QOPERATOR, quantized_values
+from drifttui.core.onnx.qviews import QOPERATOR, quantized_values
 
 
 def quantized_outputs(index: Any, reduced: dict[int, Any]) -> dict[str, str]:

@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from drifttui.core.model.units import human
+from drifttui.core.base.units import human
 
 DEFAULT_SHARE = 0.8          # of the memory available when the run starts
 MARGIN = 256 << 20           # ORT's arena, torch's allocator, the output pass's activations

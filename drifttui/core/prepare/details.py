@@ -10,8 +10,8 @@ import numpy as np
 
 from drifttui.core.runtime import cores
 from drifttui.core.runtime.torch_hooks import Call
-from drifttui.core.runtime.weights import release_view
-from drifttui.core.prepare.graph import GraphIndex, attribute_values, elem_type_name, tensor_array
+from drifttui.core.onnx.weights import release_view
+from drifttui.core.onnx.graph import GraphIndex, attribute_values, elem_type_name, tensor_array
 from drifttui.core.prepare.plan.folding import fold_conv_bn
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.prepare.weight_scan import Scratch, scan

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from drifttui.core.runtime.torch_hooks import Call
-from drifttui.core.dtypes import ELEM_OF
-from drifttui.core.prepare.graph import GraphIndex
+from drifttui.core.base.dtypes import ELEM_OF
+from drifttui.core.onnx.graph import GraphIndex
 from drifttui.core.prepare.plan.plan import Plan
-from drifttui.core.prepare.qviews import QOPERATOR, is_view_node
+from drifttui.core.onnx.qviews import QOPERATOR, is_view_node
 
 _TORCH_TO_ONNX = ELEM_OF
 

@@ -23,11 +23,11 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.prepare.graph import common_prefix, tensor_array
-from drifttui.core.prepare.nbits import NBITS_OPS, bits_of, weight_step
-from drifttui.core.prepare.qviews import is_view_node
+from drifttui.core.onnx.graph import common_prefix, tensor_array
+from drifttui.core.onnx.nbits import NBITS_OPS, bits_of, weight_step
+from drifttui.core.onnx.qviews import is_view_node
 from drifttui.core.result import OK
-from drifttui.core.tolerance import node_budget
+from drifttui.core.base.tolerance import node_budget
 
 FLOAT16, BFLOAT16 = 10, 16
 _LOW = {FLOAT16: "float16", BFLOAT16: "bfloat16"}

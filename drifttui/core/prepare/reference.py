@@ -19,8 +19,8 @@ import numpy as np
 
 from drifttui.core.model.export import export_model
 from drifttui.core.model.loading import load_onnx
-from drifttui.core.prepare import qviews
-from drifttui.core.prepare.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index
+from drifttui.core.onnx import qviews
+from drifttui.core.onnx.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index
 from drifttui.core.prepare.plan import matching as plan_matching
 from drifttui.core.prepare.plan import transfer as plan_transfer
 from drifttui.core.prepare.plan.plan import Plan

@@ -25,7 +25,7 @@ from drifttui.core.runtime.torch_hooks import Call, Hooks, TensorRef, hookable
 from drifttui.core.prepare.details import LayerDetails, layer_details
 from drifttui.core.prepare.arity import check_output_count
 from drifttui.core.model.export import export_auto, export_model
-from drifttui.core.prepare.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index, elem_type_name
+from drifttui.core.onnx.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index, elem_type_name
 from drifttui.core.runtime.guards import safe_forward
 from drifttui.core.model.half_inputs import half_inputs
 from drifttui.core.model.inputs import InputSource, build_source, flatten, onnx_feeds
@@ -33,10 +33,10 @@ from drifttui.core.model.loading import load_onnx, load_torch_model, new_workdir
 from drifttui.core.prepare.local import LocalGraph, build_local_graph
 from drifttui.core.prepare.plan.mapping import build_plan
 from drifttui.core.prepare.plan.plan import Plan
-from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
+from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, no_progress
 from drifttui.core.result import Config
 from drifttui.core.model.spec import InputSpec, parse_input_spec, parse_model_spec
-from drifttui.core.model.units import human
+from drifttui.core.base.units import human
 from drifttui.core.prepare.budget import Budget, plan_budget, window_note
 from drifttui.core.prepare.windows import Window, attach_local, plan_windows
 from drifttui.errors import ModelError
@@ -198,7 +198,7 @@ def _load(cfg: Config, workdir: Path, progress: ProgressFn, timings: dict[str, f
     spec = parse_model_spec(cfg.model)
     example = None
     if spec.kind == "example":
-        from drifttui.examples import get_example   # lazy: only an example: spec needs the examples
+        from drifttui.core.model.examples import get_example   # lazy: only an example: spec needs the examples
 
         example = get_example(spec.example or "")
     model = load_torch_model(spec, trust=cfg.trust_model_file)

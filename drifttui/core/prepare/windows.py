@@ -15,11 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from drifttui.core.dtypes import ITEMSIZE
+from drifttui.core.base.dtypes import ITEMSIZE
 
 
 from drifttui.core.runtime.torch_hooks import Call
-from drifttui.core.prepare.graph import GraphIndex
+from drifttui.core.onnx.graph import GraphIndex
 from drifttui.core.prepare.local import LocalGraph
 from drifttui.core.prepare.plan.plan import Plan
 

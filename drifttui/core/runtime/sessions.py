@@ -6,10 +6,10 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from drifttui.core.model.onnx_io import fits_inline, save_model
+from drifttui.core.onnx.io import fits_inline, save_model
 from drifttui.core.result import OPT_LEVELS
 from drifttui.core.runtime import cores
-from drifttui.core.runtime.weights import SharedWeights
+from drifttui.core.onnx.weights import SharedWeights
 from drifttui.errors import InputError, ModelError, first_line
 
 

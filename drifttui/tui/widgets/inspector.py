@@ -16,7 +16,7 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from drifttui.core.progress import Progress
+from drifttui.core.base.progress import Progress
 from drifttui.core.result import Result
 from drifttui.tui.layer_view import render_layer
 from drifttui.tui.widgets.plain_lines import plain_lines

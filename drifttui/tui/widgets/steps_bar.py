@@ -11,7 +11,7 @@ from typing import Optional
 from rich.text import Text
 from textual.widgets import Static
 
-from drifttui.core.progress import Progress
+from drifttui.core.base.progress import Progress
 from drifttui.core.result import Config, Step
 from drifttui.report.escape import terminal, terminal_data
 from drifttui.core.result import Config, Result, Step

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from drifttui.core.explain.causes.case import Case, origin_case
-from drifttui.core.explain.causes.evaluate import Eval, ort_error
-from drifttui.core.explain.causes.fx_localise import widen
-from drifttui.core.explain.causes.patches import PatchError, apply
-from drifttui.core.explain.causes.reexport import error_on
+from drifttui.core.explain.causes.locate.case import Case, origin_case
+from drifttui.core.explain.causes.locate.evaluate import Eval, ort_error
+from drifttui.core.explain.causes.locate.fx_localise import widen
+from drifttui.core.onnx.edit.patches import PatchError, apply
+from drifttui.core.explain.causes.propose.reexport import error_on
 
 FRESH = 2
 

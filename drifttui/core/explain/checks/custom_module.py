@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from drifttui.core.explain.checks.dtype import rounded_kind
-from drifttui.core.prepare.graph import elem_type_name, tensor_array
+from drifttui.core.onnx.graph import elem_type_name, tensor_array
 from drifttui.core.result import FUSED, NOT_EXPORTED, Finding
 from drifttui.core.explain.context import Context, clean
 

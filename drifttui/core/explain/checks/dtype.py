@@ -13,9 +13,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.dtypes import ELEM_OF
+from drifttui.core.base.dtypes import ELEM_OF
 
-from drifttui.core.prepare.graph import elem_type_name, tensor_array
+from drifttui.core.onnx.graph import elem_type_name, tensor_array
 from drifttui.core.result import Finding
 from drifttui.core.explain.context import Context, clean
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drifttui.core.prepare.graph import tensor_array
+from drifttui.core.onnx.graph import tensor_array
 from drifttui.core.model.inputs import flatten
 from drifttui.core.result import Finding
 from drifttui.core.explain.context import Context, clean

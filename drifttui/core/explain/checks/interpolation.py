@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from drifttui.core.prepare.graph import attribute_values, tensor_array
+from drifttui.core.onnx.graph import attribute_values, tensor_array
 from drifttui.core.result import Finding
 from drifttui.core.explain.context import Context, clean
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from drifttui.core.prepare.graph import attribute_values, tensor_array
+from drifttui.core.onnx.graph import attribute_values, tensor_array
 from drifttui.core.result import Finding
 from drifttui.core.explain.context import Context, clean
 

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from drifttui.core.runtime.torch_hooks import Hooks, Sink, hookable, to_numpy
-from drifttui.core.metrics import compare
+from drifttui.core.base.metrics import compare
 from drifttui.core.result import Step, display_name
 from drifttui.core.explain.context import Context, clean
 

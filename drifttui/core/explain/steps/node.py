@@ -10,7 +10,7 @@ from drifttui.core.result import NodeInfo, Step, display_name, own_op_types
 from drifttui.core.explain.context import Context, clean
 from drifttui.core.explain.findings import findings
 from drifttui.core.explain.sweep import opt_sweep
-from drifttui.core.prepare.graph import elem_type_name
+from drifttui.core.onnx.graph import elem_type_name
 
 TITLE = "The origin's ONNX node"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from drifttui.core.capture.shares import torch_tensors
-from drifttui.core.explain.causes.keep_list import search
+from drifttui.core.explain.causes.deliver.keep_list import search
 from drifttui.core.explain.context import Context, clean
 from drifttui.core.result import Result, Step
 

@@ -13,8 +13,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.prepare.graph import tensor_array
-from drifttui.core.prepare.nbits import NBITS_OPS, dequantized
+from drifttui.core.onnx.graph import tensor_array
+from drifttui.core.onnx.nbits import NBITS_OPS, dequantized
 
 MIN_COS = 0.9              # a drifted weight still points the reference's way
 FLOAT_TYPES = (1, 10, 11, 16)

@@ -24,7 +24,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from drifttui.core.runtime.torch_hooks import Call
-from drifttui.core.prepare.graph import GraphIndex
+from drifttui.core.onnx.graph import GraphIndex
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.result import OK
 

@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from drifttui.core.runtime.torch_hooks import Call
 from drifttui.core.prepare.plan.folding import Fold, fused_into, torchscript_folds
-from drifttui.core.prepare.graph import DYNAMO, TORCHSCRIPT, GraphIndex
+from drifttui.core.onnx.graph import DYNAMO, TORCHSCRIPT, GraphIndex
 from drifttui.core.prepare.plan.pairing import (Resolver, dtype_ok, pair_by_content, pair_outputs, scopeless_adoptions,
                                                shape_ok)
 from drifttui.core.prepare.plan.plan import CallMap, Plan

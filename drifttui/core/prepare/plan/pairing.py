@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
-from drifttui.core.dtypes import ELEM_OF
+from drifttui.core.base.dtypes import ELEM_OF
 
 from drifttui.core.runtime.torch_hooks import Call
-from drifttui.core.prepare.graph import GraphIndex
+from drifttui.core.onnx.graph import GraphIndex
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.result import UNMAPPED
 

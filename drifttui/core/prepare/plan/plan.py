@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from drifttui.core.result import OK, WEIGHT_NOT_THE_MODELS
-from drifttui.core.tolerance import bound
+from drifttui.core.base.tolerance import bound
 
 
 @dataclass

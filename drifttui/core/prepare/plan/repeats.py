@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from drifttui.core.prepare.graph import GraphIndex
+from drifttui.core.onnx.graph import GraphIndex
 
 
 def _components(index: GraphIndex, nodes: list[int]) -> list[list[int]]:

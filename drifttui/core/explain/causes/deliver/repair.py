@@ -1,0 +1,53 @@
+"""``drifttui repair``: the verified ONNX-level patches applied to a copy of the whole graph,
+then the whole model checked again, end to end (``Pipeline.recheck``).
+
+Only patches that verified on the origin's own nodes are applied (``Finding.verified``): a
+graph edit is applied to the copy; a verified re-export of the origin module is grafted into it
+(``graft.py``: the origin's nodes replaced by the re-export's graph).  The user's file is never touched: the CLI writes the copy through
+``report/outputs.py``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from drifttui.core.explain.causes.verify import Explanation
+from drifttui.core.onnx.edit.graft import GraftError, graft
+from drifttui.core.onnx.edit.patches import Patch, apply
+
+
+@dataclass
+class Repair:
+    model: Optional[Any]                      # the patched full model, None when nothing applied
+    applied: list[dict[str, Any]] = field(default_factory=list)
+    not_applicable: list[dict[str, Any]] = field(default_factory=list)   # verified, but not a graph edit
+    local_before: Optional[float] = None
+    local_after: Optional[float] = None
+
+
+def repair(full_model: Any, exp: Explanation) -> Repair:
+    specs = [f.patch for f in exp.findings if f.verified and f.patch]
+    trials = {repr(sorted(t.patch.spec.items(), key=str)): t for t in exp.verified}
+    out = Repair(None)
+    model = full_model
+    for spec in specs:
+        t = trials.get(repr(sorted(spec.items(), key=str)))
+        patch: Patch = t.patch if t is not None else Patch(dict(spec), "", "", "")
+        if not patch.applicable:
+            out.not_applicable.append(spec)
+            continue
+        if patch.graph_level:
+            model = apply(model, patch)
+        else:
+            try:
+                model = graft(model, patch.graft)
+            except GraftError as exc:
+                out.not_applicable.append({**spec, "why": str(exc)})
+                continue
+        out.applied.append(spec)
+        if t is not None:
+            out.local_after = t.after.max_abs if out.local_after is None else max(out.local_after, t.after.max_abs)
+    if out.applied:
+        out.model = model
+    out.local_before = exp.loc.ort.max_abs if exp.loc is not None else None
+    return out

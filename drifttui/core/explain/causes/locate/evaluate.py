@@ -1,0 +1,147 @@
+"""Run a :class:`~drifttui.core.explain.causes.locate.case.Case` in ONNX Runtime and in the ONNX reference
+implementation, measure its error against PyTorch, and localise the first node that goes wrong.
+
+``kind`` (docs/drift-catalogue.md): ``runtime`` when ``onnx.reference.ReferenceEvaluator`` (the
+spec's own implementation) agrees with PyTorch and ONNX Runtime does not; ``export`` when the
+graph itself computes something else than PyTorch (the reference evaluator drifts too);
+``model`` is decided by the patches (a weight or tensor attribute that differs); ``unknown``
+when the reference evaluator cannot run the nodes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.explain.causes.locate.localise_nodes import deviating, own_errors
+from drifttui.core.base.metrics import Stats, compare
+
+
+@dataclass
+class Eval:
+    max_abs: float
+    fails: bool
+    ok: bool = True                 # the model ran
+    error: str = ""
+
+
+@dataclass
+class Localisation:
+    ort: Eval
+    reference: Optional[Eval]
+    kind: str
+    first_node: Optional[str] = None      # first node whose ORT and reference values disagree
+    first_node_op: Optional[str] = None
+    node_diffs: list[dict[str, Any]] = field(default_factory=list)
+    own_errors: list[dict[str, Any]] = field(default_factory=list)   # runtime: each node fed correct inputs
+    note: str = ""
+    fx: Any = None                        # fx_localise.FxLocalisation: a dynamo file's nodes against torch
+
+
+def _session(model: Any, outputs: Optional[list[str]] = None) -> Any:
+    import onnx
+    import onnxruntime as ort
+
+    if outputs:
+        model = onnx.ModelProto.FromString(model.SerializeToString())
+        have = {o.name for o in model.graph.output}
+        for v in outputs:
+            if v not in have:
+                model.graph.output.append(onnx.ValueInfoProto(name=v))
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.log_severity_level = 4      # fatal only: a failure is raised, and drifttui says it in one line
+    so.intra_op_num_threads = 1
+    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def run_ort(model: Any, feeds: dict[str, np.ndarray], outputs: Optional[list[str]] = None) -> dict[str, np.ndarray]:
+    names = outputs or [o.name for o in model.graph.output]
+    sess = _session(model, names)
+    inputs = {i.name for i in sess.get_inputs()}
+    vals = sess.run(names, {k: v for k, v in feeds.items() if k in inputs})
+    return dict(zip(names, vals))
+
+
+def run_reference(model: Any, feeds: dict[str, np.ndarray], intermediate: bool = False) -> dict[str, np.ndarray]:
+    from onnx.reference import ReferenceEvaluator
+
+    ref = ReferenceEvaluator(model)
+    names = set(ref.input_names)
+    got = ref.run(None, {k: v for k, v in feeds.items() if k in names}, intermediate=intermediate)
+    if intermediate:
+        return {k: np.asarray(v) for k, v in got.items()}
+    return dict(zip(ref.output_names, (np.asarray(v) for v in got)))
+
+
+def error(values: dict[str, np.ndarray], expected: dict[str, np.ndarray], atol: float, rtol: float) -> Eval:
+    total = Stats()
+    for name, want in expected.items():
+        if name not in values:
+            return Eval(float("inf"), True, False, f"no value for {name}")
+        total.add(compare(want, values[name], atol, rtol))
+    return Eval(total.max_abs, total.fails())
+
+
+def ort_error(case: Case, model: Any = None) -> Eval:
+    try:
+        vals = run_ort(model if model is not None else case.model, case.feeds, list(case.expected))
+    except Exception as exc:  # noqa: BLE001 - a patch that breaks the graph is a failed patch
+        return Eval(float("inf"), True, False, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+    return error(vals, case.expected, case.atol, case.rtol)
+
+
+def localise(case: Case) -> Localisation:
+    """ORT and the reference evaluator on the origin's nodes, node by node."""
+    node_outputs = [v for n in case.model.graph.node for v in n.output if v]
+    try:
+        ort_vals = run_ort(case.model, case.feeds, list(dict.fromkeys(list(case.expected) + node_outputs)))
+    except Exception as exc:  # noqa: BLE001
+        e = Eval(float("inf"), True, False, str(exc).splitlines()[0][:200])
+        return Localisation(e, None, "unknown", note=f"ONNX Runtime could not run the origin's nodes: {e.error}")
+    ort_eval = error(ort_vals, case.expected, case.atol, case.rtol)
+    try:
+        ref_vals = run_reference(case.model, case.feeds, intermediate=True)
+    except Exception as exc:  # noqa: BLE001 - the reference implementation lacks some (contrib) ops
+        return Localisation(ort_eval, None, "unknown",
+                            note=f"the ONNX reference evaluator could not run these nodes "
+                                 f"({type(exc).__name__}: {str(exc).splitlines()[0][:160]})")
+    ref_eval = error(ref_vals, case.expected, case.atol, case.rtol)
+    loc = Localisation(ort_eval, ref_eval, "unknown")
+    for n in case.model.graph.node:
+        for v in n.output:
+            if not v or v not in ort_vals or v not in ref_vals:
+                continue
+            a, b = ort_vals[v], ref_vals[v]
+            if a.dtype.kind not in "fiub" or np.shape(a) != np.shape(b):
+                continue
+            st = compare(b.astype(np.float32), a.astype(np.float32), case.atol, case.rtol)
+            loc.node_diffs.append({"node": n.name, "op_type": n.op_type, "value": v, "ort_vs_reference": st.max_abs})
+            if st.fails() and loc.first_node is None:
+                loc.first_node, loc.first_node_op = n.name, n.op_type
+    if ort_eval.fails and not ref_eval.fails:
+        loc.kind = "runtime"
+        loc.note = ("the ONNX reference implementation matches PyTorch on these nodes and ONNX Runtime does not"
+                    + (f": first divergent node {loc.first_node} ({loc.first_node_op})" if loc.first_node else ""))
+        _own(case, loc, {**case.feeds, **ref_vals})
+    elif ort_eval.fails and ref_eval.fails:
+        loc.kind = "export"
+        loc.note = ("the ONNX reference implementation computes the same as ONNX Runtime: the graph itself "
+                    "computes something else than PyTorch")
+    return loc
+
+
+def _own(case: Case, loc: Localisation, ref_vals: dict[str, np.ndarray]) -> None:
+    """The deviating kernel by its own error (each node fed the reference evaluator's inputs), not the
+    node that amplifies an upstream error (a Log after a Sigmoid that returns 0)."""
+    errs = own_errors(case.model, ref_vals, run_ort)
+    loc.own_errors = [{"node": e.node, "op_type": e.op_type, "own_abs": e.abs_err, "own_rel": e.rel_err}
+                      for e in errs]
+    dev = deviating(errs, case.atol)
+    if dev is None or dev.node == loc.first_node:
+        return
+    loc.note += (f" (accumulated error); {dev.node} ({dev.op_type}) is the first node whose own output is wrong, "
+                 f"fed the reference evaluator's inputs (relative error {dev.rel_err:.3g})")
+    loc.first_node, loc.first_node_op = dev.node, dev.op_type

@@ -1,0 +1,362 @@
+"""Node-level localisation of a dynamo file against torch, through the exporter's node <-> FX node
+correspondence.
+
+The dynamo exporter writes, on every ONNX node, the FX node it translated
+(``pkg.torch.onnx.fx_node``: ``%floor_divide : [...] = call_function[target=torch.ops.aten....]``),
+and names the ONNX value that carries an FX node's result after that node.  The origin module is
+exported with ``torch.export`` on its captured inputs and decomposed as the exporter decomposes it
+(``_prepare_exported_program_for_export``), its FX graph is run on those inputs, and its FX nodes
+are matched with the file's in order and by target (then by shape): every ONNX value named after an
+FX node gets the torch value of that node.
+
+Each FX node's ONNX nodes (its *group*: ``Exp, Exp, Add, Log`` for one ``aten.logaddexp``) are then
+run alone in ONNX Runtime, fed the torch values of their inputs, and compared with the FX node's
+torch value: the first group over the tolerance by its *own* error is the wrong node (when none is,
+downstream nodes amplify a small error: the group with the largest own relative error over
+``REL_LOW``).  ``accumulated`` is the first value whose ONNX Runtime value, on the case's torch-side
+feeds, fails against torch: it shows a drift the case's own outputs miss (a child module fed
+torch's value of a wrong input).
+
+A file without that metadata (TorchScript, or a file the optimizer stripped) gets None: the
+re-export alignment of ``localise_nodes.align`` stays its witness.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from drifttui.core.explain.causes.locate.case import Case, call_io, hooked_inner
+from drifttui.core.explain.causes.locate.evaluate import run_ort
+from drifttui.core.base.metrics import compare
+from drifttui.core.model.export import quiet
+from drifttui.core.runtime.torch_hooks import to_numpy
+
+FX_KEY = "pkg.torch.onnx.fx_node"
+MAX_GROUPS = 200                # FX nodes run alone per origin (one small ORT session each)
+REL_LOW = 1e-3                  # own relative error that downstream nodes amplify (a right one is ~1e-6)
+_FX = re.compile(r"^%(\S+) : .*?= (\w+)\[target=(.+?)\]\(")
+
+
+@dataclass
+class FxNode:
+    """One FX node of the file and the ONNX nodes that compute it."""
+    name: str                   # the FX node's name in the file (the ONNX value named after it)
+    target: str                 # aten.logaddexp.default
+    nodes: list[str]
+    op_types: list[str]
+    own_abs: float = 0.0        # fed torch's values of its inputs
+    own_rel: float = 0.0
+    fails: bool = False
+    nonfinite: bool = False     # inf/NaN where torch's value differs
+
+
+@dataclass
+class FxLocalisation:
+    groups: list[FxNode]
+    torch_values: dict[str, np.ndarray]     # ONNX value -> torch's value of its FX node
+    wrong: Optional[FxNode] = None
+    amplified: bool = False                 # no node over the tolerance on its own: the largest own error
+    accumulated: Optional[str] = None       # first value whose accumulated ORT value fails against torch
+    accumulated_abs: float = 0.0
+    matched: int = 0
+
+    def evidence(self) -> dict[str, Any]:
+        w = self.wrong
+        return {"fx_matched": self.matched,
+                "fx_wrong_node": None if w is None else {"fx_node": w.name, "target": w.target, "nodes": w.nodes,
+                                                         "op_types": w.op_types, "own_abs": w.own_abs,
+                                                         "own_rel": w.own_rel, "amplified": self.amplified},
+                "fx_own_errors": [{"fx_node": g.name, "target": g.target, "own_abs": g.own_abs, "own_rel": g.own_rel}
+                                  for g in self.groups][:40]}
+
+
+def fx_of(node: Any) -> Optional[tuple[str, str]]:
+    """(FX node name, target) the exporter recorded on an ONNX node, or None."""
+    text = next((p.value for p in node.metadata_props if p.key == FX_KEY), None)
+    m = _FX.match(text or "")
+    return None if m is None else (m.group(1), _target(m.group(3)))
+
+
+def fx_scalars(node: Any) -> list[Optional[float]]:
+    """The FX node's positional arguments as the exporter recorded them: a number, or None for a
+    value (``%mul``) or anything else."""
+    text = next((p.value for p in node.metadata_props if p.key == FX_KEY), "")
+    m = re.search(r"\(args = \((.*?)\), kwargs", text)
+    out: list[Optional[float]] = []
+    for a in (m.group(1).split(",") if m else []):
+        try:
+            out.append(float(a.strip()))
+        except ValueError:
+            out.append(None)
+    return out
+
+
+def _target(t: str) -> str:
+    return t[len("torch.ops."):] if t.startswith("torch.ops.") else t
+
+
+def has_fx(model: Any) -> bool:
+    return any(fx_of(n) is not None for n in model.graph.node)
+
+
+def _program(ctx: Any, module_name: str, module: Any, ins: list[Any]) -> Any:
+    """``module`` exported and decomposed as the dynamo exporter does it (the FX graph it translated);
+    one per module (ctx.cache)."""
+    import torch
+    from torch.onnx._internal.exporter import _core, _registration
+
+    key = f"causes:fx:program:{module_name}"
+    if key not in ctx.cache:
+        ctx.cache[key] = None           # a module torch.export cannot trace is not tried again
+        with quiet():
+            ep = torch.export.export(module, tuple(ins), strict=False)
+            ep = _core._prepare_exported_program_for_export(ep, registry=_registration.ONNXRegistry.from_torchlib())
+        ctx.cache[key] = ep.module()
+    if ctx.cache[key] is None:
+        raise RuntimeError("the origin module could not be exported with torch.export")
+    return ctx.cache[key]
+
+
+def torch_calls(ctx: Any, case: Case, prefix: str) -> list[list[Optional[float]]]:
+    """The numeric arguments of the origin module's FX calls whose target starts with ``prefix``
+    (e.g. ``aten.softplus``: x, beta, threshold), in call order: the torch side of a functional
+    call for a file without FX metadata (a TorchScript file); [] when torch.export cannot trace it."""
+    module = ctx.modules().get(case.module) if case.module else ctx.model
+    io = call_io(ctx, case)
+    if module is None or io is None:
+        return []
+    try:
+        gm = _program(ctx, case.module, module, io[0])
+    except Exception:  # noqa: BLE001 - no FX witness
+        return []
+    return [[float(a) if isinstance(a, (int, float)) and not isinstance(a, bool) else None for a in n.args]
+            for n in gm.graph.nodes if n.op == "call_function" and _target(str(n.target)).startswith(prefix)]
+
+
+def _program_values(gm: Any, ins: list[Any]) -> list[tuple[str, str, Any]]:
+    """(name, target, value) of each call_function node of the FX graph ``gm`` run on ``ins``."""
+    import torch
+
+    out: list[tuple[str, str, Any]] = []
+
+    class Record(torch.fx.Interpreter):
+        def run_node(self, n: Any) -> Any:
+            val = super().run_node(n)
+            if n.op == "call_function":
+                m = _FX.match(n.format_node() or "")
+                out.append((n.name, _target(m.group(3)) if m else str(n.target), val))
+            return val
+
+    with torch.no_grad():
+        Record(gm).run(*ins)
+    return out
+
+
+def _torch_values(ctx: Any, case: Case, shapes: dict[str, tuple]) -> Optional[tuple[list[FxNode], dict[str, np.ndarray]]]:
+    module = ctx.modules().get(case.module) if case.module else ctx.model
+    io = call_io(ctx, case)
+    if module is None or io is None:
+        return None
+    try:
+        program = _program_values(_program(ctx, case.module, module, io[0]), io[0])
+    except Exception:  # noqa: BLE001 - a module torch.export cannot trace: no FX witness
+        return None
+    groups = _groups(case.model)
+    return groups, {k: to_numpy(v) for k, v in _match(groups, program, shapes).items()}
+
+
+def _match(groups: list[FxNode], program: list[tuple[str, str, Any]], shapes: dict[str, tuple]) -> dict[str, Any]:
+    """The file's FX node name -> torch value, matched in order by target, kept when the shapes agree."""
+    got: dict[str, Any] = {}
+    j = 0
+    for g in groups:
+        k = next((i for i in range(j, len(program)) if program[i][1] == g.target), None)
+        if k is None:
+            continue
+        j = k + 1
+        val = program[k][2]
+        if hasattr(val, "shape") and (g.name not in shapes or tuple(val.shape) == shapes[g.name]):
+            got[g.name] = val
+    return got
+
+
+def _groups(model: Any) -> list[FxNode]:
+    by: dict[str, FxNode] = {}
+    for n in model.graph.node:
+        fx = fx_of(n)
+        if fx is None or n.op_type == "Constant":
+            continue
+        g = by.setdefault(fx[0], FxNode(fx[0], fx[1], [], []))
+        g.nodes.append(n.name)
+        g.op_types.append(n.op_type)
+    return list(by.values())
+
+
+def _as(arr: np.ndarray, like: Optional[np.ndarray]) -> np.ndarray:
+    return arr.astype(like.dtype) if like is not None and arr.dtype != like.dtype else arr
+
+
+def _group_model(model: Any, names: set[str], feeds: dict[str, np.ndarray], outs: list[str]) -> Any:
+    import onnx
+    from onnx import helper
+
+    nodes = [n for n in model.graph.node if n.name in names or n.op_type == "Constant"]
+    inits = {t.name: t for t in model.graph.initializer}
+    read = {v for n in nodes for v in n.input if v}
+    g = helper.make_graph(nodes, "drifttui_fx_node",
+                          [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape))
+                           for k, a in feeds.items()],
+                          [onnx.ValueInfoProto(name=v) for v in outs], [inits[v] for v in read if v in inits])
+    m = helper.make_model(g, opset_imports=list(model.opset_import), ir_version=model.ir_version)
+    m.functions.extend(model.functions)
+    return m
+
+
+def _floored_rel(want: np.ndarray, got: np.ndarray) -> float:
+    """max |want - got| / (|want| + 1% of max |want|): a relative error that near-zero elements
+    (a Gemm's cancellations) cannot blow up; inf where a non-finite value differs."""
+    w, g = want.astype(np.float64), got.astype(np.float64)
+    same = (w == g) | (np.isnan(w) & np.isnan(g))
+    if not (np.isfinite(w[~same]).all() and np.isfinite(g[~same]).all()):
+        return float("inf")
+    fin = np.isfinite(w)
+    if not fin.any():
+        return 0.0
+    floor = 1e-2 * float(np.abs(w[fin]).max()) + float(np.finfo(np.float32).tiny)
+    d = np.where(same, 0.0, np.abs(w - g))
+    return float((d[fin] / (np.abs(w[fin]) + floor)).max())
+
+
+def _own(case: Case, g: FxNode, tv: dict[str, np.ndarray], ort_vals: dict[str, np.ndarray]) -> bool:
+    """Run ``g``'s ONNX nodes alone fed torch's values; False when they cannot be run."""
+    names = set(g.nodes)
+    mine = [n for n in case.model.graph.node if n.name in names]
+    produced = {v for n in mine for v in n.output if v}
+    static = {t.name for t in case.model.graph.initializer} | {
+        v for n in case.model.graph.node if n.op_type == "Constant" for v in n.output}
+    feeds: dict[str, np.ndarray] = {}
+    for n in mine:
+        for v in n.input:
+            if not v or v in produced or v in static or v in feeds:
+                continue
+            src = tv.get(v, case.feeds.get(v, ort_vals.get(v)))
+            if src is None:
+                return False
+            feeds[v] = _as(np.asarray(src), ort_vals.get(v, case.feeds.get(v)))
+    outs = [v for v in produced if v in tv and v in ort_vals]
+    if not outs:
+        return False
+    try:
+        got = run_ort(_group_model(case.model, names, feeds, outs), feeds, outs)
+    except Exception:  # noqa: BLE001 - a group that does not run alone (a function, a shape op)
+        return False
+    for v in outs:
+        want = _as(np.asarray(tv[v]), ort_vals[v])
+        if np.shape(got[v]) != np.shape(want) or want.dtype.kind not in "fiub":
+            continue
+        st = compare(want, got[v], case.atol, case.rtol)
+        g.own_abs = max(g.own_abs, float(st.max_abs))
+        g.own_rel = max(g.own_rel, _floored_rel(want, got[v]))
+        g.nonfinite = g.nonfinite or g.own_rel == float("inf")
+        g.fails = g.fails or st.fails()
+    return True
+
+
+def fx_localise(ctx: Any, case: Case) -> Optional[FxLocalisation]:
+    """The file's wrong node inside the origin by its own error against torch, or None when the file
+    carries no FX correspondence or the origin's FX graph cannot be run."""
+    if not has_fx(case.model):
+        return None
+    try:
+        ort_vals = run_ort(case.model, case.feeds, [v for n in case.model.graph.node for v in n.output if v])
+    except Exception:  # noqa: BLE001 - localise says why ORT cannot run the case
+        return None
+    got = _torch_values(ctx, case, {k: tuple(np.shape(v)) for k, v in ort_vals.items()})
+    if got is None:
+        return None
+    groups, tv = got
+    loc = FxLocalisation([], tv, matched=len(tv))
+    for g in groups[:MAX_GROUPS]:
+        if _own(case, g, tv, ort_vals):
+            loc.groups.append(g)
+    loc.wrong = next((g for g in loc.groups if g.fails), None)
+    if loc.wrong is None:
+        top = max(loc.groups, key=lambda g: g.own_rel, default=None)
+        if top is not None and top.own_rel > REL_LOW:
+            loc.wrong, loc.amplified = top, True
+    for g in groups:
+        v = g.name
+        if v in tv and v in ort_vals and np.shape(tv[v]) == np.shape(ort_vals[v]) and tv[v].dtype.kind in "fiub":
+            st = compare(_as(tv[v], ort_vals[v]), ort_vals[v], case.atol, case.rtol)
+            if st.fails():
+                loc.accumulated, loc.accumulated_abs = v, float(st.max_abs)
+                break
+    return loc
+
+
+WIDEN = "causes:fx:widen"        # ctx.cache: the value widen() adds to every sample's case
+
+
+def inner_torch_values(ctx: Any, case: Case) -> dict[str, np.ndarray]:
+    """Torch's values of the case's inner ONNX values: through the FX correspondence for a dynamo
+    file, else those the hooks capture (a child module's input)."""
+    got = _torch_values(ctx, case, {}) if has_fx(case.model) else None
+    return got[1] if got is not None else hooked_inner(ctx, case)
+
+
+def first_failing_inner(ctx: Any, case: Case) -> Optional[str]:
+    """The first inner value (in node order) whose ONNX Runtime value on the case's feeds fails
+    against torch's, or None."""
+    tv = inner_torch_values(ctx, case)
+    names = [v for n in case.model.graph.node for v in n.output if v in tv]
+    if not names:
+        return None
+    try:
+        vals = run_ort(case.model, case.feeds, names)
+    except Exception:  # noqa: BLE001 - localise says why ORT cannot run the case
+        return None
+    for v in names:
+        want = _as(np.asarray(tv[v]), vals[v])
+        if np.shape(want) == np.shape(vals[v]) and want.dtype.kind in "fiub" and \
+                compare(want, vals[v], case.atol, case.rtol).fails():
+            return v
+    return None
+
+
+def widen(ctx: Any, case: Case, value: Optional[str] = None) -> Case:
+    """``case`` that also compares ``value`` (default: the one the worst sample's case got) with torch's
+    value (inner_torch_values): the drift the case's outputs miss when a child module of the origin is
+    fed torch's value of a wrong input.  The case unchanged when there is none or it cannot be computed."""
+    import dataclasses
+
+    import onnx
+
+    value = value or ctx.cache.get(WIDEN)
+    if not value or value in case.expected:
+        return case
+    tv = inner_torch_values(ctx, case)
+    if value not in tv:
+        return case
+    model = onnx.ModelProto.FromString(case.model.SerializeToString())
+    model.graph.output.append(onnx.ValueInfoProto(name=value))
+    ctx.cache[WIDEN] = value
+    return dataclasses.replace(case, model=model, expected={**case.expected, value: tv[value]})
+
+
+def describe(fx: FxLocalisation, module: str) -> str:
+    """What the wrong node computes, in words (the finding's message when no patch tells more)."""
+    w = fx.wrong
+    assert w is not None
+    where = module or "(root)"
+    ops = ", ".join(f"{o} {n}" for o, n in zip(w.op_types, w.nodes))
+    if fx.amplified:
+        return (f"{ops} (torch's {w.target}, FX node {w.name}) compute(s) {w.target.split('.')[1]} less accurately "
+                f"than torch: fed torch's values of its inputs, its own relative error is {w.own_rel:.3g} (every "
+                f"other node of {where} ~1e-7), and the nodes after it amplify it past the tolerance")
+    err = ("it returns inf or NaN where torch's value is finite" if w.nonfinite else
+           f"its own error is {w.own_abs:.3g}")
+    return (f"{ops} (torch's {w.target}, FX node {w.name}) compute(s) something else than torch: fed torch's "
+            f"values of its inputs, {err}, the first node of {where} over the tolerance on its own")

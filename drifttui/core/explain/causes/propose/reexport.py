@@ -1,0 +1,200 @@
+"""Re-export patches: the origin module alone, exported on its captured inputs.
+
+If the origin module, exported by itself with the other exporter (or, for a file the user
+gave, with today's exporters on the runtime input shapes), computes what torch computes in
+ONNX Runtime, the cause is the export path of the file under test and the fix names the
+export that works.  Costs one small export per variant; tried only when no graph patch
+verifies.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from drifttui.core.explain.causes.propose.candidates import module_eps
+from drifttui.core.explain.causes.locate.case import Case, call_io
+from drifttui.core.explain.causes.locate.evaluate import Eval, error, run_ort
+from drifttui.core.explain.causes.locate.fx_localise import describe
+from drifttui.core.onnx.edit.graft import Graft
+from drifttui.core.explain.causes.locate.localise_nodes import align
+from drifttui.core.onnx.edit.patches import Patch
+from drifttui.core.model.export import export_model
+from drifttui.core.result import display_name
+from drifttui.errors import DriftTuiError
+
+
+def variants(ctx: Any) -> list[tuple[str, str]]:
+    """(exporter, why) to try: the other exporter, or both for a file the user exported."""
+    if ctx.cfg.onnx:
+        return [("dynamo", "today's dynamo exporter on the runtime input shapes"),
+                ("torchscript", "the TorchScript exporter on the runtime input shapes")]
+    other = "torchscript" if ctx.cfg.exporter == "dynamo" else "dynamo"
+    return [(other, f"the {other} exporter")]
+
+
+def try_reexport(ctx: Any, case: Case, exporter: str, why: str, loc: Any = None) -> tuple[Optional[Patch], Eval]:
+    module = ctx.modules().get(case.module)
+    io = call_io(ctx, case)
+    if module is None or io is None:
+        return None, Eval(float("inf"), True, False, "the origin's inputs could not be captured")
+    ins, outs = io
+    with tempfile.TemporaryDirectory(prefix="drifttui-reexport-") as d:
+        try:
+            path = export_model(module, tuple(ins), {}, exporter, Path(d), "origin.onnx")
+            import onnx
+
+            model = onnx.load(str(path))
+        except (DriftTuiError, Exception) as exc:  # noqa: BLE001 - a module that does not export alone
+            return None, Eval(float("inf"), True, False, str(exc)[:200])
+    ev = _run(model, ins, outs, case)
+    if not ev.ok:
+        return None, ev
+    feeds_names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    feeds = {n: t.detach().cpu().numpy() for n, t in zip(feeds_names, ins)}
+    opset = next((i.version for i in model.opset_import if i.domain in ("", "ai.onnx")), None)
+    spec = {"op": "reexport", "module": case.module, "exporter": exporter, "opset": opset,
+            "input_shapes": [list(t.shape) for t in ins]}
+    fx = getattr(loc, "fx", None)
+    wrong = fx.wrong if fx is not None and getattr(loc, "kind", "") != "runtime" else None
+    if wrong is not None:       # a dynamo file: its FX values named the wrong node (fx_localise)
+        node = next(n for n in case.model.graph.node if n.name == wrong.nodes[-1])
+        check, said = _fx_story(case, module, fx, ctx)
+    else:
+        node = mistranslated(case, model, feeds) if ev.ok and not ev.fails else None
+        check, said = _story(case, module, node, ctx)
+    patch = Patch(spec, check, f"{said}{display_name(case.module)} exported alone with {why} (opset {opset}) computes what "
+                  "torch computes", f"export with --exporter {exporter}" + (f" at opset {opset}" if opset else "")
+                  + (" and dynamic shapes for the sizes that change at run time" if ctx.cfg.onnx else "")
+                  + " (`drifttui repair` grafts that export into the file)",
+                  "export", module=case.module,
+                  nodes=list(wrong.nodes) if wrong is not None else [node.name] if node is not None else [],
+                  graft=_graft(ctx, case, model, list(feeds.values())))
+    return patch, ev
+
+
+_CLASS = {"Resize": "interpolation", "Upsample": "interpolation", "AveragePool": "padding", "Pad": "padding",
+          "MaxPool": "padding", "LayerNormalization": "normalization", "BatchNormalization": "normalization",
+          "InstanceNormalization": "normalization", "GroupNormalization": "normalization", "Cast": "dtype",
+          "Div": "dtype"}
+
+
+def _story(case: Case, module: Any, node: Any, ctx: Any) -> tuple[str, str]:
+    """(class, what the file gets wrong) for a verified re-export: an epsilon of the module held by a
+    constant of the file, the one node where the values part from the re-export's, or neither."""
+    eps = _eps_constant(case, module)
+    if eps is not None:
+        value, name, reader = eps
+        return "normalization", (f"the file applies {case.module}'s eps={value:g} (constant {name} read by "
+                                 f"{reader.op_type} {reader.name}) otherwise than torch; ")
+    lost = _dropped_eps(case, module)
+    if lost is not None:
+        at = f" (the first node whose value the re-export never computes: {node.op_type} {node.name})" if node else ""
+        return "normalization", (f"{type(lost[1]).__name__} {case.module}'s eps={lost[0]:g} is in no constant or "
+                                 f"attribute of the file: the export dropped it{at}; ")
+    if node is not None:
+        return _CLASS.get(node.op_type, "op-compat"), (
+            f"{node.op_type} {node.name} computes something else than torch: the one node of "
+            f"{case.module or '(root)'} whose value the re-export never computes while its inputs match; ")
+    return ("versions" if ctx.cfg.onnx else "op-compat"), ""
+
+
+def _fx_story(case: Case, module: Any, fx: Any, ctx: Any) -> tuple[str, str]:
+    """(class, what the file gets wrong) from the node the FX values name as wrong (an epsilon held
+    by a constant of the file still says so first)."""
+
+    eps = _eps_constant(case, module)
+    if eps is not None:
+        return _story(case, module, None, ctx)
+    ops = fx.wrong.op_types
+    return (next((_CLASS[o] for o in ops if o in _CLASS), "op-compat"), describe(fx, case.module) + "; ")
+
+
+def _eps_constant(case: Case, module: Any) -> Optional[tuple[float, str, Any]]:
+    from onnx import numpy_helper
+
+    want = module_eps(module)
+    if not want:
+        return None
+    consts = {t.name: numpy_helper.to_array(t) for t in case.model.graph.initializer if t.ByteSize() < 512}
+    for n in case.model.graph.node:
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].HasField("t"):
+            consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+    for n in case.model.graph.node:
+        for v in n.input:
+            arr = consts.get(v)
+            if arr is None or arr.size != 1 or arr.dtype.kind != "f":
+                continue
+            x = float(arr.ravel()[0])
+            hit = next((e for e in want if abs(x - e) <= 1e-6 * e or abs(x - e * e) <= 1e-6 * e * e), None)
+            if hit is not None:
+                return hit, v, n
+    return None
+
+
+def _dropped_eps(case: Case, module: Any) -> Optional[tuple[float, Any]]:
+    """(eps, the module holding it) when a module of the origin has an eps that neither a constant
+    nor an ``epsilon`` attribute of the case holds (TorchScript drops PairwiseDistance's)."""
+    if module is None:
+        return None
+    from onnx import helper
+
+    held = [float(helper.get_attribute_value(a)) for n in case.model.graph.node for a in n.attribute
+            if a.name == "epsilon"]
+    for m in module.modules():
+        e = getattr(m, "eps", None)
+        if not isinstance(e, (int, float)) or isinstance(e, bool) or e <= 0 or "BatchNorm" in type(m).__name__:
+            continue                 # a BatchNorm's eps is folded into the Conv before it
+        if _eps_constant(case, m) is None and not any(abs(h - e) <= 1e-6 * e for h in held):
+            return float(e), m
+    return None
+
+
+def mistranslated(case: Case, witness: Any, witness_feeds: dict[str, np.ndarray]) -> Optional[Any]:
+    """The origin's node the verified re-export (a graph that computes what torch computes) says
+    is wrong: aligned by values, both fed the torch-side inputs (localise_nodes.align)."""
+    try:
+        mine = run_ort(case.model, case.feeds, [v for n in case.model.graph.node for v in n.output if v])
+        theirs = run_ort(witness, witness_feeds, [v for n in witness.graph.node for v in n.output if v])
+    except Exception:  # noqa: BLE001 - no story, the re-export still verifies
+        return None
+    return align(case.model, mine, case.feeds, theirs, [o.name for o in witness.graph.output], case.atol,
+                 case.rtol)
+
+
+def _graft(ctx: Any, case: Case, model: Any, arrays: list[np.ndarray]) -> Any:
+    """How ``repair`` puts the re-export into the file: the file's value of each call input and
+    output ("" when the file has none: then it cannot be grafted), the origin's nodes to replace."""
+    cm = ctx.plan.calls[case.call]
+    inputs = [cm.inputs.get(k) or _same_value(case, arrays[k]) or "" for k in range(len(arrays))]
+    outputs = [cm.outputs.get(k, "") for k in range(len(model.graph.output))]
+    return Graft(model, inputs, outputs, list(case.nodes))
+
+
+def _same_value(case: Case, arr: np.ndarray) -> Optional[str]:
+    """The origin's input value that holds ``arr`` (a call input the plan ties to another call's
+    output carries the same torch tensor)."""
+    hits = [k for k, v in case.feeds.items() if v.shape == arr.shape and np.array_equal(v, arr)]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _run(model: Any, ins: list[Any], outs: list[np.ndarray], case: Case) -> Eval:
+    feeds_names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    feeds = {n: t.detach().cpu().numpy() for n, t in zip(feeds_names, ins)}
+    try:
+        got = run_ort(model, feeds)
+    except Exception as exc:  # noqa: BLE001
+        return Eval(float("inf"), True, False, str(exc)[:200])
+    names = [o.name for o in model.graph.output]
+    return error({f"o{k}": got[n] for k, n in enumerate(names)}, {f"o{k}": a for k, a in enumerate(outs)},
+                 case.atol, case.rtol)
+
+
+def error_on(ctx: Any, case: Case, patch: Patch) -> Optional[Eval]:
+    """The re-export of ``patch`` run on ``case``'s sample (its torch-side call inputs and outputs)."""
+    io = call_io(ctx, case)
+    if io is None or patch.graft is None:
+        return None
+    return _run(patch.graft.model, io[0], io[1], case)

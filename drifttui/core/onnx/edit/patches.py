@@ -1,0 +1,291 @@
+"""Patches: machine-readable edits of ONNX nodes, applied to a copy of a model.
+
+``Patch.spec`` is plain JSON (it goes into ``Finding.patch``)::
+
+    {"op": "set_attribute", "node": "n", "name": "coordinate_transformation_mode", "value": "half_pixel"}
+    {"op": "replace_initializer", "name": "w", "source": "torch parameter conv.weight"}
+    {"op": "remove_cast", "node": "n"}                       # the Cast becomes an Identity
+    {"op": "replace_constant", "name": "v", "value": [...]}  # an initializer or Constant output
+    {"op": "replace_constant", "name": "v", "node": "n", "input": 1, "value": 0.25}
+                                  # that node's input only (constants.py: a functional constant)
+    {"op": "rewrite", "node": "n", "rewrite": "floor_div"}   # integer Div -> floor division
+    {"op": "rewrite", "node": "n", "rewrite": "resize_opset11", "mode": "half_pixel"}
+    {"op": "rewrite", "node": "n", "rewrite": "clip_bounds", "max": 6.0, "dtype": "float32"}
+                                  # only the bounds named change; None: unbounded
+    {"op": "rewrite", "node": "n", "rewrite": "floor_cast"}  # and the others of rewrites.py
+    {"op": "rewrite", "node": "n", "rewrite": "workaround", "form": "log_sigmoid"}  # workarounds.py
+    {"op": "rewrite", "node": "n", "rewrite": "resize_gather", "rule": "nearest", "in_shape": [..],
+     "out_shape": [..], "scales": None}      # resize_gather.py: nearest Resize -> Gathers
+    {"op": "reexport", "exporter": "torchscript", "opset": 18, "module": "m"}
+                                  # applied by grafting Patch.graft (graft.py) into the file
+
+Arrays too big for JSON (a replaced weight) travel in ``Patch.payload``; ``spec`` then says
+where the values come from.  ``apply(model, patch)`` never edits its argument.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from drifttui.core.onnx.edit.resize_gather import apply_resize_gather
+from drifttui.core.onnx.edit.rewriting import APPLY, input_dtype
+from drifttui.core.onnx.edit.stable_forms import apply_expm1, apply_log1p, apply_logaddexp
+from drifttui.core.onnx.edit.ort_workarounds import apply_workaround
+
+GRAPH_OPS = ("set_attribute", "replace_initializer", "remove_cast", "replace_constant", "rewrite")
+
+
+@dataclass
+class Patch:
+    spec: dict[str, Any]
+    check: str                                  # drift class it would confirm
+    why: str                                    # one line: what the patch says about the cause
+    fix: str                                    # what the user should change
+    kind: str = "export"                        # runtime | export | model: what a success means
+    payload: Optional[np.ndarray] = None
+    module: Optional[str] = None
+    nodes: list[str] = field(default_factory=list)
+    graft: Optional[Any] = None                 # reexport: the graft.Graft that repair applies
+
+    @property
+    def graph_level(self) -> bool:
+        return self.spec.get("op") in GRAPH_OPS
+
+    @property
+    def applicable(self) -> bool:
+        """``repair`` can apply it to the file: a graph edit, or a re-export it can graft."""
+        return self.graph_level or (self.graft is not None and all(self.graft.inputs))
+
+
+class PatchError(Exception):
+    pass
+
+
+def _node(model: Any, name: str) -> Any:
+    for n in model.graph.node:
+        if n.name == name:
+            return n
+    raise PatchError(f"no node named {name!r}")
+
+
+def _copy(model: Any) -> Any:
+    import onnx
+
+    return onnx.ModelProto.FromString(model.SerializeToString())
+
+
+def apply(model: Any, patch: Patch) -> Any:
+    """A patched copy of ``model``; PatchError when the patch does not fit it."""
+    op = patch.spec.get("op")
+    fn = _APPLY.get(op or "")
+    if fn is None:
+        raise PatchError(f"patch op {op!r} is not a graph edit")
+    out = _copy(model)
+    fn(out, patch)
+    return out
+
+
+def _set_attribute(model: Any, p: Patch) -> None:
+    from onnx import helper
+
+    node = _node(model, p.spec["node"])
+    name, value = p.spec["name"], p.spec["value"]
+    keep = [a for a in node.attribute if a.name != name]
+    del node.attribute[:]
+    node.attribute.extend(keep)
+    if value is not None:
+        node.attribute.append(helper.make_attribute(name, value))
+
+
+def _set_tensor(model: Any, name: str, arr: np.ndarray) -> None:
+    from onnx import numpy_helper
+
+    for t in model.graph.initializer:
+        if t.name == name:
+            t.CopyFrom(numpy_helper.from_array(arr.astype(numpy_helper.to_array(t).dtype), name))
+            return
+    for n in model.graph.node:
+        if n.op_type == "Constant" and name in n.output:
+            for a in n.attribute:
+                if a.name == "value":
+                    a.t.CopyFrom(numpy_helper.from_array(arr.astype(numpy_helper.to_array(a.t).dtype), name))
+                    return
+    raise PatchError(f"no initializer or Constant named {name!r}")
+
+
+def _replace_initializer(model: Any, p: Patch) -> None:
+    if p.payload is None:
+        raise PatchError("replace_initializer needs the new values")
+    _set_tensor(model, p.spec["name"], p.payload)
+
+
+def _replace_constant(model: Any, p: Patch) -> None:
+    arr = p.payload if p.payload is not None else np.asarray(p.spec["value"])
+    if "input" not in p.spec:
+        _set_tensor(model, p.spec["name"], arr)
+        return
+    # one node's input only (constants.py): a constant shared with other nodes keeps its value there
+    from onnx import helper, numpy_helper
+
+    node, pos = _node(model, p.spec["node"]), int(p.spec["input"])
+    if pos >= len(node.input) or node.input[pos] != p.spec["name"]:
+        raise PatchError(f"{node.name} does not read {p.spec['name']!r} as input {pos}")
+    t = _tensor(model, p.spec["name"])
+    fresh = numpy_helper.from_array(np.asarray(arr, dtype=helper.tensor_dtype_to_np_dtype(t.data_type))
+                                    .reshape(tuple(t.dims)), f"{p.spec['name']}__drifttui_{node.name}")
+    model.graph.initializer.append(fresh)
+    node.input[pos] = fresh.name
+
+
+def _tensor(model: Any, name: str) -> Any:
+    """The initializer or Constant tensor named ``name``."""
+    for t in model.graph.initializer:
+        if t.name == name:
+            return t
+    for n in model.graph.node:
+        if n.op_type == "Constant" and name in n.output:
+            for a in n.attribute:
+                if a.name == "value":
+                    return a.t
+    raise PatchError(f"no initializer or Constant named {name!r}")
+
+
+def _remove_cast(model: Any, p: Patch) -> None:
+    node = _node(model, p.spec["node"])
+    if node.op_type != "Cast":
+        raise PatchError(f"{node.name} is not a Cast")
+    node.op_type = "Identity"
+    del node.attribute[:]
+
+
+def _rewrite(model: Any, p: Patch) -> None:
+    kind = p.spec.get("rewrite")
+    if kind == "floor_div":
+        _floor_div(model, p)
+    elif kind == "resize_opset11":
+        _resize_opset11(model, p)
+    elif kind == "clip_bounds":
+        _clip_bounds(model, p)
+    elif kind == "workaround":
+        _workaround(model, p)
+    elif kind in _rewrites():
+        _rewrites()[kind](model, p.spec)
+    else:
+        raise PatchError(f"unknown rewrite {kind!r}")
+
+
+def _rewrites() -> dict[str, Any]:
+
+    def wrapped(fn: Any) -> Any:
+        def run(model: Any, spec: dict[str, Any]) -> None:
+            try:
+                fn(model, spec)
+            except ValueError as exc:
+                raise PatchError(str(exc)) from exc
+        return run
+
+    return {k: wrapped(fn) for k, fn in {**APPLY, "resize_gather": apply_resize_gather, "log1p": apply_log1p,
+                                                         "expm1": apply_expm1, "logaddexp": apply_logaddexp}.items()}
+
+
+def _workaround(model: Any, p: Patch) -> None:
+    node = _node(model, p.spec["node"])
+    try:
+        apply_workaround(model, node, p.spec.get("form", ""), _input_dtype(model, node.input[0]))
+    except ValueError as exc:
+        raise PatchError(str(exc)) from exc
+
+
+def _floor_div(model: Any, p: Patch) -> None:
+    """Div(a, b) on integers truncates; torch's // floors: Floor(Div(float64(a), float64(b)))."""
+    from onnx import helper
+
+    node = _node(model, p.spec["node"])
+    a, b = node.input[0], node.input[1]
+    out = node.output[0]
+    to = int(p.spec.get("to", 7))
+    base = node.name or out
+    new = [helper.make_node("Cast", [a], [f"{base}/fa"], to=11, name=f"{base}/cast_a"),
+           helper.make_node("Cast", [b], [f"{base}/fb"], to=11, name=f"{base}/cast_b"),
+           helper.make_node("Div", [f"{base}/fa", f"{base}/fb"], [f"{base}/q"], name=f"{base}/div"),
+           helper.make_node("Floor", [f"{base}/q"], [f"{base}/fq"], name=f"{base}/floor"),
+           helper.make_node("Cast", [f"{base}/fq"], [out], to=to, name=node.name)]
+    _replace_node(model, node, new)
+
+
+def _resize_opset11(model: Any, p: Patch) -> None:
+    """An opset-10 Resize (always asymmetric) in opset 11, with the coordinate mode torch uses.
+
+    The whole model goes through ``onnx.version_converter`` (other ops change form between
+    opsets 10 and 11 too); the Resize then gets the coordinate mode."""
+    from onnx import helper, version_converter
+
+    _node(model, p.spec["node"])
+    try:
+        converted = version_converter.convert_version(model, 11)
+    except Exception as exc:  # noqa: BLE001 - the converter lacks adapters for some ops
+        raise PatchError(f"onnx.version_converter could not move the graph to opset 11: {exc}") from exc
+    model.CopyFrom(converted)
+    node = next((n for n in model.graph.node if n.op_type == "Resize" and n.name == p.spec["node"]), None)
+    if node is None:
+        node = next((n for n in model.graph.node if n.op_type == "Resize"
+                     and list(n.output) == list(p.spec.get("outputs", n.output))), None)
+    if node is None:
+        raise PatchError("the converted graph has no Resize of that name")
+    keep = [a for a in node.attribute if a.name not in ("coordinate_transformation_mode", "nearest_mode")]
+    del node.attribute[:]
+    node.attribute.extend(keep)
+    node.attribute.append(helper.make_attribute("coordinate_transformation_mode", p.spec.get("mode", "half_pixel")))
+    mode = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "mode"), b"nearest")
+    if mode in (b"nearest", "nearest"):
+        node.attribute.append(helper.make_attribute("nearest_mode", p.spec.get("nearest_mode", "floor")))
+
+
+def _clip_bounds(model: Any, p: Patch) -> None:
+    """New bounds for one Clip node: its own initializers (opset >= 11; a shared bound constant is
+    left alone for the other nodes that read it), or its min/max attributes (opset < 11)."""
+    from onnx import helper, numpy_helper
+
+    node = _node(model, p.spec["node"])
+    if node.op_type != "Clip":
+        raise PatchError(f"{node.name} is not a Clip")
+    changes = [(pos, key, p.spec[key]) for pos, key in ((1, "min"), (2, "max")) if key in p.spec]
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 11)
+    if opset < 11:                                        # bounds are attributes
+        keep = [a for a in node.attribute if a.name not in {k for _, k, _ in changes}]
+        del node.attribute[:]
+        node.attribute.extend(keep)
+        node.attribute.extend(helper.make_attribute(k, float(v)) for _, k, v in changes if v is not None)
+        return
+    dtype = np.dtype(p.spec["dtype"]) if p.spec.get("dtype") else _input_dtype(model, node.input[0])
+    inputs = list(node.input) + [""] * (3 - len(node.input))
+    for pos, key, value in changes:
+        if value is None:
+            inputs[pos] = ""
+            continue
+        name = f"{node.name or node.output[0]}/drifttui_{key}"
+        model.graph.initializer.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
+        inputs[pos] = name
+    while inputs and inputs[-1] == "":
+        inputs.pop()
+    del node.input[:]
+    node.input.extend(inputs)
+
+
+def _input_dtype(model: Any, value: str) -> Any:
+
+    return input_dtype(model, value)
+
+
+def _replace_node(model: Any, node: Any, new: list[Any]) -> None:
+    nodes = list(model.graph.node)
+    at = next(i for i, n in enumerate(nodes) if n is node or (n.name == node.name and n.output == node.output))
+    nodes[at:at + 1] = new
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+
+
+_APPLY = {"set_attribute": _set_attribute, "replace_initializer": _replace_initializer,
+          "remove_cast": _remove_cast, "replace_constant": _replace_constant, "rewrite": _rewrite}

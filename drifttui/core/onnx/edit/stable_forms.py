@@ -1,0 +1,159 @@
+"""``log1p``, ``expm1`` and ``logaddexp`` lowered to their naive forms, and the accurate forms that
+replace them.
+
+Both exporters lower ``torch.log1p(x)`` to ``Log(Add(x, 1))`` and the dynamo exporter lowers
+``torch.expm1(x)`` to ``Sub(Exp(x), 1)`` (ONNX has neither op; upstream: pytorch/pytorch#24808).
+For ``|x|`` far below 1 the float32 sum ``1 + x`` (or ``exp(x)``) drops the low bits of ``x``:
+the relative error reaches 100% where torch's kernels are exact to an ulp, the reference
+evaluator computes the same (an export mistranslation, ``kind: export``).
+
+The accurate forms use only the values the naive ones compute (Kahan's identities):
+
+* ``log1p(x) = x * Log(u) / (u - 1)`` with ``u = 1 + x``, and ``x`` where ``u == 1``;
+* ``expm1(x) = (u - 1) * x / Log(u)`` with ``u = Exp(x)``, ``x`` where ``u == 1``, and ``u - 1``
+  where that is ``-1`` or ``u`` is infinite.
+
+The dynamo exporter lowers ``torch.logaddexp(a, b)`` to ``Log(Exp(a) + Exp(b))``: ``Exp`` overflows
+to inf for arguments above ~88 (and underflows to 0 below ~-103) where torch's kernel computes
+``max(a, b) + log1p(exp(-|a - b|))``; that form replaces it (``apply_logaddexp``).
+
+``match_log1p`` / ``match_expm1`` / ``match_logaddexp`` recognise the lowered pair at its last node; the edits rewrite
+a model in place (ValueError when the pattern is not there) and keep the output's name.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from drifttui.core.onnx.edit.graft import toposort
+from drifttui.core.onnx.edit.rewriting import input_dtype, scoped, static_value
+
+
+def is_one(model: Any, name: str) -> bool:
+    v = static_value(model, name)
+    return v is not None and v.size == 1 and float(v.ravel()[0]) == 1.0
+
+
+def _producer(model: Any, value: str) -> Optional[Any]:
+    return next((n for n in model.graph.node if value in n.output), None)
+
+
+def match_log1p(model: Any, node: Any) -> Optional[tuple[Any, str]]:
+    """(the Add, x) when ``node`` is a Log of ``Add(x, 1)``."""
+    if node.op_type != "Log":
+        return None
+    add = _producer(model, node.input[0])
+    if add is None or add.op_type != "Add":
+        return None
+    for k in (0, 1):
+        if is_one(model, add.input[1 - k]) and not is_one(model, add.input[k]):
+            return add, add.input[k]
+    return None
+
+
+def match_expm1(model: Any, node: Any) -> Optional[tuple[Any, str]]:
+    """(the Exp, x) when ``node`` is ``Sub(Exp(x), 1)``."""
+    if node.op_type != "Sub" or not is_one(model, node.input[1]):
+        return None
+    exp = _producer(model, node.input[0])
+    return (exp, exp.input[0]) if exp is not None and exp.op_type == "Exp" else None
+
+
+def match_logaddexp(model: Any, node: Any) -> Optional[tuple[str, str]]:
+    """(a, b) when ``node`` is ``Log(Add(Exp(a), Exp(b)))``."""
+    if node.op_type != "Log":
+        return None
+    add = _producer(model, node.input[0])
+    if add is None or add.op_type != "Add" or len(add.input) != 2:
+        return None
+    exps = [_producer(model, v) for v in add.input]
+    if any(e is None or e.op_type != "Exp" for e in exps):
+        return None
+    return exps[0].input[0], exps[1].input[0]
+
+
+def _find(model: Any, name: str, op: str) -> Any:
+    n = next((n for n in model.graph.node if n.name == name and n.op_type == op), None)
+    if n is None:
+        raise ValueError(f"no {op} named {name!r}")
+    return n
+
+
+def _splice(model: Any, anchor: Any, new: list[Any], consts: dict[str, float], dtype: Any) -> None:
+    from onnx import numpy_helper
+
+    scoped(anchor, new)
+    nodes = list(model.graph.node)
+    at = nodes.index(anchor) + 1
+    nodes[at:at] = new
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    model.graph.initializer.extend(numpy_helper.from_array(np.asarray(v, dtype=dtype), k) for k, v in consts.items())
+
+
+def apply_log1p(model: Any, spec: dict[str, Any]) -> None:
+    from onnx import helper
+
+    log = _find(model, spec["node"], "Log")
+    m = match_log1p(model, log)
+    if m is None:
+        raise ValueError(f"{log.name} is not Log(1 + x)")
+    add, x = m
+    u, out = add.output[0], log.output[0]
+    p = f"{log.name or out}/drifttui_log1p"
+    log.output[0] = f"{p}/log"
+    new = [helper.make_node("Sub", [u, f"{p}/one"], [f"{p}/d"], name=f"{p}/sub"),
+           helper.make_node("Mul", [x, f"{p}/log"], [f"{p}/xl"], name=f"{p}/mul"),
+           helper.make_node("Div", [f"{p}/xl", f"{p}/d"], [f"{p}/r"], name=f"{p}/div"),
+           helper.make_node("Equal", [u, f"{p}/one"], [f"{p}/exact"], name=f"{p}/equal"),
+           helper.make_node("Where", [f"{p}/exact", x, f"{p}/r"], [out], name=f"{p}/where")]
+    _splice(model, log, new, {f"{p}/one": 1.0}, input_dtype(model, x))
+
+
+def apply_expm1(model: Any, spec: dict[str, Any]) -> None:
+    from onnx import helper
+
+    sub = _find(model, spec["node"], "Sub")
+    m = match_expm1(model, sub)
+    if m is None:
+        raise ValueError(f"{sub.name} is not Exp(x) - 1")
+    exp, x = m
+    u, out = exp.output[0], sub.output[0]
+    p = f"{sub.name or out}/drifttui_expm1"
+    sub.output[0] = d = f"{p}/d"
+    new = [helper.make_node("Log", [u], [f"{p}/log"], name=f"{p}/log"),
+           helper.make_node("Mul", [d, x], [f"{p}/dx"], name=f"{p}/mul"),
+           helper.make_node("Div", [f"{p}/dx", f"{p}/log"], [f"{p}/r"], name=f"{p}/div"),
+           helper.make_node("Equal", [d, f"{p}/minus_one"], [f"{p}/neg"], name=f"{p}/eq_neg"),
+           helper.make_node("IsInf", [u], [f"{p}/inf"], name=f"{p}/isinf"),
+           helper.make_node("Or", [f"{p}/neg", f"{p}/inf"], [f"{p}/direct"], name=f"{p}/or"),
+           helper.make_node("Where", [f"{p}/direct", d, f"{p}/r"], [f"{p}/r2"], name=f"{p}/where_d"),
+           helper.make_node("Equal", [u, f"{p}/one"], [f"{p}/exact"], name=f"{p}/eq_one"),
+           helper.make_node("Where", [f"{p}/exact", x, f"{p}/r2"], [out], name=f"{p}/where")]
+    _splice(model, sub, new, {f"{p}/one": 1.0, f"{p}/minus_one": -1.0}, input_dtype(model, x))
+
+
+def apply_logaddexp(model: Any, spec: dict[str, Any]) -> None:
+    from onnx import helper, numpy_helper
+
+    log = _find(model, spec["node"], "Log")
+    m = match_logaddexp(model, log)
+    if m is None:
+        raise ValueError(f"{log.name} is not Log(Exp(a) + Exp(b))")
+    a, b = m
+    out = log.output[0]
+    p = f"{log.name or out}/drifttui_logaddexp"
+    new = [helper.make_node("Max", [a, b], [f"{p}/max"], name=f"{p}/max"),
+           helper.make_node("Sub", [a, b], [f"{p}/d"], name=f"{p}/sub"),
+           helper.make_node("Abs", [f"{p}/d"], [f"{p}/abs"], name=f"{p}/abs"),
+           helper.make_node("Neg", [f"{p}/abs"], [f"{p}/nabs"], name=f"{p}/neg"),
+           helper.make_node("Exp", [f"{p}/nabs"], [f"{p}/e"], name=f"{p}/exp"),
+           helper.make_node("Add", [f"{p}/e", f"{p}/one"], [f"{p}/u"], name=f"{p}/add1"),
+           helper.make_node("Log", [f"{p}/u"], [f"{p}/l"], name=f"{p}/log"),
+           helper.make_node("Add", [f"{p}/max", f"{p}/l"], [out], name=f"{p}/sum")]
+    scoped(log, new)
+    nodes = [n for n in model.graph.node if n is not log]
+    del model.graph.node[:]
+    model.graph.node.extend(toposort(nodes + new))
+    model.graph.initializer.append(numpy_helper.from_array(np.asarray(1.0, dtype=input_dtype(model, a)), f"{p}/one"))

@@ -1,0 +1,310 @@
+"""An index over an ONNX graph: producers, consumers, scopes, shapes, initializers.
+
+Scopes come from the exporter: the dynamo exporter writes ``pkg.torch.onnx.name_scopes``
+metadata (qualified module names, the last entry being the FX node name); the
+TorchScript exporter encodes them in node names (``/layer1/layer1.0/relu_1/Relu``).
+Nodes without either (optimiser-made) get the deepest scope shared by their neighbours.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from drifttui.core.base.dtypes import elem_name
+from drifttui.core.onnx.weights import SharedWeights
+
+DYNAMO = "dynamo"
+TORCHSCRIPT = "torchscript"
+UNKNOWN = "user file"
+
+
+@dataclass
+class Node:
+    index: int
+    name: str
+    op_type: str
+    domain: str
+    inputs: list[str]
+    outputs: list[str]
+    proto: Any
+    # scope as a list of raw segments: for dynamo qualified module names (root "" excluded);
+    # for TorchScript the raw path segments ("layer1", "layer1.0", "relu_1")
+    scope: Optional[list[str]] = None
+    scope_filled: bool = False
+    fused_rule: str = ""
+
+
+@dataclass
+class GraphIndex:
+    model: Any
+    nodes: list[Node]
+    producer: dict[str, int]
+    consumers: dict[str, list[int]]
+    initializers: dict[str, Any]       # name -> TensorProto
+    graph_inputs: list[str]            # non-initializer inputs, in order
+    graph_outputs: list[str]
+    shapes: dict[str, list[Any]]       # value -> dims (ints or symbolic strings)
+    elem_types: dict[str, int]
+    flavour: str                       # DYNAMO | TORCHSCRIPT | UNKNOWN
+    opset: Optional[int]
+    producer_name: str
+    constant_values: set[str] = field(default_factory=set)  # outputs of Constant nodes
+    # the ONNX file the graph was read from; external-data references are relative to its folder
+    # (the proto never holds those weights: see loading.load_onnx). None: built in memory.
+    path: Optional[Path] = None
+
+    @property
+    def data_dir(self) -> Optional[Path]:
+        """Where the external data of the graph's initializers lies (None: built in memory)."""
+        return self.path.parent if self.path is not None else None
+
+    @property
+    def has_scopes(self) -> bool:
+        return any(n.scope for n in self.nodes)
+
+    def input_shape(self, name: str) -> list[Any]:
+        return self.shapes.get(name, [])
+
+    def is_static(self, name: str) -> bool:
+        return name in self.initializers or name in self.constant_values
+
+
+def _dims(type_proto: Any) -> Optional[list[Any]]:
+    if not type_proto.HasField("tensor_type"):
+        return None
+    tt = type_proto.tensor_type
+    if not tt.HasField("shape"):
+        return None
+    out: list[Any] = []
+    for d in tt.shape.dim:
+        if d.HasField("dim_value"):
+            out.append(int(d.dim_value))
+        else:
+            out.append(d.dim_param or "?")
+    return out
+
+
+def _scope_dynamo(node: Any) -> Optional[list[str]]:
+    for prop in node.metadata_props:
+        if prop.key == "pkg.torch.onnx.name_scopes":
+            try:
+                scopes = ast.literal_eval(prop.value)
+            except (ValueError, SyntaxError):
+                return None
+            # first entry is the root "", last is the FX node name
+            return [s for s in scopes[1:-1]]
+    return None
+
+
+def _scope_torchscript(name: str) -> Optional[list[str]]:
+    if not name.startswith("/"):
+        return None
+    parts = name.split("/")[1:-1]   # drop leading "" and the op name
+    return parts
+
+
+def build_index(model: Any, path: Optional[Path] = None) -> GraphIndex:
+    """One pass over the nodes filling every index at once (producers, consumers, scopes): a pass
+    per index would walk a 100k-node graph several times."""
+    graph = model.graph
+    shapes, elem_types = _value_types(model)
+    initializers = {t.name: t for t in graph.initializer}
+    flavour = _flavour(graph)
+    nodes: list[Node] = []
+    producer: dict[str, int] = {}
+    consumers: dict[str, list[int]] = {}
+    constants: set[str] = set()
+    for i, n in enumerate(graph.node):
+        scope = _scope_dynamo(n) if flavour == DYNAMO else _scope_torchscript(n.name) if flavour == TORCHSCRIPT else None
+        rule = next((p.value for p in n.metadata_props if p.key == "pkg.onnxscript.rewriter.rule_name"), "")
+        node = Node(i, n.name or f"{n.op_type}_{i}", n.op_type, n.domain, list(n.input), list(n.output), n,
+                    scope, False, rule)
+        nodes.append(node)
+        for o in n.output:
+            if o:
+                producer[o] = i
+        for inp in _all_inputs(n):
+            if inp:
+                consumers.setdefault(inp, []).append(i)
+        if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
+            constants.update(o for o in n.output if o)
+
+    graph_inputs = [i.name for i in graph.input if i.name not in initializers]
+    index = GraphIndex(
+        model=model, nodes=nodes, producer=producer, consumers=consumers, initializers=initializers,
+        graph_inputs=graph_inputs, graph_outputs=[o.name for o in graph.output], shapes=shapes,
+        elem_types=elem_types, flavour=flavour,
+        opset=next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None),
+        producer_name=f"{model.producer_name} {model.producer_version}".strip(),
+        constant_values=constants, path=path,
+    )
+    if flavour != UNKNOWN:
+        _fill_missing_scopes(index)
+    return index
+
+
+def _value_types(model: Any) -> tuple[dict[str, list[Any]], dict[str, int]]:
+    """Shapes and element types of every value: shape inference, then the initializers."""
+    import onnx
+
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+    except Exception:
+        inferred = model
+    shapes: dict[str, list[Any]] = {}
+    elem_types: dict[str, int] = {}
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
+        d = _dims(vi.type)
+        if d is not None:
+            shapes[vi.name] = d
+        if vi.type.HasField("tensor_type"):
+            elem_types[vi.name] = vi.type.tensor_type.elem_type
+    for t in model.graph.initializer:
+        shapes.setdefault(t.name, list(t.dims))
+        elem_types.setdefault(t.name, t.data_type)
+    return shapes, elem_types
+
+
+def _flavour(graph: Any) -> str:
+    """Which exporter wrote the scopes: dynamo metadata, TorchScript node paths, or neither."""
+    if any(p.key == "pkg.torch.onnx.name_scopes" for n in graph.node for p in n.metadata_props):
+        return DYNAMO
+    slash_names = sum(1 for n in graph.node if n.name.startswith("/"))
+    if graph.node and slash_names >= max(1, len(graph.node) // 3):
+        return TORCHSCRIPT
+    return UNKNOWN
+
+
+def _all_inputs(node: Any) -> list[str]:
+    """Explicit inputs plus outer-scope names used inside subgraphs (If/Loop/Scan)."""
+    names = list(node.input)
+    for attr in node.attribute:
+        graphs = [attr.g] if attr.HasField("g") else list(attr.graphs)
+        for g in graphs:
+            defined = {i.name for i in g.input} | {t.name for t in g.initializer}
+            for sub in g.node:
+                defined.update(sub.output)
+            for sub in g.node:
+                for nm in _all_inputs(sub):
+                    if nm and nm not in defined:
+                        names.append(nm)
+    return names
+
+
+def common_prefix(scopes: list[list[str]]) -> list[str]:
+    """The longest scope every one of ``scopes`` starts with."""
+    if not scopes:
+        return []
+    prefix = list(scopes[0])
+    for s in scopes[1:]:
+        k = 0
+        while k < len(prefix) and k < len(s) and prefix[k] == s[k]:
+            k += 1
+        prefix = prefix[:k]
+    return prefix
+
+
+def _fill_missing_scopes(index: GraphIndex) -> None:
+    """Give scope-less nodes the deepest scope their scoped neighbours share (repeat to a fixpoint)."""
+    for _ in range(4):
+        changed = False
+        for node in index.nodes:
+            if node.scope is not None:
+                continue
+            neigh: list[list[str]] = []
+            for inp in node.inputs:
+                p = index.producer.get(inp)
+                if p is not None and index.nodes[p].scope is not None and inp not in index.constant_values:
+                    neigh.append(index.nodes[p].scope)  # type: ignore[arg-type]
+                elif inp in index.graph_inputs:
+                    neigh.append([])
+            for out in node.outputs:
+                for c in index.consumers.get(out, []):
+                    if index.nodes[c].scope is not None:
+                        neigh.append(index.nodes[c].scope)  # type: ignore[arg-type]
+                if out in index.graph_outputs:
+                    neigh.append([])
+            if neigh:
+                node.scope = common_prefix(neigh)
+                node.scope_filled = True
+                changed = True
+        if not changed:
+            break
+    for node in index.nodes:
+        if node.scope is None:
+            node.scope = []
+            node.scope_filled = True
+
+
+# --- details for reports and the inspector ---------------------------------------------
+
+def attribute_values(node: Any) -> dict[str, Any]:
+    import onnx
+
+    out: dict[str, Any] = {}
+    for a in node.attribute:
+        try:
+            v = onnx.helper.get_attribute_value(a)
+        except Exception:
+            v = "?"
+        if isinstance(v, bytes):
+            v = v.decode("utf-8", "replace")
+        elif isinstance(v, (list, tuple)):
+            v = [x.decode("utf-8", "replace") if isinstance(x, bytes) else x for x in v]
+            if v and not isinstance(v[0], (int, float, str)):
+                v = f"<{len(v)} {a.type}>"
+        elif not isinstance(v, (int, float, str)):
+            v = f"<{type(v).__name__}>"
+        out[a.name] = v
+    return out
+
+
+def tensor_array(index: GraphIndex, name: str) -> Optional[np.ndarray]:
+    from onnx import numpy_helper
+
+    t = index.initializers.get(name)
+    if t is not None:
+        if index.data_dir is not None and t.data_location == t.EXTERNAL:
+            # read where it lies (a view of the mapped file when it can be): the proto stays without weights
+            arr = SharedWeights.of(index.data_dir).array(t)
+            return arr if arr is not None else numpy_helper.to_array(t, str(index.data_dir))
+        return numpy_helper.to_array(t)
+    p = index.producer.get(name)
+    if p is not None and index.nodes[p].op_type == "Constant":
+        for a in index.nodes[p].proto.attribute:
+            if a.name == "value":
+                return numpy_helper.to_array(a.t)
+    return None
+
+
+def full_model(index: GraphIndex) -> Any:
+    """A copy of the graph with every weight in the proto (read from the external data), for a
+    model written out whole (``drifttui repair --out``); the index's own proto stays without them."""
+    import onnx
+
+    if index.data_dir is None:
+        return index.model
+    from onnx.external_data_helper import load_external_data_for_model
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(index.model)
+    load_external_data_for_model(copy, str(index.data_dir))
+    return copy
+
+
+def with_data(index: GraphIndex, t: Any) -> Any:
+    """``t`` with its data in the proto (read from its external file), for a graph that leaves
+    the run: a few tensors, never the whole model."""
+    if t.data_location != t.EXTERNAL or index.data_dir is None:
+        return t
+    from onnx import numpy_helper
+
+    arr = tensor_array(index, t.name)
+    return numpy_helper.from_array(np.ascontiguousarray(arr), t.name) if arr is not None else t
+
+
+elem_type_name = elem_name       # the one table: core/dtypes.py
