@@ -68,7 +68,7 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
         json_report.check_writable(args.json, input_files(config) + ([args.baseline] if args.baseline else []))
     ci = CiRun.prepare(args, input_files(config), "diagnose" if diagnose else "check")
     _remove_leftovers(args)
-    from drifttui.core.explain.steps import STEP_NUMBERS
+    from drifttui.core.explain import STEP_NUMBERS
     from drifttui.core.pipeline import Pipeline
     from drifttui.report.console import report_console
     from drifttui.report.text import print_report

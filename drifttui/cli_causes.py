@@ -27,30 +27,29 @@ def _say(text: str) -> None:
     _sayer()(text)
 
 
-def _explained(config: Any) -> tuple[Any, Any, Any, Any]:
-    """Run, then the findings verified at the origin: (engine, run, result, explanation)."""
+def _engine_run(config: Any) -> tuple[Any, Any]:
+    """A Pipeline and its run of ``config`` (progress on stderr)."""
     from drifttui.core.pipeline import Pipeline
 
     engine = Pipeline()
-    run = engine.run(config, progress=_progress_printer(sys.stderr.isatty()))
-    explained = engine.explain(run.result)
-    return engine, run, explained.result, explained.explanation
+    return engine, engine.run(config, progress=_progress_printer(sys.stderr.isatty()))
 
 
 def cmd_repro(args: argparse.Namespace) -> int:
-    from drifttui.core.explain.causes.deliver.repro import check_dir, summary, write_case
+    from drifttui.report.outputs import check_dir
 
     config = config_from_args(args)
     check_dir(args.out, input_files(config))
-    _, _, result, exp = _explained(config)
+    engine, run = _engine_run(config)
+    rep = engine.repro(run.result, progress=_progress_printer(sys.stderr.isatty()))
+    result = rep.result
     if result.drift_origin is None:
         _say(f"nothing to reproduce: no drift origin (verdict {result.verdict}); no folder written")
         return EXIT_OK if result.verdict == "ok" else EXIT_DRIFT
-    if exp.case is None:
-        _say(f"cannot reproduce {result.drift_origin.module or '(root)'}: {exp.no_case}; no folder written")
+    if rep.case is None:
+        _say(f"cannot reproduce {result.drift_origin.module or '(root)'}: {rep.why}; no folder written")
         return EXIT_CANNOT
-    ev = write_case(exp.case, args.out, exp.loc.note if exp.loc else "")
-    s = summary(exp.case, ev, args.out)
+    s = rep.write(args.out)
     say = _sayer()
     say(f"wrote {args.out}: {s['nodes']} ONNX node(s) of {display_name(s['module'])}, with the PyTorch-side "
         f"inputs and outputs of sample {s['sample']}")
@@ -88,84 +87,61 @@ def _describe(p: dict[str, Any]) -> str:
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
-    from drifttui.core.explain.causes.deliver.repair import repair
-    from drifttui.report.outputs import check_output, write_atomic_bytes
+    from drifttui.report.outputs import check_output, write_model
 
     config = config_from_args(args)
     check_output(args.out, "--out", input_files(config))
-    from drifttui.core.pipeline import Pipeline
-
-    engine = Pipeline()
-    run = engine.run(config, progress=_progress_printer(sys.stderr.isatty()))
-    kept = _repair_keep_list(args, config, engine, run)
-    if kept is not None:
-        return kept
-    explained = engine.explain(run.result)
-    result, exp = explained.result, explained.explanation
-    if result.drift_origin is None:
-        _say(f"nothing to repair: no drift origin (verdict {result.verdict}); no file written")
+    engine, run = _engine_run(config)
+    done = engine.repair(run.result, progress=_progress_printer(sys.stderr.isatty()))
+    say = _sayer()
+    keep = done.keep
+    if keep is not None and keep.genuine:
+        say(f"over the {run.result.precision.format} precision budget at {', '.join(keep.genuine)}, but keeping "
+            "it in float32 does not remove the error (share of the output error ~0): a genuine drift, not "
+            "the precision; looking for its verified patches")
+    result = done.result
+    if done.kind == "nothing":
+        say(f"nothing to repair: no drift origin (verdict {result.verdict}); no file written")
         return EXIT_OK if result.verdict == "ok" else EXIT_DRIFT
-    from drifttui.core.onnx.graph import full_model
-
-    fixed = repair(full_model(run.prepared.index), exp)     # written whole: the weights in the file
-    if fixed.model is None:
-        head = exp.findings[0] if exp.findings else None
-        extra = f"; the fix: {head.fix}" if head is not None and head.fix else ""
-        why = next((p["why"] for p in fixed.not_applicable if p.get("why")), "")
-        what = (f"a verified re-export that cannot be grafted ({why})" if why else "a verified re-export"
-                if fixed.not_applicable else "no verified ONNX-level patch")
-        if exp.case is None:
-            what = f"no test case of the origin ({exp.no_case})"
-        _say(f"cannot repair the file: {what} for {display_name(result.drift_origin.module)}{extra}; no file written")
+    if done.kind == "none" and keep is not None and not keep.genuine:
+        say(f"{done.reason} ({keep.checks} whole-model checks, up to {len(keep.layers)} layer(s) kept); "
+            "no file written")
+        return EXIT_DRIFT
+    if done.kind == "none":
+        extra = f"; the fix: {done.fix}" if done.fix else ""
+        say(f"cannot repair the file: {done.reason} for {display_name(result.drift_origin.module)}{extra}; "
+            "no file written")
         return EXIT_CANNOT
-    after = engine.recheck(config, fixed.model)
-    write_atomic_bytes(args.out, fixed.model.SerializeToString(), "--out")
-    b_abs, b_top = _out_metrics(result)
-    a_abs, a_top = _out_metrics(after)
-    fmt = lambda v: "-" if v is None else f"{v:.4g}"  # noqa: E731
-    _say(f"applied {len(fixed.applied)} patch(es): " + "; ".join(_describe(p) for p in fixed.applied))
-    _say(f"{'':24}{'before':>12}{'after':>12}")
-    _say(f"{'origin local max |d|':24}{fmt(fixed.local_before):>12}{fmt(fixed.local_after):>12}")
-    _say(f"{'output max |d|':24}{fmt(b_abs):>12}{fmt(a_abs):>12}")
-    _say(f"{'top-1 agreement':24}{fmt(b_top):>12}{fmt(a_top):>12}")
-    _say(f"check on the repaired copy: {after.verdict}; wrote {args.out}")
+    write_model(args.out, done.model, "--out")
+    if done.kind == "keep_list":
+        _say_keep_list(say, result, done, args.out)
+        return EXIT_OK
+    fixed, after = done.patches, done.after
+    say(f"applied {len(fixed.applied)} patch(es): " + "; ".join(_describe(p) for p in fixed.applied))
+    _say_table(say, [("origin local max |d|", fixed.local_before, fixed.local_after)], result, after)
+    say(f"check on the repaired copy: {after.verdict}; wrote {args.out}")
     return EXIT_DRIFT if after.verdict == "drift" else EXIT_OK
 
 
-def _repair_keep_list(args: argparse.Namespace, config: Any, engine: Any, run: Any) -> Optional[int]:
-    """An over-budget reduced-precision file: the verified keep-in-float32 list (explain/causes/keep_list.py),
-    applied to a copy, checked again and printed in the converters' forms; None: not that case."""
-    from drifttui.core.capture.shares import torch_tensors
-    from drifttui.core.explain.causes.deliver.keep_list import search
-    from drifttui.core.onnx.edit.keep_float32 import without_views
-    from drifttui.report.outputs import write_atomic_bytes
-
-    result = run.result
-    if result.precision is None or result.precision.verdict != "over budget":
-        return None
-    found = search(run.prepared, result, lambda m: engine.recheck(config, m), torch_tensors(run.prepared.model))
-    if found.genuine:
-        print(f"over the {result.precision.format} precision budget at {', '.join(found.genuine)}, but keeping "
-              "it in float32 does not remove the error (share of the output error ~0): a genuine drift, not "
-              "the precision; looking for its verified patches")
-        return None
-    if not found.verified or found.model is None:
-        print(f"no keep-in-float32 list brings the file within its {result.precision.format} budget "
-              f"({found.checks} whole-model checks, up to {len(found.layers)} layer(s) kept); no file written")
-        return EXIT_DRIFT
-    write_atomic_bytes(args.out, without_views(found.model).SerializeToString(), "--out")
-    b_abs, b_top = _out_metrics(result)
-    a_abs, a_top = _out_metrics(found.after)
+def _say_table(say: Callable[[str], None], rows: list, before: Any, after: Any) -> None:
+    """The before/after table: ``rows`` first, then the outputs' max |d| and top-1 agreement."""
+    b_abs, b_top = _out_metrics(before)
+    a_abs, a_top = _out_metrics(after)
     fmt = lambda v: "-" if v is None else f"{v:.4g}"  # noqa: E731
-    print(f"over the {result.precision.format} precision budget; keeping {len(found.layers)} layer(s) in float32 "
-          f"brings it within (verified: the copy checked end to end, {found.checks} check(s)): "
-          + ", ".join(found.layers))
-    print(f"keep in float32 (nodes of your float model): {', '.join(found.nodes)}")
+    say(f"{'':24}{'before':>12}{'after':>12}")
+    for label, b, a in rows + [("output max |d|", b_abs, a_abs), ("top-1 agreement", b_top, a_top)]:
+        say(f"{label:24}{fmt(b):>12}{fmt(a):>12}")
+
+
+def _say_keep_list(say: Callable[[str], None], result: Any, done: Any, out: str) -> None:
+    """A reduced-precision file brought within its budget by layers kept in float32."""
+    found = done.keep
+    say(f"over the {result.precision.format} precision budget; keeping {len(found.layers)} layer(s) in float32 "
+        f"brings it within (verified: the copy checked end to end, {found.checks} check(s)): "
+        + ", ".join(found.layers))
+    say(f"keep in float32 (nodes of your float model): {', '.join(found.nodes)}")
     for tool, arg in found.forms.items():
-        print(f"  {tool}: {arg}")
-    print(f"{'':24}{'before':>12}{'after':>12}")
-    print(f"{'output max |d|':24}{fmt(b_abs):>12}{fmt(a_abs):>12}")
-    print(f"{'top-1 agreement':24}{fmt(b_top):>12}{fmt(a_top):>12}")
-    print(f"check on the patched copy: {found.after.precision.verdict if found.after.precision else found.after.verdict}"
-          f"; wrote {args.out}")
-    return EXIT_OK
+        say(f"  {tool}: {arg}")
+    _say_table(say, [], result, found.after)
+    verdict = found.after.precision.verdict if found.after.precision else found.after.verdict
+    say(f"check on the patched copy: {verdict}; wrote {out}")

@@ -6,7 +6,9 @@ import argparse
 import os
 import sys
 
-from drifttui.core.result import OPT_LEVELS
+from drifttui.core.result import OPT_LEVELS, Config
+
+_D = Config(model="")      # the run defaults, one source: every option default below reads them
 from drifttui.errors import EXIT_USAGE, DriftTuiError, one_line
 
 EXIT_CODES_HELP = """exit codes:
@@ -19,14 +21,19 @@ EXIT_CODES_HELP = """exit codes:
   129, 130, 143  stopped by SIGHUP, Ctrl-C (SIGINT), SIGTERM: temporary files removed, no report written
 """
 
-TOLERANCE_HELP = """tolerance rule:
-  an element passes when |torch - onnx| <= atol + rtol * scale, where scale is the largest |torch|
-  value of that layer's output in that sample (relative to the layer's scale). A layer drifts when
-  any element fails in any sample. Defaults atol=1e-4, rtol=1e-4 pass float32 noise between
-  PyTorch and ONNX Runtime on real models (~1e-6 relative per layer).
-  float16 / bfloat16 values: rtol_eff = max(rtol, 4 * eps), eps = 2^-10 (float16), 2^-7 (bfloat16).
-  The report prints this rule in one line (`rule: ...`); docs/cli.md "Tolerance" has the details.
-"""
+def _tolerance_help() -> str:
+    from drifttui.core.result import RULE_FORMULA, RULE_SCALE
+
+    return ("tolerance rule:\n"
+            f"  an element passes when {RULE_FORMULA}, where {RULE_SCALE}\n"
+            "  (relative to the layer's scale). A layer drifts when any element fails in any sample. Defaults\n"
+            "  atol=1e-4, rtol=1e-4 pass float32 noise between PyTorch and ONNX Runtime on real models (~1e-6\n"
+            "  relative per layer).\n"
+            "  float16 / bfloat16 values: rtol_eff = max(rtol, 4 * eps), eps = 2^-10 (float16), 2^-7 (bfloat16).\n"
+            "  The report prints this rule in one line (`rule: ...`); docs/cli.md \"Tolerance\" has the details.\n")
+
+
+TOLERANCE_HELP = _tolerance_help()
 
 MODEL_HELP = ("path/to/file.py:fn or package.module:fn returning an nn.Module, a TorchScript file "
               "(.pt/.ts), or an ExportedProgram (.pt2, only with --trust-model-file)")
@@ -43,26 +50,26 @@ def _add_run_options(p: argparse.ArgumentParser, model_optional: bool = False) -
     p.add_argument("--inputs", metavar="SPEC",
                    help="file.py:fn / pkg.mod:fn returning tensor(s), a .npz/.npy/.pt file, or "
                         "shape:1x3x224x224 (';' between inputs, dtype prefix like int64:1x16)")
-    p.add_argument("--samples", type=int, default=100, metavar="N", help="samples to compare (default 100)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="sample i is drawn with seed S+i (default 0)")
-    p.add_argument("--atol", type=float, default=None, metavar="A", help="absolute tolerance (default 1e-4)")
+    p.add_argument("--samples", type=int, default=_D.samples, metavar="N", help=f"samples to compare (default {_D.samples})")
+    p.add_argument("--seed", type=int, default=_D.seed, metavar="S", help=f"sample i is drawn with seed S+i (default {_D.seed})")
+    p.add_argument("--atol", type=float, default=None, metavar="A", help=f"absolute tolerance (default {_D.atol:g})")
     p.add_argument("--rtol", type=float, default=None, metavar="R",
-                   help="tolerance relative to the layer's scale (default 1e-4)")
+                   help=f"tolerance relative to the layer's scale (default {_D.rtol:g})")
     p.add_argument("--tolerance", type=float, default=None, metavar="T", help="shorthand: atol = rtol = T")
-    p.add_argument("--opt-level", choices=list(OPT_LEVELS), default="disable",
-                   help="ONNX Runtime graph optimisation level (default disable: fusions would hide values)")
+    p.add_argument("--opt-level", choices=list(OPT_LEVELS), default=_D.opt_level,
+                   help=f"ONNX Runtime graph optimisation level (default {_D.opt_level}: fusions would hide values)")
     p.add_argument("--deterministic", action="store_true",
                    help="deterministic torch algorithms; ORT single-threaded without memory arena")
-    p.add_argument("--exporter", choices=["auto", "dynamo", "torchscript"], default="auto",
+    p.add_argument("--exporter", choices=["auto", "dynamo", "torchscript"], default=_D.exporter,
                    help="exporter used when no --onnx is given (default auto: dynamo, then TorchScript "
                         "if dynamo fails, with a note; a named exporter is used strictly)")
-    p.add_argument("--provider", default="CPUExecutionProvider", metavar="NAME",
-                   help="ONNX Runtime execution provider (default CPUExecutionProvider)")
-    p.add_argument("--max-memory", type=_memory_size, default=None, metavar="SIZE",
+    p.add_argument("--provider", default=_D.provider, metavar="NAME",
+                   help=f"ONNX Runtime execution provider (default {_D.provider})")
+    p.add_argument("--max-memory", type=_memory_size, default=_D.max_memory, metavar="SIZE",
                    help="peak memory of the whole run, e.g. 3G: what the weights and sessions leave of "
                         "it bounds one sample's captured intermediates, over which layers are compared in "
                         "windows (default: 80%% of the memory available at start)")
-    p.add_argument("--batch", type=int, default=1, metavar="N",
+    p.add_argument("--batch", type=int, default=_D.batch, metavar="N",
                    help="compare N samples per ORT run and torch forward, concatenated along dim 0, when "
                         "the graph's batch dim is dynamic (default 1: one sample at a time)")
     _add_capture_options(p)
@@ -85,11 +92,11 @@ class OneLineParser(argparse.ArgumentParser):
 
 def _add_capture_options(p: argparse.ArgumentParser) -> None:
     """Options of the capture stage (issue 9)."""
-    p.add_argument("--layer-samples", default="auto", metavar="auto|all|K",
+    p.add_argument("--layer-samples", default=_D.layer_samples, metavar="auto|all|K",
                    help="samples compared layer by layer: auto (= 3) = sample 0 and the 2 samples with the "
                         "largest output error; K = sample 0 and the K-1 worst; all = every sample (the output "
                         "verdict covers every sample either way)")
-    p.add_argument("--output-opt-level", choices=list(OPT_LEVELS), default="all",
+    p.add_argument("--output-opt-level", choices=list(OPT_LEVELS), default=_D.output_opt_level,
                    help="ORT optimisation level of the output pass that gives the verdict on every sample "
                         "(default all, ORT's own default: what you deploy); --opt-level sets the per-layer pass")
 
@@ -111,7 +118,7 @@ def config_from_args(args: argparse.Namespace):
         raise DriftTuiError("give either MODEL or --example, not both", "drop one of them")
     if not args.example and not args.model:
         raise DriftTuiError("no model given", "pass MODEL (file.py:fn, a TorchScript file or a .pt2) or --example NAME")
-    atol = rtol = 1e-4
+    atol, rtol = _D.atol, _D.rtol
     if args.tolerance is not None:
         atol = rtol = args.tolerance
     if args.atol is not None:
@@ -129,10 +136,10 @@ def config_from_args(args: argparse.Namespace):
     return Config(model=model, onnx=args.onnx, reference_onnx=ref, inputs=args.inputs, example=args.example,
                   samples=args.samples, seed=args.seed, atol=atol, rtol=rtol, opt_level=args.opt_level,
                   deterministic=args.deterministic, exporter=args.exporter, provider=args.provider,
-                  max_memory=getattr(args, "max_memory", None), batch=getattr(args, "batch", 1),
-                  trust_model_file=getattr(args, "trust_model_file", False),
-                  layer_samples=getattr(args, "layer_samples", "auto"),
-                  output_opt_level=getattr(args, "output_opt_level", "all"))
+                  max_memory=getattr(args, "max_memory", _D.max_memory), batch=getattr(args, "batch", _D.batch),
+                  trust_model_file=getattr(args, "trust_model_file", _D.trust_model_file),
+                  layer_samples=getattr(args, "layer_samples", _D.layer_samples),
+                  output_opt_level=getattr(args, "output_opt_level", _D.output_opt_level))
 
 
 def input_files(config) -> list[str]:

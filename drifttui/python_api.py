@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Union
 
-from drifttui.core.onnx.io import save_model
+from drifttui.report.outputs import write_model
 from drifttui.core.base.progress import CancelToken, ProgressFn, no_progress
 from drifttui.core.result import Config, Result
 from drifttui.errors import InputError
@@ -116,7 +116,7 @@ def _run_engine(config: Config, progress: ProgressFn, cancel: Optional[CancelTok
                 explain: "Explain", step: Optional[int] = None) -> Result:
     """The one place the Python API drives the engine: the session run, then, as ``explain``
     says for that result, nothing, the drift checks (findings), or the steps and the checks."""
-    from drifttui.core.explain.steps import STEP_NUMBERS
+    from drifttui.core.explain import STEP_NUMBERS
     from drifttui.core.pipeline import Pipeline
 
     engine = Pipeline()
@@ -207,7 +207,7 @@ def _onnx_path(onnx_arg: OnnxArg, tmp: Path) -> Optional[str]:
     if not isinstance(onnx_arg, onnx.ModelProto):
         raise InputError(f"onnx= is a {type(onnx_arg).__name__}", "pass a path, an onnx.ModelProto or None")
     path = tmp / "model.onnx"
-    save_model(onnx_arg, path)
+    write_model(str(path), onnx_arg, "onnx=")
     return str(path)
 
 

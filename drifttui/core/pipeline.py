@@ -28,8 +28,12 @@ from drifttui.core.capture.drill import drill_pass
 from drifttui.core.capture.stage import CAPTURE_FIELDS, Capture, capture, valid_layer_samples
 from drifttui.core.decide.stage import decide
 from drifttui.core.explain import Explained, explain
+from drifttui.core.explain.causes.deliver.keep_list import search as keep_list_search
+from drifttui.core.explain.causes.deliver.repair import Repaired, repair_patches
+from drifttui.core.explain.causes.deliver.repro import Repro
 from drifttui.core.explain.context import Context
-from drifttui.core.explain.steps import run_step
+from drifttui.core.onnx.graph import full_model
+from drifttui.core.capture.shares import torch_tensors
 from drifttui.core.onnx.io import save_model
 from drifttui.core.prepare.stage import PREPARE_FIELDS, Prepared, prepare
 from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, no_progress
@@ -207,8 +211,44 @@ class Pipeline:
 
     def step(self, number: int, result: Result, progress: ProgressFn = no_progress,
              cancel: Optional[CancelToken] = None) -> Step:
-        """One debugging step (the TUI's keys 1-6)."""
-        return run_step(number, self.context(result, progress, cancel))
+        """One debugging step (the TUI's keys 1-6), through ``explain`` (without the findings: step 3
+        verifies them itself)."""
+        explained = explain(self.context(result, progress, cancel), [number], findings=False)
+        return next(s for s in explained.result.steps if s.step == number)
+
+    def repro(self, result: Result, progress: ProgressFn = no_progress,
+              cancel: Optional[CancelToken] = None) -> Repro:
+        """The drift origin's own nodes as an ONNX test case (``Repro.write`` writes it)."""
+        explained = self.explain(result, progress=progress, cancel=cancel)
+        exp = explained.explanation
+        return Repro(explained.result, exp.case, exp.no_case, exp.loc.note if exp.loc else "")
+
+    def repair(self, result: Result, progress: ProgressFn = no_progress,
+               cancel: Optional[CancelToken] = None) -> Repaired:
+        """A repaired copy of the file of ``result``, checked again end to end: a reduced-precision
+        file over its budget through its precision gets its verified keep-in-float32 list; any other
+        drift, its verified patches (graph edits, rewrites, grafted re-exports)."""
+        cfg = result.config
+        ctx = self.context(result, progress, cancel)
+        recheck = lambda model: self.recheck(cfg, model, cancel=cancel)  # noqa: E731
+        keep = None
+        if result.precision is not None and result.precision.verdict == "over budget":
+            progress(Progress("repair", message="looking for the layers to keep in float32"))
+            keep = keep_list_search(ctx.prepared, result, recheck, torch_tensors(ctx.prepared.model))
+            if not keep.genuine:
+                if not keep.verified or keep.model is None:
+                    return Repaired("none", result, keep=keep, reason="no keep-in-float32 list brings the file "
+                                    f"within its {result.precision.format} budget")
+                return Repaired("keep_list", result, model=keep.model, after=keep.after, keep=keep)
+        explained = self.explain(result, progress=progress, cancel=cancel)
+        if explained.result.drift_origin is None:
+            return Repaired("nothing", explained.result, keep=keep)
+        fixed, why, fix = repair_patches(full_model(ctx.prepared.index), explained.result, explained.explanation)
+        if fixed.model is None:
+            return Repaired("none", explained.result, patches=fixed, keep=keep, reason=why, fix=fix)
+        progress(Progress("repair", message="checking the repaired copy end to end"))
+        return Repaired("patches", explained.result, model=fixed.model, after=recheck(fixed.model), patches=fixed,
+                        keep=keep)
 
     def drill(self, layer: int, result: Result, progress: ProgressFn = no_progress,
               cancel: Optional[CancelToken] = None) -> Channels:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from drifttui.core.result import Result
+from drifttui.core.result import RULE_FORMULA, Result
 from drifttui.report.escape import markdown_code, markdown_text
 from drifttui.report.gate import Decision, Gate, error_findings
 from drifttui.report.summary import (alerts, fmt, headline, layer_name, origin_text, output_fails, run_label,
@@ -48,7 +48,7 @@ def _verdict(result: Result, decision: Decision, gate: Gate) -> list[str]:
     tol = result.tolerance
     out = [_status_line(result, decision, gate), "",
            f"{_code(run_label(result))} · atol={tol.atol:g}, rtol={tol.rtol:g} "
-           f"(|torch − onnx| ≤ atol + rtol · scale) · {result.samples} sample(s)", ""]
+           f"({RULE_FORMULA}) · {result.samples} sample(s)", ""]
     p = result.precision
     if p is not None:
         out += [f"**Precision:** {_cell(p.summary)}" + (f" — **{p.verdict}**" if p.verdict else ""), ""]

@@ -107,3 +107,45 @@ def write_atomic_bytes(path: str, data: bytes, flag: str = "output") -> None:
         except OSError:
             pass
         raise InputError(f"cannot write {flag} {path!r}: {exc.strerror}", "pick a path you can write to") from exc
+
+
+def _folder_target(path: str) -> Path:
+    """The folder ``--out`` names: a symbolic link is written through (its target is the folder)."""
+    p = Path(path)
+    return Path(os.path.realpath(p)) if p.is_symlink() else p
+
+
+def check_dir(path: str, inputs: Iterable[Optional[str]] = ()) -> None:
+    """Before the run: a folder output (``repro --out``) must be a new or empty folder (through a
+    link too) in a writable folder, and must not hold an input of the run."""
+    p = _folder_target(path)
+    for src in inputs:
+        if src and os.path.realpath(src).startswith(os.path.realpath(p) + os.sep):
+            raise InputError(f"--out {path!r} holds an input of this run ({src})", "pick a new folder")
+    if p.exists() and (not p.is_dir() or any(p.iterdir())):
+        raise InputError(f"--out {path!r} exists and is not an empty folder", "give a new folder for the test case")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise InputError(f"--out {path!r}: folder {str(parent)!r} is missing or not writable", "pick another path")
+
+
+def write_model(path: str, model: object, flag: str = "output") -> None:
+    """Write an ONNX model all at once or not at all, by the one save rule (``core/onnx/io.py``): a
+    model too big for one protobuf message gets its weights in ``<file>.data`` beside it."""
+    import shutil
+
+    from drifttui.core.onnx.io import fits_inline, save_model
+
+    if fits_inline(model):
+        write_atomic_bytes(path, model.SerializeToString(), flag)      # type: ignore[attr-defined]
+        return
+    p = Path(path)
+    tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=str(p.parent if str(p.parent) else ".")))
+    try:
+        saved = save_model(model, tmp / p.name)
+        os.replace(str(saved) + ".data", str(p) + ".data")
+        os.replace(saved, p)
+    except OSError as exc:
+        raise InputError(f"cannot write {flag} {path!r}: {exc.strerror}", "pick a path you can write to") from exc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

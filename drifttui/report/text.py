@@ -8,7 +8,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from drifttui.core.result import DRIFT, INHERITED, Layer, Result, own_op_types
+from drifttui.core.result import DRIFT, INHERITED, RULE_FORMULA, Layer, Result, own_op_types
 from drifttui.core.base.dtypes import LOW_PRECISION
 from drifttui.core.base.tolerance import K_EPS
 from drifttui.report.console import report_console
@@ -87,9 +87,9 @@ def _tolerance_line(result: Result) -> Text:
     low = any(d in LOW_PRECISION for L in result.layers
               for d in [i.dtype for i in L.initializers] + [p.dtype.replace("torch.", "") for p in L.params])
     if low and result.tolerance.dtype:
-        return Text(f"rule: |torch-onnx| <= atol + rtol*scale (scale: layer max |torch|; {'/'.join(LOW_PRECISION)}: "
+        return Text(f"rule: {RULE_FORMULA} (scale: layer max |torch|; {'/'.join(LOW_PRECISION)}: "
                     f"rtol >= {K_EPS} eps; see --help)", style="dim")
-    return Text("rule: |torch-onnx| <= atol + rtol*scale, scale = layer max |torch| (see --help)", style="dim")
+    return Text(f"rule: {RULE_FORMULA}, scale = layer max |torch| (see --help)", style="dim")
 
 
 def _headline(result: Result, decision: Optional[Decision] = None, gate: Optional[Gate] = None) -> list:

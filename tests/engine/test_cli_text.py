@@ -117,7 +117,7 @@ def test_piped_output_is_not_wrapped(diagnosed):
 def test_the_tolerance_rule_is_one_line(diagnosed):
     text, _ = diagnosed
     lines = text.splitlines()
-    assert lines[2].startswith("rule: |torch-onnx| <= atol + rtol*scale") and "--help" in lines[2]
+    assert lines[2].startswith("rule: |torch - onnx| <= atol + rtol * scale") and "--help" in lines[2]
     report = lines[:lines.index("Debugging steps")]
     assert sum("rule" in line or "rtol" in line for line in report) == 1
     assert not any("rtol_eff" in line or "float16" in line for line in lines[:4])   # a float32 model

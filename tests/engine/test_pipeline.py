@@ -128,8 +128,12 @@ def test_local_engine_is_transparent_and_steps_run_after_a_tolerance_change():
     r1 = engine.run(cfg)
     r2 = engine.run(dataclasses.replace(cfg, atol=10.0, rtol=10.0))
     assert r1.verdict == "drift" and r2.verdict == "ok" and r2.timings["capture_reused"] == 1
+    prepared = engine._engine()._prepared
     step = engine.step(4, r1)      # the tolerance bisect reruns on the prepared model: no export
-    assert step.step == 4 and step.verdict in ("pass", "fail", "inconclusive")
+    assert engine._engine()._prepared is prepared            # no new Prepared: nothing exported again
+    # unet-resize's origin is a Resize with the wrong coordinate mode: an error of order 1, far above
+    # any tolerance the bisect tries, so the step fails (a real drift, not a tolerance choice)
+    assert step.step == 4 and step.verdict == "fail", (step.verdict, step.summary)
 
 
 # -- the tolerance rule applied to stored statistics is the rule applied to the tensors ---------------
@@ -158,10 +162,21 @@ def test_stats_decide_any_tolerance_exactly():
             merged = Stats()
             for t, o in pairs:
                 merged.add(compare(t, o, atol, rtol))
-            assert free.fails_at(atol, rtol) == merged.fails(), (atol, rtol)
+            expected = any(_fails_numpy(t, o, atol, rtol) for t, o in pairs)
+            assert free.fails_at(atol, rtol) == merged.fails() == expected, (atol, rtol)
             agg = Aggregate()
             agg.add(0, free)
-            assert agg.fails(atol, rtol) == merged.fails()
+            assert agg.fails(atol, rtol) == expected
+
+
+def _fails_numpy(t, o, atol, rtol):
+    """The documented rule, straight from the tensors: an element fails when |o - t| > atol + rtol *
+    max|t| (each compared tensor at its own scale); a NaN on one side fails."""
+    t64, o64 = t.astype(np.float64), o.astype(np.float64)
+    if np.isnan(t64).any() != np.isnan(o64).any() or np.isnan(o64).any():
+        return True
+    bound = atol + rtol * float(np.abs(t64).max())
+    return bool((np.abs(o64 - t64) > bound).any())
 
 
 def test_spread_is_the_share_of_elements_carrying_the_error():

@@ -8,6 +8,7 @@ import pytest
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
+from drifttui.core.base.dtypes import rounding_of
 from drifttui.core.explain.checks import dtype, dynamic_axes, fusion, opcompat
 from drifttui.core.onnx.graph import build_index
 
@@ -94,11 +95,11 @@ def test_dtype_cast_and_integer_div():
 def test_rounded_kind():
     rng = np.random.default_rng(0)
     w = rng.standard_normal(256).astype(np.float32)
-    assert dtype.rounded_kind(w) is None
-    assert dtype.rounded_kind(w.astype(np.float16).astype(np.float32)) == "float16"
-    assert dtype.rounded_kind((w.view(np.uint32) & 0xFFFF0000).view(np.float32)) == "bfloat16"
-    assert dtype.rounded_kind(np.full(64, 0.5, np.float32)) is None
-    assert dtype.rounded_kind(np.arange(64, dtype=np.float32)) is None
+    assert rounding_of(w) is None
+    assert rounding_of(w.astype(np.float16).astype(np.float32)) == "float16"
+    assert rounding_of((w.view(np.uint32) & 0xFFFF0000).view(np.float32)) == "bfloat16"
+    assert rounding_of(np.full(64, 0.5, np.float32)) is None
+    assert rounding_of(np.arange(64, dtype=np.float32)) is None
 
 
 def _reshape_graph(batch):

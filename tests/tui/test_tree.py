@@ -80,8 +80,22 @@ def test_filter_by_name_keeps_ancestors():
 
 
 def test_only_drift_filter():
+    """Both halves: every drifting layer is shown (with its ancestors, to keep the tree readable), and
+    nothing else is: a row that does not drift itself is an ancestor of one that does."""
+    from drifttui.tui.tree import DRIFTING
+
     r, t = make()
+    drifting = {i for i, layer in enumerate(r.layers) if layer.status in DRIFTING}
+    assert drifting and len(drifting) < len(r.layers)
     t.set_filter(only_drift=True)
+    want = set(drifting)
+    for i in drifting:
+        p = t.parent[i]
+        while p is not None:
+            want.add(p)
+            p = t.parent[p]
+    assert t.rows == sorted(want)
+    assert all(r.layers[i].status in DRIFTING or any(t.parent[j] == i for j in t.rows) for i in t.rows)
     leaves = [i for i in t.rows if not t.children[i]]
     assert leaves and all(r.layers[i].status in (DRIFT, INHERITED) for i in leaves)
     t.set_filter(only_drift=False)

@@ -12,11 +12,11 @@ The context (``context.py``) is created and cached by the engine (``pipeline.Pip
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Optional
 
 from drifttui.core.explain.causes import Explanation
 from drifttui.core.explain.context import Context
-from drifttui.core.explain.findings import findings
+from drifttui.core.explain.findings import findings as verified_findings
 from drifttui.core.explain.steps import STEP_NUMBERS, run_step
 from drifttui.core.result import Result
 
@@ -27,11 +27,12 @@ class Explained:
     (the origin's case, the localisation, the patches tried) that repro and repair need."""
 
     result: Result
-    explanation: Explanation
+    explanation: Optional[Explanation]            # None when only steps were asked (findings=False)
 
 
-def explain(ctx: Context, steps: Iterable[int] = ()) -> Explained:
-    """The findings of ``ctx.result``, and the debugging ``steps`` asked for (none, some, or all six)."""
+def explain(ctx: Context, steps: Iterable[int] = (), findings: bool = True) -> Explained:
+    """The findings of ``ctx.result``, and the debugging ``steps`` asked for (none, some, or all six).
+    ``findings=False`` runs the steps alone (a step key in the TUI): the explanation is then None."""
     numbers = list(steps)
     for n in numbers:
         if n not in STEP_NUMBERS:
@@ -39,9 +40,11 @@ def explain(ctx: Context, steps: Iterable[int] = ()) -> Explained:
     by_number = {s.step: s for s in ctx.result.steps}
     for n in numbers:
         by_number[n] = run_step(n, ctx)
-    exp = findings(ctx)
-    result = ctx.result.with_(steps=[by_number[k] for k in sorted(by_number)], findings=list(exp.findings))
-    return Explained(result, exp)
+    ordered = [by_number[k] for k in sorted(by_number)]
+    if not findings:
+        return Explained(ctx.result.with_(steps=ordered), None)
+    exp = verified_findings(ctx)
+    return Explained(ctx.result.with_(steps=ordered, findings=list(exp.findings)), exp)
 
 
 __all__ = ["Explained", "explain", "run_step", "STEP_NUMBERS"]

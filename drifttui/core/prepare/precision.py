@@ -23,6 +23,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.base.dtypes import QUANT_ELEMS
 from drifttui.core.onnx.graph import common_prefix, tensor_array
 from drifttui.core.onnx.nbits import NBITS_OPS, bits_of, weight_step
 from drifttui.core.onnx.qviews import is_view_node
@@ -284,7 +285,7 @@ def _quantized_source(index: Any, name: str, levels: dict[str, int]) -> Optional
         name = index.nodes[p].inputs[0]
         p = index.producer.get(name)
     t = index.initializers.get(name)
-    if t is not None and t.data_type in (2, 3, 4, 5, 21, 22):        # (u)int8, (u)int16, (u)int4
+    if t is not None and t.data_type in QUANT_ELEMS:        # (u)int8, (u)int16, (u)int4
         q = numpy_helper.to_array(t).astype(np.int64)
         zp = 128 if t.data_type == 2 else 0     # uint8 weights are stored around 128
         m = int(np.max(np.abs(q - zp))) if q.size else 0

@@ -53,9 +53,11 @@ def own_op_types(layer: Optional["Layer"], fallback: Optional[list[str]] = None)
 # Heat/metric columns whose pass/fail the engine decides (Layer.fails keys).
 FAIL_COLUMNS = ("max_abs", "max_rel", "local", "cos")
 
+#: the tolerance rule, its one text (tolerance.bound is its arithmetic): the formula every medium prints
+RULE_FORMULA = "|torch - onnx| <= atol + rtol * scale"
+RULE_SCALE = "scale = the largest |torch| value of that layer output in that sample"
 TOLERANCE_RULE = (
-    "an element passes when |torch - onnx| <= atol + rtol * scale, where scale is the "
-    "largest |torch| value of that layer output in that sample (relative to the layer's scale)"
+    f"an element passes when {RULE_FORMULA}, where {RULE_SCALE} (relative to the layer's scale)"
 )
 MAX_REL_RULE = "max_rel = max|torch - onnx| / max|torch| over the layer output (the layer's scale)"
 LOCAL_RULE = (

@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from drifttui.core.result import Result, Tolerance
+from drifttui.core.result import Config, Result, Tolerance
 from drifttui.tui.heat import CELL_WIDTH, COLUMNS, COLUMN_TITLES, heat_cell, thresholds
 from drifttui.tui.tree import ROOT_NAME, LayerTree
 from drifttui.tui.widgets.plain_lines import plain_lines
@@ -70,7 +70,7 @@ class LayerTable(ScrollView, can_focus=True):
         self.layer_tree: LayerTree = LayerTree([])
         self.result: Optional[Result] = None
         self.cursor = 0
-        self._thresholds = thresholds(Tolerance(1e-4, 1e-4))
+        self._thresholds = thresholds(Tolerance(Config.atol, Config.rtol))   # the run defaults until a result comes
         self._cache: LRUCache[tuple, Strip] = LRUCache(4096)
         self._columns = Columns(80)
         self._needs: tuple[int, int, int] = (24, 14, 16)

@@ -18,8 +18,9 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-from drifttui.core.explain.checks.dtype import rounded_kind
+from drifttui.core.base.dtypes import rounding_of
 from drifttui.core.onnx.graph import elem_type_name, tensor_array
+from drifttui.core.prepare.plan.folding import bn_scale
 from drifttui.core.result import FUSED, NOT_EXPORTED, Finding
 from drifttui.core.explain.context import Context, clean
 
@@ -71,9 +72,9 @@ def _folded_expected(ctx: Context, param: str, t: torch.Tensor, consumer_owner: 
     bn = mods.get(consumer_owner or "")
     if not isinstance(bn, torch.nn.modules.batchnorm._BatchNorm) or bn.running_var is None:
         return None
-    scale = (bn.weight if bn.weight is not None else torch.ones_like(bn.running_var)) / torch.sqrt(bn.running_var + bn.eps)
+    scale = bn_scale(bn)
     if param.endswith(".weight") and t.dim() >= 2 and t.shape[0] == scale.shape[0]:
-        return _np(t * scale.reshape(-1, *([1] * (t.dim() - 1))))
+        return _np((t.detach().double() * scale.reshape(-1, *([1] * (t.dim() - 1)))).float())
     return None
 
 
@@ -180,9 +181,9 @@ def _check_initializer(ctx: Context, name: str, qual: str, t: torch.Tensor, tv: 
     nodes = [ctx.index.nodes[ni].name for ni in ctx.index.consumers.get(qual, [])]
     entry = {"param": qual, "module": owner or name, "onnx_value": qual, "onnx_nodes": nodes,
              "max_abs_diff": diff, "folded": expected is not tv}
-    if rounded_kind(arr) and not rounded_kind(expected):
+    if rounding_of(arr) and not rounding_of(expected):
         # the dtype check owns the finding; step 6 still says the values differ
-        out["rounded_value_diffs"].append({**entry, "rounded_to": rounded_kind(arr)})
+        out["rounded_value_diffs"].append({**entry, "rounded_to": rounding_of(arr)})
     else:
         out["param_value_diffs"].append(entry)
 

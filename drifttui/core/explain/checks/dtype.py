@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.base.dtypes import ELEM_OF
+from drifttui.core.base.dtypes import ELEM_OF, INT_ELEMS, rounding_of
 
 from drifttui.core.onnx.graph import elem_type_name, tensor_array
 from drifttui.core.result import Finding
@@ -21,27 +21,7 @@ from drifttui.core.explain.context import Context, clean
 
 CHECK = "dtype"
 STATIC = True
-_INT = {2, 3, 4, 5, 6, 7, 12, 13}
 _LOW = {ELEM_OF[n]: n for n in ("float16", "bfloat16", "float64")}
-
-
-def rounded_kind(arr: Any) -> Optional[str]:
-    """'bfloat16' / 'float16' when every non-zero float32 value is exactly representable there."""
-    a = np.asarray(arr)
-    if a.dtype != np.float32 or a.size < 16:
-        return None
-    bits = np.ascontiguousarray(a).view(np.uint32).ravel()
-    nz = bits[(bits & 0x7FFFFFFF) != 0]
-    if nz.size < 16 or np.unique(nz).size < 8:
-        return None                       # zeros or a constant fill: nothing to say
-    vals = a.ravel()
-    if np.all(vals == np.round(vals)):
-        return None                       # integers are exact in any float format
-    if np.all((nz & 0xFFFF) == 0):
-        return "bfloat16"
-    if np.all((nz & 0x1FFF) == 0):
-        return "float16"
-    return None
 
 
 def _torch_tensor(ctx: Context, name: str) -> Any:
@@ -79,7 +59,7 @@ def check(ctx: Context) -> list[Finding]:
         if init.data_type != 1:
             continue
         arr = tensor_array(index, name)
-        kind = rounded_kind(arr)
+        kind = rounding_of(arr)
         if kind is None:
             continue
         t = _torch_tensor(ctx, name)
@@ -88,7 +68,7 @@ def check(ctx: Context) -> list[Finding]:
                               "torch_tensor": name if t is not None else None}
         if t is not None:
             tv = t.detach().float().cpu().numpy()
-            if rounded_kind(tv) is not None:
+            if rounding_of(tv) is not None:
                 continue                   # the torch side holds the same precision: consistent
             if tv.shape == arr.shape:
                 ev["max_abs_diff_vs_torch"] = float(np.max(np.abs(tv.astype(np.float64) - arr)))
@@ -110,7 +90,7 @@ def check(ctx: Context) -> list[Finding]:
                                    f"Cast to {_LOW[to]} in {node.name}: an implicit precision path",
                                    clean({"node": node.name, "to": elem_type_name(to)}),
                                    "remove the dtype change from the model (or autocast) before exporting"))
-        elif node.op_type == "Div" and any(index.elem_types.get(v) in _INT for v in node.inputs):
+        elif node.op_type == "Div" and any(index.elem_types.get(v) in INT_ELEMS for v in node.inputs):
             out.append(Finding(CHECK, "warning", ctx.node_module(node.index), [node.name],
                                f"integer Div in {node.name}: ONNX truncates towards zero, torch's // floors "
                                "(negative values differ)",

@@ -6,6 +6,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.base.dtypes import INT_ELEMS
 from drifttui.core.result import NodeInfo, Step, display_name, own_op_types
 from drifttui.core.explain.context import Context, clean
 from drifttui.core.explain.findings import findings
@@ -14,7 +15,6 @@ from drifttui.core.onnx.graph import elem_type_name
 
 TITLE = "The origin's ONNX node"
 
-_INT_TYPES = {2, 3, 4, 5, 6, 7, 12, 13}   # uint8, int8, uint16, int16, int32, int64, uint32, uint64
 
 
 def hazard(node: NodeInfo, elem_types: dict[str, int]) -> Optional[str]:
@@ -37,7 +37,7 @@ def hazard(node: NodeInfo, elem_types: dict[str, int]) -> Optional[str]:
         return "MaxPool ceil_mode=1: output size rounding"
     if op == "Cast":
         return f"Cast to {elem_type_name(int(a.get('to', 0)))}: an implicit precision change"
-    if op == "Div" and any(elem_types.get(v) in _INT_TYPES for v in node.inputs):
+    if op == "Div" and any(elem_types.get(v) in INT_ELEMS for v in node.inputs):
         return "Div on integers truncates towards zero (torch floor_divide floors)"
     if op in ("Gelu", "Erf") or op == "Tanh" and "gelu" in node.name.lower():
         return f"{op}: exact versus tanh-approximated GELU"

@@ -25,6 +25,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.base.dtypes import LOW_FLOAT_ELEMS
 from drifttui.core.onnx import nbits
 from drifttui.core.onnx.edit.keep_qoperator import kept_quantizer, moved_float, qoperator, supported
 from drifttui.core.onnx.nbits import NBITS_OPS
@@ -301,9 +302,9 @@ def _fp16(index: Any, k: int, node: Any, keep: set[int], inits: dict, torch_tens
     for pos, name in enumerate(node.input):
         if not name:
             continue
-        if name in inits and inits[name].data_type in (10, 16):
+        if name in inits and inits[name].data_type in LOW_FLOAT_ELEMS:
             new.input[pos] = _float_weight(name, inits, torch_tensors, new_inits)
-        elif index.elem_types.get(name) in (10, 16):
+        elif index.elem_types.get(name) in LOW_FLOAT_ELEMS:
             p = index.producer.get(name)
             if p is not None and p in keep:
                 new.input[pos] = f"{name}::float32"
@@ -312,11 +313,11 @@ def _fp16(index: Any, k: int, node: Any, keep: set[int], inits: dict, torch_tens
                 pre.append(onnx.helper.make_node("Cast", [name], [cast], to=FLOAT, name=f"{cast}::node"))
                 new.input[pos] = cast
     for a in new.attribute:
-        if node.op_type == "Cast" and a.name == "to" and a.i in (10, 16):
+        if node.op_type == "Cast" and a.name == "to" and a.i in LOW_FLOAT_ELEMS:
             a.i = FLOAT
     post: list[Any] = []
     for pos, o in enumerate(node.output):
-        if not o or index.elem_types.get(o) not in (10, 16):
+        if not o or index.elem_types.get(o) not in LOW_FLOAT_ELEMS:
             continue
         wide = f"{o}::float32"
         new.output[pos] = wide

@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from drifttui.core.base.dtypes import INT8_ELEMS, ONNX_ELEM
 from drifttui.core.onnx.qdq_pairs import rounding_producers
 from drifttui.core.onnx.qviews import QOPERATOR, is_view_node
 
@@ -38,7 +39,6 @@ _OPS: dict[str, tuple[str, tuple[int, ...], Optional[int], Optional[int]]] = {
     "QLinearSoftmax": ("Softmax", (0,), 3, None),
 }
 _DROP = {"channels_last", "opset"}
-_LOWEST = {2: 0, 3: -128}
 _MOVES = {"Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose"}
 
 
@@ -183,10 +183,10 @@ def _relu_if_folded(y_f: str, zero: str, inits: dict, nodes: list[Any]) -> str:
     from onnx import numpy_helper
 
     zp = inits.get(zero) if zero else None
-    if zp is None or zp.data_type not in _LOWEST:
+    if zp is None or zp.data_type not in INT8_ELEMS:
         return y_f
     z = numpy_helper.to_array(zp)
-    if z.size == 0 or not np.all(z == _LOWEST[zp.data_type]):
+    if z.size == 0 or not np.all(z == np.iinfo(ONNX_ELEM[zp.data_type]).min):
         return y_f
     nodes.append(onnx.helper.make_node("Relu", [y_f], [f"{y_f}::relu"], name=f"{y_f}::relu::node"))
     return f"{y_f}::relu"

@@ -13,12 +13,12 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.base.dtypes import INT8_ELEMS, LOW_PRECISION_ELEM
 from drifttui.core.onnx.graph import tensor_array
 from drifttui.core.onnx.nbits import NBITS_OPS, dequantized
 
 MIN_COS = 0.9              # a drifted weight still points the reference's way
 FLOAT_TYPES = (1, 10, 11, 16)
-ROUNDING = {10: 2.0 ** -10, 16: 2.0 ** -7}      # float16, bfloat16: one unit in the last place, relative
 
 
 def _informative(a: np.ndarray) -> bool:
@@ -73,7 +73,7 @@ def _int8_weights(index: Any) -> dict[str, np.ndarray]:
 
     out: dict[str, np.ndarray] = {}
     for name, t in index.initializers.items():
-        if t.data_type not in (2, 3) or len(t.dims) < 2:
+        if t.data_type not in INT8_ELEMS or len(t.dims) < 2:
             continue
         for c in index.consumers.get(name, []):
             if index.nodes[c].op_type in NBITS_OPS:
@@ -150,7 +150,7 @@ def match_anchors(ref: Any, dep: Any) -> tuple[dict[str, str], dict[str, int]]:
             found[name] = best
             if any(dep.nodes[c].op_type in NBITS_OPS for c in dep.consumers.get(name, [])):
                 best_kind = "int4 blocks, dequantized"
-            elif dep.initializers[name].data_type in (2, 3):
+            elif dep.initializers[name].data_type in INT8_ELEMS:
                 best_kind = "int8, dequantized"
             how[best_kind] = how.get(best_kind, 0) + 1
     return found, how
@@ -197,7 +197,7 @@ def match_concatenated(ref: Any, dep: Any, found: dict[str, str]) -> tuple[dict[
                     ra = r_arr[r]
                     blocks.append(PackedBlock(name, k, len(parts), r, float(np.max(np.abs(block - ra), initial=0.0)),
                                               float(np.max(np.abs(ra), initial=0.0)),
-                                              ROUNDING.get(dep.initializers[name].data_type, 0.0)))
+                                              LOW_PRECISION_ELEM.get(dep.initializers[name].data_type, 0.0)))
                 break
     return out, blocks
 

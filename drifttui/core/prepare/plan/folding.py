@@ -157,12 +157,21 @@ def fused_into(index: GraphIndex, calls: list[Call], plan: Plan, ci: int) -> Opt
     return None
 
 
+def bn_scale(bn: Any) -> Any:
+    """The per-channel factor an eval-mode BatchNorm multiplies by, gamma / sqrt(var + eps), in float64
+    (gamma = 1 for a BatchNorm without affine weights): the one fold arithmetic's scale."""
+    var = bn.running_var.detach().double()
+    gamma = bn.weight.detach().double() if getattr(bn, "weight", None) is not None else var.new_ones(var.shape)
+    return gamma / (var + bn.eps).sqrt()
+
+
 def fold_conv_bn(conv: Any, bn: Any) -> tuple[np.ndarray, np.ndarray]:
     """The Conv weight and bias that absorb an eval-mode BatchNorm (float64, then float32)."""
     w = conv.weight.detach().double()
     b = conv.bias.detach().double() if conv.bias is not None else w.new_zeros(w.shape[0])
-    scale = bn.weight.detach().double() / (bn.running_var.detach().double() + bn.eps).sqrt()
+    scale = bn_scale(bn)
     shape = [-1] + [1] * (w.ndim - 1)
     wf = w * scale.reshape(shape)
-    bf = (b - bn.running_mean.detach().double()) * scale + bn.bias.detach().double()
+    beta = bn.bias.detach().double() if getattr(bn, "bias", None) is not None else scale.new_zeros(scale.shape)
+    bf = (b - bn.running_mean.detach().double()) * scale + beta
     return wf.float().numpy(), bf.float().numpy()

@@ -29,6 +29,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.base.dtypes import INT8_ELEMS
 from drifttui.core.prepare.plan.anchors import PackedBlock, anchor_masks, match_anchors, match_concatenated
 
 EQUAL_RTOL = 1e-4          # a deployed value equals a reference value: max|d - r| <= EQUAL_RTOL * max|r|
@@ -213,7 +214,7 @@ def relu_folded(index: Any, value: str) -> bool:
     if p is None or index.nodes[p].op_type != "DequantizeLinear" or len(index.nodes[p].inputs) < 3:
         return False
     z = index.initializers.get(index.nodes[p].inputs[2])
-    if z is None or z.data_type not in (2, 3):
+    if z is None or z.data_type not in INT8_ELEMS:
         return False
     from onnx import numpy_helper
 

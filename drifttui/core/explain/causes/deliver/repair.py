@@ -51,3 +51,34 @@ def repair(full_model: Any, exp: Explanation) -> Repair:
         out.model = model
     out.local_before = exp.loc.ort.max_abs if exp.loc is not None else None
     return out
+
+
+@dataclass(frozen=True)
+class Repaired:
+    """What ``Pipeline.repair`` made of a result: the way it repaired (``"patches"``, the verified
+    graph edits; ``"keep_list"``, a reduced-precision file's layers kept in float32; ``"none"``:
+    nothing could be repaired, ``reason`` says why; ``"nothing"``: no drift to repair), the copy to
+    write (``model``, views undone; None when nothing is written), its check end to end (``after``)."""
+
+    kind: str
+    result: Any                                   # the result repaired (explained when patches were tried)
+    model: Optional[Any] = None
+    after: Optional[Any] = None
+    patches: Optional[Repair] = None              # kind "patches": applied, not applicable, local error
+    keep: Optional[Any] = None                    # kind "keep_list" (or a genuine drift found by it): KeepList
+    reason: str = ""
+    fix: str = ""                                 # the head finding's fix, for a "none"
+
+
+def repair_patches(full: Any, result: Any, exp: Explanation) -> tuple[Repair, str, str]:
+    """The verified patches applied to ``full``; with no model, (the repair, why nothing applied, the fix)."""
+    fixed = repair(full, exp)
+    if fixed.model is not None:
+        return fixed, "", ""
+    head = exp.findings[0] if exp.findings else None
+    why = next((p["why"] for p in fixed.not_applicable if p.get("why")), "")
+    what = (f"a verified re-export that cannot be grafted ({why})" if why else "a verified re-export"
+            if fixed.not_applicable else "no verified ONNX-level patch")
+    if exp.case is None:
+        what = f"no test case of the origin ({exp.no_case})"
+    return fixed, what, (head.fix if head is not None and head.fix else "")

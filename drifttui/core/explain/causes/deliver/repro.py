@@ -21,7 +21,6 @@ from typing import Any
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import Eval, ort_error
-from drifttui.errors import InputError
 
 RUN_SNIPPET = """python - <<'PY'
 import glob, numpy as np, onnx, onnxruntime as ort
@@ -36,32 +35,12 @@ for f, g in zip(outs, got):
 PY"""
 
 
-def _target(path: str) -> Path:
-    """The folder ``--out`` names: a symbolic link is written through (its target is the folder)."""
-    p = Path(path)
-    return Path(os.path.realpath(p)) if p.is_symlink() else p
-
-
-def check_dir(path: str, inputs: list[str]) -> None:
-    """Before the run: ``--out`` must be a new or empty folder (through a link too) in a writable
-    folder, and must not hold an input of the run."""
-    p = _target(path)
-    for src in inputs:
-        if src and os.path.realpath(src).startswith(os.path.realpath(p) + os.sep):
-            raise InputError(f"--out {path!r} holds an input of this run ({src})", "pick a new folder")
-    if p.exists() and (not p.is_dir() or any(p.iterdir())):
-        raise InputError(f"--out {path!r} exists and is not an empty folder", "give a new folder for the test case")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
-        raise InputError(f"--out {path!r}: folder {str(parent)!r} is missing or not writable", "pick another path")
-
-
 def write_case(case: Case, path: str, loc_note: str = "") -> Eval:
     """Write the test case to ``path``; the ORT error it reproduces (checked on the written files)."""
     import onnx
     from onnx import numpy_helper
 
-    p = _target(path)
+    p = Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)   # a link: its target
     parent = p.parent if str(p.parent) else Path(".")
     tmp = Path(tempfile.mkdtemp(prefix=".drifttui-repro-", dir=str(parent)))
     try:
@@ -107,3 +86,18 @@ def _readme(case: Case, ev: Eval, note: str) -> str:
 def summary(case: Case, ev: Eval, path: str) -> dict[str, Any]:
     return {"dir": path, "module": case.module, "nodes": len(case.nodes), "max_abs": ev.max_abs,
             "reproduces": ev.fails, "sample": case.sample}
+
+
+class Repro:
+    """What ``Pipeline.repro`` made of a result: the origin's case (None: ``why`` says why there is
+    none), written as the ONNX test-case layout by :meth:`write`."""
+
+    def __init__(self, result: Any, case: Any, why: str = "", note: str = "") -> None:
+        self.result, self.case, self.why, self.note = result, case, why, note
+
+    def write(self, path: str) -> dict[str, Any]:
+        """Write the case to the folder ``path`` (atomically); its summary (nodes, the error it reproduces)."""
+        if self.case is None:
+            raise ValueError(f"no test case to write: {self.why}")
+        ev = write_case(self.case, path, self.note)
+        return summary(self.case, ev, path)

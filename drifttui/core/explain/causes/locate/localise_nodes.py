@@ -20,6 +20,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.base.tolerance import bound, rtol_floor
+
 MAX_NODES = 200                 # nodes run alone per origin (one small ORT session each)
 REL_BAR = 1e-2                  # own relative error of a wrong kernel (a right one is ~1e-6)
 
@@ -101,7 +103,8 @@ def _matches(a: np.ndarray, pool: list[np.ndarray], atol: float, rtol: float) ->
             continue
         if a.dtype.kind in "fc" or b.dtype.kind in "fc":
             scale = float(np.abs(b.astype(np.float64)).max()) if b.size else 0.0
-            if np.allclose(a.astype(np.float64), b.astype(np.float64), atol=atol + rtol * scale, rtol=0, equal_nan=True):
+            if np.allclose(a.astype(np.float64), b.astype(np.float64), atol=bound(atol, rtol, scale, rtol_floor(a, b)),
+                           rtol=0, equal_nan=True):
                 return True
         elif np.array_equal(a, b):
             return True

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Iterator, Optional
 
 import numpy as np
 
-from drifttui.core.base.dtypes import ELEM_OF
+from drifttui.core.base.dtypes import ELEM_OF, INT_ELEMS
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.onnx.edit.patches import Patch
@@ -23,7 +23,6 @@ from drifttui.core.onnx.graph import attribute_values
 _NORMS = ("LayerNormalization", "BatchNormalization", "InstanceNormalization", "GroupNormalization",
           "RMSNormalization", "SimplifiedLayerNormalization")
 _LOW = {ELEM_OF[n]: n for n in ("float16", "bfloat16", "float8e4m3fn", "float8e5m2")}
-_INT = {2, 3, 4, 5, 6, 7, 12, 13}
 _CTM = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
 # activation attribute -> (torch module attribute, torch default)
 _ACT = {"LeakyRelu": {"alpha": ("negative_slope", 0.01)}, "Elu": {"alpha": ("alpha", 1.0)},
@@ -265,8 +264,8 @@ def casts(case: Case, node: Any, elem_types: dict[str, int]) -> Iterator[Patch]:
 
 def int_div(case: Case, node: Any, elem_types: dict[str, int]) -> Iterator[Patch]:
     elems = [elem_types.get(v) for v in node.input]
-    if all(e in _INT for e in elems if e) and any(e in _INT for e in elems):
-        to = next(e for e in elems if e in _INT)
+    if all(e in INT_ELEMS for e in elems if e) and any(e in INT_ELEMS for e in elems):
+        to = next(e for e in elems if e in INT_ELEMS)
         yield Patch({"op": "rewrite", "node": node.name, "rewrite": "floor_div", "to": to}, "dtype",
                     f"Div {node.name} on integers truncates towards zero; torch's // (floor_divide) floors",
                     "use torch.div(a, b, rounding_mode='trunc') if truncation is meant, or re-export with an "

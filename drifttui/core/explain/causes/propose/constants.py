@@ -22,6 +22,7 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
+from drifttui.core.base.dtypes import SCALAR_FLOAT_ELEMS
 from drifttui.core.explain.causes.locate.fx_localise import fx_of, fx_scalars
 from drifttui.core.onnx.edit.patches import Patch
 
@@ -40,7 +41,7 @@ def _scalars(model: Any) -> dict[str, float]:
     tensors += [(n.output[0], a.t) for n in model.graph.node if n.op_type == "Constant"
                 for a in n.attribute if a.name == "value"]
     for name, t in tensors:
-        if name in read and t.data_type in (1, 10, 11, 16) and int(np.prod(t.dims)) == 1:
+        if name in read and t.data_type in SCALAR_FLOAT_ELEMS and int(np.prod(t.dims)) == 1:
             out[name] = float(numpy_helper.to_array(t).ravel()[0])
     return out
 

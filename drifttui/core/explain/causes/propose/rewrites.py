@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
+from drifttui.core.base.dtypes import INT_ELEMS, ONNX_ELEM, SCALAR_FLOAT_ELEMS
 from drifttui.core.onnx.graph import attribute_values as _attrs
 
 from drifttui.core.explain.causes.locate.evaluate import run_ort
@@ -38,9 +39,6 @@ from drifttui.core.onnx.edit.resize_gather import OPS as RESIZE_OPS, UPSTREAM, t
 from drifttui.core.onnx.edit.stable_forms import match_expm1, match_log1p, match_logaddexp
 from drifttui.core.onnx.edit.ort_workarounds import forms_for
 
-_INT = {2, 3, 4, 5, 6, 7, 12, 13}
-_FLOAT = {1, 10, 11, 16}
-_TYPE = {6: "int32", 7: "int64", 3: "int8", 5: "int16", 2: "uint8"}
 
 
 def _patch(node: Any, rewrite: str, check: str, why: str, fix: str, module: str, **extra: Any) -> Any:
@@ -58,9 +56,9 @@ def _find(module: Any, cls: str) -> Optional[Any]:
 
 def floor_cast(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
     to = int(_attrs(node).get("to", 0))
-    if to in _INT and types.get(node.input[0]) in _FLOAT:
+    if to in INT_ELEMS and types.get(node.input[0]) in SCALAR_FLOAT_ELEMS:
         yield _patch(node, "floor_cast", "dtype",
-                     f"Cast {node.name} to {_TYPE.get(to, 'an integer')} truncates towards zero where torch floors "
+                     f"Cast {node.name} to {ONNX_ELEM.get(to, 'an integer')} truncates towards zero where torch floors "
                      "(a float floor_divide or // lowered to Div + Cast)",
                      "export with the dynamo exporter (it lowers floor_divide to Floor), or write "
                      "torch.floor(a / b) in the forward", case.module)

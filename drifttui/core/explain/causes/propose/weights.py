@@ -15,6 +15,7 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
+from drifttui.core.base.dtypes import SCALAR_FLOAT_ELEMS, rounding_of
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.prepare.plan.folding import fold_conv_bn
@@ -55,25 +56,6 @@ def torch_tensors(module: Any, prefix: str, folds: list[tuple[str, Any, str, Any
     return out
 
 
-def rounded_to(arr: np.ndarray, torch_values: np.ndarray) -> Optional[str]:
-    """"bfloat16"/"float16" when ``arr`` holds ``torch_values`` rounded to that precision.
-
-    Every ONNX value must be representable at the lower precision and within its rounding
-    step (2**-8 / 2**-11 relative) of the torch value: the torch side may be a fold computed
-    in another order than the exporter's, so exact equality of the rounded values is too strict.
-    """
-    a = np.ascontiguousarray(arr, dtype=np.float32)
-    t = np.ascontiguousarray(torch_values, dtype=np.float32)
-    if a.shape != t.shape or not a.size:
-        return None
-    step = np.maximum(np.abs(t), np.finfo(np.float32).tiny)
-    if not (a.view(np.uint32) & 0xFFFF).any() and np.all(np.abs(a - t) <= step * 2.0 ** -8 * 1.01):
-        return "bfloat16"
-    if np.array_equal(a.astype(np.float16).astype(np.float32), a) and np.all(np.abs(a - t) <= step * 2.0 ** -11 * 1.01):
-        return "float16"
-    return None
-
-
 def _layouts(t: np.ndarray, shape: tuple[int, ...]) -> Iterator[np.ndarray]:
     if t.shape == shape:
         yield t
@@ -104,7 +86,7 @@ def weight_candidates(case: Case, tensors: list[TorchTensor]) -> list[Patch]:
                     statics.append(t)
     out: list[Patch] = []
     for init in statics:
-        if init.name not in used or init.data_type not in (1, 10, 11, 16):
+        if init.name not in used or init.data_type not in SCALAR_FLOAT_ELEMS:
             continue
         arr = numpy_helper.to_array(init).astype(np.float32)
         if arr.size < 2:
@@ -134,7 +116,7 @@ def weight_candidates(case: Case, tensors: list[TorchTensor]) -> list[Patch]:
 
 def _patch(case: Case, name: str, arr: np.ndarray, tt: TorchTensor, lay: np.ndarray, d: float) -> Patch:
     spec = {"op": "replace_initializer", "name": name, "source": tt.label, "max_abs_diff": float(f"{d:.4g}")}
-    kind = rounded_to(arr, lay)
+    kind = rounding_of(arr, lay)
     if kind is not None:
         return Patch(spec, "dtype", f"initializer {name} holds the {tt.label} values rounded to {kind}",
                          f"store {name} at float32 (export without casting the weights to {kind}, and do not fold "
