@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.onnx.io import copy_model
 from drifttui.core.base.dtypes import elem_name
 from drifttui.core.onnx.weights import SharedWeights
 
@@ -290,8 +291,7 @@ def full_model(index: GraphIndex) -> Any:
         return index.model
     from onnx.external_data_helper import load_external_data_for_model
 
-    copy = onnx.ModelProto()
-    copy.CopyFrom(index.model)
+    copy = copy_model(index.model)
     load_external_data_for_model(copy, str(index.data_dir))
     return copy
 

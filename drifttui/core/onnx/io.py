@@ -1,4 +1,5 @@
-"""Writing an ONNX model to a file: the one save rule.
+"""Copying and writing an ONNX model: the one copy (``copy_model``) every edit starts from, and the one
+save rule.
 
 Protobuf cannot serialise a message of 2 GiB or more, so a model whose proto is over ``INLINE_LIMIT``
 (1.8 GB, a margin below the limit) is saved with its initializers in an external ``<name>.data`` file
@@ -31,3 +32,13 @@ def save_model(model: Any, path: Union[str, Path]) -> Path:
         onnx.save(copy, str(path), save_as_external_data=True, location=path.name + ".data")
         del copy
     return path
+
+
+def copy_model(model: Any) -> Any:
+    """A deep copy of ``model`` that an edit may change freely (protobuf's CopyFrom: no 2 GiB limit,
+    unlike a serialise-and-parse round trip).  Every graph edit starts from one."""
+    import onnx
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    return copy

@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from drifttui.core.onnx.io import copy_model
 from drifttui.core.model.export import export_model
 from drifttui.core.model.loading import load_onnx
 from drifttui.core.onnx import qviews
@@ -132,8 +133,7 @@ def unblock_nchwc(index: GraphIndex, shapes: dict[str, tuple]) -> tuple[Any, dic
                for o in n.outputs if o and len(shapes.get(o, ())) == 4]
     if not blocked:
         return index.model, {}
-    model = onnx.ModelProto()
-    model.CopyFrom(index.model)
+    model = copy_model(index.model)
     made: dict[str, str] = {}
     after: dict[str, list[Any]] = {}
     for k, v in enumerate(blocked):
@@ -156,8 +156,7 @@ def _transpose_views(index: GraphIndex, tr: Any, dep_vals: dict) -> GraphIndex:
     moved = {r: m for r, m in tr.matches.items() if m.perm is not None}
     if not moved:
         return index
-    model = onnx.ModelProto()
-    model.CopyFrom(index.model)
+    model = copy_model(index.model)
     views: dict[tuple, str] = {}
     after: dict[str, list[Any]] = {}
     rewire: dict[str, str] = {}
@@ -189,8 +188,7 @@ def _reshape_views(index: GraphIndex, tr: Any, ref_vals: dict, dep_vals: dict) -
     odd = {r: m for r, m in tr.matches.items() if tuple(dep_vals[m.value].shape) != tuple(ref_vals[r].shape)}
     if not odd:
         return index, tr
-    model = onnx.ModelProto()
-    model.CopyFrom(index.model)
+    model = copy_model(index.model)
     views: dict[tuple, str] = {}
     after: dict[str, list[Any]] = {}
     rewire: dict[str, str] = {}
@@ -257,8 +255,7 @@ def dequantize(index: GraphIndex) -> tuple[Any, dict[str, str]]:
     after, rewire, made = qviews.dequantize_views(index)
     if not made:
         return index.model, {}
-    model = onnx.ModelProto()
-    model.CopyFrom(index.model)
+    model = copy_model(index.model)
     insert_views(model, after, rewire)
     return model, made
 

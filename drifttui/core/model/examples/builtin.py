@@ -14,6 +14,7 @@ from drifttui.errors import InputError
 from drifttui.core.model.examples import models
 from drifttui.core.model.export import export_model
 from drifttui.core.onnx.edit import surgery
+from drifttui.core.onnx.io import save_model
 from drifttui.core.model.examples.catalogue import CATALOGUE
 
 
@@ -56,7 +57,7 @@ class Example:
         if self.onnx_transform is not None:
             proto = onnx.load(str(path))
             self.onnx_transform(proto, exporter)
-            onnx.save(proto, str(path))
+            save_model(proto, path)
         return path
 
 
@@ -150,5 +151,5 @@ def export_bn_channel_drift(workdir: Path, exporter: str = "dynamo") -> Path:
     proto = onnx.load(str(path))
     surgery.scale_conv_channel(conv, bn, channel, factor)(proto, exporter)
     out = Path(workdir) / "bn-channel.onnx"
-    onnx.save(proto, str(out))
+    save_model(proto, out)
     return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from drifttui.core.onnx.io import copy_model
 from drifttui.core.onnx.order import node_order
 
 PREFIX = "drifttui_graft"
@@ -31,9 +32,7 @@ class Graft:
 
 
 def _copy(model: Any) -> Any:
-    import onnx
-
-    return onnx.ModelProto.FromString(model.SerializeToString())
+    return copy_model(model)
 
 
 def _opset(model: Any) -> int:
@@ -197,7 +196,7 @@ def graft(full_model: Any, g: Graft) -> Any:
     _drop_dead(full)
     _single_assignment(full)
     try:
-        return _valid(onnx.ModelProto.FromString(full.SerializeToString()))
+        return _valid(copy_model(full))
     except onnx.checker.ValidationError as exc:        # never a file that ONNX Runtime refuses
         raise GraftError(f"the grafted graph is not valid ONNX ({str(exc).splitlines()[0][:160]})") from exc
 

@@ -25,6 +25,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.onnx.io import copy_model
 from drifttui.core.base.dtypes import LOW_FLOAT_ELEMS
 from drifttui.core.onnx import nbits
 from drifttui.core.onnx.edit.keep_qoperator import kept_quantizer, moved_float, qoperator, supported
@@ -40,8 +41,7 @@ def keep_float32(model: Any, index: Any, nodes: set[int], torch_tensors: Optiona
     import onnx
 
     torch_tensors = torch_tensors or {}
-    out = onnx.ModelProto()
-    out.CopyFrom(model)
+    out = copy_model(model)
     g = out.graph
     inits = {t.name: t for t in g.initializer}
     new_inits: list[Any] = []
@@ -110,8 +110,7 @@ def without_views(model: Any) -> Any:
     same graph): the file written for the user, and the one a keep-list is verified on."""
     import onnx
 
-    out = onnx.ModelProto()
-    out.CopyFrom(model)
+    out = copy_model(model)
     nodes = _prune(strip_round_trips(strip_views(list(out.graph.node))), [o.name for o in out.graph.output])
     for n in nodes:      # what is left of a view carries a kept node's value on: named after it
         if n.name.startswith("drifttui_"):

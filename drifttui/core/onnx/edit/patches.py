@@ -29,6 +29,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.onnx.io import copy_model
 from drifttui.core.onnx.edit.resize_gather import apply_resize_gather
 from drifttui.core.onnx.edit.rewriting import APPLY, input_dtype
 from drifttui.core.onnx.edit.stable_forms import apply_expm1, apply_log1p, apply_logaddexp
@@ -71,9 +72,7 @@ def _node(model: Any, name: str) -> Any:
 
 
 def _copy(model: Any) -> Any:
-    import onnx
-
-    return onnx.ModelProto.FromString(model.SerializeToString())
+    return copy_model(model)
 
 
 def apply(model: Any, patch: Patch) -> Any:

@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.onnx.io import copy_model
 from drifttui.core.onnx.graph import tensor_array, with_data
 from drifttui.core.result import UNMAPPED
 from drifttui.core.runtime import sessions
@@ -268,7 +269,7 @@ def _model(ctx: Any, nodes: list[Any], feeds: dict[str, np.ndarray], extra_inits
     model = helper.make_model(g, opset_imports=list(ctx.index.model.opset_import),
                               ir_version=ctx.index.model.ir_version)
     model.functions.extend(ctx.index.model.functions)
-    return onnx.ModelProto.FromString(model.SerializeToString())   # a deep copy: patches edit it freely
+    return copy_model(model)   # a deep copy: patches edit it freely
 
 
 def call_io(ctx: Any, case: Case) -> Optional[tuple[list[Any], list[np.ndarray]]]:

@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.onnx.io import copy_model
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.localise_nodes import deviating, own_errors
 from drifttui.core.base.metrics import Stats, compare
@@ -45,7 +46,7 @@ def _session(model: Any, outputs: Optional[list[str]] = None) -> Any:
     import onnxruntime as ort
 
     if outputs:
-        model = onnx.ModelProto.FromString(model.SerializeToString())
+        model = copy_model(model)
         have = {o.name for o in model.graph.output}
         for v in outputs:
             if v not in have:

@@ -28,6 +28,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.onnx.io import copy_model
 from drifttui.core.explain.causes.locate.case import Case, call_io, hooked_inner
 from drifttui.core.explain.causes.locate.evaluate import run_ort
 from drifttui.core.base.metrics import compare
@@ -340,7 +341,7 @@ def widen(ctx: Any, case: Case, value: Optional[str] = None) -> Case:
     tv = inner_torch_values(ctx, case)
     if value not in tv:
         return case
-    model = onnx.ModelProto.FromString(case.model.SerializeToString())
+    model = copy_model(case.model)
     model.graph.output.append(onnx.ValueInfoProto(name=value))
     ctx.cache[WIDEN] = value
     return dataclasses.replace(case, model=model, expected={**case.expected, value: tv[value]})

@@ -20,6 +20,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.onnx.io import copy_model
 from drifttui.core.base.tolerance import bound, rtol_floor
 
 MAX_NODES = 200                 # nodes run alone per origin (one small ORT session each)
@@ -53,7 +54,7 @@ def _single(node: Any, model: Any, vals: dict[str, np.ndarray]) -> Optional[Any]
     g = helper.make_graph([node], "drifttui_node", ins, outs, [inits[v] for v in node.input if v in inits])
     m = helper.make_model(g, opset_imports=list(model.opset_import), ir_version=model.ir_version)
     m.functions.extend(model.functions)
-    return onnx.ModelProto.FromString(m.SerializeToString()), feeds
+    return copy_model(m), feeds
 
 
 def _rel(want: np.ndarray, got: np.ndarray) -> tuple[float, float]:
