@@ -62,19 +62,24 @@ def _subtree(t, i):
     return out
 
 
+def _with_ancestors(t, rows):
+    """``rows`` and every ancestor of them, in execution order."""
+    want = set(rows)
+    for i in rows:
+        p = t.parent[i]
+        while p is not None:
+            want.add(p)
+            p = t.parent[p]
+    return sorted(want)
+
+
 def test_filter_by_name_keeps_ancestors():
     """The rows kept are exactly the matching layers and their ancestors, in execution order."""
     r, t = make()
     t.set_filter(text="relu")
     matching = {L.index for L in r.layers if "relu" in L.module}
     assert matching
-    want = set(matching)
-    for i in matching:
-        p = t.parent[i]
-        while p is not None:
-            want.add(p)
-            p = t.parent[p]
-    assert t.rows == sorted(want)
+    assert t.rows == _with_ancestors(t, matching)
     t.set_filter(text="")
     assert len(t.rows) == len(r.layers)
 
@@ -88,13 +93,7 @@ def test_only_drift_filter():
     drifting = {i for i, layer in enumerate(r.layers) if layer.status in DRIFTING}
     assert drifting and len(drifting) < len(r.layers)
     t.set_filter(only_drift=True)
-    want = set(drifting)
-    for i in drifting:
-        p = t.parent[i]
-        while p is not None:
-            want.add(p)
-            p = t.parent[p]
-    assert t.rows == sorted(want)
+    assert t.rows == _with_ancestors(t, drifting)
     assert all(r.layers[i].status in DRIFTING or any(t.parent[j] == i for j in t.rows) for i in t.rows)
     leaves = [i for i in t.rows if not t.children[i]]
     assert leaves and all(r.layers[i].status in (DRIFT, INHERITED) for i in leaves)
