@@ -135,3 +135,28 @@ def test_ort_basic_file_refused_at_all_runs_at_the_level_it_loads(tmp_path):
         assert any(n.startswith("the output pass ran at ORT level") for n in result.notes)
     else:
         assert result.environment.ort_output_opt_level == "all"
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", pytest.param("dynamo", marks=pytest.mark.deploy)])
+def test_gelu_inside_an_nchwc_region_is_read_back_not_compared_raw(tmp_path, exporter):
+    """ORT ENABLE_ALL leaves a Gelu (default or com.microsoft domain) between two NCHWc Convs: its
+    value is stored blocked.  It was compared raw (a false DRIFT on a clean ConvNeXt); it is read
+    through ReorderOutput with the region's channel count, and a weight drift after it keeps its origin."""
+    from drifttui.core.pipeline import run_once
+    from drifttui.core.result import Config
+    from tests.deploy import unbuilt_models as U
+
+    def check(path):
+        return run_once(Config(model=U.spec("gelu_cnn"), onnx=str(path), inputs="shape:1x3x16x16", samples=2)).result
+
+    src = U.export("gelu_cnn", exporter, tmp_path)
+    dep = P.ort_offline("all")(src, tmp_path / "all.onnx")
+    result = check(dep)
+    assert result.verdict == OK, (result.drift_origin, result.notes)
+    for module in ("act", "act2"):
+        layer = _layer(result, module)
+        assert layer.status == OK and layer.metrics is not None, (module, layer.status, layer.note)
+        assert layer.onnx_values[0].endswith("::nchw")        # read through ReorderOutput, never raw
+    w = U.gelu_cnn().head.weight.detach().numpy()
+    drifted = check(P.scale_weight(dep, w, 1.05, tmp_path / "drift.onnx"))
+    assert drifted.verdict == DRIFT and drifted.drift_origin.module == "head", drifted.drift_origin
