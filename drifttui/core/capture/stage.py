@@ -88,6 +88,7 @@ class Capture:
     torch_self: tuple[str, float, float] = ("", 0.0, 0.0)
     # a reduced-precision file: call -> measured share of the output error (capture/shares.py)
     shares: dict[int, float] = field(default_factory=dict)
+    output_level: str = ""    # the ORT level the output pass ran at ("": the configured one)
 
 
 @dataclass
@@ -99,6 +100,7 @@ class _Outputs:
     times: list[float] = field(default_factory=list)
     dtypes: list[tuple[str, str]] = field(default_factory=list)     # sample 0's (torch, ORT) per output
     self_check: tuple[str, float, float] = ("", 0.0, 0.0)     # determinism.self_check on sample 0
+    level: str = ""           # the ORT level the output pass ran at (lower than asked when ORT refused it)
 
 
 # a partial result for the progress callback: (capture so far) -> Result
@@ -200,8 +202,13 @@ class _Run:
         self.progress(Progress("sessions", message="opening the output pass's ONNX Runtime session"))
         t = time.perf_counter()
         pr, cfg = self.pr, self.cfg
-        self.floor = sessions.make_session(pr.proto, cfg.output_opt_level, cfg.deterministic, cfg.provider,
-                                           pr.workdir, "floor.onnx", data_dir=pr.index.data_dir)
+        self.floor, self.outs.level, why = sessions.session_at_or_below(
+            pr.proto, cfg.output_opt_level, cfg.deterministic, cfg.provider, pr.workdir, "floor.onnx",
+            data_dir=pr.index.data_dir)
+        if why and not any(n.startswith("the output pass ran at ORT level") for n in self.notes):
+            self.notes.append(f"the output pass ran at ORT level {self.outs.level}, not {cfg.output_opt_level}: "
+                              f"ONNX Runtime refuses this file at {cfg.output_opt_level} ({why.rsplit(' : ', 1)[-1][:160]}); it runs "
+                              f"as given at {self.outs.level}, the level a deployment of it must set")
         release_weights(pr.index.data_dir)      # packing read every weight: the mapping's pages go back
         self.timings["sessions"] += time.perf_counter() - t
 
@@ -307,7 +314,7 @@ def _snapshot(pr: Prepared, cfg: Config, acc: Accum, outs: _Outputs, n: int, cho
                    top1=[(a, b) for a, b in outs.top1], glob=acc.glob, local=acc.local_aggs(),
                    local_values=acc.loc_values, local_available=pr.local is not None, notes=list(notes),
                    timings=dict(timings), windows=list(windows), observer=obs, output_dtypes=list(outs.dtypes),
-                   torch_self=outs.self_check)
+                   torch_self=outs.self_check, output_level=outs.level)
 
 
 def _output_pass(pr: Prepared, sess: Any, outs: _Outputs, i: int, sample: Any, feeds: dict,

@@ -102,7 +102,7 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
         layers=layers,
         outputs=outputs,
         coverage=coverage(verdict.statuses, pr.plan),
-        environment=environment(cfg, pr),
+        environment=environment(cfg, pr, cap.output_level),
         config=cfg,
         timings={k: round(v, 4) for k, v in (timings if timings is not None else cap.timings).items()},
         notes=notes,
@@ -333,7 +333,7 @@ def make_origin(layers: list[Layer], origin: Optional[int]) -> Optional[Origin]:
     )
 
 
-def environment(cfg: Config, pr: "Prepared") -> Environment:
+def environment(cfg: Config, pr: "Prepared", output_level: str = "") -> Environment:
     import numpy as np
     import onnx
     import onnxruntime as ort
@@ -345,5 +345,5 @@ def environment(cfg: Config, pr: "Prepared") -> Environment:
         numpy=np.__version__, python=platform.python_version(), opset=index.opset,
         producer=index.producer_name, exporter=pr.exporter, ort_opt_level=cfg.opt_level,
         threads=1 if cfg.deterministic else 0, deterministic=cfg.deterministic, provider=cfg.provider,
-        ort_output_opt_level=cfg.output_opt_level,
+        ort_output_opt_level=output_level or cfg.output_opt_level,
     )

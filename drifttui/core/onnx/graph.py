@@ -73,6 +73,28 @@ class GraphIndex:
     def is_static(self, name: str) -> bool:
         return name in self.initializers or name in self.constant_values
 
+    def constant_tensor(self, name: str) -> Optional[Any]:
+        """The TensorProto of a constant tensor: an initializer, or the ``value`` of a Constant node
+        (tools such as onnxsim leave folded weights as Constant nodes: weights like any other)."""
+        t = self.initializers.get(name)
+        if t is not None or name not in self.constant_values:
+            return t
+        return _constant_value(self.nodes[self.producer[name]].proto)
+
+    def constant_tensors(self) -> dict[str, Any]:
+        """Every constant tensor by name: the initializers, then the Constant nodes' values."""
+        out = dict(self.initializers)
+        for name in self.constant_values:
+            t = self.constant_tensor(name)
+            if t is not None and name not in out:
+                out[name] = t
+        return out
+
+
+def _constant_value(proto: Any) -> Optional[Any]:
+    """A Constant node's tensor (its ``value`` attribute), or None (value_ints, sparse...)."""
+    return next((a.t for a in proto.attribute if a.name == "value" and a.HasField("t")), None)
+
 
 def _dims(type_proto: Any) -> Optional[list[Any]]:
     if not type_proto.HasField("tensor_type"):
@@ -267,19 +289,15 @@ def attribute_values(node: Any) -> dict[str, Any]:
 def tensor_array(index: GraphIndex, name: str) -> Optional[np.ndarray]:
     from onnx import numpy_helper
 
-    t = index.initializers.get(name)
+    t = index.constant_tensor(name)
     if t is not None:
         if index.data_dir is not None and t.data_location == t.EXTERNAL:
             # read where it lies (a view of the mapped file when it can be): the proto stays without weights
             arr = SharedWeights.of(index.data_dir).array(t)
             return arr if arr is not None else numpy_helper.to_array(t, str(index.data_dir))
         return numpy_helper.to_array(t)
-    p = index.producer.get(name)
-    if p is not None and index.nodes[p].op_type == "Constant":
-        for a in index.nodes[p].proto.attribute:
-            if a.name == "value":
-                return numpy_helper.to_array(a.t)
-    return None
+    c = index.constant_tensor(name)
+    return numpy_helper.to_array(c) if c is not None else None
 
 
 def full_model(index: GraphIndex) -> Any:

@@ -28,7 +28,7 @@ def _scale_zero(index: Any, value: str) -> Optional[tuple[str, str]]:
             if name != value or pos + 2 >= len(ins):
                 continue
             s, z = ins[pos + 1], ins[pos + 2]
-            st, zt = index.initializers.get(s), index.initializers.get(z)
+            st, zt = index.constant_tensor(s), index.constant_tensor(z)
             if st is not None and st.data_type == FLOAT and len(st.dims) == 0 and zt is not None \
                     and zt.data_type in INT_TYPES and index.elem_types.get(value) in (zt.data_type, None, 0) \
                     and len(zt.dims) == 0:

@@ -82,7 +82,7 @@ def layer_details(index: GraphIndex, plan: Plan, calls: list[Call], model: Any,
             nodes[cm.call].append(NodeInfo(node.name, node.op_type, node.domain, attribute_values(node.proto),
                                            list(node.inputs), list(node.outputs), shapes))
             for v in node.inputs:
-                if v in index.initializers and v not in names[cm.call]:
+                if _is_weight(index, v) and v not in names[cm.call]:
                     names[cm.call].append(v)
                     # a folded node's weights (Conv+BatchNorm) differ from the torch parameter they
                     # are named after by design: compared through the fold
@@ -103,6 +103,15 @@ def layer_details(index: GraphIndex, plan: Plan, calls: list[Call], model: Any,
         future.set_result(result)
     threading.Thread(target=work, name="drifttui-layer-details", daemon=True).start()
     return LayerDetails(nodes, op_types, node_names, future, urgent)
+
+
+def _is_weight(index: GraphIndex, v: str) -> bool:
+    """An initializer, or a Constant node's float tensor of 2 elements or more (a weight a tool folded
+    into a Constant node; the scalars and shapes a TorchScript export writes as Constants are not)."""
+    if v in index.initializers:
+        return True
+    t = index.constant_tensor(v) if v in index.constant_values else None
+    return t is not None and t.data_type in (1, 10, 11, 16) and int(np.prod(t.dims)) >= 2
 
 
 def _initializer_infos(index: GraphIndex, model: Any, jobs: dict[str, tuple[Call, bool]],
@@ -140,7 +149,6 @@ def _fold_of(model: Any, bn_name: str) -> Any:
 def _init_info(index: GraphIndex, name: str, params: dict[str, np.ndarray],
                call_params: dict[str, Any], folded: bool = False, through: Any = None,
                pace: Optional[Callable[[], None]] = None, scratch: Optional[Scratch] = None) -> InitializerInfo:
-    t = index.initializers[name]
     arr = tensor_array(index, name)
     try:
         return _figures(index, name, arr, params, call_params, folded, through, pace, scratch)
@@ -151,7 +159,7 @@ def _init_info(index: GraphIndex, name: str, params: dict[str, np.ndarray],
 def _figures(index: GraphIndex, name: str, arr: Optional[np.ndarray], params: dict[str, np.ndarray],
              call_params: dict[str, Any], folded: bool, through: Any,
              pace: Optional[Callable[[], None]], scratch: Optional[Scratch]) -> InitializerInfo:
-    t = index.initializers[name]
+    t = index.constant_tensor(name)
     dtype = elem_type_name(t.data_type)
     if arr is None or arr.size == 0:
         return InitializerInfo(name, dtype, list(t.dims), 0.0, 0.0, 0.0, 0.0)

@@ -107,7 +107,7 @@ def dequantized_from(index: GraphIndex, value: str, elem: int) -> Optional[Any]:
     if q is None or not (index.nodes[q].op_type == "QuantizeLinear"
                          or index.nodes[q].op_type.startswith(QOPERATOR)):
         return None
-    scale, zero = (index.initializers.get(n) for n in node.inputs[1:3])
+    scale, zero = (index.constant_tensor(n) for n in node.inputs[1:3])
     if scale is None or zero is None or scale.data_type != elem:
         return None
     return node.proto

@@ -189,7 +189,7 @@ def _low_output(index: Any, node: Any) -> Optional[str]:
         if name is not None:
             return name
     for i in node.inputs:
-        t = index.initializers.get(i)
+        t = index.constant_tensor(i)
         if t is not None and t.data_type in _LOW:
             return _LOW[t.data_type]
     return None
@@ -284,7 +284,7 @@ def _quantized_source(index: Any, name: str, levels: dict[str, int]) -> Optional
     if p is not None and index.nodes[p].op_type == "DequantizeLinear":
         name = index.nodes[p].inputs[0]
         p = index.producer.get(name)
-    t = index.initializers.get(name)
+    t = index.constant_tensor(name)
     if t is not None and t.data_type in QUANT_ELEMS:        # (u)int8, (u)int16, (u)int4
         q = numpy_helper.to_array(t).astype(np.int64)
         zp = 128 if t.data_type == 2 else 0     # uint8 weights are stored around 128
@@ -306,7 +306,7 @@ def _act_step(index: Any, node: Any, levels: dict[str, int]) -> float:
     if level:
         return 1.0 / level
     if node.op_type == "QuantizeLinear" and len(node.inputs) > 2:
-        zp = index.initializers.get(node.inputs[2])
+        zp = index.constant_tensor(node.inputs[2])
         if zp is not None and zp.data_type == 3:
             return ACT_STEP_I8
     return ACT_STEP_U8

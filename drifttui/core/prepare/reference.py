@@ -22,6 +22,7 @@ from drifttui.core.model.export import export_model
 from drifttui.core.model.loading import load_onnx
 from drifttui.core.onnx import qviews
 from drifttui.core.onnx.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index
+from drifttui.core.onnx import nchwc
 from drifttui.core.prepare.plan import matching as plan_matching
 from drifttui.core.prepare.plan import transfer as plan_transfer
 from drifttui.core.prepare.plan.plan import Plan
@@ -29,6 +30,9 @@ from drifttui.core.result import FUSED, OK
 from drifttui.core.runtime import sessions
 from drifttui.errors import ModelError
 
+
+
+BLOCKED = " (NCHWc-blocked)"
 
 
 def processed_by(index: GraphIndex) -> str:
@@ -123,28 +127,29 @@ def insert_views(model: Any, after: dict[str, list[Any]], rewire: dict[str, str]
             model.graph.node.extend(after.get(o, []))
 
 
-def unblock_nchwc(index: GraphIndex, shapes: dict[str, tuple]) -> tuple[Any, dict[str, str]]:
-    """A copy of the model in which every 4-D value in ORT's blocked NCHWc layout goes through
-    ReorderOutput (ORT's own inverse), so that it can be compared in NCHW, and back through
-    ReorderInput to its readers."""
+def unblock_nchwc(index: GraphIndex, shapes: dict[str, tuple]) -> tuple[Any, dict[str, str], list[str]]:
+    """A copy of the model in which every value stored in ORT's blocked NCHWc layout (onnx/nchwc.py:
+    the NCHWc ops' outputs and the default-domain ops' inside a blocked region) goes through
+    ReorderOutput (ORT's own inverse), with the channel count the graph states, so that it can be
+    compared in NCHW, and back through ReorderInput to its readers; and the blocked values that
+    cannot be read so (not comparable: never compared raw)."""
     import onnx
 
-    blocked = [o for n in index.nodes if n.domain == "com.microsoft.nchwc" and n.op_type != "ReorderOutput"
-               for o in n.outputs if o and len(shapes.get(o, ())) == 4]
-    if not blocked:
-        return index.model, {}
+    views, left = nchwc.reorder_plan(index, shapes)
+    if not views:
+        return index.model, {}, left
     model = copy_model(index.model)
     made: dict[str, str] = {}
     after: dict[str, list[Any]] = {}
-    for k, v in enumerate(blocked):
+    for k, (v, channels) in enumerate(views.items()):
         out = f"{v}::nchw"
         after[v] = [onnx.helper.make_node("ReorderOutput", [v], [out], name=f"drifttui_nchw_{k}",
-                                          domain="com.microsoft.nchwc", channels=int(shapes[v][1]), channels_last=0),
+                                          domain=nchwc.NCHWC, channels=channels, channels_last=0),
                     onnx.helper.make_node("ReorderInput", [out], [f"{v}::nchwc"], name=f"drifttui_nchwc_{k}",
-                                          domain="com.microsoft.nchwc", channels_last=0)]
+                                          domain=nchwc.NCHWC, channels_last=0)]
         made[out] = v
-    insert_views(model, after, {v: f"{v}::nchwc" for v in blocked})
-    return model, made
+    insert_views(model, after, {v: f"{v}::nchwc" for v in views})
+    return model, made, left
 
 
 def _transpose_views(index: GraphIndex, tr: Any, dep_vals: dict) -> GraphIndex:
@@ -237,8 +242,7 @@ def transfer(cfg: Any, model: Any, sample0: Any, feeds0: dict, index: GraphIndex
     if not ref_plan.localized:
         return None
     wanted = [v for v, e in ref_plan.table.items() if e[0] != "graph_in"]
-    ref_vals, _ = markable_run(ref, wanted, dict(zip(ref.graph_inputs, feeds0.values())), cfg.provider,
-                               workdir)
+    ref_vals, _ = markable_run(ref, wanted, _reference_feeds(ref, feeds0), cfg.provider, workdir)
     index, dep_vals, bad = _deployed_values(index, feeds0, cfg.provider, workdir)
     tr = plan_matching.transfer_values(ref, index, wanted, ref_vals, dep_vals)
     index = _transpose_views(index, tr, dep_vals)
@@ -246,6 +250,17 @@ def transfer(cfg: Any, model: Any, sample0: Any, feeds0: dict, index: GraphIndex
     plan = plan_transfer.build_transferred_plan(index, calls, ref_plan, tr, ref)
     note = _note(tool or "a deployment tool", source, calls, plan, ref_plan, tr, bad)
     return index, plan, note, f"{exporter} (mapped through a reference export)"
+
+
+def _reference_feeds(ref: GraphIndex, feeds0: dict) -> dict:
+    """The deployed file's sample-0 feeds for the reference export, in the reference's input types:
+    a float16 file's inputs (converted without keep_io_types) widened to the export's float32, exactly
+    (the sample was rounded through float16 for both models: model/half_inputs.py)."""
+    out = {}
+    for name, arr in zip(ref.graph_inputs, feeds0.values()):
+        want = ref.elem_types.get(name)
+        out[name] = arr.astype(np.float32) if want == 1 and arr.dtype == np.float16 else arr
+    return out
 
 
 def dequantize(index: GraphIndex) -> tuple[Any, dict[str, str]]:
@@ -272,7 +287,10 @@ def _deployed_values(index: GraphIndex, feeds0: dict, provider: str,
     for view, quantized in made_q.items():      # the integers are never compared, their views are
         dep_vals.pop(quantized, None)
         dep_vals.pop(f"{quantized}::q", None)
-    unblocked, made = unblock_nchwc(index, {v: a.shape for v, a in dep_vals.items()})
+    unblocked, made, left = unblock_nchwc(index, {v: a.shape for v, a in dep_vals.items()})
+    for v in left:        # blocked, and the graph states no channel count to read it back with
+        dep_vals.pop(v, None)
+    bad += [f"{v}{BLOCKED}" for v in left]
     if made:
         index = build_index(unblocked, index.path)
         more, bad_views = markable_run(index, list(made), feeds0, provider, workdir)
@@ -293,6 +311,11 @@ def _note(tool: str, source: str, calls: list, plan: Any, ref_plan: Any, tr: Any
     out = (f"mapping: {processed}mapped through a reference export ({source}), by structure and sample-0 "
            f"numerics, not by name: {_covered(plan)} of {len(calls)} module calls mapped or fused "
            f"(the reference: {_covered(ref_plan)}); weights matched by content: {kinds or 'none'}")
+    blocked = [b.removesuffix(BLOCKED) for b in bad if b.endswith(BLOCKED)]
+    bad = [b for b in bad if not b.endswith(BLOCKED)]
+    if blocked:
+        out += (f"; {len(blocked)} value(s) in ONNX Runtime's blocked NCHWc layout whose channel count the graph "
+                f"does not state are not comparable and were left out: {', '.join(blocked[:5])}")
     if bad:
         out += (f"; {len(bad)} value(s) cannot be marked as ONNX outputs without ONNX Runtime refusing the "
                 f"graph and were left unmarked: {', '.join(bad[:5])}")

@@ -92,6 +92,29 @@ def make_session(model: Any, opt_level: str, deterministic: bool, provider: str,
     return session
 
 
+def session_at_or_below(model: Any, opt_level: str, deterministic: bool, provider: str, workdir: Path,
+                        name: str, data_dir: Optional[Path] = None) -> tuple[Any, str, str]:
+    """(session, level, why): a plain session of ``model`` at ``opt_level``, or, when ONNX Runtime
+    refuses the file at that level, at the highest lower level it accepts, and why the level was
+    lowered ("" when it was not).  Files ORT saved itself (``optimized_model_filepath`` at basic)
+    can fail ORT's own re-optimisation at ``all`` ("Attempt to replace the existing tensor" in
+    AddInitializerWithOrtValue, onnxruntime 1.32) while running as given at a lower level: such a
+    file is deployed at that level, and drifttui's output pass runs it there."""
+    order = list(OPT_LEVELS)
+    levels = [lv for lv in reversed(order[:order.index(opt_level) + 1])] if opt_level in order else [opt_level]
+    first: Optional[ModelError] = None
+    for level in levels:
+        try:
+            session = make_session(model, level, deterministic, provider, workdir, name, data_dir=data_dir)
+        except ModelError as exc:
+            first = first or exc
+            continue
+        why = "" if first is None else first.problem.removeprefix("ONNX Runtime cannot load the graph: ")
+        return session, level, why
+    assert first is not None
+    raise first
+
+
 def run(session: Any, feeds: dict[str, np.ndarray], names: Optional[list[str]] = None) -> dict[str, np.ndarray]:
     try:
         with cores.foreground():

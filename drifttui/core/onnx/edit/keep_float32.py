@@ -277,7 +277,7 @@ def _unrounded(index: Any, q: Any, k: int, pre: list[Any]) -> str:
     from onnx import numpy_helper
 
     x = q.inputs[0]
-    zp = index.initializers.get(q.inputs[2]) if len(q.inputs) > 2 else None
+    zp = index.constant_tensor(q.inputs[2]) if len(q.inputs) > 2 else None
     if zp is None:
         return x
     z = numpy_helper.to_array(zp)

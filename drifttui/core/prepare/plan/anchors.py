@@ -28,10 +28,10 @@ def _informative(a: np.ndarray) -> bool:
 
 
 def _float_arrays(index: Any) -> dict[str, np.ndarray]:
-    from onnx import numpy_helper
-
+    """Every informative float constant tensor (initializers and Constant nodes' values, through
+    ``GraphIndex.constant_tensors``), and the dequantized int8 / int4 weights."""
     out = {}
-    for name, t in index.initializers.items():
+    for name, t in index.constant_tensors().items():
         if t.data_type in FLOAT_TYPES:
             arr = tensor_array(index, name)      # external data read where it lies
             if arr is None:
@@ -41,13 +41,6 @@ def _float_arrays(index: Any) -> dict[str, np.ndarray]:
                 out[name] = a
     out.update(_int8_weights(index))
     out.update(_nbits_weights(index))
-    for n in index.nodes:
-        if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
-            for a in n.proto.attribute:
-                if a.name == "value" and a.t.data_type in FLOAT_TYPES:
-                    arr = numpy_helper.to_array(a.t).astype(np.float32)
-                    if _informative(arr):
-                        out[n.outputs[0]] = arr
     return out
 
 
@@ -56,7 +49,7 @@ def _nbits_weights(index: Any) -> dict[str, np.ndarray]:
     rounded copy of the reference MatMul's weight, matched like one."""
     out: dict[str, np.ndarray] = {}
     for n in index.nodes:
-        if n.op_type not in NBITS_OPS or len(n.inputs) < 3 or n.inputs[1] not in index.initializers:
+        if n.op_type not in NBITS_OPS or len(n.inputs) < 3 or index.constant_tensor(n.inputs[1]) is None:
             continue
         arrays = {i: a for i in n.inputs[1:4] if i and (a := tensor_array(index, i)) is not None}
         w = dequantized(n, arrays)
@@ -72,7 +65,8 @@ def _int8_weights(index: Any) -> dict[str, np.ndarray]:
     from onnx import numpy_helper
 
     out: dict[str, np.ndarray] = {}
-    for name, t in index.initializers.items():
+    consts = index.constant_tensors()
+    for name, t in consts.items():
         if t.data_type not in INT8_ELEMS or len(t.dims) < 2:
             continue
         for c in index.consumers.get(name, []):
@@ -80,14 +74,14 @@ def _int8_weights(index: Any) -> dict[str, np.ndarray]:
                 break            # packed blocks: _nbits_weights
             ins = index.nodes[c].inputs
             pos = ins.index(name)
-            if pos + 2 >= len(ins) or ins[pos + 1] not in index.initializers or ins[pos + 2] not in index.initializers:
+            if pos + 2 >= len(ins) or ins[pos + 1] not in consts or ins[pos + 2] not in consts:
                 continue
-            st, zt = index.initializers[ins[pos + 1]], index.initializers[ins[pos + 2]]
+            st, zt = consts[ins[pos + 1]], consts[ins[pos + 2]]
             if st.data_type != 1 or zt.data_type != t.data_type:
                 continue         # not a (w, scale, zero point) triple (DynamicQuantizeLSTM: W, R, B...)
             q = numpy_helper.to_array(t).astype(np.float32)
-            s = numpy_helper.to_array(index.initializers[ins[pos + 1]]).astype(np.float32)
-            z = numpy_helper.to_array(index.initializers[ins[pos + 2]]).astype(np.float32)
+            s = numpy_helper.to_array(st).astype(np.float32)
+            z = numpy_helper.to_array(zt).astype(np.float32)
             if s.ndim == 1 and s.size > 1:       # per channel: along the axis of that length (0 first)
                 ax = next((a for a, d in enumerate(q.shape) if d == s.size), None)
                 if ax is None:
@@ -150,7 +144,7 @@ def match_anchors(ref: Any, dep: Any) -> tuple[dict[str, str], dict[str, int]]:
             found[name] = best
             if any(dep.nodes[c].op_type in NBITS_OPS for c in dep.consumers.get(name, [])):
                 best_kind = "int4 blocks, dequantized"
-            elif dep.initializers[name].data_type in INT8_ELEMS:
+            elif dep.constant_tensor(name).data_type in INT8_ELEMS:
                 best_kind = "int8, dequantized"
             how[best_kind] = how.get(best_kind, 0) + 1
     return found, how
@@ -197,7 +191,7 @@ def match_concatenated(ref: Any, dep: Any, found: dict[str, str]) -> tuple[dict[
                     ra = r_arr[r]
                     blocks.append(PackedBlock(name, k, len(parts), r, float(np.max(np.abs(block - ra), initial=0.0)),
                                               float(np.max(np.abs(ra), initial=0.0)),
-                                              LOW_PRECISION_ELEM.get(dep.initializers[name].data_type, 0.0)))
+                                              LOW_PRECISION_ELEM.get(dep.constant_tensor(name).data_type, 0.0)))
                 break
     return out, blocks
 

@@ -54,7 +54,7 @@ def _weights(index: GraphIndex, values: list[str], depth: int = 0) -> set[str]:
     """The initializers a node reads, directly or through static nodes."""
     out: set[str] = set()
     for v in values:
-        if v in index.initializers:
+        if v in index.initializers or v in index.constant_values:
             out.add(v)
         elif depth < 8 and (p := index.producer.get(v)) is not None and _static(index, v):
             out |= _weights(index, index.nodes[p].inputs, depth + 1)

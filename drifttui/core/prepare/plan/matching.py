@@ -213,7 +213,7 @@ def relu_folded(index: Any, value: str) -> bool:
     p = index.producer.get(value)
     if p is None or index.nodes[p].op_type != "DequantizeLinear" or len(index.nodes[p].inputs) < 3:
         return False
-    z = index.initializers.get(index.nodes[p].inputs[2])
+    z = index.constant_tensor(index.nodes[p].inputs[2])
     if z is None or z.data_type not in INT8_ELEMS:
         return False
     from onnx import numpy_helper

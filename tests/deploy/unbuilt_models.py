@@ -1,0 +1,46 @@
+"""Small seeded models for test_unbuilt_files.py (drifttui model spec targets: ``unbuilt_models.py:NAME``)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+
+HERE = Path(__file__).resolve()
+
+
+class GeluCNN(nn.Module):
+    """A Conv, a GELU and a 1x1 Conv: at ORT ENABLE_ALL the GELU stays a default-domain op between two
+    NCHWc Convs, its value stored blocked (ConvNeXt's MLP in small).  16 channels: a multiple of the
+    block on AVX2 (8) and AVX-512 (16), so the blocked value has torch's shape."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3, padding=1)
+        self.act = nn.GELU()
+        self.pw = nn.Conv2d(16, 16, 1)
+        self.act2 = nn.GELU()
+        self.head = nn.Conv2d(16, 8, 1)
+
+    def forward(self, x):
+        return self.head(self.act2(self.pw(self.act(self.conv(x)))))
+
+
+def gelu_cnn() -> nn.Module:
+    torch.manual_seed(0)
+    return GeluCNN().eval()
+
+
+def spec(name: str) -> str:
+    return f"{HERE}:{name}"
+
+
+def export(name: str, exporter: str, folder: Path) -> Path:
+    import onnx
+
+    from drifttui.core.model.export import export_model
+
+    path = export_model(globals()[name](), (torch.randn(1, 3, 16, 16),), {}, exporter, folder, name=f"{name}.onnx")
+    out = folder / f"{name}-{exporter}-embedded.onnx"
+    onnx.save(onnx.load(str(path)), str(out))
+    return out
