@@ -32,6 +32,11 @@ class InputError(DriftTuiError):
     exit_code = EXIT_USAGE
 
 
+class InvalidArgument(InputError, ValueError):
+    """A Python API argument out of its range (``min_top1=1.5``): an InputError, and a ValueError
+    for callers that caught the ValueError it used to be."""
+
+
 class ModelError(DriftTuiError):
     """The model, the exporter or ONNX Runtime failed on valid input."""
 

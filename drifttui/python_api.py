@@ -165,9 +165,9 @@ def _baseline(baseline: Union[Result, str, Path, None]) -> Optional[Result]:
     """A baseline Result, or one read from an earlier JSON report."""
     if baseline is None or isinstance(baseline, Result):
         return baseline
-    from drifttui.report import json_report
+    from drifttui.report.ci_outputs import _read_baseline
 
-    return json_report.read(str(baseline))
+    return _read_baseline(str(baseline))
 
 
 def _model_spec(model: ModelArg, tokens: list[str], onnx_given: bool) -> tuple[str, Optional[str]]:

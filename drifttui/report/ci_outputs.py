@@ -134,9 +134,15 @@ class CiRun:
 
 
 def _read_baseline(path: str) -> Result:
+    from drifttui.errors import InputError
     from drifttui.report import json_report
+    from drifttui.report.gate import BASELINE_FIX, baseline_problem
 
-    return json_report.read(path)
+    base = json_report.read(path)
+    problem = baseline_problem(base)
+    if problem:
+        raise InputError(problem.replace("--baseline", f"--baseline {path!r}", 1), BASELINE_FIX)
+    return base
 
 
 def _say(decision: Decision, gate: Gate, result: Result, report_printed: bool = False) -> None:
