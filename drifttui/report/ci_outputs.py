@@ -111,11 +111,19 @@ class CiRun:
         writes complete reports saying so, then the error goes on to the one-line message."""
         from drifttui.errors import DriftTuiError
 
+        from drifttui.errors import environment_failure
+
         try:
             yield
         except DriftTuiError as exc:
             self._report_error(exc)
             raise
+        except Exception as exc:    # a full disk, a file-size limit...: exit 2, and the reports say so
+            refused = environment_failure(exc)
+            if refused is None:
+                raise
+            self._report_error(refused)
+            raise refused from exc
 
     def _report_error(self, exc: Exception) -> None:
         from drifttui.report import annotations, junit, markdown
