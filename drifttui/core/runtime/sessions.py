@@ -92,6 +92,17 @@ def make_session(model: Any, opt_level: str, deterministic: bool, provider: str,
     return session
 
 
+class RunFailure(ModelError):
+    """ONNX Runtime failed while running the graph on feeds that fit it (exit 3); ``detail`` is its
+    line, for the caller that knows the sample (``on_sample``)."""
+
+    FIX = "check the op named above; rerun with --debug for details"
+
+    def __init__(self, detail: str, where: str = "while running the graph") -> None:
+        self.detail = detail
+        super().__init__(f"ONNX Runtime failed {where}: {detail}", self.FIX)
+
+
 def run(session: Any, feeds: dict[str, np.ndarray], names: Optional[list[str]] = None) -> dict[str, np.ndarray]:
     try:
         with cores.foreground():
@@ -102,11 +113,11 @@ def run(session: Any, feeds: dict[str, np.ndarray], names: Optional[list[str]] =
         if "invalid_argument" in low or "got invalid dimensions" in low or "unexpected input data type" in low \
                 or "invalid rank" in low or "required inputs" in low:
             mismatch, spec = feed_mismatch(session, feeds)
-            raise InputError(f"the inputs do not fit the ONNX graph: {mismatch or first[:300]}",
-                             "give inputs with the shapes/dtypes the graph expects ("
-                             + (f"--inputs {spec}" if spec else "--inputs") + ")") from exc
-        raise ModelError(f"ONNX Runtime failed while running the graph: {first[:300]}",
-                         "check the op named above; rerun with --debug for details") from exc
+            if mismatch:        # feeds that fit the graph's inputs: a node failed at run time (exit 3)
+                raise InputError(f"the inputs do not fit the ONNX graph: {mismatch}",
+                                 "give inputs with the shapes/dtypes the graph expects ("
+                                 + (f"--inputs {spec}" if spec else "--inputs") + ")") from exc
+        raise RunFailure(first[:300]) from exc
     out_names = names or [o.name for o in session.get_outputs()]
     return dict(zip(out_names, outs))
 
