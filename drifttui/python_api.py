@@ -120,13 +120,16 @@ def _run_engine(config: Config, progress: ProgressFn, cancel: Optional[CancelTok
     from drifttui.core.pipeline import Pipeline
 
     engine = Pipeline()
-    result = engine.run(config, progress, cancel).result
-    how = explain(result)
-    if how == "diagnose":
-        steps = [step] if step else list(STEP_NUMBERS)
-        result = engine.explain(result, steps, progress, cancel).result
-    elif how == "checks":
-        result = engine.explain(result, (), progress, cancel).result
+    try:
+        result = engine.run(config, progress, cancel).result
+        how = explain(result)
+        if how == "diagnose":
+            steps = [step] if step else list(STEP_NUMBERS)
+            result = engine.explain(result, steps, progress, cancel).result
+        elif how == "checks":
+            result = engine.explain(result, (), progress, cancel).result
+    finally:        # cancelled or not: no temporary folder outlives the call
+        engine.close()
     return result
 
 
@@ -191,6 +194,9 @@ def _model_spec(model: ModelArg, tokens: list[str], onnx_given: bool) -> tuple[s
             model = torch.export.unflatten(model)
         except Exception:   # noqa: BLE001 - fall back to the flat module (outputs compared only)
             model = model.module()
+    if isinstance(model, type):
+        raise InputError(f"model= is the class {model.__name__}, not a model",
+                         f"pass an instance: model={model.__name__}(...) with its weights loaded")
     if not isinstance(model, torch.nn.Module):
         raise InputError(f"model= is a {type(model).__name__}",
                          "pass a torch.nn.Module, or a MODEL spec string like 'file.py:build'")
@@ -226,7 +232,8 @@ def _inputs_spec(inputs: InputsArg, samples: int, tokens: list[str]) -> tuple[Op
 @contextlib.contextmanager
 def _eval_mode(model: Any) -> Iterator[None]:
     """Run in eval mode (dropout off, BatchNorm statistics frozen); restore every module's mode."""
-    modes = [(m, m.training) for m in model.modules()] if hasattr(model, "modules") and hasattr(model, "eval") else []
+    is_model = hasattr(model, "modules") and hasattr(model, "eval") and not isinstance(model, type)  # a class: refused later
+    modes = [(m, m.training) for m in model.modules()] if is_model else []
     if modes:
         model.eval()
     try:

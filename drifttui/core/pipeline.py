@@ -51,7 +51,22 @@ class Run:
     result: Result
 
 
+def _kind_problem(cfg: Config) -> str:
+    """A run option of the wrong type (the Python API takes any object): named, as its CLI flag."""
+    import numbers
+
+    whole, real = numbers.Integral, numbers.Real
+    for flag, value, kind in (("--samples", cfg.samples, whole), ("--seed", cfg.seed, whole),
+                              ("--batch", cfg.batch, whole), ("--atol", cfg.atol, real), ("--rtol", cfg.rtol, real)):
+        if isinstance(value, bool) or not isinstance(value, kind):
+            return f"{flag} {value!r:.40} is a {type(value).__name__}, not a {'whole ' if kind is whole else ''}number"
+    return ""
+
+
 def validate(cfg: Config) -> None:
+    problem = _kind_problem(cfg)
+    if problem:
+        raise InputError(problem, "give a number (samples, seed and batch: whole numbers)")
     if cfg.samples < 1:
         raise InputError(f"--samples {cfg.samples} is not a positive number", "use --samples 1 or more")
     if not (math.isfinite(cfg.atol) and math.isfinite(cfg.rtol)) or cfg.atol < 0 or cfg.rtol < 0:
@@ -243,6 +258,17 @@ class Pipeline:
         with tempfile.TemporaryDirectory(prefix="drifttui-repair-") as d:
             path = save_model(model, Path(d) / "fixed.onnx")
             return Pipeline().run(dataclasses.replace(config, onnx=str(path)), progress, cancel).result
+
+    def close(self) -> None:
+        """Remove every temporary folder now (the Prepared's, the explain contexts'), not when the
+        garbage collector finds them: a cancelled or failed call's traceback keeps them alive."""
+        import shutil
+
+        folders = [self._prepared.workdir] if self._prepared is not None else []
+        folders += [c._dir for c in self._contexts.values() if getattr(c, "_dir", None) is not None]
+        self.forget()
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def forget(self) -> None:
         self._prepared, self._pkey, self.last = None, None, None
