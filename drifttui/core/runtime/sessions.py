@@ -68,7 +68,8 @@ def make_session(model: Any, opt_level: str, deterministic: bool, provider: str,
         so.add_session_config_entry("session.disable_prepacking", "1")
     shared: Any = None
     if data_dir is not None:
-        so.add_session_config_entry("session.model_external_initializers_file_folder_path", str(data_dir))
+        so.add_session_config_entry("session.model_external_initializers_file_folder_path",
+                                    utf8_folder(data_dir, workdir))
         if not prepack:
             # a packing session reads the file itself: ORT frees each raw weight once packed (the
             # 220M LLaMA's output session peaks at 0.92 GB so, 1.51 GB over the shared mapping)
@@ -90,6 +91,24 @@ def make_session(model: Any, opt_level: str, deterministic: bool, provider: str,
                          "(try another --opset when exporting, or a newer onnxruntime)") from exc
     session._drifttui_weights = shared      # the mapped buffers live as long as the session
     return session
+
+
+def utf8_folder(folder: Path, workdir: Path) -> str:
+    """``folder`` as text ONNX Runtime takes: UTF-8 only, so a folder whose name holds a non-UTF-8
+    byte is reached through a link of a UTF-8 name in ``workdir`` (the folder itself is untouched)."""
+    import hashlib
+    import os
+
+    text = str(folder)
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    link = Path(workdir) / f"folder-{hashlib.sha1(os.fsencode(text)).hexdigest()[:12]}"
+    if not link.is_symlink():
+        os.symlink(os.path.abspath(folder), link, target_is_directory=True)
+    return str(link)
 
 
 class RunFailure(ModelError):
