@@ -12,6 +12,7 @@ would make.
 """
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 import weakref
@@ -33,6 +34,7 @@ from drifttui.core.model.loading import load_onnx, load_torch_model, new_workdir
 from drifttui.core.prepare.local import LocalGraph, build_local_graph
 from drifttui.core.prepare.plan.mapping import build_plan
 from drifttui.core.prepare.plan.plan import Plan
+from drifttui.core.prepare.reference_check import same_as_onnx
 from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
 from drifttui.core.result import Config
 from drifttui.core.model.spec import InputSpec, parse_input_spec, parse_model_spec
@@ -129,7 +131,11 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     calls, map_index, outputs0 = _trace_and_map(cfg, model, hooks, why_not, index, sample0, feeds0, workdir)
     plan = map_index(index)
     if hooks is not None:
-        found = reference.transfer(cfg, model, sample0, feeds0, index, calls, workdir, map_index)
+        same = same_as_onnx(cfg)      # --reference-onnx is --onnx itself: said, and mapped without it
+        if same:
+            notes.append(same)
+        found = reference.transfer(dataclasses.replace(cfg, reference_onnx=None) if same else cfg, model, sample0,
+                                   feeds0, index, calls, workdir, map_index, notes)
         if found is not None:
             if found[0] is not index:     # views added (qviews, NCHWc, Transpose, Reshape): node indices moved
                 pscan = precision.scan(found[0])

@@ -154,11 +154,18 @@ def _permuted(a: np.ndarray, b: np.ndarray, scale: float, bound: float) -> Optio
     return found
 
 
-def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, np.ndarray],
-                    dep_vals: dict[str, np.ndarray]) -> Transferred:
-    """Match each ``wanted`` reference value to the deployed value that carries it."""
-    anchors, how = match_anchors(ref, dep)
+def match_weights(ref: Any, dep: Any, d_arr: Optional[dict[str, np.ndarray]] = None) -> tuple:
+    """(anchors, how, packed, blocks): the deployed weights matched to the reference's by content."""
+    anchors, how = match_anchors(ref, dep, d_arr)
     packed, blocks = match_concatenated(ref, dep, anchors)
+    return anchors, how, packed, blocks
+
+
+def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, np.ndarray],
+                    dep_vals: dict[str, np.ndarray], weights: Optional[tuple] = None) -> Transferred:
+    """Match each ``wanted`` reference value to the deployed value that carries it (``weights``:
+    ``match_weights`` of the two files, when the caller has it already)."""
+    anchors, how, packed, blocks = weights if weights is not None else match_weights(ref, dep)
     if blocks:
         how = {**how, "blocks of a concatenation": len(blocks)}
     bit_of: dict[str, int] = {}
