@@ -51,22 +51,25 @@ class Run:
     result: Result
 
 
-def _kind_problem(cfg: Config) -> str:
+KIND_FIX = "give a number (samples, seed and batch: whole numbers)"
+
+
+def kind_problem(samples: Any, seed: Any, batch: Any, atol: Any, rtol: Any) -> str:
     """A run option of the wrong type (the Python API takes any object): named, as its CLI flag."""
     import numbers
 
     whole, real = numbers.Integral, numbers.Real
-    for flag, value, kind in (("--samples", cfg.samples, whole), ("--seed", cfg.seed, whole),
-                              ("--batch", cfg.batch, whole), ("--atol", cfg.atol, real), ("--rtol", cfg.rtol, real)):
+    for flag, value, kind in (("--samples", samples, whole), ("--seed", seed, whole),
+                              ("--batch", batch, whole), ("--atol", atol, real), ("--rtol", rtol, real)):
         if isinstance(value, bool) or not isinstance(value, kind):
             return f"{flag} {value!r:.40} is a {type(value).__name__}, not a {'whole ' if kind is whole else ''}number"
     return ""
 
 
 def validate(cfg: Config) -> None:
-    problem = _kind_problem(cfg)
+    problem = kind_problem(cfg.samples, cfg.seed, cfg.batch, cfg.atol, cfg.rtol)
     if problem:
-        raise InputError(problem, "give a number (samples, seed and batch: whole numbers)")
+        raise InputError(problem, KIND_FIX)
     if cfg.samples < 1:
         raise InputError(f"--samples {cfg.samples} is not a positive number", "use --samples 1 or more")
     if not (math.isfinite(cfg.atol) and math.isfinite(cfg.rtol)) or cfg.atol < 0 or cfg.rtol < 0:
