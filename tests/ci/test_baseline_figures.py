@@ -54,6 +54,12 @@ def test_a_worse_drift_against_a_nan_baseline_is_refused_not_passed(variants, re
             assert run.code == 2, (where, word, run.code, run.out, run.err)
             assert where in run.err and ("negative" in run.err if word == "negative" else word in run.err), run.err
             assert "DRIFT" not in run.out       # refused before the run: no report at all
+    # every compared figure NaN at once: each "new > old * 1.1" was false, and a worse drift exited 0
+    edited = json.loads(json.dumps(data))
+    for where in ("drift_origin.max_abs", "outputs[0].metrics.max_abs.worst", "outputs[0].top1_agreement"):
+        _edit(edited, where, float("nan"))
+    run = run_cli(classifier_args(variants, "worse", "--baseline", _write(tmp_path, edited, "all.json")))
+    assert run.code == 2 and "is NaN" in run.err, (run.code, run.err)
 
 
 def test_a_baseline_figure_of_the_wrong_type_or_missing_is_exit_2_naming_it(variants, reports, tmp_path):  # noqa: F811

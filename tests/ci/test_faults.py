@@ -141,7 +141,7 @@ def test_an_int4_file_whose_block_size_does_not_fit_is_exit_2_naming_the_node(tm
     good = run_cli(["check", f"{tmp_path / 'lin.py'}:build", "--onnx", save(32), "--inputs", "shape:1x32",
                     "--samples", "2"])
     assert good.code in (0, 1), good.err
-    for bad in (24, 8):
+    for bad in (24,):
         run = run_cli(["check", f"{tmp_path / 'lin.py'}:build", "--onnx", save(bad), "--inputs", "shape:1x32",
                        "--samples", "2"])
         assert run.code in (2, 3), (bad, run.code, run.err)
