@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Union
 from drifttui.core.model.onnx_io import save_model
 from drifttui.core.progress import CancelToken, ProgressFn, no_progress
 from drifttui.core.result import Config, Result
-from drifttui.errors import InputError
+from drifttui.errors import DriftTuiError, InputError, environment_failure
 
 if TYPE_CHECKING:   # pragma: no cover
     import onnx
@@ -157,7 +157,13 @@ def _call(model: ModelArg, onnx: OnnxArg, inputs: InputsArg, opts: _Options, pro
                          samples=samples, seed=opts.seed, atol=opts.atol, rtol=opts.rtol,
                          opt_level=opts.opt_level, deterministic=opts.deterministic, exporter=opts.exporter,
                          provider=opts.provider, max_memory=opts.max_memory, batch=opts.batch)
-            result = _run_engine(cfg, progress or no_progress, cancel, explain, step)
+            try:
+                result = _run_engine(cfg, progress or no_progress, cancel, explain, step)
+            except Exception as exc:     # a full disk, a file-size limit: an InputError, as the CLI says it
+                refused = environment_failure(exc) if not isinstance(exc, DriftTuiError) else None
+                if refused is None:
+                    raise
+                raise refused from exc
         finally:
             memory.unregister(*tokens)
     if onnx is not None and not isinstance(onnx, (str, Path)):     # the temporary file is gone

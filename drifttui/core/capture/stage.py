@@ -23,13 +23,12 @@ how many samples it is (``Metrics.samples``).
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import heapq
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 import torch
@@ -223,7 +222,7 @@ class _Run:
         first: Optional[list] = None           # torch's outputs of sample 0 in its per-layer pass
         for i in range(n):
             cancel.check()
-            with on_sample(f"sample {i} of {n}"):
+            with sessions.on_sample(f"sample {i} of {n}"):
                 pending, first = self._sample(wp, i, pending, first)
         self.floor = None        # its packed weights go before the worst samples' per-layer passes
         give_back_freed()
@@ -283,18 +282,9 @@ def _per_layer(wp: "_WindowPass", acc: Accum, source: Any, ids: list[int], batch
     for start in range(0, len(ids), batch):
         cancel.check()
         chunk = ids[start:start + batch]
-        with on_sample(f"sample {chunk[0]}" if len(chunk) == 1 else f"samples {chunk[0]} to {chunk[-1]}"):
+        with sessions.on_sample(f"sample {chunk[0]}" if len(chunk) == 1 else f"samples {chunk[0]} to {chunk[-1]}"):
             wp.run(acc, [(i, source.sample(i)) for i in chunk], cancel)
 
-
-@contextlib.contextmanager
-def on_sample(which: str) -> Iterator[None]:
-    """ONNX Runtime failing on a sample is said as such, naming it: "ONNX Runtime failed on sample
-    7 of 20: ..." (exit 3), not as the inputs not fitting the graph."""
-    try:
-        yield
-    except sessions.RunFailure as exc:
-        raise sessions.RunFailure(exc.detail, f"on {which}") from exc
 
 
 def _keep_worst(heap: list[tuple[float, int]], key: float, i: int, size: int) -> None:

@@ -23,7 +23,7 @@ from drifttui.core.prepare import qviews
 from drifttui.core.prepare.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index
 from drifttui.core.prepare.plan import matching as plan_matching
 from drifttui.core.prepare.plan import transfer as plan_transfer
-from drifttui.core.prepare.plan.anchors import weights_of
+from drifttui.core.prepare.plan.anchors import match_weights, weights_of
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.prepare.reference_check import check_share, weight_share
 from drifttui.core.result import FUSED, OK
@@ -243,7 +243,7 @@ def transfer(cfg: Any, model: Any, sample0: Any, feeds0: dict, index: GraphIndex
     original, weights = index, None
     if given:       # before any run: a reference of another model must not map the file to nothing
         d_arr = weights_of(index)
-        weights = plan_matching.match_weights(ref, index, d_arr)
+        weights = match_weights(ref, index, d_arr)
         alert = check_share(weight_share(weights[0], weights[2], d_arr), given, cfg.onnx)
         if alert and notes is not None:
             notes.append(alert)

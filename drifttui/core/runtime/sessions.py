@@ -1,8 +1,9 @@
 """ONNX Runtime side: sessions with every wanted intermediate value as a graph output."""
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -120,6 +121,16 @@ class RunFailure(ModelError):
     def __init__(self, detail: str, where: str = "while running the graph") -> None:
         self.detail = detail
         super().__init__(f"ONNX Runtime failed {where}: {detail}", self.FIX)
+
+
+@contextlib.contextmanager
+def on_sample(which: str) -> Iterator[None]:
+    """ONNX Runtime failing on a sample is said as such, naming it: "ONNX Runtime failed on sample
+    7 of 20: ..." (exit 3), not as the inputs not fitting the graph."""
+    try:
+        yield
+    except RunFailure as exc:
+        raise RunFailure(exc.detail, f"on {which}") from exc
 
 
 def run(session: Any, feeds: dict[str, np.ndarray], names: Optional[list[str]] = None) -> dict[str, np.ndarray]:

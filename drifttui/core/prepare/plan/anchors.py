@@ -287,3 +287,10 @@ def anchor_masks(index: Any, bits: dict[str, int]) -> dict[str, int]:
             if o:
                 mask[o] = mask.get(o, 0) | m
     return mask
+
+
+def match_weights(ref: Any, dep: Any, d_arr: Optional[dict[str, np.ndarray]] = None) -> tuple:
+    """(anchors, how, packed, blocks): the deployed weights matched to the reference's by content."""
+    anchors, how = match_anchors(ref, dep, d_arr)
+    packed, blocks = match_concatenated(ref, dep, anchors)
+    return anchors, how, packed, blocks

@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.prepare.plan.anchors import PackedBlock, anchor_masks, match_anchors, match_concatenated
+from drifttui.core.prepare.plan.anchors import PackedBlock, anchor_masks, match_weights
 
 EQUAL_RTOL = 1e-4          # a deployed value equals a reference value: max|d - r| <= EQUAL_RTOL * max|r|
 NEAR_TIE = 1.25            # lossy candidates this close to the closest are told apart by their op (``_best``)
@@ -152,13 +152,6 @@ def _permuted(a: np.ndarray, b: np.ndarray, scale: float, bound: float) -> Optio
         if err <= EQUAL_RTOL and (found is None or err < found[1]):
             found = (p, err)
     return found
-
-
-def match_weights(ref: Any, dep: Any, d_arr: Optional[dict[str, np.ndarray]] = None) -> tuple:
-    """(anchors, how, packed, blocks): the deployed weights matched to the reference's by content."""
-    anchors, how = match_anchors(ref, dep, d_arr)
-    packed, blocks = match_concatenated(ref, dep, anchors)
-    return anchors, how, packed, blocks
 
 
 def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, np.ndarray],
