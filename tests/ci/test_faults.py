@@ -240,9 +240,12 @@ def test_an_onnx_file_in_a_non_utf8_folder_is_checked_and_its_path_kept(variants
     shutil.copy(variants["clean"], onnx_path)
     for data in Path(variants["clean"]).parent.glob(Path(variants["clean"]).name + ".data"):
         shutil.copy(data, os.fsdecode(folder + b"/" + os.fsencode(data.name)))
-    report = tmp_path / "r.json"
-    run = run_cli(["check", MODEL, "--inputs", INPUTS, "--onnx", onnx_path, "--samples", "2", "--json", str(report)])
+    report, md, xml = tmp_path / "r.json", tmp_path / "r.md", tmp_path / "r.xml"
+    run = run_cli(["check", MODEL, "--inputs", INPUTS, "--onnx", onnx_path, "--samples", "2", "--json", str(report),
+                   "--markdown", str(md), "--junit", str(xml)])
     assert run.code == 0, (run.code, run.err)
     text = report.read_text()
     assert json.loads(text)["config"]["onnx"] == onnx_path            # the path, escaped in the JSON text
     assert "\\udce9" in text and "\\udcff" in text
+    for other in (md, xml):                                           # the summaries keep it visible too
+        assert "caf\\udce9-\\udcff" in other.read_text(), other
