@@ -270,7 +270,8 @@ def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str
             # sample 0 through ONNX Runtime (optimisations off) for content-based output pairing
             sess = sessions.make_session(ix.model, "disable", False, cfg.provider, workdir, "pairing.onnx",
                                          extra_outputs=values, data_dir=ix.data_dir, prepack=False)
-            return sessions.run(sess, feeds, values)
+            with sessions.on_sample("sample 0"):
+                return sessions.run(sess, feeds, values)
         plan = build_plan(ix, calls, names, has_params, aliases, resolve, multi_out)
         if hooks is None:
             plan.localized = False
