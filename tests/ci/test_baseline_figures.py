@@ -193,3 +193,35 @@ def test_min_top1_nan_or_wrong_type_is_refused():
     with pytest.raises(ValueError):          # still a ValueError for callers that caught one
         Gate(min_top1=2.0)
     assert math.isclose(Gate(min_top1=0.9).min_top1, 0.9)
+
+
+def test_property_a_baseline_file_with_random_bad_or_missing_figures_is_refused(reports, tmp_path):  # noqa: F811
+    """The JSON route (--baseline FILE, assert_no_drift(baseline=path)): random NaN / Infinity literals,
+    their string forms, negatives, wrong types and deleted keys, one to three at a time."""
+    from drifttui.report.ci_outputs import _read_baseline
+
+    rng = random.Random(3400)
+    sources = {n: json.loads(reports[n].read_text()) for n in ("flip", "worse", "clean")}
+    values = [float("nan"), float("inf"), float("-inf"), "nan", "inf", "-inf", -1.0, -0.5, "0.1", None, True,
+              [0.1], {"x": 1}, KeyError]
+    for k in range(150):
+        name = rng.choice(list(sources))
+        data = json.loads(json.dumps(sources[name]))
+        paths = ["samples", "tolerance.atol", "tolerance.rtol", "outputs[0].metrics.max_abs.worst",
+                 "outputs[0].top1_agreement", "outputs[0].fails"]
+        if data["drift_origin"] is not None:
+            paths.append("drift_origin.max_abs")
+        chosen = rng.sample(paths, rng.randint(1, 3))
+        for path in chosen:
+            value = rng.choice(values)
+            if path.endswith("top1_agreement") and value is None:
+                value = 1.5                 # null there means "not a classifier": see the mismatch test
+            if path.endswith("fails") and value is KeyError:
+                value = "yes"               # a missing "fails" reads as false: stricter, not laxer
+            _edit(data, path, value)
+        path = tmp_path / f"b{k}.json"
+        path.write_text(json.dumps(data))
+        with pytest.raises(InputError) as err:
+            _read_baseline(str(path))
+        leaf = {p.rsplit(".", 1)[-1].split("[")[0] for p in chosen}
+        assert any(word in str(err.value) for word in leaf), (chosen, str(err.value))
