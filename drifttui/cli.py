@@ -12,7 +12,7 @@ from drifttui.cli_common import (EXIT_CODES_HELP, MODEL_HELP, TOLERANCE_HELP, On
                                  _add_run_options, _progress_printer, config_from_args, input_files, process_age)
 from drifttui.cli_serve import _add_serve_parser, cmd_serve, serve_command  # noqa: F401
 from drifttui.errors import (EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, DriftTuiError, Terminated,
-                             failing_dependency, first_line, one_line)
+                             environment_failure, failing_dependency, first_line, one_line)
 
 
 
@@ -207,6 +207,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except Exception as exc:
             if debug:
                 raise
+            refused = environment_failure(exc)      # a full disk, a busy port...: exit 2, said as such
+            if refused is not None:
+                sys.stderr.write(f"drifttui: error: {one_line(str(refused))}\n")
+                return refused.exit_code
             sys.stderr.write(f"drifttui: error: {one_line(unexpected_failure(exc))}\n")
             return EXIT_RUNTIME
 

@@ -49,10 +49,32 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise InputError("drifttui serve needs textual-serve", 'install it: pip install "drifttui[serve]"') from exc
     command = serve_command(args.app_args)
+    _resolve(args.host)
     if not is_loopback(args.host):
         sys.stderr.write(f"drifttui: warning: --host {args.host} can be reached from other machines: anyone who "
                          "has the URL below (with its token) runs this command on this machine; serve on "
                          "127.0.0.1 and use an SSH tunnel instead when you can\n")
     sys.stderr.write(f"drifttui: each browser session runs `{command}`\n")
-    GuardedServer(command, host=args.host, port=args.port).serve()
+    try:
+        GuardedServer(command, host=args.host, port=args.port).serve()
+    except OSError as exc:      # a busy port, an address not of this machine
+        from drifttui.errors import environment_failure
+
+        refused = environment_failure(exc)
+        if refused is None:
+            raise
+        raise InputError(f"cannot serve on {args.host}:{args.port}: {refused.problem}", refused.fix) from exc
     return EXIT_OK
+
+
+def _resolve(host: str) -> None:
+    """Before anything is said or bound: ``--host`` must name an address (InputError when it does not)."""
+    import socket
+
+    from drifttui.errors import InputError
+
+    try:
+        socket.getaddrinfo(host, None)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise InputError(f"--host {host!r} does not resolve ({getattr(exc, 'strerror', None) or exc})",
+                         "give an address or a host name of this machine, e.g. 127.0.0.1") from exc

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Union
 from drifttui.report.outputs import write_model
 from drifttui.core.base.progress import CancelToken, ProgressFn, no_progress
 from drifttui.core.result import Config, Result
-from drifttui.errors import InputError
+from drifttui.errors import DriftTuiError, InputError, environment_failure
 
 if TYPE_CHECKING:   # pragma: no cover
     import onnx
@@ -120,13 +120,16 @@ def _run_engine(config: Config, progress: ProgressFn, cancel: Optional[CancelTok
     from drifttui.core.pipeline import Pipeline
 
     engine = Pipeline()
-    result = engine.run(config, progress, cancel).result
-    how = explain(result)
-    if how == "diagnose":
-        steps = [step] if step else list(STEP_NUMBERS)
-        result = engine.explain(result, steps, progress, cancel).result
-    elif how == "checks":
-        result = engine.explain(result, (), progress, cancel).result
+    try:
+        result = engine.run(config, progress, cancel).result
+        how = explain(result)
+        if how == "diagnose":
+            steps = [step] if step else list(STEP_NUMBERS)
+            result = engine.explain(result, steps, progress, cancel).result
+        elif how == "checks":
+            result = engine.explain(result, (), progress, cancel).result
+    finally:        # cancelled or not: no temporary folder outlives the call
+        engine.close()
     return result
 
 
@@ -136,6 +139,11 @@ def _call(model: ModelArg, onnx: OnnxArg, inputs: InputsArg, opts: _Options, pro
 
     if step is not None and step not in range(1, 7):
         raise InputError(f"step={step!r} is not a debugging step", "use 1 to 6, or None for all six")
+    from drifttui.core.pipeline import KIND_FIX, kind_problem
+
+    problem = kind_problem(opts.samples, opts.seed, opts.batch, opts.atol, opts.rtol)
+    if problem:
+        raise InputError(problem, KIND_FIX)
     tokens: list[str] = []
     with _eval_mode(model), tempfile.TemporaryDirectory(prefix="drifttui-api-") as tmp:
         try:
@@ -149,7 +157,13 @@ def _call(model: ModelArg, onnx: OnnxArg, inputs: InputsArg, opts: _Options, pro
                          samples=samples, seed=opts.seed, atol=opts.atol, rtol=opts.rtol,
                          opt_level=opts.opt_level, deterministic=opts.deterministic, exporter=opts.exporter,
                          provider=opts.provider, max_memory=opts.max_memory, batch=opts.batch)
-            result = _run_engine(cfg, progress or no_progress, cancel, explain, step)
+            try:
+                result = _run_engine(cfg, progress or no_progress, cancel, explain, step)
+            except Exception as exc:     # a full disk, a file-size limit: an InputError, as the CLI says it
+                refused = environment_failure(exc) if not isinstance(exc, DriftTuiError) else None
+                if refused is None:
+                    raise
+                raise refused from exc
         finally:
             memory.unregister(*tokens)
     if onnx is not None and not isinstance(onnx, (str, Path)):     # the temporary file is gone
@@ -165,9 +179,9 @@ def _baseline(baseline: Union[Result, str, Path, None]) -> Optional[Result]:
     """A baseline Result, or one read from an earlier JSON report."""
     if baseline is None or isinstance(baseline, Result):
         return baseline
-    from drifttui.report import json_report
+    from drifttui.report.ci_outputs import _read_baseline
 
-    return json_report.read(str(baseline))
+    return _read_baseline(str(baseline))
 
 
 def _model_spec(model: ModelArg, tokens: list[str], onnx_given: bool) -> tuple[str, Optional[str]]:
@@ -191,6 +205,9 @@ def _model_spec(model: ModelArg, tokens: list[str], onnx_given: bool) -> tuple[s
             model = torch.export.unflatten(model)
         except Exception:   # noqa: BLE001 - fall back to the flat module (outputs compared only)
             model = model.module()
+    if isinstance(model, type):
+        raise InputError(f"model= is the class {model.__name__}, not a model",
+                         f"pass an instance: model={model.__name__}(...) with its weights loaded")
     if not isinstance(model, torch.nn.Module):
         raise InputError(f"model= is a {type(model).__name__}",
                          "pass a torch.nn.Module, or a MODEL spec string like 'file.py:build'")
@@ -226,7 +243,8 @@ def _inputs_spec(inputs: InputsArg, samples: int, tokens: list[str]) -> tuple[Op
 @contextlib.contextmanager
 def _eval_mode(model: Any) -> Iterator[None]:
     """Run in eval mode (dropout off, BatchNorm statistics frozen); restore every module's mode."""
-    modes = [(m, m.training) for m in model.modules()] if hasattr(model, "modules") and hasattr(model, "eval") else []
+    is_model = hasattr(model, "modules") and hasattr(model, "eval") and not isinstance(model, type)  # a class: refused later
+    modes = [(m, m.training) for m in model.modules()] if is_model else []
     if modes:
         model.eval()
     try:

@@ -55,7 +55,25 @@ class Run:
     result: Result
 
 
+KIND_FIX = "give a number (samples, seed and batch: whole numbers)"
+
+
+def kind_problem(samples: Any, seed: Any, batch: Any, atol: Any, rtol: Any) -> str:
+    """A run option of the wrong type (the Python API takes any object): named, as its CLI flag."""
+    import numbers
+
+    whole, real = numbers.Integral, numbers.Real
+    for flag, value, kind in (("--samples", samples, whole), ("--seed", seed, whole),
+                              ("--batch", batch, whole), ("--atol", atol, real), ("--rtol", rtol, real)):
+        if isinstance(value, bool) or not isinstance(value, kind):
+            return f"{flag} {value!r:.40} is a {type(value).__name__}, not a {'whole ' if kind is whole else ''}number"
+    return ""
+
+
 def validate(cfg: Config) -> None:
+    problem = kind_problem(cfg.samples, cfg.seed, cfg.batch, cfg.atol, cfg.rtol)
+    if problem:
+        raise InputError(problem, KIND_FIX)
     if cfg.samples < 1:
         raise InputError(f"--samples {cfg.samples} is not a positive number", "use --samples 1 or more")
     if not (math.isfinite(cfg.atol) and math.isfinite(cfg.rtol)) or cfg.atol < 0 or cfg.rtol < 0:
@@ -283,6 +301,17 @@ class Pipeline:
         with tempfile.TemporaryDirectory(prefix="drifttui-repair-") as d:
             path = save_model(model, Path(d) / "fixed.onnx")
             return Pipeline().run(dataclasses.replace(config, onnx=str(path)), progress, cancel).result
+
+    def close(self) -> None:
+        """Remove every temporary folder now (the Prepared's, the explain contexts'), not when the
+        garbage collector finds them: a cancelled or failed call's traceback keeps them alive."""
+        import shutil
+
+        folders = [self._prepared.workdir] if self._prepared is not None else []
+        folders += [c._dir for c in self._contexts.values() if getattr(c, "_dir", None) is not None]
+        self.forget()
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def forget(self) -> None:
         self._prepared, self._pkey, self.last = None, None, None

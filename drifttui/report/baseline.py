@@ -67,6 +67,9 @@ def mismatch(result: Result, base: Result) -> str:
     if outputs != base_outputs:
         return (f"the model outputs differ: {', '.join(f'{n} {s}' for n, s in outputs)} in this run, "
                 f"{', '.join(f'{n} {s}' for n, s in base_outputs)} in the baseline")
+    rated = [o.name for o, b in zip(result.outputs, base.outputs) if (o.top1_agreement is None) != (b.top1_agreement is None)]
+    if rated:               # a classifier output is one by its shape: a missing figure would hide a fall
+        return f"output {rated[0]} has a top-1 agreement in one report and none in the other"
     if result.layers and base.layers and _modules(result) != _modules(base):
         return "the module calls differ: " + _first_module_difference(_modules(result), _modules(base))
     ops, base_ops = _op_types(result), _op_types(base)
@@ -77,3 +80,63 @@ def mismatch(result: Result, base: Result) -> str:
                 ([f"{', '.join(gone[:4])} only in the baseline"] if gone else [])
         return "the ONNX graphs differ: op types " + "; ".join(parts)
     return ""
+
+
+# --- the figures the gate compares (issue 34, item 1) -------------------------------------------------
+# A baseline's NaN made every ``new > old * 1.1`` false, and a drifting run passed.  Every figure the
+# gate reads from a baseline must be a finite number in its range, or the baseline is refused (exit 2).
+
+
+def _number(value: object, where: str, low: float = 0.0, high: float = float("inf")) -> str:
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{where} is {type(value).__name__} {value!r:.40}, not a number"
+    if math.isnan(value):
+        return f"{where} is NaN"
+    if math.isinf(value):
+        return f"{where} is {'-' if value < 0 else ''}Infinity"
+    if not low <= value <= high:
+        return f"{where} is {value!r}, outside {low:g}..{high:g}" if high != float("inf") else \
+            f"{where} is {value!r}, negative"
+    return ""
+
+
+def _origin_unmeasured(base: Result) -> bool:
+    """A drift origin without metrics of its own (a packed weight that is not the model's) has max |d| NaN."""
+    o = base.drift_origin
+    layer = next((L for L in base.layers if L.index == o.layer), None) if o is not None else None
+    return layer is not None and layer.metrics is None
+
+
+def bad_figure(base: Result) -> str:
+    """The first figure of ``base`` the gate compares that is missing, of the wrong type, NaN,
+    Infinity or out of range, named by its JSON field ("" when every one is sound)."""
+    if isinstance(base.samples, bool) or not isinstance(base.samples, int):
+        return f"samples is {type(base.samples).__name__} {base.samples!r:.40}, not an integer"
+    if base.samples < 1:
+        return f"samples is {base.samples}, not a positive count"
+    tol = base.tolerance
+    checks: list[tuple[object, str, float, float]] = [
+        (getattr(tol, "atol", None), "tolerance.atol", 0.0, float("inf")),
+        (getattr(tol, "rtol", None), "tolerance.rtol", 0.0, float("inf"))]
+    o = base.drift_origin
+    if o is not None and not (_origin_unmeasured(base) and _is_nan(o.max_abs)):
+        checks.append((o.max_abs, "drift_origin.max_abs", 0.0, float("inf")))
+    for i, out in enumerate(base.outputs):
+        m = getattr(out, "metrics", None)
+        checks.append((getattr(getattr(m, "max_abs", None), "worst", None), f"outputs[{i}].metrics.max_abs.worst",
+                       0.0, float("inf")))
+        if out.top1_agreement is not None:
+            checks.append((out.top1_agreement, f"outputs[{i}].top1_agreement", 0.0, 1.0))
+        if not isinstance(out.fails, bool):
+            return f"outputs[{i}].fails is {type(out.fails).__name__} {out.fails!r:.40}, not true/false"
+    for value, where, low, high in checks:
+        problem = _number(value, where, low, high)
+        if problem:
+            return problem
+    return ""
+
+
+def _is_nan(value: object) -> bool:
+    return isinstance(value, float) and value != value

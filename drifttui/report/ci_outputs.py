@@ -111,11 +111,19 @@ class CiRun:
         writes complete reports saying so, then the error goes on to the one-line message."""
         from drifttui.errors import DriftTuiError
 
+        from drifttui.errors import environment_failure
+
         try:
             yield
         except DriftTuiError as exc:
             self._report_error(exc)
             raise
+        except Exception as exc:    # a full disk, a file-size limit...: exit 2, and the reports say so
+            refused = environment_failure(exc)
+            if refused is None:
+                raise
+            self._report_error(refused)
+            raise refused from exc
 
     def _report_error(self, exc: Exception) -> None:
         from drifttui.report import annotations, junit, markdown
@@ -134,9 +142,15 @@ class CiRun:
 
 
 def _read_baseline(path: str) -> Result:
+    from drifttui.errors import InputError
     from drifttui.report import json_report
+    from drifttui.report.gate import BASELINE_FIX, baseline_problem
 
-    return json_report.read(path)
+    base = json_report.read(path)
+    problem = baseline_problem(base)
+    if problem:
+        raise InputError(problem.replace("--baseline", f"--baseline {path!r}", 1), BASELINE_FIX)
+    return base
 
 
 def _say(decision: Decision, gate: Gate, result: Result, report_printed: bool = False) -> None:

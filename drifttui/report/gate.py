@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from drifttui.core.result import DRIFT, Finding, Result
-from drifttui.errors import EXIT_DRIFT, EXIT_OK, EXIT_USAGE
+from drifttui.errors import EXIT_DRIFT, EXIT_OK, EXIT_USAGE, InputError, InvalidArgument
+from drifttui.report.baseline import bad_figure
 from drifttui.report.baseline import mismatch as baseline_mismatch
 from drifttui.report.summary import fmt, layer_name, origin_name, origin_text, output_fails
 
@@ -36,9 +37,27 @@ class Gate:
 
     def __post_init__(self) -> None:
         if self.fail_on not in FAIL_ON:
-            raise ValueError(f"fail_on={self.fail_on!r}: use one of {', '.join(FAIL_ON)}")
-        if self.min_top1 is not None and not 0.0 <= self.min_top1 <= 1.0:
-            raise ValueError(f"min_top1={self.min_top1!r}: use a fraction between 0 and 1")
+            raise InvalidArgument(f"fail_on={self.fail_on!r} is not known", f"use one of {', '.join(FAIL_ON)}")
+        top1 = self.min_top1
+        if top1 is not None and (isinstance(top1, bool) or not isinstance(top1, (int, float))
+                                 or not 0.0 <= top1 <= 1.0):     # NaN fails the range too
+            raise InvalidArgument(f"min_top1={top1!r:.40} is not between 0 and 1", "give a fraction such as 0.997")
+        if self.baseline is not None:
+            problem = baseline_problem(self.baseline)
+            if problem:
+                raise InputError(problem, BASELINE_FIX)
+
+
+BASELINE_FIX = "give the report drifttui check --json wrote for this run, unedited, or drop --baseline"
+
+
+def baseline_problem(base: Result) -> str:
+    """Why ``base`` cannot be a baseline at all ("" when it can): not a Result, or a figure the gate
+    compares that is NaN, Infinity, negative or not a number (a NaN made every comparison false)."""
+    if not isinstance(base, Result):
+        return f"--baseline is a {type(base).__name__}, not a drifttui report"
+    problem = bad_figure(base)
+    return f"--baseline has an unusable figure: {problem}" if problem else ""
 
 
 @dataclass(frozen=True)
@@ -62,6 +81,9 @@ def decide(result: Result, gate: Gate = Gate()) -> Decision:
     base = gate.baseline
     drift = result.verdict == "drift"
     if base is not None:
+        problem = baseline_problem(base)
+        if problem:             # a NaN figure would make every "worse" comparison false: never a pass
+            return Decision(EXIT_USAGE, usage=f"{problem}; {BASELINE_FIX}")
         other = baseline_mismatch(result, base)
         if other:               # a baseline of another run would carry the wrong drift: never a pass
             return Decision(EXIT_USAGE, usage=f"--baseline is not a report of this run: {other}; "
@@ -87,11 +109,19 @@ def decide(result: Result, gate: Gate = Gate()) -> Decision:
             usage = ("--min-top1 needs a classifier output ([batch, classes]) and none of the outputs is one; "
                      "drop --min-top1 for this model")
         for o in rated:
-            if o.top1_agreement < gate.min_top1:     # type: ignore[operator]
+            if not o.top1_agreement >= gate.min_top1:     # type: ignore[operator]  # NaN is below
                 failures.append(f"top-1 agreement of output {o.name} is {100 * o.top1_agreement:.2f}% over "  # type: ignore[operator]
                                 f"{result.samples} sample(s), below --min-top1 {gate.min_top1:g}")
     code = EXIT_DRIFT if failures else (EXIT_USAGE if usage else EXIT_OK)
     return Decision(code, failures, changes, tolerated, usage, failing)
+
+
+def worse(now: float, then: float) -> bool:
+    """Whether max |d| ``now`` is worse than the baseline's ``then``: written so that a NaN is never
+    within (``not now <= ...``), except an origin neither run measured (no metrics: both NaN)."""
+    if now != now and then != then:
+        return False
+    return not now <= then * (1 + WORSE_MARGIN)
 
 
 def error_findings(result: Result) -> list[Finding]:
@@ -118,7 +148,7 @@ def compare_baseline(result: Result, base: Result) -> tuple[list[str], list[str]
         new.append(f"new drift (the baseline has none): origin {origin_text(result)}")
     elif result.verdict == "drift" and key != bkey:
         new.append(f"new drift origin {origin_name(result)} (the baseline's: {origin_name(base)})")
-    elif o is not None and b is not None and o.max_abs > b.max_abs * (1 + WORSE_MARGIN):
+    elif o is not None and b is not None and worse(o.max_abs, b.max_abs):
         new.append(f"worse drift at {origin_name(result)}: max |d| {fmt(o.max_abs)} "
                    f"(baseline {fmt(b.max_abs)})")
     elif result.verdict == "drift":
@@ -151,10 +181,11 @@ def _worse_outputs(result: Result, base: Result) -> list[str]:
             continue
         if not output_fails(b):
             out.append(f"output {o.name} now fails the tolerance (max |d| {fmt(o.metrics.max_abs.worst)})")
-        elif o.metrics.max_abs.worst > b.metrics.max_abs.worst * (1 + WORSE_MARGIN):
+        elif worse(o.metrics.max_abs.worst, b.metrics.max_abs.worst):
             out.append(f"output {o.name} drifts more: max |d| {fmt(o.metrics.max_abs.worst)} "
                        f"(baseline {fmt(b.metrics.max_abs.worst)})")
-        if o.top1_agreement is not None and b.top1_agreement is not None and o.top1_agreement < b.top1_agreement:
+        if o.top1_agreement is not None and b.top1_agreement is not None and \
+                not o.top1_agreement >= b.top1_agreement:          # NaN: fell
             out.append(f"output {o.name} top-1 agreement fell to {100 * o.top1_agreement:.2f}% "
                        f"(baseline {100 * b.top1_agreement:.2f}%)")
     return out

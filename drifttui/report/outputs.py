@@ -88,7 +88,8 @@ def write_atomic(path: str, text: str, flag: str = "output") -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    write_atomic_bytes(path, text.encode("utf-8"), flag)
+    # a path holding a non-UTF-8 byte (a surrogate escape) stays visible as \udcff, never a crash
+    write_atomic_bytes(path, text.encode("utf-8", errors="backslashreplace"), flag)
 
 
 def write_atomic_bytes(path: str, data: bytes, flag: str = "output") -> None:

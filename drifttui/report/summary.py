@@ -66,11 +66,13 @@ def origin_numbers(result: Result) -> str:
 
 def alerts(result: Result) -> list[str]:
     """What the verdict alone would hide, said next to it in every output (text headline, Markdown,
-    annotations): torch differs from itself, ONNX Runtime gave NaN/Inf, an output's dtype differs."""
+    annotations): torch differs from itself, ONNX Runtime gave NaN/Inf, an output's dtype differs, a
+    --reference-onnx that is the --onnx file or matches only part of its weights."""
     from drifttui.core.capture.determinism import PREFIX
     from drifttui.core.decide.notes import output_notes
+    from drifttui.core.prepare.reference_check import ALERT
 
-    return [n for n in result.notes if n.startswith(PREFIX)] + output_notes(result.outputs)
+    return [n for n in result.notes if n.startswith((PREFIX, ALERT))] + output_notes(result.outputs)
 
 
 def headline(result: Result) -> Optional[Finding]:

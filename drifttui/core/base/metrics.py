@@ -119,7 +119,7 @@ class Stats:
         own scale): exact from the stored scalars, since an element over the bound exists exactly
         when the largest |d| is over it."""
         return self.shape_mismatch or self.nan_mismatch > 0 or \
-            any(d > bound(atol, rtol, t, f) for d, t, f in self.bounds())
+            any(not d <= bound(atol, rtol, t, f) for d, t, f in self.bounds())    # NaN: never within
 
 
 def channel_axis_of(shape: tuple[int, ...], cls: str = "") -> Optional[int]:
@@ -205,7 +205,7 @@ def _n_out(d: np.ndarray, max_abs: float, max_t: float, atol: Optional[float], r
     if atol is None or rtol is None:
         return 0
     limit = bound(atol, rtol, max_t)
-    return int(np.count_nonzero(d > limit)) if max_abs > limit else 0
+    return int(np.count_nonzero(~(d <= limit))) if not max_abs <= limit else 0     # NaN: never within
 
 
 _MAX, _MIN = np.maximum.reduce, np.minimum.reduce     # NaN-propagating, like ndarray.max, less call overhead
@@ -357,7 +357,7 @@ class Aggregate:
                           [k for k, bad in enumerate(self.mismatch) if bad])
         ks, ds, ts, fs, bad = self._flat
         with np.errstate(invalid="ignore"):
-            over = ks[ds > bound(atol, rtol, ts, fs)]
+            over = ks[~(ds <= bound(atol, rtol, ts, fs))]      # a NaN |d| or scale is never within
         if not bad:
             return sorted(set(over.tolist()))
         return sorted(set(over.tolist()) | set(bad))

@@ -229,31 +229,8 @@ class _Run:
         first: Optional[list] = None           # torch's outputs of sample 0 in its per-layer pass
         for i in range(n):
             cancel.check()
-            sample = self.source.sample(i)
-            feeds = self.pr.feeds(sample)
-            check_finite_feeds(feeds)
-            if i == 0 and not self.every:        # before the output pass's session exists
-                self.chosen.append(0)
-                first = self._layer_pass(wp, [(0, sample)], keep=True)
-                release_weights(self.pr.index.data_dir)
-                give_back_freed()
-            if self.floor is None:
-                self._open_floor()
-            if i == 0 and first is not None:     # torch's outputs of sample 0 are first's: checked against the trace's
-                key = _output_pass(self.pr, self.floor, self.outs, i, sample, feeds,
-                                   self.pr.traced_outputs(self.cfg.seed, self.cfg.zero_input), known=first)
-            else:
-                key = _output_pass(self.pr, self.floor, self.outs, i, sample, feeds)
-            first = None
-            if self.every:
-                self.chosen.append(i)
-                pending.append((i, sample))
-            elif i > 0:
-                _keep_worst(self.worst, key, i, self.k - 1)
-            if pending and (len(pending) >= self.batch or i == n - 1):
-                self._layer_pass(wp, pending)
-                pending = []
-            self._report(i)
+            with sessions.on_sample(f"sample {i} of {n}"):
+                pending, first = self._sample(wp, i, pending, first)
         self.floor = None        # its packed weights go before the worst samples' per-layer passes
         give_back_freed()
         extra = sorted(-j for _, j in self.worst)
@@ -262,6 +239,37 @@ class _Run:
                                    eta=self.layer_time * len(extra)))
         _per_layer(wp, self.acc, self.source, extra, self.batch, cancel)
         self.chosen = sorted(self.chosen + extra)
+
+    def _sample(self, wp: "_WindowPass", i: int, pending: list[tuple[int, Any]],
+                first: Optional[list]) -> tuple[list[tuple[int, Any]], Optional[list]]:
+        """Sample ``i``: its output pass, and its per-layer pass when it is a layer sample."""
+        n = self.n
+        sample = self.source.sample(i)
+        feeds = self.pr.feeds(sample)
+        check_finite_feeds(feeds)
+        if i == 0 and not self.every:        # before the output pass's session exists
+            self.chosen.append(0)
+            first = self._layer_pass(wp, [(0, sample)], keep=True)
+            release_weights(self.pr.index.data_dir)
+            give_back_freed()
+        if self.floor is None:
+            self._open_floor()
+        if i == 0 and first is not None:     # torch's outputs of sample 0 are first's: checked against the trace's
+            key = _output_pass(self.pr, self.floor, self.outs, i, sample, feeds,
+                               self.pr.traced_outputs(self.cfg.seed, self.cfg.zero_input), known=first)
+        else:
+            key = _output_pass(self.pr, self.floor, self.outs, i, sample, feeds)
+        first = None
+        if self.every:
+            self.chosen.append(i)
+            pending.append((i, sample))
+        elif i > 0:
+            _keep_worst(self.worst, key, i, self.k - 1)
+        if pending and (len(pending) >= self.batch or i == n - 1):
+            self._layer_pass(wp, pending)
+            pending = []
+        self._report(i)
+        return pending, first
 
     def _report(self, i: int) -> None:
         """Progress after sample ``i``, with the time the rest should take (samples left at the
@@ -280,7 +288,10 @@ def _per_layer(wp: "_WindowPass", acc: Accum, source: Any, ids: list[int], batch
     """The per-layer passes of the samples ``ids`` in one window, ``batch`` at a time."""
     for start in range(0, len(ids), batch):
         cancel.check()
-        wp.run(acc, [(i, source.sample(i)) for i in ids[start:start + batch]], cancel)
+        chunk = ids[start:start + batch]
+        with sessions.on_sample(f"sample {chunk[0]}" if len(chunk) == 1 else f"samples {chunk[0]} to {chunk[-1]}"):
+            wp.run(acc, [(i, source.sample(i)) for i in chunk], cancel)
+
 
 
 def _keep_worst(heap: list[tuple[float, int]], key: float, i: int, size: int) -> None:

@@ -87,7 +87,7 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
     notes = output_notes(outputs) + list(verdict.notes)
     origin = verdict.origin
     note, diff, scale = cap.torch_self
-    if note and diff > bound(atol, rtol, scale):     # torch differs from itself: no origin is the export's
+    if note and not diff <= bound(atol, rtol, scale):     # torch differs from itself: no origin is the export's
         notes.insert(0, note)
         origin = None
     notes += _run_notes(pr, cap, cfg, verdict, out_fail, rules)
@@ -250,7 +250,7 @@ def fails_of(g: Optional[Aggregate], lo: Optional[Aggregate], atol: float, rtol:
     bad = g.failing(atol, rtol) if g is not None and g.samples else []
     out = dict.fromkeys(FAIL_COLUMNS, False)
     out["max_abs"] = out["max_rel"] = bool(bad)
-    out["cos"] = any(1.0 - g.cosine[k] > rtol for k in bad) if g is not None else False
+    out["cos"] = any(not 1.0 - g.cosine[k] <= rtol for k in bad) if g is not None else False   # NaN fails
     own_rtol = rtol if own_rtol is None else own_rtol
     out["local"] = bool(lo is not None and lo.samples and lo.fails(atol, own_rtol))
     return out

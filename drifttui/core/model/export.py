@@ -13,7 +13,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-from drifttui.errors import ModelError, first_line
+from drifttui.errors import ModelError, environment_failure, first_line
 
 EXPORTERS = ("dynamo", "torchscript")
 AUTO = "auto"
@@ -80,6 +80,9 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
         except ModelError:
             raise
         except Exception as exc:
+            refused = environment_failure(exc, str(path))     # a full disk, a file-size limit: exit 2
+            if refused is not None:
+                raise refused from exc
             msg = _reason(exc)
             other = "torchscript" if exporter == "dynamo" else "dynamo"
             raise ModelError(f"{exporter} export failed: {type(exc).__name__}: {msg[:300]}",

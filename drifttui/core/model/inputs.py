@@ -78,8 +78,14 @@ class InputSource:
         self.description = description
 
     def sample(self, i: int) -> Sample:
-        sample = self._make(i)
-        check_not_empty(sample, self.description)
+        """Sample ``i``; an error making it names the sample (issue 34: "... on sample 7")."""
+        try:
+            sample = self._make(i)
+            check_not_empty(sample, self.description)
+        except InputError as exc:
+            if f"sample {i}" in exc.problem:
+                raise
+            raise type(exc)(f"{exc.problem} on sample {i}", exc.fix) from exc
         return sample
 
 

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Optional
 import numpy as np
 import torch
 
-from drifttui.errors import InputError
+from drifttui.errors import InputError, first_line
 
 PREFIX = "python-object:"
 
@@ -46,7 +46,7 @@ def register_samples(inputs: Any, samples: int) -> tuple[str, int]:
             try:
                 return fn(i)
             except Exception as exc:
-                raise InputError(f"inputs callable raised {type(exc).__name__}: {exc} for sample {i}",
+                raise InputError(f"inputs callable raised {type(exc).__name__}: {first_line(exc)[:300]} on sample {i}",
                                  "fix the callable: it takes the sample index and returns a tensor, "
                                  "a tuple of tensors or a dict of tensors") from exc
 
@@ -56,10 +56,24 @@ def register_samples(inputs: Any, samples: int) -> tuple[str, int]:
     if not isinstance(inputs, Iterable):
         raise InputError(f"inputs= is a {type(inputs).__name__}",
                          "pass a tensor, a tuple or dict of tensors, a callable (i) -> sample, or a list of samples")
-    items = list(itertools.islice(iter(inputs), samples))   # DataLoader batches: drawn once, in order
+    items = _draw(inputs, samples)       # DataLoader batches: drawn once, in order
     if not items:
         raise InputError("inputs= gave no samples", "pass a non-empty list or iterable of samples")
     return _add(lambda i: items[i], len(items) == 1, f"{len(items)} listed sample(s)"), len(items)
+
+
+def _draw(inputs: Iterable, samples: int) -> list[Any]:
+    """The first ``samples`` items of ``inputs``; an iterable that raises is an InputError naming the
+    sample it was drawing (its own exception as the cause)."""
+    items: list[Any] = []
+    try:
+        for item in itertools.islice(iter(inputs), samples):
+            items.append(item)
+    except Exception as exc:
+        raise InputError(f"inputs= raised {type(exc).__name__}: {first_line(exc)[:300]} on sample {len(items)} "
+                         f"(while drawing it)", "fix the iterable, or pass a list of samples or a callable "
+                         "(i) -> sample") from exc
+    return items
 
 
 def _is_one_sample(value: Any) -> bool:

@@ -45,7 +45,7 @@ def _levels(node: Any, arrays: dict[str, np.ndarray]) -> Optional[tuple[np.ndarr
     if len(ins) < 3 or ins[1] not in arrays or ins[2] not in arrays or not (bits and bs and K and N) \
             or (len(ins) > 4 and ins[4]):
         return None
-    blocks = -(-K // bs)
+    blocks = _check(node, bits, bs, K, N, arrays[ins[1]], arrays[ins[2]])
     q = _unpack(arrays[ins[1]].reshape(N, blocks, -1), bits, bs)               # N x blocks x bs
     s = arrays[ins[2]].astype(np.float32).reshape(N, blocks, 1)
     zp: Any = 1 << (bits - 1)
@@ -56,6 +56,27 @@ def _levels(node: Any, arrays: dict[str, np.ndarray]) -> Optional[tuple[np.ndarr
         zp = (_unpack(z.reshape(N, -1), bits, blocks) if z.dtype == np.uint8 else z.reshape(N, blocks))
         zp = zp.astype(np.int32).reshape(N, blocks, 1)
     return q - zp, s, K
+
+
+def _check(node: Any, bits: int, bs: int, K: int, N: int, packed: np.ndarray, scales: np.ndarray) -> int:
+    """The number of blocks per column; an InputError naming the node when its attributes do not fit
+    its packed weight and scales (a block_size that is not a power of 2 >= 16, or bits not 2..8)."""
+    from drifttui.errors import InputError
+
+    name = getattr(node, "name", "") or "(unnamed)"
+    fix = "the file is invalid: quantize it again (MatMulNBitsQuantizer) or pass the float file"
+    if bits not in (2, 4, 8):
+        raise InputError(f"MatMulNBits node {name!r}: bits={bits} is not 2, 4 or 8", fix)
+    if bs < 16 or bs & (bs - 1) or K < 1 or N < 1:
+        raise InputError(f"MatMulNBits node {name!r}: block_size={bs} (K={K}, N={N}) is not a power of 2 of "
+                         "at least 16", fix)
+    blocks = -(-K // bs)
+    per_block = -(-bs * bits // 8)
+    if packed.size != N * blocks * per_block or scales.size != N * blocks:
+        raise InputError(f"MatMulNBits node {name!r}: block_size={bs}, bits={bits}, K={K}, N={N} need "
+                         f"{N * blocks * per_block} packed bytes and {N * blocks} scales, the file holds "
+                         f"{packed.size} and {scales.size}", fix)
+    return blocks
 
 
 def dequantized(node: Any, arrays: dict[str, np.ndarray]) -> Optional[np.ndarray]:

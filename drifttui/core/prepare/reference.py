@@ -25,7 +25,9 @@ from drifttui.core.onnx.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_inde
 from drifttui.core.onnx import nchwc
 from drifttui.core.prepare.plan import matching as plan_matching
 from drifttui.core.prepare.plan import transfer as plan_transfer
+from drifttui.core.prepare.plan.anchors import match_weights, weights_of
 from drifttui.core.prepare.plan.plan import Plan
+from drifttui.core.prepare.reference_check import check_share, weight_share
 from drifttui.core.result import FUSED, OK
 from drifttui.core.runtime import sessions
 from drifttui.errors import ModelError
@@ -222,8 +224,11 @@ def _reshape_views(index: GraphIndex, tr: Any, ref_vals: dict, dep_vals: dict) -
 
 
 def transfer(cfg: Any, model: Any, sample0: Any, feeds0: dict, index: GraphIndex, calls: list, workdir: Path,
-             map_index: Callable[[GraphIndex], Plan]) -> Optional[tuple[GraphIndex, Plan, str, str]]:
-    """(index, plan, note, exporter) mapped through a reference export; None for a raw export."""
+             map_index: Callable[[GraphIndex], Plan],
+             notes: Optional[list[str]] = None) -> Optional[tuple[GraphIndex, Plan, str, str]]:
+    """(index, plan, note, exporter) mapped through a reference export; None for a raw export.
+    A ``--reference-onnx`` that matches none of the file's weights is an InputError; one that
+    matches part of them adds its alert to ``notes`` (reference_check.py)."""
     given = getattr(cfg, "reference_onnx", None)
     tool = processed_by(index) if cfg.onnx else ""       # drifttui's own export is a raw one
     if not given and not tool:
@@ -238,13 +243,21 @@ def transfer(cfg: Any, model: Any, sample0: Any, feeds0: dict, index: GraphIndex
             return None     # no reference: the file is mapped as it is (the coverage says how far)
         (ref_proto, ref_path), source = load_onnx(path, workdir), f"drifttui's own {exporter} export"
     ref = build_index(ref_proto, ref_path)
+    original, weights = index, None
+    if given:       # before any run: a reference of another model must not map the file to nothing
+        d_arr = weights_of(index)
+        weights = match_weights(ref, index, d_arr)
+        alert = check_share(weight_share(weights[0], weights[2], d_arr), given, cfg.onnx)
+        if alert and notes is not None:
+            notes.append(alert)
     ref_plan = map_index(ref)
     if not ref_plan.localized:
         return None
     wanted = [v for v, e in ref_plan.table.items() if e[0] != "graph_in"]
     ref_vals, _ = markable_run(ref, wanted, _reference_feeds(ref, feeds0), cfg.provider, workdir)
     index, dep_vals, bad = _deployed_values(index, feeds0, cfg.provider, workdir)
-    tr = plan_matching.transfer_values(ref, index, wanted, ref_vals, dep_vals)
+    tr = plan_matching.transfer_values(ref, index, wanted, ref_vals, dep_vals,
+                                       weights if index is original else None)
     index = _transpose_views(index, tr, dep_vals)
     index, tr = _reshape_views(index, tr, ref_vals, dep_vals)
     plan = plan_transfer.build_transferred_plan(index, calls, ref_plan, tr, ref)

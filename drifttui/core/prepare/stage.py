@@ -12,6 +12,7 @@ would make.
 """
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 import weakref
@@ -34,6 +35,7 @@ from drifttui.core.prepare.local import LocalGraph, build_local_graph
 from drifttui.core.prepare.plan.mapping import build_plan
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, no_progress
+from drifttui.core.prepare.reference_check import same_as_onnx
 from drifttui.core.result import Config
 from drifttui.core.model.spec import InputSpec, parse_input_spec, parse_model_spec
 from drifttui.core.base.units import human
@@ -129,7 +131,11 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     calls, map_index, outputs0 = _trace_and_map(cfg, model, hooks, why_not, index, sample0, feeds0, workdir)
     plan = map_index(index)
     if hooks is not None:
-        found = reference.transfer(cfg, model, sample0, feeds0, index, calls, workdir, map_index)
+        same = same_as_onnx(cfg)      # --reference-onnx is --onnx itself: said, and mapped without it
+        if same:
+            notes.append(same)
+        found = reference.transfer(dataclasses.replace(cfg, reference_onnx=None) if same else cfg, model, sample0,
+                                   feeds0, index, calls, workdir, map_index, notes)
         if found is not None:
             if found[0] is not index:     # views added (qviews, NCHWc, Transpose, Reshape): node indices moved
                 pscan = precision.scan(found[0])
@@ -264,7 +270,8 @@ def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str
             # sample 0 through ONNX Runtime (optimisations off) for content-based output pairing
             sess = sessions.make_session(ix.model, "disable", False, cfg.provider, workdir, "pairing.onnx",
                                          extra_outputs=values, data_dir=ix.data_dir, prepack=False)
-            return sessions.run(sess, feeds, values)
+            with sessions.on_sample("sample 0"):
+                return sessions.run(sess, feeds, values)
         plan = build_plan(ix, calls, names, has_params, aliases, resolve, multi_out)
         if hooks is None:
             plan.localized = False

@@ -1,8 +1,9 @@
 """ONNX Runtime side: sessions with every wanted intermediate value as a graph output."""
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -68,7 +69,8 @@ def make_session(model: Any, opt_level: str, deterministic: bool, provider: str,
         so.add_session_config_entry("session.disable_prepacking", "1")
     shared: Any = None
     if data_dir is not None:
-        so.add_session_config_entry("session.model_external_initializers_file_folder_path", str(data_dir))
+        so.add_session_config_entry("session.model_external_initializers_file_folder_path",
+                                    utf8_folder(data_dir, workdir))
         if not prepack:
             # a packing session reads the file itself: ORT frees each raw weight once packed (the
             # 220M LLaMA's output session peaks at 0.92 GB so, 1.51 GB over the shared mapping)
@@ -115,6 +117,45 @@ def session_at_or_below(model: Any, opt_level: str, deterministic: bool, provide
     raise first
 
 
+def utf8_folder(folder: Path, workdir: Path) -> str:
+    """``folder`` as text ONNX Runtime takes: UTF-8 only, so a folder whose name holds a non-UTF-8
+    byte is reached through a link of a UTF-8 name in ``workdir`` (the folder itself is untouched)."""
+    import hashlib
+    import os
+
+    text = str(folder)
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    link = Path(workdir) / f"folder-{hashlib.sha1(os.fsencode(text)).hexdigest()[:12]}"
+    if not link.is_symlink():
+        os.symlink(os.path.abspath(folder), link, target_is_directory=True)
+    return str(link)
+
+
+class RunFailure(ModelError):
+    """ONNX Runtime failed while running the graph on feeds that fit it (exit 3); ``detail`` is its
+    line, for the caller that knows the sample (``on_sample``)."""
+
+    FIX = "check the op named above; rerun with --debug for details"
+
+    def __init__(self, detail: str, where: str = "while running the graph") -> None:
+        self.detail = detail
+        super().__init__(f"ONNX Runtime failed {where}: {detail}", self.FIX)
+
+
+@contextlib.contextmanager
+def on_sample(which: str) -> Iterator[None]:
+    """ONNX Runtime failing on a sample is said as such, naming it: "ONNX Runtime failed on sample
+    7 of 20: ..." (exit 3), not as the inputs not fitting the graph."""
+    try:
+        yield
+    except RunFailure as exc:
+        raise RunFailure(exc.detail, f"on {which}") from exc
+
+
 def run(session: Any, feeds: dict[str, np.ndarray], names: Optional[list[str]] = None) -> dict[str, np.ndarray]:
     try:
         with cores.foreground():
@@ -125,11 +166,11 @@ def run(session: Any, feeds: dict[str, np.ndarray], names: Optional[list[str]] =
         if "invalid_argument" in low or "got invalid dimensions" in low or "unexpected input data type" in low \
                 or "invalid rank" in low or "required inputs" in low:
             mismatch, spec = feed_mismatch(session, feeds)
-            raise InputError(f"the inputs do not fit the ONNX graph: {mismatch or first[:300]}",
-                             "give inputs with the shapes/dtypes the graph expects ("
-                             + (f"--inputs {spec}" if spec else "--inputs") + ")") from exc
-        raise ModelError(f"ONNX Runtime failed while running the graph: {first[:300]}",
-                         "check the op named above; rerun with --debug for details") from exc
+            if mismatch:        # feeds that fit the graph's inputs: a node failed at run time (exit 3)
+                raise InputError(f"the inputs do not fit the ONNX graph: {mismatch}",
+                                 "give inputs with the shapes/dtypes the graph expects ("
+                                 + (f"--inputs {spec}" if spec else "--inputs") + ")") from exc
+        raise RunFailure(first[:300]) from exc
     out_names = names or [o.name for o in session.get_outputs()]
     return dict(zip(out_names, outs))
 

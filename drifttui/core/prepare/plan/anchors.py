@@ -110,9 +110,15 @@ def _variants(a: np.ndarray) -> list[tuple[str, np.ndarray]]:
     return out
 
 
-def match_anchors(ref: Any, dep: Any) -> tuple[dict[str, str], dict[str, int]]:
-    """Deployed initializer -> reference initializer it is (a transform of); unique contents only."""
-    r_arr, d_arr = _float_arrays(ref), _float_arrays(dep)
+def weights_of(index: Any) -> dict[str, np.ndarray]:
+    """The tensors anchors are matched on: informative float weights, int8 / int4 ones dequantized."""
+    return _float_arrays(index)
+
+
+def match_anchors(ref: Any, dep: Any, d_arr: Optional[dict[str, np.ndarray]] = None) -> tuple[dict[str, str], dict[str, int]]:
+    """Deployed initializer -> reference initializer it is (a transform of); unique contents only.
+    ``d_arr``: the deployed file's ``weights_of``, when the caller has them already."""
+    r_arr, d_arr = _float_arrays(ref), (d_arr if d_arr is not None else _float_arrays(dep))
     by_key: dict[str, list[str]] = {}
     for name, a in r_arr.items():
         by_key.setdefault(_key(a.reshape(-1)), []).append(name)
@@ -275,3 +281,10 @@ def anchor_masks(index: Any, bits: dict[str, int]) -> dict[str, int]:
             if o:
                 mask[o] = mask.get(o, 0) | m
     return mask
+
+
+def match_weights(ref: Any, dep: Any, d_arr: Optional[dict[str, np.ndarray]] = None) -> tuple:
+    """(anchors, how, packed, blocks): the deployed weights matched to the reference's by content."""
+    anchors, how = match_anchors(ref, dep, d_arr)
+    packed, blocks = match_concatenated(ref, dep, anchors)
+    return anchors, how, packed, blocks

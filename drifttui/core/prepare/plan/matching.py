@@ -30,7 +30,7 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.base.dtypes import INT8_ELEMS
-from drifttui.core.prepare.plan.anchors import PackedBlock, anchor_masks, match_anchors, match_concatenated
+from drifttui.core.prepare.plan.anchors import PackedBlock, anchor_masks, match_weights
 
 EQUAL_RTOL = 1e-4          # a deployed value equals a reference value: max|d - r| <= EQUAL_RTOL * max|r|
 NEAR_TIE = 1.25            # lossy candidates this close to the closest are told apart by their op (``_best``)
@@ -156,10 +156,10 @@ def _permuted(a: np.ndarray, b: np.ndarray, scale: float, bound: float) -> Optio
 
 
 def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, np.ndarray],
-                    dep_vals: dict[str, np.ndarray]) -> Transferred:
-    """Match each ``wanted`` reference value to the deployed value that carries it."""
-    anchors, how = match_anchors(ref, dep)
-    packed, blocks = match_concatenated(ref, dep, anchors)
+                    dep_vals: dict[str, np.ndarray], weights: Optional[tuple] = None) -> Transferred:
+    """Match each ``wanted`` reference value to the deployed value that carries it (``weights``:
+    ``match_weights`` of the two files, when the caller has it already)."""
+    anchors, how, packed, blocks = weights if weights is not None else match_weights(ref, dep)
     if blocks:
         how = {**how, "blocks of a concatenation": len(blocks)}
     bit_of: dict[str, int] = {}

@@ -23,7 +23,7 @@ class WeightCheck:
     rounding: float = 0.0   # a float16 / bfloat16 copy may differ by its rounding
 
     def fails(self, atol: float, rtol: float) -> bool:
-        return self.max_abs > bound(atol, rtol, self.scale, self.rounding)
+        return not self.max_abs <= bound(atol, rtol, self.scale, self.rounding)     # NaN: never within
 
     def note(self, atol: float, rtol: float) -> str:
         return (f"{WEIGHT_NOT_THE_MODELS}: {self.where} differs from the reference's {self.ref} "

@@ -42,7 +42,10 @@ def write_case(case: Case, path: str, loc_note: str = "") -> Eval:
 
     p = Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)   # a link: its target
     parent = p.parent if str(p.parent) else Path(".")
-    tmp = Path(tempfile.mkdtemp(prefix=".drifttui-repro-", dir=str(parent)))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=".drifttui-repro-", dir=str(parent)))
+    except OSError as exc:
+        raise _write_error(path, exc) from exc
     try:
         onnx.save(case.model, str(tmp / "model.onnx"))
         data = tmp / "test_data_set_0"
@@ -55,13 +58,30 @@ def write_case(case: Case, path: str, loc_note: str = "") -> Eval:
         ev = ort_error(case, reloaded)
         (tmp / "README.md").write_text(_readme(case, ev, loc_note))
         os.chmod(tmp, 0o777 & ~_umask())
-        if p.exists():
-            p.rmdir()
-        os.replace(tmp, p)
+        os.replace(tmp, p)      # over an empty folder only: one another run filled meanwhile is kept
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise _write_error(path, exc) from exc
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return ev
+
+
+def _write_error(path: str, exc: OSError) -> InputError:
+    """The one line for a test case that could not be written: the cause and the folder."""
+    import errno
+
+    if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+        return InputError(f"--out {path!r} was filled by something else while this run worked (another "
+                          "repro on the same folder?); it is left as it is, no test case written",
+                          "give each run a new folder")
+    from drifttui.errors import environment_failure
+
+    refused = environment_failure(exc)
+    cause = refused.problem if refused is not None else f"{exc.strerror or exc}"
+    return InputError(f"cannot write the test case to --out {path!r}: {cause}; nothing written there",
+                      refused.fix if refused is not None else "pick a folder you can write to")
 
 
 def _umask() -> int:
