@@ -150,7 +150,7 @@ def match_anchors(ref: Any, dep: Any) -> tuple[dict[str, str], dict[str, int]]:
             found[name] = best
             if any(dep.nodes[c].op_type in NBITS_OPS for c in dep.consumers.get(name, [])):
                 best_kind = "int4 blocks, dequantized"
-            elif dep.initializers[name].data_type in (2, 3):
+            elif getattr(dep.initializers.get(name), "data_type", None) in (2, 3):   # a Constant's value: no initializer
                 best_kind = "int8, dequantized"
             how[best_kind] = how.get(best_kind, 0) + 1
     return found, how
