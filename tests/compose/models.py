@@ -14,7 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 HERE = Path(__file__).resolve()
-INPUTS = {"convmul": "shape:1x4x8x8", "convadd": "shape:1x4x8x8", "padconv": "shape:1x4x8x8", "cnn": "shape:1x3x16x16", "mlp": "shape:4x32"}
+INPUTS = {"convmul": "shape:1x4x8x8", "convadd": "shape:1x4x8x8", "padconv": "shape:1x4x8x8", "cnn": "shape:1x3x16x16", "mlp": "shape:4x32", "wide": "shape:2x16"}
 
 
 class PadConv(nn.Module):
@@ -56,13 +56,13 @@ class ConvAdd(nn.Module):
 class CNN(nn.Module):
     def __init__(self):
         super().__init__()
-        self.conv1, self.bn1 = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8)
-        self.conv2, self.bn2 = nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8)
+        self.conv1, self.bn1, self.act1 = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU()
+        self.conv2, self.bn2, self.act2 = nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU()
         self.fc = nn.Linear(8, 10)
 
     def forward(self, x):
-        x = torch.relu(self.bn1(self.conv1(x)))
-        x = torch.relu(self.bn2(self.conv2(x)))
+        x = self.act1(self.bn1(self.conv1(x)))
+        x = self.act2(self.bn2(self.conv2(x)))
         return self.fc(x.mean((2, 3)))
 
 
@@ -73,6 +73,21 @@ class MLP(nn.Module):
 
     def forward(self, x):
         return self.fc2(F.gelu(self.norm(self.fc1(x))))
+
+
+class Wide(nn.Module):
+    """Weights and activations past float16's range (65504) before a LayerNorm brings them back:
+    clean in float32; a float16 converter clamps the weights (onnxconverter-common: to 1e4) and the
+    outputs move by ~0.5."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.norm, self.fc2 = nn.Linear(16, 32), nn.LayerNorm(32), nn.Linear(32, 4)
+        with torch.no_grad():
+            self.fc1.weight.mul_(1e6)
+
+    def forward(self, x):
+        return self.fc2(self.norm(self.fc1(x)))
 
 
 def _seeded(cls: type) -> nn.Module:
@@ -103,6 +118,10 @@ def cnn() -> nn.Module:
 
 def mlp() -> nn.Module:
     return _seeded(MLP)
+
+
+def wide() -> nn.Module:
+    return _seeded(Wide)
 
 
 def spec(name: str) -> str:
