@@ -10,7 +10,8 @@ from typing import Iterator, Optional, Sequence
 from drifttui.cli_causes import _add_cause_commands, cmd_repair, cmd_repro
 from drifttui.cli_common import (EXIT_CODES_HELP, MODEL_HELP, TOLERANCE_HELP, OneLineParser,  # noqa: F401
                                  _add_run_options, _progress_printer, config_from_args, input_files, process_age)
-from drifttui.cli_compose import add_compose_commands, auto_tolerance, cmd_bisect, cmd_tolerance
+from drifttui.cli_compose import (add_compose_commands, auto_tolerance, cmd_bisect, cmd_onnx_pair, cmd_tolerance,
+                                  wants_onnx_pair)
 from drifttui.cli_serve import _add_serve_parser, cmd_serve, serve_command  # noqa: F401
 from drifttui.errors import (EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, DriftTuiError, Terminated,
                              failing_dependency, first_line, one_line)
@@ -65,6 +66,8 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
     from drifttui.report import json_report
     from drifttui.report.ci_outputs import CiRun
 
+    if not diagnose and wants_onnx_pair(args):
+        return cmd_onnx_pair(args)
     config = config_from_args(args)
     if args.json:
         json_report.check_writable(args.json, input_files(config) + ([args.baseline] if args.baseline else []))

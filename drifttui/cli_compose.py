@@ -111,3 +111,41 @@ def auto_tolerance(config: Any, progress: Any, engine: Any = None) -> tuple[Any,
     note = (f"tolerance auto: atol {adv.atol:g}, rtol {adv.rtol:g} = {adv.margin:g}x the noise floor measured "
             f"at ORT levels disable and all, 1 and many threads (tightest: {adv.tightest or '-'})")
     return dataclasses.replace(config, atol=adv.atol, rtol=adv.rtol), note
+
+
+def wants_onnx_pair(args: argparse.Namespace) -> bool:
+    """`check --onnx NEW --reference-onnx OLD` with no MODEL: the two files, layer by layer."""
+    return not getattr(args, "model", None) and not getattr(args, "example", None) \
+        and bool(getattr(args, "onnx", None)) and bool(getattr(args, "reference_onnx", None))
+
+
+def cmd_onnx_pair(args: argparse.Namespace) -> int:
+    from drifttui.core.compose.onnx_pair import compare_files
+
+    for flag, path in (("--onnx", args.onnx), ("--reference-onnx", args.reference_onnx)):
+        import os
+
+        if not os.path.isfile(path):
+            raise InputError(f"{flag} {path} does not exist", "give an existing ONNX file")
+    atol = rtol = args.tolerance if isinstance(args.tolerance, float) else 1e-4
+    atol = args.atol if args.atol is not None else atol
+    rtol = args.rtol if args.rtol is not None else rtol
+    res = compare_files(args.onnx, args.reference_onnx, args.inputs, args.samples, args.seed, atol, rtol)
+    if args.json:
+        _write_json(args.json, {"origin": res.origin, "samples": res.samples, "flavour": res.flavour,
+                                "layers": [dataclasses.asdict(L) for L in res.layers], "outputs": res.outputs},
+                    [args.onnx, args.reference_onnx])
+        if args.json == "-":
+            return EXIT_DRIFT if res.drifts else EXIT_OK
+    _say(("DRIFT: origin " + (res.origin or "(outputs only)")) if res.drifts else "OK: the two files agree")
+    _say(f"{args.onnx} against {args.reference_onnx} (the reference plays torch's role; its modules are the "
+         f"layer names), {res.samples} sample(s), |d| <= {atol:g} + {rtol:g} * scale")
+    for L in res.layers:
+        status = "drift" if L.fails and not L.inherited else "inherited" if L.fails else \
+            "ok" if L.values else "not in the new file"
+        _say(f"  {L.module or '(root)'}: {status}, max|d| {L.max_abs:.3g}, max rel {L.max_rel:.3g}"
+             + (f" ({len(L.missing)} value(s) gone from the new file)" if L.missing and L.values else ""))
+    for o in res.outputs:
+        _say(f"output {o['name']}: max|d| {o['max_abs']:.3g}, max rel {o['max_rel']:.3g}"
+             + (" FAIL" if o["fails"] else ""))
+    return EXIT_DRIFT if res.drifts else EXIT_OK

@@ -30,11 +30,18 @@ def test_onnxsim_stage_and_its_pass(tmp_path):
     assert "skipped_optimizers=['fuse_mul_into_conv']" in res.sim["setting"]
 
 
-def test_onnxslim_stage_and_its_pass(tmp_path):
+def test_onnxslim_stage_and_its_pass_from_python(tmp_path):
+    """The Python API: an in-memory model and samples."""
+    import torch
+
+    import drifttui
+
     needs("onnxslim")
     raw = P.raw("convadd", "torchscript", tmp_path)
     stages = [raw, P.onnxslim(raw, tmp_path / "slim.onnx")]
-    res = bisect_stages(_cfg("convadd", **TIGHT), [str(s) for s in stages])
+    torch.manual_seed(3)
+    xs = [torch.randn(1, 4, 8, 8) for _ in range(3)]
+    res = drifttui.bisect(M.convadd(), stages, inputs=xs, samples=3, exporter="torchscript", **TIGHT)
     assert res.first == 1
     assert res.sim["tool"] == "onnxslim" and res.sim["culprit"] == "pattern:FusionConvAdd" and res.sim["verified"]
 
@@ -71,3 +78,12 @@ def test_clean_pipeline_names_no_stage(tmp_path):
     res = bisect_stages(_cfg("cnn"), [str(raw), str(sim), str(ext)])
     assert res.first is None and "no stage drifts" in res.summary
     assert res.counts["output_passes"] == 3 and res.counts["per_layer_passes"] == 3
+
+
+def test_a_file_clean_as_written_that_ort_moves_at_run_time(tmp_path):
+    """The deployment runs the raw export at ORT level all: the first stage drifts, ORT's session
+    optimizer does it, and the pass is named in the file itself."""
+    raw = P.raw("padconv", "torchscript", tmp_path)
+    res = bisect_stages(_cfg("padconv", atol=1e-7, rtol=0.0), [str(raw), str(raw)], explain=False)
+    assert res.first == 0
+    assert res.passes.culprits == ["NchwcTransformer"] and res.passes.verified

@@ -64,6 +64,7 @@ def test_check_tolerance_auto_says_so(tmp_path, capsys):
 def test_zoo_clean_models_pass_the_advice(fn, inputs):
     from tests.archs.conftest import spec
 
+    pytest.importorskip("tests.archs.zoo")      # the torchvision shim timm needs
     pytest.importorskip("timm" if fn in ("resnet18", "mobilenetv3", "vit_timm") else "transformers")
     cfg = Config(model=spec(fn), inputs=spec(inputs), samples=3)
     _, adv = _advice(cfg)
