@@ -96,3 +96,16 @@ def test_bisect_finds_two_passes_that_each_cause_the_drift():
 def test_bisect_says_when_no_pass_removes_the_drift():
     s = bisect(lambda off: True, [f"p{i}" for i in range(8)])
     assert not s.verified
+
+
+def test_step3_on_a_file_saved_by_the_offline_optimizer(tmp_path):
+    """--onnx ORT's offline file, --reference-onnx the raw export: step 3 finds the level and the
+    pass that make the drift from the reference, and the reference optimised without it is clean."""
+    raw = P.raw("padconv", "torchscript", tmp_path)
+    dep = P.ort_offline("all", raw, tmp_path / "all.onnx")
+    pipe = Pipeline()
+    result = pipe.run(_cfg(onnx=str(dep), reference_onnx=str(raw), output_opt_level="disable")).result
+    step = pipe.step(3, result)
+    ev = step.evidence["opt_levels"]["ort_pass"]
+    assert ev["culprits"] == ["NchwcTransformer"] and ev["offline"]["drift_gone"]
+    assert "NchwcTransformer" in step.summary and "disabled_optimizers" in step.suggestion

@@ -2,6 +2,7 @@
 parameters, known-hazard ops flagged, and the same graph at every ORT optimisation level."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Optional
 
 import numpy as np
@@ -9,7 +10,7 @@ import numpy as np
 from drifttui.core.result import NodeInfo, Step, display_name, own_op_types
 from drifttui.core.explain.context import Context, clean
 from drifttui.core.explain.findings import findings
-from drifttui.core.explain.steps.ort_pass import evidence as pass_evidence, ort_pass
+from drifttui.core.explain.steps.ort_pass import evidence as pass_evidence, offline_pass, ort_pass
 from drifttui.core.explain.sweep import opt_sweep
 from drifttui.core.prepare.graph import elem_type_name
 
@@ -76,6 +77,8 @@ def run(ctx: Context) -> Step:
                                                                   "origin_fails", "nodes")}
                            for lv, r in sweep["levels"].items()}}
     passes = ort_pass(ctx) if sweep["final_verdict_changes_at"] or sweep["origin_error_changes_at"] else None
+    if passes is None and ctx.cfg.reference_onnx and ctx.result.verdict != "ok":
+        passes = offline_pass(ctx)       # a file saved by ORT's offline optimizer: re-optimise the reference
     if passes is not None:
         sweep_ev["ort_pass"] = pass_evidence(passes)
     level_note = ""
@@ -88,7 +91,11 @@ def run(ctx: Context) -> Step:
                     _pass_fix(passes) or ("see the fusion finding" if level_note else ""))
     evidence, hazards, related = _origin_evidence(ctx, L)
     evidence["opt_levels"] = sweep_ev
-    return _verdict(L, sweep, level_note, clean(evidence), hazards, related, passes)
+    step = _verdict(L, sweep, level_note, clean(evidence), hazards, related, passes)
+    if passes is not None and passes.summary not in step.summary:    # the finding's branch: the pass too
+        step = dataclasses.replace(step, summary=f"{step.summary}; {passes.summary}",
+                                   suggestion="\n".join(x for x in (step.suggestion, _pass_fix(passes)) if x))
+    return step
 
 
 def _origin_evidence(ctx: Context, L: Any) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any]]:

@@ -10,7 +10,9 @@ from drifttui.core.explain.causes.case import origin_case
 from drifttui.core.explain.context import Context
 from drifttui.core.explain.sweep import opt_sweep
 from drifttui.core.result import display_name
-from drifttui.core.runtime.passes.pass_bisect import PassResult, Probe, bisect_ort, drifting_level
+from drifttui.core.runtime.passes.pass_bisect import PassResult, Probe, bisect_ort, drifting_level, offline_check
+
+LEVELS_ABOVE = ("basic", "extended", "all")
 
 
 def _origin_probe(ctx: Context) -> Optional[Probe]:
@@ -49,6 +51,33 @@ def ort_pass(ctx: Context) -> Optional[PassResult]:
             ctx.say(f"step 3: which ONNX Runtime pass moves the outputs at level {level_o or level}")
             out = bisect_ort(outputs_probe(ctx), level_o or level, safe_o or safe)
     ctx.cache["ort_pass"] = out
+    return out
+
+
+def offline_pass(ctx: Context) -> Optional[PassResult]:
+    """A deployed file saved by ORT's offline optimizer (``--reference-onnx`` names the file it was
+    made from): the lowest level at which ORT, run on the reference file, drifts like the deployed
+    file, the pass that does it, and the reference re-optimised without it (cached; None when the
+    reference does not reproduce the drift at any level, or drifts at disable itself)."""
+    if "ort_offline_pass" in ctx.cache:
+        return ctx.cache["ort_offline_pass"]
+    out: Optional[PassResult] = None
+    ref = ctx.cfg.reference_onnx
+    if ref:
+        probe = outputs_probe(ctx)
+        probe.payload = str(ref)
+        probe.where = "the model outputs of the reference file optimised by ORT"
+        if not probe.measure("disable")[0]:
+            safe = "disable"
+            for level in LEVELS_ABOVE:
+                if probe.measure(level)[0]:
+                    ctx.say(f"step 3: which ONNX Runtime pass, run offline at level {level}, makes the drift")
+                    out = bisect_ort(probe, level, safe)
+                    if out.culprits and out.verified:
+                        out.offline = offline_check(str(ref), probe, level, out.culprits, ctx.workdir)
+                    break
+                safe = level
+    ctx.cache["ort_offline_pass"] = out
     return out
 
 
