@@ -7,7 +7,7 @@ PIP    := $(PY) -m pip
 # (or a CUDA wheel index) — see README "Installing torch".
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: demo test test-faults test-models test-deploy test-drifts install install-dev install-models install-deploy bench screenshots fixtures tui-check lint clean
+.PHONY: demo test test-faults test-models test-deploy test-bisect test-drifts install install-dev install-models install-deploy bench screenshots fixtures tui-check lint clean
 
 # Each step says what it does before it starts: the whole install takes a minute or more, and pip
 # runs --quiet, so without these lines `make demo` / `make test` would sit silent.
@@ -82,7 +82,11 @@ test-models: $(VENV)/.installed-dev
 
 # the long tail of tests/deploy (every deployment tool, both exporters, clean and drifted files)
 test-deploy: $(VENV)/.installed-dev
-	$(PY) -m pytest -q -p no:xdist -m deploy tests/deploy
+	$(PY) -m pytest -q -p no:xdist -m deploy tests/deploy tests/compose
+
+# the pipeline bisect and the tolerance advisor (tests/compose: real simplifiers, ORT passes, the zoo)
+test-bisect: $(VENV)/.installed-dev
+	$(PY) -m pytest -q -p no:xdist -m "deploy or models or not (deploy or models)" tests/compose
 
 # the long tail of tests/causes/test_real_drifts.py and test_upstream_drifts.py (every real exporter / ORT drift form and control)
 test-drifts: $(VENV)/.installed-dev

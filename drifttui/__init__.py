@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["check", "diagnose", "assert_no_drift", "Result", "DriftTuiError", "InputError", "ModelError",
+__all__ = ["check", "diagnose", "assert_no_drift", "bisect", "tolerance", "Result", "DriftTuiError", "InputError", "ModelError",
            "CancelToken", "Progress"]
 
 _LAZY = {
     "check": ("drifttui.python_api", "check"),
     "diagnose": ("drifttui.python_api", "diagnose"),
     "assert_no_drift": ("drifttui.python_api", "assert_no_drift"),
+    "bisect": ("drifttui.python_compose", "bisect"),
+    "tolerance": ("drifttui.python_compose", "tolerance"),
     "Result": ("drifttui.core.result", "Result"),
     "DriftTuiError": ("drifttui.errors", "DriftTuiError"),
     "InputError": ("drifttui.errors", "InputError"),

@@ -10,6 +10,8 @@ from typing import Iterator, Optional, Sequence
 from drifttui.cli_causes import _add_cause_commands, cmd_repair, cmd_repro
 from drifttui.cli_common import (EXIT_CODES_HELP, MODEL_HELP, TOLERANCE_HELP, OneLineParser,  # noqa: F401
                                  _add_run_options, _progress_printer, config_from_args, input_files, process_age)
+from drifttui.cli_compose import (add_compose_commands, auto_tolerance, cmd_bisect, cmd_onnx_pair, cmd_tolerance,
+                                  wants_onnx_pair)
 from drifttui.cli_serve import _add_serve_parser, cmd_serve, serve_command  # noqa: F401
 from drifttui.errors import (EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, DriftTuiError, Terminated,
                              environment_failure, failing_dependency, first_line, one_line)
@@ -52,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--debug", action="store_true", help="show tracebacks")
 
     _add_cause_commands(sub)
+    add_compose_commands(sub)
     _add_serve_parser(sub)
 
     ex = sub.add_parser("examples", help="list the built-in example models")
@@ -63,6 +66,8 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
     from drifttui.report import json_report
     from drifttui.report.ci_outputs import CiRun
 
+    if not diagnose and wants_onnx_pair(args):
+        return cmd_onnx_pair(args)
     config = config_from_args(args)
     if args.json:
         json_report.check_writable(args.json, input_files(config) + ([args.baseline] if args.baseline else []))
@@ -77,7 +82,12 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
         show_progress = sys.stderr.isatty() and args.json != "-"
         engine = Pipeline()
         startup = process_age()
+        auto_note = ""
+        if getattr(args, "tolerance", None) == "auto":
+            config, auto_note = auto_tolerance(config, _progress_printer(show_progress), engine)
         result = engine.run(config, progress=_progress_printer(show_progress)).result
+        if auto_note:
+            result = result.with_(notes=[auto_note] + list(result.notes))
         if startup is not None:       # the interpreter and the imports, before the first stage
             result = result.with_(timings={**result.timings, "startup": round(startup, 2)})
         if diagnose:
@@ -189,6 +199,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     debug = getattr(args, "debug", False) or os.environ.get("DRIFTTUI_DEBUG") == "1"
     handlers = {"check": cmd_check, "diagnose": lambda a: cmd_check(a, diagnose=True), "examples": cmd_examples,
                 "tui": cmd_tui, "demo": cmd_demo, "repro": cmd_repro, "repair": cmd_repair,
+                "bisect": cmd_bisect, "tolerance": cmd_tolerance,
                 "serve": cmd_serve}
     with _signals_end_the_run(), _no_foreign_commands(args.command not in ("tui", "demo", "serve")):
         try:

@@ -55,7 +55,8 @@ def _add_run_options(p: argparse.ArgumentParser, model_optional: bool = False) -
     p.add_argument("--atol", type=float, default=None, metavar="A", help=f"absolute tolerance (default {_D.atol:g})")
     p.add_argument("--rtol", type=float, default=None, metavar="R",
                    help=f"tolerance relative to the layer's scale (default {_D.rtol:g})")
-    p.add_argument("--tolerance", type=float, default=None, metavar="T", help="shorthand: atol = rtol = T")
+    p.add_argument("--tolerance", type=_tolerance, default=None, metavar="T|auto",
+                   help="shorthand: atol = rtol = T; auto: from the model's measured noise floor (`drifttui tolerance`)")
     p.add_argument("--opt-level", choices=list(OPT_LEVELS), default=_D.opt_level,
                    help=f"ONNX Runtime graph optimisation level (default {_D.opt_level}: fusions would hide values)")
     p.add_argument("--deterministic", action="store_true",
@@ -111,6 +112,15 @@ def _memory_size(text: str) -> int:
         raise argparse.ArgumentTypeError(exc.args[0] if exc.args else str(exc)) from exc
 
 
+def _tolerance(text: str):
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number or auto") from None
+
+
 def config_from_args(args: argparse.Namespace):
     from drifttui.core.result import Config
 
@@ -119,7 +129,7 @@ def config_from_args(args: argparse.Namespace):
     if not args.example and not args.model:
         raise DriftTuiError("no model given", "pass MODEL (file.py:fn, a TorchScript file or a .pt2) or --example NAME")
     atol, rtol = _D.atol, _D.rtol
-    if args.tolerance is not None:
+    if args.tolerance is not None and args.tolerance != "auto":
         atol = rtol = args.tolerance
     if args.atol is not None:
         atol = args.atol

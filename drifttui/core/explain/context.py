@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from drifttui.core.capture.stage import Capture
+from drifttui.core.result.codec import clean  # noqa: F401  (the findings' evidence, JSON-friendly)
 from drifttui.core.decide.stage import decide
 from drifttui.core.onnx.io import save_model
 from drifttui.core.prepare.stage import PREPARE_FIELDS, Prepared
@@ -29,24 +30,6 @@ from drifttui.core.result import Config, Layer, Result
 from drifttui.core.runtime import sessions
 from drifttui.core.runtime.torch_hooks import Hooks, Sink, hookable, run_model, to_numpy
 
-
-
-def clean(obj: Any) -> Any:
-    """Make evidence JSON-friendly: numpy scalars to Python, tuples to lists, round floats."""
-    if isinstance(obj, dict):
-        return {str(k): clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, set)):
-        return [clean(v) for v in obj]
-    if isinstance(obj, (np.floating, float)):
-        f = float(obj)
-        return float(f"{f:.4g}") if f == f and f not in (float("inf"), float("-inf")) else f
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    if isinstance(obj, np.ndarray):
-        return clean(obj.tolist())
-    return obj
 
 
 class _CloneSink(Sink):

@@ -53,3 +53,23 @@ def from_json(tp: Any, data: Any) -> Any:
     if tp is float:
         return float(data)  # accepts "nan", "inf"
     return data
+
+
+def clean(obj: Any) -> Any:
+    """Make evidence JSON-friendly: numpy scalars to Python, tuples to lists, round floats."""
+    import numpy as np   # lazy: the result types load without numpy (a report read by the TUI)
+
+    if isinstance(obj, dict):
+        return {str(k): clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set)):
+        return [clean(v) for v in obj]
+    if isinstance(obj, (np.floating, float)):
+        f = float(obj)
+        return float(f"{f:.4g}") if f == f and f not in (float("inf"), float("-inf")) else f
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.ndarray):
+        return clean(obj.tolist())
+    return obj

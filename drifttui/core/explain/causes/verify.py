@@ -35,7 +35,7 @@ from drifttui.core.explain.causes.propose.precision_loss import precision_findin
 from drifttui.core.explain.causes.propose.reexport import try_reexport, variants
 from drifttui.core.explain.causes.propose.weights import torch_tensors, weight_candidates
 from drifttui.core.onnx.edit.ort_workarounds import RANK
-from drifttui.core.explain.context import clean
+from drifttui.core.result.codec import clean
 from drifttui.core.result import SEVERITY_ORDER, Finding, display_name
 
 MAX_PATCHES = 200        # candidate patches tried per origin (each is one small ORT session)

@@ -2,6 +2,7 @@
 parameters, known-hazard ops flagged, and the same graph at every ORT optimisation level."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Optional
 
 import numpy as np
@@ -10,6 +11,7 @@ from drifttui.core.base.dtypes import INT_ELEMS
 from drifttui.core.result import NodeInfo, Step, display_name, own_op_types
 from drifttui.core.explain.context import Context, clean
 from drifttui.core.explain.findings import findings
+from drifttui.core.explain.steps.ort_pass import evidence as pass_evidence, offline_pass, ort_pass
 from drifttui.core.explain.sweep import opt_sweep
 from drifttui.core.onnx.graph import elem_type_name
 
@@ -74,17 +76,26 @@ def run(ctx: Context) -> Step:
                 "levels": {lv: {k: v for k, v in r.items() if k in ("final_max_abs", "final_fails", "origin_max_abs",
                                                                   "origin_fails", "nodes")}
                            for lv, r in sweep["levels"].items()}}
+    passes = ort_pass(ctx) if sweep["final_verdict_changes_at"] or sweep["origin_error_changes_at"] else None
+    if passes is None and ctx.cfg.reference_onnx and ctx.result.verdict != "ok":
+        passes = offline_pass(ctx)       # a file saved by ORT's offline optimizer: re-optimise the reference
+    if passes is not None:
+        sweep_ev["ort_pass"] = pass_evidence(passes)
     level_note = ""
     if sweep["final_verdict_changes_at"]:
         level_note = f"; the final outputs change verdict at level(s) {', '.join(sweep['final_verdict_changes_at'])}"
     if L is None:
         verdict = "fail" if sweep["final_verdict_changes_at"] else "skipped"
-        summary = "no drift origin to inspect" + level_note
+        summary = "no drift origin to inspect" + level_note + (f"; {passes.summary}" if passes is not None else "")
         return Step(3, TITLE, verdict, summary, clean({"opt_levels": sweep_ev}),
-                    "see the fusion finding" if level_note else "")
+                    _pass_fix(passes) or ("see the fusion finding" if level_note else ""))
     evidence, hazards, related = _origin_evidence(ctx, L)
     evidence["opt_levels"] = sweep_ev
-    return _verdict(L, sweep, level_note, clean(evidence), hazards, related)
+    step = _verdict(L, sweep, level_note, clean(evidence), hazards, related, passes)
+    if passes is not None and passes.summary not in step.summary:    # the finding's branch: the pass too
+        step = dataclasses.replace(step, summary=f"{step.summary}; {passes.summary}",
+                                   suggestion="\n".join(x for x in (step.suggestion, _pass_fix(passes)) if x))
+    return step
 
 
 def _origin_evidence(ctx: Context, L: Any) -> tuple[dict[str, Any], list[dict[str, Any]], list[Any]]:
@@ -114,8 +125,15 @@ def _origin_evidence(ctx: Context, L: Any) -> tuple[dict[str, Any], list[dict[st
     return evidence, hazards, related
 
 
+def _pass_fix(passes: Any) -> str:
+    """The settings that avoid the pass: the level that agrees, the pass disabled, Triton's form."""
+    if passes is None or not passes.settings:
+        return ""
+    return "\n".join(passes.settings.values())
+
+
 def _verdict(L: Any, sweep: dict[str, Any], level_note: str, evidence: dict[str, Any],
-             hazards: list[dict[str, Any]], related: list[Any]) -> Step:
+             hazards: list[dict[str, Any]], related: list[Any], passes: Any = None) -> Step:
     """One verdict ladder: a finding at the origin > level dependence > other findings > hazards >
     inconclusive (the origin drifts by definition: never "pass: no hazard")."""
     ops = ", ".join(own_op_types(L, L.op_types)) or "no ops"
@@ -133,8 +151,10 @@ def _verdict(L: Any, sweep: dict[str, Any], level_note: str, evidence: dict[str,
         return Step(3, TITLE, "fail",
                     f"{name} ({ops}): its error changes with the ORT optimisation level "
                     f"({', '.join(sweep['origin_error_changes_at'] or sweep['final_verdict_changes_at'])})"
-                    f"{level_note}; fused ops: {', '.join(sweep['fused_op_types']) or 'none'}",
-                    evidence, "deploy at the level that agrees, or report the fusion upstream", [L.index])
+                    f"{level_note}; fused ops: {', '.join(sweep['fused_op_types']) or 'none'}"
+                    + (f"; {passes.summary}" if passes is not None else ""),
+                    evidence, _pass_fix(passes) or "deploy at the level that agrees, or report the fusion upstream",
+                    [L.index])
     if related:
         f = related[0]
         return Step(3, TITLE, "inconclusive", f"{name} ({ops}): {f.message}" + level_note, evidence,

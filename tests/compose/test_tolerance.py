@@ -1,0 +1,71 @@
+"""The tolerance advisor: the floor measured, the advice passes the clean model on samples it was
+not measured on, and a drift of 10x the floor fails it (the verdicts are core.decide's)."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from drifttui.core.compose.noise_floor import VARIANTS, measure
+from drifttui.core.compose.tolerance_advice import MARGIN, advise
+from drifttui.core.pipeline import Pipeline
+from drifttui.core.result import OK, Config
+from tests.compose import models as M
+from tests.compose import pipelines as P
+
+
+def _advice(cfg: Config):
+    nf = measure(cfg)
+    return nf, advise(nf)
+
+
+def _check_clean_on_fresh_samples(cfg: Config, adv) -> None:
+    fresh = dataclasses.replace(cfg, seed=1000, atol=adv.atol, rtol=adv.rtol)
+    result = Pipeline().run(fresh).result
+    assert result.verdict == OK, (result.drift_origin, adv.to_dict())
+
+
+@pytest.mark.deploy
+def test_floor_advice_passes_the_clean_model_and_catches_10x(tmp_path):
+    raw = P.raw("mlp", "torchscript", tmp_path)
+    cfg = Config(model=M.spec("mlp"), inputs=M.INPUTS["mlp"], onnx=str(raw), samples=4)
+    nf, adv = _advice(cfg)
+    assert nf.variants == [v[0] for v in VARIANTS] and nf.layers and nf.outputs
+    out = nf.outputs[0]
+    assert adv.rtol >= MARGIN * max(f.max_rel for f in nf.layers + nf.outputs) * 0.99
+    assert adv.current["rtol_over_floor"] > 1 and "x the noise floor here" in adv.lines[-1]
+    _check_clean_on_fresh_samples(cfg, adv)
+    # a drift of 10x the floor at the output: the head's bias moved by 10 * floor_rel * scale
+    model = onnx.load(str(raw))
+    bias = next(t for t in model.graph.initializer if numpy_helper.to_array(t).shape == (8,))
+    arr = numpy_helper.to_array(bias).copy()
+    arr[0] += 10 * max(out.max_rel, 1e-7) * out.scale
+    bias.CopyFrom(numpy_helper.from_array(arr.astype(np.float32), bias.name))
+    drifted = tmp_path / "drifted.onnx"
+    onnx.save(model, str(drifted))
+    result = Pipeline().run(dataclasses.replace(cfg, onnx=str(drifted), atol=adv.atol, rtol=adv.rtol)).result
+    assert result.verdict != OK
+
+
+def test_check_tolerance_auto_says_so(tmp_path, capsys):
+    from drifttui.cli import main
+
+    code = main(["check", M.spec("mlp"), "--inputs", M.INPUTS["mlp"], "--samples", "3", "--tolerance", "auto"])
+    out = capsys.readouterr().out
+    assert code == 0 and "tolerance auto: atol" in out and "noise floor" in out
+
+
+@pytest.mark.models
+@pytest.mark.parametrize("fn,inputs", [("resnet18", "img64"), ("mobilenetv3", "img64"), ("vit_timm", "img32"),
+                                       ("bert", "tokens"), ("gpt2", "tokens")])
+def test_zoo_clean_models_pass_the_advice(fn, inputs):
+    from tests.archs.conftest import spec
+
+    pytest.importorskip("tests.archs.zoo")      # the torchvision shim timm needs
+    pytest.importorskip("timm" if fn in ("resnet18", "mobilenetv3", "vit_timm") else "transformers")
+    cfg = Config(model=spec(fn), inputs=spec(inputs), samples=3)
+    _, adv = _advice(cfg)
+    _check_clean_on_fresh_samples(cfg, adv)
