@@ -77,7 +77,7 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
         show_progress = sys.stderr.isatty() and args.json != "-"
         engine = Pipeline()
         startup = process_age()
-        result = engine.run(config, progress=_progress_printer(show_progress)).result
+        result = _run(engine, config, _progress_printer(show_progress))
         if startup is not None:       # the interpreter and the imports, before the first stage
             result = result.with_(timings={**result.timings, "startup": round(startup, 2)})
         if diagnose:
@@ -98,6 +98,15 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
     if args.json:
         json_report.write(result, args.json)
     return ci.finish(result, decision=decision, report_printed=True)
+
+
+def _run(engine, config, progress):
+    """One run: the plain pipeline, or the served comparison (Triton, --batch-sweep: core/compose)."""
+    from drifttui.core.compose import served
+
+    if served.wanted(config):
+        return served.run(engine, config, progress)
+    return engine.run(config, progress=progress).result
 
 
 def _remove_leftovers(args: argparse.Namespace) -> None:

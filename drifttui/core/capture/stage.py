@@ -49,7 +49,7 @@ from drifttui.core.prepare.windows import Window
 
 # the Config fields a Capture depends on, on top of the Prepared's
 CAPTURE_FIELDS = ("samples", "seed", "deterministic", "zero_input", "opt_level", "layer_samples",
-                  "output_opt_level")
+                  "output_opt_level", "session")
 LAYER_SAMPLES = ("auto", "all")           # or a positive number K, as text
 AUTO_LAYER_SAMPLES = 3                    # "auto": sample 0 and the two worst other samples
 
@@ -201,7 +201,8 @@ class _Run:
         t = time.perf_counter()
         pr, cfg = self.pr, self.cfg
         self.floor = sessions.make_session(pr.proto, cfg.output_opt_level, cfg.deterministic, cfg.provider,
-                                           pr.workdir, "floor.onnx", data_dir=pr.index.data_dir)
+                                           pr.workdir, "floor.onnx", data_dir=pr.index.data_dir,
+                                           settings=cfg.session)
         release_weights(pr.index.data_dir)      # packing read every weight: the mapping's pages go back
         self.timings["sessions"] += time.perf_counter() - t
 
