@@ -38,6 +38,7 @@ class ServedOutput:
     scale: float                 # max |local| over the samples
     top1_vs_torch: Optional[float] = None        # served argmax == torch argmax, over the samples
     local_top1_vs_torch: Optional[float] = None  # the local file's, for the same samples
+    batched_top1_vs_torch: Optional[float] = None  # the concurrent requests' (the dynamic batcher's batches)
     fails: bool = False          # served vs local over the tolerance
 
 

@@ -26,6 +26,8 @@ def served_lines(result: Result) -> list[str]:
             top = ""
             if o.top1_vs_torch is not None:
                 top = f", top-1 vs torch {100 * o.top1_vs_torch:.2f}%"
+                if o.batched_top1_vs_torch is not None:
+                    top += f", batched by the server {100 * o.batched_top1_vs_torch:.2f}%"
                 if o.local_top1_vs_torch is not None:
                     top += f" (local file {100 * o.local_top1_vs_torch:.2f}%)"
             out.append(f"  output {o.name}: served vs local max |d| {fmt(o.max_abs_vs_local)}, vs torch "

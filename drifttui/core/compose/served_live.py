@@ -122,7 +122,8 @@ def compare(cfg: Config, setup: Setup, ref: Reference, seq: list, conc: list, ti
         vs_torch = max((float(np.abs(a[n].reshape(t[n].shape).astype(np.float64) - t[n]).max())
                         for a, t in zip(seq, ref.torch) if n in t and a[n].size == t[n].size), default=0.0)
         outputs.append(ServedOutput(n, max(d_seq[n] + d_conc[n], default=0.0), vs_torch, scale,
-                                    _top1(seq, ref.torch, n), _top1(ref.local, ref.torch, n), f_seq or f_conc))
+                                    _top1(seq, ref.torch, n), _top1(ref.local, ref.torch, n), f_seq or f_conc,
+                                    _top1(conc, ref.torch, n)))
     runs = [ServedRun("sequential", len(seq), max((max(v, default=0.0) for v in d_seq.values()), default=0.0),
                       round(times[0], 4)),
             ServedRun("concurrent", len(conc), max((max(v, default=0.0) for v in d_conc.values()), default=0.0),

@@ -35,7 +35,10 @@ def decide_served(fails: dict[str, bool], runs: list[ServedRun], casts: list[str
     if not fails["sequential"]:
         where = ""
         if sweep is not None and sweep.first_layer is not None:
-            where = f"; the batch sweep {sweep.sizes} names layer #{sweep.first_layer} {sweep.first_module or '(root)'}"
+            lay = next((L for L in sweep.layers if L.layer == sweep.first_layer), None)
+            cls = f" ({lay.cls})" if lay and lay.cls else ""
+            where = (f"; the batch sweep {sweep.sizes} names layer #{sweep.first_layer} "
+                     f"{sweep.first_module or '(root)'}{cls}")
         elif sweep is not None and not sweep.invariant:
             where = f"; the batch sweep {sweep.sizes} sees it in the model outputs"
         return DIFFERS, BATCH, (f"one request at a time matches the file (max |d| {seq:.3g}), requests the dynamic "

@@ -154,7 +154,7 @@ class Session:
         done: "queue.Queue[tuple[int, Any, Any]]" = queue.Queue()
         for i, f in enumerate(batches):
             self._call("an inference", self.client.async_infer, model, self._inputs(f),
-                       callback=lambda res, err, i=i: done.put((i, res, err)), model_version=v,
+                       callback=lambda result, error, i=i: done.put((i, result, error)), model_version=v,
                        outputs=self._outputs(names))
         got: dict[int, Any] = {}
         while len(got) < len(batches):
