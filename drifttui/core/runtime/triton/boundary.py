@@ -78,7 +78,7 @@ def check_against_file(b: Boundary, graph_inputs: list[tuple[str, list[Any], str
         known = {name: (dims, dt) for name, dims, dt in graph}
         for t in tensors:
             if t.name not in known:
-                raise InputError(f"{where} {side} {t.name!r} is not a {side} of the ONNX file "
+                raise InputError(f"{where} {side} {t.name!r} is not an {side} of the ONNX file "
                                  f"(its {side}s: {', '.join(list(known)[:8])})",
                                  f"make the config's {side} names the file's")
             dims, dt = known[t.name]
