@@ -13,8 +13,8 @@ def test_sweep_names_the_layer_that_mixes_the_batch(files, capsys):
     assert code == 1                                 # a dynamic batcher is not safe: the gate fails
     assert sweep["sizes"] == [1, 4, 8] and not sweep["invariant"]
     first = next(L for L in sweep["layers"] if L["layer"] == sweep["first_layer"])
-    assert first["cls"] == "BatchCentre" and first["depends"]
-    before = [L for L in sweep["layers"] if L["cls"] in ("Linear", "ReLU") and L["module"] in ("0", "1")]
+    assert first["class"] == "BatchCentre" and first["depends"]
+    before = [L for L in sweep["layers"] if L["class"] in ("Linear", "ReLU") and L["module"] in ("0", "1")]
     assert before and not any(L["depends"] for L in before)      # the layers before it are per sample
     assert sweep["outputs_max_abs"][0] == 0.0 and sweep["outputs_max_abs"][2] > 1e-2
 
