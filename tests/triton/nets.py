@@ -29,3 +29,9 @@ def export(model: nn.Module, path: str, features: int = 16, dtype: torch.dtype =
                              dynamic_shapes=({0: batch},))
     prog.save(path)
     return path
+
+
+def mlp_retrained() -> nn.Module:
+    """The same architecture with other weights: a second version of the model."""
+    torch.manual_seed(1)
+    return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 10)).eval()

@@ -49,8 +49,9 @@ def main() -> int:
             got = [g.astype(np.int32) for g in got]
         return dict(zip(names, got))
 
-    def spec(v):
-        return Tensor(name=v.name, dtype=_NP[v.type], shape=tuple(d if isinstance(d, int) else -1 for d in v.shape[1:]))
+    def spec(v, out=False):
+        dtype = np.int32 if out and a.answer == "dtype" else _NP[v.type]     # the server declares what it casts to
+        return Tensor(name=v.name, dtype=dtype, shape=tuple(d if isinstance(d, int) else -1 for d in v.shape[1:]))
 
     config = TritonConfig(http_address="127.0.0.1", http_port=a.http_port, grpc_address="127.0.0.1",
                           grpc_port=a.grpc_port, metrics_address="127.0.0.1", metrics_port=a.metrics_port,
@@ -59,7 +60,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with Triton(config=config, workspace=a.workspace) as triton:
         triton.bind(model_name=a.name, infer_func=infer, inputs=[spec(i) for i in ins],
-                    outputs=[spec(o) for o in outs],
+                    outputs=[spec(o, True) for o in outs],
                     config=ModelConfig(max_batch_size=a.max_batch_size,
                                        batcher=DynamicBatcher(max_queue_delay_microseconds=a.delay_us)))
         triton.run()

@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from drifttui.core.compose import batch_sweep, served_live
 from drifttui.core.compose.served_setup import Setup, from_repository, from_server
-from drifttui.core.compose.served_verdict import BATCH, decide_served
+from drifttui.core.compose.served_verdict import BATCH, OTHER_FILE, decide_served
 from drifttui.core.pipeline import Pipeline
 from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progress
 from drifttui.core.result import Config, Result
@@ -92,9 +92,21 @@ def _live(run_: Any, cfg: Config, setup: Setup, session: Session, served: Served
     if fails["concurrent"] and not fails["sequential"] and sweep is None and served.max_batch_size > 1:
         sweep = _sweep(run_, cfg, progress, (1, min(served.max_batch_size, max(2, cfg.samples))))
     verdict, reason, detail = decide_served(fails, runs, setup.casts, setup.unreproducible, sweep)
+    if reason == OTHER_FILE:
+        detail += _versions(session, setup)
     if reason == BATCH and sweep is not None and sweep.invariant:
         detail += " (the sweep through ONNX Runtime here sees no batch dependence: the server's own batching does)"
     served = dataclasses.replace(served, outputs=outputs, runs=runs, verdict=verdict, reason=reason, detail=detail)
     progress(Progress("served", message=f"served comparison took {t_ref:.1f} s (references) + "
                                         f"{t_seq + t_conc:.1f} s (requests)"))
     return served, sweep
+
+
+def _versions(session: Session, setup: Setup) -> str:
+    """The versions the server serves, beside the compared file's (from its metadata)."""
+    try:
+        served = session.metadata(setup.model, setup.request_version).get("versions", [])
+    except Exception:      # the metadata is a detail of the verdict: its failure changes nothing
+        return ""
+    mine = f"; the compared file is version {setup.version} of the repository" if setup.version is not None else ""
+    return f"; the server serves version(s) {', '.join(map(str, served)) or '?'}{mine}"

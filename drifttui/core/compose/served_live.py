@@ -87,12 +87,12 @@ def _devs(answers: list[dict[str, np.ndarray]], ref: Reference, setup: Setup, ur
 def send(session: Session, setup: Setup, ref: Reference, wave: int) -> tuple[list, list, float, float]:
     """(sequential answers, concurrent answers, seconds of each loop)."""
     t = time.perf_counter()
-    seq = [session.infer(setup.model, setup.version, w, ref.names) for w in ref.wire]
+    seq = [session.infer(setup.model, setup.request_version, w, ref.names) for w in ref.wire]
     t_seq = time.perf_counter() - t
     t = time.perf_counter()
     conc: list = []
     for start in range(0, len(ref.wire), wave):
-        conc += session.infer_many(setup.model, setup.version, ref.wire[start:start + wave], ref.names)
+        conc += session.infer_many(setup.model, setup.request_version, ref.wire[start:start + wave], ref.names)
     return seq, conc, t_seq, time.perf_counter() - t
 
 
@@ -122,8 +122,9 @@ def compare(cfg: Config, setup: Setup, ref: Reference, seq: list, conc: list, ti
         vs_torch = max((float(np.abs(a[n].reshape(t[n].shape).astype(np.float64) - t[n]).max())
                         for a, t in zip(seq, ref.torch) if n in t and a[n].size == t[n].size), default=0.0)
         outputs.append(ServedOutput(n, max(d_seq[n] + d_conc[n], default=0.0), vs_torch, scale,
-                                    _top1(seq, ref.torch, n), _top1(ref.local, ref.torch, n), f_seq or f_conc,
-                                    _top1(conc, ref.torch, n)))
+                                    top1_vs_torch=_top1(seq, ref.torch, n),
+                                    local_top1_vs_torch=_top1(ref.local, ref.torch, n),
+                                    batched_top1_vs_torch=_top1(conc, ref.torch, n), fails=f_seq or f_conc))
     runs = [ServedRun("sequential", len(seq), max((max(v, default=0.0) for v in d_seq.values()), default=0.0),
                       round(times[0], 4)),
             ServedRun("concurrent", len(conc), max((max(v, default=0.0) for v in d_conc.values()), default=0.0),

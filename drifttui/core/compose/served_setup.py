@@ -33,6 +33,7 @@ class Setup:
     unreproducible: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     casts: list[str] = field(default_factory=list)     # dtypes the server casts at its boundary
+    request_version: Optional[int] = None              # the version asked of a server (None: its default)
 
 
 def _file_io(path: str) -> tuple[list, list]:
@@ -105,7 +106,7 @@ def from_server(config: Config, served: Any) -> Setup:
     """``config`` for a live server's effective config ``served`` (the local file: --onnx or the repository's)."""
     if config.triton_repo:
         s = from_repository(config)
-        s.source = "server"
+        s.source, s.request_version = "server", config.triton_version
         return s
     if not config.onnx:
         raise InputError("--triton-url needs the file you deployed to compare with",
@@ -113,4 +114,5 @@ def from_server(config: Config, served: Any) -> Setup:
     ort_backend = served.backend == "onnxruntime" or served.platform == repository.ORT_PLATFORM
     s = apply(config, served, str(Path(config.onnx)), f"the server's config of {served.name!r}", ort_backend)
     s.source, s.model, s.version = "server", config.triton_model or served.name, config.triton_version
+    s.request_version = config.triton_version
     return s

@@ -136,7 +136,8 @@ class Session:
     def infer(self, model: str, version: Optional[int], feeds: dict[str, np.ndarray],
               names: Sequence[str]) -> dict[str, np.ndarray]:
         v = "" if version is None else str(version)
-        result = self._call(f"an inference on {model!r}", self.client.infer, model, self._inputs(feeds),
+        what = f"model {model!r}" + (f" version {v}" if v else "")
+        result = self._call(what, self.client.infer, model, self._inputs(feeds),
                             model_version=v, outputs=self._outputs(names))
         return _answers(result, names)
 
@@ -146,7 +147,7 @@ class Session:
         v = "" if version is None else str(version)
         deadline = time.monotonic() + self.timeout
         if self.endpoint.protocol == "http":
-            pending = [self._call("an inference", self.client.async_infer, model, self._inputs(f),
+            pending = [self._call(f"model {model!r}", self.client.async_infer, model, self._inputs(f),
                                   model_version=v, outputs=self._outputs(names)) for f in batches]
             results = [self._call("an inference", p.get_result, block=True,
                                   timeout=max(0.1, deadline - time.monotonic())) for p in pending]
