@@ -29,3 +29,19 @@ def test_sweep_passes_a_per_sample_model(files, capsys):
 def test_sweep_sizes_are_checked(capsys):
     assert main(["check", f"{NETS}:mlp", "--batch-sweep", "1,x"]) == 2
     assert "--batch-sweep '1,x' is not a list of batch sizes" in capsys.readouterr().err
+
+
+def test_ci_reports_carry_the_sweep_and_the_served_fields(files, repo, tmp_path, capsys):
+    import xml.etree.ElementTree as ET
+
+    root = repo("params", {1: ("bd", "model.onnx")})
+    md, junit = tmp_path / "summary.md", tmp_path / "junit.xml"
+    code = main(["check", f"{NETS}:batch_dependent", "--triton-repo", root, "--model", "m", "--samples", "2",
+                 "--batch-sweep", "1,4", "--markdown", str(md), "--junit", str(junit)])
+    capsys.readouterr()
+    assert code == 1
+    text = md.read_text()
+    assert "**Served:** served\\: m version 1" in text and "execution\\_mode parallel" in text
+    assert "first layer that depends on it" in text
+    case = ET.parse(junit).getroot().find(".//testcase[@classname='drifttui.served']")
+    assert case is not None and "batch sweep [1, 4]" in case.find("failure").get("message")

@@ -21,6 +21,7 @@ from drifttui.core.progress import CancelToken, Progress, ProgressFn, no_progres
 from drifttui.core.result import Config, Result
 from drifttui.core.result_served import BatchSweep, Served
 from drifttui.core.runtime.triton.client import Session
+from drifttui.errors import InputError
 
 
 def wanted(config: Config) -> bool:
@@ -29,6 +30,7 @@ def wanted(config: Config) -> bool:
 
 def run(engine: Pipeline, config: Config, progress: ProgressFn = no_progress,
         cancel: Optional[CancelToken] = None) -> Result:
+    _validate(config)
     session: Optional[Session] = None
     try:
         setup, session = _setup(config, progress)
@@ -45,6 +47,13 @@ def run(engine: Pipeline, config: Config, progress: ProgressFn = no_progress,
     finally:
         if session is not None:
             session.close()
+
+
+def _validate(config: Config) -> None:
+    if (config.triton_repo or config.triton_url) and not config.triton_model:
+        raise InputError("--triton-repo / --triton-url need --model NAME (triton_model=)", "name the served model")
+    if config.batch_sweep:
+        batch_sweep.parse_sizes(",".join(str(k) for k in config.batch_sweep))
 
 
 def _setup(config: Config, progress: ProgressFn) -> tuple[Optional[Setup], Optional[Session]]:

@@ -1,0 +1,18 @@
+"""The Python API takes the served model like the CLI."""
+import pytest
+
+import drifttui
+from tests.triton.conftest import NETS
+
+
+def test_check_with_a_repository_and_a_sweep(repo):
+    root = repo("levels_off")
+    result = drifttui.check(f"{NETS}:mlp", triton_repo=root, triton_model="m", samples=3, batch_sweep=[8, 1])
+    assert result.served is not None and result.served.version == 1
+    assert result.config.output_opt_level == "disable" and result.batch_sweep.sizes == [1, 8]
+    assert result.batch_sweep.invariant
+
+
+def test_check_refuses_a_repository_without_a_model(repo):
+    with pytest.raises(drifttui.InputError, match="need --model NAME"):
+        drifttui.check(f"{NETS}:mlp", triton_repo=repo("params"), samples=2)
