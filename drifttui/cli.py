@@ -150,6 +150,9 @@ def cmd_tui(args: argparse.Namespace) -> int:
         result = result.with_(config=rebase_config(result.config, os.path.dirname(os.path.abspath(args.report))))
         return run_app(LocalEngine(), config=None, result=result)
     config = config_from_args(args)
+    from drifttui.cli_common import no_served_options
+
+    no_served_options(config, "tui")
     return run_app(LocalEngine(), config=config)
 
 

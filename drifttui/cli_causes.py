@@ -5,7 +5,8 @@ import argparse
 import sys
 from typing import Any, Callable, Optional
 
-from drifttui.cli_common import EXIT_CODES_HELP, _add_run_options, _progress_printer, config_from_args, input_files
+from drifttui.cli_common import (EXIT_CODES_HELP, _add_run_options, _progress_printer, config_from_args, input_files,
+                                 no_served_options)
 from drifttui.core.result import display_name
 from drifttui.errors import EXIT_CANNOT, EXIT_DRIFT, EXIT_OK
 
@@ -41,6 +42,7 @@ def cmd_repro(args: argparse.Namespace) -> int:
     from drifttui.core.explain.causes.repro import check_dir, summary, write_case
 
     config = config_from_args(args)
+    no_served_options(config, args.command)
     check_dir(args.out, input_files(config))
     _, _, result, exp = _explained(config)
     if result.drift_origin is None:
@@ -92,6 +94,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
     from drifttui.report.outputs import check_output, write_atomic_bytes
 
     config = config_from_args(args)
+    no_served_options(config, args.command)
     check_output(args.out, "--out", input_files(config))
     from drifttui.core.pipeline import Pipeline
 

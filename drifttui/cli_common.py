@@ -155,6 +155,13 @@ def config_from_args(args: argparse.Namespace):
                   output_opt_level=getattr(args, "output_opt_level", "all"))
 
 
+def no_served_options(config, command: str) -> None:
+    """``tui`` / ``repro`` / ``repair`` do not run the served comparison yet: refused, never ignored."""
+    if config.triton_repo or config.triton_url or config.batch_sweep:
+        raise DriftTuiError(f"`drifttui {command}` does not take --triton-repo, --triton-url or --batch-sweep yet",
+                            "use `drifttui check` or `drifttui diagnose` for the served model (docs/triton.md)")
+
+
 def _served_fields(args: argparse.Namespace) -> dict:
     repo, url, name = (getattr(args, k, None) for k in ("triton_repo", "triton_url", "triton_model"))
     sweep = getattr(args, "batch_sweep", None)

@@ -37,3 +37,10 @@ def test_served_options_need_each_other(capsys):
     assert "need --model NAME" in capsys.readouterr().err
     assert main(["check", f"{NETS}:mlp", "--model", "m"]) == 2
     assert "no --triton-repo or --triton-url" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["tui", "repro", "repair"])
+def test_commands_without_the_served_comparison_refuse_its_options(capsys, command, tmp_path):
+    out = [] if command == "tui" else ["--out", str(tmp_path / "out")]
+    assert main([command, f"{NETS}:mlp", "--batch-sweep", "1,4", *out]) == 2
+    assert "does not take --triton-repo, --triton-url or --batch-sweep yet" in capsys.readouterr().err

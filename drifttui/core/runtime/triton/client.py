@@ -63,13 +63,18 @@ class Session:
         self.endpoint = parse_url(url)
         self.timeout = timeout
         self.mod = _needs_client(self.endpoint.protocol)
+        self.concurrency = concurrency
+        self.client = self._open(1)
+        self.pool: Any = None       # HTTP: a second client with a connection pool, for infer_many
+
+    def _open(self, concurrency: int) -> Any:
         kwargs: dict[str, Any] = {"url": self.endpoint.host, "ssl": self.endpoint.tls}
         if self.endpoint.protocol == "http":
-            kwargs.update(connection_timeout=timeout, network_timeout=timeout, concurrency=concurrency)
+            kwargs.update(connection_timeout=self.timeout, network_timeout=self.timeout, concurrency=concurrency)
         try:
-            self.client = self.mod.InferenceServerClient(**kwargs)
+            return self.mod.InferenceServerClient(**kwargs)
         except Exception as exc:
-            raise InputError(f"cannot open a connection to {url}: {first_line(exc)[:200]}",
+            raise InputError(f"cannot open a connection to {self.endpoint.url}: {first_line(exc)[:200]}",
                              "check --triton-url") from exc
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -147,7 +152,8 @@ class Session:
         v = "" if version is None else str(version)
         deadline = time.monotonic() + self.timeout
         if self.endpoint.protocol == "http":
-            pending = [self._call(f"model {model!r}", self.client.async_infer, model, self._inputs(f),
+            self.pool = self.pool or self._open(self.concurrency)
+            pending = [self._call(f"model {model!r}", self.pool.async_infer, model, self._inputs(f),
                                   model_version=v, outputs=self._outputs(names)) for f in batches]
             results = [self._call("an inference", p.get_result, block=True,
                                   timeout=max(0.1, deadline - time.monotonic())) for p in pending]
@@ -171,10 +177,12 @@ class Session:
         return [_answers(got[i], names) for i in range(len(batches))]
 
     def close(self) -> None:
-        try:
-            self.client.close()
-        except Exception:    # closing a broken connection: nothing left to free
-            pass
+        for client in (self.client, self.pool):
+            try:
+                if client is not None:
+                    client.close()
+            except Exception:    # closing a broken connection: nothing left to free
+                pass
 
 
 def _answers(result: Any, names: Sequence[str]) -> dict[str, np.ndarray]:
