@@ -7,7 +7,7 @@ PIP    := $(PY) -m pip
 # (or a CUDA wheel index) — see README "Installing torch".
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: demo test test-faults test-models test-deploy test-bisect test-drifts install install-dev install-models install-deploy bench screenshots fixtures tui-check lint clean
+.PHONY: demo test test-faults test-models test-deploy test-bisect test-drifts test-triton triton-server install install-dev install-models install-deploy bench screenshots fixtures tui-check lint clean
 
 # Each step says what it does before it starts: the whole install takes a minute or more, and pip
 # runs --quiet, so without these lines `make demo` / `make test` would sit silent.
@@ -91,6 +91,26 @@ test-bisect: $(VENV)/.installed-dev
 # the long tail of tests/causes/test_real_drifts.py and test_upstream_drifts.py (every real exporter / ORT drift form and control)
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py
+
+# the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
+# (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own
+# Python 3.11 (Debian's python3.11 + python3.11-venv): under a newer 3.11 build the Python backend's
+# stub fails with "'_thread.RLock' object has no attribute '_recursion_count'" (docs/triton.md).
+# The client side (tritonclient) is in the dev install. Servers listen on 127.0.0.1 only.
+TRITON_PYTHON ?= /usr/bin/python3.11
+TRITON_VENV   ?= .venv-triton-server
+$(TRITON_VENV)/.installed:
+	$(STEP)"building the PyTriton server venv in $(TRITON_VENV) with $(TRITON_PYTHON)"
+	@test -x $(TRITON_PYTHON) || (echo "no $(TRITON_PYTHON): apt-get install python3.11 python3.11-venv" && false)
+	@test -x $(TRITON_VENV)/bin/python || $(TRITON_PYTHON) -m venv $(TRITON_VENV)
+	@$(TRITON_VENV)/bin/python -m pip install --quiet --upgrade pip
+	@$(TRITON_VENV)/bin/python -m pip install --quiet nvidia-pytriton==0.7.0 onnxruntime==1.32.0 "numpy<2"
+	@touch $@
+
+triton-server: $(TRITON_VENV)/.installed
+
+test-triton: $(VENV)/.installed-dev $(TRITON_VENV)/.installed
+	DRIFTTUI_TRITON_PYTHON=$(TRITON_VENV)/bin/python $(PY) -m pytest -q -p no:xdist -m triton tests/triton
 
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/run_all.py

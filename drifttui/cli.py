@@ -85,7 +85,7 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
         auto_note = ""
         if getattr(args, "tolerance", None) == "auto":
             config, auto_note = auto_tolerance(config, _progress_printer(show_progress), engine)
-        result = engine.run(config, progress=_progress_printer(show_progress)).result
+        result = _run(engine, config, _progress_printer(show_progress))
         if auto_note:
             result = result.with_(notes=[auto_note] + list(result.notes))
         if startup is not None:       # the interpreter and the imports, before the first stage
@@ -108,6 +108,15 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
     if args.json:
         json_report.write(result, args.json)
     return ci.finish(result, decision=decision, report_printed=True)
+
+
+def _run(engine, config, progress):
+    """One run: the plain pipeline, or the served comparison (Triton, --batch-sweep: core/compose)."""
+    from drifttui.core.compose import served
+
+    if served.wanted(config):
+        return served.run(engine, config, progress)
+    return engine.run(config, progress=progress).result
 
 
 def _remove_leftovers(args: argparse.Namespace) -> None:
@@ -151,6 +160,9 @@ def cmd_tui(args: argparse.Namespace) -> int:
         result = result.with_(config=rebase_config(result.config, os.path.dirname(os.path.abspath(args.report))))
         return run_app(LocalEngine(), config=None, result=result)
     config = config_from_args(args)
+    from drifttui.cli_common import no_served_options
+
+    no_served_options(config, "tui")
     return run_app(LocalEngine(), config=config)
 
 

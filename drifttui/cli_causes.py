@@ -5,7 +5,8 @@ import argparse
 import sys
 from typing import Any, Callable, Optional
 
-from drifttui.cli_common import EXIT_CODES_HELP, _add_run_options, _progress_printer, config_from_args, input_files
+from drifttui.cli_common import (EXIT_CODES_HELP, _add_run_options, _progress_printer, config_from_args, input_files,
+                                 no_served_options)
 from drifttui.core.result import display_name
 from drifttui.errors import EXIT_CANNOT, EXIT_DRIFT, EXIT_OK
 
@@ -39,6 +40,7 @@ def cmd_repro(args: argparse.Namespace) -> int:
     from drifttui.report.outputs import check_dir
 
     config = config_from_args(args)
+    no_served_options(config, args.command)
     check_dir(args.out, input_files(config))
     engine, run = _engine_run(config)
     rep = engine.repro(run.result, progress=_progress_printer(sys.stderr.isatty()))
@@ -90,6 +92,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
     from drifttui.report.outputs import check_output, write_model
 
     config = config_from_args(args)
+    no_served_options(config, args.command)
     check_output(args.out, "--out", input_files(config))
     engine, run = _engine_run(config)
     done = engine.repair(run.result, progress=_progress_printer(sys.stderr.isatty()))

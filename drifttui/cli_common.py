@@ -74,8 +74,27 @@ def _add_run_options(p: argparse.ArgumentParser, model_optional: bool = False) -
                    help="compare N samples per ORT run and torch forward, concatenated along dim 0, when "
                         "the graph's batch dim is dynamic (default 1: one sample at a time)")
     _add_capture_options(p)
+    _add_served_options(p)
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     _add_trust_option(p)
+
+
+def _add_served_options(p: argparse.ArgumentParser) -> None:
+    """The served model (docs/triton.md)."""
+    g = p.add_argument_group("served model (Triton; docs/triton.md)")
+    g.add_argument("--triton-repo", metavar="REPO", dest="triton_repo",
+                   help="a Triton model repository: the file it serves for --model, run with the ONNX Runtime "
+                        "settings its config.pbtxt gives (graph level, threads, execution mode, arena, pattern) "
+                        "and inputs from the config's names, types and dims")
+    g.add_argument("--triton-url", metavar="URL", dest="triton_url",
+                   help="a live Triton server (http://HOST:PORT or grpc://HOST:PORT): the samples are sent one "
+                        "at a time and concurrently, its answers compared with torch and the local file")
+    g.add_argument("--model", metavar="NAME", dest="triton_model", help="the model's name in the repository / server")
+    g.add_argument("--version", type=int, metavar="V", dest="triton_version",
+                   help="the model version (default: the highest version served)")
+    g.add_argument("--batch-sweep", metavar="SIZES", dest="batch_sweep",
+                   help="run the samples alone and batched at each size (e.g. 1,4,8) and name the first layer "
+                        "whose output depends on the batch")
 
 
 def _add_trust_option(p: argparse.ArgumentParser) -> None:
@@ -143,13 +162,40 @@ def config_from_args(args: argparse.Namespace):
     ref = getattr(args, "reference_onnx", None)
     if ref and not args.onnx:
         raise DriftTuiError("--reference-onnx needs --onnx", "pass the deployed file with --onnx FILE")
-    return Config(model=model, onnx=args.onnx, reference_onnx=ref, inputs=args.inputs, example=args.example,
+    served = _served_fields(args)
+    return Config(**served, model=model, onnx=args.onnx, reference_onnx=ref, inputs=args.inputs, example=args.example,
                   samples=args.samples, seed=args.seed, atol=atol, rtol=rtol, opt_level=args.opt_level,
                   deterministic=args.deterministic, exporter=args.exporter, provider=args.provider,
                   max_memory=getattr(args, "max_memory", _D.max_memory), batch=getattr(args, "batch", _D.batch),
                   trust_model_file=getattr(args, "trust_model_file", _D.trust_model_file),
                   layer_samples=getattr(args, "layer_samples", _D.layer_samples),
                   output_opt_level=getattr(args, "output_opt_level", _D.output_opt_level))
+
+
+def no_served_options(config, command: str) -> None:
+    """``tui`` / ``repro`` / ``repair`` do not run the served comparison yet: refused, never ignored."""
+    if config.triton_repo or config.triton_url or config.batch_sweep:
+        raise DriftTuiError(f"`drifttui {command}` does not take --triton-repo, --triton-url or --batch-sweep yet",
+                            "use `drifttui check` or `drifttui diagnose` for the served model (docs/triton.md)")
+
+
+def _served_fields(args: argparse.Namespace) -> dict:
+    repo, url, name = (getattr(args, k, None) for k in ("triton_repo", "triton_url", "triton_model"))
+    sweep = getattr(args, "batch_sweep", None)
+    if (repo or url) and not name:
+        raise DriftTuiError("--triton-repo / --triton-url need --model NAME", "name the served model")
+    if name and not (repo or url):
+        raise DriftTuiError("--model names a served model, but no --triton-repo or --triton-url is given",
+                            "add --triton-repo REPO or --triton-url URL")
+    if getattr(args, "triton_version", None) is not None and args.triton_version < 1:
+        raise DriftTuiError(f"--version {args.triton_version} is not a model version", "versions are 1 or more")
+    sizes: tuple = ()
+    if sweep:
+        from drifttui.core.compose.batch_sweep import parse_sizes
+
+        sizes = parse_sizes(sweep)
+    return {"triton_repo": repo, "triton_url": url, "triton_model": name,
+            "triton_version": getattr(args, "triton_version", None), "batch_sweep": sizes}
 
 
 def input_files(config) -> list[str]:
@@ -162,11 +208,25 @@ def input_files(config) -> list[str]:
         head = spec.rsplit(":", 1)[0] if ":" in spec and not os.path.exists(spec) else spec
         if os.path.exists(head):
             files.append(head)
+    files.extend(_repository_files(config))
     for onnx_file in (config.onnx, getattr(config, "reference_onnx", None)):
         if onnx_file:
             files.append(onnx_file)
             files.extend(_external_data_files(onnx_file))
     return files
+
+
+def _repository_files(config) -> list[str]:
+    """Every file of the served model's folder in a --triton-repo (config, versions, data)."""
+    repo, name = getattr(config, "triton_repo", None), getattr(config, "triton_model", None)
+    if not repo or not name or not os.path.isdir(os.path.join(repo, name)):
+        return []
+    out = []
+    for folder, _, names in os.walk(os.path.join(repo, name)):
+        out.extend(os.path.join(folder, n) for n in names)
+        if len(out) > 10_000:
+            break
+    return out
 
 
 def _external_data_files(path: str) -> list[str]:

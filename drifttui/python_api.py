@@ -12,7 +12,7 @@ import dataclasses
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence, Union
 
 from drifttui.report.outputs import write_model
 from drifttui.core.base.progress import CancelToken, ProgressFn, no_progress
@@ -57,21 +57,33 @@ class _Options:
     provider: str = _D["provider"]
     max_memory: Optional[int] = _D["max_memory"]
     batch: int = _D["batch"]
+    # the served model (docs/triton.md)
+    triton_repo: Optional[str] = None
+    triton_url: Optional[str] = None
+    triton_model: Optional[str] = None
+    triton_version: Optional[int] = None
+    batch_sweep: tuple = ()
 
 
 def check(model: ModelArg, onnx: OnnxArg = None, inputs: InputsArg = None, *, samples: int = _D["samples"],
           atol: float = _D["atol"], rtol: float = _D["rtol"], seed: int = _D["seed"], opt_level: str = _D["opt_level"],
           deterministic: bool = _D["deterministic"], exporter: str = _D["exporter"], provider: str = _D["provider"],
           max_memory: Optional[int] = _D["max_memory"], batch: int = _D["batch"], progress: Optional[ProgressFn] = None,
-          cancel: Optional[CancelToken] = None) -> Result:
+          cancel: Optional[CancelToken] = None, triton_repo: Optional[str] = None, triton_url: Optional[str] = None,
+          triton_model: Optional[str] = None, triton_version: Optional[int] = None,
+          batch_sweep: Sequence[int] = ()) -> Result:
     """Compare ``model`` with its ONNX export layer by layer; return the :class:`Result`.
 
     ``model``: an ``nn.Module`` (put in eval mode for the run, its modes restored after) or a
     CLI MODEL spec (``file.py:fn``, TorchScript, ``.pt2``, ``example:NAME``). ``onnx``: a path,
     an ``onnx.ModelProto``, or None to export the model. Raises ``drifttui.InputError`` /
     ``drifttui.ModelError`` (one-line messages) on bad input or a failing model/runtime.
+    ``triton_repo`` / ``triton_url`` with ``triton_model`` (and ``triton_version``): the served model,
+    ``batch_sweep``: batch sizes to check batch invariance at (docs/triton.md); ``result.served`` and
+    ``result.batch_sweep`` carry them.
     """
-    opts = _Options(samples, atol, rtol, seed, opt_level, deterministic, exporter, provider, max_memory, batch)
+    opts = _Options(samples, atol, rtol, seed, opt_level, deterministic, exporter, provider, max_memory, batch,
+                    triton_repo, triton_url, triton_model, triton_version, tuple(sorted(set(batch_sweep))))
     return _call(model, onnx, inputs, opts, progress, cancel, explain=lambda r: None)
 
 
@@ -119,9 +131,12 @@ def _run_engine(config: Config, progress: ProgressFn, cancel: Optional[CancelTok
     from drifttui.core.explain import STEP_NUMBERS
     from drifttui.core.pipeline import Pipeline
 
+    from drifttui.core.compose import served
+
     engine = Pipeline()
     try:
-        result = engine.run(config, progress, cancel).result
+        result = served.run(engine, config, progress, cancel) if served.wanted(config) else \
+            engine.run(config, progress, cancel).result
         how = explain(result)
         if how == "diagnose":
             steps = [step] if step else list(STEP_NUMBERS)
@@ -150,13 +165,15 @@ def _call(model: ModelArg, onnx: OnnxArg, inputs: InputsArg, opts: _Options, pro
             model_spec, example = _model_spec(model, tokens, onnx is not None)
             onnx_path = _onnx_path(onnx, Path(tmp))
             inputs_spec, samples = _inputs_spec(inputs, opts.samples, tokens)
-            if inputs_spec is None and onnx_path is None and example is None:
+            if inputs_spec is None and onnx_path is None and example is None and not opts.triton_repo:
                 raise InputError("inputs= is needed when drifttui exports an in-memory model",
                                  "pass inputs=example_tensor (or a tuple/dict of tensors, or a callable)")
             cfg = Config(model=model_spec, onnx=onnx_path, inputs=inputs_spec, example=example,
                          samples=samples, seed=opts.seed, atol=opts.atol, rtol=opts.rtol,
                          opt_level=opts.opt_level, deterministic=opts.deterministic, exporter=opts.exporter,
-                         provider=opts.provider, max_memory=opts.max_memory, batch=opts.batch)
+                         provider=opts.provider, max_memory=opts.max_memory, batch=opts.batch,
+                         triton_repo=opts.triton_repo, triton_url=opts.triton_url, triton_model=opts.triton_model,
+                         triton_version=opts.triton_version, batch_sweep=opts.batch_sweep)
             try:
                 result = _run_engine(cfg, progress or no_progress, cancel, explain, step)
             except Exception as exc:     # a full disk, a file-size limit: an InputError, as the CLI says it

@@ -102,6 +102,8 @@ def decide(result: Result, gate: Gate = Gate()) -> Decision:
             if _finding_key(f) not in known:
                 failing.append(f)
                 failures.append(f"error finding: {f.check}{f' at {f.module}' if f.module else ''}: {f.message}")
+    if gate.fail_on != "never":
+        failures += served_failures(result)
     usage = ""
     if gate.min_top1 is not None:
         rated = [o for o in result.outputs if o.top1_agreement is not None]
@@ -122,6 +124,19 @@ def worse(now: float, then: float) -> bool:
     if now != now and then != then:
         return False
     return not now <= then * (1 + WORSE_MARGIN)
+
+
+def served_failures(result: Result) -> list[str]:
+    """A served model that differs from its file, and a batch sweep that finds a batch dependence
+    (a dynamic batcher is only safe when it passes): each fails the gate like a drift."""
+    out = []
+    s, b = result.served, result.batch_sweep
+    if s is not None and s.verdict == "differs":
+        out.append(f"served: {s.model} differs from the file's local run: {s.reason}")
+    if b is not None and not b.invariant:
+        where = f" from layer #{b.first_layer} {b.first_module or '(root)'}" if b.first_layer is not None else ""
+        out.append(f"batch sweep {b.sizes}: the outputs depend on the batch{where}")
+    return out
 
 
 def error_findings(result: Result) -> list[Finding]:

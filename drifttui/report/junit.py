@@ -60,6 +60,22 @@ def _layers_body(result: Result, decision: Decision) -> str:
     return "\n".join(lines)
 
 
+def _served_case(suite: ET.Element, result: Result) -> None:
+    """The served model (Triton) and the batch sweep: one test case, failed as the gate fails it."""
+    from drifttui.report.gate import served_failures
+    from drifttui.report.served_text import served_lines
+
+    if result.served is None and result.batch_sweep is None:
+        return
+    case = _case(suite, "drifttui.served", "served model" if result.served is not None else "batch sweep",
+                 sum(r.seconds for r in result.served.runs) if result.served is not None else 0.0)
+    failing = served_failures(result)
+    if failing:
+        _fail(case, "; ".join(failing), "\n".join(served_lines(result)), "served")
+    else:
+        ET.SubElement(case, "system-out").text = "\n".join(served_lines(result))
+
+
 def render(result: Result, decision: Decision, gate: Optional[Gate] = None, command: str = "check") -> str:
     gate = gate or Gate()
     tol = result.tolerance
@@ -98,6 +114,8 @@ def render(result: Result, decision: Decision, gate: Optional[Gate] = None, comm
             _skip(case, f"known drift, carried by the baseline: {message}")
         else:
             _fail(case, message, _layers_body(result, decision))
+
+    _served_case(suite, result)
 
     for f in error_findings(result):
         case = _case(suite, "drifttui.findings", f"{f.check} at {f.module or 'the graph'}")

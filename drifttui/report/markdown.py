@@ -13,6 +13,7 @@ from typing import Optional
 from drifttui.core.result import RULE_FORMULA, Result
 from drifttui.report.escape import markdown_code, markdown_text
 from drifttui.report.gate import Decision, Gate, error_findings
+from drifttui.report.served_text import served_lines
 from drifttui.report.summary import (alerts, fmt, headline, layer_name, origin_text, output_fails, run_label,
                                      top1_text, verdict_title)
 
@@ -54,6 +55,10 @@ def _verdict(result: Result, decision: Decision, gate: Gate) -> list[str]:
         out += [f"**Precision:** {_cell(p.summary)}" + (f" — **{p.verdict}**" if p.verdict else ""), ""]
         if p.verdict:
             out += [f"Budget rule: {_cell(p.rule)}", ""]
+    served = served_lines(result)
+    if served:
+        out += [f"**Served:** {_cell(served[0])}", ""] + [f"- {_cell(line.strip())}" for line in served[1:]] \
+            + ([""] if len(served) > 1 else [])
     out += [f"- **warning:** {_cell(alert)}" for alert in alerts(result)]
     for reason in decision.failures:
         if not reason.startswith("drift: "):       # the plain drift is the origin line below

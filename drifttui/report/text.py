@@ -15,6 +15,7 @@ from drifttui.report.console import report_console
 from drifttui.report.escape import plain, terminal
 from drifttui.report.gate import Decision, Gate
 from drifttui.report.summary import alerts, layer_name, origin_layer, origin_numbers
+from drifttui.report.served_text import served_lines
 
 STATUS_STYLE = {"ok": "green", "drift": "bold red", "inherited": "yellow", "fused": "cyan",
                 "not_exported": "dim", "unmapped": "magenta", "unattributed": "bold yellow"}
@@ -42,7 +43,8 @@ def render(result: Result, context: int = 4, width: int = 80, decision: Optional
     notes, environment."""
     said = alerts(result)       # under the headline: torch differs from itself, NaN/Inf, another dtype
     parts: list = [*_headline(result, decision, gate), *(indented(plain(a, style="bold red")) for a in said),
-                   _tolerance_line(result), *_precision(result)]
+                   _tolerance_line(result), *_precision(result),
+                   *(plain(line, style="bold" if not line.startswith("  ") else "") for line in served_lines(result))]
     rows = _rows(result, context)
     if rows:
         parts.append(_layer_table(result, rows, width))

@@ -49,7 +49,7 @@ from drifttui.core.prepare.windows import Window
 
 # the Config fields a Capture depends on, on top of the Prepared's
 CAPTURE_FIELDS = ("samples", "seed", "deterministic", "zero_input", "opt_level", "layer_samples",
-                  "output_opt_level")
+                  "output_opt_level", "session")
 LAYER_SAMPLES = ("auto", "all")           # or a positive number K, as text
 AUTO_LAYER_SAMPLES = 3                    # "auto": sample 0 and the two worst other samples
 
@@ -204,7 +204,7 @@ class _Run:
         pr, cfg = self.pr, self.cfg
         self.floor, self.outs.level, why = sessions.session_at_or_below(
             pr.proto, cfg.output_opt_level, cfg.deterministic, cfg.provider, pr.workdir, "floor.onnx",
-            data_dir=pr.index.data_dir)
+            data_dir=pr.index.data_dir, settings=cfg.session)
         if why and not any(n.startswith("the output pass ran at ORT level") for n in self.notes):
             self.notes.append(f"the output pass ran at ORT level {self.outs.level}, not {cfg.output_opt_level}: "
                               f"ONNX Runtime refuses this file at {cfg.output_opt_level} ({why.rsplit(' : ', 1)[-1][:160]}); it runs "

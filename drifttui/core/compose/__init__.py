@@ -7,6 +7,8 @@ answer a question no single run answers.
     onnx_pair        a processed file against the raw export, layer by layer, no torch model
     noise_floor      what the numbers do when nothing is wrong (levels, threads, repeats)
     tolerance_advice the atol / rtol that passes the clean model with a margin, and what a tolerance hides
+    served           the served model (Triton) against torch and against the file's own local run
+    batch_sweep      the first layer whose output depends on the batch (is a dynamic batcher safe?)
 
 The ONNX Runtime pass bisect itself is a runtime primitive (``core/runtime/passes``): step 3
 uses it too, and explain sits below this layer.  Nothing here decides pass/fail with a rule of

@@ -14,6 +14,7 @@ from drifttui.core.result.codec import from_json, to_json
 
 from drifttui.core.result.channels import CHANNELS_AROUND, MAX_CHANNELS, Channels  # noqa: F401  (part of the schema)
 from drifttui.core.result.precision import LayerBudget, Precision
+from drifttui.core.result.served import BatchSweep, Served
 
 SCHEMA_VERSION = 1
 
@@ -268,6 +269,16 @@ class Config:
     # ORT's own default is "all".  ``opt_level`` is the level of the per-layer pass (localisation,
     # where fusions would hide the values compared).
     output_opt_level: str = "all"
+    # the output pass's session options beyond the level, as (key, value) pairs: what a served
+    # model's config sets (runtime/triton/settings.py; sessions.apply_settings)
+    session: tuple[tuple[str, str], ...] = ()
+    # the served model (docs/triton.md): a Triton model repository and/or a live server, the model's
+    # name and version there; the batch sizes of --batch-sweep
+    triton_repo: Optional[str] = None
+    triton_url: Optional[str] = None
+    triton_model: Optional[str] = None
+    triton_version: Optional[int] = None
+    batch_sweep: tuple[int, ...] = ()
 
 
 STEP_TITLES = {
@@ -333,6 +344,8 @@ class Result:
     findings: list[Finding] = field(default_factory=list)   # ranked: the headline cause first
     observer: Optional[ObserverCheck] = None   # the observer-effect check on sample 0 (None: old report)
     precision: Optional[Precision] = None      # the deployed file's precision (None: old report)
+    served: Optional[Served] = None            # the served model (Triton): --triton-repo / --triton-url
+    batch_sweep: Optional[BatchSweep] = None   # --batch-sweep (or a served batch dependence)
 
     @property
     def headline(self) -> Optional[Finding]:

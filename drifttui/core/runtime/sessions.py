@@ -14,7 +14,8 @@ from drifttui.core.onnx.weights import SharedWeights
 from drifttui.errors import InputError, ModelError, first_line
 
 
-def session_options(opt_level: str, deterministic: bool, optimized_path: Optional[Path] = None) -> Any:
+def session_options(opt_level: str, deterministic: bool, optimized_path: Optional[Path] = None,
+                    settings: Sequence[tuple[str, str]] = ()) -> Any:
     import onnxruntime as ort
 
     levels = {
@@ -32,6 +33,7 @@ def session_options(opt_level: str, deterministic: bool, optimized_path: Optiona
     # that follows needs (2-4x slower torch on a small machine); they sleep instead.
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     so.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    apply_settings(so, settings)
     if deterministic:
         so.intra_op_num_threads = 1
         so.inter_op_num_threads = 1
@@ -42,10 +44,31 @@ def session_options(opt_level: str, deterministic: bool, optimized_path: Optiona
     return so
 
 
+def apply_settings(so: Any, settings: Sequence[tuple[str, str]]) -> None:
+    """A served model's session options (``Config.session``: what Triton's onnxruntime backend sets
+    from its config.pbtxt, runtime/triton/settings.py) applied to ``so``."""
+    import onnxruntime as ort
+
+    for key, value in settings:
+        if key == "intra_op_threads":
+            so.intra_op_num_threads = int(value)
+        elif key == "inter_op_threads":
+            so.inter_op_num_threads = int(value)
+        elif key == "execution_mode":
+            so.execution_mode = ort.ExecutionMode.ORT_PARALLEL if value == "parallel" else ort.ExecutionMode.ORT_SEQUENTIAL
+        elif key == "mem_arena":
+            so.enable_cpu_mem_arena = value == "1"
+        elif key == "mem_pattern":
+            so.enable_mem_pattern = value == "1"
+        else:
+            raise InputError(f"unknown session setting {key!r}",
+                             "use intra_op_threads, inter_op_threads, execution_mode, mem_arena or mem_pattern")
+
+
 def make_session(model: Any, opt_level: str, deterministic: bool, provider: str, workdir: Path,
                  name: str = "session.onnx", optimized_path: Optional[Path] = None,
                  extra_outputs: Sequence[str] = (), data_dir: Optional[Path] = None,
-                 prepack: bool = True) -> Any:
+                 prepack: bool = True, settings: Sequence[tuple[str, str]] = ()) -> Any:
     """An InferenceSession for ``model`` whose graph also outputs ``extra_outputs`` (by name only).
 
     The extra outputs are added to ``model`` for the time it takes to serialise it and removed
@@ -64,7 +87,7 @@ def make_session(model: Any, opt_level: str, deterministic: bool, provider: str,
     if provider not in available:
         raise InputError(f"execution provider {provider!r} is not available in this onnxruntime",
                          f"use one of {', '.join(available)}")
-    so = session_options(opt_level, deterministic, optimized_path)
+    so = session_options(opt_level, deterministic, optimized_path, settings)
     if not prepack:
         so.add_session_config_entry("session.disable_prepacking", "1")
     shared: Any = None
@@ -95,7 +118,8 @@ def make_session(model: Any, opt_level: str, deterministic: bool, provider: str,
 
 
 def session_at_or_below(model: Any, opt_level: str, deterministic: bool, provider: str, workdir: Path,
-                        name: str, data_dir: Optional[Path] = None) -> tuple[Any, str, str]:
+                        name: str, data_dir: Optional[Path] = None,
+                        settings: Sequence[tuple[str, str]] = ()) -> tuple[Any, str, str]:
     """(session, level, why): a plain session of ``model`` at ``opt_level``, or, when ONNX Runtime
     refuses the file at that level, at the highest lower level it accepts, and why the level was
     lowered ("" when it was not).  Files ORT saved itself (``optimized_model_filepath`` at basic)
@@ -107,7 +131,8 @@ def session_at_or_below(model: Any, opt_level: str, deterministic: bool, provide
     first: Optional[ModelError] = None
     for level in levels:
         try:
-            session = make_session(model, level, deterministic, provider, workdir, name, data_dir=data_dir)
+            session = make_session(model, level, deterministic, provider, workdir, name, data_dir=data_dir,
+                                   settings=settings)
         except ModelError as exc:
             first = first or exc
             continue

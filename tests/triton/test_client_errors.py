@@ -1,0 +1,46 @@
+"""A server that cannot be reached ends in one line and a documented exit code, fast (no server needed)."""
+import socket
+import time
+
+import pytest
+
+from drifttui.cli import main
+from tests.triton.conftest import NETS
+
+
+def _closed_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.mark.parametrize("scheme", ["http", "grpc"])
+def test_unreachable_server(files, capsys, scheme):
+    t = time.monotonic()
+    code = main(["check", f"{NETS}:mlp", "--onnx", files["mlp"], "--triton-url",
+                 f"{scheme}://127.0.0.1:{_closed_port()}", "--model", "m", "--samples", "2"])
+    err = capsys.readouterr().err
+    assert code == 2 and time.monotonic() - t < 40
+    assert "cannot reach the Triton server" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1:1", "127.0.0.1:8000", "http://127.0.0.1:80/v2", "http://:8000"])
+def test_bad_url(capsys, url):
+    assert main(["check", f"{NETS}:mlp", "--onnx", "x.onnx", "--triton-url", url, "--model", "m"]) == 2
+    assert "is not http://HOST:PORT or grpc://HOST:PORT" in capsys.readouterr().err
+
+
+def test_served_options_need_each_other(capsys):
+    assert main(["check", f"{NETS}:mlp", "--triton-url", "http://127.0.0.1:1"]) == 2
+    assert "need --model NAME" in capsys.readouterr().err
+    assert main(["check", f"{NETS}:mlp", "--model", "m"]) == 2
+    assert "no --triton-repo or --triton-url" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["tui", "repro", "repair"])
+def test_commands_without_the_served_comparison_refuse_its_options(capsys, command, tmp_path):
+    out = [] if command == "tui" else ["--out", str(tmp_path / "out")]
+    assert main([command, f"{NETS}:mlp", "--batch-sweep", "1,4", *out]) == 2
+    assert "does not take --triton-repo, --triton-url or --batch-sweep yet" in capsys.readouterr().err
