@@ -71,7 +71,7 @@ test: $(VENV)/.installed-dev
 	$(VENV)/bin/lint-imports
 
 test-faults: $(VENV)/.installed-dev
-	DRIFTTUI_FAULTS=1 $(PY) -m pytest -q -p no:xdist tests/engine/test_signals.py
+	DRIFTTUI_FAULTS=1 $(PY) -m pytest -q -p no:xdist tests/engine/test_signals.py tests/ci/test_faults.py
 
 # the long tail of tests/archs (every architecture, both exporters), with the coverage table
 test-models: $(VENV)/.installed-dev

@@ -60,6 +60,9 @@ def test_no_space_raised_inside_onnx_is_said_as_the_machine_refusing():
     assert "onnx failed" not in unexpected_failure(raised) or refused is not None
 
 
+@pytest.mark.faults
+@pytest.mark.skipif(os.environ.get("DRIFTTUI_FAULTS") != "1", reason="a subprocess under ulimit -f (~50 s on a "
+                    "loaded machine): run with `make test-faults`")
 def test_a_file_size_limit_while_exporting_is_exit_2_with_the_path():
     run = _drifttui("check", MODEL, "--inputs", INPUTS, "--samples", "2", limit=2000)
     assert run.returncode == 2, (run.returncode, run.stderr)
