@@ -31,6 +31,7 @@ from drifttui.core.explain.causes.nopatch import explain_no_patch
 from drifttui.core.explain.causes.patches import Patch, PatchError, apply
 from drifttui.core.explain.causes.precision_loss import precision_finding
 from drifttui.core.explain.causes.reexport import try_reexport, variants
+from drifttui.core.explain.causes.saturation_cause import saturation_finding
 from drifttui.core.explain.causes.weights import torch_tensors, weight_candidates
 from drifttui.core.explain.causes.workarounds import RANK
 from drifttui.core.explain.context import clean
@@ -157,6 +158,13 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         return ctx.cache[key]
     o = ctx.result.drift_origin
     paid = precision_finding(ctx)
+    saturated = saturation_finding(ctx)
+    if saturated is not None:   # the CPU's int8 kernel computes a wrong product: no mistranslation either
+        exp = Explanation(None, None, [], rank([saturated, *findings], saturated.module),
+                          "the CPU's int8 kernel saturates (re-quantize with reduce_range=True, or keep the "
+                          "nodes in float32: step 4, repair)")
+        ctx.cache[key] = exp
+        return exp
     if paid is not None:        # a precision loss: no mistranslation patch or re-export can tell
         exp = Explanation(None, None, [], rank([paid, *findings], paid.module),
                           "the origin pays for the file's precision (keep it in float32: step 4, repair)")
