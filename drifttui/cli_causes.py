@@ -132,6 +132,38 @@ def cmd_repair(args: argparse.Namespace) -> int:
     return EXIT_DRIFT if after.verdict == "drift" else EXIT_OK
 
 
+def _repair_saturation(args: argparse.Namespace, config: Any, engine: Any, run: Any) -> int:
+    """No keep-list works: when the CPU's int8 kernel saturates (explain/causes/saturation_cause.py) and
+    the reduce_range copy is verified within budget, that copy is the repair."""
+    from drifttui.core.capture.shares import torch_tensors
+    from drifttui.core.prepare.keep_float32 import without_views
+    from drifttui.core.prepare.reduce_range import reduce_range
+    from drifttui.report.escape import terminal
+    from drifttui.report.outputs import write_atomic_bytes
+
+    head = next((f for f in engine.explain(run.result).explanation.findings if f.kind == "saturation"), None)
+    if head is None or head.verified is not True:
+        print("no file written" + (f"; {terminal(head.message)}" if head is not None else ""))
+        return EXIT_DRIFT
+    model, _ = reduce_range(run.prepared.proto, run.prepared.index, None, torch_tensors(run.prepared.model))
+    model = without_views(model)
+    after = engine.recheck(config, model)
+    if after.verdict != "ok":
+        print("no file written: the reduce_range copy is not within budget on a second check")
+        return EXIT_DRIFT
+    write_atomic_bytes(args.out, model.SerializeToString(), "--out")
+    b_abs, _ = _out_metrics(run.result)
+    a_abs, _ = _out_metrics(after)
+    print(terminal(head.message))
+    print("re-quantized with reduce_range (7-bit weights, as quantize_dynamic / quantize_static(..., "
+          "reduce_range=True) make them): verified, the copy checked end to end")
+    print(f"{'':24}{'before':>12}{'after':>12}")
+    print(f"{'output max |d|':24}{b_abs or 0:>12.4g}{a_abs or 0:>12.4g}")
+    print(f"check on the patched copy: {after.precision.verdict if after.precision else after.verdict}; "
+          f"wrote {args.out}; to redo it yourself, quantize again with reduce_range=True")
+    return EXIT_OK
+
+
 def _repair_keep_list(args: argparse.Namespace, config: Any, engine: Any, run: Any) -> Optional[int]:
     """An over-budget reduced-precision file: the verified keep-in-float32 list (explain/causes/keep_list.py),
     applied to a copy, checked again and printed in the converters' forms; None: not that case."""
@@ -151,8 +183,8 @@ def _repair_keep_list(args: argparse.Namespace, config: Any, engine: Any, run: A
         return None
     if not found.verified or found.model is None:
         print(f"no keep-in-float32 list brings the file within its {result.precision.format} budget "
-              f"({found.checks} whole-model checks, up to {len(found.layers)} layer(s) kept); no file written")
-        return EXIT_DRIFT
+              f"({found.checks} whole-model checks, up to {len(found.layers)} layer(s) kept)")
+        return _repair_saturation(args, config, engine, run)
     write_atomic_bytes(args.out, without_views(found.model).SerializeToString(), "--out")
     b_abs, b_top = _out_metrics(result)
     a_abs, a_top = _out_metrics(found.after)

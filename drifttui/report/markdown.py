@@ -54,6 +54,8 @@ def _verdict(result: Result, decision: Decision, gate: Gate) -> list[str]:
         out += [f"**Precision:** {_cell(p.summary)}" + (f" — **{p.verdict}**" if p.verdict else ""), ""]
         if p.verdict:
             out += [f"Budget rule: {_cell(p.rule)}", ""]
+        if p.kernels:
+            out += [f"CPU: {_cell(p.kernels)}", ""]
     out += [f"- **warning:** {_cell(alert)}" for alert in alerts(result)]
     for reason in decision.failures:
         if not reason.startswith("drift: "):       # the plain drift is the origin line below

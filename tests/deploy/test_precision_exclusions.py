@@ -84,6 +84,15 @@ def test_every_exclusion_subset_is_judged_by_its_output_error(raw, fmt):
         # file is over budget, as far from PyTorch as the all-quantized one (U8U8 twins: the repair tests)
         for subset, r in results.items():
             assert r.precision.verdict == "over budget" and out_rel(r) >= 0.5 * level, (subset, out_rel(r), level)
+        from drifttui.core.pipeline import Pipeline
+        from drifttui.core.result import Config
+
+        engine = Pipeline()       # ... and drifttui names the cause where both convs are kept in float32
+        both = engine.run(Config(model=local_spec("heavy_cnn"), inputs=local_spec("img32"),
+                                 onnx=str(d / "qdq_b1_stem.onnx"), samples=SAMPLES)).result
+        head = engine.explain(both).result.findings[0]
+        assert head.kind == "saturation" and {row["node"] for row in head.evidence["saturating nodes"]} <= \
+            {"/b2/b2.0/Conv", "/fc/Gemm"}, (head.kind, head.evidence.get("saturating nodes"))
         return
     seen = set()
     for subset, r in results.items():

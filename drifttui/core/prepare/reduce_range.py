@@ -55,7 +55,7 @@ def reduce_range(model: Any, index: Any, nodes: Optional[set[int]] = None,
                 continue
             if w not in done:
                 done[w] = _requantize(inits, w, s, z, torch_tensors or {})
-            if bias and xs and bias in inits and xs in inits:
+            if bias and xs and bias.partition("|")[0] in inits and xs in inits:
                 _rescale_bias(inits, bias, xs, *done[w])
         changed.append(node.name)
     return out, changed

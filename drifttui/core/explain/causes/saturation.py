@@ -12,7 +12,7 @@ corrected after; when ORT's output equals it exactly, that is the mechanism.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -111,7 +111,7 @@ def exact_product(node: Any, x: np.ndarray, xz: np.ndarray, w: np.ndarray,
         exact = np.matmul(x - xz, w - wz)
         emul = _pairs(x, w, xz) if np.ndim(xz) == 0 and not np.any(wz) else None
         return exact, emul
-    cols = _im2col(node, x, xz, w.shape)
+    cols = im2col(node, x, xz, w.shape)
     if cols is None:
         return None
     a, spatial = cols                       # a: [n, groups, positions, K] raw values (pads at x's zero)
@@ -140,7 +140,7 @@ def _pairs(x: np.ndarray, w: np.ndarray, xz: Any) -> np.ndarray:
     return sat - np.asarray(xz, np.int64) * w.sum(0)
 
 
-def _im2col(node: Any, x: np.ndarray, xz: Any, wshape: tuple[int, ...]) -> Optional[tuple[np.ndarray, tuple]]:
+def im2col(node: Any, x: np.ndarray, xz: Any, wshape: tuple[int, ...]) -> Optional[tuple[np.ndarray, tuple]]:
     """ConvInteger's columns: [n, groups, positions, C/g x kernel] from x padded with its zero point."""
     from onnx import helper
 
@@ -181,14 +181,3 @@ def _const(index: Any, name: str, vals: Optional[dict[str, np.ndarray]]) -> Any:
     if vals is not None and name in vals:
         return vals[name].astype(np.int64)
     return np.int64(0)
-
-
-def measure(index: Any, run: Callable[[list[str], int], dict[str, np.ndarray]], samples: int) -> list[NodeProduct]:
-    """Every int32 product of the file (MatMulInteger / ConvInteger) recomputed on ``samples``
-    samples (``run(names, i)``: ORT's values of ``names`` on sample i).  A QDQ or QOperator file's
-    products are requantized inside ORT's fused kernels: not recomputed here (yet)."""
-    nodes = int32_nodes(index)
-    if not nodes:
-        return []
-    names = values_needed(index, nodes)
-    return recompute(index, nodes, [run(names, i) for i in range(samples)])

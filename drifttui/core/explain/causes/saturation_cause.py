@@ -10,10 +10,14 @@ reduce_range, a VNNI CPU) are printed with it.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
+
+import numpy as np
 
 from drifttui.core.capture.shares import torch_tensors
-from drifttui.core.explain.causes.saturation import NodeProduct, measure
+from drifttui.core.explain.causes import saturation, saturation_qdq
+from drifttui.core.explain.causes.saturation import NodeProduct
+from drifttui.core.explain.causes.saturation_qdq import UNIT_OUT, unit_model
 from drifttui.core.prepare.keep_float32 import converter_forms, original_names, without_views
 from drifttui.core.prepare.reduce_range import reduce_range
 from drifttui.core.result import Finding, display_name
@@ -34,9 +38,33 @@ def products(ctx: Any) -> list[NodeProduct]:
                 sess["s"] = ctx.ort_session(ctx.cfg.opt_level, extra=tuple(names))
             return sessions.run(sess["s"], ctx.feeds(ctx.sample(i)), names)
 
+        def run_unit(unit: Any, x: Any) -> Any:
+            # a QDQ unit alone at the deployment's level: ORT fuses it (QLinearConv) only above "disable"
+            if unit.node not in sess:
+                sess[unit.node] = sessions.make_session(unit_model(ctx.index, unit, list(x.shape)),
+                                                        ctx.cfg.output_opt_level, ctx.cfg.deterministic,
+                                                        ctx.cfg.provider, ctx.workdir, "unit.onnx", prepack=False)
+            return sessions.run(sess[unit.node], {unit.x_f: x}, [UNIT_OUT])[UNIT_OUT]
+
         ctx.say("causes: recomputing the file's integer products exactly (numpy int64)")
-        ctx.cache[KEY] = measure(ctx.index, run, ctx.n_samples(3))
+        ctx.cache[KEY] = measure(ctx.index, run, ctx.n_samples(3), run_unit)
     return ctx.cache[KEY]
+
+
+def measure(index: Any, run: Callable[[list[str], int], dict[str, np.ndarray]], samples: int,
+            run_unit: Callable[[Any, np.ndarray], np.ndarray]) -> list[NodeProduct]:
+    """Every integer product of the file recomputed on ``samples`` samples: MatMulInteger /
+    ConvInteger (``run(names, i)``: ORT's values of ``names`` on sample i, marked) and the QDQ units
+    (``run_unit(unit, x)``: the unit alone, fused at the deployment's level).  A QOperator file's
+    QLinear* ops are not recomputed (yet)."""
+    nodes = saturation.int32_nodes(index)
+    units = saturation_qdq.qdq_products(index)
+    if not nodes and not units:
+        return []
+    names = saturation.values_needed(index, nodes)
+    names += [v for v in saturation_qdq.values_needed(units) if v not in names]
+    runs = [run(names, i) for i in range(samples)]
+    return saturation.recompute(index, nodes, runs) + saturation_qdq.recompute(index, units, runs, run_unit)
 
 
 def saturation_finding(ctx: Any) -> Optional[Finding]:
@@ -57,8 +85,8 @@ def saturation_finding(ctx: Any) -> Optional[Finding]:
            if all(p.emulated for p in bad) else "")
     message = (f"{display_name(module)}: ONNX Runtime's int8 product is not exact on this CPU "
                f"({cpu.summary()}): {_counts(bad)} differ from the product recomputed exactly from the "
-               f"file's integers (worst {worst.name}: max |d| {worst.max_diff} in int32 units, {worst.rel:.1%} "
-               f"of the product's scale){how}: the u8s8 kernel saturates without {MISSING}")
+               f"file's integers (worst {worst.name}: max |d| {worst.max_diff} {_units(worst)}, {worst.rel:.1%} "
+               f"of its scale){how}: the u8s8 kernel saturates without {MISSING}")
     check = ("" if verified is None else
              f" (verified: the file's weights re-quantized to 7 bits on a copy, checked end to end: {after})"
              if verified else f" (tried: the file's weights re-quantized to 7 bits on a copy: still {after})")
@@ -75,13 +103,19 @@ def saturation_finding(ctx: Any) -> Optional[Finding]:
 
 
 def _counts(bad: list[NodeProduct]) -> str:
-    parts = [f"{p.wrong} of {p.elements} int32 outputs of {p.op} {p.name}" for p in bad[:3]]
+    parts = [f"{p.wrong} of {p.elements} int32 outputs of {p.op} {p.name}" if p.unit == "int32" else
+             f"{p.wrong} of {p.elements} requantized outputs of {p.op} {p.name} (off by 2 steps or more)"
+             for p in bad[:3]]
     return "; ".join(parts) + (f" and {len(bad) - 3} more node(s)" if len(bad) > 3 else "")
+
+
+def _units(p: NodeProduct) -> str:
+    return "in int32 units" if p.unit == "int32" else "output steps"
 
 
 def _row(p: NodeProduct) -> dict[str, Any]:
     return {"node": p.name, "op": p.op, "outputs": p.elements, "not exact": p.wrong, "max |d|": p.max_diff,
-            "max |exact|": p.max_exact, "relative": p.rel, "16-bit pair sums reproduce ORT": p.emulated}
+            "max |exact|": p.max_exact, "compared": p.unit, "relative": p.rel, "16-bit pair sums reproduce ORT": p.emulated}
 
 
 def _module_of(ctx: Any, node: int) -> Optional[str]:
