@@ -108,7 +108,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
         return EXIT_OK if result.verdict == "ok" else EXIT_DRIFT
     if done.kind == "none" and keep is not None and not keep.genuine:
         say(f"{done.reason} ({keep.checks} whole-model checks, up to {len(keep.layers)} layer(s) kept); "
-            "no file written")
+            "no file written" + (f"; {done.fix}" if done.fix else ""))
         return EXIT_DRIFT
     if done.kind == "none":
         extra = f"; the fix: {done.fix}" if done.fix else ""
@@ -118,6 +118,9 @@ def cmd_repair(args: argparse.Namespace) -> int:
     write_model(args.out, done.model, "--out")
     if done.kind == "keep_list":
         _say_keep_list(say, result, done, args.out)
+        return EXIT_OK
+    if done.kind == "reduce_range":
+        _say_reduce_range(say, result, done, args.out)
         return EXIT_OK
     fixed, after = done.patches, done.after
     say(f"applied {len(fixed.applied)} patch(es): " + "; ".join(_describe(p) for p in fixed.applied))
@@ -148,3 +151,15 @@ def _say_keep_list(say: Callable[[str], None], result: Any, done: Any, out: str)
     _say_table(say, [], result, found.after)
     verdict = found.after.precision.verdict if found.after.precision else found.after.verdict
     say(f"check on the patched copy: {verdict}; wrote {out}")
+
+
+def _say_reduce_range(say: Callable[[str], None], result: Any, done: Any, out: str) -> None:
+    """An int8 file whose CPU kernel saturates, re-quantized with 7-bit weights (verified end to end)."""
+    after = done.after
+    say(done.fix)
+    say("re-quantized with reduce_range (7-bit weights, as quantize_dynamic / quantize_static(..., "
+        "reduce_range=True) make them): verified, the copy checked end to end")
+    _say_table(say, [], result, after)
+    verdict = after.precision.verdict if after.precision else after.verdict
+    say(f"check on the patched copy: {verdict}; wrote {out}; to redo it yourself, quantize again with "
+        "reduce_range=True")

@@ -32,6 +32,8 @@ from drifttui.core.explain.causes.deliver.keep_list import search as keep_list_s
 from drifttui.core.explain.causes.deliver.repair import Repaired, repair_patches
 from drifttui.core.explain.causes.deliver.repro import Repro
 from drifttui.core.explain.context import Context
+from drifttui.core.onnx.edit.keep_float32 import without_views
+from drifttui.core.onnx.edit.reduce_range import reduce_range
 from drifttui.core.onnx.graph import full_model
 from drifttui.core.capture.shares import torch_tensors
 from drifttui.core.onnx.io import save_model
@@ -254,10 +256,10 @@ class Pipeline:
             progress(Progress("repair", message="looking for the layers to keep in float32"))
             keep = keep_list_search(ctx.prepared, result, recheck, torch_tensors(ctx.prepared.model))
             if not keep.genuine:
-                if not keep.verified or keep.model is None:
-                    return Repaired("none", result, keep=keep, reason="no keep-in-float32 list brings the file "
-                                    f"within its {result.precision.format} budget")
-                return Repaired("keep_list", result, model=keep.model, after=keep.after, keep=keep)
+                if keep.verified and keep.model is not None:
+                    return Repaired("keep_list", result, model=keep.model, after=keep.after, keep=keep)
+                why = f"no keep-in-float32 list brings the file within its {result.precision.format} budget"
+                return self._reduce_range(ctx, result, recheck, keep, why, progress, cancel)
         explained = self.explain(result, progress=progress, cancel=cancel)
         if explained.result.drift_origin is None:
             return Repaired("nothing", explained.result, keep=keep)
@@ -294,6 +296,24 @@ class Pipeline:
             raise InputError(f"layer #{layer}'s output has no channel axis (a scalar or a vector)",
                              "its metrics are the whole story")
         return channels
+
+    def _reduce_range(self, ctx: Context, result: Result, recheck: Any, keep: Any, why: str,
+                      progress: ProgressFn, cancel: Optional[CancelToken]) -> Repaired:
+        """No keep-list works: when the CPU's int8 kernel saturates (explain/causes/propose/saturation_cause.py)
+        and the reduce_range copy is verified within budget, that copy is the repair."""
+        explained = self.explain(result, progress=progress, cancel=cancel)
+        head = next((f for f in explained.explanation.findings if f.kind == "saturation"), None)
+        if head is None or head.verified is not True:
+            return Repaired("none", explained.result, keep=keep, reason=why,
+                            fix=head.message if head is not None else "")
+        pr = ctx.prepared
+        model, _ = reduce_range(pr.proto, pr.index, None, torch_tensors(pr.model))
+        model = without_views(model)
+        after = recheck(model)
+        if after.verdict != "ok":
+            return Repaired("none", explained.result, keep=keep, reason=why + "; the reduce_range copy is not "
+                            "within budget on a second check")
+        return Repaired("reduce_range", explained.result, model=model, after=after, keep=keep, fix=head.message)
 
     def recheck(self, config: Config, model: Any, progress: ProgressFn = no_progress,
                 cancel: Optional[CancelToken] = None) -> Result:

@@ -9,7 +9,10 @@ compares what identifies a run, from the two reports alone (old baselines includ
 - the input spec: a ``shape:`` spec exactly, an inputs file by name, or both defaults;
 - the graph's signature: the module calls (name, class, call), the model outputs (name, shape)
   and the ONNX op types the run mapped. Weights are not in it: a retrained model of the same
-  architecture still matches its baseline.
+  architecture still matches its baseline;
+- for a file with int8 ops, the processor's int8 kernel (issue 36: ORT's u8s8 products saturate on
+  x86 without VNNI, so the same file's errors differ between processors): a baseline made on other
+  kernels, or one that does not record them (schema_version 1), is not this run's.
 
 It returns the first difference as one line ("" when the baseline matches).
 """
@@ -79,6 +82,22 @@ def mismatch(result: Result, base: Result) -> str:
         parts = ([f"{', '.join(only[:4])} only in this run"] if only else []) + \
                 ([f"{', '.join(gone[:4])} only in the baseline"] if gone else [])
         return "the ONNX graphs differ: op types " + "; ".join(parts)
+    return cpu_difference(result, base)
+
+
+def cpu_difference(result: Result, base: Result) -> str:
+    """An int8 file's baseline made on a processor with other int8 kernels ("" when the same)."""
+    if result.precision is None or not result.precision.kernels:
+        return ""
+    here, there = result.environment.int8_kernel, base.environment.int8_kernel
+    if not there:
+        return (f"this int8 file's errors depend on the processor's int8 kernels ({here} here) and the "
+                "baseline does not record its processor (a report older than schema_version 2): write it "
+                "again with this drifttui on the processor you compare on")
+    if here != there:
+        return (f"the baseline ran on other int8 kernels: {here} in this run ({result.environment.cpu}), "
+                f"{there} in the baseline ({base.environment.cpu}); int8 results differ between them "
+                "(docs/deploy.md, \"int8 and the processor\"): write the baseline on this processor")
     return ""
 
 

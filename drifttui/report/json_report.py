@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from drifttui.core.result import SCHEMA_VERSION, Result
+from drifttui.core.result import READABLE_VERSIONS, Result
 from drifttui.errors import InputError, first_line
 from drifttui.report.validate import ReportShapeError, check_report
 from drifttui.report.outputs import check_output, write_atomic
@@ -58,9 +58,10 @@ def read(path: str) -> Result:
     if deepest > MAX_DEPTH:
         raise InputError(f"report {path!r} is nested {deepest} levels deep; a drifttui report never is "
                          f"(at most {MAX_DEPTH})", "pass a file written by drifttui check --json")
-    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+    if not isinstance(data, dict) or data.get("schema_version") not in READABLE_VERSIONS:
         version = data.get("schema_version") if isinstance(data, dict) else None
-        raise InputError(f"report {path!r} has schema_version {version!r}; this drifttui reads {SCHEMA_VERSION}",
+        raise InputError(f"report {path!r} has schema_version {version!r}; this drifttui reads "
+                         f"{' and '.join(map(str, READABLE_VERSIONS))}",
                          "pass a file written by drifttui check --json (this version)")
     try:
         check_report(data)

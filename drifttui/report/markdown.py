@@ -55,6 +55,8 @@ def _verdict(result: Result, decision: Decision, gate: Gate) -> list[str]:
         out += [f"**Precision:** {_cell(p.summary)}" + (f" — **{p.verdict}**" if p.verdict else ""), ""]
         if p.verdict:
             out += [f"Budget rule: {_cell(p.rule)}", ""]
+        if p.kernels:
+            out += [f"CPU: {_cell(p.kernels)}", ""]
     served = served_lines(result)
     if served:
         out += [f"**Served:** {_cell(served[0])}", ""] + [f"- {_cell(line.strip())}" for line in served[1:]] \

@@ -165,6 +165,9 @@ def verification_line(f: Finding) -> str:
                                           p.get("rewrite") or p.get("exporter") or "") if x)
     nums = (f" brings the origin's local error from {f.local_before:.3g} to {f.local_after:.3g}"
             if f.local_before is not None and f.local_after is not None else "")
+    if f.verified and not f.patch and f.kind == "saturation":      # a copy of the whole file, not a patch
+        return (f"verified ({f.kind}): the file re-quantized with reduce_range (7-bit weights), checked end to "
+                f"end: {f.evidence.get('reduce_range copy', 'within budget')}")
     if f.verified:
         return f"verified ({f.kind}): {patch}{nums}"
     if f.verified is False:

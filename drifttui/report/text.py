@@ -66,6 +66,8 @@ def _precision(result: Result) -> list[Text]:
     if p.verdict:
         out[0].append(f" — {p.verdict}", style="bold green" if p.verdict == "within budget" else "bold red")
         out.append(plain(f"  budget rule: {p.rule}", style="dim"))
+    if p.kernels:        # an int8 file: its verdict holds for this processor's kernels (docs/deploy.md)
+        out.append(plain(f"  {p.kernels}", style="yellow" if "may saturate" in p.kernels else "dim"))
     return out
 
 

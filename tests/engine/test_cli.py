@@ -11,7 +11,7 @@ def test_check_clean_exits_0_and_writes_report(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "OK" in text and "coverage:" in text
     data = json.loads(out.read_text())
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     assert data["verdict"] == "ok" and data["drift_origin"] is None
     assert data["samples"] == 2
     assert {"atol", "rtol", "rule"} <= set(data["tolerance"])
@@ -19,6 +19,10 @@ def test_check_clean_exits_0_and_writes_report(tmp_path, capsys):
     assert {L["status"] for L in data["layers"]} <= {"ok", "drift", "inherited", "fused", "not_exported", "unmapped"}
     env = data["environment"]
     assert {"torch", "onnx", "onnxruntime", "opset", "exporter", "ort_opt_level", "threads", "deterministic"} <= set(env)
+    from drifttui.core.runtime.cpu import detect
+
+    assert env["cpu"] == detect().summary() and env["int8_kernel"] == detect().key()     # issue 36
+    assert data["precision"] is None or data["precision"]["kernels"] == ""       # a float file: no int8 line
     assert data["outputs"] and "metrics" in data["outputs"][0]
     # the time before the first stage (interpreter, imports) is timed too
     import sys

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import platform
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 
+from drifttui.core.runtime.cpu import detect
 from drifttui.core.runtime.torch_hooks import Call
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.base.metrics import Aggregate, Stats
@@ -315,7 +316,13 @@ def precision_of(pr: "Prepared", rules: Rules, drifts: bool) -> Optional[Precisi
                      reduced_nodes=len(scan.nodes) - scan.reduced_views, nodes=scan.total - scan.views,
                      evidence=dict(scan.ops),
                      verdict=("over budget" if drifts else "within budget") if scan.reduced else "",
-                     rule=BUDGET_RULE if scan.reduced else "", output_budget=rules.out_budget)
+                     rule=BUDGET_RULE if scan.reduced else "", output_budget=rules.out_budget,
+                     kernels=detect().int8_line() if _int8(scan) else "")
+
+
+def _int8(scan: Any) -> bool:
+    """The file computes with 8-bit integer ops (their results depend on the CPU's kernels)."""
+    return "int8" in scan.formats or any(s.startswith("int8") for s in scan.schemes)
 
 
 def make_origin(layers: list[Layer], origin: Optional[int]) -> Optional[Origin]:
@@ -340,10 +347,11 @@ def environment(cfg: Config, pr: "Prepared", output_level: str = "") -> Environm
     import torch
 
     index = pr.index
+    cpu = detect()
     return Environment(
         torch=torch.__version__, onnx=onnx.__version__, onnxruntime=ort.__version__,
         numpy=np.__version__, python=platform.python_version(), opset=index.opset,
         producer=index.producer_name, exporter=pr.exporter, ort_opt_level=cfg.opt_level,
         threads=1 if cfg.deterministic else 0, deterministic=cfg.deterministic, provider=cfg.provider,
-        ort_output_opt_level=output_level or cfg.output_opt_level,
+        ort_output_opt_level=output_level or cfg.output_opt_level, cpu=cpu.summary(), int8_kernel=cpu.key(),
     )

@@ -36,3 +36,4 @@ class Precision:
     verdict: str = ""               # "within budget" | "over budget" ("" for a float32 file)
     rule: str = ""                  # tolerance.BUDGET_RULE
     output_budget: float = 0.0      # relative budget of the model outputs
+    kernels: str = ""               # an int8 file: the CPU features its results depend on (runtime/cpu.py)

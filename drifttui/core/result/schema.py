@@ -16,7 +16,9 @@ from drifttui.core.result.channels import CHANNELS_AROUND, MAX_CHANNELS, Channel
 from drifttui.core.result.precision import LayerBudget, Precision
 from drifttui.core.result.served import BatchSweep, Served
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: the report versions this drifttui reads (1: before the CPU fields, docs/json-schema.md)
+READABLE_VERSIONS = (1, 2)
 
 # Layer statuses, in the words of the report.
 OK = "ok"
@@ -234,6 +236,8 @@ class Environment:
     deterministic: bool
     provider: str
     ort_output_opt_level: str = ""   # the output pass's level ("" in reports older than it)
+    cpu: str = ""                    # the processor's features int8 kernels depend on (runtime/cpu.py; "" before v2)
+    int8_kernel: str = ""            # the u8s8 kernel it runs, e.g. "AVX2 (saturating u8s8)", "AVX-512 VNNI"
 
 
 #: ONNX Runtime's graph optimisation levels, lowest first (--opt-level, --output-opt-level, the TUI's `o`)
@@ -365,9 +369,10 @@ class Result:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Result":
         version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
+        if version not in READABLE_VERSIONS:
             raise ValueError(
-                f"report schema_version {version!r} is not supported (this drifttui reads {SCHEMA_VERSION})"
+                f"report schema_version {version!r} is not supported (this drifttui reads "
+                f"{', '.join(map(str, READABLE_VERSIONS))})"
             )
         return from_json(cls, data)
 

@@ -130,6 +130,12 @@ class StatusLine(Static):
                 text.append(" ◆ ", style="bold reverse" if self.is_mounted and self.app.no_color else "#ff3d9a")
                 text.append(display_name(o.module), style="bold")
                 text.append(f" {o.cls} {o.max_abs:.1e}")
+        if r is not None and r.precision is not None and r.precision.kernels:
+            # an int8 file: the verdict holds for this processor's int8 kernels (docs/deploy.md)
+            parts = r.precision.kernels.split(": ")
+            sat = "may saturate" in r.precision.kernels
+            text.append(f"  int8 on {parts[1] if len(parts) > 1 else '?'}{' (may saturate)' if sat else ''}",
+                        style="#f0a030" if sat else "dim")
         if self.running:
             text.append("  ⟳ ", style="bold #f0a030")
             text.append_text(progress_text(self.progress))

@@ -33,6 +33,7 @@ from drifttui.core.explain.causes.propose.nopatch import explain_no_patch
 from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
 from drifttui.core.explain.causes.propose.precision_loss import precision_finding
 from drifttui.core.explain.causes.propose.reexport import try_reexport, variants
+from drifttui.core.explain.causes.propose.saturation_cause import saturation_finding
 from drifttui.core.explain.causes.propose.weights import torch_tensors, weight_candidates
 from drifttui.core.onnx.edit.ort_workarounds import RANK
 from drifttui.core.result.codec import clean
@@ -159,6 +160,13 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         return ctx.cache[key]
     o = ctx.result.drift_origin
     paid = precision_finding(ctx)
+    saturated = saturation_finding(ctx)
+    if saturated is not None:   # the CPU's int8 kernel computes a wrong product: no mistranslation either
+        exp = Explanation(None, None, [], rank([saturated, *findings], saturated.module),
+                          "the CPU's int8 kernel saturates (re-quantize with reduce_range=True, or keep the "
+                          "nodes in float32: step 4, repair)")
+        ctx.cache[key] = exp
+        return exp
     if paid is not None:        # a precision loss: no mistranslation patch or re-export can tell
         exp = Explanation(None, None, [], rank([paid, *findings], paid.module),
                           "the origin pays for the file's precision (keep it in float32: step 4, repair)")

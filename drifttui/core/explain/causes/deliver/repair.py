@@ -56,7 +56,8 @@ def repair(full_model: Any, exp: Explanation) -> Repair:
 @dataclass(frozen=True)
 class Repaired:
     """What ``Pipeline.repair`` made of a result: the way it repaired (``"patches"``, the verified
-    graph edits; ``"keep_list"``, a reduced-precision file's layers kept in float32; ``"none"``:
+    graph edits; ``"keep_list"``, a reduced-precision file's layers kept in float32; ``"reduce_range"``:
+    an int8 file re-quantized with 7-bit weights where the CPU's kernel saturates; ``"none"``:
     nothing could be repaired, ``reason`` says why; ``"nothing"``: no drift to repair), the copy to
     write (``model``, views undone; None when nothing is written), its check end to end (``after``)."""
 
@@ -67,7 +68,7 @@ class Repaired:
     patches: Optional[Repair] = None              # kind "patches": applied, not applicable, local error
     keep: Optional[Any] = None                    # kind "keep_list" (or a genuine drift found by it): KeepList
     reason: str = ""
-    fix: str = ""                                 # the head finding's fix, for a "none"
+    fix: str = ""                                 # the head finding's fix ("none"), or the saturation finding
 
 
 def repair_patches(full: Any, result: Any, exp: Explanation) -> tuple[Repair, str, str]:
