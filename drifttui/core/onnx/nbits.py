@@ -61,7 +61,7 @@ def _levels(node: Any, arrays: dict[str, np.ndarray]) -> Optional[tuple[np.ndarr
 def _check(node: Any, bits: int, bs: int, K: int, N: int, packed: np.ndarray, scales: np.ndarray) -> int:
     """The number of blocks per column; an InputError naming the node when its attributes do not fit
     its packed weight and scales (a block_size that is not a power of 2 >= 16, or bits not 2..8)."""
-    from drifttui.errors import InputError
+    from drifttui.errors import InputError   # lazy: only for a malformed MatMulNBits
 
     name = getattr(node, "name", "") or "(unnamed)"
     fix = "the file is invalid: quantize it again (MatMulNBitsQuantizer) or pass the float file"

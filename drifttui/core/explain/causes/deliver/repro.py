@@ -76,7 +76,7 @@ def _write_error(path: str, exc: OSError) -> InputError:
         return InputError(f"--out {path!r} was filled by something else while this run worked (another "
                           "repro on the same folder?); it is left as it is, no test case written",
                           "give each run a new folder")
-    from drifttui.errors import environment_failure
+    from drifttui.errors import environment_failure   # lazy: only on a failed write
 
     refused = environment_failure(exc)
     cause = refused.problem if refused is not None else f"{exc.strerror or exc}"
