@@ -74,17 +74,17 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
     from drifttui.report.text import print_report
 
     with ci.errors_reported():     # a run that fails (exit 2/3) still leaves its --junit/--markdown
-        show_progress = sys.stderr.isatty() and args.json != "-"
         engine = Pipeline()
         startup = process_age()
-        result = engine.run(config, progress=_progress_printer(show_progress)).result
+        progress = _progress_printer()      # stderr: live in a terminal, a line per stage in a log
+        result = engine.run(config, progress=progress).result
         if startup is not None:       # the interpreter and the imports, before the first stage
             result = result.with_(timings={**result.timings, "startup": round(startup, 2)})
         if diagnose:
             steps = [args.step] if args.step else list(STEP_NUMBERS)
-            result = engine.explain(result, steps).result
+            result = engine.explain(result, steps, progress=progress).result
         elif args.fail_on == "error":     # the gate reads the verified findings (not the six steps)
-            result = engine.explain(result).result
+            result = engine.explain(result, progress=progress).result
     decision = ci.decide(result)
     if args.json == "-":
         json_report.write(result, "-")

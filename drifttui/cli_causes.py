@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any, Callable, Optional
 
 from drifttui.cli_common import EXIT_CODES_HELP, _add_run_options, _progress_printer, config_from_args, input_files
+from drifttui.core.progress import Progress
 from drifttui.core.result import display_name
 from drifttui.errors import EXIT_CANNOT, EXIT_DRIFT, EXIT_OK
 
@@ -32,8 +32,9 @@ def _explained(config: Any) -> tuple[Any, Any, Any, Any]:
     from drifttui.core.pipeline import Pipeline
 
     engine = Pipeline()
-    run = engine.run(config, progress=_progress_printer(sys.stderr.isatty()))
-    explained = engine.explain(run.result)
+    progress = _progress_printer()
+    run = engine.run(config, progress=progress)
+    explained = engine.explain(run.result, progress=progress)
     return engine, run, explained.result, explained.explanation
 
 
@@ -96,11 +97,12 @@ def cmd_repair(args: argparse.Namespace) -> int:
     from drifttui.core.pipeline import Pipeline
 
     engine = Pipeline()
-    run = engine.run(config, progress=_progress_printer(sys.stderr.isatty()))
-    kept = _repair_keep_list(args, config, engine, run)
+    progress = _progress_printer()
+    run = engine.run(config, progress=progress)
+    kept = _repair_keep_list(args, config, engine, run, progress)
     if kept is not None:
         return kept
-    explained = engine.explain(run.result)
+    explained = engine.explain(run.result, progress=progress)
     result, exp = explained.result, explained.explanation
     if result.drift_origin is None:
         _say(f"nothing to repair: no drift origin (verdict {result.verdict}); no file written")
@@ -118,7 +120,8 @@ def cmd_repair(args: argparse.Namespace) -> int:
             what = f"no test case of the origin ({exp.no_case})"
         _say(f"cannot repair the file: {what} for {display_name(result.drift_origin.module)}{extra}; no file written")
         return EXIT_CANNOT
-    after = engine.recheck(config, fixed.model)
+    progress(Progress("repair", message=f"applying {len(fixed.applied)} patch(es) to a copy; checking it again"))
+    after = engine.recheck(config, fixed.model, progress=progress.phase("repaired copy: "))
     write_atomic_bytes(args.out, fixed.model.SerializeToString(), "--out")
     b_abs, b_top = _out_metrics(result)
     a_abs, a_top = _out_metrics(after)
@@ -129,10 +132,23 @@ def cmd_repair(args: argparse.Namespace) -> int:
     _say(f"{'output max |d|':24}{fmt(b_abs):>12}{fmt(a_abs):>12}")
     _say(f"{'top-1 agreement':24}{fmt(b_top):>12}{fmt(a_top):>12}")
     _say(f"check on the repaired copy: {after.verdict}; wrote {args.out}")
+    _say_source_fix(fixed.applied, exp.findings, result.environment)
     return EXIT_DRIFT if after.verdict == "drift" else EXIT_OK
 
 
-def _repair_keep_list(args: argparse.Namespace, config: Any, engine: Any, run: Any) -> Optional[int]:
+def _say_source_fix(applied: list[dict[str, Any]], findings: list[Any], env: Any) -> None:
+    """The change to make at the source, so that the next export does not bring the drift back."""
+    from drifttui.core.explain.causes.source_fix import source_fixes
+
+    fixes = source_fixes(applied, findings, env.opset, env.exporter)
+    if not fixes:
+        return
+    _say("fix the source too (a re-export of the unchanged setup writes the drift again):")
+    for code, words in fixes:
+        _say(f"  {code}" + (f"  # {words}" if words and code else words))
+
+
+def _repair_keep_list(args: argparse.Namespace, config: Any, engine: Any, run: Any, progress: Any) -> Optional[int]:
     """An over-budget reduced-precision file: the verified keep-in-float32 list (explain/causes/keep_list.py),
     applied to a copy, checked again and printed in the converters' forms; None: not that case."""
     from drifttui.core.capture.shares import torch_tensors
@@ -143,7 +159,15 @@ def _repair_keep_list(args: argparse.Namespace, config: Any, engine: Any, run: A
     result = run.result
     if result.precision is None or result.precision.verdict != "over budget":
         return None
-    found = search(run.prepared, result, lambda m: engine.recheck(config, m), torch_tensors(run.prepared.model))
+    progress(Progress("repair", message=f"over the {result.precision.format} budget: looking for the smallest "
+                                        "keep-in-float32 list (whole-model checks of copies)"))
+    checks = [0]
+
+    def recheck(model: Any) -> Any:
+        checks[0] += 1
+        return engine.recheck(config, model, progress=progress.phase(f"check {checks[0]} of a copy: "))
+
+    found = search(run.prepared, result, recheck, torch_tensors(run.prepared.model))
     if found.genuine:
         print(f"over the {result.precision.format} precision budget at {', '.join(found.genuine)}, but keeping "
               "it in float32 does not remove the error (share of the output error ~0): a genuine drift, not "
@@ -161,11 +185,12 @@ def _repair_keep_list(args: argparse.Namespace, config: Any, engine: Any, run: A
           f"brings it within (verified: the copy checked end to end, {found.checks} check(s)): "
           + ", ".join(found.layers))
     print(f"keep in float32 (nodes of your float model): {', '.join(found.nodes)}")
-    for tool, arg in found.forms.items():
-        print(f"  {tool}: {arg}")
     print(f"{'':24}{'before':>12}{'after':>12}")
     print(f"{'output max |d|':24}{fmt(b_abs):>12}{fmt(a_abs):>12}")
     print(f"{'top-1 agreement':24}{fmt(b_top):>12}{fmt(a_top):>12}")
     print(f"check on the patched copy: {found.after.precision.verdict if found.after.precision else found.after.verdict}"
           f"; wrote {args.out}")
+    print("fix the source too: convert again with these layers kept in float32")
+    for tool, arg in found.forms.items():
+        print(f"  {tool}: {arg}")
     return EXIT_OK
