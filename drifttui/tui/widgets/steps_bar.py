@@ -11,10 +11,9 @@ from typing import Optional
 from rich.text import Text
 from textual.widgets import Static
 
-from drifttui.core.progress import Progress
-from drifttui.core.result import Config, Step
-from drifttui.report.escape import terminal, terminal_data
+from drifttui.core.progress import Estimate, Progress, duration
 from drifttui.core.result import Config, Result, Step
+from drifttui.report.escape import terminal, terminal_data
 from drifttui.tui.staleness import ResultKey, result_diff, result_key
 from drifttui.tui.step_view import VERDICT_GLYPH, VERDICT_STYLE, config_diff
 
@@ -36,6 +35,8 @@ class StepsBar(Static):
         self.ran_on: dict[int, Config] = {}
         self.running: set[int] = set()
         self.progress: dict[int, Progress] = {}
+        self.left: dict[int, Optional[float]] = {}      # seconds left of a running step, once measured
+        self.estimate = Estimate()
         self.messages: dict[int, str] = {}
         self.selected: Optional[int] = None
         self.shown_config: Optional[Config] = None
@@ -67,6 +68,11 @@ class StepsBar(Static):
         bits = [config_diff(self.ran_on.get(number), self.shown_config),
                 result_diff(self.ran_on_result.get(number), self.shown_result)]
         return "; ".join(b for b in bits if b)
+
+    def set_progress(self, number: int, p: Progress) -> None:
+        """A running step's progress, and its time left once a first counted step has run."""
+        self.progress[number] = p
+        self.left[number] = self.estimate(p)
 
     def refresh_view(self) -> None:
         self.update(self.render_text())
@@ -119,7 +125,9 @@ class StepsBar(Static):
             p = self.progress.get(n)
             text.append(f"\nstep {n} running", style="italic")
             if p is not None:
-                text.append(f" {p.done}/{p.total}" if p.total else "")
+                text.append(f" {p.done + 1}/{p.total}" if p.total and p.done < p.total else "")
+                left = self.left.get(n)
+                text.append(f" · {duration(left)} left" if left and left >= 1 else "", style="bold")
                 text.append(f" {terminal(p.message)}" if p.message else "", style="dim")
             text.append("  (x cancels)", style="dim")
             if step is not None:
