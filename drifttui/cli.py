@@ -105,7 +105,7 @@ def _remove_leftovers(args: argparse.Namespace) -> None:
     from drifttui.report.escape import terminal
     from drifttui.report.outputs import remove_leftovers
 
-    paths = [getattr(args, flag, None) for flag in ("json", "junit", "markdown", "gitlab")]
+    paths = [getattr(args, flag, None) for flag in ("json", "junit", "markdown", "gitlab", "html")]
     folders = {os.path.dirname(os.path.abspath(p)): p for p in paths if p and p != "-"}
     for path in folders.values():
         for left in remove_leftovers(path):

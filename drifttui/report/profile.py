@@ -43,6 +43,19 @@ class Point:
         return 0 if r <= 0 else 3 - min(3, max(0, int(math.ceil(-math.log10(r))) - 1))
 
 
+def allowance(result: Result, L: Layer) -> Optional[float]:
+    """What the layer's output may differ by, in its units (max |d|): the tolerance rule at the
+    layer's scale, or in a reduced-precision file its output budget at that scale; None without
+    metrics or a scale."""
+    m = L.metrics
+    if m is None or not m.max_rel.worst > 0 or not math.isfinite(m.max_rel.worst):
+        return None
+    scale = m.max_abs.worst / m.max_rel.worst
+    if L.budget is not None and L.budget.out_budget > 0:
+        return L.budget.out_budget * scale
+    return result.tolerance.atol + result.tolerance.rtol * scale
+
+
 def ratio(result: Result, L: Layer) -> Optional[float]:
     """The layer's output error over its allowance (None when it has no metrics)."""
     m = L.metrics
