@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any, Callable, Optional
 
 from drifttui.cli_common import EXIT_CODES_HELP, _add_run_options, _progress_printer, config_from_args, input_files
@@ -53,11 +54,13 @@ def cmd_repro(args: argparse.Namespace) -> int:
     ev = write_case(exp.case, args.out, exp.loc.note if exp.loc else "")
     s = summary(exp.case, ev, args.out)
     say = _sayer()
-    say(f"wrote {args.out}: {s['nodes']} ONNX node(s) of {display_name(s['module'])}, with the PyTorch-side "
+    say(f"wrote {args.out.rstrip('/') or args.out}: {s['nodes']} ONNX node(s) of {display_name(s['module'])}, with the PyTorch-side "
         f"inputs and outputs of sample {s['sample']}")
     say(f"ONNX Runtime on those nodes alone differs from the torch outputs by {s['max_abs']:.4g}: "
         + ("the drift reproduces" if s["reproduces"] else "within the tolerance (the drift does NOT reproduce alone)"))
-    say(f"run it: the script in {args.out}/README.md (onnxruntime alone), or `onnx_test_runner {args.out}`")
+    folder = args.out.rstrip("/\\") or args.out
+    say(f"run it: the script in {os.path.join(folder, 'README.md')} (onnxruntime alone), or "
+        f"`onnx_test_runner {folder}`")
     return EXIT_DRIFT if s["reproduces"] else EXIT_OK
 
 

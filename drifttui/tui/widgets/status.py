@@ -50,6 +50,14 @@ def run_time_text(timings: dict[str, float]) -> str:
     return f"{total:.1f}s"
 
 
+def short_run_time_text(timings: dict[str, float]) -> str:
+    """``run_time_text`` in at most 12 columns."""
+    if timings.get("capture_reused"):
+        return "re-decided"
+    total = timings.get("total")
+    return "" if total is None else f"{total:.1f}s" + (" reused" if timings.get("prepare_reused") else "")
+
+
 def progress_text(p: Optional[Progress], left: Optional[float] = None) -> Text:
     """``samples 5/20 · 30 s left`` and the engine's message, each said once and the short part
     first, so that a cut at 80 columns cuts the message, not the count or the time left: a message
@@ -144,20 +152,25 @@ class StatusLine(Static):
                 text.append(f" {o.cls} {o.max_abs:.1e}")
         if self.running:
             text.append("  ⟳ ", style="bold #f0a030")
-            text.append_text(progress_text(self.progress, self.left))
             change = changed_fields(self.pending, self.config)
-            if change:
-                text.append(f" → {change}", style="bold #f0a030")
+            if change:          # what the rerun changes first: the progress message is cut, not it
+                text.append(f"→ {change}: ", style="bold #f0a030")
+            text.append_text(progress_text(self.progress, self.left))
         elif self.message:
             text.append(f"  {self.message}", style="italic #f0a030")
         return text
 
-    def second_line(self) -> Text:
+    def second_line(self, width: int = 1000) -> Text:
+        """The configuration, then what the result cost; at 80 columns the short form of the cost
+        ("re-decided", "6.2s") rather than a cut one ("capture 6.2s r…")."""
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append_text(config_text(self.config))
         r = self.result
         if r is not None and r.timings and not self.running:
-            text.append(f"  {run_time_text(r.timings)}", style="dim")
+            cost = run_time_text(r.timings)
+            if text.cell_len + 2 + len(cost) > width:
+                cost = short_run_time_text(r.timings)
+            text.append(f"  {cost}", style="dim")
         return text
 
     def render_text(self) -> Text:
@@ -165,7 +178,7 @@ class StatusLine(Static):
         a long progress message at 80 columns ran onto the configuration line)."""
         width = self.content_region.width if self.is_mounted and self.content_region.width > 10 else 78
         lines = []
-        for line in (self.first_line(), self.second_line()):
+        for line in (self.first_line(), self.second_line(width)):
             line.truncate(width, overflow="ellipsis")
             lines.append(line)
         return Text("\n", no_wrap=True, overflow="ellipsis").join(lines)

@@ -85,19 +85,27 @@ class StepsBar(Static):
             step = self.steps.get(n)
             if n in self.running:
                 glyph, style = "…", "italic"
+            elif step is not None and self.stale(n):     # its ✓/✗ was about another result: not shown
+                glyph, style = "~", "italic" if no_color else "italic dim"
             elif step is not None:
                 glyph, style = VERDICT_GLYPH.get(step.verdict, "·"), VERDICT_STYLE.get(step.verdict, "")
                 if no_color:          # colour-less red is bright black on bright black in xterm
                     style = "bold underline" if step.verdict == "fail" else ""
-                if self.stale(n):
-                    style += " italic" if no_color else " italic dim"
             elif n in self.messages:
                 glyph, style = "!", "" if no_color else "dim"
             else:
                 glyph, style = "·", "" if no_color else "dim"
-            text.append(f"{n}{glyph}{SHORT[n]}", style=(style + " reverse") if n == self.selected else style)
+            text.append(f"{n}{glyph}{self.label(n)}", style=(style + " reverse") if n == self.selected else style)
             text.append(" ")
         return text
+
+    def label(self, n: int) -> str:
+        """The chip's name: the step that ran says what it was (step 4 on a reduced-precision file
+        is the precision bisect, not the tolerance sweep)."""
+        step = self.steps.get(n)
+        if n == 4 and step is not None and step.title.lower().startswith("precision"):
+            return "precision"
+        return SHORT[n]
 
     def _note_line(self) -> Text:
         """The run-level notes in ONE line at any width (all of them on (root)'s detail)."""
