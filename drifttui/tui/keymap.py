@@ -114,8 +114,17 @@ PANE_KEYS: dict[str, list[tuple[str, str]]] = {
 }
 
 
-def footer_keys(pane: str) -> list[tuple[str, str]]:
-    """(key as written, title) pairs the footer shows while ``pane`` has the focus."""
+# the same keys in short forms: what fits 80 columns (the long forms were cut at "back to th…")
+PANE_SHORT: dict[str, list[tuple[str, str]]] = {
+    "inspector": [("↑↓ PgUp PgDn", "scroll"), ("Tab/Esc", "table"), ("Enter", "detail"), ("i", "hide"),
+                  ("?", "Help"), ("q", "Quit")],
+    "filter": [("type", "a name"), ("Enter", "keep"), ("Esc", "clear"), ("Tab", "table")],
+}
+
+
+def footer_keys(pane: str, short: bool = False) -> list[tuple[str, str]]:
+    """(key as written, title) pairs the footer shows while ``pane`` has the focus (``short``:
+    the forms that fit 80 columns)."""
     if pane in PANE_KEYS:
-        return PANE_KEYS[pane]
+        return (PANE_SHORT if short else PANE_KEYS)[pane]
     return [(a.shown.split()[0], a.title) for a in ACTIONS if a.footer] + [("^p", "Commands")]
