@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(check)
     check.add_argument("--json", metavar="PATH|-", help="write the JSON report (docs/json-schema.md)")
     ci_outputs.add_options(check)
+    _add_overlay_option(check)
 
     diag = sub.add_parser("diagnose", help="check, then run the six debugging steps and the drift checks",
                           formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     ci_outputs.add_options(diag)
     diag.add_argument("--step", type=int, choices=range(1, 7), metavar="N", help="run only step N (1-6)")
     diag.add_argument("--json", metavar="PATH|-", help="write the JSON report with steps and findings")
+    _add_overlay_option(diag)
 
     tui = sub.add_parser("tui", help="open the terminal debugger",
                          formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_CODES_HELP)
@@ -62,6 +64,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_overlay_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model-explorer", metavar="PATH", dest="model_explorer",
+                   help="write Google Model Explorer node data: PATH (each ONNX node's error / tolerance), "
+                        "PATH's .own and .status siblings (open: model-explorer FILE.onnx --extensions="
+                        "model_explorer_onnx --node_data_paths=...; needs drifttui[overlay])")
+
+
+def _overlay(args: argparse.Namespace, config, check_only: bool = False, result=None) -> None:
+    """``--model-explorer``: checked before the run (every file it writes), written after it."""
+    if not getattr(args, "model_explorer", None):
+        return
+    from drifttui.report import model_explorer
+    from drifttui.report.escape import terminal
+    from drifttui.report.outputs import check_output, write_atomic
+
+    files = model_explorer.paths(args.model_explorer)
+    if check_only:
+        model_explorer.builder()                 # installed? say so before the run, not after it
+        for path in files.values():
+            check_output(path, "--model-explorer", input_files(config))
+        return
+    for kind, text in model_explorer.render(result).items():
+        write_atomic(files[kind], text, "--model-explorer")
+    model = config.onnx or "<drifttui's own export: give --onnx FILE to overlay your file>"
+    sys.stderr.write(f"drifttui: Model Explorer node data: model-explorer {terminal(model)} --extensions="
+                     f"model_explorer_onnx --node_data_paths={','.join(terminal(p) for p in files.values())}\n")
+
+
 def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
     from drifttui.report import json_report
     from drifttui.report.ci_outputs import CiRun
@@ -72,6 +102,7 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
     if args.json:
         json_report.check_writable(args.json, input_files(config) + ([args.baseline] if args.baseline else []))
     ci = CiRun.prepare(args, input_files(config), "diagnose" if diagnose else "check")
+    _overlay(args, config, check_only=True)
     _remove_leftovers(args)
     from drifttui.core.explain import STEP_NUMBERS
     from drifttui.core.pipeline import Pipeline
@@ -79,23 +110,24 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
     from drifttui.report.text import print_report
 
     with ci.errors_reported():     # a run that fails (exit 2/3) still leaves its --junit/--markdown
-        show_progress = sys.stderr.isatty() and args.json != "-"
         engine = Pipeline()
         startup = process_age()
+        progress = _progress_printer()      # stderr: live in a terminal, a line per stage in a log
         auto_note = ""
         if getattr(args, "tolerance", None) == "auto":
-            config, auto_note = auto_tolerance(config, _progress_printer(show_progress), engine)
-        result = _run(engine, config, _progress_printer(show_progress))
+            config, auto_note = auto_tolerance(config, progress, engine)
+        result = _run(engine, config, progress)
         if auto_note:
             result = result.with_(notes=[auto_note] + list(result.notes))
         if startup is not None:       # the interpreter and the imports, before the first stage
             result = result.with_(timings={**result.timings, "startup": round(startup, 2)})
         if diagnose:
             steps = [args.step] if args.step else list(STEP_NUMBERS)
-            result = engine.explain(result, steps).result
+            result = engine.explain(result, steps, progress=progress).result
         elif args.fail_on == "error":     # the gate reads the verified findings (not the six steps)
-            result = engine.explain(result).result
+            result = engine.explain(result, progress=progress).result
     decision = ci.decide(result)
+    _overlay(args, config, result=result)
     if args.json == "-":
         json_report.write(result, "-")
         return ci.finish(result, stdout_is_report=True, decision=decision)
@@ -124,7 +156,7 @@ def _remove_leftovers(args: argparse.Namespace) -> None:
     from drifttui.report.escape import terminal
     from drifttui.report.outputs import remove_leftovers
 
-    paths = [getattr(args, flag, None) for flag in ("json", "junit", "markdown", "gitlab")]
+    paths = [getattr(args, flag, None) for flag in ("json", "junit", "markdown", "gitlab", "html")]
     folders = {os.path.dirname(os.path.abspath(p)): p for p in paths if p and p != "-"}
     for path in folders.values():
         for left in remove_leftovers(path):

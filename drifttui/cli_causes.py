@@ -28,12 +28,13 @@ def _say(text: str) -> None:
     _sayer()(text)
 
 
-def _engine_run(config: Any) -> tuple[Any, Any]:
-    """A Pipeline and its run of ``config`` (progress on stderr)."""
+def _engine_run(config: Any) -> tuple[Any, Any, Any]:
+    """A Pipeline, its run of ``config`` and the progress printer (stderr: live in a terminal, a line
+    per stage in a log) the next stages go on with."""
     from drifttui.core.pipeline import Pipeline
 
-    engine = Pipeline()
-    return engine, engine.run(config, progress=_progress_printer(sys.stderr.isatty()))
+    engine, progress = Pipeline(), _progress_printer()
+    return engine, engine.run(config, progress=progress), progress
 
 
 def cmd_repro(args: argparse.Namespace) -> int:
@@ -42,8 +43,8 @@ def cmd_repro(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     no_served_options(config, args.command)
     check_dir(args.out, input_files(config))
-    engine, run = _engine_run(config)
-    rep = engine.repro(run.result, progress=_progress_printer(sys.stderr.isatty()))
+    engine, run, progress = _engine_run(config)
+    rep = engine.repro(run.result, progress=progress)
     result = rep.result
     if result.drift_origin is None:
         _say(f"nothing to reproduce: no drift origin (verdict {result.verdict}); no folder written")
@@ -94,8 +95,8 @@ def cmd_repair(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     no_served_options(config, args.command)
     check_output(args.out, "--out", input_files(config))
-    engine, run = _engine_run(config)
-    done = engine.repair(run.result, progress=_progress_printer(sys.stderr.isatty()))
+    engine, run, progress = _engine_run(config)
+    done = engine.repair(run.result, progress=progress)
     say = _sayer()
     keep = done.keep
     if keep is not None and keep.genuine:
@@ -126,6 +127,10 @@ def cmd_repair(args: argparse.Namespace) -> int:
     say(f"applied {len(fixed.applied)} patch(es): " + "; ".join(_describe(p) for p in fixed.applied))
     _say_table(say, [("origin local max |d|", fixed.local_before, fixed.local_after)], result, after)
     say(f"check on the repaired copy: {after.verdict}; wrote {args.out}")
+    if done.source_fixes:
+        say("fix the source too (a re-export of the unchanged setup writes the drift again):")
+        for code, words in done.source_fixes:
+            say(f"  {code}" + (f"  # {words}" if words and code else words))
     return EXIT_DRIFT if after.verdict == "drift" else EXIT_OK
 
 
@@ -146,11 +151,12 @@ def _say_keep_list(say: Callable[[str], None], result: Any, done: Any, out: str)
         f"brings it within (verified: the copy checked end to end, {found.checks} check(s)): "
         + ", ".join(found.layers))
     say(f"keep in float32 (nodes of your float model): {', '.join(found.nodes)}")
-    for tool, arg in found.forms.items():
-        say(f"  {tool}: {arg}")
     _say_table(say, [], result, found.after)
     verdict = found.after.precision.verdict if found.after.precision else found.after.verdict
     say(f"check on the patched copy: {verdict}; wrote {out}")
+    say("fix the source too: convert again with these layers kept in float32")
+    for tool, arg in found.forms.items():
+        say(f"  {tool}: {arg}")
 
 
 def _say_reduce_range(say: Callable[[str], None], result: Any, done: Any, out: str) -> None:

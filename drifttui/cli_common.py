@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from drifttui.core.result import OPT_LEVELS, Config
 
@@ -258,24 +257,9 @@ def process_age() -> "float | None":
         return None
 
 
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+def _progress_printer(enabled: bool = True):
+    """The progress printer on stderr (drifttui/cli_progress.py): live in a terminal, one line per
+    stage with the elapsed time in a log."""
+    from drifttui.cli_progress import ProgressPrinter
 
-
-def _progress_printer(enabled: bool):
-    from drifttui.api import Progress
-
-    def show(p: Progress) -> None:
-        if not enabled:
-            return
-        if p.stage == "samples":
-            left = f", about {_duration(p.eta)} left" if p.eta else ""
-            sys.stderr.write(f"\r  samples {p.done}/{p.total}{left}".ljust(44))
-            sys.stderr.flush()
-        elif p.stage == "done":
-            sys.stderr.write("\r" + " " * 44 + "\r")
-            sys.stderr.flush()
-        else:
-            sys.stderr.write(f"  {one_line(p.message)}\n")
-            sys.stderr.flush()
-    return show
+    return ProgressPrinter(enabled)

@@ -1,4 +1,5 @@
-"""Regenerate screenshots/*.svg (and a PNG beside each, via cairosvg) of the TUI.
+"""Regenerate screenshots/*.svg (and a PNG beside each, via cairosvg) of the TUI, and
+screenshots/report-html.png: the `--html` page in a real headless Chromium (apt-get install chromium).
 
 By default the result comes from the real engine on the built-in bf16 ResNet-18 demo:
 ``LocalEngine().run(Config(model="example:resnet18-bf16", example="resnet18-bf16", samples=20))``,
@@ -104,6 +105,32 @@ async def shoot(engine, result: Result, out: Path, png: bool) -> list[Path]:
     return written
 
 
+def html_shot(result: Result, out: Path) -> Path:
+    """screenshots/report-html.png: the ``--html`` page of ``result`` in a real headless Chromium."""
+    import tempfile
+
+    from drifttui.report import html
+    from tests.browser import screenshot
+
+    with tempfile.TemporaryDirectory(prefix="drifttui-html-") as d:
+        page = Path(d) / "report.html"
+        page.write_text(html.render(result), encoding="utf-8")
+        return screenshot(page, out / "report-html.png")
+
+
+def explained(recorded: bool, result: Result) -> Result:
+    """The result with its steps and verified findings, as `diagnose --html` writes it."""
+    if recorded:
+        from tests.tui.replay import load_fixture
+
+        return load_fixture()
+    from drifttui.core.explain.steps import STEP_NUMBERS
+    from drifttui.core.pipeline import Pipeline
+
+    engine = Pipeline()
+    return engine.explain(engine.run(result.config).result, STEP_NUMBERS).result
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Regenerate the TUI screenshots.")
     parser.add_argument("--recorded", action="store_true", help="replay tests/tui/fixtures (no torch)")
@@ -116,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     engine, result = get_result(args.recorded, args.samples)
     for path in asyncio.run(shoot(engine, result, out, png=not args.no_png)):
         print(path)
+    if not args.no_png:
+        print(html_shot(explained(args.recorded, result), out))
     return 0
 
 

@@ -6,6 +6,13 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
+# a progress line on stderr when it is not a terminal (drifttui/cli_progress.py): "[  12.3s] ..."
+PROGRESS_LINE = __import__("re").compile(r"^\[ *\d+\.\ds\] ")
+
+
+def without_progress(err: str) -> str:
+    """stderr without the progress lines: what a command said besides its progress."""
+    return "".join(line for line in err.splitlines(keepends=True) if not PROGRESS_LINE.match(line))
 MODELS = TESTS / "models.py"
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 warnings.filterwarnings("ignore", category=DeprecationWarning)

@@ -31,6 +31,7 @@ from drifttui.core.explain import Explained, explain
 from drifttui.core.explain.causes.deliver.keep_list import search as keep_list_search
 from drifttui.core.explain.causes.deliver.repair import Repaired, repair_patches
 from drifttui.core.explain.causes.deliver.repro import Repro
+from drifttui.core.explain.causes.deliver.source_fix import source_fixes
 from drifttui.core.explain.context import Context
 from drifttui.core.onnx.edit.keep_float32 import without_views
 from drifttui.core.onnx.edit.reduce_range import reduce_range
@@ -123,6 +124,11 @@ def _partial(pr: Prepared) -> Any:
     def make(cap: Capture) -> Result:
         return decide(pr, cap, cap.config, partial=True)     # the figures still in the background: none yet
     return make
+
+
+def _prefixed(progress: ProgressFn, prefix: str) -> ProgressFn:
+    """``progress`` with ``prefix`` before each message (a recheck's stages said as the copy's)."""
+    return lambda p: progress(dataclasses.replace(p, message=prefix + (p.message or p.stage)))
 
 
 def run_once(config: Config, progress: ProgressFn = no_progress, cancel: Optional[CancelToken] = None) -> Run:
@@ -250,10 +256,17 @@ class Pipeline:
         drift, its verified patches (graph edits, rewrites, grafted re-exports)."""
         cfg = result.config
         ctx = self.context(result, progress, cancel)
-        recheck = lambda model: self.recheck(cfg, model, cancel=cancel)  # noqa: E731
+        checks = [0]
+
+        def recheck(model: Any, label: str = "") -> Result:
+            checks[0] += 1
+            said = label or f"check {checks[0]} of a copy: "
+            return self.recheck(cfg, model, progress=_prefixed(progress, said), cancel=cancel)
+
         keep = None
         if result.precision is not None and result.precision.verdict == "over budget":
-            progress(Progress("repair", message="looking for the layers to keep in float32"))
+            progress(Progress("repair", message=f"over the {result.precision.format} budget: looking for the "
+                                                "smallest keep-in-float32 list (whole-model checks of copies)"))
             keep = keep_list_search(ctx.prepared, result, recheck, torch_tensors(ctx.prepared.model))
             if not keep.genuine:
                 if keep.verified and keep.model is not None:
@@ -266,9 +279,11 @@ class Pipeline:
         fixed, why, fix = repair_patches(full_model(ctx.prepared.index), explained.result, explained.explanation)
         if fixed.model is None:
             return Repaired("none", explained.result, patches=fixed, keep=keep, reason=why, fix=fix)
-        progress(Progress("repair", message="checking the repaired copy end to end"))
-        return Repaired("patches", explained.result, model=fixed.model, after=recheck(fixed.model), patches=fixed,
-                        keep=keep)
+        progress(Progress("repair", message=f"applying {len(fixed.applied)} patch(es) to a copy; checking it again"))
+        env = explained.result.environment
+        fixes = source_fixes(fixed.applied, explained.result.findings, env.opset, env.exporter)
+        return Repaired("patches", explained.result, model=fixed.model, after=recheck(fixed.model, "repaired copy: "),
+                        patches=fixed, keep=keep, source_fixes=fixes)
 
     def drill(self, layer: int, result: Result, progress: ProgressFn = no_progress,
               cancel: Optional[CancelToken] = None) -> Channels:

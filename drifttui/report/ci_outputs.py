@@ -1,6 +1,6 @@
 """The CI side of ``check`` / ``diagnose``: flags, checks before the run, outputs and exit code after.
 
-``add_options(parser)`` adds ``--junit --markdown --gitlab --fail-on --min-top1 --baseline``.
+``add_options(parser)`` adds ``--junit --markdown --gitlab --html --fail-on --min-top1 --baseline``.
 ``CiRun.prepare(args, inputs)`` runs before any work: every output path is checked (never a
 folder, a missing or read-only folder, or one of the run's inputs, the baseline included) and
 the baseline is read. ``CiRun.finish(result)`` decides the exit code (``gate.decide``), writes
@@ -47,6 +47,8 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--markdown", metavar="PATH", help="write a Markdown summary (for $GITHUB_STEP_SUMMARY "
                    "or a PR comment)")
     p.add_argument("--gitlab", metavar="PATH", help="write a GitLab code-quality JSON report")
+    p.add_argument("--html", metavar="PATH", help="write one self-contained HTML page: the error profile plot, "
+                   "the origin's drill-down, the steps and cause, every layer with heat (no network, no script)")
     p.add_argument("--fail-on", choices=FAIL_ON, default="drift",
                    help="what fails the run with exit 1: drift (default), error (drift or an error finding), never")
     p.add_argument("--min-top1", type=_fraction, default=None, metavar="FRACTION",
@@ -66,7 +68,7 @@ class CiRun:
         from drifttui.errors import InputError
 
         baseline_path = getattr(args, "baseline", None)
-        paths = {flag: getattr(args, flag[2:], None) for flag in ("--junit", "--markdown", "--gitlab")}
+        paths = {flag: getattr(args, flag[2:], None) for flag in ("--junit", "--markdown", "--gitlab", "--html")}
         paths = {flag: path for flag, path in paths.items() if path}
         inputs = list(inputs) + ([baseline_path] if baseline_path else [])
         for flag, path in paths.items():
@@ -75,7 +77,8 @@ class CiRun:
             check_output(path, flag, inputs)
         named = list(paths.values()) + ([args.json] if getattr(args, "json", None) not in (None, "-") else [])
         if len(set(named)) < len(named):
-            raise InputError("two report flags name the same file", "give --json, --junit, --markdown and --gitlab distinct paths")
+            raise InputError("two report flags name the same file",
+                             "give --json, --junit, --markdown, --gitlab and --html distinct paths")
         baseline = _read_baseline(baseline_path) if baseline_path else None
         gate = Gate(getattr(args, "fail_on", "drift"), getattr(args, "min_top1", None), baseline)
         return cls(gate, paths, command)
@@ -87,9 +90,11 @@ class CiRun:
                report_printed: bool = False) -> int:
         """``report_printed``: the text report on stdout already says the gate's outcome (its
         headline), so stderr only carries a gate that could not apply."""
-        from drifttui.report import annotations, junit, markdown
+        from drifttui.report import annotations, html, junit, markdown
 
         decision = decision or decide(result, self.gate)
+        if "--html" in self.paths:
+            write_atomic(self.paths["--html"], html.render(result, decision), "--html")
         if "--junit" in self.paths:
             write_atomic(self.paths["--junit"], junit.render(result, decision, self.gate, self.command), "--junit")
         if "--markdown" in self.paths:
@@ -126,9 +131,9 @@ class CiRun:
             raise refused from exc
 
     def _report_error(self, exc: Exception) -> None:
-        from drifttui.report import annotations, junit, markdown
+        from drifttui.report import annotations, html, junit, markdown
 
-        writers = {"--junit": lambda: junit.render_error(exc, self.command),
+        writers = {"--html": lambda: html.render_error(exc, self.command),"--junit": lambda: junit.render_error(exc, self.command),
                    "--markdown": lambda: markdown.render_error(exc, self.command),
                    "--gitlab": lambda: annotations.gitlab_error(exc)}
         for flag, path in self.paths.items():

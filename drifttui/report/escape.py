@@ -12,6 +12,7 @@ point where it meets its medium; the JSON report keeps every name exact.
 - :func:`markdown_text`, :func:`markdown_code`: GitHub-flavoured Markdown (step summaries and PR
   comments render it as HTML): HTML and Markdown syntax escaped, ``|`` and line breaks never
   split a table row.
+- :func:`html_text`: the HTML page (``--html``): entities for ``& < > " '``, controls visible.
 - :func:`xml`: characters XML 1.0 does not allow shown visibly (ElementTree escapes ``&<>"``).
 - :func:`github_data`, :func:`github_property`: a GitHub Actions workflow command's message and
   properties (``%25 %0D %0A``; ``%3A %2C`` in properties), as GitHub documents.
@@ -104,6 +105,14 @@ def markdown_code(text: Any, in_table: bool = True) -> str:
 # --- XML 1.0 -------------------------------------------------------------------------------
 _XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff"
                             "\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def html_text(text: Any) -> str:
+    """Untrusted text in an HTML page (text or a quoted attribute, SVG included): ``& < > " '``
+    as entities, control characters shown visibly (report/html.py)."""
+    import html
+
+    return html.escape(terminal(text), quote=True)
 
 
 def xml(text: Any) -> str:

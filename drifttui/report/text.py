@@ -11,9 +11,10 @@ from rich.text import Text
 from drifttui.core.result import DRIFT, INHERITED, RULE_FORMULA, Layer, Result, own_op_types
 from drifttui.core.base.dtypes import LOW_PRECISION
 from drifttui.core.base.tolerance import K_EPS
-from drifttui.report.console import report_console
+from drifttui.report.console import UNWRAPPED_WIDTH, report_console
 from drifttui.report.escape import plain, terminal
 from drifttui.report.gate import Decision, Gate
+from drifttui.report.profile import MAX_WIDTH, profile_line
 from drifttui.report.summary import alerts, layer_name, origin_layer, origin_numbers
 from drifttui.report.served_text import served_lines
 
@@ -45,6 +46,7 @@ def render(result: Result, context: int = 4, width: int = 80, decision: Optional
     parts: list = [*_headline(result, decision, gate), *(indented(plain(a, style="bold red")) for a in said),
                    _tolerance_line(result), *_precision(result),
                    *(plain(line, style="bold" if not line.startswith("  ") else "") for line in served_lines(result))]
+    parts.extend(_profile(result, width))
     rows = _rows(result, context)
     if rows:
         parts.append(_layer_table(result, rows, width))
@@ -55,6 +57,17 @@ def render(result: Result, context: int = 4, width: int = 80, decision: Optional
     parts.extend(hanging("note:", plain(note, style="yellow"), "yellow") for note in result.notes if note not in said)
     parts.append(_environment(result))
     return Group(*parts)
+
+
+def _profile(result: Result, width: int) -> list:
+    """Where the error starts and grows, one character per layer (report/profile.py)."""
+    line = profile_line(result, max(16, min(MAX_WIDTH, width - 12)))
+    if not line:
+        return []
+    head, legend = line.split("  ", 1)
+    text = Text(head)
+    text.append(f"  {legend}", style="dim")
+    return [text]
 
 
 def _precision(result: Result) -> list[Text]:
@@ -189,10 +202,11 @@ def _layer_table(result: Result, rows: list[Layer], width: int) -> Table:
     budgeted = result.precision is not None and bool(result.precision.verdict)
     if budgeted:
         cols += [("own dB", "right"), ("share", "right")]
+    unwrapped = width >= UNWRAPPED_WIDTH      # piped: every op of every layer, as the README says
     for col, just in cols:
         table.add_column(col, justify=just, no_wrap=True, overflow="ellipsis",  # type: ignore[arg-type]
                          min_width=_FIXED.get(col),
-                         max_width=_FIXED.get(col) if col in ("class", "onnx ops") else None)
+                         max_width=_FIXED.get(col) if col in ("class", "onnx ops") and not unwrapped else None)
     room = max(12, width - sum(_FIXED[c] + 2 for c, _ in cols if c in _FIXED) - 1)
     origin = result.drift_origin.layer if result.drift_origin else None
     for L in rows:
@@ -202,7 +216,8 @@ def _layer_table(result: Result, rows: list[Layer], width: int) -> Table:
             name = "…" + name[-(room - 1):]
         cells: list = [str(L.index), Text(name)]       # Text: a name is never read as markup
         if wide:
-            cells += [plain(L.cls), plain(",".join(L.op_types[:3]) + ("…" if len(L.op_types) > 3 else ""))]
+            ops = L.op_types if unwrapped else L.op_types[:3]
+            cells += [plain(L.cls), plain(",".join(ops) + ("…" if len(L.op_types) > len(ops) else ""))]
         cells += [Text(L.status.replace("_", " "), style=STATUS_STYLE.get(L.status, "")),
                   fmt(m.max_abs.worst if m else None), fmt(m.max_rel.worst if m else None),
                   fmt(L.local.max_abs.worst if L.local else None),

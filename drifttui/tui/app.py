@@ -38,6 +38,7 @@ from drifttui.tui.tools import ToolsMixin
 from drifttui.tui.widgets.inspector import Inspector
 from drifttui.tui.widgets.key_footer import KeyFooter
 from drifttui.tui.widgets.layer_table import LayerTable
+from drifttui.tui.widgets.profile import ProfileStrip
 from drifttui.tui.widgets.status import StatusLine
 from drifttui.tui.widgets.steps_bar import StepsBar
 
@@ -81,6 +82,7 @@ class DriftApp(FilterMixin, DrillMixin, ToolsMixin, App[int]):
     # -- layout ------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield StatusLine(id="status")
+        yield ProfileStrip(id="profile")
         with Container(id="main"):
             yield LayerTable(id="table")
             yield Inspector(id="inspector")
@@ -146,6 +148,7 @@ class DriftApp(FilterMixin, DrillMixin, ToolsMixin, App[int]):
         self.config = result.config
         shown = terminal_data(result)       # names are untrusted: the screen gets them escaped
         self.table.set_result(shown)
+        self.query_one(ProfileStrip).show(shown)
         bar = self.steps_bar
         bar.show_result(result)
         bar.notes = list(shown.notes)          # escaped for the screen
@@ -183,6 +186,7 @@ class DriftApp(FilterMixin, DrillMixin, ToolsMixin, App[int]):
         if message.progress.partial is not None and self.result is None:
             partial = terminal_data(message.progress.partial)
             self.table.set_result(partial)
+            self.query_one(ProfileStrip).show(partial)
             self.status.set_state(result=partial)
         elif self.result is None and self.table.result is not None:
             # the inspector's "partial result: the run is at 7/20" follows the run
@@ -282,7 +286,7 @@ class DriftApp(FilterMixin, DrillMixin, ToolsMixin, App[int]):
     def on_step_progress(self, message: StepProgress) -> None:
         bar = self.steps_bar
         if message.number in bar.running:
-            bar.progress[message.number] = message.progress
+            bar.set_progress(message.number, message.progress)
             bar.refresh_view()
 
     def on_step_done(self, message: StepDone) -> None:

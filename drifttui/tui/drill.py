@@ -30,10 +30,12 @@ class DrillMixin:
         engine = self.engine  # type: ignore[attr-defined]
         if channels is not None or engine is None or not hasattr(engine, "drill"):
             waiting = "" if channels is not None else NOT_HELD
-            self.push_screen(layer_detail(result, layer, channels, waiting, width=width))  # type: ignore[attr-defined]
+            self.push_screen(layer_detail(result, layer, channels, waiting, width=width,  # type: ignore[attr-defined]
+                                          no_color=self.no_color))  # type: ignore[attr-defined]
             return
         token = CancelToken()
         screen = layer_detail(result, layer, None, width=width, on_close=token.cancel,
+                              no_color=self.no_color,  # type: ignore[attr-defined]
                               waiting="computing the per-channel errors (one per-layer pass on the worst "
                                       "sample, in the background; Esc cancels)…")
         self._drill = (layer, token, screen, result, width)
@@ -48,4 +50,5 @@ class DrillMixin:
         if token.cancelled or not isinstance(screen, DetailScreen):
             return
         waiting = "" if message.channels is not None else f"per-channel errors not computed: {message.message}"
-        screen.update_body(layer_body(result, result.layers[layer], message.channels, waiting, width))
+        screen.update_body(layer_body(result, result.layers[layer], message.channels, waiting, width,
+                                      self.no_color))  # type: ignore[attr-defined]

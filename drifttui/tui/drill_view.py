@@ -16,6 +16,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from drifttui.core.result import HIST_EDGES, Layer, Result
+from drifttui.report.profile import allowance
 from drifttui.tui.heat import BAND_STYLES, GLYPHS, band, fmt_value, thresholds
 from drifttui.tui.layer_view import bin_label
 
@@ -108,15 +109,20 @@ def render_drill(result: Result, layer: Layer, channels: Optional[Any], width: i
     if channels is None:
         parts.append(Text(waiting or "no per-channel errors for this layer", style="italic #f0a030"))
         return Group(*parts)
-    th = thresholds(result.tolerance)["max_abs"]
+    allowed = allowance(result, layer)          # its budget in a reduced-precision file, not atol
+    th = allowed if allowed is not None else thresholds(result.tolerance)["max_abs"]
+    against = ("its precision budget" if layer.budget is not None and layer.budget.out_budget > 0
+               else "its tolerance") if allowed is not None else "atol"
     axis = "last" if channels.axis == -1 else str(channels.axis)
     how = "from the capture" if channels.source == "capture" else \
         f"from one per-layer pass on sample #{channels.samples[0] if channels.samples else '?'}"
     parts.append(Text(f"max |torch - onnx| per output channel ({channels.size} along axis {axis}, {how}); "
-                      "glyphs as in the table, against atol", style="dim"))
+                      f"glyphs as in the table, against {against} ({fmt_value(th).strip()})", style="dim"))
     parts.append(_strip(list(channels.max_abs), th, channels.group, width))
     parts.append(_worst_channels(list(channels.max_abs), channels.group))
-    parts.append(Text("\nPer sample (max |torch - onnx| of the output)", style="bold underline"))
+    of = (f"the {len(channels.samples)} of {result.samples} samples compared layer by layer"
+          if channels.source == "capture" else "the sample of that pass")
+    parts.append(Text(f"\nPer sample: {of} (max |torch - onnx| of the output)", style="bold underline"))
     parts.append(_per_sample(list(channels.samples), list(channels.sample_max_abs), width))
     parts.append(Text("\nChannels per error decade", style="bold underline"))
     parts.append(_decades(list(channels.max_abs)))

@@ -23,7 +23,7 @@ class Action:
 
 
 TABLE, DETAIL, STEPS, RERUN, APP = ("Layer table", "Details and copying", "Debugging steps",
-                                    "Rerun capture (in the background)", "App")
+                                    "Reruns (in the background)", "App")
 
 ACTIONS: list[Action] = [
     Action(TABLE, "", "↑ ↓  k j", "", "Move", "move the cursor (the inspector follows)"),
@@ -59,10 +59,10 @@ ACTIONS: list[Action] = [
     Action(STEPS, "p", "p", "step_move(-1)", "Previous step", "show the previous step"),
     Action(STEPS, "l", "l", "step_layers", "Step layers",
            "move the cursor to the layer(s) the shown step names (again: the next one)"),
-    Action(RERUN, "d", "d", "determinism", "Determinism", "rerun with determinism on/off"),
+    Action(RERUN, "d", "d", "determinism", "Determinism", "capture again with determinism on/off"),
     Action(RERUN, "o", "o", "opt_level", "Opt level", "rerun at the next ORT level: disable → basic → extended → all"),
-    Action(RERUN, "plus", "+", "tolerance(10)", "Tolerance ×10", "rerun with atol and rtol ×10"),
-    Action(RERUN, "minus", "-", "tolerance(0.1)", "Tolerance ÷10", "rerun with atol and rtol ÷10"),
+    Action(RERUN, "plus", "+", "tolerance(10)", "Tolerance ×10", "atol and rtol ×10: re-decides the capture on screen (no new capture)"),
+    Action(RERUN, "minus", "-", "tolerance(0.1)", "Tolerance ÷10", "atol and rtol ÷10: re-decides the capture on screen (no new capture)"),
     Action(RERUN, "z", "z", "zero_input", "Zero input", "rerun with zero input on/off"),
     Action(RERUN, "r", "r", "rerun", "Rerun", "rerun with the configuration on screen", footer=True),
     Action(RERUN, "x", "x", "cancel", "Cancel", "cancel the running capture or step (the result on screen stays)"),
@@ -114,8 +114,17 @@ PANE_KEYS: dict[str, list[tuple[str, str]]] = {
 }
 
 
-def footer_keys(pane: str) -> list[tuple[str, str]]:
-    """(key as written, title) pairs the footer shows while ``pane`` has the focus."""
+# the same keys in short forms: what fits 80 columns (the long forms were cut at "back to th…")
+PANE_SHORT: dict[str, list[tuple[str, str]]] = {
+    "inspector": [("↑↓ PgUp PgDn", "scroll"), ("Tab/Esc", "table"), ("Enter", "detail"), ("i", "hide"),
+                  ("?", "Help"), ("q", "Quit")],
+    "filter": [("type", "a name"), ("Enter", "keep"), ("Esc", "clear"), ("Tab", "table")],
+}
+
+
+def footer_keys(pane: str, short: bool = False) -> list[tuple[str, str]]:
+    """(key as written, title) pairs the footer shows while ``pane`` has the focus (``short``:
+    the forms that fit 80 columns)."""
     if pane in PANE_KEYS:
-        return PANE_KEYS[pane]
+        return (PANE_SHORT if short else PANE_KEYS)[pane]
     return [(a.shown.split()[0], a.title) for a in ACTIONS if a.footer] + [("^p", "Commands")]

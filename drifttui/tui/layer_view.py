@@ -120,7 +120,7 @@ def histogram_bars(hist: tuple[int, ...] | list[int], width: int = 30) -> Render
 
 
 def metrics_table(m: Metrics, local: Optional[Metrics], result: Result, layer: Optional[Layer] = None,
-                  full: bool = True) -> Text:
+                  full: bool = True, no_color: bool = False) -> Text:
     """Worst / worst sample / median per metric (``full``: and its threshold)."""
     th = thresholds(result.tolerance)
     fails = dict(zip(("max_abs", "max_rel", "local", "cos"), own_fails(layer))) if layer is not None else {}
@@ -129,7 +129,7 @@ def metrics_table(m: Metrics, local: Optional[Metrics], result: Result, layer: O
     def row(name: str, s, col: Optional[str] = None, transform=lambda v: v) -> None:
         worst = transform(s.worst)
         thr = th[col] if col else None
-        style = cell_style(band(worst, thr), fails.get(col)) if thr is not None else ""
+        style = cell_style(band(worst, thr), fails.get(col), no_color) if thr is not None else ""
         cells = [name, Text(_num(worst), style=style), f"#{s.worst_sample}", _num(transform(s.median))]
         table.add_row(*cells, *([_num(thr) if thr is not None else ""] if full else []))
 
@@ -153,16 +153,21 @@ def _samples_line(m: Metrics, result: Result, progress: Optional[Progress]) -> T
     return text
 
 
-def _head(result: Result, layer: Layer, is_origin: bool) -> list[RenderableType]:
+def _head(result: Result, layer: Layer, is_origin: bool, no_color: bool = False) -> list[RenderableType]:
+    """The name line (without colour the ◆ and a drift status are bold reversed, never the
+    faintest text) and the layer's place."""
     head = Text()
     if is_origin:
-        head.append("◆ ", style="bold #ff3d9a")
+        head.append("◆", style="bold reverse" if no_color else "bold #ff3d9a")
+        head.append(" ")
     head.append(display_name(layer.module), style="bold")
     head.append(f"  {layer.cls}", style="italic")
     if layer.call:
         head.append(f"  call {layer.call}")
     head.append("  ")
-    head.append(STATUS_TEXT.get(layer.status, layer.status), style=STATUS_STYLES.get(layer.status, ""))
+    status_style = ("bold reverse" if layer.status == "drift" else "bold" if layer.status == "inherited" else "") \
+        if no_color else STATUS_STYLES.get(layer.status, "")
+    head.append(STATUS_TEXT.get(layer.status, layer.status), style=status_style)
     meta = Text(style="dim")
     shapes = ", ".join(str(s) for s in layer.output_shapes) or "—"
     meta.append(f"layer #{layer.index} · depth {layer.depth} · output {shapes}")
@@ -171,7 +176,7 @@ def _head(result: Result, layer: Layer, is_origin: bool) -> list[RenderableType]
     return [head, meta]
 
 
-def _quick_line(result: Result, layer: Layer) -> Text:
+def _quick_line(result: Result, layer: Layer, no_color: bool = False) -> Text:
     th = thresholds(result.tolerance)
     m = layer.metrics
     fails = dict(zip(("max_abs", "max_rel", "local"), own_fails(layer)))
@@ -181,7 +186,7 @@ def _quick_line(result: Result, layer: Layer) -> Text:
         if value is None:
             continue
         line.append(f"{label} ", style="dim")
-        line.append(fmt_value(value).strip(), style=cell_style(band(value, th[col]), fails.get(col)))
+        line.append(fmt_value(value).strip(), style=cell_style(band(value, th[col]), fails.get(col), no_color))
         line.append("  ")
     line.append(f"worst sample #{m.max_abs.worst_sample}", style="dim")
     return line
@@ -280,19 +285,19 @@ def _initializers(layer: Layer, full: bool) -> list[RenderableType]:
 
 def render_layer(result: Result, layer: Layer, full: bool = False,
                  progress: Optional[Progress] = None, head_only: bool = False,
-                 skip_head: bool = False) -> RenderableType:
+                 skip_head: bool = False, no_color: bool = False) -> RenderableType:
     """The inspector's summary (``full``: the layer detail).  ``head_only`` / ``skip_head``: the
     name line and the quick metrics line alone / everything after them (the detail screen puts
     the drill-down between the two)."""
     is_origin = result.drift_origin is not None and result.drift_origin.layer == layer.index
-    parts: list[RenderableType] = _head(result, layer, is_origin)
+    parts: list[RenderableType] = _head(result, layer, is_origin, no_color)
     if layer.metrics is not None:
-        parts.append(_quick_line(result, layer))
+        parts.append(_quick_line(result, layer, no_color))
     if layer.budget is not None and layer.budget.format != "float32":
         parts.append(budget_line(layer))
     if is_origin:
         parts.append(Text("drift origin: the first module whose own computation fails the tolerance",
-                          style="#ff3d9a"))
+                          style="bold" if no_color else "#ff3d9a"))
     if layer.note:
         parts.append(Text(f"note: {layer.note}", style="italic"))
     if head_only:
@@ -302,7 +307,7 @@ def render_layer(result: Result, layer: Layer, full: bool = False,
     if layer.metrics is not None:
         parts.append(Text(""))
         parts.append(_samples_line(layer.metrics, result, progress))
-        parts.append(metrics_table(layer.metrics, layer.local, result, layer, full=full))
+        parts.append(metrics_table(layer.metrics, layer.local, result, layer, full=full, no_color=no_color))
         if full:
             parts.append(Text("\nHistogram of per-sample max abs", style="bold underline"))
             parts.append(histogram_bars(layer.metrics.histogram))

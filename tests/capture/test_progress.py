@@ -68,12 +68,12 @@ def test_per_layer_capture_only_on_sample_0_and_the_worst_samples(deep_onnx):
     assert drifted.timings["local_runs"] == 3
     assert _layer_samples(drifted) == {3}
     assert drifted.outputs[0].metrics.samples == 8 and drifted.samples == 8
-    assert any("over 3 of 8 samples" in n for n in drifted.notes)
+    assert any("compared on 3 of the 8 samples" in n for n in drifted.notes)
     origin = drifted.layers[drifted.drift_origin.layer]
     assert origin.local.samples == 3 and origin.local.max_abs.worst > 1e-4
     every, _ = _run(deep_onnx[1], samples=8, layer_samples="all")
     assert every.timings["local_runs"] == 8 and _layer_samples(every) == {8}
-    assert not any("of 8 samples" in n for n in every.notes)
+    assert not any("of the 8 samples" in n for n in every.notes)
     five, _ = _run(deep_onnx[1], samples=8, layer_samples="5")
     assert five.timings["local_runs"] == 5 and _layer_samples(five) == {5}
 

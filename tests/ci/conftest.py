@@ -23,12 +23,16 @@ MODEL = f"{HERE / 'classifier.py'}:build"
 INPUTS = f"{HERE / 'classifier.py'}:inputs"
 
 
+from tests.conftest import PROGRESS_LINE  # noqa: E402  (drifttui/cli_progress.py, stderr not a terminal)
+
+
 @dataclass
 class CliRun:
     code: int
     out: str
-    err: str
+    err: str                # stderr without the progress lines
     files: dict[str, Path]
+    progress: str = ""      # the progress lines
 
 
 @contextlib.contextmanager
@@ -50,7 +54,15 @@ def run_cli(argv: list[str], files: Optional[dict[str, Path]] = None, actions: O
     out, err = io.StringIO(), io.StringIO()
     with github_actions(actions), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(argv)
-    return CliRun(code, out.getvalue(), err.getvalue(), files or {})
+    rest, progress = split_progress(err.getvalue())
+    return CliRun(code, out.getvalue(), rest, files or {}, progress)
+
+
+def split_progress(err: str) -> tuple[str, str]:
+    """stderr as (what is not progress, the progress lines) -- the order ``CliRun`` takes them in."""
+    lines = err.splitlines(keepends=True)
+    progress = [line for line in lines if PROGRESS_LINE.match(line)]
+    return "".join(line for line in lines if not PROGRESS_LINE.match(line)), "".join(progress)
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import torch
 from onnx import TensorProto, helper
 
 from drifttui.cli import main
-from tests.conftest import ROOT, model_spec
+from tests.conftest import ROOT, model_spec, without_progress
 
 
 @pytest.fixture(scope="module")
@@ -28,12 +28,12 @@ def run_cli(capsys, *argv, json_path=None):
     if json_path is not None:
         args += ["--json", str(json_path)]
     code = main(args)
-    err = capsys.readouterr().err
+    err = without_progress(capsys.readouterr().err)      # what is said besides the progress lines
     return code, err
 
 
 def assert_one_line(err, *needles):
-    lines = [line for line in err.strip().splitlines() if line.strip()]
+    lines = [line for line in without_progress(err).strip().splitlines() if line.strip()]
     assert len(lines) == 1, err
     assert lines[0].startswith("drifttui: error: ")
     assert "Traceback" not in err

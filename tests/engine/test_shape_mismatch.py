@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from drifttui.cli import main
+from tests.conftest import without_progress
 from tests.engine import own_ops
 
 HERE = Path(__file__).parent
@@ -23,7 +24,7 @@ def onnx_16(tmp_path_factory):
 
 def test_the_cli_error_names_the_expected_and_the_given_shape(onnx_16, capsys):
     code = main(["check", MODEL, "--onnx", onnx_16, "--inputs", "shape:1x3x32x32", "--samples", "1"])
-    err = capsys.readouterr().err.strip()
+    err = without_progress(capsys.readouterr().err).strip()
     assert code == 2 and len(err.splitlines()) == 1
     assert "input x: the graph expects 1x3x16x16 float32, the inputs give 1x3x32x32 float32" in err
     assert err.endswith("(--inputs shape:1x3x16x16)")

@@ -151,4 +151,4 @@ async def test_help_first_page_at_80x24_has_the_step_keys_and_determinism(result
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         first = screen_text(app)
-        assert "1 … 6" in first and "rerun with determinism on/off" in first
+        assert "1 … 6" in first and "capture again with determinism on/off" in first

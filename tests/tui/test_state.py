@@ -58,7 +58,7 @@ async def test_step_progress_shown_and_x_cancels_a_step():
         await pilot.press("5")
         await wait_until(pilot, lambda: 5 in app.steps_bar.progress)
         text = str(app.steps_bar.render_text())
-        assert "step 5 running 1/3 step 5: replaying" in text and "x cancels" in text
+        assert "step 5 running 2/3 step 5: replaying" in text and "x cancels" in text      # the 2nd of 3 runs
         await pilot.press("x")
         await pilot.pause()
         assert not app.steps_bar.running and "step 5 cancelled" in str(app.steps_bar.render_text())

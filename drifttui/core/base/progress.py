@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Optional
 
@@ -44,3 +45,37 @@ class CancelToken:
 
 def no_progress(_: Progress) -> None:
     return None
+
+
+class Estimate:
+    """Seconds left of a counted stage: the engine's own estimate (``Progress.eta``, the
+    samples) or, for counted steps (``done`` of ``total``), the pace of the steps run so far.
+    None until a first sample or step has run: no guess before there is a measurement."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._base: dict[tuple[str, int], tuple[float, int]] = {}
+
+    def __call__(self, p: Progress) -> Optional[float]:
+        if p.eta is not None:
+            return p.eta if p.done > 0 else None
+        if not p.total or p.done >= p.total:
+            return None
+        key, now = (p.stage, p.total), self._clock()
+        base = self._base.get(key)
+        if base is None or p.done < base[1]:        # a new counted stage (or the same one again)
+            self._base[key] = (now, p.done)
+            return None
+        start, first = base
+        if p.done == first or now <= start:
+            return None
+        return (now - start) / (p.done - first) * (p.total - p.done)
+
+
+def duration(seconds: float) -> str:
+    """A time left, rounded the way people say it: "8 s", "40 s", "3 min"."""
+    if seconds < 10:
+        return f"{max(1, round(seconds))} s"
+    if seconds < 90:
+        return f"{round(seconds / 5) * 5:.0f} s"
+    return f"{seconds / 60:.0f} min"

@@ -314,8 +314,9 @@ def _finish(timings: dict[str, float], notes: list[str], acc: Accum, outs: _Outp
     timings["local_runs"] = float(acc.local_runs)
     if len(chosen) < n:
         which = f"sample 0 and the {len(chosen) - 1} with the largest output error" if len(chosen) > 1 else "sample 0"
-        notes.append(f"per-layer statistics are over {len(chosen)} of {n} samples: {which} (--layer-samples K or "
-                     "all compares more); the output verdict is over every sample")
+        notes.append(f"the layers were compared on {len(chosen)} of the {n} samples ({which}; "
+                     "--layer-samples all compares every sample layer by layer); the outputs' verdict covers "
+                     f"all {n}")
 
 
 def _snapshot(pr: Prepared, cfg: Config, acc: Accum, outs: _Outputs, n: int, chosen: list[int],

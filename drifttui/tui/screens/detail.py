@@ -92,7 +92,8 @@ class _Null:
         return None
 
 
-def layer_body(result, layer, channels=None, waiting: str = "", width: int = 78) -> RenderableType:
+def layer_body(result, layer, channels=None, waiting: str = "", width: int = 78,
+               no_color: bool = False) -> RenderableType:
     """The layer detail: the drill-down (per-channel and per-sample errors) first, then every
     metric, the histogram, nodes and initializers."""
     from rich.console import Group
@@ -101,13 +102,13 @@ def layer_body(result, layer, channels=None, waiting: str = "", width: int = 78)
     from drifttui.tui.drill_view import render_drill
     from drifttui.tui.layer_view import render_layer
 
-    return Group(render_layer(result, layer, full=True, head_only=True), Text(""),
+    return Group(render_layer(result, layer, full=True, head_only=True, no_color=no_color), Text(""),
                  render_drill(result, layer, channels, width=width, waiting=waiting), Text(""),
-                 render_layer(result, layer, full=True, skip_head=True))
+                 render_layer(result, layer, full=True, skip_head=True, no_color=no_color))
 
 
 def layer_detail(result, layer_index: int, channels=None, waiting: str = "", on_close=None,
-                 width: int = 78) -> Optional[DetailScreen]:
+                 width: int = 78, no_color: bool = False) -> Optional[DetailScreen]:
     from drifttui.tui.tree import display_name
 
     if result is None or not 0 <= layer_index < len(result.layers):
@@ -115,7 +116,7 @@ def layer_detail(result, layer_index: int, channels=None, waiting: str = "", on_
     layer = result.layers[layer_index]
     fixes = [f.fix for f in result.findings if f.module == layer.module and f.fix]
     return DetailScreen(f"Layer #{layer.index} {display_name(layer.module)} ({layer.cls})",
-                        layer_body(result, layer, channels, waiting, width),
+                        layer_body(result, layer, channels, waiting, width, no_color),
                         name_to_copy=display_name(layer.module), fix_to_copy=fixes[0] if fixes else "",
                         on_close=on_close)
 

@@ -65,7 +65,8 @@ class Inspector(ScrollView, can_focus=True):
         result, layer, progress = self._source
         if result is None or layer is None or not 0 <= layer < len(result.layers):
             return Text("no layer under the cursor", style="dim")
-        return render_layer(result, result.layers[layer], progress=progress)
+        return render_layer(result, result.layers[layer], progress=progress,
+                            no_color=self.is_mounted and self.app.no_color)
 
     @property
     def text(self) -> str:

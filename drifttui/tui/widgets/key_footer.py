@@ -24,10 +24,23 @@ class KeyFooter(Static):
         if pane == self.pane:
             return
         self.pane = pane
-        text = Text(no_wrap=True, overflow="crop")
-        for n, (key, title) in enumerate(footer_keys(pane)):
-            if n:
-                text.append("  ")
-            text.append(key, style="bold reverse")
-            text.append(f" {title}")
-        self.update(text)
+        self.update(self.keys_text())
+
+    def keys_text(self) -> Text:
+        """The pane's keys, in their short forms when the long ones do not fit the width."""
+        width = self.content_region.width if self.is_mounted and self.content_region.width > 10 else 78
+        text = _keys(footer_keys(self.pane))
+        return text if text.cell_len <= width else _keys(footer_keys(self.pane, short=True))
+
+    def on_resize(self) -> None:
+        self.update(self.keys_text())
+
+
+def _keys(pairs: list[tuple[str, str]]) -> Text:
+    text = Text(no_wrap=True, overflow="crop")
+    for n, (key, title) in enumerate(pairs):
+        if n:
+            text.append("  ")
+        text.append(key, style="bold reverse")
+        text.append(f" {title}")
+    return text

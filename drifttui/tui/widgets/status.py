@@ -7,6 +7,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from drifttui.api import Progress
+from drifttui.core.base.progress import Estimate, duration
 from drifttui.core.result import Config, Result
 from drifttui.report.escape import terminal
 from drifttui.tui.tree import display_name
@@ -49,19 +50,35 @@ def run_time_text(timings: dict[str, float]) -> str:
     return f"{total:.1f}s"
 
 
-def progress_text(p: Optional[Progress]) -> Text:
-    """``samples 5/20`` and the engine's message, said once (the message is dropped when it
-    repeats the stage or the count)."""
+def short_run_time_text(timings: dict[str, float]) -> str:
+    """``run_time_text`` in at most 12 columns."""
+    if timings.get("capture_reused"):
+        return "re-decided"
+    total = timings.get("total")
+    return "" if total is None else f"{total:.1f}s" + (" reused" if timings.get("prepare_reused") else "")
+
+
+def progress_text(p: Optional[Progress], left: Optional[float] = None) -> Text:
+    """``samples 5/20 · 30 s left`` and the engine's message, each said once and the short part
+    first, so that a cut at 80 columns cuts the message, not the count or the time left: a message
+    that starts with its stage's name stands for it (``observer check: …``, not ``observer
+    observer check: …``)."""
     text = Text()
     if p is None:
         text.append("starting…", style="italic")
         return text
-    text.append(p.stage, style="italic")
-    count = f"{p.done}/{p.total}" if p.total else ""
-    if count:
-        text.append(f" {count}")
     msg = terminal(p.message.strip())
-    if msg and msg != p.stage and not (count and count in msg):
+    count = f"{p.done}/{p.total}" if p.total else ""
+    if msg.startswith(p.stage) and not (count and count in msg):
+        head, msg = msg, ""
+    else:
+        head = p.stage + (f" {count}" if count else "")
+        if msg == p.stage or (count and count in msg):
+            msg = ""
+    text.append(head, style="italic")
+    if left is not None and left >= 1:
+        text.append(f" · {duration(left)} left", style="bold")
+    if msg:
         text.append(f" {msg}", style="dim")
     return text
 
@@ -88,6 +105,8 @@ class StatusLine(Static):
         self.config: Optional[Config] = None        # the config of the result on screen
         self.pending: Optional[Config] = None       # the config of the run in progress
         self.progress: Optional[Progress] = None
+        self.left: Optional[float] = None          # seconds left of the run's counted stage
+        self.estimate = Estimate()
         self.running = False
         self.message = ""
 
@@ -107,6 +126,7 @@ class StatusLine(Static):
                 self.pending = None
         if progress is not None:
             self.progress = progress
+            self.left = self.estimate(progress)
         if message is not None:
             self.message = message
         self.update(self.render_text())
@@ -138,20 +158,25 @@ class StatusLine(Static):
                         style="#f0a030" if sat else "dim")
         if self.running:
             text.append("  ⟳ ", style="bold #f0a030")
-            text.append_text(progress_text(self.progress))
             change = changed_fields(self.pending, self.config)
-            if change:
-                text.append(f" → {change}", style="bold #f0a030")
+            if change:          # what the rerun changes first: the progress message is cut, not it
+                text.append(f"→ {change}: ", style="bold #f0a030")
+            text.append_text(progress_text(self.progress, self.left))
         elif self.message:
             text.append(f"  {self.message}", style="italic #f0a030")
         return text
 
-    def second_line(self) -> Text:
+    def second_line(self, width: int = 1000) -> Text:
+        """The configuration, then what the result cost; at 80 columns the short form of the cost
+        ("re-decided", "6.2s") rather than a cut one ("capture 6.2s r…")."""
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append_text(config_text(self.config))
         r = self.result
         if r is not None and r.timings and not self.running:
-            text.append(f"  {run_time_text(r.timings)}", style="dim")
+            cost = run_time_text(r.timings)
+            if text.cell_len + 2 + len(cost) > width:
+                cost = short_run_time_text(r.timings)
+            text.append(f"  {cost}", style="dim")
         return text
 
     def render_text(self) -> Text:
@@ -159,7 +184,7 @@ class StatusLine(Static):
         a long progress message at 80 columns ran onto the configuration line)."""
         width = self.content_region.width if self.is_mounted and self.content_region.width > 10 else 78
         lines = []
-        for line in (self.first_line(), self.second_line()):
+        for line in (self.first_line(), self.second_line(width)):
             line.truncate(width, overflow="ellipsis")
             lines.append(line)
         return Text("\n", no_wrap=True, overflow="ellipsis").join(lines)

@@ -11,10 +11,9 @@ from typing import Optional
 from rich.text import Text
 from textual.widgets import Static
 
-from drifttui.core.base.progress import Progress
-from drifttui.core.result import Config, Step
-from drifttui.report.escape import terminal, terminal_data
+from drifttui.core.base.progress import Estimate, Progress, duration
 from drifttui.core.result import Config, Result, Step
+from drifttui.report.escape import terminal, terminal_data
 from drifttui.tui.staleness import ResultKey, result_diff, result_key
 from drifttui.tui.step_view import VERDICT_GLYPH, VERDICT_STYLE, config_diff
 
@@ -36,6 +35,8 @@ class StepsBar(Static):
         self.ran_on: dict[int, Config] = {}
         self.running: set[int] = set()
         self.progress: dict[int, Progress] = {}
+        self.left: dict[int, Optional[float]] = {}      # seconds left of a running step, once measured
+        self.estimate = Estimate()
         self.messages: dict[int, str] = {}
         self.selected: Optional[int] = None
         self.shown_config: Optional[Config] = None
@@ -68,6 +69,11 @@ class StepsBar(Static):
                 result_diff(self.ran_on_result.get(number), self.shown_result)]
         return "; ".join(b for b in bits if b)
 
+    def set_progress(self, number: int, p: Progress) -> None:
+        """A running step's progress, and its time left once a first counted step has run."""
+        self.progress[number] = p
+        self.left[number] = self.estimate(p)
+
     def refresh_view(self) -> None:
         self.update(self.render_text())
 
@@ -79,19 +85,27 @@ class StepsBar(Static):
             step = self.steps.get(n)
             if n in self.running:
                 glyph, style = "…", "italic"
+            elif step is not None and self.stale(n):     # its ✓/✗ was about another result: not shown
+                glyph, style = "~", "italic" if no_color else "italic dim"
             elif step is not None:
                 glyph, style = VERDICT_GLYPH.get(step.verdict, "·"), VERDICT_STYLE.get(step.verdict, "")
                 if no_color:          # colour-less red is bright black on bright black in xterm
                     style = "bold underline" if step.verdict == "fail" else ""
-                if self.stale(n):
-                    style += " italic" if no_color else " italic dim"
             elif n in self.messages:
                 glyph, style = "!", "" if no_color else "dim"
             else:
                 glyph, style = "·", "" if no_color else "dim"
-            text.append(f"{n}{glyph}{SHORT[n]}", style=(style + " reverse") if n == self.selected else style)
+            text.append(f"{n}{glyph}{self.label(n)}", style=(style + " reverse") if n == self.selected else style)
             text.append(" ")
         return text
+
+    def label(self, n: int) -> str:
+        """The chip's name: the step that ran says what it was (step 4 on a reduced-precision file
+        is the precision bisect, not the tolerance sweep)."""
+        step = self.steps.get(n)
+        if n == 4 and step is not None and step.title.lower().startswith("precision"):
+            return "precision"
+        return SHORT[n]
 
     def _note_line(self) -> Text:
         """The run-level notes in ONE line at any width (all of them on (root)'s detail)."""
@@ -119,7 +133,9 @@ class StepsBar(Static):
             p = self.progress.get(n)
             text.append(f"\nstep {n} running", style="italic")
             if p is not None:
-                text.append(f" {p.done}/{p.total}" if p.total else "")
+                text.append(f" {p.done + 1}/{p.total}" if p.total and p.done < p.total else "")
+                left = self.left.get(n)
+                text.append(f" · {duration(left)} left" if left and left >= 1 else "", style="bold")
                 text.append(f" {terminal(p.message)}" if p.message else "", style="dim")
             text.append("  (x cancels)", style="dim")
             if step is not None:

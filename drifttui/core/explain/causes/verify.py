@@ -177,11 +177,15 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         exp = Explanation(None, None, [], rank(findings, o.module if o else None), why_no_case(ctx))
         ctx.cache[key] = exp
         return exp
-    ctx.say(f"causes: localising inside {display_name(case.module)} and trying patches")
+    ctx.say(f"causes: localising the error inside {display_name(case.module)}")
     case, loc = _localise(ctx, case)
     trials: list[Trial] = []
     if loc.ort.fails:
-        trials = verify(case, candidate_patches(ctx, case, findings, loc), ctx.cancel)
+        patches = candidate_patches(ctx, case, findings, loc)
+        ctx.say(f"causes: trying {len(patches)} candidate patch(es) on the origin's nodes")
+        trials = verify(case, patches, ctx.cancel)
+        if any(t.after.ok and not t.after.fails for t in trials):
+            ctx.say("causes: checking the patches that work on fresh samples")
         hold(ctx, trials)
         # a unit with a folded producer: the origin module alone is not what the case computes
         if reexport and not case.folded and not any(t.after.ok and not t.after.fails for t in trials):

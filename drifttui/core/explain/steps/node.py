@@ -19,10 +19,15 @@ TITLE = "The origin's ONNX node"
 
 
 
-def hazard(node: NodeInfo, elem_types: dict[str, int]) -> Optional[str]:
-    """Why this op is a known source of silent drift, or None."""
+def hazard(node: NodeInfo, elem_types: dict[str, int], opset: Optional[int] = None) -> Optional[str]:
+    """Why this op is a known source of silent drift, or None (``opset``: the file's default-domain
+    opset; a Resize before 11 has no coordinate_transformation_mode to quote)."""
     a = node.attributes
     op = node.op_type
+    if op in ("Resize", "Upsample") and (op == "Upsample" or (opset is not None and opset < 11)):
+        return (f"opset-{opset if opset is not None else '?'} {op} mode={a.get('mode', 'nearest')}: always asymmetric "
+                "(no coordinate_transformation_mode before opset 11), torch's align_corners=False samples "
+                "half-pixel: re-export at opset >= 11")
     if op == "Resize":
         return (f"Resize mode={a.get('mode', 'nearest')} coordinate_transformation_mode="
                 f"{a.get('coordinate_transformation_mode', 'half_pixel')} nearest_mode={a.get('nearest_mode', '-')} "
@@ -104,7 +109,7 @@ def _origin_evidence(ctx: Context, L: Any) -> tuple[dict[str, Any], list[dict[st
     elem_types = ctx.index.elem_types
     nodes, hazards = [], []
     for nd in L.nodes:
-        h = hazard(nd, elem_types)
+        h = hazard(nd, elem_types, ctx.index.opset)
         nodes.append({"name": nd.name, "op_type": nd.op_type, "domain": nd.domain, "attributes": nd.attributes,
                       "inputs": [{"name": v, "shape": nd.shapes.get(v)} for v in nd.inputs],
                       "outputs": [{"name": v, "shape": nd.shapes.get(v)} for v in nd.outputs],
@@ -140,9 +145,10 @@ def _verdict(L: Any, sweep: dict[str, Any], level_note: str, evidence: dict[str,
     name = display_name(L.module)
     if related and related[0].severity == "error":
         f = related[0]
-        proof = {True: f" [verified: the patch brings its local error from {f.local_before:.3g} to "
-                       f"{f.local_after:.3g}]" if f.local_before is not None and f.local_after is not None
-                       else " [verified]",
+        proof = {True: "" if "verified: " in f.message       # the finding's message says it already
+                 else f" [verified: the patch brings its local error from {f.local_before:.3g} to "
+                      f"{f.local_after:.3g}]" if f.local_before is not None and f.local_after is not None
+                 else " [verified]",
                  False: " [unverified: the proposed patch did not remove the drift]",
                  None: " [unverified]"}[f.verified]
         return Step(3, TITLE, "fail", f"{name} ({ops}): {f.message}{proof}" + level_note, evidence,

@@ -69,6 +69,7 @@ class Repaired:
     keep: Optional[Any] = None                    # kind "keep_list" (or a genuine drift found by it): KeepList
     reason: str = ""
     fix: str = ""                                 # the head finding's fix ("none"), or the saturation finding
+    source_fixes: list = field(default_factory=list)   # kind "patches": (code, words) to change at the source
 
 
 def repair_patches(full: Any, result: Any, exp: Explanation) -> tuple[Repair, str, str]:

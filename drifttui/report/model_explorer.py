@@ -1,0 +1,85 @@
+"""``--model-explorer PATH``: node data for Google Model Explorer, so the error shows as colours on
+the ONNX graph (``model-explorer model.onnx --extensions=model_explorer_onnx --node_data_paths=...``).
+
+Three files, one value per ONNX node (the node's owning module call, as the layer table maps it):
+
+* ``PATH``               error / tolerance of the layer's output (accumulated: what flows out of it);
+* ``<stem>.own<ext>``    error / tolerance of the layer's own nodes fed from torch (own error);
+* ``<stem>.status<ext>`` 0 ok, 1 inherited, 2 drift, 3 the origin (other statuses: no value).
+
+"Tolerance" is the layer's allowance (report/profile.py: the tolerance rule at its scale, or its
+precision budget); 1 is the line, and the thresholds colour it the way the text report's profile
+does.  Built with Model Explorer's own node-data builder (``model_explorer.node_data_builder``,
+the optional extra ``drifttui[overlay]``): a GraphNodeData of NodeDataResult keyed by ONNX node
+name (the node ids the ONNX adapter gives), with the thresholds that colour them.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from drifttui.core.result import DRIFT, INHERITED, OK, Result
+from drifttui.errors import InputError
+from drifttui.report.profile import allowance, ratio
+
+# error / allowance: within (greens), over (orange to dark red)
+RATIO_THRESHOLDS = [(0.01, "#388e3c"), (0.1, "#8bc34a"), (1.0, "#c8e6c9"), (10.0, "#ffa000"), (1000.0, "#ff5722"),
+                    (1e300, "#b71c1c")]
+STATUS_CODES = {OK: 0, INHERITED: 1, DRIFT: 2}
+STATUS_THRESHOLDS = [(0, "#8bc34a"), (1, "#ffa000"), (2, "#d32f2f"), (3, "#ff3d9a")]
+
+
+def builder() -> Any:
+    try:
+        from model_explorer import node_data_builder  # the optional extra drifttui[overlay]
+    except ImportError as exc:
+        raise InputError("--model-explorer needs Model Explorer's node-data builder (not installed)",
+                         "pip install 'drifttui[overlay]' (ai-edge-model-explorer)") from exc
+    return node_data_builder
+
+
+def paths(path: str) -> dict[str, str]:
+    """The three files ``--model-explorer PATH`` writes: accumulated (PATH), own, status."""
+    stem, ext = os.path.splitext(path)
+    ext = ext or ".json"
+    return {"accumulated": path, "own": f"{stem}.own{ext}", "status": f"{stem}.status{ext}"}
+
+
+def node_values(result: Result) -> dict[str, dict[str, float]]:
+    """kind -> ONNX node name -> value, for the nodes of every compared layer."""
+    out: dict[str, dict[str, float]] = {"accumulated": {}, "own": {}, "status": {}}
+    origin = result.drift_origin.layer if result.drift_origin is not None else None
+    for L in result.layers:
+        r = ratio(result, L)
+        allowed = allowance(result, L)
+        own = (L.local.max_abs.worst / allowed if L.local is not None and allowed else None)
+        status = 3 if L.index == origin else STATUS_CODES.get(L.status)
+        for node in L.onnx_nodes:
+            if r is not None:
+                out["accumulated"][node] = _finite(r)
+            if own is not None:
+                out["own"][node] = _finite(own)
+            if status is not None:
+                out["status"][node] = status
+    return out
+
+
+def _finite(x: float) -> float:
+    return 1e300 if x != x or x == float("inf") else x     # JSON has no NaN or Infinity
+
+
+def render(result: Result) -> dict[str, str]:
+    """kind -> the JSON text of its node-data file: one GraphNodeData, which Model Explorer's loader
+    applies to the graph on screen (a file keyed by graph id would have to guess the id the ONNX
+    adapter gives the graph)."""
+    ndb = builder()
+    names = {"accumulated": "drifttui: error / tolerance (output)", "own": "drifttui: own error / tolerance",
+             "status": "drifttui: status (0 ok, 1 inherited, 2 drift, 3 origin)"}
+    out = {}
+    for kind, values in node_values(result).items():
+        steps = STATUS_THRESHOLDS if kind == "status" else RATIO_THRESHOLDS
+        data = ndb.GraphNodeData(results={n: ndb.NodeDataResult(value=v) for n, v in values.items()},
+                                 name=names[kind],
+                                 thresholds=[ndb.ThresholdItem(value=v, bgColor=c) for v, c in steps])
+        out[kind] = data.to_json_string(indent=1)
+    return out

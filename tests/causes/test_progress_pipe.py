@@ -1,0 +1,45 @@
+"""`repair` into a pipe (issue 35): a line per stage while it works (it was silent for 79 s on a
+real model), and the fix at the source beside the patch."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+LINE = re.compile(r"^\[ *\d+\.\ds\] ")
+
+
+def test_repair_into_a_pipe_says_each_stage_and_ends_with_the_source_fix(exports, tmp_path):
+    from tests.causes.conftest import SPEC
+
+    src = exports("multi", "dynamo", "eps")
+    out = tmp_path / "fixed.onnx"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.run([sys.executable, "-m", "drifttui", "repair", f"{SPEC}:multi", "--onnx", str(src),
+                        "--inputs", f"{SPEC}:multi_inputs", "--samples", "2", "--out", str(out)],
+                       capture_output=True, text=True, env=env, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stderr[-800:]
+    lines = p.stderr.splitlines()
+    assert all(LINE.match(line) for line in lines), p.stderr
+    text = "\n".join(lines)
+    assert "causes: localising the error inside" in text and "causes: trying" in text
+    assert "repaired copy: run done" in text          # the check of the copy is not silent either
+    said = p.stdout.splitlines()
+    head = said.index("fix the source too (a re-export of the unchanged setup writes the drift again):")
+    assert said[head + 1].strip().startswith("torch.onnx.export(model, args, \"model.onnx\"")
+    assert "epsilon" in said[head + 1]
+
+
+def test_the_source_fix_of_each_patch_kind():
+    from drifttui.core.explain.causes.source_fix import source_fix
+
+    assert source_fix({"op": "rewrite", "rewrite": "resize_opset11"}, 9, "torchscript") == \
+        'torch.onnx.export(model, args, "model.onnx", dynamo=False, opset_version=11)'
+    assert source_fix({"op": "reexport", "exporter": "dynamo", "opset": 18}, 13, "torchscript") == \
+        'torch.onnx.export(model, args, "model.onnx", dynamo=True, opset_version=18)'
+    assert source_fix({"op": "set_attribute", "name": "coordinate_transformation_mode", "value": "half_pixel"},
+                      10, "user file") == 'torch.onnx.export(model, args, "model.onnx", opset_version=11)'
+    assert source_fix({"op": "rewrite", "rewrite": "gelu_tanh"}, 17, "dynamo") is None

@@ -1,0 +1,71 @@
+"""`--html PATH` (issue 35 item 1): one self-contained page, opened in a real headless Chromium.
+The page shows the origin (headline, the profile plot's marker, the marked table row), the
+per-output agreement and the drill-down; it loads nothing (no script, no URL to fetch, a CSP that
+forbids both); hostile names from the model are shown as text and nothing from them runs."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests import browser, hostile
+from tests.ci.conftest import classifier_args, run_cli
+
+needs_chromium = pytest.mark.skipif(browser.find() is None, reason="no Chromium: apt-get install -y chromium")
+
+
+@pytest.fixture(scope="module")
+def flip_page(variants, tmp_path_factory) -> Path:
+    page = tmp_path_factory.mktemp("html") / "report.html"
+    run = run_cli(classifier_args(variants, "flip", "--fail-on", "error", "--html", str(page)))
+    assert run.code == 1, run.err
+    return page
+
+
+def test_the_page_is_self_contained(flip_page):
+    text = flip_page.read_text()
+    assert "Content-Security-Policy" in text and "default-src 'none'" in text
+    assert "<script" not in text.lower() and "<link" not in text.lower()
+    assert not re.search(r"(src|href)\s*=", text, re.I)
+    urls = set(re.findall(r"https?://[^\s'\"<>]+", text))
+    assert urls <= {"http://www.w3.org/2000/svg"}, urls         # the SVG namespace, never fetched
+
+
+@needs_chromium
+def test_chromium_shows_the_origin_the_plot_and_the_outputs(flip_page):
+    dom = browser.dump_dom(flip_page)
+    assert re.search(r"<span id=\"origin\">fc2</span>", dom), dom[:400]
+    label = re.search(r"<text id=\"origin-label\"[^>]*>([^<]*)</text>", dom)
+    assert label and label.group(1) == "◆ origin fc2"             # the plot marks it
+    assert re.search(r"<tr class=\"origin\">.*?◆ fc2", dom, re.S)    # and the table row
+    assert "tolerance</text>" in dom                              # the line it is measured against
+    assert "top-1 agreement" in dom and "per output channel of <b>fc2</b>" in dom
+
+
+@needs_chromium
+def test_hostile_names_are_text_and_nothing_runs(tmp_path):
+    spec, onnx_path = hostile.export_drifting(tmp_path)
+    page = tmp_path / "hostile.html"
+    run = run_cli(["check", spec, "--onnx", onnx_path, "--inputs", "shape:1x8", "--samples", "3",
+                   "--html", str(page)])
+    assert run.code == 1, run.err
+    text = page.read_text()
+    assert "<script>alert" not in text and "<img src=x" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert not re.search(hostile.CONTROL, text)
+    dom = browser.dump_dom(page)
+    assert "<script" not in dom and "<img" not in dom          # no element came from a name
+    assert "&lt;script&gt;alert(1)" in dom                       # shown as text in the browser
+    assert "\\x1b]52" in dom                                     # the escape shown visibly
+
+
+def test_html_refuses_a_path_naming_an_input(variants):
+    run = run_cli(classifier_args(variants, "flip", "--html", variants["flip"]))
+    assert run.code == 2 and "is an input of this run" in run.err
+
+
+@needs_chromium
+def test_screenshot_of_the_page(flip_page, tmp_path):
+    png = browser.screenshot(flip_page, tmp_path / "page.png", (1000, 800))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000

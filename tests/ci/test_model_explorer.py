@@ -1,0 +1,67 @@
+"""`--model-explorer PATH` (issue 35 item 2): Google Model Explorer node data per ONNX node (error /
+tolerance of its layer's output, its own error / tolerance, its status), built with Model
+Explorer's own node-data builder and read back the way Model Explorer reads it."""
+from __future__ import annotations
+
+import json
+
+import onnx
+import pytest
+
+from tests.ci.conftest import classifier_args, run_cli
+
+ndb = pytest.importorskip("model_explorer.node_data_builder", reason="pip install 'drifttui[overlay]'")
+
+
+@pytest.fixture(scope="module")
+def overlay(variants, tmp_path_factory):
+    path = tmp_path_factory.mktemp("me") / "drift.json"
+    run = run_cli(classifier_args(variants, "flip", "--model-explorer", str(path)))
+    assert run.code == 1, run.err
+    return run, path
+
+
+def _load(path):
+    """As Model Explorer's web app does (getNodeDataProviderData): a file whose top level has
+    `results` (and no results.results) is one graph's node data, applied to the graph on screen;
+    its entries parse as the builder's dataclasses."""
+    from dacite import from_dict
+
+    raw = json.loads(path.read_text())
+    assert raw.get("results") is not None and "results" not in raw["results"]
+    data = from_dict(data_class=ndb.GraphNodeData, data=raw)
+    assert json.loads(data.to_json_string()) == raw            # nothing the builder does not know
+    return data
+
+
+def test_the_overlay_colours_the_origin_nodes_over_and_the_nodes_before_within(overlay, variants):
+    run, path = overlay
+    nodes = {n.name: n for n in onnx.load(variants["flip"]).graph.node}
+    acc = _load(path)
+    own = _load(path.with_name("drift.own.json"))
+    status = _load(path.with_name("drift.status.json"))
+    assert set(acc.results) <= set(nodes) and acc.results            # keys are the file's node names
+    origin = [k for k, r in status.results.items() if r.value == 3]
+    linear = [name for name, n in nodes.items() if n.op_type in ("Gemm", "MatMul")]
+    assert origin == linear[-1:], origin                                 # fc2: the last of fc1, relu, fc2
+    for k in origin:
+        assert acc.results[k].value > 1 and own.results[k].value > 1    # over the tolerance, on its own
+    within = [k for k, r in status.results.items() if r.value == 0]
+    assert within and all(acc.results[k].value <= 1 for k in within if k in acc.results)
+    assert [t.value for t in acc.thresholds][2] == 1.0                   # the tolerance is the line
+    assert "model-explorer" in run.err and "--node_data_paths=" in run.err and str(path) in run.err
+
+
+def test_model_explorer_config_takes_the_files(overlay, variants):
+    from model_explorer.config import ModelExplorerConfig
+
+    _, path = overlay
+    config = ModelExplorerConfig().add_model_from_path(variants["flip"]).add_node_data_from_path(str(path))
+    assert str(path) in json.dumps(config.node_data_sources) and "nodeData" in __import__("urllib.parse").parse \
+        .unquote(config.to_url_param_value())
+
+
+def test_refuses_to_overwrite_an_input(variants, tmp_path):
+    flip = variants["flip"]
+    run = run_cli(classifier_args(variants, "flip", "--model-explorer", flip))
+    assert run.code == 2 and "is an input of this run" in run.err
