@@ -24,7 +24,6 @@ how many samples it is (``Metrics.samples``).
 from __future__ import annotations
 
 import dataclasses
-import heapq
 import math
 import time
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from drifttui.core.onnx.weights import give_back_freed, release_weights
 from drifttui.core.runtime.torch_hooks import to_numpy
 from drifttui.core.runtime.guards import check_finite_feeds, check_finite_outputs, safe_forward
 from drifttui.core.base.metrics import Aggregate, Stats, compare
+from drifttui.core.capture.layer_samples import keep_worst, layer_sample_count, valid_layer_samples  # noqa: F401
 from drifttui.core.capture.passes import Accum, Pass, run_sample
 from drifttui.core.prepare.stage import Prepared
 from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, no_progress
@@ -50,22 +50,6 @@ from drifttui.core.prepare.windows import Window
 # the Config fields a Capture depends on, on top of the Prepared's
 CAPTURE_FIELDS = ("samples", "seed", "deterministic", "zero_input", "opt_level", "layer_samples",
                   "output_opt_level", "session")
-LAYER_SAMPLES = ("auto", "all")           # or a positive number K, as text
-AUTO_LAYER_SAMPLES = 3                    # "auto": sample 0 and the two worst other samples
-
-
-def layer_sample_count(value: str, n: int) -> int:
-    """How many of ``n`` samples get the per-layer pass for a ``--layer-samples`` value."""
-    if value == "all":
-        return n
-    k = AUTO_LAYER_SAMPLES if value == "auto" else int(value)
-    return max(1, min(n, k))
-
-
-def valid_layer_samples(value: str) -> bool:
-    return value in LAYER_SAMPLES or (value.isdecimal() and value.isascii() and int(value) >= 1)
-
-
 @dataclass(frozen=True)
 class Capture:
     """Per-sample statistics of one capture configuration (never written after it is built)."""
@@ -264,7 +248,7 @@ class _Run:
             self.chosen.append(i)
             pending.append((i, sample))
         elif i > 0:
-            _keep_worst(self.worst, key, i, self.k - 1)
+            keep_worst(self.worst, key, i, self.k - 1)
         if pending and (len(pending) >= self.batch or i == n - 1):
             self._layer_pass(wp, pending)
             pending = []
@@ -292,17 +276,6 @@ def _per_layer(wp: "_WindowPass", acc: Accum, source: Any, ids: list[int], batch
         with sessions.on_sample(f"sample {chunk[0]}" if len(chunk) == 1 else f"samples {chunk[0]} to {chunk[-1]}"):
             wp.run(acc, [(i, source.sample(i)) for i in chunk], cancel)
 
-
-
-def _keep_worst(heap: list[tuple[float, int]], key: float, i: int, size: int) -> None:
-    """Keep the ``size`` largest output errors seen (ties: the earlier sample)."""
-    if size <= 0:
-        return
-    item = (key if key == key else math.inf, -i)          # a NaN error counts as the worst
-    if len(heap) < size:
-        heapq.heappush(heap, item)
-    elif item > heap[0]:
-        heapq.heapreplace(heap, item)
 
 
 def _finish(timings: dict[str, float], notes: list[str], acc: Accum, outs: _Outputs, n: int,
