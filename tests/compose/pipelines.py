@@ -7,6 +7,7 @@ import onnx
 import torch
 
 from tests.compose import models as M
+from tests.deploy.processed import onnxsim, onnxslim  # noqa: F401  (the same tool calls as the deploy suite)
 
 
 def raw(name: str, exporter: str, folder: Path) -> Path:
@@ -18,22 +19,6 @@ def raw(name: str, exporter: str, folder: Path) -> Path:
     out = folder / f"{name}-{exporter}-raw.onnx"
     onnx.save(onnx.load(str(path)), str(out))
     return out
-
-
-def onnxsim(src: Path, dst: Path) -> Path:
-    import onnxsim as tool
-
-    model, ok = tool.simplify(onnx.load(str(src)))
-    assert ok
-    onnx.save(model, str(dst))
-    return dst
-
-
-def onnxslim(src: Path, dst: Path) -> Path:
-    import onnxslim as tool
-
-    onnx.save(tool.slim(onnx.load(str(src))), str(dst))
-    return dst
 
 
 def ort_offline(level: str, src: Path, dst: Path, disabled: tuple = ()) -> Path:
