@@ -14,7 +14,7 @@ from drifttui.core.base.tolerance import K_EPS
 from drifttui.report.console import report_console
 from drifttui.report.escape import plain, terminal
 from drifttui.report.gate import Decision, Gate
-from drifttui.report.summary import alerts, layer_name, origin_layer, origin_numbers
+from drifttui.report.summary import alerts, drift_word, layer_name, origin_layer, origin_numbers
 
 STATUS_STYLE = {"ok": "green", "drift": "bold red", "inherited": "yellow", "fused": "cyan",
                 "not_exported": "dim", "unmapped": "magenta", "unattributed": "bold yellow"}
@@ -114,7 +114,7 @@ def _headline(result: Result, decision: Optional[Decision] = None, gate: Optiona
             head.append("OK", style="bold green")
             head.append(f": {clean}")
         return [head, *(_gate_detail([], decision, gate) if decision is not None else [])]
-    head.append("OVER BUDGET" if budgeted else "DRIFT", style="bold red")
+    head.append(drift_word(result), style="bold red")
     o = result.drift_origin
     if o is None:
         head.append(": the model outputs differ, but no module could be named as the origin")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Optional
 from drifttui.core.runtime.torch_hooks import Call
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.base.metrics import Aggregate, Stats
-from drifttui.core.base.tolerance import BUDGET_RULE, DTYPE_RULE, bound
+from drifttui.core.base.tolerance import BUDGET_RULE, DTYPE_RULE, GENUINE_SHARE, bound
 from drifttui.core.decide.unattributed import attribute_unowned, unmapped_before
 from drifttui.core.decide.notes import output_notes
 from drifttui.core.result import (CHANNELS_AROUND, DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK, SCHEMA_VERSION,
@@ -95,7 +95,7 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
     return Result(
         schema_version=SCHEMA_VERSION,
         verdict="drift" if drifts else "ok",
-        precision=precision_of(pr, rules, drifts),
+        precision=precision_of(pr, rules, drifts, origin, _over(layers, origin)),
         drift_origin=make_origin(layers, origin),
         tolerance=Tolerance(atol, rtol, dtype=DTYPE_RULE),
         samples=cap.samples,
@@ -314,7 +314,8 @@ def layer_budget(rules: Rules, call: int, g: Optional[Aggregate], lo: Optional[A
     return LayerBudget(b.fmt, b.own, b.out, b.depth, own_db, out_db, rules.shares.get(call), over)
 
 
-def precision_of(pr: "Prepared", rules: Rules, drifts: bool) -> Optional[Precision]:
+def precision_of(pr: "Prepared", rules: Rules, drifts: bool, origin: Optional[int] = None,
+                 own_over: bool = False) -> Optional[Precision]:
     scan = getattr(pr, "precision", None)
     if scan is None:
         return None
@@ -323,7 +324,26 @@ def precision_of(pr: "Prepared", rules: Rules, drifts: bool) -> Optional[Precisi
                      reduced_nodes=len(scan.nodes) - scan.reduced_views, nodes=scan.total - scan.views,
                      evidence=dict(scan.ops),
                      verdict=("over budget" if drifts else "within budget") if scan.reduced else "",
+                     cause=cause_of(rules, origin, own_over) if scan.reduced and drifts else "",
                      rule=BUDGET_RULE if scan.reduced else "", output_budget=rules.out_budget)
+
+
+def _over(layers: list[Layer], origin: Optional[int]) -> bool:
+    b = layers[origin].budget if origin is not None else None
+    return bool(b is not None and b.over)
+
+
+def cause_of(rules: Rules, origin: Optional[int], own_over: bool) -> str:
+    """Why an over-budget file is over: "precision" when its origin pays for the file's precision (its
+    reduced nodes over their budget, and computing them in float32 removes a real share of the output
+    error, or that share was not measured) or only the outputs are over; "genuine drift" when the
+    origin is not a precision loss (no reduced node of its own, within its own budget, or a share of
+    about 0: a wrong weight or attribute)."""
+    if origin is None:
+        return "precision"
+    b, share = rules.budgets.get(origin), rules.shares.get(origin)
+    paying = b is not None and bool(getattr(b, "node_ids", None)) and own_over
+    return "precision" if paying and (share is None or share >= GENUINE_SHARE) else "genuine drift"
 
 
 def make_origin(layers: list[Layer], origin: Optional[int]) -> Optional[Origin]:
