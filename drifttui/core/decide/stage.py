@@ -95,7 +95,8 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
     return Result(
         schema_version=SCHEMA_VERSION,
         verdict="drift" if drifts else "ok",
-        precision=precision_of(pr, rules, drifts, origin, _over(layers, origin)),
+        precision=precision_of(pr, rules, drifts, origin, _over(layers, origin),
+                               any(L.status == DRIFT and L.index != origin for L in layers)),
         drift_origin=make_origin(layers, origin),
         tolerance=Tolerance(atol, rtol, dtype=DTYPE_RULE),
         samples=cap.samples,
@@ -315,7 +316,7 @@ def layer_budget(rules: Rules, call: int, g: Optional[Aggregate], lo: Optional[A
 
 
 def precision_of(pr: "Prepared", rules: Rules, drifts: bool, origin: Optional[int] = None,
-                 own_over: bool = False) -> Optional[Precision]:
+                 own_over: bool = False, other_drift: bool = False) -> Optional[Precision]:
     scan = getattr(pr, "precision", None)
     if scan is None:
         return None
@@ -324,7 +325,7 @@ def precision_of(pr: "Prepared", rules: Rules, drifts: bool, origin: Optional[in
                      reduced_nodes=len(scan.nodes) - scan.reduced_views, nodes=scan.total - scan.views,
                      evidence=dict(scan.ops),
                      verdict=("over budget" if drifts else "within budget") if scan.reduced else "",
-                     cause=cause_of(rules, origin, own_over) if scan.reduced and drifts else "",
+                     cause=cause_of(rules, origin, own_over, other_drift) if scan.reduced and drifts else "",
                      rule=BUDGET_RULE if scan.reduced else "", output_budget=rules.out_budget)
 
 
@@ -333,17 +334,19 @@ def _over(layers: list[Layer], origin: Optional[int]) -> bool:
     return bool(b is not None and b.over)
 
 
-def cause_of(rules: Rules, origin: Optional[int], own_over: bool) -> str:
+def cause_of(rules: Rules, origin: Optional[int], own_over: bool, other_drift: bool = False) -> str:
     """Why an over-budget file is over: "precision" when its origin pays for the file's precision (its
     reduced nodes over their budget, and computing them in float32 removes a real share of the output
     error, or that share was not measured) or only the outputs are over; "genuine drift" when the
     origin is not a precision loss (no reduced node of its own, within its own budget, or a share of
-    about 0: a wrong weight or attribute)."""
+    about 0: a wrong weight or attribute).  A share of about 0 does not decide it while another layer
+    drifts too: that layer's error can dwarf the origin's in the outputs (both stories, issue 33 4c)."""
     if origin is None:
         return "precision"
     b, share = rules.budgets.get(origin), rules.shares.get(origin)
-    paying = b is not None and bool(getattr(b, "node_ids", None)) and own_over
-    return "precision" if paying and (share is None or share >= GENUINE_SHARE) else "genuine drift"
+    if not (b is not None and bool(getattr(b, "node_ids", None)) and own_over):
+        return "genuine drift"
+    return "precision" if share is None or share >= GENUINE_SHARE or other_drift else "genuine drift"
 
 
 def make_origin(layers: list[Layer], origin: Optional[int]) -> Optional[Origin]:
