@@ -44,7 +44,7 @@ def scaled(src, dst, node_names: list[str], factor: float):
     return dst
 
 
-@pytest.mark.parametrize("module", ["layers.1.mlp.0", "layers.0.mlp.2"])
+@pytest.mark.parametrize("module", ["layers.1.mlp.0", pytest.param("layers.0.mlp.2", marks=pytest.mark.deploy)])
 def test_an_own_error_over_its_budget_is_over_budget_though_the_output_is_within(tmp_path, module):
     from drifttui.report.text import budget_cells
     from drifttui.tui.layer_view import budget_line
