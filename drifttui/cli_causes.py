@@ -90,6 +90,7 @@ def _describe(p: dict[str, Any]) -> str:
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
+    from drifttui.core.explain import genuine_line
     from drifttui.report.outputs import check_output, write_model
 
     config = config_from_args(args)
@@ -100,9 +101,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
     say = _sayer()
     keep = done.keep
     if keep is not None and keep.genuine:
-        say(f"over the {run.result.precision.format} precision budget at {', '.join(keep.genuine)}, but keeping "
-            "it in float32 does not remove the error (share of the output error ~0): a genuine drift, not "
-            "the precision; looking for its verified patches")
+        say(f"{genuine_line(run.result, keep.genuine)}; looking for its verified patches")
     result = done.result
     if done.kind == "nothing":
         say(f"nothing to repair: no drift origin (verdict {result.verdict}); no file written")

@@ -111,6 +111,21 @@ def top1_text(o: Output) -> str:
     return "-" if o.top1_agreement is None else f"{100 * o.top1_agreement:.1f}%"
 
 
+def genuine(result: Result) -> bool:
+    """decide's word: a reduced-precision file over budget through a genuine drift, not its precision."""
+    p = result.precision
+    return result.verdict == "drift" and p is not None and p.cause == "genuine drift"
+
+
+def drift_word(result: Result) -> str:
+    """The headline's word for a drifting result: OVER BUDGET (the precision's story), DRIFT IN THE
+    <fmt> FILE (a genuine drift in a reduced-precision file: a wrong weight or attribute), DRIFT."""
+    p = result.precision
+    if genuine(result):
+        return f"DRIFT IN THE {p.format.upper()} FILE"         # type: ignore[union-attr]
+    return "OVER BUDGET" if p is not None and p.verdict else "DRIFT"
+
+
 def verdict_title(result: Result) -> str:
     p = result.precision
     fmt = f"{p.format} " if p is not None and p.verdict else ""
@@ -118,6 +133,8 @@ def verdict_title(result: Result) -> str:
         return f"within the {fmt}precision budget" if fmt else "no drift"
     o = result.drift_origin
     what = f"over the {fmt}precision budget" if fmt else "drift"
+    if genuine(result):
+        what = f"genuine drift in the {fmt}file"
     return f"{what} at {layer_name(o.module, o.call)} ({o.cls})" if o is not None else f"{what} in the outputs"
 
 

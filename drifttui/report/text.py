@@ -15,7 +15,7 @@ from drifttui.report.console import UNWRAPPED_WIDTH, report_console
 from drifttui.report.escape import plain, terminal
 from drifttui.report.gate import Decision, Gate
 from drifttui.report.profile import MAX_WIDTH, profile_line
-from drifttui.report.summary import alerts, layer_name, origin_layer, origin_numbers
+from drifttui.report.summary import alerts, drift_word, layer_name, origin_layer, origin_numbers
 from drifttui.report.served_text import served_lines
 
 STATUS_STYLE = {"ok": "green", "drift": "bold red", "inherited": "yellow", "fused": "cyan",
@@ -131,7 +131,7 @@ def _headline(result: Result, decision: Optional[Decision] = None, gate: Optiona
             head.append("OK", style="bold green")
             head.append(f": {clean}")
         return [head, *(_gate_detail([], decision, gate) if decision is not None else [])]
-    head.append("OVER BUDGET" if budgeted else "DRIFT", style="bold red")
+    head.append(drift_word(result), style="bold red")
     o = result.drift_origin
     if o is None:
         head.append(": the model outputs differ, but no module could be named as the origin")
@@ -181,13 +181,13 @@ def db(x: Optional[float]) -> str:
 
 
 def budget_cells(L: Layer) -> list:
-    """Own loss in dB (red when over its budget and a drift; yellow when over but its output is
-    within its own budget: not part of the verdict) and the measured share of the output error."""
+    """Own loss in dB (red when over its budget: decide counts it as a drift whatever the layer's
+    output does) and the measured share of the output error."""
     b = L.budget
     if b is None or b.format == "float32":
         return ["-", "-"]
     share = "-" if b.share is None else f"{100 * b.share:.0f}%"
-    style = ("bold red" if L.status == DRIFT else "yellow") if b.over else ""
+    style = "bold red" if b.over else ""
     return [Text(db(b.own_loss_db), style=style), share]
 
 

@@ -24,7 +24,7 @@ from drifttui.core.runtime.cpu import detect
 from drifttui.core.runtime.torch_hooks import Call
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.base.metrics import Aggregate, Stats
-from drifttui.core.base.tolerance import BUDGET_RULE, DTYPE_RULE, bound
+from drifttui.core.base.tolerance import BUDGET_RULE, DTYPE_RULE, GENUINE_SHARE, bound
 from drifttui.core.decide.unattributed import attribute_unowned, unmapped_before
 from drifttui.core.decide.notes import output_notes
 from drifttui.core.result import (CHANNELS_AROUND, DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK, SCHEMA_VERSION,
@@ -96,7 +96,8 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
     return Result(
         schema_version=SCHEMA_VERSION,
         verdict="drift" if drifts else "ok",
-        precision=precision_of(pr, rules, drifts),
+        precision=precision_of(pr, rules, drifts, origin, _over(layers, origin),
+                               any(L.status == DRIFT and L.index != origin for L in layers)),
         drift_origin=make_origin(layers, origin),
         tolerance=Tolerance(atol, rtol, dtype=DTYPE_RULE),
         samples=cap.samples,
@@ -204,10 +205,12 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
         if agg is None or agg.samples == 0:
             statuses.append(UNMAPPED)
             continue
-        if not agg.fails(atol, rules.out(cm.call)):
-            statuses.append(OK)
-            continue
         own = local.get(cm.call)
+        if not agg.fails(atol, rules.out(cm.call)):
+            # either test, as documented: a budgeted layer whose own error is over its own budget drifts
+            # even when its output stays within the (looser) output budget
+            statuses.append(DRIFT if _own_over(own, cm.call, atol, rules) else OK)
+            continue
         if own is not None and own.samples:
             statuses.append(DRIFT if own.fails(atol, rules.own(cm.call)) else INHERITED)
         elif local_available:
@@ -232,6 +235,12 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
     notes.extend(attribute_unowned(calls, plan, statuses, origin, op_types))
     notes.extend(unmapped_before(calls, statuses, origin))
     return Verdict(statuses, origin, notes)
+
+
+def _own_over(own: Optional[Aggregate], call: int, atol: float, rules: Rules) -> bool:
+    """A reduced-precision layer's own error over its own budget (the first of the two tests; the
+    output's is the other). Only budgeted calls: a float32 layer keeps the float32 rule."""
+    return bool(call in rules.budgets and own is not None and own.samples and own.fails(atol, rules.own(call)))
 
 
 def coverage(statuses: list[str], plan: Plan) -> Coverage:
@@ -307,7 +316,8 @@ def layer_budget(rules: Rules, call: int, g: Optional[Aggregate], lo: Optional[A
     return LayerBudget(b.fmt, b.own, b.out, b.depth, own_db, out_db, rules.shares.get(call), over)
 
 
-def precision_of(pr: "Prepared", rules: Rules, drifts: bool) -> Optional[Precision]:
+def precision_of(pr: "Prepared", rules: Rules, drifts: bool, origin: Optional[int] = None,
+                 own_over: bool = False, other_drift: bool = False) -> Optional[Precision]:
     scan = getattr(pr, "precision", None)
     if scan is None:
         return None
@@ -316,6 +326,7 @@ def precision_of(pr: "Prepared", rules: Rules, drifts: bool) -> Optional[Precisi
                      reduced_nodes=len(scan.nodes) - scan.reduced_views, nodes=scan.total - scan.views,
                      evidence=dict(scan.ops),
                      verdict=("over budget" if drifts else "within budget") if scan.reduced else "",
+                     cause=cause_of(rules, origin, own_over, other_drift) if scan.reduced and drifts else "",
                      rule=BUDGET_RULE if scan.reduced else "", output_budget=rules.out_budget,
                      kernels=detect().int8_line() if _int8(scan) else "")
 
@@ -323,6 +334,26 @@ def precision_of(pr: "Prepared", rules: Rules, drifts: bool) -> Optional[Precisi
 def _int8(scan: Any) -> bool:
     """The file computes with 8-bit integer ops (their results depend on the CPU's kernels)."""
     return "int8" in scan.formats or any(s.startswith("int8") for s in scan.schemes)
+
+
+def _over(layers: list[Layer], origin: Optional[int]) -> bool:
+    b = layers[origin].budget if origin is not None else None
+    return bool(b is not None and b.over)
+
+
+def cause_of(rules: Rules, origin: Optional[int], own_over: bool, other_drift: bool = False) -> str:
+    """Why an over-budget file is over: "precision" when its origin pays for the file's precision (its
+    reduced nodes over their budget, and computing them in float32 removes a real share of the output
+    error, or that share was not measured) or only the outputs are over; "genuine drift" when the
+    origin is not a precision loss (no reduced node of its own, within its own budget, or a share of
+    about 0: a wrong weight or attribute).  A share of about 0 does not decide it while another layer
+    drifts too: that layer's error can dwarf the origin's in the outputs (both stories, issue 33 4c)."""
+    if origin is None:
+        return "precision"
+    b, share = rules.budgets.get(origin), rules.shares.get(origin)
+    if not (b is not None and bool(getattr(b, "node_ids", None)) and own_over):
+        return "genuine drift"
+    return "precision" if share is None or share >= GENUINE_SHARE or other_drift else "genuine drift"
 
 
 def make_origin(layers: list[Layer], origin: Optional[int]) -> Optional[Origin]:

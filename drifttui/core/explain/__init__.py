@@ -18,6 +18,7 @@ from drifttui.core.explain.causes import Explanation
 from drifttui.core.explain.context import Context
 from drifttui.core.explain.findings import findings as verified_findings
 from drifttui.core.explain.steps import STEP_NUMBERS, run_step
+from drifttui.core.explain.steps.precision import genuine_line
 from drifttui.core.result import Result
 
 
@@ -47,4 +48,4 @@ def explain(ctx: Context, steps: Iterable[int] = (), findings: bool = True) -> E
     return Explained(ctx.result.with_(steps=ordered, findings=list(exp.findings)), exp)
 
 
-__all__ = ["Explained", "explain", "run_step", "STEP_NUMBERS"]
+__all__ = ["Explained", "explain", "run_step", "STEP_NUMBERS", "genuine_line"]

@@ -8,6 +8,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from drifttui.core.base.dtypes import SCALAR_FLOAT_ELEMS
 from drifttui.core.runtime import cores
 from drifttui.core.runtime.torch_hooks import Call
 from drifttui.core.onnx.weights import release_view
@@ -111,7 +112,7 @@ def _is_weight(index: GraphIndex, v: str) -> bool:
     if v in index.initializers:
         return True
     t = index.constant_tensor(v) if v in index.constant_values else None
-    return t is not None and t.data_type in (1, 10, 11, 16) and int(np.prod(t.dims)) >= 2
+    return t is not None and t.data_type in SCALAR_FLOAT_ELEMS and int(np.prod(t.dims)) >= 2
 
 
 def _initializer_infos(index: GraphIndex, model: Any, jobs: dict[str, tuple[Call, bool]],

@@ -34,6 +34,9 @@ class Precision:
     nodes: int = 0
     evidence: dict[str, int] = field(default_factory=dict)   # op / initializer counts
     verdict: str = ""               # "within budget" | "over budget" ("" for a float32 file)
+    cause: str = ""                 # when over: "precision" (the origin pays for the file's precision, or
+                                    # only the outputs are over) | "genuine drift" (the origin is not a
+                                    # precision loss: a wrong weight or attribute in the reduced file)
     rule: str = ""                  # tolerance.BUDGET_RULE
     output_budget: float = 0.0      # relative budget of the model outputs
     kernels: str = ""               # an int8 file: the CPU features its results depend on (runtime/cpu.py)

@@ -10,6 +10,7 @@ from drifttui.api import Progress
 from drifttui.core.base.progress import Estimate, duration
 from drifttui.core.result import Config, Result
 from drifttui.report.escape import terminal
+from drifttui.report.summary import drift_word
 from drifttui.tui.tree import display_name
 
 
@@ -142,8 +143,8 @@ class StatusLine(Static):
             text.append(f" {r.precision.format} within its precision budget over {r.samples} samples" if budgeted  # type: ignore[union-attr]
                         else f" no drift over {r.samples} samples")
         else:
-            budgeted = r.precision is not None and bool(r.precision.verdict)
-            text.append(f" OVER BUDGET ({r.precision.format}) " if budgeted else " DRIFT ",  # type: ignore[union-attr]
+            word = drift_word(r)
+            text.append(f" {word} ({r.precision.format}) " if word == "OVER BUDGET" else f" {word} ",  # type: ignore[union-attr]
                         style="bold white on #e8503a")
             if r.drift_origin is not None:
                 o = r.drift_origin

@@ -40,6 +40,17 @@ def _costliest(result: Result) -> list[dict[str, Any]]:
              "over": L.budget.over} for L in rows[:TOP]]
 
 
+def genuine_line(result: Result, genuine: list[str]) -> str:
+    """What step 4 and `repair` say of a genuine drift in a reduced-precision file: the origin when
+    decide called it one (it is not a precision loss), else the over-budget layers whose share is ~0."""
+    fmt, o = result.precision.format, result.drift_origin     # type: ignore[union-attr]
+    if result.precision.cause == "genuine drift" and o is not None:  # type: ignore[union-attr]
+        return (f"a genuine drift in the {fmt} file at its origin {o.module or '(root)'}, not its precision "
+                "(keeping layers in float32 is not the fix: a wrong weight or attribute)")
+    return (f"over the {fmt} budget at {', '.join(genuine)}, but keeping it in float32 does not remove the "
+            "error (share of the output error ~0): a genuine drift, not the precision")
+
+
 def run(ctx: Context) -> Step:
     result, fmt = ctx.result, ctx.result.precision.format      # type: ignore[union-attr]
     base = {"format": fmt, "budget rule": result.precision.rule, "before": _outputs(result)}  # type: ignore[union-attr]
@@ -57,9 +68,7 @@ def run(ctx: Context) -> Step:
     found = search(ctx.prepared, result, recheck, torch_tensors(ctx.prepared.model))
     evidence = {**base, "checks": found.checks}
     if found.genuine:
-        return Step(4, TITLE, "fail",
-                    f"over the {fmt} budget at {', '.join(found.genuine)}, but keeping it in float32 does not "
-                    "remove the error (share of the output error ~0): a genuine drift, not the precision",
+        return Step(4, TITLE, "fail", genuine_line(result, found.genuine),
                     clean({**evidence, "genuine": found.genuine}),
                     "find its cause with steps 3 and 6 (a wrong weight or attribute); `drifttui repair` tries "
                     "the verified patches", found.indices)

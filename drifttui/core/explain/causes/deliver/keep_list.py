@@ -36,6 +36,10 @@ class KeepList:
 def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: dict[str, Any]) -> KeepList:
     """The keep-list for ``result`` (over budget) of ``prepared``; ``recheck(model) -> Result``."""
     budgets = (prepared.budgets or ({}, 0.0))[0]
+    o = result.drift_origin
+    if o is not None and result.precision is not None and result.precision.cause == "genuine drift":
+        # decide's word: the origin is not a precision loss; name it, not a consequence further down
+        return KeepList(genuine=[o.module or "(root)"], indices=[o.layer])
     over = [L for L in result.layers if L.budget is not None and L.budget.over and budgets.get(L.index)]
     genuine = [L for L in over if L.budget.share is not None and L.budget.share < GENUINE_SHARE]
     cands = sorted((L for L in over if L not in genuine), key=lambda L: -(L.budget.share or 0.0))

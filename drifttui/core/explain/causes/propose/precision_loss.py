@@ -14,9 +14,8 @@ from typing import Any, Optional
 
 from drifttui.core.onnx.edit.keep_float32 import converter_forms, original_names
 from drifttui.core.onnx.edit.keep_qoperator import unit
+from drifttui.core.base.tolerance import GENUINE_SHARE  # noqa: F401  (one source: decide reads it too)
 from drifttui.core.result import Finding, display_name
-
-GENUINE_SHARE = 0.05      # a share below this: keeping the layer in float32 is not what helps
 
 
 def precision_finding(ctx: Any) -> Optional[Finding]:
