@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from drifttui.core.result import Layer, Result
+from drifttui.core.result import RULE_FORMULA, Layer, Result
 from drifttui.report.escape import html_text as e
 from drifttui.report.profile import BARS, Point, allowance, points, ratio
 from drifttui.report.summary import layer_name
@@ -195,7 +195,7 @@ def render(result: Result, decision: Any = None) -> str:
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">"
             f"<title>drifttui: {e(result.verdict)}</title><style>{CSS}</style></head><body>"
-            f"{_headline(result)}{gate}<p class='dim'>rule: |torch − onnx| ≤ atol + rtol·scale, atol {tol.atol:g}, "
+            f"{_headline(result)}{gate}<p class='dim'>rule: {e(RULE_FORMULA)}, atol {tol.atol:g}, "
             f"rtol {tol.rtol:g}; torch {e(env.torch)} · onnxruntime {e(env.onnxruntime)} · opset {e(env.opset)} · "
             f"exporter {e(env.exporter)}</p>{body}</body></html>\n")
 

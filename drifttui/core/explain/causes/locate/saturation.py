@@ -16,6 +16,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.base.dtypes import INT8_ELEMS
+
 INT32_OPS = ("MatMulInteger", "ConvInteger")
 MAX_ELEMENTS = 64_000_000        # products recomputed per node and sample (larger: not recomputed)
 I16 = (-32768, 32767)
@@ -51,7 +53,7 @@ def int32_nodes(index: Any) -> list[int]:
     for n in index.nodes:
         if n.op_type in INT32_OPS and len(n.inputs) > 1 and n.inputs[0] not in index.initializers:
             t = index.initializers.get(n.inputs[1])
-            if t is not None and t.data_type in (2, 3):
+            if t is not None and t.data_type in INT8_ELEMS:
                 out.append(n.index)
     return out
 
