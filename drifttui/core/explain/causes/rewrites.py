@@ -38,6 +38,7 @@ from drifttui.core.explain.causes.resize_gather import OPS as RESIZE_OPS, UPSTRE
 from drifttui.core.explain.causes.stable_edits import match_expm1, match_log1p, match_logaddexp
 from drifttui.core.explain.causes.workarounds import forms_for
 
+STABILITY = "stability"     # a numerically unstable lowering: a stable form of the same function verifies
 _INT = {2, 3, 4, 5, 6, 7, 12, 13}
 _FLOAT = {1, 10, 11, 16}
 _TYPE = {6: "int32", 7: "int64", 3: "int8", 5: "int16", 2: "uint8"}
@@ -130,7 +131,7 @@ def resize_antialias(case: Any, node: Any, module: Any, types: dict[str, int]) -
 
 def log1p(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
     if match_log1p(case.model, node) is not None:
-        yield _patch(node, "log1p", "op-compat",
+        yield _patch(node, "log1p", STABILITY,
                      f"Log {node.name} computes log1p as Log(1 + x): the float sum 1 + x drops the low bits of x "
                      "for |x| << 1 (the exporters lower torch.log1p to Add + Log; ONNX has no Log1p), where torch's "
                      "log1p is exact; the accurate form x * Log(1 + x) / ((1 + x) - 1) computes what torch computes",
@@ -140,7 +141,7 @@ def log1p(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[
 
 def logaddexp(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
     if match_logaddexp(case.model, node) is not None:
-        yield _patch(node, "logaddexp", "op-compat",
+        yield _patch(node, "logaddexp", STABILITY,
                      f"Log {node.name} computes logaddexp as Log(Exp(a) + Exp(b)): Exp overflows to inf above ~88 "
                      "(and underflows to 0 below ~-103) where torch's logaddexp computes "
                      "max(a, b) + log1p(exp(-|a - b|)) (the dynamo exporter lowers torch.logaddexp to Exp + Add + "
@@ -156,7 +157,7 @@ def _log(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[A
 
 def expm1(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
     if match_expm1(case.model, node) is not None:
-        yield _patch(node, "expm1", "op-compat",
+        yield _patch(node, "expm1", STABILITY,
                      f"Sub {node.name} computes expm1 as Exp(x) - 1: the difference cancels the low bits for "
                      "|x| << 1 (the dynamo exporter lowers torch.expm1 to Exp + Sub; ONNX has no Expm1), where "
                      "torch's expm1 is exact; the accurate form (Exp(x) - 1) * x / Log(Exp(x)) computes what "
@@ -202,7 +203,7 @@ def workaround_patches(case: Any, first: Any = None, kind: str = "runtime") -> l
                 fix = (f"deploy the rewritten graph ({w.what}; `drifttui repair` applies it) and report the "
                        f"{node.op_type} kernel to onnxruntime with `drifttui repro`")
             out.append(Patch({"op": "rewrite", "node": node.name, "rewrite": "workaround", "form": w.form},
-                             "op-compat", why, fix, "runtime" if kind != "export" else "export",
+                             STABILITY if kind == "export" else "op-compat", why, fix, "runtime" if kind != "export" else "export",
                              module=case.module, nodes=[node.name]))
     return out
 
