@@ -32,6 +32,7 @@ from drifttui.core.explain.causes.patches import Patch, PatchError, apply
 from drifttui.core.explain.causes.precision_loss import precision_finding
 from drifttui.core.explain.causes.reexport import lowering_class, try_reexport, variants
 from drifttui.core.explain.causes.weights import torch_tensors, weight_candidates
+from drifttui.core.explain.causes.torch_op import name_torch_ops
 from drifttui.core.explain.causes.workarounds import RANK
 from drifttui.core.explain.context import clean
 from drifttui.core.result import SEVERITY_ORDER, Finding, display_name
@@ -105,7 +106,8 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
         out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind))
     dynamic = any(d.dim_param for i in ctx.index.model.graph.input for d in i.type.tensor_type.shape.dim)
     out.extend(rewrites.resize_gather_patches(case, loc.kind if loc is not None else "unknown", dynamic))
-    out.extend(graph_candidates(case, module, ctx.index.elem_types))
+    out.extend(name_torch_ops(list(graph_candidates(case, module, ctx.index.elem_types)),
+                              lambda t: torch_calls(ctx, case, t)))
     # a constant a check already explains (an epsilon) is that check's story, not a second one
     explained = {p.spec.get("name") for p in out if p.spec.get("op") == "replace_constant"}
     out.extend(p for p in constants.fx_constant_patches(case) if p.spec.get("name") not in explained)
