@@ -116,13 +116,25 @@ def avgpool_divisor(case: Any, node: Any, module: Any, types: dict[str, int]) ->
                      "divisor), or let `drifttui repair` rewrite the node", case.module, divisor=d, area=area)
 
 
-def resize_antialias(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
+def resize_antialias(case: Any, node: Any, module: Any, types: dict[str, int],
+                     calls: Optional[Callable[[str], Any]] = None) -> Iterator[Any]:
+    """The antialias story only where torch downsamples with antialias=True: the Resize makes an axis
+    smaller, and the module says antialias=True or the torch program calls an ``_aa`` upsample (a
+    program whose upsample calls are all without it refutes the story before any patch runs)."""
     a = _attrs(node)
     if a.get("antialias", 0) or a.get("mode", "nearest") == "nearest":
         return
     want = getattr(module, "antialias", None)
     if want is False:
         return
+    shapes = _resize_shapes(case, node)
+    if shapes is None or not any(o < i for i, o in zip(shapes[0][2:], shapes[1][2:])):
+        return                          # not a downsample: antialias changes nothing
+    if want is None and calls is not None:
+        aa = [c for k in ("aten._upsample_bilinear2d_aa", "aten._upsample_bicubic2d_aa") for c in calls(k)]
+        plain = [c for k in ("aten.upsample_", "aten._upsample_nearest") for c in calls(k)]
+        if plain and not aa:
+            return
     yield _patch(node, "resize_antialias", "interpolation",
                  f"Resize {node.name} does not antialias; the torch interpolate call downsamples with "
                  "antialias=True", "export with opset >= 18 (Resize has antialias since opset 18)"
@@ -177,6 +189,8 @@ def candidates(case: Any, module: Any, types: dict[str, int], calls: Optional[Ca
         fn = CANDIDATES.get(node.op_type)
         if fn is softplus_threshold:
             out.extend(fn(case, node, module, types, calls("aten.softplus") if calls is not None else None))
+        elif fn is resize_antialias:
+            out.extend(fn(case, node, module, types, calls))
         elif fn is not None:
             out.extend(fn(case, node, module, types))
     return out
