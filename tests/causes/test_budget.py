@@ -20,6 +20,14 @@ def test_a_large_origin_gets_fewer_patches_and_never_none():
     assert budget(_case(100_000)) == MIN_PATCHES
 
 
+def test_a_large_origin_is_re_exported_the_likeliest_way_only():
+    from drifttui.core.explain.causes import MAX_EXPORTS, export_budget
+
+    assert export_budget(_case(50)) == MAX_EXPORTS
+    assert export_budget(_case(800)) == 2
+    assert export_budget(_case(2000)) == 1
+
+
 def test_the_checks_patches_then_the_localised_nodes_patches_come_first():
     from drifttui.core.explain.causes import by_likelihood
     from drifttui.core.explain.causes.patches import Patch

@@ -40,6 +40,8 @@ from drifttui.core.result import SEVERITY_ORDER, Finding, display_name
 MAX_PATCHES = 48         # candidate patches tried per origin at most (each is one small ORT session)
 NODE_BUDGET = 24_000     # and at most this many node runs: a 2000-node origin gets 12 patches
 MIN_PATCHES = 8
+MAX_EXPORTS = 4          # re-exports of the origin module (reexport.variants) at most
+EXPORT_NODE_BUDGET = 1_600   # and at most this many origin nodes re-exported: a 2000-node origin gets one
 EQUIVALENT = ("workaround", "resize_gather")     # rewrites that compute the same maths otherwise
 # the class of the node the localisation names (a Cast that is itself wrong is a dtype story)
 _OP_CLASS = {"Resize": "interpolation", "Upsample": "interpolation", "AveragePool": "padding", "Pad": "padding",
@@ -62,6 +64,7 @@ class Explanation:
     findings: list[Finding]
     no_case: str = ""               # why there is no case (repro / repair print it)
     skipped: int = 0                # candidate patches left untried by the budget (budget())
+    skipped_exports: list[str] = dataclasses.field(default_factory=list)   # re-exports left untried (export_budget)
 
     @property
     def verified(self) -> list[Trial]:
@@ -128,6 +131,12 @@ def budget(case: Case) -> int:
     return max(MIN_PATCHES, min(MAX_PATCHES, NODE_BUDGET // max(1, len(case.model.graph.node))))
 
 
+def export_budget(case: Case) -> int:
+    """How many re-exports an origin of this size gets: each exports and runs the module alone
+    (seconds per thousand nodes), so a large origin gets the likeliest one only."""
+    return max(1, min(MAX_EXPORTS, EXPORT_NODE_BUDGET // max(1, len(case.model.graph.node))))
+
+
 def by_likelihood(patches: list[Patch], loc: Optional[Localisation], checks: int) -> list[Patch]:
     """The checks' own patches first (the budget never drops them), then the patches at the nodes the
     localisation names (the first divergent node, the FX node's group), then the rest in order."""
@@ -192,7 +201,7 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
     ctx.say(f"causes: localising inside {display_name(case.module)} and trying patches")
     case, loc = _localise(ctx, case)
     trials: list[Trial] = []
-    skipped = 0
+    skipped, skipped_exports = 0, []
     if loc.ort.fails:
         every = candidate_patches(ctx, case, findings, loc)
         own = sum(1 for p in every if p.spec in [f.patch for f in findings])
@@ -203,7 +212,10 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         hold(ctx, trials)
         # a unit with a folded producer: the origin module alone is not what the case computes
         if reexport and not case.folded and not any(t.after.ok and not t.after.fails for t in trials):
-            for variant in variants(ctx):
+            every_variant = variants(ctx)
+            tried = every_variant[:export_budget(case)]
+            skipped_exports = [v.why for v in every_variant[len(tried):]]
+            for variant in tried:
                 ctx.say(f"causes: re-exporting {display_name(case.module)} alone with {variant.why}")
                 patch, ev = try_reexport(ctx, case, variant, loc)
                 if patch is not None:
@@ -219,8 +231,8 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         exp = Explanation(case, loc, [], rank(findings, case.module))
         ctx.cache[key] = exp
         return exp
-    merged = merge(findings, case, loc, trials, skipped)
-    exp = Explanation(case, loc, trials, rank(merged, case.module), skipped=skipped)
+    merged = merge(findings, case, loc, trials, skipped, skipped_exports)
+    exp = Explanation(case, loc, trials, rank(merged, case.module), skipped=skipped, skipped_exports=skipped_exports)
     ctx.cache[key] = exp
     return exp
 
@@ -276,7 +288,8 @@ def _best(verified: list[Trial], findings: list[Finding], loc: Optional[Localisa
                                                    t.after.max_abs))
 
 
-def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[Trial], skipped: int = 0) -> list[Finding]:
+def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[Trial], skipped: int = 0,
+          skipped_exports: Optional[list[str]] = None) -> list[Finding]:
     before = loc.ort.max_abs
     verified = _best([t for t in trials if t.after.ok and not t.after.fails], findings, loc)
     out = list(findings)
@@ -307,7 +320,7 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
                 out[k] = dataclasses.replace(f, verified=False if was_tried else None, local_before=before,
                                              kind=loc.kind if loc.kind != "unknown" else f.kind)
         if not any(f.module == case.module and f.severity == "error" for f in out):
-            out.append(_unexplained(case, loc, trials, skipped))
+            out.append(_unexplained(case, loc, trials, skipped, skipped_exports or []))
     return out
 
 
@@ -326,18 +339,22 @@ def _ev(p: Patch, t: Trial, loc: Localisation) -> dict[str, Any]:
                   **(loc.fx.evidence() if loc.fx is not None else {})})
 
 
-def _unexplained(case: Case, loc: Localisation, trials: list[Trial], skipped: int = 0) -> Finding:
+def _unexplained(case: Case, loc: Localisation, trials: list[Trial], skipped: int = 0,
+                 skipped_exports: Optional[list[str]] = None) -> Finding:
     """The origin drifts on its own and nothing tried removed it.  The class is the mechanism's: the
     node the localisation names (never the first op recognised among the origin's nodes), a wrong
     lowering when the graph itself computes otherwise (``kind: export``), else ``op-compat``."""
     ops = [n.op_type for n in case.model.graph.node]
     first = loc.first_node_op or ""
     check = _OP_CLASS.get(first) or ("lowering" if loc.kind == "export" else "op-compat")
-    left = f" ({skipped} more candidate patch(es) left untried by the budget)" if skipped else ""
+    untried = ([f"{skipped} more candidate patch(es)"] if skipped else []) + \
+        [f"the re-export with {w}" for w in (skipped_exports or [])]
+    left = f" ({'; '.join(untried)} left untried by the budget)" if untried else ""
     msg = (f"{display_name(case.module)} drifts on its own (local error {loc.ort.text()} over {len(ops)} node(s)) and no "
            f"patch among {len(trials)} tried removed it{left}; {loc.note or 'the reference evaluator could not tell'}")
     ev = {"localisation": loc.note, "first_divergent_node": loc.first_node, "ops": ops[:20],
           "tried": [t.patch.spec for t in trials][:20], "skipped": skipped or None,
+          "skipped_exports": skipped_exports or None,
           "reference_evaluator_max_abs": loc.reference.max_abs if loc.reference else None}
     fix = ("report the op to ONNX Runtime with `drifttui repro`" if loc.kind == "runtime" else
            "run `drifttui repro` and compare the nodes with the torch forward by hand")
