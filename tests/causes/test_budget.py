@@ -20,12 +20,16 @@ def test_a_large_origin_gets_fewer_patches_and_never_none():
     assert budget(_case(100_000)) == MIN_PATCHES
 
 
-def test_a_large_origin_is_re_exported_the_likeliest_way_only():
-    from drifttui.core.explain.causes import MAX_EXPORTS, export_budget
+def test_a_large_origin_is_re_exported_the_cheap_ways_only():
+    from drifttui.core.explain.causes import affordable
+    from drifttui.core.explain.causes.reexport import Variant
 
-    assert export_budget(_case(50)) == MAX_EXPORTS
-    assert export_budget(_case(800)) == 2
-    assert export_budget(_case(2000)) == 1
+    every = [Variant("dynamo", "d"), Variant("dynamo", "dd", decompose=True), Variant("torchscript", "t20", opset=20)]
+    assert affordable(every, _case(50)) == (every, [])
+    tried, skipped = affordable(every, _case(2000))
+    assert tried == [every[2]] and skipped == ["d", "dd"]          # no minute-long dynamo export
+    tried, skipped = affordable(every, _case(600))
+    assert tried == [every[0], every[2]] and skipped == ["dd"]
 
 
 def test_the_checks_patches_then_the_localised_nodes_patches_come_first():

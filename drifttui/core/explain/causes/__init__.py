@@ -41,7 +41,8 @@ MAX_PATCHES = 48         # candidate patches tried per origin at most (each is o
 NODE_BUDGET = 24_000     # and at most this many node runs: a 2000-node origin gets 12 patches
 MIN_PATCHES = 8
 MAX_EXPORTS = 4          # re-exports of the origin module (reexport.variants) at most
-EXPORT_NODE_BUDGET = 1_600   # and at most this many origin nodes re-exported: a 2000-node origin gets one
+EXPORT_BUDGET = 6_000    # and at most this cost (origin nodes, DYNAMO_COST per node for a dynamo export)
+DYNAMO_COST = 8
 EQUIVALENT = ("workaround", "resize_gather")     # rewrites that compute the same maths otherwise
 # the class of the node the localisation names (a Cast that is itself wrong is a dtype story)
 _OP_CLASS = {"Resize": "interpolation", "Upsample": "interpolation", "AveragePool": "padding", "Pad": "padding",
@@ -131,10 +132,21 @@ def budget(case: Case) -> int:
     return max(MIN_PATCHES, min(MAX_PATCHES, NODE_BUDGET // max(1, len(case.model.graph.node))))
 
 
-def export_budget(case: Case) -> int:
-    """How many re-exports an origin of this size gets: each exports and runs the module alone
-    (seconds per thousand nodes), so a large origin gets the likeliest one only."""
-    return max(1, min(MAX_EXPORTS, EXPORT_NODE_BUDGET // max(1, len(case.model.graph.node))))
+def affordable(variants: list[Any], case: Case) -> tuple[list[Any], list[str]]:
+    """The re-exports this origin can pay for, in order, and the ones it cannot (their ``why``): each
+    costs about its origin's node count (a TorchScript export; a dynamo export, which traces,
+    decomposes and optimises, DYNAMO_COST times that: about a minute for 2000 nodes), within
+    EXPORT_BUDGET.  A small origin gets every variant; a 2000-node origin only TorchScript ones."""
+    n = max(1, len(case.model.graph.node))
+    spent, tried, skipped = 0, [], []
+    for v in variants[:MAX_EXPORTS]:
+        cost = n * (DYNAMO_COST if v.exporter == "dynamo" else 1)
+        if spent + cost > EXPORT_BUDGET:
+            skipped.append(v.why)
+            continue
+        spent += cost
+        tried.append(v)
+    return tried, skipped
 
 
 def by_likelihood(patches: list[Patch], loc: Optional[Localisation], checks: int) -> list[Patch]:
@@ -212,9 +224,7 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         hold(ctx, trials)
         # a unit with a folded producer: the origin module alone is not what the case computes
         if reexport and not case.folded and not any(t.after.ok and not t.after.fails for t in trials):
-            every_variant = variants(ctx)
-            tried = every_variant[:export_budget(case)]
-            skipped_exports = [v.why for v in every_variant[len(tried):]]
+            tried, skipped_exports = affordable(variants(ctx), case)
             for variant in tried:
                 ctx.say(f"causes: re-exporting {display_name(case.module)} alone with {variant.why}")
                 patch, ev = try_reexport(ctx, case, variant, loc)
