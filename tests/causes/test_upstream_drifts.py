@@ -44,9 +44,9 @@ FORMS = {
     ("scatter_old", "torchscript", 9): ("op-compat", "Scatter /body/Scatter has no reduction", "scatter_reduction",
                                         "export", "unknown"),
     ("bilinear9", "torchscript", 9): ("interpolation", "opset-9 Upsample", "resize_opset11", "export", "unknown"),
-    ("logsigmoid_far", "torchscript", None): ("op-compat", "as the exporter lowered it loses precision", "workaround",
+    ("logsigmoid_far", "torchscript", None): ("stability", "as the exporter lowered it loses precision", "workaround",
                                               "export", "export"),
-    ("bce", "torchscript", None): ("op-compat", "Log(1 - Sigmoid(x)) as -Softplus(x)", "workaround", "export", "export"),
+    ("bce", "torchscript", None): ("stability", "Log(1 - Sigmoid(x)) as -Softplus(x)", "workaround", "export", "export"),
     ("bce", "dynamo", None): ("op-compat", "the bug is in ONNX Runtime", "workaround", "runtime", "runtime"),
     ("alone_floordiv", "torchscript", None): ("dtype", "truncates towards zero where torch floors", "floor_cast",
                                               "export", "export"),
@@ -57,9 +57,9 @@ FORMS = {
     ("alone_logsig", "dynamo", None): ("op-compat", "the bug is in ONNX Runtime", "workaround", "runtime", "runtime"),
     ("alone_bilinear", "torchscript", 10): ("interpolation", "always asymmetric", "resize_opset11", "export",
                                             "unknown"),
-    ("log1p", "torchscript", None): ("op-compat", "computes log1p as Log(1 + x)", "log1p", "export", "export"),
-    ("log1p", "dynamo", None): ("op-compat", "computes log1p as Log(1 + x)", "log1p", "export", "export"),
-    ("expm1", "dynamo", None): ("op-compat", "computes expm1 as Exp(x) - 1", "expm1", "export", "export"),
+    ("log1p", "torchscript", None): ("stability", "computes log1p as Log(1 + x)", "log1p", "export", "export"),
+    ("log1p", "dynamo", None): ("stability", "computes log1p as Log(1 + x)", "log1p", "export", "export"),
+    ("expm1", "dynamo", None): ("stability", "computes expm1 as Exp(x) - 1", "expm1", "export", "export"),
     ("index_add", "torchscript", None): ("op-compat", "duplicate indices overwrite instead of adding",
                                          "scatter_reduction", "export", "export"),
 }
@@ -209,8 +209,7 @@ def test_a_re_export_grafts_into_an_opset_9_file(explained):
 
     engine, cfg, run, result, exp = explained("bilinear9", "torchscript", 9)
     ctx = engine.context(result)
-    exporter, why = next(iter(variants(ctx)))
-    patch, ev = try_reexport(ctx, exp.case, exporter, why)
+    patch, ev = try_reexport(ctx, exp.case, next(iter(variants(ctx))))
     assert patch is not None and not ev.fails
     fixed = graft(full_model(run.prepared.index), patch.graft)
     onnx.checker.check_model(fixed, full_check=True)

@@ -61,3 +61,25 @@ def test_aggregate_worst_sample_and_median():
     assert sum(m.histogram) == 3
     assert agg.fails(1e-4, 1e-4) and len(agg.failing(1e-4, 1e-4)) == 1
     assert not agg.fails(1e-2, 0.0)          # the same statistics, decided at another tolerance
+
+
+def test_a_non_finite_mismatch_is_an_infinite_error():
+    """One side inf/NaN where the other is finite: max_abs is inf (not the finite elements' max),
+    the count says how many, and removing them lowers the figure a patch is judged on."""
+    import math
+
+    t = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)
+    o = np.array([1.0, 2.0 + 7e-6, -np.inf, np.nan], dtype=np.float32)
+    s = compare(t, o, 1e-4, 1e-4)
+    assert math.isinf(s.max_abs) and s.nan_mismatch == 2 and s.fails()
+    assert math.isinf(s.max_rel) and s.spread == 0.5
+    assert s.fails_at(1e3, 1e3)                        # no tolerance passes it
+    fixed = compare(t, np.array([1.0, 2.0 + 7e-6, 3.0, 4.0], dtype=np.float32), 1e-4, 1e-4)
+    assert fixed.max_abs < s.max_abs and not fixed.fails()
+    agg = Aggregate()
+    agg.add(0, s)
+    m = agg.to_metrics()
+    assert math.isinf(m.max_abs.worst) and m.nan_mismatch == 2
+    # both sides the same inf is agreement, not an error
+    same = compare(np.array([np.inf, 1.0], np.float32), np.array([np.inf, 1.0], np.float32), 1e-4, 1e-4)
+    assert same.max_abs == 0.0 and not same.fails()

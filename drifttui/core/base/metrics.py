@@ -239,7 +239,11 @@ def _f32(a: Any) -> np.ndarray:
 
 
 def _compare_np(t: np.ndarray, o: np.ndarray, atol: Optional[float], rtol: Optional[float]) -> Stats:
-    """The element-wise path (1-D float32 arrays of equal size), used when values are not finite."""
+    """The element-wise path (1-D float32 arrays of equal size), used when values are not finite.
+
+    An element where exactly one side is NaN/Inf (or both are, differently) is an infinite error:
+    ``max_abs`` is inf and ``nan_mismatch`` counts such elements (the mean, RMSE and cosine are over
+    the finite pairs; the spread counts the non-finite ones, the elements carrying the error)."""
     n = t.size
     ft = np.isfinite(t)
     fo = np.isfinite(o)
@@ -251,21 +255,22 @@ def _compare_np(t: np.ndarray, o: np.ndarray, atol: Optional[float], rtol: Optio
         keep = ft & fo
         t, o = t[keep], o[keep]
         if t.size == 0:
-            return Stats(n=n, nan_mismatch=nan_mismatch, n_out=nan_mismatch if atol is not None else 0)
+            return Stats(n=n, nan_mismatch=nan_mismatch, n_out=nan_mismatch if atol is not None else 0,
+                         max_abs=math.inf if nan_mismatch else 0.0, n_spread=nan_mismatch)
     d = np.abs(t - o)
     max_abs = float(d.max())
     max_t = float(np.abs(t).max())
     n_out = _n_out(d, max_abs, max_t, atol, rtol)
     return Stats(
         n=n,
+        max_abs=math.inf if nan_mismatch else max_abs,      # a non-finite mismatch is an infinite error
+        n_spread=int(np.count_nonzero(d >= 0.5 * max_abs)) if max_abs > 0 and not nan_mismatch else nan_mismatch,
         sum_abs=float(d.sum(dtype=np.float64)),
         sum_sq=float(np.dot(d, d)),
-        max_abs=max_abs,
         max_t=max_t,
         **_dots(t, o, max_t),
         n_out=n_out + nan_mismatch if atol is not None else 0,
         nan_mismatch=nan_mismatch,
-        n_spread=int(np.count_nonzero(d >= 0.5 * max_abs)) if max_abs > 0 else 0,
     )
 
 

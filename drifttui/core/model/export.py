@@ -11,13 +11,14 @@ import io
 import logging
 import warnings
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from drifttui.errors import ModelError, environment_failure, first_line
 
 EXPORTERS = ("dynamo", "torchscript")
 AUTO = "auto"
 CHOICES = (AUTO,) + EXPORTERS
+TORCHSCRIPT_OPSET = 17      # the TorchScript exporter's opset unless another is asked for
 
 
 @contextlib.contextmanager
@@ -56,10 +57,14 @@ def _no_log(*_: Any) -> None:
 
 
 def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: Path,
-                 name: str = "model.onnx", dynamic: bool = False) -> Path:
+                 name: str = "model.onnx", dynamic: bool = False, opset: Optional[int] = None,
+                 decompose: bool = False) -> Path:
     """Export into ``workdir`` and return the path. Raises ModelError with a one-line reason.
 
-    ``dynamic``: dim 0 of every input is a dynamic batch dim (``--batch``)."""
+    ``dynamic``: dim 0 of every input is a dynamic batch dim (``--batch``).  ``opset``: another
+    opset than the exporter's default.  ``decompose`` (dynamo): the program is decomposed with
+    torch's own core ATen table (``ExportedProgram.run_decompositions``) before the exporter lowers
+    it, so the ops torchlib lowers by hand go through torch's decompositions instead."""
     import torch
 
     if exporter not in EXPORTERS:
@@ -72,11 +77,18 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
                 extra: dict = {}
                 if dyn:
                     extra["dynamic_shapes"] = _dynamic_shapes(torch, args, kwargs)
-                program = torch.onnx.export(model, args, kwargs=kwargs or None, dynamo=True,
+                if opset is not None:
+                    extra["opset_version"] = opset
+                target = model
+                if decompose:
+                    target = torch.export.export(model, args, kwargs=kwargs or None,
+                                                 dynamic_shapes=extra.pop("dynamic_shapes", None))
+                    target = target.run_decompositions(torch.export.default_decompositions())
+                program = torch.onnx.export(target, args, kwargs=kwargs or None, dynamo=True,
                                             verbose=False, external_data=False, **extra)
                 program.save(str(path), external_data=True)     # weights read where they lie
             else:
-                _export_torchscript(torch, model, args, kwargs, path, dyn)
+                _export_torchscript(torch, model, args, kwargs, path, dyn, opset or TORCHSCRIPT_OPSET)
         except ModelError:
             raise
         except Exception as exc:
@@ -105,7 +117,8 @@ def _reason(exc: BaseException) -> str:
     return msg
 
 
-def _export_torchscript(torch: Any, model: Any, args: tuple, kwargs: dict, path: Path, dyn: bool) -> None:
+def _export_torchscript(torch: Any, model: Any, args: tuple, kwargs: dict, path: Path, dyn: bool,
+                        opset: int = TORCHSCRIPT_OPSET) -> None:
     """TorchScript export; named inputs become keyword arguments of ``forward``.
 
     The TorchScript tracer calls ``model(*args)``: for named inputs the instance's ``forward`` is
@@ -127,7 +140,7 @@ def _export_torchscript(torch: Any, model: Any, args: tuple, kwargs: dict, path:
         try:
             if dyn:
                 axes = {"dynamic_axes": {n: {0: "batch"} for n in names}}
-            torch.onnx.export(model, tuple(kwargs.values()), str(path), dynamo=False, opset_version=17,
+            torch.onnx.export(model, tuple(kwargs.values()), str(path), dynamo=False, opset_version=opset,
                               input_names=names, **axes)
         finally:
             del model.forward
@@ -135,7 +148,7 @@ def _export_torchscript(torch: Any, model: Any, args: tuple, kwargs: dict, path:
     if dyn:
         names = _input_names(model, len(args))
         axes = {"input_names": names, "dynamic_axes": {n: {0: "batch"} for n in names}}
-    torch.onnx.export(model, args, str(path), dynamo=False, opset_version=17, **axes)
+    torch.onnx.export(model, args, str(path), dynamo=False, opset_version=opset, **axes)
 
 
 def export_auto(do_export: Callable[[str], Path], exporter: str) -> tuple[Path, str, str]:

@@ -53,4 +53,4 @@ def hold(ctx: Any, trials: list[Any]) -> None:
             if ev.fails or not ev.ok:
                 t.after = Eval(t.after.max_abs, True, True,
                                f"removes the drift on the worst sample but not on fresh sample {k} "
-                               f"(local error {ev.max_abs:.3g})")
+                               f"(local error {ev.text()})")

@@ -32,19 +32,25 @@ from drifttui.core.explain.causes.holds import hold
 from drifttui.core.explain.causes.propose.nopatch import explain_no_patch
 from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
 from drifttui.core.explain.causes.propose.precision_loss import precision_finding
-from drifttui.core.explain.causes.propose.reexport import try_reexport, variants
+from drifttui.core.explain.causes.propose.reexport import lowering_class, try_reexport, variants
+from drifttui.core.explain.causes.locate.torch_op import name_torch_ops
 from drifttui.core.explain.causes.propose.saturation_cause import saturation_finding
 from drifttui.core.explain.causes.propose.weights import torch_tensors, weight_candidates
 from drifttui.core.onnx.edit.ort_workarounds import RANK
 from drifttui.core.result.codec import clean
 from drifttui.core.result import SEVERITY_ORDER, Finding, display_name
 
-MAX_PATCHES = 200        # candidate patches tried per origin (each is one small ORT session)
+MAX_PATCHES = 48         # candidate patches tried per origin at most (each is one small ORT session)
+NODE_BUDGET = 24_000     # and at most this many node runs: a 2000-node origin gets 12 patches
+MIN_PATCHES = 8
+MAX_EXPORTS = 4          # re-exports of the origin module (reexport.variants) at most
+EXPORT_BUDGET = 6_000    # and at most this cost (origin nodes, DYNAMO_COST per node for a dynamo export)
+DYNAMO_COST = 8
 EQUIVALENT = ("workaround", "resize_gather")     # rewrites that compute the same maths otherwise
+# the class of the node the localisation names (a Cast that is itself wrong is a dtype story)
 _OP_CLASS = {"Resize": "interpolation", "Upsample": "interpolation", "AveragePool": "padding", "Pad": "padding",
              "MaxPool": "padding", "LayerNormalization": "normalization", "BatchNormalization": "normalization",
-             "InstanceNormalization": "normalization", "GroupNormalization": "normalization", "Cast": "dtype",
-             "Div": "dtype"}
+             "InstanceNormalization": "normalization", "GroupNormalization": "normalization", "Cast": "dtype"}
 
 
 @dataclasses.dataclass
@@ -61,6 +67,8 @@ class Explanation:
     trials: list[Trial]
     findings: list[Finding]
     no_case: str = ""               # why there is no case (repro / repair print it)
+    skipped: int = 0                # candidate patches left untried by the budget (budget())
+    skipped_exports: list[str] = dataclasses.field(default_factory=list)   # re-exports left untried (export_budget)
 
     @property
     def verified(self) -> list[Trial]:
@@ -105,7 +113,8 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
         out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind))
     dynamic = any(d.dim_param for i in ctx.index.model.graph.input for d in i.type.tensor_type.shape.dim)
     out.extend(rewrites.resize_gather_patches(case, loc.kind if loc is not None else "unknown", dynamic))
-    out.extend(graph_candidates(case, module, ctx.index.elem_types))
+    out.extend(name_torch_ops(list(graph_candidates(case, module, ctx.index.elem_types)),
+                              lambda t: torch_calls(ctx, case, t)))
     # a constant a check already explains (an epsilon) is that check's story, not a second one
     explained = {p.spec.get("name") for p in out if p.spec.get("op") == "replace_constant"}
     out.extend(p for p in constants.fx_constant_patches(case) if p.spec.get("name") not in explained)
@@ -113,12 +122,46 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
     out.extend(weight_candidates(case, torch_tensors(module, case.module, _folds(ctx, case))))
     seen: set[str] = set()
     unique: list[Patch] = []
-    for p in out:                     # the checks' own patches first: the cap never drops them
+    for p in out:
         k = _key(p.spec)
         if k not in seen:
             seen.add(k)
             unique.append(p)
-    return unique[:MAX_PATCHES]
+    return unique
+
+
+def budget(case: Case) -> int:
+    """How many candidate patches an origin of this size gets (each runs all its nodes once)."""
+    return max(MIN_PATCHES, min(MAX_PATCHES, NODE_BUDGET // max(1, len(case.model.graph.node))))
+
+
+def affordable(variants: list[Any], case: Case) -> tuple[list[Any], list[str]]:
+    """The re-exports this origin can pay for, in order, and the ones it cannot (their ``why``): each
+    costs about its origin's node count (a TorchScript export; a dynamo export, which traces,
+    decomposes and optimises, DYNAMO_COST times that: about a minute for 2000 nodes), within
+    EXPORT_BUDGET.  A small origin gets every variant; a 2000-node origin only TorchScript ones."""
+    n = max(1, len(case.model.graph.node))
+    spent, tried, skipped = 0, [], []
+    for v in variants[:MAX_EXPORTS]:
+        cost = n * (DYNAMO_COST if v.exporter == "dynamo" else 1)
+        if spent + cost > EXPORT_BUDGET:
+            skipped.append(v.why)
+            continue
+        spent += cost
+        tried.append(v)
+    return tried, skipped
+
+
+def by_likelihood(patches: list[Patch], loc: Optional[Localisation], checks: int) -> list[Patch]:
+    """The checks' own patches first (the budget never drops them), then the patches at the nodes the
+    localisation names (the first divergent node, the FX node's group), then the rest in order."""
+    suspect = set()
+    if loc is not None:
+        suspect |= {loc.first_node} if loc.first_node else set()
+        if loc.fx is not None and loc.fx.wrong is not None:
+            suspect |= set(loc.fx.wrong.nodes)
+    head, rest = patches[:checks], patches[checks:]
+    return head + sorted(rest, key=lambda p: suspect.isdisjoint(p.nodes) if suspect else False)
 
 
 def _types(ctx: Any, case: Case) -> dict[str, int]:
@@ -180,18 +223,24 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
     ctx.say(f"causes: localising the error inside {display_name(case.module)}")
     case, loc = _localise(ctx, case)
     trials: list[Trial] = []
+    skipped, skipped_exports = 0, []
     if loc.ort.fails:
-        patches = candidate_patches(ctx, case, findings, loc)
-        ctx.say(f"causes: trying {len(patches)} candidate patch(es) on the origin's nodes")
-        trials = verify(case, patches, ctx.cancel)
+        every = candidate_patches(ctx, case, findings, loc)
+        own = sum(1 for p in every if p.spec in [f.patch for f in findings])
+        ordered = by_likelihood(every, loc, own)
+        cap = max(budget(case), own)
+        skipped = max(0, len(ordered) - cap)
+        ctx.say(f"causes: trying {min(cap, len(ordered))} candidate patch(es) on the origin's nodes")
+        trials = verify(case, ordered[:cap], ctx.cancel)
         if any(t.after.ok and not t.after.fails for t in trials):
             ctx.say("causes: checking the patches that work on fresh samples")
         hold(ctx, trials)
         # a unit with a folded producer: the origin module alone is not what the case computes
         if reexport and not case.folded and not any(t.after.ok and not t.after.fails for t in trials):
-            for exporter, why in variants(ctx):
-                ctx.say(f"causes: re-exporting {display_name(case.module)} alone with {exporter}")
-                patch, ev = try_reexport(ctx, case, exporter, why, loc)
+            tried, skipped_exports = affordable(variants(ctx), case)
+            for variant in tried:
+                ctx.say(f"causes: re-exporting {display_name(case.module)} alone with {variant.why}")
+                patch, ev = try_reexport(ctx, case, variant, loc)
                 if patch is not None:
                     trials.append(Trial(patch, ev))
                     hold(ctx, trials[-1:])
@@ -205,8 +254,8 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         exp = Explanation(case, loc, [], rank(findings, case.module))
         ctx.cache[key] = exp
         return exp
-    merged = merge(findings, case, loc, trials)
-    exp = Explanation(case, loc, trials, rank(merged, case.module))
+    merged = merge(findings, case, loc, trials, skipped, skipped_exports)
+    exp = Explanation(case, loc, trials, rank(merged, case.module), skipped=skipped, skipped_exports=skipped_exports)
     ctx.cache[key] = exp
     return exp
 
@@ -262,7 +311,8 @@ def _best(verified: list[Trial], findings: list[Finding], loc: Optional[Localisa
                                                    t.after.max_abs))
 
 
-def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[Trial]) -> list[Finding]:
+def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[Trial], skipped: int = 0,
+          skipped_exports: Optional[list[str]] = None) -> list[Finding]:
     before = loc.ort.max_abs
     verified = _best([t for t in trials if t.after.ok and not t.after.fails], findings, loc)
     out = list(findings)
@@ -277,12 +327,12 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
         if at is not None:
             f = out[at]
             if f.patch != p.spec:       # verified by another patch than the check's: say what that one changed
-                fields.update(message=_verified_text(p, t, before, case), fix=p.fix)
+                fields.update(message=_verified_text(p, t, loc.ort, case), fix=p.fix)
             out[at] = dataclasses.replace(f, evidence={**f.evidence, "verification": _ev(p, t, loc)}, **fields)
             used.add(at)
         else:
             out.append(Finding(p.check, "error", case.module, p.nodes or list(case.nodes[:3]),
-                               _verified_text(p, t, before, case), {"verification": _ev(p, t, loc)}, p.fix,
+                               _verified_text(p, t, loc.ort, case), {"verification": _ev(p, t, loc)}, p.fix,
                                **{k: v for k, v in fields.items() if k != "severity"}))
             used.add(len(out) - 1)
     if not verified:
@@ -293,42 +343,51 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
                 out[k] = dataclasses.replace(f, verified=False if was_tried else None, local_before=before,
                                              kind=loc.kind if loc.kind != "unknown" else f.kind)
         if not any(f.module == case.module and f.severity == "error" for f in out):
-            out.append(_unexplained(case, loc, trials))
+            out.append(_unexplained(case, loc, trials, skipped, skipped_exports or []))
     return out
 
 
-def _verified_text(p: Patch, t: Trial, before: float, case: Optional[Case] = None) -> str:
+def _verified_text(p: Patch, t: Trial, before: Eval, case: Optional[Case] = None) -> str:
     unit = (f" ({', '.join(case.folded)} compared with {case.module} as one unit: the exporter folded its "
             f"output into {case.module}'s nodes)" if case is not None and case.folded else "")
-    return (f"{p.why}; verified: with the patch the origin's local error falls from {before:.3g} to "
+    return (f"{p.why}; verified: with the patch the origin's local error falls from {before.text()} to "
             f"{t.after.max_abs:.3g}{unit}")
 
 
 def _ev(p: Patch, t: Trial, loc: Localisation) -> dict[str, Any]:
     return clean({"patch": p.spec, "local_before": loc.ort.max_abs, "local_after": t.after.max_abs,
+                  "nonfinite_before": loc.ort.nonfinite or None,
                   "reference_evaluator_max_abs": loc.reference.max_abs if loc.reference else None,
                   "localisation": loc.note, "first_divergent_node": loc.first_node,
                   **(loc.fx.evidence() if loc.fx is not None else {})})
 
 
-def _unexplained(case: Case, loc: Localisation, trials: list[Trial]) -> Finding:
+def _unexplained(case: Case, loc: Localisation, trials: list[Trial], skipped: int = 0,
+                 skipped_exports: Optional[list[str]] = None) -> Finding:
+    """The origin drifts on its own and nothing tried removed it.  The class is the mechanism's: the
+    node the localisation names (never the first op recognised among the origin's nodes), a wrong
+    lowering when the graph itself computes otherwise (``kind: export``), else ``op-compat``."""
     ops = [n.op_type for n in case.model.graph.node]
-    first = loc.first_node_op or next((op for op in ops if op in _OP_CLASS), None)
-    check = _OP_CLASS.get(first or "", "op-compat")
-    msg = (f"{display_name(case.module)} drifts on its own (local error {loc.ort.max_abs:.3g} over {len(ops)} node(s)) and no "
-           f"patch among {len(trials)} tried removed it; {loc.note or 'the reference evaluator could not tell'}")
+    first = loc.first_node_op or ""
+    check = _OP_CLASS.get(first) or ("lowering" if loc.kind == "export" else "op-compat")
+    untried = ([f"{skipped} more candidate patch(es)"] if skipped else []) + \
+        [f"the re-export with {w}" for w in (skipped_exports or [])]
+    left = f" ({'; '.join(untried)} left untried by the budget)" if untried else ""
+    msg = (f"{display_name(case.module)} drifts on its own (local error {loc.ort.text()} over {len(ops)} node(s)) and no "
+           f"patch among {len(trials)} tried removed it{left}; {loc.note or 'the reference evaluator could not tell'}")
     ev = {"localisation": loc.note, "first_divergent_node": loc.first_node, "ops": ops[:20],
-          "tried": [t.patch.spec for t in trials][:20],
+          "tried": [t.patch.spec for t in trials][:20], "skipped": skipped or None,
+          "skipped_exports": skipped_exports or None,
           "reference_evaluator_max_abs": loc.reference.max_abs if loc.reference else None}
     fix = ("report the op to ONNX Runtime with `drifttui repro`" if loc.kind == "runtime" else
            "run `drifttui repro` and compare the nodes with the torch forward by hand")
     nodes = [loc.first_node] if loc.first_node else list(case.nodes[:3])
     wrong = loc.fx.wrong if loc.fx is not None else None
     if wrong is not None and loc.kind != "runtime":
-        check = next((_OP_CLASS[o] for o in wrong.op_types if o in _OP_CLASS), "op-compat")
+        check = lowering_class(wrong.target, wrong.op_types)
         nodes = list(wrong.nodes)
         msg = (f"{display_name(case.module)} drifts on its own: {describe(loc.fx, case.module)}; no patch among "
-               f"{len(trials)} tried removed it")
+               f"{len(trials)} tried removed it{left}")
         fix = (f"the exporter's lowering of torch's {wrong.target} computes otherwise than torch: write that call in a "
                f"form the exporter lowers right, or report it to torch.onnx with `drifttui repro` (the case names "
                f"the nodes)")

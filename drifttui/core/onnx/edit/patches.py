@@ -221,18 +221,18 @@ def _resize_opset11(model: Any, p: Patch) -> None:
     opsets 10 and 11 too); the Resize then gets the coordinate mode."""
     from onnx import helper, version_converter
 
-    _node(model, p.spec["node"])
+    before = _node(model, p.spec["node"])
+    outputs = [v for v in p.spec.get("outputs", before.output) if v]
+    resizes = [n.name for n in model.graph.node if n.op_type in ("Resize", "Upsample")]
+    position = resizes.index(before.name) if before.name in resizes else None
     try:
         converted = version_converter.convert_version(model, 11)
     except Exception as exc:  # noqa: BLE001 - the converter lacks adapters for some ops
         raise PatchError(f"onnx.version_converter could not move the graph to opset 11: {exc}") from exc
     model.CopyFrom(converted)
-    node = next((n for n in model.graph.node if n.op_type == "Resize" and n.name == p.spec["node"]), None)
+    node = converted_resize(model, p.spec["node"], outputs, position)
     if node is None:
-        node = next((n for n in model.graph.node if n.op_type == "Resize"
-                     and list(n.output) == list(p.spec.get("outputs", n.output))), None)
-    if node is None:
-        raise PatchError("the converted graph has no Resize of that name")
+        raise PatchError(f"the converted graph has no Resize for {p.spec['node']} (by name, output or position)")
     keep = [a for a in node.attribute if a.name not in ("coordinate_transformation_mode", "nearest_mode")]
     del node.attribute[:]
     node.attribute.extend(keep)
@@ -240,6 +240,19 @@ def _resize_opset11(model: Any, p: Patch) -> None:
     mode = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "mode"), b"nearest")
     if mode in (b"nearest", "nearest"):
         node.attribute.append(helper.make_attribute("nearest_mode", p.spec.get("nearest_mode", "floor")))
+
+
+def converted_resize(model: Any, name: str, outputs: list[str], position: Optional[int]) -> Any:
+    """The Resize the version converter made of node ``name``: the converter renames nodes (in the
+    whole file, not in the cut-out piece diagnose verified), so by name, else by the value it writes
+    (value names are kept), else by its position among the graph's Resize nodes."""
+    resizes = [n for n in model.graph.node if n.op_type == "Resize"]
+    node = next((n for n in resizes if n.name == name), None)
+    if node is None and outputs:
+        node = next((n for n in resizes if [v for v in n.output if v] == outputs), None)
+    if node is None and position is not None and position < len(resizes):
+        node = resizes[position]
+    return node
 
 
 def _clip_bounds(model: Any, p: Patch) -> None:

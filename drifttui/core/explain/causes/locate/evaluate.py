@@ -26,6 +26,17 @@ class Eval:
     fails: bool
     ok: bool = True                 # the model ran
     error: str = ""
+    nonfinite: int = 0              # elements inf/NaN on one side only (then max_abs is inf)
+
+    def text(self) -> str:
+        """The error figure as a message says it: 'inf (3 element(s) inf/NaN where torch is finite)'."""
+        return figure(self.max_abs, self.nonfinite)
+
+
+def figure(max_abs: float, nonfinite: int = 0) -> str:
+    if nonfinite:
+        return f"{max_abs:.3g} ({nonfinite} element(s) inf/NaN on one side only)"
+    return f"{max_abs:.3g}"
 
 
 @dataclass
@@ -83,7 +94,7 @@ def error(values: dict[str, np.ndarray], expected: dict[str, np.ndarray], atol: 
         if name not in values:
             return Eval(float("inf"), True, False, f"no value for {name}")
         total.add(compare(want, values[name], atol, rtol))
-    return Eval(total.max_abs, total.fails())
+    return Eval(total.max_abs, total.fails(), nonfinite=total.nan_mismatch)
 
 
 def ort_error(case: Case, model: Any = None) -> Eval:

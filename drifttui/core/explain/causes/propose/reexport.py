@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
@@ -26,24 +26,59 @@ from drifttui.core.result import display_name
 from drifttui.errors import DriftTuiError
 
 
-def variants(ctx: Any) -> list[tuple[str, str]]:
-    """(exporter, why) to try: the other exporter, or both for a file the user exported."""
+class Variant(NamedTuple):
+    """One way to export the origin module alone: an exporter, its opset, torch's own decompositions."""
+
+    exporter: str
+    why: str
+    opset: Optional[int] = None
+    decompose: bool = False
+
+    def fix(self, opset: Optional[int], target: str = "") -> str:
+        at = f" at opset {opset}" if opset else ""
+        if self.decompose:
+            what = f"torch's own decomposition of {target}" if target else "torch's own decompositions"
+            return (f"decompose before exporting ({what} is right where the exporter's lowering is not): "
+                    f"`ep = torch.export.export(model, args).run_decompositions(torch.export.default_decompositions())`"
+                    f", then `torch.onnx.export(ep, args, dynamo=True)`{at}; report the lowering"
+                    f"{' of ' + target if target else ''} to torch.onnx / onnxscript with `drifttui repro`")
+        if self.opset is not None:
+            return (f"export with --exporter {self.exporter} and `torch.onnx.export(..., opset_version={self.opset})`"
+                    f" (the lowering at that opset is right)")
+        return f"export with --exporter {self.exporter}{at}"
+
+
+MAX_VARIANTS = 4          # re-exports tried per origin, cheapest and likeliest first
+TORCHSCRIPT_TOP = 20      # the newest opset the TorchScript exporter lowers to
+
+
+def variants(ctx: Any) -> list[Variant]:
+    """The re-exports to try, in order, at most MAX_VARIANTS: the other exporter (both of today's for
+    a file the user exported), the dynamo exporter after torch's core ATen decompositions (another
+    lowering path than torchlib's hand-written one), the TorchScript exporter at its newest opset."""
     if ctx.cfg.onnx:
-        return [("dynamo", "today's dynamo exporter on the runtime input shapes"),
-                ("torchscript", "the TorchScript exporter on the runtime input shapes")]
-    other = "torchscript" if ctx.cfg.exporter == "dynamo" else "dynamo"
-    return [(other, f"the {other} exporter")]
+        out = [Variant("dynamo", "today's dynamo exporter on the runtime input shapes"),
+               Variant("torchscript", "the TorchScript exporter on the runtime input shapes")]
+    else:
+        other = "torchscript" if ctx.cfg.exporter == "dynamo" else "dynamo"
+        out = [Variant(other, f"the {other} exporter")]
+    out.append(Variant("dynamo", "the dynamo exporter after torch's core ATen decompositions", decompose=True))
+    if not (ctx.cfg.exporter == "torchscript" and not ctx.cfg.onnx and ctx.index.opset == TORCHSCRIPT_TOP):
+        out.append(Variant("torchscript", f"the TorchScript exporter at opset {TORCHSCRIPT_TOP}", opset=TORCHSCRIPT_TOP))
+    return out[:MAX_VARIANTS]
 
 
-def try_reexport(ctx: Any, case: Case, exporter: str, why: str, loc: Any = None) -> tuple[Optional[Patch], Eval]:
+def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tuple[Optional[Patch], Eval]:
     module = ctx.modules().get(case.module)
     io = call_io(ctx, case)
     if module is None or io is None:
         return None, Eval(float("inf"), True, False, "the origin's inputs could not be captured")
     ins, outs = io
+    exporter, why = variant.exporter, variant.why
     with tempfile.TemporaryDirectory(prefix="drifttui-reexport-") as d:
         try:
-            path = export_model(module, tuple(ins), {}, exporter, Path(d), "origin.onnx")
+            path = export_model(module, tuple(ins), {}, exporter, Path(d), "origin.onnx", opset=variant.opset,
+                                decompose=variant.decompose)
             import onnx
 
             model = onnx.load(str(path))
@@ -56,7 +91,7 @@ def try_reexport(ctx: Any, case: Case, exporter: str, why: str, loc: Any = None)
     feeds = {n: t.detach().cpu().numpy() for n, t in zip(feeds_names, ins)}
     opset = next((i.version for i in model.opset_import if i.domain in ("", "ai.onnx")), None)
     spec = {"op": "reexport", "module": case.module, "exporter": exporter, "opset": opset,
-            "input_shapes": [list(t.shape) for t in ins]}
+            "input_shapes": [list(t.shape) for t in ins], **({"decompose": "core_aten"} if variant.decompose else {})}
     fx = getattr(loc, "fx", None)
     wrong = fx.wrong if fx is not None and getattr(loc, "kind", "") != "runtime" else None
     if wrong is not None:       # a dynamo file: its FX values named the wrong node (fx_localise)
@@ -65,8 +100,9 @@ def try_reexport(ctx: Any, case: Case, exporter: str, why: str, loc: Any = None)
     else:
         node = mistranslated(case, model, feeds) if ev.ok and not ev.fails else None
         check, said = _story(case, module, node, ctx)
+    target = wrong.target if wrong is not None else ""
     patch = Patch(spec, check, f"{said}{display_name(case.module)} exported alone with {why} (opset {opset}) computes what "
-                  "torch computes", f"export with --exporter {exporter}" + (f" at opset {opset}" if opset else "")
+                  "torch computes", variant.fix(opset, target)
                   + (" and dynamic shapes for the sizes that change at run time" if ctx.cfg.onnx else "")
                   + " (`drifttui repair` grafts that export into the file)",
                   "export", module=case.module,
@@ -75,10 +111,21 @@ def try_reexport(ctx: Any, case: Case, exporter: str, why: str, loc: Any = None)
     return patch, ev
 
 
+# the class of a verified re-export follows from what it changed: the lowering of the node (or the
+# ATen op) it computes otherwise; the lowerings of these ops have classes of their own
 _CLASS = {"Resize": "interpolation", "Upsample": "interpolation", "AveragePool": "padding", "Pad": "padding",
           "MaxPool": "padding", "LayerNormalization": "normalization", "BatchNormalization": "normalization",
-          "InstanceNormalization": "normalization", "GroupNormalization": "normalization", "Cast": "dtype",
-          "Div": "dtype"}
+          "InstanceNormalization": "normalization", "GroupNormalization": "normalization"}
+_ATEN_CLASS = (("upsample", "interpolation"), ("interpolate", "interpolation"), ("grid_sampler", "interpolation"),
+               ("_norm", "normalization"), ("pad", "padding"), ("pool", "padding"))
+
+
+def lowering_class(target: str, op_types: list[str]) -> str:
+    """The class of a wrong lowering: by the ATen op torch called, else by the ONNX nodes it became
+    (a Resize's story is interpolation's), else ``lowering``."""
+    name = target.split(".")[1] if target.startswith("aten.") and "." in target else target
+    hit = next((c for key, c in _ATEN_CLASS if key in name), None)
+    return hit or next((_CLASS[o] for o in op_types if o in _CLASS), "lowering")
 
 
 def _story(case: Case, module: Any, node: Any, ctx: Any) -> tuple[str, str]:
@@ -95,10 +142,10 @@ def _story(case: Case, module: Any, node: Any, ctx: Any) -> tuple[str, str]:
         return "normalization", (f"{type(lost[1]).__name__} {case.module}'s eps={lost[0]:g} is in no constant or "
                                  f"attribute of the file: the export dropped it{at}; ")
     if node is not None:
-        return _CLASS.get(node.op_type, "op-compat"), (
+        return lowering_class("", [node.op_type]), (
             f"{node.op_type} {node.name} computes something else than torch: the one node of "
             f"{case.module or '(root)'} whose value the re-export never computes while its inputs match; ")
-    return ("versions" if ctx.cfg.onnx else "op-compat"), ""
+    return ("versions" if ctx.cfg.onnx else "lowering"), ""
 
 
 def _fx_story(case: Case, module: Any, fx: Any, ctx: Any) -> tuple[str, str]:
@@ -108,8 +155,9 @@ def _fx_story(case: Case, module: Any, fx: Any, ctx: Any) -> tuple[str, str]:
     eps = _eps_constant(case, module)
     if eps is not None:
         return _story(case, module, None, ctx)
-    ops = fx.wrong.op_types
-    return (next((_CLASS[o] for o in ops if o in _CLASS), "op-compat"), describe(fx, case.module) + "; ")
+    wrong = fx.wrong
+    return (lowering_class(wrong.target, wrong.op_types),
+            f"{describe(fx, case.module)}: the exporter's lowering of torch's {wrong.target} is wrong; ")
 
 
 def _eps_constant(case: Case, module: Any) -> Optional[tuple[float, str, Any]]:

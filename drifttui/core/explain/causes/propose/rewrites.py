@@ -39,6 +39,7 @@ from drifttui.core.onnx.edit.resize_gather import OPS as RESIZE_OPS, UPSTREAM, t
 from drifttui.core.onnx.edit.stable_forms import match_expm1, match_log1p, match_logaddexp
 from drifttui.core.onnx.edit.ort_workarounds import forms_for
 
+STABILITY = "stability"     # a numerically unstable lowering: a stable form of the same function verifies
 
 
 def _patch(node: Any, rewrite: str, check: str, why: str, fix: str, module: str, **extra: Any) -> Any:
@@ -113,13 +114,25 @@ def avgpool_divisor(case: Any, node: Any, module: Any, types: dict[str, int]) ->
                      "divisor), or let `drifttui repair` rewrite the node", case.module, divisor=d, area=area)
 
 
-def resize_antialias(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
+def resize_antialias(case: Any, node: Any, module: Any, types: dict[str, int],
+                     calls: Optional[Callable[[str], Any]] = None) -> Iterator[Any]:
+    """The antialias story only where torch downsamples with antialias=True: the Resize makes an axis
+    smaller, and the module says antialias=True or the torch program calls an ``_aa`` upsample (a
+    program whose upsample calls are all without it refutes the story before any patch runs)."""
     a = _attrs(node)
     if a.get("antialias", 0) or a.get("mode", "nearest") == "nearest":
         return
     want = getattr(module, "antialias", None)
     if want is False:
         return
+    shapes = _resize_shapes(case, node)
+    if shapes is None or not any(o < i for i, o in zip(shapes[0][2:], shapes[1][2:])):
+        return                          # not a downsample: antialias changes nothing
+    if want is None and calls is not None:
+        aa = [c for k in ("aten._upsample_bilinear2d_aa", "aten._upsample_bicubic2d_aa") for c in calls(k)]
+        plain = [c for k in ("aten.upsample_", "aten._upsample_nearest") for c in calls(k)]
+        if plain and not aa:
+            return
     yield _patch(node, "resize_antialias", "interpolation",
                  f"Resize {node.name} does not antialias; the torch interpolate call downsamples with "
                  "antialias=True", "export with opset >= 18 (Resize has antialias since opset 18)"
@@ -128,7 +141,7 @@ def resize_antialias(case: Any, node: Any, module: Any, types: dict[str, int]) -
 
 def log1p(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
     if match_log1p(case.model, node) is not None:
-        yield _patch(node, "log1p", "op-compat",
+        yield _patch(node, "log1p", STABILITY,
                      f"Log {node.name} computes log1p as Log(1 + x): the float sum 1 + x drops the low bits of x "
                      "for |x| << 1 (the exporters lower torch.log1p to Add + Log; ONNX has no Log1p), where torch's "
                      "log1p is exact; the accurate form x * Log(1 + x) / ((1 + x) - 1) computes what torch computes",
@@ -138,7 +151,7 @@ def log1p(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[
 
 def logaddexp(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
     if match_logaddexp(case.model, node) is not None:
-        yield _patch(node, "logaddexp", "op-compat",
+        yield _patch(node, "logaddexp", STABILITY,
                      f"Log {node.name} computes logaddexp as Log(Exp(a) + Exp(b)): Exp overflows to inf above ~88 "
                      "(and underflows to 0 below ~-103) where torch's logaddexp computes "
                      "max(a, b) + log1p(exp(-|a - b|)) (the dynamo exporter lowers torch.logaddexp to Exp + Add + "
@@ -154,7 +167,7 @@ def _log(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[A
 
 def expm1(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
     if match_expm1(case.model, node) is not None:
-        yield _patch(node, "expm1", "op-compat",
+        yield _patch(node, "expm1", STABILITY,
                      f"Sub {node.name} computes expm1 as Exp(x) - 1: the difference cancels the low bits for "
                      "|x| << 1 (the dynamo exporter lowers torch.expm1 to Exp + Sub; ONNX has no Expm1), where "
                      "torch's expm1 is exact; the accurate form (Exp(x) - 1) * x / Log(Exp(x)) computes what "
@@ -174,6 +187,8 @@ def candidates(case: Any, module: Any, types: dict[str, int], calls: Optional[Ca
         fn = CANDIDATES.get(node.op_type)
         if fn is softplus_threshold:
             out.extend(fn(case, node, module, types, calls("aten.softplus") if calls is not None else None))
+        elif fn is resize_antialias:
+            out.extend(fn(case, node, module, types, calls))
         elif fn is not None:
             out.extend(fn(case, node, module, types))
     return out
@@ -200,7 +215,7 @@ def workaround_patches(case: Any, first: Any = None, kind: str = "runtime") -> l
                 fix = (f"deploy the rewritten graph ({w.what}; `drifttui repair` applies it) and report the "
                        f"{node.op_type} kernel to onnxruntime with `drifttui repro`")
             out.append(Patch({"op": "rewrite", "node": node.name, "rewrite": "workaround", "form": w.form},
-                             "op-compat", why, fix, "runtime" if kind != "export" else "export",
+                             STABILITY if kind == "export" else "op-compat", why, fix, "runtime" if kind != "export" else "export",
                              module=case.module, nodes=[node.name]))
     return out
 

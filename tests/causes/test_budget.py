@@ -1,0 +1,47 @@
+"""The patch budget: a fixed number of candidate patches per origin, fewer for a large origin, the
+checks' own patches always kept, then the ones at the nodes the localisation names."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+
+def _case(n_nodes: int):
+    from onnx import helper
+
+    nodes = [helper.make_node("Relu", [f"v{k}"], [f"v{k + 1}"], name=f"n{k}") for k in range(n_nodes)]
+    return SimpleNamespace(model=helper.make_model(helper.make_graph(nodes, "g", [], [])))
+
+
+def test_a_large_origin_gets_fewer_patches_and_never_none():
+    from drifttui.core.explain.causes import MAX_PATCHES, MIN_PATCHES, budget
+
+    assert budget(_case(10)) == MAX_PATCHES
+    assert budget(_case(2000)) == 12
+    assert budget(_case(100_000)) == MIN_PATCHES
+
+
+def test_a_large_origin_is_re_exported_the_cheap_ways_only():
+    from drifttui.core.explain.causes import affordable
+    from drifttui.core.explain.causes.propose.reexport import Variant
+
+    every = [Variant("dynamo", "d"), Variant("dynamo", "dd", decompose=True), Variant("torchscript", "t20", opset=20)]
+    assert affordable(every, _case(50)) == (every, [])
+    tried, skipped = affordable(every, _case(2000))
+    assert tried == [every[2]] and skipped == ["d", "dd"]          # no minute-long dynamo export
+    tried, skipped = affordable(every, _case(600))
+    assert tried == [every[0], every[2]] and skipped == ["dd"]
+
+
+def test_the_checks_patches_then_the_localised_nodes_patches_come_first():
+    from drifttui.core.explain.causes import by_likelihood
+    from drifttui.core.onnx.edit.patches import Patch
+
+    def p(node: str, check: str = "op-compat") -> Patch:
+        return Patch({"op": "set_attribute", "node": node}, check, "", "", nodes=[node])
+
+    own, a, b, wrong = p("n5", "padding"), p("n1"), p("n2"), p("n9")
+    loc = SimpleNamespace(first_node="n9", fx=None)
+    ordered = by_likelihood([own, a, b, wrong], loc, checks=1)
+    assert ordered == [own, wrong, a, b]
+    fx = SimpleNamespace(wrong=SimpleNamespace(nodes=["n2"]))
+    assert by_likelihood([own, a, b, wrong], SimpleNamespace(first_node=None, fx=fx), checks=1) == [own, b, a, wrong]
