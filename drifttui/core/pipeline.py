@@ -127,7 +127,11 @@ def _partial(pr: Prepared) -> Any:
 
 
 def _prefixed(progress: ProgressFn, prefix: str) -> ProgressFn:
-    """``progress`` with ``prefix`` before each message (a recheck's stages said as the copy's)."""
+    """``progress`` for a nested run (a recheck's stages said as the copy's): the callable's own
+    ``phase(prefix)`` when it has one (the CLI's printer), else ``prefix`` before each message."""
+    phase = getattr(progress, "phase", None)
+    if callable(phase):
+        return phase(prefix)
     return lambda p: progress(dataclasses.replace(p, message=prefix + (p.message or p.stage)))
 
 

@@ -34,7 +34,7 @@ def test_repair_into_a_pipe_says_each_stage_and_ends_with_the_source_fix(exports
 
 
 def test_the_source_fix_of_each_patch_kind():
-    from drifttui.core.explain.causes.source_fix import source_fix
+    from drifttui.core.explain.causes.deliver.source_fix import source_fix
 
     assert source_fix({"op": "rewrite", "rewrite": "resize_opset11"}, 9, "torchscript") == \
         'torch.onnx.export(model, args, "model.onnx", dynamo=False, opset_version=11)'

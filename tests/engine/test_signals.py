@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, without_progress
 
 # SIGTERM (the CI-timeout case) runs in the default suite; the other signals and the TUI take
 # ~30 s each on a loaded machine: `make test-faults` runs them all
@@ -82,7 +82,7 @@ def test_signal_mid_capture_cleans_up_and_exits(tmp_path, sig, code, word):
     report = tmp_path / "r.json"
     returncode, err = _run_and_signal(tmp_path, ["check", "--json", str(report)], sig)
     assert returncode == code, err
-    lines = [line for line in err.splitlines() if line.strip()]
+    lines = [line for line in without_progress(err).splitlines() if line.strip()]
     assert len(lines) == 1 and word in lines[0] and "Traceback" not in err, err
     assert not report.exists()
     assert sorted(os.listdir(tmp_path)) == ["slow.py", "tmp"]     # nothing written next to the model

@@ -97,5 +97,9 @@ def reorder_plan(index: Any, shapes: dict[str, tuple]) -> tuple[dict[str, int], 
             left.append(v)
             continue
         ch = logical_channels(index, v, bset)
-        views[v] = ch if ch is not None and ch <= int(shapes[v][1]) else int(shapes[v][1])
+        ch = ch if ch is not None and ch <= int(shapes[v][1]) else int(shapes[v][1])
+        if ch % 4:                  # ORT's ReorderInput (the way back to the readers) takes multiples of 4 only
+            left.append(v)
+            continue
+        views[v] = ch
     return views, left

@@ -21,6 +21,7 @@ from typing import Any
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import Eval, ort_error
+from drifttui.errors import InputError
 
 RUN_SNIPPET = """python - <<'PY'
 import glob, numpy as np, onnx, onnxruntime as ort
