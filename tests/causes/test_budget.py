@@ -13,7 +13,7 @@ def _case(n_nodes: int):
 
 
 def test_a_large_origin_gets_fewer_patches_and_never_none():
-    from drifttui.core.explain.causes.verify import MAX_PATCHES, MIN_PATCHES, budget
+    from drifttui.core.explain.causes.propose.patch_budget import MAX_PATCHES, MIN_PATCHES, budget
 
     assert budget(_case(10)) == MAX_PATCHES
     assert budget(_case(2000)) == 12
@@ -21,7 +21,7 @@ def test_a_large_origin_gets_fewer_patches_and_never_none():
 
 
 def test_a_large_origin_is_re_exported_the_cheap_ways_only():
-    from drifttui.core.explain.causes.verify import affordable
+    from drifttui.core.explain.causes.propose.patch_budget import affordable
     from drifttui.core.explain.causes.propose.reexport import Variant
 
     every = [Variant("dynamo", "d"), Variant("dynamo", "dd", decompose=True), Variant("torchscript", "t20", opset=20)]
@@ -33,7 +33,7 @@ def test_a_large_origin_is_re_exported_the_cheap_ways_only():
 
 
 def test_the_checks_patches_then_the_localised_nodes_patches_come_first():
-    from drifttui.core.explain.causes.verify import by_likelihood
+    from drifttui.core.explain.causes.propose.patch_budget import by_likelihood
     from drifttui.core.onnx.edit.patches import Patch
 
     def p(node: str, check: str = "op-compat") -> Patch:

@@ -30,6 +30,7 @@ from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, loc
 from drifttui.core.explain.causes.locate.fx_localise import describe, first_failing_inner, fx_localise, torch_calls, widen
 from drifttui.core.explain.causes.holds import hold
 from drifttui.core.explain.causes.propose.nopatch import explain_no_patch
+from drifttui.core.explain.causes.propose.patch_budget import affordable, budget, by_likelihood
 from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
 from drifttui.core.explain.causes.propose.precision_loss import precision_finding
 from drifttui.core.explain.causes.propose.reexport import lowering_class, try_reexport, variants
@@ -40,12 +41,6 @@ from drifttui.core.onnx.edit.ort_workarounds import RANK
 from drifttui.core.result.codec import clean
 from drifttui.core.result import SEVERITY_ORDER, Finding, display_name
 
-MAX_PATCHES = 48         # candidate patches tried per origin at most (each is one small ORT session)
-NODE_BUDGET = 24_000     # and at most this many node runs: a 2000-node origin gets 12 patches
-MIN_PATCHES = 8
-MAX_EXPORTS = 4          # re-exports of the origin module (reexport.variants) at most
-EXPORT_BUDGET = 6_000    # and at most this cost (origin nodes, DYNAMO_COST per node for a dynamo export)
-DYNAMO_COST = 8
 EQUIVALENT = ("workaround", "resize_gather")     # rewrites that compute the same maths otherwise
 # the class of the node the localisation names (a Cast that is itself wrong is a dtype story)
 _OP_CLASS = {"Resize": "interpolation", "Upsample": "interpolation", "AveragePool": "padding", "Pad": "padding",
@@ -128,40 +123,6 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
             seen.add(k)
             unique.append(p)
     return unique
-
-
-def budget(case: Case) -> int:
-    """How many candidate patches an origin of this size gets (each runs all its nodes once)."""
-    return max(MIN_PATCHES, min(MAX_PATCHES, NODE_BUDGET // max(1, len(case.model.graph.node))))
-
-
-def affordable(variants: list[Any], case: Case) -> tuple[list[Any], list[str]]:
-    """The re-exports this origin can pay for, in order, and the ones it cannot (their ``why``): each
-    costs about its origin's node count (a TorchScript export; a dynamo export, which traces,
-    decomposes and optimises, DYNAMO_COST times that: about a minute for 2000 nodes), within
-    EXPORT_BUDGET.  A small origin gets every variant; a 2000-node origin only TorchScript ones."""
-    n = max(1, len(case.model.graph.node))
-    spent, tried, skipped = 0, [], []
-    for v in variants[:MAX_EXPORTS]:
-        cost = n * (DYNAMO_COST if v.exporter == "dynamo" else 1)
-        if spent + cost > EXPORT_BUDGET:
-            skipped.append(v.why)
-            continue
-        spent += cost
-        tried.append(v)
-    return tried, skipped
-
-
-def by_likelihood(patches: list[Patch], loc: Optional[Localisation], checks: int) -> list[Patch]:
-    """The checks' own patches first (the budget never drops them), then the patches at the nodes the
-    localisation names (the first divergent node, the FX node's group), then the rest in order."""
-    suspect = set()
-    if loc is not None:
-        suspect |= {loc.first_node} if loc.first_node else set()
-        if loc.fx is not None and loc.fx.wrong is not None:
-            suspect |= set(loc.fx.wrong.nodes)
-    head, rest = patches[:checks], patches[checks:]
-    return head + sorted(rest, key=lambda p: suspect.isdisjoint(p.nodes) if suspect else False)
 
 
 def _types(ctx: Any, case: Case) -> dict[str, int]:
