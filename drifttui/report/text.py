@@ -181,13 +181,13 @@ def db(x: Optional[float]) -> str:
 
 
 def budget_cells(L: Layer) -> list:
-    """Own loss in dB (red when over its budget: decide counts it as a drift whatever the layer's
-    output does) and the measured share of the output error."""
+    """Own loss in dB (red when over its budget and a drift; yellow when over but its output is
+    within its own budget: not part of the verdict) and the measured share of the output error."""
     b = L.budget
     if b is None or b.format == "float32":
         return ["-", "-"]
     share = "-" if b.share is None else f"{100 * b.share:.0f}%"
-    style = "bold red" if b.over else ""
+    style = ("bold red" if L.status == DRIFT else "yellow") if b.over else ""
     return [Text(db(b.own_loss_db), style=style), share]
 
 

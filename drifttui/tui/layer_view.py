@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from drifttui.core.base.progress import Progress
-from drifttui.core.result import HIST_EDGES, Layer, Metrics, Result
+from drifttui.core.result import DRIFT, HIST_EDGES, Layer, Metrics, Result
 from drifttui.tui.heat import band, cell_style, fmt_value, thresholds
 from drifttui.tui.tree import display_name, own_fails
 from drifttui.tui.widgets.layer_table import STATUS_STYLES, STATUS_TEXT
@@ -208,8 +208,11 @@ def budget_line(layer: Layer) -> Text:
         line.append("  share of output error ", style="dim")
         line.append(f"{100 * b.share:.0f}%")
     line.append("  ")
-    # decide counts either test: a layer over its own budget is a drift whatever its output does
-    line.append("OVER BUDGET" if b.over else "within budget", style="bold #e8503a" if b.over else "#5fb36b")
+    if b.over and layer.status != DRIFT:
+        # its own error is over its budget but its output is within its own: not part of the verdict
+        line.append("own error over budget, output within", style="#d7a64a")
+    else:
+        line.append("OVER BUDGET" if b.over else "within budget", style="bold #e8503a" if b.over else "#5fb36b")
     return line
 
 

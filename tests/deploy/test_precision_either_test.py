@@ -44,6 +44,10 @@ def scaled(src, dst, node_names: list[str], factor: float):
     return dst
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "issue 33 point 4a is open: judging a budgeted layer on its own budget alone made 6 of 10 clean "
+    "real-architecture files of tests/deploy/test_precision_archs.py OVER BUDGET (a clean layer's own error "
+    "passes its worst-case own budget); the rule waits for budgets derived from the conversion (point 4b)"))
 @pytest.mark.parametrize("module", ["layers.1.mlp.0", pytest.param("layers.0.mlp.2", marks=pytest.mark.deploy)])
 def test_an_own_error_over_its_budget_is_over_budget_though_the_output_is_within(tmp_path, module):
     from drifttui.report.text import budget_cells

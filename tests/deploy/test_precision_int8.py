@@ -151,3 +151,24 @@ def test_quantized_embedding_table_is_held_to_its_int8_budget(tmp_path, exporter
     assert emb.budget is not None and emb.budget.format == "int8" and emb.budget.own_budget > 0
     assert emb.metrics.max_rel.worst > 1e-4                   # the rounding is there, over float32's rtol
     assert r.precision.verdict == "within budget" and r.verdict == "ok", [(L.module, L.status) for L in r.layers]
+
+
+def test_an_own_error_over_budget_whose_output_is_within_is_not_shown_as_the_verdict(files):
+    """``budget.over`` is the layer's own error against its own budget; the verdict also needs its
+    output over its output budget. A layer with the first and not the second is shown as such (not
+    "OVER BUDGET" under a WITHIN BUDGET headline), in the TUI inspector and the text table."""
+    import dataclasses
+
+    from drifttui.report.text import budget_cells
+    from drifttui.tui.layer_view import budget_line
+
+    r = run("small_cnn", "img32", files["qdq"])
+    L = next(L for L in r.layers if L.budget is not None and L.status == "ok" and L.budget.own_loss_db is not None)
+    absorbed = dataclasses.replace(L, budget=dataclasses.replace(L.budget, over=True))
+    line = budget_line(absorbed).plain
+    assert "own error over budget, output within" in line and "OVER BUDGET" not in line
+    assert str(budget_cells(absorbed)[0].style) == "yellow"
+    drifting = dataclasses.replace(absorbed, status="drift")
+    assert "OVER BUDGET" in budget_line(drifting).plain
+    assert str(budget_cells(drifting)[0].style) == "bold red"
+    assert "within budget" in budget_line(L).plain

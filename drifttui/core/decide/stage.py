@@ -205,12 +205,10 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
         if agg is None or agg.samples == 0:
             statuses.append(UNMAPPED)
             continue
-        own = local.get(cm.call)
         if not agg.fails(atol, rules.out(cm.call)):
-            # either test, as documented: a budgeted layer whose own error is over its own budget drifts
-            # even when its output stays within the (looser) output budget
-            statuses.append(DRIFT if _own_over(own, cm.call, atol, rules) else OK)
+            statuses.append(OK)
             continue
+        own = local.get(cm.call)
         if own is not None and own.samples:
             statuses.append(DRIFT if own.fails(atol, rules.own(cm.call)) else INHERITED)
         elif local_available:
@@ -235,12 +233,6 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
     notes.extend(attribute_unowned(calls, plan, statuses, origin, op_types))
     notes.extend(unmapped_before(calls, statuses, origin))
     return Verdict(statuses, origin, notes)
-
-
-def _own_over(own: Optional[Aggregate], call: int, atol: float, rules: Rules) -> bool:
-    """A reduced-precision layer's own error over its own budget (the first of the two tests; the
-    output's is the other). Only budgeted calls: a float32 layer keeps the float32 rule."""
-    return bool(call in rules.budgets and own is not None and own.samples and own.fails(atol, rules.own(call)))
 
 
 def coverage(statuses: list[str], plan: Plan) -> Coverage:
