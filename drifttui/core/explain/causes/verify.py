@@ -163,19 +163,10 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
     if key in ctx.cache:
         return ctx.cache[key]
     o = ctx.result.drift_origin
-    paid = precision_finding(ctx)
-    saturated = saturation_finding(ctx)
-    if saturated is not None:   # the CPU's int8 kernel computes a wrong product: no mistranslation either
-        exp = Explanation(None, None, [], rank([saturated, *findings], saturated.module),
-                          "the CPU's int8 kernel saturates (re-quantize with reduce_range=True, or keep the "
-                          "nodes in float32: step 4, repair)")
-        ctx.cache[key] = exp
-        return exp
-    if paid is not None:        # a precision loss: no mistranslation patch or re-export can tell
-        exp = Explanation(None, None, [], rank([paid, *findings], paid.module),
-                          "the origin pays for the file's precision (keep it in float32: step 4, repair)")
-        ctx.cache[key] = exp
-        return exp
+    story = _precision_story(ctx, findings)
+    if story is not None:
+        ctx.cache[key] = story
+        return story
     case = origin_case(ctx) if o is not None else None
     if case is None:
         exp = Explanation(None, None, [], rank(findings, o.module if o else None), why_no_case(ctx))
@@ -219,6 +210,21 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
     exp = Explanation(case, loc, trials, rank(merged, case.module), skipped=skipped, skipped_exports=skipped_exports)
     ctx.cache[key] = exp
     return exp
+
+
+def _precision_story(ctx: Any, findings: list[Finding]) -> Optional[Explanation]:
+    """The origin's error told by the file's precision, where no mistranslation patch or re-export can
+    tell: the CPU's int8 kernel saturating, or a precision loss; None otherwise."""
+    paid = precision_finding(ctx)
+    saturated = saturation_finding(ctx)
+    if saturated is not None:   # the CPU's int8 kernel computes a wrong product: no mistranslation either
+        return Explanation(None, None, [], rank([saturated, *findings], saturated.module),
+                           "the CPU's int8 kernel saturates (re-quantize with reduce_range=True, or keep the "
+                           "nodes in float32: step 4, repair)")
+    if paid is not None:
+        return Explanation(None, None, [], rank([paid, *findings], paid.module),
+                           "the origin pays for the file's precision (keep it in float32: step 4, repair)")
+    return None
 
 
 def _witness_constants(ctx: Any, case: Case, reexport: Trial) -> list[Trial]:
