@@ -21,6 +21,17 @@ SPEC = f"{HERE / 'drifted.py'}"
 SAMPLES = 2
 
 
+def explained_run(cfg: Any) -> tuple:
+    """(engine, cfg, run, explained result, explanation) of ``cfg`` on a fresh Pipeline: what the drift
+    suites cache per form."""
+    from drifttui.core.pipeline import Pipeline
+
+    engine = Pipeline()
+    run = engine.run(cfg)
+    ex = engine.explain(run.result)
+    return engine, cfg, run, ex.result, ex.explanation
+
+
 def _attr(op: str, module: str, name: str, value: Any) -> Callable[[Any], None]:
     def edit(proto: Any) -> None:
         node = surgery._find(proto, op, module)

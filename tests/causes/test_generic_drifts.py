@@ -37,7 +37,7 @@ FAST = {("shift", "torchscript")}
 def explained(tmp_path_factory):
     import torch
 
-    from drifttui.core.pipeline import Pipeline
+    from tests.causes.conftest import explained_run
     from drifttui.core.result import Config
     from tests.causes import forms30
 
@@ -55,10 +55,7 @@ def explained(tmp_path_factory):
                 torch.onnx.export(getattr(forms30, model)(), (getattr(forms30, inputs)(),), str(path),
                                   dynamo=exporter == "dynamo")
             cfg = Config(model=f"{SPEC}:{model}", onnx=str(path), inputs=f"{SPEC}:{inputs}", samples=3)
-            engine = Pipeline()
-            run = engine.run(cfg)
-            ex = engine.explain(run.result)
-            cache[key] = (engine, cfg, run, ex.result, ex.explanation)
+            cache[key] = explained_run(cfg)
         return cache[key]
 
     return go

@@ -73,7 +73,7 @@ def _config(model: str, path: Path, samples: int = 3) -> Any:
 
 @pytest.fixture(scope="module")
 def explained(exported):
-    from drifttui.core.pipeline import Pipeline
+    from tests.causes.conftest import explained_run
 
     cache: dict[tuple, Any] = {}
 
@@ -81,10 +81,7 @@ def explained(exported):
         key = (model, exporter, opset)
         if key not in cache:
             cfg = _config(model, exported(model, exporter, opset))
-            engine = Pipeline()
-            run = engine.run(cfg)
-            ex = engine.explain(run.result)
-            cache[key] = (engine, cfg, run, ex.result, ex.explanation)
+            cache[key] = explained_run(cfg)
         return cache[key]
 
     return go

@@ -72,7 +72,7 @@ FAST = {("nearest", "torchscript", None), ("nearest_scale", "torchscript", 13), 
 def explained(tmp_path_factory):
     import torch
 
-    from drifttui.core.pipeline import Pipeline
+    from tests.causes.conftest import explained_run
     from drifttui.core.result import Config
     from tests.causes import upstream
 
@@ -91,10 +91,7 @@ def explained(tmp_path_factory):
                                   **({} if opset is None else {"opset_version": opset}))
             cfg = Config(model=f"{SPEC}:{model}", onnx=str(path), inputs=f"{SPEC}:{INPUTS.get(model, 'vec_inputs')}",
                          samples=3)
-            engine = Pipeline()
-            run = engine.run(cfg)
-            ex = engine.explain(run.result)
-            cache[key] = (engine, cfg, run, ex.result, ex.explanation)
+            cache[key] = explained_run(cfg)
         return cache[key]
 
     return go
