@@ -148,6 +148,15 @@ def onnxslim(src: Path, dst: Path) -> Path:
     return dst
 
 
+def onnxoptimizer(src: Path, dst: Path) -> Path:
+    """The ONNX Optimizer's fuse and elimination passes (BN into Conv, transposes, pads, ...)."""
+    import onnx
+    import onnxoptimizer as tool
+
+    onnx.save(tool.optimize(onnx.load(str(src)), tool.get_fuse_and_elimination_passes()), str(dst))
+    return dst
+
+
 def ort_offline(level: str) -> Callable[[Path, Path], Path]:
     def run(src: Path, dst: Path) -> Path:
         import onnxruntime as ort
@@ -171,7 +180,7 @@ def transformers_optimizer(src: Path, dst: Path) -> Path:
 
 
 PIPELINES: dict[str, Callable[[Path, Path], Path]] = {
-    "onnxsim": onnxsim, "onnxslim": onnxslim, "ort-basic": ort_offline("basic"),
+    "onnxsim": onnxsim, "onnxslim": onnxslim, "onnxoptimizer": onnxoptimizer, "ort-basic": ort_offline("basic"),
     "ort-extended": ort_offline("extended"), "ort-all": ort_offline("all"),
     "transformers-optimizer": transformers_optimizer,
 }

@@ -11,7 +11,7 @@ from drifttui.core.result import DRIFT, FUSED, OK
 
 pytestmark = pytest.mark.deploy
 
-_TOOLS = {"onnxsim": "onnxsim", "onnxslim": "onnxslim", "transformers-optimizer": "onnxruntime.transformers"}
+_TOOLS = {"onnxsim": "onnxsim", "onnxslim": "onnxslim", "onnxoptimizer": "onnxoptimizer", "transformers-optimizer": "onnxruntime.transformers"}
 CASES = [(m, e, p) for m in ("cnn", "tf") for e in ("dynamo", "torchscript") for p in P.PIPELINES
          if not (p == "transformers-optimizer" and m == "cnn")]
 # (the call that reads a blocked NCHWc value, the pool after the last NCHWc Conv, is fed from torch
