@@ -4,7 +4,7 @@ and/or a live server's answers compared with torch and with the file's own local
     run(engine, config) -> Result      with Result.served (and Result.batch_sweep for --batch-sweep)
 
 The file's drift (origin, cause) is the engine's ordinary run on the served file with the served
-settings; the served verdict (served_verdict.py) says whether the server computes what the file
+settings; the served verdict (``core/decide/served.py``, where pass/fail is decided) says whether the server computes what the file
 computes, and if not, why.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from drifttui.core.compose import batch_sweep, served_live
 from drifttui.core.compose.served_setup import Setup, from_repository, from_server
-from drifttui.core.compose.served_verdict import BATCH, OTHER_FILE, decide_served
+from drifttui.core.decide.served import OTHER_FILE, decide_served
 from drifttui.core.pipeline import Pipeline
 from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, no_progress
 from drifttui.core.result import Config, Result
@@ -103,8 +103,6 @@ def _live(run_: Any, cfg: Config, setup: Setup, session: Session, served: Served
     verdict, reason, detail = decide_served(fails, runs, setup.casts, setup.unreproducible, sweep)
     if reason == OTHER_FILE:
         detail += _versions(session, setup)
-    if reason == BATCH and sweep is not None and sweep.invariant:
-        detail += " (the sweep through ONNX Runtime here sees no batch dependence: the server's own batching does)"
     served = dataclasses.replace(served, outputs=outputs, runs=runs, verdict=verdict, reason=reason, detail=detail)
     progress(Progress("served", message=f"served comparison took {t_ref:.1f} s (references) + "
                                         f"{t_seq + t_conc:.1f} s (requests)"))

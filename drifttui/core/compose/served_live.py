@@ -21,7 +21,7 @@ from drifttui.core.runtime import sessions
 from drifttui.core.runtime.guards import safe_forward
 from drifttui.core.runtime.torch_hooks import to_numpy
 from drifttui.core.runtime.triton.client import Session
-from drifttui.core.base.tolerance import bound
+from drifttui.core.decide.served import over
 from drifttui.errors import ModelError
 
 
@@ -110,13 +110,12 @@ def _top1(answers: list[dict[str, np.ndarray]], other: list[dict[str, np.ndarray
 def compare(cfg: Config, setup: Setup, ref: Reference, seq: list, conc: list, times: tuple[float, float],
             url: str) -> tuple[list[ServedOutput], list[ServedRun], dict[str, bool]]:
     """Per output: served vs local and vs torch (worst sample), top-1; per loop: its worst |d|; and
-    which loops are over the tolerance (at each output's own scale)."""
+    which loops are over the tolerance (at each output's own scale: ``core.decide.served.over``)."""
     d_seq, d_conc = _devs(seq, ref, setup, url), _devs(conc, ref, setup, url)
     outputs, fails = [], {"sequential": False, "concurrent": False}
     for n in ref.names:
         scale = max((float(np.abs(loc[n]).max()) for loc in ref.local if loc[n].size), default=0.0)
-        limit = bound(cfg.atol, cfg.rtol, scale)
-        f_seq, f_conc = max(d_seq[n], default=0.0) > limit, max(d_conc[n], default=0.0) > limit
+        f_seq, f_conc = over(d_seq[n], cfg.atol, cfg.rtol, scale), over(d_conc[n], cfg.atol, cfg.rtol, scale)
         fails["sequential"] |= f_seq
         fails["concurrent"] |= f_conc
         vs_torch = max((float(np.abs(a[n].reshape(t[n].shape).astype(np.float64) - t[n]).max())
