@@ -36,14 +36,18 @@ def run(engine: Pipeline, config: Config, progress: ProgressFn = no_progress,
         setup, session = _setup(config, progress)
         run_ = engine.run(setup.config if setup else config, progress, cancel)
         result, cfg = run_.result, run_.result.config
+        cost: dict[str, float] = {}          # the served run's own time (timings, the TUI's status line)
+        t0 = time.perf_counter()
         sweep = _sweep(run_, cfg, progress) if cfg.batch_sweep else None
+        if sweep is not None:
+            cost["batch_sweep"] = round(time.perf_counter() - t0, 2)
         served = None
         if setup is not None:
             served = _served(setup, cfg)
             if session is not None:
-                served, sweep = _live(run_, cfg, setup, session, served, sweep, progress)
+                served, sweep = _live(run_, cfg, setup, session, served, sweep, progress, cost)
         notes = list(result.notes) + (setup.notes if setup else [])
-        return result.with_(served=served, batch_sweep=sweep, notes=notes)
+        return result.with_(served=served, batch_sweep=sweep, notes=notes, timings={**result.timings, **cost})
     finally:
         if session is not None:
             session.close()
@@ -88,7 +92,7 @@ def _sweep(run_: Any, cfg: Config, progress: ProgressFn, sizes: Optional[tuple[i
 
 
 def _live(run_: Any, cfg: Config, setup: Setup, session: Session, served: Served, sweep: Optional[BatchSweep],
-          progress: ProgressFn) -> tuple[Served, Optional[BatchSweep]]:
+          progress: ProgressFn, cost: dict[str, float]) -> tuple[Served, Optional[BatchSweep]]:
     progress(Progress("served", message=f"torch and the local run on {cfg.samples} samples for the server"))
     t0 = time.perf_counter()
     ref = served_live.reference(run_.prepared, cfg, setup)
@@ -99,11 +103,14 @@ def _live(run_: Any, cfg: Config, setup: Setup, session: Session, served: Served
     seq, conc, t_seq, t_conc = served_live.send(session, setup, ref, wave)
     outputs, runs, fails = served_live.compare(cfg, setup, ref, seq, conc, (t_seq, t_conc), cfg.triton_url or "")
     if fails["concurrent"] and not fails["sequential"] and sweep is None and served.max_batch_size > 1:
+        t0 = time.perf_counter()
         sweep = _sweep(run_, cfg, progress, (1, min(served.max_batch_size, max(2, cfg.samples))))
+        cost["batch_sweep"] = round(time.perf_counter() - t0, 2)
     verdict, reason, detail = decide_served(fails, runs, setup.casts, setup.unreproducible, sweep)
     if reason == OTHER_FILE:
         detail += _versions(session, setup)
     served = dataclasses.replace(served, outputs=outputs, runs=runs, verdict=verdict, reason=reason, detail=detail)
+    cost.update(served_reference=round(t_ref, 2), served_requests=round(t_seq + t_conc, 2))
     progress(Progress("served", message=f"served comparison took {t_ref:.1f} s (references) + "
                                         f"{t_seq + t_conc:.1f} s (requests)"))
     return served, sweep
