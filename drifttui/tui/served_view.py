@@ -21,16 +21,20 @@ GOOD, BAD, WARN = "#5fb36b", "#e8503a", "#f0a030"
 SERVED_TIMINGS = ("served_reference", "served_requests", "batch_sweep")
 
 
-def _num(v: Optional[float]) -> str:
+def _num(v: Optional[float], compact: bool = False) -> str:
     if v is None:
         return "—"
     if v != v:
         return "nan"
+    if compact:
+        return "0" if v == 0 else (f"{v:.3g}" if 1e-2 <= abs(v) < 1e3 else f"{v:.1e}")
     return "0" if v == 0 else (f"{v:.4g}" if 1e-3 <= abs(v) < 1e4 else f"{v:.2e}")
 
 
-def _pct(v: Optional[float]) -> str:
-    return "—" if v is None else f"{100 * v:.2f}%"
+def _pct(v: Optional[float], compact: bool = False) -> str:
+    if v is None:
+        return "—"
+    return f"{100 * v:.1f}%" if compact else f"{100 * v:.2f}%"
 
 
 def badge(result: Optional[Result]) -> Text:
@@ -59,50 +63,70 @@ def badge(result: Optional[Result]) -> Text:
     return text
 
 
-def served_cost(result: Optional[Result]) -> str:
-    """The served run's share of what the result cost (its requests, its references, the sweep)."""
+def served_cost(result: Optional[Result], short: bool = False) -> str:
+    """The served run's own time (its references, its requests, the sweep; not in ``total``):
+    itemised, or ``short`` as one sum."""
     if result is None:
         return ""
     t = result.timings or {}
-    parts = [f"{k.replace('_', ' ')} {t[k]:.1f}s" for k in SERVED_TIMINGS if t.get(k)]
-    return ", ".join(parts)
+    parts = [(k, t[k]) for k in SERVED_TIMINGS if t.get(k)]
+    if not parts:
+        return ""
+    if short:
+        return f"served {sum(v for _, v in parts):.1f}s"
+    return ", ".join(f"{k.replace('_', ' ')} {v:.1f}s" for k, v in parts)
 
 
-def outputs_table(result: Result) -> Table:
+def outputs_table(result: Result, compact: bool = False) -> Table:
     """Per output: the file's row (ONNX Runtime here, vs torch), then the served rows beside it:
-    max |d| against torch and against the file's local run (worst sample), top-1 agreement with torch."""
+    max |d| against torch and against the file's local run (worst sample), top-1 agreement with
+    torch.  ``compact``: the inspector's narrow form (the output's name on a row of its own)."""
     t = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 1))
-    for name, justify in (("output", "left"), ("run", "left"), ("|d| torch", "right"),
-                          ("|d| file", "right"), ("top-1", "right"), ("", "left")):
-        t.add_column(name, justify=justify, overflow="fold" if name == "output" else "ellipsis",
-                     no_wrap=name != "output", min_width=6 if name == "output" else None)
+    heads = [("run", "left"), ("|d| torch" if not compact else "torch", "right"),
+             ("|d| file" if not compact else "file", "right"), ("top-1", "right"), ("", "left")]
+    if not compact:
+        heads.insert(0, ("output", "left"))
+    for name, justify in heads:
+        t.add_column(name, justify=justify, overflow="fold" if name == "output" else "ellipsis",  # type: ignore[arg-type]
+                     no_wrap=name != "output", min_width={"output": 6, "": 4}.get(name))
     s = result.served
     served = {o.name: o for o in (s.outputs if s is not None else [])}
     # per loop: the runs' figures are over every output, so they are this output's when there is one
     loops = {r.mode: r.max_abs_vs_local for r in s.runs} if s is not None and len(s.outputs) == 1 else None
+    rows: list[tuple[str, list]] = []
     for o in result.outputs:
         fails = Text("over", style=BAD) if o.fails else Text("ok", style=GOOD)
-        t.add_row(Text(o.name), "file, ORT here", _num(o.metrics.max_abs.worst), "—", _pct(o.top1_agreement), fails)
+        rows.append((o.name, ["file, ORT here", _num(o.metrics.max_abs.worst, compact), "—",
+                              _pct(o.top1_agreement, compact), "" if compact else fails]))
         so = served.pop(o.name, None)
         if so is not None:
-            _served_rows(t, so, loops)
+            rows += [(o.name, r) for r in _served_rows(so, loops, compact)]
     for so in served.values():          # a served output the file's outputs do not name
-        _served_rows(t, so, loops, Text(so.name))
+        rows += [(so.name, r) for r in _served_rows(so, loops, compact)]
+    last = None
+    for name, cells in rows:
+        if compact and name != last:
+            t.add_row(Text(f"output {name}", style="bold"), "", "", "", "")
+        elif not compact:
+            cells = [Text(name) if name != last else Text(""), *cells]
+        last = name
+        t.add_row(*cells)
     return t
 
 
-def _served_rows(t: Table, so, loops: Optional[dict], name: Text = Text("")) -> None:
+def _served_rows(so, loops: Optional[dict], compact: bool) -> list[list]:
     """One row per request loop when the loops' figures are this output's, else the worst of both."""
     mark = Text("≠", style=f"bold {BAD}") if so.fails else Text("=", style=GOOD)
     if loops is None:
-        t.add_row(name, "served (both loops)", _num(so.max_abs_vs_torch), _num(so.max_abs_vs_local),
-                  _pct(so.top1_vs_torch), mark)
+        rows = [["served (both loops)", _num(so.max_abs_vs_torch, compact), _num(so.max_abs_vs_local, compact),
+                 _pct(so.top1_vs_torch, compact), mark]]
         if so.batched_top1_vs_torch is not None:
-            t.add_row("", "served, batched", "", "", _pct(so.batched_top1_vs_torch), "")
-        return
-    t.add_row(name, "served, 1 by 1", _num(so.max_abs_vs_torch), _num(loops.get("sequential")),
-              _pct(so.top1_vs_torch), "")
-    t.add_row("", "served, batched", "", _num(loops.get("concurrent")), _pct(so.batched_top1_vs_torch), mark)
+            rows.append(["served, batched", "", "", _pct(so.batched_top1_vs_torch, compact), ""])
+        return rows
+    return [["served, 1 by 1", _num(so.max_abs_vs_torch, compact), _num(loops.get("sequential"), compact),
+             _pct(so.top1_vs_torch, compact), ""],
+            ["served, batched", "", _num(loops.get("concurrent"), compact), _pct(so.batched_top1_vs_torch, compact),
+             mark]]
 
 
 def config_lines(result: Result) -> list[Text]:
@@ -192,7 +216,7 @@ def layer_lines(result: Result, layer: Layer) -> list[RenderableType]:
         out += [Text("\nServed model (Triton)  ·  v: the served screen", style="bold underline")]
         out += verdict_lines(result)[:2]
         if result.served.outputs:
-            out.append(outputs_table(result))
+            out.append(outputs_table(result, compact=True))
         out += config_lines(result)
     b = result.batch_sweep
     if b is None:
@@ -200,7 +224,7 @@ def layer_lines(result: Result, layer: Layer) -> list[RenderableType]:
     if layer.parent is None:
         out += [Text("\nBatch sweep", style="bold underline")] + sweep_lines(result)
     lay = next((x for x in b.layers if x.layer == layer.index), None)
-    if lay is not None:
+    if lay is not None and layer.parent is not None:      # the root's figure is the outputs' (above)
         figs = ", ".join(f"{k}: {_num(d)}" for k, d in zip(b.sizes, lay.max_abs))
         line = Text(f"batch sweep: max |alone - batched| {figs}", style=BAD if lay.depends else "dim")
         if b.first_layer == layer.index:

@@ -25,19 +25,23 @@ async def test_live_verdict_in_the_status_and_outputs_side_by_side():
         await pilot.pause()
         first = app.status.first_line().plain
         assert "served ≠ file: batch dependence" in first
-        assert "served requests" in app.status.second_line().plain          # the served run's cost
+        cost = sum(LIVE.timings[k] for k in ("served_reference", "served_requests", "batch_sweep") if k in LIVE.timings)
+        assert f"served requests {LIVE.timings['served_requests']:.1f}s" in app.status.second_line(160).plain
+        assert f"served {cost:.1f}s" in app.status.second_line(110).plain       # the served run's cost, summed
         app.table.go_to_layer(_root(app))
         await wait_until(pilot, lambda: "Served model (Triton)" in app.inspector.text)
         text = app.inspector.text
         assert "Served model (Triton)" in text and "file, ORT here" in text and "served, 1 by 1" in text
         out = s.outputs[0]
-        assert f"{100 * out.top1_vs_torch:.2f}%" in text and f"{100 * out.batched_top1_vs_torch:.2f}%" in text
+        assert f"{100 * out.top1_vs_torch:.1f}%" in text and f"{100 * out.batched_top1_vs_torch:.1f}%" in text
         await pilot.press("v")
         await pilot.pause()
         assert isinstance(app.screen, DetailScreen)
         body = " ".join(app.screen.text.split())
         assert "served ≠ file: batch dependence" in body and "served, batched" in body and "served, 1 by 1" in body
         assert f"sequential: {s.runs[0].requests} requests" in body
+        assert f"{100 * s.outputs[0].batched_top1_vs_torch:.2f}%" in body
+        assert "served requests" in body                                    # the itemised cost
         assert "config fields that changed the run" in body
         assert f"first layer: #{LIVE.batch_sweep.first_layer}" in body
         await pilot.press("escape")

@@ -177,8 +177,11 @@ class StatusLine(Static):
         r = self.result
         if r is not None and r.timings and not self.running:
             cost = run_time_text(r.timings)
-            served = served_view.served_cost(r)
-            cost += f" + {served}" if served and cost else served
+            for served in (served_view.served_cost(r), served_view.served_cost(r, short=True)):
+                full = f"{cost} + {served}" if served and cost else served or cost
+                if text.cell_len + 2 + len(full) <= width:
+                    break
+            cost = full
             if text.cell_len + 2 + len(cost) > width:
                 cost = short_run_time_text(r.timings)
             text.append(f"  {cost}", style="dim")
