@@ -77,7 +77,9 @@ class LocalEngine:
     def tolerance(self, config: Config, progress: ProgressFn = no_progress,
                   cancel: Optional[CancelToken] = None) -> dict[str, Any]:
         """The noise floor and the advised tolerance (``core/compose/noise_floor.py``,
-        ``tolerance_advice.py``) as ``drifttui tolerance --json`` writes it, on this engine's export."""
+        ``tolerance_advice.py``) as ``drifttui tolerance --json`` writes it.  On a Pipeline of its own
+        (one prepare more): the TUI runs it in the background while reruns and steps use this
+        engine's, and a Pipeline is not thread-safe."""
         import dataclasses
 
         from drifttui.core.compose.noise_floor import measure
@@ -85,7 +87,7 @@ class LocalEngine:
 
         cfg = dataclasses.replace(config, triton_repo=None, triton_url=None, triton_model=None, triton_version=None,
                                   batch_sweep=())      # the file's floor, at the served settings it ran with
-        nf = measure(cfg, progress, cancel, pipeline=self._engine())
+        nf = measure(cfg, progress, cancel)
         return report(nf, advise(nf))
 
     def _engine(self) -> Any:

@@ -191,6 +191,9 @@ def cmd_tui(args: argparse.Namespace) -> int:
     if getattr(args, "report", None):
         from drifttui.report import json_report
 
+        if getattr(args, "stages", None):
+            raise DriftTuiError("tui --report does not take --stages", "run `drifttui tui MODEL --stages ...`")
+
         result = json_report.read(args.report)
         result = result.with_(config=rebase_config(result.config, os.path.dirname(os.path.abspath(args.report))))
         return run_app(LocalEngine(), config=None, result=result)

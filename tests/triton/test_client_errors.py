@@ -74,4 +74,6 @@ def test_tui_stages_show_the_deployed_file_and_are_checked(monkeypatch, tmp_path
     assert main(["tui", f"{NETS}:mlp", "--stages", str(raw)]) == 2
     assert "at least two files" in capsys.readouterr().err
     assert main(["tui", f"{NETS}:mlp", "--onnx", str(raw), "--stages", str(raw), str(deployed)]) == 2
+    assert main(["tui", "--report", str(raw), "--stages", str(raw), str(deployed)]) == 2
+    assert "does not take --stages" in capsys.readouterr().err
     assert len(seen) == 1

@@ -16,6 +16,18 @@ def test_a_served_config_runs_the_served_comparison(repo):
     assert result.timings["batch_sweep"] > 0          # the served run's cost, shown by the TUI
 
 
+def test_a_tui_rerun_of_a_served_result_re_decides_its_capture(repo):
+    """`+` in the TUI reruns the config OF THE RESULT (the served settings already applied)."""
+    import dataclasses
+
+    engine = LocalEngine()
+    first = engine.run(Config(model=f"{NETS}:mlp", samples=3, triton_repo=repo("levels_basic"), triton_model="m"))
+    again = engine.run(dataclasses.replace(first.config, atol=1e-3, rtol=1e-3))
+    assert again.served is not None and again.served.config_fields == first.served.config_fields
+    assert again.config.output_opt_level == first.config.output_opt_level == "basic"
+    assert again.timings.get("capture_reused") == 1 and again.tolerance.atol == 1e-3
+
+
 def test_bisect_and_tolerance_as_the_json_commands_write_them(files):
     engine = LocalEngine()
     cfg = Config(model=f"{NETS}:mlp", samples=3, onnx=files["mlp"])
