@@ -113,3 +113,30 @@ def test_a_cast_at_the_boundary_is_named(files, workdir, capsys):
     s = data["served"]
     assert code == 1 and s["reason"] == "dtype or reshape at the boundary"
     assert "int32 at the server, float32 in the file" in s["detail"]
+
+
+def test_requests_are_counted_in_the_progress_and_a_cancel_stops_them(files, mlp_server):
+    """The served run's cost in the progress (the TUI's status line: `served 37/80 · 3 s left`), and
+    a cancel (the TUI's `x` / `q`) between two requests, not after the last one."""
+    from drifttui.core.base.progress import CancelToken
+    from drifttui.core.compose import served
+    from drifttui.core.pipeline import Pipeline
+    from drifttui.core.result import Config
+    from drifttui.errors import Cancelled
+
+    cfg = Config(model=f"{NETS}:mlp", onnx=files["mlp"], samples=40, triton_url=mlp_server[0], triton_model="m")
+    seen = []
+    served.run(Pipeline(), cfg, seen.append)
+    counted = [p for p in seen if p.stage == "served" and p.total]
+    assert counted and {p.total for p in counted} == {80} and counted[-1].done >= 40
+    assert [p.done for p in counted] == sorted(p.done for p in counted)
+    token, stopped_at = CancelToken(), []
+
+    def cancel_midway(p):
+        if p.stage == "served" and p.total and p.done >= 10 and not token.cancelled:
+            stopped_at.append(p.done)
+            token.cancel()
+
+    with pytest.raises(Cancelled):
+        served.run(Pipeline(), cfg, cancel_midway, token)
+    assert stopped_at and stopped_at[0] < 40

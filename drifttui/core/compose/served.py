@@ -45,7 +45,7 @@ def run(engine: Pipeline, config: Config, progress: ProgressFn = no_progress,
         if setup is not None:
             served = _served(setup, cfg)
             if session is not None:
-                served, sweep = _live(run_, cfg, setup, session, served, sweep, progress, cost)
+                served, sweep = _live(run_, cfg, setup, session, served, sweep, progress, cost, cancel)
         notes = list(result.notes) + (setup.notes if setup else [])
         return result.with_(served=served, batch_sweep=sweep, notes=notes, timings={**result.timings, **cost})
     finally:
@@ -92,7 +92,8 @@ def _sweep(run_: Any, cfg: Config, progress: ProgressFn, sizes: Optional[tuple[i
 
 
 def _live(run_: Any, cfg: Config, setup: Setup, session: Session, served: Served, sweep: Optional[BatchSweep],
-          progress: ProgressFn, cost: dict[str, float]) -> tuple[Served, Optional[BatchSweep]]:
+          progress: ProgressFn, cost: dict[str, float],
+          cancel: Optional[CancelToken] = None) -> tuple[Served, Optional[BatchSweep]]:
     progress(Progress("served", message=f"torch and the local run on {cfg.samples} samples for the server"))
     t0 = time.perf_counter()
     ref = served_live.reference(run_.prepared, cfg, setup)
@@ -100,7 +101,7 @@ def _live(run_: Any, cfg: Config, setup: Setup, session: Session, served: Served
     wave = max(8, 2 * served.max_batch_size)
     progress(Progress("served", message=f"sending {cfg.samples} samples to {cfg.triton_url}: one at a time, "
                                         f"then {wave} at once"))
-    seq, conc, t_seq, t_conc = served_live.send(session, setup, ref, wave)
+    seq, conc, t_seq, t_conc = served_live.send(session, setup, ref, wave, progress, cancel, cfg.triton_url or "")
     outputs, runs, fails = served_live.compare(cfg, setup, ref, seq, conc, (t_seq, t_conc), cfg.triton_url or "")
     if fails["concurrent"] and not fails["sequential"] and sweep is None and served.max_batch_size > 1:
         t0 = time.perf_counter()

@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, no_progress
 from drifttui.core.compose.served_setup import Setup
 from drifttui.core.prepare.stage import Prepared
 from drifttui.core.result import Config
@@ -84,14 +85,28 @@ def _devs(answers: list[dict[str, np.ndarray]], ref: Reference, setup: Setup, ur
     return out
 
 
-def send(session: Session, setup: Setup, ref: Reference, wave: int) -> tuple[list, list, float, float]:
-    """(sequential answers, concurrent answers, seconds of each loop)."""
+def send(session: Session, setup: Setup, ref: Reference, wave: int, progress: ProgressFn = no_progress,
+         cancel: Optional[CancelToken] = None, url: str = "") -> tuple[list, list, float, float]:
+    """(sequential answers, concurrent answers, seconds of each loop).  Progress counts the requests
+    of both loops (about 50 reports in all: the front ends show the count and the time left), and a
+    cancel stops between two requests (or two waves)."""
+    n = len(ref.wire)
+    every = max(1, n // 25)
     t = time.perf_counter()
-    seq = [session.infer(setup.model, setup.request_version, w, ref.names) for w in ref.wire]
+    seq = []
+    for i, w in enumerate(ref.wire):
+        if cancel is not None:
+            cancel.check()
+        if i % every == 0:
+            progress(Progress("served", i, 2 * n, f"requests to {url}, one at a time"))
+        seq.append(session.infer(setup.model, setup.request_version, w, ref.names))
     t_seq = time.perf_counter() - t
     t = time.perf_counter()
     conc: list = []
-    for start in range(0, len(ref.wire), wave):
+    for start in range(0, n, wave):
+        if cancel is not None:
+            cancel.check()
+        progress(Progress("served", n + start, 2 * n, f"requests to {url}, {wave} at once"))
         conc += session.infer_many(setup.model, setup.request_version, ref.wire[start:start + wave], ref.names)
     return seq, conc, t_seq, time.perf_counter() - t
 
