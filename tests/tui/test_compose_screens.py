@@ -77,7 +77,7 @@ async def test_tolerance_advice_against_the_current_tolerance():
         assert "Noise floor per layer" in body and "current" in body and "advised" in body
         ratio = adv["current"]["rtol_over_floor"]
         if ratio is not None:
-            assert f"{ratio:.3g}x the floor" in body
+            assert f"is {ratio:.3g}x the noise floor here" in body
     assert engine.compose_calls[0][1] == engine.recorded.config
 
 
