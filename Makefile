@@ -112,7 +112,7 @@ $(TRITON_VENV)/.installed:
 triton-server: $(TRITON_VENV)/.installed
 
 test-triton: $(VENV)/.installed-dev $(TRITON_VENV)/.installed
-	DRIFTTUI_TRITON_PYTHON=$(TRITON_VENV)/bin/python $(PY) -m pytest -q -p no:xdist -m triton tests/triton
+	DRIFTTUI_TRITON_PYTHON=$(TRITON_VENV)/bin/python $(PY) -m pytest -q -rs -p no:xdist -m triton tests/triton
 
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/run_all.py

@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
                          formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_CODES_HELP)
     _add_run_options(tui)
     tui.add_argument("--report", metavar="FILE", help="browse a saved JSON report (no torch needed)")
+    tui.add_argument("--stages", nargs="+", metavar="FILE",
+                     help="a deployment pipeline's ONNX files in order (raw export first): `b` shows the stage "
+                          "bisect (docs/bisect.md)")
 
     demo = sub.add_parser("demo", help="open the terminal debugger on a built-in drifted example")
     demo.add_argument("--example", default="resnet18-bf16", metavar="NAME", help="which example (default resnet18-bf16)")
@@ -188,14 +191,31 @@ def cmd_tui(args: argparse.Namespace) -> int:
     if getattr(args, "report", None):
         from drifttui.report import json_report
 
+        if getattr(args, "stages", None):
+            raise DriftTuiError("tui --report does not take --stages", "run `drifttui tui MODEL --stages ...`")
+
         result = json_report.read(args.report)
         result = result.with_(config=rebase_config(result.config, os.path.dirname(os.path.abspath(args.report))))
         return run_app(LocalEngine(), config=None, result=result)
+    stages = list(args.stages or [])
+    if stages:
+        _stage_files(stages)
+        if args.onnx:
+            raise DriftTuiError("tui --stages reads the files from --stages, not --onnx", "drop --onnx")
+        args.onnx = stages[-1]          # the table shows the deployed file; `b` bisects the stages
     config = config_from_args(args)
-    from drifttui.cli_common import no_served_options
+    return run_app(LocalEngine(), config=config, stages=stages)
 
-    no_served_options(config, "tui")
-    return run_app(LocalEngine(), config=config)
+
+def _stage_files(stages: list[str]) -> None:
+    """`tui --stages`: the files exist, two at least (core/compose/stage_bisect.validate_stages says the
+    same, but importing it loads torch before the screen is up)."""
+    if len(stages) < 2:
+        raise DriftTuiError("--stages needs at least two files (the raw export first, the deployed file last)",
+                            "give --stages RAW.onnx [STEP.onnx ...] DEPLOYED.onnx")
+    for s in stages:
+        if not os.path.isfile(s):
+            raise DriftTuiError(f"stage file {s} does not exist", "give the ONNX files of the pipeline, in order")
 
 
 def _rebase_spec(spec: Optional[str], folder: str) -> Optional[str]:

@@ -172,7 +172,7 @@ def config_from_args(args: argparse.Namespace):
 
 
 def no_served_options(config, command: str) -> None:
-    """``tui`` / ``repro`` / ``repair`` do not run the served comparison yet: refused, never ignored."""
+    """``repro`` / ``repair`` do not run the served comparison yet: refused, never ignored."""
     if config.triton_repo or config.triton_url or config.batch_sweep:
         raise DriftTuiError(f"`drifttui {command}` does not take --triton-repo, --triton-url or --batch-sweep yet",
                             "use `drifttui check` or `drifttui diagnose` for the served model (docs/triton.md)")

@@ -82,15 +82,13 @@ def cmd_bisect(args: argparse.Namespace) -> int:
 def cmd_tolerance(args: argparse.Namespace) -> int:
     from drifttui.cli_common import input_files
     from drifttui.core.compose.noise_floor import measure
-    from drifttui.core.compose.tolerance_advice import advise
+    from drifttui.core.compose.tolerance_advice import advise, report
 
     config = config_from_args(args)
     nf = measure(config, _progress_printer(sys.stderr.isatty()))
     adv = advise(nf)
     if args.json:
-        data = {"advice": adv.to_dict(), "floors": [dataclasses.asdict(f) for f in nf.layers + nf.outputs],
-                "repeat_max_abs": nf.repeat_max_abs, "variants": nf.variants}
-        _write_json(args.json, data, input_files(config))
+        _write_json(args.json, report(nf, adv), input_files(config))
         if args.json == "-":
             return EXIT_OK
     for line in adv.lines:

@@ -4,7 +4,9 @@ For each built-in example below it runs a capture, the six debugging steps and t
 checks (``drifttui diagnose``), and writes into ``tests/tui/fixtures/``:
 
 * ``<name>.json``          the finished result as a JSON report (steps and findings included);
-* ``<name>.partial.json``  (some) the partial result the engine reported after its first sample.
+* ``<name>.partial.json``  (some) the partial result the engine reported after its first sample;
+* the served model's and the compositions' fixtures (``served-*.json``, ``compose-*.json``:
+  scripts/record_served_fixtures.py; ``served-live`` needs the PyTriton server venv, ``make triton-server``).
 
 and, after a full recording, ``ENGINE``: the fingerprint of the engine's sources that recorded them
 (``tests/tui/test_fixtures.py`` fails when the engine has changed since).  The TUI tests, the
@@ -34,6 +36,8 @@ FIXTURES = {
     # the clean ResNet with ONE BatchNorm channel changed in its ONNX file (the drill-down's case)
     "resnet18-bn-channel": ("resnet18", 4, False, False),
 }
+from scripts.record_served_fixtures import NAMES as SERVED, record as record_served  # noqa: E402
+
 USER_ONNX = {"resnet18-bn-channel": "export_bn_channel_drift"}     # fixtures run on an edited export
 
 
@@ -82,13 +86,16 @@ def record(name: str, out: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Record the TUI fixtures from the real engine.")
     parser.add_argument("--out", default=str(FIXTURE_DIR))
-    parser.add_argument("--only", choices=sorted(FIXTURES), action="append")
+    parser.add_argument("--only", choices=sorted(FIXTURES) + list(SERVED), action="append")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    for name in args.only or FIXTURES:
-        record(name, out)
+    for name in args.only or [*FIXTURES, *SERVED]:
+        if name in SERVED:       # the served model and the compositions (scripts/record_served_fixtures.py)
+            print(record_served(name, out), flush=True)
+        else:
+            record(name, out)
     if not args.only and out == FIXTURE_DIR:
         from tests.tui.replay import ENGINE_STAMP, engine_fingerprint
 

@@ -72,6 +72,68 @@ SHOTS: list[tuple[str, tuple[int, int], Action]] = [
 ]
 
 
+async def _root(app: DriftApp, pilot) -> None:
+    app.table.go_to_layer(0)
+    await pilot.pause()
+    app.inspector.scroll_to(y=25, animate=False, immediate=True)     # the served part of the root's inspector
+    await pilot.pause()
+
+
+async def _composed(app: DriftApp, pilot) -> None:
+    """Until the background composition has replaced the screen's "… in the background" line."""
+    for _ in range(300):
+        await pilot.pause(0.05)
+        if "in the background; Esc cancels" not in getattr(app.screen, "text", ""):
+            break
+
+
+def _press_then(*keys: str) -> Action:
+    async def run(app: DriftApp, pilot) -> None:
+        for key in keys:
+            await pilot.press(key)
+        await _composed(app, pilot)
+    return run
+
+
+# the served model and the compositions, on results the real engine recorded (tests/tui/fixtures:
+# scripts/record_served_fixtures.py): name, size, fixture, stages, what to do before the shot
+SERVED_SHOTS: list[tuple[str, tuple[int, int], str, list[str], Action]] = [
+    ("served-inspector", (120, 40), "served-live", [], _root),
+    ("served-screen-100x40", (100, 40), "served-live", [], _press_then("v")),
+    ("bisect-100x30", (100, 30), "resnet18", ["raw.onnx", "bn-channel.onnx"], _press_then("b")),
+    ("tolerance-100x40", (100, 40), "resnet18", [], _press_then("a")),
+]
+
+
+async def shoot_served(out: Path, png: bool, only: set[str]) -> list[Path]:
+    from tests.tui.replay import ComposeReplay
+
+    written = []
+    for name, size, fixture, stages, action in SERVED_SHOTS:
+        if only and name not in only:
+            continue
+        engine = ComposeReplay(fixture)
+        app = DriftApp(engine, result=engine.recorded, stages=stages)
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            await action(app, pilot)
+            await pilot.pause()
+            svg = out / f"{name}.svg"
+            svg.write_text(app.export_screenshot(title=f"drifttui — {name}"), encoding="utf-8")
+            written.append(svg)
+    return written + (_pngs(written) if png else [])
+
+
+def _pngs(svgs: list[Path]) -> list[Path]:
+    import cairosvg
+
+    out = []
+    for svg in svgs:
+        cairosvg.svg2png(url=str(svg), write_to=str(svg.with_suffix(".png")))
+        out.append(svg.with_suffix(".png"))
+    return out
+
+
 def get_result(recorded: bool, samples: int) -> tuple[object, Result]:
     if recorded:
         from tests.tui.replay import ReplayEngine, load_fixture
@@ -137,9 +199,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(ROOT / "screenshots"))
     parser.add_argument("--samples", type=int, default=20)
     parser.add_argument("--no-png", action="store_true", help="SVG only (skip cairosvg)")
+    parser.add_argument("--served-only", action="store_true",
+                        help="only the served-model / bisect / tolerance shots (recorded fixtures, no torch)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    for path in asyncio.run(shoot_served(out, png=not args.no_png, only=set())):
+        print(path)
+    if args.served_only:
+        return 0
     engine, result = get_result(args.recorded, args.samples)
     for path in asyncio.run(shoot(engine, result, out, png=not args.no_png)):
         print(path)

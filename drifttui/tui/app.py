@@ -29,6 +29,7 @@ from drifttui.tui import runner
 from drifttui.tui.keymap import bindings_spec
 from drifttui.tui.runner import RunDone, RunFailed, RunProgress, StepDone, StepProgress
 from drifttui.tui.quit_on_signal import signals_quit
+from drifttui.tui.compose import ComposeMixin
 from drifttui.tui.drill import DrillMixin
 from drifttui.tui.filtering import FilterInput, FilterMixin
 from drifttui.tui.screens.detail import step_detail
@@ -48,7 +49,7 @@ ANYWHERE = {"quit", "command_palette", "toggle_theme", "save_svg"}     # keys th
 QUIT_WAIT = 0.5         # seconds run_app waits for engine threads to notice a cancel
 
 
-class DriftApp(FilterMixin, DrillMixin, ToolsMixin, App[int]):
+class DriftApp(FilterMixin, DrillMixin, ComposeMixin, ToolsMixin, App[int]):
     """The TUI.  ``engine`` may be None to browse a saved result without reruns."""
 
     CSS_PATH = "app.tcss"
@@ -60,9 +61,10 @@ class DriftApp(FilterMixin, DrillMixin, ToolsMixin, App[int]):
     ]
 
     def __init__(self, engine: Optional[Engine] = None, config: Optional[Config] = None,
-                 result: Optional[Result] = None) -> None:
+                 result: Optional[Result] = None, stages: Optional[list[str]] = None) -> None:
         super().__init__()
         self.engine = engine
+        self.stages = list(stages or [])        # --stages: the pipeline `b` bisects
         self.result = result
         self.config = result.config if result is not None else config   # of the result on screen
         self.pending: Optional[Config] = None                           # of the run in progress
@@ -365,7 +367,7 @@ class DriftApp(FilterMixin, DrillMixin, ToolsMixin, App[int]):
 
 
 def run_app(engine: Optional[Engine] = None, config: Optional[Config] = None,
-            result: Optional[Result] = None) -> int:
+            result: Optional[Result] = None, stages: Optional[list[str]] = None) -> int:
     """Run the TUI until the user quits; returns the app's return code (0 after a normal quit,
     non-zero after a crash, 128 + signum after SIGTERM/SIGHUP).
 
@@ -378,7 +380,7 @@ def run_app(engine: Optional[Engine] = None, config: Optional[Config] = None,
     ORT sessions (one of them mid-run on a cancelled thread) took 14 s on a loaded machine
     after the screen had already gone (issue 23, item 19).  Every file the app writes is
     written atomically and closed before this point."""
-    app = DriftApp(engine, config=config, result=result)
+    app = DriftApp(engine, config=config, result=result, stages=stages)
     with signals_quit(app):
         ran = app.run()
     # Textual sets return_code when an exception ends the app: a crash exits non-zero

@@ -24,6 +24,7 @@ class Action:
 
 TABLE, DETAIL, STEPS, RERUN, APP = ("Layer table", "Details and copying", "Debugging steps",
                                     "Reruns (in the background)", "App")
+SERVED = "Served model, pipeline, tolerance"
 
 ACTIONS: list[Action] = [
     Action(TABLE, "", "↑ ↓  k j", "", "Move", "move the cursor (the inspector follows)"),
@@ -66,6 +67,12 @@ ACTIONS: list[Action] = [
     Action(RERUN, "z", "z", "zero_input", "Zero input", "rerun with zero input on/off"),
     Action(RERUN, "r", "r", "rerun", "Rerun", "rerun with the configuration on screen", footer=True),
     Action(RERUN, "x", "x", "cancel", "Cancel", "cancel the running capture or step (the result on screen stays)"),
+    Action(SERVED, "v", "v", "served", "Served / outputs",
+           "the served model (Triton): verdict, the file's and the served outputs side by side, config, cost"),
+    Action(SERVED, "b", "b", "bisect", "Stage bisect",
+           "which file of --stages first drifts, its origin, cause and pass (runs in the background)"),
+    Action(SERVED, "a", "a", "advise_tolerance", "Advised tolerance",
+           "the noise floor per output and layer, the advised atol/rtol vs the current (in the background)"),
     Action(APP, "T", "T", "toggle_theme", "Light/dark", "switch between the dark and the light theme"),
     Action(APP, "question_mark", "?", "help", "Help", "every key, status and column", footer=True),
     Action(APP, "ctrl+p", "ctrl+p", "command_palette", "Commands", "find any action by name"),

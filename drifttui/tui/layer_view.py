@@ -14,6 +14,7 @@ from rich.text import Text
 
 from drifttui.core.base.progress import Progress
 from drifttui.core.result import DRIFT, HIST_EDGES, Layer, Metrics, Result
+from drifttui.tui import served_view
 from drifttui.tui.heat import band, cell_style, fmt_value, thresholds
 from drifttui.tui.tree import display_name, own_fails
 from drifttui.tui.widgets.layer_table import STATUS_STYLES, STATUS_TEXT
@@ -325,6 +326,7 @@ def render_layer(result: Result, layer: Layer, full: bool = False,
     if layer.parent is None and result.notes:      # run-level notes (e.g. the observer effect) on the root
         parts.append(Text("\nRun notes", style="bold underline"))
         parts += [Text(f"⚠ {note}", style="#f0a030") for note in result.notes]
+    parts += served_view.layer_lines(result, layer)      # the served model, the batch sweep (docs/triton.md)
     parts += _findings(result, layer)
     if layer.params:
         parts.append(Text("\nParameters and buffers", style="bold underline"))

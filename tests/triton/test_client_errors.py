@@ -40,8 +40,40 @@ def test_served_options_need_each_other(capsys):
     assert "no --triton-repo or --triton-url" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", ["tui", "repro", "repair"])
+@pytest.mark.parametrize("command", ["repro", "repair"])
 def test_commands_without_the_served_comparison_refuse_its_options(capsys, command, tmp_path):
-    out = [] if command == "tui" else ["--out", str(tmp_path / "out")]
-    assert main([command, f"{NETS}:mlp", "--batch-sweep", "1,4", *out]) == 2
+    assert main([command, f"{NETS}:mlp", "--batch-sweep", "1,4", "--out", str(tmp_path / "out")]) == 2
     assert "does not take --triton-repo, --triton-url or --batch-sweep yet" in capsys.readouterr().err
+
+
+def _opened(monkeypatch) -> list:
+    seen: list = []
+    monkeypatch.setattr("drifttui.tui.app.run_app", lambda engine, config=None, result=None, stages=None:
+                        seen.append((config, stages)) or 0)
+    return seen
+
+
+def test_tui_takes_the_served_options(monkeypatch, tmp_path):
+    seen = _opened(monkeypatch)
+    assert main(["tui", f"{NETS}:mlp", "--triton-repo", str(tmp_path), "--model", "m", "--batch-sweep", "1,4"]) == 0
+    config, stages = seen[0]
+    assert (config.triton_repo, config.triton_model, config.batch_sweep, stages) == (str(tmp_path), "m", (1, 4), [])
+
+
+def test_tui_stages_show_the_deployed_file_and_are_checked(monkeypatch, tmp_path, capsys):
+    seen = _opened(monkeypatch)
+    raw, deployed = tmp_path / "raw.onnx", tmp_path / "deployed.onnx"
+    raw.write_bytes(b"x")
+    deployed.write_bytes(b"x")
+    assert main(["tui", f"{NETS}:mlp", "--stages", str(raw), str(deployed)]) == 0
+    assert seen[0][0].onnx == str(deployed) and seen[0][1] == [str(raw), str(deployed)]
+    capsys.readouterr()
+    assert main(["tui", f"{NETS}:mlp", "--stages", str(raw), str(tmp_path / "gone.onnx")]) == 2
+    err = capsys.readouterr().err
+    assert "gone.onnx does not exist" in err and err.count("\n") == 1
+    assert main(["tui", f"{NETS}:mlp", "--stages", str(raw)]) == 2
+    assert "at least two files" in capsys.readouterr().err
+    assert main(["tui", f"{NETS}:mlp", "--onnx", str(raw), "--stages", str(raw), str(deployed)]) == 2
+    assert main(["tui", "--report", str(raw), "--stages", str(raw), str(deployed)]) == 2
+    assert "does not take --stages" in capsys.readouterr().err
+    assert len(seen) == 1

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from drifttui.cli import main
+from tests.conftest import without_progress
 from tests.triton.conftest import NETS
 from tests.triton.server import serving
 
@@ -29,6 +30,11 @@ def bd_server(files, workdir):
 def mlp_server(files, workdir):
     with serving(files["mlp"], "m", workdir) as urls:
         yield urls
+
+
+def _one_error(err: str) -> bool:
+    """One line besides the progress printer's (tests/conftest.py: without_progress)."""
+    return without_progress(err).count("\n") == 1
 
 
 def _check(capsys, *args):
@@ -80,23 +86,23 @@ def test_server_serving_another_version_than_the_repository(mlp_server, repo, tm
 def test_unknown_model_and_version(files, mlp_server, capsys):
     code, _, err = _check(capsys, f"{NETS}:mlp", "--onnx", files["mlp"], "--triton-url", mlp_server[0],
                           "--model", "nope")
-    assert code == 2 and "does not serve model 'nope'" in err and err.count("\n") == 1
+    assert code == 2 and "does not serve model 'nope'" in err and _one_error(err)
     code, _, err = _check(capsys, f"{NETS}:mlp", "--onnx", files["mlp"], "--triton-url", mlp_server[1],
                           "--model", "m", "--version", "7")
-    assert code == 2 and "version 7" in err and err.count("\n") == 1
+    assert code == 2 and "version 7" in err and _one_error(err)
 
 
 def test_tls_to_a_plain_server_is_one_line(files, mlp_server, capsys):
     url = mlp_server[0].replace("http://", "https://")
     code, _, err = _check(capsys, f"{NETS}:mlp", "--onnx", files["mlp"], "--triton-url", url, "--model", "m")
-    assert code == 2 and "Triton server" in err and err.count("\n") == 1
+    assert code == 2 and "Triton server" in err and _one_error(err)
 
 
 def test_wrong_shape_answer_exits_3(files, workdir, capsys):
     with serving(files["mlp"], "mshape", workdir, answer="shape") as urls:
         code, _, err = _check(capsys, f"{NETS}:mlp", "--onnx", files["mlp"], "--triton-url", urls[0],
                               "--model", "mshape", "--samples", "3")
-    assert code == 3 and "with shape [1, 9]" in err and err.count("\n") == 1
+    assert code == 3 and "with shape [1, 9]" in err and _one_error(err)
 
 
 def test_a_cast_at_the_boundary_is_named(files, workdir, capsys):
@@ -107,3 +113,30 @@ def test_a_cast_at_the_boundary_is_named(files, workdir, capsys):
     s = data["served"]
     assert code == 1 and s["reason"] == "dtype or reshape at the boundary"
     assert "int32 at the server, float32 in the file" in s["detail"]
+
+
+def test_requests_are_counted_in_the_progress_and_a_cancel_stops_them(files, mlp_server):
+    """The served run's cost in the progress (the TUI's status line: `served 37/80 · 3 s left`), and
+    a cancel (the TUI's `x` / `q`) between two requests, not after the last one."""
+    from drifttui.core.base.progress import CancelToken
+    from drifttui.core.compose import served
+    from drifttui.core.pipeline import Pipeline
+    from drifttui.core.result import Config
+    from drifttui.errors import Cancelled
+
+    cfg = Config(model=f"{NETS}:mlp", onnx=files["mlp"], samples=40, triton_url=mlp_server[0], triton_model="m")
+    seen = []
+    served.run(Pipeline(), cfg, seen.append)
+    counted = [p for p in seen if p.stage == "served" and p.total]
+    assert counted and {p.total for p in counted} == {80} and counted[-1].done >= 40
+    assert [p.done for p in counted] == sorted(p.done for p in counted)
+    token, stopped_at = CancelToken(), []
+
+    def cancel_midway(p):
+        if p.stage == "served" and p.total and p.done >= 10 and not token.cancelled:
+            stopped_at.append(p.done)
+            token.cancel()
+
+    with pytest.raises(Cancelled):
+        served.run(Pipeline(), cfg, cancel_midway, token)
+    assert stopped_at and stopped_at[0] < 40

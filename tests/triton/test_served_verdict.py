@@ -1,6 +1,6 @@
 """The served verdict's reasons, from the figures a comparison measured."""
-from drifttui.core.compose.served_verdict import (ACCELERATOR, BATCH, BOUNDARY, DIFFERS, OTHER_FILE, SAME,
-                                                  decide_served)
+from drifttui.core.decide.served import (ACCELERATOR, BATCH, BOUNDARY, DIFFERS, OTHER_FILE, SAME, decide_served,
+                                         over, sweep_invariant)
 from drifttui.core.result.served import BatchLayer, BatchSweep, ServedRun
 
 RUNS = [ServedRun("sequential", 100, 0.3, 1.0), ServedRun("concurrent", 100, 0.4, 0.5)]
@@ -20,3 +20,23 @@ def test_batch_dependence_names_the_sweeps_layer():
     verdict, reason, detail = decide_served({"sequential": False, "concurrent": True}, RUNS, [], [], sweep)
     assert (verdict, reason) == (DIFFERS, BATCH)
     assert "layer #3 norm (BatchNorm1d)" in detail
+
+
+def test_over_applies_the_tolerance_rule_at_the_values_scale():
+    # |d| <= atol + rtol * scale: 1e-3 passes at scale 100 with rtol 1e-4 (bound 1.01e-2), fails at scale 1
+    assert not over([0.0, 1e-3], 1e-4, 1e-4, 100.0)
+    assert over([0.0, 1e-3], 1e-4, 1e-4, 1.0)
+    assert over([float("inf")], 1e-4, 1e-4, 1.0)     # a NaN answer arrives as inf: it fails
+    assert not over([], 1e-4, 1e-4, 1.0)
+
+
+def test_a_sweep_passes_only_when_nothing_depends_on_the_batch():
+    assert sweep_invariant(False, 0)
+    assert not sweep_invariant(True, 0)
+    assert not sweep_invariant(False, 2)
+
+
+def test_batch_reason_says_when_the_sweep_here_sees_nothing():
+    sweep = BatchSweep([1, 4], 4, True)
+    verdict, reason, detail = decide_served({"sequential": False, "concurrent": True}, RUNS, [], [], sweep)
+    assert (verdict, reason) == (DIFFERS, BATCH) and "the server's own batching does" in detail

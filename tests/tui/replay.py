@@ -162,3 +162,41 @@ class ReplayEngine:
         if channels is None:
             raise LookupError(f"no recorded per-channel errors for layer #{layer}")
         return channels
+
+
+def load_compose(name: str, folder: Optional[Path] = None) -> dict:
+    """A recorded composition (``compose-bisect``, ``compose-tolerance``): the dict the real engine's
+    ``bisect`` / ``tolerance`` returned (scripts/record_served_fixtures.py)."""
+    path = (folder or FIXTURES) / f"{name}.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"no recorded fixture {path}: run scripts/record_fixtures.py")
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+class ComposeReplay(ReplayEngine):
+    """ReplayEngine with the compositions: ``bisect`` and ``tolerance`` replay the recorded dicts;
+    ``compose_gate`` holds them (cancel honoured), ``compose_fail`` is raised."""
+
+    def __init__(self, name: str = DEMO, **kw) -> None:
+        super().__init__(name, **kw)
+        self.compose_gate = threading.Event()
+        self.compose_gate.set()
+        self.compose_fail: Optional[BaseException] = None
+        self.compose_calls: list[tuple[str, Config, Optional[CancelToken]]] = []
+
+    def _compose(self, kind: str, config: Config, progress: ProgressFn, cancel: Optional[CancelToken]) -> dict:
+        self.compose_calls.append((kind, config, cancel))
+        progress(Progress("stage" if kind == "bisect" else "noise", 0, 2, f"{kind}: replaying"))
+        self._wait(self.compose_gate, cancel)
+        if self.compose_fail is not None:
+            raise self.compose_fail
+        return load_compose(f"compose-{kind}")
+
+    def bisect(self, config: Config, stages, progress: ProgressFn = no_progress,
+               cancel: Optional[CancelToken] = None) -> dict:
+        return self._compose("bisect", config, progress, cancel)
+
+    def tolerance(self, config: Config, progress: ProgressFn = no_progress,
+                  cancel: Optional[CancelToken] = None) -> dict:
+        return self._compose("tolerance", config, progress, cancel)

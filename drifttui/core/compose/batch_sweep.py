@@ -13,13 +13,13 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.decide.served import over, sweep_invariant
 from drifttui.core.model.inputs import cat_samples, onnx_feeds
 from drifttui.core.prepare.batch_probe import static_inputs
 from drifttui.core.prepare.stage import Prepared, graph_inputs
 from drifttui.core.result import Config
 from drifttui.core.result.served import BatchLayer, BatchSweep
 from drifttui.core.runtime import sessions
-from drifttui.core.base.tolerance import bound
 from drifttui.errors import InputError
 
 
@@ -86,10 +86,11 @@ def sweep(pr: Prepared, cfg: Config, sizes: tuple[int, ...]) -> BatchSweep:
         devs, scale, ok = _dev(runs, alone, name, sizes)
         if ok:
             per_size = [max(a, b) for a, b in zip(per_size, devs)]
-            out_fail = out_fail or any(d > bound(cfg.atol, cfg.rtol, scale) for d in devs)
+            out_fail = out_fail or over(devs, cfg.atol, cfg.rtol, scale)
     layers = _layers(pr, cfg, sizes, feeds_of)
-    first = _first(pr, [lay for lay in layers if lay.depends])
-    return BatchSweep(list(sizes), max(sizes), first is None and not out_fail,
+    depending = [lay for lay in layers if lay.depends]
+    first = _first(pr, depending)
+    return BatchSweep(list(sizes), max(sizes), sweep_invariant(out_fail, len(depending)),
                       first.layer if first else None, first.module if first else "",
                       per_size, layers)
 
@@ -118,7 +119,7 @@ def _layers(pr: Prepared, cfg: Config, sizes: tuple[int, ...], feeds_of: Any) ->
                     devs_all = [max(a, b) for a, b in zip(devs_all, devs)]
                     scale_all = max(scale_all, scale)
             if ok_all and pr.plan.calls[ci].outputs:
-                depends = any(d > bound(cfg.atol, cfg.rtol, scale_all) for d in devs_all)
+                depends = over(devs_all, cfg.atol, cfg.rtol, scale_all)
                 out[ci] = BatchLayer(ci, pr.calls[ci].module, devs_all, scale_all, bool(depends), pr.calls[ci].cls)
         del alone, runs, sess
     return [out[k] for k in sorted(out)]

@@ -4,7 +4,7 @@ and/or a live server's answers compared with torch and with the file's own local
     run(engine, config) -> Result      with Result.served (and Result.batch_sweep for --batch-sweep)
 
 The file's drift (origin, cause) is the engine's ordinary run on the served file with the served
-settings; the served verdict (served_verdict.py) says whether the server computes what the file
+settings; the served verdict (``core/decide/served.py``, where pass/fail is decided) says whether the server computes what the file
 computes, and if not, why.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from drifttui.core.compose import batch_sweep, served_live
 from drifttui.core.compose.served_setup import Setup, from_repository, from_server
-from drifttui.core.compose.served_verdict import BATCH, OTHER_FILE, decide_served
+from drifttui.core.decide.served import OTHER_FILE, decide_served
 from drifttui.core.pipeline import Pipeline
 from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, no_progress
 from drifttui.core.result import Config, Result
@@ -36,14 +36,18 @@ def run(engine: Pipeline, config: Config, progress: ProgressFn = no_progress,
         setup, session = _setup(config, progress)
         run_ = engine.run(setup.config if setup else config, progress, cancel)
         result, cfg = run_.result, run_.result.config
+        cost: dict[str, float] = {}          # the served run's own time (timings, the TUI's status line)
+        t0 = time.perf_counter()
         sweep = _sweep(run_, cfg, progress) if cfg.batch_sweep else None
+        if sweep is not None:
+            cost["batch_sweep"] = round(time.perf_counter() - t0, 2)
         served = None
         if setup is not None:
             served = _served(setup, cfg)
             if session is not None:
-                served, sweep = _live(run_, cfg, setup, session, served, sweep, progress)
+                served, sweep = _live(run_, cfg, setup, session, served, sweep, progress, cost, cancel)
         notes = list(result.notes) + (setup.notes if setup else [])
-        return result.with_(served=served, batch_sweep=sweep, notes=notes)
+        return result.with_(served=served, batch_sweep=sweep, notes=notes, timings={**result.timings, **cost})
     finally:
         if session is not None:
             session.close()
@@ -88,7 +92,8 @@ def _sweep(run_: Any, cfg: Config, progress: ProgressFn, sizes: Optional[tuple[i
 
 
 def _live(run_: Any, cfg: Config, setup: Setup, session: Session, served: Served, sweep: Optional[BatchSweep],
-          progress: ProgressFn) -> tuple[Served, Optional[BatchSweep]]:
+          progress: ProgressFn, cost: dict[str, float],
+          cancel: Optional[CancelToken] = None) -> tuple[Served, Optional[BatchSweep]]:
     progress(Progress("served", message=f"torch and the local run on {cfg.samples} samples for the server"))
     t0 = time.perf_counter()
     ref = served_live.reference(run_.prepared, cfg, setup)
@@ -96,16 +101,17 @@ def _live(run_: Any, cfg: Config, setup: Setup, session: Session, served: Served
     wave = max(8, 2 * served.max_batch_size)
     progress(Progress("served", message=f"sending {cfg.samples} samples to {cfg.triton_url}: one at a time, "
                                         f"then {wave} at once"))
-    seq, conc, t_seq, t_conc = served_live.send(session, setup, ref, wave)
+    seq, conc, t_seq, t_conc = served_live.send(session, setup, ref, wave, progress, cancel, cfg.triton_url or "")
     outputs, runs, fails = served_live.compare(cfg, setup, ref, seq, conc, (t_seq, t_conc), cfg.triton_url or "")
     if fails["concurrent"] and not fails["sequential"] and sweep is None and served.max_batch_size > 1:
+        t0 = time.perf_counter()
         sweep = _sweep(run_, cfg, progress, (1, min(served.max_batch_size, max(2, cfg.samples))))
+        cost["batch_sweep"] = round(time.perf_counter() - t0, 2)
     verdict, reason, detail = decide_served(fails, runs, setup.casts, setup.unreproducible, sweep)
     if reason == OTHER_FILE:
         detail += _versions(session, setup)
-    if reason == BATCH and sweep is not None and sweep.invariant:
-        detail += " (the sweep through ONNX Runtime here sees no batch dependence: the server's own batching does)"
     served = dataclasses.replace(served, outputs=outputs, runs=runs, verdict=verdict, reason=reason, detail=detail)
+    cost.update(served_reference=round(t_ref, 2), served_requests=round(t_seq + t_conc, 2))
     progress(Progress("served", message=f"served comparison took {t_ref:.1f} s (references) + "
                                         f"{t_seq + t_conc:.1f} s (requests)"))
     return served, sweep

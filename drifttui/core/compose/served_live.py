@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, no_progress
 from drifttui.core.compose.served_setup import Setup
 from drifttui.core.prepare.stage import Prepared
 from drifttui.core.result import Config
@@ -21,7 +22,7 @@ from drifttui.core.runtime import sessions
 from drifttui.core.runtime.guards import safe_forward
 from drifttui.core.runtime.torch_hooks import to_numpy
 from drifttui.core.runtime.triton.client import Session
-from drifttui.core.base.tolerance import bound
+from drifttui.core.decide.served import over
 from drifttui.errors import ModelError
 
 
@@ -84,14 +85,28 @@ def _devs(answers: list[dict[str, np.ndarray]], ref: Reference, setup: Setup, ur
     return out
 
 
-def send(session: Session, setup: Setup, ref: Reference, wave: int) -> tuple[list, list, float, float]:
-    """(sequential answers, concurrent answers, seconds of each loop)."""
+def send(session: Session, setup: Setup, ref: Reference, wave: int, progress: ProgressFn = no_progress,
+         cancel: Optional[CancelToken] = None, url: str = "") -> tuple[list, list, float, float]:
+    """(sequential answers, concurrent answers, seconds of each loop).  Progress counts the requests
+    of both loops (about 50 reports in all: the front ends show the count and the time left), and a
+    cancel stops between two requests (or two waves)."""
+    n = len(ref.wire)
+    every = max(1, n // 25)
     t = time.perf_counter()
-    seq = [session.infer(setup.model, setup.request_version, w, ref.names) for w in ref.wire]
+    seq = []
+    for i, w in enumerate(ref.wire):
+        if cancel is not None:
+            cancel.check()
+        if i % every == 0:
+            progress(Progress("served", i, 2 * n, f"requests to {url}, one at a time"))
+        seq.append(session.infer(setup.model, setup.request_version, w, ref.names))
     t_seq = time.perf_counter() - t
     t = time.perf_counter()
     conc: list = []
-    for start in range(0, len(ref.wire), wave):
+    for start in range(0, n, wave):
+        if cancel is not None:
+            cancel.check()
+        progress(Progress("served", n + start, 2 * n, f"requests to {url}, {wave} at once"))
         conc += session.infer_many(setup.model, setup.request_version, ref.wire[start:start + wave], ref.names)
     return seq, conc, t_seq, time.perf_counter() - t
 
@@ -110,13 +125,12 @@ def _top1(answers: list[dict[str, np.ndarray]], other: list[dict[str, np.ndarray
 def compare(cfg: Config, setup: Setup, ref: Reference, seq: list, conc: list, times: tuple[float, float],
             url: str) -> tuple[list[ServedOutput], list[ServedRun], dict[str, bool]]:
     """Per output: served vs local and vs torch (worst sample), top-1; per loop: its worst |d|; and
-    which loops are over the tolerance (at each output's own scale)."""
+    which loops are over the tolerance (at each output's own scale: ``core.decide.served.over``)."""
     d_seq, d_conc = _devs(seq, ref, setup, url), _devs(conc, ref, setup, url)
     outputs, fails = [], {"sequential": False, "concurrent": False}
     for n in ref.names:
         scale = max((float(np.abs(loc[n]).max()) for loc in ref.local if loc[n].size), default=0.0)
-        limit = bound(cfg.atol, cfg.rtol, scale)
-        f_seq, f_conc = max(d_seq[n], default=0.0) > limit, max(d_conc[n], default=0.0) > limit
+        f_seq, f_conc = over(d_seq[n], cfg.atol, cfg.rtol, scale), over(d_conc[n], cfg.atol, cfg.rtol, scale)
         fails["sequential"] |= f_seq
         fails["concurrent"] |= f_conc
         vs_torch = max((float(np.abs(a[n].reshape(t[n].shape).astype(np.float64) - t[n]).max())

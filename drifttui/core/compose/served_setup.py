@@ -3,6 +3,7 @@ file, which ONNX Runtime settings, which inputs, and the config fields that chan
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -77,22 +78,36 @@ def apply(config: Config, served: Any, file: str, where: str, ort_backend: bool)
         pref = list(served.dynamic_batching.preferred_batch_size)
         s.fields.append("dynamic_batching (requests joined into batches of up to max_batch_size "
                         f"{served.max_batch_size}" + (f", preferred {pref}" if pref else "") + ")")
-    if config.inputs is None:
-        spec = bnd.input_spec(b, gin)
-        if spec:
-            changes["inputs"] = spec
-            s.notes.append(f"inputs drawn from the config's inputs: {spec}")
+    spec = _drawn_inputs(config, b, gin)
+    if spec:
+        changes["inputs"] = spec
+        s.notes.append(f"inputs drawn from the config's inputs: {spec}")
     s.config = dataclasses.replace(config, **changes)
     s.served_config, s.boundary, s.file = served, b, file
     return s
 
 
+def _drawn_inputs(config: Config, b: Any, gin: Any) -> Optional[str]:
+    """The inputs spec drawn from the config, when the run takes it: no --inputs, or the very spec a
+    served result's config carries (the TUI's reruns)."""
+    if config.inputs is None:
+        return bnd.input_spec(b, gin)
+    if not config.inputs.startswith("shape:"):
+        return None
+    try:
+        spec = bnd.input_spec(b, gin)
+    except InputError:            # the user's own shapes, for a config that names no usable inputs
+        return None
+    return spec if spec == config.inputs else None
+
+
 def from_repository(config: Config) -> Setup:
-    if config.onnx:
-        raise InputError("--onnx and --triton-repo both name the file", "drop --onnx: the repository chooses the file")
     if not config.triton_model:
         raise InputError("--triton-repo needs --model NAME", "name the model folder in the repository")
     sf = repository.resolve(config.triton_repo or "", config.triton_model, config.triton_version)
+    # a served result's own config names the repository's file (the TUI's reruns run it again)
+    if config.onnx and os.path.realpath(config.onnx) != os.path.realpath(str(sf.path)):
+        raise InputError("--onnx and --triton-repo both name the file", "drop --onnx: the repository chooses the file")
     where = str(sf.path.parent.parent / "config.pbtxt")
     s = apply(config, sf.config, str(sf.path), where, True)
     s.source, s.model, s.version, s.why_file = "repository", sf.name, sf.version, sf.why

@@ -35,6 +35,15 @@ class Advice:
                 "tightest": self.tightest, "current": self.current, "lines": self.lines}
 
 
+def report(nf: NoiseFloor, adv: Advice) -> dict[str, Any]:
+    """The floor and the advice as one plain dict: `drifttui tolerance --json` writes it, the TUI's
+    tolerance screen renders it."""
+    import dataclasses
+
+    return {"advice": adv.to_dict(), "floors": [dataclasses.asdict(f) for f in nf.layers + nf.outputs],
+            "repeat_max_abs": nf.repeat_max_abs, "variants": nf.variants}
+
+
 def advise(nf: NoiseFloor, margin: float = MARGIN) -> Advice:
     items: list[Floor] = nf.layers + nf.outputs
     rel = [f for f in items if f.scale > TINY_SCALE]

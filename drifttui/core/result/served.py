@@ -12,7 +12,7 @@ class BatchLayer:
     module: str
     max_abs: list[float]         # per swept size: max |alone - in the batch| over the samples and outputs
     scale: float                 # max |alone| of the layer's output
-    depends: bool                # over the tolerance at some size (decided by compose/batch_sweep.py)
+    depends: bool                # over the tolerance at some size (decided by core/decide/served.py)
     cls: str = ""
 
 

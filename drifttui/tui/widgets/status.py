@@ -11,6 +11,7 @@ from drifttui.core.base.progress import Estimate, duration
 from drifttui.core.result import Config, Result
 from drifttui.report.escape import terminal
 from drifttui.report.summary import drift_word
+from drifttui.tui import served_view
 from drifttui.tui.tree import display_name
 
 
@@ -157,6 +158,7 @@ class StatusLine(Static):
             sat = "may saturate" in r.precision.kernels
             text.append(f"  int8 on {parts[1] if len(parts) > 1 else '?'}{' (may saturate)' if sat else ''}",
                         style="#f0a030" if sat else "dim")
+        text.append_text(served_view.badge(r))       # the served verdict (Triton), the batch sweep's
         if self.running:
             text.append("  ⟳ ", style="bold #f0a030")
             change = changed_fields(self.pending, self.config)
@@ -175,6 +177,11 @@ class StatusLine(Static):
         r = self.result
         if r is not None and r.timings and not self.running:
             cost = run_time_text(r.timings)
+            for served in (served_view.served_cost(r), served_view.served_cost(r, short=True)):
+                full = f"{cost} + {served}" if served and cost else served or cost
+                if text.cell_len + 2 + len(full) <= width:
+                    break
+            cost = full
             if text.cell_len + 2 + len(cost) > width:
                 cost = short_run_time_text(r.timings)
             text.append(f"  {cost}", style="dim")

@@ -1,4 +1,8 @@
-"""The served verdict, from figures the comparison measured: the served model computes what the
+"""The served model's pass/fail (docs/triton.md), decided here as every other verdict is (core/decide):
+``over`` says whether a served or batched value differs from the file's own at the tolerance (the
+served comparison, compose/served_live.py, and the batch sweep, compose/batch_sweep.py, measure the
+figures; they decide nothing), ``sweep_invariant`` whether a batch sweep passes, and ``decide_served``
+the served verdict from the figures the comparison measured: the served model computes what the
 file computes (its drift, if any, is the file's), or it differs from the file's own local run, and
 then why, each reason with its figures:
 
@@ -11,13 +15,26 @@ then why, each reason with its figures:
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Iterable, Optional
 
+from drifttui.core.base.tolerance import bound
 from drifttui.core.result.served import BatchSweep, ServedRun
 
 SAME, DIFFERS = "same", "differs"
 BATCH, BOUNDARY, ACCELERATOR, OTHER_FILE = ("batch dependence", "dtype or reshape at the boundary", "accelerator",
                                             "different file or version")
+
+
+def over(devs: Iterable[float], atol: float, rtol: float, scale: float) -> bool:
+    """Whether any of ``devs`` (max |served - file| or |alone - batched| of one value at scale
+    ``scale``) fails the tolerance rule."""
+    limit = bound(atol, rtol, scale)
+    return any(d > limit for d in devs)    # the served side maps NaN to inf (served_live._devs) before this
+
+
+def sweep_invariant(outputs_over: bool, depending_layers: int) -> bool:
+    """A batch sweep passes when no model output and no layer depends on the batch."""
+    return not outputs_over and depending_layers == 0
 
 
 def _worst(runs: list[ServedRun], mode: str) -> float:
@@ -41,6 +58,8 @@ def decide_served(fails: dict[str, bool], runs: list[ServedRun], casts: list[str
                      f"{sweep.first_module or '(root)'}{cls}")
         elif sweep is not None and not sweep.invariant:
             where = f"; the batch sweep {sweep.sizes} sees it in the model outputs"
+        elif sweep is not None:
+            where = " (the sweep through ONNX Runtime here sees no batch dependence: the server's own batching does)"
         return DIFFERS, BATCH, (f"one request at a time matches the file (max |d| {seq:.3g}), requests the dynamic "
                                 f"batcher joined do not (max |d| {conc:.3g}): the file's outputs depend on the "
                                 f"batch{where}")
