@@ -120,7 +120,7 @@ def _shallow(make) -> nn.Module:
 def cdist_l1() -> nn.Module: return _deep(lambda: CDist(1.0))                  # noqa: E704
 def cdist_linf() -> nn.Module: return _shallow(lambda: CDist(float("inf")))    # noqa: E704
 def cdist_l2() -> nn.Module: return _deep(lambda: CDist(2.0))                  # noqa: E704
-def pairwise_l1() -> nn.Module: return _shallow(PairwiseL1)                    # noqa: E704
+def pairwise_l1() -> nn.Module: return _deep(PairwiseL1)                       # noqa: E704
 def clamp_int() -> nn.Module: return _deep(lambda: ClampInt(-2.5))             # noqa: E704
 def clamp_int_whole() -> nn.Module: return _deep(lambda: ClampInt(-2))         # noqa: E704
 def floordiv_neg() -> nn.Module: return _shallow(FloorDivNeg)                  # noqa: E704
@@ -128,7 +128,7 @@ def cos_sim() -> nn.Module: return _deep(CosSim)                               #
 def signbit() -> nn.Module: return _deep(SignBit)                              # noqa: E704
 def logcumsumexp() -> nn.Module: return _shallow(LogCumSumExp)                 # noqa: E704
 def ce_weighted_smooth() -> nn.Module: return _deep(WeightedSmoothCE)          # noqa: E704
-def multilabel() -> nn.Module: return _shallow(MultiLabel)                     # noqa: E704
+def multilabel() -> nn.Module: return _deep(MultiLabel)                        # noqa: E704
 
 
 def rows_inputs() -> torch.Tensor:
