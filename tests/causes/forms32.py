@@ -21,7 +21,8 @@ The form is always the child ``body``:
 * ``ce_weighted_smooth``: ``F.cross_entropy(weight=w, label_smoothing=0.2, reduction="none")``:
   torchlib mis-weighs the smoothing term (the class weights this time);
 * ``multilabel``: ``F.multilabel_soft_margin_loss`` of large logits: ``Log(Sigmoid(x))``, -inf;
-* ``bucketed``: a ``bucket`` module returning ``torch.clamp(int_tensor, min=-2.5, max=5)`` (a float to
+* ``bucketed`` / ``bucketed_top``: a ``bucket`` module returning ``torch.clamp(int_tensor, min=-2.5)``
+  (``max=5`` too) (a float to
   torch) read by a ``head``: the TorchScript file keeps the bucket's result in int64 and casts it to
   float outside the bucket, so the bucket has no float value of its own (issue 30 point 6);
 * clean controls: ``cdist_l2`` (p=2), ``clamp_int_whole`` (an integer bound).
@@ -30,6 +31,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from typing import Optional
+
 from torch import nn
 
 from tests.causes.forms30 import Deep
@@ -139,18 +142,22 @@ def rows_inputs() -> torch.Tensor:
 
 
 class Bucket(nn.Module):
+    def __init__(self, top: Optional[int]) -> None:
+        super().__init__()
+        self.top = top
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.clamp((x * 4 - 6).long(), min=-2.5, max=5)
+        return torch.clamp((x * 4 - 6).long(), min=-2.5, max=self.top)
 
 
 class Bucketed(nn.Module):
     """a stem, ``bucket`` (an integer clamp with a float bound), then ``head`` reading it as float: the
     bucket's output has no ONNX value of its own when the exporter folds the promotion into the head."""
 
-    def __init__(self) -> None:
+    def __init__(self, top: Optional[int]) -> None:
         super().__init__()
         self.stem = nn.Sequential(*[m for _ in range(8) for m in (nn.Linear(WIDTH, WIDTH), nn.GELU())])
-        self.bucket = Bucket()
+        self.bucket = Bucket(top)
         self.head = nn.Linear(WIDTH, 8)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -159,4 +166,10 @@ class Bucketed(nn.Module):
 
 def bucketed() -> nn.Module:
     torch.manual_seed(0)
-    return Bucketed().eval()
+    return Bucketed(None).eval()
+
+
+def bucketed_top() -> nn.Module:
+    """the same with an integer upper bound too: the dynamo exporter cannot export the mixed bounds"""
+    torch.manual_seed(0)
+    return Bucketed(5).eval()
