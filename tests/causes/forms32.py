@@ -25,6 +25,8 @@ The form is always the child ``body``:
   (``max=5`` too) (a float to
   torch) read by a ``head``: the TorchScript file keeps the bucket's result in int64 and casts it to
   float outside the bucket, so the bucket has no float value of its own (issue 30 point 6);
+* ``trilinear``: a 5-D trilinear ``F.interpolate`` exported at opset 10 (Jajal et al., ISSTA'24's
+  re-checked set): the opset-10 Resize is always asymmetric; the call upsamples without antialias;
 * clean controls: ``cdist_l2`` (p=2), ``clamp_int_whole`` (an integer bound).
 """
 from __future__ import annotations
@@ -173,3 +175,29 @@ def bucketed_top() -> nn.Module:
     """the same with an integer upper bound too: the dynamo exporter cannot export the mixed bounds"""
     torch.manual_seed(0)
     return Bucketed(5).eval()
+
+
+class Trilinear(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.interpolate(x, scale_factor=2, mode="trilinear")
+
+
+class Volume(nn.Module):
+    """a Conv3d stem, then ``body``: a trilinear upsample (Jajal et al.'s 5-D form, opset 10)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv3d(2, 2, 3, padding=1)
+        self.body = Trilinear()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(self.stem(x))
+
+
+def trilinear() -> nn.Module:
+    torch.manual_seed(0)
+    return Volume().eval()
+
+
+def vol_inputs() -> torch.Tensor:
+    return torch.randn(1, 2, 3, 4, 5)

@@ -31,7 +31,12 @@ VERIFIED = {
     ("multilabel", "torchscript"): ("lowering", "reexport", {"decompose": "core_aten"}, "aten.log_sigmoid"),
     ("multilabel", "dynamo"): ("lowering", "reexport", {"decompose": "core_aten"}, "aten.log_sigmoid"),
     ("bucketed", "torchscript"): ("lowering", "reexport", {"exporter": "dynamo"}, "Clip /bucket/Clip"),
+    # opset 10: the Resize has no coordinate modes; the story is the opset's, never an antialias one
+    ("trilinear", "torchscript"): ("interpolation", "rewrite", {"rewrite": "resize_opset11"},
+                                   "opset-10 Resize /body/Resize is always asymmetric"),
 }
+OPSET = {"trilinear": 10}
+INPUTS = {"trilinear": "vol_inputs"}
 # what the engine cannot verify yet (no re-export, decomposition or stable form computes it right):
 # (class, words of the message)
 UNVERIFIED = {
@@ -68,9 +73,11 @@ def explained(tmp_path_factory):
             torch.manual_seed(0)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                torch.onnx.export(getattr(forms32, model)(), (forms32.rows_inputs(),), str(path),
-                                  dynamo=exporter == "dynamo")
-            cfg = Config(model=f"{SPEC}:{model}", onnx=str(path), inputs=f"{SPEC}:rows_inputs", samples=3)
+                inputs = INPUTS.get(model, "rows_inputs")
+                torch.onnx.export(getattr(forms32, model)(), (getattr(forms32, inputs)(),), str(path),
+                                  dynamo=exporter == "dynamo",
+                                  **({"opset_version": OPSET[model]} if model in OPSET else {}))
+            cfg = Config(model=f"{SPEC}:{model}", onnx=str(path), inputs=f"{SPEC}:{inputs}", samples=3)
             cache[key] = explained_run(cfg)
         return cache[key]
 
@@ -119,3 +126,18 @@ def test_the_clean_controls_have_no_error_finding(explained, form):
 def test_at_least_half_the_forms_sit_inside_deep_models(explained):
     deep = [f for f in (*VERIFIED, *UNVERIFIED) if len(explained(*f)[2].prepared.calls) >= 17]
     assert len(deep) * 2 >= len(VERIFIED) + len(UNVERIFIED), deep
+
+
+@pytest.mark.drifts
+def test_the_python_api_gives_diagnose_s_cause_for_the_same_file(explained, tmp_path):
+    """The Python API (a model object, a callable of inputs) heads with the cause ``diagnose`` verified
+    for the same file: the opset story of the 5-D upsample, never an antialias one."""
+    import drifttui
+    from tests.causes import forms32
+
+    _, cfg, _, _, exp = explained("trilinear", "torchscript")
+    result = drifttui.diagnose(forms32.trilinear(), onnx=cfg.onnx, inputs=lambda i: forms32.vol_inputs(), samples=3,
+                               step=3)
+    api, cli = result.findings[0], exp.findings[0]
+    assert (api.check, api.verified, api.patch) == (cli.check, cli.verified, cli.patch), api.message
+    assert "antialias" not in api.message
