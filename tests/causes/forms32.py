@@ -27,6 +27,8 @@ The form is always the child ``body``:
   float outside the bucket, so the bucket has no float value of its own (issue 30 point 6);
 * ``trilinear``: a 5-D trilinear ``F.interpolate`` exported at opset 10 (Jajal et al., ISSTA'24's
   re-checked set): the opset-10 Resize is always asymmetric; the call upsamples without antialias;
+* ``amax_nan``: ``torch.amax`` of a row holding NaN: ONNX Runtime's ReduceMax drops NaN depending on
+  how many there are (microsoft/onnxruntime#10514, open), torch and the reference evaluator propagate it;
 * clean controls: ``cdist_l2`` (p=2), ``clamp_int_whole`` (an integer bound).
 """
 from __future__ import annotations
@@ -201,3 +203,11 @@ def trilinear() -> nn.Module:
 
 def vol_inputs() -> torch.Tensor:
     return torch.randn(1, 2, 3, 4, 5)
+
+
+class AmaxNaN(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.amax(torch.log(x), -1, keepdim=True).nan_to_num(-7.0) + x
+
+
+def amax_nan() -> nn.Module: return _deep(AmaxNaN)                           # noqa: E704
