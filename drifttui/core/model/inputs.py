@@ -72,10 +72,12 @@ class InputSource:
     Every sample is checked to hold at least one element per tensor (an empty input would
     compare nothing and pass)."""
 
-    def __init__(self, make: Callable[[int], Sample], fixed: bool, description: str) -> None:
+    def __init__(self, make: Callable[[int], Sample], fixed: bool, description: str,
+                 count: Optional[int] = None) -> None:
         self._make = make
         self.fixed = fixed
         self.description = description
+        self.count = count          # how many distinct samples it holds (a listed set); None: any index
 
     def sample(self, i: int) -> Sample:
         """Sample ``i``; an error making it names the sample (issue 34: "... on sample 7")."""
@@ -194,7 +196,7 @@ def build_source(spec: InputSpec, seed: int, zero: bool, graph_inputs: Optional[
     if not graph_inputs or not half_inputs(graph_inputs):
         return source
     return InputSource(lambda i: _rounded(source.sample(i), graph_inputs), source.fixed,
-                       source.description + " (rounded to float16 for the file's float16 inputs)")
+                       source.description + " (rounded to float16 for the file's float16 inputs)", source.count)
 
 
 def _rounded(sample: Sample, graph_inputs: list[tuple[str, list[Any], str]]) -> Sample:
@@ -218,8 +220,10 @@ def _source(spec: InputSpec, seed: int, zero: bool, graph_inputs: Optional[list[
         return from_shapes(list(spec.shapes), seed, zero)
     if spec.kind == "memory":
         make, fixed, description = memory.samples(spec.text)
-        return _seeded_source(make, seed, zero, "inputs=", fixed,
-                              f"Python inputs: {description}{' (zeros)' if zero else ''}")
+        source = _seeded_source(make, seed, zero, "inputs=", fixed,
+                                f"Python inputs: {description}{' (zeros)' if zero else ''}")
+        source.count = memory.sample_count(spec.text)
+        return source
     if spec.kind == "callable":
         assert spec.callable is not None
         fn = import_callable(spec.callable, "--inputs")

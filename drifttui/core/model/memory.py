@@ -23,6 +23,7 @@ PREFIX = "python-object:"
 
 _MODELS: dict[str, Any] = {}
 _SAMPLES: dict[str, tuple[Callable[[int], Any], bool, str]] = {}
+_COUNTS: dict[str, int] = {}     # a listed inputs= token -> how many samples it holds
 _COUNTER = itertools.count(1)
 
 
@@ -59,7 +60,9 @@ def register_samples(inputs: Any, samples: int) -> tuple[str, int]:
     items = _draw(inputs, samples)       # DataLoader batches: drawn once, in order
     if not items:
         raise InputError("inputs= gave no samples", "pass a non-empty list or iterable of samples")
-    return _add(lambda i: items[i], len(items) == 1, f"{len(items)} listed sample(s)"), len(items)
+    token = _add(lambda i: items[i], len(items) == 1, f"{len(items)} listed sample(s)")
+    _COUNTS[token] = len(items)
+    return token, len(items)
 
 
 def _draw(inputs: Iterable, samples: int) -> list[Any]:
@@ -91,6 +94,7 @@ def unregister(*tokens: Optional[str]) -> None:
         if token:
             _MODELS.pop(token, None)
             _SAMPLES.pop(token, None)
+            _COUNTS.pop(token, None)
 
 
 def _gone(token: str) -> InputError:
@@ -102,6 +106,11 @@ def model(token: str) -> Any:
     if token not in _MODELS:
         raise _gone(token)
     return _MODELS[token]
+
+
+def sample_count(token: str) -> Optional[int]:
+    """How many samples a listed ``inputs=`` holds (None: a callable or one sample, any index)."""
+    return _COUNTS.get(token)
 
 
 def samples(token: str) -> tuple[Callable[[int], Any], bool, str]:

@@ -19,7 +19,12 @@ FRESH = 2
 
 
 def fresh_indices(ctx: Any) -> list[int]:
-    return [] if ctx.source.fixed else [int(ctx.cfg.samples) + k for k in range(FRESH)]
+    """The fresh samples' indices: past the compared ones, within what the source holds (a listed
+    ``inputs=[...]`` of the Python API has no sample past its last: then the worst sample alone)."""
+    if ctx.source.fixed:
+        return []
+    limit = getattr(ctx.source, "count", None)
+    return [k for k in (int(ctx.cfg.samples) + j for j in range(FRESH)) if limit is None or k < limit]
 
 
 def _on(ctx: Any, case: Case, trial: Any) -> Optional[Eval]:

@@ -114,6 +114,8 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
     explained = {p.spec.get("name") for p in out if p.spec.get("op") == "replace_constant"}
     out.extend(p for p in constants.fx_constant_patches(case) if p.spec.get("name") not in explained)
     out.extend(rewrites.candidates(case, module, _types(ctx, case), lambda t: torch_calls(ctx, case, t)))
+    if _at_export_shapes(ctx):      # a size baked in at export time is no story when nothing was resized
+        out = [p for p in out if "baked" not in p.spec]
     out.extend(weight_candidates(case, torch_tensors(module, case.module, _folds(ctx, case))))
     seen: set[str] = set()
     unique: list[Patch] = []
@@ -123,6 +125,22 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
             seen.add(k)
             unique.append(p)
     return unique
+
+
+def _at_export_shapes(ctx: Any) -> bool:
+    """The file runs at the shapes it was exported at: every graph input's dims are static and equal
+    the runtime sample's (then no constant of the file can hold a size baked in for other shapes)."""
+    graph = ctx.index.model.graph
+    init = {t.name for t in graph.initializer}
+    declared = {i.name: [d.dim_value if d.HasField("dim_value") else None for d in i.type.tensor_type.shape.dim]
+                for i in graph.input if i.name not in init}
+    if any(v is None for dims in declared.values() for v in dims):
+        return False
+    try:
+        feeds = ctx.feeds(ctx.sample(0))
+    except Exception:  # noqa: BLE001 - unknown: keep the story
+        return False
+    return all(list(feeds[k].shape) == dims for k, dims in declared.items() if k in feeds)
 
 
 def _types(ctx: Any, case: Case) -> dict[str, int]:

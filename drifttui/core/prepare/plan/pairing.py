@@ -38,6 +38,20 @@ def dtype_ok(elem: Optional[int], torch_dtype: str) -> bool:
 
 
 
+def promoted_later(index: GraphIndex, value: str, torch_dtype: str) -> bool:
+    """An integer value where torch's module returns a float, every consumer a Cast to float: the
+    exporter kept the module's result in the integer type and moved torch's promotion (``clamp`` of an
+    integer tensor with a float bound returns a float) into the consumer.  It is the module's output,
+    compared as a float (issue 30 point 6: otherwise the module has no ONNX value and its consumer,
+    fed the wrong values, is named)."""
+    elem = index.elem_types.get(value)
+    if not elem or elem in _NP_FLOAT or not torch_dtype.startswith(("float", "bfloat", "half", "double")):
+        return False
+    users = [index.nodes[c] for c in index.consumers.get(value, [])]
+    return bool(users) and all(n.op_type == "Cast" and n.proto.attribute and
+                               n.proto.attribute[0].i in _NP_FLOAT for n in users)
+
+
 def _boundary_outputs(index: GraphIndex, nodes: set[int]) -> list[str]:
     outs: list[str] = []
     for ni in sorted(nodes):
@@ -131,6 +145,8 @@ def pair_outputs(index: GraphIndex, calls: list[Call], plan: Plan) -> Pairing:
                 continue    # the module returns one of its inputs: nothing of its own to compare
             ok = [v for v in cands if v not in used and shape_ok(index.shapes.get(v), ref.shape)
                   and dtype_ok(index.elem_types.get(v), ref.dtype)]
+            ok = ok or [v for v in cands if v not in used and shape_ok(index.shapes.get(v), ref.shape)
+                        and promoted_later(index, v, ref.dtype)]
             if not ok:
                 continue
             if len(computed) > 1 and len([v for v in cands if shape_ok(index.shapes.get(v), ref.shape)]) > 1:

@@ -137,6 +137,20 @@ def torch_calls(ctx: Any, case: Case, prefix: str) -> list[list[Optional[float]]
             for n in gm.graph.nodes if n.op == "call_function" and _target(str(n.target)).startswith(prefix)]
 
 
+def program_targets(ctx: Any, case: Case) -> list[str]:
+    """The ATen targets the origin module's torch program calls (as the dynamo exporter sees them),
+    in call order without repeats; [] when torch.export cannot trace it."""
+    module = ctx.modules().get(case.module) if case.module else ctx.model
+    io = call_io(ctx, case)
+    if module is None or io is None:
+        return []
+    try:
+        gm = _program(ctx, case.module, module, io[0])
+    except Exception:  # noqa: BLE001 - no FX witness
+        return []
+    return list(dict.fromkeys(_target(str(n.target)) for n in gm.graph.nodes if n.op == "call_function"))
+
+
 def _program_values(gm: Any, ins: list[Any]) -> list[tuple[str, str, Any]]:
     """(name, target, value) of each call_function node of the FX graph ``gm`` run on ``ins``."""
     import torch

@@ -291,7 +291,7 @@ def baked_shapes(case: Case, consts: dict[str, np.ndarray], node_of: dict[str, A
                     d0 = inv(float(c)) if c != 0 else 0.0
                 except (OverflowError, ZeroDivisionError):
                     continue
-                if d0 < 2 or abs(d0 - round(d0)) > 1e-3 * d0:
+                if not math.isfinite(d0) or d0 < 2 or abs(d0 - round(d0)) > 1e-3 * d0:
                     continue
                 for d in (d for d in dims if d != int(round(d0))):
                     new = flat.copy()

@@ -17,7 +17,8 @@ import numpy as np
 from drifttui.core.explain.causes.propose.candidates import module_eps
 from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.explain.causes.locate.evaluate import Eval, error, run_ort
-from drifttui.core.explain.causes.locate.fx_localise import describe
+from drifttui.core.explain.causes.locate.fx_localise import describe, program_targets
+from drifttui.core.prepare.reference import file_exporter
 from drifttui.core.onnx.edit.graft import Graft
 from drifttui.core.explain.causes.locate.localise_nodes import align
 from drifttui.core.onnx.edit.patches import Patch
@@ -99,8 +100,8 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
         check, said = _fx_story(case, module, fx, ctx)
     else:
         node = mistranslated(case, model, feeds) if ev.ok and not ev.fails else None
-        check, said = _story(case, module, node, ctx)
-    target = wrong.target if wrong is not None else ""
+        check, said = _story(case, module, node, ctx, variant)
+    target = wrong.target if wrong is not None else ", ".join(decomposed_targets(ctx, case)) if variant.decompose else ""
     patch = Patch(spec, check, f"{said}{display_name(case.module)} exported alone with {why} (opset {opset}) computes what "
                   "torch computes", variant.fix(opset, target)
                   + (" and dynamic shapes for the sizes that change at run time" if ctx.cfg.onnx else "")
@@ -128,7 +129,7 @@ def lowering_class(target: str, op_types: list[str]) -> str:
     return hit or next((_CLASS[o] for o in op_types if o in _CLASS), "lowering")
 
 
-def _story(case: Case, module: Any, node: Any, ctx: Any) -> tuple[str, str]:
+def _story(case: Case, module: Any, node: Any, ctx: Any, variant: Optional[Variant] = None) -> tuple[str, str]:
     """(class, what the file gets wrong) for a verified re-export: an epsilon of the module held by a
     constant of the file, the one node where the values part from the re-export's, or neither."""
     eps = _eps_constant(case, module)
@@ -145,7 +146,35 @@ def _story(case: Case, module: Any, node: Any, ctx: Any) -> tuple[str, str]:
         return lowering_class("", [node.op_type]), (
             f"{node.op_type} {node.name} computes something else than torch: the one node of "
             f"{case.module or '(root)'} whose value the re-export never computes while its inputs match; ")
-    return ("versions" if ctx.cfg.onnx else "lowering"), ""
+    return _by_variant(case, ctx, variant)
+
+
+def _by_variant(case: Case, ctx: Any, variant: Optional[Variant]) -> tuple[str, str]:
+    """(class, story) when the re-export verifies and no single node tells why: by what the verifying
+    re-export changed.  Today's same exporter on a user's file: the file was made otherwise
+    (``versions``: another torch, an edit).  Another exporter, opset or torch's decompositions: the
+    file's exporter lowers the module's torch calls otherwise than torch (``lowering``), naming the
+    ATen ops the decomposition re-lowered."""
+    made_by = file_exporter(ctx.index, ctx.cfg.exporter) if ctx.cfg.onnx else ctx.cfg.exporter
+    if variant is None or (ctx.cfg.onnx and variant.exporter == made_by and not variant.decompose
+                           and variant.opset is None):
+        return ("versions" if ctx.cfg.onnx else "lowering"), ""
+    name = display_name(case.module)
+    if variant.decompose:
+        ops = decomposed_targets(ctx, case)
+        if ops:
+            return "lowering", (f"the {made_by} exporter's lowering of {', '.join(ops)} (called by {name}) computes "
+                                f"otherwise than torch, torch's own decomposition of it does not; ")
+    return "lowering", f"the {made_by} exporter's lowering of {name}'s torch calls computes otherwise than torch; "
+
+
+def decomposed_targets(ctx: Any, case: Case) -> list[str]:
+    """The ATen ops of the origin's torch program that torch's core ATen table decomposes (the ones the
+    decomposition variant lowers otherwise than the exporter did), at most 3."""
+    import torch
+
+    table = {str(k) for k in torch.export.default_decompositions().keys()}
+    return [t for t in program_targets(ctx, case) if t in table][:3]
 
 
 def _fx_story(case: Case, module: Any, fx: Any, ctx: Any) -> tuple[str, str]:
