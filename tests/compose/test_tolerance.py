@@ -59,13 +59,19 @@ def test_check_tolerance_auto_says_so(tmp_path, capsys):
 
 
 @pytest.mark.models
-@pytest.mark.parametrize("fn,inputs", [("resnet18", "img64"), ("mobilenetv3", "img64"), ("vit_timm", "img32"),
-                                       ("bert", "tokens"), ("gpt2", "tokens")])
+@pytest.mark.parametrize("fn,inputs", [
+    # every model of the real-architecture zoo (tests/archs/zoo.py), timm then transformers then diffusers
+    ("resnet18", "img64"), ("mobilenetv3", "img64"), ("efficientnet_b0", "img64"), ("convnext_atto", "img64"),
+    ("vit_timm", "img32"), ("mixer", "img64"), ("bert", "tokens"), ("gpt2", "tokens"), ("llama", "tokens"),
+    ("t5", "token_ids"), ("vit_hf", "pixels"), ("clip_vision", "pixels"), ("whisper_encoder", "mel"),
+    ("swin", "pixels64"), ("swin_eager", "pixels64"), ("wav2vec2", "audio"), ("segformer", "pixels64"),
+    ("unet2d", "unet_inputs")])
 def test_zoo_clean_models_pass_the_advice(fn, inputs):
     from tests.archs.conftest import spec
 
     pytest.importorskip("tests.archs.zoo")      # the torchvision shim timm needs
-    pytest.importorskip("timm" if fn in ("resnet18", "mobilenetv3", "vit_timm") else "transformers")
+    timm = ("resnet18", "mobilenetv3", "efficientnet_b0", "convnext_atto", "vit_timm", "mixer")
+    pytest.importorskip("timm" if fn in timm else "diffusers" if fn == "unet2d" else "transformers")
     cfg = Config(model=spec(fn), inputs=spec(inputs), samples=3)
     _, adv = _advice(cfg)
     _check_clean_on_fresh_samples(cfg, adv)
