@@ -4,7 +4,9 @@ For each built-in example below it runs a capture, the six debugging steps and t
 checks (``drifttui diagnose``), and writes into ``tests/tui/fixtures/``:
 
 * ``<name>.json``          the finished result as a JSON report (steps and findings included);
-* ``<name>.partial.json``  (some) the partial result the engine reported after its first sample.
+* ``<name>.partial.json``  (some) the partial result the engine reported after its first sample;
+* ``<name>.every-sample.json`` (some) the origin's per-channel and per-sample errors over every
+  sample (``Pipeline.drill(every_sample=True)``, the drill-down's ``a``).
 
 and, after a full recording, ``ENGINE``: the fingerprint of the engine's sources that recorded them
 (``tests/tui/test_fixtures.py`` fails when the engine has changed since).  The TUI tests, the
@@ -35,6 +37,8 @@ FIXTURES = {
     "resnet18-bn-channel": ("resnet18", 4, False, False),
 }
 USER_ONNX = {"resnet18-bn-channel": "export_bn_channel_drift"}     # fixtures run on an edited export
+# fixtures whose origin is also compared on every sample (the drill-down's `a`): <name>.every-sample.json
+EVERY_SAMPLE = ("resnet18-bf16", "resnet18-bn-channel")
 
 
 def _dump(result, path: Path) -> None:
@@ -43,6 +47,17 @@ def _dump(result, path: Path) -> None:
     data = result.to_dict()
     data["timings"] = {k: round(v, 2) for k, v in data.get("timings", {}).items()}
     write_atomic(str(path), json.dumps(data, separators=(",", ":")) + "\n", "fixture")
+
+
+def _dump_every_sample(engine, result, path: Path) -> None:
+    """The origin's Channels over every sample (``Pipeline.drill(every_sample=True)``)."""
+    from drifttui.core.result.codec import to_json
+    from drifttui.report.outputs import write_atomic
+
+    layer = result.drift_origin.layer
+    channels = engine.drill(layer, result, every_sample=True)
+    write_atomic(str(path), json.dumps({"layer": layer, "channels": to_json(channels)},
+                                       separators=(",", ":")) + "\n", "fixture")
 
 
 def record(name: str, out: Path) -> None:
@@ -75,6 +90,8 @@ def record(name: str, out: Path) -> None:
     _dump(result, out / f"{name}.json")
     if partials and keep_partial:
         _dump(partials[0], out / f"{name}.partial.json")
+    if name in EVERY_SAMPLE and result.drift_origin is not None:
+        _dump_every_sample(engine, result, out / f"{name}.every-sample.json")
     print(f"{name}: {len(result.layers)} layers, {len(result.steps)} steps, {len(result.findings)} findings, "
           f"{time.monotonic() - start:.1f}s", flush=True)
 

@@ -46,6 +46,8 @@ ACTIONS: list[Action] = [
     Action(DETAIL, "enter", "Enter", "layer_detail", "Layer detail",
            "the layer's drill-down (error per channel, per sample) and full detail on its own screen",
            footer=True),
+    Action(DETAIL, "", "a", "", "All samples",
+           "on a layer detail: compare the layer on every sample of the run, in the background (Esc cancels)"),
     Action(DETAIL, "s", "s", "step_detail", "Step detail",
            "the shown step's full result: summary, evidence, verified cause, patch, fix", footer=True),
     Action(DETAIL, "c", "c", "copy_module", "Copy module", "copy the module name under the cursor (OSC 52)"),
