@@ -35,6 +35,8 @@ FIXTURES = {
     "resnet18": ("resnet18", 4, False, False),
     # the clean ResNet with ONE BatchNorm channel changed in its ONNX file (the drill-down's case)
     "resnet18-bn-channel": ("resnet18", 4, False, False),
+    # a drift in the ROOT module's own ops (scripts/fixture_models/root_drift.py): a root origin
+    "root-drift": ("", 4, True, False),
 }
 USER_ONNX = {"resnet18-bn-channel": "export_bn_channel_drift"}     # fixtures run on an edited export
 # fixtures whose origin is also compared on every sample (the drill-down's `a`): <name>.every-sample.json
@@ -60,6 +62,19 @@ def _dump_every_sample(engine, result, path: Path) -> None:
                                        separators=(",", ":")) + "\n", "fixture")
 
 
+def _root_drift_config(samples: int):
+    import tempfile
+
+    from drifttui.core.result import Config
+
+    sys.path.insert(0, str(ROOT / "scripts" / "fixture_models"))
+    from root_drift import INPUT, export_root_drift
+
+    onnx_path = export_root_drift(Path(tempfile.mkdtemp(prefix="drifttui-fixture-")))
+    model = ROOT / "scripts" / "fixture_models" / "root_drift.py"
+    return Config(model=f"{model.relative_to(ROOT)}:build", onnx=str(onnx_path), inputs=INPUT, samples=samples)
+
+
 def record(name: str, out: Path) -> None:
     from drifttui.core.base.progress import Progress
     from drifttui.core.result import Config
@@ -76,6 +91,8 @@ def record(name: str, out: Path) -> None:
         workdir = tempfile.mkdtemp(prefix="drifttui-fixture-")
         onnx_path = getattr(examples, USER_ONNX[name])(Path(workdir))
         config = Config(model=f"example:{example}", example=example, samples=samples, onnx=str(onnx_path))
+    if name == "root-drift":
+        config = _root_drift_config(samples)
     partials = []
 
     def progress(p: Progress) -> None:
@@ -104,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.chdir(ROOT)                  # the root-drift fixture names its model file relative to the repository
     for name in args.only or FIXTURES:
         record(name, out)
     if not args.only and out == FIXTURE_DIR:

@@ -129,4 +129,10 @@ def footer_keys(pane: str, short: bool = False) -> list[tuple[str, str]]:
     the forms that fit 80 columns)."""
     if pane in PANE_KEYS:
         return (PANE_SHORT if short else PANE_KEYS)[pane]
-    return [(a.shown.split()[0], a.title) for a in ACTIONS if a.footer] + [("^p", "Commands")]
+    titles = SHORT_TITLES if short else {}
+    return [(a.shown.split()[0], titles.get(a.title, a.title)) for a in ACTIONS if a.footer] + \
+        [("^p", titles.get("Commands", "Commands"))]
+
+
+# the table's footer titles in short forms (60 columns: "? Help" and "q Quit" were cut off)
+SHORT_TITLES = {"Layer detail": "Detail", "Step detail": "Step", "Commands": "Cmds"}

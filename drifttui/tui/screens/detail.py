@@ -136,7 +136,10 @@ def layer_detail(result, layer_index: int, channels=None, waiting: str = "", on_
 def step_detail(step, result, stale: str = "") -> DetailScreen:
     from drifttui.tui.step_view import render_step
 
+    from drifttui.tui.tree import display_name
+
     fix = step.suggestion or (result.headline.fix if result is not None and result.headline else "")
-    origin = result.drift_origin.module if result is not None and result.drift_origin else ""
+    # a root origin's module is "": it is copied as "(root)", as everywhere else, not refused
+    origin = display_name(result.drift_origin.module) if result is not None and result.drift_origin else ""
     return DetailScreen(f"Step {step.step}: {step.title}", render_step(step, result, stale),
-                        name_to_copy=origin or "", fix_to_copy=fix)
+                        name_to_copy=origin, fix_to_copy=fix)

@@ -14,21 +14,28 @@ from drifttui.report.summary import drift_word
 from drifttui.tui.tree import display_name
 
 
-def config_text(config: Optional[Config]) -> Text:
-    text = Text()
+def config_text(config: Optional[Config], compact: bool = False) -> Text:
+    """The configuration line; ``compact``: the form that fits 60 columns with the run's cost
+    (``tol 1e-04/1e-04 zero off``, single spaces)."""
     if config is None:
         return Text("no configuration", style="dim")
+    gap = " " if compact else "  "
+    text = Text()
     text.append("opt ", style="dim")
     text.append(config.opt_level, style="bold")
-    text.append("  det ", style="dim")
+    text.append(f"{gap}det ", style="dim")
     text.append("on" if config.deterministic else "off", style="bold")
-    text.append("  atol ", style="dim")
-    text.append(f"{config.atol:.0e}", style="bold")
-    text.append(" rtol ", style="dim")
-    text.append(f"{config.rtol:.0e}", style="bold")
-    text.append("  zero-in ", style="dim")
+    if compact:
+        text.append(" tol ", style="dim")
+        text.append(f"{config.atol:.0e}/{config.rtol:.0e}", style="bold")
+    else:
+        text.append("  atol ", style="dim")
+        text.append(f"{config.atol:.0e}", style="bold")
+        text.append(" rtol ", style="dim")
+        text.append(f"{config.rtol:.0e}", style="bold")
+    text.append(f"{gap}zero{'' if compact else '-in'} ", style="dim")
     text.append("on" if config.zero_input else "off", style="bold")
-    text.append(f"  n={config.samples}", style="dim")
+    text.append(f"{gap}n={config.samples}", style="dim")
     return text
 
 
@@ -169,14 +176,18 @@ class StatusLine(Static):
 
     def second_line(self, width: int = 1000) -> Text:
         """The configuration, then what the result cost; at 80 columns the short form of the cost
-        ("re-decided", "6.2s") rather than a cut one ("capture 6.2s r…")."""
+        ("re-decided", "6.2s") rather than a cut one ("capture 6.2s r…"); at 60 the compact
+        configuration too."""
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append_text(config_text(self.config))
         r = self.result
-        if r is not None and r.timings and not self.running:
-            cost = run_time_text(r.timings)
-            if text.cell_len + 2 + len(cost) > width:
-                cost = short_run_time_text(r.timings)
+        cost = run_time_text(r.timings) if r is not None and r.timings and not self.running else ""
+        if text.cell_len + 2 + len(cost) > width:
+            cost = short_run_time_text(r.timings) if cost and r is not None else ""
+            if text.cell_len + 2 + len(cost) > width:     # 60 columns: the compact form, nothing cut
+                text = Text(no_wrap=True, overflow="ellipsis")
+                text.append_text(config_text(self.config, compact=True))
+        if cost:
             text.append(f"  {cost}", style="dim")
         return text
 
