@@ -87,8 +87,7 @@ class DrillMixin:
         if drill.every and drill.token is not None and not drill.token.cancelled:
             return                      # already comparing
         self._start_drill(drill, every=True)
-        self._redraw(drill, every=f"comparing this layer on all {drill.result.samples} samples in the "
-                                  "background (Esc cancels)…")
+        self._redraw(drill, every=f"every sample, in the background: 0/{drill.result.samples} (Esc cancels)…")
 
     def _redraw(self, drill: _Drill, waiting: str = "", every: str = "") -> None:
         drill.screen.update_body(layer_body(drill.result, drill.result.layers[drill.layer], drill.channels,
@@ -107,8 +106,7 @@ class DrillMixin:
             return
         p = message.progress
         left = f", about {p.eta:.0f} s left" if p.eta is not None and p.done else ""
-        self._redraw(drill, every=f"comparing this layer on every sample in the background: {p.done}/{p.total}"
-                                  f"{left} (Esc cancels)…")
+        self._redraw(drill, every=f"every sample, in the background: {p.done}/{p.total}{left} (Esc cancels)…")
 
     def on_drill_done(self, message: DrillDone) -> None:
         drill = self._current(message.token)

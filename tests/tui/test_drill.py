@@ -113,10 +113,10 @@ async def test_a_compares_the_layer_on_every_sample_in_the_background():
         assert "worst outputs · a: all 8" in text and len(_per_sample_lines(app)) == 3
         engine.drill_gate.clear()
         await pilot.press("a")
-        await wait_until(pilot, lambda: engine.drills and "every sample in the background" in app.screen.text)
+        await wait_until(pilot, lambda: engine.drills and "every sample, in the background" in app.screen.text)
         assert isinstance(app.screen, DetailScreen)
         await pilot.press("end", "home")                       # the screen still answers meanwhile
-        assert "every sample in the background" in " ".join(app.screen.text.split())
+        assert "every sample, in the background" in " ".join(app.screen.text.split())
         engine.drill_gate.set()
         await wait_until(pilot, lambda: "Per sample: all 8 samples" in app.screen.text)
         lines = _per_sample_lines(app)

@@ -109,3 +109,22 @@ async def test_light_theme_every_screen_is_legible(keys):
         await pilot.press("escape", "T")                                     # the dark theme keeps its colours
         await pilot.pause()
         assert app.current_theme.dark
+
+
+@pytest.mark.parametrize("size", [(60, 20), (80, 24), (120, 40)])
+async def test_the_run_note_fits_its_line_and_is_cut_between_words(size):
+    """The note line was cut for 78 columns whatever the width (before the first layout), and
+    mid-word ("3 of the 20 sample…")."""
+    app = DriftApp(None, result=load_fixture())
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        line = next(line for line in screen_text(app).splitlines() if line.lstrip().startswith("⚠"))
+        assert line.rstrip().endswith("all on (root): Home, Enter")          # never cropped
+        note = line.strip()[2:line.strip().index(" — all on")]
+        full = app.steps_bar.notes[0]
+        if note.endswith("…"):
+            kept = note[:-1]
+            assert full.startswith(kept) and full[len(kept)] in " ,;:(", (kept, full)
+            assert len(line.rstrip()) >= size[0] - 20                       # the width is used
+        else:
+            assert note == full
