@@ -10,7 +10,7 @@ from rich.color import Color
 from drifttui.tui.app import DriftApp
 from drifttui.tui.screens.detail import DetailScreen
 
-from .conftest import screen_text
+from .conftest import screen_text, wait_until
 from .replay import load_fixture
 from .test_second_pass import contrast
 
@@ -128,3 +128,28 @@ async def test_the_run_note_fits_its_line_and_is_cut_between_words(size):
             assert len(line.rstrip()) >= size[0] - 20                       # the width is used
         else:
             assert note == full
+
+
+async def test_a_rerun_at_80_columns_keeps_its_change_count_and_time_left_whole(result):
+    """(fourth pass) "⟳ → det on: samples 4/20 · 5 s le…": the origin gives way to the progress."""
+    from drifttui.core.base.progress import Progress
+    from drifttui.tui.runner import RunProgress
+
+    from .conftest import settle
+    from .replay import ReplayEngine
+
+    engine = ReplayEngine(block=True)
+    app = DriftApp(engine, result=result)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("d")
+        await wait_until(pilot, lambda: engine.started.is_set())
+        app.post_message(RunProgress(Progress("samples", 4, 20, eta=125.0), app._token))
+        await pilot.pause()
+        await pilot.pause()
+        first = screen_text(app).splitlines()[0]
+        assert "◆ layer3.1.bn1" in first and "→ det on: samples 4/20 · 2 min left" in first, first
+        assert "…" not in first
+        engine.gate.set()
+        await settle(app, pilot)
+        assert "BatchNorm2d" in screen_text(app).splitlines()[0]              # back in full when done

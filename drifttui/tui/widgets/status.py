@@ -139,7 +139,9 @@ class StatusLine(Static):
             self.message = message
         self.update(self.render_text())
 
-    def first_line(self) -> Text:
+    def first_line(self, compact: bool = False) -> Text:
+        """Verdict, origin, then a rerun's progress; ``compact``: the origin without its class
+        and error (a rerun's "samples 4/20 · 5 s left" was cut to "5 s le…" at 80 columns)."""
         text = Text(no_wrap=True, overflow="ellipsis")
         r = self.result
         if r is None:
@@ -157,7 +159,8 @@ class StatusLine(Static):
                 o = r.drift_origin
                 text.append(" ◆ ", style="bold reverse" if self.is_mounted and self.app.no_color else "#ff3d9a")
                 text.append(display_name(o.module), style="bold")
-                text.append(f" {o.cls} {o.max_abs:.1e}")
+                if not compact:
+                    text.append(f" {o.cls} {o.max_abs:.1e}")
         if r is not None and r.precision is not None and r.precision.kernels:
             # an int8 file: the verdict holds for this processor's int8 kernels (docs/deploy.md)
             parts = r.precision.kernels.split(": ")
@@ -196,7 +199,10 @@ class StatusLine(Static):
         a long progress message at 80 columns ran onto the configuration line)."""
         width = self.content_region.width if self.is_mounted and self.content_region.width > 10 else 78
         lines = []
-        for line in (self.first_line(), self.second_line(width)):
+        first = self.first_line()
+        if self.running and first.cell_len > width:
+            first = self.first_line(compact=True)
+        for line in (first, self.second_line(width)):
             line.truncate(width, overflow="ellipsis")
             lines.append(line)
         return Text("\n", no_wrap=True, overflow="ellipsis").join(lines)
