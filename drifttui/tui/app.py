@@ -29,7 +29,6 @@ from drifttui.tui import runner
 from drifttui.tui.keymap import bindings_spec
 from drifttui.tui.runner import RunDone, RunFailed, RunProgress, StepDone, StepProgress
 from drifttui.tui.quit_on_signal import signals_quit
-from drifttui.tui.contrast import LightContrast
 from drifttui.tui.drill import DrillMixin
 from drifttui.tui.filtering import FilterInput, FilterMixin
 from drifttui.tui.screens.detail import step_detail
@@ -72,11 +71,6 @@ class DriftApp(FilterMixin, DrillMixin, ToolsMixin, App[int]):
         self._layer_cycle = 0
         self._inspector_wanted: Optional[bool] = None   # None: by width
         self._progress = None
-        self._light_filter = LightContrast(self)
-
-    def get_line_filters(self):
-        """Textual's filters, then the light theme's contrast floor (drifttui.tui.contrast)."""
-        return [*super().get_line_filters(), self._light_filter]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The main screen's keys act only on the main screen: over the help, a dialog, a
