@@ -40,6 +40,7 @@ class _Drill:
 
 class DrillMixin:
     _drill: Optional[_Drill] = None
+    _every: Optional[tuple[Any, dict]] = None      # (result, layer -> every-sample Channels) of the last `a`s
 
     def action_layer_detail(self) -> None:
         table = self.table  # type: ignore[attr-defined]
@@ -49,6 +50,8 @@ class DrillMixin:
             return
         width = max(40, self.size.width - 2)  # type: ignore[attr-defined]
         channels = getattr(result.layers[layer], "channels", None)
+        if self._every is not None and self._every[0] is result and layer in self._every[1]:
+            channels = self._every[1][layer]        # `a` ran on this layer of this result: kept
         engine = self.engine  # type: ignore[attr-defined]
         computes = channels is None and engine is not None and hasattr(engine, "drill")
         waiting = "" if channels is not None else COMPUTING if computes else NOT_HELD
@@ -115,6 +118,10 @@ class DrillMixin:
         drill.token = None
         if message.channels is not None:
             drill.channels = message.channels
+            if drill.every:
+                if self._every is None or self._every[0] is not drill.result:
+                    self._every = (drill.result, {})
+                self._every[1][drill.layer] = message.channels
             self._redraw(drill)
         elif drill.every:
             self._redraw(drill, every=f"every-sample comparison failed: {message.message}")

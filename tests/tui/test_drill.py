@@ -127,6 +127,9 @@ async def test_a_compares_the_layer_on_every_sample_in_the_background():
         await pilot.press("a")                                   # nothing more to compare
         await pilot.pause()
         assert len(engine.drills) == 1
+        await pilot.press("escape", "enter")                     # kept for this result's layer
+        await pilot.pause()
+        assert "Per sample: all 8 samples" in app.screen.text and len(engine.drills) == 1
         await wait_until(pilot, lambda: not runner.alive_threads())
 
 
