@@ -54,7 +54,11 @@ def _worst_channels(values: list[float], group: int) -> Text:
     if len(values) > 1 and finite:
         worst, median = values[order[0]], finite[len(finite) // 2]
         second = values[order[1]]
-        if worst == worst and second > 0 and median > 0:
+        if worst == worst and second > 0 and median > 0 and worst / second < 1.5:
+            # "the worst is 1× the next" said nothing: the error is spread over the channels
+            text.append(f"\nno single channel stands out: the worst is {worst / median:,.1f}× the median channel",
+                        style="dim")
+        elif worst == worst and second > 0 and median > 0:
             text.append(f"\nthe worst is {worst / second:,.0f}× the next and {worst / median:,.0f}× the median "
                         f"channel", style="dim")
     return text

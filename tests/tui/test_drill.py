@@ -111,6 +111,7 @@ async def test_a_compares_the_layer_on_every_sample_in_the_background():
         text = " ".join(app.screen.text.split())
         assert "Per sample: 3 of 8 samples" in text and "compared on sample 0 and the worst outputs" in text
         assert "worst outputs · a: all 8" in text and len(_per_sample_lines(app)) == 3
+        assert "no single channel stands out" in text and "1× the next" not in text   # bf16: every channel
         engine.drill_gate.clear()
         await pilot.press("a")
         await wait_until(pilot, lambda: engine.drills and "every sample, in the background" in app.screen.text)
