@@ -22,7 +22,7 @@ class Engine(Protocol):
              cancel: Optional[CancelToken] = None) -> Step: ...
 
     def drill(self, layer: int, result: Result, progress: ProgressFn = no_progress,
-              cancel: Optional[CancelToken] = None) -> Channels: ...
+              cancel: Optional[CancelToken] = None, every_sample: bool = False) -> Channels: ...
 
     # optional (the TUI says "this engine cannot …" without them): the compositions, as plain dicts
     # (the JSON that `drifttui bisect --json` / `drifttui tolerance --json` write)
@@ -58,10 +58,11 @@ class LocalEngine:
         return self._engine().step(number, result, progress=progress, cancel=cancel)
 
     def drill(self, layer: int, result: Result, progress: ProgressFn = no_progress,
-              cancel: Optional[CancelToken] = None) -> Channels:
+              cancel: Optional[CancelToken] = None, every_sample: bool = False) -> Channels:
         """Layer ``layer``'s per-channel errors: from the capture this engine holds, else one
-        per-layer pass on its worst sample (the TUI's drill-down, Enter on a layer)."""
-        return self._engine().drill(layer, result, progress=progress, cancel=cancel)
+        per-layer pass on its worst sample (the TUI's drill-down, Enter on a layer);
+        ``every_sample``: over every sample of the run (the drill-down's ``a``)."""
+        return self._engine().drill(layer, result, progress=progress, cancel=cancel, every_sample=every_sample)
 
     def bisect(self, config: Config, stages: Sequence[str], progress: ProgressFn = no_progress,
                cancel: Optional[CancelToken] = None) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any, Callable, Optional
 
@@ -58,7 +59,8 @@ def cmd_repro(args: argparse.Namespace) -> int:
         f"inputs and outputs of sample {s['sample']}")
     say(f"ONNX Runtime on those nodes alone differs from the torch outputs by {s['max_abs']:.4g}: "
         + ("the drift reproduces" if s["reproduces"] else "within the tolerance (the drift does NOT reproduce alone)"))
-    say(f"run it: the script in {args.out}/README.md (onnxruntime alone), or `onnx_test_runner {args.out}`")
+    readme = os.path.join(args.out, "README.md")      # `--out case/` gave case//README.md
+    say(f"run it: the script in {readme} (onnxruntime alone), or `onnx_test_runner {args.out}`")
     return EXIT_DRIFT if s["reproduces"] else EXIT_OK
 
 

@@ -52,7 +52,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     validate_stages(args.stages)
     args.onnx = args.stages[-1]
     config = dataclasses.replace(config_from_args(args), onnx=None)
-    res = bisect_stages(config, list(args.stages), _progress_printer(sys.stderr.isatty()))
+    res = bisect_stages(config, list(args.stages), _progress_printer())
     if args.json:
         _write_json(args.json, res.to_dict(), input_files(config) + list(args.stages))
         if args.json == "-":
@@ -85,7 +85,7 @@ def cmd_tolerance(args: argparse.Namespace) -> int:
     from drifttui.core.compose.tolerance_advice import advise, report
 
     config = config_from_args(args)
-    nf = measure(config, _progress_printer(sys.stderr.isatty()))
+    nf = measure(config, _progress_printer())
     adv = advise(nf)
     if args.json:
         _write_json(args.json, report(nf, adv), input_files(config))

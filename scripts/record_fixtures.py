@@ -5,6 +5,8 @@ checks (``drifttui diagnose``), and writes into ``tests/tui/fixtures/``:
 
 * ``<name>.json``          the finished result as a JSON report (steps and findings included);
 * ``<name>.partial.json``  (some) the partial result the engine reported after its first sample;
+* ``<name>.every-sample.json`` (some) the origin's per-channel and per-sample errors over every
+  sample (``Pipeline.drill(every_sample=True)``, the drill-down's ``a``);
 * the served model's and the compositions' fixtures (``served-*.json``, ``compose-*.json``:
   scripts/record_served_fixtures.py; ``served-live`` needs the PyTriton server venv, ``make triton-server``).
 
@@ -35,10 +37,14 @@ FIXTURES = {
     "resnet18": ("resnet18", 4, False, False),
     # the clean ResNet with ONE BatchNorm channel changed in its ONNX file (the drill-down's case)
     "resnet18-bn-channel": ("resnet18", 4, False, False),
+    # a drift in the ROOT module's own ops (scripts/fixture_models/root_drift.py): a root origin
+    "root-drift": ("", 4, True, False),
 }
 from scripts.record_served_fixtures import NAMES as SERVED, record as record_served  # noqa: E402
 
 USER_ONNX = {"resnet18-bn-channel": "export_bn_channel_drift"}     # fixtures run on an edited export
+# fixtures whose origin is also compared on every sample (the drill-down's `a`): <name>.every-sample.json
+EVERY_SAMPLE = ("resnet18-bf16", "resnet18-bn-channel")
 
 
 def _dump(result, path: Path) -> None:
@@ -47,6 +53,30 @@ def _dump(result, path: Path) -> None:
     data = result.to_dict()
     data["timings"] = {k: round(v, 2) for k, v in data.get("timings", {}).items()}
     write_atomic(str(path), json.dumps(data, separators=(",", ":")) + "\n", "fixture")
+
+
+def _dump_every_sample(engine, result, path: Path) -> None:
+    """The origin's Channels over every sample (``Pipeline.drill(every_sample=True)``)."""
+    from drifttui.core.result.codec import to_json
+    from drifttui.report.outputs import write_atomic
+
+    layer = result.drift_origin.layer
+    channels = engine.drill(layer, result, every_sample=True)
+    write_atomic(str(path), json.dumps({"layer": layer, "channels": to_json(channels)},
+                                       separators=(",", ":")) + "\n", "fixture")
+
+
+def _root_drift_config(samples: int):
+    import tempfile
+
+    from drifttui.core.result import Config
+
+    sys.path.insert(0, str(ROOT / "scripts" / "fixture_models"))
+    from root_drift import INPUT, export_root_drift
+
+    onnx_path = export_root_drift(Path(tempfile.mkdtemp(prefix="drifttui-fixture-")))
+    model = ROOT / "scripts" / "fixture_models" / "root_drift.py"
+    return Config(model=f"{model.relative_to(ROOT)}:build", onnx=str(onnx_path), inputs=INPUT, samples=samples)
 
 
 def record(name: str, out: Path) -> None:
@@ -65,6 +95,8 @@ def record(name: str, out: Path) -> None:
         workdir = tempfile.mkdtemp(prefix="drifttui-fixture-")
         onnx_path = getattr(examples, USER_ONNX[name])(Path(workdir))
         config = Config(model=f"example:{example}", example=example, samples=samples, onnx=str(onnx_path))
+    if name == "root-drift":
+        config = _root_drift_config(samples)
     partials = []
 
     def progress(p: Progress) -> None:
@@ -79,6 +111,8 @@ def record(name: str, out: Path) -> None:
     _dump(result, out / f"{name}.json")
     if partials and keep_partial:
         _dump(partials[0], out / f"{name}.partial.json")
+    if name in EVERY_SAMPLE and result.drift_origin is not None:
+        _dump_every_sample(engine, result, out / f"{name}.every-sample.json")
     print(f"{name}: {len(result.layers)} layers, {len(result.steps)} steps, {len(result.findings)} findings, "
           f"{time.monotonic() - start:.1f}s", flush=True)
 
@@ -91,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.chdir(ROOT)                  # the root-drift fixture names its model file relative to the repository
     for name in args.only or [*FIXTURES, *SERVED]:
         if name in SERVED:       # the served model and the compositions (scripts/record_served_fixtures.py)
             print(record_served(name, out), flush=True)

@@ -290,10 +290,12 @@ class Pipeline:
                         patches=fixed, keep=keep, source_fixes=fixes)
 
     def drill(self, layer: int, result: Result, progress: ProgressFn = no_progress,
-              cancel: Optional[CancelToken] = None) -> Channels:
+              cancel: Optional[CancelToken] = None, every_sample: bool = False) -> Channels:
         """Layer ``layer``'s per-channel and per-sample errors: from the capture that made
         ``result`` when this Pipeline still holds it (no rerun), else one per-layer pass on the
-        layer's worst sample."""
+        layer's worst sample.  ``every_sample``: over every sample of the run (the capture
+        compared the layers on the layer samples only): from the capture when it covered them
+        all, else one pass per sample for this layer alone."""
         cfg = result.config
         if not 0 <= layer < len(result.layers):
             raise InputError(f"layer #{layer} is not in this result", "pick a layer of the table")
@@ -301,16 +303,19 @@ class Pipeline:
             cap = self._captures.get(capture_key(cfg))
             agg = cap.glob.get(layer) if cap is not None else None
             channels = agg.to_channels() if agg is not None else None
-            if channels is not None:
+            if channels is not None and (not every_sample or len(channels.samples) >= result.samples):
                 return channels
         metrics = result.layers[layer].metrics
         if metrics is None:
             raise InputError(f"layer #{layer} has no ONNX value of its own to compare "
                              f"({result.layers[layer].status})", "drill into a layer with metrics")
         pr, _ = self._prepare(cfg, progress, cancel)
-        progress(Progress("drill", 0, 1, f"one per-layer pass on sample #{metrics.max_abs.worst_sample}"))
-        agg = drill_pass(pr, cfg, layer, metrics.max_abs.worst_sample, cancel or CancelToken())
-        channels = agg.to_channels(source="worst-sample pass") if agg is not None else None
+        samples = range(result.samples) if every_sample else [metrics.max_abs.worst_sample]
+        how = f"every sample ({result.samples})" if every_sample else f"sample #{metrics.max_abs.worst_sample}"
+        progress(Progress("drill", 0, len(samples), f"per-layer passes of this layer on {how}"))
+        agg = drill_pass(pr, cfg, layer, samples, cancel or CancelToken(), progress)
+        channels = agg.to_channels(source="every-sample pass" if every_sample else "worst-sample pass") \
+            if agg is not None else None
         if channels is None:
             raise InputError(f"layer #{layer}'s output has no channel axis (a scalar or a vector)",
                              "its metrics are the whole story")

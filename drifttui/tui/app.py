@@ -361,8 +361,7 @@ class DriftApp(FilterMixin, DrillMixin, ComposeMixin, ToolsMixin, App[int]):
             # the engine thread holds the GIL between its C calls: hand it over 10x more often
             # so that the UI's shutdown is not starved on a loaded machine (issue 23, item 19)
             sys.setswitchinterval(0.0005)
-        if self._drill:
-            self._drill[1].cancel()
+        self._leave_drill()
         self.exit(0)
 
 

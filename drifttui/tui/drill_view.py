@@ -22,6 +22,7 @@ from drifttui.tui.layer_view import bin_label
 
 STRIP_WIDTH = 64        # channels per line of the heat strip (fits 80 columns with its label)
 TOP = 5                 # channels named as the worst
+MAX_SAMPLES = 40        # per-sample lines at most (the worst ones; a line says how far the rest go)
 
 
 def _strip(values: list[float], threshold: float, group: int, width: int) -> Text:
@@ -53,7 +54,11 @@ def _worst_channels(values: list[float], group: int) -> Text:
     if len(values) > 1 and finite:
         worst, median = values[order[0]], finite[len(finite) // 2]
         second = values[order[1]]
-        if worst == worst and second > 0 and median > 0:
+        if worst == worst and second > 0 and median > 0 and worst / second < 1.5:
+            # "the worst is 1× the next" said nothing: the error is spread over the channels
+            text.append(f"\nno single channel stands out: the worst is {worst / median:,.1f}× the median channel",
+                        style="dim")
+        elif worst == worst and second > 0 and median > 0:
             text.append(f"\nthe worst is {worst / second:,.0f}× the next and {worst / median:,.0f}× the median "
                         f"channel", style="dim")
     return text
@@ -66,16 +71,46 @@ def _per_sample(samples: list[int], errors: list[float], width: int) -> Text:
     worst = max(range(len(errors)), key=lambda i: errors[i] if errors[i] == errors[i] else math.inf)
     top = max((e for e in errors if e == e and not math.isinf(e)), default=0.0) or 1.0
     bar_room = max(10, min(40, width - 30))
+    shown = set(range(len(samples)))
+    if len(samples) > MAX_SAMPLES:      # the worst ones, in sample order
+        shown = set(sorted(range(len(errors)), key=lambda i: -(errors[i] if errors[i] == errors[i]
+                                                                 else math.inf))[:MAX_SAMPLES])
     for n, (s, e) in enumerate(zip(samples, errors)):
-        if n:
+        if n not in shown:
+            continue
+        if text.plain:
             text.append("\n")
         mark = "◆" if n == worst else " "
         text.append(f"{mark} sample #{s:<5} ", style="bold #ff3d9a" if n == worst else "")
-        text.append(f"{fmt_value(e).strip():>6} ")
+        text.append(f"{e:>9.3g} ")
         length = max(1, round(e / top * bar_room)) if e == e and e > 0 and not math.isinf(e) else 0
         text.append("█" * length, style="#f0a030")
         if n == worst:
             text.append("  ← worst", style="bold")
+    if len(shown) < len(samples):
+        rest = max((errors[i] for i in range(len(errors)) if i not in shown), default=0.0)
+        text.append(f"\n… {len(samples) - len(shown)} more samples, each at most {fmt_value(rest).strip()}",
+                    style="dim")
+    return text
+
+
+def _per_sample_head(result: Result, channels: Any, every: str) -> Text:
+    """The per-sample block's title: which samples and how many of the run's (issue 35: "3 of 20")."""
+    n, total = len(channels.samples), result.samples
+    title = f"all {total} samples" if n >= total else f"{n} of {total} samples"
+    text = Text("\n")
+    text.append(f"Per sample: {title}", style="bold underline")
+    text.append("  max |torch - onnx| of the output", style="dim")
+    if channels.source == "worst-sample pass":
+        why = "one pass on the worst sample"
+    elif n < total:
+        why = "the layers were compared on sample 0 and the worst outputs"
+    else:
+        why = ""
+    if every:
+        text.append(f"\n{every}", style="italic #f0a030")
+    elif why:
+        text.append(f"\n{why} · a: all {total}", style="dim")
     return text
 
 
@@ -102,27 +137,26 @@ def _decades(values: list[float]) -> Text:
 
 
 def render_drill(result: Result, layer: Layer, channels: Optional[Any], width: int = 78,
-                 waiting: str = "") -> RenderableType:
+                 waiting: str = "", every: str = "") -> RenderableType:
     """The drill-down section of ``layer``; ``channels`` None: ``waiting`` says why (computing,
-    not in this report...)."""
+    not in this report...); ``every``: how the every-sample comparison (``a``) is doing."""
     parts: list[RenderableType] = [Text("Where the error sits", style="bold underline")]
     if channels is None:
-        parts.append(Text(waiting or "no per-channel errors for this layer", style="italic #f0a030"))
+        parts.append(Text(every or waiting or "no per-channel errors for this layer", style="italic #f0a030"))
         return Group(*parts)
     allowed = allowance(result, layer)          # its budget in a reduced-precision file, not atol
     th = allowed if allowed is not None else thresholds(result.tolerance)["max_abs"]
     against = ("its precision budget" if layer.budget is not None and layer.budget.out_budget > 0
                else "its tolerance") if allowed is not None else "atol"
     axis = "last" if channels.axis == -1 else str(channels.axis)
-    how = "from the capture" if channels.source == "capture" else \
-        f"from one per-layer pass on sample #{channels.samples[0] if channels.samples else '?'}"
+    how = {"capture": "from the capture",
+           "every-sample pass": f"from one per-layer pass on each of the {len(channels.samples)} samples"}.get(
+        channels.source, f"from one per-layer pass on sample #{channels.samples[0] if channels.samples else '?'}")
     parts.append(Text(f"max |torch - onnx| per output channel ({channels.size} along axis {axis}, {how}); "
                       f"glyphs as in the table, against {against} ({fmt_value(th).strip()})", style="dim"))
     parts.append(_strip(list(channels.max_abs), th, channels.group, width))
     parts.append(_worst_channels(list(channels.max_abs), channels.group))
-    of = (f"the {len(channels.samples)} of {result.samples} samples compared layer by layer"
-          if channels.source == "capture" else "the sample of that pass")
-    parts.append(Text(f"\nPer sample: {of} (max |torch - onnx| of the output)", style="bold underline"))
+    parts.append(_per_sample_head(result, channels, every))
     parts.append(_per_sample(list(channels.samples), list(channels.sample_max_abs), width))
     parts.append(Text("\nChannels per error decade", style="bold underline"))
     parts.append(_decades(list(channels.max_abs)))

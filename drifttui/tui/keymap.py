@@ -47,6 +47,8 @@ ACTIONS: list[Action] = [
     Action(DETAIL, "enter", "Enter", "layer_detail", "Layer detail",
            "the layer's drill-down (error per channel, per sample) and full detail on its own screen",
            footer=True),
+    Action(DETAIL, "", "a", "", "All samples",
+           "on a layer detail: compare the layer on every sample of the run, in the background (Esc cancels)"),
     Action(DETAIL, "s", "s", "step_detail", "Step detail",
            "the shown step's full result: summary, evidence, verified cause, patch, fix", footer=True),
     Action(DETAIL, "c", "c", "copy_module", "Copy module", "copy the module name under the cursor (OSC 52)"),
@@ -134,4 +136,10 @@ def footer_keys(pane: str, short: bool = False) -> list[tuple[str, str]]:
     the forms that fit 80 columns)."""
     if pane in PANE_KEYS:
         return (PANE_SHORT if short else PANE_KEYS)[pane]
-    return [(a.shown.split()[0], a.title) for a in ACTIONS if a.footer] + [("^p", "Commands")]
+    titles = SHORT_TITLES if short else {}
+    return [(a.shown.split()[0], titles.get(a.title, a.title)) for a in ACTIONS if a.footer] + \
+        [("^p", titles.get("Commands", "Commands"))]
+
+
+# the table's footer titles in short forms (60 columns: "? Help" and "q Quit" were cut off)
+SHORT_TITLES = {"Layer detail": "Detail", "Step detail": "Step", "Commands": "Cmds"}

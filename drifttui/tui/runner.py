@@ -128,13 +128,30 @@ class DrillDone(Message):
         super().__init__()
 
 
-def drill_in_thread(app, engine, layer: int, result: Result, token: CancelToken) -> threading.Thread:
+class DrillProgress(Message):
+    """How far ``engine.drill`` is (the every-sample comparison: sample k of N, the time left)."""
+
+    def __init__(self, progress: Progress, token: CancelToken) -> None:
+        self.progress, self.token = progress, token
+        super().__init__()
+
+
+def drill_in_thread(app, engine, layer: int, result: Result, token: CancelToken,
+                    every_sample: bool = False) -> threading.Thread:
     """``engine.drill(layer, result)``: the per-channel errors of one layer (from the capture,
-    or one per-layer pass on its worst sample); posts DrillDone."""
+    or one per-layer pass on its worst sample; ``every_sample``: one pass per sample of the
+    run); posts DrillProgress, then DrillDone."""
+
+    def progress(p: Progress) -> None:
+        if not token.cancelled:
+            app.post_message(DrillProgress(p, token))
 
     def work() -> None:
         try:
-            channels = engine.drill(layer, result, no_progress, token)
+            if every_sample:
+                channels = engine.drill(layer, result, progress, token, every_sample=True)
+            else:
+                channels = engine.drill(layer, result, progress, token)
         except (NotImplementedError, ModuleNotFoundError, ImportError):
             app.post_message(DrillDone(layer, None, token, "this engine cannot compute per-channel errors"))
             return

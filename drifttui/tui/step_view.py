@@ -104,7 +104,10 @@ def render_step(step: Step, result: Optional[Result], stale: str = "") -> Render
                 names.append(f"#{i}")
         parts.append(Text("\nLayers named (l jumps to them): " + ", ".join(names)))
     parts.append(Text("\nEvidence", style="bold underline"))
-    parts.append(evidence_renderable(with_verification(step.evidence, result)))
+    evidence = step.evidence
+    if evidence.get("module") == "":                # a root origin: named as everywhere else
+        evidence = {**evidence, "module": "(root)"}
+    parts.append(evidence_renderable(with_verification(evidence, result)))
     if result is not None and result.findings and step.step in (3, 6):
         parts.append(Text("\nFindings (ranked, headline cause first)", style="bold underline"))
         for k, f in enumerate(result.findings):

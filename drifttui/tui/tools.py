@@ -14,6 +14,7 @@ from drifttui.errors import DriftTuiError
 from drifttui.report import json_report
 from drifttui.report.escape import terminal
 from drifttui.report.outputs import check_output, write_atomic
+from drifttui.tui.contrast import LightContrast
 from drifttui.tui.keymap import palette_entries
 from drifttui.tui.screens.prompt import PromptScreen
 from drifttui.tui.tree import SORTS, display_name
@@ -37,6 +38,14 @@ def run_inputs(config: Optional[Config]) -> list[str]:
 
 class ToolsMixin:
     search_text: str = ""
+    _light_filter: Optional[LightContrast] = None
+
+    # -- the light theme ---------------------------------------------------------------
+    def get_line_filters(self):
+        """Textual's filters, then the light theme's contrast floor (drifttui.tui.contrast)."""
+        if self._light_filter is None:
+            self._light_filter = LightContrast(self)
+        return [*super().get_line_filters(), self._light_filter]  # type: ignore[misc]
 
     # -- command palette ---------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

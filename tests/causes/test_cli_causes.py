@@ -44,10 +44,11 @@ def test_repro_cli_writes_the_case_and_refuses_a_full_folder(exports, tmp_path, 
     src = exports("multi", "torchscript", "pool")
     out = tmp_path / "case"
     args = ["repro", f"{SPEC}:multi", "--onnx", str(src), "--inputs", f"{SPEC}:multi_inputs", "--samples", "2",
-            "--out", str(out)]
+            "--out", str(out) + "/"]                            # a folder as people type it
     assert main(args) == 1
     text = capsys.readouterr().out
     assert "the drift reproduces" in text
+    assert f"{out}/README.md" in text and "//" not in text      # issue 35: case//README.md
     assert (out / "model.onnx").is_file() and (out / "test_data_set_0" / "input_0.pb").is_file()
     assert (out / "test_data_set_0" / "output_0.pb").is_file()
     assert main(args) == 2                                    # the folder exists now: refused

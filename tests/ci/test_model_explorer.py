@@ -65,3 +65,17 @@ def test_refuses_to_overwrite_an_input(variants, tmp_path):
     flip = variants["flip"]
     run = run_cli(classifier_args(variants, "flip", "--model-explorer", flip))
     assert run.code == 2 and "is an input of this run" in run.err
+
+
+def test_model_explorers_onnx_adapter_gives_the_nodes_the_overlay_names(overlay, variants):
+    """`model-explorer model.onnx --extensions=model_explorer_onnx --node_data_paths=...` (the
+    command the docs and stderr give): the ONNX adapter's graph holds a node for every key of the
+    overlay, the origin's included, so every value colours a node on screen."""
+    adapter = pytest.importorskip("model_explorer_onnx.main", reason="pip install 'drifttui[overlay]'")
+    _, path = overlay
+    graphs = adapter.ONNXAdapter().convert(variants["flip"], {})["graphs"]
+    ids = {n.id for g in graphs for n in g.nodes}
+    status = _load(path.with_name("drift.status.json"))
+    for kind in ("drift.json", "drift.own.json", "drift.status.json"):
+        assert set(_load(path.with_name(kind)).results) <= ids, kind
+    assert any(r.value == 3 for k, r in status.results.items() if k in ids)     # the origin is on the graph

@@ -107,3 +107,19 @@ def test_check_into_a_pipe_prints_each_stage_with_its_time(variants):
                   "ORT optimisation level"):
         assert stage in text, text
     assert p.stdout.startswith("DRIFT: origin fc2")
+
+
+def test_bisect_into_a_pipe_prints_each_stage_too(variants):
+    """(issue 35, point 3; fourth pass) `bisect` printed its progress only on a terminal: a CI log
+    got nothing until its verdict."""
+    from tests.ci.conftest import INPUTS, MODEL, run_cli
+
+    run = run_cli(["bisect", MODEL, "--inputs", INPUTS, "--samples", "3", "--stages", variants["clean"],
+                   variants["flip"]])
+    assert run.code == 1, run.err
+    lines = run.progress.splitlines()
+    first = Path(variants["clean"]).name
+    assert any(f"stage 0: {first} (1/2)" in line for line in lines), run.progress
+    assert any("stage 1: flip.onnx (2/2)" in line for line in lines)
+    assert sum("run done" in line for line in lines) >= 2 and "\r" not in run.progress
+    assert "the drift first appears at stage 1" in run.out

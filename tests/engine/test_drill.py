@@ -93,3 +93,25 @@ def test_a_re_decided_result_keeps_its_captures_real_time(one_channel):
     assert t1["capture_reused"] == 1 and t1["samples"] == 0          # nothing was captured again
     assert t1["capture_time"] == t0["capture_time"] > 0             # ... but its real time is kept
     assert t1["prepare_time"] == t0["prepare_time"] > 0
+
+
+def test_drill_on_every_sample_extends_the_layer_samples(one_channel):
+    """(issue 35, point 5) the drill-down's per-sample block showed the layer samples only ("3 of
+    4"); ``every_sample`` compares the layer on every sample of the run, with the same numbers the
+    capture measured on the samples it covered."""
+    pipe, result = one_channel
+    origin = result.drift_origin.layer
+    held = result.layers[origin].channels
+    assert held is not None and len(held.samples) < result.samples          # the case to extend
+    seen = []
+    every = pipe.drill(origin, result, progress=seen.append, every_sample=True)
+    assert every.source == "every-sample pass" and every.samples == list(range(result.samples))
+    by_sample = dict(zip(every.samples, every.sample_max_abs))
+    for s, v in zip(held.samples, held.sample_max_abs):
+        assert by_sample[s] == pytest.approx(v, rel=1e-5)                    # the capture's own figures
+    assert int(np.argmax(every.max_abs)) == CHANNEL
+    assert [p.done for p in seen if p.stage == "drill"][-1] == result.samples
+    assert seen[-1].eta == 0
+    everything = pipe.run(result.config.__class__(**{**result.config.__dict__, "layer_samples": "all"})).result
+    again = pipe.drill(origin, everything, every_sample=True)               # that capture covers them all
+    assert again.source == "capture" and again.samples == list(range(result.samples))

@@ -19,6 +19,7 @@ from typing import Optional
 
 from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, no_progress
 from drifttui.core.result import Channels, Config, Layer, Result, Step, Tolerance
+from drifttui.core.result.codec import from_json
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 DEMO = "resnet18-bf16"      # the demo's result: drift at layer3.1.bn1, six steps, findings
@@ -58,6 +59,16 @@ def load_fixture(name: str = DEMO, partial: bool = False, folder: Optional[Path]
     return _read(str(path))
 
 
+def load_every_sample(name: str = DEMO) -> Optional[tuple[int, Channels]]:
+    """(layer, Channels) of ``name``'s origin over every sample, when recorded."""
+    path = FIXTURES / f"{name}.every-sample.json"
+    if not path.is_file():
+        return None
+    with open(path, encoding="utf-8") as fh:
+        data = json.load(fh)
+    return data["layer"], from_json(Channels, data["channels"])
+
+
 def tiled(result: Result, copies: int) -> Result:
     """``result`` with its root's subtree repeated ``copies`` times (a big model for perf tests).
 
@@ -89,6 +100,7 @@ class ReplayEngine:
 
     def __init__(self, name: str = DEMO, block: bool = False, delay: float = 0.0,
                  fail: Optional[BaseException] = None, step_fail: Optional[BaseException] = None, step_block: bool = False) -> None:
+        self.name = name
         self.recorded = load_fixture(name)
         try:
             self.partial: Optional[Result] = load_fixture(name, partial=True)
@@ -154,9 +166,19 @@ class ReplayEngine:
         raise LookupError(f"step {number} was not recorded")
 
     def drill(self, layer: int, result: Result, progress: ProgressFn = no_progress,
-              cancel: Optional[CancelToken] = None) -> Channels:
-        """The recorded per-channel errors of ``layer`` (as the capture an engine holds)."""
+              cancel: Optional[CancelToken] = None, every_sample: bool = False) -> Channels:
+        """The recorded per-channel errors of ``layer`` (as the capture an engine holds);
+        ``every_sample``: the recorded every-sample pass (``<name>.every-sample.json``)."""
         self.drills.append((layer, cancel))
+        if every_sample:
+            recorded = load_every_sample(self.name)
+            if recorded is None or recorded[0] != layer:
+                raise LookupError(f"no recorded every-sample pass for layer #{layer}")
+            channels = recorded[1]
+            for n in range(len(channels.samples)):
+                progress(Progress("drill", n, len(channels.samples), eta=0.1 * (len(channels.samples) - n)))
+            self._wait(self.drill_gate, cancel)
+            return channels
         self._wait(self.drill_gate, cancel)
         channels = self.recorded.layers[layer].channels if 0 <= layer < len(self.recorded.layers) else None
         if channels is None:

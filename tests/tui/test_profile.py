@@ -86,4 +86,4 @@ def test_the_drill_down_of_a_layer_within_its_budget_shows_no_hot_channel():
     hot = shown(origin)                                                       # float32: the tolerance
     assert "against its tolerance" in hot and GLYPHS[4] in next(
         line for line in hot.splitlines() if line.strip().startswith("0 "))
-    assert "the 3 of 8 samples compared layer by layer" in text
+    assert "Per sample: 3 of 8 samples" in text and "compared on sample 0 and the worst outputs" in text

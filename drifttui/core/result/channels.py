@@ -14,7 +14,7 @@ class Channels:
     The capture keeps these for every compared layer; a Result carries them for the drift origin
     and the layers around it (``CHANNELS_AROUND`` on each side), the TUI asks the engine for the
     others (``Engine.drill``: from the capture it holds, else one per-layer pass on the layer's
-    worst sample)."""
+    worst sample; ``every_sample``: one pass per sample of the run, the TUI's ``a`` key)."""
 
     axis: int                   # the channel axis of the output: 1 (N, C, ...) or -1 (features last)
     size: int                   # channels along it
@@ -22,7 +22,7 @@ class Channels:
     max_abs: list[float]        # max |torch - onnx| per channel (group), over the samples below
     samples: list[int]          # the samples the per-layer pass covered
     sample_max_abs: list[float]  # max |torch - onnx| of the layer's output in each of them
-    source: str = "capture"     # "capture" | "worst-sample pass"
+    source: str = "capture"     # "capture" | "worst-sample pass" | "every-sample pass"
 
 
 CHANNELS_AROUND = 3     # a Result carries Channels for the origin and this many layers each side

@@ -1,7 +1,8 @@
 """Full-screen, scrollable detail views: a layer's every number, a step's every line.
 
 Both are plain screens over the main one (Esc or q goes back); ↑ ↓ PgUp PgDn Home End
-scroll, and ``c`` / ``y`` copy the module name / the fix to the clipboard (OSC 52).
+scroll, and ``c`` / ``y`` copy the module name / the fix to the clipboard (OSC 52); on the
+layer detail ``a`` compares the layer on every sample (drifttui.tui.drill).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class DetailScreen(Screen[None]):
         Binding("escape,q", "close", "Back"),
         Binding("c", "copy_name", "Copy name"),
         Binding("y", "copy_fix", "Copy fix"),
+        Binding("a", "every_sample", "All samples"),
     ]
 
     DEFAULT_CSS = """
@@ -37,6 +39,15 @@ class DetailScreen(Screen[None]):
         self.name_to_copy = name_to_copy
         self.fix_to_copy = fix_to_copy
         self.on_close = on_close        # called when the screen is left (cancels work it waits for)
+        self.on_every_sample = None     # the layer detail: `a` compares the layer on every sample
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``a`` is the layer detail's alone (the footer shows it there only)."""
+        return self.on_every_sample is not None if action == "every_sample" else True
+
+    def action_every_sample(self) -> None:
+        if self.on_every_sample is not None:
+            self.on_every_sample()
 
     def update_body(self, renderable: RenderableType) -> None:
         """Replace what the screen shows (a background computation finished)."""
@@ -93,9 +104,10 @@ class _Null:
 
 
 def layer_body(result, layer, channels=None, waiting: str = "", width: int = 78,
-               no_color: bool = False) -> RenderableType:
+               no_color: bool = False, every: str = "") -> RenderableType:
     """The layer detail: the drill-down (per-channel and per-sample errors) first, then every
-    metric, the histogram, nodes and initializers."""
+    metric, the histogram, nodes and initializers.  ``every``: how the every-sample comparison
+    is doing (said in the per-sample block)."""
     from rich.console import Group
     from rich.text import Text
 
@@ -103,7 +115,7 @@ def layer_body(result, layer, channels=None, waiting: str = "", width: int = 78,
     from drifttui.tui.layer_view import render_layer
 
     return Group(render_layer(result, layer, full=True, head_only=True, no_color=no_color), Text(""),
-                 render_drill(result, layer, channels, width=width, waiting=waiting), Text(""),
+                 render_drill(result, layer, channels, width=width, waiting=waiting, every=every), Text(""),
                  render_layer(result, layer, full=True, skip_head=True, no_color=no_color))
 
 
@@ -124,7 +136,10 @@ def layer_detail(result, layer_index: int, channels=None, waiting: str = "", on_
 def step_detail(step, result, stale: str = "") -> DetailScreen:
     from drifttui.tui.step_view import render_step
 
+    from drifttui.tui.tree import display_name
+
     fix = step.suggestion or (result.headline.fix if result is not None and result.headline else "")
-    origin = result.drift_origin.module if result is not None and result.drift_origin else ""
+    # a root origin's module is "": it is copied as "(root)", as everywhere else, not refused
+    origin = display_name(result.drift_origin.module) if result is not None and result.drift_origin else ""
     return DetailScreen(f"Step {step.step}: {step.title}", render_step(step, result, stale),
-                        name_to_copy=origin or "", fix_to_copy=fix)
+                        name_to_copy=origin, fix_to_copy=fix)

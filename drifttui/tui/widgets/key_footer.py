@@ -9,6 +9,8 @@ from textual.widgets import Static
 
 from drifttui.tui.keymap import footer_keys
 
+KEEP = ("?", "q")       # the keys a footer never leaves out: everything else is in the help
+
 
 class KeyFooter(Static):
     DEFAULT_CSS = """
@@ -30,7 +32,16 @@ class KeyFooter(Static):
         """The pane's keys, in their short forms when the long ones do not fit the width."""
         width = self.content_region.width if self.is_mounted and self.content_region.width > 10 else 78
         text = _keys(footer_keys(self.pane))
-        return text if text.cell_len <= width else _keys(footer_keys(self.pane, short=True))
+        if text.cell_len <= width:
+            return text
+        pairs = footer_keys(self.pane, short=True)
+        # still too wide (60 columns): leave out keys from the right, never Help or Quit
+        while _keys(pairs).cell_len > width and len(pairs) > 2:
+            droppable = [i for i, (key, _) in enumerate(pairs) if key not in KEEP]
+            if not droppable:
+                break
+            del pairs[droppable[-1]]
+        return _keys(pairs)
 
     def on_resize(self) -> None:
         self.update(self.keys_text())

@@ -15,21 +15,28 @@ from drifttui.tui import served_view
 from drifttui.tui.tree import display_name
 
 
-def config_text(config: Optional[Config]) -> Text:
-    text = Text()
+def config_text(config: Optional[Config], compact: bool = False) -> Text:
+    """The configuration line; ``compact``: the form that fits 60 columns with the run's cost
+    (``tol 1e-04/1e-04 zero off``, single spaces)."""
     if config is None:
         return Text("no configuration", style="dim")
+    gap = " " if compact else "  "
+    text = Text()
     text.append("opt ", style="dim")
     text.append(config.opt_level, style="bold")
-    text.append("  det ", style="dim")
+    text.append(f"{gap}det ", style="dim")
     text.append("on" if config.deterministic else "off", style="bold")
-    text.append("  atol ", style="dim")
-    text.append(f"{config.atol:.0e}", style="bold")
-    text.append(" rtol ", style="dim")
-    text.append(f"{config.rtol:.0e}", style="bold")
-    text.append("  zero-in ", style="dim")
+    if compact:
+        text.append(" tol ", style="dim")
+        text.append(f"{config.atol:.0e}/{config.rtol:.0e}", style="bold")
+    else:
+        text.append("  atol ", style="dim")
+        text.append(f"{config.atol:.0e}", style="bold")
+        text.append(" rtol ", style="dim")
+        text.append(f"{config.rtol:.0e}", style="bold")
+    text.append(f"{gap}zero{'' if compact else '-in'} ", style="dim")
     text.append("on" if config.zero_input else "off", style="bold")
-    text.append(f"  n={config.samples}", style="dim")
+    text.append(f"{gap}n={config.samples}", style="dim")
     return text
 
 
@@ -133,7 +140,9 @@ class StatusLine(Static):
             self.message = message
         self.update(self.render_text())
 
-    def first_line(self) -> Text:
+    def first_line(self, compact: bool = False) -> Text:
+        """Verdict, origin, then a rerun's progress; ``compact``: the origin without its class
+        and error (a rerun's "samples 4/20 · 5 s left" was cut to "5 s le…" at 80 columns)."""
         text = Text(no_wrap=True, overflow="ellipsis")
         r = self.result
         if r is None:
@@ -151,7 +160,8 @@ class StatusLine(Static):
                 o = r.drift_origin
                 text.append(" ◆ ", style="bold reverse" if self.is_mounted and self.app.no_color else "#ff3d9a")
                 text.append(display_name(o.module), style="bold")
-                text.append(f" {o.cls} {o.max_abs:.1e}")
+                if not compact:
+                    text.append(f" {o.cls} {o.max_abs:.1e}")
         if r is not None and r.precision is not None and r.precision.kernels:
             # an int8 file: the verdict holds for this processor's int8 kernels (docs/deploy.md)
             parts = r.precision.kernels.split(": ")
@@ -171,10 +181,12 @@ class StatusLine(Static):
 
     def second_line(self, width: int = 1000) -> Text:
         """The configuration, then what the result cost; at 80 columns the short form of the cost
-        ("re-decided", "6.2s") rather than a cut one ("capture 6.2s r…")."""
+        ("re-decided", "6.2s") rather than a cut one ("capture 6.2s r…"); at 60 the compact
+        configuration too."""
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append_text(config_text(self.config))
         r = self.result
+        cost = ""
         if r is not None and r.timings and not self.running:
             cost = run_time_text(r.timings)
             for served in (served_view.served_cost(r), served_view.served_cost(r, short=True)):
@@ -184,6 +196,10 @@ class StatusLine(Static):
             cost = full
             if text.cell_len + 2 + len(cost) > width:
                 cost = short_run_time_text(r.timings)
+        if text.cell_len + 2 + len(cost) > width:     # 60 columns: the compact form, nothing cut
+            text = Text(no_wrap=True, overflow="ellipsis")
+            text.append_text(config_text(self.config, compact=True))
+        if cost:
             text.append(f"  {cost}", style="dim")
         return text
 
@@ -192,7 +208,10 @@ class StatusLine(Static):
         a long progress message at 80 columns ran onto the configuration line)."""
         width = self.content_region.width if self.is_mounted and self.content_region.width > 10 else 78
         lines = []
-        for line in (self.first_line(), self.second_line(width)):
+        first = self.first_line()
+        if self.running and first.cell_len > width:
+            first = self.first_line(compact=True)
+        for line in (first, self.second_line(width)):
             line.truncate(width, overflow="ellipsis")
             lines.append(line)
         return Text("\n", no_wrap=True, overflow="ellipsis").join(lines)

@@ -77,6 +77,11 @@ class StepsBar(Static):
     def refresh_view(self) -> None:
         self.update(self.render_text())
 
+    def on_resize(self) -> None:
+        """The note line is cut to the width: cut again when the width changes (it was cut to
+        78 columns, the width before the first layout, at every width)."""
+        self.refresh_view()
+
     def _tabs(self) -> Text:
         text = Text(no_wrap=True, overflow="crop")
         text.append("steps ", style="bold")
@@ -112,7 +117,10 @@ class StepsBar(Static):
         more = f" (+{len(self.notes) - 1} more)" if len(self.notes) > 1 else ""
         tail = f"{more} — all on (root): Home, Enter"
         room = max(10, self._width() - len(tail) - 2)
-        note = self.notes[0] if len(self.notes[0]) <= room else self.notes[0][:room - 1] + "…"
+        note = self.notes[0]
+        if len(note) > room:        # cut between words ("3 of the 20…", not "20 sample…")
+            cut = note[:room - 1]
+            note = (cut[:cut.rfind(" ")] if " " in cut[room // 2:] else cut).rstrip(" ,;:(") + "…"
         return Text(f"\n⚠ {note}{tail}", style="#f0a030", no_wrap=True, overflow="crop")
 
     def _width(self) -> int:
