@@ -16,7 +16,7 @@ import torch
 import torch.nn as nn
 
 HERE = Path(__file__).resolve()
-INPUTS = {"cnn": "shape:1x3x32x32", "tf": "shape:1x10x16", "perm": "shape:1x3x8x8"}
+INPUTS = {"cnn": "shape:1x3x32x32", "tf": "shape:1x10x16", "perm": "shape:1x3x8x8", "frelu": "shape:1x3x16x16"}
 
 
 class Block(nn.Module):
@@ -85,6 +85,23 @@ class Perm(nn.Module):
         return self.conv2(y.permute(0, 3, 1, 2))
 
 
+class FRelu(nn.Module):
+    """Conv+BN blocks with a *functional* ``torch.relu`` after each (the root's own op, no module):
+    ORT extended fuses the Relu into the Conv (FusedConv, activation=Relu), so the file has no value
+    for the BatchNorm's output, only the root's Relu of it."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8)
+        self.conv2, self.bn2 = nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x):
+        y = torch.relu(self.bn(self.conv(x)))
+        y = torch.relu(self.bn2(self.conv2(y)))
+        return self.head(y.mean((2, 3)))
+
+
 def _seeded(cls: type) -> nn.Module:
     torch.manual_seed(0)
     m = cls()
@@ -106,6 +123,10 @@ def tf() -> nn.Module:
 
 def perm() -> nn.Module:
     return _seeded(Perm)
+
+
+def frelu() -> nn.Module:
+    return _seeded(FRelu)
 
 
 def spec(name: str) -> str:

@@ -34,6 +34,21 @@ def test_nchwc_file_is_compared_in_nchw_no_false_alarm(raw, tmp_path):
     assert _layer(result, "b2.act").status == OK and _layer(result, "b2.act").metrics is not None
 
 
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_activation_fused_into_the_conv_is_not_a_false_drift(raw, tmp_path, exporter):
+    """A functional torch.relu after a BatchNorm: ORT extended's FusedConv outputs the Relu of the
+    BN's value, which the file no longer has. Compared raw it was a false drift at ``bn2``; now the BN
+    is fused into the root's call, and a weight drift after the pipeline is still found."""
+    src = raw("frelu", exporter)
+    dep = P.ort_offline("extended")(src, tmp_path / "ext.onnx")
+    result = P.check("frelu", dep, reference=src)
+    assert result.verdict == OK, (result.drift_origin, [(l.module, l.status, l.note) for l in result.layers])
+    assert _layer(result, "bn2").status == FUSED and "FusedConv" in _layer(result, "bn2").note
+    drifted = P.scale_weight(dep, P.frelu().conv2.weight.detach().numpy(), 1.05, tmp_path / "drifted.onnx")
+    result = P.check("frelu", drifted, reference=src)
+    assert result.verdict == DRIFT and result.drift_origin.module in ("", "conv2", "bn2"), result.drift_origin
+
+
 def test_bias_gelu_swallows_the_linear_named_not_a_false_drift(raw, tmp_path):
     """The transformers optimizer's BiasGelu takes the Linear's bias: the MatMul is not its output."""
     needs("onnxruntime.transformers")

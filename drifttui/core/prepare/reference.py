@@ -24,6 +24,7 @@ from drifttui.core.onnx import qviews
 from drifttui.core.onnx.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index
 from drifttui.core.onnx import nchwc
 from drifttui.core.prepare.plan import matching as plan_matching
+from drifttui.core.prepare.plan.activations import one_hop
 from drifttui.core.prepare.plan import transfer as plan_transfer
 from drifttui.core.prepare.plan.anchors import match_weights, weights_of
 from drifttui.core.prepare.plan.plan import Plan
@@ -257,7 +258,8 @@ def transfer(cfg: Any, model: Any, sample0: Any, feeds0: dict, index: GraphIndex
     if not ref_plan.localized:
         return None
     wanted = [v for v, e in ref_plan.table.items() if e[0] != "graph_in"]
-    ref_vals, _ = markable_run(ref, wanted, _reference_feeds(ref, feeds0), cfg.provider, workdir)
+    after = one_hop(ref, wanted)     # the values a fused activation carries instead
+    ref_vals, _ = markable_run(ref, wanted + after, _reference_feeds(ref, feeds0), cfg.provider, workdir)
     index, dep_vals, bad = _deployed_values(index, feeds0, cfg.provider, workdir)
     tr = plan_matching.transfer_values(ref, index, wanted, ref_vals, dep_vals,
                                        weights if index is original else None)

@@ -29,22 +29,13 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.base.dtypes import INT8_ELEMS
+from drifttui.core.prepare.plan.activations import (FOLDED_HOW, FOLDED_RTOL, behind_folded_relu, carried_downstream,
+                                                   relu_folded)
 from drifttui.core.prepare.plan.anchors import PackedBlock, anchor_masks, match_weights
+from drifttui.core.prepare.plan.closeness import EQUAL_RTOL, Match, err as _err
 
-EQUAL_RTOL = 1e-4          # a deployed value equals a reference value: max|d - r| <= EQUAL_RTOL * max|r|
 NEAR_TIE = 1.25            # lossy candidates this close to the closest are told apart by their op (``_best``)
-FOLDED_RTOL = 0.1          # a quantized value equals max(reference, 0) this closely: a ReLU folded into it
-FOLDED_HOW = "outputs behind a ReLU folded into a quantizer"     # counted in the mapping note
 NCHWC = "com.microsoft.nchwc"
-
-
-@dataclass
-class Match:
-    value: str                 # deployed value
-    err: float                 # max|d - r| / max|r| on sample 0
-    exact: bool
-    perm: Optional[tuple] = None   # the deployed value is the reference's transposed: compare Transpose(value, perm)
 
 
 @dataclass
@@ -53,6 +44,8 @@ class Transferred:
     anchors: dict[str, str] = field(default_factory=dict)      # deployed initializer -> reference one
     how: dict[str, int] = field(default_factory=dict)          # anchor match kind -> count
     blocks: list[PackedBlock] = field(default_factory=list)    # packed initializers' blocks, by content
+    downstream: dict[str, Match] = field(default_factory=dict)  # a reference value after a wanted one -> the
+    #   deployed value that carries it instead (an activation fused into the node: FusedConv's Relu)
 
 
 def _squeezed(shape: tuple) -> tuple:
@@ -128,11 +121,6 @@ def _best(a: np.ndarray, mask: int, cands: list[str], dep_vals: dict[str, np.nda
     return best
 
 
-def _err(a: np.ndarray, b: np.ndarray, scale: float) -> float:
-    return float(np.max(np.abs(a.astype(np.float64).reshape(-1) - b.astype(np.float64).reshape(-1)),
-                        initial=0.0)) / max(scale, 1e-12)
-
-
 def _permuted(a: np.ndarray, b: np.ndarray, scale: float, bound: float) -> Optional[tuple[tuple, float]]:
     """(perm, err) when ``b`` transposed by ``perm`` (numpy's and ONNX Transpose's meaning) equals
     ``a``: the same values in another axis order.  Tried only when the two hold the same values
@@ -158,7 +146,9 @@ def _permuted(a: np.ndarray, b: np.ndarray, scale: float, bound: float) -> Optio
 def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, np.ndarray],
                     dep_vals: dict[str, np.ndarray], weights: Optional[tuple] = None) -> Transferred:
     """Match each ``wanted`` reference value to the deployed value that carries it (``weights``:
-    ``match_weights`` of the two files, when the caller has it already)."""
+    ``match_weights`` of the two files, when the caller has it already).  ``ref_vals`` may also hold
+    the values one node after the wanted ones (``activations.one_hop``): a deployed value that carries one
+    of those is not the wanted value's (activations.py)."""
     anchors, how, packed, blocks = weights if weights is not None else match_weights(ref, dep)
     if blocks:
         how = {**how, "blocks of a concatenation": len(blocks)}
@@ -186,7 +176,7 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
         if a is None:
             continue
         cands = groups.get(_layout_free(a.shape), [])
-        folded = bool(clipped) and _behind_folded_relu(a, r_mask.get(r, 0), cands, clipped, dep_vals, d_mask)
+        folded = bool(clipped) and behind_folded_relu(a, r_mask.get(r, 0), cands, clipped, dep_vals, d_mask)
         if folded:        # only a value the file clipped at 0 carries it closely; another one may still
             cands = [d for d in cands if d not in clipped]
         kind = op_kind(ref, r)
@@ -199,39 +189,12 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
         if best is not None:
             choice[r] = best
     out = Transferred(anchors=anchors, how={**how, **out_folded}, blocks=blocks)
+    carried_downstream(ref, set(wanted), ref_vals, dep_vals, choice, out.downstream)
     out.matches = _resolve(choice)
     _second_choices(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, choice, out.matches)
     _in_order(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, out.matches)
     _through_transposes(ref, wanted, ref_vals, dep_vals, out.matches)
     return out
-
-
-def relu_folded(index: Any, value: str) -> bool:
-    """``value`` is dequantized with its zero point at the type's lowest level (0 for uint8): it
-    cannot be negative, the quantizer folded a ReLU into it (QOperator's QLinearConv/QLinearAdd
-    with the ReLU after them removed)."""
-    p = index.producer.get(value)
-    if p is None or index.nodes[p].op_type != "DequantizeLinear" or len(index.nodes[p].inputs) < 3:
-        return False
-    z = index.constant_tensor(index.nodes[p].inputs[2])
-    if z is None or z.data_type not in INT8_ELEMS:
-        return False
-    from onnx import numpy_helper
-
-    zp = numpy_helper.to_array(z)
-    return zp.size == 1 and int(zp.reshape(-1)[0]) == (0 if z.data_type == 2 else -128)
-
-
-def _behind_folded_relu(a: np.ndarray, mask: int, cands: list[str], clipped: set[str], dep_vals: dict,
-                        d_mask: dict) -> bool:
-    """The reference value ``a`` (with negatives) is carried only through a ReLU the quantizer folded
-    into a deployed value: that value equals max(a, 0) within FOLDED_RTOL, with the same anchors."""
-    scale = float(np.max(np.abs(a))) if a.size else 0.0
-    if not scale or float(a.min()) > -0.05 * scale:
-        return False
-    relu = np.maximum(a, 0)
-    return any(d in clipped and d_mask.get(d, 0) == mask and dep_vals[d].size == a.size
-               and _err(relu, dep_vals[d], scale) <= FOLDED_RTOL for d in cands)
 
 
 def op_kind(index: Any, value: str) -> str:

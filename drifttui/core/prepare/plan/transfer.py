@@ -54,6 +54,7 @@ def build_transferred_plan(dep: Any, calls: list, ref_plan: Plan, tr: Transferre
     """The reference's plan carried onto the deployed graph through ``tr``'s matches."""
     to_dep = {r: m.value for r, m in tr.matches.items()}
     to_dep.update(zip(ref.graph_inputs, dep.graph_inputs))
+    after = {r: m.value for r, m in tr.downstream.items() if r not in to_dep}    # for the fused notes only
     maps = []
     lost: dict[int, list[str]] = {}
     for rcm in ref_plan.calls:
@@ -94,7 +95,7 @@ def build_transferred_plan(dep: Any, calls: list, ref_plan: Plan, tr: Transferre
     for ni, ci in enumerate(node_call):
         if ci is not None:
             maps[ci].own.append(ni)
-    _state_fused(dep, calls, ref, maps, lost, to_dep, node_call)
+    _state_fused(dep, calls, ref, maps, lost, {**after, **to_dep}, node_call)
     _weight_checks(dep, ref, ref_plan, tr.blocks, maps)
     return Plan(maps, node_call, table, True)
 
