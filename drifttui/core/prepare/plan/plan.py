@@ -31,7 +31,7 @@ class WeightCheck:
     def note(self, atol: float, rtol: float) -> str:
         return (f"{WEIGHT_NOT_THE_MODELS}: {self.where} differs from {self.ref_kind} {self.ref} "
                 f"by max |d| {self.max_abs:.3g} (allowed {bound(atol, rtol, self.scale, self.rounding):.3g}), a drift in the file "
-                + ("itself, found by content (not a rounding: a quantizer keeps every element within half a step)"
+                + ("itself, found by content (not a rounding: a conversion keeps every element within half a step of the model's)"
                    if self.strict else "itself, found by content (no value of its own to compare)"))
 
 
