@@ -143,3 +143,19 @@ def low_precision_weights(index: Any) -> Iterator[QWeight]:
             continue
         v = a.astype(np.float32)
         yield QWeight(name, readers[0], "", v, np.maximum(np.abs(v) * eps, 2.0 ** -24).astype(np.float32))
+
+
+def rounded_source(stored: np.ndarray, step: float, torch_tensors: dict) -> Optional[np.ndarray]:
+    """The torch tensor ``stored`` is a rounded copy of (every element within ``step``, as stored or
+    transposed), by content; None when no tensor, or more than one, is."""
+    found = []
+    for t in torch_tensors.values():
+        if t.size != stored.size:
+            continue
+        for cand in (t, t.T) if t.ndim == 2 else (t,):
+            if cand.size == stored.size and (cand.shape == stored.shape or cand.ndim != 2):
+                c = cand.astype(np.float32).reshape(stored.shape)
+                if float(np.max(np.abs(c - stored))) <= step + 1e-12:
+                    found.append(c)
+                    break
+    return found[0] if len(found) == 1 else None
