@@ -35,8 +35,9 @@ def check(path, samples: int = 3):
 def convert(kind: str, raw, dst):
     if kind == "dynamic":
         return int8_dynamic(raw, dst)
-    if kind == "qdq":
-        return int8_qdq(raw, dst, Q.feeds(onnx.load(str(raw), load_external_data=False).graph.input[0].name), n=4)
+    if kind in ("qdq", "qdq_per_channel"):     # per channel: a square weight's scale along the reader's axis
+        return int8_qdq(raw, dst, Q.feeds(onnx.load(str(raw), load_external_data=False).graph.input[0].name), n=4,
+                        per_channel=kind == "qdq_per_channel")
     return fp16_ort(raw, dst)
 
 
@@ -75,6 +76,7 @@ def _named(clean, bad, module: str = MODULE) -> None:
 @pytest.mark.parametrize("exporter, kind, drift", [
     ("torchscript", "dynamic", "int8"),
     ("dynamo", "qdq", "scale"),
+    ("torchscript", "qdq_per_channel", "int8"),
     pytest.param("dynamo", "dynamic", "int8", marks=pytest.mark.deploy),
     pytest.param("torchscript", "dynamic", "scale", marks=pytest.mark.deploy),
     pytest.param("torchscript", "qdq", "int8", marks=pytest.mark.deploy),

@@ -84,10 +84,29 @@ def _integer_scale(index: Any, node: Any) -> Optional[str]:
     return None
 
 
-def _dequantize(q: np.ndarray, s: np.ndarray, z: np.ndarray) -> Optional[tuple[np.ndarray, np.ndarray]]:
+def _channel_axis(node: Any, ndim: int) -> Optional[int]:
+    """The axis a reader's per-channel scale runs along, where the op says it (a square weight has two
+    axes of the scale's length): DequantizeLinear's ``axis``; a QLinearConv's output channels; a
+    QLinearMatMul's columns; a QGemm's by its ``transB``."""
+    attrs = {a.name: a for a in getattr(node.proto, "attribute", [])}
+    if node.op_type == "DequantizeLinear":
+        ax = attrs["axis"].i if "axis" in attrs else 1
+        return ax + ndim if ax < 0 else ax
+    if node.op_type == "QLinearConv":
+        return 0
+    if node.op_type == "QLinearMatMul":
+        return ndim - 1
+    if node.op_type == "QGemm":
+        return 0 if "transB" in attrs and attrs["transB"].i else 1
+    return None
+
+
+def _dequantize(q: np.ndarray, s: np.ndarray, z: np.ndarray,
+                axis: Optional[int] = None) -> Optional[tuple[np.ndarray, np.ndarray]]:
     q, s, z = q.astype(np.float32), s.astype(np.float32), z.astype(np.float32)
-    if s.ndim == 1 and s.size > 1:       # per channel: along the axis of that length (0 first)
-        ax = next((a for a, d in enumerate(q.shape) if d == s.size), None)
+    if s.ndim == 1 and s.size > 1:       # per channel: the reader's axis, else the axis of that length (0 first)
+        ax = axis if axis is not None and axis < q.ndim and q.shape[axis] == s.size else \
+            next((a for a, d in enumerate(q.shape) if d == s.size), None)
         if ax is None:
             return None
         shp = [1] * q.ndim
@@ -124,7 +143,7 @@ def int8_weights(index: Any, integer_ops: bool = True) -> Iterator[QWeight]:
             s = _arr(index, scale) if scale else None
             if s is None or z is None:
                 continue
-            got = _dequantize(_arr(index, name), s, z)
+            got = _dequantize(_arr(index, name), s, z, _channel_axis(node, len(t.dims)))
             if got is not None:
                 yield QWeight(name, c, scale, got[0], got[1])
             break
