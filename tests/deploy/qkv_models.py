@@ -78,20 +78,24 @@ def feeds(name: str):
 
 
 def _closest(model, target: np.ndarray, types: tuple[int, ...]):
-    """The initializer of one of ``types`` (2-D) that carries ``target`` (a torch weight), by content."""
+    """The initializer of one of ``types`` that carries ``target`` (a torch weight), by content: as stored
+    or transposed, scaled per output channel too (a BatchNorm folded into its Conv: every row's cosine)."""
     from onnx import numpy_helper
 
     best, best_cos = None, 0.0
     for t in model.graph.initializer:
-        if t.data_type not in types or len(t.dims) != 2:
+        if t.data_type not in types or len(t.dims) < 2 or int(np.prod(t.dims)) != target.size:
             continue
         a = numpy_helper.to_array(t).astype(np.float64)
-        for c in (target, target.T):
-            if a.shape == c.shape:
-                cos = float((a * c).sum() / (np.linalg.norm(a) * np.linalg.norm(c) + 1e-30))
-                if cos > best_cos:
-                    best, best_cos = t, cos
-    assert best is not None and best_cos > 0.99, "the weight is not in the file"
+        for c in ((target, target.T) if target.ndim == 2 else (target.reshape(a.shape),)):
+            if a.shape != c.shape:
+                continue
+            rows = [abs(float(p @ q)) / (np.linalg.norm(p) * np.linalg.norm(q) + 1e-30)
+                    for p, q in zip(a.reshape(a.shape[0], -1), c.reshape(c.shape[0], -1))]
+            cos = min(rows)
+            if cos > best_cos:
+                best, best_cos = t, cos
+    assert best is not None and best_cos > 0.9, "the weight is not in the file"
     return best
 
 
@@ -110,11 +114,15 @@ def _scale_of(model, weight: str) -> str:
 def plant(src: Path, dst: Path, module: str, kind: str, factor: float = 1.3) -> Path:
     """``module``'s weight in the converted file: ``int8`` integers moved by up to 20 levels (seeded),
     ``scale`` its int8 scale x ``factor``, ``float16`` its float16 values x ``factor``."""
+    return plant_weight(src, dst, qkv_tf().get_submodule(module).weight.detach().numpy(), kind, factor)
+
+
+def plant_weight(src: Path, dst: Path, w: np.ndarray, kind: str, factor: float = 1.3) -> Path:
+    """``plant`` for any model: ``w`` is the torch weight the file's initializer carries."""
     import onnx
     from onnx import numpy_helper
 
     m = onnx.load(str(src))
-    w = qkv_tf().get_submodule(module).weight.detach().numpy()
     inits = {t.name: t for t in m.graph.initializer}
     if kind == "float16":
         t = _closest(m, w, (10,))
