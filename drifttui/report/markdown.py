@@ -72,7 +72,7 @@ def _verdict(result: Result, decision: Decision, gate: Gate) -> list[str]:
     if result.verdict == "drift":
         out += [f"**Origin:** {_cell(origin_text(result))}", ""]
         if precision_story(result):
-            out += [f"**Precision:** {_cell(precision_story(result))}", ""]
+            out += [f"**Precision story:** {_cell(precision_story(result))}", ""]
     f = headline(result)
     if f is not None:
         out += [f"**Cause:** {_cell(f.message)} ({_cell(f.check)}, {_cell(f.kind)})", "",

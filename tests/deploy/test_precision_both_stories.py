@@ -131,4 +131,4 @@ def test_both_stories_in_json_text_and_markdown(files):
     story = precision_story(bad)
     assert story.startswith(f"also over the int8 precision budget, from {bad.precision_origin.module}")
     assert f"drift at {MODULE}" in story and any(story in line for line in lines)
-    assert "**Precision:** also over the int8 precision budget" in md
+    assert "**Precision story:** also over the int8 precision budget" in md

@@ -151,6 +151,8 @@ class StatusLine(Static):
                 text.append(" ◆ ", style="bold reverse" if self.is_mounted and self.app.no_color else "#ff3d9a")
                 text.append(display_name(o.module), style="bold")
                 text.append(f" {o.cls} {o.max_abs:.1e}")
+            if r.precision_origin is not None:      # both stories (core decide): the precision's beside it
+                text.append(f"  also over budget from {display_name(r.precision_origin.module)}", style="#f0a030")
         if r is not None and r.precision is not None and r.precision.kernels:
             # an int8 file: the verdict holds for this processor's int8 kernels (docs/deploy.md)
             parts = r.precision.kernels.split(": ")
