@@ -27,6 +27,7 @@ from drifttui.core.base.metrics import Aggregate, Stats
 from drifttui.core.base.tolerance import BUDGET_RULE, DTYPE_RULE, GENUINE_SHARE, bound
 from drifttui.core.decide.unattributed import attribute_unowned, unmapped_before
 from drifttui.core.decide.notes import output_notes
+from drifttui.core.decide.genuine import genuine_drifts
 from drifttui.core.result import (CHANNELS_AROUND, DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK, SCHEMA_VERSION,
                                   UNATTRIBUTED, UNMAPPED,
                                   Config, Coverage, Environment, InitializerInfo, Layer, LayerBudget, NodeInfo,
@@ -244,18 +245,6 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
     notes.extend(attribute_unowned(calls, plan, statuses, origin, op_types))
     notes.extend(unmapped_before(calls, statuses, origin))
     return Verdict(statuses, origin, notes, precision_origin, genuine)
-
-
-def genuine_drifts(drifting: list[int], by_weight: dict[int, int], rules: Rules) -> list[int]:
-    """In a reduced-precision file, the drifting calls no precision can explain: a weight that is not
-    the model's (compared by content), or an own error over the tolerance with no reduced node of its
-    own (a wrong epsilon in a LayerNorm the converter left in float32).  They are the drift origin even
-    when a layer over its precision budget comes first (that one is the precision origin: both stories,
-    issue 33 4c); before, a saturating first int8 layer hid a wrong weight further down (point 7)."""
-    if not rules.budgets:
-        return []
-    return [i for i in drifting if i in by_weight
-            or not (rules.budgets.get(i) is not None and rules.budgets[i].node_ids)]
 
 
 def coverage(statuses: list[str], plan: Plan) -> Coverage:
