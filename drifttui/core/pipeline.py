@@ -28,7 +28,7 @@ from drifttui.core.capture.drill import drill_pass
 from drifttui.core.capture.stage import CAPTURE_FIELDS, Capture, capture, valid_layer_samples
 from drifttui.core.decide.stage import decide
 from drifttui.core.explain import Explained, explain
-from drifttui.core.explain.causes.deliver.keep_list import search as keep_list_search
+from drifttui.core.explain.causes.deliver.keep_list import search as keep_list_search, unkept_why
 from drifttui.core.explain.causes.deliver.repair import Repaired, repair_patches
 from drifttui.core.explain.causes.deliver.repro import Repro
 from drifttui.core.explain.causes.deliver.source_fix import source_fixes
@@ -275,7 +275,8 @@ class Pipeline:
             if not keep.genuine:
                 if keep.verified and keep.model is not None:
                     return Repaired("keep_list", result, model=keep.model, after=keep.after, keep=keep)
-                why = f"no keep-in-float32 list brings the file within its {result.precision.format} budget"
+                why = f"no keep-in-float32 list brings the file within its {result.precision.format} budget" + \
+                    unkept_why(keep)
                 return self._reduce_range(ctx, result, recheck, keep, why, progress, cancel)
         explained = self.explain(result, progress=progress, cancel=cancel)
         if explained.result.drift_origin is None:

@@ -14,7 +14,7 @@ from drifttui.core.result import RULE_FORMULA, Result
 from drifttui.report.escape import markdown_code, markdown_text
 from drifttui.report.gate import Decision, Gate, error_findings
 from drifttui.report.served_text import served_lines
-from drifttui.report.summary import (alerts, fmt, headline, layer_name, origin_text, output_fails, run_label,
+from drifttui.report.summary import (alerts, fmt, headline, layer_name, origin_text, output_fails, precision_story, run_label,
                                      top1_text, verdict_title)
 
 
@@ -71,6 +71,8 @@ def _verdict(result: Result, decision: Decision, gate: Gate) -> list[str]:
         out.append("")
     if result.verdict == "drift":
         out += [f"**Origin:** {_cell(origin_text(result))}", ""]
+        if precision_story(result):
+            out += [f"**Precision story:** {_cell(precision_story(result))}", ""]
     f = headline(result)
     if f is not None:
         out += [f"**Cause:** {_cell(f.message)} ({_cell(f.check)}, {_cell(f.kind)})", "",

@@ -138,6 +138,23 @@ def verdict_title(result: Result) -> str:
     return f"{what} at {layer_name(o.module, o.call)} ({o.cls})" if o is not None else f"{what} in the outputs"
 
 
+def precision_story(result: Result) -> str:
+    """The second story of a reduced-precision file whose origin is a genuine drift (Result.precision_origin,
+    decided in core decide): the first layer over its precision budget, with its evidence.  "" otherwise."""
+    o, p = result.precision_origin, result.precision
+    if o is None or p is None or not (0 <= o.layer < len(result.layers)):
+        return ""
+    b = result.layers[o.layer].budget
+    own = ""
+    if b is not None:
+        db = f"{b.own_loss_db:.1f} dB, " if b.own_loss_db is not None else ""
+        share = f", share of the output error {b.share:.0%}" if b.share is not None else ""
+        own = f" (own error {db}budget {b.own_budget:.3g} of its scale{share})"
+    return (f"also over the {p.format} precision budget, from {layer_name(o.module, o.call)}{own}: the file's "
+            f"precision, a separate story from the drift at {origin_name(result)}; fix the drift first, then "
+            "`drifttui repair` gives the keep-in-float32 list for the copy")
+
+
 def run_label(result: Result) -> str:
     """What was compared, in a few words: the model spec and the ONNX file (or "exported")."""
     cfg = result.config

@@ -108,9 +108,10 @@ def _check_references(data: dict[str, Any]) -> None:
         parent = layer.get("parent")
         if parent is not None and not 0 <= parent < n:
             raise ReportShapeError(f"layers[{i}].parent {parent} points at no layer (the report has {n})")
-    origin = data.get("drift_origin")
-    if origin is not None and not 0 <= origin["layer"] < n:
-        raise ReportShapeError(f"drift_origin.layer {origin['layer']} points at no layer (the report has {n})")
+    for key in ("drift_origin", "precision_origin"):
+        origin = data.get(key)
+        if origin is not None and not 0 <= origin["layer"] < n:
+            raise ReportShapeError(f"{key}.layer {origin['layer']} points at no layer (the report has {n})")
     for i, step in enumerate(data.get("steps", [])):
         bad = [x for x in step.get("layers", []) if not 0 <= x < n]
         if bad:

@@ -11,7 +11,7 @@ def test_check_clean_exits_0_and_writes_report(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "OK" in text and "coverage:" in text
     data = json.loads(out.read_text())
-    assert data["schema_version"] == 2
+    assert data["schema_version"] == 3
     assert data["verdict"] == "ok" and data["drift_origin"] is None
     assert data["samples"] == 2
     assert {"atol", "rtol", "rule"} <= set(data["tolerance"])

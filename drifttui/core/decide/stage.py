@@ -27,6 +27,7 @@ from drifttui.core.base.metrics import Aggregate, Stats
 from drifttui.core.base.tolerance import BUDGET_RULE, DTYPE_RULE, GENUINE_SHARE, bound
 from drifttui.core.decide.unattributed import attribute_unowned, unmapped_before
 from drifttui.core.decide.notes import output_notes
+from drifttui.core.decide.genuine import genuine_drifts
 from drifttui.core.result import (CHANNELS_AROUND, DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK, SCHEMA_VERSION,
                                   UNATTRIBUTED, UNMAPPED,
                                   Config, Coverage, Environment, InitializerInfo, Layer, LayerBudget, NodeInfo,
@@ -56,6 +57,11 @@ class Rules:
         b = self.budgets.get(call)
         return max(self.rtol, b.out) if b is not None else self.rtol
 
+    def weight(self, call: int, w: Any) -> float:
+        """A weight compared by content: a strict one (an int8 weight against the model's tensor) at
+        rtol plus its own rounding, a packed block at its call's own rule."""
+        return self.rtol if getattr(w, "strict", False) else self.own(call)
+
     @property
     def outputs(self) -> float:
         return max(self.rtol, self.out_budget)
@@ -66,6 +72,9 @@ class Verdict:
     statuses: list[str]
     origin: Optional[int]
     notes: list[str] = field(default_factory=list)
+    precision_origin: Optional[int] = None      # a reduced file: the first layer over its precision budget,
+                                                # when the origin is a genuine drift (both stories)
+    genuine: list[int] = field(default_factory=list)   # the drifting calls no precision explains
 
 
 def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[str, float]] = None,
@@ -97,8 +106,10 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
         schema_version=SCHEMA_VERSION,
         verdict="drift" if drifts else "ok",
         precision=precision_of(pr, rules, drifts, origin, _over(layers, origin),
-                               any(L.status == DRIFT and L.index != origin for L in layers)),
+                               any(L.status == DRIFT and L.index != origin for L in layers),
+                               origin is not None and origin in verdict.genuine),
         drift_origin=make_origin(layers, origin),
+        precision_origin=make_origin(layers, verdict.precision_origin if origin is not None else None),
         tolerance=Tolerance(atol, rtol, dtype=DTYPE_RULE),
         samples=cap.samples,
         layers=layers,
@@ -164,8 +175,8 @@ def _layer_notes(statuses: list[str], cap: "Capture", plan: Optional[Plan] = Non
     """Notes a decision or a capture adds to a layer (the plan's own notes stay as they are)."""
     out: dict[int, list[str]] = {}
     for cm in (plan.calls if plan is not None and rules is not None else []):
-        for w in (w for w in cm.weights if w.fails(atol, rules.own(cm.call))):
-            out.setdefault(cm.call, []).append(w.note(atol, rules.own(cm.call)))
+        for w in (w for w in cm.weights if w.fails(atol, rules.weight(cm.call, w))):
+            out.setdefault(cm.call, []).append(w.note(atol, rules.weight(cm.call, w)))
     for i, st in enumerate(statuses):
         if st == UNATTRIBUTED:
             out.setdefault(i, []).append(UNOWNED_NOTE)
@@ -193,7 +204,7 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
     statuses: list[str] = []
     by_weight: dict[int, int] = {}      # call -> the first node reading a weight that is not the model's
     for cm in plan.calls:
-        bad = [w for w in cm.weights if w.fails(atol, rules.own(cm.call))]    # a packed weight not the model's
+        bad = [w for w in cm.weights if w.fails(atol, rules.weight(cm.call, w))]    # a weight not the model's
         if bad:
             by_weight[cm.call] = min(w.node for w in bad)
             statuses.append(DRIFT)
@@ -226,13 +237,14 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
         drifting = [first]
         notes.append("local errors were not computed; the origin is the first module to finish with a "
                      "failing output, which can be an amplifier rather than the cause")
-    origin = None
-    if drifting:
-        origin = min(drifting, key=lambda i: (local_first.get(i, by_weight.get(i, 10**9)), calls[i].end_order,
-                                              -calls[i].depth))
+    first = lambda i: (local_first.get(i, by_weight.get(i, 10**9)), calls[i].end_order, -calls[i].depth)  # noqa: E731
+    genuine = genuine_drifts(drifting, by_weight, rules)
+    origin = min(genuine or drifting, key=first) if drifting else None
+    rest = [i for i in drifting if i not in genuine]
+    precision_origin = min(rest, key=first) if genuine and rest else None
     notes.extend(attribute_unowned(calls, plan, statuses, origin, op_types))
     notes.extend(unmapped_before(calls, statuses, origin))
-    return Verdict(statuses, origin, notes)
+    return Verdict(statuses, origin, notes, precision_origin, genuine)
 
 
 def coverage(statuses: list[str], plan: Plan) -> Coverage:
@@ -309,7 +321,7 @@ def layer_budget(rules: Rules, call: int, g: Optional[Aggregate], lo: Optional[A
 
 
 def precision_of(pr: "Prepared", rules: Rules, drifts: bool, origin: Optional[int] = None,
-                 own_over: bool = False, other_drift: bool = False) -> Optional[Precision]:
+                 own_over: bool = False, other_drift: bool = False, genuine: bool = False) -> Optional[Precision]:
     scan = getattr(pr, "precision", None)
     if scan is None:
         return None
@@ -318,7 +330,8 @@ def precision_of(pr: "Prepared", rules: Rules, drifts: bool, origin: Optional[in
                      reduced_nodes=len(scan.nodes) - scan.reduced_views, nodes=scan.total - scan.views,
                      evidence=dict(scan.ops),
                      verdict=("over budget" if drifts else "within budget") if scan.reduced else "",
-                     cause=cause_of(rules, origin, own_over, other_drift) if scan.reduced and drifts else "",
+                     cause=("genuine drift" if genuine else cause_of(rules, origin, own_over, other_drift))
+                     if scan.reduced and drifts else "",
                      rule=BUDGET_RULE if scan.reduced else "", output_budget=rules.out_budget,
                      kernels=detect().int8_line() if _int8(scan) else "")
 

@@ -12,6 +12,8 @@ are found by bisection and left unmarked.
 """
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -38,6 +40,9 @@ from drifttui.errors import ModelError
 BLOCKED = " (NCHWc-blocked)"
 
 
+_NAMED_AFTER_VALUE = re.compile(r"_output_\d+(_|$)")
+
+
 def processed_by(index: GraphIndex) -> str:
     """The tool that processed the file, '' for a raw export (as far as the file tells)."""
     m = index.model
@@ -55,6 +60,12 @@ def processed_by(index: GraphIndex) -> str:
         # the exporter names values "<node>_output_<k>"; ORT's transpose optimiser names the value
         # of a node it moved a Transpose past after the node: that value is in another axis order
         return "ONNX Runtime (offline optimisation: Transposes moved)"
+    if index.flavour == TORCHSCRIPT and any(_NAMED_AFTER_VALUE.search(n.name.rsplit("/", 1)[-1])
+                                            for n in real if n.name.startswith("/")):
+        # the exporter names a node "/scope/Op[_k]" and its values "<node>_output_<k>": a node named after
+        # a value replaced the exporter's nodes (onnxslim's MatMul + Add -> Reshape, Gemm, Reshape, the
+        # last merged with the next Reshape: the Linear's own value is gone, only its flattened Gemm is left)
+        return "a graph optimiser (nodes named after the values they replaced: onnxslim)"
     if index.flavour == DYNAMO:
         scoped = sum(1 for n in real if not n.scope_filled)
         if real and scoped < 0.5 * len(real):

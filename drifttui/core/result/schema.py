@@ -16,9 +16,10 @@ from drifttui.core.result.channels import CHANNELS_AROUND, MAX_CHANNELS, Channel
 from drifttui.core.result.precision import LayerBudget, Precision
 from drifttui.core.result.served import BatchSweep, Served
 
-SCHEMA_VERSION = 2
-#: the report versions this drifttui reads (1: before the CPU fields, docs/json-schema.md)
-READABLE_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+#: the report versions this drifttui reads (1: before the CPU fields; 2: before ``precision_origin``,
+#: docs/json-schema.md)
+READABLE_VERSIONS = (1, 2, 3)
 
 # Layer statuses, in the words of the report.
 OK = "ok"
@@ -350,6 +351,9 @@ class Result:
     precision: Optional[Precision] = None      # the deployed file's precision (None: old report)
     served: Optional[Served] = None            # the served model (Triton): --triton-repo / --triton-url
     batch_sweep: Optional[BatchSweep] = None   # --batch-sweep (or a served batch dependence)
+    # a reduced-precision file whose drift origin is a genuine drift (a weight that is not the model's, a
+    # float layer's own error): the first layer over its precision budget, the precision story beside it
+    precision_origin: Optional[Origin] = None
 
     @property
     def headline(self) -> Optional[Finding]:

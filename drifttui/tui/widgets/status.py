@@ -162,6 +162,8 @@ class StatusLine(Static):
                 text.append(display_name(o.module), style="bold")
                 if not compact:
                     text.append(f" {o.cls} {o.max_abs:.1e}")
+            if r.precision_origin is not None and not compact:  # both stories (core decide): the precision's beside it
+                text.append(f"  also over budget from {display_name(r.precision_origin.module)}", style="#f0a030")
         if r is not None and r.precision is not None and r.precision.kernels:
             # an int8 file: the verdict holds for this processor's int8 kernels (docs/deploy.md)
             parts = r.precision.kernels.split(": ")

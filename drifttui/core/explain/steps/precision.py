@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from drifttui.core.capture.shares import torch_tensors
-from drifttui.core.explain.causes.deliver.keep_list import search
+from drifttui.core.explain.causes.deliver.keep_list import search, unkept_why
 from drifttui.core.explain.context import Context, clean
 from drifttui.core.result import Result, Step
 
@@ -75,7 +75,7 @@ def run(ctx: Context) -> Step:
     if not found.verified:
         return Step(4, TITLE, "inconclusive",
                     f"no keep-in-float32 list brings the file within its {fmt} budget ({found.checks} whole-model "
-                    f"checks, up to {len(found.layers)} layer(s) kept)",
+                    f"checks, up to {len(found.layers)} layer(s) kept){unkept_why(found)}",
                     clean({**evidence, "tried": found.layers}),
                     "convert with a finer scheme (per-channel, reduce_range, or keep the whole model in float32)",
                     found.indices)

@@ -31,6 +31,7 @@ from drifttui.core.onnx import nbits
 from drifttui.core.onnx.edit.keep_qoperator import kept_quantizer, moved_float, qoperator, supported
 from drifttui.core.onnx.nbits import NBITS_OPS
 from drifttui.core.onnx.qdq_pairs import pair_removed
+from drifttui.core.onnx.qweights import rounded_source
 from drifttui.core.onnx.qviews import QOPERATOR, is_view_node, strip_round_trips, strip_views
 
 FLOAT, FLOAT16 = 1, 10
@@ -183,8 +184,9 @@ def _float_weight(name: str, inits: dict, torch_tensors: dict, new_inits: list, 
         # only the torch tensor the file rounded (a folded BatchNorm's Conv keeps the name, not the values)
         if float(np.max(np.abs(cand - stored))) <= step + 1e-12:
             arr = cand
-    if arr is None:
-        arr = stored
+    if arr is None:      # renamed by the exporter (onnx::MatMul_168, val_70): by content, else the stored values
+        found = rounded_source(stored, step, torch_tensors)
+        arr = stored if found is None else found
     new = f"{name}::float32"
     if new not in inits:
         new_inits.append(numpy_helper.from_array(np.ascontiguousarray(arr, dtype=np.float32), new))

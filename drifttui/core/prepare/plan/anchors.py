@@ -16,6 +16,7 @@ import numpy as np
 from drifttui.core.base.dtypes import INT8_ELEMS, LOW_PRECISION_ELEM
 from drifttui.core.onnx.graph import tensor_array
 from drifttui.core.onnx.nbits import NBITS_OPS, dequantized
+from drifttui.core.onnx.qweights import int8_weights
 
 MIN_COS = 0.9              # a drifted weight still points the reference's way
 FLOAT_TYPES = (1, 10, 11, 16)
@@ -62,41 +63,7 @@ def _int8_weights(index: Any) -> dict[str, np.ndarray]:
     """The (u)int8 weights of a quantized file, dequantized with the scale and zero point their
     reader takes them with (a DequantizeLinear, or a QLinear* op's (w, scale, zero point) triple):
     a rounded copy of the reference's float weight, matched like one (closest by direction)."""
-    from onnx import numpy_helper
-
-    out: dict[str, np.ndarray] = {}
-    consts = index.constant_tensors()
-    for name, t in consts.items():
-        if t.data_type not in INT8_ELEMS or len(t.dims) < 2:
-            continue
-        for c in index.consumers.get(name, []):
-            if index.nodes[c].op_type in NBITS_OPS:
-                break            # packed blocks: _nbits_weights
-            ins = index.nodes[c].inputs
-            pos = ins.index(name)
-            if pos + 2 >= len(ins) or ins[pos + 1] not in consts or ins[pos + 2] not in consts:
-                continue
-            st, zt = consts[ins[pos + 1]], consts[ins[pos + 2]]
-            if st.data_type != 1 or zt.data_type != t.data_type:
-                continue         # not a (w, scale, zero point) triple (DynamicQuantizeLSTM: W, R, B...)
-            q = numpy_helper.to_array(t).astype(np.float32)
-            s = numpy_helper.to_array(st).astype(np.float32)
-            z = numpy_helper.to_array(zt).astype(np.float32)
-            if s.ndim == 1 and s.size > 1:       # per channel: along the axis of that length (0 first)
-                ax = next((a for a, d in enumerate(q.shape) if d == s.size), None)
-                if ax is None:
-                    continue
-                shp = [1] * q.ndim
-                shp[ax] = s.size
-                s, z = s.reshape(shp), z.reshape(shp) if z.size == s.size else z
-            try:
-                a = (q - z) * s
-            except ValueError:   # a scale laid out another way (per gate, per direction...): not an anchor
-                continue
-            if _informative(a):
-                out[name] = a
-            break
-    return out
+    return {w.name: w.values for w in int8_weights(index, integer_ops=False) if _informative(w.values)}
 
 
 def _key(a: np.ndarray) -> str:

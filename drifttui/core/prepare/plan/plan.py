@@ -20,15 +20,19 @@ class WeightCheck:
     max_abs: float       # max |deployed - reference|
     scale: float         # max |reference|
     node: int            # the deployed node reading it (execution order for the origin)
-    rounding: float = 0.0   # a float16 / bfloat16 copy may differ by its rounding
+    rounding: float = 0.0   # a float16 / bfloat16 copy may differ by its rounding; an int8 one by a step
+    strict: bool = False    # judged at the float32 rtol (plus its rounding), not its call's precision budget:
+                            # an int8 weight against the model's tensor (prepare/qweight_check.py)
+    ref_kind: str = "the reference's"
 
     def fails(self, atol: float, rtol: float) -> bool:
         return not self.max_abs <= bound(atol, rtol, self.scale, self.rounding)     # NaN: never within
 
     def note(self, atol: float, rtol: float) -> str:
-        return (f"{WEIGHT_NOT_THE_MODELS}: {self.where} differs from the reference's {self.ref} "
+        return (f"{WEIGHT_NOT_THE_MODELS}: {self.where} differs from {self.ref_kind} {self.ref} "
                 f"by max |d| {self.max_abs:.3g} (allowed {bound(atol, rtol, self.scale, self.rounding):.3g}), a drift in the file "
-                "itself, found by content (no value of its own to compare)")
+                + ("itself, found by content (not a rounding: a conversion keeps every element within half a step of the model's)"
+                   if self.strict else "itself, found by content (no value of its own to compare)"))
 
 
 @dataclass

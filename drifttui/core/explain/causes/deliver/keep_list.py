@@ -1,22 +1,23 @@
 """``drifttui repair`` on an over-budget reduced-precision file: the smallest verified keep-in-float32 list.
 
-Candidates are the layers decide found over their precision budget, ordered by their measured share
-of the output error (capture/shares.py).  Greedy: keep the next candidate's reduced-precision nodes in
-float32 (prepare/keep_float32.py: a patch on a copy, torch's weights where the file holds a rounded
-copy of them), check the whole copy again, until it is within budget; then prune: drop each kept
-layer whose removal still leaves the copy within budget.  Verified = the final copy, checked end to
-end like the user's file, is within budget.  A layer over its budget whose share is about 0 is not a
-precision loss (keeping it in float32 changes nothing: a wrong weight or attribute): it is named as
-a genuine drift, never kept.
+The verdict is over while any layer's own error is over its budget, so every layer over its budget is
+kept, together (prepare/keep_float32.py: a patch on a copy, torch's weights where the file holds a
+rounded copy of them), and the whole copy checked again; while its outputs are over, the other reduced
+layers are added by measured share of the output error (capture/shares.py); then each layer added for
+the outputs is pruned when the copy stays within budget without it.  Verified = the final copy,
+checked end to end like the user's file, is within budget.  A genuine drift is never kept: the origin
+decide called one, a weight that is not the model's, or over-budget layers whose share is about 0 and
+whose keeping in float32 removes none of the output error (a wrong attribute).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from drifttui.core.onnx.edit.keep_float32 import converter_forms, keep_float32, original_names, without_views
+from drifttui.core.onnx.edit.keep_float32 import converter_forms, keep_float32, original_names, unkept_ops, without_views
 from drifttui.core.onnx.edit.keep_qoperator import unit
 from drifttui.core.explain.causes.propose.precision_loss import GENUINE_SHARE
+from drifttui.core.result import WEIGHT_NOT_THE_MODELS
 
 
 
@@ -31,27 +32,39 @@ class KeepList:
     verified: bool = False
     checks: int = 0                                          # whole-model checks run
     genuine: list[str] = field(default_factory=list)         # over budget but not a precision loss
+    unkept: list[str] = field(default_factory=list)          # ops the copy left quantized (no float form here)
 
 
 def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: dict[str, Any]) -> KeepList:
-    """The keep-list for ``result`` (over budget) of ``prepared``; ``recheck(model) -> Result``."""
+    """The keep-list for ``result`` (over budget) of ``prepared``; ``recheck(model) -> Result``.
+
+    The verdict is over while any layer's own error is over its budget, so every verified list keeps
+    every layer over its budget: they are kept together first (one check), then the other reduced
+    layers by share while the outputs are over, then each layer added for the outputs is pruned.
+    A share of about 0 alone does not make a layer a genuine drift: on a CPU whose u8s8 kernels
+    saturate, every quantized layer of a BERT is over its budget and keeping any one of them removes
+    little of the output error (before, such a file got no keep-list: each layer was "a genuine
+    drift").  A layer is a genuine drift when decide said so (the origin, or a weight that is not the
+    model's), or when keeping every over-budget layer in float32 removes none of the output error."""
     budgets = (prepared.budgets or ({}, 0.0))[0]
     o = result.drift_origin
     if o is not None and result.precision is not None and result.precision.cause == "genuine drift":
         # decide's word: the origin is not a precision loss; name it, not a consequence further down
         return KeepList(genuine=[o.module or "(root)"], indices=[o.layer])
-    over = [L for L in result.layers if L.budget is not None and L.budget.over and budgets.get(L.index)]
-    genuine = [L for L in over if L.budget.share is not None and L.budget.share < GENUINE_SHARE]
-    cands = sorted((L for L in over if L not in genuine), key=lambda L: -(L.budget.share or 0.0))
-    if not cands:       # the outputs alone are over: every reduced layer, largest share first
-        cands = sorted((L for L in result.layers if L.budget is not None and budgets.get(L.index) is not None
-                        and budgets[L.index].node_ids), key=lambda L: -(L.budget.share or 0.0))
-    out = KeepList(genuine=[L.module or "(root)" for L in genuine], indices=[L.index for L in genuine])
-    if genuine:
-        return out            # a genuine drift: the verified patches are the repair, not a keep-list
+    over = [L for L in result.layers if L.budget is not None and L.budget.over and budgets.get(L.index)
+            and budgets[L.index].node_ids]
+    wrong = [L for L in result.layers if WEIGHT_NOT_THE_MODELS in L.note]
+    if wrong:
+        return KeepList(genuine=[L.module or "(root)" for L in wrong], indices=[L.index for L in wrong])
+    rest = sorted((L for L in result.layers if L.budget is not None and L not in over
+                   and budgets.get(L.index) is not None and budgets[L.index].node_ids),
+                  key=lambda L: -(L.budget.share or 0.0))
+    out = KeepList()
+    unkept: set[str] = set()
 
     def within(kept: list[Any]) -> tuple[bool, Any, Any]:
         nodes = {k for L in kept for k in budgets[L.index].node_ids}
+        unkept.update(unkept_ops(prepared.index, nodes))
         model = without_views(keep_float32(prepared.proto, prepared.index, nodes, weights))   # the file written
         after = recheck(model)
         out.checks += 1
@@ -59,14 +72,27 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
 
     by_index = {L.index: L for L in result.layers}
     kept: list[Any] = []
-    ok, model, after = False, None, None
-    for L in cands:
+
+    def add(L: Any) -> None:
         # a QOperator layer goes with the layers whose quantized outputs it reads (keep_qoperator.unit)
         kept.extend(by_index[c] for c in unit(prepared.index, budgets, L.index) if by_index[c] not in kept)
-        ok, model, after = within(kept)
+
+    for L in over:
+        add(L)
+    ok, model, after = within(kept) if kept else (False, None, None)
+    if over and not ok and after is not None and _no_gain(result, after) \
+            and all(L.budget.share is not None and L.budget.share < GENUINE_SHARE for L in over):
+        # keeping them all in float32 changes nothing: not their precision (a wrong attribute)
+        return KeepList(genuine=[L.module or "(root)" for L in over], indices=[L.index for L in over],
+                        checks=out.checks)
+    must = list(kept)
+    for L in rest:
         if ok:
-            kept, model, after = _pruned(kept, L, within, model, after)
             break
+        add(L)
+        ok, model, after = within(kept)
+    if ok:
+        kept, model, after = _pruned(kept, must, within, model, after)
     nodes = {k for L in kept for k in budgets[L.index].node_ids}
     fmt = result.precision.format if result.precision is not None else ""
     out.layers = [L.module or "(root)" for L in kept]
@@ -74,15 +100,32 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
     out.nodes = original_names(prepared.index, nodes)
     out.forms = converter_forms(prepared.index, nodes, fmt)
     out.model, out.after, out.verified = model, after, ok
+    out.unkept = sorted(unkept)
     return out
 
 
-def _pruned(kept: list[Any], needed: Any, within: Callable, model: Any, after: Any) -> tuple[list[Any], Any, Any]:
-    """Drop each kept layer (but ``needed``, the candidate the copy first passed with) whose removal
-    still leaves the copy within budget, latest first."""
-    for L in [x for x in reversed(kept) if x is not needed]:
+def _no_gain(before: Any, after: Any) -> bool:
+    """The copy's outputs are no closer to torch than the file's (max |d| within 10%)."""
+    def worst(r: Any) -> float:
+        return max((o.metrics.max_abs.worst for o in r.outputs if o.metrics is not None), default=0.0)
+    return worst(after) >= 0.9 * worst(before)
+
+
+def _pruned(kept: list[Any], must: list[Any], within: Callable, model: Any, after: Any) -> tuple[list[Any], Any, Any]:
+    """Drop each kept layer added for the outputs (not in ``must``: the layers over their own budget,
+    which the verdict needs kept) whose removal still leaves the copy within budget, latest first."""
+    for L in [x for x in reversed(kept) if x not in must]:
         trial = [x for x in kept if x is not L]
         ok, m, a = within(trial)
         if ok:
             kept, model, after = trial, m, a
     return kept, model, after
+
+
+def unkept_why(keep: KeepList) -> str:
+    """Why a keep-list could not be verified, when the patch left ops quantized ("" otherwise)."""
+    if not keep.unkept:
+        return ""
+    return (f" (the copies left {', '.join(keep.unkept)} quantized: drifttui has no float32 form of "
+            "these ops, so the layers that hold them could not be kept; exclude them in your converter "
+            "and check again)")
