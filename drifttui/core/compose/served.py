@@ -40,7 +40,7 @@ def run(engine: Pipeline, config: Config, progress: ProgressFn = no_progress,
         t0 = time.perf_counter()
         sweep = _sweep(run_, cfg, progress) if cfg.batch_sweep else None
         if sweep is not None:
-            cost["batch_sweep"] = round(time.perf_counter() - t0, 2)
+            cost["batch_sweep"] = round(time.perf_counter() - t0, 4)
         served = None
         if setup is not None:
             served = _served(setup, cfg)
@@ -106,7 +106,7 @@ def _live(run_: Any, cfg: Config, setup: Setup, session: Session, served: Served
     if fails["concurrent"] and not fails["sequential"] and sweep is None and served.max_batch_size > 1:
         t0 = time.perf_counter()
         sweep = _sweep(run_, cfg, progress, (1, min(served.max_batch_size, max(2, cfg.samples))))
-        cost["batch_sweep"] = round(time.perf_counter() - t0, 2)
+        cost["batch_sweep"] = round(time.perf_counter() - t0, 4)
     verdict, reason, detail = decide_served(fails, runs, setup.casts, setup.unreproducible, sweep)
     if reason == OTHER_FILE:
         detail += _versions(session, setup)
