@@ -31,7 +31,9 @@ class ProgressPrinter:
     def __init__(self, enabled: bool = True, stream: Optional[TextIO] = None, tty: Optional[bool] = None,
                  clock: Callable[[], float] = time.monotonic, every: float = LINE_EVERY) -> None:
         self.enabled = enabled
-        self._stream = stream
+        # bound now: the exporter redirects sys.stderr while it runs (core/model/export.py quiet()),
+        # and the export's heartbeat, from another thread, would be swallowed with its prints
+        self._stream = stream if stream is not None else sys.stderr
         self._tty = tty
         self.clock = clock
         self.every = every
@@ -43,7 +45,7 @@ class ProgressPrinter:
 
     @property
     def stream(self) -> TextIO:
-        return self._stream if self._stream is not None else sys.stderr
+        return self._stream
 
     @property
     def tty(self) -> bool:

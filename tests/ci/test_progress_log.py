@@ -194,3 +194,17 @@ def test_examples_into_a_pipe_fit_80_columns_with_every_description_whole():
     words = p.stdout.split()
     for e in CATALOGUE.values():         # wrapped between words, never cut
         assert e.name in words and all(w in words for w in e.description.split()), e.name
+
+
+def test_the_heartbeat_is_not_swallowed_by_the_exporter_redirecting_stderr():
+    """The exporter redirects sys.stderr while it runs (quiet()): the printer writes to the stderr
+    it was made with, so the export's heartbeat reaches the log (it did not, in a real pipe)."""
+    import contextlib
+
+    out = io.StringIO()
+    with contextlib.redirect_stderr(out):
+        show = ProgressPrinter(True, tty=False)
+    swallowed = io.StringIO()
+    with contextlib.redirect_stderr(swallowed):
+        show(Progress("export", message="exporting m.py:M with the dynamo exporter…", elapsed=10.0))
+    assert "export: still running, 10 s" in out.getvalue() and not swallowed.getvalue()
