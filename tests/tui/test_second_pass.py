@@ -175,5 +175,9 @@ async def test_long_stage_messages_take_their_short_form_whole_at_80_columns():
         await pilot.pause()
         first = screen_text(app).splitlines()[0].rstrip()
         assert "exporting" in first and "12 s" in first and "…" not in first, first
+        await pilot.resize_terminal(160, 40)
+        await pilot.pause()
+        first = screen_text(app).splitlines()[0].rstrip()      # wide: the whole message and the time
+        assert "exporting example:resnet18-bf16 with the dynamo exporter… · 12 s" in first, first
         engine.gate.set()
         await settle(app, pilot)

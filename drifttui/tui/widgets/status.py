@@ -95,6 +95,8 @@ def progress_text(p: Optional[Progress], left: Optional[float] = None, short: bo
         text.append("starting…", style="italic")
         return text
     msg = terminal((short_message(p) if short else p.message).strip())
+    if p.elapsed is not None and not short:        # a heartbeat: how long the opaque call has run
+        msg += f" · {p.elapsed:.0f} s"
     count = f"{p.done}/{p.total}" if p.total else ""
     if msg.startswith(p.stage) and not (count and count in msg):
         head, msg = msg, ""
