@@ -93,6 +93,14 @@ def _overlay(args: argparse.Namespace, config, check_only: bool = False, result=
     model = config.onnx or "<drifttui's own export: give --onnx FILE to overlay your file>"
     sys.stderr.write(f"drifttui: Model Explorer node data: model-explorer {terminal(model)} --extensions="
                      f"model_explorer_onnx --node_data_paths={','.join(terminal(p) for p in files.values())}\n")
+    nodes = model_explorer.origin_nodes(result)
+    if nodes:       # Model Explorer opens on the collapsed graph: say where the origin is
+        sys.stderr.write(f"drifttui: the origin's ONNX node(s), for Model Explorer's search box: "
+                         f"{terminal(', '.join(nodes[:5]))}\n")
+    url = model_explorer.origin_url(result, config.onnx, files) if nodes and config.onnx else None
+    if url:
+        sys.stderr.write("drifttui: or open it with the origin selected: model-explorer --extensions=model_explorer_onnx "
+                         f"--no_open_in_browser, then {url}\n")
 
 
 def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
@@ -171,7 +179,7 @@ def cmd_examples(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from drifttui.core.model.examples.catalogue import CATALOGUE
-    from drifttui.report.console import report_console
+    from drifttui.report.console import listing_console
 
     t = Table(box=None, header_style="bold")
     t.add_column("name", no_wrap=True)
@@ -180,7 +188,7 @@ def cmd_examples(args: argparse.Namespace) -> int:
     t.add_column("description")
     for e in CATALOGUE.values():
         t.add_row(e.name, e.expected_origin or "- (clean)", e.cause or "-", e.description)
-    report_console().print(t)
+    listing_console().print(t)
     return EXIT_OK
 
 

@@ -5,7 +5,8 @@
   sweep, the ORT levels) says its time left too.
 * stderr piped or redirected (a CI log, ``2> log``): one plain line per stage with the time since
   the command started, ``[  12.3s] exporting with the dynamo exporter``, never a ``\\r``; the sample
-  loop says where it is at most every ``every`` seconds.  A log that stops moving shows which
+  loop and an opaque call's heartbeat (the export: ``[  12.3s] export: still running, 10 s``) say
+  where they are at most every ``every`` seconds.  A log that stops moving shows which
   stage hangs, and how long each took.
 
 Every message is made one line and its names escaped for the terminal (they quote module names).
@@ -30,7 +31,9 @@ class ProgressPrinter:
     def __init__(self, enabled: bool = True, stream: Optional[TextIO] = None, tty: Optional[bool] = None,
                  clock: Callable[[], float] = time.monotonic, every: float = LINE_EVERY) -> None:
         self.enabled = enabled
-        self._stream = stream
+        # bound now: the exporter redirects sys.stderr while it runs (core/model/export.py quiet()),
+        # and the export's heartbeat, from another thread, would be swallowed with its prints
+        self._stream = stream if stream is not None else sys.stderr
         self._tty = tty
         self.clock = clock
         self.every = every
@@ -42,7 +45,7 @@ class ProgressPrinter:
 
     @property
     def stream(self) -> TextIO:
-        return self._stream if self._stream is not None else sys.stderr
+        return self._stream
 
     @property
     def tty(self) -> bool:
@@ -67,6 +70,10 @@ class ProgressPrinter:
 
     # -- a terminal: rewritten in place -------------------------------------------------
     def _terminal(self, p: Progress, prefix: str, left: Optional[float]) -> None:
+        if p.elapsed is not None:           # a heartbeat: the elapsed time rewritten in place
+            self._write(f"\r  {prefix}{p.stage}: running for {p.elapsed:.0f} s".ljust(_LIVE_WIDTH))
+            self._live = True
+            return
         if p.stage == "samples" and p.message.startswith("sample "):
             tail = f", about {duration(left)} left" if left else ""
             self._write(f"\r  {prefix}samples {p.done}/{p.total}{tail}".ljust(_LIVE_WIDTH))
@@ -81,11 +88,13 @@ class ProgressPrinter:
     # -- a log: one line per stage, with the time since the start -------------------------
     def _log(self, p: Progress, prefix: str, left: Optional[float]) -> None:
         now = self.clock()
-        counting = p.stage == "samples" and p.message.startswith("sample ")
+        counting = p.stage == "samples" and p.message.startswith("sample ") or p.elapsed is not None
         if counting and self._last_stage == prefix + p.stage and now - self._last_line < self.every:
             return
         if p.stage == "done":
             text = "run done: decided"
+        elif p.elapsed is not None:         # a heartbeat: one line per ~10 s, never a spinner
+            text = f"{p.stage}: still running, {p.elapsed:.0f} s"
         elif counting:
             text = f"samples {p.done}/{p.total}" + (f", about {duration(left)} left" if left else "")
         else:

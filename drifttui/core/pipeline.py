@@ -40,7 +40,7 @@ from drifttui.core.capture.shares import torch_tensors
 from drifttui.core.onnx.io import save_model
 from drifttui.core.prepare.stage import PREPARE_FIELDS, Prepared, prepare
 from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, no_progress
-from drifttui.core.result import OPT_LEVELS, Channels, Config, Result, Step
+from drifttui.core.result import OPT_LEVELS, OWN_VALUES, Channels, Config, Result, Step
 from drifttui.errors import InputError
 
 # per Prepared: toggling back and forth reuses both sides, and the steps' reruns (zero input,
@@ -300,6 +300,13 @@ class Pipeline:
         cfg = result.config
         if not 0 <= layer < len(result.layers):
             raise InputError(f"layer #{layer} is not in this result", "pick a layer of the table")
+        own = result.layers[layer].channels
+        if own is not None and own.source == OWN_VALUES:      # the root's own values: the capture's local run
+            if every_sample and len(own.samples) < result.samples:
+                raise InputError(f"the root's own values were compared on {len(own.samples)} of the "
+                                 f"{result.samples} samples (the layer samples)",
+                                 "rerun with --layer-samples all to compare them on every sample")
+            return own
         if self._prepared is not None and prepare_key(cfg) == self._pkey:
             cap = self._captures.get(capture_key(cfg))
             agg = cap.glob.get(layer) if cap is not None else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from drifttui.core.result import RULE_FORMULA, Layer, Result
+from drifttui.core.result import OWN_VALUES, RULE_FORMULA, Layer, Result
 from drifttui.report.escape import html_text as e
 from drifttui.report.profile import BARS, Point, allowance, points, ratio
 from drifttui.report.summary import layer_name
@@ -135,7 +135,11 @@ def drill(result: Result) -> str:
     samples = "".join(f"<tr><td class='n'>#{s}</td><td class='n'>{_fmt(v)}</td><td><div style='background:#f0a030;"
                       f"height:10px;width:{max(1, round(300 * v / top)) if v == v and math.isfinite(v) else 300}px'>"
                       f"</div></td></tr>" for s, v in zip(ch.samples, ch.sample_max_abs))
-    return (f"<p>max |torch − onnx| per output channel of <b>{e(layer_name(L.module, L.call))}</b> ({ch.size} along axis "
+    what = "per output channel of"
+    if ch.source == OWN_VALUES:         # a root origin: its own ops' values, not the model's outputs
+        ops = "; ".join(f"{n.op_type} {n.name} → {', '.join(n.outputs)}" for n in L.nodes[:4])
+        what = f"per channel of the own ONNX values ({e(ops)}, fed from torch: its own error) of"
+    return (f"<p>max |torch − onnx| {what} <b>{e(layer_name(L.module, L.call))}</b> ({ch.size} along axis "
             f"{'last' if ch.axis == -1 else ch.axis}; cells against its allowance {_fmt(allowed)})</p>"
             f"<svg xmlns='http://www.w3.org/2000/svg' width='{n * cw:.0f}' height='26'>{''.join(bars)}</svg>"
             f"<p>worst channels: " + ", ".join(f"#{i * ch.group} {_fmt(ch.max_abs[i])}" for i in worst) + "</p>"

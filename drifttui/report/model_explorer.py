@@ -15,8 +15,10 @@ name (the node ids the ONNX adapter gives), with the thresholds that colour them
 """
 from __future__ import annotations
 
+import json
 import os
-from typing import Any
+from typing import Any, Optional
+from urllib.parse import quote
 
 from drifttui.core.result import DRIFT, INHERITED, OK, Result
 from drifttui.errors import InputError
@@ -83,3 +85,25 @@ def render(result: Result) -> dict[str, str]:
                                  thresholds=[ndb.ThresholdItem(value=v, bgColor=c) for v, c in steps])
         out[kind] = data.to_json_string(indent=1)
     return out
+
+
+def origin_nodes(result: Result) -> list[str]:
+    """The origin's ONNX node names (what its row in the layer table names), or none."""
+    o = result.drift_origin
+    return list(result.layers[o.layer].onnx_nodes) if o is not None and 0 <= o.layer < len(result.layers) else []
+
+
+def origin_url(result: Result, onnx_path: str, files: dict[str, str], port: int = 8080) -> Optional[str]:
+    """The Model Explorer page that opens ``onnx_path`` with the node data and the origin's first
+    node selected: its ``data`` URL parameter (the web app's decodeUrl: models, nodeData and a
+    uiState whose pane selects a node), for a server started with ``--no_open_in_browser``.
+    None without an origin."""
+    nodes = origin_nodes(result)
+    if not nodes:
+        return None
+    data = {"models": [{"url": os.path.abspath(onnx_path)}],
+            "nodeData": [os.path.abspath(p) for p in files.values()],
+            "uiState": {"paneStates": [{"deepestExpandedGroupNodeIds": [], "selectedNodeId": nodes[0],
+                                        "selectedGraphId": "", "selectedCollectionLabel": "",
+                                        "widthFraction": 1}]}}
+    return f"http://localhost:{port}/?data={quote(json.dumps(data))}"

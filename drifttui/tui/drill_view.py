@@ -15,7 +15,7 @@ from typing import Any, Optional
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from drifttui.core.result import HIST_EDGES, Layer, Result
+from drifttui.core.result import HIST_EDGES, OWN_VALUES, Layer, Result
 from drifttui.report.profile import allowance
 from drifttui.tui.heat import BAND_STYLES, GLYPHS, band, fmt_value, thresholds
 from drifttui.tui.layer_view import bin_label
@@ -100,7 +100,8 @@ def _per_sample_head(result: Result, channels: Any, every: str) -> Text:
     title = f"all {total} samples" if n >= total else f"{n} of {total} samples"
     text = Text("\n")
     text.append(f"Per sample: {title}", style="bold underline")
-    text.append("  max |torch - onnx| of the output", style="dim")
+    text.append("  max |torch - onnx| of its own values" if channels.source == OWN_VALUES
+                else "  max |torch - onnx| of the output", style="dim")
     if channels.source == "worst-sample pass":
         why = "one pass on the worst sample"
     elif n < total:
@@ -109,6 +110,8 @@ def _per_sample_head(result: Result, channels: Any, every: str) -> Text:
         why = ""
     if every:
         text.append(f"\n{every}", style="italic #f0a030")
+    elif why and channels.source == OWN_VALUES:     # a root's own values: the capture's layer samples only
+        text.append(f"\n{why} · --layer-samples all: every sample", style="dim")
     elif why:
         text.append(f"\n{why} · a: all {total}", style="dim")
     return text
@@ -136,6 +139,13 @@ def _decades(values: list[float]) -> Text:
     return text
 
 
+def own_ops(layer: Layer) -> str:
+    """``Mul node_mul → mul, ReduceMean node_mean → mean``: the layer's own nodes and their values."""
+    said = [f"{n.op_type} {n.name} → {', '.join(n.outputs)}" for n in layer.nodes[:4]]
+    more = f", +{len(layer.nodes) - 4}" if len(layer.nodes) > 4 else ""
+    return "(" + "; ".join(said) + more + ")" if said else f"({', '.join(layer.onnx_nodes[:4])})"
+
+
 def render_drill(result: Result, layer: Layer, channels: Optional[Any], width: int = 78,
                  waiting: str = "", every: str = "") -> RenderableType:
     """The drill-down section of ``layer``; ``channels`` None: ``waiting`` says why (computing,
@@ -152,8 +162,14 @@ def render_drill(result: Result, layer: Layer, channels: Optional[Any], width: i
     how = {"capture": "from the capture",
            "every-sample pass": f"from one per-layer pass on each of the {len(channels.samples)} samples"}.get(
         channels.source, f"from one per-layer pass on sample #{channels.samples[0] if channels.samples else '?'}")
-    parts.append(Text(f"max |torch - onnx| per output channel ({channels.size} along axis {axis}, {how}); "
-                      f"glyphs as in the table, against {against} ({fmt_value(th).strip()})", style="dim"))
+    if channels.source == OWN_VALUES:           # a root: its own ops, not the model's outputs
+        parts.append(Text(f"its own ONNX ops {own_ops(layer)}, fed from torch (its own error; its output is "
+                          "the model's output)", style="bold"))
+        what = f"max |torch - onnx| per channel of its own values ({channels.size} along axis {axis}, " \
+               "from the capture's own-error run)"
+    else:
+        what = f"max |torch - onnx| per output channel ({channels.size} along axis {axis}, {how})"
+    parts.append(Text(f"{what}; glyphs as in the table, against {against} ({fmt_value(th).strip()})", style="dim"))
     parts.append(_strip(list(channels.max_abs), th, channels.group, width))
     parts.append(_worst_channels(list(channels.max_abs), channels.group))
     parts.append(_per_sample_head(result, channels, every))

@@ -7,6 +7,7 @@ values wrap instead of ending in ``…``; every cell is a ``Text`` (a value is n
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -48,10 +49,25 @@ def _columns(records: list[dict]) -> list[str]:
     return list(cols)
 
 
+MS_DOMAIN = re.compile(r"\bcom\.microsoft\.")
+WORD_MAX = 28       # a column is never narrower than its longest word, up to this many cells
+
+
+def short_ops(text: str) -> str:
+    """ONNX Runtime's contrib domain shortened in a table cell: ``com.microsoft.nchwc.Conv`` is
+    ``ms.nchwc.Conv`` (at 80 columns it was folded mid-word, ``com.microsoft.nchwc.C|onv``)."""
+    return MS_DOMAIN.sub("ms.", text)
+
+
 def add_row(table: Table, *cells: "str | Text") -> None:
     """The one place evidence text enters a table: as plain Text, never as Rich markup (a list
-    printed as "[a, b]" or a node name with brackets is text, not a style tag)."""
-    table.add_row(*(c if isinstance(c, Text) else Text(str(c)) for c in cells))
+    printed as "[a, b]" or a node name with brackets is text, not a style tag).  Each column
+    keeps its longest word whole (up to ``WORD_MAX``): it wraps between op names, not inside one."""
+    texts = [c if isinstance(c, Text) else Text(short_ops(str(c))) for c in cells]
+    for column, text in zip(table.columns, texts):
+        longest = max((len(w) for w in text.plain.split()), default=0)
+        column.min_width = max(column.min_width or 0, min(longest, WORD_MAX))
+    table.add_row(*texts)
 
 
 def _table(headers: list[str]) -> Table:

@@ -69,3 +69,13 @@ def test_html_refuses_a_path_naming_an_input(variants):
 def test_screenshot_of_the_page(flip_page, tmp_path):
     png = browser.screenshot(flip_page, tmp_path / "page.png", (1000, 800))
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_a_root_origin_drill_down_names_its_own_ops_in_the_page():
+    """(fourth pass) the root's drill-down is of its own ops' values, not the model's outputs."""
+    from drifttui.report.html import drill
+    from tests.tui.replay import load_fixture
+
+    page = drill(load_fixture("root-drift"))
+    assert "own ONNX values (Mul node_mul → mul; ReduceMean node_mean → mean" in page
+    assert "per output channel" not in page and "(8 along axis last" in page

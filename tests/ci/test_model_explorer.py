@@ -4,6 +4,7 @@ Explorer's own node-data builder and read back the way Model Explorer reads it."
 from __future__ import annotations
 
 import json
+import os
 
 import onnx
 import pytest
@@ -79,3 +80,26 @@ def test_model_explorers_onnx_adapter_gives_the_nodes_the_overlay_names(overlay,
     for kind in ("drift.json", "drift.own.json", "drift.status.json"):
         assert set(_load(path.with_name(kind)).results) <= ids, kind
     assert any(r.value == 3 for k, r in status.results.items() if k in ids)     # the origin is on the graph
+
+
+def test_the_run_says_where_the_origin_is_in_model_explorer(overlay, variants):
+    """(fourth pass) Model Explorer opened collapsed on main_graph: the run names the origin's ONNX
+    node for its search box, and prints the page that opens with that node selected (the ``data``
+    URL parameter the shipped web app decodes: models, nodeData, uiState.paneStates[].selectedNodeId)."""
+    from pathlib import Path
+    from urllib.parse import parse_qs, urlparse
+
+    import model_explorer
+
+    run, path = overlay
+    status = _load(path.with_name("drift.status.json"))
+    origin = [k for k, r in status.results.items() if r.value == 3]
+    line = next(line for line in run.err.splitlines() if "search box" in line)
+    assert line.endswith(": " + ", ".join(origin)), line
+    url = next(w for w in run.err.split() if w.startswith("http://localhost:"))
+    data = json.loads(parse_qs(urlparse(url).query)["data"][0])
+    assert data["models"] == [{"url": os.path.abspath(variants["flip"])}]
+    assert data["nodeData"] == [str(path), str(path.with_name("drift.own.json")), str(path.with_name("drift.status.json"))]
+    assert data["uiState"]["paneStates"][0]["selectedNodeId"] == origin[0]
+    app = "".join(p.read_text(errors="replace") for p in (Path(model_explorer.__file__).parent / "web_app").glob("main-*.js"))
+    assert "this.uiState=s.uiState" in app and "selectedNodeId" in app     # what the web app reads from ?data=

@@ -123,3 +123,88 @@ def test_bisect_into_a_pipe_prints_each_stage_too(variants):
     assert any("stage 1: flip.onnx (2/2)" in line for line in lines)
     assert sum("run done" in line for line in lines) >= 2 and "\r" not in run.progress
     assert "the drift first appears at stage 1" in run.out
+
+
+def test_an_opaque_call_heartbeat_is_one_line_per_ten_seconds_in_a_log():
+    """(fourth pass) the export was silent for 17-24 s: its heartbeats reach a log at most every
+    ~10 s, with the elapsed time, never a spinner."""
+    show, out, clock = _printer(tty=False)
+    show(Progress("export", message="exporting net.py:Net with the dynamo exporter…"))
+    for k in range(1, 13):          # a heartbeat every 2 s for 24 s
+        clock.t += 2
+        show(Progress("export", message="exporting net.py:Net with the dynamo exporter…", elapsed=2.0 * k))
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "[   0.0s] exporting net.py:Net with the dynamo exporter…"
+    beats = lines[1:]
+    assert beats == ["[  10.0s] export: still running, 10 s", "[  20.0s] export: still running, 20 s"], lines
+    assert "\r" not in out.getvalue()
+
+
+def test_the_terminal_rewrites_the_heartbeat_in_place():
+    show, out, _ = _printer(tty=True)
+    show(Progress("export", message="exporting net.py:Net with the dynamo exporter…"))
+    show(Progress("export", message="exporting …", elapsed=4.0))
+    show(Progress("map", message="tracing"))
+    text = out.getvalue()
+    assert text.startswith("  exporting net.py:Net with the dynamo exporter…\n")
+    assert "\r  export: running for 4 s" in text and text.endswith("\r  tracing\n")
+
+
+def test_the_real_export_says_it_starts_and_beats_while_it_runs(tmp_path, monkeypatch):
+    """The engine's export stage (a real dynamo export of the tiny classifier): a first line naming
+    the model and the exporter, then heartbeats with the elapsed time until it ends, none after."""
+    import time
+
+    from drifttui.core.base import progress as progress_mod
+    from drifttui.core.prepare import stage
+    from drifttui.core.result import Config
+    from tests.ci.conftest import INPUTS, MODEL
+
+    seen: list[tuple[float, Progress]] = []
+    real_export = stage._export
+
+    def slow_export(*args, **kwargs):       # the tiny model exports in well under a second
+        time.sleep(0.35)
+        return real_export(*args, **kwargs)
+
+    monkeypatch.setattr(stage, "_export", slow_export)
+    monkeypatch.setattr(stage, "heartbeat", lambda p, s, m: progress_mod.heartbeat(p, s, m, every=0.1))
+    cfg = Config(model=MODEL, inputs=INPUTS, exporter="dynamo")
+    stage._load(cfg, tmp_path, lambda p: seen.append((time.monotonic(), p)), {}, [])
+    export = [p for _, p in seen if p.stage == "export"]
+    assert export[0].message == "exporting classifier.py:build with the dynamo exporter…" and export[0].elapsed is None
+    beats = [p.elapsed for p in export[1:]]
+    assert len(beats) >= 3 and beats == sorted(beats) and all(b is not None and b > 0 for b in beats)
+    n = len(seen)
+    time.sleep(0.3)
+    assert len(seen) == n                   # the heartbeat stopped with the export
+
+
+def test_examples_into_a_pipe_fit_80_columns_with_every_description_whole():
+    """(fourth pass) piped ``drifttui examples`` was 209 columns wide."""
+    from drifttui.core.model.examples.catalogue import CATALOGUE
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("COLUMNS", None)
+    p = subprocess.run([sys.executable, "-m", "drifttui", "examples"], capture_output=True, text=True,
+                       env=env, cwd=str(ROOT))
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines and max(len(line) for line in lines) <= 80, max(lines, key=len)
+    words = p.stdout.split()
+    for e in CATALOGUE.values():         # wrapped between words, never cut
+        assert e.name in words and all(w in words for w in e.description.split()), e.name
+
+
+def test_the_heartbeat_is_not_swallowed_by_the_exporter_redirecting_stderr():
+    """The exporter redirects sys.stderr while it runs (quiet()): the printer writes to the stderr
+    it was made with, so the export's heartbeat reaches the log (it did not, in a real pipe)."""
+    import contextlib
+
+    out = io.StringIO()
+    with contextlib.redirect_stderr(out):
+        show = ProgressPrinter(True, tty=False)
+    swallowed = io.StringIO()
+    with contextlib.redirect_stderr(swallowed):
+        show(Progress("export", message="exporting m.py:M with the dynamo exporter…", elapsed=10.0))
+    assert "export: still running, 10 s" in out.getvalue() and not swallowed.getvalue()

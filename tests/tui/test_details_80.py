@@ -41,4 +41,23 @@ async def test_step_detail_opt_levels_table_and_finding_verification(result):
     want = f"local before → after {fmt(headline.local_before)} → {fmt(headline.local_after)}"
     assert want in lines
     assert any(line.startswith("patch op: replace_initializer") for line in lines)
-    assert any("[com.microsoft.FusedConv," in line for line in lines)    # brackets are text, not markup
+    assert any("[ms.FusedConv," in line for line in lines)    # brackets are text, not markup
+
+
+async def test_step_detail_keeps_op_names_whole_at_80_columns(result):
+    """(fourth pass) the levels table folded ``com.microsoft.nchwc.C|onv`` mid-word: every op name
+    of the evidence is on one line, its contrib domain shortened (``ms.nchwc.Conv``)."""
+    from drifttui.tui.evidence import short_ops
+
+    finding = next(f for f in result.findings if f.evidence.get("fused_op_types"))
+    ops = set(finding.evidence["fused_op_types"])
+    assert any(op.startswith("com.microsoft.") for op in ops)
+    names = ops | {short_ops(op) for op in ops}
+    lines = await _text(result, "3", "s")
+    for line in lines:
+        for word in line.replace(",", " ").replace("[", " ").replace("]", " ").split():
+            if "microsoft" in word or "nchwc" in word or word.startswith("ms."):
+                assert word in names, (word, line)
+    text = "\n".join(lines)
+    for op in ops:
+        assert short_ops(op) in text and len(short_ops(op)) < len(op)

@@ -153,3 +153,27 @@ async def test_a_rerun_at_80_columns_keeps_its_change_count_and_time_left_whole(
         engine.gate.set()
         await settle(app, pilot)
         assert "BatchNorm2d" in screen_text(app).splitlines()[0]              # back in full when done
+
+
+async def test_a_root_origin_drill_down_shows_its_own_ops_not_the_model_outputs():
+    """(fourth pass) the root's drill-down showed the model's outputs ([1, 4], its output): it shows
+    the root's own ONNX ops and the channels of their values, from the real engine's capture (the
+    fixture's root scales channel 2 of its features with a wrong value: that channel stands out)."""
+    from drifttui.core.result import OWN_VALUES
+
+    result = load_fixture(ROOT)
+    root = result.layers[0]
+    ch = root.channels
+    assert ch is not None and ch.source == OWN_VALUES
+    own_values = {v for n in root.nodes for v in n.outputs}
+    assert root.output_shapes == [[1, 4]] and ch.size != 4                         # not its output
+    assert ch.size == 8 and max(range(ch.size), key=lambda i: ch.max_abs[i]) == 2  # the scaled channel
+    app = DriftApp(None, result=result)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        text = " ".join(app.screen.text.split())
+        assert "its own ONNX ops (Mul node_mul → mul; ReduceMean node_mean → mean)" in text
+        assert "per channel of its own values (8 along axis last" in text and "worst channels: #2" in text
+        assert "per output channel" not in text and {"mul", "mean"} <= own_values

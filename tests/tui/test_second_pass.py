@@ -152,3 +152,32 @@ async def test_help_first_page_at_80x24_has_the_step_keys_and_determinism(result
         assert isinstance(app.screen, HelpScreen)
         first = screen_text(app)
         assert "1 … 6" in first and "capture again with determinism on/off" in first
+
+
+async def test_long_stage_messages_take_their_short_form_whole_at_80_columns():
+    """(fourth pass) the observer check was cut to "… ORT's…" at 80 columns; the export's
+    heartbeat says its elapsed time."""
+    engine = ReplayEngine(block=True)
+    app = DriftApp(engine, config=CONFIG)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.table.result is not None)
+        await pilot.press("i")
+        token = app._token
+        app.post_message(RunProgress(Progress("observer", message="observer check: does marking values as "
+                                              "outputs change ORT's numbers?"), token))
+        await pilot.pause()
+        await pilot.pause()
+        first = screen_text(app).splitlines()[0].rstrip()
+        assert first.endswith("observer check: do extra outputs change ORT?") and "…" not in first, first
+        app.post_message(RunProgress(Progress("export", message="exporting example:resnet18-bf16 with the dynamo "
+                                              "exporter…", elapsed=12.4), token))
+        await pilot.pause()
+        await pilot.pause()
+        first = screen_text(app).splitlines()[0].rstrip()
+        assert "exporting" in first and "12 s" in first and "…" not in first, first
+        await pilot.resize_terminal(160, 40)
+        await pilot.pause()
+        first = screen_text(app).splitlines()[0].rstrip()      # wide: the whole message and the time
+        assert "exporting example:resnet18-bf16 with the dynamo exporter… · 12 s" in first, first
+        engine.gate.set()
+        await settle(app, pilot)

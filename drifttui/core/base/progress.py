@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from drifttui.errors import Cancelled
 
@@ -20,6 +21,7 @@ class Progress:
     message: str = ""
     partial: Optional["Result"] = None   # per-layer results so far (after the first sample)
     eta: Optional[float] = None          # seconds the rest of the stage should take (samples), when known
+    elapsed: Optional[float] = None      # a heartbeat of an opaque call (the export): seconds since it began
 
 
 ProgressFn = Callable[[Progress], None]
@@ -45,6 +47,31 @@ class CancelToken:
 
 def no_progress(_: Progress) -> None:
     return None
+
+
+HEARTBEAT_EVERY = 2.0     # seconds between two heartbeats of an opaque call (the CLI logs one per ~10 s)
+
+
+@contextmanager
+def heartbeat(progress: ProgressFn, stage: str, message: str, every: float = HEARTBEAT_EVERY) -> Iterator[None]:
+    """Say ``message`` now, then again every ``every`` seconds with the time since (``Progress.elapsed``)
+    until the block ends: an opaque call (the export, 17-24 s) is never silent.  The heartbeats come
+    from a daemon thread; the block itself runs on the caller's thread."""
+    progress(Progress(stage, message=message))
+    stop = threading.Event()
+    start = time.monotonic()
+
+    def beat() -> None:
+        while not stop.wait(every):
+            progress(Progress(stage, message=message, elapsed=time.monotonic() - start))
+
+    thread = threading.Thread(target=beat, name=f"drifttui-{stage}-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 class Estimate:

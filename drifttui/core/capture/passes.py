@@ -185,7 +185,8 @@ def local_run(p: Pass, store: TensorStore, feeds: dict, i: int, acc: Accum) -> N
         t = (store.out if kind == "out" else store.inp).get((ci, pos))
         if t is None:
             continue
-        st = compare(t, vals[lname])
+        # the root's own values per channel: a root origin's drill-down shows them, not the outputs
+        st = compare(t, vals[lname], channel_axis=channel_axis_of(tuple(t.shape)) if owner == 0 else None)
         per_call.setdefault(owner, Stats()).add(st)
         acc.loc_values.setdefault(owner, []).append((local.first_node[v], st))
     for owner, st in per_call.items():

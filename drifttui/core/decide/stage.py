@@ -28,9 +28,10 @@ from drifttui.core.base.tolerance import BUDGET_RULE, DTYPE_RULE, GENUINE_SHARE,
 from drifttui.core.decide.unattributed import attribute_unowned, unmapped_before
 from drifttui.core.decide.notes import output_notes
 from drifttui.core.decide.genuine import genuine_drifts
-from drifttui.core.result import (CHANNELS_AROUND, DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK, SCHEMA_VERSION,
+from drifttui.core.result import (CHANNELS_AROUND, OWN_VALUES, DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK,
+                                  SCHEMA_VERSION,
                                   UNATTRIBUTED, UNMAPPED,
-                                  Config, Coverage, Environment, InitializerInfo, Layer, LayerBudget, NodeInfo,
+                                  Channels, Config, Coverage, Environment, InitializerInfo, Layer, LayerBudget, NodeInfo,
                                   Origin, Output, ParamInfo, Precision, Result, Tolerance)
 
 if TYPE_CHECKING:   # pragma: no cover
@@ -303,9 +304,20 @@ def make_layers(calls: list[Call], plan: Plan, statuses: list[str], glob: dict[i
             params=[ParamInfo(n, k, list(s), d) for n, k, s, d in c.params],
             fails=fails_of(g, lo, atol, rules.out(c.index), rules.own(c.index)),
             budget=layer_budget(rules, c.index, g, lo, atol),
-            channels=g.to_channels() if g is not None and channels_for and c.index in channels_for else None,
+            channels=layer_channels(c, cm, g, lo) if channels_for and c.index in channels_for else None,
         ))
     return layers
+
+
+def layer_channels(c: Call, cm: Any, g: Optional[Aggregate], lo: Optional[Aggregate]) -> Optional[Channels]:
+    """A layer's per-channel errors: of its output; for the root with ONNX nodes of its own, of
+    those nodes' values fed from torch (its own error: the root's output is the model's output,
+    which says nothing of where in the root's own code the error starts)."""
+    if c.parent is None and cm.own and lo is not None:
+        own = lo.to_channels(source=OWN_VALUES)
+        if own is not None:
+            return own
+    return g.to_channels() if g is not None else None
 
 
 def layer_budget(rules: Rules, call: int, g: Optional[Aggregate], lo: Optional[Aggregate],

@@ -34,7 +34,7 @@ from drifttui.core.model.loading import load_onnx, load_torch_model, new_workdir
 from drifttui.core.prepare.local import LocalGraph, build_local_graph
 from drifttui.core.prepare.plan.mapping import build_plan
 from drifttui.core.prepare.plan.plan import Plan
-from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, no_progress
+from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, heartbeat, no_progress
 from drifttui.core.prepare.reference_check import same_as_onnx
 from drifttui.core.result import Config
 from drifttui.core.model.spec import InputSpec, parse_input_spec, parse_model_spec
@@ -200,6 +200,12 @@ def _with_levels(cfg: Config, index: GraphIndex, pscan: precision.PrecisionScan,
     return precision.scan(index, levels) if levels else pscan
 
 
+def export_message(cfg: Config) -> str:
+    """``exporting net.py:Net with the dynamo exporter…`` (the model as given, without its folders)."""
+    exporter = "dynamo" if cfg.exporter == "auto" else cfg.exporter
+    return f"exporting {cfg.model.replace(chr(92), '/').rsplit('/', 1)[-1]} with the {exporter} exporter…"
+
+
 def _load(cfg: Config, workdir: Path, progress: ProgressFn, timings: dict[str, float], notes: list[str]) -> tuple:
     """Load the model and the inputs spec; read the user's ONNX file or export (times in ``timings``)."""
     t0 = time.perf_counter()
@@ -224,17 +230,17 @@ def _load(cfg: Config, workdir: Path, progress: ProgressFn, timings: dict[str, f
     timings["load"] = time.perf_counter() - t0
     exporter = "user file"
     if proto is None:
-        progress(Progress("export", message=f"exporting with the {cfg.exporter} exporter"))
         t = time.perf_counter()
-        try:
-            path, exporter, why = export_auto(
-                lambda name: _export(model, example, sample0, name, workdir, batch > 1), cfg.exporter)
-        except ModelError as exc:
-            if batch == 1:
-                raise
-            batch = _no_batch(cfg, notes, f"the export with a dynamic batch dim failed ({exc.problem})")
-            path, exporter, why = export_auto(
-                lambda name: _export(model, example, sample0, name, workdir, False), cfg.exporter)
+        with heartbeat(progress, "export", export_message(cfg)):
+            try:
+                path, exporter, why = export_auto(
+                    lambda name: _export(model, example, sample0, name, workdir, batch > 1), cfg.exporter)
+            except ModelError as exc:
+                if batch == 1:
+                    raise
+                batch = _no_batch(cfg, notes, f"the export with a dynamic batch dim failed ({exc.problem})")
+                path, exporter, why = export_auto(
+                    lambda name: _export(model, example, sample0, name, workdir, False), cfg.exporter)
         if why:
             notes.append(why)       # --exporter auto: why dynamo failed, which exporter made the file
         proto, onnx_path = load_onnx(path, workdir)

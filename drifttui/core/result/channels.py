@@ -7,6 +7,11 @@ from dataclasses import dataclass
 MAX_CHANNELS = 1024     # Channels.max_abs entries at most: wider outputs are pooled in groups
 
 
+# Channels.source of the root's own values (its own ONNX nodes fed from torch, from the capture's
+# local run): a root origin's drill-down shows them, not the model's outputs (its output).
+OWN_VALUES = "own values"
+
+
 @dataclass(frozen=True)
 class Channels:
     """Where in a layer's output the error sits: tolerance-free, from the per-layer pass.
@@ -22,7 +27,7 @@ class Channels:
     max_abs: list[float]        # max |torch - onnx| per channel (group), over the samples below
     samples: list[int]          # the samples the per-layer pass covered
     sample_max_abs: list[float]  # max |torch - onnx| of the layer's output in each of them
-    source: str = "capture"     # "capture" | "worst-sample pass" | "every-sample pass"
+    source: str = "capture"     # "capture" | "worst-sample pass" | "every-sample pass" | OWN_VALUES
 
 
 CHANNELS_AROUND = 3     # a Result carries Channels for the origin and this many layers each side

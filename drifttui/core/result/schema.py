@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from drifttui.core.result.codec import from_json, to_json
 
-from drifttui.core.result.channels import CHANNELS_AROUND, MAX_CHANNELS, Channels  # noqa: F401  (part of the schema)
+from drifttui.core.result.channels import CHANNELS_AROUND, MAX_CHANNELS, OWN_VALUES, Channels  # noqa: F401  (part of the schema)
 from drifttui.core.result.precision import LayerBudget, Precision
 from drifttui.core.result.served import BatchSweep, Served
 

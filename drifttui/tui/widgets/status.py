@@ -67,16 +67,36 @@ def short_run_time_text(timings: dict[str, float]) -> str:
     return "" if total is None else f"{total:.1f}s" + (" reused" if timings.get("prepare_reused") else "")
 
 
-def progress_text(p: Optional[Progress], left: Optional[float] = None) -> Text:
+# The short forms of the engine's long stage messages, for a status line at 80 columns (the
+# engine's message stays whole in the CLI and the inspector; "observer check: does marking values
+# as outputs change ORT's numbers?" was cut to "… ORT's…").
+SHORT = {
+    "observer": "observer check: do extra outputs change ORT?",
+    "export": "exporting",
+    "sessions": "opening ORT sessions",
+    "map": "mapping modules to ONNX",
+    "load": "loading the model",
+}
+
+
+def short_message(p: Progress) -> str:
+    """The stage's short form with a heartbeat's elapsed time (``exporting · 12 s``)."""
+    word = SHORT.get(p.stage, p.message)
+    return word + (f" · {p.elapsed:.0f} s" if p.elapsed is not None and p.stage in SHORT else "")
+
+
+def progress_text(p: Optional[Progress], left: Optional[float] = None, short: bool = False) -> Text:
     """``samples 5/20 · 30 s left`` and the engine's message, each said once and the short part
     first, so that a cut at 80 columns cuts the message, not the count or the time left: a message
     that starts with its stage's name stands for it (``observer check: …``, not ``observer
-    observer check: …``)."""
+    observer check: …``); ``short``: the stage's short form (``SHORT``) for the message."""
     text = Text()
     if p is None:
         text.append("starting…", style="italic")
         return text
-    msg = terminal(p.message.strip())
+    msg = terminal((short_message(p) if short else p.message).strip())
+    if p.elapsed is not None and not short:        # a heartbeat: how long the opaque call has run
+        msg += f" · {p.elapsed:.0f} s"
     count = f"{p.done}/{p.total}" if p.total else ""
     if msg.startswith(p.stage) and not (count and count in msg):
         head, msg = msg, ""
@@ -140,9 +160,10 @@ class StatusLine(Static):
             self.message = message
         self.update(self.render_text())
 
-    def first_line(self, compact: bool = False) -> Text:
+    def first_line(self, compact: bool = False, short: bool = False) -> Text:
         """Verdict, origin, then a rerun's progress; ``compact``: the origin without its class
-        and error (a rerun's "samples 4/20 · 5 s left" was cut to "5 s le…" at 80 columns)."""
+        and error (a rerun's "samples 4/20 · 5 s left" was cut to "5 s le…" at 80 columns);
+        ``short``: the progress message's short form too."""
         text = Text(no_wrap=True, overflow="ellipsis")
         r = self.result
         if r is None:
@@ -176,7 +197,7 @@ class StatusLine(Static):
             change = changed_fields(self.pending, self.config)
             if change:          # what the rerun changes first: the progress message is cut, not it
                 text.append(f"→ {change}: ", style="bold #f0a030")
-            text.append_text(progress_text(self.progress, self.left))
+            text.append_text(progress_text(self.progress, self.left, short))
         elif self.message:
             text.append(f"  {self.message}", style="italic #f0a030")
         return text
@@ -213,6 +234,8 @@ class StatusLine(Static):
         first = self.first_line()
         if self.running and first.cell_len > width:
             first = self.first_line(compact=True)
+        if self.running and first.cell_len > width:
+            first = self.first_line(compact=True, short=True)
         for line in (first, self.second_line(width)):
             line.truncate(width, overflow="ellipsis")
             lines.append(line)
