@@ -34,16 +34,18 @@ VERIFIED = {
     # opset 10: the Resize has no coordinate modes; the story is the opset's, never an antialias one
     ("trilinear", "torchscript"): ("interpolation", "rewrite", {"rewrite": "resize_opset11"},
                                    "opset-10 Resize /body/Resize is always asymmetric"),
+    # no exporter, opset or torch decomposition computes these right: the module re-traced into core
+    # ATen by make_fx (the op by its definition where torch decomposes it nowhere) and exported does
+    ("signbit", "dynamo"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "aten.signbit"),
+    ("logcumsumexp", "dynamo"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "aten.logcumsumexp"),
+    ("cdist_l1", "torchscript"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "cdist"),
+    ("cdist_linf", "torchscript"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "cdist"),
 }
 OPSET = {"trilinear": 10}
 INPUTS = {"trilinear": "vol_inputs"}
 # what the engine cannot verify yet (no re-export, decomposition or stable form computes it right):
 # (class, words of the message)
 UNVERIFIED = {
-    ("signbit", "dynamo"): ("lowering", "aten.signbit"),
-    ("logcumsumexp", "dynamo"): ("lowering", "aten.logcumsumexp"),
-    ("cdist_l1", "torchscript"): ("lowering", "the graph itself computes something else than PyTorch"),
-    ("cdist_linf", "torchscript"): ("lowering", "the graph itself computes something else than PyTorch"),
     # ORT's ReduceMax drops NaN (microsoft/onnxruntime#10514), torch.amax and the reference evaluator
     # propagate it: a runtime deviation, said so, with no graph edit of the catalogue for it
     ("amax_nan", "torchscript"): ("op-compat", "ONNX Runtime does not: first divergent node /body/ReduceMax"),
