@@ -1,7 +1,9 @@
 """Upstream drift forms found for issue 30 point 8 (tests/causes/forms32.py), none of them built into
 the catalogue, ten of the fifteen inside a deep model (a 16-call stem, the form, a head), exported by
 the real exporters and run in real ONNX Runtime: the origin, the cause's class by mechanism,
-``verified``, and ``repair``'s file passes ``check``.  The forms today's engine cannot verify are
+``verified``, and ``repair``'s file passes ``check``.  signbit, logcumsumexp and cdist (p=1, inf) verify
+by the make_fx re-trace into core ATen (``core/model/retrace.py``): no exporter, opset or torch
+decomposition computes them right.  The forms today's engine cannot verify are
 asserted as what it says of them (origin, class, not verified) so a change shows.  The one fast form
 runs in ``make test``; the rest behind the ``drifts`` marker.
 """
@@ -24,7 +26,8 @@ VERIFIED = {
     ("cos_sim", "torchscript"): ("lowering", "reexport", {"exporter": "dynamo"},
                                  "the torchscript exporter's lowering of body's torch calls"),
     ("pairwise_l1", "torchscript"): ("lowering", "reexport", {"exporter": "dynamo"}, "ReduceSum /body/ReduceSum"),
-    ("ce_weighted_smooth", "dynamo"): ("lowering", "reexport", {"decompose": "core_aten"},
+    # the cheapest route that computes it right: the make_fx re-trace, exported by TorchScript
+    ("ce_weighted_smooth", "dynamo"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"},
                                        "aten.cross_entropy_loss"),
     # Log(Sigmoid(100 x)) is -inf: torch's own decomposition of log_sigmoid is stable (never the
     # "size 100 baked in" story: the file runs at the shapes it was exported at)
