@@ -3,10 +3,10 @@
 ``make_fx`` runs the module's torch computation on real inputs and records it as an FX graph of core
 ATen ops, decomposed by torch's core ATen table and, for the ops that table and the exporters leave
 opaque (no decomposition anywhere in torch, and a lowering that computes otherwise or none at all),
-by their *definition* in core ATen ops (``REFERENCE``).  The GraphModule is then exported like any
+by their *definition* in core ATen ops (``reference_table``).  The GraphModule is then exported like any
 module, by either exporter: a route that never reaches the failing lowering.
 
-``REFERENCE`` holds ops, not drift forms: each entry is the op's mathematical definition, written
+The definitions are of ops, not drift forms: each entry is the op's mathematical definition, written
 so that every exporter lowers it from ops it lowers right (exact comparisons, ``logsumexp``'s
 max-shifted form), for every argument the op takes.
 """
@@ -61,7 +61,7 @@ def reference_table() -> dict[Any, Callable[..., Any]]:
 
 
 def defined_ops() -> set[str]:
-    """The ATen ops ``REFERENCE`` defines (their names as FX targets print them)."""
+    """The ATen ops ``reference_table`` defines by their definition (their names as FX targets print them)."""
     return {"aten._cdist_forward.default", "aten.cdist.default", "aten.signbit.default",
             "aten.logcumsumexp.default"}
 
