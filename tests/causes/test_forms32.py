@@ -1,8 +1,8 @@
 """Upstream drift forms found for issue 30 point 8 (tests/causes/forms32.py), none of them built into
 the catalogue, ten of the fifteen inside a deep model (a 16-call stem, the form, a head), exported by
 the real exporters and run in real ONNX Runtime: the origin, the cause's class by mechanism,
-``verified``, and ``repair``'s file passes ``check``.  signbit, logcumsumexp and cdist (p=1, inf) verify
-by the make_fx re-trace into core ATen (``core/model/retrace.py``): no exporter, opset or torch
+``verified``, and ``repair``'s file passes ``check``.  signbit, logcumsumexp, cdist (p=1, inf) and clamp with
+mixed float/int bounds verify by the make_fx re-trace into core ATen (``core/model/retrace.py``): no exporter, opset or torch
 decomposition computes them right.  The forms today's engine cannot verify are
 asserted as what it says of them (origin, class, not verified) so a change shows.  The one fast form
 runs in ``make test``; the rest behind the ``drifts`` marker.
@@ -26,8 +26,7 @@ VERIFIED = {
     ("cos_sim", "torchscript"): ("lowering", "reexport", {"exporter": "dynamo"},
                                  "the torchscript exporter's lowering of body's torch calls"),
     ("pairwise_l1", "torchscript"): ("lowering", "reexport", {"exporter": "dynamo"}, "ReduceSum /body/ReduceSum"),
-    # the cheapest route that computes it right: the make_fx re-trace, exported by TorchScript
-    ("ce_weighted_smooth", "dynamo"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"},
+    ("ce_weighted_smooth", "dynamo"): ("lowering", "reexport", {"decompose": "core_aten"},
                                        "aten.cross_entropy_loss"),
     # Log(Sigmoid(100 x)) is -inf: torch's own decomposition of log_sigmoid is stable (never the
     # "size 100 baked in" story: the file runs at the shapes it was exported at)
@@ -43,6 +42,9 @@ VERIFIED = {
     ("logcumsumexp", "dynamo"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "aten.logcumsumexp"),
     ("cdist_l1", "torchscript"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "cdist"),
     ("cdist_linf", "torchscript"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "cdist"),
+    # the dynamo exporter cannot export clamp's mixed float/int bounds; the re-trace defines clamp
+    # with torch's type promotion and TorchScript exports it
+    ("bucketed_top", "torchscript"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "Clip /bucket/Clip"),
 }
 OPSET = {"trilinear": 10}
 INPUTS = {"trilinear": "vol_inputs"}
@@ -53,8 +55,6 @@ UNVERIFIED = {
     # propagate it: a runtime deviation, said so, with no graph edit of the catalogue for it
     ("amax_nan", "torchscript"): ("op-compat", "ONNX Runtime does not: first divergent node /body/ReduceMax"),
     ("amax_nan", "dynamo"): ("op-compat", "ONNX Runtime does not: first divergent node n0 (ReduceMax)"),
-    # the dynamo exporter cannot export clamp's mixed float/int bounds: nothing to verify with
-    ("bucketed_top", "torchscript"): ("lowering", "the graph itself computes something else than PyTorch"),
 }
 # the bucket's result stays int64 in the file (torch promotes it to float): its value is paired
 # through the Cast that consumes it, so the bucket is the origin, never the head fed its values

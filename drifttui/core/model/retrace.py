@@ -50,6 +50,23 @@ def _logcumsumexp(x: Any, dim: int) -> Any:
     return torch.logsumexp(masked, -1).movedim(-1, dim)
 
 
+def _clamp(x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - aten's argument names
+    """torch.clamp with torch's type promotion: an integer tensor clamped by a float bound is a float
+    (the exporters cast the bound to the tensor's type instead)."""
+    import torch
+
+    dtype = x.dtype
+    for b in (min, max):
+        if b is not None:
+            dtype = torch.promote_types(dtype, torch.result_type(x, b))
+    y = x.to(dtype)
+    if min is not None:
+        y = torch.maximum(y, torch.full((), min, dtype=dtype))
+    if max is not None:
+        y = torch.minimum(y, torch.full((), max, dtype=dtype))
+    return y
+
+
 def reference_table() -> dict[Any, Callable[..., Any]]:
     """torch's core ATen decompositions, and the definitions of the ops torch decomposes nowhere."""
     import torch
@@ -57,17 +74,36 @@ def reference_table() -> dict[Any, Callable[..., Any]]:
 
     aten = torch.ops.aten
     return {**core_aten_decompositions(), aten._cdist_forward.default: _cdist, aten.signbit.default: _signbit,
-            aten.logcumsumexp.default: _logcumsumexp}
+            aten.logcumsumexp.default: _logcumsumexp, aten.clamp.default: _clamp}
 
 
 def defined_ops() -> set[str]:
     """The ATen ops ``reference_table`` defines by their definition (their names as FX targets print them)."""
     return {"aten._cdist_forward.default", "aten.cdist.default", "aten.signbit.default",
-            "aten.logcumsumexp.default"}
+            "aten.logcumsumexp.default", "aten.clamp.default"}
+
+
+def _to_copy_symbolic() -> None:
+    """The TorchScript exporter's lowering of ``aten::_to_copy`` (a dtype conversion, which make_fx
+    records for every ``.to(dtype)``): a Cast.  Registered once; the exporter has none of its own."""
+    import torch
+    from torch.onnx import symbolic_helper as sh
+
+    @sh.parse_args("v", "i", "none", "none", "none", "none", "none")
+    def to_copy(g: Any, x: Any, dtype: int, *_: Any) -> Any:
+        return g.op("Cast", x, to_i=sh._type_utils.JitScalarType(dtype).onnx_type())
+
+    torch.onnx.register_custom_op_symbolic("aten::_to_copy", to_copy, 9)
+
+
+_REGISTERED: list[bool] = []
 
 
 def retrace(module: Any, args: tuple) -> Any:
     """``module`` on ``args`` as a GraphModule of core ATen ops (make_fx, the reference table)."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
+    if not _REGISTERED:
+        _to_copy_symbolic()
+        _REGISTERED.append(True)
     return make_fx(module, decomposition_table=reference_table(), tracing_mode="real")(*args)

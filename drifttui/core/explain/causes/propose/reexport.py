@@ -73,9 +73,9 @@ def variants(ctx: Any) -> list[Variant]:
     else:
         other = "torchscript" if ctx.cfg.exporter == "dynamo" else "dynamo"
         out = [Variant(other, f"the {other} exporter")]
+    out.append(Variant("dynamo", "the dynamo exporter after torch's core ATen decompositions", decompose=True))
     out.append(Variant("torchscript", "the TorchScript exporter after a make_fx re-trace into core ATen",
                        retrace=True))
-    out.append(Variant("dynamo", "the dynamo exporter after torch's core ATen decompositions", decompose=True))
     out.append(Variant("dynamo", "the dynamo exporter after a make_fx re-trace into core ATen", retrace=True))
     if not (ctx.cfg.exporter == "torchscript" and not ctx.cfg.onnx and ctx.index.opset == TORCHSCRIPT_TOP):
         out.append(Variant("torchscript", f"the TorchScript exporter at opset {TORCHSCRIPT_TOP}", opset=TORCHSCRIPT_TOP))
