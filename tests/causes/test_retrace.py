@@ -44,9 +44,8 @@ def test_the_definitions_compute_what_torch_computes():
     g = torch.Generator().manual_seed(1)
     a, b = torch.randn(5, 7, generator=g), torch.randn(4, 7, generator=g)
     for p in (0.0, 1.0, 2.0, 3.0, float("inf")):
-        q = b.round() if p == 0 else b
-        assert torch.allclose(r._cdist(a.round() if p == 0 else a, q, p), torch.cdist(a.round() if p == 0 else a, q, p=p),
-                              atol=1e-5), p
+        x, y = (a.round(), b.round()) if p == 0 else (a, b)
+        assert torch.allclose(r._cdist(x, y, p), torch.cdist(x, y, p=p), atol=1e-5), p
     z = torch.tensor([-0.0, 0.0, -1.0, 2.0, float("-inf"), float("nan")])
     assert torch.equal(r._signbit(z), torch.signbit(z))
     big = torch.randn(3, 9, generator=g) * 300

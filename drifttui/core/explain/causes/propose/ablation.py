@@ -1,7 +1,8 @@
 """What a verified catalogue patch really changed (issue 30 point 4): a patch that moves the file to a
-newer opset *and* edits an attribute (antialias=1 at opset 18, reduction="add" at 16) tells its story by the attribute.  When the version conversion alone also
-removes the drift, the attribute is not why: the finding is re-labelled by the conversion (the file's
-lowering at its old opset computes otherwise), and ``repair`` applies the conversion alone.
+newer opset *and* edits an attribute (antialias=1 at opset 18, reduction="add" at 16) tells its
+story by the attribute.  When the version conversion alone also removes the drift, the attribute
+is not why: the finding is re-labelled by the conversion (the file's lowering at its old opset
+computes otherwise), and ``repair`` applies the conversion alone.
 """
 from __future__ import annotations
 
