@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from drifttui.errors import ModelError, environment_failure, first_line
+from drifttui.core.model.retrace import retrace as trace
 
 EXPORTERS = ("dynamo", "torchscript")
 AUTO = "auto"
@@ -76,8 +77,6 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
     with quiet() as (out, err):
         try:
             if retrace:
-                from drifttui.core.model.retrace import retrace as trace
-
                 model = trace(model, tuple(args))
             if exporter == "dynamo":
                 extra: dict = {}

@@ -23,6 +23,7 @@ from drifttui.core.onnx.edit.graft import Graft
 from drifttui.core.explain.causes.locate.localise_nodes import align
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.model.export import export_model
+from drifttui.core.model.retrace import defined_ops
 from drifttui.core.result import display_name
 from drifttui.errors import DriftTuiError
 
@@ -194,8 +195,6 @@ def decomposed_targets(ctx: Any, case: Case, variant: Optional[Variant] = None) 
     decomposition variant lowers otherwise than the exporter did), at most 3.  For a re-trace, the ops
     it defines itself (retrace.defined_ops) first: torch decomposes them nowhere."""
     import torch
-
-    from drifttui.core.model.retrace import defined_ops
 
     table = {str(k) for k in torch.export.default_decompositions().keys()}
     targets = program_targets(ctx, case)
