@@ -30,6 +30,11 @@ def test_a_large_origin_is_re_exported_the_cheap_ways_only():
     assert tried == [every[2]] and skipped == ["d", "dd"]          # no minute-long dynamo export
     tried, skipped = affordable(every, _case(600))
     assert tried == [every[0], every[2]] and skipped == ["dd"]
+    # a make_fx re-trace before a TorchScript export costs a second trace; a dynamo one stays dynamo's
+    traced = [Variant("torchscript", "rt", retrace=True), Variant("dynamo", "rd", retrace=True),
+              Variant("torchscript", "t20", opset=20)]
+    assert affordable(traced, _case(2000)) == ([traced[0], traced[2]], ["rd"])
+    assert affordable(traced, _case(2500)) == ([traced[0]], ["rd", "t20"])
 
 
 def test_the_checks_patches_then_the_localised_nodes_patches_come_first():

@@ -1,7 +1,9 @@
 """Upstream drift forms found for issue 30 point 8 (tests/causes/forms32.py), none of them built into
 the catalogue, ten of the fifteen inside a deep model (a 16-call stem, the form, a head), exported by
 the real exporters and run in real ONNX Runtime: the origin, the cause's class by mechanism,
-``verified``, and ``repair``'s file passes ``check``.  The forms today's engine cannot verify are
+``verified``, and ``repair``'s file passes ``check``.  signbit, logcumsumexp, cdist (p=1, inf) and clamp with
+mixed float/int bounds verify by the make_fx re-trace into core ATen (``core/model/retrace.py``): no exporter, opset or torch
+decomposition computes them right.  The forms today's engine cannot verify are
 asserted as what it says of them (origin, class, not verified) so a change shows.  The one fast form
 runs in ``make test``; the rest behind the ``drifts`` marker.
 """
@@ -34,22 +36,25 @@ VERIFIED = {
     # opset 10: the Resize has no coordinate modes; the story is the opset's, never an antialias one
     ("trilinear", "torchscript"): ("interpolation", "rewrite", {"rewrite": "resize_opset11"},
                                    "opset-10 Resize /body/Resize is always asymmetric"),
+    # no exporter, opset or torch decomposition computes these right: the module re-traced into core
+    # ATen by make_fx (the op by its definition where torch decomposes it nowhere) and exported does
+    ("signbit", "dynamo"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "aten.signbit"),
+    ("logcumsumexp", "dynamo"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "aten.logcumsumexp"),
+    ("cdist_l1", "torchscript"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "cdist"),
+    ("cdist_linf", "torchscript"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "cdist"),
+    # the dynamo exporter cannot export clamp's mixed float/int bounds; the re-trace defines clamp
+    # with torch's type promotion and TorchScript exports it
+    ("bucketed_top", "torchscript"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "Clip /bucket/Clip"),
 }
 OPSET = {"trilinear": 10}
 INPUTS = {"trilinear": "vol_inputs"}
 # what the engine cannot verify yet (no re-export, decomposition or stable form computes it right):
 # (class, words of the message)
 UNVERIFIED = {
-    ("signbit", "dynamo"): ("lowering", "aten.signbit"),
-    ("logcumsumexp", "dynamo"): ("lowering", "aten.logcumsumexp"),
-    ("cdist_l1", "torchscript"): ("lowering", "the graph itself computes something else than PyTorch"),
-    ("cdist_linf", "torchscript"): ("lowering", "the graph itself computes something else than PyTorch"),
     # ORT's ReduceMax drops NaN (microsoft/onnxruntime#10514), torch.amax and the reference evaluator
     # propagate it: a runtime deviation, said so, with no graph edit of the catalogue for it
     ("amax_nan", "torchscript"): ("op-compat", "ONNX Runtime does not: first divergent node /body/ReduceMax"),
     ("amax_nan", "dynamo"): ("op-compat", "ONNX Runtime does not: first divergent node n0 (ReduceMax)"),
-    # the dynamo exporter cannot export clamp's mixed float/int bounds: nothing to verify with
-    ("bucketed_top", "torchscript"): ("lowering", "the graph itself computes something else than PyTorch"),
 }
 # the bucket's result stays int64 in the file (torch promotes it to float): its value is paired
 # through the Cast that consumes it, so the bucket is the origin, never the head fed its values

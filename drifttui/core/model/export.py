@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from drifttui.errors import ModelError, environment_failure, first_line
+from drifttui.core.model.retrace import retrace as trace
 
 EXPORTERS = ("dynamo", "torchscript")
 AUTO = "auto"
@@ -58,13 +59,15 @@ def _no_log(*_: Any) -> None:
 
 def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: Path,
                  name: str = "model.onnx", dynamic: bool = False, opset: Optional[int] = None,
-                 decompose: bool = False) -> Path:
+                 decompose: bool = False, retrace: bool = False) -> Path:
     """Export into ``workdir`` and return the path. Raises ModelError with a one-line reason.
 
     ``dynamic``: dim 0 of every input is a dynamic batch dim (``--batch``).  ``opset``: another
     opset than the exporter's default.  ``decompose`` (dynamo): the program is decomposed with
     torch's own core ATen table (``ExportedProgram.run_decompositions``) before the exporter lowers
-    it, so the ops torchlib lowers by hand go through torch's decompositions instead."""
+    it, so the ops torchlib lowers by hand go through torch's decompositions instead.  ``retrace``:
+    the module is first re-traced into core ATen by ``make_fx`` (``retrace.py``: torch's core table and
+    the definitions of the ops torch decomposes nowhere), and that GraphModule is exported."""
     import torch
 
     if exporter not in EXPORTERS:
@@ -73,6 +76,8 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
     dyn = dynamic
     with quiet() as (out, err):
         try:
+            if retrace:
+                model = trace(model, tuple(args))
             if exporter == "dynamo":
                 extra: dict = {}
                 if dyn:

@@ -37,12 +37,12 @@ def _on(ctx: Any, case: Case, trial: Any) -> Optional[Eval]:
         return Eval(float("inf"), True, False, str(exc))
 
 
-def hold(ctx: Any, trials: list[Any]) -> None:
+def hold(ctx: Any, trials: list[Any]) -> list[Any]:
     """Mark the passing trials that fail on a fresh sample as failing (``Trial.fresh`` records the
-    fresh samples' local errors)."""
+    fresh samples' local errors); ``trials``, marked."""
     passing = [t for t in trials if t.after.ok and not t.after.fails]
     if not passing:
-        return
+        return trials
     for k in fresh_indices(ctx):
         case = origin_case(ctx, sample=k)
         if case is None:
@@ -59,3 +59,4 @@ def hold(ctx: Any, trials: list[Any]) -> None:
                 t.after = Eval(t.after.max_abs, True, True,
                                f"removes the drift on the worst sample but not on fresh sample {k} "
                                f"(local error {ev.text()})")
+    return trials

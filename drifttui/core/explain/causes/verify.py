@@ -30,6 +30,7 @@ from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, loc
 from drifttui.core.explain.causes.locate.fx_localise import describe, first_failing_inner, fx_localise, torch_calls, widen
 from drifttui.core.explain.causes.holds import hold
 from drifttui.core.explain.causes.propose.nopatch import explain_no_patch
+from drifttui.core.explain.causes.propose.ablation import by_what_it_changed
 from drifttui.core.explain.causes.propose.patch_budget import affordable, budget, by_likelihood
 from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
 from drifttui.core.explain.causes.propose.precision_loss import precision_finding
@@ -205,6 +206,7 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         if any(t.after.ok and not t.after.fails for t in trials):
             ctx.say("causes: checking the patches that work on fresh samples")
         hold(ctx, trials)
+        trials = by_what_it_changed(case, trials, lambda ps: hold(ctx, verify(case, ps, ctx.cancel)))
         # a unit with a folded producer: the origin module alone is not what the case computes
         if reexport and not case.folded and not any(t.after.ok and not t.after.fails for t in trials):
             tried, skipped_exports = affordable(variants(ctx), case)

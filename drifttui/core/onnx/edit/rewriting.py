@@ -146,7 +146,12 @@ def apply_resize_antialias(model: Any, spec: dict[str, Any]) -> None:
     _set(_node(model, spec["node"], "Resize"), antialias=1)
 
 
-APPLY = {"floor_cast": apply_floor_cast, "softplus_threshold": apply_softplus_threshold,
+def apply_convert_opset(model: Any, spec: dict[str, Any]) -> None:
+    """The whole file at a newer opset, nothing else edited (ablation.py: a conversion alone)."""
+    _at_least(model, int(spec["opset"]))
+
+
+APPLY = {"convert_opset": apply_convert_opset, "floor_cast": apply_floor_cast, "softplus_threshold": apply_softplus_threshold,
          "scatter_reduction": apply_scatter_reduction, "avgpool_divisor": apply_avgpool_divisor,
          "resize_antialias": apply_resize_antialias}
 

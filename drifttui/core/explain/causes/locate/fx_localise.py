@@ -113,7 +113,9 @@ def _program(ctx: Any, module_name: str, module: Any, ins: list[Any]) -> Any:
     if key not in ctx.cache:
         ctx.cache[key] = None           # a module torch.export cannot trace is not tried again
         with quiet():
-            ep = torch.export.export(module, tuple(ins), strict=False)
+            # the capture's inference tensors: a module with parameters cannot be traced on them
+            plain = tuple(t.clone() if isinstance(t, torch.Tensor) and t.is_inference() else t for t in ins)
+            ep = torch.export.export(module, plain, strict=False)
             ep = _core._prepare_exported_program_for_export(ep, registry=_registration.ONNXRegistry.from_torchlib())
         ctx.cache[key] = ep.module()
     if ctx.cache[key] is None:

@@ -12,9 +12,10 @@ from drifttui.core.onnx.edit.patches import Patch
 MAX_PATCHES = 48         # candidate patches tried per origin at most (each is one small ORT session)
 NODE_BUDGET = 24_000     # and at most this many node runs: a 2000-node origin gets 12 patches
 MIN_PATCHES = 8
-MAX_EXPORTS = 4          # re-exports of the origin module (reexport.variants) at most
+MAX_EXPORTS = 6          # re-exports of the origin module (reexport.variants) at most
 EXPORT_BUDGET = 6_000    # and at most this cost (origin nodes, DYNAMO_COST per node for a dynamo export)
 DYNAMO_COST = 8
+RETRACE_COST = 2         # a make_fx re-trace before a TorchScript export: a second trace of the module
 
 
 def budget(case: Case) -> int:
@@ -25,12 +26,13 @@ def budget(case: Case) -> int:
 def affordable(variants: list[Any], case: Case) -> tuple[list[Any], list[str]]:
     """The re-exports this origin can pay for, in order, and the ones it cannot (their ``why``): each
     costs about its origin's node count (a TorchScript export; a dynamo export, which traces,
-    decomposes and optimises, DYNAMO_COST times that: about a minute for 2000 nodes), within
+    decomposes and optimises, DYNAMO_COST times that: about a minute for 2000 nodes; a TorchScript
+    export after a make_fx re-trace, RETRACE_COST times), within
     EXPORT_BUDGET.  A small origin gets every variant; a 2000-node origin only TorchScript ones."""
     n = max(1, len(case.model.graph.node))
     spent, tried, skipped = 0, [], []
     for v in variants[:MAX_EXPORTS]:
-        cost = n * (DYNAMO_COST if v.exporter == "dynamo" else 1)
+        cost = n * (DYNAMO_COST if v.exporter == "dynamo" else RETRACE_COST if getattr(v, "retrace", False) else 1)
         if spent + cost > EXPORT_BUDGET:
             skipped.append(v.why)
             continue

@@ -23,6 +23,7 @@ from drifttui.core.onnx.edit.graft import Graft
 from drifttui.core.explain.causes.locate.localise_nodes import align
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.model.export import export_model
+from drifttui.core.model.retrace import defined_ops
 from drifttui.core.result import display_name
 from drifttui.errors import DriftTuiError
 
@@ -34,9 +35,17 @@ class Variant(NamedTuple):
     why: str
     opset: Optional[int] = None
     decompose: bool = False
+    retrace: bool = False         # re-traced into core ATen by make_fx first (core/model/retrace.py)
 
     def fix(self, opset: Optional[int], target: str = "") -> str:
         at = f" at opset {opset}" if opset else ""
+        if self.retrace:
+            what = f"{target} written in core ATen ops" if target else "the module re-traced into core ATen ops"
+            return (f"export through another route ({what}, exported by the {self.exporter} exporter{at}, "
+                    "computes what torch computes): re-trace with `torch.fx.experimental.proxy_tensor.make_fx("
+                    "model, decomposition_table=...)` or replace the call by its definition, then "
+                    f"`torch.onnx.export(..., dynamo={self.exporter == 'dynamo'})`; report the lowering"
+                    f"{' of ' + target if target else ''} to torch.onnx with `drifttui repro`")
         if self.decompose:
             what = f"torch's own decomposition of {target}" if target else "torch's own decompositions"
             return (f"decompose before exporting ({what} is right where the exporter's lowering is not): "
@@ -49,14 +58,16 @@ class Variant(NamedTuple):
         return f"export with --exporter {self.exporter}{at}"
 
 
-MAX_VARIANTS = 4          # re-exports tried per origin, cheapest and likeliest first
+MAX_VARIANTS = 6          # re-exports tried per origin, cheapest and likeliest first
 TORCHSCRIPT_TOP = 20      # the newest opset the TorchScript exporter lowers to
 
 
 def variants(ctx: Any) -> list[Variant]:
     """The re-exports to try, in order, at most MAX_VARIANTS: the other exporter (both of today's for
     a file the user exported), the dynamo exporter after torch's core ATen decompositions (another
-    lowering path than torchlib's hand-written one), the TorchScript exporter at its newest opset."""
+    lowering path than torchlib's hand-written one), the module re-traced into core ATen by make_fx
+    and exported by each exporter (for lowerings no exporter, opset or torch decomposition gets right:
+    retrace.py), the TorchScript exporter at its newest opset."""
     if ctx.cfg.onnx:
         out = [Variant("dynamo", "today's dynamo exporter on the runtime input shapes"),
                Variant("torchscript", "the TorchScript exporter on the runtime input shapes")]
@@ -64,6 +75,9 @@ def variants(ctx: Any) -> list[Variant]:
         other = "torchscript" if ctx.cfg.exporter == "dynamo" else "dynamo"
         out = [Variant(other, f"the {other} exporter")]
     out.append(Variant("dynamo", "the dynamo exporter after torch's core ATen decompositions", decompose=True))
+    out.append(Variant("torchscript", "the TorchScript exporter after a make_fx re-trace into core ATen",
+                       retrace=True))
+    out.append(Variant("dynamo", "the dynamo exporter after a make_fx re-trace into core ATen", retrace=True))
     if not (ctx.cfg.exporter == "torchscript" and not ctx.cfg.onnx and ctx.index.opset == TORCHSCRIPT_TOP):
         out.append(Variant("torchscript", f"the TorchScript exporter at opset {TORCHSCRIPT_TOP}", opset=TORCHSCRIPT_TOP))
     return out[:MAX_VARIANTS]
@@ -74,12 +88,12 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     io = call_io(ctx, case)
     if module is None or io is None:
         return None, Eval(float("inf"), True, False, "the origin's inputs could not be captured")
-    ins, outs = io
+    ins, outs = _plain(io[0]), io[1]
     exporter, why = variant.exporter, variant.why
     with tempfile.TemporaryDirectory(prefix="drifttui-reexport-") as d:
         try:
             path = export_model(module, tuple(ins), {}, exporter, Path(d), "origin.onnx", opset=variant.opset,
-                                decompose=variant.decompose)
+                                decompose=variant.decompose, retrace=variant.retrace)
             import onnx
 
             model = onnx.load(str(path))
@@ -92,7 +106,8 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     feeds = {n: t.detach().cpu().numpy() for n, t in zip(feeds_names, ins)}
     opset = next((i.version for i in model.opset_import if i.domain in ("", "ai.onnx")), None)
     spec = {"op": "reexport", "module": case.module, "exporter": exporter, "opset": opset,
-            "input_shapes": [list(t.shape) for t in ins], **({"decompose": "core_aten"} if variant.decompose else {})}
+            "input_shapes": [list(t.shape) for t in ins], **({"decompose": "core_aten"} if variant.decompose else {}),
+            **({"retrace": "make_fx_core_aten"} if variant.retrace else {})}
     fx = getattr(loc, "fx", None)
     wrong = fx.wrong if fx is not None and getattr(loc, "kind", "") != "runtime" else None
     if wrong is not None:       # a dynamo file: its FX values named the wrong node (fx_localise)
@@ -101,7 +116,8 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     else:
         node = mistranslated(case, model, feeds) if ev.ok and not ev.fails else None
         check, said = _story(case, module, node, ctx, variant)
-    target = wrong.target if wrong is not None else ", ".join(decomposed_targets(ctx, case)) if variant.decompose else ""
+    target = (wrong.target if wrong is not None else ", ".join(decomposed_targets(ctx, case, variant))
+              if variant.decompose or variant.retrace else "")
     patch = Patch(spec, check, f"{said}{display_name(case.module)} exported alone with {why} (opset {opset}) computes what "
                   "torch computes", variant.fix(opset, target)
                   + (" and dynamic shapes for the sizes that change at run time" if ctx.cfg.onnx else "")
@@ -142,6 +158,10 @@ def _story(case: Case, module: Any, node: Any, ctx: Any, variant: Optional[Varia
         at = f" (the first node whose value the re-export never computes: {node.op_type} {node.name})" if node else ""
         return "normalization", (f"{type(lost[1]).__name__} {case.module}'s eps={lost[0]:g} is in no constant or "
                                  f"attribute of the file: the export dropped it{at}; ")
+    if variant is not None and variant.retrace and node is not None:
+        cls, said = _by_variant(case, ctx, variant)     # the ATen op by its definition: name it
+        if said:
+            return cls, f"{said[:-2]} (the first node it computes otherwise: {node.op_type} {node.name}); "
     if node is not None:
         return lowering_class("", [node.op_type]), (
             f"{node.op_type} {node.name} computes something else than torch: the one node of "
@@ -157,24 +177,29 @@ def _by_variant(case: Case, ctx: Any, variant: Optional[Variant]) -> tuple[str, 
     ATen ops the decomposition re-lowered."""
     made_by = file_exporter(ctx.index, ctx.cfg.exporter) if ctx.cfg.onnx else ctx.cfg.exporter
     if variant is None or (ctx.cfg.onnx and variant.exporter == made_by and not variant.decompose
-                           and variant.opset is None):
+                           and not variant.retrace and variant.opset is None):
         return ("versions" if ctx.cfg.onnx else "lowering"), ""
     name = display_name(case.module)
-    if variant.decompose:
-        ops = decomposed_targets(ctx, case)
+    if variant.decompose or variant.retrace:
+        ops = decomposed_targets(ctx, case, variant)
+        how = ("its definition in core ATen ops, re-traced by make_fx and exported by the "
+               f"{variant.exporter} exporter," if variant.retrace else "torch's own decomposition of it")
         if ops:
-            return "lowering", (f"the {made_by} exporter's lowering of {', '.join(ops)} (called by {name}) computes "
-                                f"otherwise than torch, torch's own decomposition of it does not; ")
+            return lowering_class(ops[0], []), (f"the {made_by} exporter's lowering of {', '.join(ops)} (called by "
+                                                f"{name}) computes otherwise than torch, {how} does not; ")
     return "lowering", f"the {made_by} exporter's lowering of {name}'s torch calls computes otherwise than torch; "
 
 
-def decomposed_targets(ctx: Any, case: Case) -> list[str]:
+def decomposed_targets(ctx: Any, case: Case, variant: Optional[Variant] = None) -> list[str]:
     """The ATen ops of the origin's torch program that torch's core ATen table decomposes (the ones the
-    decomposition variant lowers otherwise than the exporter did), at most 3."""
+    decomposition variant lowers otherwise than the exporter did), at most 3.  For a re-trace, the ops
+    it defines itself (retrace.defined_ops) first: torch decomposes them nowhere."""
     import torch
 
     table = {str(k) for k in torch.export.default_decompositions().keys()}
-    return [t for t in program_targets(ctx, case) if t in table][:3]
+    targets = program_targets(ctx, case)
+    own = [t for t in targets if t in defined_ops()] if variant is not None and variant.retrace else []
+    return (own + [t for t in targets if t in table and t not in own])[:3]
 
 
 def _fx_story(case: Case, module: Any, fx: Any, ctx: Any) -> tuple[str, str]:
@@ -239,6 +264,13 @@ def mistranslated(case: Case, witness: Any, witness_feeds: dict[str, np.ndarray]
         return None
     return align(case.model, mine, case.feeds, theirs, [o.name for o in witness.graph.output], case.atol,
                  case.rtol)
+
+
+def _plain(ins: list[Any]) -> list[Any]:
+    """The captured call inputs as ordinary tensors: the capture runs under ``torch.inference_mode``,
+    and a module with parameters that need grad cannot be traced or exported on inference tensors
+    ("Inference tensors cannot be saved for backward")."""
+    return [t.clone() if getattr(t, "is_inference", lambda: False)() else t for t in ins]
 
 
 def _graft(ctx: Any, case: Case, model: Any, arrays: list[np.ndarray]) -> Any:

@@ -1,0 +1,109 @@
+"""Re-trace a module into core ATen through another route than the exporters' (issue 30 point 2).
+
+``make_fx`` runs the module's torch computation on real inputs and records it as an FX graph of core
+ATen ops, decomposed by torch's core ATen table and, for the ops that table and the exporters leave
+opaque (no decomposition anywhere in torch, and a lowering that computes otherwise or none at all),
+by their *definition* in core ATen ops (``reference_table``).  The GraphModule is then exported like any
+module, by either exporter: a route that never reaches the failing lowering.
+
+The definitions are of ops, not drift forms: each entry is the op's mathematical definition, written
+so that every exporter lowers it from ops it lowers right (exact comparisons, ``logsumexp``'s
+max-shifted form), for every argument the op takes.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+def _cdist(x1: Any, x2: Any, p: float, compute_mode: Any = None) -> Any:
+    """torch.cdist by its definition: the p-norm of every row difference (p=0 counts, p=inf takes the max)."""
+    d = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    if p == 0:
+        return (d != 0).to(x1.dtype).sum(-1)
+    if p == 1:
+        return d.abs().sum(-1)
+    if p == 2:
+        return (d * d).sum(-1).sqrt()
+    if p == float("inf"):
+        return d.abs().amax(-1)
+    return d.abs().pow(p).sum(-1).pow(1.0 / p)
+
+
+def _signbit(x: Any) -> Any:
+    """torch.signbit: negative, or a negative zero (1/-0.0 is -inf), never a comparison alone."""
+    if not x.is_floating_point():
+        return x < 0
+    return (x < 0) | ((x == 0) & ((1.0 / x) < 0))
+
+
+def _logcumsumexp(x: Any, dim: int) -> Any:
+    """torch.logcumsumexp: each prefix's logsumexp (max-shifted, so no overflow), over a lower-triangular
+    mask of the dimension."""
+    import torch
+
+    dim = dim % max(1, x.dim())
+    xt = x.movedim(dim, -1)
+    n = xt.shape[-1]
+    keep = torch.ones(n, n, dtype=torch.bool).tril()
+    full = xt.unsqueeze(-2).expand(*xt.shape[:-1], n, n)
+    masked = torch.where(keep, full, torch.tensor(float("-inf"), dtype=x.dtype))
+    return torch.logsumexp(masked, -1).movedim(-1, dim)
+
+
+def _clamp(x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - aten's argument names
+    """torch.clamp with torch's type promotion: an integer tensor clamped by a float bound is a float
+    (the exporters cast the bound to the tensor's type instead)."""
+    import torch
+
+    dtype = x.dtype
+    for b in (min, max):
+        if b is not None:
+            dtype = torch.promote_types(dtype, torch.result_type(x, b))
+    y = x.to(dtype)
+    if min is not None:
+        y = torch.maximum(y, torch.full((), min, dtype=dtype))
+    if max is not None:
+        y = torch.minimum(y, torch.full((), max, dtype=dtype))
+    return y
+
+
+def reference_table() -> dict[Any, Callable[..., Any]]:
+    """torch's core ATen decompositions, and the definitions of the ops torch decomposes nowhere."""
+    import torch
+    from torch._decomp import core_aten_decompositions
+
+    aten = torch.ops.aten
+    return {**core_aten_decompositions(), aten._cdist_forward.default: _cdist, aten.signbit.default: _signbit,
+            aten.logcumsumexp.default: _logcumsumexp, aten.clamp.default: _clamp}
+
+
+def defined_ops() -> set[str]:
+    """The ATen ops ``reference_table`` defines by their definition (their names as FX targets print them)."""
+    return {"aten._cdist_forward.default", "aten.cdist.default", "aten.signbit.default",
+            "aten.logcumsumexp.default", "aten.clamp.default"}
+
+
+def _to_copy_symbolic() -> None:
+    """The TorchScript exporter's lowering of ``aten::_to_copy`` (a dtype conversion, which make_fx
+    records for every ``.to(dtype)``): a Cast.  Registered once; the exporter has none of its own."""
+    import torch
+    from torch.onnx import symbolic_helper as sh
+
+    @sh.parse_args("v", "i", "none", "none", "none", "none", "none")
+    def to_copy(g: Any, x: Any, dtype: int, *_: Any) -> Any:
+        return g.op("Cast", x, to_i=sh._type_utils.JitScalarType(dtype).onnx_type())
+
+    torch.onnx.register_custom_op_symbolic("aten::_to_copy", to_copy, 9)
+
+
+_REGISTERED: list[bool] = []
+
+
+def retrace(module: Any, args: tuple) -> Any:
+    """``module`` on ``args`` as a GraphModule of core ATen ops (make_fx, the reference table)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    if not _REGISTERED:
+        _to_copy_symbolic()
+        _REGISTERED.append(True)
+    return make_fx(module, decomposition_table=reference_table(), tracing_mode="real")(*args)
