@@ -24,15 +24,16 @@ from drifttui.core.runtime.cpu import detect
 from drifttui.core.runtime.torch_hooks import Call
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.base.metrics import Aggregate, Stats
-from drifttui.core.base.tolerance import BUDGET_RULE, DTYPE_RULE, GENUINE_SHARE, bound
+from drifttui.core.base.tolerance import DTYPE_RULE, bound
 from drifttui.core.decide.unattributed import attribute_unowned, unmapped_before
 from drifttui.core.decide.notes import output_notes
 from drifttui.core.decide.genuine import genuine_drifts
+from drifttui.core.decide.precision import precision_of
 from drifttui.core.result import (CHANNELS_AROUND, OWN_VALUES, DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK,
                                   SCHEMA_VERSION,
                                   UNATTRIBUTED, UNMAPPED,
                                   Channels, Config, Coverage, Environment, InitializerInfo, Layer, LayerBudget, NodeInfo,
-                                  Origin, Output, ParamInfo, Precision, Result, Tolerance)
+                                  Origin, Output, ParamInfo, Result, Tolerance)
 
 if TYPE_CHECKING:   # pragma: no cover
     from drifttui.core.capture.stage import Capture
@@ -332,45 +333,9 @@ def layer_budget(rules: Rules, call: int, g: Optional[Aggregate], lo: Optional[A
     return LayerBudget(b.fmt, b.own, b.out, b.depth, own_db, out_db, rules.shares.get(call), over)
 
 
-def precision_of(pr: "Prepared", rules: Rules, drifts: bool, origin: Optional[int] = None,
-                 own_over: bool = False, other_drift: bool = False, genuine: bool = False) -> Optional[Precision]:
-    scan = getattr(pr, "precision", None)
-    if scan is None:
-        return None
-    fmt = "+".join(scan.formats) or "float32"
-    return Precision(format=fmt, summary=scan.summary(), schemes=list(scan.schemes),
-                     reduced_nodes=len(scan.nodes) - scan.reduced_views, nodes=scan.total - scan.views,
-                     evidence=dict(scan.ops),
-                     verdict=("over budget" if drifts else "within budget") if scan.reduced else "",
-                     cause=("genuine drift" if genuine else cause_of(rules, origin, own_over, other_drift))
-                     if scan.reduced and drifts else "",
-                     rule=BUDGET_RULE if scan.reduced else "", output_budget=rules.out_budget,
-                     kernels=detect().int8_line() if _int8(scan) else "")
-
-
-def _int8(scan: Any) -> bool:
-    """The file computes with 8-bit integer ops (their results depend on the CPU's kernels)."""
-    return "int8" in scan.formats or any(s.startswith("int8") for s in scan.schemes)
-
-
 def _over(layers: list[Layer], origin: Optional[int]) -> bool:
     b = layers[origin].budget if origin is not None else None
     return bool(b is not None and b.over)
-
-
-def cause_of(rules: Rules, origin: Optional[int], own_over: bool, other_drift: bool = False) -> str:
-    """Why an over-budget file is over: "precision" when its origin pays for the file's precision (its
-    reduced nodes over their budget, and computing them in float32 removes a real share of the output
-    error, or that share was not measured) or only the outputs are over; "genuine drift" when the
-    origin is not a precision loss (no reduced node of its own, within its own budget, or a share of
-    about 0: a wrong weight or attribute).  A share of about 0 does not decide it while another layer
-    drifts too: that layer's error can dwarf the origin's in the outputs (both stories, issue 33 4c)."""
-    if origin is None:
-        return "precision"
-    b, share = rules.budgets.get(origin), rules.shares.get(origin)
-    if not (b is not None and bool(getattr(b, "node_ids", None)) and own_over):
-        return "genuine drift"
-    return "precision" if share is None or share >= GENUINE_SHARE or other_drift else "genuine drift"
 
 
 def make_origin(layers: list[Layer], origin: Optional[int]) -> Optional[Origin]:

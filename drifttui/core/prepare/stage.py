@@ -38,7 +38,6 @@ from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, heart
 from drifttui.core.prepare.reference_check import same_as_onnx
 from drifttui.core.result import Config
 from drifttui.core.model.spec import InputSpec, parse_input_spec, parse_model_spec
-from drifttui.core.base.units import human
 from drifttui.core.prepare.budget import Budget, plan_budget, window_note
 from drifttui.core.prepare.qweight_check import weight_checks
 from drifttui.core.prepare.windows import Window, attach_local, plan_windows
@@ -143,22 +142,8 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
             index, plan, mapped_note, exporter = found[0], found[1], found[2], found[3] or exporter
             notes.append(mapped_note)
     details = layer_details(index, plan, calls, model, timings)    # the figures start in the background
-    if batch > 1 and hooks is not None:
-        with hooks.installed():
-            why = batch_probe.probe_torch(hooks, model, safe_forward, sample0,
-                                            batch_probe.base_dims(plan, calls))
-        if why:
-            batch = _no_batch(cfg, notes, why)
-    elif batch > 1:
-        batch = _no_batch(cfg, notes, "batched capture needs module hooks")
-    local = build_local_graph(index, plan, calls, [TensorRef.of(t) for t in flatten(sample0)]) \
-        if hooks is not None else None
-    if local is not None and reference.processed_by(index):
-        why_local = reference.loads(local.model, cfg.provider, workdir, index.data_dir)
-        if why_local:
-            local = None
-            notes.append(f"no own (local) errors: ONNX Runtime refuses this processed graph cut at the module "
-                         f"boundaries ({why_local}); statuses come from the outputs alone")
+    batch = _probed_batch(cfg, batch, hooks, model, sample0, plan, calls, notes)
+    local = _local_graph(cfg, index, plan, calls, sample0, workdir, notes) if hooks is not None else None
     pscan = _with_levels(cfg, index, pscan, feeds0, workdir)
     mem = plan_budget(cfg.max_memory, index, hooks is not None)
     budget = mem.activations if hooks is not None else None
@@ -174,6 +159,32 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
                     exporter=exporter, input_dtypes=input_dtypes, hooks=hooks, calls=calls, plan=plan,
                     local=local, windows=windows, budget=budget, batch=batch, notes=notes, details=details,
                     workdir=workdir, timings=timings, precision=pscan, budgets=budgets, outputs0=outputs0)
+
+
+def _probed_batch(cfg: Config, batch: int, hooks: Any, model: Any, sample0: Any, plan: Any, calls: list,
+                  notes: list[str]) -> int:
+    """The capture's batch, or 1 (said in ``notes``) when the model's modules depend on the batch."""
+    if batch <= 1:
+        return batch
+    if hooks is None:
+        return _no_batch(cfg, notes, "batched capture needs module hooks")
+    with hooks.installed():
+        why = batch_probe.probe_torch(hooks, model, safe_forward, sample0, batch_probe.base_dims(plan, calls))
+    return _no_batch(cfg, notes, why) if why else batch
+
+
+def _local_graph(cfg: Config, index: Any, plan: Any, calls: list, sample0: Any, workdir: Path,
+                 notes: list[str]) -> Any:
+    """The graph cut at the module boundaries (own errors), or None (said) where ORT refuses a
+    processed file's cut."""
+    local = build_local_graph(index, plan, calls, [TensorRef.of(t) for t in flatten(sample0)])
+    if local is not None and reference.processed_by(index):
+        why_local = reference.loads(local.model, cfg.provider, workdir, index.data_dir)
+        if why_local:
+            notes.append(f"no own (local) errors: ONNX Runtime refuses this processed graph cut at the module "
+                         f"boundaries ({why_local}); statuses come from the outputs alone")
+            return None
+    return local
 
 
 def _half_inputs_note(gi: Any) -> list[str]:

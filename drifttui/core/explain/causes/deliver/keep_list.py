@@ -47,15 +47,11 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
     drift").  A layer is a genuine drift when decide said so (the origin, or a weight that is not the
     model's), or when keeping every over-budget layer in float32 removes none of the output error."""
     budgets = (prepared.budgets or ({}, 0.0))[0]
-    o = result.drift_origin
-    if o is not None and result.precision is not None and result.precision.cause == "genuine drift":
-        # decide's word: the origin is not a precision loss; name it, not a consequence further down
-        return KeepList(genuine=[o.module or "(root)"], indices=[o.layer])
+    decided = _genuine_by_decide(result)
+    if decided is not None:
+        return decided
     over = [L for L in result.layers if L.budget is not None and L.budget.over and budgets.get(L.index)
             and budgets[L.index].node_ids]
-    wrong = [L for L in result.layers if WEIGHT_NOT_THE_MODELS in L.note]
-    if wrong:
-        return KeepList(genuine=[L.module or "(root)" for L in wrong], indices=[L.index for L in wrong])
     rest = sorted((L for L in result.layers if L.budget is not None and L not in over
                    and budgets.get(L.index) is not None and budgets[L.index].node_ids),
                   key=lambda L: -(L.budget.share or 0.0))
@@ -102,6 +98,18 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
     out.model, out.after, out.verified = model, after, ok
     out.unkept = sorted(unkept)
     return out
+
+
+def _genuine_by_decide(result: Any) -> Optional[KeepList]:
+    """decide's word that no keep-list applies: the origin is a genuine drift (not a precision loss:
+    name it, not a consequence further down), or a layer's weight is not the model's."""
+    o = result.drift_origin
+    if o is not None and result.precision is not None and result.precision.cause == "genuine drift":
+        return KeepList(genuine=[o.module or "(root)"], indices=[o.layer])
+    wrong = [L for L in result.layers if WEIGHT_NOT_THE_MODELS in L.note]
+    if wrong:
+        return KeepList(genuine=[L.module or "(root)" for L in wrong], indices=[L.index for L in wrong])
+    return None
 
 
 def _no_gain(before: Any, after: Any) -> bool:
