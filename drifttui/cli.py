@@ -179,7 +179,7 @@ def cmd_examples(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from drifttui.core.model.examples.catalogue import CATALOGUE
-    from drifttui.report.console import listing_console
+    from drifttui.report.console import report_console
 
     t = Table(box=None, header_style="bold")
     t.add_column("name", no_wrap=True)
@@ -188,7 +188,7 @@ def cmd_examples(args: argparse.Namespace) -> int:
     t.add_column("description")
     for e in CATALOGUE.values():
         t.add_row(e.name, e.expected_origin or "- (clean)", e.cause or "-", e.description)
-    listing_console().print(t)
+    report_console().print(t)
     return EXIT_OK
 
 

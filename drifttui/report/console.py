@@ -20,16 +20,3 @@ def report_console(file: Optional[IO[str]] = None) -> Console:
     if console.is_terminal or os.environ.get("COLUMNS"):
         return console
     return Console(file=file, width=UNWRAPPED_WIDTH, soft_wrap=True)
-
-
-PIPED_LISTING_WIDTH = 80
-
-
-def listing_console(file: Optional[IO[str]] = None) -> Console:
-    """A listing for people (``drifttui examples``): the terminal's width, or 80 columns piped or
-    redirected without $COLUMNS (its last column wraps between words; a report's unwrapped lines
-    made it 209 columns wide in a pipe or a pager)."""
-    console = Console(file=file)
-    if console.is_terminal or os.environ.get("COLUMNS"):
-        return console
-    return Console(file=file, width=PIPED_LISTING_WIDTH)
