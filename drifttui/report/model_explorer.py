@@ -103,6 +103,7 @@ def origin_url(result: Result, onnx_path: str, files: dict[str, str], port: int 
         return None
     data = {"models": [{"url": os.path.abspath(onnx_path)}],
             "nodeData": [os.path.abspath(p) for p in files.values()],
+            "nodeDataTargets": ["" for _ in files],       # as the model-explorer command's own URL has it
             "uiState": {"paneStates": [{"deepestExpandedGroupNodeIds": [], "selectedNodeId": nodes[0],
                                         "selectedGraphId": "", "selectedCollectionLabel": "",
                                         "widthFraction": 1}]}}
