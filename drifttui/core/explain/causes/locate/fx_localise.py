@@ -123,17 +123,24 @@ def _program(ctx: Any, module_name: str, module: Any, ins: list[Any]) -> Any:
     return ctx.cache[key]
 
 
+def _origin_program(ctx: Any, case: Case) -> Any:
+    """The origin module's FX program on its captured inputs, or None when torch.export cannot trace it."""
+    module = ctx.modules().get(case.module) if case.module else ctx.model
+    io = call_io(ctx, case)
+    if module is None or io is None:
+        return None
+    try:
+        return _program(ctx, case.module, module, io[0])
+    except Exception:  # noqa: BLE001 - no FX witness
+        return None
+
+
 def torch_calls(ctx: Any, case: Case, prefix: str) -> list[list[Optional[float]]]:
     """The numeric arguments of the origin module's FX calls whose target starts with ``prefix``
     (e.g. ``aten.softplus``: x, beta, threshold), in call order: the torch side of a functional
     call for a file without FX metadata (a TorchScript file); [] when torch.export cannot trace it."""
-    module = ctx.modules().get(case.module) if case.module else ctx.model
-    io = call_io(ctx, case)
-    if module is None or io is None:
-        return []
-    try:
-        gm = _program(ctx, case.module, module, io[0])
-    except Exception:  # noqa: BLE001 - no FX witness
+    gm = _origin_program(ctx, case)
+    if gm is None:
         return []
     return [[float(a) if isinstance(a, (int, float)) and not isinstance(a, bool) else None for a in n.args]
             for n in gm.graph.nodes if n.op == "call_function" and _target(str(n.target)).startswith(prefix)]
@@ -142,13 +149,8 @@ def torch_calls(ctx: Any, case: Case, prefix: str) -> list[list[Optional[float]]
 def program_targets(ctx: Any, case: Case) -> list[str]:
     """The ATen targets the origin module's torch program calls (as the dynamo exporter sees them),
     in call order without repeats; [] when torch.export cannot trace it."""
-    module = ctx.modules().get(case.module) if case.module else ctx.model
-    io = call_io(ctx, case)
-    if module is None or io is None:
-        return []
-    try:
-        gm = _program(ctx, case.module, module, io[0])
-    except Exception:  # noqa: BLE001 - no FX witness
+    gm = _origin_program(ctx, case)
+    if gm is None:
         return []
     return list(dict.fromkeys(_target(str(n.target)) for n in gm.graph.nodes if n.op == "call_function"))
 
