@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from drifttui.core.onnx.edit.keep_float32 import converter_forms, keep_float32, original_names, unkept_ops, without_views
+from drifttui.core.onnx.edit.converter_forms import converter_forms, original_names
+from drifttui.core.onnx.edit.keep_float32 import keep_float32, unkept_ops, without_views
 from drifttui.core.onnx.edit.keep_qoperator import unit
 from drifttui.core.explain.causes.propose.precision_loss import GENUINE_SHARE
 from drifttui.core.result import WEIGHT_NOT_THE_MODELS
@@ -89,14 +90,17 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
         ok, model, after = within(kept)
     if ok:
         kept, model, after = _pruned(kept, must, within, model, after)
+    out.model, out.after, out.verified, out.unkept = model, after, ok, sorted(unkept)
+    return _named(out, kept, budgets, prepared.index, result)
+
+
+def _named(out: KeepList, kept: list[Any], budgets: dict, index: Any, result: Any) -> KeepList:
+    """``out`` with the kept layers and their nodes in the user's converter's words."""
     nodes = {k for L in kept for k in budgets[L.index].node_ids}
-    fmt = result.precision.format if result.precision is not None else ""
     out.layers = [L.module or "(root)" for L in kept]
     out.indices = [L.index for L in kept]
-    out.nodes = original_names(prepared.index, nodes)
-    out.forms = converter_forms(prepared.index, nodes, fmt)
-    out.model, out.after, out.verified = model, after, ok
-    out.unkept = sorted(unkept)
+    out.nodes = original_names(index, nodes)
+    out.forms = converter_forms(index, nodes, result.precision.format if result.precision is not None else "")
     return out
 
 
