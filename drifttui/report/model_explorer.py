@@ -67,7 +67,27 @@ def node_values(result: Result) -> dict[str, dict[str, float]]:
 
 
 def _finite(x: float) -> float:
-    return 1e300 if x != x or x == float("inf") else x     # JSON has no NaN or Infinity
+    """JSON has no NaN or Infinity; four significant digits are what the side panel can show (all
+    of them when rounding would move the value across a threshold: 1.00004 stays over the line)."""
+    if x != x or x == float("inf"):
+        return 1e300
+    r = float(f"{x:.4g}")
+    return x if any((x <= t) != (r <= t) for t, _ in RATIO_THRESHOLDS) else r
+
+
+# The builder writes every field of GraphNodeData, this one as false.  Model Explorer 0.1.34's web
+# app compares it with the empty run it had before the file arrived (undefined !== false) and lays
+# the graph out again with no node selected: the link's selection of the origin (uiState) was lost
+# whenever the node data came before the first layout.  Left out, it is false all the same.
+_DROPPED = ("showExpandedSummaryOnGroupNode",)
+
+
+def _json(data: Any) -> str:
+    raw = json.loads(data.to_json_string())
+    for key in _DROPPED:
+        if raw.get(key) is False:
+            del raw[key]
+    return json.dumps(raw, indent=1)
 
 
 def render(result: Result) -> dict[str, str]:
@@ -83,7 +103,7 @@ def render(result: Result) -> dict[str, str]:
         data = ndb.GraphNodeData(results={n: ndb.NodeDataResult(value=v) for n, v in values.items()},
                                  name=names[kind],
                                  thresholds=[ndb.ThresholdItem(value=v, bgColor=c) for v, c in steps])
-        out[kind] = data.to_json_string(indent=1)
+        out[kind] = _json(data)
     return out
 
 
@@ -95,9 +115,11 @@ def origin_nodes(result: Result) -> list[str]:
 
 def origin_url(result: Result, onnx_path: str, files: dict[str, str], port: int = 8080) -> Optional[str]:
     """The Model Explorer page that opens ``onnx_path`` with the node data and the origin's first
-    node selected: its ``data`` URL parameter (the web app's decodeUrl: models, nodeData and a
-    uiState whose pane selects a node), for a server started with ``--no_open_in_browser``.
-    None without an origin."""
+    node selected: its ``data`` URL parameter (the web app's decodeUrl: models, nodeData,
+    nodeDataTargets and a uiState whose pane selects a node), for a server started with
+    ``--no_open_in_browser``.  The web app expands the layers that hold the selected node, zooms
+    to it and shows its node data in the side panel (tests/ci/test_model_explorer_browser.py opens
+    it in Chromium).  None without an origin."""
     nodes = origin_nodes(result)
     if not nodes:
         return None
