@@ -1,5 +1,7 @@
 """Regenerate screenshots/*.svg (and a PNG beside each, via cairosvg) of the TUI, and
-screenshots/report-html.png: the `--html` page in a real headless Chromium (apt-get install chromium).
+screenshots/report-html.png: the `--html` page in a real headless Chromium (apt-get install chromium),
+and screenshots/model-explorer-origin.png: the `--model-explorer` link opened in Google Model Explorer
+(scripts/screenshot_model_explorer.py; needs torch and drifttui[overlay], so not with --recorded).
 
 By default the result comes from the real engine on the built-in bf16 ResNet-18 demo:
 ``LocalEngine().run(Config(model="example:resnet18-bf16", example="resnet18-bf16", samples=20))``,
@@ -213,6 +215,10 @@ def main(argv: list[str] | None = None) -> int:
         print(path)
     if not args.no_png:
         print(html_shot(explained(args.recorded, result), out))
+    if not args.no_png and not args.recorded:
+        import screenshot_model_explorer
+
+        print(screenshot_model_explorer.shoot(out))
     return 0
 
 

@@ -90,7 +90,7 @@ _READY = """(() => {
   const r = window.me_test && window.me_test.renderers && window.me_test.renderers[0];
   const text = document.body ? document.body.innerText : '';
   return !!(r && r.nodesToRender && r.nodesToRender.length && !text.includes('Processing graph')
-            && text.includes('NODE DATA PROVIDERS') && text.includes('drifttui: status'));
+            && text.includes('NODE DATA PROVIDERS') && text.includes('status 3=origin'));
 })()"""
 
 _SHOWN = """(() => {
@@ -116,7 +116,10 @@ class Shown:
     def provider_values(self) -> dict[str, str]:
         """The selected node's node-data values the side panel lists, by provider name."""
         part = self.text.split("NODE DATA PROVIDERS", 1)[-1]
-        return dict(re.findall(r"^(drifttui: [^\n]+)\n\t\n([^\n]*)$", part, re.M))
+        from drifttui.report.model_explorer import NAMES
+
+        names = "|".join(re.escape(n) for n in NAMES.values())
+        return dict(re.findall(rf"^({names})\n\t\n([^\n]*)$", part, re.M))
 
 
 def open_link(tab: Tab, url: str, port: int, settle: float = 2.0) -> Shown:

@@ -29,6 +29,10 @@ RATIO_THRESHOLDS = [(0.01, "#388e3c"), (0.1, "#8bc34a"), (1.0, "#c8e6c9"), (10.0
                     (1e300, "#b71c1c")]
 STATUS_CODES = {OK: 0, INHERITED: 1, DRIFT: 2}
 STATUS_THRESHOLDS = [(0, "#8bc34a"), (1, "#ffa000"), (2, "#d32f2f"), (3, "#ff3d9a")]
+# what the side panel names each file by; its node info cuts a name after ~18 characters at 1280
+# pixels, so what tells them apart comes first
+NAMES = {"accumulated": "error/tol output", "own": "error/tol own",
+         "status": "status 3=origin 2=drift 1=inherited 0=ok"}
 
 
 def builder() -> Any:
@@ -95,13 +99,11 @@ def render(result: Result) -> dict[str, str]:
     applies to the graph on screen (a file keyed by graph id would have to guess the id the ONNX
     adapter gives the graph)."""
     ndb = builder()
-    names = {"accumulated": "drifttui: error / tolerance (output)", "own": "drifttui: own error / tolerance",
-             "status": "drifttui: status (0 ok, 1 inherited, 2 drift, 3 origin)"}
     out = {}
     for kind, values in node_values(result).items():
         steps = STATUS_THRESHOLDS if kind == "status" else RATIO_THRESHOLDS
         data = ndb.GraphNodeData(results={n: ndb.NodeDataResult(value=v) for n, v in values.items()},
-                                 name=names[kind],
+                                 name=NAMES[kind],
                                  thresholds=[ndb.ThresholdItem(value=v, bgColor=c) for v, c in steps])
         out[kind] = _json(data)
     return out
