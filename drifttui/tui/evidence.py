@@ -4,13 +4,17 @@
 scalars become a key/value table; a list of records (dicts) becomes a table with one column
 per key; a dict of records becomes a table keyed by the outer key.  Cells fold, so long
 values wrap instead of ending in ``…``; every cell is a ``Text`` (a value is never read as markup).
+A records table whose columns cannot fit the width without cutting a word (at 80 columns the
+fusion levels' ``new_op_types`` ended in ``ms.nchwc.ReorderOutpu``) is shown one block per
+record instead, with a line saying so (``Fitted``).
 """
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderResult, RenderableType
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -94,6 +98,35 @@ def records_blocks(records: list[dict], key: str = "") -> RenderableType:
     return Group(*parts)
 
 
+def min_width(table: Table) -> int:
+    """The narrowest ``table`` is without cutting a word: per column its longest word (``add_row``'s
+    min_width, the header's) and its padding.  Rich crops a table that needs more."""
+    pad = table.padding[1] + table.padding[3]
+    return sum(max(c.min_width or 0, max((len(w) for w in str(c.header).split()), default=0)) + pad
+               for c in table.columns)
+
+
+class Fitted:
+    """A records table where its columns fit the width it is drawn at; one block per record, under
+    a line saying why, where they do not (the width is known only when drawn: the TUI's is the
+    terminal's)."""
+
+    def __init__(self, records: list[dict], key: str, table: Table) -> None:
+        self.records, self.key, self.table = records, key, table
+
+    def _choice(self, width: int) -> RenderableType:
+        if min_width(self.table) <= width:
+            return self.table
+        return Group(Text("  one block per row: the table is wider than the screen", style="dim"),
+                     records_blocks(self.records, self.key))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self._choice(options.max_width)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self._choice(options.max_width))
+
+
 def records_table(records: list[dict], key: str = "") -> RenderableType:
     cols = [c for c in _columns(records) if c != "__key__"]
     if len(cols) > WIDE:
@@ -101,7 +134,7 @@ def records_table(records: list[dict], key: str = "") -> RenderableType:
     table = _table(([key] if key else []) + cols)
     for r in records:
         add_row(table, *([fmt(r.get("__key__"))] if key else []), *[fmt(r.get(c)) for c in cols])
-    return table
+    return Fitted(records, key, table)
 
 
 def _nested(value: dict[str, Any]) -> list[RenderableType]:

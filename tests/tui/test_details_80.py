@@ -3,6 +3,12 @@ initializer (no name wrapped every 9 characters, no number cut mid-digit); the s
 opt_levels as a level x metric table and each finding's local error before -> after and patch."""
 from __future__ import annotations
 
+import io
+import re
+from collections import Counter
+
+import pytest
+
 from drifttui.tui.app import DriftApp
 from drifttui.tui.evidence import fmt
 from drifttui.tui.layer_view import _num
@@ -61,3 +67,35 @@ async def test_step_detail_keeps_op_names_whole_at_80_columns(result):
     text = "\n".join(lines)
     for op in ops:
         assert short_ops(op) in text and len(short_ops(op)) < len(op)
+
+
+def _words(text: str) -> Counter:
+    return Counter(re.findall(r"[^\s,\[\]]+", text))
+
+
+@pytest.mark.parametrize("name", ["resnet18-bf16", "transformer-ln-eps", "root-drift"])
+@pytest.mark.parametrize("step", ["3", "6"])
+async def test_step_detail_long_tables_are_not_cut_at_80_columns(name, step):
+    """(fifth pass) a records table wider than 80 columns was cropped at its right edge: the fusion
+    levels' new_op_types ended in ``ms.nchwc.ReorderOutpu``.  At 80x24 every word the step detail
+    shows at 1000 columns is on screen whole, as often; a table too wide is one block per row."""
+    from rich.console import Console
+
+    from drifttui.tui.step_view import render_step
+    from tests.tui.replay import load_fixture
+
+    result = load_fixture(name)
+    wide = Console(width=1000, record=True, color_system=None, file=io.StringIO())
+    wide.print(render_step(next(s for s in result.steps if str(s.step) == step), result))
+    app = DriftApp(None, result=result)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press(step, "s")
+        await pilot.pause()
+        text, drawn = app.screen.text, app.screen.query_one("#detail-body").content_region.width
+    assert 70 <= drawn < 80 and max(len(line.rstrip()) for line in text.splitlines()) <= drawn
+    want, got = _words(wide.export_text()), _words(text)
+    lost = {w for w in want if got[w] < want[w]}
+    assert lost <= {"key", "level"}, lost          # headers of a table shown as blocks (each block names its key)
+    if "fused_op_types" in wide.export_text() and "ms.nchwc.ReorderOutput" in wide.export_text():
+        assert "one block per row: the table is wider than the screen" in text

@@ -45,6 +45,20 @@ def test_step_detail_80x24(snap_compare):
     assert snap_compare(make_app(), terminal_size=(80, 24), press=["3", "s"])
 
 
+def test_step_detail_long_table_80x24(snap_compare):
+    """Step 6's fusion levels at 80x24: the five-column table (op names in the last column) would
+    be cut at the right edge; it is one block per level, under a line saying why."""
+    async def to_the_levels(pilot) -> None:
+        await pilot.press("6", "s")
+        await pilot.pause()
+        lines = pilot.app.screen.text.splitlines()
+        y = next(i for i, line in enumerate(lines) if "one block per row" in line)
+        pilot.app.screen.query_one("#detail-scroll").scroll_to(y=y - 2, animate=False, immediate=True)
+        await pilot.pause()
+
+    assert snap_compare(make_app(), terminal_size=(80, 24), run_before=to_the_levels)
+
+
 def test_layer_detail_80x24(snap_compare):
     assert snap_compare(make_app(), terminal_size=(80, 24), press=["enter"])
 

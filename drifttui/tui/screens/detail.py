@@ -67,10 +67,13 @@ class DetailScreen(Screen[None]):
 
     @property
     def text(self) -> str:
-        """Plain text of the whole body (for tests): every line, scrolled or not."""
+        """Plain text of the whole body (for tests): every line, scrolled or not, at the width the
+        body is drawn at (the screen's less the padding and the scrollbar)."""
         from rich.console import Console
 
-        width = max(40, self.size.width - 2)
+        bodies = self.query("#detail-body")
+        drawn = bodies.first().content_region.width if bodies else 0
+        width = drawn or max(40, self.size.width - 2)
         console = Console(width=width, record=True, file=_Null(), color_system=None)
         console.print(self.renderable)
         return console.export_text()
