@@ -3,7 +3,8 @@
 ``find()`` is None when no Chromium is installed (the tests then skip, saying how to install it);
 ``dump_dom`` gives the DOM after the page loaded (what a browser shows, scripts run -- if any could),
 ``screenshot`` a PNG.  Pages are opened as file:// URLs with no network (``--host-resolver-rules``
-maps every host to nothing)."""
+maps every host to nothing).  A page that draws after it loads (Model Explorer's graph) is driven
+over the DevTools protocol instead: tests/cdp.py."""
 from __future__ import annotations
 
 import shutil
