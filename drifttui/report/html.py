@@ -54,12 +54,14 @@ def profile_svg(result: Result) -> str:
     step = (w - left - 12) / max(1, len(pts) - 1) if len(pts) > 1 else 0
     xy = [(left + i * step, _y(p.ratio or 0.0, top, ph)) for i, p in enumerate(pts)]
     what = "budget" if result.precision is not None and result.precision.verdict else "tolerance"
-    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' role='img' "
-           f"aria-label='error over the {what} per layer'>"]
+    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' viewBox='0 0 {w} {h}' "
+           f"style='max-width:100%;height:auto' role='img' aria-label='error over the {what} per layer'>"]
     for dec in range(-6, 5, 2):
         y = _y(10.0 ** dec, top, ph)
+        # the ends hold every value past them (an exact 0 is drawn on the bottom line)
+        label = {-6: "≤1e-6", 4: "≥1e4"}.get(dec, f"1e{dec}")
         out.append(f"<line x1='{left}' x2='{w - 8}' y1='{y:.1f}' y2='{y:.1f}' stroke='#e4e6ee'/>"
-                   f"<text x='{left - 6}' y='{y + 4:.1f}' text-anchor='end'>1e{dec}</text>")
+                   f"<text x='{left - 6}' y='{y + 4:.1f}' text-anchor='end'>{label}</text>")
     y1 = _y(1.0, top, ph)
     out.append(f"<line x1='{left}' x2='{w - 8}' y1='{y1:.1f}' y2='{y1:.1f}' stroke='#c0261a' "
                f"stroke-dasharray='6 4'/><text x='{w - 10}' y='{y1 - 5:.1f}' text-anchor='end' "
@@ -141,7 +143,8 @@ def drill(result: Result) -> str:
         what = f"per channel of the own ONNX values ({e(ops)}, fed from torch: its own error) of"
     return (f"<p>max |torch − onnx| {what} <b>{e(layer_name(L.module, L.call))}</b> ({ch.size} along axis "
             f"{'last' if ch.axis == -1 else ch.axis}; cells against its allowance {_fmt(allowed)})</p>"
-            f"<svg xmlns='http://www.w3.org/2000/svg' width='{n * cw:.0f}' height='26'>{''.join(bars)}</svg>"
+            f"<svg xmlns='http://www.w3.org/2000/svg' width='{n * cw:.0f}' height='26' viewBox='0 0 {n * cw:.0f} 26' "
+            f"style='max-width:100%;height:auto' preserveAspectRatio='none'>{''.join(bars)}</svg>"
             f"<p>worst channels: " + ", ".join(f"#{i * ch.group} {_fmt(ch.max_abs[i])}" for i in worst) + "</p>"
             f"<p>per sample: the {len(ch.samples)} of {result.samples} samples compared layer by layer</p>"
             f"<table><tr><th>sample</th><th>max |d|</th><th></th></tr>{samples}</table>")
