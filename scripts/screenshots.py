@@ -8,7 +8,7 @@ By default the result comes from the real engine on the built-in bf16 ResNet-18 
 and the step keys run the real steps.  ``--recorded`` replays tests/tui/fixtures instead
 (recorded from the real engine by scripts/record_fixtures.py; no torch needed).
 
-    .venv/bin/python scripts/screenshots.py [--recorded] [--out screenshots] [--no-png]
+    .venv/bin/python scripts/screenshots.py [--recorded] [--out screenshots] [--no-png] [--browser-only]
 """
 from __future__ import annotations
 
@@ -203,16 +203,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-png", action="store_true", help="SVG only (skip cairosvg)")
     parser.add_argument("--served-only", action="store_true",
                         help="only the served-model / bisect / tolerance shots (recorded fixtures, no torch)")
+    parser.add_argument("--browser-only", action="store_true",
+                        help="only the shots taken in Chromium: report-html.png and model-explorer-origin.png")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for path in asyncio.run(shoot_served(out, png=not args.no_png, only=set())):
-        print(path)
+    if not args.browser_only:
+        for path in asyncio.run(shoot_served(out, png=not args.no_png, only=set())):
+            print(path)
     if args.served_only:
         return 0
     engine, result = get_result(args.recorded, args.samples)
-    for path in asyncio.run(shoot(engine, result, out, png=not args.no_png)):
-        print(path)
+    if not args.browser_only:
+        for path in asyncio.run(shoot(engine, result, out, png=not args.no_png)):
+            print(path)
     if not args.no_png:
         print(html_shot(explained(args.recorded, result), out))
     if not args.no_png and not args.recorded:
