@@ -74,30 +74,38 @@ def _add_overlay_option(p: argparse.ArgumentParser) -> None:
                         "model_explorer_onnx --node_data_paths=...; needs drifttui[overlay])")
 
 
-def _overlay(args: argparse.Namespace, config, check_only: bool = False, result=None) -> None:
-    """``--model-explorer``: checked before the run (every file it writes), written after it."""
+def _overlay(args: argparse.Namespace, config, check_only: bool = False, result=None, engine=None) -> None:
+    """``--model-explorer``: checked before the run (every file it writes), written after it.  When
+    drifttui exported the model itself (no ``--onnx``), the file it compared is written beside the
+    node data (``PATH``'s ``.onnx`` sibling): the temp dir it lived in is gone after the run."""
     if not getattr(args, "model_explorer", None):
         return
     from drifttui.report import model_explorer
     from drifttui.report.escape import terminal
-    from drifttui.report.outputs import check_output, write_atomic
+    from drifttui.report.outputs import check_output, write_atomic, write_model
 
     files = model_explorer.paths(args.model_explorer)
+    own_export = model_explorer.export_path(args.model_explorer) if not config.onnx else None
     if check_only:
         model_explorer.builder()                 # installed? say so before the run, not after it
-        for path in files.values():
+        for path in list(files.values()) + ([own_export] if own_export else []):
             check_output(path, "--model-explorer", input_files(config))
         return
     for kind, text in model_explorer.render(result).items():
         write_atomic(files[kind], text, "--model-explorer")
-    model = config.onnx or "<drifttui's own export: give --onnx FILE to overlay your file>"
-    sys.stderr.write(f"drifttui: Model Explorer node data: model-explorer {terminal(model)} --extensions="
-                     f"model_explorer_onnx --node_data_paths={','.join(terminal(p) for p in files.values())}\n")
+    model = config.onnx
+    exported = engine.compared_model(result) if own_export and engine is not None else None
+    if exported is not None:
+        write_model(own_export, exported, "--model-explorer")
+        model = own_export
+    sys.stderr.write(f"drifttui: Model Explorer node data: model-explorer {terminal(model or '<the ONNX file>')} "
+                     f"--extensions=model_explorer_onnx "
+                     f"--node_data_paths={','.join(terminal(p) for p in files.values())}\n")
     nodes = model_explorer.origin_nodes(result)
     if nodes:       # Model Explorer opens on the collapsed graph: say where the origin is
         sys.stderr.write(f"drifttui: the origin's ONNX node(s), for Model Explorer's search box: "
                          f"{terminal(', '.join(nodes[:5]))}\n")
-    url = model_explorer.origin_url(result, config.onnx, files) if nodes and config.onnx else None
+    url = model_explorer.origin_url(result, model, files) if nodes and model else None
     if url:
         sys.stderr.write("drifttui: or open it with the origin selected: model-explorer --extensions=model_explorer_onnx "
                          f"--no_open_in_browser, then {url}\n")
@@ -138,7 +146,7 @@ def cmd_check(args: argparse.Namespace, diagnose: bool = False) -> int:
         elif args.fail_on == "error":     # the gate reads the verified findings (not the six steps)
             result = engine.explain(result, progress=progress).result
     decision = ci.decide(result)
-    _overlay(args, config, result=result)
+    _overlay(args, config, result=result, engine=engine)
     if args.json == "-":
         json_report.write(result, "-")
         return ci.finish(result, stdout_is_report=True, decision=decision)

@@ -246,6 +246,13 @@ class Pipeline:
         explained = explain(self.context(result, progress, cancel), [number], findings=False)
         return next(s for s in explained.result.steps if s.step == number)
 
+    def compared_model(self, result: Result) -> Any:
+        """The ONNX model ``result`` was measured on (drifttui's own export when no --onnx was
+        given), while its Prepared is the current one; None otherwise."""
+        if self._prepared is None or prepare_key(result.config) != self._pkey:
+            return None
+        return self._prepared.proto
+
     def repro(self, result: Result, progress: ProgressFn = no_progress,
               cancel: Optional[CancelToken] = None) -> Repro:
         """The drift origin's own nodes as an ONNX test case (``Repro.write`` writes it)."""

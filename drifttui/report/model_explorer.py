@@ -51,6 +51,12 @@ def paths(path: str) -> dict[str, str]:
     return {"accumulated": path, "own": f"{stem}.own{ext}", "status": f"{stem}.status{ext}"}
 
 
+def export_path(path: str) -> str:
+    """Where ``--model-explorer PATH`` writes the ONNX file drifttui exported itself: PATH's
+    ``.onnx`` sibling (the node data names its nodes, so the graph must be the one compared)."""
+    return os.path.splitext(path)[0] + ".onnx"
+
+
 def node_values(result: Result) -> dict[str, dict[str, float]]:
     """kind -> ONNX node name -> value, for the nodes of every compared layer."""
     out: dict[str, dict[str, float]] = {"accumulated": {}, "own": {}, "status": {}}

@@ -105,3 +105,20 @@ def test_the_run_says_where_the_origin_is_in_model_explorer(overlay, variants):
     assert data["uiState"]["paneStates"][0]["selectedNodeId"] == origin[0]
     app = "".join(p.read_text(errors="replace") for p in (Path(model_explorer.__file__).parent / "web_app").glob("main-*.js"))
     assert "this.uiState=s.uiState" in app and "selectedNodeId" in app     # what the web app reads from ?data=
+
+
+def test_an_example_run_writes_the_file_it_compared_beside_the_node_data(tmp_path):
+    """(fifth pass) Without --onnx drifttui exports the model into a temp dir that is gone after the
+    run: the graph the node data names is written as PATH's .onnx sibling, and the link opens it."""
+    from urllib.parse import parse_qs, urlparse
+
+    path = tmp_path / "drift.json"
+    run = run_cli(["check", "--example", "unet-resize", "--samples", "2", "--model-explorer", str(path)])
+    assert run.code == 1, run.err
+    model = tmp_path / "drift.onnx"
+    names = {n.name for n in onnx.load(str(model)).graph.node}
+    status = _load(tmp_path / "drift.status.json")
+    assert set(status.results) <= names and any(r.value == 3 for r in status.results.values())
+    assert f"model-explorer {model} " in run.err
+    url = next(w for w in run.err.split() if w.startswith("http://localhost:"))
+    assert json.loads(parse_qs(urlparse(url).query)["data"][0])["models"] == [{"url": str(model)}]
