@@ -27,7 +27,9 @@ class ViewLike(Protocol):
     perm: Any
     shape: tuple[int, ...]
     readers: tuple[int, ...]
-    depth: int          # the module's depth below the root: the forward node's scope is cut there
+    depth: int          # the module's depth below the root: the forward node's scope is cut there;
+                        # negative: a folded constant's view, scoped by ``module`` (no producer)
+    module: str
 
 
 def _scoped(node: Any, name: str, depth: int = -1) -> tuple[str, list[tuple[str, str]]]:
@@ -50,10 +52,20 @@ def _scoped(node: Any, name: str, depth: int = -1) -> tuple[str, list[tuple[str,
     return path + name, meta
 
 
-def _node(op: str, inputs: list[str], output: str, like: Any, name: str, depth: int = -1, **attrs: Any) -> Any:
+def _in_module(like: Any, module: str, name: str) -> tuple[str, list[tuple[str, str]]]:
+    """A name and scope metadata inside ``module`` (a qualified name), in the flavour of ``like``."""
+    parts = module.split(".") if module else []
+    if like.name.startswith("/"):
+        return "/" + "".join(f"{p}/" for p in parts) + name, []
+    scopes = [""] + [".".join(parts[:k + 1]) for k in range(len(parts))] + [name]
+    return name, [(SCOPES, repr(scopes))] if any(p.key == SCOPES for p in like.metadata_props) else []
+
+
+def _node(op: str, inputs: list[str], output: str, like: Any, name: str, depth: int = -1, module: str = "",
+          **attrs: Any) -> Any:
     import onnx
 
-    full, meta = _scoped(like, name, depth)
+    full, meta = _in_module(like, module, name) if module else _scoped(like, name, depth)
     n = onnx.helper.make_node(op, inputs, [output], name=full, **attrs)
     for key, value in meta:
         n.metadata_props.add(key=key, value=value)
@@ -71,21 +83,24 @@ def with_views(model: Any, views: list[ViewLike], value_shapes: dict[str, tuple[
     before: dict[int, list[Any]] = {}
     rewire: dict[tuple[int, str], str] = {}
     for k, v in enumerate(views):
-        src = nodes[producer[v.value]]
         first = min(v.readers)
+        folded = v.value not in producer       # a constant: the view goes right before its first reader
+        at, src = (first, nodes[first]) if folded else (producer[v.value], nodes[producer[v.value]])
+        home = {"module": v.module} if folded else {"depth": v.depth}
+        put = before if folded else after
         fwd, back = f"{v.value}::absorbed", f"{v.value}::unabsorbed"
         if v.perm is not None:
-            after.setdefault(producer[v.value], []).append(
-                _node("Transpose", [v.value], fwd, src, f"{FORWARD}{k}", v.depth, perm=list(v.perm)))
+            put.setdefault(at, []).append(
+                _node("Transpose", [v.value], fwd, src, f"{FORWARD}{k}", perm=list(v.perm), **home))
             way_back = _node("Transpose", [fwd], back, nodes[first], f"{BACK}{k}",
                              perm=[int(i) for i in np.argsort(v.perm)])
         else:
-            to, home = f"drifttui_absorbed_shape_{k}", f"drifttui_unabsorbed_shape_{k}"
+            to, there = f"drifttui_absorbed_shape_{k}", f"drifttui_unabsorbed_shape_{k}"
             out.graph.initializer.extend([
                 onnx.numpy_helper.from_array(np.array(v.shape, dtype=np.int64), to),
-                onnx.numpy_helper.from_array(np.array(value_shapes[v.value], dtype=np.int64), home)])
-            after.setdefault(producer[v.value], []).append(_node("Reshape", [v.value, to], fwd, src, f"{FORWARD}{k}", v.depth))
-            way_back = _node("Reshape", [fwd, home], back, nodes[first], f"{BACK}{k}")
+                onnx.numpy_helper.from_array(np.array(value_shapes[v.value], dtype=np.int64), there)])
+            put.setdefault(at, []).append(_node("Reshape", [v.value, to], fwd, src, f"{FORWARD}{k}", **home))
+            way_back = _node("Reshape", [fwd, there], back, nodes[first], f"{BACK}{k}")
         before.setdefault(first, []).append(way_back)
         for r in v.readers:
             rewire[(r, v.value)] = back

@@ -16,6 +16,9 @@ Candidates, by structure only:
 - an unmapped module (it has nodes, none of whose outputs has its output's shape) whose nodes hand
   on one value of its output's size: the view is the permutation of that value's dims giving the
   output's shape, else a reshape;
+- a weight module with no node (its result constant-folded: a transposed weight through a drifting
+  op) whose reader's own nodes read a folded constant of its output's size, not one of their
+  parameters: the view is the identity, a permutation or a reshape;
 - a mapped module with a square 2-D output whose value a Gemm outside it reads transposed
   (``transA`` as input A, ``transB`` as an activation input B): the exporter may have folded the
   module's ``.t()`` there (unless an unmapped call hands that value on: then it is that call's).
@@ -32,10 +35,10 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from drifttui.core.onnx.edit.absorbed_views import with_views
-from drifttui.core.onnx.graph import GraphIndex, build_index
+from drifttui.core.onnx.graph import GraphIndex, build_index, tensor_array
 from drifttui.core.prepare.plan.pairing import _NP_FLOAT, _boundary_outputs
 from drifttui.core.prepare.plan.plan import Plan
-from drifttui.core.result import OK, UNMAPPED
+from drifttui.core.result import FUSED, NOT_EXPORTED, OK, UNMAPPED
 from drifttui.core.runtime.torch_hooks import Call
 
 
@@ -48,7 +51,13 @@ class View:
     perm: Optional[tuple[int, ...]]
     shape: tuple[int, ...]          # torch's output shape (the view's)
     readers: tuple[int, ...]        # nodes outside the call that read ``value`` (they get the way back)
-    depth: int = 0                  # the call's depth below the root (the view node's scope)
+    depth: int = 0                  # the call's depth below the root (the view node's scope); -1 - depth: a
+                                    # folded constant's view, scoped by ``module`` (it has no producer)
+    module: str = ""
+
+    @property
+    def identity(self) -> bool:
+        return self.perm is not None and self.perm == tuple(range(len(self.perm)))
 
     def of(self, arr: np.ndarray) -> np.ndarray:
         return np.transpose(arr, self.perm) if self.perm is not None else arr.reshape(self.shape)
@@ -89,42 +98,87 @@ def _perms(src: tuple[int, ...], dst: tuple[int, ...]) -> list[tuple[int, ...]]:
             if p != tuple(range(len(src))) and tuple(src[i] for i in p) == dst]
 
 
+def _handed_on(index: GraphIndex, call: Call, cm: Any, shape: tuple[int, ...]) -> list[View]:
+    """An unmapped call: the values its nodes hand on that hold its output's elements."""
+    inside = set(cm.nodes)
+    views: list[View] = []
+    for v in _boundary_outputs(index, inside):
+        vs = _static_shape(index, v)
+        readers = _outside(index, v, inside)
+        if vs is None or not readers or index.elem_types.get(v) not in _NP_FLOAT \
+                or int(np.prod(vs)) != int(np.prod(shape)) or v in index.graph_outputs:
+            continue
+        views += [View(cm.call, v, p, shape, readers, call.depth) for p in _perms(vs, shape)] or [
+            View(cm.call, v, None, shape, readers, call.depth)]
+    return views
+
+
+def _read_transposed(index: GraphIndex, call: Call, cm: Any, shape: tuple[int, ...]) -> list[View]:
+    """A mapped call with a square 2-D output whose value a Gemm outside it reads transposed."""
+    v = cm.outputs.get(0)
+    if not v or len(shape) != 2 or shape[0] != shape[1] or v in index.graph_outputs:
+        return []
+    readers = _outside(index, v, set(cm.nodes))
+    if readers and any(_reads_transposed(index, r, v) for r in readers):
+        return [View(cm.call, v, (1, 0), shape, readers, call.depth)]
+    return []
+
+
+def _folded(index: GraphIndex, calls: list[Call], plan: Plan, call: Call, shape: tuple[int, ...]) -> list[View]:
+    """A call with no node whose result the exporter constant-folded (a weight module: no inputs, or
+    only static ones): the folded constants its readers' own nodes read, of its output's size, that are
+    not one of their own parameters."""
+    readers = {call.parent} | {c.index for c in calls if any(r.producer and r.producer[0] == call.index
+                                                              for r in c.inputs)}
+    params = {p[0] for c in calls for p in c.params}
+    views: list[View] = []
+    seen: set[str] = set()
+    for r in sorted(x for x in readers if x is not None):
+        for ni in plan.calls[r].own:
+            for v in index.nodes[ni].inputs:
+                vs = _static_shape(index, v) if v else None
+                if not v or v in seen or v in params or not index.is_static(v) or vs is None \
+                        or int(np.prod(vs)) != int(np.prod(shape)) or index.elem_types.get(v) not in _NP_FLOAT:
+                    continue
+                seen.add(v)
+                users = tuple(c for c in index.consumers.get(v, []) if plan.node_call[c] in readers)
+                views += [View(call.index, v, p, shape, users, -1 - call.depth, call.module)
+                          for p in [tuple(range(len(vs)))] + _perms(vs, shape) if tuple(vs[i] for i in p) == shape] \
+                    or [View(call.index, v, None, shape, users, -1 - call.depth, call.module)]
+    return views
+
+
 def candidates(index: GraphIndex, calls: list[Call], plan: Plan) -> dict[int, list[View]]:
     """Per call, the views that could carry its absorbed output (structure and shapes only)."""
     out: dict[int, list[View]] = {}
     for cm in plan.calls:
         call = calls[cm.call]
         computed = [r for r in call.outputs if not r.passthrough]
-        if call.parent is None or len(call.outputs) != 1 or len(computed) != 1 or not cm.nodes:
+        if call.parent is None or len(call.outputs) != 1 or len(computed) != 1:
             continue
         ref = computed[0]
         if not ref.dtype.startswith(("float", "bfloat", "half", "double")) or not ref.shape:
             continue
         shape = tuple(int(d) for d in ref.shape)
-        inside = set(cm.nodes)
-        views: list[View] = []
-        if cm.status == UNMAPPED:
-            for v in _boundary_outputs(index, inside):
-                vs = _static_shape(index, v)
-                readers = _outside(index, v, inside)
-                if vs is None or not readers or index.elem_types.get(v) not in _NP_FLOAT \
-                        or int(np.prod(vs)) != int(np.prod(shape)) or v in index.graph_outputs:
-                    continue
-                perms = _perms(vs, shape)
-                views += [View(cm.call, v, p, shape, readers, call.depth) for p in perms] or [
-                    View(cm.call, v, None, shape, readers, call.depth)]
-        elif cm.status == OK and cm.outputs.get(0) and len(shape) == 2 and shape[0] == shape[1]:
-            v = cm.outputs[0]
-            readers = _outside(index, v, inside)
-            if readers and any(_reads_transposed(index, r, v) for r in readers) and v not in index.graph_outputs:
-                views.append(View(cm.call, v, (1, 0), shape, readers, call.depth))
+        if cm.status == UNMAPPED and cm.nodes:
+            views = _handed_on(index, call, cm, shape)
+        elif cm.status == OK and cm.nodes:
+            views = _read_transposed(index, call, cm, shape)
+        elif cm.status in (NOT_EXPORTED, FUSED) and not cm.nodes and cm.folded_into is None \
+                and all(r.producer is None for r in call.inputs) and call.params:
+            views = _folded(index, calls, plan, call, shape)
+        else:
+            views = []
         if views:
             out[cm.call] = views
     # a value an unmapped call hands on in another layout is that call's (structure); a square mapped
     # call's value read transposed is a guess content decides: the structure wins
     claimed = {v.value for ci, vs in out.items() if plan.calls[ci].status == UNMAPPED for v in vs}
-    return {ci: vs for ci, vs in out.items() if plan.calls[ci].status == UNMAPPED
+    return {ci: vs for ci, vs in out.items() if plan.calls[ci].status != OK
             or not any(v.value in claimed for v in vs)}
+
+
+UNRELATED = 0.9      # a folded constant with nearly no element of the module's output is another constant
 
 
 def choose(cands: dict[int, list[View]], torch_out: Callable[[list[int]], dict[int, np.ndarray]],
@@ -149,9 +203,11 @@ def choose(cands: dict[int, list[View]], torch_out: Callable[[list[int]], dict[i
             o = onnx_vals.get(view.value)
             if o is None or o.size != t.size:
                 continue
-            if o.shape == t.shape:       # a mapped call's value as it lies first: a tie keeps the plan
+            if o.shape == t.shape and view.depth >= 0:   # a mapped call's value as it lies first: a tie keeps the plan
                 scored.append((_distance(np.asarray(o, dtype=np.float64), t), None))
-            scored.append((_distance(view.of(np.asarray(o, dtype=np.float64)), t), view))
+            d = _distance(view.of(np.asarray(o, dtype=np.float64)), t)
+            if view.depth >= 0 or d < UNRELATED:
+                scored.append((d, view))
         best = min(scored, key=lambda s: s[0], default=None)
         if best is not None and best[1] is not None:
             chosen.append(best[1])
@@ -174,7 +230,11 @@ def split_units(index: GraphIndex, calls: list[Call], plan: Plan, map_index: Cal
     """(index, plan) with a round trip per absorbed output (onnx/edit/absorbed_views.py) and the plan
     mapped again on it, each such module paired with its view; the inputs unchanged when none is found
     or the view does not pair."""
-    views = choose(candidates(index, calls, plan), torch_out, lambda values: resolve(index, values))
+    def values_of(names: list[str]) -> dict[str, np.ndarray]:
+        static = {v: tensor_array(index, v) for v in names if index.is_static(v)}
+        return {**resolve(index, [v for v in names if v not in static]), **static}
+
+    views = choose(candidates(index, calls, plan), torch_out, values_of)
     if not views:
         return index, plan
     shapes = {v.value: _static_shape(index, v.value) or v.shape for v in views}
