@@ -165,7 +165,7 @@ def candidates(index: GraphIndex, calls: list[Call], plan: Plan) -> dict[int, li
         elif cm.status == OK and cm.nodes:
             views = _read_transposed(index, call, cm, shape)
         elif cm.status in (NOT_EXPORTED, FUSED) and not cm.nodes and cm.folded_into is None \
-                and all(r.producer is None for r in call.inputs) and call.params:
+                and not call.inputs and call.params:
             views = _folded(index, calls, plan, call, shape)
         else:
             views = []
@@ -178,7 +178,7 @@ def candidates(index: GraphIndex, calls: list[Call], plan: Plan) -> dict[int, li
             or not any(v.value in claimed for v in vs)}
 
 
-UNRELATED = 0.9      # a folded constant with nearly no element of the module's output is another constant
+UNRELATED = 0.9      # a value with nearly no element of the module's output in any view is another value
 
 
 def choose(cands: dict[int, list[View]], torch_out: Callable[[list[int]], dict[int, np.ndarray]],
@@ -206,7 +206,7 @@ def choose(cands: dict[int, list[View]], torch_out: Callable[[list[int]], dict[i
             if o.shape == t.shape and view.depth >= 0:   # a mapped call's value as it lies first: a tie keeps the plan
                 scored.append((_distance(np.asarray(o, dtype=np.float64), t), None))
             d = _distance(view.of(np.asarray(o, dtype=np.float64)), t)
-            if view.depth >= 0 or d < UNRELATED:
+            if d < UNRELATED:
                 scored.append((d, view))
         best = min(scored, key=lambda s: s[0], default=None)
         if best is not None and best[1] is not None:
