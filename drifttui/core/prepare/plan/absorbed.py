@@ -36,7 +36,7 @@ import numpy as np
 
 from drifttui.core.onnx.edit.absorbed_views import with_views
 from drifttui.core.onnx.graph import GraphIndex, build_index, tensor_array
-from drifttui.core.prepare.plan.pairing import _NP_FLOAT, _boundary_outputs
+from drifttui.core.prepare.plan.pairing import FLOAT_ELEMS, boundary_outputs
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.result import FUSED, NOT_EXPORTED, OK, UNMAPPED
 from drifttui.core.runtime.torch_hooks import Call
@@ -54,10 +54,6 @@ class View:
     depth: int = 0                  # the call's depth below the root (the view node's scope); -1 - depth: a
                                     # folded constant's view, scoped by ``module`` (it has no producer)
     module: str = ""
-
-    @property
-    def identity(self) -> bool:
-        return self.perm is not None and self.perm == tuple(range(len(self.perm)))
 
     def of(self, arr: np.ndarray) -> np.ndarray:
         return np.transpose(arr, self.perm) if self.perm is not None else arr.reshape(self.shape)
@@ -102,10 +98,10 @@ def _handed_on(index: GraphIndex, call: Call, cm: Any, shape: tuple[int, ...]) -
     """An unmapped call: the values its nodes hand on that hold its output's elements."""
     inside = set(cm.nodes)
     views: list[View] = []
-    for v in _boundary_outputs(index, inside):
+    for v in boundary_outputs(index, inside):
         vs = _static_shape(index, v)
         readers = _outside(index, v, inside)
-        if vs is None or not readers or index.elem_types.get(v) not in _NP_FLOAT \
+        if vs is None or not readers or index.elem_types.get(v) not in FLOAT_ELEMS \
                 or int(np.prod(vs)) != int(np.prod(shape)) or v in index.graph_outputs:
             continue
         views += [View(cm.call, v, p, shape, readers, call.depth) for p in _perms(vs, shape)] or [
@@ -125,8 +121,8 @@ def _read_transposed(index: GraphIndex, call: Call, cm: Any, shape: tuple[int, .
 
 
 def _folded(index: GraphIndex, calls: list[Call], plan: Plan, call: Call, shape: tuple[int, ...]) -> list[View]:
-    """A call with no node whose result the exporter constant-folded (a weight module: no inputs, or
-    only static ones): the folded constants its readers' own nodes read, of its output's size, that are
+    """A call with no node and no input whose result the exporter constant-folded (a weight module):
+    the folded constants its readers' own nodes read, of its output's size, that are
     not one of their own parameters."""
     readers = {call.parent} | {c.index for c in calls if any(r.producer and r.producer[0] == call.index
                                                               for r in c.inputs)}
@@ -138,7 +134,7 @@ def _folded(index: GraphIndex, calls: list[Call], plan: Plan, call: Call, shape:
             for v in index.nodes[ni].inputs:
                 vs = _static_shape(index, v) if v else None
                 if not v or v in seen or v in params or not index.is_static(v) or vs is None \
-                        or int(np.prod(vs)) != int(np.prod(shape)) or index.elem_types.get(v) not in _NP_FLOAT:
+                        or int(np.prod(vs)) != int(np.prod(shape)) or index.elem_types.get(v) not in FLOAT_ELEMS:
                     continue
                 seen.add(v)
                 users = tuple(c for c in index.consumers.get(v, []) if plan.node_call[c] in readers)
