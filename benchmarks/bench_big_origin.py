@@ -9,6 +9,10 @@ tried 201 patches and took 302 s against a 3 s run (class ``dtype`` from the fir
 the budgets it tries 12 patches and the TorchScript re-exports (a 2000-node dynamo export is about
 a minute and is left untried, the finding says so).
 
+Session 23 (shared 2-core machine, 3 repeats, medians): a 2013-node origin, 13 trials, 389 patches
+and 4 re-exports left untried (said in the finding and its evidence); run 6.4 s, explain 24.5 s,
+explain/run 3.8 (the origin's diagnosis costs about four per-layer check passes, not 219 s).
+
     PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_big_origin.py [--repeats 3]
 """
 from __future__ import annotations

@@ -31,8 +31,9 @@ FORMS = {
     ("divisor", "torchscript", None): ("padding", "divisor_override", "rewrite", "export"),
     ("divisor", "dynamo", None): ("padding", "divisor_override", "rewrite", "export"),     # dynamo drops it too
     ("bilinear", "torchscript", 10): ("interpolation", "asymmetric", "rewrite", "export"),
-    # a.t() folded into b's Gemm (transA): a and b compared as one unit, the Cast in a is named
-    ("folded", "torchscript", None): ("dtype", "as one unit", "rewrite", "export"),
+    # a.t() folded into b's Gemm (transA): a is split from b at the value it hands on, seen through the
+    # Transpose the exporter absorbed (prepare/plan/absorbed.py): a is the origin, its Cast is named
+    ("folded", "torchscript", None): ("dtype", "truncates towards zero", "rewrite", "export"),
     # no graph patch: the verified re-export is grafted into the file; the story is the epsilon
     ("cosine", "torchscript", None): ("normalization", "eps=0.5", "reexport", "export"),
 }
@@ -109,6 +110,8 @@ def test_headline_names_the_wrong_node_and_repair_passes_check(explained, form):
     head = exp.findings[0]
     assert (head.check, head.verified, head.kind) == (cls, True, kind), (head.check, head.message)
     assert words in head.message and head.patch["op"] == op, head.message
+    if form[0] == "folded":         # never b, fed a's values
+        assert result.drift_origin.module == head.module == "a"
     fixed = repair(full_model(run.prepared.index), exp)     # what the CLI repairs: the weights in the file
     assert fixed.model is not None and fixed.applied
     assert engine.recheck(cfg, fixed.model).verdict == "ok"

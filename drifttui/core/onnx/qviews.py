@@ -97,8 +97,13 @@ def strip_views(nodes: list[Any]) -> list[Any]:
 
 # reference.py's views of a processed file's values (a Reshape to the reference's shape, a Transpose to
 # its axis order, ReorderOutput from NCHWc) and their ways back to the readers: forward name -> back name
+# (and onnx/edit/absorbed_views.py's, named after their scope path: matched on the name's last segment)
 _ROUND_TRIPS = {"drifttui_view_": "drifttui_back_", "drifttui_perm_": "drifttui_unperm_",
-                "drifttui_nchw_": "drifttui_nchwc_"}
+                "drifttui_nchw_": "drifttui_nchwc_", "drifttui_absorbed_": "drifttui_unabsorbed_"}
+
+
+def _base(name: str) -> str:
+    return name.rsplit("/", 1)[-1]
 
 
 def strip_round_trips(nodes: list[Any]) -> list[Any]:
@@ -109,11 +114,11 @@ def strip_round_trips(nodes: list[Any]) -> list[Any]:
     made = {o: n for n in nodes for o in n.output}
     back: dict[str, str] = {}
     for n in nodes:
-        if not n.input or not n.name.startswith(tuple(_ROUND_TRIPS.values())):
+        if not n.input or not _base(n.name).startswith(tuple(_ROUND_TRIPS.values())):
             continue
         fwd = made.get(n.input[0])
-        kind = next((k for k in _ROUND_TRIPS if fwd is not None and fwd.name.startswith(k)), None)
-        if kind is not None and fwd.input and n.name.startswith(_ROUND_TRIPS[kind]):
+        kind = next((k for k in _ROUND_TRIPS if fwd is not None and _base(fwd.name).startswith(k)), None)
+        if kind is not None and fwd.input and _base(n.name).startswith(_ROUND_TRIPS[kind]):
             back[n.output[0]] = fwd.input[0]
     for n in nodes:
         for pos, name in enumerate(n.input):

@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional
 
 from drifttui.core.prepare import act_levels, batch_probe, precision, reference
 from drifttui.core.runtime import sessions
-from drifttui.core.runtime.torch_hooks import Call, Hooks, TensorRef, hookable
+from drifttui.core.runtime.torch_hooks import Call, Hooks, TensorRef, TensorStore, hookable
 from drifttui.core.prepare.details import LayerDetails, layer_details
 from drifttui.core.prepare.arity import check_output_count
 from drifttui.core.model.export import export_auto, export_model
@@ -32,6 +32,7 @@ from drifttui.core.model.half_inputs import half_inputs
 from drifttui.core.model.inputs import InputSource, build_source, flatten, onnx_feeds
 from drifttui.core.model.loading import load_onnx, load_torch_model, new_workdir
 from drifttui.core.prepare.local import LocalGraph, build_local_graph
+from drifttui.core.prepare.plan.absorbed import split_units
 from drifttui.core.prepare.plan.mapping import build_plan
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, heartbeat, no_progress
@@ -130,6 +131,7 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     hooks = Hooks(model) if ok_hooks else None
     calls, map_index, outputs0 = _trace_and_map(cfg, model, hooks, why_not, index, sample0, feeds0, workdir)
     plan = map_index(index)
+    found = None
     if hooks is not None:
         same = same_as_onnx(cfg)      # --reference-onnx is --onnx itself: said, and mapped without it
         if same:
@@ -141,6 +143,10 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
                 pscan = precision.scan(found[0])
             index, plan, mapped_note, exporter = found[0], found[1], found[2], found[3] or exporter
             notes.append(mapped_note)
+    if hooks is not None and found is None and plan.localized:     # outputs the exporter absorbed into a reader
+        index, plan = split_units(index, calls, plan, map_index, _torch_out(hooks, model, sample0),
+                                  _resolver(cfg, feeds0, workdir))
+        pscan = precision.scan(index) if pscan.reduced else pscan
     details = layer_details(index, plan, calls, model, timings)    # the figures start in the background
     batch = _probed_batch(cfg, batch, hooks, model, sample0, plan, calls, notes)
     local = _local_graph(cfg, index, plan, calls, sample0, workdir, notes) if hooks is not None else None
@@ -159,6 +165,28 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
                     exporter=exporter, input_dtypes=input_dtypes, hooks=hooks, calls=calls, plan=plan,
                     local=local, windows=windows, budget=budget, batch=batch, notes=notes, details=details,
                     workdir=workdir, timings=timings, precision=pscan, budgets=budgets, outputs0=outputs0)
+
+
+def _torch_out(hooks: Hooks, model: Any, sample0: Any) -> Callable[[list[int]], dict[int, Any]]:
+    """Torch's first output of the given calls on sample 0 (a hooked forward), by call."""
+    def run(wanted: list[int]) -> dict[int, Any]:
+        store = TensorStore({ci: [0] for ci in wanted}, {})
+        with hooks.installed():
+            hooks.begin(store)
+            safe_forward(model, sample0)
+            hooks.begin(None)
+        return {ci: store.out[(ci, 0)].float().numpy() for ci in wanted if (ci, 0) in store.out}
+    return run
+
+
+def _resolver(cfg: Config, feeds0: dict, workdir: Path) -> Callable[[GraphIndex, list[str]], dict]:
+    """ONNX Runtime's values of the given values on sample 0 (optimisations off)."""
+    def resolve(ix: GraphIndex, values: list[str]) -> dict:
+        sess = sessions.make_session(ix.model, "disable", False, cfg.provider, workdir, "pairing.onnx",
+                                     extra_outputs=values, data_dir=ix.data_dir, prepack=False)
+        with sessions.on_sample("sample 0"):
+            return sessions.run(sess, dict(zip(ix.graph_inputs, feeds0.values())), values)
+    return resolve
 
 
 def _probed_batch(cfg: Config, batch: int, hooks: Any, model: Any, sample0: Any, plan: Any, calls: list,
@@ -283,16 +311,11 @@ def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str
         aliases, multi_out = {}, {}
     check_output_count(len(outs), index.graph_outputs)
 
-    def map_index(ix: GraphIndex) -> Plan:
-        feeds = dict(zip(ix.graph_inputs, feeds0.values()))
+    on_sample0 = _resolver(cfg, feeds0, workdir)
 
-        def resolve(values: list[str]) -> dict:
-            # sample 0 through ONNX Runtime (optimisations off) for content-based output pairing
-            sess = sessions.make_session(ix.model, "disable", False, cfg.provider, workdir, "pairing.onnx",
-                                         extra_outputs=values, data_dir=ix.data_dir, prepack=False)
-            with sessions.on_sample("sample 0"):
-                return sessions.run(sess, feeds, values)
-        plan = build_plan(ix, calls, names, has_params, aliases, resolve, multi_out)
+    def map_index(ix: GraphIndex) -> Plan:
+        # sample 0 through ONNX Runtime (optimisations off) for content-based output pairing
+        plan = build_plan(ix, calls, names, has_params, aliases, lambda values: on_sample0(ix, values), multi_out)
         if hooks is None:
             plan.localized = False
             plan.reason = why_not

@@ -31,7 +31,7 @@ from drifttui.core.explain.causes.locate.fx_localise import describe, first_fail
 from drifttui.core.explain.causes.holds import hold
 from drifttui.core.explain.causes.propose.nopatch import explain_no_patch
 from drifttui.core.explain.causes.propose.ablation import by_what_it_changed
-from drifttui.core.explain.causes.propose.patch_budget import affordable, budget, by_likelihood
+from drifttui.core.explain.causes.propose.patch_budget import affordable, budget, by_likelihood, left_untried
 from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
 from drifttui.core.explain.causes.propose.precision_loss import precision_finding
 from drifttui.core.explain.causes.propose.reexport import lowering_class, try_reexport, variants
@@ -302,6 +302,7 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
           skipped_exports: Optional[list[str]] = None) -> list[Finding]:
     before = loc.ort.max_abs
     verified = _best([t for t in trials if t.after.ok and not t.after.fails], findings, loc)
+    untried = {"tried": len(trials), "skipped": skipped or None, "skipped_exports": skipped_exports or None}
     out = list(findings)
     used: set[int] = set()
     for t in verified:
@@ -314,12 +315,13 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
         if at is not None:
             f = out[at]
             if f.patch != p.spec:       # verified by another patch than the check's: say what that one changed
-                fields.update(message=_verified_text(p, t, loc.ort, case), fix=p.fix)
-            out[at] = dataclasses.replace(f, evidence={**f.evidence, "verification": _ev(p, t, loc)}, **fields)
+                fields.update(message=_verified_text(p, t, loc.ort, case) + left_untried(skipped, []), fix=p.fix)
+            out[at] = dataclasses.replace(f, evidence={**f.evidence, "verification": _ev(p, t, loc, untried)}, **fields)
             used.add(at)
         else:
             out.append(Finding(p.check, "error", case.module, p.nodes or list(case.nodes[:3]),
-                               _verified_text(p, t, loc.ort, case), {"verification": _ev(p, t, loc)}, p.fix,
+                               _verified_text(p, t, loc.ort, case) + left_untried(skipped, []),
+                               {"verification": _ev(p, t, loc, untried)}, p.fix,
                                **{k: v for k, v in fields.items() if k != "severity"}))
             used.add(len(out) - 1)
     if not verified:
@@ -341,8 +343,10 @@ def _verified_text(p: Patch, t: Trial, before: Eval, case: Optional[Case] = None
             f"{t.after.max_abs:.3g}{unit}")
 
 
-def _ev(p: Patch, t: Trial, loc: Localisation) -> dict[str, Any]:
-    return clean({"patch": p.spec, "local_before": loc.ort.max_abs, "local_after": t.after.max_abs,
+def _ev(p: Patch, t: Trial, loc: Localisation, untried: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """The verification's evidence; ``untried``: how many patches were tried and what the budget left
+    untried (patch_budget.py), so a verified cause also says what was not looked at."""
+    return clean({"patch": p.spec, **(untried or {}), "local_before": loc.ort.max_abs, "local_after": t.after.max_abs,
                   "nonfinite_before": loc.ort.nonfinite or None,
                   "reference_evaluator_max_abs": loc.reference.max_abs if loc.reference else None,
                   "localisation": loc.note, "first_divergent_node": loc.first_node,
@@ -357,9 +361,7 @@ def _unexplained(case: Case, loc: Localisation, trials: list[Trial], skipped: in
     ops = [n.op_type for n in case.model.graph.node]
     first = loc.first_node_op or ""
     check = _OP_CLASS.get(first) or ("lowering" if loc.kind == "export" else "op-compat")
-    untried = ([f"{skipped} more candidate patch(es)"] if skipped else []) + \
-        [f"the re-export with {w}" for w in (skipped_exports or [])]
-    left = f" ({'; '.join(untried)} left untried by the budget)" if untried else ""
+    left = left_untried(skipped, skipped_exports)
     msg = (f"{display_name(case.module)} drifts on its own (local error {loc.ort.text()} over {len(ops)} node(s)) and no "
            f"patch among {len(trials)} tried removed it{left}; {loc.note or 'the reference evaluator could not tell'}")
     ev = {"localisation": loc.note, "first_divergent_node": loc.first_node, "ops": ops[:20],

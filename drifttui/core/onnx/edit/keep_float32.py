@@ -114,7 +114,7 @@ def without_views(model: Any) -> Any:
     out = copy_model(model)
     nodes = _prune(strip_round_trips(strip_views(list(out.graph.node))), [o.name for o in out.graph.output])
     for n in nodes:      # what is left of a view carries a kept node's value on: named after it
-        if n.name.startswith("drifttui_"):
+        if n.name.rsplit("/", 1)[-1].startswith("drifttui_"):    # (absorbed_views': after a scope path)
             n.name = f"{n.output[0]}_{n.op_type}"
     del out.graph.node[:]
     out.graph.node.extend(nodes)

@@ -17,7 +17,7 @@ from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.result import UNMAPPED
 
 
-_NP_FLOAT = {ELEM_OF[n] for n in ("float32", "float16", "float64", "bfloat16")}
+FLOAT_ELEMS = {ELEM_OF[n] for n in ("float32", "float16", "float64", "bfloat16")}
 Resolver = Callable[[list[str]], dict[str, Any]]
 
 
@@ -33,7 +33,7 @@ def dtype_ok(elem: Optional[int], torch_dtype: str) -> bool:
     if elem is None or elem == 0:
         return True
     is_float = torch_dtype.startswith(("float", "bfloat", "half", "double"))
-    return (elem in _NP_FLOAT) == is_float
+    return (elem in FLOAT_ELEMS) == is_float
 
 
 
@@ -45,14 +45,14 @@ def promoted_later(index: GraphIndex, value: str, torch_dtype: str) -> bool:
     compared as a float (issue 30 point 6: otherwise the module has no ONNX value and its consumer,
     fed the wrong values, is named)."""
     elem = index.elem_types.get(value)
-    if not elem or elem in _NP_FLOAT or not torch_dtype.startswith(("float", "bfloat", "half", "double")):
+    if not elem or elem in FLOAT_ELEMS or not torch_dtype.startswith(("float", "bfloat", "half", "double")):
         return False
     users = [index.nodes[c] for c in index.consumers.get(value, [])]
     return bool(users) and all(n.op_type == "Cast" and n.proto.attribute and
-                               n.proto.attribute[0].i in _NP_FLOAT for n in users)
+                               n.proto.attribute[0].i in FLOAT_ELEMS for n in users)
 
 
-def _boundary_outputs(index: GraphIndex, nodes: set[int]) -> list[str]:
+def boundary_outputs(index: GraphIndex, nodes: set[int]) -> list[str]:
     outs: list[str] = []
     for ni in sorted(nodes):
         for v in index.nodes[ni].outputs:
@@ -92,7 +92,7 @@ def scopeless_adoptions(index: GraphIndex, calls: list[Call], plan: Plan) -> Ite
             continue
         computed = [r for r in call.outputs if not r.passthrough]
         inside = set(cm.nodes)
-        cands = [v for v in _boundary_outputs(index, inside) if v not in index.constant_values]
+        cands = [v for v in boundary_outputs(index, inside) if v not in index.constant_values]
         before = _fits(index, call, cands)
         if before == len(computed):
             continue
@@ -106,7 +106,7 @@ def scopeless_adoptions(index: GraphIndex, calls: list[Call], plan: Plan) -> Ite
         if not adopt:
             continue
         grown = inside | set(adopt)
-        cands = [v for v in _boundary_outputs(index, grown) if v not in index.constant_values]
+        cands = [v for v in boundary_outputs(index, grown) if v not in index.constant_values]
         if _fits(index, call, cands) > before:
             yield cm.call, adopt
 
@@ -137,7 +137,7 @@ def pair_outputs(index: GraphIndex, calls: list[Call], plan: Plan) -> Pairing:
             continue
         if not cm.nodes:
             continue
-        cands = [v for v in _boundary_outputs(index, set(cm.nodes)) if v not in index.constant_values]
+        cands = [v for v in boundary_outputs(index, set(cm.nodes)) if v not in index.constant_values]
         used: set[str] = set()
         computed = [ref for ref in call.outputs if not ref.passthrough]
         for pos, ref in enumerate(call.outputs):

@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from drifttui.core.explain.causes.verify import Explanation
 from drifttui.core.onnx.edit.graft import GraftError, graft
+from drifttui.core.onnx.edit.keep_float32 import without_views
 from drifttui.core.onnx.edit.patches import Patch, apply
 
 
@@ -48,7 +49,7 @@ def repair(full_model: Any, exp: Explanation) -> Repair:
         if t is not None:
             out.local_after = t.after.max_abs if out.local_after is None else max(out.local_after, t.after.max_abs)
     if out.applied:
-        out.model = model
+        out.model = without_views(model)     # the file for the user: drifttui's round trips undone
     out.local_before = exp.loc.ort.max_abs if exp.loc is not None else None
     return out
 

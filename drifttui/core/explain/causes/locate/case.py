@@ -278,6 +278,6 @@ def call_io(ctx: Any, case: Case) -> Optional[tuple[list[Any], list[np.ndarray]]
                                        {case.call: list(range(len(call.inputs)))})
     ins = [store.inp.get((case.call, k)) for k in range(len(call.inputs))]
     outs = [store.out.get((case.call, k)) for k in range(len(call.outputs))]
-    if any(t is None for t in ins) or any(t is None for t in outs) or not ins:
-        return None
+    if any(t is None for t in ins) or any(t is None for t in outs) or not (ins or outs):
+        return None     # a module with no input (a weight module) is exported on none
     return ins, [to_numpy(t) for t in outs]

@@ -51,3 +51,10 @@ def by_likelihood(patches: list[Patch], loc: Optional[Localisation], checks: int
             suspect |= set(loc.fx.wrong.nodes)
     head, rest = patches[:checks], patches[checks:]
     return head + sorted(rest, key=lambda p: suspect.isdisjoint(p.nodes) if suspect else False)
+
+
+def left_untried(skipped: int, skipped_exports: Optional[list[str]]) -> str:
+    """What the budgets left untried, in words for a finding's message ("" when nothing)."""
+    untried = ([f"{skipped} more candidate patch(es)"] if skipped else []) + \
+        [f"the re-export with {w}" for w in (skipped_exports or [])]
+    return f" ({'; '.join(untried)} left untried by the budget)" if untried else ""

@@ -15,10 +15,12 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from drifttui.core.explain.causes.propose.candidates import module_eps
-from drifttui.core.explain.causes.locate.case import Case, call_io
+from drifttui.core.explain.causes.locate.case import Case, call_io, torch_values
+from drifttui.core.runtime.torch_hooks import to_numpy
 from drifttui.core.explain.causes.locate.evaluate import Eval, error, run_ort
 from drifttui.core.explain.causes.locate.fx_localise import describe, program_targets
 from drifttui.core.prepare.reference import file_exporter
+from drifttui.core.onnx.edit.absorbed_views import FORWARD
 from drifttui.core.onnx.edit.graft import Graft
 from drifttui.core.explain.causes.locate.localise_nodes import align
 from drifttui.core.onnx.edit.patches import Patch
@@ -158,6 +160,10 @@ def _story(case: Case, module: Any, node: Any, ctx: Any, variant: Optional[Varia
         at = f" (the first node whose value the re-export never computes: {node.op_type} {node.name})" if node else ""
         return "normalization", (f"{type(lost[1]).__name__} {case.module}'s eps={lost[0]:g} is in no constant or "
                                  f"attribute of the file: the export dropped it{at}; ")
+    if node is not None and node.name.rsplit("/", 1)[-1].startswith(FORWARD) and ctx.index.is_static(node.input[0]):
+        cls, said = _by_variant(case, ctx, variant)     # a weight module's result folded into a constant
+        return cls, (f"{said[:-2]}; the file holds {case.module or '(root)'}'s result as the constant "
+                     f"{node.input[0]}, folded at export time from those lowerings; ")
     if variant is not None and variant.retrace and node is not None:
         cls, said = _by_variant(case, ctx, variant)     # the ATen op by its definition: name it
         if said:
@@ -277,9 +283,29 @@ def _graft(ctx: Any, case: Case, model: Any, arrays: list[np.ndarray]) -> Any:
     """How ``repair`` puts the re-export into the file: the file's value of each call input and
     output ("" when the file has none: then it cannot be grafted), the origin's nodes to replace."""
     cm = ctx.plan.calls[case.call]
-    inputs = [cm.inputs.get(k) or _same_value(case, arrays[k]) or "" for k in range(len(arrays))]
+    inputs = [cm.inputs.get(k) or _same_value(case, arrays[k]) or _enclosing_input(ctx, case, arrays[k]) or ""
+              for k in range(len(arrays))]
     outputs = [cm.outputs.get(k, "") for k in range(len(model.graph.output))]
     return Graft(model, inputs, outputs, list(case.nodes))
+
+
+def _enclosing_input(ctx: Any, case: Case, arr: np.ndarray) -> Optional[str]:
+    """The file value of an enclosing call's input that holds ``arr``: a call input read only by the
+    origin's children (its first child's Gemm reads it) is paired with the outermost call it enters."""
+    chain, p = [], ctx.calls[case.call].parent
+    while p is not None:
+        chain.append(p)
+        p = ctx.calls[p].parent
+    wanted = {c: sorted(ctx.plan.calls[c].inputs) for c in chain if ctx.plan.calls[c].inputs}
+    if not wanted:
+        return None
+    store = torch_values(ctx, ctx.sample(case.sample), {}, wanted)
+    for c, positions in wanted.items():
+        for pos in positions:
+            t = store.inp.get((c, pos))
+            if t is not None and tuple(t.shape) == arr.shape and np.array_equal(to_numpy(t), arr):
+                return ctx.plan.calls[c].inputs[pos]
+    return None
 
 
 def _same_value(case: Case, arr: np.ndarray) -> Optional[str]:

@@ -1,0 +1,115 @@
+"""Round trips that give an absorbed module's output a value (prepare/plan/absorbed.py decides where).
+
+For each view: a node right after the value's producer, in the module's scope, computes the value
+in torch's layout (``<v>::absorbed``: the module's output), and a node right before the first
+outside reader, in that reader's scope, takes it back to the file's layout (``<v>::unabsorbed``),
+which every outside reader reads instead.  Numerically the same graph; the local run cuts at the
+view and feeds torch's value back through the way back.  ``qviews.strip_round_trips`` removes both
+from any file written for the user (their names end in ``drifttui_absorbed_`` / ``drifttui_unabsorbed_``
+after the scope path, so the scope stays the module's).
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from drifttui.core.onnx.io import copy_model
+
+FORWARD, BACK = "drifttui_absorbed_", "drifttui_unabsorbed_"
+
+
+SCOPES = "pkg.torch.onnx.name_scopes"
+
+
+class ViewLike(Protocol):
+    value: str
+    perm: Any
+    shape: tuple[int, ...]
+    readers: tuple[int, ...]
+    depth: int          # the module's depth below the root: the forward node's scope is cut there;
+                        # negative: a folded constant's view, scoped by ``module`` (no producer)
+    module: str
+
+
+def _scoped(node: Any, name: str, depth: int = -1) -> tuple[str, list[tuple[str, str]]]:
+    """A name in ``node``'s TorchScript scope path and its dynamo scope metadata, both cut to
+    ``depth`` modules below the root (-1: ``node``'s own scope)."""
+    import ast
+
+    segs = node.name.split("/")[1:-1] if node.name.startswith("/") else None
+    path = "" if segs is None else "/" + "".join(f"{s}/" for s in (segs if depth < 0 else segs[:depth]))
+    meta = []
+    for p in node.metadata_props:
+        if p.key == SCOPES and depth >= 0:
+            try:
+                scopes = ast.literal_eval(p.value)
+            except (ValueError, SyntaxError):
+                continue
+            meta.append((p.key, repr(scopes[:depth + 1] + [name])))
+        elif p.key == SCOPES or depth < 0:
+            meta.append((p.key, p.value))
+    return path + name, meta
+
+
+def _in_module(like: Any, module: str, name: str) -> tuple[str, list[tuple[str, str]]]:
+    """A name and scope metadata inside ``module`` (a qualified name), in the flavour of ``like``."""
+    parts = module.split(".") if module else []
+    if like.name.startswith("/"):
+        return "/" + "".join(f"{p}/" for p in parts) + name, []
+    scopes = [""] + [".".join(parts[:k + 1]) for k in range(len(parts))] + [name]
+    return name, [(SCOPES, repr(scopes))] if any(p.key == SCOPES for p in like.metadata_props) else []
+
+
+def _node(op: str, inputs: list[str], output: str, like: Any, name: str, depth: int = -1, module: str = "",
+          **attrs: Any) -> Any:
+    import onnx
+
+    full, meta = _in_module(like, module, name) if module else _scoped(like, name, depth)
+    n = onnx.helper.make_node(op, inputs, [output], name=full, **attrs)
+    for key, value in meta:
+        n.metadata_props.add(key=key, value=value)
+    return n
+
+
+def with_views(model: Any, views: list[ViewLike], value_shapes: dict[str, tuple[int, ...]]) -> Any:
+    """A copy of ``model`` with a round trip per view (``value_shapes``: each viewed value's shape)."""
+    import onnx
+
+    out = copy_model(model)
+    nodes = list(out.graph.node)
+    producer = {o: k for k, n in enumerate(nodes) for o in n.output if o}
+    after: dict[int, list[Any]] = {}
+    before: dict[int, list[Any]] = {}
+    rewire: dict[tuple[int, str], str] = {}
+    for k, v in enumerate(views):
+        first = min(v.readers)
+        folded = v.value not in producer       # a constant: the view goes right before its first reader
+        at, src = (first, nodes[first]) if folded else (producer[v.value], nodes[producer[v.value]])
+        home = {"module": v.module} if folded else {"depth": v.depth}
+        put = before if folded else after
+        fwd, back = f"{v.value}::absorbed", f"{v.value}::unabsorbed"
+        if v.perm is not None:
+            put.setdefault(at, []).append(
+                _node("Transpose", [v.value], fwd, src, f"{FORWARD}{k}", perm=list(v.perm), **home))
+            way_back = _node("Transpose", [fwd], back, nodes[first], f"{BACK}{k}",
+                             perm=[int(i) for i in np.argsort(v.perm)])
+        else:
+            to, there = f"drifttui_absorbed_shape_{k}", f"drifttui_unabsorbed_shape_{k}"
+            out.graph.initializer.extend([
+                onnx.numpy_helper.from_array(np.array(v.shape, dtype=np.int64), to),
+                onnx.numpy_helper.from_array(np.array(value_shapes[v.value], dtype=np.int64), there)])
+            put.setdefault(at, []).append(_node("Reshape", [v.value, to], fwd, src, f"{FORWARD}{k}", **home))
+            way_back = _node("Reshape", [fwd, there], back, nodes[first], f"{BACK}{k}")
+        before.setdefault(first, []).append(way_back)
+        for r in v.readers:
+            rewire[(r, v.value)] = back
+    del out.graph.node[:]
+    for k, n in enumerate(nodes):
+        out.graph.node.extend(before.get(k, []))
+        for pos, name in enumerate(n.input):
+            if (k, name) in rewire:
+                n.input[pos] = rewire[(k, name)]
+        out.graph.node.append(n)
+        out.graph.node.extend(after.get(k, []))
+    return out

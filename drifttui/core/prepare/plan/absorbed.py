@@ -1,0 +1,244 @@
+"""Modules whose output the exporter absorbed into its reader: found by structure, decided by content.
+
+A module returning ``y.t()`` / ``y.permute(...)`` / ``y.reshape(...)`` often has no ONNX value of
+its own: TorchScript folds the Transpose into the reading Gemm (``transA``), a reshape disappears
+into the reader's shape.  The value its nodes hand on is its output in another layout.  Unpaired,
+the module cannot be compared and its reader, fed the wrong values, is named the origin (issue 30
+point 6); paired raw with a same-shaped value (a square ``.t()``), a clean module is compared with
+its own transpose and fails.  So the module and its reader are compared as one unit, split at that
+value seen through the view the exporter absorbed: the view is inserted as a round trip
+(``onnx/edit/absorbed_views.py``), the module's output is the view, and the local run feeds torch's
+value back to the reader through the way back, as at any other module boundary.  Each module's own
+error then names the one whose own computation differs.
+
+Candidates, by structure only:
+
+- an unmapped module (it has nodes, none of whose outputs has its output's shape) whose nodes hand
+  on one value of its output's size: the view is the permutation of that value's dims giving the
+  output's shape, else a reshape;
+- a weight module with no node (its result constant-folded: a transposed weight through a drifting
+  op) whose reader's own nodes read a folded constant of its output's size, not one of their
+  parameters: the view is the identity, a permutation or a reshape;
+- a mapped module with a square 2-D output whose value a Gemm outside it reads transposed
+  (``transA`` as input A, ``transB`` as an activation input B): the exporter may have folded the
+  module's ``.t()`` there (unless an unmapped call hands that value on: then it is that call's).
+
+Which view, if any, is decided on sample 0 by content: the view of the ONNX value closest to torch's
+output (for a square output: only when closer than the value as it lies).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from drifttui.core.onnx.edit.absorbed_views import with_views
+from drifttui.core.onnx.graph import GraphIndex, build_index, tensor_array
+from drifttui.core.prepare.plan.pairing import FLOAT_ELEMS, boundary_outputs
+from drifttui.core.prepare.plan.plan import Plan
+from drifttui.core.result import FUSED, NOT_EXPORTED, OK, UNMAPPED
+from drifttui.core.runtime.torch_hooks import Call
+
+
+@dataclass(frozen=True)
+class View:
+    """``value`` seen as call ``call``'s output: Transpose by ``perm``, or (``perm`` None) a Reshape."""
+
+    call: int
+    value: str
+    perm: Optional[tuple[int, ...]]
+    shape: tuple[int, ...]          # torch's output shape (the view's)
+    readers: tuple[int, ...]        # nodes outside the call that read ``value`` (they get the way back)
+    depth: int = 0                  # the call's depth below the root (the view node's scope); -1 - depth: a
+                                    # folded constant's view, scoped by ``module`` (it has no producer)
+    module: str = ""
+
+    def of(self, arr: np.ndarray) -> np.ndarray:
+        return np.transpose(arr, self.perm) if self.perm is not None else arr.reshape(self.shape)
+
+    def text(self, index: GraphIndex) -> str:
+        how = f"Transpose perm={list(self.perm)}" if self.perm is not None else f"Reshape to {list(self.shape)}"
+        readers = ", ".join(index.nodes[r].name or index.nodes[r].op_type for r in self.readers[:2])
+        return (f"its output has no ONNX value of its own (the exporter absorbed its last view into {readers}): "
+                f"compared as {self.value} through {how}, split from its reader at that value")
+
+
+def _static_shape(index: GraphIndex, value: str) -> Optional[tuple[int, ...]]:
+    shape = index.shapes.get(value)
+    if shape is None or not all(isinstance(d, int) for d in shape):
+        return None
+    return tuple(shape)
+
+
+def _outside(index: GraphIndex, value: str, inside: set[int]) -> tuple[int, ...]:
+    return tuple(c for c in index.consumers.get(value, []) if c not in inside)
+
+
+def _reads_transposed(index: GraphIndex, node: int, value: str) -> bool:
+    """A Gemm reading ``value`` transposed: as input A with transA, or as a computed input B with transB."""
+    n = index.nodes[node]
+    if n.op_type != "Gemm":
+        return False
+    attrs = {a.name: a.i for a in n.proto.attribute}
+    return ((len(n.inputs) > 0 and n.inputs[0] == value and attrs.get("transA", 0) == 1)
+            or (len(n.inputs) > 1 and n.inputs[1] == value and attrs.get("transB", 0) == 1
+                and not index.is_static(value)))
+
+
+def _perms(src: tuple[int, ...], dst: tuple[int, ...]) -> list[tuple[int, ...]]:
+    if len(src) != len(dst) or len(src) > 5:
+        return []
+    return [p for p in itertools.permutations(range(len(src)))
+            if p != tuple(range(len(src))) and tuple(src[i] for i in p) == dst]
+
+
+def _handed_on(index: GraphIndex, call: Call, cm: Any, shape: tuple[int, ...]) -> list[View]:
+    """An unmapped call: the values its nodes hand on that hold its output's elements."""
+    inside = set(cm.nodes)
+    views: list[View] = []
+    for v in boundary_outputs(index, inside):
+        vs = _static_shape(index, v)
+        readers = _outside(index, v, inside)
+        if vs is None or not readers or index.elem_types.get(v) not in FLOAT_ELEMS \
+                or int(np.prod(vs)) != int(np.prod(shape)) or v in index.graph_outputs:
+            continue
+        views += [View(cm.call, v, p, shape, readers, call.depth) for p in _perms(vs, shape)] or [
+            View(cm.call, v, None, shape, readers, call.depth)]
+    return views
+
+
+def _read_transposed(index: GraphIndex, call: Call, cm: Any, shape: tuple[int, ...]) -> list[View]:
+    """A mapped call with a square 2-D output whose value a Gemm outside it reads transposed."""
+    v = cm.outputs.get(0)
+    if not v or len(shape) != 2 or shape[0] != shape[1] or v in index.graph_outputs:
+        return []
+    readers = _outside(index, v, set(cm.nodes))
+    if readers and any(_reads_transposed(index, r, v) for r in readers):
+        return [View(cm.call, v, (1, 0), shape, readers, call.depth)]
+    return []
+
+
+def _folded(index: GraphIndex, calls: list[Call], plan: Plan, call: Call, shape: tuple[int, ...]) -> list[View]:
+    """A call with no node and no input whose result the exporter constant-folded (a weight module):
+    the folded constants its readers' own nodes read, of its output's size, that are
+    not one of their own parameters."""
+    readers = {call.parent} | {c.index for c in calls if any(r.producer and r.producer[0] == call.index
+                                                              for r in c.inputs)}
+    params = {p[0] for c in calls for p in c.params}
+    views: list[View] = []
+    seen: set[str] = set()
+    for r in sorted(x for x in readers if x is not None):
+        for ni in plan.calls[r].own:
+            for v in index.nodes[ni].inputs:
+                vs = _static_shape(index, v) if v else None
+                if not v or v in seen or v in params or not index.is_static(v) or vs is None \
+                        or int(np.prod(vs)) != int(np.prod(shape)) or index.elem_types.get(v) not in FLOAT_ELEMS:
+                    continue
+                seen.add(v)
+                users = tuple(c for c in index.consumers.get(v, []) if plan.node_call[c] in readers)
+                views += [View(call.index, v, p, shape, users, -1 - call.depth, call.module)
+                          for p in [tuple(range(len(vs)))] + _perms(vs, shape) if tuple(vs[i] for i in p) == shape] \
+                    or [View(call.index, v, None, shape, users, -1 - call.depth, call.module)]
+    return views
+
+
+def candidates(index: GraphIndex, calls: list[Call], plan: Plan) -> dict[int, list[View]]:
+    """Per call, the views that could carry its absorbed output (structure and shapes only)."""
+    out: dict[int, list[View]] = {}
+    for cm in plan.calls:
+        call = calls[cm.call]
+        computed = [r for r in call.outputs if not r.passthrough]
+        if call.parent is None or len(call.outputs) != 1 or len(computed) != 1:
+            continue
+        ref = computed[0]
+        if not ref.dtype.startswith(("float", "bfloat", "half", "double")) or not ref.shape:
+            continue
+        shape = tuple(int(d) for d in ref.shape)
+        if cm.status == UNMAPPED and cm.nodes:
+            views = _handed_on(index, call, cm, shape)
+        elif cm.status == OK and cm.nodes:
+            views = _read_transposed(index, call, cm, shape)
+        elif cm.status in (NOT_EXPORTED, FUSED) and not cm.nodes and cm.folded_into is None \
+                and not call.inputs and call.params:
+            views = _folded(index, calls, plan, call, shape)
+        else:
+            views = []
+        if views:
+            out[cm.call] = views
+    # a value an unmapped call hands on in another layout is that call's (structure); a square mapped
+    # call's value read transposed is a guess content decides: the structure wins
+    claimed = {v.value for ci, vs in out.items() if plan.calls[ci].status == UNMAPPED for v in vs}
+    return {ci: vs for ci, vs in out.items() if plan.calls[ci].status != OK
+            or not any(v.value in claimed for v in vs)}
+
+
+UNRELATED = 0.9      # a value with nearly no element of the module's output in any view is another value
+
+
+def choose(cands: dict[int, list[View]], torch_out: Callable[[list[int]], dict[int, np.ndarray]],
+           resolve: Callable[[list[str]], dict[str, np.ndarray]]) -> list[View]:
+    """The view per call whose content on sample 0 is closest to torch's output; for a mapped call,
+    only when closer than its value as it lies (else the exporter absorbed nothing)."""
+    if not cands:
+        return []
+    try:
+        torch_vals = torch_out(sorted(cands))
+        onnx_vals = resolve(sorted({v.value for vs in cands.values() for v in vs}))
+    except Exception:  # noqa: BLE001 - no content: nothing is re-paired (the plan stays as mapped)
+        return []
+    chosen: list[View] = []
+    for ci, views in sorted(cands.items()):
+        t = torch_vals.get(ci)
+        if t is None:
+            continue
+        t = np.asarray(t, dtype=np.float64)
+        scored = []
+        for view in views:
+            o = onnx_vals.get(view.value)
+            if o is None or o.size != t.size:
+                continue
+            if o.shape == t.shape and view.depth >= 0:   # a mapped call's value as it lies first: a tie keeps the plan
+                scored.append((_distance(np.asarray(o, dtype=np.float64), t), None))
+            d = _distance(view.of(np.asarray(o, dtype=np.float64)), t)
+            if d < UNRELATED:
+                scored.append((d, view))
+        best = min(scored, key=lambda s: s[0], default=None)
+        if best is not None and best[1] is not None:
+            chosen.append(best[1])
+    return chosen
+
+
+def _distance(a: np.ndarray, b: np.ndarray) -> float:
+    """How far two arrays are, robust to a drift in a few elements: the share of elements apart."""
+    if a.shape != b.shape:
+        return float("inf")
+    scale = max(float(np.nanmax(np.abs(b))) if b.size else 0.0, 1e-12)
+    close = np.isclose(a, b, rtol=1e-3, atol=1e-3 * scale, equal_nan=True)
+    return float(1.0 - close.mean()) if close.size else 0.0
+
+
+
+def split_units(index: GraphIndex, calls: list[Call], plan: Plan, map_index: Callable[[GraphIndex], Plan],
+                torch_out: Callable[[list[int]], dict[int, np.ndarray]],
+                resolve: Callable[[GraphIndex, list[str]], dict[str, np.ndarray]]) -> tuple[GraphIndex, Plan]:
+    """(index, plan) with a round trip per absorbed output (onnx/edit/absorbed_views.py) and the plan
+    mapped again on it, each such module paired with its view; the inputs unchanged when none is found
+    or the view does not pair."""
+    def values_of(names: list[str]) -> dict[str, np.ndarray]:
+        static = {v: tensor_array(index, v) for v in names if index.is_static(v)}
+        return {**resolve(index, [v for v in names if v not in static]), **static}
+
+    views = choose(candidates(index, calls, plan), torch_out, values_of)
+    if not views:
+        return index, plan
+    shapes = {v.value: _static_shape(index, v.value) or v.shape for v in views}
+    new_index = build_index(with_views(index.model, views, shapes), index.path)
+    new_plan = map_index(new_index)
+    paired = [v for v in views if new_plan.calls[v.call].outputs.get(0) == f"{v.value}::absorbed"]
+    if not paired:
+        return index, plan
+    for v in paired:
+        new_plan.calls[v.call].note = v.text(index)
+    return new_index, new_plan
