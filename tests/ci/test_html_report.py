@@ -79,3 +79,15 @@ def test_a_root_origin_drill_down_names_its_own_ops_in_the_page():
     page = drill(load_fixture("root-drift"))
     assert "own ONNX values (Mul node_mul → mul; ReduceMean node_mean → mean" in page
     assert "per output channel" not in page and "(8 along axis last" in page
+
+
+def test_a_clean_run_says_there_is_no_origin_to_drill_into():
+    """(fourth new-user pass) a clean page said "no per-channel errors for the origin in this result"
+    under "The origin: where in its output", as if an origin existed."""
+    from drifttui.report.html import drill
+    from tests.tui.replay import load_fixture
+
+    clean = load_fixture("resnet18")
+    assert clean.drift_origin is None
+    page = drill(clean)
+    assert "no drift origin" in page and "for the origin" not in page
