@@ -1,6 +1,8 @@
 """Defects of the fourth new-user pass (issue 35) that show in the TUI."""
 from __future__ import annotations
 
+import pytest
+
 from drifttui.core.base.progress import Progress
 from drifttui.tui.widgets.steps_bar import StepsBar
 
@@ -14,3 +16,19 @@ def test_a_running_step_says_its_number_once():
     text = str(bar.render_text())
     assert "step 5 running" in text and text.count("step 5") == 1, text
     assert "rerunning the check with deterministic=False and True" in text
+
+
+def test_the_metrics_threshold_of_max_abs_is_the_rule_at_the_layers_scale():
+    """The drill-down strip said "against its tolerance (6e-03)" and the metrics table below it
+    "max abs ... threshold 1.00e-04" (atol alone) for the demo's origin."""
+    from drifttui.report.profile import allowance
+    from drifttui.tui.layer_view import metrics_table
+    from tests.tui.replay import load_fixture
+
+    result = load_fixture("resnet18-bf16")
+    origin = next(L for L in result.layers if L.index == result.drift_origin.layer)
+    allowed = allowance(result, origin)
+    assert allowed > 10 * result.tolerance.atol           # the scale matters here
+    row = next(line for line in str(metrics_table(origin.metrics, origin.local, result, origin)).splitlines()
+               if line.startswith("max abs"))
+    assert float(row.split()[-1]) == pytest.approx(allowed, rel=1e-3), row
