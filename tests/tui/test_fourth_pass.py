@@ -32,3 +32,20 @@ def test_the_metrics_threshold_of_max_abs_is_the_rule_at_the_layers_scale():
     row = next(line for line in str(metrics_table(origin.metrics, origin.local, result, origin)).splitlines()
                if line.startswith("max abs"))
     assert float(row.split()[-1]) == pytest.approx(allowed, rel=1e-3), row
+
+
+async def test_a_collapsed_module_holding_the_origin_is_marked():
+    """`C` collapsed layer3 (the demo's origin is layer3.1.bn1): its row showed no mark at all."""
+    from drifttui.tui.app import DriftApp
+    from tests.tui.conftest import screen_text
+    from tests.tui.replay import load_fixture
+
+    app = DriftApp(None, result=load_fixture("resnet18-bf16"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("C")
+        await pilot.pause()
+        rows = [line for line in screen_text(app).splitlines() if "Sequential" in line]
+        marked = [line for line in rows if line.startswith("◇")]
+        assert len(marked) == 1 and "layer3" in marked[0], rows
+        assert not any(line.startswith("◆") for line in screen_text(app).splitlines())
