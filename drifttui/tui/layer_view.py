@@ -196,7 +196,9 @@ def _quick_line(result: Result, layer: Layer, no_color: bool = False) -> Text:
         line.append(f"{label} ", style="dim")
         line.append(fmt_value(value).strip(), style=cell_style(band(value, th[col]), fails.get(col), no_color))
         line.append("  ")
-    line.append(f"worst sample #{m.max_abs.worst_sample}", style="dim")
+    # of the layer samples only: after `a` the every-sample list may name another (fourth pass)
+    of = f" of {m.samples} compared" if m.samples < result.samples else ""
+    line.append(f"worst sample #{m.max_abs.worst_sample}{of}", style="dim")
     return line
 
 

@@ -49,3 +49,16 @@ async def test_a_collapsed_module_holding_the_origin_is_marked():
         marked = [line for line in rows if line.startswith("◇")]
         assert len(marked) == 1 and "layer3" in marked[0], rows
         assert not any(line.startswith("◆") for line in screen_text(app).splitlines())
+
+
+def test_the_worst_sample_in_the_head_says_it_is_of_the_layer_samples():
+    """After `a` the every-sample list named #3 the worst while the head still said "worst sample
+    #17": that one is the worst of the 3 samples compared layer by layer, and says so."""
+    from drifttui.tui.layer_view import _quick_line
+    from tests.tui.replay import load_fixture
+
+    result = load_fixture("resnet18-bf16")
+    origin = next(L for L in result.layers if L.index == result.drift_origin.layer)
+    assert origin.metrics.samples < result.samples
+    line = str(_quick_line(result, origin))
+    assert f"worst sample #{origin.metrics.max_abs.worst_sample} of {origin.metrics.samples} compared" in line
