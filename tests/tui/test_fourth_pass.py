@@ -62,3 +62,17 @@ def test_the_worst_sample_in_the_head_says_it_is_of_the_layer_samples():
     assert origin.metrics.samples < result.samples
     line = str(_quick_line(result, origin))
     assert f"worst sample #{origin.metrics.max_abs.worst_sample} of {origin.metrics.samples} compared" in line
+
+
+async def test_x_with_nothing_running_says_so_for_a_moment_not_in_the_status_line():
+    """`x` with nothing running left "nothing is running" beside the verdict until the next action."""
+    from drifttui.tui.app import DriftApp
+    from tests.tui.replay import load_fixture
+
+    app = DriftApp(None, result=load_fixture("resnet18-bf16"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("x")
+        await pilot.pause()
+        assert "nothing is running" not in str(app.status.render_text())
+        assert any("nothing is running" in str(n.message) for n in app._notifications)
