@@ -127,7 +127,9 @@ def cmd_repair(args: argparse.Namespace) -> int:
     fixed, after = done.patches, done.after
     say(f"applied {len(fixed.applied)} patch(es): " + "; ".join(_describe(p) for p in fixed.applied))
     _say_table(say, [("origin local max |d|", fixed.local_before, fixed.local_after)], result, after)
-    say(f"check on the repaired copy: {after.verdict}; wrote {args.out}")
+    still = f" at {display_name(after.drift_origin.module)} (repair the copy again for it)" \
+        if after.verdict == "drift" and after.drift_origin is not None else ""
+    say(f"check on the repaired copy: {after.verdict}{still}; wrote {args.out}")
     if done.source_fixes:
         say("fix the source too (a re-export of the unchanged setup writes the drift again):")
         for code, words in done.source_fixes:
@@ -140,9 +142,11 @@ def _say_table(say: Callable[[str], None], rows: list, before: Any, after: Any) 
     b_abs, b_top = _out_metrics(before)
     a_abs, a_top = _out_metrics(after)
     fmt = lambda v: "-" if v is None else f"{v:.4g}"  # noqa: E731
+    pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"  # noqa: E731   # as `check` says it
     say(f"{'':24}{'before':>12}{'after':>12}")
-    for label, b, a in rows + [("output max |d|", b_abs, a_abs), ("top-1 agreement", b_top, a_top)]:
+    for label, b, a in rows + [("output max |d|", b_abs, a_abs)]:
         say(f"{label:24}{fmt(b):>12}{fmt(a):>12}")
+    say(f"{'top-1 agreement':24}{pct(b_top):>12}{pct(a_top):>12}")
 
 
 def _say_keep_list(say: Callable[[str], None], result: Any, done: Any, out: str) -> None:

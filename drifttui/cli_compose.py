@@ -108,6 +108,7 @@ def auto_tolerance(config: Any, progress: Any, engine: Any = None) -> tuple[Any,
     adv = advise(measure(config, progress, pipeline=engine))    # the engine's Prepared: one export
     note = (f"tolerance auto: atol {adv.atol:g}, rtol {adv.rtol:g} = {adv.margin:g}x the noise floor measured "
             f"at ORT levels disable and all, 1 and many threads (tightest: {adv.tightest or '-'})")
+    note += "".join(f"; {line}" for line in adv.lines if line.startswith("left out as drift"))
     return dataclasses.replace(config, atol=adv.atol, rtol=adv.rtol), note
 
 

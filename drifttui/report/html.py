@@ -119,7 +119,9 @@ def layer_table(result: Result) -> str:
 def drill(result: Result) -> str:
     """The origin's error per output channel and per sample (``Layer.channels``)."""
     o = result.drift_origin
-    L = next((x for x in result.layers if o is not None and x.index == o.layer), None)
+    if o is None:        # a clean run has no origin to drill into (it said "no per-channel errors for the origin")
+        return "<p class='dim'>no drift origin: no layer's own error fails the tolerance</p>"
+    L = next((x for x in result.layers if x.index == o.layer), None)
     if L is None or L.channels is None:
         return "<p class='dim'>no per-channel errors for the origin in this result</p>"
     ch = L.channels

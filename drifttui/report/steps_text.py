@@ -73,8 +73,9 @@ def _node_lines(ev: dict) -> list[str]:
     row = ", ".join(f"{k}: out {v.get('final_max_abs', 0):.1e}"
                     + (f" origin {v['origin_max_abs']:.1e}" if v.get("origin_max_abs") is not None else "")
                     for k, v in lv.items())
-    if row:
-        lines.append(f"ORT levels: {row}")
+    if row:            # its figures are over the sweep's few samples, not the report's (fourth pass)
+        n = ev["opt_levels"].get("samples")
+        lines.append(f"ORT levels (max |d| on {n} sample{'s' if n != 1 else ''}): {row}" if n else f"ORT levels: {row}")
     fused = ev["opt_levels"].get("fused_op_types") or []
     if fused:
         lines.append("fused by ORT: " + ", ".join(fused))

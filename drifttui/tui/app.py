@@ -259,7 +259,7 @@ class DriftApp(FilterMixin, DrillMixin, ComposeMixin, ToolsMixin, App[int]):
             bar.running.clear()
             bar.refresh_view()
             return
-        self.status.set_state(message="nothing is running")
+        self.notify("nothing is running", severity="information")   # a toast: it stayed in the status line
 
     # -- steps ---------------------------------------------------------------------
     def action_step(self, number: int) -> None:

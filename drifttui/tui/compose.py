@@ -20,7 +20,7 @@ from textual.message import Message
 from drifttui.core.base.progress import CancelToken, Progress
 from drifttui.core.result import Config
 from drifttui.errors import Cancelled
-from drifttui.report.escape import terminal_data
+from drifttui.report.escape import terminal, terminal_data
 from drifttui.tui import runner
 from drifttui.tui.compose_view import bisect_screen, tolerance_screen
 from drifttui.tui.screens.detail import DetailScreen
@@ -29,6 +29,7 @@ from drifttui.tui.widgets.status import progress_text
 
 NO_STAGES = ("no deployment pipeline given: start with `drifttui tui MODEL --stages RAW.onnx [STEP.onnx ...] "
              "DEPLOYED.onnx` (docs/bisect.md)")
+OUTER_STAGES = ("noise", "stage")     # the counted stages of a composed run (the engine's Progress.stage)
 KINDS = {"bisect": ("Stage bisect", "bisecting the stages: torch against every file, each against the one before"),
          "tolerance": ("Tolerance from the noise floor",
                        "measuring the noise floor: ORT levels disable and all, 1 and many threads")}
@@ -115,6 +116,7 @@ class ComposeMixin:
         screen = DetailScreen(title, Text(f"{doing} (in the background; Esc cancels)…", style="italic"),
                               on_close=token.cancel)
         state["running"][kind] = (token, screen, doing)
+        state.setdefault("outer", {}).pop(kind, None)
         self.push_screen(screen)  # type: ignore[attr-defined]
         compose_in_thread(self, kind, lambda p, t: call(engine, config, p, t), config, token)
 
@@ -123,8 +125,14 @@ class ComposeMixin:
         if running is None or running[0] is not message.token:
             return
         token, screen, doing = running
+        p = message.progress
+        outer = self._compose_state().setdefault("outer", {})
+        if p.total and p.stage in OUTER_STAGES:      # which setting / stage of the run this is
+            outer[message.kind] = f"{terminal(p.message)} ({p.done + 1}/{p.total})"
         body = Text(f"{doing} (in the background; Esc cancels)…\n", style="italic")
-        body.append_text(progress_text(message.progress))
+        if outer.get(message.kind) and p.stage not in OUTER_STAGES:
+            body.append(outer[message.kind] + " · ", style="bold")   # it said "samples 20/20" of which of 4?
+        body.append_text(progress_text(p))
         screen.update_body(body)
 
     def on_compose_done(self, message: ComposeDone) -> None:

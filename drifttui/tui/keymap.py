@@ -95,6 +95,7 @@ STATUS_HELP: list[tuple[str, str]] = [
 
 COLUMN_HELP: list[tuple[str, str]] = [
     ("◆", "the drift origin: the first module whose own computation fails the tolerance"),
+    ("◇", "a collapsed module with the drift origin inside (→ or g opens it)"),
     ("module", "name, indented by depth; ▾ expanded, ▸ collapsed; #1 a second call; (root) the model"),
     ("class / onnx ops", "the module's class and its ONNX op types (wide terminals)"),
     ("abs", "worst max |torch - onnx| over samples, against atol"),

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from drifttui.core.base.progress import Progress
 from drifttui.core.result import DRIFT, HIST_EDGES, Layer, Metrics, Result
+from drifttui.report.profile import allowance
 from drifttui.tui import served_view
 from drifttui.tui.heat import band, cell_style, fmt_value, thresholds
 from drifttui.tui.tree import display_name, own_fails
@@ -122,8 +123,14 @@ def histogram_bars(hist: tuple[int, ...] | list[int], width: int = 30) -> Render
 
 def metrics_table(m: Metrics, local: Optional[Metrics], result: Result, layer: Optional[Layer] = None,
                   full: bool = True, no_color: bool = False) -> Text:
-    """Worst / worst sample / median per metric (``full``: and its threshold)."""
+    """Worst / worst sample / median per metric (``full``: and its threshold).  The max |d| is held to
+    the rule at the layer's scale, atol + rtol * scale (its budget in a reduced-precision file), as the
+    drill-down strip above it says, not to atol (the fourth pass read "threshold 1e-04" under
+    "against its tolerance (6e-03)")."""
     th = thresholds(result.tolerance)
+    allowed = allowance(result, layer) if layer is not None else None
+    if allowed is not None:
+        th = dict(th, max_abs=allowed)
     fails = dict(zip(("max_abs", "max_rel", "local", "cos"), own_fails(layer))) if layer is not None else {}
     table = Grid(["metric", "worst", "sample", "median", "threshold"][:5 if full else 4], "lrrrr")
 
@@ -189,7 +196,9 @@ def _quick_line(result: Result, layer: Layer, no_color: bool = False) -> Text:
         line.append(f"{label} ", style="dim")
         line.append(fmt_value(value).strip(), style=cell_style(band(value, th[col]), fails.get(col), no_color))
         line.append("  ")
-    line.append(f"worst sample #{m.max_abs.worst_sample}", style="dim")
+    # of the layer samples only: after `a` the every-sample list may name another (fourth pass)
+    of = f" of {m.samples} compared" if m.samples < result.samples else ""
+    line.append(f"worst sample #{m.max_abs.worst_sample}{of}", style="dim")
     return line
 
 

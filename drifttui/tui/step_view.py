@@ -18,14 +18,21 @@ from drifttui.tui.tree import display_name
 VERDICT_GLYPH = {"pass": "✓", "fail": "✗", "inconclusive": "?", "skipped": "–"}
 VERDICT_STYLE = {"pass": "#5fb36b", "fail": "bold #e8503a", "inconclusive": "#f0a030", "skipped": "dim"}
 CONFIG_FIELDS = ("opt_level", "deterministic", "atol", "rtol", "zero_input", "samples")
+# each field in the config line's own words ("det off", not "deterministic no")
+_SAID = {"opt_level": "opt {}", "deterministic": "det {}", "atol": "atol {}", "rtol": "rtol {}",
+         "zero_input": "zero-in {}", "samples": "n={}"}
 
 
 def config_diff(ran_on: Optional[Config], shown: Optional[Config]) -> str:
     """How the configuration a step ran on differs from the one on screen ("" when equal)."""
     if ran_on is None or shown is None or ran_on == shown:
         return ""
-    bits = [f"{f} {fmt(getattr(ran_on, f))}" for f in CONFIG_FIELDS if getattr(ran_on, f) != getattr(shown, f)]
+    bits = [_SAID[f].format(_word(getattr(ran_on, f))) for f in CONFIG_FIELDS if getattr(ran_on, f) != getattr(shown, f)]
     return ", ".join(bits) or "another configuration"
+
+
+def _word(value: object) -> str:
+    return ("on" if value else "off") if isinstance(value, bool) else fmt(value)
 
 
 def finding_renderable(f: Finding, headline: bool = False) -> RenderableType:

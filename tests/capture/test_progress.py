@@ -96,3 +96,24 @@ def test_unknown_layer_samples_is_refused():
     for bad in ("0", "some", "-2"):
         with pytest.raises(InputError, match="--layer-samples"):
             run_once(Config(model=f"{DEEP}:deep_mlp", inputs=INPUTS, layer_samples=bad))
+
+
+def test_the_time_left_counts_the_whole_sample_and_is_not_guessed_from_sample_0():
+    """Fourth pass: `samples 1/100, about 1 s left` for a 6 s loop.  Sample 0's ORT run was the
+    whole measure (its torch outputs come from its per-layer pass) and only the ORT run and torch
+    forward were timed; a sample also costs its drawing (here 0.1 s) and the loop around it."""
+    from pathlib import Path
+
+    from drifttui.core.pipeline import run_once
+    from drifttui.core.result import Config
+    from tests.capture import slow_inputs
+
+    here = Path(slow_inputs.__file__)
+    n, seen = 6, []
+    run_once(Config(model=f"{here}:model", inputs=f"{here}:inputs", samples=n, exporter="torchscript"),
+             progress=seen.append)
+    counts = [p for p in seen if p.stage == "samples" and p.message.startswith("sample ")]
+    assert [p.done for p in counts] == list(range(1, n))
+    assert counts[0].eta is None
+    for p in counts[1:]:
+        assert p.eta >= 0.8 * slow_inputs.DRAW * (n - p.done), (p.done, p.eta)

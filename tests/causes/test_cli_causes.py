@@ -63,3 +63,22 @@ def test_repro_on_a_clean_model_writes_nothing(exports, tmp_path, capsys):
                  f"{SPEC}:multi_inputs", "--samples", "2", "--out", str(out)])
     assert code == 0 and "nothing to reproduce" in capsys.readouterr().out
     assert not out.exists()
+
+
+def test_repair_names_the_copys_origin_when_a_second_drift_remains(exports, tmp_path, capsys):
+    """(fourth new-user pass) with two drifts, `repair` fixed the first and said only "check on the
+    repaired copy: drift"; it names the copy's origin now, and top-1 as `check` says it (a %)."""
+    from tests.causes.conftest import MULTI_VARIANTS, SPEC
+
+    proto = onnx.load(str(exports("multi", "dynamo", "eps")))        # norm's epsilon 1e-2
+    MULTI_VARIANTS["leaky"][1](proto)                                  # and act's alpha, earlier
+    two = tmp_path / "two.onnx"
+    onnx.save(proto, str(two))
+    code = main(["repair", f"{SPEC}:multi", "--onnx", str(two), "--inputs", f"{SPEC}:multi_inputs",
+                 "--samples", "2", "--out", str(tmp_path / "fixed.onnx")])
+    text = capsys.readouterr().out
+    assert code == 1, text
+    assert "applied 1 patch(es): set_attribute" in text and "alpha" in text
+    assert "check on the repaired copy: drift at norm (repair the copy again for it)" in text
+    top1 = next(line for line in text.splitlines() if line.startswith("top-1 agreement"))
+    assert top1.split()[-1].endswith("%") or top1.split()[-1] == "-"

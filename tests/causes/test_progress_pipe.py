@@ -29,7 +29,8 @@ def test_repair_into_a_pipe_says_each_stage_and_ends_with_the_source_fix(exports
     assert "repaired copy: run done" in text          # the check of the copy is not silent either
     said = p.stdout.splitlines()
     head = said.index("fix the source too (a re-export of the unchanged setup writes the drift again):")
-    assert said[head + 1].strip().startswith("torch.onnx.export(model, args, \"model.onnx\"")
+    # the file is a dynamo export: the call that wrote it is no fix (fourth pass), the finding's words are
+    assert not said[head + 1].strip().startswith("torch.onnx.export"), said[head + 1]
     assert "epsilon" in said[head + 1]
 
 
@@ -43,3 +44,21 @@ def test_the_source_fix_of_each_patch_kind():
     assert source_fix({"op": "set_attribute", "name": "coordinate_transformation_mode", "value": "half_pixel"},
                       10, "user file") == 'torch.onnx.export(model, args, "model.onnx", opset_version=11)'
     assert source_fix({"op": "rewrite", "rewrite": "gelu_tanh"}, 17, "dynamo") is None
+
+
+def test_no_export_call_that_repeats_the_files_own_setup():
+    """An attribute, constant or initializer restored in an opset-20 dynamo file: the call with the
+    file's own exporter and opset wrote it, so it is not said as the fix (the finding's words are)."""
+    from drifttui.core.explain.causes.deliver.source_fix import source_fix, source_fixes
+
+    for spec in ({"op": "set_attribute", "node": "ln", "name": "epsilon", "value": 1e-5},
+                 {"op": "replace_initializer", "name": "layer3.1.conv1.weight"},
+                 {"op": "replace_constant", "node": "c", "value": 0.25},
+                 {"op": "set_attribute", "node": "r", "name": "coordinate_transformation_mode", "value": "half_pixel"}):
+        assert source_fix(spec, 20, "dynamo") is None, spec
+
+    class Finding:
+        patch = {"op": "set_attribute", "node": "ln", "name": "epsilon", "value": 1e-5}
+        fix = "set eps=1e-05 on the module"
+
+    assert source_fixes([dict(Finding.patch)], [Finding()], 20, "dynamo") == [("", "set eps=1e-05 on the module")]

@@ -50,6 +50,30 @@ def test_floor_advice_passes_the_clean_model_and_catches_10x(tmp_path):
     assert result.verdict != OK
 
 
+def _drifting_mlp(tmp_path):
+    """The mlp's file with its first Linear's weight scaled by 1.01 (a drift at that layer)."""
+    raw = P.raw("mlp", "torchscript", tmp_path)
+    model = onnx.load(str(raw))
+    w = max(model.graph.initializer, key=lambda t: int(np.prod(t.dims)) if len(t.dims) == 2 else 0)
+    w.CopyFrom(numpy_helper.from_array((numpy_helper.to_array(w) * 1.01).astype(np.float32), w.name))
+    drifted = tmp_path / "drifted.onnx"
+    onnx.save(model, str(drifted))
+    return drifted
+
+
+def test_a_drift_is_not_noise_the_advice_never_hides_it(tmp_path):
+    """A drifting file's floor was its drift: 4x it hid the drift (fourth pass: `check --example
+    resnet18-bf16 --tolerance auto` passed, exit 0).  The drifting layer and what inherits it are named
+    and left out; the check at the advice still finds the drift."""
+    cfg = Config(model=M.spec("mlp"), inputs=M.INPUTS["mlp"], onnx=str(_drifting_mlp(tmp_path)), samples=3)
+    nf, adv = _advice(cfg)
+    origin = Pipeline().run(cfg).result.drift_origin
+    assert origin is not None and origin.module in nf.drifts
+    assert all(f.name != origin.module for f in nf.layers) and nf.outputs == [] and nf.outputs_left_out
+    assert adv.rtol < nf.drifts[origin.module] and "left out as drift, not noise" in adv.lines[-1]
+    assert Pipeline().run(dataclasses.replace(cfg, atol=adv.atol, rtol=adv.rtol)).result.verdict != OK
+
+
 def test_check_tolerance_auto_says_so(tmp_path, capsys):
     from drifttui.cli import main
 

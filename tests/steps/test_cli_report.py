@@ -60,3 +60,15 @@ def test_run_step_from_result_alone(run):
     assert again.summary == s.summary
     assert not [p for p in seen_again if "preparing the model again" in p.message]
     assert engine.context(result) is ctx and ctx.prepared is prepared
+
+
+def test_the_ort_levels_line_says_how_many_samples_its_figures_are_over():
+    """(fourth pass) `ORT levels: disable: out 1.4e+00` under a report whose output max |d| is 2.08:
+    the sweep's figures are over its first 2 samples, and the line did not say so."""
+    from drifttui.report.steps_text import _node_lines
+
+    ev = {"opt_levels": {"samples": 2, "fused_op_types": [],
+                         "levels": {"disable": {"final_max_abs": 1.4, "origin_max_abs": 3.0}}},
+          "hazards": [], "initializers": []}
+    line = next(x for x in _node_lines(ev) if x.startswith("ORT levels"))
+    assert line.startswith("ORT levels (max |d| on 2 samples): disable: out 1.4e+00 origin 3.0e+00"), line

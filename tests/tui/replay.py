@@ -210,6 +210,7 @@ class ComposeReplay(ReplayEngine):
     def _compose(self, kind: str, config: Config, progress: ProgressFn, cancel: Optional[CancelToken]) -> dict:
         self.compose_calls.append((kind, config, cancel))
         progress(Progress("stage" if kind == "bisect" else "noise", 0, 2, f"{kind}: replaying"))
+        progress(Progress("samples", 3, 8, "sample 3/8"))      # the check inside it, as the engine says it
         self._wait(self.compose_gate, cancel)
         if self.compose_fail is not None:
             raise self.compose_fail

@@ -102,3 +102,15 @@ def load_compose_free_result():
     from .replay import load_fixture
 
     return load_fixture("resnet18")
+
+
+async def test_a_running_composition_says_which_of_its_runs_the_samples_are_of():
+    """(fourth pass) the noise floor's screen said "samples 20/20 per-layer pass…", not which of
+    the 4 settings it was at."""
+    engine = ComposeReplay("resnet18")
+    engine.compose_gate.clear()
+    app = DriftApp(engine, result=engine.recorded)
+    async with app.run_test(size=(80, 24)) as pilot:
+        body = await _open(pilot, app, "a", "samples 3/8")
+        assert "tolerance: replaying (1/2) · samples 3/8" in body, body
+        engine.compose_gate.set()

@@ -119,8 +119,9 @@ async def test_the_run_note_fits_its_line_and_is_cut_between_words(size):
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         line = next(line for line in screen_text(app).splitlines() if line.lstrip().startswith("⚠"))
-        assert line.rstrip().endswith("all on (root): Home, Enter")          # never cropped
-        note = line.strip()[2:line.strip().index(" — all on")]
+        assert line.rstrip().endswith("in full: Home, Enter")                # never cropped
+        assert "all on (root)" not in line           # read as "every sample" (fourth pass): it meant every note
+        note = line.strip()[2:line.strip().index(" — in full")]
         full = app.steps_bar.notes[0]
         if note.endswith("…"):
             kept = note[:-1]

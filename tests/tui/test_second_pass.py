@@ -103,7 +103,7 @@ async def test_first_screen_80x24_note_takes_one_line(result):
         await pilot.pause()
         lines = screen_text(app).splitlines()
         note = [i for i, line in enumerate(lines) if line.lstrip().startswith("⚠")]
-        assert len(note) == 1 and "all on (root)" in lines[note[0]]
+        assert len(note) == 1 and "in full: Home, Enter" in lines[note[0]]
         assert lines[note[0] + 1].lstrip().startswith("g Origin")         # the footer, no continuation
         assert app.table.region.height >= 17
 

@@ -177,6 +177,8 @@ class _Run:
         self.batch = min(pr.batch, n)
         self.floor: Any = None
         self.layer_time = 0.0
+        self.layer_spent = 0.0             # seconds in per-layer passes so far
+        self.loop_times: list[float] = []  # wall time of each sample after the first, its per-layer pass left out
 
     def snap(self, done: int) -> Capture:
         return _snapshot(self.pr, self.cfg, self.acc, self.outs, done, self.chosen, self.notes, self.timings,
@@ -199,6 +201,7 @@ class _Run:
     def _layer_pass(self, wp: "_WindowPass", chunk: list[tuple[int, Any]], keep: bool = False) -> Optional[list]:
         t = time.perf_counter()
         kept = wp.run(self.acc, chunk, self.cancel, keep)
+        self.layer_spent += time.perf_counter() - t
         self.layer_time = max(self.layer_time, (time.perf_counter() - t) / max(1, len(chunk)))
         return kept
 
@@ -227,7 +230,7 @@ class _Run:
     def _sample(self, wp: "_WindowPass", i: int, pending: list[tuple[int, Any]],
                 first: Optional[list]) -> tuple[list[tuple[int, Any]], Optional[list]]:
         """Sample ``i``: its output pass, and its per-layer pass when it is a layer sample."""
-        n = self.n
+        n, t0, spent0 = self.n, time.perf_counter(), self.layer_spent
         sample = self.source.sample(i)
         feeds = self.pr.feeds(sample)
         check_finite_feeds(feeds)
@@ -252,16 +255,20 @@ class _Run:
         if pending and (len(pending) >= self.batch or i == n - 1):
             self._layer_pass(wp, pending)
             pending = []
+        if i > 0:       # sample 0 is no measure of the rest: its torch outputs came from its per-layer pass
+            self.loop_times.append(time.perf_counter() - t0 - (self.layer_spent - spent0))
         self._report(i)
         return pending, first
 
     def _report(self, i: int) -> None:
         """Progress after sample ``i``, with the time the rest should take (samples left at the
-        median output pass, the per-layer passes still to run at the slowest seen so far)."""
+        median wall time of a sample, the per-layer passes still to run at the slowest seen so far);
+        none after sample 0 (it said "about 1 s left" for a 6 s loop: only its ORT run was timed)."""
         n = self.n
-        per = float(np.median(self.outs.times)) if self.outs.times else 0.0
+        per = float(np.median(self.loop_times)) if self.loop_times else None
         layer_passes = (n - 1 - i) if self.every else min(self.k - 1, n - 1)
-        eta = (n - 1 - i) * per + (layer_passes + max(0, len(self.windows) - 1) * min(self.k, n)) * self.layer_time
+        eta = None if per is None else \
+            (n - 1 - i) * per + (layer_passes + max(0, len(self.windows) - 1) * min(self.k, n)) * self.layer_time
         if i == 0 and self.partial is not None and n > 1:
             self.progress(Progress("samples", 1, n, f"sample 1/{n}", self.partial(self.snap(1)), eta=eta))
         elif i < n - 1:

@@ -5,7 +5,12 @@ disable and all (each for the per-layer pass and the output pass), one thread (d
 ORT single-threaded) and many -- on one Prepared (one export: every variant is a capture, cached by
 the Pipeline), and runs the output session twice on sample 0 (is ORT repeatable?).  Per layer and
 per output the floor is the worst, over the variants, of max |d|, max |d| / scale and 1 - cosine.
-Nothing is decided here: the figures are the capture's, tolerance-free.
+
+A drift is not noise: a layer the run decides is a drift (its own error fails the tolerance) or
+inherits one, and the outputs of a run with a drift origin, are left out of the floor and named
+(``NoiseFloor.drifts``).  Before, the floor of a drifting file was its drift, and the advice (4x)
+hid it: ``check --example resnet18-bf16 --tolerance auto`` passed (fourth pass).  The statuses are
+``core.decide``'s at the tolerance of ``config``; the figures kept are the capture's.
 """
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ import numpy as np
 
 from drifttui.core.pipeline import Pipeline
 from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, no_progress
-from drifttui.core.result import Config, Result, display_name
+from drifttui.core.result import DRIFT, INHERITED, Config, Result, display_name
 from drifttui.core.runtime.passes import ort_passes
 
 # (name, per-layer level, output level, deterministic)
@@ -55,6 +60,10 @@ class NoiseFloor:
     repeat_max_abs: float = 0.0  # ORT run twice on sample 0, many threads
     variants: list[str] = field(default_factory=list)
     results: dict[str, Result] = field(default_factory=dict)
+    # left out as drift, not noise: each drifting layer's module and worst relative error, in order
+    drifts: dict[str, float] = field(default_factory=dict)
+    inherited: set[str] = field(default_factory=set)     # layers downstream of a drift, left out too
+    outputs_left_out: bool = False                       # a run had a drift origin: its outputs inherit it
 
 
 def measure(config: Config, progress: ProgressFn = no_progress, cancel: Optional[CancelToken] = None,
@@ -70,19 +79,35 @@ def measure(config: Config, progress: ProgressFn = no_progress, cancel: Optional
         run = pipe.run(cfg, progress, cancel)
         nf.variants.append(name)
         nf.results[name] = run.result
-        for L in run.result.layers:
-            if L.metrics is not None:
-                m = L.metrics
-                layers.setdefault(L.module, Floor(display_name(L.module), "layer")).add(
-                    name, m.max_abs.worst, m.max_rel.worst, m.cosine.worst)
+        _add_layers(nf, layers, run.result, name)
+        if run.result.drift_origin is not None:
+            nf.outputs_left_out = True
+            continue
         for o in run.result.outputs:
             m = o.metrics
             outputs.setdefault(o.name, Floor(o.name, "output")).add(name, m.max_abs.worst, m.max_rel.worst,
                                                                    m.cosine.worst)
-    nf.layers, nf.outputs = list(layers.values()), list(outputs.values())
+    nf.layers = [f for key, f in layers.items() if key not in nf.drifts and key not in nf.inherited]
+    nf.outputs = [] if nf.outputs_left_out else list(outputs.values())
     if run is not None:
         nf.repeat_max_abs = _repeat(run, config)
     return nf
+
+
+def _add_layers(nf: NoiseFloor, layers: dict[str, Floor], result: Result, variant: str) -> None:
+    """The variant's layer figures into the floor; a drifting layer, or one that inherits a drift, is
+    named as such instead (at any variant: a drift is left out of every variant's floor)."""
+    for L in result.layers:
+        if L.metrics is None:
+            continue
+        m = L.metrics
+        if L.status == DRIFT:
+            nf.drifts[L.module] = max(nf.drifts.get(L.module, 0.0), m.max_rel.worst)
+            continue
+        if L.status == INHERITED:
+            nf.inherited.add(L.module)
+        layers.setdefault(L.module, Floor(display_name(L.module), "layer")).add(
+            variant, m.max_abs.worst, m.max_rel.worst, m.cosine.worst)
 
 
 def _repeat(run: Any, config: Config) -> float:

@@ -54,9 +54,30 @@ def advise(nf: NoiseFloor, margin: float = MARGIN) -> Advice:
     adv = Advice(atol=_round(margin * max(abs_floor, tiny)), rtol=_round(margin * max(rtol_floor, tiny)),
                  cos_floor=max((f.one_minus_cos for f in items), default=0.0), margin=margin,
                  tightest=f"{tight.kind} {tight.name}" if tight is not None else "")
+    if not items:          # every value compared is a drift or downstream of one: nothing to measure
+        adv.atol, adv.rtol = nf.config.atol, nf.config.rtol
     adv.current = _current(nf, rtol_floor, abs_floor)
-    adv.lines = _lines(nf, adv, rtol_floor)
+    adv.lines = _lines(nf, adv, rtol_floor) + _left_out(nf, bool(items))
     return adv
+
+
+def _left_out(nf: NoiseFloor, measured: bool) -> list[str]:
+    """What the floor leaves out as drift, not noise, and what to do about it."""
+    if not nf.drifts:
+        return []
+    from drifttui.core.result import display_name
+
+    first, rel = next(iter(nf.drifts.items()))
+    more = f" and {len(nf.drifts) - 1} more" if len(nf.drifts) > 1 else ""
+    down = f", the {len(nf.inherited)} layer(s) downstream" if nf.inherited else ""
+    outs = " and the outputs" if nf.outputs_left_out else ""
+    cfg = nf.config
+    line = (f"left out as drift, not noise: {display_name(first)} (relative error {rel:.3g}){more}, whose own error "
+            f"fails atol {cfg.atol:g} / rtol {cfg.rtol:g}{down}{outs}; the advice does not hide it: "
+            "`drifttui diagnose` names its cause")
+    if not measured:
+        line += "; every value compared is a drift or downstream of one: the tolerance stays as given"
+    return [line]
 
 
 def _round(x: float) -> float:
@@ -84,7 +105,7 @@ def _lines(nf: NoiseFloor, adv: Advice, rtol_floor: float) -> list[str]:
     ratio = cur["rtol_over_floor"]
     if ratio is not None:
         verdict = "tighter than the noise: a clean model may fail" if ratio < 1 else "above the noise floor"
-        lines.append(f"your rtol {cur['rtol']:g} is {ratio:.3g}x the noise floor here ({verdict}); "
-                     f"an output drift of up to {cur['hides_up_to']:.3g} (scale {cur['output_scale']:.3g}) "
-                     "would hide under it")
+        hides = (f"; an output drift of up to {cur['hides_up_to']:.3g} (scale {cur['output_scale']:.3g}) "
+                 "would hide under it") if nf.outputs else ""
+        lines.append(f"your rtol {cur['rtol']:g} is {ratio:.3g}x the noise floor here ({verdict}){hides}")
     return lines

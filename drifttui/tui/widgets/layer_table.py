@@ -25,7 +25,7 @@ from drifttui.tui.tree import ROOT_NAME, LayerTree
 from drifttui.tui.widgets.plain_lines import plain_lines
 from drifttui.tui.widgets.track import clicked_top, thumb, track_segment
 from drifttui.tui.widgets.table_style import (  # noqa: F401  (re-exported: the views import them from here)
-    LIGHT_STATUS_STYLES, NO_COLOR_STATUS, ORIGIN_MARK, SORT_LABEL, STATUS_SHORT, STATUS_STYLES, STATUS_TEXT,
+    HOLDS_ORIGIN_MARK, LIGHT_STATUS_STYLES, NO_COLOR_STATUS, ORIGIN_MARK, SORT_LABEL, STATUS_SHORT, STATUS_STYLES, STATUS_TEXT,
     Columns, _fit, column_needs, origin_style_for,
 )
 
@@ -352,7 +352,10 @@ class LayerTable(ScrollView, can_focus=True):
         light = not self.app.current_theme.dark
         segs: list[Segment] = []
         is_origin = i == tree.origin
-        segs.append(Segment(ORIGIN_MARK if is_origin else " ", base + origin_style_for(no_color, light)))
+        holds = not is_origin and tree.origin is not None and tree.children[i] and i not in tree.expanded \
+            and i in tree.ancestors(tree.origin)
+        mark = ORIGIN_MARK if is_origin else HOLDS_ORIGIN_MARK if holds else " "
+        segs.append(Segment(mark, base + origin_style_for(no_color, light)))
         if tree.children[i]:
             fold = "▾ " if i in tree.expanded else "▸ "
         else:

@@ -115,7 +115,7 @@ class StepsBar(Static):
     def _note_line(self) -> Text:
         """The run-level notes in ONE line at any width (all of them on (root)'s detail)."""
         more = f" (+{len(self.notes) - 1} more)" if len(self.notes) > 1 else ""
-        tail = f"{more} — all on (root): Home, Enter"
+        tail = f"{more} — in full: Home, Enter"     # "all on (root)" read as "all samples" (fourth pass)
         room = max(10, self._width() - len(tail) - 2)
         note = self.notes[0]
         if len(note) > room:        # cut between words ("3 of the 20…", not "20 sample…")
@@ -144,7 +144,8 @@ class StepsBar(Static):
                 text.append(f" {p.done + 1}/{p.total}" if p.total and p.done < p.total else "")
                 left = self.left.get(n)
                 text.append(f" · {duration(left)} left" if left and left >= 1 else "", style="bold")
-                text.append(f" {terminal(p.message)}" if p.message else "", style="dim")
+                said = p.message.removeprefix(f"step {n}: ")        # "step 5 running step 5: ..." said it twice
+                text.append(f" {terminal(said)}" if said else "", style="dim")
             text.append("  (x cancels)", style="dim")
             if step is not None:
                 text.append(f"\nprevious result: {step.verdict.upper()}", style="dim")

@@ -10,6 +10,7 @@ from drifttui.tui.heat import CELL_WIDTH, COLUMNS
 from drifttui.tui.tree import ROOT_NAME
 
 ORIGIN_MARK = "◆"
+HOLDS_ORIGIN_MARK = "◇"      # a collapsed module with the origin inside (it showed no mark at all)
 STATUS_TEXT = {OK: "ok", DRIFT: "drift", INHERITED: "inherited", FUSED: "fused",
                NOT_EXPORTED: "not exported", UNMAPPED: "unmapped", UNATTRIBUTED: "unattributed"}
 STATUS_SHORT = {NOT_EXPORTED: "not exp.", UNATTRIBUTED: "unattrib."}

@@ -77,7 +77,7 @@ def run(ctx: Context) -> Step:
     sweep = opt_sweep(ctx)
     sweep_ev = {"final_verdict_changes_at": sweep["final_verdict_changes_at"],
                 "origin_error_changes_at": sweep["origin_error_changes_at"],
-                "fused_op_types": sweep["fused_op_types"],
+                "fused_op_types": sweep["fused_op_types"], "samples": sweep["samples"],
                 "levels": {lv: {k: v for k, v in r.items() if k in ("final_max_abs", "final_fails", "origin_max_abs",
                                                                   "origin_fails", "nodes")}
                            for lv, r in sweep["levels"].items()}}

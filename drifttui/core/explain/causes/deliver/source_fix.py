@@ -2,14 +2,21 @@
 is a stopgap, and a re-export of the same model with the same settings writes the same mistake
 again.  Only what the patch itself tells is said (its spec, the file's opset and exporter); a
 patch whose source change is not known gets its finding's fix in words.
+
+An export call is code only when it changes something: a higher opset, or the exporter and opset of
+a verified re-export (drifttui's own export of the origin translated it right).  An attribute,
+constant or initializer the file lost does not say whether the export or a later edit lost it, and
+the call that wrote the file (its exporter and opset) is no fix (fourth pass: `repair` printed
+``torch.onnx.export(..., dynamo=True, opset_version=20)`` for an opset-20 dynamo file): the
+finding's fix in words.
 """
 from __future__ import annotations
 
 from typing import Any, Optional
 
-# graph edits that a plain re-export of the unchanged torch model undoes: the file lost a value
-# the module holds (an attribute, a constant, an initializer)
-_REEXPORT_UNDOES = {"set_attribute", "replace_constant", "replace_initializer"}
+# graph edits that restore a value the module holds (an attribute, a constant, an initializer)
+_RESTORES = {"set_attribute", "replace_constant", "replace_initializer"}
+RESIZE_MODES_OPSET = 11     # the first opset whose Resize has coordinate modes
 
 
 def _export_call(opset: Optional[int], exporter: str, extra: str = "") -> str:
@@ -26,10 +33,10 @@ def source_fix(spec: dict[str, Any], opset: Optional[int], exporter: str) -> Opt
     if op == "reexport":
         return _export_call(spec.get("opset"), str(spec.get("exporter", "")))
     if op == "rewrite" and spec.get("rewrite") == "resize_opset11":
-        return _export_call(max(11, opset or 11), exporter)
-    if op in _REEXPORT_UNDOES:
-        resize = spec.get("name") == "coordinate_transformation_mode"
-        return _export_call(max(opset or 0, 11) if resize else opset, exporter)
+        return _export_call(max(RESIZE_MODES_OPSET, opset or RESIZE_MODES_OPSET), exporter)
+    if op in _RESTORES and spec.get("name") == "coordinate_transformation_mode" \
+            and opset is not None and opset < RESIZE_MODES_OPSET:
+        return _export_call(RESIZE_MODES_OPSET, exporter)
     return None
 
 
