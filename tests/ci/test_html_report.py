@@ -91,3 +91,24 @@ def test_a_clean_run_says_there_is_no_origin_to_drill_into():
     assert clean.drift_origin is None
     page = drill(clean)
     assert "no drift origin" in page and "for the origin" not in page
+
+
+@needs_chromium
+def test_the_page_fits_a_narrow_window(tmp_path):
+    """(fifth pass, 1280x800 and narrower) the profile plot and the channel strip were drawn at a
+    fixed 1040 and 896 pixels: in an 800-pixel window the page scrolled sideways.  They scale to
+    the window; the plot's ends say they hold every value past them (an exact 0 is on the bottom)."""
+    from drifttui.report.html import render
+    from tests.cdp import Tab
+    from tests.tui.replay import load_fixture
+
+    page = tmp_path / "report.html"
+    page.write_text(render(load_fixture()), encoding="utf-8")
+    with Tab((800, 800)) as tab:
+        tab.open(page.as_uri())
+        tab.wait("document.readyState === 'complete'")
+        wide, window, svgs = tab.evaluate("[document.documentElement.scrollWidth, window.innerWidth, "
+                                          "[...document.querySelectorAll('svg')].map(s => s.getBoundingClientRect().width)]")
+        ticks = tab.evaluate("[...document.querySelectorAll('svg text')].map(t => t.textContent)")
+    assert wide <= window and len(svgs) == 2 and max(svgs) <= window, (wide, window, svgs)
+    assert "≤1e-6" in ticks and "≥1e4" in ticks and "1e0" in ticks
