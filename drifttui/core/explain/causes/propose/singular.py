@@ -74,7 +74,7 @@ def _guarded(case: Case, vals: dict[str, np.ndarray], wrong: Any, loc: Any) -> l
         node = nodes[wrong.nodes[-1]]
         return [(node, _torch_value(loc.fx.torch_values.get(node.output[0]), vals.get(node.output[0])))]
     out = []
-    known = {**case.feeds, **vals}
+    known = {**_constants(case.model), **case.feeds, **vals}
     for n in case.model.graph.node:
         got = vals.get(n.output[0]) if n.output else None
         if got is None or np.asarray(got).dtype.kind != "f":
@@ -86,6 +86,17 @@ def _guarded(case: Case, vals: dict[str, np.ndarray], wrong: Any, loc: Any) -> l
                 break
         if len(out) >= MAX_GUARDS:
             break
+    return out
+
+
+def _constants(model: Any) -> dict[str, np.ndarray]:
+    """The initializers and Constant nodes' values (a mask constant that holds -inf is an input that holds inf)."""
+    from onnx import numpy_helper
+
+    out = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    for n in model.graph.node:
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].HasField("t"):
+            out[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
     return out
 
 
