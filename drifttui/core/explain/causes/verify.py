@@ -37,7 +37,7 @@ from drifttui.core.explain.causes.propose.precision_loss import precision_findin
 from drifttui.core.explain.causes.propose.reexport import lowering_class, try_reexport, variants
 from drifttui.core.explain.causes.locate.torch_op import name_torch_ops
 from drifttui.core.explain.causes.propose.saturation_cause import saturation_finding
-from drifttui.core.explain.causes.propose.singular import singular_patches
+from drifttui.core.explain.causes.propose.singular import ATTRIBUTE_CLASSES, nan_fed, singular_patches
 from drifttui.core.explain.causes.propose.weights import torch_tensors, weight_candidates
 from drifttui.core.onnx.edit.ort_workarounds import RANK
 from drifttui.core.result.codec import clean
@@ -381,6 +381,9 @@ def _unexplained(case: Case, loc: Localisation, trials: list[Trial], skipped: in
                f"form the exporter lowers right, or report it to torch.onnx with `drifttui repro` (the case names "
                f"the nodes)")
         ev.update(clean(loc.fx.evidence()))
+    if check in ATTRIBUTE_CLASSES and nan_fed(case, nodes[-1] if nodes else None):
+        check = "op-compat"
+        msg += f"; {nodes[-1]} is fed NaN: the ONNX op treats NaN otherwise than torch (torch propagates it)"
     known = explain_no_patch(case)
     if known is not None:
         check, msg, fix, nodes = known

@@ -131,3 +131,18 @@ def _flip_patch(case: Case, node: Any, wrong: Any) -> Patch:
                  "report the lowering to torch.onnx with `drifttui repro`; until it is fixed, avoid the boundary in the "
                  "model (e.g. add a signed epsilon before the call) or let `drifttui repair` flip the comparison",
                  "export", module=case.module, nodes=[node.name])
+
+
+ATTRIBUTE_CLASSES = ("padding", "interpolation", "normalization")
+
+
+def nan_fed(case: Case, node_name: Optional[str]) -> bool:
+    """``node_name``'s inputs hold NaN in the file's run of the origin: a divergence there is about how
+    the ONNX op treats NaN (ONNX's MaxPool and ReduceMax skip it, torch propagates it), which no
+    attribute of the op (a padding, interpolation or normalization story) can explain."""
+    node = next((n for n in case.model.graph.node if n.name == node_name), None)
+    vals = _values(case) if node is not None else None
+    if vals is None:
+        return False
+    known = {**_constants(case.model), **case.feeds, **vals}
+    return any(np.asarray(known[i]).dtype.kind == "f" and np.isnan(known[i]).any() for i in node.input if i in known)
