@@ -101,9 +101,10 @@ class Stats:
         onnxruntime's qdq_loss_debug computes it (inf: identical)."""
         if self.sum_sq <= 0:
             return math.inf
-        if self.norm_t <= 0:
-            return -math.inf
-        return 10.0 * math.log10(self.norm_t / self.sum_sq)
+        ratio = self.norm_t / self.sum_sq         # an error near float32's max squares to inf: ratio 0
+        if math.isnan(ratio):
+            return math.nan
+        return 10.0 * math.log10(ratio) if ratio > 0 else -math.inf
 
     @property
     def spread(self) -> float:

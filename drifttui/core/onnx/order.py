@@ -23,6 +23,11 @@ def _inputs(node: Any) -> list[str]:
     return names
 
 
+def used_names(node: Any) -> list[str]:
+    """The values ``node`` reads: its inputs and the outer-scope names its subgraphs read, at any depth."""
+    return _inputs(node)
+
+
 def node_order(nodes: list[Any], available: Optional[set[str]] = None) -> Optional[list[int]]:
     """The stable topological order of ``nodes`` (indices; Kahn's, ties by list position), or None
     when there is none: a cycle, or (with ``available`` given) an input that no node makes and that

@@ -37,6 +37,7 @@ from drifttui.core.explain.causes.propose.precision_loss import precision_findin
 from drifttui.core.explain.causes.propose.reexport import lowering_class, try_reexport, variants
 from drifttui.core.explain.causes.locate.torch_op import name_torch_ops
 from drifttui.core.explain.causes.propose.saturation_cause import saturation_finding
+from drifttui.core.explain.causes.propose.singular import ATTRIBUTE_CLASSES, nan_fed, singular_patches
 from drifttui.core.explain.causes.propose.weights import torch_tensors, weight_candidates
 from drifttui.core.onnx.edit.ort_workarounds import RANK
 from drifttui.core.result.codec import clean
@@ -107,6 +108,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
                              module=f.module, nodes=list(f.onnx_nodes)))
     if loc is not None:
         out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind))
+        out.extend(singular_patches(case, loc))
     dynamic = any(d.dim_param for i in ctx.index.model.graph.input for d in i.type.tensor_type.shape.dim)
     out.extend(rewrites.resize_gather_patches(case, loc.kind if loc is not None else "unknown", dynamic))
     out.extend(name_torch_ops(list(graph_candidates(case, module, ctx.index.elem_types)),
@@ -381,6 +383,9 @@ def _unexplained(case: Case, loc: Localisation, trials: list[Trial], skipped: in
                f"form the exporter lowers right, or report it to torch.onnx with `drifttui repro` (the case names "
                f"the nodes)")
         ev.update(clean(loc.fx.evidence()))
+    if check in ATTRIBUTE_CLASSES and nan_fed(case, nodes[-1] if nodes else None):
+        check = "op-compat"
+        msg += f"; {nodes[-1]} is fed NaN: the ONNX op treats NaN otherwise than torch (torch propagates it)"
     known = explain_no_patch(case)
     if known is not None:
         check, msg, fix, nodes = known

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from drifttui.core.onnx.io import copy_model
-from drifttui.core.onnx.order import node_order
+from drifttui.core.onnx.order import node_order, used_names
 
 PREFIX = "drifttui_graft"
 
@@ -221,10 +221,7 @@ def _drop_dead(model: Any) -> None:
     for n in reversed(list(g.node)):
         if any(v in read for v in n.output if v):
             alive.append(n)
-            read.update(n.input)
-            for a in n.attribute:
-                for sg in ([a.g] if a.HasField("g") else []) + list(a.graphs):
-                    read.update(v for sn in sg.node for v in sn.input)
+            read.update(used_names(n))     # outer-scope names of If/Loop bodies too, nested ones included
     alive.reverse()
     del g.node[:]
     g.node.extend(alive)

@@ -285,6 +285,10 @@ def _graft(ctx: Any, case: Case, model: Any, arrays: list[np.ndarray]) -> Any:
     cm = ctx.plan.calls[case.call]
     inputs = [cm.inputs.get(k) or _same_value(case, arrays[k]) or _enclosing_input(ctx, case, arrays[k]) or ""
               for k in range(len(arrays))]
+    baked = [k for k, v in enumerate(inputs) if not v and _is_state(ctx, arrays[k])]
+    if baked:
+        model = _bake_inputs(model, baked, arrays)
+        inputs = [v for k, v in enumerate(inputs) if k not in baked]
     outputs = [cm.outputs.get(k, "") for k in range(len(model.graph.output))]
     return Graft(model, inputs, outputs, list(case.nodes))
 
@@ -306,6 +310,38 @@ def _enclosing_input(ctx: Any, case: Case, arr: np.ndarray) -> Optional[str]:
             if t is not None and tuple(t.shape) == arr.shape and np.array_equal(to_numpy(t), arr):
                 return ctx.plan.calls[c].inputs[pos]
     return None
+
+
+def _is_state(ctx: Any, arr: np.ndarray) -> bool:
+    """``arr`` is a parameter or buffer of the model (a call input the file folded into a constant,
+    e.g. a module's ``offsets`` buffer): the same in every sample, so the graft may hold it."""
+    root = ctx.modules().get("")
+    if root is None:
+        return False
+    for t in (*root.parameters(), *root.buffers()):
+        if tuple(t.shape) == arr.shape and np.array_equal(t.detach().cpu().numpy(), arr):
+            return True
+    return False
+
+
+def _bake_inputs(model: Any, positions: list[int], arrays: list[np.ndarray]) -> Any:
+    """A copy of ``model`` whose graph inputs at ``positions`` (among the non-initializer inputs)
+    are initializers holding ``arrays``."""
+    from onnx import numpy_helper
+
+    from drifttui.core.onnx.io import copy_model
+
+    out = copy_model(model)
+    init = {t.name for t in out.graph.initializer}
+    feeds = [i for i in out.graph.input if i.name not in init]
+    drop = {feeds[k].name for k in positions if k < len(feeds)}
+    for k in positions:
+        if k < len(feeds):
+            out.graph.initializer.append(numpy_helper.from_array(arrays[k], feeds[k].name))
+    keep = [i for i in out.graph.input if i.name not in drop]
+    del out.graph.input[:]
+    out.graph.input.extend(keep)
+    return out
 
 
 def _same_value(case: Case, arr: np.ndarray) -> Optional[str]:

@@ -1,0 +1,148 @@
+"""Generic patches for a lowering that decides a singular point otherwise than torch (issue 30
+point 2): no catalogue entry per op, only what the origin's values show.
+
+* Where the file's value is NaN or inf and torch's is finite, the node that first makes the
+  non-finite value (for a dynamo file the node the FX values name as wrong) gets a guard
+  ``Where(IsNaN | IsInf, c, y)``: ``c`` is torch's one value at those points when the FX values
+  tell it, else 0 (the value torch gives at its singular points: 0/0, an empty or fully masked set).
+* The comparisons of the wrong lowering (or of the origin) are tried with the boundary on the other
+  side (``Greater`` <-> ``GreaterOrEqual``): a signed zero or a tie decided otherwise than torch.
+
+Both are verified on the origin's case and on fresh samples like any patch (``onnx/edit/singular.py``).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.explain.causes.locate.evaluate import run_ort
+from drifttui.core.onnx.edit.patches import Patch
+from drifttui.core.onnx.edit.singular import FLIP
+
+MAX_GUARDS = 3
+MAX_FLIPS = 4
+
+
+def singular_patches(case: Case, loc: Any) -> list[Patch]:
+    """The guards and boundary flips worth trying at this origin (none when nothing fits)."""
+    wrong = loc.fx.wrong if loc is not None and getattr(loc, "fx", None) is not None else None
+    vals = _values(case)
+    out = []
+    if vals is not None and _nonfinite_where_torch_is_finite(case, vals):
+        for node, c in _guarded(case, vals, wrong, loc):
+            out.append(_guard_patch(case, node, c, wrong))
+    scope = set(wrong.nodes) if wrong is not None else {n.name for n in case.model.graph.node}
+    flips = [n for n in case.model.graph.node if n.op_type in FLIP and n.name in scope][:MAX_FLIPS]
+    out.extend(_flip_patch(case, n, wrong) for n in flips)
+    if loc is not None and getattr(loc, "kind", "") == "runtime":
+        for p in out:       # ONNX Runtime's kernel, not the graph, decides the point otherwise
+            p.check, p.kind = "op-compat", "runtime"
+    return out
+
+
+def _values(case: Case) -> Optional[dict[str, np.ndarray]]:
+    names = [v for n in case.model.graph.node for v in n.output if v]
+    try:
+        return run_ort(case.model, case.feeds, names)
+    except Exception:  # noqa: BLE001 - a value ORT cannot fetch (a sequence): no guard then
+        try:
+            return run_ort(case.model, case.feeds)
+        except Exception:  # noqa: BLE001
+            return None
+
+
+def _bad(a: Any) -> np.ndarray:
+    arr = np.asarray(a)
+    return ~np.isfinite(arr) if arr.dtype.kind == "f" else np.zeros(arr.shape, bool)
+
+
+def _nonfinite_where_torch_is_finite(case: Case, vals: dict[str, np.ndarray]) -> bool:
+    for name, want in case.expected.items():
+        got = vals.get(name)
+        if got is not None and np.shape(got) == np.shape(want) and (_bad(got) & ~_bad(want)).any():
+            return True
+    return False
+
+
+def _guarded(case: Case, vals: dict[str, np.ndarray], wrong: Any, loc: Any) -> list[tuple[Any, float]]:
+    """(node, c) to guard: the FX-named wrong node (c: torch's one value where the file's is not
+    finite), else the first nodes that make a NaN (or an inf) out of inputs that hold none."""
+    nodes = {n.name: n for n in case.model.graph.node}
+    if wrong is not None and wrong.nodes and wrong.nodes[-1] in nodes:
+        node = nodes[wrong.nodes[-1]]
+        return [(node, _torch_value(loc.fx.torch_values.get(node.output[0]), vals.get(node.output[0])))]
+    out = []
+    known = {**_constants(case.model), **case.feeds, **vals}
+    for n in case.model.graph.node:
+        got = vals.get(n.output[0]) if n.output else None
+        if got is None or np.asarray(got).dtype.kind != "f":
+            continue
+        ins = [np.asarray(known[i]) for i in n.input if i in known]
+        for test in (np.isnan, np.isinf):
+            if test(got).any() and not any(a.dtype.kind == "f" and test(a).any() for a in ins):
+                out.append((n, 0.0))
+                break
+        if len(out) >= MAX_GUARDS:
+            break
+    return out
+
+
+def _constants(model: Any) -> dict[str, np.ndarray]:
+    """The initializers and Constant nodes' values (a mask constant that holds -inf is an input that holds inf)."""
+    from onnx import numpy_helper
+
+    out = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    for n in model.graph.node:
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].HasField("t"):
+            out[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+    return out
+
+
+def _torch_value(torch_val: Any, got: Any) -> float:
+    """torch's one value where the file's is not finite and torch's is; 0 when there is not one."""
+    if torch_val is None or got is None or np.shape(torch_val) != np.shape(got):
+        return 0.0
+    mask = _bad(got) & ~_bad(torch_val)
+    vals = np.unique(np.asarray(torch_val)[mask])
+    return float(vals[0]) if vals.size == 1 else 0.0
+
+
+def _guard_patch(case: Case, node: Any, c: float, wrong: Any) -> Patch:
+    where = (f"(the lowering of torch's {wrong.target}) makes NaN or inf where torch's value is finite"
+             if wrong is not None else f"makes NaN or inf that torch's {case.module or 'model'} never has")
+    return Patch({"op": "rewrite", "rewrite": "nonfinite_guard", "node": node.name, "value": c}, "lowering",
+                 f"{node.op_type} {node.name} {where}: torch defines the singular "
+                 f"points (0/0, an empty or fully masked set, NaN in) as {c:g} and the exporter's lowering leaves "
+                 f"them undefined; with Where(IsNaN | IsInf, {c:g}, ·) on its output the file computes what torch "
+                 "computes",
+                 f"guard the value in the model (`torch.nan_to_num(y, nan={c:g}, posinf={c:g}, neginf={c:g})` after "
+                 "the call, where the file and torch part) or report the lowering to torch.onnx with `drifttui repro` "
+                 "(`drifttui repair` adds the guard to the file)",
+                 "export", module=case.module, nodes=[node.name])
+
+
+def _flip_patch(case: Case, node: Any, wrong: Any) -> Patch:
+    op = f" in the lowering of torch's {wrong.target}" if wrong is not None else ""
+    return Patch({"op": "rewrite", "rewrite": "boundary", "node": node.name}, "lowering",
+                 f"{node.op_type} {node.name}{op} decides its boundary (a value equal to the bound: a signed zero, "
+                 f"a tie) on the other side than torch; as {FLIP[node.op_type]} the file computes what torch computes",
+                 "report the lowering to torch.onnx with `drifttui repro`; until it is fixed, avoid the boundary in the "
+                 "model (e.g. add a signed epsilon before the call) or let `drifttui repair` flip the comparison",
+                 "export", module=case.module, nodes=[node.name])
+
+
+ATTRIBUTE_CLASSES = ("padding", "interpolation", "normalization")
+
+
+def nan_fed(case: Case, node_name: Optional[str]) -> bool:
+    """``node_name``'s inputs hold NaN in the file's run of the origin: a divergence there is about how
+    the ONNX op treats NaN (ONNX's MaxPool and ReduceMax skip it, torch propagates it), which no
+    attribute of the op (a padding, interpolation or normalization story) can explain."""
+    node = next((n for n in case.model.graph.node if n.name == node_name), None)
+    vals = _values(case) if node is not None else None
+    if vals is None:
+        return False
+    known = {**_constants(case.model), **case.feeds, **vals}
+    return any(np.asarray(known[i]).dtype.kind == "f" and np.isnan(known[i]).any() for i in node.input if i in known)

@@ -1,0 +1,137 @@
+"""Upstream drift forms found for issue 30 point 8 in session 23 (tests/causes/forms33.py), none of them in
+forms20/30/32, upstream.py, real.py or the catalogue; most inside a deep model (forms30's 16-call stem, the
+form, a head), exported by the real exporters and run in real ONNX Runtime: the origin, the cause's class by
+mechanism, ``verified``, and ``repair``'s file passes ``check``.
+
+They verify by generic counterfactuals, not by an entry per form: a guard ``Where(IsNaN | IsInf, c, y)`` on
+the node that makes a NaN or inf where torch is finite (propose/singular.py: torch defines its singular
+points, the lowering leaves them undefined), a comparison whose boundary is decided on the other side, the
+re-export with the other exporter or torch's decompositions, the catalogue's stable forms.  The forms no
+route verifies are asserted as what the engine says of them (origin, class, not verified) so a change shows.
+The fast forms run in ``make test``; the rest behind the ``drifts`` marker (``make test-drifts``).
+"""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).parent
+SPEC = f"{HERE / 'forms33.py'}"
+
+# (model, exporter) -> (class, patch op, what the patch changed, words of the message)
+VERIFIED = {
+    # atan2(+0, x < 0) is pi in torch: both lowerings test y > 0 and give -pi (pytorch/pytorch#162570's family)
+    ("atan2_zero", "torchscript"): ("lowering", "rewrite", {"rewrite": "boundary"}, "GreaterOrEqual"),
+    ("atan2_zero", "dynamo"): ("lowering", "rewrite", {"rewrite": "boundary"}, "aten.atan2"),
+    # a fully masked row of a float mask: torch's softmax gives 0, the lowerings NaN
+    ("sdpa_float_mask", "torchscript"): ("lowering", "rewrite", {"rewrite": "nonfinite_guard", "value": 0.0},
+                                         "Softmax"),
+    ("sdpa_float_mask", "dynamo"): ("lowering", "rewrite", {"rewrite": "nonfinite_guard", "value": 0.0},
+                                    "aten.scaled_dot_product_attention"),
+    # torch.sign(NaN) is 0
+    ("sign_nan", "torchscript"): ("lowering", "rewrite", {"rewrite": "nonfinite_guard"}, "never has"),
+    ("sign_nan", "dynamo"): ("lowering", "rewrite", {"rewrite": "nonfinite_guard", "value": 0.0}, "aten.sign"),
+    # the max over an empty bag: torch 0, the TorchScript file's ReduceMax -inf
+    # (a ReduceMax inside the lowering's Loop: no top-level value to guard) the dynamo export is right; its
+    # offsets, a buffer the file folded, are held by the graft
+    ("empty_bag_max", "torchscript"): ("lowering", "reexport", {"exporter": "dynamo"}, "body.bag"),
+    # Log(Sigmoid(x)) of large logits: the stable form
+    ("bce_pos_weight", "torchscript"): ("stability", "rewrite", {"rewrite": "workaround"}, "Softplus"),
+    ("bce_prob", "dynamo"): ("stability", "rewrite", {"rewrite": "workaround"}, "Sigmoid"),
+    ("logaddexp2", "dynamo"): ("lowering", "reexport", {"decompose": "core_aten"}, "aten.logaddexp2"),
+}
+ORIGIN = {"empty_bag_max": "body.bag"}
+# no export route, stable form or guard computes these right: (class, words of the message)
+UNVERIFIED = {
+    # 1 - Erf(x) and Exp(x^2) Erfc(x): the lowerings of special functions lose them; torch has no
+    # decomposition but its prims
+    ("erfc_log", "dynamo"): ("lowering", "the graph itself computes something else"),
+    ("erfcx", "dynamo"): ("lowering", "aten.special_erfcx"),
+    ("log_ndtr", "dynamo"): ("lowering", "aten.special_erfcx"),
+    # ONNX has no mean reduction: the dynamo lowering of scatter_reduce(..., "mean") divides otherwise
+    ("scatter_mean", "dynamo"): ("lowering", "aten.scatter_reduce"),
+    # ORT's ArgMax skips NaN, torch (and the reference evaluator) take it as the largest
+    ("argmax_nan", "dynamo"): ("op-compat", "ONNX Runtime does not"),
+    ("argmax_nan", "torchscript"): ("op-compat", "ONNX Runtime does not"),
+    # ONNX's MaxPool (ORT and the reference evaluator) skips NaN, torch propagates it: how the op treats
+    # NaN, never a padding story
+    ("maxpool_nan", "torchscript"): ("op-compat", "is fed NaN"),
+    ("maxpool_nan", "dynamo"): ("op-compat", "is fed NaN"),
+}
+CLEAN = [("atan2_plain", "torchscript"), ("atan2_plain", "dynamo"), ("bce_pos_weight", "dynamo"),
+         ("bce_pos_weight_small", "torchscript"), ("empty_bag_max", "dynamo")]
+FAST = {("sign_nan", "torchscript"), ("atan2_zero", "torchscript")}
+
+
+@pytest.fixture(scope="module")
+def explained(tmp_path_factory):
+    import torch
+
+    from drifttui.core.result import Config
+    from tests.causes import forms33
+    from tests.causes.conftest import explained_run
+
+    root = tmp_path_factory.mktemp("forms33")
+    cache: dict[tuple, Any] = {}
+
+    def go(model: str, exporter: str) -> Any:
+        key = (model, exporter)
+        if key not in cache:
+            path = root / f"{model}-{exporter}.onnx"
+            torch.manual_seed(0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(getattr(forms33, model)(), (forms33.rows_inputs(),), str(path),
+                                  dynamo=exporter == "dynamo")
+            cfg = Config(model=f"{SPEC}:{model}", onnx=str(path), inputs=f"{SPEC}:rows_inputs", samples=3)
+            cache[key] = explained_run(cfg)
+        return cache[key]
+
+    return go
+
+
+def _params(forms: Any) -> list[Any]:
+    return [pytest.param(f, id=f"{f[0]}-{f[1]}", marks=() if f in FAST else pytest.mark.drifts) for f in forms]
+
+
+@pytest.mark.parametrize("form", _params(VERIFIED))
+def test_a_new_upstream_form_is_explained_verified_and_repaired(explained, form):
+    from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.onnx.graph import full_model
+
+    cls, op, changed, words = VERIFIED[form]
+    engine, cfg, run, result, exp = explained(*form)
+    assert result.verdict == "drift" and result.drift_origin.module == ORIGIN.get(form[0], "body")
+    head = exp.findings[0]
+    assert (head.check, head.verified, head.severity) == (cls, True, "error"), (head.check, head.message)
+    assert head.patch["op"] == op and all(head.patch.get(k) == v for k, v in changed.items()), head.patch
+    assert words in head.message, head.message
+    fixed = repair(full_model(run.prepared.index), exp)
+    assert fixed.model is not None, fixed.not_applicable
+    assert engine.recheck(cfg, fixed.model).verdict == "ok"
+
+
+@pytest.mark.parametrize("form", _params(UNVERIFIED))
+def test_a_form_nothing_verifies_gets_its_origin_and_mechanism_and_says_so(explained, form):
+    cls, words = UNVERIFIED[form]
+    _, _, _, result, exp = explained(*form)
+    assert result.verdict == "drift" and result.drift_origin.module == ORIGIN.get(form[0], "body")
+    head = next(f for f in exp.findings if f.severity == "error")
+    assert (head.check, head.verified) == (cls, False), (head.check, head.message)
+    assert words in head.message and "no patch among" in head.message, head.message
+
+
+@pytest.mark.drifts
+@pytest.mark.parametrize("form", CLEAN, ids=[f"{m}-{e}" for m, e in CLEAN])
+def test_the_clean_controls_have_no_error_finding(explained, form):
+    _, _, _, result, exp = explained(*form)
+    assert result.verdict == "ok" and [f for f in exp.findings if f.severity == "error"] == []
+
+
+@pytest.mark.drifts
+def test_at_least_half_the_forms_sit_inside_deep_models(explained):
+    deep = [f for f in (*VERIFIED, *UNVERIFIED) if len(explained(*f)[2].prepared.calls) >= 17]
+    assert len(deep) * 2 >= len(VERIFIED) + len(UNVERIFIED), deep

@@ -1,0 +1,66 @@
+"""The graph edits of a lowering that decides a singular point otherwise than torch
+(drifttui/core/onnx/edit/singular.py), the proposals that use them (propose/singular.py) and two
+crashes found on the forms33 drifts: real ONNX models run in real ONNX Runtime."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.explain.causes.locate.evaluate import run_ort
+from drifttui.core.explain.causes.propose.singular import singular_patches
+from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
+
+
+def _model(nodes, inputs=("x",)):
+    ins = [helper.make_tensor_value_info(i, TensorProto.FLOAT, [4]) for i in inputs]
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
+    return helper.make_model(helper.make_graph(nodes, "g", ins, [out]), opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _div_model():
+    return _model([helper.make_node("Div", ["x", "d"], ["q"], name="div"),
+                   helper.make_node("Identity", ["q"], ["y"], name="id")], ("x", "d"))
+
+
+def test_the_guard_puts_torchs_value_where_the_node_makes_nan_or_inf_and_keeps_the_rest():
+    model = apply(_div_model(), Patch({"op": "rewrite", "rewrite": "nonfinite_guard", "node": "div", "value": 0.0},
+                                      "lowering", "", ""))
+    x, d = np.array([0, 1, -2, 6], np.float32), np.array([0, 0, 4, 3], np.float32)
+    got = run_ort(model, {"x": x, "d": d})["y"]
+    assert got.tolist() == [0.0, 0.0, -0.5, 2.0]
+
+
+def test_the_boundary_flip_decides_the_tie_on_the_other_side_and_refuses_a_non_comparison():
+    model = _model([helper.make_node("Greater", ["x", "z"], ["b"], name="gt"),
+                    helper.make_node("Cast", ["b"], ["y"], name="cast", to=TensorProto.FLOAT)], ("x", "z"))
+    feeds = {"x": np.array([0, 1, -1, 0], np.float32), "z": np.zeros(4, np.float32)}
+    assert run_ort(model, feeds)["y"].tolist() == [0, 1, 0, 0]
+    flipped = apply(model, Patch({"op": "rewrite", "rewrite": "boundary", "node": "gt"}, "lowering", "", ""))
+    assert run_ort(flipped, feeds)["y"].tolist() == [1, 1, 0, 1]
+    with pytest.raises(PatchError):
+        apply(model, Patch({"op": "rewrite", "rewrite": "boundary", "node": "cast"}, "lowering", "", ""))
+
+
+def _case(model, feeds, expected):
+    return Case(model, feeds, {"y": expected}, "body", 0, 0, 1e-4, 1e-4, nodes=[n.name for n in model.graph.node])
+
+
+def test_a_guard_is_proposed_at_the_node_that_makes_the_nan_only_where_torch_is_finite():
+    feeds = {"x": np.array([0, 1, -2, 6], np.float32), "d": np.array([0, 1, 4, 3], np.float32)}
+    finite = _case(_div_model(), feeds, np.array([0, 1, -0.5, 2], np.float32))
+    guards = [p for p in singular_patches(finite, None) if p.spec["rewrite"] == "nonfinite_guard"]
+    assert [p.spec["node"] for p in guards] == ["div"] and guards[0].check == "lowering"
+    same_nan = _case(_div_model(), feeds, np.array([np.nan, 1, -0.5, 2], np.float32))
+    assert not [p for p in singular_patches(same_nan, None) if p.spec["rewrite"] == "nonfinite_guard"]
+
+
+def test_an_error_near_floats_max_has_an_sqnr_and_no_math_domain_error():
+    from drifttui.core.base.metrics import Stats
+
+    st = Stats(n=4, sum_sq=math.inf, norm_t=4.0)
+    assert st.sqnr_db == -math.inf
+    assert math.isnan(Stats(n=4, sum_sq=math.inf, norm_t=math.inf).sqnr_db)
