@@ -33,6 +33,7 @@ from drifttui.core.prepare.plan.activations import (FOLDED_HOW, FOLDED_RTOL, beh
                                                    relu_folded)
 from drifttui.core.prepare.plan.anchors import PackedBlock, anchor_masks, match_weights
 from drifttui.core.prepare.plan.closeness import EQUAL_RTOL, Match, err as _err
+from drifttui.core.prepare.plan.scale_folds import SCALE_HOW, scale_folded
 
 NEAR_TIE = 1.25            # lossy candidates this close to the closest are told apart by their op (``_best``)
 NCHWC = "com.microsoft.nchwc"
@@ -185,6 +186,11 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
         if folded and (best is None or best.err > FOLDED_RTOL):
             # its value is not in the file, only its ReLU's (QOperator): no match, the call is fused
             out_folded[FOLDED_HOW] = out_folded.get(FOLDED_HOW, 0) + 1
+            continue
+        if best is not None and not best.exact and scale_folded(ref, dep, a, r_mask.get(r, 0), cands, dep_vals,
+                                                                d_mask, anchors):
+            # only a constant multiple of it is in the file, its factor in the next weight: fused
+            out_folded[SCALE_HOW] = out_folded.get(SCALE_HOW, 0) + 1
             continue
         if best is not None:
             choice[r] = best
