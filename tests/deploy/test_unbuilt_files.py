@@ -276,3 +276,28 @@ def test_float16_inputs_through_a_reference_export(tmp_path):
     assert result.verdict == OK, (result.drift_origin, result.notes)
     assert any("mapped through a reference export" in n for n in result.notes)
     assert any("float16 inputs" in n for n in result.notes)
+
+
+@pytest.mark.deploy
+def test_convnext_ort_all_blocked_weights_and_channels_last_twin(tmp_path):
+    """ORT ENABLE_ALL on a TorchScript ConvNeXt: the Conv weights are stored blocked (ReorderWeights),
+    so no weight was anchored ("1 equal") and fc2 (its layer scale folded in by ConvMulFusion, the
+    residual Add fused as the NCHWc Conv's Sum) was paired with drifttui's NCHW view of the block's
+    value, whose channels-last ReorderOutput the block itself had: a false DRIFT.  The weights are
+    read back in OIHW to anchor, the view is the same tensor as the block's value, and a weight drift
+    after ORT is named (trained layer scales, so fc2's weight shows at the block's output)."""
+    sys.path.insert(0, str(ZOO.parent))
+    import zoo  # noqa: E402
+    from tests.deploy import arch_drifts as D
+
+    src = _zoo_export("convnext_atto", "img32", "torchscript", tmp_path)
+    dep = P.ort_offline("all")(src, tmp_path / "all.onnx")
+    result = _zoo_check("convnext_atto", "img32", dep)
+    assert result.verdict == OK, (result.drift_origin, result.notes)
+    assert P.covered(result) >= 0.95 * P.covered(_zoo_check("convnext_atto", "img32", src, samples=1))
+    assert any("29 equal" in n for n in result.notes), result.notes
+    ls = P.ort_offline("all")(_zoo_export("convnext_atto_ls", "img32", "torchscript", tmp_path), tmp_path / "ls.onnx")
+    state = zoo.convnext_atto_ls().state_dict()
+    for name in ("stages.2.blocks.3.mlp.fc1", "stages.1.blocks.0.mlp.fc2"):
+        drifted = _zoo_check("convnext_atto_ls", "img32", D.weight(ls, state[f"{name}.weight"].numpy(), tmp_path / "d.onnx"))
+        assert _named_at(drifted, name), (name, drifted.drift_origin)

@@ -196,7 +196,7 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
             choice[r] = best
     out = Transferred(anchors=anchors, how={**how, **out_folded}, blocks=blocks)
     carried_downstream(ref, set(wanted), ref_vals, dep_vals, choice, out.downstream)
-    out.matches = _resolve(choice)
+    out.matches = _resolve(choice, dep_vals)
     _second_choices(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, choice, out.matches)
     _in_order(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, out.matches)
     _through_transposes(ref, wanted, ref_vals, dep_vals, out.matches)
@@ -255,15 +255,37 @@ def _perm_of(node: Any) -> Optional[tuple]:
     return None
 
 
-def _resolve(choice: dict[str, Match]) -> dict[str, Match]:
-    """A deployed value equal to some reference value is theirs; otherwise the closest one keeps it."""
+def _resolve(choice: dict[str, Match], dep_vals: dict[str, np.ndarray]) -> dict[str, Match]:
+    """A deployed value equal to some reference value is theirs, and so is its twin (another name
+    for the same tensor: a view drifttui reads a blocked NCHWc value through, next to the
+    ReorderOutput the file has); otherwise the closest one keeps it."""
     exact_users = {m.value for m in choice.values() if m.exact}
+    exact_users |= _twins([m for m in choice.values() if m.exact], {m.value for m in choice.values() if not m.exact},
+                          dep_vals)
     closest: dict[str, tuple[float, str]] = {}
     for r, m in choice.items():
         if not m.exact and (m.value not in closest or m.err < closest[m.value][0]):
             closest[m.value] = (m.err, r)
     return {r: m for r, m in choice.items()
             if m.exact or (m.value not in exact_users and closest[m.value][1] == r)}
+
+
+def _twins(taken: list[Match], loose: set[str], dep_vals: dict[str, np.ndarray]) -> set[str]:
+    """The values of ``loose`` that hold exactly the tensor of a match in ``taken``, read in the
+    reference's axis order (a ReorderOutput to channels-last and drifttui's NCHW view of it)."""
+    def key(a: np.ndarray) -> tuple:
+        return (_layout_free(a.shape), a.dtype.str, float(a.max(initial=0)), float(a.min(initial=0)))
+
+    by_key: dict[tuple, list[np.ndarray]] = {}
+    for m in taken:
+        a = dep_vals[m.value]
+        by_key.setdefault(key(a), []).append(np.transpose(a, m.perm) if m.perm is not None else a)
+    out = set()
+    for v in loose - {m.value for m in taken}:
+        b = dep_vals[v]
+        if any(t.size == b.size and np.array_equal(b.reshape(-1), t.reshape(-1)) for t in by_key.get(key(b), [])):
+            out.add(v)
+    return out
 
 
 def _second_choices(ref: Any, dep: Any, ref_vals: dict, dep_vals: dict, r_mask: dict, d_mask: dict,
