@@ -56,6 +56,27 @@ def layer_scale_cnn() -> nn.Module:
     return LayerScaleCNN().eval()
 
 
+class HardSwishCNN(nn.Module):
+    """MobileNetV3's Conv + Hardswish in small: ORT ENABLE_BASIC inlines the HardSwish function into a
+    HardSigmoid and a Mul whose nodes have no name (so no TorchScript scope)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3, padding=1)
+        self.act = nn.Hardswish()
+        self.conv2 = nn.Conv2d(16, 16, 3, padding=1)
+        self.act2 = nn.Hardswish()
+        self.head = nn.Conv2d(16, 8, 1)
+
+    def forward(self, x):
+        return self.head(self.act2(self.conv2(self.act(self.conv(x)))))
+
+
+def hardswish_cnn() -> nn.Module:
+    torch.manual_seed(0)
+    return HardSwishCNN().eval()
+
+
 def spec(name: str) -> str:
     return f"{HERE}:{name}"
 
