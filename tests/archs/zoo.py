@@ -58,6 +58,18 @@ def convnext_atto():
     return _timm("convnext_atto")
 
 
+def convnext_atto_ls():
+    """ConvNeXt with a trained model's layer scales (timm initialises ``gamma`` to 1e-6, which makes
+    every block's MLP all but invisible): seeded per channel, as training leaves them."""
+    model = convnext_atto()
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(".gamma"):
+                p.copy_(torch.rand(p.shape, generator=g) * 0.8 + 0.2)
+    return model
+
+
 def vit_timm():
     return _timm("vit_tiny_patch16_224", img_size=32, patch_size=8)
 

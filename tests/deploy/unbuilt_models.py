@@ -31,6 +31,52 @@ def gelu_cnn() -> nn.Module:
     return GeluCNN().eval()
 
 
+class LayerScaleCNN(nn.Module):
+    """ConvNeXt's block in small: a Conv, a GELU, a 1x1 Conv whose output a layer scale ``gamma``
+    multiplies, and the residual.  onnxsim folds GELU's final ``* 0.5`` (TorchScript's decomposed
+    GELU) and ``gamma`` into the 1x1 Conv's weight: neither the GELU's value nor the Conv's is in
+    the simplified file, only the block's."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3, padding=1)
+        self.act = nn.GELU()
+        self.pw = nn.Conv2d(16, 16, 1)
+        self.gamma = nn.Parameter(torch.rand(16) * 0.8 + 0.2)
+        self.head = nn.Conv2d(16, 8, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        y = y + self.pw(self.act(y)) * self.gamma.reshape(1, -1, 1, 1)
+        return self.head(y)
+
+
+def layer_scale_cnn() -> nn.Module:
+    torch.manual_seed(0)
+    return LayerScaleCNN().eval()
+
+
+class HardSwishCNN(nn.Module):
+    """MobileNetV3's Conv + Hardswish in small: ORT ENABLE_BASIC inlines the HardSwish function into a
+    HardSigmoid and a Mul whose nodes have no name (so no TorchScript scope)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3, padding=1)
+        self.act = nn.Hardswish()
+        self.conv2 = nn.Conv2d(16, 16, 3, padding=1)
+        self.act2 = nn.Hardswish()
+        self.head = nn.Conv2d(16, 8, 1)
+
+    def forward(self, x):
+        return self.head(self.act2(self.conv2(self.act(self.conv(x)))))
+
+
+def hardswish_cnn() -> nn.Module:
+    torch.manual_seed(0)
+    return HardSwishCNN().eval()
+
+
 def spec(name: str) -> str:
     return f"{HERE}:{name}"
 

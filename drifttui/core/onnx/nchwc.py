@@ -103,3 +103,28 @@ def reorder_plan(index: Any, shapes: dict[str, tuple]) -> tuple[dict[str, int], 
             continue
         views[v] = ch
     return views, left
+
+
+def blocked_weight(index: Any, name: str) -> bool:
+    """Whether only NCHWc Convs read ``name`` as their weight: ORT stored it reordered (ReorderWeights)."""
+    readers = index.consumers.get(name, [])
+    return bool(readers) and all(index.nodes[k].domain == NCHWC and index.nodes[k].op_type == "Conv"
+                                 and index.nodes[k].inputs[1:2] == [name] for k in readers)
+
+
+def weight_views(a: Any) -> list[Any]:
+    """A blocked Conv weight read back in OIHW, one view per layout ORT may have stored it in (the
+    block is the saving CPU's: 8 on AVX2, 16 on AVX-512, never assumed): OIHWBiBo (input channels
+    blocked too) and OIHWBo (a depthwise Conv, or one reading an NCHW input).  Padded channels are
+    kept: a view is the reference's weight only when their counts are the block's multiples."""
+    if a.ndim != 4:
+        return []
+    o, i, h, w = a.shape
+    views = []
+    for b in (8, 16):
+        if o % b:
+            continue
+        if i % b == 0:
+            views.append(a.reshape(o // b, i // b, h, w, b, b).transpose(0, 5, 1, 4, 2, 3).reshape(o, i, h, w))
+        views.append(a.reshape(o // b, i, h, w, b).transpose(0, 4, 1, 2, 3).reshape(o, i, h, w))
+    return views

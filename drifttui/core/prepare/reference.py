@@ -60,6 +60,10 @@ def processed_by(index: GraphIndex) -> str:
         # the exporter names values "<node>_output_<k>"; ORT's transpose optimiser names the value
         # of a node it moved a Transpose past after the node: that value is in another axis order
         return "ONNX Runtime (offline optimisation: Transposes moved)"
+    if index.flavour == TORCHSCRIPT and any(not n.proto.name for n in real):
+        # the exporter names every node "/scope/Op"; ORT's function inlining (HardSwish into HardSigmoid
+        # and Mul at ENABLE_BASIC) leaves its nodes nameless, without a scope to map them by
+        return "ONNX Runtime (offline optimisation: functions inlined)"
     if index.flavour == TORCHSCRIPT and any(_NAMED_AFTER_VALUE.search(n.name.rsplit("/", 1)[-1])
                                             for n in real if n.name.startswith("/")):
         # the exporter names a node "/scope/Op[_k]" and its values "<node>_output_<k>": a node named after

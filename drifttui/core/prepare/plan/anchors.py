@@ -15,6 +15,7 @@ import numpy as np
 
 from drifttui.core.base.dtypes import INT8_ELEMS, LOW_PRECISION_ELEM
 from drifttui.core.onnx.graph import tensor_array
+from drifttui.core.onnx.nchwc import blocked_weight, weight_views
 from drifttui.core.onnx.nbits import NBITS_OPS, dequantized
 from drifttui.core.onnx.qweights import int8_weights
 
@@ -77,6 +78,12 @@ def _variants(a: np.ndarray) -> list[tuple[str, np.ndarray]]:
     return out
 
 
+def _views(index: Any, name: str, a: np.ndarray) -> list[np.ndarray]:
+    """The tensor as its readers use it: a Conv weight ORT stored in its blocked NCHWc layout is read
+    back in OIHW (every layout it may be in; onnx/nchwc.py), any other as it is."""
+    return weight_views(a) if blocked_weight(index, name) else [a]
+
+
 def weights_of(index: Any) -> dict[str, np.ndarray]:
     """The tensors anchors are matched on: informative float weights, int8 / int4 ones dequantized."""
     return _float_arrays(index)
@@ -92,8 +99,9 @@ def match_anchors(ref: Any, dep: Any, d_arr: Optional[dict[str, np.ndarray]] = N
     unique = {k: v[0] for k, v in by_key.items() if len(v) == 1}
     found: dict[str, str] = {}
     how: dict[str, int] = {}
+    views = {name: _views(dep, name, a) for name, a in d_arr.items()}
     for name, a in d_arr.items():
-        for kind, flat in _variants(a):
+        for kind, flat in (kv for view in views[name] for kv in _variants(view)):
             r = unique.get(_key(flat))
             if r is not None:
                 found[name] = r
@@ -110,7 +118,7 @@ def match_anchors(ref: Any, dep: Any, d_arr: Optional[dict[str, np.ndarray]] = N
         best, best_kind, best_cos = None, "", 0.0
         for r in by_size.get(a.size, []):
             ra = left_r[r]
-            for kind, cos in _similarities(ra, a):
+            for kind, cos in (kc for view in views[name] for kc in _similarities(ra, view)):
                 if cos > best_cos:
                     best, best_kind, best_cos = r, kind, cos
         if best is not None and best_cos >= MIN_COS:

@@ -33,6 +33,7 @@ from drifttui.core.prepare.plan.activations import (FOLDED_HOW, FOLDED_RTOL, beh
                                                    relu_folded)
 from drifttui.core.prepare.plan.anchors import PackedBlock, anchor_masks, match_weights
 from drifttui.core.prepare.plan.closeness import EQUAL_RTOL, Match, err as _err
+from drifttui.core.prepare.plan.scale_folds import SCALE_HOW, scale_folded
 
 NEAR_TIE = 1.25            # lossy candidates this close to the closest are told apart by their op (``_best``)
 NCHWC = "com.microsoft.nchwc"
@@ -186,11 +187,16 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
             # its value is not in the file, only its ReLU's (QOperator): no match, the call is fused
             out_folded[FOLDED_HOW] = out_folded.get(FOLDED_HOW, 0) + 1
             continue
+        if best is not None and not best.exact and scale_folded(ref, dep, a, r_mask.get(r, 0), cands, dep_vals,
+                                                                d_mask, anchors):
+            # only a constant multiple of it is in the file, its factor in the next weight: fused
+            out_folded[SCALE_HOW] = out_folded.get(SCALE_HOW, 0) + 1
+            continue
         if best is not None:
             choice[r] = best
     out = Transferred(anchors=anchors, how={**how, **out_folded}, blocks=blocks)
     carried_downstream(ref, set(wanted), ref_vals, dep_vals, choice, out.downstream)
-    out.matches = _resolve(choice)
+    out.matches = _resolve(choice, dep_vals)
     _second_choices(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, choice, out.matches)
     _in_order(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, out.matches)
     _through_transposes(ref, wanted, ref_vals, dep_vals, out.matches)
@@ -249,15 +255,37 @@ def _perm_of(node: Any) -> Optional[tuple]:
     return None
 
 
-def _resolve(choice: dict[str, Match]) -> dict[str, Match]:
-    """A deployed value equal to some reference value is theirs; otherwise the closest one keeps it."""
+def _resolve(choice: dict[str, Match], dep_vals: dict[str, np.ndarray]) -> dict[str, Match]:
+    """A deployed value equal to some reference value is theirs, and so is its twin (another name
+    for the same tensor: a view drifttui reads a blocked NCHWc value through, next to the
+    ReorderOutput the file has); otherwise the closest one keeps it."""
     exact_users = {m.value for m in choice.values() if m.exact}
+    exact_users |= _twins([m for m in choice.values() if m.exact], {m.value for m in choice.values() if not m.exact},
+                          dep_vals)
     closest: dict[str, tuple[float, str]] = {}
     for r, m in choice.items():
         if not m.exact and (m.value not in closest or m.err < closest[m.value][0]):
             closest[m.value] = (m.err, r)
     return {r: m for r, m in choice.items()
             if m.exact or (m.value not in exact_users and closest[m.value][1] == r)}
+
+
+def _twins(taken: list[Match], loose: set[str], dep_vals: dict[str, np.ndarray]) -> set[str]:
+    """The values of ``loose`` that hold exactly the tensor of a match in ``taken``, read in the
+    reference's axis order (a ReorderOutput to channels-last and drifttui's NCHW view of it)."""
+    def key(a: np.ndarray) -> tuple:
+        return (_layout_free(a.shape), a.dtype.str, float(a.max(initial=0)), float(a.min(initial=0)))
+
+    by_key: dict[tuple, list[np.ndarray]] = {}
+    for m in taken:
+        a = dep_vals[m.value]
+        by_key.setdefault(key(a), []).append(np.transpose(a, m.perm) if m.perm is not None else a)
+    out = set()
+    for v in loose - {m.value for m in taken}:
+        b = dep_vals[v]
+        if any(t.size == b.size and np.array_equal(b.reshape(-1), t.reshape(-1)) for t in by_key.get(key(b), [])):
+            out.add(v)
+    return out
 
 
 def _second_choices(ref: Any, dep: Any, ref_vals: dict, dep_vals: dict, r_mask: dict, d_mask: dict,
