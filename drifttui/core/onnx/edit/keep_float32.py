@@ -26,6 +26,7 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.onnx.io import copy_model
+from drifttui.core.onnx.order import used_names
 from drifttui.core.base.dtypes import LOW_FLOAT_ELEMS
 from drifttui.core.onnx import nbits
 from drifttui.core.onnx.edit.keep_qoperator import kept_quantizer, moved_float, qoperator, supported
@@ -334,19 +335,12 @@ def _prune(nodes: list[Any], outputs: list[str]) -> list[Any]:
         n = nodes[k]
         if any(o in needed for o in n.output):
             keep[k] = True
-            needed.update(i for i in n.input if i)
-            for a in n.attribute:      # subgraphs' outer-scope reads
-                for sub in ([a.g] if a.HasField("g") else list(a.graphs)):
-                    needed.update(i for sn in sub.node for i in sn.input if i)
+            needed.update(i for i in used_names(n) if i)      # subgraphs' outer-scope reads, any depth
     return [n for n, kk in zip(nodes, keep) if kk]
 
 
 def _drop_unused_initializers(g: Any) -> None:
-    used = {i for n in g.node for i in n.input} | {o.name for o in g.output}
-    for n in g.node:
-        for a in n.attribute:
-            for sub in ([a.g] if a.HasField("g") else list(a.graphs)):
-                used.update(i for sn in sub.node for i in sn.input)
+    used = {i for n in g.node for i in used_names(n)} | {o.name for o in g.output}
     kept = [t for t in g.initializer if t.name in used]
     del g.initializer[:]
     g.initializer.extend(kept)
