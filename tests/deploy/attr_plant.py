@@ -9,7 +9,8 @@ file must reproduce (issue 33, point 8).
 - ``pads(path, weight, dst)``: the Conv computing with ``weight`` pads one more row above and one less
   below (the output keeps its shape: a symmetric padding made asymmetric, as a SAME-padding bug does);
 - ``alpha(path, k, dst)``: the ``k``-th GELU-like activation in graph order gets another constant: a
-  Gelu's ``approximate`` (none -> tanh), a LeakyRelu / Elu / HardSigmoid / QuickGelu ``alpha`` x1.5, the
+  Gelu's ``approximate`` (none -> tanh), a LeakyRelu / Elu / HardSigmoid / QuickGelu ``alpha`` x1.5 (ORT's
+  FusedConv carries it as its first ``activation_params``), the
   erf form's divisor sqrt(2) (or its 1/sqrt(2) factor) x1.25, the tanh form's 0.044715 -> 0.1.
 
 Each returns ``dst``, or None when the file has no such node (a BatchNorm folded into its Conv, a
@@ -165,10 +166,13 @@ def _gelu_sites(g: _Graph) -> list[tuple[Any, str, Optional[int], float]]:
     ("approximate" / "alpha") or a scalar input (the erf form's divisor, the tanh form's 0.044715)."""
     sites = []
     for n in g.model.graph.node:
-        if n.op_type == "Gelu":
+        if n.op_type == "Gelu" and n.domain in ("", "ai.onnx"):      # com.microsoft's Gelu has no attribute
             sites.append((n, "approximate", None, 0.0))
         elif n.op_type in ALPHA_OPS:
             sites.append((n, "alpha", None, float(_attr(n, "alpha", 0.01))))
+        elif n.op_type == "FusedConv" and _attr(n, "activation", b"") in (b"HardSigmoid", b"LeakyRelu") \
+                and _attr(n, "activation_params", []):
+            sites.append((n, "activation_params", None, float(_attr(n, "activation_params")[0])))
         elif n.op_type in ("Div", "Mul") and any(u.op_type == "Erf" for u in g.users.get(n.output[0], [])):
             for k, v in _scalar_inputs(g, n):
                 if abs(v - 2 ** 0.5) < 1e-3 or abs(v - 2 ** -0.5) < 1e-3:
@@ -191,6 +195,8 @@ def alpha(path: Path, k: int, dst: Path) -> Optional[Path]:
         _set(node, "approximate", "tanh" if _attr(node, "approximate", b"none") in (b"none", "none") else "none")
     elif how == "alpha":
         _set(node, "alpha", v * 1.5)
+    elif how == "activation_params":        # ORT's FusedConv carries its activation's alpha first
+        _set(node, "activation_params", [v * 1.5, *list(_attr(node, "activation_params"))[1:]])
     else:
         new = 0.1 if abs(v - 0.044715) < 1e-5 else v * 1.25
         t = g.tensor(node.input[pos])

@@ -27,7 +27,7 @@ from drifttui.core.base.metrics import Aggregate, Stats
 from drifttui.core.base.tolerance import DTYPE_RULE, bound
 from drifttui.core.decide.unattributed import attribute_unowned, unmapped_before
 from drifttui.core.decide.notes import output_notes
-from drifttui.core.decide.genuine import genuine_drifts
+from drifttui.core.decide.genuine import genuine_drifts, unreduced_drift
 from drifttui.core.decide.precision import precision_of
 from drifttui.core.result import (CHANNELS_AROUND, OWN_VALUES, DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK,
                                   SCHEMA_VERSION,
@@ -218,10 +218,10 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
         if agg is None or agg.samples == 0:
             statuses.append(UNMAPPED)
             continue
-        if not agg.fails(atol, rules.out(cm.call)):
-            statuses.append(OK)
-            continue
         own = local.get(cm.call)
+        if not agg.fails(atol, rules.out(cm.call)):
+            statuses.append(DRIFT if unreduced_drift(cm.call, own, atol, rules) else OK)
+            continue
         if own is not None and own.samples:
             statuses.append(DRIFT if own.fails(atol, rules.own(cm.call)) else INHERITED)
         elif local_available:
@@ -239,7 +239,10 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
         drifting = [first]
         notes.append("local errors were not computed; the origin is the first module to finish with a "
                      "failing output, which can be an amplifier rather than the cause")
-    first = lambda i: (local_first.get(i, by_weight.get(i, 10**9)), calls[i].end_order, -calls[i].depth)  # noqa: E731
+    # a node two calls share (ORT fused a Conv into its activation's node): the call whose constant the
+    # evidence by content says is wrong comes first
+    first = lambda i: (local_first.get(i, by_weight.get(i, 10**9)), i not in by_weight,  # noqa: E731
+                       calls[i].end_order, -calls[i].depth)
     genuine = genuine_drifts(drifting, by_weight, rules)
     origin = min(genuine or drifting, key=first) if drifting else None
     rest = [i for i in drifting if i not in genuine]

@@ -98,6 +98,20 @@ def _node_checks(node: Any, module: Any, label: str, ni: int) -> list[AttrCheck]
     return out
 
 
+def _nodes_of(index: Any, plan: Any, cm: Any) -> list[int]:
+    """The nodes computing a call: its own, else those of the call it is folded into, and the node that
+    produces its mapped output (a Conv that ORT fused with the activation after it is owned by the
+    activation's call)."""
+    calls = [cm] + ([plan.calls[cm.folded_into]] if cm.folded_into is not None else [])
+    nodes = list(cm.own) or [ni for c in calls[1:] for ni in c.own]
+    for c in calls:
+        for value in c.outputs.values():
+            p = index.producer.get(value)
+            if p is not None and p not in nodes:
+                nodes.append(p)
+    return nodes
+
+
 def attr_checks(index: Any, calls: list[Any], plan: Any, model: Any) -> dict[int, list[AttrCheck]]:
     """Call -> the attributes of its nodes that differ from its torch module's."""
     if model is None or not plan.localized:
@@ -109,8 +123,7 @@ def attr_checks(index: Any, calls: list[Any], plan: Any, model: Any) -> dict[int
         if module is None or not _torch_class(module):
             continue
         target = cm.call if cm.folded_into is None else cm.folded_into     # a Conv folded with its BatchNorm
-        nodes = cm.own or (plan.calls[cm.folded_into].own if cm.folded_into is not None else [])
-        for ni in nodes:
+        for ni in _nodes_of(index, plan, cm):
             checks = _node_checks(index.nodes[ni], module, calls[cm.call].module or "(root)", ni)
             if checks:
                 out.setdefault(target, []).extend(checks)
