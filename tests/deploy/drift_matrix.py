@@ -106,7 +106,7 @@ ARCHS: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {
     "bert": ("tokens", ("torchscript", "dynamo"), {"epsilon": "encoder.layer.1.attention.output.LayerNorm",
                                                    "pads": None, "alpha": -1}),
     "gpt2": ("token_ids", ("dynamo",), {"epsilon": "h.1.ln_2", "pads": None, "alpha": -1}),
-    "vit": ("img32", ("torchscript", "dynamo"), {"epsilon": "encoder.layer.1.layernorm_after", "pads": None,
+    "vit": ("img32", ("torchscript", "dynamo"), {"epsilon": "layers.1.layernorm_after", "pads": None,
                                                  "alpha": -1}),
     "resnet18": ("img32", ("dynamo", "torchscript"), {"epsilon": None, "pads": "layer2.0.conv2", "alpha": None}),
     "efficientnet_b0": ("img64", ("torchscript", "dynamo"), {"epsilon": None, "pads": "blocks.3.0.conv_dw",
