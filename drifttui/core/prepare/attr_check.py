@@ -85,6 +85,9 @@ def _node_checks(node: Any, module: Any, label: str, ni: int) -> list[AttrCheck]
 
     out = []
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in getattr(node.proto, "attribute", [])}
+    kernel = _spatial(getattr(module, "kernel_size", None), len(attrs.get("kernel_shape", [])))
+    if "kernel_shape" in attrs and kernel is not None and list(attrs["kernel_shape"]) != kernel:
+        return out          # another op's node (the module's kernel is not this one)
     for torch_name, onnx_name in DECLARED:
         if onnx_name not in attrs or not hasattr(module, torch_name):
             continue
@@ -98,18 +101,30 @@ def _node_checks(node: Any, module: Any, label: str, ni: int) -> list[AttrCheck]
     return out
 
 
-def _nodes_of(index: Any, plan: Any, cm: Any) -> list[int]:
-    """The nodes computing a call: its own, else those of the call it is folded into, and the node that
-    produces its mapped output (a Conv that ORT fused with the activation after it is owned by the
-    activation's call)."""
+def _weighted(index: Any, ni: int) -> bool:
+    """The node reads a constant tensor of 2 dims or more (directly or through one DequantizeLinear / Cast)."""
+    for name in index.nodes[ni].inputs[1:]:
+        t = index.constant_tensor(name) if name else None
+        if t is None and name in index.producer:
+            src = index.nodes[index.producer[name]]
+            t = index.constant_tensor(src.inputs[0]) if src.op_type in ("DequantizeLinear", "Cast") else None
+        if t is not None and len(t.dims) >= 2:
+            return True
+    return False
+
+
+def _nodes_of(index: Any, plan: Any, cm: Any, has_params: bool) -> list[int]:
+    """The nodes computing a call: its own; for a module with weights, also the weighted nodes of the call
+    it is folded into and the weighted node producing its mapped output (a Conv that ORT fused with the
+    activation after it is owned by the activation's call).  A module without weights (a MaxPool fused
+    into the quantized Conv before it) is read on its own nodes only."""
+    nodes = list(cm.own)
+    if not has_params:
+        return nodes
     calls = [cm] + ([plan.calls[cm.folded_into]] if cm.folded_into is not None else [])
-    nodes = list(cm.own) or [ni for c in calls[1:] for ni in c.own]
-    for c in calls:
-        for value in c.outputs.values():
-            p = index.producer.get(value)
-            if p is not None and p not in nodes:
-                nodes.append(p)
-    return nodes
+    more = [ni for c in calls[1:] for ni in c.own]
+    more += [index.producer[v] for c in calls for v in c.outputs.values() if v in index.producer]
+    return nodes + [ni for ni in dict.fromkeys(more) if ni not in nodes and _weighted(index, ni)]
 
 
 def attr_checks(index: Any, calls: list[Any], plan: Any, model: Any) -> dict[int, list[AttrCheck]]:
@@ -123,7 +138,7 @@ def attr_checks(index: Any, calls: list[Any], plan: Any, model: Any) -> dict[int
         if module is None or not _torch_class(module):
             continue
         target = cm.call if cm.folded_into is None else cm.folded_into     # a Conv folded with its BatchNorm
-        for ni in _nodes_of(index, plan, cm):
+        for ni in _nodes_of(index, plan, cm, any(True for _ in module.parameters(recurse=False))):
             checks = _node_checks(index.nodes[ni], module, calls[cm.call].module or "(root)", ni)
             if checks:
                 out.setdefault(target, []).extend(checks)
