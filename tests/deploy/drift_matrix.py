@@ -204,11 +204,22 @@ def check(arch: str, path: Path, samples: int = 2) -> Any:
 
 
 def outcome(result: Any, expected: str) -> str:
-    """"named", "elsewhere (MODULE)", or "not found"."""
+    """"named", "elsewhere (MODULE)", or "not found".  Named: the raw export's origin, or the call whose
+    fused node swallowed it (ORT computes Conv + BatchNorm + ReLU in one node: the ReLU's value is the
+    first the file has; test_processed_matrix._same_origin's rule)."""
+    from drifttui.core.result import FUSED
+
     o = result.drift_origin
     if result.verdict != "drift" or o is None:
         return "not found"
-    return "named" if o.module == expected else f"elsewhere ({o.module})"
+    if o.module == expected:
+        return "named"
+    lost = next((L for L in result.layers if L.module == expected), None)
+    owner = result.layers[o.layer]
+    if lost is not None and lost.status == FUSED and (f"outputs {o.module}'s value" in lost.note
+                                                      or (expected in owner.note and "also computes" in owner.note)):
+        return "named"
+    return f"elsewhere ({o.module})"
 
 
 def loads(path: Path) -> bool:

@@ -113,6 +113,16 @@ def _weighted(index: Any, ni: int) -> bool:
     return False
 
 
+def _producer(index: Any, value: str) -> int:
+    """The node computing ``value``, through drifttui's own views (an NCHWc value read back through
+    ReorderOutput: the blocked Conv before it)."""
+    p = index.producer[value]
+    while index.nodes[p].name.startswith("drifttui_") and index.nodes[p].inputs \
+            and index.nodes[p].inputs[0] in index.producer:
+        p = index.producer[index.nodes[p].inputs[0]]
+    return p
+
+
 def _nodes_of(index: Any, plan: Any, cm: Any, has_params: bool) -> list[int]:
     """The nodes computing a call: its own; for a module with weights, also the weighted nodes of the call
     it is folded into and the weighted node producing its mapped output (a Conv that ORT fused with the
@@ -123,7 +133,7 @@ def _nodes_of(index: Any, plan: Any, cm: Any, has_params: bool) -> list[int]:
         return nodes
     calls = [cm] + ([plan.calls[cm.folded_into]] if cm.folded_into is not None else [])
     more = [ni for c in calls[1:] for ni in c.own]
-    more += [index.producer[v] for c in calls for v in c.outputs.values() if v in index.producer]
+    more += [_producer(index, v) for c in calls for v in c.outputs.values() if v in index.producer]
     return nodes + [ni for ni in dict.fromkeys(more) if ni not in nodes and _weighted(index, ni)]
 
 
