@@ -177,7 +177,7 @@ def _layer_notes(statuses: list[str], cap: "Capture", plan: Optional[Plan] = Non
     """Notes a decision or a capture adds to a layer (the plan's own notes stay as they are)."""
     out: dict[int, list[str]] = {}
     for cm in (plan.calls if plan is not None and rules is not None else []):
-        for w in (w for w in cm.weights if w.fails(atol, rules.weight(cm.call, w))):
+        for w in evidence(cm, cap.glob.get(cm.call), cap.local.get(cm.call), atol, rules):
             out.setdefault(cm.call, []).append(w.note(atol, rules.weight(cm.call, w)))
     for i, st in enumerate(statuses):
         if st == UNATTRIBUTED:
@@ -185,6 +185,15 @@ def _layer_notes(statuses: list[str], cap: "Capture", plan: Optional[Plan] = Non
     for i in (cap.observer.layers if cap.observer is not None else []):
         out.setdefault(i, []).append(OBSERVED_NOTE)
     return out
+
+
+def evidence(cm: Any, g: Optional[Aggregate], lo: Optional[Aggregate], atol: float, rules: Rules) -> list:
+    """A call's failing checks by content: a weight that is not the model's; an attribute that is not the
+    module's when the call's numbers show it at the float32 tolerance (its own error or its output: a
+    looser tolerance that the numbers pass passes the attribute too, as a fresh run would)."""
+    shown = any(a is not None and a.samples and a.fails(atol, rules.rtol) for a in (lo, g))
+    return [w for w in cm.weights if w.fails(atol, rules.weight(cm.call, w))
+            and (shown or not getattr(w, "needs_numbers", False))]
 
 
 def local_first(values: dict[int, list[tuple[int, Stats]]], atol: float, rtol: float,
@@ -206,7 +215,7 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
     statuses: list[str] = []
     by_weight: dict[int, int] = {}      # call -> the first node reading a weight that is not the model's
     for cm in plan.calls:
-        bad = [w for w in cm.weights if w.fails(atol, rules.weight(cm.call, w))]    # a weight not the model's
+        bad = evidence(cm, glob.get(cm.call), local.get(cm.call), atol, rules)    # a weight / attribute not the model's
         if bad:
             by_weight[cm.call] = min(w.node for w in bad)
             statuses.append(DRIFT)

@@ -49,6 +49,7 @@ class AttrCheck:
     node: int            # the deployed node (execution order for the origin)
     strict: bool = True
     restore: Any = None  # the module's value as the attribute (repair sets it back)
+    needs_numbers: bool = True   # decide: evidence only where the call's numbers fail the float32 tolerance
 
     def fails(self, atol: float, rtol: float) -> bool:
         return True
