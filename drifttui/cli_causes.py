@@ -87,6 +87,10 @@ def _describe(p: dict[str, Any]) -> str:
     if p["op"] == "rewrite":
         form = f" ({p['form']})" if p.get("form") else ""
         return f"rewrite {p.get('rewrite')}{form} at {p.get('node')}"
+    if p["op"] == "restore_weight":
+        return f"{p['name']} of {p.get('module') or '(root)'} restored from {p.get('from')} ({p.get('how')})"
+    if p["op"] == "restore_attribute":
+        return f"{p['name']} of node {p.get('node')} ({p.get('module') or '(root)'}) set back to {p.get('value')}"
     what = f"{p['op']} {p.get('node') or p.get('name')}"
     return what + (f" {p['name']}={p['value']}" if p["op"] == "set_attribute" else "")
 

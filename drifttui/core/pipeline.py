@@ -31,6 +31,7 @@ from drifttui.core.explain import Explained, explain
 from drifttui.core.explain.causes.deliver.keep_list import search as keep_list_search, unkept_why
 from drifttui.core.explain.causes.deliver.repair import Repaired, repair_patches
 from drifttui.core.explain.causes.deliver.repro import Repro
+from drifttui.core.explain.causes.deliver.restore import restoration, verified as restored_verified
 from drifttui.core.explain.causes.deliver.source_fix import source_fixes
 from drifttui.core.explain.context import Context
 from drifttui.core.onnx.edit.keep_float32 import without_views
@@ -288,6 +289,9 @@ class Pipeline:
         explained = self.explain(result, progress=progress, cancel=cancel)
         if explained.result.drift_origin is None:
             return Repaired("nothing", explained.result, keep=keep)
+        restored = self._restored(ctx, explained.result, recheck, progress, keep)
+        if restored is not None:
+            return restored
         fixed, why, fix = repair_patches(full_model(ctx.prepared.index), explained.result, explained.explanation)
         if fixed.model is None:
             return Repaired("none", explained.result, patches=fixed, keep=keep, reason=why, fix=fix)
@@ -296,6 +300,21 @@ class Pipeline:
         fixes = source_fixes(fixed.applied, explained.result.findings, env.opset, env.exporter)
         return Repaired("patches", explained.result, model=fixed.model, after=recheck(fixed.model, "repaired copy: "),
                         patches=fixed, keep=keep, source_fixes=fixes)
+
+    def _restored(self, ctx: Context, result: Result, recheck: Any, progress: ProgressFn,
+                  keep: Any) -> Optional[Repaired]:
+        """The origin's weights and attributes put back from the model (their evidence is by content:
+        no test case needed), verified by a check of the copy; None when there is no such evidence or
+        the copy still drifts there."""
+        fixed = restoration(ctx.prepared, result)
+        if fixed is None:
+            return None
+        progress(Progress("repair", message=f"restoring {len(fixed.applied)} weight(s) / attribute(s) from the "
+                                            "model on a copy; checking it again"))
+        after = recheck(fixed.model, "restored copy: ")
+        if not restored_verified(after, fixed.applied):
+            return None
+        return Repaired("patches", result, model=fixed.model, after=after, patches=fixed, keep=keep)
 
     def drill(self, layer: int, result: Result, progress: ProgressFn = no_progress,
               cancel: Optional[CancelToken] = None, every_sample: bool = False) -> Channels:

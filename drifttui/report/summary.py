@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from drifttui.core.result import UNATTRIBUTED, WEIGHT_NOT_THE_MODELS, Finding, Layer, Output, Result, own_op_types
+from drifttui.core.result import ATTRIBUTE_NOT_THE_MODELS, UNATTRIBUTED, WEIGHT_NOT_THE_MODELS, Finding, Layer, Output, Result, own_op_types
 from drifttui.report.escape import terminal
 
 
@@ -58,8 +58,9 @@ def origin_numbers(result: Result) -> str:
     o = result.drift_origin
     layer = origin_layer(result)
     note = layer.note if layer is not None else ""
-    if o.max_abs != o.max_abs and WEIGHT_NOT_THE_MODELS in note:      # NaN: no value compared
-        return terminal(note[note.index(WEIGHT_NOT_THE_MODELS):])
+    for said in (WEIGHT_NOT_THE_MODELS, ATTRIBUTE_NOT_THE_MODELS):
+        if o.max_abs != o.max_abs and said in note:      # NaN: no value compared
+            return terminal(note[note.index(said):])
     return (f"max |d| {fmt(o.max_abs)}, max rel {fmt(o.max_rel)}, own error {fmt(o.local_max_abs)} "
             f"(worst sample {o.worst_sample})")
 

@@ -77,6 +77,24 @@ def hardswish_cnn() -> nn.Module:
     return HardSwishCNN().eval()
 
 
+class PaddedCNN(nn.Module):
+    """A Conv padded by F.pad (right and bottom, as timm's Conv2dSame pads a stride-2 Conv) with padding 0
+    of its own: a simplifier folds the Pad into the Conv's pads."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, stride=2, padding=0)
+        self.head = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.conv(torch.nn.functional.pad(x, (0, 1, 0, 1)))))
+
+
+def padded_cnn() -> nn.Module:
+    torch.manual_seed(0)
+    return PaddedCNN().eval()
+
+
 def spec(name: str) -> str:
     return f"{HERE}:{name}"
 

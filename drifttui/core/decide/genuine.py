@@ -14,3 +14,14 @@ def genuine_drifts(drifting: list[int], by_weight: dict[int, int], rules: Any) -
         return []
     return [i for i in drifting if i in by_weight
             or not (rules.budgets.get(i) is not None and rules.budgets[i].node_ids)]
+
+
+def unreduced_drift(call: int, own: Any, atol: float, rules: Any) -> bool:
+    """A layer of a reduced-precision file with no reduced node of its own (its nodes compute in float32,
+    fed with torch's values) whose own error fails the float32 tolerance: a drift even when its output
+    stays under the output budget the reduced layers before it earn (a GELU's constant or a gate's slope
+    changed in an int8 file; issue 33, point 8).  No precision can explain a float32 node's own error."""
+    if not rules.budgets or own is None or not own.samples:
+        return False
+    b = rules.budgets.get(call)
+    return not (b is not None and b.node_ids) and own.fails(atol, rules.own(call))

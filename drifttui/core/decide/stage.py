@@ -27,7 +27,7 @@ from drifttui.core.base.metrics import Aggregate, Stats
 from drifttui.core.base.tolerance import DTYPE_RULE, bound
 from drifttui.core.decide.unattributed import attribute_unowned, unmapped_before
 from drifttui.core.decide.notes import output_notes
-from drifttui.core.decide.genuine import genuine_drifts
+from drifttui.core.decide.genuine import genuine_drifts, unreduced_drift
 from drifttui.core.decide.precision import precision_of
 from drifttui.core.result import (CHANNELS_AROUND, OWN_VALUES, DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK,
                                   SCHEMA_VERSION,
@@ -177,7 +177,7 @@ def _layer_notes(statuses: list[str], cap: "Capture", plan: Optional[Plan] = Non
     """Notes a decision or a capture adds to a layer (the plan's own notes stay as they are)."""
     out: dict[int, list[str]] = {}
     for cm in (plan.calls if plan is not None and rules is not None else []):
-        for w in (w for w in cm.weights if w.fails(atol, rules.weight(cm.call, w))):
+        for w in evidence(cm, cap.glob.get(cm.call), cap.local.get(cm.call), atol, rules):
             out.setdefault(cm.call, []).append(w.note(atol, rules.weight(cm.call, w)))
     for i, st in enumerate(statuses):
         if st == UNATTRIBUTED:
@@ -185,6 +185,15 @@ def _layer_notes(statuses: list[str], cap: "Capture", plan: Optional[Plan] = Non
     for i in (cap.observer.layers if cap.observer is not None else []):
         out.setdefault(i, []).append(OBSERVED_NOTE)
     return out
+
+
+def evidence(cm: Any, g: Optional[Aggregate], lo: Optional[Aggregate], atol: float, rules: Rules) -> list:
+    """A call's failing checks by content: a weight that is not the model's; an attribute that is not the
+    module's when the call's numbers show it at the float32 tolerance (its own error or its output: a
+    looser tolerance that the numbers pass passes the attribute too, as a fresh run would)."""
+    shown = any(a is not None and a.samples and a.fails(atol, rules.rtol) for a in (lo, g))
+    return [w for w in cm.weights if w.fails(atol, rules.weight(cm.call, w))
+            and (shown or not getattr(w, "needs_numbers", False))]
 
 
 def local_first(values: dict[int, list[tuple[int, Stats]]], atol: float, rtol: float,
@@ -206,7 +215,7 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
     statuses: list[str] = []
     by_weight: dict[int, int] = {}      # call -> the first node reading a weight that is not the model's
     for cm in plan.calls:
-        bad = [w for w in cm.weights if w.fails(atol, rules.weight(cm.call, w))]    # a weight not the model's
+        bad = evidence(cm, glob.get(cm.call), local.get(cm.call), atol, rules)    # a weight / attribute not the model's
         if bad:
             by_weight[cm.call] = min(w.node for w in bad)
             statuses.append(DRIFT)
@@ -218,10 +227,10 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
         if agg is None or agg.samples == 0:
             statuses.append(UNMAPPED)
             continue
-        if not agg.fails(atol, rules.out(cm.call)):
-            statuses.append(OK)
-            continue
         own = local.get(cm.call)
+        if not agg.fails(atol, rules.out(cm.call)):
+            statuses.append(DRIFT if unreduced_drift(cm.call, own, atol, rules) else OK)
+            continue
         if own is not None and own.samples:
             statuses.append(DRIFT if own.fails(atol, rules.own(cm.call)) else INHERITED)
         elif local_available:
@@ -239,7 +248,10 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
         drifting = [first]
         notes.append("local errors were not computed; the origin is the first module to finish with a "
                      "failing output, which can be an amplifier rather than the cause")
-    first = lambda i: (local_first.get(i, by_weight.get(i, 10**9)), calls[i].end_order, -calls[i].depth)  # noqa: E731
+    # a node two calls share (ORT fused a Conv into its activation's node): the call whose constant the
+    # evidence by content says is wrong comes first
+    first = lambda i: (local_first.get(i, by_weight.get(i, 10**9)), i not in by_weight,  # noqa: E731
+                       calls[i].end_order, -calls[i].depth)
     genuine = genuine_drifts(drifting, by_weight, rules)
     origin = min(genuine or drifting, key=first) if drifting else None
     rest = [i for i in drifting if i not in genuine]

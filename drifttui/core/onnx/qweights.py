@@ -34,6 +34,16 @@ class QWeight:
     scale: str            # the scale initializer its reader dequantizes it with
     values: np.ndarray    # (q - zero point) * scale, float32, the initializer's layout
     step: np.ndarray      # the scale broadcast to ``values``: one rounding step per element
+    zero: Optional[np.ndarray] = None   # the zero point broadcast to ``values`` (None: a float16 weight)
+    scale_of: Optional[np.ndarray] = None   # the signed scale broadcast to ``values``
+
+    def requantized(self, t: np.ndarray, dtype: Any) -> np.ndarray:
+        """``t`` (a float tensor in this weight's layout) on this weight's own grid: rounded with its
+        reader's scale and zero point and clipped to ``dtype``, or rounded to ``dtype`` (a float16 weight)."""
+        if self.zero is None or self.scale_of is None:
+            return t.astype(dtype)
+        info = np.iinfo(dtype)
+        return np.clip(np.round(t / self.scale_of) + self.zero, info.min, info.max).astype(dtype)
 
 
 def _arr(index: Any, name: str) -> Optional[np.ndarray]:
@@ -102,7 +112,7 @@ def _channel_axis(node: Any, ndim: int) -> Optional[int]:
 
 
 def _dequantize(q: np.ndarray, s: np.ndarray, z: np.ndarray,
-                axis: Optional[int] = None) -> Optional[tuple[np.ndarray, np.ndarray]]:
+                axis: Optional[int] = None) -> Optional[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     q, s, z = q.astype(np.float32), s.astype(np.float32), z.astype(np.float32)
     if s.ndim == 1 and s.size > 1:       # per channel: the reader's axis, else the axis of that length (0 first)
         ax = axis if axis is not None and axis < q.ndim and q.shape[axis] == s.size else \
@@ -113,7 +123,7 @@ def _dequantize(q: np.ndarray, s: np.ndarray, z: np.ndarray,
         shp[ax] = s.size
         s, z = s.reshape(shp), z.reshape(shp) if z.size == s.size else z
     try:
-        return (q - z) * s, np.broadcast_to(np.abs(s), q.shape)
+        return (q - z) * s, np.broadcast_to(np.abs(s), q.shape), np.broadcast_to(z, q.shape), np.broadcast_to(s, q.shape)
     except ValueError:       # a scale laid out another way (per gate, per direction...)
         return None
 
@@ -145,7 +155,7 @@ def int8_weights(index: Any, integer_ops: bool = True) -> Iterator[QWeight]:
                 continue
             got = _dequantize(_arr(index, name), s, z, _channel_axis(node, len(t.dims)))
             if got is not None:
-                yield QWeight(name, c, scale, got[0], got[1])
+                yield QWeight(name, c, scale, got[0], got[1], got[2], got[3])
             break
 
 

@@ -79,13 +79,14 @@ def _subtree(tensors: dict[str, list[tuple[str, np.ndarray]]], module: str) -> l
             for e in rows]
 
 
-def weight_checks(index: Any, calls: list[Any], model: Any, budgets: dict[int, Any]) -> dict[int, list[WeightCheck]]:
-    """Call -> its int8 weights compared with the model's tensors (those that point to one)."""
+def model_weights(index: Any, calls: list[Any], model: Any,
+                  budgets: dict[int, Any]) -> Iterator[tuple[int, QWeight, str, np.ndarray]]:
+    """(call, the file's reduced weight, the label of the model's tensor it points to, that tensor in
+    the weight's layout) for each int8 / float16 weight that points to one of its call's tensors."""
     owner = {k: c for c, b in budgets.items() for k in getattr(b, "node_ids", ())}
     if not owner or model is None:
-        return {}
+        return
     tensors = _tensors(model, calls)
-    out: dict[int, list[WeightCheck]] = {}
     for w in [*int8_weights(index), *low_precision_weights(index)]:
         c = owner.get(w.reader)
         if c is None:      # a QDQ weight's DequantizeLinear: the call of the op that reads its float value
@@ -96,9 +97,14 @@ def weight_checks(index: Any, calls: list[Any], model: Any, budgets: dict[int, A
         found = _closest(w, _subtree(tensors, calls[c].module))
         if found is None and calls[c].parent is not None:     # a fold attributed to its neighbour
             found = _closest(w, _subtree(tensors, calls[calls[c].parent].module))
-        if found is None:
-            continue
-        label, t = found
+        if found is not None:
+            yield c, w, found[0], found[1]
+
+
+def weight_checks(index: Any, calls: list[Any], model: Any, budgets: dict[int, Any]) -> dict[int, list[WeightCheck]]:
+    """Call -> its int8 weights compared with the model's tensors (those that point to one)."""
+    out: dict[int, list[WeightCheck]] = {}
+    for c, w, label, t in model_weights(index, calls, model, budgets):
         scale = float(np.max(np.abs(t)))
         if not scale:
             continue
@@ -109,5 +115,5 @@ def weight_checks(index: Any, calls: list[Any], model: Any, budgets: dict[int, A
                  f"({int(np.sum(d > w.step))} of {d.size} elements more than one rounding step off),")
         out.setdefault(c, []).append(WeightCheck(where, label, float(d.max()), scale, w.reader,
                                                  float(np.max(w.step)) / scale, strict=True,
-                                                 ref_kind="the model's"))
+                                                 ref_kind="the model's", init=w.name))
     return out

@@ -41,6 +41,7 @@ from drifttui.core.result import Config
 from drifttui.core.model.spec import InputSpec, parse_input_spec, parse_model_spec
 from drifttui.core.prepare.budget import Budget, plan_budget, window_note
 from drifttui.core.prepare.qweight_check import weight_checks
+from drifttui.core.prepare.attr_check import attr_checks
 from drifttui.core.prepare.windows import Window, attach_local, plan_windows
 from drifttui.errors import ModelError
 
@@ -160,6 +161,8 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     budgets = precision.call_budgets(pscan, index, plan, calls)
     for c, checks in weight_checks(index, calls, model, budgets[0]).items():     # int8 weights vs the model's
         plan.calls[c].weights.extend(checks)
+    for c, found in attr_checks(index, calls, plan, model).items():      # attributes vs the modules' own
+        plan.calls[c].weights.extend(found)
     timings["map"] = time.perf_counter() - t
     return Prepared(config=cfg, model=model, example=example, input_spec=in_spec, onnx_inputs=gi, index=index,
                     exporter=exporter, input_dtypes=input_dtypes, hooks=hooks, calls=calls, plan=plan,

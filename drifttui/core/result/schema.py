@@ -34,6 +34,9 @@ UNATTRIBUTED = "unattributed"
 #: how a layer's note starts the finding that its weight, compared by content, is not the model's
 #: (a packed block of a processed file: no value of its own to compare; core/prepare/plan/plan.py)
 WEIGHT_NOT_THE_MODELS = "its weight in the file is not the model's"
+#: how a layer's note starts the finding that a node's attribute (epsilon, padding, slope...) is not what
+#: its torch module declares (core/prepare/attr_check.py)
+ATTRIBUTE_NOT_THE_MODELS = "an attribute in the file is not the model's"
 STATUSES = (OK, DRIFT, INHERITED, FUSED, NOT_EXPORTED, UNMAPPED, UNATTRIBUTED)
 
 # The one name of the root module in every text (the JSON keeps "" as its qualified name).

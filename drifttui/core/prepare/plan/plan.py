@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
-from drifttui.core.result import OK, WEIGHT_NOT_THE_MODELS
+from drifttui.core.result import ATTRIBUTE_NOT_THE_MODELS, OK, WEIGHT_NOT_THE_MODELS
 from drifttui.core.base.tolerance import bound
 
 
@@ -24,6 +24,7 @@ class WeightCheck:
     strict: bool = False    # judged at the float32 rtol (plus its rounding), not its call's precision budget:
                             # an int8 weight against the model's tensor (prepare/qweight_check.py)
     ref_kind: str = "the reference's"
+    init: str = ""          # a strict check: the file's initializer (repair restores it from the model's tensor)
 
     def fails(self, atol: float, rtol: float) -> bool:
         return not self.max_abs <= bound(atol, rtol, self.scale, self.rounding)     # NaN: never within
@@ -36,6 +37,29 @@ class WeightCheck:
 
 
 @dataclass
+class AttrCheck:
+    """A node attribute that differs from what its torch module declares (an epsilon, a padding, a
+    slope: prepare/attr_check.py). Not a rounding, so no tolerance excuses it: decide fails its call
+    at any tolerance, as a genuine drift."""
+
+    where: str           # "QLinearConv node conv_2"
+    attr: str            # the ONNX attribute: "pads"
+    found: str           # its value in the file: "[2, 1, 0, 1]"
+    declared: str        # what the module says: "layer2.0.conv2.padding = (1, 1)"
+    node: int            # the deployed node (execution order for the origin)
+    strict: bool = True
+    restore: Any = None  # the module's value as the attribute (repair sets it back)
+    needs_numbers: bool = True   # decide: evidence only where the call's numbers fail the float32 tolerance
+
+    def fails(self, atol: float, rtol: float) -> bool:
+        return True
+
+    def note(self, atol: float, rtol: float) -> str:
+        return (f"{ATTRIBUTE_NOT_THE_MODELS}: {self.where} has {self.attr} {self.found} where the module declares "
+                f"{self.declared}, a drift in the file itself (a conversion never changes a module's constant)")
+
+
+@dataclass
 class CallMap:
     call: int
     nodes: list[int] = field(default_factory=list)          # every node inside the call's scope
@@ -45,7 +69,8 @@ class CallMap:
     status: str = OK
     note: str = ""
     folded_into: Optional[int] = None    # FUSED: the call whose nodes compute this one (Conv + BatchNorm)
-    weights: list[WeightCheck] = field(default_factory=list)   # weights compared by content (transfer.py)
+    weights: list = field(default_factory=list)     # WeightCheck / AttrCheck: a weight compared by content,
+                                                    # an attribute against the module's (both genuine drifts)
 
 
 @dataclass

@@ -18,7 +18,7 @@ from drifttui.core.onnx.edit.converter_forms import converter_forms, original_na
 from drifttui.core.onnx.edit.keep_float32 import keep_float32, unkept_ops, without_views
 from drifttui.core.onnx.edit.keep_qoperator import unit
 from drifttui.core.explain.causes.propose.precision_loss import GENUINE_SHARE
-from drifttui.core.result import WEIGHT_NOT_THE_MODELS
+from drifttui.core.result import ATTRIBUTE_NOT_THE_MODELS, WEIGHT_NOT_THE_MODELS
 
 
 
@@ -110,7 +110,7 @@ def _genuine_by_decide(result: Any) -> Optional[KeepList]:
     o = result.drift_origin
     if o is not None and result.precision is not None and result.precision.cause == "genuine drift":
         return KeepList(genuine=[o.module or "(root)"], indices=[o.layer])
-    wrong = [L for L in result.layers if WEIGHT_NOT_THE_MODELS in L.note]
+    wrong = [L for L in result.layers if WEIGHT_NOT_THE_MODELS in L.note or ATTRIBUTE_NOT_THE_MODELS in L.note]
     if wrong:
         return KeepList(genuine=[L.module or "(root)" for L in wrong], indices=[L.index for L in wrong])
     return None
