@@ -188,8 +188,9 @@ def db(x: Optional[float]) -> str:
 
 
 def budget_cells(L: Layer) -> list:
-    """Own loss in dB (red when over its budget and a drift; yellow when over but another rule set its
-    status: not the verdict's), the measured share of the output error, and its own budget."""
+    """Own loss in dB (red when over its budget and a drift; yellow when over but decide left it ok: a
+    layer held to the worst-case bound alone whose output is within), the measured share of the output
+    error, and its own budget."""
     b = L.budget
     if b is None or b.format == "float32":
         return ["-", "-", "-"]

@@ -220,8 +220,9 @@ def budget_line(layer: Layer) -> Text:
         line.append(f"{100 * b.share:.0f}%")
     line.append("  ")
     if b.over and layer.status != DRIFT:
-        # its own error is over its budget but another rule set its status (fused, unmapped): not the verdict's
-        line.append("own error over budget, not the verdict's", style="#d7a64a")
+        # its own error is over its worst-case bound (not measured: not judged alone) but its output is
+        # within its own, or another rule set its status: not part of the verdict
+        line.append("own error over budget, output within", style="#d7a64a")
     else:
         line.append("OVER BUDGET" if b.over else "within budget", style="bold #e8503a" if b.over else "#5fb36b")
     return line

@@ -30,3 +30,13 @@ def scale_output(src: Path, dst: Path, value: str, factor: float) -> Path:
     m.graph.node.insert(k + 1, mul)
     onnx.save(m, str(dst))
     return dst
+
+
+def before_bias(src: Path, value: str) -> str:
+    """The product a layer adds its bias to (the non-constant input of the Add that makes ``value``): scaling
+    it moves the layer's own computation, where the value itself could be matched before the Mul."""
+    m = onnx.load(str(src), load_external_data=False)
+    consts = {t.name for t in m.graph.initializer} | {o for n in m.graph.node if n.op_type == "Constant" for o in n.output}
+    prod = next(n for n in m.graph.node if value in n.output)
+    assert prod.op_type == "Add", prod.op_type
+    return next(i for i in prod.input if i not in consts)

@@ -153,11 +153,11 @@ def test_quantized_embedding_table_is_held_to_its_int8_budget(tmp_path, exporter
     assert r.precision.verdict == "within budget" and r.verdict == "ok", [(L.module, L.status) for L in r.layers]
 
 
-def test_an_own_error_over_budget_that_another_rule_decided_is_not_shown_as_the_verdict(files):
-    """``budget.over`` is the layer's own error against its own budget; with reduced nodes of its own that
-    makes it a drift (either test, decided in core decide).  A layer whose status another rule set (fused,
-    unmapped) is shown as such (not "OVER BUDGET" under a WITHIN BUDGET headline), in the TUI inspector and
-    the text table: rendered from the result, never re-derived."""
+def test_an_own_error_over_budget_whose_output_is_within_is_not_shown_as_the_verdict(files):
+    """``budget.over`` is the layer's own error against its own budget; a layer whose budget was measured
+    is then a drift (either test, decided in core decide), one held to the worst-case bound alone also needs
+    its output over its output budget.  A layer with ``over`` that decide left ``ok`` is shown as such (not
+    "OVER BUDGET" under a WITHIN BUDGET headline), in the TUI inspector and the text table."""
     import dataclasses
 
     from drifttui.report.text import budget_cells
@@ -167,7 +167,7 @@ def test_an_own_error_over_budget_that_another_rule_decided_is_not_shown_as_the_
     L = next(L for L in r.layers if L.budget is not None and L.status == "ok" and L.budget.own_loss_db is not None)
     absorbed = dataclasses.replace(L, budget=dataclasses.replace(L.budget, over=True))
     line = budget_line(absorbed).plain
-    assert "own error over budget, not the verdict's" in line and "OVER BUDGET" not in line
+    assert "own error over budget, output within" in line and "OVER BUDGET" not in line
     assert str(budget_cells(absorbed)[0].style) == "yellow"
     drifting = dataclasses.replace(absorbed, status="drift")
     assert "OVER BUDGET" in budget_line(drifting).plain

@@ -43,10 +43,12 @@ class Rules:
         return own.fails(atol, self.own(call), floor)
 
     def judged_alone(self, call: int) -> bool:
-        """A call with reduced nodes of its own: its own error over its own budget fails it even when its
-        output is within its output budget (either test, docs/deploy.md)."""
+        """A call with reduced nodes of its own whose budget was measured for it: its own error over that
+        budget fails it even when its output is within its output budget (either test, docs/deploy.md).
+        A call held to the worst-case bound alone is not: clean layers pass that bound (a Conv folded into
+        a BatchNorm's call, an int8 ReLU of a QOperator ResNet-18), so it is judged with its output."""
         b = self.budgets.get(call)
-        return b is not None and bool(b.node_ids) and b.own > 0.0
+        return b is not None and bool(b.node_ids) and self.measured(call)
 
     def out(self, call: int) -> float:
         b = self.budgets.get(call)
