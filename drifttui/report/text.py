@@ -201,10 +201,10 @@ def budget_cells(L: Layer) -> list:
 
 def own_budget_cell(b: Any) -> str:
     """A layer's own budget and how it was derived: ``m`` measured (SAFETY x its recomputation in the
-    file's precision), ``b`` the worst-case bound (not recomputed, or the measure capped by it)."""
+    file's precision), ``b`` the worst-case bound (not recomputed)."""
     if b.own_budget <= 0:
         return "-"
-    return f"{b.own_budget:.1e} {'m' if b.derived == 'measured' and b.own_budget < (b.own_bound or 0) else 'b'}"
+    return f"{b.own_budget:.1e} {'m' if b.derived == 'measured' else 'b'}"
 
 
 def _layer_table(result: Result, rows: list[Layer], width: int) -> Table:

@@ -195,10 +195,9 @@ def _quick_line(result: Result, layer: Layer, no_color: bool = False) -> Text:
 
 def derivation(b: Any) -> str:
     """How the engine derived a layer's own budget (its fields, rendered)."""
-    if b.derived == "measured" and b.measured is not None and b.own_budget < (b.own_bound or 0.0):
-        return f"{b.own_budget / b.measured:.0f} x {b.measured:.1e} measured: the layer recomputed by PyTorch in {b.format}"
-    if b.derived == "measured" and b.measured is not None:
-        return f"the worst-case bound; its recomputation in {b.format} measured {b.measured:.1e}"
+    if b.derived == "measured" and b.measured:
+        return (f"{b.own_budget / b.measured:.0f} x {b.measured:.1e} measured: the layer recomputed by PyTorch in "
+                f"{b.format}; worst-case bound {b.own_bound or 0.0:.1e}")
     return "the worst-case bound: not recomputed"
 
 
