@@ -198,6 +198,8 @@ def derivation(b: Any) -> str:
     if b.derived == "measured" and b.measured:
         return (f"{b.own_budget / b.measured:.0f} x {b.measured:.1e} measured: the layer recomputed by PyTorch in "
                 f"{b.format}; worst-case bound {b.own_bound or 0.0:.1e}")
+    if b.measured:
+        return f"the worst-case bound, tighter than its recomputation in {b.format} allows (measured {b.measured:.1e})"
     return "the worst-case bound: not recomputed"
 
 

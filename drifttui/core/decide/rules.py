@@ -31,9 +31,10 @@ class Rules:
         return max(self.rtol, self.own_budget(call))
 
     def measured(self, call: int) -> bool:
-        """The call's own budget is measured for it (capture/rounding.py): it replaces the dtype floor."""
+        """The call's own budget is measured for it (capture/rounding.py, below the worst-case bound): it
+        replaces the dtype floor and is judged alone."""
         b = self.budgets.get(call)
-        return b is not None and b.own > 0.0 and call in self.rounding
+        return b is not None and b.own > 0.0 and call in self.rounding and self.own_budget(call) < b.own
 
     def own_fails(self, call: int, own: Any, atol: float) -> bool:
         """Its own error (an Aggregate or one value's Stats) over its own budget."""

@@ -310,7 +310,7 @@ def layer_budget(rules: Rules, call: int, g: Optional[Aggregate], lo: Optional[A
     own = rules.own_budget(call)
     return LayerBudget(b.fmt, own, b.out, b.depth, own_db, out_db, rules.shares.get(call), over,
                        own_bound=b.own, measured=measured,
-                       derived="measured" if measured is not None and b.own > 0 else "bound")
+                       derived="measured" if rules.measured(call) else "bound")
 
 
 def _over(layers: list[Layer], origin: Optional[int]) -> bool:
