@@ -1,7 +1,7 @@
 """The short Rich table `drifttui check` prints: the origin first, the layers around it, coverage."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from rich.console import Console, Group
 from rich.padding import Padding
@@ -79,6 +79,11 @@ def _precision(result: Result) -> list[Text]:
     if p.verdict:
         out[0].append(f" — {p.verdict}", style="bold green" if p.verdict == "within budget" else "bold red")
         out.append(plain(f"  budget rule: {p.rule}", style="dim"))
+        budgets = [L.budget for L in result.layers if L.budget is not None and L.budget.own_budget > 0]
+        if budgets:
+            m = sum(1 for b in budgets if own_budget_cell(b).endswith("m"))
+            out.append(plain(f"  own budgets: {m} of {len(budgets)} layers measured (m: from the layer recomputed by "
+                             "PyTorch in the file's precision), the others the worst-case bound (b)", style="dim"))
     if p.kernels:        # an int8 file: its verdict holds for this processor's kernels (docs/deploy.md)
         out.append(plain(f"  {p.kernels}", style="yellow" if "may saturate" in p.kernels else "dim"))
     return out
@@ -183,14 +188,23 @@ def db(x: Optional[float]) -> str:
 
 
 def budget_cells(L: Layer) -> list:
-    """Own loss in dB (red when over its budget and a drift; yellow when over but its output is
-    within its own budget: not part of the verdict) and the measured share of the output error."""
+    """Own loss in dB (red when over its budget and a drift; yellow when over but decide left it ok: a
+    layer held to the worst-case bound alone whose output is within), the measured share of the output
+    error, and its own budget."""
     b = L.budget
     if b is None or b.format == "float32":
-        return ["-", "-"]
+        return ["-", "-", "-"]
     share = "-" if b.share is None else f"{100 * b.share:.0f}%"
     style = ("bold red" if L.status == DRIFT else "yellow") if b.over else ""
-    return [Text(db(b.own_loss_db), style=style), share]
+    return [Text(db(b.own_loss_db), style=style), share, own_budget_cell(b)]
+
+
+def own_budget_cell(b: Any) -> str:
+    """A layer's own budget and how it was derived: ``m`` measured (SAFETY x its recomputation in the
+    file's precision), ``b`` the worst-case bound (not recomputed)."""
+    if b.own_budget <= 0:
+        return "-"
+    return f"{b.own_budget:.1e} {'m' if b.derived == 'measured' else 'b'}"
 
 
 def _layer_table(result: Result, rows: list[Layer], width: int) -> Table:
@@ -203,7 +217,7 @@ def _layer_table(result: Result, rows: list[Layer], width: int) -> Table:
              ("1-cos", "right")]
     budgeted = result.precision is not None and bool(result.precision.verdict)
     if budgeted:
-        cols += [("own dB", "right"), ("share", "right")]
+        cols += [("own dB", "right"), ("share", "right"), ("own budget", "right")]
     unwrapped = width >= UNWRAPPED_WIDTH      # piped: every op of every layer, as the README says
     for col, just in cols:
         table.add_column(col, justify=just, no_wrap=True, overflow="ellipsis",  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ initializer table with min/max/mean/std/Δ torch, nothing cut.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -202,6 +202,16 @@ def _quick_line(result: Result, layer: Layer, no_color: bool = False) -> Text:
     return line
 
 
+def derivation(b: Any) -> str:
+    """How the engine derived a layer's own budget (its fields, rendered)."""
+    if b.derived == "measured" and b.measured:
+        return (f"{b.own_budget / b.measured:.0f} x {b.measured:.1e} measured: the layer recomputed by PyTorch in "
+                f"{b.format}; worst-case bound {b.own_bound or 0.0:.1e}")
+    if b.measured:
+        return f"the worst-case bound, tighter than its recomputation in {b.format} allows (measured {b.measured:.1e})"
+    return "the worst-case bound: not recomputed"
+
+
 def budget_line(layer: Layer) -> Text:
     """A reduced-precision layer: its budget, own loss in dB, measured share of the output error and
     the engine's verdict (rendered, never re-derived)."""
@@ -211,6 +221,7 @@ def budget_line(layer: Layer) -> Text:
     line.append(f"{b.format} ", style="bold")
     line.append("budget ", style="dim")
     line.append(f"{b.own_budget:.1e}")
+    line.append(f" ({derivation(b)})", style="dim")
     if b.own_loss_db is not None:
         line.append("  own loss ", style="dim")
         line.append("inf dB" if b.own_loss_db == float("inf") else f"{b.own_loss_db:.1f} dB")
@@ -219,7 +230,8 @@ def budget_line(layer: Layer) -> Text:
         line.append(f"{100 * b.share:.0f}%")
     line.append("  ")
     if b.over and layer.status != DRIFT:
-        # its own error is over its budget but its output is within its own: not part of the verdict
+        # its own error is over its worst-case bound (not measured: not judged alone) but its output is
+        # within its own, or another rule set its status: not part of the verdict
         line.append("own error over budget, output within", style="#d7a64a")
     else:
         line.append("OVER BUDGET" if b.over else "within budget", style="bold #e8503a" if b.over else "#5fb36b")

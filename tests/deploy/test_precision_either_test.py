@@ -4,9 +4,9 @@ output budget.  The file is the user's kind: quantize_dynamic on a transformer, 
 scale multiplied after conversion, by a factor put between the layer's two budgets (read from the clean
 file's own result, not tuned).
 
-Judging every budgeted layer on its own budget alone (the either-test rule) made 6 of 10 clean
-real-architecture files OVER BUDGET (a clean layer's own error passes its worst-case own budget), so that
-rule is not in place.  The drift is caught by its evidence instead: the int8 weight, dequantized with its
+The either test is in place where the layer's budget is measured (the layer recomputed by PyTorch in the
+file's precision, core/capture/rounding.py; test_precision_derived.py holds a drift with no weight evidence
+to it).  This drift is caught by its evidence too: the int8 weight, dequantized with its
 reader's scale, is not a rounding of the model's tensor (core/prepare/qweight_check.py), so the layer is
 a drift and the origin, whatever its values' budgets."""
 from __future__ import annotations

@@ -154,8 +154,9 @@ def test_quantized_embedding_table_is_held_to_its_int8_budget(tmp_path, exporter
 
 
 def test_an_own_error_over_budget_whose_output_is_within_is_not_shown_as_the_verdict(files):
-    """``budget.over`` is the layer's own error against its own budget; the verdict also needs its
-    output over its output budget. A layer with the first and not the second is shown as such (not
+    """``budget.over`` is the layer's own error against its own budget; a layer whose budget was measured
+    is then a drift (either test, decided in core decide), one held to the worst-case bound alone also needs
+    its output over its output budget.  A layer with ``over`` that decide left ``ok`` is shown as such (not
     "OVER BUDGET" under a WITHIN BUDGET headline), in the TUI inspector and the text table."""
     import dataclasses
 

@@ -115,12 +115,13 @@ class Stats:
         """At the tolerance given to :func:`compare`."""
         return self.n_out > 0 or self.nan_mismatch > 0 or self.shape_mismatch
 
-    def fails_at(self, atol: float, rtol: float) -> bool:
+    def fails_at(self, atol: float, rtol: float, floor: bool = True) -> bool:
         """Whether any element fails ``|d| <= atol + rtol * max|t|`` (each merged comparison at its
         own scale): exact from the stored scalars, since an element over the bound exists exactly
-        when the largest |d| is over it."""
+        when the largest |d| is over it.  ``floor=False``: without the dtype floor (a budget measured
+        for this very comparison replaces it, decide/stage.py)."""
         return self.shape_mismatch or self.nan_mismatch > 0 or \
-            any(not d <= bound(atol, rtol, t, f) for d, t, f in self.bounds())    # NaN: never within
+            any(not d <= bound(atol, rtol, t, f if floor else 0.0) for d, t, f in self.bounds())  # NaN: never within
 
 
 def channel_axis_of(shape: tuple[int, ...], cls: str = "") -> Optional[int]:
@@ -352,7 +353,7 @@ class Aggregate:
     def samples(self) -> int:
         return len(self.sample_ids)
 
-    def failing(self, atol: float, rtol: float) -> list[int]:
+    def failing(self, atol: float, rtol: float, floor: bool = True) -> list[int]:
         """Positions (not sample ids) of the samples that fail ``atol + rtol * scale``."""
         if self._flat is None:          # every (sample, max |d|, max |t|) as arrays, built once
             ks = [k for k, pairs in enumerate(self.bounds) for _ in pairs]
@@ -363,13 +364,13 @@ class Aggregate:
                           [k for k, bad in enumerate(self.mismatch) if bad])
         ks, ds, ts, fs, bad = self._flat
         with np.errstate(invalid="ignore"):
-            over = ks[~(ds <= bound(atol, rtol, ts, fs))]      # a NaN |d| or scale is never within
+            over = ks[~(ds <= bound(atol, rtol, ts, fs if floor else 0.0))]   # a NaN |d| or scale is never within
         if not bad:
             return sorted(set(over.tolist()))
         return sorted(set(over.tolist()) | set(bad))
 
-    def fails(self, atol: float, rtol: float) -> bool:
-        return bool(self.failing(atol, rtol))
+    def fails(self, atol: float, rtol: float, floor: bool = True) -> bool:
+        return bool(self.failing(atol, rtol, floor))
 
     def to_metrics(self) -> Metrics:
         if self._metrics is None:

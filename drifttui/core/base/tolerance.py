@@ -18,7 +18,7 @@ by ~7e-4 relative = 0.7 eps, a real fp16 drift such as a wrong epsilon by far mo
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Optional
 
 from drifttui.core.base.dtypes import LOW_PRECISION, name_of
 
@@ -101,3 +101,24 @@ def node_budget(fmt: str, op_type: str, depth: int, act_step: float = 0.0, weigh
         return K_Q * (act_step + weight_step) / 2.0
     eps = EPS.get(fmt, 0.0)
     return K_EPS * eps + math.sqrt(max(1, depth)) * U_ACC if eps else 0.0
+
+
+# --- the budget derived from the conversion itself (core/capture/rounding.py) -------------------------------
+# A layer PyTorch can recompute in the file's precision (its inputs and weights rounded as the file rounds
+# them) is held to SAFETY x that recomputation's deviation (max |d| / max |torch|, sample 0) where that is below
+# the worst-case bound above; the bound stays the cap (a heavy-tailed int8 layer whose recomputation loses as
+# much as the file is over budget: its precision costs, the keep-list's business) and the budget of a layer
+# that cannot be recomputed.  SAFETY: a clean file's own error is 0.55 to 1.91 times the recomputation's
+# deviation over every clean file of the precision suites (docs/deploy.md, "A budget from the conversion itself")
+SAFETY = 3.0
+DERIVED_RULE = (f"a layer PyTorch recomputes in the file's precision (its inputs and weights rounded as the file "
+                f"rounds them, sample 0): own budget = min(worst-case bound, {SAFETY:g} x that recomputation's "
+                "max |d| / max |torch|), judged alone (either test) when below the bound")
+
+
+def derived_budget(worst: float, measured: Optional[float]) -> float:
+    """A layer's own budget: SAFETY x the measured deviation of its recomputation in the file's precision,
+    capped by the worst-case bound; the bound where it was not recomputed (``measured`` None)."""
+    if measured is None or worst <= 0.0 or measured != measured:
+        return worst
+    return min(worst, SAFETY * measured)

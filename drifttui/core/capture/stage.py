@@ -32,7 +32,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import torch
 
-from drifttui.core.capture import batch, determinism, observer, shares
+from drifttui.core.capture import batch, determinism, observer, rounding, shares
 from drifttui.core.model.inputs import cat_samples
 from drifttui.core.prepare import batch_probe
 from drifttui.core.runtime import sessions
@@ -73,6 +73,9 @@ class Capture:
     # a reduced-precision file: call -> measured share of the output error (capture/shares.py)
     shares: dict[int, float] = field(default_factory=dict)
     output_level: str = ""    # the ORT level the output pass ran at ("": the configured one)
+    # a reduced-precision file: call -> max |d| / max |torch| of the layer recomputed by PyTorch in the
+    # file's precision on sample 0 (capture/rounding.py): what the conversion costs it
+    rounding: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -132,7 +135,8 @@ def _capture(pr: Prepared, cfg: Config, progress: ProgressFn, cancel: CancelToke
             progress(Progress("samples", n, n, f"window {wi + 2}/{len(windows)}", partial(run.snap(n))))
     timings["samples"] = time.perf_counter() - t_start - (timings["sessions"] - sessions_before)
     _finish(timings, notes, run.acc, run.outs, n, run.chosen)
-    return dataclasses.replace(run.snap(n), shares=_shares(pr, cfg, source, run.acc, notes, timings))
+    measured = _shares(pr, cfg, source, run.acc, notes, timings), rounding.measure(pr, source.sample(0), timings)
+    return dataclasses.replace(run.snap(n), shares=measured[0], rounding=measured[1])     # after both: their timings
 
 
 def _shares(pr: Prepared, cfg: Config, source: Any, acc: Accum, notes: list[str],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from drifttui.core.base.tolerance import BUDGET_RULE, GENUINE_SHARE
+from drifttui.core.base.tolerance import BUDGET_RULE, DERIVED_RULE, GENUINE_SHARE
 from drifttui.core.result import Precision
 from drifttui.core.runtime.cpu import detect
 
@@ -21,7 +21,7 @@ def precision_of(pr: Any, rules: Any, drifts: bool, origin: Optional[int] = None
                      verdict=("over budget" if drifts else "within budget") if scan.reduced else "",
                      cause=("genuine drift" if genuine else cause_of(rules, origin, own_over, other_drift))
                      if scan.reduced and drifts else "",
-                     rule=BUDGET_RULE if scan.reduced else "", output_budget=rules.out_budget,
+                     rule=f"{BUDGET_RULE}; {DERIVED_RULE}" if scan.reduced else "", output_budget=rules.out_budget,
                      kernels=detect().int8_line() if _int8(scan) else "")
 
 

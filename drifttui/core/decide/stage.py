@@ -25,6 +25,7 @@ from drifttui.core.runtime.torch_hooks import Call
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.base.metrics import Aggregate, Stats
 from drifttui.core.base.tolerance import DTYPE_RULE, bound
+from drifttui.core.decide.rules import Rules
 from drifttui.core.decide.unattributed import attribute_unowned, unmapped_before
 from drifttui.core.decide.notes import output_notes
 from drifttui.core.decide.genuine import genuine_drifts, unreduced_drift
@@ -38,35 +39,6 @@ from drifttui.core.result import (CHANNELS_AROUND, OWN_VALUES, DRIFT, FAIL_COLUM
 if TYPE_CHECKING:   # pragma: no cover
     from drifttui.core.capture.stage import Capture
     from drifttui.core.prepare.stage import Prepared
-
-
-@dataclass(frozen=True)
-class Rules:
-    """The relative tolerance each comparison is decided at: ``rtol``, or in a reduced-precision
-    file ``max(rtol, budget)`` (tolerance.BUDGET_RULE): per call its own error and its output, and
-    the model outputs.  Budgets are static (prepare); shares are measured (capture)."""
-
-    rtol: float
-    budgets: dict = field(default_factory=dict)     # call -> prepare.precision.CallBudget
-    out_budget: float = 0.0
-    shares: dict = field(default_factory=dict)      # call -> measured share of the output error
-
-    def own(self, call: int) -> float:
-        b = self.budgets.get(call)
-        return max(self.rtol, b.own) if b is not None else self.rtol
-
-    def out(self, call: int) -> float:
-        b = self.budgets.get(call)
-        return max(self.rtol, b.out) if b is not None else self.rtol
-
-    def weight(self, call: int, w: Any) -> float:
-        """A weight compared by content: a strict one (an int8 weight against the model's tensor) at
-        rtol plus its own rounding, a packed block at its call's own rule."""
-        return self.rtol if getattr(w, "strict", False) else self.own(call)
-
-    @property
-    def outputs(self) -> float:
-        return max(self.rtol, self.out_budget)
 
 
 @dataclass
@@ -87,7 +59,8 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
     output to the budget of every reduced node computed before it.  A ``partial`` result (during
     capture) does not wait for the initializers' figures (prepare.details)."""
     atol, rtol = cfg.atol, cfg.rtol
-    rules = Rules(rtol, *(pr.budgets or ({}, 0.0)), shares=dict(getattr(cap, "shares", {}) or {}))
+    rules = Rules(rtol, *(pr.budgets or ({}, 0.0)), shares=dict(getattr(cap, "shares", {}) or {}),
+                  rounding=dict(getattr(cap, "rounding", {}) or {}))
     first = local_first(cap.local_values, atol, rtol, rules)
     verdict = statuses_of(pr.calls, pr.plan, cap.glob, cap.local, first, cap.local_available, atol, rtol,
                           op_types=pr.details.op_types, rules=rules)
@@ -201,8 +174,8 @@ def local_first(values: dict[int, list[tuple[int, Stats]]], atol: float, rtol: f
     """Per owner: the first node (execution order) of a local value that fails the tolerance."""
     out: dict[int, int] = {}
     for owner, rows in values.items():
-        r = rules.own(owner) if rules is not None else rtol
-        failing = [first for first, st in rows if st.fails_at(atol, r)]
+        failing = [first for first, st in rows
+                   if (rules.own_fails(owner, st, atol) if rules is not None else st.fails_at(atol, rtol))]
         if failing:
             out[owner] = min(failing)
     return out
@@ -229,10 +202,14 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
             continue
         own = local.get(cm.call)
         if not agg.fails(atol, rules.out(cm.call)):
-            statuses.append(DRIFT if unreduced_drift(cm.call, own, atol, rules) else OK)
+            # either test: a layer with reduced nodes of its own fails on its own budget alone, and
+            # one with none of its own on the float32 tolerance (genuine.unreduced_drift)
+            alone = rules.judged_alone(cm.call) and own is not None and own.samples \
+                and rules.own_fails(cm.call, own, atol)
+            statuses.append(DRIFT if alone or unreduced_drift(cm.call, own, atol, rules) else OK)
             continue
         if own is not None and own.samples:
-            statuses.append(DRIFT if own.fails(atol, rules.own(cm.call)) else INHERITED)
+            statuses.append(DRIFT if rules.own_fails(cm.call, own, atol) else INHERITED)
         elif local_available:
             statuses.append(INHERITED)   # no own computation: its output is a child's or an input
         else:
@@ -271,7 +248,7 @@ def coverage(statuses: list[str], plan: Plan) -> Coverage:
 
 
 def fails_of(g: Optional[Aggregate], lo: Optional[Aggregate], atol: float, rtol: float,
-             own_rtol: Optional[float] = None) -> dict[str, bool]:
+             own_rtol: Optional[float] = None, measured: bool = False) -> dict[str, bool]:
     """Per FAIL_COLUMNS: max_abs and max_rel fail when the output fails the tolerance rule in a sample
     (they are two views of the one rule); local when the own error does; cos when, in a failing
     sample, 1 - cosine exceeds rtol (the output's direction changed, not only its size)."""
@@ -280,7 +257,7 @@ def fails_of(g: Optional[Aggregate], lo: Optional[Aggregate], atol: float, rtol:
     out["max_abs"] = out["max_rel"] = bool(bad)
     out["cos"] = any(not 1.0 - g.cosine[k] <= rtol for k in bad) if g is not None else False   # NaN fails
     own_rtol = rtol if own_rtol is None else own_rtol
-    out["local"] = bool(lo is not None and lo.samples and lo.fails(atol, own_rtol))
+    out["local"] = bool(lo is not None and lo.samples and lo.fails(atol, own_rtol, not measured))
     return out
 
 
@@ -315,7 +292,7 @@ def make_layers(calls: list[Call], plan: Plan, statuses: list[str], glob: dict[i
             note="; ".join([n for n in [cm.note, *extra_notes.get(c.index, [])] if n]),
             nodes=nodes, initializers=inits,
             params=[ParamInfo(n, k, list(s), d) for n, k, s, d in c.params],
-            fails=fails_of(g, lo, atol, rules.out(c.index), rules.own(c.index)),
+            fails=fails_of(g, lo, atol, rules.out(c.index), rules.own(c.index), rules.measured(c.index)),
             budget=layer_budget(rules, c.index, g, lo, atol),
             channels=layer_channels(c, cm, g, lo) if channels_for and c.index in channels_for else None,
         ))
@@ -341,8 +318,12 @@ def layer_budget(rules: Rules, call: int, g: Optional[Aggregate], lo: Optional[A
         return None
     own_db = min(lo.sqnr) if lo is not None and lo.sqnr else None
     out_db = min(g.sqnr) if g is not None and g.sqnr else None
-    over = bool(lo is not None and lo.samples and b.own > 0 and lo.fails(atol, rules.own(call)))
-    return LayerBudget(b.fmt, b.own, b.out, b.depth, own_db, out_db, rules.shares.get(call), over)
+    over = bool(lo is not None and lo.samples and b.own > 0 and rules.own_fails(call, lo, atol))
+    measured = rules.rounding.get(call)
+    own = rules.own_budget(call)
+    return LayerBudget(b.fmt, own, b.out, b.depth, own_db, out_db, rules.shares.get(call), over,
+                       own_bound=b.own, measured=measured,
+                       derived="measured" if rules.measured(call) else "bound")
 
 
 def _over(layers: list[Layer], origin: Optional[int]) -> bool:

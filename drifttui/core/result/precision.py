@@ -21,6 +21,11 @@ class LayerBudget:
     loss_db: Optional[float] = None       # SQNR of its output (torch vs ONNX), worst sample
     share: Optional[float] = None         # measured share of the output error it causes (None: not measured)
     over: bool = False                    # its own error is over its budget (decided)
+    own_bound: Optional[float] = None     # the worst-case bound of its own error (tolerance.node_budget); own_budget
+                                          # is this bound when ``derived`` is "bound"
+    measured: Optional[float] = None      # the layer recomputed by PyTorch in the file's precision (sample 0):
+                                          # max |d| / max |torch| (None: not recomputed)
+    derived: str = "bound"                # "measured": own_budget = min(bound, SAFETY x measured); "bound"
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,11 @@ class Sink:
     """Receives module inputs/outputs during a forward pass. Override what you need."""
 
     wants_inputs = True     # False: on_input is called with an empty list (saves flattening args)
+    wants_calls = False     # True: on_call gets the module and its arguments after on_output
+
+    def on_call(self, call: int, module: Any, args: tuple, kwargs: dict,
+                outputs: list[torch.Tensor]) -> None:  # pragma: no cover - default
+        pass
 
     def on_input(self, call: int, tensors: list[torch.Tensor]) -> None:  # pragma: no cover - default
         pass
@@ -183,6 +188,8 @@ class Hooks:
             self._ended += 1
             if self.sink is not None and 0 <= idx < len(self.calls) and self.calls[idx].module == name:
                 self.sink.on_output(idx, outs)
+                if self.sink.wants_calls:
+                    self.sink.on_call(idx, module, args, kwargs, outs)
 
         return hook
 

@@ -1,0 +1,176 @@
+"""Each reduced-precision layer computed by PyTorch in the file's precision: what the conversion does to it.
+
+A layer's precision budget bounds what the file's format may cost it.  The worst-case bound
+(``tolerance.node_budget``) is loose: a float16 weight scaled x1.05 moved its layer less than that
+bound.  Here the conversion is redone on PyTorch's side, from PyTorch's own values, on sample 0:
+in one hooked forward, each budgeted leaf module is run again (``module.forward``: no hook fires)
+with its inputs and weights rounded as the file rounds them, and that output is compared with
+the module's own output.  The measured deviation (relative to the output's scale) is what this
+conversion costs this layer; decide holds the layer's own error to a safety factor times it,
+capped by the worst-case bound (``tolerance.derived_budget``).
+
+The rounding, per the layer's format (prepare/precision.py's NodePrecision):
+  float16 / bfloat16: every floating input, parameter and buffer, and the output, rounded to the
+    format; the sums computed in float32 (as ONNX Runtime's CPU kernels accumulate);
+  int8: each floating input rounded to its quantizer's step (the file's: act_step x max|x|), each
+    weight matrix (2-d or more) to the file's weight step (weight_step x max|W|, per tensor), biases
+    and norms' vectors kept (the file keeps them in float or int32).
+Since it starts from PyTorch's weights and PyTorch's code, a wrong weight, scale, epsilon or bias in
+the file is not in it: the deviation is the clean conversion's.  A layer it cannot redo keeps the
+worst-case bound: a container (its own error is between its children), a module whose reduced nodes
+accumulate over a weight it does not hold (a Conv folded into a BatchNorm's call), mixed formats, an
+in-place module, or a forward that fails on rounded values.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any, Iterator, Optional
+
+import torch
+from torch.utils._pytree import tree_map
+
+from drifttui.core.prepare.precision import ACCUMULATING, QOPERATOR_PREFIX
+from drifttui.core.runtime.guards import safe_forward
+from drifttui.core.runtime.torch_hooks import Sink, tensors_of
+
+_TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def _round_low(dt: torch.dtype):
+    def f(t: Any) -> Any:
+        if isinstance(t, torch.Tensor) and t.is_floating_point():
+            return t.to(dt).to(t.dtype)
+        return t
+    return f
+
+
+def _round_step(step: float):
+    """Round to a per-tensor grid of ``step`` x max|x| (symmetric; a zero point is a whole step)."""
+    def f(t: Any) -> Any:
+        if not (isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel() > 1 and step > 0):
+            return t
+        m = float(t.detach().abs().max())
+        if not m or m != m or m == float("inf"):
+            return t
+        s = step * m
+        return torch.round(t / s) * s
+    return f
+
+
+class Target:
+    """What one call's recomputation needs: its format and, for int8, its steps."""
+
+    def __init__(self, fmt: str, act_step: float, weight_step: float, needs_weight: bool) -> None:
+        self.fmt, self.act_step, self.weight_step, self.needs_weight = fmt, act_step, weight_step, needs_weight
+
+    def inputs(self) -> Any:
+        return _round_low(_TORCH[self.fmt]) if self.fmt in _TORCH else _round_step(self.act_step)
+
+    def param(self, name: str, p: torch.Tensor) -> Optional[torch.Tensor]:
+        """The parameter as the file holds it (None: kept as it is)."""
+        if not p.is_floating_point():
+            return None
+        if self.fmt in _TORCH:
+            return p.detach().to(_TORCH[self.fmt]).to(p.dtype)
+        if p.ndim >= 2 and self.weight_step > 0:
+            return _round_step(self.weight_step)(p.detach())
+        return None
+
+    def output(self, t: torch.Tensor) -> torch.Tensor:
+        return _round_low(_TORCH[self.fmt])(t) if self.fmt in _TORCH else t
+
+
+def targets(pr: Any) -> dict[int, Target]:
+    """The budgeted calls and how the file rounds them (from prepare's precision scan)."""
+    budgets, _ = pr.budgets or ({}, 0.0)
+    scan = pr.precision
+    out: dict[int, Target] = {}
+    for c, b in budgets.items():
+        if not b.node_ids or "+" in b.fmt or (b.fmt not in _TORCH and b.fmt != "int8"):
+            continue
+        precs = [scan.nodes[k] for k in b.node_ids if k in scan.nodes]
+        ops = [pr.index.nodes[k].op_type for k in b.node_ids]
+        accumulates = any(op in ACCUMULATING or op.startswith(QOPERATOR_PREFIX) for op in ops)
+        out[c] = Target(b.fmt, max((p.act_step for p in precs), default=0.0),
+                        max((p.weight_step for p in precs), default=0.0), accumulates)
+    return out
+
+
+@contextlib.contextmanager
+def _as_in_file(module: torch.nn.Module, target: Target) -> Iterator[None]:
+    """The module's own parameters (and, for float16, buffers) rounded as the file holds them."""
+    saved: list[tuple[dict, str, Any]] = []
+    try:
+        for store in (module._parameters, module._buffers):
+            for name, p in list(store.items()):
+                if p is None or (store is module._buffers and target.fmt not in _TORCH):
+                    continue
+                r = target.param(name, p)
+                if r is not None:
+                    saved.append((store, name, p))
+                    store[name] = r
+        yield
+    finally:
+        for store, name, p in saved:
+            store[name] = p
+
+
+class RoundingSink(Sink):
+    """In the hook of each target call: the module run again on rounded inputs and weights."""
+
+    wants_inputs = False
+    wants_calls = True
+
+    def __init__(self, want: dict[int, Target]) -> None:
+        self.want = want
+        self.rel: dict[int, float] = {}
+
+    def on_output(self, call: int, tensors: list[torch.Tensor]) -> None:
+        pass
+
+    def on_call(self, call: int, module: Any, args: tuple, kwargs: dict, outputs: list[torch.Tensor]) -> None:
+        t = self.want.get(call)
+        if t is None or next(module.children(), None) is not None:
+            return
+        if t.needs_weight and not any(p.ndim >= 2 for p in module.parameters(recurse=False)):
+            return        # its reduced nodes accumulate over a weight another module holds (a folded Conv)
+        ins = tensors_of((args, kwargs))
+        if any(o.data_ptr() == i.data_ptr() for o in outputs for i in ins if o.numel() and i.numel()):
+            return        # in place: its input is gone
+        try:
+            with torch.no_grad(), _as_in_file(module, t):
+                again = tensors_of(module.forward(*tree_map(t.inputs(), args), **tree_map(t.inputs(), kwargs)))
+        except Exception:      # a forward that refuses rounded values: the worst-case bound stays
+            return
+        if len(again) != len(outputs):
+            return
+        dev, scale = 0.0, 0.0
+        for o, r in zip(outputs, again):
+            if not o.is_floating_point() or o.shape != r.shape:
+                return
+            o32 = o.detach().float()
+            dev = max(dev, float((t.output(r).float() - o32).abs().max())) if o.numel() else dev
+            scale = max(scale, float(o32.abs().max())) if o.numel() else scale
+        if scale > 0 and dev > 0:      # a recomputation that rounds nothing measured nothing the file does
+            self.rel[call] = dev / scale
+
+
+def measure(pr: Any, sample: Any, timings: Optional[dict[str, float]] = None) -> dict[int, float]:
+    """call -> max |d| / max |torch| of its recomputation in the file's precision on ``sample``."""
+    if pr.hooks is None or pr.precision is None or not pr.precision.reduced:
+        return {}
+    want = targets(pr)
+    if not want:
+        return {}
+    t0 = time.perf_counter()
+    sink = RoundingSink(want)
+    try:
+        with pr.hooks.installed():
+            pr.hooks.begin(sink)
+            safe_forward(pr.model, sample, versioned=True)
+    finally:
+        pr.hooks.begin(None)
+    if timings is not None:
+        timings["rounding"] = time.perf_counter() - t0
+    return sink.rel
