@@ -9,14 +9,10 @@ runs in ``make test``; the rest behind the ``drifts`` marker.
 """
 from __future__ import annotations
 
-import warnings
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-HERE = Path(__file__).parent
-SPEC = f"{HERE / 'forms32.py'}"
+from tests.causes.form_suite import (assert_clean, assert_said_unverified, assert_verified_and_repaired, deep_forms,
+                                     explained_forms, params)
 
 # (model, exporter) -> (class, patch op, what the patch changed, words of the message)
 VERIFIED = {
@@ -66,74 +62,28 @@ FAST = {("floordiv_neg", "torchscript")}
 
 @pytest.fixture(scope="module")
 def explained(tmp_path_factory):
-    import torch
-
-    from drifttui.core.result import Config
-    from tests.causes import forms32
-    from tests.causes.conftest import explained_run
-
-    root = tmp_path_factory.mktemp("forms32")
-    cache: dict[tuple, Any] = {}
-
-    def go(model: str, exporter: str) -> Any:
-        key = (model, exporter)
-        if key not in cache:
-            path = root / f"{model}-{exporter}.onnx"
-            torch.manual_seed(0)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                inputs = INPUTS.get(model, "rows_inputs")
-                torch.onnx.export(getattr(forms32, model)(), (getattr(forms32, inputs)(),), str(path),
-                                  dynamo=exporter == "dynamo",
-                                  **({"opset_version": OPSET[model]} if model in OPSET else {}))
-            cfg = Config(model=f"{SPEC}:{model}", onnx=str(path), inputs=f"{SPEC}:{inputs}", samples=3)
-            cache[key] = explained_run(cfg)
-        return cache[key]
-
-    return go
+    return explained_forms(tmp_path_factory, "forms32", inputs=INPUTS, opset=OPSET)
 
 
-def _params(forms: Any) -> list[Any]:
-    return [pytest.param(f, id=f"{f[0]}-{f[1]}", marks=() if f in FAST else pytest.mark.drifts) for f in forms]
-
-
-@pytest.mark.parametrize("form", _params(VERIFIED))
+@pytest.mark.parametrize("form", params(VERIFIED, FAST))
 def test_a_new_upstream_form_is_explained_verified_and_repaired(explained, form):
-    from drifttui.core.explain.causes.deliver.repair import repair
-    from drifttui.core.onnx.graph import full_model
-
-    cls, op, changed, words = VERIFIED[form]
-    engine, cfg, run, result, exp = explained(*form)
-    assert result.verdict == "drift" and result.drift_origin.module == ORIGIN.get(form[0], "body")
-    head = exp.findings[0]
-    assert (head.check, head.verified, head.severity) == (cls, True, "error"), (head.check, head.message)
-    assert head.patch["op"] == op and all(head.patch.get(k) == v for k, v in changed.items()), head.patch
-    assert words in head.message, head.message
-    fixed = repair(full_model(run.prepared.index), exp)
-    assert fixed.model is not None
-    assert engine.recheck(cfg, fixed.model).verdict == "ok"
+    assert_verified_and_repaired(explained, form, VERIFIED[form], ORIGIN.get(form[0], "body"))
 
 
-@pytest.mark.parametrize("form", _params(UNVERIFIED))
+@pytest.mark.parametrize("form", params(UNVERIFIED, FAST))
 def test_a_form_nothing_verifies_gets_its_origin_and_mechanism_and_says_so(explained, form):
-    cls, words = UNVERIFIED[form]
-    _, _, _, result, exp = explained(*form)
-    assert result.verdict == "drift" and result.drift_origin.module == ORIGIN.get(form[0], "body")
-    head = next(f for f in exp.findings if f.severity == "error")
-    assert (head.check, head.verified) == (cls, False), (head.check, head.message)
-    assert words in head.message and "no patch among" in head.message, head.message
+    assert_said_unverified(explained, form, UNVERIFIED[form], ORIGIN.get(form[0], "body"))
 
 
 @pytest.mark.drifts
 @pytest.mark.parametrize("form", CLEAN, ids=[f"{m}-{e}" for m, e in CLEAN])
 def test_the_clean_controls_have_no_error_finding(explained, form):
-    _, _, _, result, exp = explained(*form)
-    assert result.verdict == "ok" and [f for f in exp.findings if f.severity == "error"] == []
+    assert_clean(explained, form)
 
 
 @pytest.mark.drifts
 def test_at_least_half_the_forms_sit_inside_deep_models(explained):
-    deep = [f for f in (*VERIFIED, *UNVERIFIED) if len(explained(*f)[2].prepared.calls) >= 17]
+    deep = deep_forms(explained, [*VERIFIED, *UNVERIFIED])
     assert len(deep) * 2 >= len(VERIFIED) + len(UNVERIFIED), deep
 
 

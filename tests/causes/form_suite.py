@@ -1,0 +1,87 @@
+"""What the upstream form suites (test_forms32.py, test_forms33.py) share: a module-scoped cache of
+exported and explained forms, their parametrisation (fast forms in ``make test``, the rest behind the
+``drifts`` marker), and the judge's assertions: the origin, the cause's class by mechanism, ``verified``,
+and ``repair``'s file passing ``check``; for the forms nothing verifies, what the engine says of them."""
+from __future__ import annotations
+
+import importlib
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import pytest
+
+HERE = Path(__file__).parent
+
+
+def explained_forms(tmp_path_factory: Any, name: str, inputs: Optional[dict] = None,
+                    opset: Optional[dict] = None) -> Callable[[str, str], Any]:
+    """(model, exporter) -> explained_run of ``tests/causes/<name>.py``'s model exported by that exporter
+    (its inputs function ``inputs.get(model, "rows_inputs")``, at ``opset[model]`` if given), cached."""
+    import torch
+
+    from drifttui.core.result import Config
+    from tests.causes.conftest import explained_run
+
+    forms = importlib.import_module(f"tests.causes.{name}")
+    spec, root = f"{HERE / (name + '.py')}", tmp_path_factory.mktemp(name)
+    inputs, opset = inputs or {}, opset or {}
+    cache: dict[tuple, Any] = {}
+
+    def go(model: str, exporter: str) -> Any:
+        key = (model, exporter)
+        if key not in cache:
+            path = root / f"{model}-{exporter}.onnx"
+            fn = inputs.get(model, "rows_inputs")
+            torch.manual_seed(0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(getattr(forms, model)(), (getattr(forms, fn)(),), str(path),
+                                  dynamo=exporter == "dynamo",
+                                  **({"opset_version": opset[model]} if model in opset else {}))
+            cache[key] = explained_run(Config(model=f"{spec}:{model}", onnx=str(path), inputs=f"{spec}:{fn}",
+                                              samples=3))
+        return cache[key]
+
+    return go
+
+
+def params(forms: Any, fast: set) -> list[Any]:
+    return [pytest.param(f, id=f"{f[0]}-{f[1]}", marks=() if f in fast else pytest.mark.drifts) for f in forms]
+
+
+def assert_verified_and_repaired(explained: Callable, form: tuple, expected: tuple, origin: str) -> None:
+    """The origin, the head finding's class, patch and words, verified; repair's file checks ok."""
+    from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.onnx.graph import full_model
+
+    cls, op, changed, words = expected
+    engine, cfg, run, result, exp = explained(*form)
+    assert result.verdict == "drift" and result.drift_origin.module == origin
+    head = exp.findings[0]
+    assert (head.check, head.verified, head.severity) == (cls, True, "error"), (head.check, head.message)
+    assert head.patch["op"] == op and all(head.patch.get(k) == v for k, v in changed.items()), head.patch
+    assert words in head.message, head.message
+    fixed = repair(full_model(run.prepared.index), exp)
+    assert fixed.model is not None, fixed.not_applicable
+    assert engine.recheck(cfg, fixed.model).verdict == "ok"
+
+
+def assert_said_unverified(explained: Callable, form: tuple, expected: tuple, origin: str) -> None:
+    """A form nothing verifies: its origin and mechanism, and that no patch verified, said so."""
+    cls, words = expected
+    _, _, _, result, exp = explained(*form)
+    assert result.verdict == "drift" and result.drift_origin.module == origin
+    head = next(f for f in exp.findings if f.severity == "error")
+    assert (head.check, head.verified) == (cls, False), (head.check, head.message)
+    assert words in head.message and "no patch among" in head.message, head.message
+
+
+def assert_clean(explained: Callable, form: tuple) -> None:
+    _, _, _, result, exp = explained(*form)
+    assert result.verdict == "ok" and [f for f in exp.findings if f.severity == "error"] == []
+
+
+def deep_forms(explained: Callable, forms: list) -> list:
+    """The forms inside a deep model (17 module calls or more)."""
+    return [f for f in forms if len(explained(*f)[2].prepared.calls) >= 17]
