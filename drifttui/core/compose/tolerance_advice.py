@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from drifttui.core.compose.noise_floor import Floor, NoiseFloor
+from drifttui.core.result import display_name
 
 MARGIN = 4.0
 TINY_SCALE = 1e-6     # a value this close to 0 everywhere is judged by atol
@@ -65,8 +66,6 @@ def _left_out(nf: NoiseFloor, measured: bool) -> list[str]:
     """What the floor leaves out as drift, not noise, and what to do about it."""
     if not nf.drifts:
         return []
-    from drifttui.core.result import display_name
-
     first, rel = next(iter(nf.drifts.items()))
     more = f" and {len(nf.drifts) - 1} more" if len(nf.drifts) > 1 else ""
     down = f", the {len(nf.inherited)} layer(s) downstream" if nf.inherited else ""

@@ -24,6 +24,7 @@ from drifttui.core.onnx.edit.absorbed_views import FORWARD
 from drifttui.core.onnx.edit.graft import Graft
 from drifttui.core.explain.causes.locate.localise_nodes import align
 from drifttui.core.onnx.edit.patches import Patch
+from drifttui.core.onnx.io import copy_model
 from drifttui.core.model.export import export_model
 from drifttui.core.model.retrace import defined_ops
 from drifttui.core.result import display_name
@@ -328,8 +329,6 @@ def _bake_inputs(model: Any, positions: list[int], arrays: list[np.ndarray]) -> 
     """A copy of ``model`` whose graph inputs at ``positions`` (among the non-initializer inputs)
     are initializers holding ``arrays``."""
     from onnx import numpy_helper
-
-    from drifttui.core.onnx.io import copy_model
 
     out = copy_model(model)
     init = {t.name for t in out.graph.initializer}
