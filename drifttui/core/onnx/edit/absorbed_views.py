@@ -82,7 +82,11 @@ def with_views(model: Any, views: list[ViewLike], value_shapes: dict[str, tuple[
     after: dict[int, list[Any]] = {}
     before: dict[int, list[Any]] = {}
     rewire: dict[tuple[int, str], str] = {}
+    seen: set[str] = set()
     for k, v in enumerate(views):
+        if v.value in seen:            # one round trip per value (a second would define its name twice)
+            continue
+        seen.add(v.value)
         first = min(v.readers)
         folded = v.value not in producer       # a constant: the view goes right before its first reader
         at, src = (first, nodes[first]) if folded else (producer[v.value], nodes[producer[v.value]])

@@ -188,7 +188,7 @@ def choose(cands: dict[int, list[View]], torch_out: Callable[[list[int]], dict[i
         onnx_vals = resolve(sorted({v.value for vs in cands.values() for v in vs}))
     except Exception:  # noqa: BLE001 - no content: nothing is re-paired (the plan stays as mapped)
         return []
-    chosen: list[View] = []
+    chosen: dict[str, tuple[float, View]] = {}     # one view per value: two calls may claim one (Swin)
     for ci, views in sorted(cands.items()):
         t = torch_vals.get(ci)
         if t is None:
@@ -206,8 +206,10 @@ def choose(cands: dict[int, list[View]], torch_out: Callable[[list[int]], dict[i
                 scored.append((d, view))
         best = min(scored, key=lambda s: s[0], default=None)
         if best is not None and best[1] is not None:
-            chosen.append(best[1])
-    return chosen
+            held = chosen.get(best[1].value)
+            if held is None or best[0] < held[0]:
+                chosen[best[1].value] = (best[0], best[1])
+    return [v for _, v in chosen.values()]
 
 
 def _distance(a: np.ndarray, b: np.ndarray) -> float:
