@@ -10,7 +10,7 @@ import time
 from typing import Iterable, Optional
 
 from drifttui.core.capture.passes import Accum
-from drifttui.core.capture.stage import _WindowPass
+from drifttui.core.capture.window_pass import WindowPass
 from drifttui.core.base.metrics import Aggregate
 from drifttui.core.prepare.stage import Prepared
 from drifttui.core.prepare.windows import Window
@@ -31,7 +31,7 @@ def drill_pass(pr: Prepared, cfg: Config, call: int, samples: Iterable[int], can
     window = Window(first=call, last=call, calls={call}, values=values)
     source = pr.source(cfg.seed, cfg.zero_input)
     acc = Accum()
-    with _WindowPass(pr, cfg, window, {"sessions": 0.0}) as wp:
+    with WindowPass(pr, cfg, window, {"sessions": 0.0}) as wp:
         start = time.perf_counter()
         for n, sample in enumerate(ids):
             cancel.check()

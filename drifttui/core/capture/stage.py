@@ -32,16 +32,15 @@ from typing import Any, Callable, Optional
 import numpy as np
 import torch
 
-from drifttui.core.capture import batch, determinism, observer, rounding, shares
-from drifttui.core.model.inputs import cat_samples
-from drifttui.core.prepare import batch_probe
+from drifttui.core.capture import determinism, observer, rounding, shares
 from drifttui.core.runtime import sessions
 from drifttui.core.onnx.weights import give_back_freed, release_weights
 from drifttui.core.runtime.torch_hooks import to_numpy
 from drifttui.core.runtime.guards import check_finite_feeds, check_finite_outputs, safe_forward
 from drifttui.core.base.metrics import Aggregate, Stats, compare
 from drifttui.core.capture.layer_samples import keep_worst, layer_sample_count, valid_layer_samples  # noqa: F401
-from drifttui.core.capture.passes import Accum, Pass, run_sample
+from drifttui.core.capture.passes import Accum
+from drifttui.core.capture.window_pass import WindowPass, per_layer
 from drifttui.core.prepare.stage import Prepared
 from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, no_progress
 from drifttui.core.result import Config, ObserverCheck
@@ -125,12 +124,12 @@ def _capture(pr: Prepared, cfg: Config, progress: ProgressFn, cancel: CancelToke
     first, rest = (windows[0], windows[1:]) if windows else (None, [])
     # sample 0's values from the observer check: read by its per-layer pass when that runs first
     # (--layer-samples all runs it after the output pass: not held that long)
-    with _WindowPass(pr, cfg, first, timings, prebuilt, None if run.every else values0) as wp:
+    with WindowPass(pr, cfg, first, timings, prebuilt, None if run.every else values0) as wp:
         del values0
         run.samples(wp)
     for wi, w in enumerate(rest):        # further --max-memory / observer windows: the layer samples only
-        with _WindowPass(pr, cfg, w, timings) as wp:
-            _per_layer(wp, run.acc, source, run.chosen, run.batch, cancel)
+        with WindowPass(pr, cfg, w, timings) as wp:
+            per_layer(wp, run.acc, source, run.chosen, run.batch, cancel)
         if partial is not None and wi < len(rest) - 1:      # layers fill in window by window
             progress(Progress("samples", n, n, f"window {wi + 2}/{len(windows)}", partial(run.snap(n))))
     timings["samples"] = time.perf_counter() - t_start - (timings["sessions"] - sessions_before)
@@ -202,14 +201,14 @@ class _Run:
         release_weights(pr.index.data_dir)      # packing read every weight: the mapping's pages go back
         self.timings["sessions"] += time.perf_counter() - t
 
-    def _layer_pass(self, wp: "_WindowPass", chunk: list[tuple[int, Any]], keep: bool = False) -> Optional[list]:
+    def _layer_pass(self, wp: "WindowPass", chunk: list[tuple[int, Any]], keep: bool = False) -> Optional[list]:
         t = time.perf_counter()
         kept = wp.run(self.acc, chunk, self.cancel, keep)
         self.layer_spent += time.perf_counter() - t
         self.layer_time = max(self.layer_time, (time.perf_counter() - t) / max(1, len(chunk)))
         return kept
 
-    def samples(self, wp: "_WindowPass") -> None:
+    def samples(self, wp: "WindowPass") -> None:
         n, cancel = self.n, self.cancel
         if self.batch > 1 and wp.p is not None:
             why = wp.probe_batch(self.source.sample(0))
@@ -228,10 +227,10 @@ class _Run:
         if extra:        # the worst samples, now that the output pass has seen every sample
             self.progress(Progress("samples", n, n, f"per-layer pass on the {len(extra)} worst sample(s)",
                                    eta=self.layer_time * len(extra)))
-        _per_layer(wp, self.acc, self.source, extra, self.batch, cancel)
+        per_layer(wp, self.acc, self.source, extra, self.batch, cancel)
         self.chosen = sorted(self.chosen + extra)
 
-    def _sample(self, wp: "_WindowPass", i: int, pending: list[tuple[int, Any]],
+    def _sample(self, wp: "WindowPass", i: int, pending: list[tuple[int, Any]],
                 first: Optional[list]) -> tuple[list[tuple[int, Any]], Optional[list]]:
         """Sample ``i``: its output pass, and its per-layer pass when it is a layer sample."""
         n, t0, spent0 = self.n, time.perf_counter(), self.layer_spent
@@ -277,16 +276,6 @@ class _Run:
             self.progress(Progress("samples", 1, n, f"sample 1/{n}", self.partial(self.snap(1)), eta=eta))
         elif i < n - 1:
             self.progress(Progress("samples", i + 1, n, f"sample {i + 1}/{n}", eta=eta))
-
-
-def _per_layer(wp: "_WindowPass", acc: Accum, source: Any, ids: list[int], batch: int, cancel: CancelToken) -> None:
-    """The per-layer passes of the samples ``ids`` in one window, ``batch`` at a time."""
-    for start in range(0, len(ids), batch):
-        cancel.check()
-        chunk = ids[start:start + batch]
-        with sessions.on_sample(f"sample {chunk[0]}" if len(chunk) == 1 else f"samples {chunk[0]} to {chunk[-1]}"):
-            wp.run(acc, [(i, source.sample(i)) for i in chunk], cancel)
-
 
 
 def _finish(timings: dict[str, float], notes: list[str], acc: Accum, outs: _Outputs, n: int,
@@ -341,62 +330,3 @@ def _output_pass(pr: Prepared, sess: Any, outs: _Outputs, i: int, sample: Any, f
             outs.top1[k][1] += tt.shape[0]
     outs.times.append(time.perf_counter() - t0)
     return key
-
-
-class _WindowPass:
-    """The sessions of one capture window, open for the per-layer passes of the layer samples."""
-
-    def __init__(self, pr: Prepared, cfg: Config, window: Optional[Window], timings: dict[str, float],
-                 main: Any = None, values0: Optional[dict] = None) -> None:
-        self.pr, self.cfg, self.window, self.timings, self.main = pr, cfg, window, timings, main
-        self.values0 = values0          # ``main``'s fetched values on sample 0 (observer.check ran it)
-        self.p: Optional[Pass] = None
-
-    def __enter__(self) -> "_WindowPass":
-        pr, cfg, w = self.pr, self.cfg, self.window
-        if w is None:
-            return self
-        t = time.perf_counter()
-        main = self.main if self.main is not None else sessions.make_session(
-            pr.proto, cfg.opt_level, cfg.deterministic, cfg.provider, pr.workdir, "main.onnx", extra_outputs=w.values,
-            data_dir=pr.index.data_dir, prepack=False)
-        local_sess = None
-        if w.local is not None:
-            local_sess = sessions.make_session(w.local.model, cfg.opt_level, cfg.deterministic, cfg.provider,
-                                               pr.workdir, "local.onnx", data_dir=pr.index.data_dir, prepack=False)
-        self.timings["sessions"] += time.perf_counter() - t
-        fetch = list(dict.fromkeys(pr.index.graph_outputs + w.values))
-        self.p = Pass(pr.plan, w, main, fetch, local_sess, pr.hooks, pr.model, safe_forward,
-                      pr.index.graph_inputs, pr.input_dtypes, [c.cls for c in pr.calls])
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.p = None
-
-    def probe_batch(self, sample0: Any) -> Optional[str]:
-        assert self.p is not None
-        feeds2 = self.pr.feeds(cat_samples([sample0, sample0]))
-        return batch.probe_ort(self.p.main, feeds2, self.p.fetch, self.pr.plan.table,
-                               batch_probe.base_dims(self.pr.plan, self.pr.calls))
-
-    def run(self, acc: Accum, chunk: list[tuple[int, Any]], cancel: CancelToken, keep: bool = False) -> Optional[list]:
-        """Per-layer passes of ``chunk`` ((sample id, sample), batched when longer than one);
-        ``keep``: torch's outputs of a one-sample chunk are returned."""
-        p = self.p
-        if p is None or not chunk:
-            return None
-        known = None
-        if len(chunk) == 1 and chunk[0][0] == 0 and self.values0 is not None:
-            known, self.values0 = self.values0, None
-        if p.hooks is None:
-            if len(chunk) == 1:
-                return run_sample(p, acc, chunk[0][0], chunk[0][1], None, cancel, keep, known)
-            for i, s in chunk:
-                run_sample(p, acc, i, s, None, cancel)
-            return None
-        # hooks only for these passes: the output pass runs the bare model
-        with p.hooks.installed():
-            if len(chunk) == 1:
-                return run_sample(p, acc, chunk[0][0], chunk[0][1], None, cancel, keep, known)
-            batch.run_chunk(p, acc, [i for i, _ in chunk], [s for _, s in chunk], cancel)
-        return None
