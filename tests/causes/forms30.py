@@ -68,6 +68,30 @@ class Deep(nn.Module):
         return self.head(self.body(self.stem(x) * 3.0))
 
 
+class Shallow(nn.Module):
+    """one Linear, then the form: the drift starts at body."""
+
+    def __init__(self, body: nn.Module, width: int = 32) -> None:
+        super().__init__()
+        self.stem = nn.Linear(width, width)
+        self.body = body
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(self.stem(x) * 3.0)
+
+
+def seeded_deep(make) -> nn.Module:
+    """``Deep`` around ``make()``, every weight (the form's too) drawn after seeding."""
+    torch.manual_seed(0)
+    return Deep(make()).eval()
+
+
+def seeded_shallow(make) -> nn.Module:
+    """``Shallow`` around ``make()``, every weight drawn after seeding."""
+    torch.manual_seed(0)
+    return Shallow(make()).eval()
+
+
 def _deep(body: nn.Module) -> nn.Module:
     torch.manual_seed(0)
     return Deep(body).eval()

@@ -39,7 +39,7 @@ from typing import Optional
 
 from torch import nn
 
-from tests.causes.forms30 import Deep
+from tests.causes.forms30 import seeded_deep as _deep, seeded_shallow as _shallow
 
 WIDTH = 32
 
@@ -103,28 +103,6 @@ class MultiLabel(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         loss = F.multilabel_soft_margin_loss(x * 100.0, (x.flip(0) > 0).float(), reduction="none")
         return loss.unsqueeze(-1) * 1e-3 * x
-
-
-class Shallow(nn.Module):
-    """one Linear, then the form: the drift starts at body."""
-
-    def __init__(self, body: nn.Module) -> None:
-        super().__init__()
-        self.stem = nn.Linear(WIDTH, WIDTH)
-        self.body = body
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.body(self.stem(x) * 3.0)
-
-
-def _deep(make) -> nn.Module:
-    torch.manual_seed(0)
-    return Deep(make()).eval()
-
-
-def _shallow(make) -> nn.Module:
-    torch.manual_seed(0)
-    return Shallow(make()).eval()
 
 
 def cdist_l1() -> nn.Module: return _deep(lambda: CDist(1.0))                  # noqa: E704

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tests.causes.forms30 import Deep
+from tests.causes.forms30 import seeded_deep as _deep, seeded_shallow as _shallow
 
 WIDTH = 32
 
@@ -90,28 +90,6 @@ class MaxPoolNaN(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = F.max_pool1d(torch.log(x - 0.5).unsqueeze(1), 2).nan_to_num(-5.0)
         return y.repeat_interleave(2, -1).squeeze(1) + x
-
-
-class Shallow(nn.Module):
-    """one Linear, then the form: the drift starts at body."""
-
-    def __init__(self, body: nn.Module) -> None:
-        super().__init__()
-        self.stem = nn.Linear(WIDTH, WIDTH)
-        self.body = body
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.body(self.stem(x) * 3.0)
-
-
-def _deep(make) -> nn.Module:
-    torch.manual_seed(0)
-    return Deep(make()).eval()
-
-
-def _shallow(make) -> nn.Module:
-    torch.manual_seed(0)
-    return Shallow(make()).eval()
 
 
 def atan2_zero() -> nn.Module: return _deep(lambda: Atan2(True))                     # noqa: E704
