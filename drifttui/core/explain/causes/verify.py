@@ -74,7 +74,8 @@ class Explanation:
 
 
 def _key(spec: dict[str, Any]) -> str:
-    return json.dumps({k: spec.get(k) for k in ("op", "node", "name", "value", "rewrite", "form", "scales", "shortcut")}, sort_keys=True, default=str)
+    return json.dumps({k: spec.get(k) for k in ("op", "node", "name", "value", "rewrite", "form", "scales", "shortcut",
+                                                 "nodes")}, sort_keys=True, default=str)
 
 
 def _origin_module(ctx: Any, case: Case) -> Any:

@@ -35,11 +35,18 @@ def _opset(model: Any) -> int:
 
 
 def apply_nan_propagate(model: Any, spec: dict[str, Any]) -> None:
+    """The rewrite of ``spec["node"]``, or of each of ``spec["nodes"]`` (several selection nodes of one
+    origin fed the same NaN: ``torch.max(x, dim)``'s values and indices)."""
+    for name in spec.get("nodes") or [spec["node"]]:
+        _propagate(model, name)
+
+
+def _propagate(model: Any, name: str) -> None:
     from onnx import helper, numpy_helper
 
-    node = next((n for n in model.graph.node if n.name == spec["node"]), None)
+    node = next((n for n in model.graph.node if n.name == name), None)
     if node is None:
-        raise ValueError(f"no node named {spec['node']!r}")
+        raise ValueError(f"no node named {name!r}")
     if node.op_type not in SELECT_OPS:
         raise ValueError(f"{node.name} is a {node.op_type}, not a selection op that skips NaN")
     x, out = node.input[0], node.output[0]

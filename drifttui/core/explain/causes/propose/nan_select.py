@@ -50,6 +50,8 @@ def nan_select_patches(case: Case, loc: Any) -> list[Patch]:
         out.append(_patch(case, node, _target(fx, node)))
         if len(out) >= MAX_PATCHES:
             break
+    if len(out) > 1:        # the NaN reaches several of them (a max's values and indices): all at once
+        out.append(_joint(case, out))
     return out
 
 
@@ -78,6 +80,15 @@ def _target(fx: Any, node: Any) -> str:
         if node.name in g.nodes:
             return g.target.split(".")[1] if g.target.startswith("aten.") else g.target
     return _TORCH[node.op_type]
+
+
+def _joint(case: Case, singles: list[Patch]) -> Patch:
+    nodes = [p.nodes[0] for p in singles]
+    return Patch({"op": "rewrite", "rewrite": "nan_propagate", "node": nodes[0], "nodes": nodes}, "op-compat",
+                 f"{len(nodes)} selection nodes ({', '.join(nodes)}) are fed NaN and ONNX Runtime's kernels skip it "
+                 "(their comparisons are false for NaN) where torch propagates it (a NaN window or row is NaN, its "
+                 "index the NaN's); with NaN propagated through each of them the file computes what torch computes",
+                 singles[0].fix, "runtime", module=case.module, nodes=nodes)
 
 
 def _patch(case: Case, node: Any, torch_op: str) -> Patch:
