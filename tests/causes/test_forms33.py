@@ -5,8 +5,9 @@ mechanism, ``verified``, and ``repair``'s file passes ``check``.
 
 They verify by generic counterfactuals, not by an entry per form: a guard ``Where(IsNaN | IsInf, c, y)`` on
 the node that makes a NaN or inf where torch is finite (propose/singular.py: torch defines its singular
-points, the lowering leaves them undefined), a comparison whose boundary is decided on the other side, the
-re-export with the other exporter or torch's decompositions, the catalogue's stable forms.  The forms no
+points, the lowering leaves them undefined), a comparison whose boundary is decided on the other side, a
+selection op made to propagate NaN as torch does (propose/nan_select.py), the re-export with the other
+exporter or torch's decompositions, the catalogue's stable forms.  The forms no
 route verifies are asserted as what the engine says of them (origin, class, not verified) so a change shows.
 The fast forms run in ``make test``; the rest behind the ``drifts`` marker (``make test-drifts``).
 """
@@ -38,6 +39,17 @@ VERIFIED = {
     ("bce_pos_weight", "torchscript"): ("stability", "rewrite", {"rewrite": "workaround"}, "Softplus"),
     ("bce_prob", "dynamo"): ("stability", "rewrite", {"rewrite": "workaround"}, "Sigmoid"),
     ("logaddexp2", "dynamo"): ("lowering", "reexport", {"decompose": "core_aten"}, "aten.logaddexp2"),
+    # ONNX Runtime's selection kernels skip NaN where torch propagates it: no export route changes a kernel,
+    # the graph-level counterfactual does (propose/nan_select.py: the op made to see NaN as torch does).
+    # ORT's ArgMax skips NaN, torch (and the reference evaluator) take it as the largest
+    ("argmax_nan", "dynamo"): ("op-compat", "rewrite", {"rewrite": "nan_propagate", "node": "node_argmax"},
+                               "torch's argmax propagates it"),
+    ("argmax_nan", "torchscript"): ("op-compat", "rewrite", {"rewrite": "nan_propagate", "node": "/body/ArgMax"},
+                                    "first NaN's index"),
+    # ONNX's MaxPool (ORT and the reference evaluator) skips NaN, torch propagates it: never a padding story
+    ("maxpool_nan", "torchscript"): ("op-compat", "rewrite", {"rewrite": "nan_propagate", "node": "/body/MaxPool"},
+                                     "is fed NaN"),
+    ("maxpool_nan", "dynamo"): ("op-compat", "rewrite", {"rewrite": "nan_propagate"}, "max_pool1d propagates it"),
 }
 ORIGIN = {"empty_bag_max": "body.bag"}
 # no export route, stable form or guard computes these right: (class, words of the message)
@@ -49,13 +61,6 @@ UNVERIFIED = {
     ("log_ndtr", "dynamo"): ("lowering", "aten.special_erfcx"),
     # ONNX has no mean reduction: the dynamo lowering of scatter_reduce(..., "mean") divides otherwise
     ("scatter_mean", "dynamo"): ("lowering", "aten.scatter_reduce"),
-    # ORT's ArgMax skips NaN, torch (and the reference evaluator) take it as the largest
-    ("argmax_nan", "dynamo"): ("op-compat", "ONNX Runtime does not"),
-    ("argmax_nan", "torchscript"): ("op-compat", "ONNX Runtime does not"),
-    # ONNX's MaxPool (ORT and the reference evaluator) skips NaN, torch propagates it: how the op treats
-    # NaN, never a padding story
-    ("maxpool_nan", "torchscript"): ("op-compat", "is fed NaN"),
-    ("maxpool_nan", "dynamo"): ("op-compat", "is fed NaN"),
 }
 CLEAN = [("atan2_plain", "torchscript"), ("atan2_plain", "dynamo"), ("bce_pos_weight", "dynamo"),
          ("bce_pos_weight_small", "torchscript"), ("empty_bag_max", "dynamo")]

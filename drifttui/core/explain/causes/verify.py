@@ -37,6 +37,7 @@ from drifttui.core.explain.causes.propose.precision_loss import precision_findin
 from drifttui.core.explain.causes.propose.reexport import lowering_class, try_reexport, variants
 from drifttui.core.explain.causes.locate.torch_op import name_torch_ops
 from drifttui.core.explain.causes.propose.saturation_cause import saturation_finding
+from drifttui.core.explain.causes.propose.nan_select import nan_select_patches
 from drifttui.core.explain.causes.propose.singular import ATTRIBUTE_CLASSES, nan_fed, singular_patches
 from drifttui.core.explain.causes.propose.weights import torch_tensors, weight_candidates
 from drifttui.core.onnx.edit.ort_workarounds import RANK
@@ -73,7 +74,8 @@ class Explanation:
 
 
 def _key(spec: dict[str, Any]) -> str:
-    return json.dumps({k: spec.get(k) for k in ("op", "node", "name", "value", "rewrite", "form", "scales", "shortcut")}, sort_keys=True, default=str)
+    return json.dumps({k: spec.get(k) for k in ("op", "node", "name", "value", "rewrite", "form", "scales", "shortcut",
+                                                 "nodes")}, sort_keys=True, default=str)
 
 
 def _origin_module(ctx: Any, case: Case) -> Any:
@@ -109,6 +111,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
     if loc is not None:
         out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind))
         out.extend(singular_patches(case, loc))
+        out.extend(nan_select_patches(case, loc))
     dynamic = any(d.dim_param for i in ctx.index.model.graph.input for d in i.type.tensor_type.shape.dim)
     out.extend(rewrites.resize_gather_patches(case, loc.kind if loc is not None else "unknown", dynamic))
     out.extend(name_torch_ops(list(graph_candidates(case, module, ctx.index.elem_types)),

@@ -1,0 +1,99 @@
+"""Graph edit for a selection op that skips NaN where torch propagates it (issue 30).
+
+ONNX Runtime's selection kernels compare with ``>`` / ``<``, which is false for NaN: ``MaxPool``,
+``GlobalMaxPool``, ``ReduceMax`` and ``ReduceMin`` drop a NaN unless it comes first, ``ArgMax`` and
+``ArgMin`` never pick it (unless first).  torch propagates it: a window or row that holds a NaN is
+NaN (``max_pool2d``, ``amax``, ``max(dim)``), and ``argmax`` / ``argmin`` give the first NaN's index.
+``nan_propagate`` makes the op see NaN the way torch does, keeping the node and its output name:
+
+* value ops: ``y' = Where(op(Cast(IsNaN(x))) > 0, NaN, y)``, ``op`` the same op with the same
+  attributes and axes (a ``ReduceMin``'s mask is a ``ReduceMax`` over the same axes);
+* index ops: ``i' = Where(ReduceMax(Cast(IsNaN(x)), axis) > 0, ArgMax(Cast(IsNaN(x))), i)``: the first
+  NaN's index where the row holds one (ties broken as torch: the first), the op's index elsewhere.
+
+``TopK``, ``Max``/``Min``, ``Clip`` and ``Relu`` already propagate NaN in ONNX Runtime 1.32: not
+rewritten.  A ``MaxPool``'s second output (its indices) is left as the kernel computes it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from drifttui.core.onnx.edit.graft import toposort
+from drifttui.core.onnx.edit.rewriting import input_dtype, scoped
+
+VALUE_OPS = {"MaxPool": "MaxPool", "GlobalMaxPool": "GlobalMaxPool", "ReduceMax": "ReduceMax",
+             "ReduceMin": "ReduceMax"}       # op -> the op that tells "the window / row holds a NaN"
+INDEX_OPS = ("ArgMax", "ArgMin")
+SELECT_OPS = (*VALUE_OPS, *INDEX_OPS)
+AXES_AS_INPUT = 18                           # ReduceMax reads its axes as an input from opset 18
+
+
+def _opset(model: Any) -> int:
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 18)
+
+
+def apply_nan_propagate(model: Any, spec: dict[str, Any]) -> None:
+    """The rewrite of ``spec["node"]``, or of each of ``spec["nodes"]`` (several selection nodes of one
+    origin fed the same NaN: ``torch.max(x, dim)``'s values and indices)."""
+    for name in spec.get("nodes") or [spec["node"]]:
+        _propagate(model, name)
+
+
+def _propagate(model: Any, name: str) -> None:
+    from onnx import helper, numpy_helper
+
+    node = next((n for n in model.graph.node if n.name == name), None)
+    if node is None:
+        raise ValueError(f"no node named {name!r}")
+    if node.op_type not in SELECT_OPS:
+        raise ValueError(f"{node.name} is a {node.op_type}, not a selection op that skips NaN")
+    x, out = node.input[0], node.output[0]
+    dtype = np.dtype(input_dtype(model, x))
+    if dtype.kind != "f":
+        raise ValueError(f"{node.name}'s input is not a float: it holds no NaN")
+    p = f"{node.name or out}/drifttui_nan"
+    node.output[0] = f"{p}/raw"
+    elem = helper.np_dtype_to_tensor_dtype(dtype)
+    new = [helper.make_node("IsNaN", [x], [f"{p}/isnan"], name=f"{p}/isnan"),
+           helper.make_node("Cast", [f"{p}/isnan"], [f"{p}/mask"], name=f"{p}/cast", to=elem)]
+    inits = [numpy_helper.from_array(np.zeros((), dtype), f"{p}/zero")]
+    if node.op_type in VALUE_OPS:
+        new.append(helper.make_node(VALUE_OPS[node.op_type], [f"{p}/mask", *node.input[1:]], [f"{p}/any"],
+                                    name=f"{p}/window", **_attrs(node)))
+        inits.append(numpy_helper.from_array(np.full((), np.nan, dtype), f"{p}/nan"))
+        picked = f"{p}/nan"
+    else:
+        a = _attrs(node)
+        axis, keep = int(a.get("axis", 0)), int(a.get("keepdims", 1))
+        new.append(helper.make_node("ArgMax", [f"{p}/mask"], [f"{p}/first"], name=f"{p}/first", axis=axis,
+                                    keepdims=keep))
+        new.extend(_reduce_max(model, f"{p}/mask", f"{p}/any", f"{p}/row", axis, keep, inits))
+        picked = f"{p}/first"
+    new += [helper.make_node("Greater", [f"{p}/any", f"{p}/zero"], [f"{p}/has"], name=f"{p}/has"),
+            helper.make_node("Where", [f"{p}/has", picked, f"{p}/raw"], [out], name=f"{p}/where")]
+    scoped(node, new)
+    nodes = list(model.graph.node)
+    del model.graph.node[:]
+    model.graph.node.extend(toposort(nodes + new))
+    model.graph.initializer.extend(inits)
+
+
+def _attrs(node: Any) -> dict[str, Any]:
+    from onnx import helper
+
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _reduce_max(model: Any, x: str, y: str, name: str, axis: int, keep: int, inits: list[Any]) -> list[Any]:
+    """``ReduceMax(x, axes=[axis], keepdims=keep)`` in the model's opset's form."""
+    from onnx import helper, numpy_helper
+
+    if _opset(model) >= AXES_AS_INPUT:
+        inits.append(numpy_helper.from_array(np.asarray([axis], np.int64), f"{name}/axes"))
+        return [helper.make_node("ReduceMax", [x, f"{name}/axes"], [y], name=name, keepdims=keep)]
+    return [helper.make_node("ReduceMax", [x], [y], name=name, axes=[axis], keepdims=keep)]
+
+
+APPLY = {"nan_propagate": apply_nan_propagate}
