@@ -31,6 +31,11 @@ _SOURCE = {
 }
 
 
+def _torch_name(op: str) -> str:
+    """The torch call of an ATen op's name: special_erfcx -> torch.special.erfcx, erfc -> torch.erfc."""
+    return f"torch.special.{op[len('special_'):]}" if op.startswith("special_") else f"torch.{op}"
+
+
 class Told(NamedTuple):
     check: str          # stability | lowering
     why: str            # what the exporter's lowering computes, in words
@@ -47,7 +52,7 @@ def told(targets: list[str], exporter: str) -> Optional[Told]:
             return Told("stability",
                         f"the {exporter} exporter lowers torch's {t} as {UNSTABLE[key]}, where torch's kernel is "
                         f"accurate; its numerically stable form computes what torch computes: ",
-                        _SOURCE["stability"].format(op=f"torch.special.{op.replace('special_', '')}", fn=fn,
+                        _SOURCE["stability"].format(op=_torch_name(op), fn=fn,
                                                     ref=UPSTREAM.get(key, "torch.onnx")))
         if t in WRONG:
             return Told("lowering", f"the {exporter} exporter lowers torch's {t} as {WRONG[t]}; torch's definition "
