@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from drifttui.core.model.scatter_forms import scatter_table
+from drifttui.core.model.stable_forms import stable_ops, stable_table
+
 
 def _cdist(x1: Any, x2: Any, p: float, compute_mode: Any = None) -> Any:
     """torch.cdist by its definition: the p-norm of every row difference (p=0 counts, p=inf takes the max)."""
@@ -68,19 +71,20 @@ def _clamp(x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - ate
 
 
 def reference_table() -> dict[Any, Callable[..., Any]]:
-    """torch's core ATen decompositions, and the definitions of the ops torch decomposes nowhere."""
+    """torch's core ATen decompositions, and the definitions of the ops torch decomposes nowhere (here; the
+    special functions by their stable forms, stable_forms.py; scatter_reduce's mean, scatter_forms.py)."""
     import torch
     from torch._decomp import core_aten_decompositions
 
     aten = torch.ops.aten
     return {**core_aten_decompositions(), aten._cdist_forward.default: _cdist, aten.signbit.default: _signbit,
-            aten.logcumsumexp.default: _logcumsumexp, aten.clamp.default: _clamp}
+            aten.logcumsumexp.default: _logcumsumexp, aten.clamp.default: _clamp, **stable_table(), **scatter_table()}
 
 
 def defined_ops() -> set[str]:
     """The ATen ops ``reference_table`` defines by their definition (their names as FX targets print them)."""
     return {"aten._cdist_forward.default", "aten.cdist.default", "aten.signbit.default",
-            "aten.logcumsumexp.default", "aten.clamp.default"}
+            "aten.logcumsumexp.default", "aten.clamp.default", "aten.scatter_reduce.two", *stable_ops()}
 
 
 def _to_copy_symbolic() -> None:

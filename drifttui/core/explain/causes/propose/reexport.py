@@ -15,6 +15,7 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from drifttui.core.explain.causes.propose.candidates import module_eps
+from drifttui.core.explain.causes.propose.definitions import Told, told
 from drifttui.core.explain.causes.locate.case import Case, call_io, torch_values
 from drifttui.core.runtime.torch_hooks import to_numpy
 from drifttui.core.explain.causes.locate.evaluate import Eval, error, run_ort
@@ -121,14 +122,25 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
         check, said = _story(case, module, node, ctx, variant)
     target = (wrong.target if wrong is not None else ", ".join(decomposed_targets(ctx, case, variant))
               if variant.decompose or variant.retrace else "")
+    own = _defined(ctx, case, variant, wrong)       # through drifttui's own definition of the op: its story
+    if own is not None:
+        check, said = own.check, own.why
     patch = Patch(spec, check, f"{said}{display_name(case.module)} exported alone with {why} (opset {opset}) computes what "
-                  "torch computes", variant.fix(opset, target)
+                  "torch computes", (own.fix if own is not None else variant.fix(opset, target))
                   + (" and dynamic shapes for the sizes that change at run time" if ctx.cfg.onnx else "")
                   + " (`drifttui repair` grafts that export into the file)",
                   "export", module=case.module,
                   nodes=list(wrong.nodes) if wrong is not None else [node.name] if node is not None else [],
                   graft=_graft(ctx, case, model, list(feeds.values())))
     return patch, ev
+
+
+def _defined(ctx: Any, case: Case, variant: Variant, wrong: Any) -> Optional[Told]:
+    """A re-trace's story when it went through drifttui's own definition of the op (definitions.py)."""
+    if not variant.retrace:
+        return None
+    made_by = file_exporter(ctx.index, ctx.cfg.exporter) if ctx.cfg.onnx else ctx.cfg.exporter
+    return told([wrong.target] if wrong is not None else decomposed_targets(ctx, case, variant), made_by)
 
 
 # the class of a verified re-export follows from what it changed: the lowering of the node (or the

@@ -1,0 +1,62 @@
+"""The story of a re-trace that verifies through one of drifttui's own definitions of an ATen op (issue 30
+point 2: the stable forms of special functions, ``core/model/stable_forms.py``; the reductions ONNX has
+none for, ``core/model/scatter_forms.py``).
+
+The class follows from what the verifying patch changed: a stable form of the same function verifies
+(``stability``: the exporter's lowering is the function's unstable textbook form), or torch's definition
+of a reduction ONNX lacks does (``lowering``: the exporter's lowering computes another function).  The
+fix names the source change: the call written in the form that verified, and the upstream thread.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+from drifttui.core.model.scatter_forms import WRONG
+from drifttui.core.model.stable_forms import UNSTABLE
+
+# where each lowering is reported upstream (the fix text names it)
+UPSTREAM = {"aten.erfc.default": "microsoft/onnxscript#822", "aten.special_erfc.default": "microsoft/onnxscript#822",
+            "aten.special_erfcx.default": "microsoft/onnxscript#1223",
+            "aten.special_log_ndtr.default": "microsoft/onnxscript#1223",
+            "aten.scatter_reduce.two": "onnx/onnx#5100, pytorch/pytorch#147617"}
+_SOURCE = {
+    "stability": ("compute {op} in a stable form the exporter lowers right (drifttui's is "
+                  "`drifttui.core.model.stable_forms.{fn}`: the scaled tail t*exp(P(t)), never exp(x^2) or 1 - erf), "
+                  "or re-trace the module with `make_fx(model, decomposition_table=drifttui.core.model.retrace."
+                  "reference_table())` before `torch.onnx.export`; the lowering is reported upstream ({ref})"),
+    "lowering": ("write {op} by its definition (two `scatter_add`: of the values and of ones, the counts, "
+                 "then divide; `drifttui.core.model.scatter_forms.scatter_reduce`), or re-trace the module with "
+                 "`make_fx(model, decomposition_table=drifttui.core.model.retrace.reference_table())` before "
+                 "`torch.onnx.export`; the lowering is reported upstream ({ref})"),
+}
+
+
+def _torch_name(op: str) -> str:
+    """The torch call of an ATen op's name: special_erfcx -> torch.special.erfcx, erfc -> torch.erfc."""
+    return f"torch.special.{op[len('special_'):]}" if op.startswith("special_") else f"torch.{op}"
+
+
+class Told(NamedTuple):
+    check: str          # stability | lowering
+    why: str            # what the exporter's lowering computes, in words
+    fix: str            # the source change
+
+
+def told(targets: list[str], exporter: str) -> Optional[Told]:
+    """The story of the first target drifttui defines itself, None when none is."""
+    for t in targets:
+        op = t.split(".")[1] if t.startswith("aten.") else t
+        if t in UNSTABLE or f"aten.{op}.default" in UNSTABLE:
+            key = t if t in UNSTABLE else f"aten.{op}.default"
+            fn = "erfcx" if "erfcx" in op or "log_ndtr" in op else "erfc"
+            return Told("stability",
+                        f"the {exporter} exporter lowers torch's {t} as {UNSTABLE[key]}, where torch's kernel is "
+                        f"accurate; its numerically stable form computes what torch computes: ",
+                        _SOURCE["stability"].format(op=_torch_name(op), fn=fn,
+                                                    ref=UPSTREAM.get(key, "torch.onnx")))
+        if t in WRONG:
+            return Told("lowering", f"the {exporter} exporter lowers torch's {t} as {WRONG[t]}; torch's definition "
+                                    f"(sums and counts by scatter_add, include_self honoured) computes what torch "
+                                    f"computes: ",
+                        _SOURCE["lowering"].format(op=f"torch.{op}(..., reduce='mean')", ref=UPSTREAM[t]))
+    return None
