@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from tests.causes.forms30 import Deep
-from tests.causes.forms33 import Shallow
+from tests.causes.forms30 import Shallow
 
 WIDTH = 32
 
