@@ -1,4 +1,4 @@
-"""core/model/stable_forms.py and scatter_forms.py: drifttui's own definitions of the ATen ops whose exporter
+"""core/model/special_forms.py and scatter_forms.py: drifttui's own definitions of the ATen ops whose exporter
 lowering is unstable (erfc, erfcx) or computes another function (scatter_reduce's mean), the make_fx
 re-trace route's table.  Checked against torch (float64 where torch's float32 kernel is the question) on
 the arguments that break the lowerings, and the re-traced module, exported by both real exporters, runs in
@@ -14,7 +14,7 @@ import pytest
 def test_the_stable_forms_are_accurate_to_float32_over_the_whole_range():
     import torch
 
-    from drifttui.core.model import stable_forms as sf
+    from drifttui.core.model import special_forms as sf
 
     x = torch.linspace(-9.0, 9.0, 40_001)
     ref = torch.special.erfc(x.double())
