@@ -89,3 +89,18 @@ def test_the_re_traced_module_computes_what_torch_computes_where_the_dynamo_file
         (tmp_path / exporter).mkdir()
         got, want = _export_run(fn, x, exporter, tmp_path / exporter, retrace=True)
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_re_trace_through_a_definition_is_told_by_what_it_changed():
+    from drifttui.core.explain.causes.propose.definitions import told
+
+    # the node over the tolerance is the Log after an erfc that cancelled: the defined op tells the story
+    erfc = told(["aten.log.default", "aten.erfc.default"], "dynamo")
+    assert erfc.check == "stability" and "aten.erfc.default as 1 - Erf(x)" in erfc.why
+    assert "torch.erfc" in erfc.fix and "onnxscript#822" in erfc.fix
+    erfcx = told(["aten.special_erfcx.default"], "dynamo")
+    assert erfcx.check == "stability" and "torch.special.erfcx" in erfcx.fix and "onnxscript#1223" in erfcx.fix
+    mean = told(["aten.scatter_reduce.two"], "dynamo")
+    assert mean.check == "lowering" and "reduction='none'" in mean.why and "onnx/onnx#5100" in mean.fix
+    # ops drifttui defines for another reason (cdist, signbit) or not at all keep the re-trace's own story
+    assert told(["aten._cdist_forward.default", "aten.add.Tensor"], "dynamo") is None
