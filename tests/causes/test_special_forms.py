@@ -77,7 +77,8 @@ def _forms():
 
 
 @pytest.mark.parametrize("name", ["log_erfc", pytest.param("erfcx", marks=pytest.mark.drifts),
-                                  pytest.param("log_ndtr", marks=pytest.mark.drifts), "scatter_mean"])
+                                  pytest.param("log_ndtr", marks=pytest.mark.drifts),
+                                  pytest.param("scatter_mean", marks=pytest.mark.drifts)])
 def test_the_re_traced_module_computes_what_torch_computes_where_the_dynamo_file_does_not(name, tmp_path):
     import torch
 
