@@ -92,7 +92,8 @@ test-bisect: $(VENV)/.installed-dev
 # exporter / ORT drift form and control; the generic ones and test_forms32.py / test_forms33.py: forms no catalogue entry covers)
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
-		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py
+		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
+		tests/causes/test_forms_special.py tests/causes/test_special_forms.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own

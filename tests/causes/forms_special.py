@@ -1,6 +1,6 @@
 """Held-out drift forms for the stable-form and definition route of the make_fx re-trace (issue 30 point 2,
 session 24), imported by drifttui as ``tests/causes/forms_special.py:fn``.  None was used to write
-``core/model/stable_forms.py`` or ``scatter_forms.py`` (those were written from forms33's erfc_log, erfcx,
+``core/model/special_forms.py`` or ``scatter_forms.py`` (those were written from forms33's erfc_log, erfcx,
 log_ndtr, scatter_mean); each still reproduces with torch 2.13 / ONNX Runtime 1.32 and the dynamo exporter
 (the TorchScript exporter refuses erfc, erfcx and scatter_reduce's mean).  The form is always the child
 ``body``, inside forms30's deep model (16-call stem, the form, a head) or after one Linear:

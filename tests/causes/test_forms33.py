@@ -52,7 +52,7 @@ VERIFIED = {
     ("maxpool_nan", "dynamo"): ("op-compat", "rewrite", {"rewrite": "nan_propagate"}, "max_pool1d propagates it"),
     # 1 - Erf(x) and Exp(x^2) (1 - Erf(x)): the lowerings of special functions lose them at large arguments;
     # torch decomposes them only into prims no exporter lowers.  The module re-traced through their stable
-    # forms (core/model/stable_forms.py) verifies: stability
+    # forms (core/model/special_forms.py) verifies: stability
     ("erfc_log", "dynamo"): ("stability", "reexport", {"retrace": "make_fx_core_aten"}, "1 - Erf(x)"),
     ("erfcx", "dynamo"): ("stability", "reexport", {"retrace": "make_fx_core_aten"}, "aten.special_erfcx"),
     ("log_ndtr", "dynamo"): ("stability", "reexport", {"retrace": "make_fx_core_aten"}, "aten.special_erfcx"),

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from drifttui.core.model.scatter_forms import scatter_table
-from drifttui.core.model.stable_forms import stable_ops, stable_table
+from drifttui.core.model.special_forms import stable_ops, stable_table
 
 
 def _cdist(x1: Any, x2: Any, p: float, compute_mode: Any = None) -> Any:
@@ -72,7 +72,7 @@ def _clamp(x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - ate
 
 def reference_table() -> dict[Any, Callable[..., Any]]:
     """torch's core ATen decompositions, and the definitions of the ops torch decomposes nowhere (here; the
-    special functions by their stable forms, stable_forms.py; scatter_reduce's mean, scatter_forms.py)."""
+    special functions by their stable forms, special_forms.py; scatter_reduce's mean, scatter_forms.py)."""
     import torch
     from torch._decomp import core_aten_decompositions
 

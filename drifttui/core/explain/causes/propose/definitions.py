@@ -1,5 +1,5 @@
 """The story of a re-trace that verifies through one of drifttui's own definitions of an ATen op (issue 30
-point 2: the stable forms of special functions, ``core/model/stable_forms.py``; the reductions ONNX has
+point 2: the stable forms of special functions, ``core/model/special_forms.py``; the reductions ONNX has
 none for, ``core/model/scatter_forms.py``).
 
 The class follows from what the verifying patch changed: a stable form of the same function verifies
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple, Optional
 
 from drifttui.core.model.scatter_forms import WRONG
-from drifttui.core.model.stable_forms import UNSTABLE
+from drifttui.core.model.special_forms import UNSTABLE
 
 # where each lowering is reported upstream (the fix text names it)
 UPSTREAM = {"aten.erfc.default": "microsoft/onnxscript#822", "aten.special_erfc.default": "microsoft/onnxscript#822",
@@ -21,7 +21,7 @@ UPSTREAM = {"aten.erfc.default": "microsoft/onnxscript#822", "aten.special_erfc.
             "aten.scatter_reduce.two": "onnx/onnx#5100, pytorch/pytorch#147617"}
 _SOURCE = {
     "stability": ("compute {op} in a stable form the exporter lowers right (drifttui's is "
-                  "`drifttui.core.model.stable_forms.{fn}`: the scaled tail t*exp(P(t)), never exp(x^2) or 1 - erf), "
+                  "`drifttui.core.model.special_forms.{fn}`: the scaled tail t*exp(P(t)), never exp(x^2) or 1 - erf), "
                   "or re-trace the module with `make_fx(model, decomposition_table=drifttui.core.model.retrace."
                   "reference_table())` before `torch.onnx.export`; the lowering is reported upstream ({ref})"),
     "lowering": ("write {op} by its definition (two `scatter_add`: of the values and of ones, the counts, "

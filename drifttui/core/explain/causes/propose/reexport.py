@@ -136,11 +136,13 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
 
 
 def _defined(ctx: Any, case: Case, variant: Variant, wrong: Any) -> Optional[Told]:
-    """A re-trace's story when it went through drifttui's own definition of the op (definitions.py)."""
+    """A re-trace's story when it went through drifttui's own definition of the op (definitions.py): the
+    op the FX values name, else the first op of the module's program that drifttui defines (the node
+    over the tolerance may be a Log after an erfc that cancelled to 0)."""
     if not variant.retrace:
         return None
     made_by = file_exporter(ctx.index, ctx.cfg.exporter) if ctx.cfg.onnx else ctx.cfg.exporter
-    return told([wrong.target] if wrong is not None else decomposed_targets(ctx, case, variant), made_by)
+    return told(([wrong.target] if wrong is not None else []) + decomposed_targets(ctx, case, variant), made_by)
 
 
 # the class of a verified re-export follows from what it changed: the lowering of the node (or the

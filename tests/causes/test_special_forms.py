@@ -1,4 +1,4 @@
-"""core/model/stable_forms.py and scatter_forms.py: drifttui's own definitions of the ATen ops whose exporter
+"""core/model/special_forms.py and scatter_forms.py: drifttui's own definitions of the ATen ops whose exporter
 lowering is unstable (erfc, erfcx) or computes another function (scatter_reduce's mean), the make_fx
 re-trace route's table.  Checked against torch (float64 where torch's float32 kernel is the question) on
 the arguments that break the lowerings, and the re-traced module, exported by both real exporters, runs in
@@ -14,7 +14,7 @@ import pytest
 def test_the_stable_forms_are_accurate_to_float32_over_the_whole_range():
     import torch
 
-    from drifttui.core.model import stable_forms as sf
+    from drifttui.core.model import special_forms as sf
 
     x = torch.linspace(-9.0, 9.0, 40_001)
     ref = torch.special.erfc(x.double())
@@ -77,7 +77,8 @@ def _forms():
 
 
 @pytest.mark.parametrize("name", ["log_erfc", pytest.param("erfcx", marks=pytest.mark.drifts),
-                                  pytest.param("log_ndtr", marks=pytest.mark.drifts), "scatter_mean"])
+                                  pytest.param("log_ndtr", marks=pytest.mark.drifts),
+                                  pytest.param("scatter_mean", marks=pytest.mark.drifts)])
 def test_the_re_traced_module_computes_what_torch_computes_where_the_dynamo_file_does_not(name, tmp_path):
     import torch
 
@@ -89,3 +90,18 @@ def test_the_re_traced_module_computes_what_torch_computes_where_the_dynamo_file
         (tmp_path / exporter).mkdir()
         got, want = _export_run(fn, x, exporter, tmp_path / exporter, retrace=True)
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_re_trace_through_a_definition_is_told_by_what_it_changed():
+    from drifttui.core.explain.causes.propose.definitions import told
+
+    # the node over the tolerance is the Log after an erfc that cancelled: the defined op tells the story
+    erfc = told(["aten.log.default", "aten.erfc.default"], "dynamo")
+    assert erfc.check == "stability" and "aten.erfc.default as 1 - Erf(x)" in erfc.why
+    assert "torch.erfc" in erfc.fix and "onnxscript#822" in erfc.fix
+    erfcx = told(["aten.special_erfcx.default"], "dynamo")
+    assert erfcx.check == "stability" and "torch.special.erfcx" in erfcx.fix and "onnxscript#1223" in erfcx.fix
+    mean = told(["aten.scatter_reduce.two"], "dynamo")
+    assert mean.check == "lowering" and "reduction='none'" in mean.why and "onnx/onnx#5100" in mean.fix
+    # ops drifttui defines for another reason (cdist, signbit) or not at all keep the re-trace's own story
+    assert told(["aten._cdist_forward.default", "aten.add.Tensor"], "dynamo") is None
