@@ -43,13 +43,13 @@ VERIFIED = {
     # the graph-level counterfactual does (propose/nan_select.py: the op made to see NaN as torch does).
     # ORT's ArgMax skips NaN, torch (and the reference evaluator) take it as the largest
     ("argmax_nan", "dynamo"): ("op-compat", "rewrite", {"rewrite": "nan_propagate", "node": "node_argmax"},
-                               "torch's argmax propagates it"),
+                               "ArgMax node_argmax is fed NaN"),
     ("argmax_nan", "torchscript"): ("op-compat", "rewrite", {"rewrite": "nan_propagate", "node": "/body/ArgMax"},
                                     "first NaN's index"),
     # ONNX's MaxPool (ORT and the reference evaluator) skips NaN, torch propagates it: never a padding story
     ("maxpool_nan", "torchscript"): ("op-compat", "rewrite", {"rewrite": "nan_propagate", "node": "/body/MaxPool"},
                                      "is fed NaN"),
-    ("maxpool_nan", "dynamo"): ("op-compat", "rewrite", {"rewrite": "nan_propagate"}, "max_pool1d propagates it"),
+    ("maxpool_nan", "dynamo"): ("op-compat", "rewrite", {"rewrite": "nan_propagate"}, "NaN for every window"),
 }
 ORIGIN = {"empty_bag_max": "body.bag"}
 # no export route, stable form or guard computes these right: (class, words of the message)
