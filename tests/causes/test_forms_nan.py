@@ -22,11 +22,11 @@ VERIFIED = {
                                      "2 selection nodes"),
     ("max_dim_nan", "dynamo"): ("op-compat", "rewrite", NAN, "2 selection nodes"),
     ("min_idx_nan", "torchscript"): ("op-compat", "rewrite", {**NAN, "node": "/body/ArgMin"}, "first NaN's index"),
-    ("min_idx_nan", "dynamo"): ("op-compat", "rewrite", NAN, "torch's min propagates it"),
+    ("min_idx_nan", "dynamo"): ("op-compat", "rewrite", NAN, "first NaN's index"),
     ("masked_amax", "torchscript"): ("op-compat", "rewrite", NAN, "ReduceMax"),
     ("masked_amax", "dynamo"): ("op-compat", "rewrite", NAN, "amax"),
     ("adaptive_pool_nan", "torchscript"): ("op-compat", "rewrite", {**NAN, "node": "/body/MaxPool"}, "MaxPool"),
-    ("adaptive_pool_nan", "dynamo"): ("op-compat", "rewrite", NAN, "adaptive_max_pool2d propagates it"),
+    ("adaptive_pool_nan", "dynamo"): ("op-compat", "rewrite", NAN, "NaN for every window"),
     ("cnn_pool_nan", "torchscript"): ("op-compat", "rewrite", NAN, "MaxPool"),
     ("cnn_pool_nan", "dynamo"): ("op-compat", "rewrite", NAN, "max_pool2d propagates it"),
 }

@@ -24,8 +24,9 @@ from drifttui.core.onnx.edit.patches import Patch
 
 MAX_PATCHES = 4
 UPSTREAM = "microsoft/onnxruntime#10514"
-_TORCH = {"MaxPool": "max_pool", "GlobalMaxPool": "adaptive_max_pool / amax", "ReduceMax": "amax / max(dim)",
-          "ReduceMin": "amin / min(dim)", "ArgMax": "argmax", "ArgMin": "argmin"}
+_TORCH = {"MaxPool": "max_pool / adaptive_max_pool", "GlobalMaxPool": "adaptive_max_pool / amax",
+          "ReduceMax": "amax / max(dim)", "ReduceMin": "amin / min(dim)", "ArgMax": "argmax / max(dim)",
+          "ArgMin": "argmin / min(dim)"}
 
 
 def nan_select_patches(case: Case, loc: Any) -> list[Patch]:
