@@ -15,7 +15,8 @@ stem and before a head, the shallow ones after one Linear; the form is always th
   ``max(0, N - correction)`` (inf; pytorch/pytorch#109186, NVIDIA/Fuser#873), the lowerings by
   ``N - correction`` (a negative variance, NaN after the rsqrt where torch gives 0);
 * ``cos_embedding``: ``F.cosine_embedding_loss`` of tiny embeddings: torch adds 1e-12 to each
-  squared norm (pytorch/pytorch#5447), torchlib's lowering clamps otherwise;
+  squared norm (pytorch/pytorch#5447); the dynamo exporter's ONNX optimizer drops both Adds (it
+  takes an Add of 1e-12 for an identity), so the file divides by the bare norms;
 * ``cdist_p3`` / ``cdist_p0``: ``torch.cdist`` at p values forms32 does not have (3, 0): the
   TorchScript lowering raises a negative difference to the power p (NaN);
 * ``ce_ignore_smooth``: ``F.cross_entropy(ignore_index=-100, label_smoothing=0.2)``: torchlib
