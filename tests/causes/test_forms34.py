@@ -50,7 +50,7 @@ UNVERIFIED = {
 }
 CLEAN = [("remainder_plain", "torchscript"), ("baddbmm_finite", "dynamo"), ("var_plain", "torchscript"),
          ("cos_embedding_plain", "dynamo")]
-FAST = {("addmv_beta0", "dynamo"), ("var_small_group", "torchscript")}
+FAST = {("addmv_beta0", "dynamo"), ("remainder_phase", "torchscript")}
 
 
 @pytest.fixture(scope="module")
