@@ -59,7 +59,7 @@ def _no_log(*_: Any) -> None:
 
 def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: Path,
                  name: str = "model.onnx", dynamic: bool = False, opset: Optional[int] = None,
-                 decompose: bool = False, retrace: bool = False) -> Path:
+                 decompose: bool = False, retrace: bool = False, optimize: bool = True) -> Path:
     """Export into ``workdir`` and return the path. Raises ModelError with a one-line reason.
 
     ``dynamic``: dim 0 of every input is a dynamic batch dim (``--batch``).  ``opset``: another
@@ -67,7 +67,8 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
     torch's own core ATen table (``ExportedProgram.run_decompositions``) before the exporter lowers
     it, so the ops torchlib lowers by hand go through torch's decompositions instead.  ``retrace``:
     the module is first re-traced into core ATen by ``make_fx`` (``retrace.py``: torch's core table and
-    the definitions of the ops torch decomposes nowhere), and that GraphModule is exported."""
+    the definitions of the ops torch decomposes nowhere), and that GraphModule is exported.
+    ``optimize=False`` (dynamo): the exporter's ONNX optimizer is not run on the translated graph."""
     import torch
 
     if exporter not in EXPORTERS:
@@ -89,7 +90,7 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
                     target = torch.export.export(model, args, kwargs=kwargs or None,
                                                  dynamic_shapes=extra.pop("dynamic_shapes", None))
                     target = target.run_decompositions(torch.export.default_decompositions())
-                program = torch.onnx.export(target, args, kwargs=kwargs or None, dynamo=True,
+                program = torch.onnx.export(target, args, kwargs=kwargs or None, dynamo=True, optimize=optimize,
                                             verbose=False, external_data=False, **extra)
                 program.save(str(path), external_data=True)     # weights read where they lie
             else:

@@ -11,7 +11,13 @@ compute what torch computes there without knowing the op:
 * ``boundary``: a strict comparison made non-strict or the reverse (``Greater`` <-> ``GreaterOrEqual``,
   ``Less`` <-> ``LessOrEqual``): the boundary point decided on the other side.
 
-Both keep the node's output name and rewrite the model in place (ValueError when they do not fit).
+* ``fmod_floor``: ``Floor(Div(a, b))`` floors the quotient rounded to float; torch's floor division
+  (and so its ``remainder``, ``a - b * (a // b)``) floors the exact one, through ``fmod``:
+  ``((a - fmod(a, b)) / b``, one less where ``fmod`` and ``b`` differ in sign, rounded to the nearest
+  whole number).  On multiples of ``b`` (``1.0 // 0.1`` is 9 in torch, ``Floor(1.0 / 0.1)`` 10) the two
+  part by one, and a remainder by ``b``.
+
+All keep the node's output name and rewrite the model in place (ValueError when they do not fit).
 """
 from __future__ import annotations
 
@@ -61,4 +67,44 @@ def apply_boundary(model: Any, spec: dict[str, Any]) -> None:
     node.op_type = FLIP[node.op_type]
 
 
-APPLY = {"nonfinite_guard": apply_nonfinite_guard, "boundary": apply_boundary}
+def floor_of_div(model: Any, node: Any) -> Any:
+    """The Div whose output ``node`` (a Floor) floors, or None."""
+    return next((n for n in model.graph.node if n.op_type == "Div" and node.op_type == "Floor"
+                 and n.output[0] == node.input[0]), None)
+
+
+def apply_fmod_floor(model: Any, spec: dict[str, Any]) -> None:
+    from onnx import helper, numpy_helper
+
+    node = _find(model, spec["node"])
+    div = floor_of_div(model, node)
+    if div is None:
+        raise ValueError(f"{node.name} does not floor a Div")
+    dtype = input_dtype(model, div.output[0])
+    if np.dtype(dtype).kind != "f":
+        raise ValueError(f"{div.name} is not a float division")
+    a, b = div.input[0], div.input[1]
+    p = f"{node.name or node.output[0]}/drifttui_fmod"
+    c = {k: f"{p}/{k}" for k in ("zero", "half")}
+
+    def op(kind: str, ins: list[str], out: str, **kw: Any) -> Any:
+        return helper.make_node(kind, ins, [f"{p}/{out}"], name=f"{p}/{out}", **kw)
+
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    new = [op("Mod", [a, b], "mod", fmod=1), op("Sub", [a, f"{p}/mod"], "num"), op("Div", [f"{p}/num", b], "q"),
+           op("Equal", [f"{p}/mod", c["zero"]], "mod0"), op("Not", [f"{p}/mod0"], "modnz"),
+           op("Less", [b, c["zero"]], "bneg"), op("Less", [f"{p}/mod", c["zero"]], "mneg"),
+           op("Xor", [f"{p}/bneg", f"{p}/mneg"], "signs"), op("And", [f"{p}/modnz", f"{p}/signs"], "adj"),
+           op("Cast", [f"{p}/adj"], "adjf", to=elem), op("Sub", [f"{p}/q", f"{p}/adjf"], "q1"),
+           op("Floor", [f"{p}/q1"], "fl"), op("Sub", [f"{p}/q1", f"{p}/fl"], "frac"),
+           op("Greater", [f"{p}/frac", c["half"]], "up"), op("Cast", [f"{p}/up"], "upf", to=elem)]
+    new.append(helper.make_node("Add", [f"{p}/fl", f"{p}/upf"], [node.output[0]], name=f"{p}/floordiv"))
+    scoped(node, new)
+    nodes = [n for n in model.graph.node if n is not node]
+    del model.graph.node[:]
+    model.graph.node.extend(toposort(nodes + new))
+    model.graph.initializer.extend([numpy_helper.from_array(np.asarray(0.0, dtype=dtype), c["zero"]),
+                                    numpy_helper.from_array(np.asarray(0.5, dtype=dtype), c["half"])])
+
+
+APPLY = {"nonfinite_guard": apply_nonfinite_guard, "boundary": apply_boundary, "fmod_floor": apply_fmod_floor}

@@ -40,6 +40,7 @@ class Variant(NamedTuple):
     opset: Optional[int] = None
     decompose: bool = False
     retrace: bool = False         # re-traced into core ATen by make_fx first (core/model/retrace.py)
+    optimize: bool = True         # False: the dynamo exporter's ONNX optimizer left out
 
     def fix(self, opset: Optional[int], target: str = "") -> str:
         at = f" at opset {opset}" if opset else ""
@@ -50,6 +51,11 @@ class Variant(NamedTuple):
                     "model, decomposition_table=...)` or replace the call by its definition, then "
                     f"`torch.onnx.export(..., dynamo={self.exporter == 'dynamo'})`; report the lowering"
                     f"{' of ' + target if target else ''} to torch.onnx with `drifttui repro`")
+        if not self.optimize:
+            return ("export without the exporter's ONNX optimizer (its rewrites change what the graph computes: "
+                    "an elementwise op it took for an identity, a constant folded otherwise): "
+                    f"`torch.onnx.export(..., dynamo=True, optimize=False)`{at}; report it to onnxscript "
+                    "(the optimizer) with `drifttui repro`")
         if self.decompose:
             what = f"torch's own decomposition of {target}" if target else "torch's own decompositions"
             return (f"decompose before exporting ({what} is right where the exporter's lowering is not): "
@@ -62,7 +68,7 @@ class Variant(NamedTuple):
         return f"export with --exporter {self.exporter}{at}"
 
 
-MAX_VARIANTS = 6          # re-exports tried per origin, cheapest and likeliest first
+MAX_VARIANTS = 7          # re-exports tried per origin, cheapest and likeliest first
 TORCHSCRIPT_TOP = 20      # the newest opset the TorchScript exporter lowers to
 
 
@@ -71,7 +77,8 @@ def variants(ctx: Any) -> list[Variant]:
     a file the user exported), the dynamo exporter after torch's core ATen decompositions (another
     lowering path than torchlib's hand-written one), the module re-traced into core ATen by make_fx
     and exported by each exporter (for lowerings no exporter, opset or torch decomposition gets right:
-    retrace.py), the TorchScript exporter at its newest opset."""
+    retrace.py), the TorchScript exporter at its newest opset, and last the dynamo exporter without its
+    ONNX optimizer (a drift its rewrites made: an Add of a tiny constant taken for an identity)."""
     if ctx.cfg.onnx:
         out = [Variant("dynamo", "today's dynamo exporter on the runtime input shapes"),
                Variant("torchscript", "the TorchScript exporter on the runtime input shapes")]
@@ -84,6 +91,8 @@ def variants(ctx: Any) -> list[Variant]:
     out.append(Variant("dynamo", "the dynamo exporter after a make_fx re-trace into core ATen", retrace=True))
     if not (ctx.cfg.exporter == "torchscript" and not ctx.cfg.onnx and ctx.index.opset == TORCHSCRIPT_TOP):
         out.append(Variant("torchscript", f"the TorchScript exporter at opset {TORCHSCRIPT_TOP}", opset=TORCHSCRIPT_TOP))
+    if ctx.cfg.onnx or ctx.cfg.exporter == "dynamo":
+        out.append(Variant("dynamo", "the dynamo exporter without its ONNX optimizer", optimize=False))
     return out[:MAX_VARIANTS]
 
 
@@ -97,7 +106,7 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     with tempfile.TemporaryDirectory(prefix="drifttui-reexport-") as d:
         try:
             path = export_model(module, tuple(ins), {}, exporter, Path(d), "origin.onnx", opset=variant.opset,
-                                decompose=variant.decompose, retrace=variant.retrace)
+                                decompose=variant.decompose, retrace=variant.retrace, optimize=variant.optimize)
             import onnx
 
             model = onnx.load(str(path))
@@ -111,12 +120,13 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     opset = next((i.version for i in model.opset_import if i.domain in ("", "ai.onnx")), None)
     spec = {"op": "reexport", "module": case.module, "exporter": exporter, "opset": opset,
             "input_shapes": [list(t.shape) for t in ins], **({"decompose": "core_aten"} if variant.decompose else {}),
-            **({"retrace": "make_fx_core_aten"} if variant.retrace else {})}
+            **({"retrace": "make_fx_core_aten"} if variant.retrace else {}),
+            **({"optimize": False} if not variant.optimize else {})}
     fx = getattr(loc, "fx", None)
     wrong = fx.wrong if fx is not None and getattr(loc, "kind", "") != "runtime" else None
     if wrong is not None:       # a dynamo file: its FX values named the wrong node (fx_localise)
         node = next(n for n in case.model.graph.node if n.name == wrong.nodes[-1])
-        check, said = _fx_story(case, module, fx, ctx)
+        check, said = _fx_story(case, module, fx, ctx, variant)
     else:
         node = mistranslated(case, model, feeds) if ev.ok and not ev.fails else None
         check, said = _story(case, module, node, ctx, variant)
@@ -201,6 +211,9 @@ def _by_variant(case: Case, ctx: Any, variant: Optional[Variant]) -> tuple[str, 
                            and not variant.retrace and variant.opset is None):
         return ("versions" if ctx.cfg.onnx else "lowering"), ""
     name = display_name(case.module)
+    if not variant.optimize:
+        return "lowering", (f"the dynamo exporter's ONNX optimizer rewrote {name}'s lowered graph into one that "
+                            "computes otherwise than torch (an op taken for an identity, a constant folded otherwise); ")
     if variant.decompose or variant.retrace:
         ops = decomposed_targets(ctx, case, variant)
         how = ("its definition in core ATen ops, re-traced by make_fx and exported by the "
@@ -223,14 +236,19 @@ def decomposed_targets(ctx: Any, case: Case, variant: Optional[Variant] = None) 
     return (own + [t for t in targets if t in table and t not in own])[:3]
 
 
-def _fx_story(case: Case, module: Any, fx: Any, ctx: Any) -> tuple[str, str]:
+def _fx_story(case: Case, module: Any, fx: Any, ctx: Any, variant: Optional[Variant] = None) -> tuple[str, str]:
     """(class, what the file gets wrong) from the node the FX values name as wrong (an epsilon held
-    by a constant of the file still says so first)."""
+    by a constant of the file still says so first); when the export without the ONNX optimizer is the
+    one that verifies, the optimizer changed the lowered graph, not the lowering of that node."""
 
     eps = _eps_constant(case, module)
     if eps is not None:
         return _story(case, module, None, ctx)
     wrong = fx.wrong
+    if variant is not None and not variant.optimize:
+        return "lowering", (f"{describe(fx, case.module)}: not torch's {wrong.target} lowered otherwise but the "
+                            "exporter's ONNX optimizer, whose rewrites dropped or changed a node of the lowered graph "
+                            "before it (an op taken for an identity: an Add of a tiny constant); ")
     return (lowering_class(wrong.target, wrong.op_types),
             f"{describe(fx, case.module)}: the exporter's lowering of torch's {wrong.target} is wrong; ")
 

@@ -5,6 +5,10 @@ point 2): no catalogue entry per op, only what the origin's values show.
   non-finite value (for a dynamo file the node the FX values name as wrong) gets a guard
   ``Where(IsNaN | IsInf, c, y)``: ``c`` is torch's one value at those points when the FX values
   tell it, else 0 (the value torch gives at its singular points: 0/0, an empty or fully masked set).
+* A ``Mul`` by an exact zero whose other operand holds NaN or inf (``0 * inf`` is NaN) is guarded
+  first, on its own output, with 0: torch skips a term whose coefficient is 0 (``addmm``, ``addmv``,
+  ``baddbmm`` with ``beta=0`` ignore their input, NaN and inf in it included), the lowering multiplies
+  it in.  The zero term is the node that is wrong, not the producer of the NaN, which torch has too.
 * The comparisons of the wrong lowering (or of the origin) are tried with the boundary on the other
   side (``Greater`` <-> ``GreaterOrEqual``): a signed zero or a tie decided otherwise than torch.
 
@@ -19,7 +23,7 @@ import numpy as np
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import run_ort
 from drifttui.core.onnx.edit.patches import Patch
-from drifttui.core.onnx.edit.singular import FLIP
+from drifttui.core.onnx.edit.singular import FLIP, floor_of_div
 
 MAX_GUARDS = 3
 MAX_FLIPS = 4
@@ -30,12 +34,16 @@ def singular_patches(case: Case, loc: Any) -> list[Patch]:
     wrong = loc.fx.wrong if loc is not None and getattr(loc, "fx", None) is not None else None
     vals = _values(case)
     out = []
-    if vals is not None and _nonfinite_where_torch_is_finite(case, vals):
-        for node, c in _guarded(case, vals, wrong, loc):
-            out.append(_guard_patch(case, node, c, wrong))
     scope = set(wrong.nodes) if wrong is not None else {n.name for n in case.model.graph.node}
+    if vals is not None and _nonfinite_where_torch_is_finite(case, vals):
+        zeros = _zero_terms(case, vals, scope)
+        out.extend(_zero_patch(case, node, wrong) for node in zeros)
+        out.extend(_guard_patch(case, node, c, wrong) for node, c in _guarded(case, vals, wrong, loc)
+                   if node not in zeros)
     flips = [n for n in case.model.graph.node if n.op_type in FLIP and n.name in scope][:MAX_FLIPS]
     out.extend(_flip_patch(case, n, wrong) for n in flips)
+    floors = [n for n in case.model.graph.node if n.name in scope and floor_of_div(case.model, n) is not None]
+    out.extend(_fmod_patch(case, n, wrong) for n in floors[:MAX_FLIPS])
     if loc is not None and getattr(loc, "kind", "") == "runtime":
         for p in out:       # ONNX Runtime's kernel, not the graph, decides the point otherwise
             p.check, p.kind = "op-compat", "runtime"
@@ -89,6 +97,33 @@ def _guarded(case: Case, vals: dict[str, np.ndarray], wrong: Any, loc: Any) -> l
     return out
 
 
+def _zero_terms(case: Case, vals: dict[str, np.ndarray], scope: set[str]) -> list[Any]:
+    """The Mul nodes in ``scope`` that multiply a NaN or inf operand by a constant exact zero."""
+    consts = _constants(case.model)
+    known = {**consts, **case.feeds, **vals}
+    out = []
+    for n in case.model.graph.node:
+        if n.op_type != "Mul" or n.name not in scope or len(n.input) != 2:
+            continue
+        zero = [i for i in n.input if i in consts and consts[i].size and not np.asarray(consts[i]).any()]
+        other = [np.asarray(known[i]) for i in n.input if i not in zero and i in known]
+        if zero and other and other[0].dtype.kind == "f" and _bad(other[0]).any():
+            out.append(n)
+    return out[:MAX_GUARDS]
+
+
+def _zero_patch(case: Case, node: Any, wrong: Any) -> Patch:
+    of = f" in the lowering of torch's {wrong.target}" if wrong is not None else ""
+    return Patch({"op": "rewrite", "rewrite": "nonfinite_guard", "node": node.name, "value": 0.0}, "lowering",
+                 f"Mul {node.name}{of} multiplies a term holding NaN or inf by 0 (0 * inf is NaN): torch skips a "
+                 "term whose coefficient is 0 (addmm, addmv, baddbmm with beta=0 ignore their input, NaN and inf "
+                 "included) and the exporter's lowering multiplies it in; with Where(IsNaN | IsInf, 0, ·) on its "
+                 "output the file computes what torch computes",
+                 "drop the zero term in the model (call `a @ b` instead of `addmm(input, a, b, beta=0)`), or report "
+                 "the lowering to torch.onnx with `drifttui repro` (`drifttui repair` adds the guard to the file)",
+                 "export", module=case.module, nodes=[node.name])
+
+
 def _constants(model: Any) -> dict[str, np.ndarray]:
     """The initializers and Constant nodes' values (a mask constant that holds -inf is an input that holds inf)."""
     from onnx import numpy_helper
@@ -130,6 +165,19 @@ def _flip_patch(case: Case, node: Any, wrong: Any) -> Patch:
                  f"a tie) on the other side than torch; as {FLIP[node.op_type]} the file computes what torch computes",
                  "report the lowering to torch.onnx with `drifttui repro`; until it is fixed, avoid the boundary in the "
                  "model (e.g. add a signed epsilon before the call) or let `drifttui repair` flip the comparison",
+                 "export", module=case.module, nodes=[node.name])
+
+
+def _fmod_patch(case: Case, node: Any, wrong: Any) -> Patch:
+    op = f" in the lowering of torch's {wrong.target}" if wrong is not None else ""
+    return Patch({"op": "rewrite", "rewrite": "fmod_floor", "node": node.name}, "lowering",
+                 f"Floor {node.name}{op} floors the quotient a / b rounded to float; torch's floor division (and "
+                 "its remainder, a - b * (a // b)) floors the exact quotient through fmod, so on multiples of b "
+                 "(1.0 // 0.1 is 9 in torch, Floor(1.0 / 0.1) is 10) the two part by one; as torch's "
+                 "(a - fmod(a, b)) / b the file computes what torch computes",
+                 "report the lowering to torch.onnx with `drifttui repro`; until it is fixed, compute the value "
+                 "with torch.fmod in the model (torch.fmod(a, b) plus b where its sign differs from b's), or let "
+                 "`drifttui repair` rewrite the Floor",
                  "export", module=case.module, nodes=[node.name])
 
 
