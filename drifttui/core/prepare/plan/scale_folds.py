@@ -10,10 +10,16 @@ into its Conv is, and never compared raw (that was a false DRIFT of exactly the 
 
 Told apart from a drift by structure: the factor the value gained is the one its reader's weight
 lost.  The deployed weight, times ``s`` along its input axis, is the reference's weight up to a
-factor per output channel (what the tool may have folded from after the node), and it is not the
-reference's weight (the tool changed it).  A drift planted after the pipeline in the producer
+factor per output channel of either sign (what the tool may have folded from after the node), and
+it is not the reference's weight (the tool changed it).  A drift planted after the pipeline in the producer
 scales the value but leaves the reader's weight the reference's; one planted in the reader's
 weight changes the reader's output, which is then compared and fails.
+
+The other way (a constant ``Mul`` / ``Add`` after a Conv folded into that Conv's weight and bias: ORT's
+ConvMulFusion and ConvAddFusion at ENABLE_BASIC) the Conv outputs the value one node after its
+module's: reference.py sees the file as processed (the exporter's Conv outputs a value named after a
+node the file no longer has) and maps it through a reference export, where the Conv's value equals
+the reference's next value (activations.carried_downstream): the module is fused into the unit.
 """
 from __future__ import annotations
 
@@ -24,7 +30,8 @@ import numpy as np
 from drifttui.core.onnx.graph import tensor_array
 
 FOLD_RTOL = 2e-3           # the value equals s * reference within this (a float16 file's rounding included)
-ROW_COS = 0.9999           # each output row of (deployed weight * s) points the reference row's way
+ROW_COS = 0.9999           # each output row of (deployed weight * s) points the reference row's way, or the
+#                            opposite way: a factor per output row below zero (a layer scale gamma < 0)
 SCALE_HOW = "values whose constant factor went into the next node's weight"     # counted in the mapping note
 
 
@@ -92,7 +99,7 @@ def _compensates(w_dep: np.ndarray, w_ref: np.ndarray, in_axis: int, s: np.ndarr
     if not live.any():
         return False
     cos = np.einsum("ij,ij->i", d2[live], r2[live]) / (nd[live] * nr[live])
-    return bool(np.min(cos) >= ROW_COS)
+    return bool(np.min(np.abs(cos)) >= ROW_COS)      # a row's factor may be negative (a layer scale < 0)
 
 
 def scale_folded(ref: Any, dep: Any, a: np.ndarray, mask: int, cands: list[str], dep_vals: dict,
