@@ -66,6 +66,19 @@ def layer_scale_cnn_signed() -> nn.Module:
     return model
 
 
+class LibGELU(nn.Module):
+    """Another library's GELU (timm's): ``F.gelu`` in its code, no ``approximate`` attribute to read."""
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(x)
+
+
+def lib_gelu_cnn() -> nn.Module:
+    model = gelu_cnn()
+    model.act, model.act2 = LibGELU(), LibGELU()
+    return model
+
+
 class HardSwishCNN(nn.Module):
     """MobileNetV3's Conv + Hardswish in small: ORT ENABLE_BASIC inlines the HardSwish function into a
     HardSigmoid and a Mul whose nodes have no name (so no TorchScript scope)."""
