@@ -80,3 +80,28 @@ def test_convnext_ort_basic_layer_scales(tmp_path):
         w = M.convnext_atto().get_submodule(name).weight.detach().numpy()
         drifted = M.check("convnext_atto", scale_by_content(dep, w, 1.05, tmp_path / "d.onnx"))
         assert _named_at(drifted, name), (name, drifted.drift_origin)
+
+
+def test_a_value_near_itself_is_not_a_moved_factor():
+    """On a 1x1 map every value is some factor per channel times the reference: a GELU flipped to its
+    tanh form (ratios within 0.3% of 1) passed as a factor folded into the next Conv (fused: the drift
+    hidden in the block, in the matrix's onnxsim ConvNeXt, dynamo).  One factor for all channels (the
+    GELU's 0.5) is still one; a ratio per channel that strays near 1 is not."""
+    import numpy as np
+
+    from drifttui.core.prepare.plan.scale_folds import _channel_scale, _compensates
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((1, 64, 1, 1))
+    drifted = a * (1 + rng.uniform(-3e-3, 3e-3, a.shape))
+    assert _channel_scale(a, drifted, 1) is None
+    s = _channel_scale(a, 2 * a, 1)
+    assert s is not None and np.allclose(s, 2.0)
+    a4 = rng.standard_normal((1, 64, 4, 4))
+    sv = rng.uniform(0.3, 3.0, 64)                         # a factor per channel (a layer scale before the reader)
+    s4 = _channel_scale(a4, a4 * sv[None, :, None, None], 1)
+    assert s4 is not None and np.allclose(s4, sv)
+    w = rng.standard_normal((8, 64, 1, 1))
+    gamma = rng.uniform(-1, 1, (8, 1, 1, 1))                # folded from after the reader: rows of both signs
+    assert _compensates(gamma * w / sv[None, :, None, None], w, 1, s4)     # the weight took exactly 1 / s
+    assert not _compensates(gamma * w, w, 1, s4)           # it took nothing along its input axis
