@@ -56,6 +56,29 @@ def layer_scale_cnn() -> nn.Module:
     return LayerScaleCNN().eval()
 
 
+def layer_scale_cnn_signed() -> nn.Module:
+    """The same block with a layer scale of both signs (trained ConvNeXts have negative ones, and the
+    matrix's randomised ``gamma`` does): the reader's weight rows change sign too."""
+    model = layer_scale_cnn()
+    g = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        model.gamma.mul_(torch.where(torch.rand(16, generator=g) < 0.5, -1.0, 1.0))
+    return model
+
+
+class LibGELU(nn.Module):
+    """Another library's GELU (timm's): ``F.gelu`` in its code, no ``approximate`` attribute to read."""
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(x)
+
+
+def lib_gelu_cnn() -> nn.Module:
+    model = gelu_cnn()
+    model.act, model.act2 = LibGELU(), LibGELU()
+    return model
+
+
 class HardSwishCNN(nn.Module):
     """MobileNetV3's Conv + Hardswish in small: ORT ENABLE_BASIC inlines the HardSwish function into a
     HardSigmoid and a Mul whose nodes have no name (so no TorchScript scope)."""

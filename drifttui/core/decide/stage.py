@@ -164,9 +164,10 @@ def evidence(cm: Any, g: Optional[Aggregate], lo: Optional[Aggregate], atol: flo
     """A call's failing checks by content: a weight that is not the model's; an attribute that is not the
     module's when the call's numbers show it at the float32 tolerance (its own error or its output: a
     looser tolerance that the numbers pass passes the attribute too, as a fresh run would)."""
-    shown = any(a is not None and a.samples and a.fails(atol, rules.rtol) for a in (lo, g))
+    def shown(floor: bool) -> bool:
+        return any(a is not None and a.samples and a.fails(atol, rules.rtol, floor) for a in (lo, g))
     return [w for w in cm.weights if w.fails(atol, rules.weight(cm.call, w))
-            and (shown or not getattr(w, "needs_numbers", False))]
+            and (not getattr(w, "needs_numbers", False) or shown(getattr(w, "floor", True)))]
 
 
 def local_first(values: dict[int, list[tuple[int, Stats]]], atol: float, rtol: float,

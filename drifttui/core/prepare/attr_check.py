@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from drifttui.core.prepare.attr_probe import form_checks
 from drifttui.core.prepare.plan.plan import AttrCheck
 
 # torch module attribute -> the ONNX attribute of the node computing it
@@ -145,6 +146,10 @@ def attr_checks(index: Any, calls: list[Any], plan: Any, model: Any) -> dict[int
     out: dict[int, list[AttrCheck]] = {}
     for cm in plan.calls:
         module = mods.get(calls[cm.call].module)
+        if module is not None and not _torch_class(module) and cm.own and not list(module.children()):
+            found = form_checks(index, list(cm.own), module, calls[cm.call].module or "(root)")
+            if found:                # another library's activation: its GELU form read from the module
+                out.setdefault(cm.call, []).extend(found)
         if module is None or not _torch_class(module):
             continue
         target = cm.call if cm.folded_into is None else cm.folded_into     # a Conv folded with its BatchNorm

@@ -64,6 +64,11 @@ def processed_by(index: GraphIndex) -> str:
         # the exporter names every node "/scope/Op"; ORT's function inlining (HardSwish into HardSigmoid
         # and Mul at ENABLE_BASIC) leaves its nodes nameless, without a scope to map them by
         return "ONNX Runtime (offline optimisation: functions inlined)"
+    if index.flavour == TORCHSCRIPT and _linear_took_a_value(index, real):
+        # a Conv / Gemm / MatMul of the exporter's that outputs the value of a node the file no longer has:
+        # that node (a constant Mul or Add after it: ORT's ConvMulFusion, ConvAddFusion) went into its
+        # weight, so the value in its scope is not its module's (plan/scale_folds.py decides by content)
+        return "ONNX Runtime (offline optimisation: a constant folded into the node before it)"
     if index.flavour == TORCHSCRIPT and any(_NAMED_AFTER_VALUE.search(n.name.rsplit("/", 1)[-1])
                                             for n in real if n.name.startswith("/")):
         # the exporter names a node "/scope/Op[_k]" and its values "<node>_output_<k>": a node named after
@@ -77,6 +82,25 @@ def processed_by(index: GraphIndex) -> str:
     if index.flavour not in (DYNAMO, TORCHSCRIPT):
         return "a tool that dropped the exporter's metadata"
     return ""
+
+
+_EXPORTER_VALUE = re.compile(r"^(/.*)_output_\d+$")
+_LINEAR = ("Conv", "ConvTranspose", "Gemm", "MatMul")
+
+
+def _linear_took_a_value(index: GraphIndex, real: list[Any]) -> bool:
+    """A linear node named by the exporter ("/scope/Op") whose output the exporter named after another
+    node ("<node>_output_<k>") that the file no longer has: an optimiser removed that node and gave its
+    value to the linear one."""
+    names = {n.name for n in real}
+    for n in real:
+        if n.op_type not in _LINEAR or not n.name.startswith("/"):
+            continue
+        for o in n.outputs:
+            m = _EXPORTER_VALUE.match(o or "")
+            if m and m.group(1) != n.name and m.group(1) not in names:
+                return True
+    return False
 
 
 def file_exporter(index: GraphIndex, default: str) -> str:
