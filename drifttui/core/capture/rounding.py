@@ -87,9 +87,9 @@ class Target:
     block format (MatMulNBits) its weight's shape (N, K), block size, bits and symmetry."""
 
     def __init__(self, fmt: str, act_step: float, weight_step: float, needs_weight: bool,
-                 blocks: Optional[tuple[int, int, int, int, bool]] = None) -> None:
+                 blocks: Optional[tuple[int, int, int, int, bool]] = None, out_step: float = 0.0) -> None:
         self.fmt, self.act_step, self.weight_step, self.needs_weight = fmt, act_step, weight_step, needs_weight
-        self.blocks = blocks
+        self.blocks, self.out_step = blocks, out_step
 
     def inputs(self) -> Any:
         if self.blocks is not None:
@@ -114,7 +114,9 @@ class Target:
         return None
 
     def output(self, t: torch.Tensor) -> torch.Tensor:
-        return _round_low(_TORCH[self.fmt])(t) if self.fmt in _TORCH else t
+        if self.fmt in _TORCH:
+            return _round_low(_TORCH[self.fmt])(t)
+        return _round_step(self.out_step)(t) if self.out_step > 0 else t
 
 
 def targets(pr: Any) -> dict[int, Target]:
@@ -131,8 +133,13 @@ def targets(pr: Any) -> dict[int, Target]:
             continue
         precs = [scan.nodes[k] for k in b.node_ids if k in scan.nodes]
         accumulates = any(n.op_type in ACCUMULATING or n.op_type.startswith(QOPERATOR_PREFIX) for n in nodes)
+        # a QDQ layer's result quantized again by its own QuantizeLinear (a quantizer of a value its call made)
+        own = set(b.node_ids)
+        out_step = max((scan.nodes[n.index].act_step for n in nodes if n.op_type == "QuantizeLinear"
+                        and n.index in scan.nodes and pr.index.producer.get(n.inputs[0]) in own), default=0.0)
         out[c] = Target(b.fmt, max((p.act_step for p in precs), default=0.0),
-                        max((p.weight_step for p in precs), default=0.0), accumulates or blocks is not None, blocks)
+                        max((p.weight_step for p in precs), default=0.0), accumulates or blocks is not None, blocks,
+                        out_step)
     return out
 
 
