@@ -76,3 +76,19 @@ def test_int8_layer_over_its_own_budget_with_its_output_within_is_a_drift(tmp_pa
     product = before_bias(q, L.onnx_values[0])
     B = assert_caught(check(scale_output(q, tmp_path / "bad.onnx", product, 1.0 + (own_b + out_b) / 2)))
     assert not B.fails["max_rel"] and B.metrics.max_rel.worst < B.budget.out_budget    # the output test passes
+
+
+@pytest.mark.parametrize("factor", [1.1, 1.3])
+def test_a_mul_after_an_int8_layers_output_is_that_layers(tmp_path, factor):
+    """The Mul after the layer's output value (named and scoped like it): the unscaled value is closer to
+    torch's, but nothing reads it except the Mul, a constant the reference export does not have; the layer
+    hands on the scaled value, so the Mul is its own and it is the origin (before: the GELU after it)."""
+    needs("onnxruntime.quantization")
+    q = int8_dynamic(export_local("small_tf", "seq8", "torchscript", tmp_path / "raw"), tmp_path / "q.onnx",
+                     reduce_range=True)
+    clean = check(q)
+    assert clean.verdict == "ok"
+    bad = check(scale_output(q, tmp_path / "bad.onnx", layer(clean).onnx_values[0], factor))
+    assert bad.verdict == "drift" and bad.drift_origin is not None and bad.drift_origin.module == MODULE
+    assert layer(bad).onnx_values == layer(clean).onnx_values       # the value the GELU reads
+    assert layer(bad, "layers.1.mlp.1").status != "drift"

@@ -96,3 +96,35 @@ def test_a_wrong_block_scale_is_named_where_it_is(int4, tmp_path):
     origin = r.drift_origin.module
     layer = next(L for L in r.layers if L.module == origin)
     assert any(n.name == node.name for n in layer.nodes), (origin, node.name)
+
+
+@pytest.mark.parametrize("module", ["layers.0.mlp.0", "layers.1.mlp.2"])
+def test_a_block_scale_off_by_30_percent_is_the_models_weight_no_more(int4, tmp_path, module):
+    """One Linear's block scales x1.3 (a wrong scale, as the judge plants it): within the int4 bound (an
+    int4 layer's own error is ~10% of its output's scale, clean), but its dequantized weight is not a
+    rounding of the model's (an element 30% off where MatMulNBitsQuantizer keeps each within one block
+    step): named at that Linear, by content; the clean file has no such note."""
+    from drifttui.core.onnx.nbits import dequantized
+    from drifttui.core.result import WEIGHT_NOT_THE_MODELS
+    from tests.deploy.precision_models import small_tf
+
+    _, _, path = int4
+    w = small_tf().get_submodule(module).weight.detach().numpy()
+    m = onnx.load(str(path))
+    inits = {t.name: t for t in m.graph.initializer}
+
+    def carries(n):
+        d = dequantized(n, {i: numpy_helper.to_array(inits[i]) for i in n.input[1:4] if i in inits})
+        return d is not None and d.shape == w.T.shape and np.abs(d - w.T).max() <= np.abs(w).max() / 7
+    node = next(n for n in m.graph.node if n.op_type == "MatMulNBits" and carries(n))
+    t = inits[node.input[2]]
+    t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t) * np.float32(1.3), t.name))
+    onnx.save(m, str(tmp_path / "bad.onnx"))
+    clean, bad = _check(path, samples=2), _check(tmp_path / "bad.onnx", samples=2)
+    assert not [L.module for L in clean.layers if WEIGHT_NOT_THE_MODELS in L.note]
+    # the layer recomputed by PyTorch with its weight rounded in the node's blocks (capture/rounding.py)
+    b = next(L for L in clean.layers if L.module == module).budget
+    assert b.measured is not None and 0.0 < b.measured < b.own_bound
+    assert bad.verdict == "drift" and bad.drift_origin is not None and bad.drift_origin.module == module
+    assert bad.precision.cause == "genuine drift"
+    assert WEIGHT_NOT_THE_MODELS in next(L for L in bad.layers if L.module == module).note

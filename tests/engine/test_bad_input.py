@@ -145,6 +145,29 @@ def test_op_ort_cannot_run(capsys, tmp_path):
     assert not (tmp_path / "r.json").exists()
 
 
+def test_a_file_that_declares_a_value_in_another_type_than_its_node_computes(capsys, tmp_path):
+    """onnxconverter-common's float16 conversion of a dynamo BERT or ViT declares a Where's output float16
+    while the Where computes float32 (ONNX Runtime: "Type (tensor(float16)) of output arg (select) of node
+    (node_select) does not match expected type (tensor(float))"): one line naming the node and the
+    converter's defect, exit 3, no traceback, no report written."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    cond = numpy_helper.from_array(np.ones((2, 8), bool), "cond")
+    nodes = [helper.make_node("Where", ["cond", "x", "x"], ["select"], name="node_select"),
+             helper.make_node("Relu", ["select"], ["y"], name="relu")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])], [cond],
+                              value_info=[helper.make_tensor_value_info("select", TensorProto.FLOAT16, [2, 8])])
+    path = tmp_path / "mistyped.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    code, err = run_cli(capsys, "check", model_spec("scaled"), "--onnx", str(path), json_path=tmp_path / "r.json")
+    assert code == 3
+    assert_one_line(err, "ONNX Runtime cannot load the graph")
+    assert "'node_select' computes float" in err and "defect of the converter" in err and "Traceback" not in err
+    assert not (tmp_path / "r.json").exists()
+
+
 def test_nan_outputs(capsys, tmp_path):
     code, err = run_cli(capsys, "check", model_spec("nan_model"), "--inputs", "shape:2x8", "--samples", "2",
                         json_path=tmp_path / "r.json")

@@ -14,7 +14,11 @@ The rounding, per the layer's format (prepare/precision.py's NodePrecision):
     format; the sums computed in float32 (as ONNX Runtime's CPU kernels accumulate);
   int8: each floating input rounded to its quantizer's step (the file's: act_step x max|x|), each
     weight matrix (2-d or more) to the file's weight step (weight_step x max|W|, per tensor), biases
-    and norms' vectors kept (the file keeps them in float or int32).
+    and norms' vectors kept (the file keeps them in float or int32);
+  int4 (any bits) weight-only, MatMulNBits: the weight K x N (a Linear's N x K) in the node's blocks of
+    block_size along K, each to its block's grid (symmetric: max|block| / 2^(bits-1), the levels
+    -2^(bits-1)..2^(bits-1)-1, as MatMulNBitsQuantizer rounds; with zero points: (max - min) / (2^bits - 1)
+    from the block's min), activations kept (float32).
 Since it starts from PyTorch's weights and PyTorch's code, a wrong weight, scale, epsilon or bias in
 the file is not in it: the deviation is the clean conversion's.  A layer it cannot redo keeps the
 worst-case bound: a container (its own error is between its children), a module whose reduced nodes
@@ -30,6 +34,7 @@ from typing import Any, Iterator, Optional
 import torch
 from torch.utils._pytree import tree_map
 
+from drifttui.core.onnx.nbits import NBITS_OPS
 from drifttui.core.prepare.precision import ACCUMULATING, QOPERATOR_PREFIX
 from drifttui.core.runtime.guards import safe_forward
 from drifttui.core.runtime.torch_hooks import Sink, tensors_of
@@ -58,27 +63,60 @@ def _round_step(step: float):
     return f
 
 
-class Target:
-    """What one call's recomputation needs: its format and, for int8, its steps."""
+def _round_blocks(w: torch.Tensor, axis: int, block: int, bits: int, symmetric: bool) -> torch.Tensor:
+    """``w`` (2-d) rounded in blocks of ``block`` along ``axis``, each to its own grid (module docstring)."""
+    x = w.detach().float().movedim(axis, -1)
+    k = x.shape[-1]
+    pad = -k % block
+    xb = torch.nn.functional.pad(x, (0, pad)).reshape(*x.shape[:-1], -1, block)
+    if symmetric:
+        s = xb.abs().amax(-1, keepdim=True) / float(1 << (bits - 1))
+        s = torch.where(s > 0, s, torch.ones_like(s))
+        r = torch.clamp(torch.round(xb / s), -(1 << (bits - 1)), (1 << (bits - 1)) - 1) * s
+    else:
+        lo, hi = xb.amin(-1, keepdim=True).clamp(max=0), xb.amax(-1, keepdim=True).clamp(min=0)
+        s = (hi - lo) / float((1 << bits) - 1)
+        s = torch.where(s > 0, s, torch.ones_like(s))
+        z = torch.round(-lo / s)
+        r = (torch.clamp(torch.round(xb / s) + z, 0, (1 << bits) - 1) - z) * s
+    return r.reshape(*x.shape[:-1], -1)[..., :k].movedim(-1, axis).to(w.dtype)
 
-    def __init__(self, fmt: str, act_step: float, weight_step: float, needs_weight: bool) -> None:
+
+class Target:
+    """What one call's recomputation needs: its format and, for int8, its steps; for a weight-only
+    block format (MatMulNBits) its weight's shape (N, K), block size, bits and symmetry."""
+
+    def __init__(self, fmt: str, act_step: float, weight_step: float, needs_weight: bool,
+                 blocks: Optional[tuple[int, int, int, int, bool]] = None, out_step: float = 0.0) -> None:
         self.fmt, self.act_step, self.weight_step, self.needs_weight = fmt, act_step, weight_step, needs_weight
+        self.blocks, self.out_step = blocks, out_step
 
     def inputs(self) -> Any:
+        if self.blocks is not None:
+            return lambda t: t          # weight-only: the activations stay float32
         return _round_low(_TORCH[self.fmt]) if self.fmt in _TORCH else _round_step(self.act_step)
 
-    def param(self, name: str, p: torch.Tensor) -> Optional[torch.Tensor]:
+    def param(self, name: str, p: torch.Tensor, module: Any = None) -> Optional[torch.Tensor]:
         """The parameter as the file holds it (None: kept as it is)."""
         if not p.is_floating_point():
             return None
         if self.fmt in _TORCH:
             return p.detach().to(_TORCH[self.fmt]).to(p.dtype)
+        if self.blocks is not None:
+            n, k, block, bits, symmetric = self.blocks
+            if p.ndim != 2 or {tuple(p.shape)} - {(n, k), (k, n)}:
+                return None
+            # a Linear's weight is N x K (blocks along its dim 1); transformers' Conv1D holds it K x N
+            axis = 1 if tuple(p.shape) == (n, k) and (n != k or isinstance(module, torch.nn.Linear)) else 0
+            return _round_blocks(p, axis, block, bits, symmetric)
         if p.ndim >= 2 and self.weight_step > 0:
             return _round_step(self.weight_step)(p.detach())
         return None
 
     def output(self, t: torch.Tensor) -> torch.Tensor:
-        return _round_low(_TORCH[self.fmt])(t) if self.fmt in _TORCH else t
+        if self.fmt in _TORCH:
+            return _round_low(_TORCH[self.fmt])(t)
+        return _round_step(self.out_step)(t) if self.out_step > 0 else t
 
 
 def targets(pr: Any) -> dict[int, Target]:
@@ -87,14 +125,34 @@ def targets(pr: Any) -> dict[int, Target]:
     scan = pr.precision
     out: dict[int, Target] = {}
     for c, b in budgets.items():
-        if not b.node_ids or "+" in b.fmt or (b.fmt not in _TORCH and b.fmt != "int8"):
+        if not b.node_ids or "+" in b.fmt:
+            continue
+        nodes = [pr.index.nodes[k] for k in b.node_ids]
+        blocks = _blocks_of(nodes) if b.fmt not in _TORCH and b.fmt != "int8" else None
+        if b.fmt not in _TORCH and b.fmt != "int8" and blocks is None:
             continue
         precs = [scan.nodes[k] for k in b.node_ids if k in scan.nodes]
-        ops = [pr.index.nodes[k].op_type for k in b.node_ids]
-        accumulates = any(op in ACCUMULATING or op.startswith(QOPERATOR_PREFIX) for op in ops)
+        accumulates = any(n.op_type in ACCUMULATING or n.op_type.startswith(QOPERATOR_PREFIX) for n in nodes)
+        # a QDQ layer's result quantized again by its own QuantizeLinear (a quantizer of a value its call made)
+        own = set(b.node_ids)
+        out_step = max((scan.nodes[n.index].act_step for n in nodes if n.op_type == "QuantizeLinear"
+                        and n.index in scan.nodes and pr.index.producer.get(n.inputs[0]) in own), default=0.0)
         out[c] = Target(b.fmt, max((p.act_step for p in precs), default=0.0),
-                        max((p.weight_step for p in precs), default=0.0), accumulates)
+                        max((p.weight_step for p in precs), default=0.0), accumulates or blocks is not None, blocks,
+                        out_step)
     return out
+
+
+def _blocks_of(nodes: list[Any]) -> Optional[tuple[int, int, int, int, bool]]:
+    """(N, K, block_size, bits, symmetric) of the call's one MatMulNBits node (None: none, several, or
+    act-order ``g_idx``: not recomputed, the worst-case bound stays)."""
+    nb = [n for n in nodes if n.op_type in NBITS_OPS]
+    if len(nb) != 1 or (len(nb[0].inputs) > 4 and nb[0].inputs[4]):
+        return None
+    a = {x.name: x.i for x in nb[0].proto.attribute}
+    if not (a.get("N") and a.get("K") and a.get("block_size")):
+        return None
+    return a["N"], a["K"], a["block_size"], a.get("bits", 4), not (len(nb[0].inputs) > 3 and nb[0].inputs[3])
 
 
 @contextlib.contextmanager
@@ -106,7 +164,7 @@ def _as_in_file(module: torch.nn.Module, target: Target) -> Iterator[None]:
             for name, p in list(store.items()):
                 if p is None or (store is module._buffers and target.fmt not in _TORCH):
                     continue
-                r = target.param(name, p)
+                r = target.param(name, p, module)
                 if r is not None:
                     saved.append((store, name, p))
                     store[name] = r

@@ -120,3 +120,13 @@ def float_weight(node: Any, arrays: dict[str, np.ndarray], torch_tensors: dict[s
             if float(np.max(np.abs(cand.astype(np.float32) - w))) <= step:
                 return np.ascontiguousarray(cand, dtype=np.float32)
     return w
+
+
+def block_steps(node: Any, arrays: dict[str, np.ndarray]) -> Optional[np.ndarray]:
+    """Each element's rounding step in ``dequantized``'s K x N layout: its block's |scale|."""
+    found = _levels(node, arrays)
+    if found is None:
+        return None
+    q, s, K = found
+    step = np.broadcast_to(np.abs(s), q.shape).reshape(q.shape[0], -1)[:, :K]
+    return np.ascontiguousarray(step.T.astype(np.float32))

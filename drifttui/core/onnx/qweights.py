@@ -12,6 +12,8 @@ A reader takes a quantized weight in one of two ways:
 tensor, or per channel along the axis of the scale's length), and the scale broadcast to the weight:
 one rounding step per element.  ``low_precision_weights(index)`` does the same for float16 / bfloat16
 weights (a float16 converter's initializers): one unit in the last place per element.
+``nbits_weights(index)``: each MatMulNBits node's packed block weight (int4 weight-only), dequantized to
+its K x N float weight with its block scales and zero points, its block's scale as each element's step.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from drifttui.core.base.dtypes import INT8_ELEMS, LOW_PRECISION_ELEM
+from drifttui.core.onnx.nbits import NBITS_OPS, block_steps, dequantized
 
 INTEGER_OPS = ("MatMulInteger", "ConvInteger")
 FLOAT = 1
@@ -36,6 +39,7 @@ class QWeight:
     step: np.ndarray      # the scale broadcast to ``values``: one rounding step per element
     zero: Optional[np.ndarray] = None   # the zero point broadcast to ``values`` (None: a float16 weight)
     scale_of: Optional[np.ndarray] = None   # the signed scale broadcast to ``values``
+    packed: bool = False  # a MatMulNBits block weight: ``values`` is its dequantized K x N, not its layout
 
     def requantized(self, t: np.ndarray, dtype: Any) -> np.ndarray:
         """``t`` (a float tensor in this weight's layout) on this weight's own grid: rounded with its
@@ -172,6 +176,19 @@ def low_precision_weights(index: Any) -> Iterator[QWeight]:
             continue
         v = a.astype(np.float32)
         yield QWeight(name, readers[0], "", v, np.maximum(np.abs(v) * eps, 2.0 ** -24).astype(np.float32))
+
+
+def nbits_weights(index: Any) -> Iterator[QWeight]:
+    """Every MatMulNBits node's weight whose blocks and scales are in the file, dequantized (K x N), with
+    its block's scale as each element's step."""
+    for node in index.nodes:
+        if node.op_type not in NBITS_OPS or len(node.inputs) < 3:
+            continue
+        arrays = {i: a for i in node.inputs[1:4] if i and (a := _arr(index, i)) is not None}
+        w = dequantized(node, arrays)
+        step = block_steps(node, arrays)
+        if w is not None and step is not None:
+            yield QWeight(node.inputs[1], node.index, node.inputs[2], w, step, packed=True)
 
 
 def rounded_source(stored: np.ndarray, step: float, torch_tensors: dict) -> Optional[np.ndarray]:

@@ -23,7 +23,7 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from drifttui.core.onnx.qweights import QWeight, int8_weights, low_precision_weights
+from drifttui.core.onnx.qweights import QWeight, int8_weights, low_precision_weights, nbits_weights
 from drifttui.core.prepare.plan.folding import fold_conv_bn
 from drifttui.core.prepare.plan.plan import WeightCheck
 
@@ -87,7 +87,7 @@ def model_weights(index: Any, calls: list[Any], model: Any,
     if not owner or model is None:
         return
     tensors = _tensors(model, calls)
-    for w in [*int8_weights(index), *low_precision_weights(index)]:
+    for w in [*int8_weights(index), *low_precision_weights(index), *nbits_weights(index)]:
         c = owner.get(w.reader)
         if c is None:      # a QDQ weight's DequantizeLinear: the call of the op that reads its float value
             c = next((owner[r] for o in index.nodes[w.reader].outputs for r in index.consumers.get(o, [])
@@ -110,10 +110,13 @@ def weight_checks(index: Any, calls: list[Any], model: Any, budgets: dict[int, A
             continue
         d = np.abs(w.values.astype(np.float64) - t)
         node = index.nodes[w.reader]
-        kind = f"int8 initializer {w.name} (scale {w.scale})" if w.scale else f"reduced-precision initializer {w.name}"
+        kind = (f"block-quantized initializer {w.name} (block scales {w.scale})" if w.packed
+                else f"int8 initializer {w.name} (scale {w.scale})" if w.scale
+                else f"reduced-precision initializer {w.name}")
         where = (f"{kind}, read by {node.op_type} node {node.name} "
                  f"({int(np.sum(d > w.step))} of {d.size} elements more than one rounding step off),")
         out.setdefault(c, []).append(WeightCheck(where, label, float(d.max()), scale, w.reader,
                                                  float(np.max(w.step)) / scale, strict=True,
-                                                 ref_kind="the model's", init=w.name))
+                                                 ref_kind="the model's", init="" if w.packed else w.name))
+        # (a packed block weight is not restored: repair would have to repack its blocks)
     return out

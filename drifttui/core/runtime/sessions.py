@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
@@ -110,11 +111,31 @@ def make_session(model: Any, opt_level: str, deterministic: bool, provider: str,
         session = ort.InferenceSession(payload, so, providers=[provider])
     except Exception as exc:
         first = first_line(exc)
-        raise ModelError(f"ONNX Runtime cannot load the graph: {first[:400]}",
-                         "check that every op is supported by this onnxruntime and provider "
-                         "(try another --opset when exporting, or a newer onnxruntime)") from exc
+        raise ModelError(f"ONNX Runtime cannot load the graph: {first[:400]}", load_fix(first)) from exc
     session._drifttui_weights = shared      # the mapped buffers live as long as the session
     return session
+
+
+# ORT's type inference refusing a node whose output the file declares in another element type than the
+# node computes ("Type (tensor(float16)) of output arg (select) of node (node_select) does not match
+# expected type (tensor(float))"): the file is inconsistent, as a float16 converter that retyped a value
+# but not the node making it leaves it (onnxconverter-common's float16 on a dynamo export's Where)
+_MISTYPED = re.compile(r"Type \(tensor\((\w+)\)\) of (?:output|input) arg \(([^)]*)\) of node \(([^)]*)\) does not "
+                       r"match expected type \(tensor\((\w+)\)\)")
+
+
+def load_fix(message: str) -> str:
+    """The fix for ONNX Runtime refusing a graph: a mistyped node is the converter's defect (the file
+    says one element type, the node computes another), anything else an op this onnxruntime lacks."""
+    m = _MISTYPED.search(message)
+    if m:
+        declared, value, node, computed = m.groups()
+        return (f"the file itself is inconsistent: it declares {value!r} as {declared} where node {node!r} "
+                f"computes {computed}, a defect of the converter that wrote it (onnxconverter-common's float16 "
+                f"conversion of a dynamo export does this); convert again with onnxruntime.transformers.float16, "
+                f"or keep node {node!r} in float32 (the converter's node_block_list)")
+    return ("check that every op is supported by this onnxruntime and provider "
+            "(try another --opset when exporting, or a newer onnxruntime)")
 
 
 def session_at_or_below(model: Any, opt_level: str, deterministic: bool, provider: str, workdir: Path,

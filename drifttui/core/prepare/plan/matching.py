@@ -32,6 +32,7 @@ import numpy as np
 from drifttui.core.prepare.plan.activations import (FOLDED_HOW, FOLDED_RTOL, behind_folded_relu, carried_downstream,
                                                    relu_folded)
 from drifttui.core.prepare.plan.anchors import PackedBlock, anchor_masks, match_weights
+from drifttui.core.prepare.plan.appended import appended_ops
 from drifttui.core.prepare.plan.closeness import EQUAL_RTOL, Match, err as _err
 from drifttui.core.prepare.plan.scale_folds import SCALE_HOW, scale_folded
 
@@ -200,6 +201,7 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
     _second_choices(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, choice, out.matches)
     _in_order(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, out.matches)
     _through_transposes(ref, wanted, ref_vals, dep_vals, out.matches)
+    out.matches = appended_ops(ref, dep, out.matches, ref_vals, dep_vals)
     return out
 
 

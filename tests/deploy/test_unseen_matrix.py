@@ -1,0 +1,74 @@
+"""Files nobody here built (issue 33, "Judged by"; `make test-deploy`): LLaMA, T5's encoder and Whisper's
+encoder (transformers, seeded, nothing downloaded) x every deployment tool (tests/deploy/unseen_matrix.py:
+the drift matrix's tools, onnxconverter-common without keep_io_types, the transformers optimizer,
+auto_mixed_precision, int4), clean and with one drift planted after the tool.  Each clean file is ok, or
+over budget for its precision alone; each drift is named where the raw export's same drift is.
+
+The points here are those this suite found failing and the engine now holds (the full matrix:
+``python -m tests.deploy.unseen_matrix``, its figures in docs/deploy.md):
+- a clean QDQ Whisper (both exporters) was DRIFT, "genuine drift" at ``layers.0.self_attn.out_proj``: its
+  own error is its output's QuantizeLinear rounding, which the recomputation (capture/rounding.py) did
+  not round, so its derived budget was 3.8x too tight;
+- LLaMA's int4 ``up_proj`` with its block scales x1.3 passed as within the int4 bound (no weight check
+  of MatMulNBits weights).
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.deploy import unseen_matrix as U
+from tests.deploy.conftest import needs
+from tests.deploy.drift_matrix import loads, outcome
+
+pytestmark = pytest.mark.deploy
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    cache: dict = {}
+
+    def get(arch, exporter, tool=None):
+        key = (arch, exporter, tool)
+        if key not in cache:
+            needs("transformers")
+            __import__("zoo")
+            if tool is None:
+                cache[key] = U.export(arch, exporter, tmp_path_factory.mktemp(f"{arch}-{exporter}"))
+            else:
+                needs("onnxruntime.quantization")
+                dep = U.tool(tool, arch, get(arch, exporter), tmp_path_factory.mktemp("dep") / f"{tool}.onnx")
+                cache[key] = dep if loads(dep) else None
+        return cache[key]
+    return get
+
+
+def _clean_ok(result, raw_covered: int) -> None:
+    p = result.precision
+    assert result.verdict == "ok" or (p.verdict == "over budget" and p.cause == "precision"), \
+        (result.verdict, p.verdict, p.cause, result.drift_origin)
+    assert U.covered(result) >= 0.95 * raw_covered
+
+
+@pytest.mark.parametrize("exporter", ["dynamo", "torchscript"])
+def test_a_clean_qdq_whisper_is_no_drift_and_its_drifts_are_named(files, tmp_path, exporter):
+    raw = files("whisper", exporter)
+    dep = files("whisper", exporter, "qdq")
+    _clean_ok(U.check("whisper", dep), U.covered(U.check("whisper", raw)))
+    for kind in ("weight", "qscale", "epsilon", "pads"):
+        truth = U.check("whisper", U.plant("whisper", kind, raw, tmp_path / f"raw-{kind}.onnx", raw=True))
+        bad = U.plant("whisper", kind, dep, tmp_path / f"{kind}.onnx")
+        assert outcome(U.check("whisper", bad), truth.drift_origin.module) == "named", kind
+
+
+@pytest.mark.parametrize("tool", ["int4", "dynamic", "qoperator", "trf-opt", "amp", "fp16-occ-io"])
+def test_llama_through_the_tools_the_drift_matrix_lacks(files, tmp_path, tool):
+    raw = files("llama", "dynamo")
+    dep = files("llama", "dynamo", tool)
+    if dep is None:
+        pytest.skip(f"ONNX Runtime refuses {tool}'s own file")
+    _clean_ok(U.check("llama", dep), U.covered(U.check("llama", raw)))
+    kind = "qscale" if tool in ("int4", "dynamic", "qoperator") else "weight"
+    truth = U.check("llama", U.plant("llama", kind, raw, tmp_path / "raw.onnx", raw=True))
+    bad = U.plant("llama", kind, dep, tmp_path / "bad.onnx")
+    assert bad is not None
+    assert outcome(U.check("llama", bad), truth.drift_origin.module) == "named"
