@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tests.causes.forms30 import Deep
+from tests.causes.forms30 import Deep, seeded_deep as _deep, seeded_shallow as _shallow
 
 WIDTH = 32
 
@@ -107,28 +107,6 @@ class IgnoreSmoothCE(nn.Module):
         target = x.argmax(-1).flip(0)
         target = torch.where(x[:, 1] > 0.5, -100, target)
         return F.cross_entropy(x, target, label_smoothing=0.2, reduction="none").unsqueeze(-1) * x
-
-
-class Shallow(nn.Module):
-    """one Linear, then the form: the drift starts at body."""
-
-    def __init__(self, body: nn.Module) -> None:
-        super().__init__()
-        self.stem = nn.Linear(WIDTH, WIDTH)
-        self.body = body
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.body(self.stem(x) * 3.0)
-
-
-def _deep(make) -> nn.Module:
-    torch.manual_seed(0)
-    return Deep(make()).eval()
-
-
-def _shallow(make) -> nn.Module:
-    torch.manual_seed(0)
-    return Shallow(make()).eval()
 
 
 def remainder_phase() -> nn.Module: return _deep(lambda: Remainder(True))                  # noqa: E704

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tests.causes.forms30 import Deep
+from tests.causes.forms30 import Deep, seeded_deep as _deep, seeded_shallow as _shallow
 
 WIDTH = 32
 
@@ -108,23 +108,6 @@ class CnnPoolNaN(nn.Module):
         return torch.where(torch.isnan(y), torch.full_like(y, -1.0), y)
 
 
-class Shallow(nn.Module):
-    """one Linear, then the form: the drift starts at body."""
-
-    def __init__(self, body: nn.Module) -> None:
-        super().__init__()
-        self.stem = nn.Linear(WIDTH, WIDTH)
-        self.body = body
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.body(self.stem(x) * 3.0)
-
-
-def _deep(make) -> nn.Module:
-    torch.manual_seed(0)
-    return Deep(make()).eval()
-
-
 def _conv(make) -> nn.Module:
     torch.manual_seed(0)
     model = ConvDeep(make())
@@ -133,11 +116,6 @@ def _conv(make) -> nn.Module:
             m.running_mean.uniform_(-0.2, 0.2)
             m.running_var.uniform_(0.5, 1.5)
     return model.eval()
-
-
-def _shallow(make) -> nn.Module:
-    torch.manual_seed(0)
-    return Shallow(make()).eval()
 
 
 def amax_nan() -> nn.Module: return _deep(AmaxNaN)                                  # noqa: E704

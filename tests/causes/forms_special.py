@@ -23,8 +23,7 @@ import math
 import torch
 from torch import nn
 
-from tests.causes.forms30 import Deep
-from tests.causes.forms30 import Shallow
+from tests.causes.forms30 import Deep, seeded_deep as _deep, seeded_shallow as _shallow
 
 WIDTH = 32
 
@@ -74,16 +73,6 @@ class ErfcRatio(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         z = self.gain * (1.0 + torch.tanh(x))        # in (0, 2 gain): erfc(z) stays a normal float
         return torch.special.erfc(z + 0.5) / torch.special.erfc(z) * x
-
-
-def _deep(make) -> nn.Module:
-    torch.manual_seed(0)
-    return Deep(make()).eval()
-
-
-def _shallow(make) -> nn.Module:
-    torch.manual_seed(0)
-    return Shallow(make()).eval()
 
 
 def gnn_mean() -> nn.Module: return _deep(GnnMean)                                   # noqa: E704
