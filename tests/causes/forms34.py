@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tests.causes.forms30 import Deep, seeded_deep as _deep, seeded_shallow as _shallow
+from tests.causes.forms30 import seeded_deep as _deep, seeded_shallow as _shallow
 
 WIDTH = 32
 

@@ -1,0 +1,156 @@
+"""What the trials conclude: the verified patches merged into the findings, and the ranking.
+
+``merge`` keeps one verified trial per drift class (``best``), writes it into the finding it
+verifies (or a new one, saying what the patch changed), and, when nothing verified, marks what was
+tried and adds the origin's ``unexplained`` finding, classed by mechanism (the node the localisation
+names, the ATen op whose lowering is wrong), never by the first op recognised.  ``rank`` orders the
+findings: verified first, then by severity, then those at the origin.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation
+from drifttui.core.explain.causes.locate.fx_localise import describe
+from drifttui.core.explain.causes.propose.nopatch import explain_no_patch
+from drifttui.core.explain.causes.propose.patch_budget import left_untried
+from drifttui.core.explain.causes.propose.reexport import lowering_class
+from drifttui.core.explain.causes.propose.singular import ATTRIBUTE_CLASSES, nan_fed
+from drifttui.core.onnx.edit.ort_workarounds import RANK
+from drifttui.core.onnx.edit.patches import Patch
+from drifttui.core.result import SEVERITY_ORDER, Finding, display_name
+from drifttui.core.result.codec import clean
+
+EQUIVALENT = ("workaround", "resize_gather")     # rewrites that compute the same maths otherwise
+# the class of the node the localisation names (a Cast that is itself wrong is a dtype story)
+_OP_CLASS = {"Resize": "interpolation", "Upsample": "interpolation", "AveragePool": "padding", "Pad": "padding",
+             "MaxPool": "padding", "LayerNormalization": "normalization", "BatchNormalization": "normalization",
+             "InstanceNormalization": "normalization", "GroupNormalization": "normalization", "Cast": "dtype"}
+
+
+@dataclasses.dataclass
+class Trial:
+    patch: Patch
+    after: Eval                               # on the origin's worst sample
+    fresh: list[dict[str, Any]] = dataclasses.field(default_factory=list)   # holds.py: on fresh samples
+
+
+def _best(verified: list[Trial], findings: list[Finding], loc: Optional[Localisation] = None) -> list[Trial]:
+    """One verified trial per drift class, the one with the smallest remaining error first."""
+    claimed = {f.check for f in findings if f.severity == "error"}
+    wrong = set(loc.fx.wrong.nodes) if loc is not None and loc.fx is not None and loc.fx.wrong is not None else set()
+    by_class: dict[str, Trial] = {}
+    # an equivalent rewrite of a right graph (a workaround, Gathers for a Resize) tells less than a
+    # patch that fixes what the graph got wrong: within a class, it heads only when nothing else verifies
+    # (two workarounds that both verify: the catalogue's order, the more robust form first)
+    for t in sorted(verified, key=lambda t: (not t.patch.graph_level, t.patch.spec.get("rewrite") in EQUIVALENT,
+                                             RANK.get(t.patch.spec.get("form"), 0), t.after.max_abs)):
+        by_class.setdefault(t.patch.check, t)
+    # the patch at the node the FX values name as wrong tells that node's story: it heads
+    return sorted(by_class.values(), key=lambda t: (wrong.isdisjoint(t.patch.nodes) if wrong else False,
+                                                   t.patch.check not in claimed, not t.patch.graph_level,
+                                                   t.after.max_abs))
+
+
+def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[Trial], skipped: int = 0,
+          skipped_exports: Optional[list[str]] = None) -> list[Finding]:
+    before = loc.ort.max_abs
+    verified = _best([t for t in trials if t.after.ok and not t.after.fails], findings, loc)
+    untried = {"tried": len(trials), "skipped": skipped or None, "skipped_exports": skipped_exports or None}
+    out = list(findings)
+    used: set[int] = set()
+    for t in verified:
+        p = t.patch
+        at = next((k for k, f in enumerate(out) if k not in used and f.check == p.check
+                   and (set(f.onnx_nodes) & set(p.nodes) or f.module == case.module)), None)
+        kind = p.kind if loc.kind != "runtime" or p.kind == "model" else "runtime"
+        fields = dict(verified=True, patch=p.spec, local_before=before, local_after=t.after.max_abs, kind=kind,
+                      severity="error")
+        if at is not None:
+            f = out[at]
+            if f.patch != p.spec:       # verified by another patch than the check's: say what that one changed
+                fields.update(message=_verified_text(p, t, loc.ort, case) + left_untried(skipped, []), fix=p.fix)
+            out[at] = dataclasses.replace(f, evidence={**f.evidence, "verification": _ev(p, t, loc, untried)}, **fields)
+            used.add(at)
+        else:
+            out.append(Finding(p.check, "error", case.module, p.nodes or list(case.nodes[:3]),
+                               _verified_text(p, t, loc.ort, case) + left_untried(skipped, []),
+                               {"verification": _ev(p, t, loc, untried)}, p.fix,
+                               **{k: v for k, v in fields.items() if k != "severity"}))
+            used.add(len(out) - 1)
+    if not verified:
+        tried = {(t.patch.check, n) for t in trials for n in t.patch.nodes}
+        for k, f in enumerate(out):
+            if f.module == case.module and f.severity == "error":
+                was_tried = any((f.check, n) in tried for n in f.onnx_nodes) or f.patch is not None
+                out[k] = dataclasses.replace(f, verified=False if was_tried else None, local_before=before,
+                                             kind=loc.kind if loc.kind != "unknown" else f.kind)
+        if not any(f.module == case.module and f.severity == "error" for f in out):
+            out.append(_unexplained(case, loc, trials, skipped, skipped_exports or []))
+    return out
+
+
+def _verified_text(p: Patch, t: Trial, before: Eval, case: Optional[Case] = None) -> str:
+    unit = (f" ({', '.join(case.folded)} compared with {case.module} as one unit: the exporter folded its "
+            f"output into {case.module}'s nodes)" if case is not None and case.folded else "")
+    return (f"{p.why}; verified: with the patch the origin's local error falls from {before.text()} to "
+            f"{t.after.max_abs:.3g}{unit}")
+
+
+def _ev(p: Patch, t: Trial, loc: Localisation, untried: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """The verification's evidence; ``untried``: how many patches were tried and what the budget left
+    untried (patch_budget.py), so a verified cause also says what was not looked at."""
+    return clean({"patch": p.spec, **(untried or {}), "local_before": loc.ort.max_abs, "local_after": t.after.max_abs,
+                  "nonfinite_before": loc.ort.nonfinite or None,
+                  "reference_evaluator_max_abs": loc.reference.max_abs if loc.reference else None,
+                  "localisation": loc.note, "first_divergent_node": loc.first_node,
+                  **(loc.fx.evidence() if loc.fx is not None else {})})
+
+
+def _unexplained(case: Case, loc: Localisation, trials: list[Trial], skipped: int = 0,
+                 skipped_exports: Optional[list[str]] = None) -> Finding:
+    """The origin drifts on its own and nothing tried removed it.  The class is the mechanism's: the
+    node the localisation names (never the first op recognised among the origin's nodes), a wrong
+    lowering when the graph itself computes otherwise (``kind: export``), else ``op-compat``."""
+    ops = [n.op_type for n in case.model.graph.node]
+    first = loc.first_node_op or ""
+    check = _OP_CLASS.get(first) or ("lowering" if loc.kind == "export" else "op-compat")
+    left = left_untried(skipped, skipped_exports)
+    msg = (f"{display_name(case.module)} drifts on its own (local error {loc.ort.text()} over {len(ops)} node(s)) and no "
+           f"patch among {len(trials)} tried removed it{left}; {loc.note or 'the reference evaluator could not tell'}")
+    ev = {"localisation": loc.note, "first_divergent_node": loc.first_node, "ops": ops[:20],
+          "tried": [t.patch.spec for t in trials][:20], "skipped": skipped or None,
+          "skipped_exports": skipped_exports or None,
+          "reference_evaluator_max_abs": loc.reference.max_abs if loc.reference else None}
+    fix = ("report the op to ONNX Runtime with `drifttui repro`" if loc.kind == "runtime" else
+           "run `drifttui repro` and compare the nodes with the torch forward by hand")
+    nodes = [loc.first_node] if loc.first_node else list(case.nodes[:3])
+    wrong = loc.fx.wrong if loc.fx is not None else None
+    if wrong is not None and loc.kind != "runtime":
+        check = lowering_class(wrong.target, wrong.op_types)
+        nodes = list(wrong.nodes)
+        msg = (f"{display_name(case.module)} drifts on its own: {describe(loc.fx, case.module)}; no patch among "
+               f"{len(trials)} tried removed it{left}")
+        fix = (f"the exporter's lowering of torch's {wrong.target} computes otherwise than torch: write that call in a "
+               f"form the exporter lowers right, or report it to torch.onnx with `drifttui repro` (the case names "
+               f"the nodes)")
+        ev.update(clean(loc.fx.evidence()))
+    if check in ATTRIBUTE_CLASSES and nan_fed(case, nodes[-1] if nodes else None):
+        check = "op-compat"
+        msg += f"; {nodes[-1]} is fed NaN: the ONNX op treats NaN otherwise than torch (torch propagates it)"
+    known = explain_no_patch(case)
+    if known is not None:
+        check, msg, fix, nodes = known
+    return Finding(check, "error", case.module, nodes, msg, clean(ev), fix, verified=False, patch=None,
+                   local_before=loc.ort.max_abs, kind=loc.kind)
+
+
+def rank(findings: list[Finding], origin: Optional[str]) -> list[Finding]:
+    """Verified first, then by severity, then those at the origin, then unverified before refuted."""
+    return sorted(findings, key=lambda f: (f.verified is not True, SEVERITY_ORDER.get(f.severity, 3), f.module != origin,
+                                           f.verified is False))
+
+
+__all__ = ["Trial", "merge", "rank"]

@@ -1,0 +1,120 @@
+"""The candidate patches for a drift origin, assembled from every proposer (``verify`` tries them).
+
+``candidate_patches(ctx, case, findings, loc)``: the checks' own patches at the origin's nodes, the
+runtime workarounds and guards the localisation points at (``rewrites``, ``singular``, ``nan_select``),
+graph candidates named by the torch op they re-tell, the FX constants, the catalogue rewrites, and
+the weights compared through their folds; one patch per spec (``key``), in that order.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+import onnx
+import torch
+from onnx import helper
+
+from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.explain.causes.locate.evaluate import Localisation
+from drifttui.core.explain.causes.locate.fx_localise import torch_calls
+from drifttui.core.explain.causes.locate.torch_op import name_torch_ops
+from drifttui.core.explain.causes.propose import constants, rewrites
+from drifttui.core.explain.causes.propose.candidates import graph_candidates
+from drifttui.core.explain.causes.propose.nan_select import nan_select_patches
+from drifttui.core.explain.causes.propose.singular import singular_patches
+from drifttui.core.explain.causes.propose.weights import torch_tensors, weight_candidates
+from drifttui.core.onnx.edit.patches import Patch
+from drifttui.core.result import Finding
+
+
+def key(spec: dict[str, Any]) -> str:
+    return json.dumps({k: spec.get(k) for k in ("op", "node", "name", "value", "rewrite", "form", "scales", "shortcut",
+                                                 "nodes")}, sort_keys=True, default=str)
+
+
+def _origin_module(ctx: Any, case: Case) -> Any:
+    return ctx.modules().get(case.module)
+
+
+def _folds(ctx: Any, case: Case) -> list[tuple[str, Any, str, Any]]:
+    """(conv name, conv, bn name, bn) for BatchNorms in the origin folded into the Conv called before."""
+    mods = ctx.modules()
+    out = []
+    for c in ctx.calls:
+        m = mods.get(c.module)
+        if not isinstance(m, torch.nn.modules.batchnorm._BatchNorm) or c.index == 0:
+            continue
+        if not (c.module == case.module or c.module.startswith(case.module + ".") or case.module == ""):
+            continue
+        prev = ctx.calls[c.index - 1]
+        conv = mods.get(prev.module)
+        if isinstance(conv, torch.nn.modules.conv._ConvNd):
+            out.append((prev.module, conv, c.module, m))
+    return out
+
+
+def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Optional[Localisation] = None) -> list[Patch]:
+    module = _origin_module(ctx, case)
+    nodes = set(case.nodes)
+    out: list[Patch] = []
+    for f in findings:
+        if f.patch and f.patch.get("op") in ("set_attribute", "remove_cast", "rewrite", "replace_constant") \
+                and f.patch.get("node", f.patch.get("name")) in nodes | {v for n in case.model.graph.node for v in n.input}:
+            out.append(Patch(dict(f.patch), f.check, f.message, f.fix, f.kind if f.kind != "unknown" else "export",
+                             module=f.module, nodes=list(f.onnx_nodes)))
+    if loc is not None:
+        out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind))
+        out.extend(singular_patches(case, loc))
+        out.extend(nan_select_patches(case, loc))
+    dynamic = any(d.dim_param for i in ctx.index.model.graph.input for d in i.type.tensor_type.shape.dim)
+    out.extend(rewrites.resize_gather_patches(case, loc.kind if loc is not None else "unknown", dynamic))
+    out.extend(name_torch_ops(list(graph_candidates(case, module, ctx.index.elem_types)),
+                              lambda t: torch_calls(ctx, case, t)))
+    # a constant a check already explains (an epsilon) is that check's story, not a second one
+    explained = {p.spec.get("name") for p in out if p.spec.get("op") == "replace_constant"}
+    out.extend(p for p in constants.fx_constant_patches(case) if p.spec.get("name") not in explained)
+    out.extend(rewrites.candidates(case, module, _types(ctx, case), lambda t: torch_calls(ctx, case, t)))
+    if _at_export_shapes(ctx):      # a size baked in at export time is no story when nothing was resized
+        out = [p for p in out if "baked" not in p.spec]
+    out.extend(weight_candidates(case, torch_tensors(module, case.module, _folds(ctx, case))))
+    seen: set[str] = set()
+    unique: list[Patch] = []
+    for p in out:
+        k = key(p.spec)
+        if k not in seen:
+            seen.add(k)
+            unique.append(p)
+    return unique
+
+
+def _at_export_shapes(ctx: Any) -> bool:
+    """The file runs at the shapes it was exported at: every graph input's dims are static and equal
+    the runtime sample's (then no constant of the file can hold a size baked in for other shapes)."""
+    graph = ctx.index.model.graph
+    init = {t.name for t in graph.initializer}
+    declared = {i.name: [d.dim_value if d.HasField("dim_value") else None for d in i.type.tensor_type.shape.dim]
+                for i in graph.input if i.name not in init}
+    if any(v is None for dims in declared.values() for v in dims):
+        return False
+    try:
+        feeds = ctx.feeds(ctx.sample(0))
+    except Exception:  # noqa: BLE001 - unknown: keep the story
+        return False
+    return all(list(feeds[k].shape) == dims for k, dims in declared.items() if k in feeds)
+
+
+def _types(ctx: Any, case: Case) -> dict[str, int]:
+    types = dict(ctx.index.elem_types)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(case.model)
+        for vi in inferred.graph.value_info:
+            if vi.type.tensor_type.elem_type:
+                types.setdefault(vi.name, vi.type.tensor_type.elem_type)
+    except Exception:  # noqa: BLE001 - inference is a help, not a requirement
+        pass
+    for k, arr in case.feeds.items():
+        types.setdefault(k, helper.np_dtype_to_tensor_dtype(arr.dtype))
+    return types
+
+
+__all__ = ["candidate_patches", "key"]
