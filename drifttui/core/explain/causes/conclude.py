@@ -16,7 +16,7 @@ from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation
 from drifttui.core.explain.causes.locate.fx_localise import describe
 from drifttui.core.explain.causes.propose.nopatch import explain_no_patch
 from drifttui.core.explain.causes.propose.patch_budget import left_untried
-from drifttui.core.explain.causes.propose.reexport import lowering_class
+from drifttui.core.explain.causes.propose.reexport_story import lowering_class
 from drifttui.core.explain.causes.propose.singular import ATTRIBUTE_CLASSES, nan_fed
 from drifttui.core.onnx.edit.ort_workarounds import RANK
 from drifttui.core.onnx.edit.patches import Patch

@@ -14,20 +14,17 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
-from drifttui.core.explain.causes.propose.candidates import module_eps
 from drifttui.core.explain.causes.propose.definitions import Told, told
+from drifttui.core.explain.causes.propose.reexport_story import decomposed_targets, fx_story, story
 from drifttui.core.explain.causes.locate.case import Case, call_io, torch_values
 from drifttui.core.runtime.torch_hooks import to_numpy
 from drifttui.core.explain.causes.locate.evaluate import Eval, error, run_ort
-from drifttui.core.explain.causes.locate.fx_localise import describe, program_targets
 from drifttui.core.prepare.reference import file_exporter
-from drifttui.core.onnx.edit.absorbed_views import FORWARD
 from drifttui.core.onnx.edit.graft import Graft
 from drifttui.core.explain.causes.locate.localise_nodes import align
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.onnx.io import copy_model
 from drifttui.core.model.export import export_model
-from drifttui.core.model.retrace import defined_ops
 from drifttui.core.result import display_name
 from drifttui.errors import DriftTuiError
 
@@ -126,10 +123,10 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     wrong = fx.wrong if fx is not None and getattr(loc, "kind", "") != "runtime" else None
     if wrong is not None:       # a dynamo file: its FX values named the wrong node (fx_localise)
         node = next(n for n in case.model.graph.node if n.name == wrong.nodes[-1])
-        check, said = _fx_story(case, module, fx, ctx, variant)
+        check, said = fx_story(case, module, fx, ctx, variant)
     else:
         node = mistranslated(case, model, feeds) if ev.ok and not ev.fails else None
-        check, said = _story(case, module, node, ctx, variant)
+        check, said = story(case, module, node, ctx, variant)
     target = (wrong.target if wrong is not None else ", ".join(decomposed_targets(ctx, case, variant))
               if variant.decompose or variant.retrace else "")
     own = _defined(ctx, case, variant, wrong)       # through drifttui's own definition of the op: its story
@@ -153,144 +150,6 @@ def _defined(ctx: Any, case: Case, variant: Variant, wrong: Any) -> Optional[Tol
         return None
     made_by = file_exporter(ctx.index, ctx.cfg.exporter) if ctx.cfg.onnx else ctx.cfg.exporter
     return told(([wrong.target] if wrong is not None else []) + decomposed_targets(ctx, case, variant), made_by)
-
-
-# the class of a verified re-export follows from what it changed: the lowering of the node (or the
-# ATen op) it computes otherwise; the lowerings of these ops have classes of their own
-_CLASS = {"Resize": "interpolation", "Upsample": "interpolation", "AveragePool": "padding", "Pad": "padding",
-          "MaxPool": "padding", "LayerNormalization": "normalization", "BatchNormalization": "normalization",
-          "InstanceNormalization": "normalization", "GroupNormalization": "normalization"}
-_ATEN_CLASS = (("upsample", "interpolation"), ("interpolate", "interpolation"), ("grid_sampler", "interpolation"),
-               ("_norm", "normalization"), ("pad", "padding"), ("pool", "padding"))
-
-
-def lowering_class(target: str, op_types: list[str]) -> str:
-    """The class of a wrong lowering: by the ATen op torch called, else by the ONNX nodes it became
-    (a Resize's story is interpolation's), else ``lowering``."""
-    name = target.split(".")[1] if target.startswith("aten.") and "." in target else target
-    hit = next((c for key, c in _ATEN_CLASS if key in name), None)
-    return hit or next((_CLASS[o] for o in op_types if o in _CLASS), "lowering")
-
-
-def _story(case: Case, module: Any, node: Any, ctx: Any, variant: Optional[Variant] = None) -> tuple[str, str]:
-    """(class, what the file gets wrong) for a verified re-export: an epsilon of the module held by a
-    constant of the file, the one node where the values part from the re-export's, or neither."""
-    eps = _eps_constant(case, module)
-    if eps is not None:
-        value, name, reader = eps
-        return "normalization", (f"the file applies {case.module}'s eps={value:g} (constant {name} read by "
-                                 f"{reader.op_type} {reader.name}) otherwise than torch; ")
-    lost = _dropped_eps(case, module)
-    if lost is not None:
-        at = f" (the first node whose value the re-export never computes: {node.op_type} {node.name})" if node else ""
-        return "normalization", (f"{type(lost[1]).__name__} {case.module}'s eps={lost[0]:g} is in no constant or "
-                                 f"attribute of the file: the export dropped it{at}; ")
-    if node is not None and node.name.rsplit("/", 1)[-1].startswith(FORWARD) and ctx.index.is_static(node.input[0]):
-        cls, said = _by_variant(case, ctx, variant)     # a weight module's result folded into a constant
-        return cls, (f"{said[:-2]}; the file holds {case.module or '(root)'}'s result as the constant "
-                     f"{node.input[0]}, folded at export time from those lowerings; ")
-    if variant is not None and variant.retrace and node is not None:
-        cls, said = _by_variant(case, ctx, variant)     # the ATen op by its definition: name it
-        if said:
-            return cls, f"{said[:-2]} (the first node it computes otherwise: {node.op_type} {node.name}); "
-    if node is not None:
-        return lowering_class("", [node.op_type]), (
-            f"{node.op_type} {node.name} computes something else than torch: the one node of "
-            f"{case.module or '(root)'} whose value the re-export never computes while its inputs match; ")
-    return _by_variant(case, ctx, variant)
-
-
-def _by_variant(case: Case, ctx: Any, variant: Optional[Variant]) -> tuple[str, str]:
-    """(class, story) when the re-export verifies and no single node tells why: by what the verifying
-    re-export changed.  Today's same exporter on a user's file: the file was made otherwise
-    (``versions``: another torch, an edit).  Another exporter, opset or torch's decompositions: the
-    file's exporter lowers the module's torch calls otherwise than torch (``lowering``), naming the
-    ATen ops the decomposition re-lowered."""
-    made_by = file_exporter(ctx.index, ctx.cfg.exporter) if ctx.cfg.onnx else ctx.cfg.exporter
-    if variant is None or (ctx.cfg.onnx and variant.exporter == made_by and not variant.decompose
-                           and not variant.retrace and variant.opset is None):
-        return ("versions" if ctx.cfg.onnx else "lowering"), ""
-    name = display_name(case.module)
-    if not variant.optimize:
-        return "lowering", (f"the dynamo exporter's ONNX optimizer rewrote {name}'s lowered graph into one that "
-                            "computes otherwise than torch (an op taken for an identity, a constant folded otherwise); ")
-    if variant.decompose or variant.retrace:
-        ops = decomposed_targets(ctx, case, variant)
-        how = ("its definition in core ATen ops, re-traced by make_fx and exported by the "
-               f"{variant.exporter} exporter," if variant.retrace else "torch's own decomposition of it")
-        if ops:
-            return lowering_class(ops[0], []), (f"the {made_by} exporter's lowering of {', '.join(ops)} (called by "
-                                                f"{name}) computes otherwise than torch, {how} does not; ")
-    return "lowering", f"the {made_by} exporter's lowering of {name}'s torch calls computes otherwise than torch; "
-
-
-def decomposed_targets(ctx: Any, case: Case, variant: Optional[Variant] = None) -> list[str]:
-    """The ATen ops of the origin's torch program that torch's core ATen table decomposes (the ones the
-    decomposition variant lowers otherwise than the exporter did), at most 3.  For a re-trace, the ops
-    it defines itself (retrace.defined_ops) first: torch decomposes them nowhere."""
-    import torch
-
-    table = {str(k) for k in torch.export.default_decompositions().keys()}
-    targets = program_targets(ctx, case)
-    own = [t for t in targets if t in defined_ops()] if variant is not None and variant.retrace else []
-    return (own + [t for t in targets if t in table and t not in own])[:3]
-
-
-def _fx_story(case: Case, module: Any, fx: Any, ctx: Any, variant: Optional[Variant] = None) -> tuple[str, str]:
-    """(class, what the file gets wrong) from the node the FX values name as wrong (an epsilon held
-    by a constant of the file still says so first); when the export without the ONNX optimizer is the
-    one that verifies, the optimizer changed the lowered graph, not the lowering of that node."""
-
-    eps = _eps_constant(case, module)
-    if eps is not None:
-        return _story(case, module, None, ctx)
-    wrong = fx.wrong
-    if variant is not None and not variant.optimize:
-        return "lowering", (f"{describe(fx, case.module)}: not torch's {wrong.target} lowered otherwise but the "
-                            "exporter's ONNX optimizer, whose rewrites dropped or changed a node of the lowered graph "
-                            "before it (an op taken for an identity: an Add of a tiny constant); ")
-    return (lowering_class(wrong.target, wrong.op_types),
-            f"{describe(fx, case.module)}: the exporter's lowering of torch's {wrong.target} is wrong; ")
-
-
-def _eps_constant(case: Case, module: Any) -> Optional[tuple[float, str, Any]]:
-    from onnx import numpy_helper
-
-    want = module_eps(module)
-    if not want:
-        return None
-    consts = {t.name: numpy_helper.to_array(t) for t in case.model.graph.initializer if t.ByteSize() < 512}
-    for n in case.model.graph.node:
-        if n.op_type == "Constant" and n.attribute and n.attribute[0].HasField("t"):
-            consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
-    for n in case.model.graph.node:
-        for v in n.input:
-            arr = consts.get(v)
-            if arr is None or arr.size != 1 or arr.dtype.kind != "f":
-                continue
-            x = float(arr.ravel()[0])
-            hit = next((e for e in want if abs(x - e) <= 1e-6 * e or abs(x - e * e) <= 1e-6 * e * e), None)
-            if hit is not None:
-                return hit, v, n
-    return None
-
-
-def _dropped_eps(case: Case, module: Any) -> Optional[tuple[float, Any]]:
-    """(eps, the module holding it) when a module of the origin has an eps that neither a constant
-    nor an ``epsilon`` attribute of the case holds (TorchScript drops PairwiseDistance's)."""
-    if module is None:
-        return None
-    from onnx import helper
-
-    held = [float(helper.get_attribute_value(a)) for n in case.model.graph.node for a in n.attribute
-            if a.name == "epsilon"]
-    for m in module.modules():
-        e = getattr(m, "eps", None)
-        if not isinstance(e, (int, float)) or isinstance(e, bool) or e <= 0 or "BatchNorm" in type(m).__name__:
-            continue                 # a BatchNorm's eps is folded into the Conv before it
-        if _eps_constant(case, m) is None and not any(abs(h - e) <= 1e-6 * e for h in held):
-            return float(e), m
-    return None
 
 
 def mistranslated(case: Case, witness: Any, witness_feeds: dict[str, np.ndarray]) -> Optional[Any]:
