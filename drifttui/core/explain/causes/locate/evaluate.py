@@ -77,6 +77,19 @@ def run_ort(model: Any, feeds: dict[str, np.ndarray], outputs: Optional[list[str
     return dict(zip(names, vals))
 
 
+def node_values(case: Case) -> Optional[dict[str, np.ndarray]]:
+    """Every node's value on the case's inputs in ONNX Runtime; the outputs alone when a value cannot be
+    fetched (a sequence); None when the case does not run."""
+    names = [v for n in case.model.graph.node for v in n.output if v]
+    try:
+        return run_ort(case.model, case.feeds, names)
+    except Exception:  # noqa: BLE001 - a value ORT cannot fetch: the outputs only
+        try:
+            return run_ort(case.model, case.feeds)
+        except Exception:  # noqa: BLE001
+            return None
+
+
 def run_reference(model: Any, feeds: dict[str, np.ndarray], intermediate: bool = False) -> dict[str, np.ndarray]:
     from onnx.reference import ReferenceEvaluator
 

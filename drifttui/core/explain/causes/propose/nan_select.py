@@ -13,12 +13,12 @@ The class stays ``op-compat`` (it is the runtime's semantics), kind ``runtime``.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.locate.evaluate import run_ort
+from drifttui.core.explain.causes.locate.evaluate import node_values
 from drifttui.core.onnx.edit.nan_select import INDEX_OPS, SELECT_OPS
 from drifttui.core.onnx.edit.patches import Patch
 
@@ -35,7 +35,7 @@ def nan_select_patches(case: Case, loc: Any) -> list[Patch]:
     selects = [n for n in case.model.graph.node if n.op_type in SELECT_OPS and n.input and n.output]
     if not selects:
         return []
-    vals = _values(case)
+    vals = node_values(case)
     if vals is None:
         return []
     known = {**case.feeds, **vals}
@@ -54,14 +54,6 @@ def nan_select_patches(case: Case, loc: Any) -> list[Patch]:
     if len(out) > 1:        # the NaN reaches several of them (a max's values and indices): all at once
         out.append(_joint(case, out))
     return out
-
-
-def _values(case: Case) -> Optional[dict[str, np.ndarray]]:
-    names = [v for n in case.model.graph.node for v in n.output if v]
-    try:
-        return run_ort(case.model, case.feeds, names)
-    except Exception:  # noqa: BLE001 - a value ORT cannot fetch (a sequence): no proposal then
-        return None
 
 
 def _torch_disagrees(node: Any, want: Any, got: Any) -> bool:

@@ -21,7 +21,7 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.locate.evaluate import run_ort
+from drifttui.core.explain.causes.locate.evaluate import node_values
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.onnx.edit.singular import FLIP, floor_of_div
 
@@ -32,7 +32,7 @@ MAX_FLIPS = 4
 def singular_patches(case: Case, loc: Any) -> list[Patch]:
     """The guards and boundary flips worth trying at this origin (none when nothing fits)."""
     wrong = loc.fx.wrong if loc is not None and getattr(loc, "fx", None) is not None else None
-    vals = _values(case)
+    vals = node_values(case)
     out = []
     scope = set(wrong.nodes) if wrong is not None else {n.name for n in case.model.graph.node}
     if vals is not None and _nonfinite_where_torch_is_finite(case, vals):
@@ -48,17 +48,6 @@ def singular_patches(case: Case, loc: Any) -> list[Patch]:
         for p in out:       # ONNX Runtime's kernel, not the graph, decides the point otherwise
             p.check, p.kind = "op-compat", "runtime"
     return out
-
-
-def _values(case: Case) -> Optional[dict[str, np.ndarray]]:
-    names = [v for n in case.model.graph.node for v in n.output if v]
-    try:
-        return run_ort(case.model, case.feeds, names)
-    except Exception:  # noqa: BLE001 - a value ORT cannot fetch (a sequence): no guard then
-        try:
-            return run_ort(case.model, case.feeds)
-        except Exception:  # noqa: BLE001
-            return None
 
 
 def _bad(a: Any) -> np.ndarray:
@@ -189,7 +178,7 @@ def nan_fed(case: Case, node_name: Optional[str]) -> bool:
     the ONNX op treats NaN (ONNX's MaxPool and ReduceMax skip it, torch propagates it), which no
     attribute of the op (a padding, interpolation or normalization story) can explain."""
     node = next((n for n in case.model.graph.node if n.name == node_name), None)
-    vals = _values(case) if node is not None else None
+    vals = node_values(case) if node is not None else None
     if vals is None:
         return False
     known = {**_constants(case.model), **case.feeds, **vals}
