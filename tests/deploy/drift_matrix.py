@@ -17,7 +17,6 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-import numpy as np
 
 ARCHS_DIR = Path(__file__).resolve().parent.parent / "archs"
 if str(ARCHS_DIR) not in sys.path:
@@ -117,20 +116,24 @@ ARCHS: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {
 }
 
 
-def _feeds(raw: Path, inputs: str) -> Callable[[int], dict]:
-    """Sample i as drifttui draws it, by the graph's input names: the calibration data."""
+def feeds_by_name(raw: Path, input_spec: str) -> Callable[[int], dict]:
+    """Sample i of the input spec as drifttui draws it, by the graph's input names: the calibration data."""
     import onnx
 
     from drifttui.core.model.inputs import build_source
     from drifttui.core.model.spec import parse_input_spec
 
     names = [i.name for i in onnx.load(str(raw), load_external_data=False).graph.input]
-    source = build_source(parse_input_spec(spec(inputs)), 0, False, None, None)
+    source = build_source(parse_input_spec(input_spec), 0, False, None, None)
 
     def feed(i: int) -> dict:
         args, kwargs = source.sample(i)
         return {n: t.numpy() for n, t in zip(names, list(args) + list(kwargs.values()))}
     return feed
+
+
+def _feeds(raw: Path, inputs: str) -> Callable[[int], dict]:
+    return feeds_by_name(raw, spec(inputs))
 
 
 def _tool(name: str) -> Callable[[Path, Path, str], Path]:
@@ -270,13 +273,15 @@ def measure(arch: str, exporter: str, tools: tuple[str, ...] = TOOLS, kinds: tup
     return out
 
 
-def main(argv: list[str]) -> None:
-    archs = [a for a in argv if a in ARCHS] or list(ARCHS)
-    tools = tuple(t for t in argv if t in TOOLS) or TOOLS
+def main(argv: list[str], archs_known: Optional[dict] = None, tools_known: tuple = (), run: Any = None) -> None:
+    """``python -m`` entry of a matrix: the archs, tools and exporters named in ``argv`` (all by default)."""
+    archs_known, tools_known, run = archs_known or ARCHS, tools_known or TOOLS, run or measure
+    archs = [a for a in argv if a in archs_known] or list(archs_known)
+    tools = tuple(t for t in argv if t in tools_known) or tools_known
     exporters = [e for e in argv if e in ("dynamo", "torchscript")]
     for arch in archs:
-        for exporter in [e for e in ARCHS[arch][1] if not exporters or e in exporters]:
-            measure(arch, exporter, tools, say=lambda line, a=arch, e=exporter: print(f"{a}\t{e}\t{line}", flush=True))
+        for exporter in [e for e in archs_known[arch][1] if not exporters or e in exporters]:
+            run(arch, exporter, tools, say=lambda line, a=arch, e=exporter: print(f"{a}\t{e}\t{line}", flush=True))
 
 
 if __name__ == "__main__":

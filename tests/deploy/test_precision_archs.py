@@ -6,6 +6,7 @@ import onnx
 import pytest
 
 from tests.deploy.conftest import needs
+from tests.deploy.drift_matrix import feeds_by_name
 from tests.deploy.precision_models import export, fp16_ort, int8_dynamic, int8_qdq, int8_qoperator, spec
 
 pytestmark = pytest.mark.deploy
@@ -20,16 +21,7 @@ def run(fn: str, inputs: str, path, samples: int = 2):
 
 def _feeds(raw, inputs: str):
     """Sample i as drifttui draws it, by the graph's input names: the calibration data."""
-    from drifttui.core.model.inputs import build_source
-    from drifttui.core.model.spec import parse_input_spec
-
-    names = [i.name for i in onnx.load(str(raw), load_external_data=False).graph.input]
-    source = build_source(parse_input_spec(spec(inputs)), 0, False, None, None)
-
-    def feed(i: int) -> dict:
-        args, kwargs = source.sample(i)
-        return {n: t.numpy() for n, t in zip(names, list(args) + list(kwargs.values()))}
-    return feed
+    return feeds_by_name(raw, spec(inputs))
 
 
 @pytest.mark.parametrize("fn, inputs, exporter, convert, fmt", [

@@ -67,18 +67,7 @@ FP16 = ("fp16", "fp16-io", "fp16-occ", "fp16-occ-io", "amp")
 
 
 def _feeds(raw: Path, inputs: str) -> Callable[[int], dict]:
-    import onnx
-
-    from drifttui.core.model.inputs import build_source
-    from drifttui.core.model.spec import parse_input_spec
-
-    names = [i.name for i in onnx.load(str(raw), load_external_data=False).graph.input]
-    source = build_source(parse_input_spec(spec(inputs)), 0, False, None, None)
-
-    def feed(i: int) -> dict:
-        args, kwargs = source.sample(i)
-        return {n: t.numpy() for n, t in zip(names, list(args) + list(kwargs.values()))}
-    return feed
+    return DM.feeds_by_name(raw, spec(inputs))
 
 
 def tool(name: str, arch: str, src: Path, dst: Path) -> Path:
@@ -332,12 +321,7 @@ def measure(arch: str, exporter: str, tools: tuple[str, ...] = TOOLS, kinds: tup
 
 
 def main(argv: list[str]) -> None:
-    archs = [a for a in argv if a in ARCHS] or list(ARCHS)
-    tools = tuple(t for t in argv if t in TOOLS) or TOOLS
-    exporters = [e for e in argv if e in ("dynamo", "torchscript")]
-    for arch in archs:
-        for exporter in [e for e in ARCHS[arch][1] if not exporters or e in exporters]:
-            measure(arch, exporter, tools, say=lambda line, a=arch, e=exporter: print(f"{a}\t{e}\t{line}", flush=True))
+    DM.main(argv, ARCHS, TOOLS, measure)
 
 
 if __name__ == "__main__":
