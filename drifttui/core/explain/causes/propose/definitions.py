@@ -45,19 +45,18 @@ def _torch_name(op: str) -> str:
     return f"torch.special.{op[len('special_'):]}" if op.startswith("special_") else f"torch.{op}"
 
 
-def _dof(t: str, op: str, exporter: str) -> Told:
-    """A degrees-of-freedom reduction: torch's divisor max(0, N - correction), the lowering's N - correction."""
-    also = ", and reads a fractional correction as an int (0.5 as 0)" if exporter == "torchscript" else ""
-    return Told("lowering", f"the {exporter} exporter lowers torch's {t} as {DOF[t]}{also}; torch's definition "
-                            f"(divided by max(0, N - correction)) computes what torch computes: ",
-                _SOURCE["dof"].format(op=f"{_torch_name(op)}(..., correction=...)",
-                                      fn="var_mean" if "_mean" in op else "var", ref=_DOF_REF))
-
-
 class Told(NamedTuple):
     check: str          # stability | lowering
     why: str            # what the exporter's lowering computes, in words
     fix: str            # the source change
+
+
+def _dof(t: str, op: str, exporter: str) -> Told:
+    """A degrees-of-freedom reduction: torch's divisor max(0, N - correction), the lowering's N - correction."""
+    return Told("lowering", f"the {exporter} exporter lowers torch's {t} as {DOF[t]}; torch's definition "
+                            f"(divided by max(0, N - correction)) computes what torch computes: ",
+                _SOURCE["dof"].format(op=f"{_torch_name(op)}(..., correction=...)",
+                                      fn="var_mean" if "_mean" in op else "var", ref=_DOF_REF))
 
 
 def told(targets: list[str], exporter: str) -> Optional[Told]:
