@@ -155,6 +155,20 @@ def program_targets(ctx: Any, case: Case) -> list[str]:
     return list(dict.fromkeys(_target(str(n.target)) for n in gm.graph.nodes if n.op == "call_function"))
 
 
+def called_targets(ctx: Any, case: Case) -> list[str]:
+    """``program_targets`` with, after each decomposed node's target, the torch op it was decomposed from
+    (its ``original_aten``: ``aten.std.correction`` after ``prims.var.default``): the ops the module called."""
+    gm = _origin_program(ctx, case)
+    if gm is None:
+        return []
+    out: list[str] = []
+    for n in gm.graph.nodes:
+        if n.op == "call_function":
+            orig = n.meta.get("original_aten")
+            out += [_target(str(n.target))] + ([_target(str(orig))] if orig is not None else [])
+    return list(dict.fromkeys(out))
+
+
 def _program_values(gm: Any, ins: list[Any]) -> list[tuple[str, str, Any]]:
     """(name, target, value) of each call_function node of the FX graph ``gm`` run on ``ins``."""
     import torch

@@ -1,16 +1,18 @@
 """The story of a re-trace that verifies through one of drifttui's own definitions of an ATen op (issue 30
 point 2: the stable forms of special functions, ``core/model/special_forms.py``; the reductions ONNX has
-none for, ``core/model/scatter_forms.py``).
+none for, ``core/model/scatter_forms.py``; the degrees-of-freedom reductions, ``core/model/dof_forms.py``).
 
 The class follows from what the verifying patch changed: a stable form of the same function verifies
 (``stability``: the exporter's lowering is the function's unstable textbook form), or torch's definition
-of a reduction ONNX lacks does (``lowering``: the exporter's lowering computes another function).  The
+of a reduction ONNX lacks does, or torch's ``max(0, N - correction)`` divisor (``lowering``: the exporter's
+lowering computes another function).  The
 fix names the source change: the call written in the form that verified, and the upstream thread.
 """
 from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
+from drifttui.core.model.dof_forms import WRONG as DOF
 from drifttui.core.model.scatter_forms import WRONG
 from drifttui.core.model.special_forms import UNSTABLE
 
@@ -19,6 +21,9 @@ UPSTREAM = {"aten.erfc.default": "microsoft/onnxscript#822", "aten.special_erfc.
             "aten.special_erfcx.default": "microsoft/onnxscript#1223",
             "aten.special_log_ndtr.default": "microsoft/onnxscript#1223",
             "aten.scatter_reduce.two": "onnx/onnx#5100, pytorch/pytorch#147617"}
+# torch's divisor is documented in pytorch/pytorch#109186; nvFuser and TVM fixed the same lowering
+_DOF_REF = ("torch's max(0, N - correction): pytorch/pytorch#109186; the same divisor fixed in NVIDIA/Fuser#873 "
+            "and apache/tvm#19512; not reported to torch.onnx / onnxscript yet: file it with `drifttui repro`")
 _SOURCE = {
     "stability": ("compute {op} in a stable form the exporter lowers right (drifttui's is "
                   "`drifttui.core.model.special_forms.{fn}`: the scaled tail t*exp(P(t)), never exp(x^2) or 1 - erf), "
@@ -28,6 +33,10 @@ _SOURCE = {
                  "then divide; `drifttui.core.model.scatter_forms.scatter_reduce`), or re-trace the module with "
                  "`make_fx(model, decomposition_table=drifttui.core.model.retrace.reference_table())` before "
                  "`torch.onnx.export`; the lowering is reported upstream ({ref})"),
+    "dof": ("keep the correction below the reduced size N (where torch's value is finite), or write {op} by its definition (the squared "
+            "deviations summed, divided by `max(0, N - correction)`: `drifttui.core.model.dof_forms.{fn}`), or "
+            "re-trace the module with `make_fx(model, decomposition_table=drifttui.core.model.retrace."
+            "reference_table())` before `torch.onnx.export` ({ref})"),
 }
 
 
@@ -40,6 +49,14 @@ class Told(NamedTuple):
     check: str          # stability | lowering
     why: str            # what the exporter's lowering computes, in words
     fix: str            # the source change
+
+
+def _dof(t: str, op: str, exporter: str) -> Told:
+    """A degrees-of-freedom reduction: torch's divisor max(0, N - correction), the lowering's N - correction."""
+    return Told("lowering", f"the {exporter} exporter lowers torch's {t} as {DOF[t]}; torch's definition "
+                            f"(divided by max(0, N - correction)) computes what torch computes: ",
+                _SOURCE["dof"].format(op=f"{_torch_name(op)}(..., correction=...)",
+                                      fn="var_mean" if "_mean" in op else "var", ref=_DOF_REF))
 
 
 def told(targets: list[str], exporter: str) -> Optional[Told]:
@@ -59,4 +76,6 @@ def told(targets: list[str], exporter: str) -> Optional[Told]:
                                     f"(sums and counts by scatter_add, include_self honoured) computes what torch "
                                     f"computes: ",
                         _SOURCE["lowering"].format(op=f"torch.{op}(..., reduce='mean')", ref=UPSTREAM[t]))
+        if t in DOF:
+            return _dof(t, op, exporter)
     return None

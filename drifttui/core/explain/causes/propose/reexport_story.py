@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.locate.fx_localise import describe, program_targets
+from drifttui.core.explain.causes.locate.fx_localise import called_targets, describe, program_targets
 from drifttui.core.explain.causes.propose.candidates import module_eps
 from drifttui.core.model.retrace import defined_ops
 from drifttui.core.onnx.edit.absorbed_views import FORWARD
@@ -92,12 +92,14 @@ def _by_variant(case: Case, ctx: Any, variant: Any) -> tuple[str, str]:
 def decomposed_targets(ctx: Any, case: Case, variant: Any = None) -> list[str]:
     """The ATen ops of the origin's torch program that torch's core ATen table decomposes (the ones the
     decomposition variant lowers otherwise than the exporter did), at most 3.  For a re-trace, the ops
-    it defines itself (retrace.defined_ops) first: torch decomposes them nowhere."""
+    it defines itself (retrace.defined_ops) first, named as the module called them (``aten.std.correction``,
+    not the ``prims.var`` torch decomposed it into)."""
     import torch
 
     table = {str(k) for k in torch.export.default_decompositions().keys()}
     targets = program_targets(ctx, case)
-    own = [t for t in targets if t in defined_ops()] if variant is not None and variant.retrace else []
+    own = ([t for t in called_targets(ctx, case) if t in defined_ops()]
+           if variant is not None and variant.retrace else [])
     return (own + [t for t in targets if t in table and t not in own])[:3]
 
 
