@@ -66,3 +66,11 @@ def test_the_same_reductions_within_their_degrees_of_freedom_stay_clean(explaine
 def test_at_least_half_the_held_out_forms_sit_inside_deep_models(explained):
     forms = [*VERIFIED, *OTHER_EXPORTER]
     assert len(deep_forms(explained, forms)) * 2 >= len(forms)
+
+
+@pytest.mark.parametrize("form", params(VERIFIED, FAST))
+def test_a_whole_module_reexport_points_at_the_nodes_that_compute(explained, form):
+    """A verified re-export names no one node: the finding points at the origin's first computing
+    nodes, never at the Constants its cut begins with (both exporters name nodes by their op)."""
+    head = explained(*form)[4].findings[0]
+    assert head.onnx_nodes and not any("Constant" in n for n in head.onnx_nodes), head.onnx_nodes

@@ -75,7 +75,7 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
             out[at] = dataclasses.replace(f, evidence={**f.evidence, "verification": _ev(p, t, loc, untried)}, **fields)
             used.add(at)
         else:
-            out.append(Finding(p.check, "error", case.module, p.nodes or list(case.nodes[:3]),
+            out.append(Finding(p.check, "error", case.module, p.nodes or _computing(case),
                                _verified_text(p, t, loc.ort, case) + left_untried(skipped, []),
                                {"verification": _ev(p, t, loc, untried)}, p.fix,
                                **{k: v for k, v in fields.items() if k != "severity"}))
@@ -90,6 +90,14 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
         if not any(f.module == case.module and f.severity == "error" for f in out):
             out.append(_unexplained(case, loc, trials, skipped, skipped_exports or []))
     return out
+
+
+def _computing(case: Case) -> list[str]:
+    """The origin's first three nodes that compute (a patch that names no node, a whole re-export: the
+    finding points at what the module computes, not at the Constants the cut begins with)."""
+    ops = {n.name: n.op_type for n in case.model.graph.node}
+    computing = [n for n in case.nodes if ops.get(n) not in ("Constant", "ConstantOfShape", "Identity")]
+    return (computing or list(case.nodes))[:3]
 
 
 def _verified_text(p: Patch, t: Trial, before: Eval, case: Optional[Case] = None) -> str:
@@ -126,7 +134,7 @@ def _unexplained(case: Case, loc: Localisation, trials: list[Trial], skipped: in
           "reference_evaluator_max_abs": loc.reference.max_abs if loc.reference else None}
     fix = ("report the op to ONNX Runtime with `drifttui repro`" if loc.kind == "runtime" else
            "run `drifttui repro` and compare the nodes with the torch forward by hand")
-    nodes = [loc.first_node] if loc.first_node else list(case.nodes[:3])
+    nodes = [loc.first_node] if loc.first_node else _computing(case)
     wrong = loc.fx.wrong if loc.fx is not None else None
     if wrong is not None and loc.kind != "runtime":
         check = lowering_class(wrong.target, wrong.op_types)
