@@ -20,6 +20,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.onnx.graph import tensor_array
+
 # nodes that change a value's precision or name, not what it stands for: walked through
 PRECISION_OPS = ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Cast", "Identity")
 # QOperator ops -> (their float op, the positions of their data inputs)
@@ -87,8 +89,6 @@ def _source(ix: Any, value: str, nodes: set[int]) -> tuple[str, Any]:
 
 
 def _array(ix: Any, name: str) -> Optional[np.ndarray]:
-    from drifttui.core.onnx.graph import tensor_array
-
     try:
         a = tensor_array(ix, name)
     except Exception:        # noqa: BLE001 - unreadable data: not a constant this match can compare

@@ -26,7 +26,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.onnx.graph import DYNAMO, TORCHSCRIPT
+from drifttui.core.model.export import export_model
+from drifttui.core.onnx.graph import DYNAMO, TORCHSCRIPT, build_index
 from drifttui.core.onnx.pattern import Const, Pair, compute_nodes, match
 from drifttui.core.prepare.plan.plan import AttrCheck
 
@@ -124,9 +125,6 @@ class References:
 
     def _export(self, module: Any, x: Any, exporter: str, k: int) -> Optional[Any]:
         import onnx
-
-        from drifttui.core.model.export import export_model
-        from drifttui.core.onnx.graph import build_index
 
         self.folder.mkdir(parents=True, exist_ok=True)
         for opset in dict.fromkeys((self.opset, None)):
