@@ -107,7 +107,7 @@ def test_a_tanh_gelu_constant_changed_in_a_float16_file_is_named(tmp_path):
     _named(half, bad, "act", "0.046051 (float16)", "0.044715")
 
 
-def test_an_erf_gelu_constant_changed_in_a_qdq_file_is_named(tmp_path):
+def test_an_erf_gelu_constant_changed_in_a_qdq_file_is_named_and_repaired(tmp_path, capsys):
     needs("onnxruntime.quantization")
     from tests.deploy.precision_models import int8_qdq
 
@@ -120,6 +120,14 @@ def test_an_erf_gelu_constant_changed_in_a_qdq_file_is_named(tmp_path):
     qdq = int8_qdq(raw, tmp_path / "qdq.onnx", feeds, n=4)
     bad = A.alpha(qdq, -1, tmp_path / "bad.onnx")            # act2's sqrt 2 -> x1.25
     _named(qdq, bad, "act2", "1.76777 (float32)", "1.41421")
+    from drifttui.cli import main                            # repair puts the module's constant back
+
+    out = tmp_path / "fixed.onnx"
+    main(["repair", f"{HERE}:gelu_mlp", "--onnx", str(bad), "--inputs", f"{HERE}:tokens", "--samples", "2",
+          "--out", str(out)])
+    said = capsys.readouterr().out
+    assert out.exists() and "of node /act2/Div (act2) set back to 1.414" in said, said
+    assert not _evidence(_check(out))
 
 
 @pytest.mark.parametrize("found,want,fmt,step,same", [

@@ -43,6 +43,7 @@ class Const:
     fmt: str            # "float32" | "float16" | "bfloat16" | "float64" | "int8" (integers dequantized) |
     #                     "int" (an integer tensor read as such: a shape, an axis)
     step: float = 0.0
+    name: str = ""      # the float tensor holding it (an initializer or a Constant): "" behind a DequantizeLinear
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def _const(ix: Any, name: str, t: Any, step: float) -> Const:
     fmt = {1: "float32", _FLOAT16: "float16", _BFLOAT16: "bfloat16", 11: "float64"}.get(t.data_type, "int")
     if a is None or a.dtype.kind not in "fiub":
         return Const(np.array([np.nan]), "none")
-    return Const(a.astype(np.float64), fmt, step)
+    return Const(a.astype(np.float64), fmt, step, name)
 
 
 def _dequantized(ix: Any, node: Any, step: float) -> Const:

@@ -147,8 +147,18 @@ def _checks(index: Any, pairs: list[Pair], label: str, exporter: str) -> list[At
         restore = p.want if not p.what.startswith("input ") else None
         out.append(AttrCheck(f"{node.op_type} node {node.name}", attr, d[0],
                              f"{d[1]} there ({label} exported alone by {exporter}: the same place of its pattern)",
-                             p.node, restore=restore, floor=False))
+                             p.node, restore=restore, floor=False, tensor=_restorable(index, p)))
     return out
+
+
+def _restorable(index: Any, p: Pair) -> Optional[tuple[str, str, tuple[int, ...], tuple[float, ...]]]:
+    """(the constant's tensor, its dtype, its shape, the module's values) when ``repair`` can put it back: a
+    float tensor read by this node alone (a shared one is named, not changed under its other readers)."""
+    f = p.found
+    if getattr(f, "fmt", "") not in ("float32", "float16", "float64") or not f.name \
+            or len(index.consumers.get(f.name, [])) != 1:
+        return None
+    return f.name, f.fmt, tuple(f.value.shape), tuple(float(v) for v in p.want.value.reshape(-1))
 
 
 def const_checks(index: Any, calls: list[Any], plan: Any, model: Any, reduced: Any, workdir: Path,

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import numpy as np
+
 from drifttui.core.explain.causes.deliver.repair import Repair
 from drifttui.core.onnx.edit.restore import RestoreError, restore
 from drifttui.core.onnx.graph import full_model
@@ -50,6 +52,11 @@ def restoration(pr: Any, result: Any) -> Optional[Repair]:
             attrs.append((pr.index.nodes[a.node].outputs[0], a.attr, a.restore))
             applied.append({"op": "restore_attribute", "node": pr.index.nodes[a.node].name, "name": a.attr,
                             "value": a.restore, "module": pr.calls[c].module})
+        for a in (a for a in checks if isinstance(a, AttrCheck) and a.tensor is not None):
+            name, dtype, shape, values = a.tensor     # an activation's constant input (prepare/attr_consts.py)
+            tensors[name] = np.array(values, dtype=dtype).reshape(shape)
+            applied.append({"op": "restore_constant", "node": pr.index.nodes[a.node].name, "name": name,
+                            "value": list(values), "module": pr.calls[c].module})
     if not applied:
         return None
     try:
