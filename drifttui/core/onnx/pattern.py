@@ -69,12 +69,10 @@ def compute_op(node: Any) -> Optional[tuple[str, tuple[int, ...]]]:
 def _source(ix: Any, value: str, nodes: set[int]) -> tuple[str, Any]:
     """What ``value`` is, through precision nodes: ("node", index) of ``nodes``; ("const", Const); ("input",
     None): a value from outside ``nodes``."""
-    step, seen = 0.0, 0
-    while seen < 8:
-        seen += 1
+    for _ in range(8):
         t = ix.constant_tensor(value) if value else None
         if t is not None:
-            return "const", _const(ix, value, t, step)
+            return "const", _const(ix, value, t)
         p = ix.producer.get(value)
         if p is None:
             return "input", None
@@ -84,7 +82,7 @@ def _source(ix: Any, value: str, nodes: set[int]) -> tuple[str, Any]:
         if node.op_type == "DequantizeLinear":
             stored = ix.constant_tensor(node.inputs[0])
             if stored is not None and stored.data_type in _INTS:
-                return "const", _dequantized(ix, node, step)
+                return "const", _dequantized(ix, node)
         value = node.inputs[0]
     return "input", None
 
@@ -97,22 +95,22 @@ def _array(ix: Any, name: str) -> Optional[np.ndarray]:
     return None if a is None else np.asarray(a)
 
 
-def _const(ix: Any, name: str, t: Any, step: float) -> Const:
+def _const(ix: Any, name: str, t: Any) -> Const:
     a = _array(ix, name)
     fmt = {1: "float32", _FLOAT16: "float16", _BFLOAT16: "bfloat16", 11: "float64"}.get(t.data_type, "int")
     if a is None or a.dtype.kind not in "fiub":
         return Const(np.array([np.nan]), "none")
-    return Const(a.astype(np.float64), fmt, step, name)
+    return Const(a.astype(np.float64), fmt, 0.0, name)
 
 
-def _dequantized(ix: Any, node: Any, step: float) -> Const:
+def _dequantized(ix: Any, node: Any) -> Const:
     q, s = _array(ix, node.inputs[0]), _array(ix, node.inputs[1])
     z = _array(ix, node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
     if q is None or s is None or s.size != 1 or (z is not None and z.size != 1):
         return Const(np.array([np.nan]), "none")       # per-axis scales: not an activation's scalar
     scale = float(s.reshape(-1)[0])
     zero = float(z.reshape(-1)[0]) if z is not None else 0.0
-    return Const((q.astype(np.float64) - zero) * scale, "int8", step + abs(scale) / 2)
+    return Const((q.astype(np.float64) - zero) * scale, "int8", abs(scale) / 2)
 
 
 def _attributes(node: Any) -> dict[str, Any]:
