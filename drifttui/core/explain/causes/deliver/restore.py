@@ -1,6 +1,7 @@
 """``drifttui repair`` of a drift whose evidence is by content: a reduced-precision weight that is not a
-rounding of the model's tensor (prepare/qweight_check.py) or a node attribute that is not what its module
-declares (prepare/attr_check.py).
+rounding of the model's tensor (prepare/qweight_check.py), a node attribute that is not what its module
+declares (prepare/attr_check.py), or an activation's constant input that is not its module's (prepare/attr_consts.py:
+put back when its node alone reads it).
 
 No test case of the origin is needed (in an int8 file whose CPU kernel saturates there is none): the
 evidence names the initializer or attribute and the model gives its value.  The model's tensor goes back
