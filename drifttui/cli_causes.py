@@ -89,6 +89,10 @@ def _describe(p: dict[str, Any]) -> str:
         return f"rewrite {p.get('rewrite')}{form} at {p.get('node')}"
     if p["op"] == "restore_weight":
         return f"{p['name']} of {p.get('module') or '(root)'} restored from {p.get('from')} ({p.get('how')})"
+    if p["op"] == "restore_constant":
+        value = p.get("value")
+        shown = value[0] if isinstance(value, list) and len(value) == 1 else value
+        return f"constant {p['name']} of node {p.get('node')} ({p.get('module') or '(root)'}) set back to {shown}"
     if p["op"] == "restore_attribute":
         return f"{p['name']} of node {p.get('node')} ({p.get('module') or '(root)'}) set back to {p.get('value')}"
     what = f"{p['op']} {p.get('node') or p.get('name')}"

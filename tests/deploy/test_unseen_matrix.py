@@ -10,7 +10,9 @@ The points here are those this suite found failing and the engine now holds (the
   own error is its output's QuantizeLinear rounding, which the recomputation (capture/rounding.py) did
   not round, so its derived budget was 3.8x too tight;
 - LLaMA's int4 ``up_proj`` with its block scales x1.3 passed as within the int4 bound (no weight check
-  of MatMulNBits weights).
+  of MatMulNBits weights);
+- the erf GELU's sqrt 2 planted in a TorchScript Whisper's QOperator file was named at another layer (the
+  activation's constants are now compared with the module exported alone).
 """
 from __future__ import annotations
 
@@ -72,3 +74,19 @@ def test_llama_through_the_tools_the_drift_matrix_lacks(files, tmp_path, tool):
     bad = U.plant("llama", kind, dep, tmp_path / "bad.onnx")
     assert bad is not None
     assert outcome(U.check("llama", bad), truth.drift_origin.module) == "named"
+
+
+@pytest.mark.parametrize("tool", ["qdq", "qoperator"])
+def test_a_gelu_constant_in_a_quantized_torchscript_whisper_is_named(files, tmp_path, tool):
+    """The erf form's sqrt 2 x1.25 in Whisper's int8 GELU (its own Q/DQ or QLinear nodes): QOperator went to
+    layers.0.self_attn.v_proj as a precision story before the activation's constants were compared with the
+    module exported alone (prepare/attr_consts.py); the clean file has no attribute evidence."""
+    from drifttui.core.result import ATTRIBUTE_NOT_THE_MODELS
+
+    raw = files("whisper", "torchscript")
+    dep = files("whisper", "torchscript", tool)
+    clean = U.check("whisper", dep)
+    assert not [L.module for L in clean.layers if ATTRIBUTE_NOT_THE_MODELS in L.note]
+    truth = U.check("whisper", U.plant("whisper", "alpha", raw, tmp_path / "raw-alpha.onnx", raw=True))
+    bad = U.check("whisper", U.plant("whisper", "alpha", dep, tmp_path / "alpha.onnx"))
+    assert outcome(bad, truth.drift_origin.module) == "named" and bad.precision.cause == "genuine drift"

@@ -42,6 +42,7 @@ from drifttui.core.model.spec import InputSpec, parse_input_spec, parse_model_sp
 from drifttui.core.prepare.budget import Budget, plan_budget, window_note
 from drifttui.core.prepare.qweight_check import weight_checks
 from drifttui.core.prepare.attr_check import attr_checks
+from drifttui.core.prepare.attr_consts import const_checks
 from drifttui.core.prepare.windows import Window, attach_local, plan_windows
 from drifttui.errors import ModelError
 
@@ -161,7 +162,9 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     budgets = precision.call_budgets(pscan, index, plan, calls)
     for c, checks in weight_checks(index, calls, model, budgets[0]).items():     # int8 weights vs the model's
         plan.calls[c].weights.extend(checks)
-    for c, found in attr_checks(index, calls, plan, model).items():      # attributes vs the modules' own
+    attrs = attr_checks(index, calls, plan, model)
+    attrs.update(const_checks(index, calls, plan, model, pscan.nodes, workdir, skip=set(attrs)))
+    for c, found in attrs.items():      # attributes (and an activation's constants) vs the modules' own
         plan.calls[c].weights.extend(found)
     timings["map"] = time.perf_counter() - t
     return Prepared(config=cfg, model=model, example=example, input_spec=in_spec, onnx_inputs=gi, index=index,

@@ -52,6 +52,7 @@ class AttrCheck:
     needs_numbers: bool = True   # decide: evidence only where the call's numbers fail the float32 tolerance
     floor: bool = True   # False: those numbers read without the file's dtype floor (a GELU form's difference is
     #                      below float16's rounding: attr_probe.py)
+    tensor: Any = None   # (a constant input's tensor, dtype, shape, the module's values): repair puts it back
 
     def fails(self, atol: float, rtol: float) -> bool:
         return True

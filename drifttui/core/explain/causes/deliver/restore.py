@@ -1,6 +1,7 @@
 """``drifttui repair`` of a drift whose evidence is by content: a reduced-precision weight that is not a
-rounding of the model's tensor (prepare/qweight_check.py) or a node attribute that is not what its module
-declares (prepare/attr_check.py).
+rounding of the model's tensor (prepare/qweight_check.py), a node attribute that is not what its module
+declares (prepare/attr_check.py), or an activation's constant input that is not its module's (prepare/attr_consts.py:
+put back when its node alone reads it).
 
 No test case of the origin is needed (in an int8 file whose CPU kernel saturates there is none): the
 evidence names the initializer or attribute and the model gives its value.  The model's tensor goes back
@@ -11,6 +12,8 @@ is verified when no restored layer is a genuine drift any more.
 from __future__ import annotations
 
 from typing import Any, Optional
+
+import numpy as np
 
 from drifttui.core.explain.causes.deliver.repair import Repair
 from drifttui.core.onnx.edit.restore import RestoreError, restore
@@ -50,6 +53,11 @@ def restoration(pr: Any, result: Any) -> Optional[Repair]:
             attrs.append((pr.index.nodes[a.node].outputs[0], a.attr, a.restore))
             applied.append({"op": "restore_attribute", "node": pr.index.nodes[a.node].name, "name": a.attr,
                             "value": a.restore, "module": pr.calls[c].module})
+        for a in (a for a in checks if isinstance(a, AttrCheck) and a.tensor is not None):
+            name, dtype, shape, values = a.tensor     # an activation's constant input (prepare/attr_consts.py)
+            tensors[name] = np.array(values, dtype=dtype).reshape(shape)
+            applied.append({"op": "restore_constant", "node": pr.index.nodes[a.node].name, "name": name,
+                            "value": list(values), "module": pr.calls[c].module})
     if not applied:
         return None
     try:
