@@ -57,3 +57,39 @@ def test_a_wrong_epsilon_in_an_int8_file_is_a_genuine_drift_at_its_origin(bad, c
     assert first.startswith(f"a genuine drift in the int8 file at its origin {ORIGIN}, not its precision"), out
     assert "over the int8" not in first and "nodes_to_exclude" not in out
     assert code == 0, out
+
+
+def _own(d: float, t: float = 1.0):
+    """A layer's own error as decide sees it: one sample whose max |d| is ``d`` at scale ``t``."""
+    import numpy as np
+
+    from drifttui.core.base.metrics import Aggregate, compare
+
+    torch_side = np.zeros(16, dtype=np.float32)
+    torch_side[0] = t
+    onnx_side = torch_side.copy()
+    onnx_side[1] = d
+    agg = Aggregate()
+    agg.add(0, compare(torch_side, onnx_side))
+    return agg
+
+
+def test_an_origin_whose_own_rounding_explains_its_error_is_precision_not_a_genuine_drift():
+    """A clean ViT QDQ file was "genuine drift" at its first LayerNorm: the LayerNorm normalises an
+    int8-quantized input and loses 4.9% (its recomputation in the file's precision), more than the
+    worst-case bound of 3.0%, and its share of the outputs is 1.7% because later layers lose more.
+    Its own error within 3x that recomputation is the file's own rounding: precision.  The same layer
+    with an error far past its recomputation (a wrong constant) stays a genuine drift."""
+    from drifttui.core.decide.precision import cause_of
+    from drifttui.core.decide.rules import Rules
+    from drifttui.core.prepare.precision import CallBudget
+
+    rules = Rules(1e-5, budgets={6: CallBudget("int8", 0.030, 0.059, 32, ("ln",), (3,))},
+                  shares={6: 0.017}, rounding={6: 0.049})
+    clean, wrong = _own(0.051), _own(0.4)
+    assert rules.own_fails(6, clean, 1e-6) and rules.rounding_explains(6, clean, 1e-6)
+    assert cause_of(rules, 6, True, rounded=rules.rounding_explains(6, clean, 1e-6)) == "precision"
+    assert not rules.rounding_explains(6, wrong, 1e-6)
+    assert cause_of(rules, 6, True, rounded=rules.rounding_explains(6, wrong, 1e-6)) == "genuine drift"
+    unmeasured = Rules(1e-5, budgets=rules.budgets, shares=rules.shares)
+    assert not unmeasured.rounding_explains(6, clean, 1e-6)

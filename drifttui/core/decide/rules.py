@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from drifttui.core.base.metrics import Stats
-from drifttui.core.base.tolerance import derived_budget
+from drifttui.core.base.tolerance import SAFETY, derived_budget
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,16 @@ class Rules:
         if isinstance(own, Stats):
             return own.fails_at(atol, self.own(call), floor)
         return own.fails(atol, self.own(call), floor)
+
+    def rounding_explains(self, call: int, own: Any, atol: float) -> bool:
+        """Its own error is within SAFETY x the deviation of its recomputation in the file's precision
+        (capture/rounding.py: torch's weights and inputs rounded as the file rounds them): the file's own
+        rounding of this layer explains its error, even where that is over the worst-case bound (a
+        LayerNorm normalising an int8-quantized input loses more than the bound assumes)."""
+        m = self.rounding.get(call)
+        if m is None or m != m or own is None or not getattr(own, "samples", None):
+            return False
+        return not own.fails(atol, max(self.rtol, SAFETY * m), False)
 
     def judged_alone(self, call: int) -> bool:
         """A call with reduced nodes of its own whose budget was measured for it: its own error over that

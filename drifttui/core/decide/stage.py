@@ -82,7 +82,7 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
         verdict="drift" if drifts else "ok",
         precision=precision_of(pr, rules, drifts, origin, _over(layers, origin),
                                any(L.status == DRIFT and L.index != origin for L in layers),
-                               origin is not None and origin in verdict.genuine),
+                               origin is not None and origin in verdict.genuine, _rounded(layers, origin)),
         drift_origin=make_origin(layers, origin),
         precision_origin=make_origin(layers, verdict.precision_origin if origin is not None else None),
         tolerance=Tolerance(atol, rtol, dtype=DTYPE_RULE),
@@ -324,7 +324,13 @@ def layer_budget(rules: Rules, call: int, g: Optional[Aggregate], lo: Optional[A
     own = rules.own_budget(call)
     return LayerBudget(b.fmt, own, b.out, b.depth, own_db, out_db, rules.shares.get(call), over,
                        own_bound=b.own, measured=measured,
-                       derived="measured" if rules.measured(call) else "bound")
+                       derived="measured" if rules.measured(call) else "bound",
+                       rounding_explains=bool(b.node_ids) and rules.rounding_explains(call, lo, atol))
+
+
+def _rounded(layers: list[Layer], origin: Optional[int]) -> bool:
+    b = layers[origin].budget if origin is not None else None
+    return bool(b is not None and b.rounding_explains)
 
 
 def _over(layers: list[Layer], origin: Optional[int]) -> bool:

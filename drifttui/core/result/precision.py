@@ -26,6 +26,8 @@ class LayerBudget:
     measured: Optional[float] = None      # the layer recomputed by PyTorch in the file's precision (sample 0):
                                           # max |d| / max |torch| (None: not recomputed)
     derived: str = "bound"                # "measured": own_budget = min(bound, SAFETY x measured); "bound"
+    rounding_explains: bool = False       # its own error is within SAFETY x ``measured``: the file's own rounding
+                                          # of this layer explains it (a precision story, never a genuine drift)
 
 
 @dataclass(frozen=True)
