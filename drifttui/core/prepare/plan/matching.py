@@ -197,7 +197,7 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
             choice[r] = best
     out = Transferred(anchors=anchors, how={**how, **out_folded}, blocks=blocks)
     carried_downstream(ref, set(wanted), ref_vals, dep_vals, choice, out.downstream)
-    out.matches = _resolve(choice, dep_vals)
+    out.matches = _resolve(choice, dep_vals, lambda r, d: op_kind(ref, r) == op_kind(dep, d))
     _second_choices(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, choice, out.matches)
     _in_order(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, out.matches)
     _through_transposes(ref, wanted, ref_vals, dep_vals, out.matches)
@@ -257,16 +257,24 @@ def _perm_of(node: Any) -> Optional[tuple]:
     return None
 
 
-def _resolve(choice: dict[str, Match], dep_vals: dict[str, np.ndarray]) -> dict[str, Match]:
+def _resolve(choice: dict[str, Match], dep_vals: dict[str, np.ndarray],
+             same_kind: Any = lambda r, d: False) -> dict[str, Match]:
     """A deployed value equal to some reference value is theirs, and so is its twin (another name
     for the same tensor: a view drifttui reads a blocked NCHWc value through, next to the
-    ReorderOutput the file has); otherwise the closest one keeps it."""
+    ReorderOutput the file has); otherwise the closest one keeps it.  Two reference values equally
+    close (one tensor under two names: a LayerNorm's output and the Reshape of it a model returns)
+    leave it to the one computed by the deployed value's kind of op (``same_kind(r, d)``): the
+    LayerNorm keeps its own output, the Reshape takes a value after it or none."""
     exact_users = {m.value for m in choice.values() if m.exact}
     exact_users |= _twins([m for m in choice.values() if m.exact], {m.value for m in choice.values() if not m.exact},
                           dep_vals)
     closest: dict[str, tuple[float, str]] = {}
     for r, m in choice.items():
-        if not m.exact and (m.value not in closest or m.err < closest[m.value][0]):
+        if m.exact:
+            continue
+        prev = closest.get(m.value)
+        if prev is None or m.err < prev[0] or (m.err == prev[0] and same_kind(r, m.value)
+                                               and not same_kind(prev[1], m.value)):
             closest[m.value] = (m.err, r)
     return {r: m for r, m in choice.items()
             if m.exact or (m.value not in exact_users and closest[m.value][1] == r)}
