@@ -10,7 +10,11 @@ The points here are those this suite found failing and the engine now holds (the
   own error is its output's QuantizeLinear rounding, which the recomputation (capture/rounding.py) did
   not round, so its derived budget was 3.8x too tight;
 - LLaMA's int4 ``up_proj`` with its block scales x1.3 passed as within the int4 bound (no weight check
-  of MatMulNBits weights).
+  of MatMulNBits weights);
+- Whisper TorchScript through ORT basic covered 92% of the raw export: each ``self_attn.v_proj`` unmapped.
+  MatMulAddFusion made the Linear Reshape, Gemm, Reshape and ReshapeFusion merged that Reshape into the
+  head split's, so only the flattened Gemm output is left, read by ORT's scope-less Reshape; the absorbed
+  view's way back took the Linear's own scope from it and hid the view (plan/absorbed.py).
 """
 from __future__ import annotations
 
@@ -72,3 +76,23 @@ def test_llama_through_the_tools_the_drift_matrix_lacks(files, tmp_path, tool):
     bad = U.plant("llama", kind, dep, tmp_path / "bad.onnx")
     assert bad is not None
     assert outcome(U.check("llama", bad), truth.drift_origin.module) == "named"
+
+
+def test_whisper_torchscript_through_ort_basic_maps_the_value_projections(files, tmp_path):
+    dep = files("whisper", "torchscript", "ort-basic")
+    raw = files("whisper", "torchscript")
+    result = U.check("whisper", dep)
+    _clean_ok(result, U.covered(U.check("whisper", raw)))
+    assert U.covered(result) == U.covered(U.check("whisper", raw))
+    v = next(layer for layer in result.layers if layer.module == "layers.1.self_attn.v_proj")
+    assert v.status == "ok" and v.metrics is not None, (v.status, v.note)
+    for kind in ("weight", "epsilon", "pads", "alpha"):
+        truth = U.check("whisper", U.plant("whisper", kind, raw, tmp_path / f"raw-{kind}.onnx", raw=True))
+        bad = U.plant("whisper", kind, dep, tmp_path / f"{kind}.onnx")
+        assert outcome(U.check("whisper", bad), truth.drift_origin.module) == "named", kind
+    # a drift in the projection the mapping now reaches is named there, not at the out_proj reading it
+    from tests.deploy import arch_drifts as AD
+
+    w = U.whisper().get_submodule("layers.1.self_attn.v_proj").weight.detach().numpy()
+    bad = U.check("whisper", AD.weight(dep, w, tmp_path / "v_proj.onnx", 1.05))
+    assert outcome(bad, "layers.1.self_attn.v_proj") == "named", bad.drift_origin
