@@ -104,7 +104,7 @@ class FRelu(nn.Module):
 
 
 class Heads(nn.Module):
-    """One attention head split (Whisper's and BART's pattern): a Linear with a bias on a 3-D input, viewed
+    """One attention head split (Whisper's pattern): a Linear with a bias on a 3-D input, viewed
     into heads.  ORT basic's MatMulAddFusion makes the Linear Reshape, Gemm, Reshape, and its ReshapeFusion
     merges that Reshape into the head split's: the file has no value of the Linear's shape, only its
     flattened Gemm output, read by a scope-less Reshape."""
