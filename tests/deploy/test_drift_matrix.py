@@ -18,7 +18,8 @@ pytestmark = pytest.mark.deploy
 
 NEEDS = {"onnxsim": "onnxsim", "onnxslim": "onnxslim", "fp16-occ": "onnxconverter_common"}
 # (arch, exporter, tool, kind) -> why the point is not named (strict: it fails today; session 24's re-run)
-_CLEAN_FALSE = "the clean file already has a false DRIFT there (mapping of a processed MobileNetV3: not this issue's part; session 25: its pads point named, lifted)"
+_CLEAN_FALSE = ("the clean file already has a false DRIFT there (mapping of a processed MobileNetV3: not this issue's "
+                "part; session 25: its pads point named, lifted)")
 _EITHER = ("the activation computes with reduced nodes of its own (Q/DQ or float16) and is a decomposed GELU (Erf or "
            "Tanh with constant inputs): the planted constant moves it less than its precision budget, and no attribute "
            "evidence reads a constant input (attr_probe.py reads Gelu nodes only); re-run in session 24, still failing "
