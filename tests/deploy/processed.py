@@ -16,7 +16,8 @@ import torch
 import torch.nn as nn
 
 HERE = Path(__file__).resolve()
-INPUTS = {"cnn": "shape:1x3x32x32", "tf": "shape:1x10x16", "perm": "shape:1x3x8x8", "frelu": "shape:1x3x16x16"}
+INPUTS = {"cnn": "shape:1x3x32x32", "tf": "shape:1x10x16", "perm": "shape:1x3x8x8", "frelu": "shape:1x3x16x16",
+          "heads": "shape:1x6x16"}
 
 
 class Block(nn.Module):
@@ -102,6 +103,26 @@ class FRelu(nn.Module):
         return self.head(y.mean((2, 3)))
 
 
+class Heads(nn.Module):
+    """One attention head split (Whisper's pattern): a Linear with a bias on a 3-D input, viewed
+    into heads.  ORT basic's MatMulAddFusion makes the Linear Reshape, Gemm, Reshape, and its ReshapeFusion
+    merges that Reshape into the head split's: the file has no value of the Linear's shape, only its
+    flattened Gemm output, read by a scope-less Reshape."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(16)
+        self.v_proj = nn.Linear(16, 16)
+        self.out = nn.Linear(16, 16)
+
+    def forward(self, x):
+        h = self.norm(x)
+        q = h.view(1, 6, 2, 8).transpose(1, 2)
+        v = self.v_proj(h).view(1, 6, 2, 8).transpose(1, 2)
+        a = torch.softmax(q @ q.transpose(-1, -2), dim=-1) @ v
+        return self.out(a.transpose(1, 2).reshape(1, 6, 16))
+
+
 def _seeded(cls: type) -> nn.Module:
     torch.manual_seed(0)
     m = cls()
@@ -127,6 +148,10 @@ def perm() -> nn.Module:
 
 def frelu() -> nn.Module:
     return _seeded(FRelu)
+
+
+def heads() -> nn.Module:
+    return _seeded(Heads)
 
 
 def spec(name: str) -> str:

@@ -68,6 +68,28 @@ def test_torchscript_transformer_at_ort_all_runs_without_exit_3(raw, tmp_path):
     assert P.covered(result) >= 0.95 * result.coverage.modules
 
 
+def test_a_linear_whose_reshape_ort_basic_merged_into_the_head_split_is_mapped(raw, tmp_path):
+    """ORT basic's MatMulAddFusion + ReshapeFusion (Whisper's encoder at 92% of its raw export): the
+    value Linear's own value is gone, only its flattened Gemm output is left, read by ORT's scope-less
+    merged Reshape.  The Linear is compared through a Reshape view of that Gemm output (the way back in the
+    reader's filled-in scope, not the Linear's), clean, and a weight x1.05 in it is named there, not at
+    the output Linear that reads the attention."""
+    import onnx
+
+    dep = P.ort_offline("basic")(raw("heads", "torchscript"), tmp_path / "basic.onnx")
+    ops = [n.op_type for n in onnx.load(str(dep)).graph.node]
+    assert "Gemm" in ops and "Add" not in ops      # the tool did fuse (else this tests nothing)
+    result = P.check("heads", dep)
+    assert result.verdict == OK, (result.drift_origin, [(l.module, l.status, l.note) for l in result.layers])
+    v = _layer(result, "v_proj")
+    assert v.status == OK and v.onnx_values[0].endswith("::absorbed"), (v.status, v.note)
+    assert v.metrics is not None and v.metrics.max_abs.worst < 1e-5
+    assert P.covered(result) == result.coverage.modules
+    drifted = P.check("heads", P.scale_weight(dep, P.heads().v_proj.weight.detach().numpy(), 1.05,
+                                              tmp_path / "v.onnx"))
+    assert drifted.verdict == DRIFT and drifted.drift_origin.module == "v_proj", drifted.drift_origin
+
+
 def test_weight_drift_after_onnxsim_has_the_raw_files_origin(raw, tmp_path):
     needs("onnxsim")
     src = raw("cnn", "dynamo")

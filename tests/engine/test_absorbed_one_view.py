@@ -23,6 +23,7 @@ class _View:
     readers: tuple
     depth: int
     module: str = ""
+    back_depth: int = -1
 
     def of(self, arr):
         return np.transpose(arr, self.perm)

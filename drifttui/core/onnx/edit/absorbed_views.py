@@ -30,6 +30,8 @@ class ViewLike(Protocol):
     depth: int          # the module's depth below the root: the forward node's scope is cut there;
                         # negative: a folded constant's view, scoped by ``module`` (no producer)
     module: str
+    back_depth: int     # >= 0: the way back is scoped by the producer's scope cut to this depth (its first
+                        # reader has no scope of its own); -1: by its first reader's scope
 
 
 def _scoped(node: Any, name: str, depth: int = -1) -> tuple[str, list[tuple[str, str]]]:
@@ -93,10 +95,13 @@ def with_views(model: Any, views: list[ViewLike], value_shapes: dict[str, tuple[
         home = {"module": v.module} if folded else {"depth": v.depth}
         put = before if folded else after
         fwd, back = f"{v.value}::absorbed", f"{v.value}::unabsorbed"
+        # the way back in its first reader's scope; a scope-less reader's (an optimiser's node): the producer's
+        # scope cut to the depth the index filled in for the reader, never the module's own
+        home_back, back_depth = (src, v.back_depth) if v.back_depth >= 0 and not folded else (nodes[first], -1)
         if v.perm is not None:
             put.setdefault(at, []).append(
                 _node("Transpose", [v.value], fwd, src, f"{FORWARD}{k}", perm=list(v.perm), **home))
-            way_back = _node("Transpose", [fwd], back, nodes[first], f"{BACK}{k}",
+            way_back = _node("Transpose", [fwd], back, home_back, f"{BACK}{k}", depth=back_depth,
                              perm=[int(i) for i in np.argsort(v.perm)])
         else:
             to, there = f"drifttui_absorbed_shape_{k}", f"drifttui_unabsorbed_shape_{k}"
@@ -104,7 +109,7 @@ def with_views(model: Any, views: list[ViewLike], value_shapes: dict[str, tuple[
                 onnx.numpy_helper.from_array(np.array(v.shape, dtype=np.int64), to),
                 onnx.numpy_helper.from_array(np.array(value_shapes[v.value], dtype=np.int64), there)])
             put.setdefault(at, []).append(_node("Reshape", [v.value, to], fwd, src, f"{FORWARD}{k}", **home))
-            way_back = _node("Reshape", [fwd, there], back, nodes[first], f"{BACK}{k}")
+            way_back = _node("Reshape", [fwd, there], back, home_back, f"{BACK}{k}", depth=back_depth)
         before.setdefault(first, []).append(way_back)
         for r in v.readers:
             rewire[(r, v.value)] = back

@@ -24,7 +24,13 @@ Candidates, by structure only:
   module's ``.t()`` there (unless an unmapped call hands that value on: then it is that call's).
 
 Which view, if any, is decided on sample 0 by content: the view of the ONNX value closest to torch's
-output (for a square output: only when closer than the value as it lies).
+output (for a square output: only when closer than the value as it lies), close meaning most elements
+equal or, for a module drifting in every element, a small relative error (``_distance``).
+
+The reader may be an optimiser's scope-less node (ORT's MatMulAddFusion turns a Linear on a 3-D input
+into Reshape, Gemm, Reshape, and its ReshapeFusion merges that last Reshape into the attention's
+head split: the Linear's own value is gone, its flattened Gemm output is what it hands on): the way back
+then goes in the scope the index filled in for that reader, never the module's own.
 """
 from __future__ import annotations
 
@@ -54,6 +60,9 @@ class View:
     depth: int = 0                  # the call's depth below the root (the view node's scope); -1 - depth: a
                                     # folded constant's view, scoped by ``module`` (it has no producer)
     module: str = ""
+    back_depth: int = -1            # the way back's scope: its first reader's (-1), or, when that reader has no
+                                    # scope of its own (optimiser-made), the value's producer's cut to this depth
+                                    # (the scope the index filled in for the reader; produced values only)
 
     def of(self, arr: np.ndarray) -> np.ndarray:
         return np.transpose(arr, self.perm) if self.perm is not None else arr.reshape(self.shape)
@@ -61,7 +70,8 @@ class View:
     def text(self, index: GraphIndex) -> str:
         how = f"Transpose perm={list(self.perm)}" if self.perm is not None else f"Reshape to {list(self.shape)}"
         readers = ", ".join(index.nodes[r].name or index.nodes[r].op_type for r in self.readers[:2])
-        return (f"its output has no ONNX value of its own (the exporter absorbed its last view into {readers}): "
+        return (f"its output has no ONNX value of its own (the exporter or a graph optimiser absorbed its last view "
+                f"into {readers}): "
                 f"compared as {self.value} through {how}, split from its reader at that value")
 
 
@@ -74,6 +84,15 @@ def _static_shape(index: GraphIndex, value: str) -> Optional[tuple[int, ...]]:
 
 def _outside(index: GraphIndex, value: str, inside: set[int]) -> tuple[int, ...]:
     return tuple(c for c in index.consumers.get(value, []) if c not in inside)
+
+
+def _back_depth(index: GraphIndex, readers: tuple[int, ...]) -> int:
+    """Where the way back goes: in its first reader's own scope (-1), or, when that reader is an optimiser's
+    scope-less node (ORT's ReshapeFusion merging a Gemm's output Reshape into the next one), at the depth of
+    the scope the index filled in for it.  Named after a scope-less reader, the way back would itself be
+    scope-less, and filled from the view before it: inside the module, whose output it would then hide."""
+    first = index.nodes[min(readers)] if readers else None
+    return len(first.scope or []) if first is not None and first.scope_filled else -1
 
 
 def _reads_transposed(index: GraphIndex, node: int, value: str) -> bool:
@@ -104,8 +123,9 @@ def _handed_on(index: GraphIndex, call: Call, cm: Any, shape: tuple[int, ...]) -
         if vs is None or not readers or index.elem_types.get(v) not in FLOAT_ELEMS \
                 or int(np.prod(vs)) != int(np.prod(shape)) or v in index.graph_outputs:
             continue
-        views += [View(cm.call, v, p, shape, readers, call.depth) for p in _perms(vs, shape)] or [
-            View(cm.call, v, None, shape, readers, call.depth)]
+        back = _back_depth(index, readers)
+        views += [View(cm.call, v, p, shape, readers, call.depth, back_depth=back) for p in _perms(vs, shape)] or [
+            View(cm.call, v, None, shape, readers, call.depth, back_depth=back)]
     return views
 
 
@@ -116,7 +136,7 @@ def _read_transposed(index: GraphIndex, call: Call, cm: Any, shape: tuple[int, .
         return []
     readers = _outside(index, v, set(cm.nodes))
     if readers and any(_reads_transposed(index, r, v) for r in readers):
-        return [View(cm.call, v, (1, 0), shape, readers, call.depth)]
+        return [View(cm.call, v, (1, 0), shape, readers, call.depth, back_depth=_back_depth(index, readers))]
     return []
 
 
@@ -212,13 +232,22 @@ def choose(cands: dict[int, list[View]], torch_out: Callable[[list[int]], dict[i
     return [v for _, v in chosen.values()]
 
 
+NEAR = 0.25         # a view within this relative RMS error of torch's output holds it, drifting (a weight x1.05)
+
+
 def _distance(a: np.ndarray, b: np.ndarray) -> float:
-    """How far two arrays are, robust to a drift in a few elements: the share of elements apart."""
+    """How far two arrays are, robust to a drift in a few elements (the share of elements apart) and to a
+    small drift in every element (the relative RMS error, when within NEAR): a module whose own weight
+    drifts moves all its elements a few percent, and is still the module whose output the value holds."""
     if a.shape != b.shape:
         return float("inf")
     scale = max(float(np.nanmax(np.abs(b))) if b.size else 0.0, 1e-12)
     close = np.isclose(a, b, rtol=1e-3, atol=1e-3 * scale, equal_nan=True)
-    return float(1.0 - close.mean()) if close.size else 0.0
+    share = float(1.0 - close.mean()) if close.size else 0.0
+    both = np.isfinite(a) & np.isfinite(b)
+    norm = float(np.linalg.norm(b[both])) if both.any() else 0.0
+    rel = float(np.linalg.norm(a[both] - b[both])) / norm if norm > 0 else float("inf")
+    return min(share, rel) if rel <= NEAR else share
 
 
 
