@@ -46,7 +46,8 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
     saturate, every quantized layer of a BERT is over its budget and keeping any one of them removes
     little of the output error (before, such a file got no keep-list: each layer was "a genuine
     drift").  A layer is a genuine drift when decide said so (the origin, or a weight that is not the
-    model's), or when keeping every over-budget layer in float32 removes none of the output error."""
+    model's), or when keeping every over-budget layer in float32 removes none of the output error and
+    no recomputation in the file's precision explains their error (``budget.rounding_explains``)."""
     budgets = (prepared.budgets or ({}, 0.0))[0]
     decided = _genuine_by_decide(result)
     if decided is not None:
@@ -78,8 +79,10 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
         add(L)
     ok, model, after = within(kept) if kept else (False, None, None)
     if over and not ok and after is not None and _no_gain(result, after) \
-            and all(L.budget.share is not None and L.budget.share < GENUINE_SHARE for L in over):
-        # keeping them all in float32 changes nothing: not their precision (a wrong attribute)
+            and all(L.budget.share is not None and L.budget.share < GENUINE_SHARE
+                    and not L.budget.rounding_explains for L in over):
+        # keeping them all in float32 changes nothing: not their precision (a wrong attribute); never
+        # where their recomputation in the file's precision measured that error (decide: precision)
         return KeepList(genuine=[L.module or "(root)" for L in over], indices=[L.index for L in over],
                         checks=out.checks)
     must = list(kept)
