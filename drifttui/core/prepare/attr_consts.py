@@ -26,6 +26,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.base.dtypes import SCALAR_FLOAT_ELEMS
 from drifttui.core.model.export import export_model
 from drifttui.core.onnx.graph import DYNAMO, TORCHSCRIPT, build_index
 from drifttui.core.onnx.pattern import Const, Pair, compute_nodes, match
@@ -85,7 +86,7 @@ def _with_constants(index: Any, nodes: set[int]) -> bool:
                 src = index.nodes[index.producer[name]]
                 t = index.constant_tensor(src.inputs[0]) if src.op_type in ("QuantizeLinear", "DequantizeLinear",
                                                                             "Cast") and src.inputs else None
-            if t is not None and t.data_type in (1, 10, 11, 16):
+            if t is not None and t.data_type in SCALAR_FLOAT_ELEMS:
                 return True
     return False
 
