@@ -261,10 +261,8 @@ def _resolve(choice: dict[str, Match], dep_vals: dict[str, np.ndarray],
              same_kind: Any = lambda r, d: False) -> dict[str, Match]:
     """A deployed value equal to some reference value is theirs, and so is its twin (another name
     for the same tensor: a view drifttui reads a blocked NCHWc value through, next to the
-    ReorderOutput the file has); otherwise the closest one keeps it.  Two reference values equally
-    close (one tensor under two names: a LayerNorm's output and the Reshape of it a model returns)
-    leave it to the one computed by the deployed value's kind of op (``same_kind(r, d)``): the
-    LayerNorm keeps its own output, the Reshape takes a value after it or none."""
+    ReorderOutput the file has); otherwise the closest one keeps it, on a tie (one tensor, two names:
+    a LayerNorm's output and the Reshape a model returns) the one of its op kind (``same_kind``)."""
     exact_users = {m.value for m in choice.values() if m.exact}
     exact_users |= _twins([m for m in choice.values() if m.exact], {m.value for m in choice.values() if not m.exact},
                           dep_vals)
