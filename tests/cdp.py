@@ -98,7 +98,7 @@ class Tab:
         if exe is None:
             raise RuntimeError("no Chromium: apt-get install -y chromium")
         self.size, self.timeout = size, timeout
-        self.profile = tempfile.TemporaryDirectory(prefix="drifttui-cdp-")
+        self.profile = tempfile.TemporaryDirectory(prefix="drifttui-cdp-", ignore_cleanup_errors=True)
         self.proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={self.profile.name}",
                                       f"--window-size={size[0]},{size[1]}", "about:blank"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
