@@ -32,6 +32,31 @@ SPEC = str(Path(__file__).resolve())
 
 def build():
     import torch
+
+    return _model(lambda x: torch.atan2(x.relu(), x))
+
+
+def build_fixable():
+    """The same body ending in ``F.hardsigmoid`` (its exported alpha is dropped by ``main``)."""
+    import torch.nn.functional as F
+
+    return _model(F.hardsigmoid)
+
+
+def _drop_alpha(path: str) -> None:
+    """The file's HardSigmoid without its alpha: ONNX's default 0.2 where torch's is 1/6 (a patch fixes it)."""
+    import onnx
+
+    proto = onnx.load(path)
+    node = next(n for n in proto.graph.node if n.op_type == "HardSigmoid")
+    keep = [a for a in node.attribute if a.name != "alpha"]
+    del node.attribute[:]
+    node.attribute.extend(keep)
+    onnx.save(proto, path)
+
+
+def _model(tail):
+    import torch
     from torch import nn
 
     class Body(nn.Module):
@@ -42,7 +67,7 @@ def build():
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             for k in range(self.w.shape[0]):
                 x = torch.tanh(x * self.w[k]) + x * 0.5
-            return torch.atan2(x.relu(), x)
+            return tail(x)
 
     class M(nn.Module):
         def __init__(self) -> None:
@@ -72,13 +97,18 @@ def main() -> None:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--form", choices=("atan2", "hardsigmoid"), default="atan2",
+                    help="atan2: nothing fixes it (the budgets); hardsigmoid: a patch verifies (the stop)")
     a = ap.parse_args()
+    fn = "build" if a.form == "atan2" else "build_fixable"
     with tempfile.TemporaryDirectory() as d:
         path = str(Path(d) / "big.onnx")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            torch.onnx.export(build(), (inputs(),), path, dynamo=False)
-        cfg = Config(model=f"{SPEC}:build", onnx=path, inputs=f"{SPEC}:inputs", samples=3)
+            torch.onnx.export(globals()[fn](), (inputs(),), path, dynamo=False)
+        if a.form == "hardsigmoid":
+            _drop_alpha(path)
+        cfg = Config(model=f"{SPEC}:{fn}", onnx=path, inputs=f"{SPEC}:inputs", samples=3)
         runs, explains = [], []
         for _ in range(a.repeats):
             engine = Pipeline()
@@ -90,7 +120,8 @@ def main() -> None:
             runs.append(t1 - t0)
         head = exp.findings[0]
         print(f"origin {run.result.drift_origin.module}: {len(exp.case.nodes)} nodes, {len(exp.trials)} trials, "
-              f"{exp.skipped} patches and {len(exp.skipped_exports)} re-exports left untried; head {head.check}")
+              f"{exp.skipped} patches and {len(exp.skipped_exports)} re-exports left untried; head {head.check} "
+              f"verified={head.verified}")
         r, e = statistics.median(runs), statistics.median(explains)
         print(f"run {r:.1f} s   explain {e:.1f} s   explain/run {e / r:.1f}")
 

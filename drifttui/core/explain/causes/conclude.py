@@ -4,7 +4,9 @@
 verifies (or a new one, saying what the patch changed), and, when nothing verified, marks what was
 tried and adds the origin's ``unexplained`` finding, classed by mechanism (the node the localisation
 names, the ATen op whose lowering is wrong), never by the first op recognised.  ``rank`` orders the
-findings: verified first, then by severity, then those at the origin.
+findings: verified first, then by severity, then those at the origin.  ``headline_order`` is the
+same preference said of patches before they run: ``verify`` tries them in that order and stops at
+the first that verifies, which is the one this ranking would have put first.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation
 from drifttui.core.explain.causes.locate.fx_localise import describe
 from drifttui.core.explain.causes.propose.nopatch import explain_no_patch
-from drifttui.core.explain.causes.propose.patch_budget import left_untried
+from drifttui.core.explain.causes.propose.patch_budget import left_untried, not_tried
 from drifttui.core.explain.causes.propose.reexport_story import lowering_class
 from drifttui.core.explain.causes.propose.singular import ATTRIBUTE_CLASSES, nan_fed
 from drifttui.core.onnx.edit.ort_workarounds import RANK
@@ -37,16 +39,24 @@ class Trial:
     fresh: list[dict[str, Any]] = dataclasses.field(default_factory=list)   # holds.py: on fresh samples
 
 
+def _within_class(p: Patch) -> tuple[bool, bool, int]:
+    """Which of two patches of one drift class tells it best: a graph edit before a re-export, a patch
+    that fixes what the graph got wrong before an equivalent rewrite of a right graph (a workaround,
+    Gathers for a Resize: they head only when nothing else verifies), two workarounds in the
+    catalogue's order (the more robust form first)."""
+    return not p.graph_level, p.spec.get("rewrite") in EQUIVALENT, RANK.get(p.spec.get("form"), 0)
+
+
+def _wrong_nodes(loc: Optional[Localisation]) -> set[str]:
+    return set(loc.fx.wrong.nodes) if loc is not None and loc.fx is not None and loc.fx.wrong is not None else set()
+
+
 def _best(verified: list[Trial], findings: list[Finding], loc: Optional[Localisation] = None) -> list[Trial]:
     """One verified trial per drift class, the one with the smallest remaining error first."""
     claimed = {f.check for f in findings if f.severity == "error"}
-    wrong = set(loc.fx.wrong.nodes) if loc is not None and loc.fx is not None and loc.fx.wrong is not None else set()
+    wrong = _wrong_nodes(loc)
     by_class: dict[str, Trial] = {}
-    # an equivalent rewrite of a right graph (a workaround, Gathers for a Resize) tells less than a
-    # patch that fixes what the graph got wrong: within a class, it heads only when nothing else verifies
-    # (two workarounds that both verify: the catalogue's order, the more robust form first)
-    for t in sorted(verified, key=lambda t: (not t.patch.graph_level, t.patch.spec.get("rewrite") in EQUIVALENT,
-                                             RANK.get(t.patch.spec.get("form"), 0), t.after.max_abs)):
+    for t in sorted(verified, key=lambda t: (*_within_class(t.patch), t.after.max_abs)):
         by_class.setdefault(t.patch.check, t)
     # the patch at the node the FX values name as wrong tells that node's story: it heads
     return sorted(by_class.values(), key=lambda t: (wrong.isdisjoint(t.patch.nodes) if wrong else False,
@@ -54,29 +64,61 @@ def _best(verified: list[Trial], findings: list[Finding], loc: Optional[Localisa
                                                    t.after.max_abs))
 
 
+def _target(findings: list[Finding], p: Patch, module: str, used: frozenset[int] | set[int] = frozenset()) -> Optional[int]:
+    """The finding a verified ``p`` is written into: the first of its class at its nodes or at the origin."""
+    return next((k for k, f in enumerate(findings) if k not in used and f.check == p.check
+                 and (set(f.onnx_nodes) & set(p.nodes) or f.module == module)), None)
+
+
+def headline_order(patches: list[Patch], findings: list[Finding], case: Case,
+                   loc: Optional[Localisation] = None) -> list[Patch]:
+    """``patches`` in the order ``merge`` then ``rank`` would head the findings with them, were each the
+    only one verified, so that the first verified patch is the one the whole list's ranking would
+    have put first (``verify`` stops there).  A patch written into a finding of its class (the
+    checks' own first: their findings come first) heads by that finding's place, one at the origin
+    before one elsewhere; a new finding comes after them, the one at the node the FX values name as
+    wrong first, then a class a check claims, then ``_within_class``; ties keep the given order
+    (the likelihood: patch_budget.by_likelihood)."""
+    claimed = {f.check for f in findings if f.severity == "error"}
+    wrong = _wrong_nodes(loc)
+
+    def key(p: Patch) -> tuple[Any, ...]:
+        at = _target(findings, p, case.module)
+        if at is not None:
+            return (findings[at].module != case.module, at, False, False, *_within_class(p))
+        return (False, len(findings), wrong.isdisjoint(p.nodes) if wrong else False, p.check not in claimed,
+                *_within_class(p))
+    return sorted(patches, key=key)
+
+
 def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[Trial], skipped: int = 0,
-          skipped_exports: Optional[list[str]] = None) -> list[Finding]:
+          skipped_exports: Optional[list[str]] = None, unneeded: int = 0) -> list[Finding]:
+    """``unneeded``: the candidates ``verify`` left untried because a patch verified first (said in
+    the finding it verifies, with ``skipped``, the budget's)."""
     before = loc.ort.max_abs
     verified = _best([t for t in trials if t.after.ok and not t.after.fails], findings, loc)
-    untried = {"tried": len(trials), "skipped": skipped or None, "skipped_exports": skipped_exports or None}
+    untried = {"tried": len(trials), "skipped": skipped or None, "skipped_exports": skipped_exports or None,
+               "not_tried": unneeded or None}
     out = list(findings)
     used: set[int] = set()
     for t in verified:
         p = t.patch
-        at = next((k for k, f in enumerate(out) if k not in used and f.check == p.check
-                   and (set(f.onnx_nodes) & set(p.nodes) or f.module == case.module)), None)
+        at = _target(out, p, case.module, used)
         kind = p.kind if loc.kind != "runtime" or p.kind == "model" else "runtime"
         fields = dict(verified=True, patch=p.spec, local_before=before, local_after=t.after.max_abs, kind=kind,
                       severity="error")
+        said = left_untried(skipped, []) + not_tried(unneeded, p.spec)
         if at is not None:
             f = out[at]
             if f.patch != p.spec:       # verified by another patch than the check's: say what that one changed
-                fields.update(message=_verified_text(p, t, loc.ort, case) + left_untried(skipped, []), fix=p.fix)
+                fields.update(message=_verified_text(p, t, loc.ort, case) + said, fix=p.fix)
+            elif unneeded:
+                fields.update(message=f.message + said)
             out[at] = dataclasses.replace(f, evidence={**f.evidence, "verification": _ev(p, t, loc, untried)}, **fields)
             used.add(at)
         else:
             out.append(Finding(p.check, "error", case.module, p.nodes or _computing(case),
-                               _verified_text(p, t, loc.ort, case) + left_untried(skipped, []),
+                               _verified_text(p, t, loc.ort, case) + said,
                                {"verification": _ev(p, t, loc, untried)}, p.fix,
                                **{k: v for k, v in fields.items() if k != "severity"}))
             used.add(len(out) - 1)
@@ -161,4 +203,4 @@ def rank(findings: list[Finding], origin: Optional[str]) -> list[Finding]:
                                            f.verified is False))
 
 
-__all__ = ["Trial", "merge", "rank"]
+__all__ = ["Trial", "headline_order", "merge", "rank"]

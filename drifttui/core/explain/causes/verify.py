@@ -6,11 +6,13 @@
    inputs of its worst sample and the PyTorch outputs as expected values;
 2. ``localise`` runs them in ONNX Runtime and in ``onnx.reference.ReferenceEvaluator`` (the
    spec's implementation), node by node: runtime deviation or export mistranslation;
-3. every check's patch and every candidate patch (``propose.assemble``), the likeliest first and
-   within a budget, is applied to a copy of those nodes and run on the same inputs; a patch that
-   brings the origin's local error under the tolerance verifies its finding; when none does, the
-   origin module is re-exported alone (``reexport``);
-4. ``conclude`` merges the verified patches into the findings and ranks them: verified first, then
+3. every check's patch and every candidate patch (``propose.assemble``), within a budget chosen by
+   likelihood (``patch_budget``) and tried in the order the findings' ranking prefers
+   (``conclude.headline_order``), is applied to a copy of those nodes and run on the same inputs;
+   the first that brings the origin's local error under the tolerance, on the worst sample and on
+   fresh ones (``holds``), verifies its finding and ends the search (the rest are counted as not
+   tried); when none does, the origin module is re-exported alone (``reexport``);
+4. ``conclude`` merges the verified patch into the findings and ranks them: verified first, then
    errors at the origin, then the rest; a hygiene warning never heads the list while the origin drifts.
 """
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional
 
-from drifttui.core.explain.causes.conclude import Trial, merge, rank
+from drifttui.core.explain.causes.conclude import Trial, headline_order, merge, rank
 from drifttui.core.explain.causes.holds import hold
 from drifttui.core.explain.causes.locate.case import Case, origin_case, why_no_case
 from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, localise, ort_error
@@ -42,6 +44,7 @@ class Explanation:
     findings: list[Finding]
     no_case: str = ""               # why there is no case (repro / repair print it)
     skipped: int = 0                # candidate patches left untried by the budget (budget())
+    not_tried: int = 0              # candidate patches within the budget left untried: one verified first
     skipped_exports: list[str] = dataclasses.field(default_factory=list)   # re-exports left untried (export_budget)
 
     @property
@@ -63,6 +66,25 @@ def verify(case: Case, patches: list[Patch], cancel: Any = None) -> list[Trial]:
     return trials
 
 
+def first_verified(ctx: Any, case: Case, patches: list[Patch]) -> tuple[list[Trial], int]:
+    """The patches tried in order until one verifies and holds on fresh samples (``hold``: one that
+    fits the worst sample alone is marked failing and the search goes on); the trials, and how many
+    patches were left untried because one verified."""
+    trials: list[Trial] = []
+    for k, p in enumerate(patches):
+        trials += verify(case, [p], ctx.cancel)
+        if _passes(trials[-1]):
+            ctx.say("causes: checking the patch that works on fresh samples")
+            hold(ctx, trials[-1:])
+            if _passes(trials[-1]):
+                return trials, len(patches) - k - 1
+    return trials, 0
+
+
+def _passes(t: Trial) -> bool:
+    return t.after.ok and not t.after.fails
+
+
 def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -> Explanation:
     """Verify what can be verified at the drift origin; the ranked findings."""
     key = f"causes:explain:{reexport}"
@@ -81,21 +103,18 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
     ctx.say(f"causes: localising the error inside {display_name(case.module)}")
     case, loc = _localise(ctx, case)
     trials: list[Trial] = []
-    skipped, skipped_exports = 0, []
+    skipped, skipped_exports, unneeded = 0, [], 0
     if loc.ort.fails:
         every = candidate_patches(ctx, case, findings, loc)
         own = sum(1 for p in every if p.spec in [f.patch for f in findings])
-        ordered = by_likelihood(every, loc, own)
+        likely = by_likelihood(every, loc, own)
         cap = max(budget(case), own)
-        skipped = max(0, len(ordered) - cap)
-        ctx.say(f"causes: trying {min(cap, len(ordered))} candidate patch(es) on the origin's nodes")
-        trials = verify(case, ordered[:cap], ctx.cancel)
-        if any(t.after.ok and not t.after.fails for t in trials):
-            ctx.say("causes: checking the patches that work on fresh samples")
-        hold(ctx, trials)
+        skipped = max(0, len(likely) - cap)
+        ctx.say(f"causes: trying up to {min(cap, len(likely))} candidate patch(es) on the origin's nodes")
+        trials, unneeded = first_verified(ctx, case, headline_order(likely[:cap], findings, case, loc))
         trials = by_what_it_changed(case, trials, lambda ps: hold(ctx, verify(case, ps, ctx.cancel)))
         # a unit with a folded producer: the origin module alone is not what the case computes
-        if reexport and not case.folded and not any(t.after.ok and not t.after.fails for t in trials):
+        if reexport and not case.folded and not any(_passes(t) for t in trials):
             tried, skipped_exports = affordable(variants(ctx), case)
             for variant in tried:
                 ctx.say(f"causes: re-exporting {display_name(case.module)} alone with {variant.why}")
@@ -103,7 +122,7 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
                 if patch is not None:
                     trials.append(Trial(patch, ev))
                     hold(ctx, trials[-1:])
-                    if trials[-1].after.ok and not trials[-1].after.fails:
+                    if _passes(trials[-1]):
                         # a constant it names heads instead (the re-export stays its evidence)
                         trials[-1:] = _witness_constants(ctx, case, trials[-1]) or trials[-1:]
                         break
@@ -113,8 +132,9 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         exp = Explanation(case, loc, [], rank(findings, case.module))
         ctx.cache[key] = exp
         return exp
-    merged = merge(findings, case, loc, trials, skipped, skipped_exports)
-    exp = Explanation(case, loc, trials, rank(merged, case.module), skipped=skipped, skipped_exports=skipped_exports)
+    merged = merge(findings, case, loc, trials, skipped, skipped_exports, unneeded)
+    exp = Explanation(case, loc, trials, rank(merged, case.module), skipped=skipped, skipped_exports=skipped_exports,
+                      not_tried=unneeded)
     ctx.cache[key] = exp
     return exp
 
@@ -168,4 +188,4 @@ def _localise(ctx: Any, case: Case) -> tuple[Case, Localisation]:
     return case, loc
 
 
-__all__ = ["Explanation", "verify_at_origin", "verify"]
+__all__ = ["Explanation", "first_verified", "verify_at_origin", "verify"]

@@ -1,6 +1,8 @@
 """How many proposals an origin gets, and in which order (issue 30): a fixed budget of candidate patches
-per origin, scaled by its size, the likeliest first; re-exports budgeted by what they cost.  What is
-left untried is said in the finding (``skipped``, ``skipped_exports``)."""
+per origin, scaled by its size, the likeliest first; re-exports budgeted by what they cost.  ``verify``
+stops at the first patch that verifies (conclude.headline_order orders the budget so that the first
+one is the headline).  What is left untried is said in the finding: by the budget (``skipped``,
+``skipped_exports``), and because a patch verified first (``not_tried``)."""
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -58,3 +60,20 @@ def left_untried(skipped: int, skipped_exports: Optional[list[str]]) -> str:
     untried = ([f"{skipped} more candidate patch(es)"] if skipped else []) + \
         [f"the re-export with {w}" for w in (skipped_exports or [])]
     return f" ({'; '.join(untried)} left untried by the budget)" if untried else ""
+
+
+def label(spec: dict[str, Any]) -> str:
+    """A patch in a few words: what it does and where (``rewrite floor_div at /body/Div``)."""
+    what = spec.get("rewrite") or spec.get("op", "patch")
+    if spec.get("op") == "set_attribute":
+        value = spec.get("value")
+        what = f"{spec.get('name')}={value:.4g}" if isinstance(value, float) else f"{spec.get('name')}={value}"
+    elif spec.get("op") == "reexport":
+        what = f"the re-export with {spec.get('exporter', 'the other exporter')}"
+    where = spec.get("node") or spec.get("name") or spec.get("module")
+    return f"{what} at {where}" if where and spec.get("op") != "reexport" else str(what)
+
+
+def not_tried(count: int, spec: Optional[dict[str, Any]]) -> str:
+    """The candidates left untried because ``spec`` verified first, in words ("" when none)."""
+    return f" ({count} candidate patch(es) not tried: {label(spec)} verified first)" if count and spec else ""
