@@ -120,7 +120,8 @@ def main() -> None:
             runs.append(t1 - t0)
         head = exp.findings[0]
         print(f"origin {run.result.drift_origin.module}: {len(exp.case.nodes)} nodes, {len(exp.trials)} trials, "
-              f"{exp.skipped} patches and {len(exp.skipped_exports)} re-exports left untried; head {head.check} "
+              f"{exp.skipped} patches and {len(exp.skipped_exports)} re-exports left untried by the budget, "
+              f"{getattr(exp, 'not_tried', 0)} not tried (one verified first); head {head.check} "
               f"verified={head.verified}")
         r, e = statistics.median(runs), statistics.median(explains)
         print(f"run {r:.1f} s   explain {e:.1f} s   explain/run {e / r:.1f}")

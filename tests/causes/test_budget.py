@@ -50,3 +50,24 @@ def test_the_checks_patches_then_the_localised_nodes_patches_come_first():
     assert ordered == [own, wrong, a, b]
     fx = SimpleNamespace(wrong=SimpleNamespace(nodes=["n2"]))
     assert by_likelihood([own, a, b, wrong], SimpleNamespace(first_node=None, fx=fx), checks=1) == [own, b, a, wrong]
+
+
+def test_where_no_node_is_named_one_patch_of_each_kind_comes_in_turn():
+    """400 like nodes (a workaround at every Tanh) do not fill the budget before the one edit of
+    another kind: kinds in turn, each kind's patches in their order."""
+    from drifttui.core.explain.causes.propose.patch_budget import by_likelihood
+    from drifttui.core.onnx.edit.patches import Patch
+
+    def w(node: str, form: str = "tanh_exp") -> Patch:
+        return Patch({"op": "rewrite", "node": node, "rewrite": "workaround", "form": form}, "stability", "", "",
+                     nodes=[node])
+
+    alpha = Patch({"op": "set_attribute", "node": "hs", "name": "alpha", "value": 1 / 6}, "op-compat", "", "",
+                  nodes=["hs"])
+    tanhs = [w(f"t{k}") for k in range(4)]
+    other = w("t0", "tanh_sigmoid")
+    loc = SimpleNamespace(first_node=None, fx=None)
+    assert by_likelihood([*tanhs, other, alpha], loc, checks=0) == [tanhs[0], other, alpha, *tanhs[1:]]
+    # a named node still comes first, whatever its kind
+    named = SimpleNamespace(first_node="t3", fx=None)
+    assert by_likelihood([*tanhs, other, alpha], named, checks=0)[:3] == [tanhs[3], tanhs[0], other]

@@ -45,14 +45,29 @@ def affordable(variants: list[Any], case: Case) -> tuple[list[Any], list[str]]:
 
 def by_likelihood(patches: list[Patch], loc: Optional[Localisation], checks: int) -> list[Patch]:
     """The checks' own patches first (the budget never drops them), then the patches at the nodes the
-    localisation names (the first divergent node, the FX node's group), then the rest in order."""
+    localisation names (the first divergent node, the FX node's group), then the rest one of each
+    kind in turn (``_spread``)."""
     suspect = set()
     if loc is not None:
         suspect |= {loc.first_node} if loc.first_node else set()
         if loc.fx is not None and loc.fx.wrong is not None:
             suspect |= set(loc.fx.wrong.nodes)
     head, rest = patches[:checks], patches[checks:]
-    return head + sorted(rest, key=lambda p: suspect.isdisjoint(p.nodes) if suspect else False)
+    named = [p for p in rest if suspect and not suspect.isdisjoint(p.nodes)]
+    return head + named + _spread([p for p in rest if not suspect or suspect.isdisjoint(p.nodes)])
+
+
+def _spread(patches: list[Patch]) -> list[Patch]:
+    """One patch of each kind (class, edit, rewrite or workaround form, attribute) in turn, in the given
+    order: where nothing names the wrong node, the same edit at 400 like nodes (a workaround at every
+    Tanh) would fill the budget before the one edit of another kind that removes the drift."""
+    kinds: dict[tuple[Any, ...], list[Patch]] = {}
+    for p in patches:
+        s = p.spec
+        kinds.setdefault((p.check, s.get("op"), s.get("rewrite"), s.get("form"),
+                          s.get("name") if s.get("op") == "set_attribute" else None), []).append(p)
+    rounds = max((len(v) for v in kinds.values()), default=0)
+    return [ps[k] for k in range(rounds) for ps in kinds.values() if k < len(ps)]
 
 
 def left_untried(skipped: int, skipped_exports: Optional[list[str]]) -> str:
