@@ -7,14 +7,18 @@ control: no drift and no error finding.  Prints one row per form and the totals.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_causes.py [NAME ...]
 
-Not a timed test: a scorecard, run by hand (about 5 minutes on 2 cores).
+Not a timed test: a scorecard, run by hand (about 5 minutes on 2 cores).  Each row also says how long
+the causes took against the per-layer check run of the same model (``explain/run``) and how many
+patches ran (``trials``); the totals give the median ratio.
 """
 from __future__ import annotations
 
 import contextlib
 import io
+import statistics
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -155,10 +159,15 @@ def score(model: str, exporter: str, opset: Optional[int], out: Path) -> dict[st
     cfg = Config(model=f"{SPEC}:{model}", onnx=str(path), inputs=inputs, samples=3)
     engine = Pipeline()
     with contextlib.redirect_stdout(io.StringIO()):
-        ex = engine.explain(engine.run(cfg).result)
+        t0 = time.perf_counter()
+        run = engine.run(cfg)
+        t1 = time.perf_counter()
+        ex = engine.explain(run.result)
+        t2 = time.perf_counter()
     res, exp = ex.result, ex.explanation
     errors = [f for f in exp.findings if f.severity == "error"]
-    row: dict[str, Any] = {"form": _name(model, exporter, opset), "want": want or "(clean)", "verdict": res.verdict}
+    row: dict[str, Any] = {"form": _name(model, exporter, opset), "want": want or "(clean)", "verdict": res.verdict,
+                           "ratio": (t2 - t1) / (t1 - t0), "trials": len(exp.trials)}
     if not want:
         row.update(ok=res.verdict == "ok" and not errors, got=errors[0].check if errors else "-")
         return row
@@ -190,6 +199,7 @@ def main(names: list[str]) -> int:
             print(f"{r['form']:26} {r['want']:14} {r['got']:22} origin={r.get('origin', '-')!s:5} "
                   f"class={r.get('class', '-')!s:5} verified={r.get('verified', '-')!s:5} "
                   f"repair={r.get('repair_rc', '-')!s:4} check={r.get('check_rc', '-')!s:4} "
+                  f"explain/run={r.get('ratio', float('nan')):5.1f} trials={r.get('trials', '-')!s:3} "
                   f"{'OK ' if r['ok'] else 'MISS'} {r.get('message', '')}", flush=True)
     drifts = [r for r in rows if r["want"] != "(clean)"]
     clean = [r for r in rows if r["want"] == "(clean)"]
@@ -200,6 +210,10 @@ def main(names: list[str]) -> int:
           f"repair passes check {sum(r.get('check_rc') == 0 for r in drifts)}/{n}; "
           f"all four {sum(r['ok'] for r in drifts)}/{n}")
     print(f"clean controls {len(clean)}: no drift and no error finding {sum(r['ok'] for r in clean)}/{len(clean)}")
+    timed = [r for r in drifts if "ratio" in r]
+    if timed:
+        print(f"explain / run (the causes against the per-layer check run), median over the drifts: "
+              f"{statistics.median(r['ratio'] for r in timed):.2f}; trials: {sum(r['trials'] for r in timed)}")
     return 0
 
 

@@ -64,7 +64,7 @@ def _best(verified: list[Trial], findings: list[Finding], loc: Optional[Localisa
                                                    t.after.max_abs))
 
 
-def _target(findings: list[Finding], p: Patch, module: str, used: frozenset[int] | set[int] = frozenset()) -> Optional[int]:
+def _target(findings: list[Finding], p: Patch, module: str, used: Any = frozenset()) -> Optional[int]:
     """The finding a verified ``p`` is written into: the first of its class at its nodes or at the origin."""
     return next((k for k, f in enumerate(findings) if k not in used and f.check == p.check
                  and (set(f.onnx_nodes) & set(p.nodes) or f.module == module)), None)
