@@ -72,8 +72,9 @@ def first_verified(ctx: Any, case: Case, patches: list[Patch]) -> tuple[list[Tri
     patches were left untried because one verified."""
     trials: list[Trial] = []
     for k, p in enumerate(patches):
-        trials += verify(case, [p], ctx.cancel)
-        if _passes(trials[-1]):
+        ran = verify(case, [p], ctx.cancel)
+        trials += ran
+        if ran and _passes(ran[-1]):
             ctx.say("causes: checking the patch that works on fresh samples")
             hold(ctx, trials[-1:])
             if _passes(trials[-1]):
