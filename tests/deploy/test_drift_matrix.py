@@ -115,3 +115,20 @@ def test_a_clean_gpt2_qdq_file_pairs_ln_f_with_its_own_output(files):
     assert "LayerNormalization" in ln_f.op_types and ln_f.status == "ok", (ln_f.onnx_values, ln_f.status)
     p = result.precision
     assert result.verdict == "ok" or (p.verdict == "over budget" and p.cause == "precision"), (p, result.drift_origin)
+
+
+def test_a_clean_gpt2_qoperator_file_reads_each_gelu_at_its_own_output(files):
+    """In the QOperator file the GELU's last QLinearMul reaches c_proj's QGemm through the Conv1D's
+    Reshape: read through a view at the scale of the reader after that Reshape, ``act`` is paired with
+    its own output (before: with its first Mul, 0.5 x, for want of a float view of the last one:
+    "genuine drift" at h.0.mlp.act, 14 dB) and c_proj is mapped, held to a recomputation that rounds
+    its output at its QGemm's scale (before that: "genuine drift" at h.1.mlp.c_proj)."""
+    dep = files("deployed", "gpt2", "dynamo", "qoperator")
+    result = M.check("gpt2", dep)
+    by = {L.module: L for L in result.layers}
+    for b in ("h.0", "h.1"):
+        act, proj = by[f"{b}.mlp.act"], by[f"{b}.mlp.c_proj"]
+        assert act.status == "ok" and "Tanh" in act.op_types, (act.onnx_values, act.op_types)
+        assert proj.status == "ok" and "QGemm" in proj.op_types, (proj.status, proj.onnx_values)
+    p = result.precision
+    assert result.verdict == "ok" or (p.verdict == "over budget" and p.cause == "precision"), (p, result.drift_origin)

@@ -14,7 +14,8 @@ The rounding, per the layer's format (prepare/precision.py's NodePrecision):
     format; the sums computed in float32 (as ONNX Runtime's CPU kernels accumulate);
   int8: each floating input rounded to its quantizer's step (the file's: act_step x max|x|), each
     weight matrix (2-d or more) to the file's weight step (weight_step x max|W|, per tensor), biases
-    and norms' vectors kept (the file keeps them in float or int32);
+    and norms' vectors kept (the file keeps them in float or int32); the output rounded where the layer's
+    own QuantizeLinear (QDQ) or QOperator node (at its output scale) quantizes it;
   int4 (any bits) weight-only, MatMulNBits: the weight K x N (a Linear's N x K) in the node's blocks of
     block_size along K, each to its block's grid (symmetric: max|block| / 2^(bits-1), the levels
     -2^(bits-1)..2^(bits-1)-1, as MatMulNBitsQuantizer rounds; with zero points: (max - min) / (2^bits - 1)
