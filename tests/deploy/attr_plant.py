@@ -10,7 +10,8 @@ file must reproduce (issue 33, point 8).
   below (the output keeps its shape: a symmetric padding made asymmetric, as a SAME-padding bug does);
 - ``alpha(path, k, dst)``: the ``k``-th GELU-like activation in graph order gets another constant: a
   Gelu's ``approximate`` (none -> tanh), a LeakyRelu / Elu / HardSigmoid / QuickGelu ``alpha`` x1.5 (ORT's
-  FusedConv carries it as its first ``activation_params``), the
+  FusedConv carries it as its first ``activation_params``; a HardSwish is split into the HardSigmoid and Mul
+  ORT inlines it to, its 1/6 x1.5), the
   erf form's divisor sqrt(2) (or its 1/sqrt(2) factor) x1.25, the tanh form's 0.044715 -> 0.1.
 
 Each returns ``dst``, or None when the file has no such node (a BatchNorm folded into its Conv, a
@@ -170,6 +171,8 @@ def _gelu_sites(g: _Graph) -> list[tuple[Any, str, Optional[int], float]]:
             sites.append((n, "approximate", None, 0.0))
         elif n.op_type in ALPHA_OPS:
             sites.append((n, "alpha", None, float(_attr(n, "alpha", 0.01))))
+        elif n.op_type == "HardSwish" and n.domain in ("", "ai.onnx"):    # x HardSigmoid(x; 1/6, 1/2), the
+            sites.append((n, "hardswish", None, 1.0 / 6.0))             # form ORT inlines it to
         elif n.op_type == "FusedConv" and _attr(n, "activation", b"") in (b"HardSigmoid", b"LeakyRelu") \
                 and _attr(n, "activation_params", []):
             sites.append((n, "activation_params", None, float(_attr(n, "activation_params")[0])))
@@ -195,6 +198,8 @@ def alpha(path: Path, k: int, dst: Path) -> Optional[Path]:
         _set(node, "approximate", "tanh" if _attr(node, "approximate", b"none") in (b"none", "none") else "none")
     elif how == "alpha":
         _set(node, "alpha", v * 1.5)
+    elif how == "hardswish":
+        _split_hardswish(model, node, v * 1.5)
     elif how == "activation_params":        # ORT's FusedConv carries its activation's alpha first
         _set(node, "activation_params", [v * 1.5, *list(_attr(node, "activation_params"))[1:]])
     else:
@@ -205,3 +210,22 @@ def alpha(path: Path, k: int, dst: Path) -> Optional[Path]:
         node.input[pos] = name
     onnx.save(model, str(dst))
     return dst
+
+
+def _split_hardswish(model: Any, node: Any, alpha: float) -> None:
+    """A HardSwish written as ONNX defines it, ``x * HardSigmoid(x; alpha, 1/2)``, with ``alpha`` for its 1/6:
+    ORT's function inlining makes that very pair of every HardSwish, so its files have a HardSigmoid site
+    where the raw export has a HardSwish (the k-th site must be one module's in every file).  Named as the
+    node was, last segment extended (a TorchScript name keeps its scope)."""
+    x, y = node.input[0], node.output[0]
+    gate = onnx.helper.make_node("HardSigmoid", [x], [f"{y}_planted_gate"], name=f"{node.name}_planted_gate",
+                                 alpha=alpha, beta=0.5)
+    mul = onnx.helper.make_node("Mul", [x, f"{y}_planted_gate"], [y], name=f"{node.name}_planted_mul")
+    for p in node.metadata_props:          # a dynamo node's scope
+        gate.metadata_props.add(key=p.key, value=p.value)
+        mul.metadata_props.add(key=p.key, value=p.value)
+    nodes = model.graph.node
+    i = list(nodes).index(node)
+    del nodes[i]
+    nodes.insert(i, mul)
+    nodes.insert(i, gate)

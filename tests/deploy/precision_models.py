@@ -335,3 +335,37 @@ def seq8x16():
     import torch
 
     return torch.randn(1, 8, 16)
+
+
+def gpt_mlp():
+    """Two GPT-2-style blocks written out (no transformers): a LayerNorm, a Conv1D (addmm on the input
+    viewed 2-D, viewed back) and the tanh GELU (0.5 x (1 + tanh(...)), four Muls), then a Conv1D.  In the
+    QOperator format the GELU's last QLinearMul reaches the next QGemm through the Conv1D's Reshape:
+    its integers have no reader that names their scale directly."""
+    import math
+
+    import torch
+    from torch import nn
+
+    class Conv1D(nn.Module):
+        def __init__(self, nx: int, nf: int) -> None:
+            super().__init__()
+            self.weight, self.bias = nn.Parameter(torch.randn(nx, nf) * 0.2), nn.Parameter(torch.randn(nf) * 0.1)
+
+        def forward(self, x):
+            return torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight).view(*x.shape[:-1], -1)
+
+    class NewGELU(nn.Module):
+        def forward(self, x):
+            return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+    class Block(nn.Module):
+        def __init__(self, d: int = 32) -> None:
+            super().__init__()
+            self.ln, self.c_fc, self.act, self.c_proj = nn.LayerNorm(d), Conv1D(d, 4 * d), NewGELU(), Conv1D(4 * d, d)
+
+        def forward(self, x):
+            return x + self.c_proj(self.act(self.c_fc(self.ln(x))))
+
+    torch.manual_seed(0)
+    return nn.Sequential(Block(), Block()).eval()

@@ -17,13 +17,18 @@ from tests.deploy.conftest import needs
 pytestmark = pytest.mark.deploy
 
 NEEDS = {"onnxsim": "onnxsim", "onnxslim": "onnxslim", "fp16-occ": "onnxconverter_common"}
-# (arch, exporter, tool, kind) -> why the point is not named (strict: it fails today; session 24's re-run)
-_CLEAN_FALSE = ("the planted alpha is not named (session 25: the clean file is ok now, its pads point named and "
-                "lifted; this point still fails)")
+# (arch, exporter, tool, kind) -> why the point is not named (strict: it fails today).  Session 26 lifted the
+# last two, MobileNetV3 TorchScript ORT basic / extended alpha: drifttui named act2, where the alpha was planted;
+# ORT inlines every HardSwish into a HardSigmoid and a Mul, so the k-th site in graph order was conv_head's act2
+# there and an SE gate in the raw export (attr_plant now plants a HardSwish as that pair: one module everywhere)
+# That makes act2's HardSwish the site in every file, and in the int8 files its alpha (1/6 -> 1/4) is not found:
+# timm's act2 computes in place, so its layer is not recomputed in the file's precision and is judged with its
+# output (11.7% against an output budget of 19%, its own error 3.2x its worst-case bound; QDQ, session 26)
+_IN_PLACE = ("act2's alpha in an int8 file: an in-place activation is not recomputed in the file's precision, "
+             "so it is judged with its output, whose budget (19%) holds the planted 11.7%")
 XFAIL: dict[tuple[str, str, str, str], str] = {
-    ("mobilenetv3", "torchscript", "ort-basic", "alpha"): _CLEAN_FALSE,
-    ("mobilenetv3", "torchscript", "ort-extended", "alpha"): "after ORT's fusions the last HardSigmoid in graph order "
-    "is act2's (the planter's k-th site is another module's)",
+    ("mobilenetv3", "torchscript", "qdq", "alpha"): _IN_PLACE,
+    ("mobilenetv3", "torchscript", "qoperator", "alpha"): _IN_PLACE,
 }
 FILES = [(a, e) for a, (_, exps, _) in M.ARCHS.items() for e in exps]
 POINTS = [(a, e, t, k) for a, e in FILES for t in M.TOOLS for k in M.KINDS if M.ARCHS[a][2][k] is not None]
@@ -113,5 +118,22 @@ def test_a_clean_gpt2_qdq_file_pairs_ln_f_with_its_own_output(files):
     result = M.check("gpt2", dep)
     ln_f = next(L for L in result.layers if L.module == "ln_f")
     assert "LayerNormalization" in ln_f.op_types and ln_f.status == "ok", (ln_f.onnx_values, ln_f.status)
+    p = result.precision
+    assert result.verdict == "ok" or (p.verdict == "over budget" and p.cause == "precision"), (p, result.drift_origin)
+
+
+def test_a_clean_gpt2_qoperator_file_reads_each_gelu_at_its_own_output(files):
+    """In the QOperator file the GELU's last QLinearMul reaches c_proj's QGemm through the Conv1D's
+    Reshape: read through a view at the scale of the reader after that Reshape, ``act`` is paired with
+    its own output (before: with its first Mul, 0.5 x, for want of a float view of the last one:
+    "genuine drift" at h.0.mlp.act, 14 dB) and c_proj is mapped, held to a recomputation that rounds
+    its output at its QGemm's scale (before that: "genuine drift" at h.1.mlp.c_proj)."""
+    dep = files("deployed", "gpt2", "dynamo", "qoperator")
+    result = M.check("gpt2", dep)
+    by = {L.module: L for L in result.layers}
+    for b in ("h.0", "h.1"):
+        act, proj = by[f"{b}.mlp.act"], by[f"{b}.mlp.c_proj"]
+        assert act.status == "ok" and "Tanh" in act.op_types, (act.onnx_values, act.op_types)
+        assert proj.status == "ok" and "QGemm" in proj.op_types, (proj.status, proj.onnx_values)
     p = result.precision
     assert result.verdict == "ok" or (p.verdict == "over budget" and p.cause == "precision"), (p, result.drift_origin)

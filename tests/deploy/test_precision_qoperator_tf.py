@@ -144,3 +144,20 @@ def test_a_relu_folded_into_a_quantized_output_leaves_the_layer_before_it_fused(
     assert by["enc.linear1"].status == "fused"
     assert by["enc.linear2"].status == "ok" and by["enc.linear2"].local is not None
     assert any("ReLU folded into a quantizer" in n for n in r.notes)
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_a_quantized_value_moved_on_by_a_reshape_is_read_at_its_own_scale(tmp_path, exporter):
+    """GPT-2's MLP (precision_models.gpt_mlp): the GELU's last QLinearMul reaches the next QGemm through
+    the Conv1D's Reshape, a reader that names no scale.  The value is still read through a view (at the
+    scale of the reader after the Reshape), so the GELU's output is its own (before: its first Mul,
+    0.5 x, paired for want of it: "drift" at 0.act, 14 dB, and c_proj fused), and each Conv1D's
+    recomputation in the file's precision rounds its output at its QGemm's output scale."""
+    r = check(quantized("gpt_mlp", "seq8", exporter, tmp_path), fn="gpt_mlp", inputs="seq8")
+    assert r.verdict == "ok" and r.precision.verdict == "within budget", (r.drift_origin, r.precision.verdict)
+    by = {L.module: L for L in r.layers}
+    for b in ("0", "1"):
+        act, proj = by[f"{b}.act"], by[f"{b}.c_proj"]
+        assert act.status == "ok" and "Tanh" in act.op_types, (act.onnx_values, act.op_types)
+        assert proj.status == "ok" and "QGemm" in proj.op_types, (proj.status, proj.onnx_values)
+    assert r.coverage.mapped == r.coverage.modules

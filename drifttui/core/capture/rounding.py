@@ -14,7 +14,8 @@ The rounding, per the layer's format (prepare/precision.py's NodePrecision):
     format; the sums computed in float32 (as ONNX Runtime's CPU kernels accumulate);
   int8: each floating input rounded to its quantizer's step (the file's: act_step x max|x|), each
     weight matrix (2-d or more) to the file's weight step (weight_step x max|W|, per tensor), biases
-    and norms' vectors kept (the file keeps them in float or int32);
+    and norms' vectors kept (the file keeps them in float or int32); the output rounded where the layer's
+    own QuantizeLinear (QDQ) or QOperator node (at its output scale) quantizes it;
   int4 (any bits) weight-only, MatMulNBits: the weight K x N (a Linear's N x K) in the node's blocks of
     block_size along K, each to its block's grid (symmetric: max|block| / 2^(bits-1), the levels
     -2^(bits-1)..2^(bits-1)-1, as MatMulNBitsQuantizer rounds; with zero points: (max - min) / (2^bits - 1)
@@ -35,11 +36,13 @@ import torch
 from torch.utils._pytree import tree_map
 
 from drifttui.core.onnx.nbits import NBITS_OPS
+from drifttui.core.onnx.qviews import MOVES, is_view_node
 from drifttui.core.prepare.precision import ACCUMULATING, QOPERATOR_PREFIX
 from drifttui.core.runtime.guards import safe_forward
 from drifttui.core.runtime.torch_hooks import Sink, tensors_of
 
 _TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+_MAX_BACK = 4          # views and moves between a layer's mapped output and the QOperator node that made it
 
 
 def _round_low(dt: torch.dtype):
@@ -137,10 +140,35 @@ def targets(pr: Any) -> dict[int, Target]:
         own = set(b.node_ids)
         out_step = max((scan.nodes[n.index].act_step for n in nodes if n.op_type == "QuantizeLinear"
                         and n.index in scan.nodes and pr.index.producer.get(n.inputs[0]) in own), default=0.0)
+        out_step = max(out_step, _qoperator_out_step(pr, c, own))
         out[c] = Target(b.fmt, max((p.act_step for p in precs), default=0.0),
                         max((p.weight_step for p in precs), default=0.0), accumulates or blocks is not None, blocks,
                         out_step)
     return out
+
+
+def _qoperator_out_step(pr: Any, call: int, own: set[int]) -> float:
+    """A QOperator layer's output rounding: the relative step (1 / max|q - zero point| on sample 0) of
+    the integers its own QLinear* / QGemm node outputs at the file's output scale, found from the
+    call's mapped output back through the views and moves that read it (DequantizeLinear, Reshape, a
+    view's round trip...)."""
+    index, levels = pr.index, pr.precision.levels
+    cm = next((m for m in pr.plan.calls if m.call == call), None) if pr.plan is not None else None
+    step = 0.0
+    for v in (cm.outputs.values() if cm is not None else ()):
+        for _ in range(2 * _MAX_BACK):
+            p = index.producer.get(v)
+            if p is None:
+                break
+            n = index.nodes[p]
+            if n.op_type.startswith(QOPERATOR_PREFIX):
+                if p in own and levels.get(v):
+                    step = max(step, 1.0 / levels[v])
+                break
+            if not n.inputs or not (n.op_type == "DequantizeLinear" or n.op_type in MOVES or is_view_node(n.proto)):
+                break
+            v = n.inputs[0]
+    return step
 
 
 def _blocks_of(nodes: list[Any]) -> Optional[tuple[int, int, int, int, bool]]:

@@ -19,9 +19,33 @@ QOPERATOR = ("QLinear", "QGemm")      # QOperator ops: their outputs are quantiz
 FLOAT = 1
 
 
-def _scale_zero(index: Any, value: str) -> Optional[tuple[str, str]]:
+# ops that move a quantized tensor's integers without computing with them: what they output is read
+# with the scale and zero point of their input (onnxruntime.quantization puts no DequantizeLinear
+# before them: a QLinearMul's output goes through GPT-2's Reshape to the next QGemm as integers)
+MOVES = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Slice", "Split", "Gather",
+         "Expand", "Tile", "MaxPool", "DepthToSpace", "SpaceToDepth"}
+_MAX_MOVES = 8
+
+
+def _scale_zero(index: Any, value: str, depth: int = 0) -> Optional[tuple[str, str]]:
     """The (scale, zero point) initializers a reader of ``value`` takes it with: every QOperator op
-    and DequantizeLinear read a quantized tensor as (x, x_scale, x_zero_point), side by side."""
+    and DequantizeLinear read a quantized tensor as (x, x_scale, x_zero_point), side by side; a
+    value only moved on (Reshape, Transpose...: MOVES) is read with its reader's."""
+    found = _read_with(index, value)
+    if found is not None or depth >= _MAX_MOVES:
+        return found
+    for c in index.consumers.get(value, []):
+        n = index.nodes[c]
+        if n.op_type in MOVES and n.domain in ("", "ai.onnx") and n.inputs and n.inputs[0] == value:
+            for o in n.outputs:
+                found = _scale_zero(index, o, depth + 1) if o else None
+                if found is not None:
+                    return found
+    return None
+
+
+def _read_with(index: Any, value: str) -> Optional[tuple[str, str]]:
+    """The (scale, zero point) a reader of ``value`` names next to it (a QOperator op, DequantizeLinear)."""
     for c in index.consumers.get(value, []):
         ins = index.nodes[c].inputs
         for pos, name in enumerate(ins):

@@ -69,6 +69,7 @@ class PrecisionScan:
     total: int = 0
     views: int = 0           # nodes drifttui added to read quantized values (qviews.py), not the file's
     reduced_views: int = 0   # ... of them in ``nodes`` (the QuantizeLinear back to the readers)
+    levels: dict[str, int] = field(default_factory=dict)  # int8: quantized value -> max|q - zero point| on sample 0
 
     @property
     def formats(self) -> list[str]:
@@ -94,7 +95,7 @@ def scan(index: Any, levels: Optional[dict[str, int]] = None) -> PrecisionScan:
     |q - zero point| each quantizer's output reaches on sample 0 (act_levels.py), for the
     activations' steps (without it: the assumed 2/255 of the range)."""
     levels = levels or {}
-    out = PrecisionScan(total=len(index.nodes))
+    out = PrecisionScan(total=len(index.nodes), levels=dict(levels))
     _count_evidence(index, out)
     if not any(k.endswith(" initializers") or k in DYNAMIC_OPS or k in QDQ_OPS or k.startswith(QOPERATOR_PREFIX)
                or k in NBITS_OPS for k in out.ops):
