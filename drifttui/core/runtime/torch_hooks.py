@@ -64,7 +64,10 @@ def _version(t: torch.Tensor) -> Optional[int]:
 
 
 def tensors_of(obj: Any) -> list[torch.Tensor]:
-    return [t for t in tree_leaves(obj) if isinstance(t, torch.Tensor)]
+    """The plain tensors of ``obj``.  A nested tensor (``nn.TransformerEncoder``'s fast path hands one from
+    layer to layer in eval with a padding mask) has no shape to compare and no ONNX value of its own: the
+    calls that read or return one are left unmapped, the module that pads it back is compared."""
+    return [t for t in tree_leaves(obj) if isinstance(t, torch.Tensor) and not t.is_nested]
 
 
 def hookable(model: Any) -> tuple[bool, str]:
@@ -171,7 +174,7 @@ class Hooks:
     def _post(self, name: str) -> Callable[..., None]:
         def hook(module: torch.nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
             idx = self._stack.pop() if self._stack else -1
-            outs = [output] if isinstance(output, torch.Tensor) else tensors_of(output)
+            outs = tensors_of(output)
             if self.tracing and idx >= 0:
                 call = self.calls[idx]
                 ins = self._in_versions.pop(idx, {})
