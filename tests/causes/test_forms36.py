@@ -24,16 +24,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.causes.form_suite import assert_clean, assert_verified_and_repaired, deep_forms, explained_forms, params
+from tests.causes.form_suite import (assert_clean, assert_verified_and_repaired, assert_verified_not_repairable,
+                                     deep_forms, explained_forms, params)
 
 _REEXPORT = {"exporter": "dynamo"}
 # (model, exporter) -> (class, patch op, what the patch changed, words of the message)
 VERIFIED = {
-    # the exporters' files compute what torch computes; ONNX Runtime's normalisation kernels lose the
-    # variance of a large common offset (E[x^2] - E[x]^2 in float32): the two-pass form verifies
-    ("groupnorm_offset", "torchscript"): ("stability", "rewrite", {"rewrite": "workaround"}, "variance"),
-    ("instnorm_offset", "dynamo"): ("stability", "rewrite", {"rewrite": "workaround"}, "variance"),
-    ("layernorm_offset", "dynamo"): ("stability", "rewrite", {"rewrite": "workaround"}, "variance"),
     # TorchScript drops aten::embedding_renorm_ (max_norm): the dynamo export of the module verifies
     ("embedding_max_norm", "torchscript"): ("lowering", "reexport", _REEXPORT, "body.table"),
     ("embbag_max_norm", "torchscript"): ("lowering", "reexport", _REEXPORT, "body.bag"),
@@ -49,9 +45,14 @@ VERIFIED = {
 }
 ORIGIN = {"groupnorm_offset": "body.norm", "instnorm_offset": "body.norm", "layernorm_offset": "body.norm",
           "embedding_max_norm": "body.table", "embbag_max_norm": "body.bag", "encoder_nested": "body.encoder"}
-_NORM = "no patch makes ONNX Runtime's normalisation kernels compute the variance in two passes"
-XFAIL = {("groupnorm_offset", "torchscript"): _NORM, ("instnorm_offset", "dynamo"): _NORM,
-         ("layernorm_offset", "dynamo"): _NORM}
+XFAIL: dict = {}
+# a normalisation of values with a large common offset: torch's own float32 result is ~1e-2 off its float64
+# value, ONNX Runtime's rounds otherwise (found when the fix was tried: neither side is right, so no file can
+# compute torch's rounding).  The conditioning counterfactual verifies (propose/conditioning.py, session 26):
+# both sides in float64 agree; repair has nothing to apply
+_COND = ("stability", "float64", {"module": "body.norm"}, "ill-conditioned function in float32")
+CONDITIONED = {("groupnorm_offset", "torchscript"): _COND, ("instnorm_offset", "dynamo"): _COND,
+               ("layernorm_offset", "dynamo"): _COND}
 CLEAN = [("layernorm_plain", "dynamo"), ("embedding_plain", "torchscript"), ("poisson_positive", "dynamo"),
          ("encoder_unpadded", "torchscript")]
 CLEAN_XFAIL: dict = {}
@@ -77,6 +78,11 @@ def test_a_module_form_is_explained_verified_and_repaired(explained, form):
     assert_verified_and_repaired(explained, form, VERIFIED[form], ORIGIN.get(form[0], "body"))
 
 
+@pytest.mark.parametrize("form", params(CONDITIONED, set()))
+def test_an_ill_conditioned_module_is_said_so_and_verified_in_float64(explained, form):
+    assert_verified_not_repairable(explained, form, CONDITIONED[form], "body.norm")
+
+
 @pytest.mark.parametrize("form", _marked(CLEAN, set(), CLEAN_XFAIL))
 def test_the_clean_controls_have_no_error_finding(explained, form):
     assert_clean(explained, form)
@@ -84,5 +90,6 @@ def test_the_clean_controls_have_no_error_finding(explained, form):
 
 @pytest.mark.drifts
 def test_at_least_half_the_forms_sit_inside_deep_models(explained):
-    deep = deep_forms(explained, [f for f in VERIFIED if f not in XFAIL])
-    assert len(deep) * 2 >= len([f for f in VERIFIED if f not in XFAIL]), deep
+    forms = list(VERIFIED) + list(CONDITIONED)
+    deep = deep_forms(explained, forms)
+    assert len(deep) * 2 >= len(forms), deep
