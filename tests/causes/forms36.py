@@ -24,6 +24,12 @@ forms30's 16-call stem and before a head, the shallow ones after one Linear; the
   and returns 0 at the padded positions; both exporters trace the padded computation;
 * clean controls: ``layernorm_plain`` (no offset), ``embedding_plain`` (a max norm no row reaches),
   ``encoder_unpadded`` (no position padded), ``poisson_positive`` (rates never 0).
+
+Written after the first run, as held-out checks of the mechanisms it led to (not counted in the first run):
+
+* ``encoder_final_norm``: a three-layer GELU encoder with a final ``norm`` whose padding comes from sequence
+  lengths, mean-pooled: torch pads back with 0 *before* the norm (so torch has the norm of 0 there);
+* ``instnorm2d_offset``, ``groupnorm_offset_wide``: ``InstanceNorm2d`` and a 2-group ``GroupNorm`` of offset values.
 """
 from __future__ import annotations
 
@@ -117,6 +123,32 @@ class NestedEncoder(nn.Module):
         return self.encoder(seq, src_key_padding_mask=mask).reshape(x.shape)
 
 
+class LengthsEncoder(nn.Module):
+    """three GELU layers and a final norm over 2 sequences of lengths 3 and 1, mean-pooled."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(WIDTH, 2, 48, dropout=0.0, batch_first=True, activation="gelu")
+        self.encoder = nn.TransformerEncoder(layer, 3, norm=nn.LayerNorm(WIDTH))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        seq = x.view(2, 3, WIDTH)
+        pad = torch.arange(3).unsqueeze(0) >= torch.tensor([3, 1]).unsqueeze(1)
+        pooled = self.encoder(seq, src_key_padding_mask=pad | (seq[..., 0] > 100.0)).mean(1)
+        return pooled.repeat(3, 1)
+
+
+class OffsetNorm2d(nn.Module):
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.norm = nn.InstanceNorm2d(2, affine=True) if kind == "instance" else nn.GroupNorm(2, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = (x.shape[0], 2, 4, 4) if self.kind == "instance" else (x.shape[0], 4, 8)
+        return self.norm(x.view(shape) * 0.02 + 2000.0).reshape(x.shape)
+
+
 def groupnorm_offset() -> nn.Module: return _deep(lambda: OffsetNorm("group", 1000.0))         # noqa: E704
 def instnorm_offset() -> nn.Module: return _deep(lambda: OffsetNorm("instance", 1000.0))       # noqa: E704
 def layernorm_offset() -> nn.Module: return _shallow(lambda: OffsetNorm("layer", 3000.0))      # noqa: E704
@@ -130,6 +162,11 @@ def poisson_positive() -> nn.Module: return _deep(lambda: PoissonRate(0.5))     
 def ce_weight_smooth() -> nn.Module: return _deep(WeightedSmoothCE)                            # noqa: E704
 def encoder_nested() -> nn.Module: return _deep(lambda: NestedEncoder(True))                   # noqa: E704
 def encoder_unpadded() -> nn.Module: return _deep(lambda: NestedEncoder(False))                # noqa: E704
+
+
+def encoder_final_norm() -> nn.Module: return _deep(LengthsEncoder)                         # noqa: E704
+def instnorm2d_offset() -> nn.Module: return _shallow(lambda: OffsetNorm2d("instance"))        # noqa: E704
+def groupnorm_offset_wide() -> nn.Module: return _deep(lambda: OffsetNorm2d("group"))          # noqa: E704
 
 
 def rows_inputs() -> torch.Tensor:

@@ -49,7 +49,14 @@ VERIFIED = {
     ("encoder_nested", "torchscript"): ("lowering", "rewrite", {"rewrite": "zero_masked"}, "nested-tensor fast path"),
     ("encoder_nested", "dynamo"): ("lowering", "rewrite", {"rewrite": "zero_masked"}, "nested-tensor fast path"),
 }
-ORIGIN = {"groupnorm_offset": "body.norm", "instnorm_offset": "body.norm", "layernorm_offset": "body.norm",
+# held out after the first run (forms36.py says so): its first run with fast_path.py had no origin at all (the
+# padding happens between the last layer and the final norm, no module owned it): the nested scope is now
+# compared as one unit (torch_hooks.py) and the zeros go on what the final norm reads
+HELD_OUT = {
+    ("encoder_final_norm", "torchscript"): ("lowering", "rewrite", {"rewrite": "zero_masked"}, "final norm reads"),
+    ("encoder_final_norm", "dynamo"): ("lowering", "rewrite", {"rewrite": "zero_masked"}, "final norm reads"),
+}
+ORIGIN = {"encoder_final_norm": "body.encoder", "groupnorm_offset": "body.norm", "instnorm_offset": "body.norm", "layernorm_offset": "body.norm",
           "embedding_max_norm": "body.table", "embbag_max_norm": "body.bag", "encoder_nested": "body.encoder"}
 XFAIL: dict = {}
 # a normalisation of values with a large common offset: torch's own float32 result is ~1e-2 off its float64
@@ -58,7 +65,9 @@ XFAIL: dict = {}
 # both sides in float64 agree; repair has nothing to apply
 _COND = ("stability", "float64", {"module": "body.norm"}, "ill-conditioned function in float32")
 CONDITIONED = {("groupnorm_offset", "torchscript"): _COND, ("instnorm_offset", "dynamo"): _COND,
-               ("layernorm_offset", "dynamo"): _COND}
+               ("layernorm_offset", "dynamo"): _COND,
+               # held out after the mechanism: verified on their first run
+               ("instnorm2d_offset", "torchscript"): _COND, ("groupnorm_offset_wide", "dynamo"): _COND}
 CLEAN = [("layernorm_plain", "dynamo"), ("embedding_plain", "torchscript"), ("poisson_positive", "dynamo"),
          ("encoder_unpadded", "torchscript")]
 CLEAN_XFAIL: dict = {}
@@ -82,6 +91,11 @@ def explained(tmp_path_factory):
 @pytest.mark.parametrize("form", _marked(list(VERIFIED), FAST, XFAIL))
 def test_a_module_form_is_explained_verified_and_repaired(explained, form):
     assert_verified_and_repaired(explained, form, VERIFIED[form], ORIGIN.get(form[0], "body"))
+
+
+@pytest.mark.parametrize("form", params(HELD_OUT, set()))
+def test_a_held_out_encoder_form_is_explained_verified_and_repaired(explained, form):
+    assert_verified_and_repaired(explained, form, HELD_OUT[form], "body.encoder")
 
 
 @pytest.mark.parametrize("form", params(CONDITIONED, set()))
