@@ -37,6 +37,4 @@ def to_float64(model: Any) -> Any:
                 a.i = TensorProto.DOUBLE
             elif a.HasField("t"):
                 _widen_tensor(a.t)
-            elif a.name == "value_float" and n.op_type == "Constant":
-                pass        # a Constant's float attribute is a float32 scalar either way
     return m
