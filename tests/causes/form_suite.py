@@ -67,6 +67,22 @@ def assert_verified_and_repaired(explained: Callable, form: tuple, expected: tup
     assert engine.recheck(cfg, fixed.model).verdict == "ok"
 
 
+def assert_verified_not_repairable(explained: Callable, form: tuple, expected: tuple, origin: str) -> None:
+    """A form no file can repair (torch's own float32 rounding is the drift): the origin, the class, the
+    counterfactual verified, and ``repair`` saying it has nothing to apply rather than writing a file."""
+    from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.onnx.graph import full_model
+
+    cls, op, changed, words = expected
+    _, _, run, result, exp = explained(*form)
+    assert result.verdict == "drift" and result.drift_origin.module == origin
+    head = exp.findings[0]
+    assert (head.check, head.verified, head.severity) == (cls, True, "error"), (head.check, head.message)
+    assert head.patch["op"] == op and all(head.patch.get(k) == v for k, v in changed.items()), head.patch
+    assert words in head.message, head.message
+    assert repair(full_model(run.prepared.index), exp).model is None
+
+
 def assert_said_unverified(explained: Callable, form: tuple, expected: tuple, origin: str) -> None:
     """A form nothing verifies: its origin and mechanism, and that no patch verified, said so."""
     cls, words = expected

@@ -64,7 +64,14 @@ def _version(t: torch.Tensor) -> Optional[int]:
 
 
 def tensors_of(obj: Any) -> list[torch.Tensor]:
-    return [t for t in tree_leaves(obj) if isinstance(t, torch.Tensor)]
+    """The plain tensors of ``obj``.  A nested tensor (``nn.TransformerEncoder``'s fast path hands one from
+    layer to layer in eval with a padding mask) has no shape to compare and no ONNX value of its own: see
+    ``Hooks._close_nested_scope``."""
+    return [t for t in tree_leaves(obj) if isinstance(t, torch.Tensor) and not t.is_nested]
+
+
+def _has_nested(obj: Any) -> bool:
+    return any(isinstance(t, torch.Tensor) and t.is_nested for t in tree_leaves(obj))
 
 
 def hookable(model: Any) -> tuple[bool, str]:
@@ -111,6 +118,7 @@ class Hooks:
         self._ended = 0
         self.multi_out: dict[int, list[torch.Tensor]] = {}
         self._in_versions: dict[int, dict[int, Optional[int]]] = {}
+        self._nested: set[int] = set()      # traced calls that read or return a nested tensor
 
     @contextlib.contextmanager
     def installed(self) -> Iterator["Hooks"]:
@@ -139,6 +147,7 @@ class Hooks:
         if tracing:
             self.calls = []
             self.multi_out = {}
+            self._nested = set()
 
     # -- hooks --------------------------------------------------------------------
     def _pre(self, name: str) -> Callable[..., None]:
@@ -159,6 +168,8 @@ class Hooks:
                     call.params.append((f"{name}.{bn}" if name else bn, "buffer", tuple(b.shape),
                                         dtype_name(b)))
                 self.calls.append(call)
+                if _has_nested((args, kwargs)):
+                    self._nested.add(idx)
             if self.tracing:
                 self._in_versions[idx] = {id(t): _version(t) for t in tensors_of((args, kwargs))}
             self._stack.append(idx)
@@ -171,7 +182,7 @@ class Hooks:
     def _post(self, name: str) -> Callable[..., None]:
         def hook(module: torch.nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
             idx = self._stack.pop() if self._stack else -1
-            outs = [output] if isinstance(output, torch.Tensor) else tensors_of(output)
+            outs = tensors_of(output)
             if self.tracing and idx >= 0:
                 call = self.calls[idx]
                 ins = self._in_versions.pop(idx, {})
@@ -185,6 +196,9 @@ class Hooks:
                 call.end_order = self._ended
                 for pos, t in enumerate(outs):
                     self._ids[id(t)] = (weakref.ref(t), (idx, pos))
+                if _has_nested(output):
+                    self._nested.add(idx)
+                self._close_nested_scope(idx)
             self._ended += 1
             if self.sink is not None and 0 <= idx < len(self.calls) and self.calls[idx].module == name:
                 self.sink.on_output(idx, outs)
@@ -192,6 +206,18 @@ class Hooks:
                     self.sink.on_call(idx, module, args, kwargs, outs)
 
         return hook
+
+    def _close_nested_scope(self, idx: int) -> None:
+        """``idx`` ends a scope whose calls handed nested tensors around while it reads and returns plain ones
+        (a TransformerEncoder on its fast path): every call inside it is left without values, so it is
+        compared as one unit.  Its children's plain values (a final norm reading the padded-back output) are
+        no boundary the local run may feed torch's values into: the padding happens in its own forward."""
+        if idx in self._nested or not any(k in self._nested for k in range(idx + 1, len(self.calls))):
+            return
+        for k in range(idx + 1, len(self.calls)):
+            self.calls[k].inputs, self.calls[k].outputs = [], []
+            self._nested.discard(k)
+            self.multi_out.pop(k, None)
 
     def _producer(self, t: torch.Tensor) -> Optional[tuple[int, int]]:
         entry = self._ids.get(id(t))

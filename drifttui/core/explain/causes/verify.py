@@ -28,6 +28,7 @@ from drifttui.core.explain.causes.locate.fx_localise import describe, first_fail
 from drifttui.core.explain.causes.propose import constants
 from drifttui.core.explain.causes.propose.ablation import by_what_it_changed
 from drifttui.core.explain.causes.propose.assemble import candidate_patches
+from drifttui.core.explain.causes.propose.conditioning import float64_trial
 from drifttui.core.explain.causes.propose.patch_budget import affordable, budget, by_likelihood
 from drifttui.core.explain.causes.propose.precision_loss import precision_finding
 from drifttui.core.explain.causes.propose.reexport import try_reexport, variants
@@ -127,6 +128,9 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
                         # a constant it names heads instead (the re-export stays its evidence)
                         trials[-1:] = _witness_constants(ctx, case, trials[-1]) or trials[-1:]
                         break
+        if not any(t.after.ok and not t.after.fails for t in trials):
+            # no file computes what torch computes: is it float32 rounding of an ill-conditioned input?
+            trials.extend(Trial(*t) for t in [float64_trial(ctx, case, loc)] if t is not None)
     if not loc.ort.fails:
         # the origin's own nodes pass on its worst sample (e.g. the error needs upstream noise):
         # nothing to verify here, and no claim that the origin drifts on its own

@@ -32,6 +32,7 @@ import numpy as np
 from drifttui.core.onnx.io import copy_model
 from drifttui.core.onnx.edit.resize_gather import apply_resize_gather
 from drifttui.core.onnx.edit.rewriting import APPLY, input_dtype
+from drifttui.core.onnx.edit.masked_positions import APPLY as MASKED
 from drifttui.core.onnx.edit.nan_select import APPLY as NAN_SELECT
 from drifttui.core.onnx.edit.singular import APPLY as SINGULAR
 from drifttui.core.onnx.edit.stable_forms import apply_expm1, apply_log1p, apply_logaddexp
@@ -189,7 +190,7 @@ def _rewrites() -> dict[str, Any]:
 
     return {k: wrapped(fn) for k, fn in {**APPLY, "resize_gather": apply_resize_gather, "log1p": apply_log1p,
                                                          "expm1": apply_expm1, "logaddexp": apply_logaddexp,
-                                                         **SINGULAR, **NAN_SELECT}.items()}
+                                                         **SINGULAR, **NAN_SELECT, **MASKED}.items()}
 
 
 def _workaround(model: Any, p: Patch) -> None:

@@ -20,6 +20,7 @@ from drifttui.core.explain.causes.locate.fx_localise import torch_calls
 from drifttui.core.explain.causes.locate.torch_op import name_torch_ops
 from drifttui.core.explain.causes.propose import constants, rewrites
 from drifttui.core.explain.causes.propose.candidates import graph_candidates
+from drifttui.core.explain.causes.propose.fast_path import fast_path_patches
 from drifttui.core.explain.causes.propose.nan_select import nan_select_patches
 from drifttui.core.explain.causes.propose.singular import singular_patches
 from drifttui.core.explain.causes.propose.weights import torch_tensors, weight_candidates
@@ -62,6 +63,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
                 and f.patch.get("node", f.patch.get("name")) in nodes | {v for n in case.model.graph.node for v in n.input}:
             out.append(Patch(dict(f.patch), f.check, f.message, f.fix, f.kind if f.kind != "unknown" else "export",
                              module=f.module, nodes=list(f.onnx_nodes)))
+    out.extend(fast_path_patches(case, module))
     if loc is not None:
         out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind))
         out.extend(singular_patches(case, loc))

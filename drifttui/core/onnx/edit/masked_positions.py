@@ -1,0 +1,46 @@
+"""The positions a key-padding mask marks, set to 0 on a node's output (``rewrite: zero_masked``).
+
+``nn.TransformerEncoder`` in eval (``enable_nested_tensor=True``, the default) with a
+``src_key_padding_mask`` runs torch's fast path: the sequence becomes a nested tensor without the
+padded positions and is padded back with 0 (pytorch/pytorch#97111, #86120).  No exporter traces that
+path: the file computes the padded positions like any other.  The edit gives the file torch's zeros:
+``Where(mask[..., None], 0, y)`` (the mask ``(N, S)``, transposed first when the output is ``(S, N, E)``).
+It keeps the node's output name and rewrites the model in place (ValueError when it does not fit).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from drifttui.core.onnx.edit.graft import toposort
+from drifttui.core.onnx.edit.rewriting import input_dtype, scoped
+
+
+def apply_zero_masked(model: Any, spec: dict[str, Any]) -> None:
+    from onnx import helper, numpy_helper
+
+    node = next((n for n in model.graph.node if n.name == spec["node"]), None)
+    if node is None:
+        raise ValueError(f"no node named {spec['node']!r}")
+    mask = spec["mask"]
+    if not any(mask in (*n.output,) for n in model.graph.node) and mask not in {i.name for i in model.graph.input}:
+        raise ValueError(f"no value named {mask!r} holds the padding mask")
+    out = node.output[0]
+    dtype = input_dtype(model, out)
+    p = f"{node.name or out}/drifttui_zero_masked"
+    node.output[0] = f"{p}/raw"
+    new = [helper.make_node("Unsqueeze", [mask if spec.get("batch_first", True) else f"{p}/mask_t", f"{p}/axis"],
+                            [f"{p}/mask"], name=f"{p}/unsqueeze"),
+           helper.make_node("Where", [f"{p}/mask", f"{p}/zero", f"{p}/raw"], [out], name=f"{p}/where")]
+    if not spec.get("batch_first", True):
+        new.insert(0, helper.make_node("Transpose", [mask], [f"{p}/mask_t"], name=f"{p}/transpose", perm=[1, 0]))
+    scoped(node, new)
+    nodes = list(model.graph.node)
+    del model.graph.node[:]
+    model.graph.node.extend(toposort(nodes + new))
+    model.graph.initializer.extend([numpy_helper.from_array(np.asarray(0.0, dtype=dtype), f"{p}/zero"),
+                                    numpy_helper.from_array(np.asarray([-1], dtype=np.int64), f"{p}/axis")])
+
+
+APPLY = {"zero_masked": apply_zero_masked}

@@ -1,0 +1,58 @@
+"""The two graph edits of session 26's mechanisms on small graphs, run by the real ONNX Runtime and the ONNX
+reference implementation: a float32 graph widened to float64 (the conditioning counterfactual) computes the
+float64 values, and ``zero_masked`` gives torch's zeros at the masked positions and nothing else."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from drifttui.core.explain.causes.locate.evaluate import run_ort, run_reference
+from drifttui.core.onnx.edit.masked_positions import apply_zero_masked
+from drifttui.core.onnx.edit.widen import to_float64
+
+
+def _layer_norm_graph():
+    s, b = np.ones(32, np.float32), np.zeros(32, np.float32)
+    g = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["xc"], to=TensorProto.FLOAT),
+         helper.make_node("LayerNormalization", ["xc", "s", "b"], ["y"], name="ln", axis=-1, epsilon=1e-5)],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6, 32])],
+        [numpy_helper.from_array(s, "s"), numpy_helper.from_array(b, "b")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def test_a_widened_graph_computes_the_float64_values_and_the_original_is_untouched():
+    x = (np.random.default_rng(0).standard_normal((6, 32)) * 0.03 + 3000.0).astype(np.float32)
+    model = _layer_norm_graph()
+    x64 = x.astype(np.float64)
+    exact = (x64 - x64.mean(-1, keepdims=True)) / np.sqrt(x64.var(-1, keepdims=True) + 1e-5)
+    wide = run_reference(to_float64(model), {"x": x64})["y"]
+    assert wide.dtype == np.float64 and np.abs(wide - exact).max() < 1e-9
+    narrow = run_ort(model, {"x": x})["y"]
+    assert narrow.dtype == np.float32 and np.abs(narrow - exact).max() > 1e-3     # float32 loses the variance
+    assert model.graph.input[0].type.tensor_type.elem_type == TensorProto.FLOAT
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_zero_masked_zeroes_the_masked_positions_only(batch_first):
+    shape = [2, 3, 4] if batch_first else [3, 2, 4]
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="act")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape),
+                           helper.make_tensor_value_info("m", TensorProto.BOOL, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    apply_zero_masked(model, {"node": "act", "mask": "m", "batch_first": batch_first})
+    x = np.abs(np.random.default_rng(1).standard_normal(shape)).astype(np.float32) + 0.1
+    m = np.array([[False, False, True], [False, True, False]])
+    y = run_ort(model, {"x": x, "m": m})["y"]
+    pos = y if batch_first else y.transpose(1, 0, 2)
+    xs = x if batch_first else x.transpose(1, 0, 2)
+    assert (pos[m] == 0).all() and np.array_equal(pos[~m], xs[~m])
+
+
+def test_zero_masked_refuses_a_mask_the_graph_does_not_hold():
+    model = _layer_norm_graph()
+    with pytest.raises(ValueError, match="padding mask"):
+        apply_zero_masked(model, {"node": "ln", "mask": "nowhere"})
