@@ -28,6 +28,7 @@ import pytest
 from tests.causes.form_suite import assert_clean, assert_verified_and_repaired, deep_forms, explained_forms
 
 _OTHER = "computes something else than torch"
+_DROPPED = "aten.avg_pool%s.default with divisor_override as an AveragePool that divides by the window size"
 # (model, exporter) -> (class, patch op, what the patch changed, words of the message)
 VERIFIED = {
     # the other exporter lowers the call right: the origin re-exported with it and grafted
@@ -37,21 +38,18 @@ VERIFIED = {
                                        "ReduceLogSumExp /body/ReduceLogSumExp " + _OTHER),
     ("mean_int_dtype", "dynamo"): ("lowering", "reexport", {"exporter": "torchscript"},
                                    "the exporter's lowering of torch's aten.mean.dim is wrong"),
-    # both exporters drop divisor_override
-    ("avgpool_divisor", "torchscript"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "aten.avg_pool2d"),
-    ("avgpool_divisor_top", "dynamo"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "aten.avg_pool2d"),
-    ("avgpool3d_divisor", "dynamo"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "aten.avg_pool3d"),
-    ("avgpool3d_divisor", "torchscript"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"},
-                                           "aten.avg_pool3d"),
+    # both exporters drop divisor_override: the re-trace through torch's definition (window sums / the
+    # override, core/model/pool_forms.py); the story says so, never "padding"
+    ("avgpool_divisor", "torchscript"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, _DROPPED % "2d"),
+    ("avgpool_divisor_top", "dynamo"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, _DROPPED % "2d"),
+    ("avgpool3d_divisor", "dynamo"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, _DROPPED % "3d"),
+    ("avgpool3d_divisor", "torchscript"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, _DROPPED % "3d"),
     # both exporters: a uint8 Resize that does not round as torch's fixed-point uint8 kernel does
     ("resize_uint8", "torchscript"): ("lowering", "reexport", {}, "aten.upsample_bilinear2d"),
     ("resize_uint8_deep", "dynamo"): ("lowering", "reexport", {}, "aten.upsample_bilinear2d"),
 }
-_POOL = "first run: no patch verifies (both exporters drop avg_pool's divisor_override)"
 _RESIZE = "first run: no patch verifies (both exporters' uint8 Resize does not round as torch's uint8 kernel)"
-XFAIL = {("avgpool_divisor", "torchscript"): _POOL, ("avgpool_divisor_top", "dynamo"): _POOL,
-         ("avgpool3d_divisor", "dynamo"): _POOL, ("avgpool3d_divisor", "torchscript"): _POOL,
-         ("resize_uint8", "torchscript"): _RESIZE, ("resize_uint8_deep", "dynamo"): _RESIZE}
+XFAIL = {("resize_uint8", "torchscript"): _RESIZE, ("resize_uint8_deep", "dynamo"): _RESIZE}
 CLEAN = [("avgpool_plain", "torchscript"), ("masked_add_never", "torchscript"), ("cumsum_int32_small", "torchscript"),
          ("resize_uint8_nearest", "dynamo")]
 FAST = {("masked_add", "torchscript"), ("logsumexp_int", "torchscript")}
@@ -75,6 +73,8 @@ def explained(tmp_path_factory):
 @pytest.mark.parametrize("form", _params(VERIFIED))
 def test_an_op_lowering_form_is_explained_verified_and_repaired(explained, form):
     assert_verified_and_repaired(explained, form, VERIFIED[form], "body")
+    if form[0].startswith("avgpool"):
+        assert "pytorch/pytorch#105349" in explained(*form)[4].findings[0].fix
 
 
 @pytest.mark.drifts
