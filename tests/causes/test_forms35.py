@@ -28,6 +28,7 @@ import pytest
 from tests.causes.form_suite import assert_clean, assert_verified_and_repaired, deep_forms, explained_forms
 
 _OTHER = "computes something else than torch"
+_ONCE = "aten.upsample_bilinear2d.vec of a uint8 image as a Resize that interpolates a uint8 image in float"
 _DROPPED = "aten.avg_pool%s.default with divisor_override as an AveragePool that divides by the window size"
 # (model, exporter) -> (class, patch op, what the patch changed, words of the message)
 VERIFIED = {
@@ -44,12 +45,12 @@ VERIFIED = {
     ("avgpool_divisor_top", "dynamo"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, _DROPPED % "2d"),
     ("avgpool3d_divisor", "dynamo"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, _DROPPED % "3d"),
     ("avgpool3d_divisor", "torchscript"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, _DROPPED % "3d"),
-    # both exporters: a uint8 Resize that does not round as torch's fixed-point uint8 kernel does
-    ("resize_uint8", "torchscript"): ("lowering", "reexport", {}, "aten.upsample_bilinear2d"),
-    ("resize_uint8_deep", "dynamo"): ("lowering", "reexport", {}, "aten.upsample_bilinear2d"),
+    # both exporters: a uint8 Resize rounded once, where torch rounds each separable pass in fixed point: the
+    # re-trace through torch's definition (core/model/resize_forms.py); the story says so, never "interpolation"
+    ("resize_uint8", "torchscript"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, _ONCE),
+    ("resize_uint8_deep", "dynamo"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, _ONCE),
 }
-_RESIZE = "first run: no patch verifies (both exporters' uint8 Resize does not round as torch's uint8 kernel)"
-XFAIL = {("resize_uint8", "torchscript"): _RESIZE, ("resize_uint8_deep", "dynamo"): _RESIZE}
+XFAIL: dict = {}       # every form verifies since session 26's pool_forms.py and resize_forms.py
 CLEAN = [("avgpool_plain", "torchscript"), ("masked_add_never", "torchscript"), ("cumsum_int32_small", "torchscript"),
          ("resize_uint8_nearest", "dynamo")]
 FAST = {("masked_add", "torchscript"), ("logsumexp_int", "torchscript")}
