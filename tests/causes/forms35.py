@@ -6,7 +6,9 @@ ones after one Linear; the form is always the child ``body``:
 
 * ``avgpool_divisor`` / ``avgpool3d_divisor``: ``F.avg_pool2d`` / ``avg_pool3d`` with ``divisor_override``
   (pytorch/pytorch#105349): both exporters emit an ``AveragePool`` that divides by the window size (the
-  TorchScript one used to refuse it; today both drop the override silently);
+  TorchScript one used to refuse it; today both drop the override silently).  The functional call: real.py's
+  ``divisor`` is the ``nn.AvgPool2d`` module, which the catalogue's rewrite (reading the module's attribute)
+  covered, and this one it did not;
 * ``masked_add``: ``x.index_put((mask,), v, accumulate=True)``: the TorchScript file is a ``Where`` that
   replaces the masked values by ``v`` instead of adding it (pytorch/pytorch#61034's family; the repeated
   indices of the same call are real.py's ``indexput``, left out here);

@@ -1,6 +1,7 @@
 """Upstream drift forms of the exporters' lowerings of torch ops, found for issue 30 point 8 in session 26
 (tests/causes/forms35.py: pooling, indexing, cumulative ops, reductions of integer tensors, an integer resize),
-none of them in forms20/30/32/33/34, forms_special/nan/dof, upstream.py, real.py or the catalogue; six of the
+none of them in forms20/30/32/33/34, forms_special/nan/dof, upstream.py, real.py or the catalogue (the avg-pool
+ones are the functional form of real.py's ``nn.AvgPool2d`` ``divisor``, which the catalogue missed); six of the
 ten inside a deep model (forms30's 16-call stem, the form, a head), exported by the real exporters and run in
 real ONNX Runtime: the origin, the cause's class by mechanism, ``verified``, and ``repair``'s file passes
 ``check``; four clean controls have no error finding.
@@ -10,16 +11,22 @@ First run, before any engine change (a held-out measurement of the engine as it 
 | column | first run |
 |---|---|
 | origin | 10/10 |
-| class right by mechanism | 6/10 (`lowering` on the two TorchScript avg-pool files unverified; the dynamo avg-pool files called `padding`, the uint8 resizes `interpolation`) |
+| class right by mechanism | 6/10 (`lowering` on the two TorchScript avg-pool files, unverified; the two dynamo avg-pool files called `padding`, the two uint8 resizes `interpolation`) |
 | class right and verified | 4/10 (each by re-exporting the origin with the other exporter) |
 | `repair`'s file passes `check` | 4/10 (every verified one) |
 | clean controls without an error finding | 4/4 |
 
 The four that verified did so through the generic re-export with the other exporter (``masked_add``,
 ``cumsum_int32``, ``logsumexp_int``: TorchScript wrong, dynamo right; ``mean_int_dtype``: the reverse).  The
-misses are the calls that both exporters lower wrong: ``avg_pool2d`` / ``avg_pool3d`` with ``divisor_override``
-(three pairs) and the uint8 bilinear resize (two pairs).  The fast forms run in ``make test``; the rest behind
-the ``drifts`` marker (``make test-drifts``).
+misses were the calls that both exporters lower wrong: ``avg_pool2d`` / ``avg_pool3d`` with ``divisor_override``
+(four pairs) and the uint8 bilinear resize (two pairs).  (The avg-pool forms are functional calls; real.py's
+``divisor`` is the ``nn.AvgPool2d`` form, which a catalogue rewrite reading the module's attribute covered.)
+
+After two definitions for the make_fx re-trace (``core/model/pool_forms.py``: the window sums divided by the
+override; ``core/model/resize_forms.py``: torch's separable int16 fixed-point uint8 resize, each pass rounded),
+each an op's definition that any module calling the op reaches, with its story told only where the call fits
+it: origin 10/10, class by mechanism 10/10, verified 10/10, repaired 10/10, controls 4/4.  The fast forms run
+in ``make test``; the rest behind the ``drifts`` marker (``make test-drifts``).
 """
 from __future__ import annotations
 
