@@ -57,6 +57,15 @@ class MaskedAdd(nn.Module):
         return x.index_put((x > self.above,), torch.tensor(0.5), accumulate=True)
 
 
+class SegmentSum(nn.Module):
+    """rows summed into segments by ``index_put(accumulate=True)`` with repeated indices (real.py's ``indexput``
+    at opset 11; here at the exporter's default opset, where ScatterND has a reduction the exporter leaves out)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = torch.arange(x.shape[0]) // 2
+        return x + torch.zeros(x.shape[0], WIDTH).index_put((rows,), x, accumulate=True)
+
+
 class CumsumInt32(nn.Module):
     def __init__(self, scale: float) -> None:
         super().__init__()
@@ -95,6 +104,7 @@ def avgpool3d_divisor() -> nn.Module: return _deep(lambda: AvgPoolDivisor(3, 5))
 def avgpool_plain() -> nn.Module: return _deep(lambda: AvgPoolDivisor(2, None))             # noqa: E704
 def masked_add() -> nn.Module: return _shallow(lambda: MaskedAdd(1.0))                      # noqa: E704
 def masked_add_never() -> nn.Module: return _shallow(lambda: MaskedAdd(100.0))              # noqa: E704
+def segment_sum() -> nn.Module: return _deep(SegmentSum)                                     # noqa: E704
 def cumsum_int32() -> nn.Module: return _deep(lambda: CumsumInt32(1e9))                     # noqa: E704
 def cumsum_int32_small() -> nn.Module: return _deep(lambda: CumsumInt32(1e5))               # noqa: E704
 def logsumexp_int() -> nn.Module: return _shallow(LogSumExpInt)                             # noqa: E704
