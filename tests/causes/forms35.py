@@ -98,6 +98,43 @@ class ResizeUint8(nn.Module):
         return y.float().reshape(n, WIDTH) / 60.0 + x
 
 
+class HeldPool(nn.Module):
+    """held out (written after pool_forms.py): a conv, then a ceil_mode pool over an odd image excluding the
+    padding, with an override."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(2, 2, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[0]
+        y = F.avg_pool2d(self.conv(x.view(n, 2, 4, 4)), 3, 2, 1, ceil_mode=True, count_include_pad=False,
+                         divisor_override=2)
+        return torch.cat([y.reshape(n, -1), x[:, 18:]], 1)
+
+
+class HeldResize(nn.Module):
+    """held out (written after resize_forms.py): a uint8 image scaled by a factor, corners aligned or shrunk."""
+
+    def __init__(self, shrink: bool) -> None:
+        super().__init__()
+        self.shrink = shrink
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[0]
+        u = (x.abs() * 80.0).clamp(0, 255).to(torch.uint8).view(n, 2, 4, 4)
+        if self.shrink:
+            y = F.interpolate(u, size=(3, 2), mode="bilinear").float().reshape(n, 12)
+        else:
+            y = F.interpolate(u, scale_factor=1.5, mode="bilinear", align_corners=True).float().reshape(n, 72)[:, :12]
+        return torch.cat([y / 80.0, x[:, 12:]], 1)
+
+
+def held_pool() -> nn.Module: return _deep(HeldPool)                                        # noqa: E704
+def held_resize() -> nn.Module: return _deep(lambda: HeldResize(False))                     # noqa: E704
+def held_resize_shrink() -> nn.Module: return _shallow(lambda: HeldResize(True))            # noqa: E704
+
+
 def avgpool_divisor() -> nn.Module: return _deep(lambda: AvgPoolDivisor(2, 4))              # noqa: E704
 def avgpool_divisor_top() -> nn.Module: return _shallow(lambda: AvgPoolDivisor(2, 4))       # noqa: E704
 def avgpool3d_divisor() -> nn.Module: return _deep(lambda: AvgPoolDivisor(3, 5))            # noqa: E704

@@ -25,7 +25,10 @@ misses were the calls that both exporters lower wrong: ``avg_pool2d`` / ``avg_po
 After two definitions for the make_fx re-trace (``core/model/pool_forms.py``: the window sums divided by the
 override; ``core/model/resize_forms.py``: torch's separable int16 fixed-point uint8 resize, each pass rounded),
 each an op's definition that any module calling the op reaches, with its story told only where the call fits
-it: origin 10/10, class by mechanism 10/10, verified 10/10, repaired 10/10, controls 4/4.  The fast forms run
+it: origin 10/10, class by mechanism 10/10, verified 10/10, repaired 10/10, controls 4/4.  Six more pairs
+written after the definitions (``held_*``: a ceil_mode pool excluding the padding after a conv, a uint8 image
+scaled by 1.5 with aligned corners, one shrunk; both exporters) verified and repaired 6/6 on their first run.
+The fast forms run
 in ``make test``; the rest behind the ``drifts`` marker (``make test-drifts``).
 """
 from __future__ import annotations
@@ -57,6 +60,11 @@ VERIFIED = {
     ("resize_uint8", "torchscript"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, _ONCE),
     ("resize_uint8_deep", "dynamo"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, _ONCE),
 }
+# held out: written after pool_forms.py and resize_forms.py (a ceil_mode pool over an odd image excluding the
+# padding after a conv; a uint8 image scaled by 1.5 with corners aligned; one shrunk): first run 6/6
+HELD = {(m, e): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, words)
+        for m, words in (("held_pool", _DROPPED % "2d"), ("held_resize", _ONCE), ("held_resize_shrink", _ONCE))
+        for e in ("torchscript", "dynamo")}
 XFAIL: dict = {}       # every form verifies since session 26's pool_forms.py and resize_forms.py
 CLEAN = [("avgpool_plain", "torchscript"), ("masked_add_never", "torchscript"), ("cumsum_int32_small", "torchscript"),
          ("resize_uint8_nearest", "dynamo")]
@@ -83,6 +91,12 @@ def test_an_op_lowering_form_is_explained_verified_and_repaired(explained, form)
     assert_verified_and_repaired(explained, form, VERIFIED[form], "body")
     if form[0].startswith("avgpool"):
         assert "pytorch/pytorch#105349" in explained(*form)[4].findings[0].fix
+
+
+@pytest.mark.drifts
+@pytest.mark.parametrize("form", list(HELD), ids=[f"{m}-{e}" for m, e in HELD])
+def test_a_held_out_call_of_the_defined_ops_is_verified_and_repaired(explained, form):
+    assert_verified_and_repaired(explained, form, HELD[form], "body")
 
 
 @pytest.mark.drifts
