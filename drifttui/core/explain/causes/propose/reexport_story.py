@@ -100,12 +100,12 @@ def decomposed_targets(ctx: Any, case: Case, variant: Any = None) -> list[str]:
 
     table = {str(k) for k in torch.export.default_decompositions().keys()}
     targets = program_targets(ctx, case)
-    own = ([t for t in called_targets(ctx, case) if t in defined_ops() and _fits(ctx, case, t)]
+    own = ([t for t in called_targets(ctx, case) if t in defined_ops() and fits(ctx, case, t)]
            if variant is not None and variant.retrace else [])
     return (own + [t for t in targets if t in table and t not in own])[:3]
 
 
-def _fits(ctx: Any, case: Case, target: str) -> bool:
+def fits(ctx: Any, case: Case, target: str) -> bool:
     """Whether drifttui's definition of ``target`` is about this call: an avg_pool's only where a call
     passes divisor_override, a bilinear resize's only of a uint8 image (the definitions leave every other
     call to the exporter)."""
@@ -170,4 +170,4 @@ def _dropped_eps(case: Case, module: Any) -> Optional[tuple[float, Any]]:
     return None
 
 
-__all__ = ["decomposed_targets", "fx_story", "lowering_class", "story"]
+__all__ = ["decomposed_targets", "fits", "fx_story", "lowering_class", "story"]
