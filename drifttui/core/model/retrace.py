@@ -15,6 +15,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from drifttui.core.model.dof_forms import dof_ops, dof_table
+from drifttui.core.model.pool_forms import pool_ops, pool_table
+from drifttui.core.model.resize_forms import resize_ops, resize_table
 from drifttui.core.model.scatter_forms import scatter_table
 from drifttui.core.model.special_forms import stable_ops, stable_table
 
@@ -74,25 +76,28 @@ def _clamp(x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - ate
 def reference_table() -> dict[Any, Callable[..., Any]]:
     """torch's core ATen decompositions, and the definitions of the ops torch decomposes nowhere (here; the
     special functions by their stable forms, special_forms.py; scatter_reduce's mean, scatter_forms.py; the
-    degrees-of-freedom reductions var / var_mean with torch's max(0, N - correction), dof_forms.py)."""
+    degrees-of-freedom reductions var / var_mean with torch's max(0, N - correction), dof_forms.py; average
+    pooling with divisor_override, pool_forms.py; the bilinear resize of uint8 images, resize_forms.py)."""
     import torch
     from torch._decomp import core_aten_decompositions
 
     aten = torch.ops.aten
     return {**core_aten_decompositions(), aten._cdist_forward.default: _cdist, aten.signbit.default: _signbit,
             aten.logcumsumexp.default: _logcumsumexp, aten.clamp.default: _clamp, **stable_table(), **scatter_table(),
-            **dof_table()}
+            **dof_table(), **pool_table(), **resize_table()}
 
 
 def defined_ops() -> set[str]:
     """The ATen ops ``reference_table`` defines by their definition (their names as FX targets print them)."""
     return {"aten._cdist_forward.default", "aten.cdist.default", "aten.signbit.default",
-            "aten.logcumsumexp.default", "aten.clamp.default", "aten.scatter_reduce.two", *stable_ops(), *dof_ops()}
+            "aten.logcumsumexp.default", "aten.clamp.default", "aten.scatter_reduce.two", *stable_ops(), *dof_ops(), *pool_ops(),
+            *resize_ops()}
 
 
 def _to_copy_symbolic() -> None:
     """The TorchScript exporter's lowering of ``aten::_to_copy`` (a dtype conversion, which make_fx
-    records for every ``.to(dtype)``): a Cast.  Registered once; the exporter has none of its own."""
+    records for every ``.to(dtype)``): a Cast; and of ``aten::lift_fresh_copy`` (a constant tensor):
+    the constant.  Registered once; the exporter has none of its own."""
     import torch
     from torch.onnx import symbolic_helper as sh
 
@@ -101,6 +106,8 @@ def _to_copy_symbolic() -> None:
         return g.op("Cast", x, to_i=sh._type_utils.JitScalarType(dtype).onnx_type())
 
     torch.onnx.register_custom_op_symbolic("aten::_to_copy", to_copy, 9)
+    # a constant tensor a definition builds (resize_forms' weights) is recorded as lift_fresh_copy(constant)
+    torch.onnx.register_custom_op_symbolic("aten::lift_fresh_copy", lambda g, x: x, 9)
 
 
 _REGISTERED: list[bool] = []

@@ -169,6 +169,13 @@ def called_targets(ctx: Any, case: Case) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def call_args(ctx: Any, case: Case, target: str) -> list[tuple[tuple, dict]]:
+    """(args, kwargs) of each call of ``target`` in the origin module's torch program (a story's guard)."""
+    gm = _origin_program(ctx, case)
+    return [] if gm is None else [(tuple(n.args), dict(n.kwargs)) for n in gm.graph.nodes
+                                  if n.op == "call_function" and _target(str(n.target)) == target]
+
+
 def _program_values(gm: Any, ins: list[Any]) -> list[tuple[str, str, Any]]:
     """(name, target, value) of each call_function node of the FX graph ``gm`` run on ``ins``."""
     import torch

@@ -5,7 +5,8 @@ none for, ``core/model/scatter_forms.py``; the degrees-of-freedom reductions, ``
 The class follows from what the verifying patch changed: a stable form of the same function verifies
 (``stability``: the exporter's lowering is the function's unstable textbook form), or torch's definition
 of a reduction ONNX lacks does, or torch's ``max(0, N - correction)`` divisor (``lowering``: the exporter's
-lowering computes another function).  The
+lowering computes another function), or torch's division by ``divisor_override`` (``core/model/pool_forms.py``), or torch's
+fixed-point resize of uint8 images (``core/model/resize_forms.py``).  The
 fix names the source change: the call written in the form that verified, and the upstream thread.
 """
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 from typing import NamedTuple, Optional
 
 from drifttui.core.model.dof_forms import WRONG as DOF
+from drifttui.core.model.pool_forms import WRONG as POOL
+from drifttui.core.model.resize_forms import WRONG as RESIZE
 from drifttui.core.model.scatter_forms import WRONG
 from drifttui.core.model.special_forms import UNSTABLE
 
@@ -33,6 +36,16 @@ _SOURCE = {
                  "then divide; `drifttui.core.model.scatter_forms.scatter_reduce`), or re-trace the module with "
                  "`make_fx(model, decomposition_table=drifttui.core.model.retrace.reference_table())` before "
                  "`torch.onnx.export`; the lowering is reported upstream ({ref})"),
+    "pool": ("divide the window sums by the override yourself (`F.avg_pool2d(x, k, s, p, count_include_pad=True) * "
+             "(window volume / divisor)` where ceil_mode clips no window, or a depthwise conv by ones / divisor: "
+             "`drifttui.core.model.pool_forms.{fn}`), or re-trace the module with `make_fx(model, decomposition_table="
+             "drifttui.core.model.retrace.reference_table())` before `torch.onnx.export`; reported upstream as "
+             "pytorch/pytorch#105349 (export refused then, silently dropped today: file it with `drifttui repro`)"),
+    "resize": ("resize the width, then the height, each pass rounded to uint8 in torch's fixed point "
+               "(`drifttui.core.model.resize_forms.upsample_bilinear2d_vec`), or resize a float copy where one "
+               "level of difference is acceptable, or re-trace the module with "
+               "`make_fx(model, decomposition_table=drifttui.core.model.retrace.reference_table())` before "
+               "`torch.onnx.export`; not reported to torch.onnx / onnxscript yet: file it with `drifttui repro`"),
     "dof": ("keep the correction below the reduced size N (where torch's value is finite), or write {op} by its definition (the squared "
             "deviations summed, divided by `max(0, N - correction)`: `drifttui.core.model.dof_forms.{fn}`), or "
             "re-trace the module with `make_fx(model, decomposition_table=drifttui.core.model.retrace."
@@ -78,4 +91,11 @@ def told(targets: list[str], exporter: str) -> Optional[Told]:
                         _SOURCE["lowering"].format(op=f"torch.{op}(..., reduce='mean')", ref=UPSTREAM[t]))
         if t in DOF:
             return _dof(t, op, exporter)
+        if t in POOL:
+            return Told("lowering", f"the {exporter} exporter lowers torch's {t} with divisor_override as {POOL[t]}; "
+                                    "torch's definition (each window's sum divided by the override) computes what "
+                                    "torch computes: ", _SOURCE["pool"].format(fn=op))
+        if t in RESIZE:
+            return Told("lowering", f"the {exporter} exporter lowers torch's {t} of a uint8 image as {RESIZE[t]}; "
+                                    "torch's definition computes what torch computes: ", _SOURCE["resize"])
     return None

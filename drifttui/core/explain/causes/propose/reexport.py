@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from drifttui.core.explain.causes.propose.definitions import Told, told
-from drifttui.core.explain.causes.propose.reexport_story import decomposed_targets, fx_story, story
+from drifttui.core.explain.causes.propose.reexport_story import decomposed_targets, fits, fx_story, story
 from drifttui.core.explain.causes.locate.case import Case, call_io, torch_values
 from drifttui.core.runtime.torch_hooks import to_numpy
 from drifttui.core.explain.causes.locate.evaluate import Eval, error, run_ort
@@ -149,7 +149,8 @@ def _defined(ctx: Any, case: Case, variant: Variant, wrong: Any) -> Optional[Tol
     if not variant.retrace:
         return None
     made_by = file_exporter(ctx.index, ctx.cfg.exporter) if ctx.cfg.onnx else ctx.cfg.exporter
-    return told(([wrong.target] if wrong is not None else []) + decomposed_targets(ctx, case, variant), made_by)
+    named = [wrong.target] if wrong is not None and fits(ctx, case, wrong.target) else []    # the call fits the story
+    return told(named + decomposed_targets(ctx, case, variant), made_by)
 
 
 def mistranslated(case: Case, witness: Any, witness_feeds: dict[str, np.ndarray]) -> Optional[Any]:

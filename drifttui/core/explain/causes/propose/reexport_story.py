@@ -12,8 +12,10 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.locate.fx_localise import called_targets, describe, program_targets
+from drifttui.core.explain.causes.locate.fx_localise import call_args, called_targets, describe, program_targets
 from drifttui.core.explain.causes.propose.candidates import module_eps
+from drifttui.core.model.pool_forms import overridden, pool_ops
+from drifttui.core.model.resize_forms import on_uint8, resize_ops
 from drifttui.core.model.retrace import defined_ops
 from drifttui.core.onnx.edit.absorbed_views import FORWARD
 from drifttui.core.prepare.reference import file_exporter
@@ -98,9 +100,17 @@ def decomposed_targets(ctx: Any, case: Case, variant: Any = None) -> list[str]:
 
     table = {str(k) for k in torch.export.default_decompositions().keys()}
     targets = program_targets(ctx, case)
-    own = ([t for t in called_targets(ctx, case) if t in defined_ops()]
+    own = ([t for t in called_targets(ctx, case) if t in defined_ops() and fits(ctx, case, t)]
            if variant is not None and variant.retrace else [])
     return (own + [t for t in targets if t in table and t not in own])[:3]
+
+
+def fits(ctx: Any, case: Case, target: str) -> bool:
+    """Whether drifttui's definition of ``target`` is about this call: an avg_pool's only where a call
+    passes divisor_override, a bilinear resize's only of a uint8 image (the definitions leave every other
+    call to the exporter)."""
+    guard = overridden if target in pool_ops() else on_uint8 if target in resize_ops() else None
+    return guard is None or any(guard(a, k) for a, k in call_args(ctx, case, target))
 
 
 def fx_story(case: Case, module: Any, fx: Any, ctx: Any, variant: Any = None) -> tuple[str, str]:
@@ -160,4 +170,4 @@ def _dropped_eps(case: Case, module: Any) -> Optional[tuple[float, Any]]:
     return None
 
 
-__all__ = ["decomposed_targets", "fx_story", "lowering_class", "story"]
+__all__ = ["decomposed_targets", "fits", "fx_story", "lowering_class", "story"]

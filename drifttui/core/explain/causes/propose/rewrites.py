@@ -92,12 +92,15 @@ def scatter_reduction(case: Any, node: Any, module: Any, types: dict[str, int]) 
     if _attrs(node).get("reduction", "none") != "none":
         return
     opset = case.opset or 11
+    op = "ScatterElements" if node.op_type == "Scatter" else node.op_type
+    # the opset story only where the file is older than the attribute: at 16 and later the exporter left it out
+    fix = (f"export with opset >= 16 (reduction='add' on {op}); the file is at opset {opset}" if opset < 16 else
+           f"the file is at opset {opset}, where {op} has reduction='add', and the exporter left it out: export "
+           "with the dynamo exporter (it sets the reduction), or let `drifttui repair` add it")
     yield _patch(node, "scatter_reduction", "op-compat",
                  f"{node.op_type} {node.name} has no reduction: duplicate indices overwrite instead of adding "
-                 "(torch's scatter_add, index_add and index_put(accumulate=True) add them)",
-                 "export with opset >= 16 (reduction='add' on "
-                 + ("ScatterElements" if node.op_type == "Scatter" else node.op_type) + ")"
-                 + (f"; the file is at opset {opset}" if opset < 16 else ""), case.module, reduction="add")
+                 "(torch's scatter_add, index_add and index_put(accumulate=True) add them)", fix, case.module,
+                 reduction="add")
 
 
 def avgpool_divisor(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
