@@ -55,13 +55,7 @@ def assert_verified_and_repaired(explained: Callable, form: tuple, expected: tup
     from drifttui.core.explain.causes.deliver.repair import repair
     from drifttui.core.onnx.graph import full_model
 
-    cls, op, changed, words = expected
-    engine, cfg, run, result, exp = explained(*form)
-    assert result.verdict == "drift" and result.drift_origin.module == origin
-    head = exp.findings[0]
-    assert (head.check, head.verified, head.severity) == (cls, True, "error"), (head.check, head.message)
-    assert head.patch["op"] == op and all(head.patch.get(k) == v for k, v in changed.items()), head.patch
-    assert words in head.message, head.message
+    engine, cfg, run, exp = _head_verified(explained, form, expected, origin)
     fixed = repair(full_model(run.prepared.index), exp)
     assert fixed.model is not None, fixed.not_applicable
     assert engine.recheck(cfg, fixed.model).verdict == "ok"
@@ -73,13 +67,7 @@ def assert_verified_not_repairable(explained: Callable, form: tuple, expected: t
     from drifttui.core.explain.causes.deliver.repair import repair
     from drifttui.core.onnx.graph import full_model
 
-    cls, op, changed, words = expected
-    _, _, run, result, exp = explained(*form)
-    assert result.verdict == "drift" and result.drift_origin.module == origin
-    head = exp.findings[0]
-    assert (head.check, head.verified, head.severity) == (cls, True, "error"), (head.check, head.message)
-    assert head.patch["op"] == op and all(head.patch.get(k) == v for k, v in changed.items()), head.patch
-    assert words in head.message, head.message
+    _, _, run, exp = _head_verified(explained, form, expected, origin)
     assert repair(full_model(run.prepared.index), exp).model is None
 
 
@@ -101,3 +89,16 @@ def assert_clean(explained: Callable, form: tuple) -> None:
 def deep_forms(explained: Callable, forms: list) -> list:
     """The forms inside a deep model (17 module calls or more)."""
     return [f for f in forms if len(explained(*f)[2].prepared.calls) >= 17]
+
+
+def _head_verified(explained: Callable, form: tuple, expected: tuple, origin: str) -> tuple:
+    """The form's run (engine, config, run, explanation) after asserting its origin and its head finding:
+    the class, verified, an error, the patch's op and what it changed, and the words of its message."""
+    cls, op, changed, words = expected
+    engine, cfg, run, result, exp = explained(*form)
+    assert result.verdict == "drift" and result.drift_origin.module == origin
+    head = exp.findings[0]
+    assert (head.check, head.verified, head.severity) == (cls, True, "error"), (head.check, head.message)
+    assert head.patch["op"] == op and all(head.patch.get(k) == v for k, v in changed.items()), head.patch
+    assert words in head.message, head.message
+    return engine, cfg, run, exp
