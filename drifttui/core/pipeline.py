@@ -279,7 +279,8 @@ class Pipeline:
         if result.precision is not None and result.precision.verdict == "over budget":
             progress(Progress("repair", message=f"over the {result.precision.format} budget: looking for the "
                                                 "smallest keep-in-float32 list (whole-model checks of copies)"))
-            keep = keep_list_search(ctx.prepared, result, recheck, torch_tensors(ctx.prepared.model))
+            weights = torch_tensors(ctx.prepared.model, ctx.prepared.calls)
+            keep = keep_list_search(ctx.prepared, result, recheck, weights)
             if not keep.genuine:
                 if keep.verified and keep.model is not None:
                     return Repaired("keep_list", result, model=keep.model, after=keep.after, keep=keep)
@@ -365,7 +366,7 @@ class Pipeline:
             return Repaired("none", explained.result, keep=keep, reason=why,
                             fix=head.message if head is not None else "")
         pr = ctx.prepared
-        model, _ = reduce_range(pr.proto, pr.index, None, torch_tensors(pr.model))
+        model, _ = reduce_range(pr.proto, pr.index, None, torch_tensors(pr.model, pr.calls))
         model = without_views(model)
         after = recheck(model)
         if after.verdict != "ok":

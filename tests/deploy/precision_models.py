@@ -129,6 +129,25 @@ def small_cnn():
     return CNN().eval()
 
 
+def folded_cnn():
+    """Two Conv+BatchNorm blocks whose BatchNorms have trained-looking statistics (scale far from 1):
+    an exporter that folds them stores weights torch never holds."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(3)
+    body = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                         nn.Conv2d(16, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
+    with torch.no_grad():
+        for bn in (body[1], body[4]):
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.05, 4.0)
+            bn.weight.uniform_(0.3, 3.0)
+            bn.bias.uniform_(-0.5, 0.5)
+    return body.eval()
+
+
 def small_tf():
     torch, _, TF = _small()
     torch.manual_seed(0)

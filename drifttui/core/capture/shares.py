@@ -12,23 +12,38 @@ layer at a time, so they need not add up to 1 (layers interact).  At most MAX_LA
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from drifttui.core.runtime import sessions
 from drifttui.core.onnx.edit.keep_float32 import keep_float32, unkept_ops
 from drifttui.core.onnx.edit.keep_qoperator import unit
+from drifttui.core.prepare.plan.folding import fold_conv_bn
 
 MAX_LAYERS = 24
 
 
-def torch_tensors(model: Any) -> dict[str, np.ndarray]:
-    """The model's parameters and buffers by qualified name (float tensors, as numpy)."""
+def torch_tensors(model: Any, calls: Sequence[Any] = ()) -> dict[str, np.ndarray]:
+    """The model's parameters and buffers by qualified name (float tensors, as numpy), and for each
+    BatchNorm call right after a Conv call (``calls``, in call order) the Conv's weight and bias
+    through the fold (``<conv>.weight::folded_<bn>``): an exporter that folds the BatchNorm stores
+    those, so a keep-in-float32 copy finds the float values its int8 weight rounds (by content,
+    ``qweights.rounded_source``) instead of keeping the rounded ones."""
+    import torch
+
     out = {}
     for name, t in list(model.state_dict().items()):
         if t.is_floating_point():
             out[name] = t.detach().float().cpu().numpy()
+    mods = dict(model.named_modules())
+    for prev, call in zip(calls, calls[1:]):
+        conv, bn = mods.get(prev.module), mods.get(call.module)
+        if isinstance(bn, torch.nn.modules.batchnorm._BatchNorm) and isinstance(conv, torch.nn.modules.conv._ConvNd) \
+                and not bn.training and bn.running_mean is not None and bn.num_features == conv.out_channels:
+            w, b = fold_conv_bn(conv, bn)
+            out[f"{prev.module}.weight::folded_{call.module}"] = w
+            out[f"{prev.module}.bias::folded_{call.module}"] = b
     return out
 
 
@@ -58,7 +73,7 @@ def measure(pr: Any, cfg: Any, feeds: dict, torch_outs: list[Any], order: list[i
     e_full = output_error(base, feeds, outs, torch_outs)
     if not e_full or not math.isfinite(e_full):
         return {}
-    weights = torch_tensors(pr.model)
+    weights = torch_tensors(pr.model, pr.calls)
     shares: dict[int, float] = {}
     unkept: dict[str, list[str]] = {}      # op -> the layers whose share is not measured for it
     for c in calls:

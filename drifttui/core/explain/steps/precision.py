@@ -65,7 +65,7 @@ def run(ctx: Context) -> Step:
         return ctx.recheck(model)
 
     ctx.say("step 4: looking for the smallest keep-in-float32 list")
-    found = search(ctx.prepared, result, recheck, torch_tensors(ctx.prepared.model))
+    found = search(ctx.prepared, result, recheck, torch_tensors(ctx.prepared.model, ctx.prepared.calls))
     evidence = {**base, "checks": found.checks}
     if found.genuine:
         return Step(4, TITLE, "fail", genuine_line(result, found.genuine),
