@@ -31,8 +31,8 @@ import numpy as np
 from drifttui.core.onnx.io import copy_model
 from drifttui.core.explain.causes.locate.case import Case, call_io, hooked_inner
 from drifttui.core.explain.causes.locate.evaluate import run_ort
+from drifttui.core.explain.causes.locate.torch_program import program as torch_program, target_name
 from drifttui.core.base.metrics import compare
-from drifttui.core.model.export import quiet
 from drifttui.core.runtime.torch_hooks import to_numpy
 
 FX_KEY = "pkg.torch.onnx.fx_node"
@@ -78,7 +78,7 @@ def fx_of(node: Any) -> Optional[tuple[str, str]]:
     """(FX node name, target) the exporter recorded on an ONNX node, or None."""
     text = next((p.value for p in node.metadata_props if p.key == FX_KEY), None)
     m = _FX.match(text or "")
-    return None if m is None else (m.group(1), _target(m.group(3)))
+    return None if m is None else (m.group(1), target_name(m.group(3)))
 
 
 def fx_scalars(node: Any) -> list[Optional[float]]:
@@ -95,85 +95,8 @@ def fx_scalars(node: Any) -> list[Optional[float]]:
     return out
 
 
-def _target(t: str) -> str:
-    return t[len("torch.ops."):] if t.startswith("torch.ops.") else t
-
-
 def has_fx(model: Any) -> bool:
     return any(fx_of(n) is not None for n in model.graph.node)
-
-
-def _program(ctx: Any, module_name: str, module: Any, ins: list[Any]) -> Any:
-    """``module`` exported and decomposed as the dynamo exporter does it (the FX graph it translated);
-    one per module (ctx.cache)."""
-    import torch
-    from torch.onnx._internal.exporter import _core, _registration
-
-    key = f"causes:fx:program:{module_name}"
-    if key not in ctx.cache:
-        ctx.cache[key] = None           # a module torch.export cannot trace is not tried again
-        with quiet():
-            # the capture's inference tensors: a module with parameters cannot be traced on them
-            plain = tuple(t.clone() if isinstance(t, torch.Tensor) and t.is_inference() else t for t in ins)
-            ep = torch.export.export(module, plain, strict=False)
-            ep = _core._prepare_exported_program_for_export(ep, registry=_registration.ONNXRegistry.from_torchlib())
-        ctx.cache[key] = ep.module()
-    if ctx.cache[key] is None:
-        raise RuntimeError("the origin module could not be exported with torch.export")
-    return ctx.cache[key]
-
-
-def _origin_program(ctx: Any, case: Case) -> Any:
-    """The origin module's FX program on its captured inputs, or None when torch.export cannot trace it."""
-    module = ctx.modules().get(case.module) if case.module else ctx.model
-    io = call_io(ctx, case)
-    if module is None or io is None:
-        return None
-    try:
-        return _program(ctx, case.module, module, io[0])
-    except Exception:  # noqa: BLE001 - no FX witness
-        return None
-
-
-def torch_calls(ctx: Any, case: Case, prefix: str) -> list[list[Optional[float]]]:
-    """The numeric arguments of the origin module's FX calls whose target starts with ``prefix``
-    (e.g. ``aten.softplus``: x, beta, threshold), in call order: the torch side of a functional
-    call for a file without FX metadata (a TorchScript file); [] when torch.export cannot trace it."""
-    gm = _origin_program(ctx, case)
-    if gm is None:
-        return []
-    return [[float(a) if isinstance(a, (int, float)) and not isinstance(a, bool) else None for a in n.args]
-            for n in gm.graph.nodes if n.op == "call_function" and _target(str(n.target)).startswith(prefix)]
-
-
-def program_targets(ctx: Any, case: Case) -> list[str]:
-    """The ATen targets the origin module's torch program calls (as the dynamo exporter sees them),
-    in call order without repeats; [] when torch.export cannot trace it."""
-    gm = _origin_program(ctx, case)
-    if gm is None:
-        return []
-    return list(dict.fromkeys(_target(str(n.target)) for n in gm.graph.nodes if n.op == "call_function"))
-
-
-def called_targets(ctx: Any, case: Case) -> list[str]:
-    """``program_targets`` with, after each decomposed node's target, the torch op it was decomposed from
-    (its ``original_aten``: ``aten.std.correction`` after ``prims.var.default``): the ops the module called."""
-    gm = _origin_program(ctx, case)
-    if gm is None:
-        return []
-    out: list[str] = []
-    for n in gm.graph.nodes:
-        if n.op == "call_function":
-            orig = n.meta.get("original_aten")
-            out += [_target(str(n.target))] + ([_target(str(orig))] if orig is not None else [])
-    return list(dict.fromkeys(out))
-
-
-def call_args(ctx: Any, case: Case, target: str) -> list[tuple[tuple, dict]]:
-    """(args, kwargs) of each call of ``target`` in the origin module's torch program (a story's guard)."""
-    gm = _origin_program(ctx, case)
-    return [] if gm is None else [(tuple(n.args), dict(n.kwargs)) for n in gm.graph.nodes
-                                  if n.op == "call_function" and _target(str(n.target)) == target]
 
 
 def _program_values(gm: Any, ins: list[Any]) -> list[tuple[str, str, Any]]:
@@ -187,7 +110,7 @@ def _program_values(gm: Any, ins: list[Any]) -> list[tuple[str, str, Any]]:
             val = super().run_node(n)
             if n.op == "call_function":
                 m = _FX.match(n.format_node() or "")
-                out.append((n.name, _target(m.group(3)) if m else str(n.target), val))
+                out.append((n.name, target_name(m.group(3)) if m else str(n.target), val))
             return val
 
     with torch.no_grad():
@@ -201,7 +124,7 @@ def _torch_values(ctx: Any, case: Case, shapes: dict[str, tuple]) -> Optional[tu
     if module is None or io is None:
         return None
     try:
-        program = _program_values(_program(ctx, case.module, module, io[0]), io[0])
+        program = _program_values(torch_program(ctx, case.module, module, io[0]), io[0])
     except Exception:  # noqa: BLE001 - a module torch.export cannot trace: no FX witness
         return None
     groups = _groups(case.model)

@@ -16,7 +16,7 @@ from onnx import helper
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import Localisation
-from drifttui.core.explain.causes.locate.fx_localise import torch_calls
+from drifttui.core.explain.causes.locate.torch_program import torch_calls
 from drifttui.core.explain.causes.locate.torch_op import name_torch_ops
 from drifttui.core.explain.causes.propose import constants, rewrites
 from drifttui.core.explain.causes.propose.candidates import graph_candidates

@@ -1,0 +1,89 @@
+"""The origin module's torch program, as the dynamo exporter sees it: ``torch.export`` on the module's
+captured inputs, decomposed as the exporter decomposes it (one per module, ``ctx.cache``), and what
+the stories and guards read from it: the ATen targets it calls (and the ops they were decomposed
+from), and the arguments of each call.  ``fx_localise`` runs this program to give the file's values
+torch's; ``reexport_story`` and ``assemble`` read its calls."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from drifttui.core.explain.causes.locate.case import Case, call_io
+from drifttui.core.model.export import quiet
+
+
+def target_name(t: str) -> str:
+    """An FX target without its ``torch.ops.`` prefix (``aten.add.Tensor``)."""
+    return t[len("torch.ops."):] if t.startswith("torch.ops.") else t
+
+
+def program(ctx: Any, module_name: str, module: Any, ins: list[Any]) -> Any:
+    """``module`` exported and decomposed as the dynamo exporter does it (the FX graph it translated);
+    one per module (ctx.cache)."""
+    import torch
+    from torch.onnx._internal.exporter import _core, _registration
+
+    key = f"causes:fx:program:{module_name}"
+    if key not in ctx.cache:
+        ctx.cache[key] = None           # a module torch.export cannot trace is not tried again
+        with quiet():
+            # the capture's inference tensors: a module with parameters cannot be traced on them
+            plain = tuple(t.clone() if isinstance(t, torch.Tensor) and t.is_inference() else t for t in ins)
+            ep = torch.export.export(module, plain, strict=False)
+            ep = _core._prepare_exported_program_for_export(ep, registry=_registration.ONNXRegistry.from_torchlib())
+        ctx.cache[key] = ep.module()
+    if ctx.cache[key] is None:
+        raise RuntimeError("the origin module could not be exported with torch.export")
+    return ctx.cache[key]
+
+
+def _origin_program(ctx: Any, case: Case) -> Any:
+    """The origin module's FX program on its captured inputs, or None when torch.export cannot trace it."""
+    module = ctx.modules().get(case.module) if case.module else ctx.model
+    io = call_io(ctx, case)
+    if module is None or io is None:
+        return None
+    try:
+        return program(ctx, case.module, module, io[0])
+    except Exception:  # noqa: BLE001 - no FX witness
+        return None
+
+
+def torch_calls(ctx: Any, case: Case, prefix: str) -> list[list[Optional[float]]]:
+    """The numeric arguments of the origin module's FX calls whose target starts with ``prefix``
+    (e.g. ``aten.softplus``: x, beta, threshold), in call order: the torch side of a functional
+    call for a file without FX metadata (a TorchScript file); [] when torch.export cannot trace it."""
+    gm = _origin_program(ctx, case)
+    if gm is None:
+        return []
+    return [[float(a) if isinstance(a, (int, float)) and not isinstance(a, bool) else None for a in n.args]
+            for n in gm.graph.nodes if n.op == "call_function" and target_name(str(n.target)).startswith(prefix)]
+
+
+def program_targets(ctx: Any, case: Case) -> list[str]:
+    """The ATen targets the origin module's torch program calls (as the dynamo exporter sees them),
+    in call order without repeats; [] when torch.export cannot trace it."""
+    gm = _origin_program(ctx, case)
+    if gm is None:
+        return []
+    return list(dict.fromkeys(target_name(str(n.target)) for n in gm.graph.nodes if n.op == "call_function"))
+
+
+def called_targets(ctx: Any, case: Case) -> list[str]:
+    """``program_targets`` with, after each decomposed node's target, the torch op it was decomposed from
+    (its ``original_aten``: ``aten.std.correction`` after ``prims.var.default``): the ops the module called."""
+    gm = _origin_program(ctx, case)
+    if gm is None:
+        return []
+    out: list[str] = []
+    for n in gm.graph.nodes:
+        if n.op == "call_function":
+            orig = n.meta.get("original_aten")
+            out += [target_name(str(n.target))] + ([target_name(str(orig))] if orig is not None else [])
+    return list(dict.fromkeys(out))
+
+
+def call_args(ctx: Any, case: Case, target: str) -> list[tuple[tuple, dict]]:
+    """(args, kwargs) of each call of ``target`` in the origin module's torch program (a story's guard)."""
+    gm = _origin_program(ctx, case)
+    return [] if gm is None else [(tuple(n.args), dict(n.kwargs)) for n in gm.graph.nodes
+                                  if n.op == "call_function" and target_name(str(n.target)) == target]
