@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence, Union
 
+from drifttui.core.model.op_definition import RETRACE, OpDefinition, aten_op, torch_name
+
 Dims = Optional[Union[int, Sequence[int]]]
 
 
@@ -81,6 +83,21 @@ WRONG = {f"aten.{op}.{overload}": _LOWERED for op in ("var", "std", "var_mean", 
          for overload in ("correction", "dim", "default")}
 
 
-def dof_ops() -> set[str]:
-    """The ATen ops (as FX targets print them) that reach the definitions here."""
-    return set(WRONG)
+
+# torch's divisor is documented in pytorch/pytorch#109186; nvFuser and TVM fixed the same lowering
+_REF = ("torch's max(0, N - correction): pytorch/pytorch#109186; the same divisor fixed in NVIDIA/Fuser#873 "
+        "and apache/tvm#19512; not reported to torch.onnx / onnxscript yet: file it with `drifttui repro`")
+
+
+def _fix(key: str) -> str:
+    op = aten_op(key)
+    return (f"keep the correction below the reduced size N (where torch's value is finite), or write "
+            f"{torch_name(op)}(..., correction=...) by its definition (the squared deviations summed, divided by "
+            f"`max(0, N - correction)`: `drifttui.core.model.dof_forms.{'var_mean' if '_mean' in op else 'var'}`), "
+            f"or {RETRACE} ({_REF})")
+
+
+DEFINITION = OpDefinition(
+    "lowering", WRONG, dof_table,
+    "the {exporter} exporter lowers torch's {target} as {lowered}; torch's definition (divided by "
+    "max(0, N - correction)) computes what torch computes: ", _fix)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
+from drifttui.core.model.op_definition import RETRACE, OpDefinition, aten_op
+
 
 def _tuple(v: Any, n: int) -> list[int]:
     if isinstance(v, int):
@@ -97,6 +99,15 @@ def overridden(args: tuple, kwargs: dict) -> bool:
     return (args[6] if len(args) > 6 else kwargs.get("divisor_override")) is not None
 
 
-def pool_ops() -> set[str]:
-    """The ATen ops (as FX targets print them) that reach the definitions here."""
-    return set(WRONG)
+
+def _fix(key: str) -> str:
+    return ("divide the window sums by the override yourself (`F.avg_pool2d(x, k, s, p, count_include_pad=True) * "
+            "(window volume / divisor)` where ceil_mode clips no window, or a depthwise conv by ones / divisor: "
+            f"`drifttui.core.model.pool_forms.{aten_op(key)}`), or {RETRACE}; reported upstream as "
+            "pytorch/pytorch#105349 (export refused then, silently dropped today: file it with `drifttui repro`)")
+
+
+DEFINITION = OpDefinition(
+    "lowering", WRONG, pool_table,
+    "the {exporter} exporter lowers torch's {target} with divisor_override as {lowered}; torch's definition "
+    "(each window's sum divided by the override) computes what torch computes: ", _fix, overridden)

@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Optional, Sequence
 
+from drifttui.core.model.op_definition import RETRACE, OpDefinition
+
 
 def _source(i: int, scale: float, align_corners: bool) -> float:
     """area_pixel_compute_source_index (linear: a negative half-pixel index is 0)."""
@@ -105,6 +107,15 @@ def on_uint8(args: tuple, kwargs: dict) -> bool:
     return getattr(value, "dtype", None) == torch.uint8
 
 
-def resize_ops() -> set[str]:
-    """The ATen ops (as FX targets print them) that reach the definitions here."""
-    return set(WRONG)
+
+def _fix(key: str) -> str:
+    return ("resize the width, then the height, each pass rounded to uint8 in torch's fixed point "
+            "(`drifttui.core.model.resize_forms.upsample_bilinear2d_vec`), or resize a float copy where one "
+            f"level of difference is acceptable, or {RETRACE}; not reported to torch.onnx / onnxscript yet: "
+            "file it with `drifttui repro`")
+
+
+DEFINITION = OpDefinition(
+    "lowering", WRONG, resize_table,
+    "the {exporter} exporter lowers torch's {target} of a uint8 image as {lowered}; torch's definition computes "
+    "what torch computes: ", _fix, on_uint8)

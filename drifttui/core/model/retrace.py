@@ -12,13 +12,14 @@ max-shifted form), for every argument the op takes.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
-from drifttui.core.model.dof_forms import dof_ops, dof_table
-from drifttui.core.model.pool_forms import pool_ops, pool_table
-from drifttui.core.model.resize_forms import resize_ops, resize_table
-from drifttui.core.model.scatter_forms import scatter_table
-from drifttui.core.model.special_forms import stable_ops, stable_table
+from drifttui.core.model import dof_forms, pool_forms, resize_forms, scatter_forms, special_forms
+from drifttui.core.model.op_definition import OpDefinition
+
+# drifttui's own definitions with a story (op_definition.py), in the order a story is looked up: one module each
+DEFINITIONS: tuple[OpDefinition, ...] = (special_forms.DEFINITION, scatter_forms.DEFINITION, dof_forms.DEFINITION,
+                                         pool_forms.DEFINITION, resize_forms.DEFINITION)
 
 
 def _cdist(x1: Any, x2: Any, p: float, compute_mode: Any = None) -> Any:
@@ -74,24 +75,30 @@ def _clamp(x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 - ate
 
 
 def reference_table() -> dict[Any, Callable[..., Any]]:
-    """torch's core ATen decompositions, and the definitions of the ops torch decomposes nowhere (here; the
-    special functions by their stable forms, special_forms.py; scatter_reduce's mean, scatter_forms.py; the
-    degrees-of-freedom reductions var / var_mean with torch's max(0, N - correction), dof_forms.py; average
-    pooling with divisor_override, pool_forms.py; the bilinear resize of uint8 images, resize_forms.py)."""
+    """torch's core ATen decompositions, the definitions of the ops torch decomposes nowhere (here), and every
+    definition of ``DEFINITIONS`` (the special functions by their stable forms; scatter_reduce's mean; the
+    degrees-of-freedom reductions var / var_mean with torch's max(0, N - correction); average pooling with
+    divisor_override; the bilinear resize of uint8 images)."""
     import torch
     from torch._decomp import core_aten_decompositions
 
     aten = torch.ops.aten
-    return {**core_aten_decompositions(), aten._cdist_forward.default: _cdist, aten.signbit.default: _signbit,
-            aten.logcumsumexp.default: _logcumsumexp, aten.clamp.default: _clamp, **stable_table(), **scatter_table(),
-            **dof_table(), **pool_table(), **resize_table()}
+    table = {**core_aten_decompositions(), aten._cdist_forward.default: _cdist, aten.signbit.default: _signbit,
+             aten.logcumsumexp.default: _logcumsumexp, aten.clamp.default: _clamp}
+    for d in DEFINITIONS:
+        table.update(d.table())
+    return table
 
 
 def defined_ops() -> set[str]:
     """The ATen ops ``reference_table`` defines by their definition (their names as FX targets print them)."""
     return {"aten._cdist_forward.default", "aten.cdist.default", "aten.signbit.default",
-            "aten.logcumsumexp.default", "aten.clamp.default", "aten.scatter_reduce.two", *stable_ops(), *dof_ops(), *pool_ops(),
-            *resize_ops()}
+            "aten.logcumsumexp.default", "aten.clamp.default", *(t for d in DEFINITIONS for t in d.lowered)}
+
+
+def definition_of(target: str) -> Optional[OpDefinition]:
+    """The definition with a story that ``target`` (an ATen op as FX prints it) reaches, None when none does."""
+    return next((d for d in DEFINITIONS if d.key(target) is not None), None)
 
 
 def _to_copy_symbolic() -> None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from drifttui.core.model.op_definition import RETRACE, OpDefinition, aten_op
+
 
 def scatter_reduce(self: Any, dim: int, index: Any, src: Any, reduce: str, *, include_self: bool = True) -> Any:
     """torch.scatter_reduce for ``reduce="mean"``; every other reduction is left to the exporter
@@ -42,3 +44,17 @@ def scatter_table() -> dict[Any, Callable[..., Any]]:
 # the lowering each definition replaces (the message names it)
 WRONG = {"aten.scatter_reduce.two": "ScatterElements(reduction='none'): the last value scattered to a position, "
                                     "never a mean (ONNX has no mean reduction, onnx/onnx#5100)"}
+
+UPSTREAM = "onnx/onnx#5100, pytorch/pytorch#147617"
+
+
+def _fix(key: str) -> str:
+    return (f"write torch.{aten_op(key)}(..., reduce='mean') by its definition (two `scatter_add`: of the values and "
+            "of ones, the counts, then divide; `drifttui.core.model.scatter_forms.scatter_reduce`), or "
+            f"{RETRACE}; the lowering is reported upstream ({UPSTREAM})")
+
+
+DEFINITION = OpDefinition(
+    "lowering", WRONG, scatter_table,
+    "the {exporter} exporter lowers torch's {target} as {lowered}; torch's definition (sums and counts by "
+    "scatter_add, include_self honoured) computes what torch computes: ", _fix)

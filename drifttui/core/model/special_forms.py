@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from drifttui.core.model.op_definition import RETRACE, OpDefinition, aten_op, torch_name
+
 # Numerical Recipes' erfcc: erfc(z) = t * exp(-z^2 + P(t)), t = 1 / (1 + z/2), z >= 0
 _P = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587,
       -0.82215223, 0.17087277)
@@ -92,6 +94,22 @@ UNSTABLE = {"aten.erfc.default": "1 - Erf(x), which cancels to 0 for x > ~3.9",
             "aten.special_log_ndtr.default": "Log of Exp(x^2/2) * (1 - Erf) forms, -inf or NaN in both tails"}
 
 
-def stable_ops() -> set[str]:
-    """The ATen ops (as FX targets print them) whose definition here is a stable form."""
-    return set(UNSTABLE)
+
+# where each lowering is reported upstream (the fix text names it)
+UPSTREAM = {"aten.erfc.default": "microsoft/onnxscript#822", "aten.special_erfc.default": "microsoft/onnxscript#822",
+            "aten.special_erfcx.default": "microsoft/onnxscript#1223",
+            "aten.special_log_ndtr.default": "microsoft/onnxscript#1223"}
+
+
+def _fix(key: str) -> str:
+    op = aten_op(key)
+    fn = "erfcx" if "erfcx" in op or "log_ndtr" in op else "erfc"
+    return (f"compute {torch_name(op)} in a stable form the exporter lowers right (drifttui's is "
+            f"`drifttui.core.model.special_forms.{fn}`: the scaled tail t*exp(P(t)), never exp(x^2) or 1 - erf), "
+            f"or {RETRACE}; the lowering is reported upstream ({UPSTREAM.get(key, 'torch.onnx')})")
+
+
+DEFINITION = OpDefinition(
+    "stability", UNSTABLE, stable_table,
+    "the {exporter} exporter lowers torch's {target} as {lowered}, where torch's kernel is accurate; its "
+    "numerically stable form computes what torch computes: ", _fix)

@@ -81,7 +81,7 @@ def fast_path_patches(case: Case, module: Any) -> list[Patch]:
             f"output back with 0 there ({UPSTREAM}); the exporters trace the dense path, which computes the padded "
             f"positions like any other; with Where(mask, 0, y) on {node.name} (the encoder's output, or what its "
             "final norm reads) the file computes what torch computes",
-            f"build the encoder with enable_nested_tensor=False if the padded positions matter (torch then computes "
-            f"them as the file does), or mask them in the forward; `drifttui repair` zeroes them in the file",
+            "build the encoder with enable_nested_tensor=False if the padded positions matter (torch then computes "
+            "them as the file does), or mask them in the forward; `drifttui repair` zeroes them in the file",
             "export", module=case.module, nodes=[node.name]))
     return out

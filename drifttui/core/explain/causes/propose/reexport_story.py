@@ -15,9 +15,7 @@ from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.fx_localise import describe
 from drifttui.core.explain.causes.locate.torch_program import call_args, called_targets, program_targets
 from drifttui.core.explain.causes.propose.candidates import module_eps
-from drifttui.core.model.pool_forms import overridden, pool_ops
-from drifttui.core.model.resize_forms import on_uint8, resize_ops
-from drifttui.core.model.retrace import defined_ops
+from drifttui.core.model.retrace import defined_ops, definition_of
 from drifttui.core.onnx.edit.absorbed_views import FORWARD
 from drifttui.core.prepare.reference import file_exporter
 from drifttui.core.result import display_name
@@ -110,7 +108,8 @@ def fits(ctx: Any, case: Case, target: str) -> bool:
     """Whether drifttui's definition of ``target`` is about this call: an avg_pool's only where a call
     passes divisor_override, a bilinear resize's only of a uint8 image (the definitions leave every other
     call to the exporter)."""
-    guard = overridden if target in pool_ops() else on_uint8 if target in resize_ops() else None
+    d = definition_of(target)
+    guard = d.guard if d is not None else None
     return guard is None or any(guard(a, k) for a, k in call_args(ctx, case, target))
 
 
