@@ -83,7 +83,6 @@ WRONG = {f"aten.{op}.{overload}": _LOWERED for op in ("var", "std", "var_mean", 
          for overload in ("correction", "dim", "default")}
 
 
-
 # torch's divisor is documented in pytorch/pytorch#109186; nvFuser and TVM fixed the same lowering
 _REF = ("torch's max(0, N - correction): pytorch/pytorch#109186; the same divisor fixed in NVIDIA/Fuser#873 "
         "and apache/tvm#19512; not reported to torch.onnx / onnxscript yet: file it with `drifttui repro`")

@@ -99,7 +99,6 @@ def overridden(args: tuple, kwargs: dict) -> bool:
     return (args[6] if len(args) > 6 else kwargs.get("divisor_override")) is not None
 
 
-
 def _fix(key: str) -> str:
     return ("divide the window sums by the override yourself (`F.avg_pool2d(x, k, s, p, count_include_pad=True) * "
             "(window volume / divisor)` where ceil_mode clips no window, or a depthwise conv by ones / divisor: "

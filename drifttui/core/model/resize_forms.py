@@ -107,7 +107,6 @@ def on_uint8(args: tuple, kwargs: dict) -> bool:
     return getattr(value, "dtype", None) == torch.uint8
 
 
-
 def _fix(key: str) -> str:
     return ("resize the width, then the height, each pass rounded to uint8 in torch's fixed point "
             "(`drifttui.core.model.resize_forms.upsample_bilinear2d_vec`), or resize a float copy where one "

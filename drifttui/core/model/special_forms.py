@@ -94,7 +94,6 @@ UNSTABLE = {"aten.erfc.default": "1 - Erf(x), which cancels to 0 for x > ~3.9",
             "aten.special_log_ndtr.default": "Log of Exp(x^2/2) * (1 - Erf) forms, -inf or NaN in both tails"}
 
 
-
 # where each lowering is reported upstream (the fix text names it)
 UPSTREAM = {"aten.erfc.default": "microsoft/onnxscript#822", "aten.special_erfc.default": "microsoft/onnxscript#822",
             "aten.special_erfcx.default": "microsoft/onnxscript#1223",
