@@ -21,10 +21,11 @@ The rounding, per the layer's format (prepare/precision.py's NodePrecision):
     -2^(bits-1)..2^(bits-1)-1, as MatMulNBitsQuantizer rounds; with zero points: (max - min) / (2^bits - 1)
     from the block's min), activations kept (float32).
 Since it starts from PyTorch's weights and PyTorch's code, a wrong weight, scale, epsilon or bias in
-the file is not in it: the deviation is the clean conversion's.  A layer it cannot redo keeps the
-worst-case bound: a container (its own error is between its children), a module whose reduced nodes
-accumulate over a weight it does not hold (a Conv folded into a BatchNorm's call), mixed formats, an
-in-place module, or a forward that fails on rounded values.
+the file is not in it: the deviation is the clean conversion's.  A module that computes in place
+(timm's ``act2``, ``ReLU(inplace=True)``) is recomputed from a copy of its inputs taken before its forward.
+A layer it cannot redo keeps the worst-case bound: a container (its own error is between its children),
+a module whose reduced nodes accumulate over a weight it does not hold (a Conv folded into a BatchNorm's
+call), mixed formats, or a forward that fails on rounded values.
 """
 from __future__ import annotations
 
@@ -203,30 +204,43 @@ def _as_in_file(module: torch.nn.Module, target: Target) -> Iterator[None]:
 
 
 class RoundingSink(Sink):
-    """In the hook of each target call: the module run again on rounded inputs and weights."""
+    """In the hook of each target call: the module run again on rounded inputs and weights.  Its floating
+    inputs are kept as they were before its forward (a copy taken in its pre-hook), so a module that
+    computes in place (``Hardswish(inplace=True)``, ``ReLU(inplace=True)``) is recomputed from its input,
+    not from its own output written over it."""
 
-    wants_inputs = False
+    wants_inputs = True
     wants_calls = True
 
     def __init__(self, want: dict[int, Target]) -> None:
         self.want = want
         self.rel: dict[int, float] = {}
+        self._before: dict[int, dict[int, torch.Tensor]] = {}     # call -> id(input) -> its copy
+
+    def on_input(self, call: int, tensors: list[torch.Tensor]) -> None:
+        if call in self.want:
+            self._before[call] = {id(t): t.detach().clone() for t in tensors if t.is_floating_point()}
 
     def on_output(self, call: int, tensors: list[torch.Tensor]) -> None:
         pass
 
     def on_call(self, call: int, module: Any, args: tuple, kwargs: dict, outputs: list[torch.Tensor]) -> None:
-        t = self.want.get(call)
+        t, before = self.want.get(call), self._before.pop(call, {})
         if t is None or next(module.children(), None) is not None:
             return
         if t.needs_weight and not any(p.ndim >= 2 for p in module.parameters(recurse=False)):
             return        # its reduced nodes accumulate over a weight another module holds (a folded Conv)
+
+        def as_before(x: Any) -> Any:     # an input as it was before the forward (an in-place op overwrote it)
+            return before.get(id(x), x) if isinstance(x, torch.Tensor) else x
+        args, kwargs = tree_map(as_before, args), tree_map(as_before, kwargs)
         ins = tensors_of((args, kwargs))
         if any(o.data_ptr() == i.data_ptr() for o in outputs for i in ins if o.numel() and i.numel()):
-            return        # in place: its input is gone
+            return        # in place on an input not kept (not floating): it is gone
+        rounded = t.inputs()      # on the copies: an in-place forward writes over them, not over the model's values
         try:
             with torch.no_grad(), _as_in_file(module, t):
-                again = tensors_of(module.forward(*tree_map(t.inputs(), args), **tree_map(t.inputs(), kwargs)))
+                again = tensors_of(module.forward(*tree_map(rounded, args), **tree_map(rounded, kwargs)))
         except Exception:      # a forward that refuses rounded values: the worst-case bound stays
             return
         if len(again) != len(outputs):
