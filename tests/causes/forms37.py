@@ -14,13 +14,18 @@ Linear; the form is always the child ``body``:
 * ``token_mean``: ``torch.mean`` over 8192 positions of a sequence (dim 1, not the innermost) with a level;
 * ``long_logsumexp``: ``torch.logsumexp`` over 131072 logits (``ReduceLogSumExp``'s sum of exponentials);
 * ``warp_nan``: ``F.grid_sample`` of a grid made of unit flow directions, ``d / |d|``, NaN where a direction is
-  0 (0 / 0): torch's kernel propagates the NaN coordinate to the sampled value, ONNX Runtime's
-  ``GridSample`` samples a pixel there (a finite value where torch has NaN);
+  0 (0 / 0), the invalid samples zeroed after (``nan_to_num``): torch's kernel propagates the NaN coordinate
+  to the sampled value (zeroed), ONNX Runtime's ``GridSample`` samples a pixel there (kept);
 * ``multilabel``: ``F.multilabel_margin_loss``: torch reads each row's targets up to the first -1; the dynamo
   exporter's lowering computes otherwise (torch has a decomposition of the op since pytorch/pytorch#105559);
   the TorchScript exporter cannot export it;
 * clean controls: ``pool_plain`` (no level), ``warp_plain`` (no direction 0), ``token_mean_short`` (64
   positions).
+
+Written after the first run and the mechanisms it led to, as held-out checks of them (not counted in the first
+run): ``score_sum`` (``Tensor.sum`` of a long row of scores), ``long_norm`` (``torch.linalg.vector_norm`` of a
+long vector), ``warp3d`` (a volume sampled along unit 3-D directions, NaN zeroed),
+``multilabel_mean`` (the loss with three targets per row, reduction ``mean``).
 """
 from __future__ import annotations
 
@@ -69,7 +74,7 @@ class LongLogSumExp(nn.Module):
 
 
 class Warp(nn.Module):
-    """an image warped along unit flow directions ``d / |d|`` (NaN where d = 0 when ``cut``)."""
+    """an image warped along unit flow directions ``d / |d|`` (NaN where d = 0 when ``cut``), NaN samples zeroed."""
 
     def __init__(self, cut: bool) -> None:
         super().__init__()
@@ -81,7 +86,7 @@ class Warp(nn.Module):
         d = torch.relu(d - 0.3) if self.cut else d + 0.05 * torch.sign(d) + 0.01
         unit = d / d.norm(dim=-1, keepdim=True)
         y = F.grid_sample(x.view(n, 2, 4, 4), (unit * 0.9).view(n, 4, 4, 2), align_corners=False)
-        return y.reshape(n, WIDTH)
+        return torch.nan_to_num(y, nan=0.0).reshape(n, WIDTH)     # an invalid warp: no value
 
 
 class MultiLabel(nn.Module):
@@ -102,6 +107,48 @@ def long_logsumexp() -> nn.Module: return _shallow(LongLogSumExp)               
 def warp_nan() -> nn.Module: return _deep(lambda: Warp(True))                          # noqa: E704
 def warp_plain() -> nn.Module: return _deep(lambda: Warp(False))                       # noqa: E704
 def multilabel() -> nn.Module: return _shallow(MultiLabel)                             # noqa: E704
+
+
+class ScoreSum(nn.Module):
+    """held out: the total of a long row of attention-like scores over a level, centred."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scores = torch.sigmoid(x).repeat(1, 2048) + 20.0
+        return x + (scores.sum(-1, keepdim=True) - 1343488.0) * 0.05
+
+
+class LongNorm(nn.Module):
+    """held out: the L2 norm of a long feature vector (``torch.linalg.vector_norm``) over a level, centred."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        v = x.abs().repeat(1, 4096) + 10.0
+        return x + (torch.linalg.vector_norm(v, dim=-1, keepdim=True) - 3880.0) * 0.2
+
+
+class Warp3d(nn.Module):
+    """held out: a volume sampled trilinearly along unit 3-D directions ``d / |d|``, NaN samples zeroed."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[0]
+        d = torch.relu(x[:, :24].flip(0).reshape(n, 2, 2, 2, 3) - 0.2)
+        grid = d / d.norm(dim=-1, keepdim=True) * 0.8
+        y = F.grid_sample(x.view(n, 1, 2, 4, 4), grid, align_corners=True)
+        return x + torch.nan_to_num(y, nan=0.0).reshape(n, 8).repeat(1, 4)
+
+
+class MultiLabelMean(nn.Module):
+    """held out: the mean multi-label margin loss of rows with three targets, as a gain."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        target = torch.full_like(x, -1, dtype=torch.long)
+        target[:, :3] = torch.topk(x, 3, -1).indices
+        return x * (1.0 + F.multilabel_margin_loss(x * 2.0, target))
+
+
+def score_sum() -> nn.Module: return _deep(ScoreSum)                                   # noqa: E704
+def long_norm() -> nn.Module: return _shallow(LongNorm)                                # noqa: E704
+def warp3d() -> nn.Module: return _deep(Warp3d)                                       # noqa: E704
+def multilabel_mean() -> nn.Module: return _deep(MultiLabelMean)                       # noqa: E704
 
 
 def rows_inputs() -> torch.Tensor:
