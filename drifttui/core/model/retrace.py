@@ -78,7 +78,8 @@ def reference_table() -> dict[Any, Callable[..., Any]]:
     """torch's core ATen decompositions, the definitions of the ops torch decomposes nowhere (here), and every
     definition of ``DEFINITIONS`` (the special functions by their stable forms; scatter_reduce's mean; the
     degrees-of-freedom reductions var / var_mean with torch's max(0, N - correction); average pooling with
-    divisor_override; the bilinear resize of uint8 images)."""
+    divisor_override; the bilinear resize of uint8 images; the multi-label margin loss, whose torch decomposition
+    keeps the target slots after the first -1)."""
     import torch
     from torch._decomp import core_aten_decompositions
 
