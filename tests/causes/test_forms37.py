@@ -10,7 +10,7 @@ First run, before any engine change (session 27, the held-out measure of the eng
 | | first run | after session 27's mechanisms |
 |---|---|---|
 | origin | 9/11 (``warp_nan`` as first written, both exporters: torch's output was NaN, "nothing sound to compare"; rewritten with ``nan_to_num`` after it, still before any engine change: origin right) | 11/11 |
-| class by mechanism | 1/11 (``multilabel`` ``lowering``; the eight reductions ``op-compat`` or ``lowering`` unverified, two of them ``lowering`` verified through the dynamo exporter's core ATen decompositions, a route that only happens to sum otherwise) | 11/11 |
+| class by mechanism | 1/11, 3/11 with the rewritten warp (``multilabel`` ``lowering``, the warp ``op-compat``; the eight reductions ``op-compat`` or ``lowering`` unverified, two of them ``lowering`` verified through the dynamo exporter's core ATen decompositions, a route that only happens to sum otherwise, one of those naming a ``Mul`` as the wrong node) | 11/11 |
 | verified | 2/11 (``long_logsumexp``, both exporters, by that decomposition) | 11/11 |
 | repair passes check | 2/11 | 11/11 |
 | clean controls | 3/3 | 3/3 |
