@@ -14,6 +14,8 @@
                                   # only the bounds named change; None: unbounded
     {"op": "rewrite", "node": "n", "rewrite": "floor_cast"}  # and the others of rewrites.py
     {"op": "rewrite", "node": "n", "rewrite": "workaround", "form": "log_sigmoid"}  # workarounds.py
+    {"op": "rewrite", "node": "n", "rewrite": "accumulate_float64", "nodes": [..]}   # accumulate64.py
+    {"op": "rewrite", "node": "n", "rewrite": "grid_nan_propagate"}                   # nan_grid.py
     {"op": "rewrite", "node": "n", "rewrite": "resize_gather", "rule": "nearest", "in_shape": [..],
      "out_shape": [..], "scales": None}      # resize_gather.py: nearest Resize -> Gathers
     {"op": "reexport", "exporter": "torchscript", "opset": 18, "module": "m"}
@@ -30,9 +32,11 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.onnx.io import copy_model
+from drifttui.core.onnx.edit.accumulate64 import APPLY as ACCUMULATE64
 from drifttui.core.onnx.edit.resize_gather import apply_resize_gather
 from drifttui.core.onnx.edit.rewriting import APPLY, input_dtype
 from drifttui.core.onnx.edit.masked_positions import APPLY as MASKED
+from drifttui.core.onnx.edit.nan_grid import APPLY as NAN_GRID
 from drifttui.core.onnx.edit.nan_select import APPLY as NAN_SELECT
 from drifttui.core.onnx.edit.singular import APPLY as SINGULAR
 from drifttui.core.onnx.edit.stable_forms import apply_expm1, apply_log1p, apply_logaddexp
@@ -190,7 +194,8 @@ def _rewrites() -> dict[str, Any]:
 
     return {k: wrapped(fn) for k, fn in {**APPLY, "resize_gather": apply_resize_gather, "log1p": apply_log1p,
                                                          "expm1": apply_expm1, "logaddexp": apply_logaddexp,
-                                                         **SINGULAR, **NAN_SELECT, **MASKED}.items()}
+                                                         **SINGULAR, **NAN_SELECT, **MASKED, **ACCUMULATE64,
+                                                         **NAN_GRID}.items()}
 
 
 def _workaround(model: Any, p: Patch) -> None:

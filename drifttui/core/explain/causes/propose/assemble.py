@@ -19,8 +19,10 @@ from drifttui.core.explain.causes.locate.evaluate import Localisation
 from drifttui.core.explain.causes.locate.torch_program import torch_calls
 from drifttui.core.explain.causes.locate.torch_op import name_torch_ops
 from drifttui.core.explain.causes.propose import constants, rewrites
+from drifttui.core.explain.causes.propose.accumulate64 import accumulate64_patches
 from drifttui.core.explain.causes.propose.candidates import graph_candidates
 from drifttui.core.explain.causes.propose.fast_path import fast_path_patches
+from drifttui.core.explain.causes.propose.nan_grid import nan_grid_patches
 from drifttui.core.explain.causes.propose.nan_select import nan_select_patches
 from drifttui.core.explain.causes.propose.singular import singular_patches
 from drifttui.core.explain.causes.propose.weights import torch_tensors, weight_candidates
@@ -68,6 +70,8 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
         out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind))
         out.extend(singular_patches(case, loc))
         out.extend(nan_select_patches(case, loc))
+        out.extend(accumulate64_patches(case))
+        out.extend(nan_grid_patches(case))
     dynamic = any(d.dim_param for i in ctx.index.model.graph.input for d in i.type.tensor_type.shape.dim)
     out.extend(rewrites.resize_gather_patches(case, loc.kind if loc is not None else "unknown", dynamic))
     out.extend(name_torch_ops(list(graph_candidates(case, module, ctx.index.elem_types)),

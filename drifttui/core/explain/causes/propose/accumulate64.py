@@ -1,0 +1,69 @@
+"""The accumulation counterfactual: the origin's long float32 sums computed in float64 (issue 30 point 2).
+
+A reduction over many float32 elements (a global average pool of a large map, the mean of a long sequence,
+a logsumexp or a norm of a long vector) is computed by ONNX Runtime's CPU kernels as a running float32 sum,
+and by torch as a cascade of partial sums (its reduction kernels, numpy's pairwise sum too).  Over tens of
+thousands of elements the running sum loses ~1e-5 of the total, torch about 1e-7: where the sum holds a
+common level that is taken off after (a centred statistic), that difference passes any tolerance.  No export
+route changes a kernel, but a graph counterfactual can: the same nodes computed in float64 and cast back
+(``onnx/edit/accumulate64.py``), whose sums then round as torch's do.  Proposed once per origin, for its
+float32 sums over at least ``MIN_REDUCED`` elements per output (none otherwise), and verified like any patch.
+
+Its class is ``stability`` (the kernel's running sum is the unstable way to compute the same function; the
+fix is the stable one), kind ``runtime`` (the bug is ONNX Runtime's kernel).  ``repair`` applies it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.explain.causes.locate.evaluate import node_values
+from drifttui.core.onnx.edit.accumulate64 import SUMS
+from drifttui.core.onnx.edit.patches import Patch
+
+MIN_REDUCED = 4096          # elements summed per output: below it a running float32 sum loses no more than torch
+UPSTREAM = "microsoft/onnxruntime#28450"
+
+
+def long_sums(case: Case) -> list[tuple[Any, int, int]]:
+    """(node, elements summed per output, input rank) of each float32 sum of the origin over at least
+    ``MIN_REDUCED`` elements, on the case's inputs."""
+    sums = [n for n in case.model.graph.node if n.op_type in SUMS and n.input and n.output]
+    if not sums:
+        return []
+    vals = node_values(case)
+    if vals is None:
+        return []
+    known = {**case.feeds, **vals}
+    out = []
+    for n in sums:
+        x, y = known.get(n.input[0]), known.get(n.output[0])
+        if x is None or y is None or np.asarray(x).dtype != np.float32 or np.size(y) == 0:
+            continue
+        per = int(np.size(x) // max(1, np.size(y)))
+        if per >= MIN_REDUCED:
+            out.append((n, per, np.ndim(x)))
+    return out
+
+
+def accumulate64_patches(case: Case) -> list[Patch]:
+    """One patch: every long float32 sum of the origin computed in float64; none when there is none."""
+    found = long_sums(case)
+    if not found:
+        return []
+    nodes = [n.name for n, _, _ in found]
+    ops = sorted({n.op_type for n, _, _ in found})
+    most = max(per for _, per, _ in found)
+    which = ", ".join(f"{n.op_type} {n.name}" for n, _, _ in found[:4]) + (" ..." if len(found) > 4 else "")
+    why = (f"ONNX Runtime's {'/'.join(ops)} kernel adds the float32 elements of a long reduction ({which}: up to "
+           f"{most} elements per output) in a running float32 sum, where torch adds them in a cascade of partial "
+           "sums and loses far less; with the same reduction computed in float64 and cast back to float32 the file "
+           "computes what torch computes")
+    fix = (f"deploy the file with those reductions in float64 (`drifttui repair` applies it: Cast, the reduction in "
+           f"double, Cast back), or take the common level off before the reduction; report the kernel's float32 "
+           f"accumulation to onnxruntime with `drifttui repro` (upstream: {UPSTREAM})")
+    spec = {"op": "rewrite", "rewrite": "accumulate_float64", "node": nodes[0], "nodes": nodes,
+            "ranks": {n.name: r for n, _, r in found if n.op_type == "GlobalAveragePool"}}
+    return [Patch(spec, "stability", why, fix, "runtime", module=case.module, nodes=nodes)]

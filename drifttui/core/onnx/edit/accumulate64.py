@@ -1,0 +1,76 @@
+"""Graph edit: float32 reductions computed in float64 (the accumulation counterfactual of
+``causes/propose/accumulate64.py``).
+
+ONNX Runtime's CPU reduction kernels add the float32 elements of a long reduction in a running float32 sum;
+torch's add them in a cascade of partial sums, which loses far less (microsoft/onnxruntime#28450: "a float64
+reduction path, cast back to float32, matches PyTorch").  ``accumulate_float64`` makes each named node compute
+in float64, keeping its name and its output's name: ``Cast(x, double) -> node -> Cast(y, float)``.  The ops
+ONNX Runtime has no double kernel for are written as the equivalent one it has: ``GlobalAveragePool`` as a
+``ReduceMean`` over the spatial axes (``spec["ranks"][node]``: its input's rank).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from drifttui.core.onnx.edit.graft import toposort
+from drifttui.core.onnx.edit.rewriting import input_dtype, scoped
+
+# the float32 sums ONNX Runtime accumulates in a running float32 (ops with a double kernel, and GAP)
+SUMS = ("ReduceSum", "ReduceMean", "ReduceLogSumExp", "ReduceL2", "ReduceL1", "ReduceSumSquare", "ReduceLogSum",
+        "GlobalAveragePool")
+AXES_AS_INPUT = 18          # ReduceMean reads its axes as an input from opset 18
+
+
+def _opset(model: Any) -> int:
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 18)
+
+
+def apply_accumulate_float64(model: Any, spec: dict[str, Any]) -> None:
+    ranks = spec.get("ranks") or {}
+    for name in spec.get("nodes") or [spec["node"]]:
+        _widen(model, name, ranks.get(name))
+
+
+def _widen(model: Any, name: str, rank: Any) -> None:
+    from onnx import TensorProto, helper, numpy_helper
+
+    node = next((n for n in model.graph.node if n.name == name), None)
+    if node is None:
+        raise ValueError(f"no node named {name!r}")
+    if node.op_type not in SUMS:
+        raise ValueError(f"{node.name} is a {node.op_type}, not a float32 sum")
+    if np.dtype(input_dtype(model, node.input[0])) != np.float32:
+        raise ValueError(f"{node.name}'s input is not float32")
+    p = f"{node.name or node.output[0]}/drifttui_f64"
+    x, out = node.input[0], node.output[0]
+    new = [helper.make_node("Cast", [x], [f"{p}/x"], name=f"{p}/in", to=TensorProto.DOUBLE)]
+    inits: list[Any] = []
+    if node.op_type == "GlobalAveragePool":
+        if rank is None or int(rank) < 3:
+            raise ValueError(f"{node.name}: the rank of its input is unknown")
+        axes = list(range(2, int(rank)))
+        if _opset(model) >= AXES_AS_INPUT:
+            inits.append(numpy_helper.from_array(np.asarray(axes, np.int64), f"{p}/axes"))
+            mean = helper.make_node("ReduceMean", [f"{p}/x", f"{p}/axes"], [f"{p}/y"], name=f"{p}/mean", keepdims=1)
+        else:
+            mean = helper.make_node("ReduceMean", [f"{p}/x"], [f"{p}/y"], name=f"{p}/mean", axes=axes, keepdims=1)
+        nodes = list(model.graph.node)
+        nodes.remove(node)
+        new.append(mean)
+    else:
+        node.input[0] = f"{p}/x"
+        node.output[0] = f"{p}/y"
+        nodes = list(model.graph.node)
+    new.append(helper.make_node("Cast", [f"{p}/y"], [out], name=f"{p}/out", to=TensorProto.FLOAT))
+    scoped(node, new)
+    del model.graph.node[:]
+    model.graph.node.extend(toposort(nodes + new))
+    model.graph.initializer.extend(inits)
+    for vi in model.graph.value_info:           # the node's output keeps float32; nothing else is retyped
+        if vi.name == out:
+            vi.type.tensor_type.elem_type = TensorProto.FLOAT
+
+
+APPLY = {"accumulate_float64": apply_accumulate_float64}

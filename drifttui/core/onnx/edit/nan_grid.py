@@ -1,0 +1,71 @@
+"""Graph edit for a ``GridSample`` fed NaN coordinates (issue 30): torch gives a value of its own there.
+
+torch's ``grid_sample`` computes each output position from its grid coordinates; at a NaN coordinate, with
+zeros padding, it gives the same value whatever the image: NaN (bilinear 2-D, bicubic: the interpolation
+weights are NaN) or 0 (nearest, trilinear: the NaN index is out of bounds).  ONNX Runtime's ``GridSample``
+kernel turns the NaN coordinate into a pixel index and samples a finite pixel there.
+``grid_nan_propagate`` makes the file give torch's value (``spec["value"]``: "nan" or a number) at those
+positions, keeping the node and its output name::
+
+    y' = Where(Unsqueeze(ReduceMax(Cast(IsNaN(grid)), axis=-1), 1) > 0, value, y)
+
+(the grid is ``(N, H_out, W_out, 2)`` (or ``(N, D, H, W, 3)``), the output ``(N, C, H_out, W_out)``: the mask
+of each output position broadcasts over the channels).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from drifttui.core.onnx.edit.graft import toposort
+from drifttui.core.onnx.edit.rewriting import input_dtype, scoped
+
+AXES_AS_INPUT = 13          # Unsqueeze reads its axes as an input from opset 13, ReduceMax from opset 18
+
+
+def _opset(model: Any) -> int:
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 18)
+
+
+def apply_grid_nan_propagate(model: Any, spec: dict[str, Any]) -> None:
+    from onnx import helper, numpy_helper
+
+    node = next((n for n in model.graph.node if n.name == spec["node"]), None)
+    if node is None:
+        raise ValueError(f"no node named {spec['node']!r}")
+    if node.op_type != "GridSample" or len(node.input) < 2:
+        raise ValueError(f"{node.name} is a {node.op_type}, not a GridSample")
+    grid, out = node.input[1], node.output[0]
+    dtype = np.dtype(input_dtype(model, grid))
+    if dtype.kind != "f":
+        raise ValueError(f"{node.name}'s grid is not a float: it holds no NaN")
+    p = f"{node.name or out}/drifttui_nan"
+    node.output[0] = f"{p}/raw"
+    elem = helper.np_dtype_to_tensor_dtype(dtype)
+    opset = _opset(model)
+    inits = [numpy_helper.from_array(np.zeros((), dtype), f"{p}/zero"),
+             numpy_helper.from_array(np.full((), float(spec.get("value", "nan")), dtype), f"{p}/nan")]
+    new = [helper.make_node("IsNaN", [grid], [f"{p}/isnan"], name=f"{p}/isnan"),
+           helper.make_node("Cast", [f"{p}/isnan"], [f"{p}/mask"], name=f"{p}/cast", to=elem)]
+    if opset >= 18:
+        inits.append(numpy_helper.from_array(np.asarray([-1], np.int64), f"{p}/last"))
+        new.append(helper.make_node("ReduceMax", [f"{p}/mask", f"{p}/last"], [f"{p}/any"], name=f"{p}/any",
+                                    keepdims=0))
+    else:
+        new.append(helper.make_node("ReduceMax", [f"{p}/mask"], [f"{p}/any"], name=f"{p}/any", axes=[-1], keepdims=0))
+    if opset >= AXES_AS_INPUT:
+        inits.append(numpy_helper.from_array(np.asarray([1], np.int64), f"{p}/channel"))
+        new.append(helper.make_node("Unsqueeze", [f"{p}/any", f"{p}/channel"], [f"{p}/pos"], name=f"{p}/pos"))
+    else:
+        new.append(helper.make_node("Unsqueeze", [f"{p}/any"], [f"{p}/pos"], name=f"{p}/pos", axes=[1]))
+    new += [helper.make_node("Greater", [f"{p}/pos", f"{p}/zero"], [f"{p}/has"], name=f"{p}/has"),
+            helper.make_node("Where", [f"{p}/has", f"{p}/nan", f"{p}/raw"], [out], name=f"{p}/where")]
+    scoped(node, new)
+    nodes = list(model.graph.node)
+    del model.graph.node[:]
+    model.graph.node.extend(toposort(nodes + new))
+    model.graph.initializer.extend(inits)
+
+
+APPLY = {"grid_nan_propagate": apply_grid_nan_propagate}

@@ -1,0 +1,87 @@
+"""The accumulation counterfactual (onnx/edit/accumulate64.py, propose/accumulate64.py): ONNX Runtime's float32
+reductions over many elements computed in float64, on real ONNX Runtime against real torch; when it is
+proposed, and that it changes nothing else."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.explain.causes.propose.accumulate64 import MIN_REDUCED, accumulate64_patches
+from drifttui.core.onnx.edit.patches import PatchError, apply
+
+
+def _model(op: str, shape: list[int], axes=None, opset: int = 18, elem=TensorProto.FLOAT) -> onnx.ModelProto:
+    inits = [numpy_helper.from_array(np.asarray(axes, np.int64), "axes")] if axes is not None else []
+    node = helper.make_node(op, ["x", *(["axes"] if inits else [])], ["y"], name="red",
+                            **({"keepdims": 1} if op.startswith("Reduce") else {}))
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", elem, shape)],
+                              [helper.make_tensor_value_info("y", elem, None)], initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _run(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, {"x": x})[0]
+
+
+def _level(shape: list[int]) -> np.ndarray:
+    """values over a common level: the running float32 sum loses its low bits, torch's cascade does not."""
+    return (np.random.default_rng(0).random(shape) + 300.0).astype(np.float32)
+
+
+# ONNX reduction -> (input shape, axes, torch's computation)
+CASES = {
+    "ReduceMean": ([2, 65536], [-1], lambda t: t.mean(-1, keepdim=True)),
+    "ReduceSum": ([2, 65536], [-1], lambda t: t.sum(-1, keepdim=True)),
+    "GlobalAveragePool": ([1, 2, 256, 256], None, lambda t: torch.nn.functional.adaptive_avg_pool2d(t, 1)),
+    "ReduceLogSumExp": ([2, 65536], [-1], lambda t: torch.logsumexp(t - 300.0, -1, keepdim=True)),
+}
+
+
+@pytest.mark.parametrize("op", sorted(CASES))
+def test_the_reduction_in_float64_computes_torchs_float32_value_and_the_kernel_does_not(op):
+    shape, axes, torch_fn = CASES[op]
+    x = _level(shape) - (300.0 if op == "ReduceLogSumExp" else 0.0)
+    model = _model(op, shape, axes)
+    case = Case(model, {"x": x}, {"y": torch_fn(torch.from_numpy(x + (300.0 if op == "ReduceLogSumExp" else 0.0))
+                                              ).numpy()}, "body", 0, 0, 1e-6, 1e-6, nodes=["red"], opset=18)
+    if op == "ReduceLogSumExp":
+        case.expected["y"] = torch.logsumexp(torch.from_numpy(x), -1, keepdim=True).numpy()
+    patches = accumulate64_patches(case)
+    assert len(patches) == 1 and patches[0].spec["rewrite"] == "accumulate_float64"
+    assert (patches[0].check, patches[0].kind) == ("stability", "runtime") and "onnxruntime#28450" in patches[0].fix
+    want = case.expected["y"]
+    fixed = apply(model, patches[0])
+    onnx.shape_inference.infer_shapes(fixed, strict_mode=True)          # the new nodes type-check
+    got, before = _run(fixed, x), _run(model, x)
+    assert got.dtype == np.float32 and np.abs(got - want).max() <= np.abs(before - want).max()
+    assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()        # torch's rounding, to an ulp or two
+
+
+def test_gap_at_an_older_opset_reads_its_axes_as_an_attribute():
+    x = _level([1, 2, 128, 128])
+    model = _model("GlobalAveragePool", [1, 2, 128, 128], opset=13)
+    fixed = apply(model, accumulate64_patches(Case(model, {"x": x}, {}, "body", 0, 0, 1e-6, 1e-6))[0])
+    assert np.allclose(_run(fixed, x), torch.from_numpy(x).mean((2, 3), keepdim=True).numpy(), rtol=1e-6)
+
+
+def test_never_proposed_for_short_sums_or_float64_inputs():
+    short = [2, MIN_REDUCED // 2]
+    x = _level(short)
+    model = _model("ReduceSum", short, [-1])
+    assert accumulate64_patches(Case(model, {"x": x}, {}, "body", 0, 0, 1e-6, 1e-6)) == []
+    x64 = _level([2, 65536]).astype(np.float64)
+    model64 = _model("ReduceSum", [2, 65536], [-1], elem=TensorProto.DOUBLE)
+    assert accumulate64_patches(Case(model64, {"x": x64}, {}, "body", 0, 0, 1e-6, 1e-6)) == []
+
+
+def test_a_node_that_is_no_sum_is_refused():
+    model = _model("ReduceMax", [2, 8], [-1])
+    from drifttui.core.onnx.edit.patches import Patch
+    with pytest.raises(PatchError, match="not a float32 sum"):
+        apply(model, Patch({"op": "rewrite", "rewrite": "accumulate_float64", "node": "red"}, "stability", "", ""))
