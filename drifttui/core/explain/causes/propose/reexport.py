@@ -16,6 +16,7 @@ import numpy as np
 
 from drifttui.core.explain.causes.propose.definitions import Told, told
 from drifttui.core.explain.causes.propose.reexport_story import decomposed_targets, fits, fx_story, story
+from drifttui.core.explain.causes.locate.call_structure import as_called, same_in_samples
 from drifttui.core.explain.causes.locate.case import Case, call_io, torch_values
 from drifttui.core.runtime.torch_hooks import to_numpy
 from drifttui.core.explain.causes.locate.evaluate import Eval, error, run_ort
@@ -99,6 +100,7 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     if module is None or io is None:
         return None, Eval(float("inf"), True, False, "the origin's inputs could not be captured")
     ins, outs = _plain(io[0]), io[1]
+    module = as_called(ctx, case.call, module, ctx.sample(case.sample))     # called with kwargs: as it was
     exporter, why = variant.exporter, variant.why
     with tempfile.TemporaryDirectory(prefix="drifttui-reexport-") as d:
         try:
@@ -178,7 +180,8 @@ def _graft(ctx: Any, case: Case, model: Any, arrays: list[np.ndarray]) -> Any:
     cm = ctx.plan.calls[case.call]
     inputs = [cm.inputs.get(k) or _same_value(case, arrays[k]) or _enclosing_input(ctx, case, arrays[k]) or ""
               for k in range(len(arrays))]
-    baked = [k for k, v in enumerate(inputs) if not v and _is_state(ctx, arrays[k])]
+    baked = [k for k, v in enumerate(inputs) if not v and (_is_state(ctx, arrays[k])
+                                                           or same_in_samples(ctx, case, k, arrays[k]))]
     if baked:
         model = _bake_inputs(model, baked, arrays)
         inputs = [v for k, v in enumerate(inputs) if k not in baked]

@@ -1,0 +1,118 @@
+"""The origin module as it was CALLED: a module a library calls with keyword arguments, tuples or
+non-tensor options (transformers' ``self.self_attn(hidden_states=..., position_embeddings=(cos, sin),
+attention_mask=...)``) cannot be exported or traced on its flat list of input tensors.
+
+The capture pairs a call's inputs with the file by ``tensors_of((args, kwargs))`` (the tensors of the
+call's pytree, in order).  ``as_called`` records the origin call's own ``(args, kwargs)`` on one torch
+forward of its sample and gives a wrapper whose ``forward(*tensors)`` puts those tensors back where the
+call had them (every other leaf as the call had it) and returns the tensors of the module's output: a
+module that takes exactly the flat inputs the capture knows, which ``torch.export`` / ``torch.onnx.export``
+can trace (the re-export of the origin, its FX program for the node-level localisation).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+KEY = "causes:call_structure:{}"
+
+
+def _plain(args: tuple, kwargs: dict) -> bool:
+    """Called with positional tensors only: the module takes its flat inputs as they are."""
+    import torch
+
+    return not kwargs and all(isinstance(a, torch.Tensor) and not a.is_nested for a in args)
+
+
+def recorded(ctx: Any, call_index: int, sample: Any) -> Optional[tuple[tuple, dict]]:
+    """The ``(args, kwargs)`` the call ``call_index`` received on a torch forward of ``sample``, or None."""
+    import torch
+
+    from drifttui.core.runtime.torch_hooks import run_model
+
+    call = ctx.calls[call_index]
+    module = ctx.modules().get(call.module)
+    if not isinstance(module, torch.nn.Module):
+        return None
+    seen: dict[str, Any] = {"n": 0}
+
+    def hook(_m: Any, args: tuple, kwargs: dict) -> None:
+        if seen["n"] == call.call:
+            seen["got"] = (args, dict(kwargs))
+        seen["n"] += 1
+
+    handle = module.register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            run_model(ctx.model, *sample)
+    except Exception:  # noqa: BLE001 - no structure: the flat inputs stay the witness
+        return None
+    finally:
+        handle.remove()
+    return seen.get("got")
+
+
+def as_called(ctx: Any, call_index: int, module: Any, sample: Any) -> Any:
+    """``module`` itself when it was called with positional tensors only, else a wrapper taking the
+    call's flat input tensors (in the capture's order) and calling ``module`` as the library did
+    (one per call: ``ctx.cache``)."""
+    key = KEY.format(call_index)
+    if key not in ctx.cache:
+        got = recorded(ctx, call_index, sample)
+        ctx.cache[key] = None if got is None or _plain(*got) else got
+    got = ctx.cache[key]
+    return module if got is None else AsCalled(module, *got)
+
+
+def _wrapper_class() -> type:
+    import torch
+    from torch.utils._pytree import tree_flatten, tree_unflatten
+
+    from drifttui.core.runtime.torch_hooks import tensors_of
+
+    class _AsCalled(torch.nn.Module):
+        def __init__(self, module: Any, args: tuple, kwargs: dict) -> None:
+            super().__init__()
+            self.inner = module
+            leaves, self._spec = tree_flatten((args, kwargs))
+            self._slots = [k for k, t in enumerate(leaves) if isinstance(t, torch.Tensor) and not t.is_nested]
+            self._leaves = [None if k in self._slots else t for k, t in enumerate(leaves)]
+
+        def forward(self, *tensors: Any) -> tuple:
+            leaves = list(self._leaves)
+            for k, t in zip(self._slots, tensors):
+                leaves[k] = t
+            args, kwargs = tree_unflatten(leaves, self._spec)
+            return tuple(tensors_of(self.inner(*args, **kwargs)))
+
+    return _AsCalled
+
+
+def AsCalled(module: Any, args: tuple, kwargs: dict) -> Any:  # noqa: N802 - a class made on first use
+    """The wrapper (torch is imported on first use only)."""
+    global _CLASS
+    if _CLASS is None:
+        _CLASS = _wrapper_class()
+    return _CLASS(module, args, kwargs)
+
+
+_CLASS: Optional[type] = None
+
+
+def same_in_samples(ctx: Any, case: Any, position: int, arr: Any) -> bool:
+    """The call's input ``position`` holds ``arr`` on another sample too: a value the library makes from the
+    shapes alone (transformers' ``position_ids = arange(seq)``), which the exporter folds into a constant
+    with no value of its own in the file; a graft may hold it as one."""
+    import dataclasses
+
+    import numpy as np
+
+    from drifttui.core.explain.causes.locate.case import call_io
+    from drifttui.core.runtime.torch_hooks import to_numpy
+
+    if getattr(ctx.source, "fixed", False):
+        return False            # one sample only: nothing says the value does not depend on it
+    io = call_io(ctx, dataclasses.replace(case, sample=case.sample + 1))
+    if io is None or position >= len(io[0]):
+        return False
+    other = to_numpy(io[0][position])
+    return other.shape == arr.shape and bool(np.array_equal(other, arr))
