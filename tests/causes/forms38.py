@@ -90,6 +90,25 @@ def gemma2() -> nn.Module:
                                           sliding_window=4, use_cache=False, **_TEXT))
 
 
+def opt() -> nn.Module:
+    from transformers import OPTConfig, OPTModel
+
+    return _lib(OPTModel, OPTConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                    ffn_dim=64, max_position_embeddings=32, word_embed_proj_dim=32, use_cache=False))
+
+
+def phi() -> nn.Module:
+    from transformers import PhiConfig, PhiModel
+
+    return _lib(PhiModel, PhiConfig(num_key_value_heads=2, max_position_embeddings=64, partial_rotary_factor=0.5,
+                                    use_cache=False, **_TEXT))
+
+
+# held out: written after call_structure.py, not in the first-run figures
+def opt_leftpad() -> nn.Module: return opt()                                       # noqa: E704
+def phi_leftpad() -> nn.Module: return phi()                                       # noqa: E704
+
+
 def llama_leftpad() -> nn.Module: return llama()                                   # noqa: E704
 def llama_rightpad() -> nn.Module: return llama()                                  # noqa: E704
 def qwen2_leftpad() -> nn.Module: return qwen2()                                   # noqa: E704

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 KEY = "causes:call_structure:{}"
+ROOT = "inner"          # the wrapped module's attribute (its scopes in a re-export start with it)
 
 
 def _plain(args: tuple, kwargs: dict) -> bool:
@@ -72,7 +73,7 @@ def _wrapper_class() -> type:
     class _AsCalled(torch.nn.Module):
         def __init__(self, module: Any, args: tuple, kwargs: dict) -> None:
             super().__init__()
-            self.inner = module
+            setattr(self, ROOT, module)
             leaves, self._spec = tree_flatten((args, kwargs))
             self._slots = [k for k, t in enumerate(leaves) if isinstance(t, torch.Tensor) and not t.is_nested]
             self._leaves = [None if k in self._slots else t for k, t in enumerate(leaves)]
@@ -82,7 +83,7 @@ def _wrapper_class() -> type:
             for k, t in zip(self._slots, tensors):
                 leaves[k] = t
             args, kwargs = tree_unflatten(leaves, self._spec)
-            return tuple(tensors_of(self.inner(*args, **kwargs)))
+            return tuple(tensors_of(getattr(self, ROOT)(*args, **kwargs)))
 
     return _AsCalled
 
@@ -116,3 +117,8 @@ def same_in_samples(ctx: Any, case: Any, position: int, arr: Any) -> bool:
         return False
     other = to_numpy(io[0][position])
     return other.shape == arr.shape and bool(np.array_equal(other, arr))
+
+
+def wrapped_root(ctx: Any, call_index: int) -> str:
+    """The module's attribute inside its re-export when ``as_called`` wrapped it (``inner``), else ""."""
+    return ROOT if ctx.cache.get(KEY.format(call_index)) is not None else ""
