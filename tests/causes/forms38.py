@@ -155,15 +155,19 @@ class CroppedPad(nn.Module):
 
 
 class KwargsCaller(nn.Module):
+    """two blocks of the same class (a library's layers): the file is right only when both are repaired."""
+
     def __init__(self) -> None:
         super().__init__()
         self.proj = nn.Linear(32, 32)
         self.body = CroppedPad()
+        self.mid = nn.Linear(32, 32)
+        self.body2 = CroppedPad()
         self.head = nn.Linear(32, 32)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.proj(x)
-        return self.head(self.body(hidden=h, pads=(3, -1), scale=0.5))
+        h = self.body(hidden=self.proj(x), pads=(3, -1), scale=0.5)
+        return self.head(self.body2(hidden=self.mid(h), pads=(3, -1), scale=0.5))
 
 
 def kwargs_caller() -> nn.Module:

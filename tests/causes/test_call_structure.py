@@ -45,3 +45,27 @@ def test_a_child_called_with_keywords_is_reexported_as_called_verified_and_repai
 
     assert_verified_and_repaired(explained, ("kwargs_caller", "torchscript"),
                                  ("lowering", "reexport", {"exporter": "dynamo"}, "body"), "body")
+
+
+def test_the_verified_reexport_carries_the_other_block_of_its_class(explained):
+    """``propose/siblings.py``: the second block runs the same code; its own re-export goes with the origin's
+    (without it the repaired file drifts at ``body2``)."""
+    *_, exp = explained("kwargs_caller", "torchscript")
+    graft = next(t.patch.graft for t in exp.verified if t.patch.spec.get("op") == "reexport")
+    assert len(graft.siblings) == 1 and graft.siblings[0].remove and graft.siblings[0].remove != graft.remove
+
+
+def test_grafted_children_are_rerooted_under_the_origin():
+    """``onnx/edit/graft_scopes.py``: a re-export's child scopes ('q_proj', under the wrapper's 'inner') placed
+    below the origin's scope in the file, whatever child's node the anchor is."""
+    from onnx import helper
+
+    from drifttui.core.onnx.edit.graft_scopes import below, rerooted
+
+    node = helper.make_node("MatMul", ["a", "b"], ["c"], name="node_MatMul_1")
+    node.metadata_props.add(key="pkg.torch.onnx.name_scopes", value="['', 'inner', 'inner.q_proj', 'linear']")
+    anchor = ['', 'model', 'model.attn', 'model.attn.k_proj', 'linear_7']
+    assert rerooted(below(node, "inner"), anchor, "model.attn") == \
+        ['', 'model', 'model.attn', 'model.attn.q_proj', 'linear']
+    ts = helper.make_node("MatMul", ["a", "b"], ["c"], name="/q_proj/MatMul")      # a TorchScript re-export
+    assert rerooted(below(ts, ""), anchor, "model.attn") == ['', 'model', 'model.attn', 'model.attn.q_proj', 'MatMul']

@@ -17,39 +17,64 @@ KEY = "causes:call_structure:{}"
 ROOT = "inner"          # the wrapped module's attribute (its scopes in a re-export start with it)
 
 
-def _plain(args: tuple, kwargs: dict) -> bool:
-    """Called with positional tensors only: the module takes its flat inputs as they are."""
+def _plain(module: Any, args: tuple, kwargs: dict) -> bool:
+    """The flat input tensors, passed positionally, bind to the parameters the call gave them: the call's
+    tensors are its forward's first parameters, in order, and every other argument it passed is None (a
+    keyword call of ``(hidden_states, attention_mask=mask)`` is plain; a ``(cos, sin)`` tuple or an option
+    is not)."""
+    import inspect
+
     import torch
 
-    return not kwargs and all(isinstance(a, torch.Tensor) and not a.is_nested for a in args)
+    def tensor(v: Any) -> bool:
+        return isinstance(v, torch.Tensor) and not v.is_nested
+
+    try:
+        bound = inspect.signature(module.forward).bind(*args, **kwargs).arguments
+    except (TypeError, ValueError):
+        return False
+    params = inspect.signature(module.forward).parameters
+    names = [n for n, p in params.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    rest = [n for n, p in params.items() if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    if any(v is not None for n in rest for v in (bound.get(n) or {}).values()
+           if isinstance(bound.get(n), dict)) or any(bound.get(n) for n in rest if isinstance(bound.get(n), tuple)):
+        return False            # something passed through **kwargs / *args: only the call knows where
+    held = [n for n, v in bound.items() if v is not None and n not in rest]
+    if not all(tensor(bound[n]) for n in held):
+        return False
+    return held == names[:len(held)]
 
 
 def recorded(ctx: Any, call_index: int, sample: Any) -> Optional[tuple[tuple, dict]]:
-    """The ``(args, kwargs)`` the call ``call_index`` received on a torch forward of ``sample``, or None."""
-    import torch
+    """The ``(args, kwargs)`` the call ``call_index`` received on a torch forward of ``sample`` (through the
+    engine's own hooks, as every capture), or None."""
+    from drifttui.core.runtime.torch_hooks import Hooks, Sink, run_model
 
-    from drifttui.core.runtime.torch_hooks import run_model
+    class _Args(Sink):
+        wants_inputs = False
+        wants_calls = True
+        got: Optional[tuple[tuple, dict]] = None
 
-    call = ctx.calls[call_index]
-    module = ctx.modules().get(call.module)
-    if not isinstance(module, torch.nn.Module):
-        return None
-    seen: dict[str, Any] = {"n": 0}
+        def on_input(self, call: int, tensors: list) -> None:
+            pass
 
-    def hook(_m: Any, args: tuple, kwargs: dict) -> None:
-        if seen["n"] == call.call:
-            seen["got"] = (args, dict(kwargs))
-        seen["n"] += 1
+        def on_output(self, call: int, tensors: list) -> None:
+            pass
 
-    handle = module.register_forward_pre_hook(hook, with_kwargs=True)
+        def on_call(self, call: int, module: Any, args: tuple, kwargs: dict, outs: list) -> None:
+            if call == call_index:
+                self.got = (args, dict(kwargs))
+
+    sink, hooks = _Args(), Hooks(ctx.model)
+    hooks.calls = ctx.calls
     try:
-        with torch.no_grad():
+        with hooks.installed():
+            hooks.begin(sink)
             run_model(ctx.model, *sample)
+            hooks.begin(None)
     except Exception:  # noqa: BLE001 - no structure: the flat inputs stay the witness
         return None
-    finally:
-        handle.remove()
-    return seen.get("got")
+    return sink.got
 
 
 def as_called(ctx: Any, call_index: int, module: Any, sample: Any) -> Any:
@@ -59,7 +84,7 @@ def as_called(ctx: Any, call_index: int, module: Any, sample: Any) -> Any:
     key = KEY.format(call_index)
     if key not in ctx.cache:
         got = recorded(ctx, call_index, sample)
-        ctx.cache[key] = None if got is None or _plain(*got) else got
+        ctx.cache[key] = None if got is None or _plain(module, *got) else got
     got = ctx.cache[key]
     return module if got is None else AsCalled(module, *got)
 

@@ -192,7 +192,7 @@ def _graft(ctx: Any, case: Case, model: Any, arrays: list[np.ndarray]) -> Any:
     """How ``repair`` puts the re-export into the file: the file's value of each call input and
     output ("" when the file has none: then it cannot be grafted), the origin's nodes to replace."""
     cm = ctx.plan.calls[case.call]
-    inputs = [cm.inputs.get(k) or produced_value(ctx, case.call, k) or _same_value(case, arrays[k])
+    inputs = [cm.inputs.get(k) or _same_value(case, arrays[k]) or produced_value(ctx, case.call, k)
               or _enclosing_input(ctx, case, arrays[k]) or ""
               for k in range(len(arrays))]
     baked = [k for k, v in enumerate(inputs) if not v and (_is_state(ctx, arrays[k])
