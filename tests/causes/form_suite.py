@@ -34,9 +34,11 @@ def explained_forms(tmp_path_factory: Any, name: str, inputs: Optional[dict] = N
             path = root / f"{model}-{exporter}.onnx"
             fn = inputs.get(model, "rows_inputs")
             torch.manual_seed(0)
+            module = getattr(forms, model)()
+            made = getattr(forms, fn)()         # a tuple of tensors: the model's positional inputs
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                torch.onnx.export(getattr(forms, model)(), (getattr(forms, fn)(),), str(path),
+                torch.onnx.export(module, made if isinstance(made, tuple) else (made,), str(path),
                                   dynamo=exporter == "dynamo",
                                   **({"opset_version": opset[model]} if model in opset else {}))
             cache[key] = explained_run(Config(model=f"{spec}:{model}", onnx=str(path), inputs=f"{spec}:{fn}",

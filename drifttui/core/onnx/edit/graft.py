@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from drifttui.core.onnx.edit.graft_scopes import below, set_scopes
 from drifttui.core.onnx.io import copy_model
 from drifttui.core.onnx.order import node_order, used_names
 
@@ -29,6 +30,9 @@ class Graft:
     inputs: list[str]                # the deployed file's value for each graph input of ``model``
     outputs: list[str]               # the deployed file's value for each graph output ("" = not read)
     remove: list[str] = field(default_factory=list)    # node names of the origin in the deployed file
+    siblings: list["Graft"] = field(default_factory=list)   # the same class's other calls, grafted after it
+    root: str = ""                   # the module's attribute inside the re-export's wrapper (graft_scopes.py)
+    module: str = ""                 # the origin module's name (its children's nodes are re-rooted below it)
 
 
 def _copy(model: Any) -> Any:
@@ -130,15 +134,17 @@ def _missing(nodes: list[Any], available: set[str]) -> list[str]:
     return sorted({v for n in nodes for v in n.input if v and v not in have})
 
 
-def _in_scope(sub: Any, anchor: Any, prefix: str) -> None:
+def _in_scope(sub: Any, anchor: Any, prefix: str, root: str = "", module: str = "") -> None:
     """The grafted nodes sit in the origin's scope: the anchor's metadata (dynamo scopes) and, for a
     TorchScript file, names under the anchor's scope path ("/body/cos/..."), so the repaired file is
     mapped to the modules like the original."""
     scope = anchor.name.rsplit("/", 1)[0] + "/" if anchor.name.startswith("/") and "/" in anchor.name[1:] else ""
     for n in sub.graph.node:
+        where = below(n, root)              # its own place, before the anchor's metadata replaces it
         n.name = f"{scope}{prefix}/{n.name or n.op_type}"
         del n.metadata_props[:]
         n.metadata_props.extend(anchor.metadata_props)
+        set_scopes(n, anchor, where, module)
 
 
 def graft(full_model: Any, g: Graft) -> Any:
@@ -168,7 +174,7 @@ def graft(full_model: Any, g: Graft) -> Any:
     removed = {i for i, n in enumerate(nodes) if n.name in want or (not n.name and gone & set(n.output))}
     if not removed:
         raise GraftError("none of the origin's nodes is in the file")
-    _in_scope(sub, nodes[min(removed)], prefix)
+    _in_scope(sub, nodes[min(removed)], prefix, g.root, g.module)
     replaced = {v for v in g.outputs if v}
     keep = _kept(nodes, removed, replaced, {o.name for o in full.graph.output})
     for i in keep:                  # a kept node must not produce a value the graft now produces

@@ -45,6 +45,7 @@ def repair(full_model: Any, exp: Explanation) -> Repair:
             except GraftError as exc:
                 out.not_applicable.append({**spec, "why": str(exc)})
                 continue
+            model = _siblings(model, patch.graft)
         out.applied.append(spec)
         if t is not None:
             out.local_after = t.after.max_abs if out.local_after is None else max(out.local_after, t.after.max_abs)
@@ -52,6 +53,16 @@ def repair(full_model: Any, exp: Explanation) -> Repair:
         out.model = without_views(model)     # the file for the user: drifttui's round trips undone
     out.local_before = exp.loc.ort.max_abs if exp.loc is not None else None
     return out
+
+
+def _siblings(model: Any, g: Any) -> Any:
+    """``model`` with the origin class's other calls grafted too (propose/siblings.py), each one that grafts."""
+    for sib in getattr(g, "siblings", []):
+        try:
+            model = graft(model, sib)
+        except GraftError:
+            continue
+    return model
 
 
 @dataclass(frozen=True)

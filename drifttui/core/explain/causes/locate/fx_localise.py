@@ -29,6 +29,7 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.onnx.io import copy_model
+from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io, hooked_inner
 from drifttui.core.explain.causes.locate.evaluate import run_ort
 from drifttui.core.explain.causes.locate.torch_program import program as torch_program, target_name
@@ -124,6 +125,7 @@ def _torch_values(ctx: Any, case: Case, shapes: dict[str, tuple]) -> Optional[tu
     if module is None or io is None:
         return None
     try:
+        module = as_called(ctx, case.call, module, ctx.sample(case.sample))    # called with kwargs: as it was
         program = _program_values(torch_program(ctx, case.module, module, io[0]), io[0])
     except Exception:  # noqa: BLE001 - a module torch.export cannot trace: no FX witness
         return None

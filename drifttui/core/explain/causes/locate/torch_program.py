@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.model.export import quiet
 
@@ -43,7 +44,7 @@ def _origin_program(ctx: Any, case: Case) -> Any:
     if module is None or io is None:
         return None
     try:
-        return program(ctx, case.module, module, io[0])
+        return program(ctx, case.module, as_called(ctx, case.call, module, ctx.sample(case.sample)), io[0])
     except Exception:  # noqa: BLE001 - no FX witness
         return None
 

@@ -15,7 +15,9 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from drifttui.core.explain.causes.propose.definitions import Told, told
+from drifttui.core.explain.causes.propose.siblings import produced_value, sibling_grafts
 from drifttui.core.explain.causes.propose.reexport_story import decomposed_targets, fits, fx_story, story
+from drifttui.core.explain.causes.locate.call_structure import as_called, same_in_samples, wrapped_root
 from drifttui.core.explain.causes.locate.case import Case, call_io, torch_values
 from drifttui.core.runtime.torch_hooks import to_numpy
 from drifttui.core.explain.causes.locate.evaluate import Eval, error, run_ort
@@ -99,16 +101,12 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     if module is None or io is None:
         return None, Eval(float("inf"), True, False, "the origin's inputs could not be captured")
     ins, outs = _plain(io[0]), io[1]
+    module = as_called(ctx, case.call, module, ctx.sample(case.sample))     # called with kwargs: as it was
     exporter, why = variant.exporter, variant.why
-    with tempfile.TemporaryDirectory(prefix="drifttui-reexport-") as d:
-        try:
-            path = export_model(module, tuple(ins), {}, exporter, Path(d), "origin.onnx", opset=variant.opset,
-                                decompose=variant.decompose, retrace=variant.retrace, optimize=variant.optimize)
-            import onnx
-
-            model = onnx.load(str(path))
-        except (DriftTuiError, Exception) as exc:  # noqa: BLE001 - a module that does not export alone
-            return None, Eval(float("inf"), True, False, str(exc)[:200])
+    try:
+        model = _export(module, ins, variant)
+    except (DriftTuiError, Exception) as exc:  # noqa: BLE001 - a module that does not export alone
+        return None, Eval(float("inf"), True, False, str(exc)[:200])
     ev = _run(model, ins, outs, case)
     if not ev.ok:
         return None, ev
@@ -139,7 +137,25 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
                   "export", module=case.module,
                   nodes=list(wrong.nodes) if wrong is not None else [node.name] if node is not None else [],
                   graft=_graft(ctx, case, model, list(feeds.values())))
+    if _computes(ev) and patch.graft is not None and all(patch.graft.inputs):    # same code in every block
+        patch.graft.siblings = sibling_grafts(
+            ctx, case, lambda m, i: _export(m, i, variant), lambda c, m, a: _graft(ctx, c, m, a),
+            lambda m, i, o, c: _computes(_run(m, i, o, c)))
     return patch, ev
+
+
+def _export(module: Any, ins: list[Any], variant: Variant) -> Any:
+    """``module`` exported alone on ``ins`` the way ``variant`` says (an onnx.ModelProto)."""
+    import onnx
+
+    with tempfile.TemporaryDirectory(prefix="drifttui-reexport-") as d:
+        path = export_model(module, tuple(ins), {}, variant.exporter, Path(d), "origin.onnx", opset=variant.opset,
+                            decompose=variant.decompose, retrace=variant.retrace, optimize=variant.optimize)
+        return onnx.load(str(path))
+
+
+def _computes(ev: Eval) -> bool:
+    return ev.ok and not ev.fails
 
 
 def _defined(ctx: Any, case: Case, variant: Variant, wrong: Any) -> Optional[Told]:
@@ -176,14 +192,16 @@ def _graft(ctx: Any, case: Case, model: Any, arrays: list[np.ndarray]) -> Any:
     """How ``repair`` puts the re-export into the file: the file's value of each call input and
     output ("" when the file has none: then it cannot be grafted), the origin's nodes to replace."""
     cm = ctx.plan.calls[case.call]
-    inputs = [cm.inputs.get(k) or _same_value(case, arrays[k]) or _enclosing_input(ctx, case, arrays[k]) or ""
+    inputs = [cm.inputs.get(k) or _same_value(case, arrays[k]) or produced_value(ctx, case.call, k)
+              or _enclosing_input(ctx, case, arrays[k]) or ""
               for k in range(len(arrays))]
-    baked = [k for k, v in enumerate(inputs) if not v and _is_state(ctx, arrays[k])]
+    baked = [k for k, v in enumerate(inputs) if not v and (_is_state(ctx, arrays[k])
+                                                           or same_in_samples(ctx, case, k, arrays[k]))]
     if baked:
         model = _bake_inputs(model, baked, arrays)
         inputs = [v for k, v in enumerate(inputs) if k not in baked]
     outputs = [cm.outputs.get(k, "") for k in range(len(model.graph.output))]
-    return Graft(model, inputs, outputs, list(case.nodes))
+    return Graft(model, inputs, outputs, list(case.nodes), root=wrapped_root(ctx, case.call), module=case.module)
 
 
 def _enclosing_input(ctx: Any, case: Case, arr: np.ndarray) -> Optional[str]:

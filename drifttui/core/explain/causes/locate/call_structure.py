@@ -1,0 +1,149 @@
+"""The origin module as it was CALLED: a module a library calls with keyword arguments, tuples or
+non-tensor options (transformers' ``self.self_attn(hidden_states=..., position_embeddings=(cos, sin),
+attention_mask=...)``) cannot be exported or traced on its flat list of input tensors.
+
+The capture pairs a call's inputs with the file by ``tensors_of((args, kwargs))`` (the tensors of the
+call's pytree, in order).  ``as_called`` records the origin call's own ``(args, kwargs)`` on one torch
+forward of its sample and gives a wrapper whose ``forward(*tensors)`` puts those tensors back where the
+call had them (every other leaf as the call had it) and returns the tensors of the module's output: a
+module that takes exactly the flat inputs the capture knows, which ``torch.export`` / ``torch.onnx.export``
+can trace (the re-export of the origin, its FX program for the node-level localisation).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+KEY = "causes:call_structure:{}"
+ROOT = "inner"          # the wrapped module's attribute (its scopes in a re-export start with it)
+
+
+def _plain(module: Any, args: tuple, kwargs: dict) -> bool:
+    """The flat input tensors, passed positionally, bind to the parameters the call gave them: the call's
+    tensors are its forward's first parameters, in order, and every other argument it passed is None (a
+    keyword call of ``(hidden_states, attention_mask=mask)`` is plain; a ``(cos, sin)`` tuple or an option
+    is not)."""
+    import inspect
+
+    import torch
+
+    def tensor(v: Any) -> bool:
+        return isinstance(v, torch.Tensor) and not v.is_nested
+
+    try:
+        bound = inspect.signature(module.forward).bind(*args, **kwargs).arguments
+    except (TypeError, ValueError):
+        return False
+    params = inspect.signature(module.forward).parameters
+    names = [n for n, p in params.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    rest = [n for n, p in params.items() if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    if any(v is not None for n in rest for v in (bound.get(n) or {}).values()
+           if isinstance(bound.get(n), dict)) or any(bound.get(n) for n in rest if isinstance(bound.get(n), tuple)):
+        return False            # something passed through **kwargs / *args: only the call knows where
+    held = [n for n, v in bound.items() if v is not None and n not in rest]
+    if not all(tensor(bound[n]) for n in held):
+        return False
+    return held == names[:len(held)]
+
+
+def recorded(ctx: Any, call_index: int, sample: Any) -> Optional[tuple[tuple, dict]]:
+    """The ``(args, kwargs)`` the call ``call_index`` received on a torch forward of ``sample`` (through the
+    engine's own hooks, as every capture), or None."""
+    from drifttui.core.runtime.torch_hooks import Hooks, Sink, run_model
+
+    class _Args(Sink):
+        wants_inputs = False
+        wants_calls = True
+        got: Optional[tuple[tuple, dict]] = None
+
+        def on_input(self, call: int, tensors: list) -> None:
+            pass
+
+        def on_output(self, call: int, tensors: list) -> None:
+            pass
+
+        def on_call(self, call: int, module: Any, args: tuple, kwargs: dict, outs: list) -> None:
+            if call == call_index:
+                self.got = (args, dict(kwargs))
+
+    sink, hooks = _Args(), Hooks(ctx.model)
+    hooks.calls = ctx.calls
+    try:
+        with hooks.installed():
+            hooks.begin(sink)
+            run_model(ctx.model, *sample)
+            hooks.begin(None)
+    except Exception:  # noqa: BLE001 - no structure: the flat inputs stay the witness
+        return None
+    return sink.got
+
+
+def as_called(ctx: Any, call_index: int, module: Any, sample: Any) -> Any:
+    """``module`` itself when it was called with positional tensors only, else a wrapper taking the
+    call's flat input tensors (in the capture's order) and calling ``module`` as the library did
+    (one per call: ``ctx.cache``)."""
+    key = KEY.format(call_index)
+    if key not in ctx.cache:
+        got = recorded(ctx, call_index, sample)
+        ctx.cache[key] = None if got is None or _plain(module, *got) else got
+    got = ctx.cache[key]
+    return module if got is None else AsCalled(module, *got)
+
+
+def _wrapper_class() -> type:
+    import torch
+    from torch.utils._pytree import tree_flatten, tree_unflatten
+
+    from drifttui.core.runtime.torch_hooks import tensors_of
+
+    class _AsCalled(torch.nn.Module):
+        def __init__(self, module: Any, args: tuple, kwargs: dict) -> None:
+            super().__init__()
+            setattr(self, ROOT, module)
+            leaves, self._spec = tree_flatten((args, kwargs))
+            self._slots = [k for k, t in enumerate(leaves) if isinstance(t, torch.Tensor) and not t.is_nested]
+            self._leaves = [None if k in self._slots else t for k, t in enumerate(leaves)]
+
+        def forward(self, *tensors: Any) -> tuple:
+            leaves = list(self._leaves)
+            for k, t in zip(self._slots, tensors):
+                leaves[k] = t
+            args, kwargs = tree_unflatten(leaves, self._spec)
+            return tuple(tensors_of(getattr(self, ROOT)(*args, **kwargs)))
+
+    return _AsCalled
+
+
+def AsCalled(module: Any, args: tuple, kwargs: dict) -> Any:  # noqa: N802 - a class made on first use
+    """The wrapper (torch is imported on first use only)."""
+    global _CLASS
+    if _CLASS is None:
+        _CLASS = _wrapper_class()
+    return _CLASS(module, args, kwargs)
+
+
+_CLASS: Optional[type] = None
+
+
+def same_in_samples(ctx: Any, case: Any, position: int, arr: Any) -> bool:
+    """The call's input ``position`` holds ``arr`` on another sample too: a value the library makes from the
+    shapes alone (transformers' ``position_ids = arange(seq)``), which the exporter folds into a constant
+    with no value of its own in the file; a graft may hold it as one."""
+    import dataclasses
+
+    import numpy as np
+
+    from drifttui.core.explain.causes.locate.case import call_io
+    from drifttui.core.runtime.torch_hooks import to_numpy
+
+    if getattr(ctx.source, "fixed", False):
+        return False            # one sample only: nothing says the value does not depend on it
+    io = call_io(ctx, dataclasses.replace(case, sample=case.sample + 1))
+    if io is None or position >= len(io[0]):
+        return False
+    other = to_numpy(io[0][position])
+    return other.shape == arr.shape and bool(np.array_equal(other, arr))
+
+
+def wrapped_root(ctx: Any, call_index: int) -> str:
+    """The module's attribute inside its re-export when ``as_called`` wrapped it (``inner``), else ""."""
+    return ROOT if ctx.cache.get(KEY.format(call_index)) is not None else ""

@@ -1,0 +1,71 @@
+"""The origin module as it was called (``locate/call_structure.py``, session 27): a module a library calls with
+keyword arguments, tuples and options is re-exported and traced through a wrapper that puts the captured flat
+input tensors back where the call had them.  Without it the re-export of such a module fails (``forward() got
+an unexpected positional argument``) or binds the tensors to the wrong parameters, and no patch is tried
+(forms38's Llama, Qwen2 and Mistral attention modules on their first run: "no patch among 0 tried")."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from drifttui.core.explain.causes.locate.call_structure import AsCalled
+
+
+class _Takes(torch.nn.Module):
+    def forward(self, hidden, position_embeddings, mask=None, scale=1.0, flag=False):
+        cos, sin = position_embeddings
+        out = hidden * cos + sin * scale
+        return (out.masked_fill(mask, 0.0) if mask is not None else out), None
+
+
+def test_the_wrapper_puts_the_flat_tensors_back_where_the_call_had_them():
+    torch.manual_seed(0)
+    h, c, s = torch.randn(2, 4), torch.randn(2, 4), torch.randn(2, 4)
+    m = torch.zeros(2, 4, dtype=torch.bool)
+    m[0, 1] = True
+    args, kwargs = (h,), {"position_embeddings": (c, s), "mask": m, "scale": 0.5, "flag": True}
+    wrapped = AsCalled(_Takes(), args, kwargs)
+    other = [torch.randn(2, 4), torch.randn(2, 4), torch.randn(2, 4), m]       # the flat order: h, cos, sin, mask
+    got = wrapped(*other)
+    want = _Takes()(other[0], (other[1], other[2]), mask=m, scale=0.5)[0]
+    assert len(got) == 1 and torch.equal(got[0], want)        # the None output dropped, as the capture does
+    ep = torch.export.export(wrapped, tuple(other), strict=False)      # traceable on the flat inputs
+    assert torch.equal(ep.module()(*other)[0], want)
+
+
+@pytest.fixture(scope="module")
+def explained(tmp_path_factory):
+    from tests.causes.form_suite import explained_forms
+
+    return explained_forms(tmp_path_factory, "forms38", inputs={"kwargs_caller": "rows"})
+
+
+def test_a_child_called_with_keywords_is_reexported_as_called_verified_and_repaired(explained):
+    from tests.causes.form_suite import assert_verified_and_repaired
+
+    assert_verified_and_repaired(explained, ("kwargs_caller", "torchscript"),
+                                 ("lowering", "reexport", {"exporter": "dynamo"}, "body"), "body")
+
+
+def test_the_verified_reexport_carries_the_other_block_of_its_class(explained):
+    """``propose/siblings.py``: the second block runs the same code; its own re-export goes with the origin's
+    (without it the repaired file drifts at ``body2``)."""
+    *_, exp = explained("kwargs_caller", "torchscript")
+    graft = next(t.patch.graft for t in exp.verified if t.patch.spec.get("op") == "reexport")
+    assert len(graft.siblings) == 1 and graft.siblings[0].remove and graft.siblings[0].remove != graft.remove
+
+
+def test_grafted_children_are_rerooted_under_the_origin():
+    """``onnx/edit/graft_scopes.py``: a re-export's child scopes ('q_proj', under the wrapper's 'inner') placed
+    below the origin's scope in the file, whatever child's node the anchor is."""
+    from onnx import helper
+
+    from drifttui.core.onnx.edit.graft_scopes import below, rerooted
+
+    node = helper.make_node("MatMul", ["a", "b"], ["c"], name="node_MatMul_1")
+    node.metadata_props.add(key="pkg.torch.onnx.name_scopes", value="['', 'inner', 'inner.q_proj', 'linear']")
+    anchor = ['', 'model', 'model.attn', 'model.attn.k_proj', 'linear_7']
+    assert rerooted(below(node, "inner"), anchor, "model.attn") == \
+        ['', 'model', 'model.attn', 'model.attn.q_proj', 'linear']
+    ts = helper.make_node("MatMul", ["a", "b"], ["c"], name="/q_proj/MatMul")      # a TorchScript re-export
+    assert rerooted(below(ts, ""), anchor, "model.attn") == ['', 'model', 'model.attn', 'model.attn.q_proj', 'MatMul']
