@@ -62,9 +62,9 @@ def _point(files, tmp_path, arch: str, exporter: str, tool: str, kinds: tuple[st
 
 
 def test_distilbert_quantize_dynamic_scale_drift_is_named_fast(files, tmp_path):
-    """The fast point (`make test`): a DistilBERT's quantize_dynamic file, its ffn.lin1 scale x1.3."""
+    """The fast point (`make test`): a TorchScript DistilBERT's quantize_dynamic file, its ffn.lin1 scale x1.3."""
     needs("onnxruntime.quantization")
-    dep = files("distilbert", "dynamo", "dynamic")
+    dep = files("distilbert", "torchscript", "dynamic")
     bad = U.plant("distilbert", "qscale", dep, tmp_path / "qscale.onnx")
     result = U.check("distilbert", bad)
     assert outcome(result, "transformer.layer.1.ffn.lin1") == "named", result.drift_origin
