@@ -104,3 +104,15 @@ def test_over_budget_clean_file_gets_a_keep_list_its_converter_takes(files, tmp_
     if result.verdict == "ok":
         return                      # within budget on this CPU: nothing to keep
     assert M.keep_outcome(arch, tool, raw, dep, tmp_path).startswith("keep-list accepted")
+
+
+@pytest.mark.deploy
+@pytest.mark.xfail(strict=True, reason="found by this matrix, not closed this session: a dynamo DenseNet's QOperator "
+                   "file computes features.pool0 as QuantizeLinear -> MaxPool on int8 -> DequantizeLinear; the layer's "
+                   "local run rounds its input through that QuantizeLinear (own error 0.2% of its scale) but its budget "
+                   "counts no reduced node of its own (format float32, own budget 0), so the clean file is a false "
+                   "'genuine drift' at features.pool0")
+def test_a_clean_qoperator_densenet_is_no_drift(files):
+    raw = files("densenet", "dynamo")
+    dep = files("densenet", "dynamo", "qoperator")
+    _clean_ok(U.check("densenet", dep), U.covered(U.check("densenet", raw)))
