@@ -71,21 +71,21 @@ def test_distilbert_quantize_dynamic_scale_drift_is_named_fast(files, tmp_path):
     assert result.precision.cause == "genuine drift"
 
 
+# points the matrix measured holding (docs/deploy.md); UNet2D is in the matrix but was not measured yet
 POINTS = [
     ("distilbert", "dynamo", "onnxslim", ("weight", "epsilon")),
-    ("distilbert", "torchscript", "trf-opt", ("weight", "epsilon")),
-    ("qwen2", "dynamo", "int4", ("qscale",)),
+    ("distilbert", "dynamo", "trf-opt", ("weight", "epsilon")),
+    ("qwen2", "dynamo", "int4", ("qscale", "epsilon")),
     ("qwen2", "dynamo", "fp16-occ-io", ("weight", "epsilon")),
     ("swin", "dynamo", "ort-all", ("weight", "epsilon")),
     ("swin", "dynamo", "qdq", ("weight", "qscale", "epsilon")),
     ("regnet", "torchscript", "ort-all", ("weight", "pads")),
-    ("regnet", "dynamo", "qoperator", ("weight", "qscale", "pads")),
-    ("densenet", "torchscript", "ort-all", ("weight", "epsilon", "pads")),
+    ("regnet", "torchscript", "qoperator", ("weight", "qscale", "pads")),
+    ("densenet", "torchscript", "ort-all", ("weight", "pads")),
     ("densenet", "torchscript", "fp16-io", ("weight", "epsilon", "pads")),
-    ("mobilevit", "dynamo", "qdq", ("weight", "qscale", "epsilon", "pads")),
-    ("mobilevit", "torchscript", "ort-all", ("weight", "epsilon", "pads")),
-    ("unet", "dynamo", "fp16", ("weight", "epsilon", "pads")),
-    ("unet", "torchscript", "dynamic", ("weight", "qscale", "epsilon", "pads")),
+    ("densenet", "torchscript", "qdq", ("weight", "qscale", "epsilon", "pads")),
+    ("mobilevit", "dynamo", "onnxslim", ("weight", "epsilon", "pads")),
+    ("mobilevit", "torchscript", "onnxsim", ("weight", "epsilon", "pads")),
 ]
 
 
