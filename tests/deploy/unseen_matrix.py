@@ -49,6 +49,20 @@ def spec(fn: str) -> str:
     return f"{HERE}:{fn}"
 
 
+_HOMES: list = []   # other held-out matrices (unseen_matrix2.py): their ARCHS, factories and input specs
+
+
+def register(module: Any) -> None:
+    """Another matrix's architectures go through this module's tools, planters and checks."""
+    if module not in _HOMES:
+        _HOMES.append(module)
+
+
+def home(arch: str) -> Any:
+    """The module holding ``arch``'s factory, its input spec and its ARCHS entry."""
+    return next((m for m in _HOMES if arch in m.ARCHS), sys.modules[__name__])
+
+
 # arch -> (inputs, exporters, optimizer model_type, {kind: target module (a norm's gamma, a Conv's or
 # Linear's weight) or the k-th GELU-like constant})
 ARCHS: dict[str, tuple[str, tuple[str, ...], str, dict[str, Any]]] = {
@@ -66,8 +80,8 @@ INT8 = ("dynamic", "qdq", "qoperator")
 FP16 = ("fp16", "fp16-io", "fp16-occ", "fp16-occ-io", "amp")
 
 
-def _feeds(raw: Path, inputs: str) -> Callable[[int], dict]:
-    return DM.feeds_by_name(raw, spec(inputs))
+def _feeds(raw: Path, arch: str) -> Callable[[int], dict]:
+    return DM.feeds_by_name(raw, home(arch).spec(home(arch).ARCHS[arch][0]))
 
 
 def tool(name: str, arch: str, src: Path, dst: Path) -> Path:
@@ -75,7 +89,8 @@ def tool(name: str, arch: str, src: Path, dst: Path) -> Path:
 
     from tests.deploy import precision_models as PM
 
-    inputs = ARCHS[arch][0]
+    entry = home(arch).ARCHS[arch]
+    inputs = entry[0]
     if name == "fp16-occ-io":
         from onnxconverter_common import float16 as conv
 
@@ -84,13 +99,13 @@ def tool(name: str, arch: str, src: Path, dst: Path) -> Path:
     if name == "trf-opt":
         from onnxruntime.transformers import optimizer
 
-        opt = optimizer.optimize_model(str(src), model_type=ARCHS[arch][2], num_heads=2, hidden_size=32, opt_level=0)
+        opt = optimizer.optimize_model(str(src), model_type=entry[2], num_heads=2, hidden_size=32, opt_level=0)
         opt.save_model_to_file(str(dst))
         return dst
     if name == "amp":
         from onnxconverter_common import auto_mixed_precision
 
-        feed = _feeds(src, inputs)(0)
+        feed = _feeds(src, arch)(0)
         m = auto_mixed_precision.auto_convert_mixed_precision(onnx.load(str(src)), feed, rtol=0.01, atol=0.001,
                                                               keep_io_types=True)
         onnx.save(m, str(dst))
@@ -104,7 +119,7 @@ def tool(name: str, arch: str, src: Path, dst: Path) -> Path:
         return dst
     if name in ("qdq", "qoperator"):
         q = PM.int8_qdq if name == "qdq" else PM.int8_qoperator
-        return q(src, dst, _feeds(src, inputs), n=4)
+        return q(src, dst, _feeds(src, arch), n=4)
     return DM._tool(name)(src, dst, inputs)
 
 
@@ -113,7 +128,7 @@ def export(arch: str, exporter: str, folder: Path) -> Path:
 
     from tests.deploy.precision_models import export as pm_export
 
-    path = pm_export(arch, ARCHS[arch][0], exporter, folder / "export", spec_of=spec)
+    path = pm_export(arch, home(arch).ARCHS[arch][0], exporter, folder / "export", spec_of=home(arch).spec)
     one = folder / f"{arch}-raw.onnx"
     onnx.save(onnx.load(str(path)), str(one))
     return one
@@ -188,8 +203,8 @@ def plant(arch: str, kind: str, src: Path, dst: Path, raw: bool = False) -> Opti
     from tests.deploy import attr_plant as A
     from tests.deploy import qkv_models as Q
 
-    targets = ARCHS[arch][3]
-    model = globals()[arch]()
+    targets = home(arch).ARCHS[arch][3]
+    model = getattr(home(arch), arch)()
     if kind in ("weight", "qscale"):
         w = model.get_submodule(targets["weight"]).weight.detach().numpy()
         wk = "float" if raw else _weight_kind(src)
@@ -256,7 +271,8 @@ def check(arch: str, path: Path, samples: int = 2) -> Any:
     from drifttui.core.pipeline import run_once
     from drifttui.core.result import Config
 
-    return run_once(Config(model=spec(arch), inputs=spec(ARCHS[arch][0]), onnx=str(path), samples=samples)).result
+    h = home(arch)
+    return run_once(Config(model=h.spec(arch), inputs=h.spec(h.ARCHS[arch][0]), onnx=str(path), samples=samples)).result
 
 
 def covered(result: Any) -> int:

@@ -19,7 +19,7 @@ import numpy as np
 from drifttui.core.runtime import sessions
 from drifttui.core.onnx.edit.keep_float32 import keep_float32, unkept_ops
 from drifttui.core.onnx.edit.keep_qoperator import unit
-from drifttui.core.prepare.plan.folding import fold_conv_bn
+from drifttui.core.prepare.plan.folding import conv_bn_folds, fold_conv_bn
 
 MAX_LAYERS = 24
 
@@ -30,20 +30,14 @@ def torch_tensors(model: Any, calls: Sequence[Any] = ()) -> dict[str, np.ndarray
     through the fold (``<conv>.weight::folded_<bn>``): an exporter that folds the BatchNorm stores
     those, so a keep-in-float32 copy finds the float values its int8 weight rounds (by content,
     ``qweights.rounded_source``) instead of keeping the rounded ones."""
-    import torch
-
     out = {}
     for name, t in list(model.state_dict().items()):
         if t.is_floating_point():
             out[name] = t.detach().float().cpu().numpy()
-    mods = dict(model.named_modules())
-    for prev, call in zip(calls, calls[1:]):
-        conv, bn = mods.get(prev.module), mods.get(call.module)
-        if isinstance(bn, torch.nn.modules.batchnorm._BatchNorm) and isinstance(conv, torch.nn.modules.conv._ConvNd) \
-                and not bn.training and bn.running_mean is not None and bn.num_features == conv.out_channels:
-            w, b = fold_conv_bn(conv, bn)
-            out[f"{prev.module}.weight::folded_{call.module}"] = w
-            out[f"{prev.module}.bias::folded_{call.module}"] = b
+    for prev, call, conv, bn in conv_bn_folds(model, calls):
+        w, b = fold_conv_bn(conv, bn)
+        out[f"{prev.module}.weight::folded_{call.module}"] = w
+        out[f"{prev.module}.bias::folded_{call.module}"] = b
     return out
 
 

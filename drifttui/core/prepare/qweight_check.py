@@ -24,7 +24,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from drifttui.core.onnx.qweights import QWeight, int8_weights, low_precision_weights, nbits_weights
-from drifttui.core.prepare.plan.folding import fold_conv_bn
+from drifttui.core.prepare.plan.folding import conv_bn_folds, fold_conv_bn
 from drifttui.core.prepare.plan.plan import WeightCheck
 
 MIN_COS = 0.9           # a drifted weight still points its tensor's way (anchors.MIN_COS)
@@ -33,20 +33,15 @@ MIN_COS = 0.9           # a drifted weight still points its tensor's way (anchor
 def _tensors(model: Any, calls: list[Any]) -> dict[str, list[tuple[str, np.ndarray]]]:
     """Module name -> (label, float tensor) of its parameters, and of each Conv the BatchNorm called
     right after it folds into (under both modules' names)."""
-    import torch
-
     out: dict[str, list[tuple[str, np.ndarray]]] = {}
     for name, p in model.named_parameters():
         mod = name.rsplit(".", 1)[0] if "." in name else ""
         out.setdefault(mod, []).append((name, p.detach().float().cpu().numpy()))
-    mods = dict(model.named_modules())
-    for prev, c in zip(calls, calls[1:]):
-        bn, conv = mods.get(c.module), mods.get(prev.module)
-        if isinstance(bn, torch.nn.modules.batchnorm._BatchNorm) and isinstance(conv, torch.nn.modules.conv._ConvNd):
-            w, _ = fold_conv_bn(conv, bn)
-            entry = (f"{prev.module}.weight folded with {c.module}", w)
-            out.setdefault(prev.module, []).append(entry)
-            out.setdefault(c.module, []).append(entry)
+    for prev, c, conv, bn in conv_bn_folds(model, calls):
+        w, _ = fold_conv_bn(conv, bn)
+        entry = (f"{prev.module}.weight folded with {c.module}", w)
+        out.setdefault(prev.module, []).append(entry)
+        out.setdefault(c.module, []).append(entry)
     return out
 
 

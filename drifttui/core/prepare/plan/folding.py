@@ -175,3 +175,25 @@ def fold_conv_bn(conv: Any, bn: Any) -> tuple[np.ndarray, np.ndarray]:
     beta = bn.bias.detach().double() if getattr(bn, "bias", None) is not None else scale.new_zeros(scale.shape)
     bf = (b - bn.running_mean.detach().double()) * scale + beta
     return wf.float().numpy(), bf.float().numpy()
+
+
+def conv_bn_folds(model: Any, calls: list[Call]) -> Iterator[tuple[Call, Call, Any, Any]]:
+    """(Conv call, BatchNorm call, conv, bn) of each eval-mode BatchNorm an exporter can fold into the Conv
+    called right before it: the BatchNorm reads exactly that Conv's output (its producer, when the trace
+    knows it) and normalises as many channels as the Conv makes.  Call order alone is not a fold: in a
+    DenseNet each layer's last Conv (growth-rate channels) is followed by the next layer's BatchNorm of the
+    concatenation (all the channels so far)."""
+    import torch
+
+    mods = dict(model.named_modules()) if isinstance(model, torch.nn.Module) else {}
+    for prev, call in zip(calls, calls[1:]):
+        conv, bn = mods.get(prev.module), mods.get(call.module)
+        if not isinstance(bn, torch.nn.modules.batchnorm._BatchNorm) \
+                or not isinstance(conv, torch.nn.modules.conv._ConvNd):
+            continue
+        if bn.training or bn.running_var is None or bn.num_features != conv.out_channels:
+            continue
+        producer = call.inputs[0].producer if call.inputs else None
+        if producer is not None and producer[0] != prev.index:
+            continue
+        yield prev, call, conv, bn
