@@ -11,7 +11,6 @@ import json
 from typing import Any, Optional
 
 import onnx
-import torch
 from onnx import helper
 
 from drifttui.core.explain.causes.locate.case import Case
@@ -27,6 +26,7 @@ from drifttui.core.explain.causes.propose.nan_select import nan_select_patches
 from drifttui.core.explain.causes.propose.singular import singular_patches
 from drifttui.core.explain.causes.propose.weights import torch_tensors, weight_candidates
 from drifttui.core.onnx.edit.patches import Patch
+from drifttui.core.prepare.plan.folding import conv_bn_folds
 from drifttui.core.result import Finding
 
 
@@ -40,20 +40,11 @@ def _origin_module(ctx: Any, case: Case) -> Any:
 
 
 def _folds(ctx: Any, case: Case) -> list[tuple[str, Any, str, Any]]:
-    """(conv name, conv, bn name, bn) for BatchNorms in the origin folded into the Conv called before."""
-    mods = ctx.modules()
-    out = []
-    for c in ctx.calls:
-        m = mods.get(c.module)
-        if not isinstance(m, torch.nn.modules.batchnorm._BatchNorm) or c.index == 0:
-            continue
-        if not (c.module == case.module or c.module.startswith(case.module + ".") or case.module == ""):
-            continue
-        prev = ctx.calls[c.index - 1]
-        conv = mods.get(prev.module)
-        if isinstance(conv, torch.nn.modules.conv._ConvNd):
-            out.append((prev.module, conv, c.module, m))
-    return out
+    """(conv name, conv, bn name, bn) for the BatchNorms in the origin an exporter folds into a Conv: those that
+    read that Conv's output with as many channels (``folding.conv_bn_folds``; call order alone is no fold)."""
+    inside = (lambda name: case.module == "" or name == case.module or name.startswith(case.module + "."))
+    return [(cc.module, conv, bc.module, bn) for cc, bc, conv, bn in conv_bn_folds(ctx.model, ctx.calls)
+            if inside(bc.module)]
 
 
 def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Optional[Localisation] = None) -> list[Patch]:
