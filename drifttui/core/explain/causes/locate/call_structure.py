@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from drifttui.core.explain.causes.locate.case import call_io
+from drifttui.core.runtime.torch_hooks import Hooks, Sink, run_model, tensors_of, to_numpy
+
 KEY = "causes:call_structure:{}"
 ROOT = "inner"          # the wrapped module's attribute (its scopes in a re-export start with it)
 
@@ -48,7 +51,6 @@ def _plain(module: Any, args: tuple, kwargs: dict) -> bool:
 def recorded(ctx: Any, call_index: int, sample: Any) -> Optional[tuple[tuple, dict]]:
     """The ``(args, kwargs)`` the call ``call_index`` received on a torch forward of ``sample`` (through the
     engine's own hooks, as every capture), or None."""
-    from drifttui.core.runtime.torch_hooks import Hooks, Sink, run_model
 
     class _Args(Sink):
         wants_inputs = False
@@ -93,7 +95,6 @@ def _wrapper_class() -> type:
     import torch
     from torch.utils._pytree import tree_flatten, tree_unflatten
 
-    from drifttui.core.runtime.torch_hooks import tensors_of
 
     class _AsCalled(torch.nn.Module):
         def __init__(self, module: Any, args: tuple, kwargs: dict) -> None:
@@ -132,8 +133,6 @@ def same_in_samples(ctx: Any, case: Any, position: int, arr: Any) -> bool:
 
     import numpy as np
 
-    from drifttui.core.explain.causes.locate.case import call_io
-    from drifttui.core.runtime.torch_hooks import to_numpy
 
     if getattr(ctx.source, "fixed", False):
         return False            # one sample only: nothing says the value does not depend on it

@@ -13,6 +13,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Optional
 
+from drifttui.core.explain.causes.locate.call_structure import as_called
+from drifttui.core.explain.causes.locate.case import _origin_nodes, call_io
+
 MAX_SIBLINGS = 32       # other calls of the origin's class re-exported per verified re-export
 
 
@@ -25,7 +28,6 @@ def sibling_calls(ctx: Any, origin_call: int) -> list[int]:
 
 def sibling_case(ctx: Any, case: Any, ci: int) -> Optional[Any]:
     """``case`` moved to call ``ci``: its module, its own nodes (the file's), the same sample."""
-    from drifttui.core.explain.causes.locate.case import _origin_nodes
 
     if ctx.plan is None or ci >= len(ctx.plan.calls):
         return None
@@ -40,8 +42,6 @@ def sibling_grafts(ctx: Any, case: Any, export: Callable[[Any, list[Any]], Any],
     """The grafts of every sibling call whose own re-export (``export(module, inputs) -> ModelProto``)
     computes what torch computes on its call (``computes(model, inputs, outputs, case)``) and can be
     grafted (every input has a file value)."""
-    from drifttui.core.explain.causes.locate.call_structure import as_called
-    from drifttui.core.explain.causes.locate.case import call_io
 
     out = []
     for ci in sibling_calls(ctx, case.call):
