@@ -10,7 +10,7 @@ when the reference evaluator cannot run the nodes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -88,6 +88,15 @@ def node_values(case: Case) -> Optional[dict[str, np.ndarray]]:
             return run_ort(case.model, case.feeds)
         except Exception:  # noqa: BLE001
             return None
+
+
+def picked_values(case: Case, pick: Callable[[Any], bool]) -> tuple[list[Any], dict[str, np.ndarray]]:
+    """The case's nodes ``pick`` accepts, and every value they can read on the case's inputs (the feeds and
+    each node's value in ONNX Runtime); ([], {}) when none is picked or the case does not run (the proposers
+    that rewrite one kind of node read their inputs so)."""
+    nodes = [n for n in case.model.graph.node if pick(n)]
+    vals = node_values(case) if nodes else None
+    return (nodes, {**case.feeds, **vals}) if vals is not None else ([], {})
 
 
 def run_reference(model: Any, feeds: dict[str, np.ndarray], intermediate: bool = False) -> dict[str, np.ndarray]:

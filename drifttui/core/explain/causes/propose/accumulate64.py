@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.locate.evaluate import node_values
+from drifttui.core.explain.causes.locate.evaluate import picked_values
 from drifttui.core.onnx.edit.accumulate64 import SUMS
 from drifttui.core.onnx.edit.patches import Patch
 
@@ -30,13 +30,9 @@ UPSTREAM = "microsoft/onnxruntime#28450"
 def long_sums(case: Case) -> list[tuple[Any, int, int]]:
     """(node, elements summed per output, input rank) of each float32 sum of the origin over at least
     ``MIN_REDUCED`` elements, on the case's inputs."""
-    sums = [n for n in case.model.graph.node if n.op_type in SUMS and n.input and n.output]
+    sums, known = picked_values(case, lambda n: n.op_type in SUMS and n.input and n.output)
     if not sums:
         return []
-    vals = node_values(case)
-    if vals is None:
-        return []
-    known = {**case.feeds, **vals}
     out = []
     for n in sums:
         x, y = known.get(n.input[0]), known.get(n.output[0])

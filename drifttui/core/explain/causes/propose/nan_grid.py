@@ -19,19 +19,15 @@ import numpy as np
 from onnx import helper
 
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.locate.evaluate import node_values
+from drifttui.core.explain.causes.locate.evaluate import picked_values
 from drifttui.core.onnx.edit.patches import Patch
 
 
 def nan_grid_patches(case: Case) -> list[Patch]:
     """The NaN-propagating rewrite of each GridSample whose grid holds NaN; none otherwise."""
-    samplers = [n for n in case.model.graph.node if n.op_type == "GridSample" and len(n.input) > 1 and n.output]
+    samplers, known = picked_values(case, lambda n: n.op_type == "GridSample" and len(n.input) > 1 and n.output)
     if not samplers:
         return []
-    vals = node_values(case)
-    if vals is None:
-        return []
-    known = {**case.feeds, **vals}
     out = []
     for node in samplers:
         grid = known.get(node.input[1])

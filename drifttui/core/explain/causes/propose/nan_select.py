@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.locate.evaluate import node_values
+from drifttui.core.explain.causes.locate.evaluate import picked_values
 from drifttui.core.onnx.edit.nan_select import INDEX_OPS, SELECT_OPS
 from drifttui.core.onnx.edit.patches import Patch
 
@@ -32,13 +32,9 @@ _TORCH = {"MaxPool": "max_pool / adaptive_max_pool", "GlobalMaxPool": "adaptive_
 def nan_select_patches(case: Case, loc: Any) -> list[Patch]:
     """The NaN-propagating rewrite of each selection node fed NaN whose torch value (where known) the
     file's does not match; none when no selection node is fed NaN."""
-    selects = [n for n in case.model.graph.node if n.op_type in SELECT_OPS and n.input and n.output]
+    selects, known = picked_values(case, lambda n: n.op_type in SELECT_OPS and n.input and n.output)
     if not selects:
         return []
-    vals = node_values(case)
-    if vals is None:
-        return []
-    known = {**case.feeds, **vals}
     fx = getattr(loc, "fx", None) if loc is not None else None
     torch_vals = {**(fx.torch_values if fx is not None else {}), **case.expected}
     out = []
@@ -46,7 +42,7 @@ def nan_select_patches(case: Case, loc: Any) -> list[Patch]:
         x = known.get(node.input[0])
         if x is None or np.asarray(x).dtype.kind != "f" or not np.isnan(x).any():
             continue
-        if not _torch_disagrees(node, torch_vals.get(node.output[0]), vals.get(node.output[0])):
+        if not _torch_disagrees(node, torch_vals.get(node.output[0]), known.get(node.output[0])):
             continue
         out.append(_patch(case, node, _target(fx, node)))
         if len(out) >= MAX_PATCHES:
