@@ -18,36 +18,18 @@ from typing import Any
 
 import numpy as np
 
-from drifttui.core.onnx.edit.graft import toposort
-from drifttui.core.onnx.edit.rewriting import input_dtype, scoped
+from drifttui.core.onnx.edit.nan_select import ai_onnx_opset, nan_mask, splice
 
 AXES_AS_INPUT = 13          # Unsqueeze reads its axes as an input from opset 13, ReduceMax from opset 18
-
-
-def _opset(model: Any) -> int:
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 18)
 
 
 def apply_grid_nan_propagate(model: Any, spec: dict[str, Any]) -> None:
     from onnx import helper, numpy_helper
 
-    node = next((n for n in model.graph.node if n.name == spec["node"]), None)
-    if node is None:
-        raise ValueError(f"no node named {spec['node']!r}")
-    if node.op_type != "GridSample" or len(node.input) < 2:
-        raise ValueError(f"{node.name} is a {node.op_type}, not a GridSample")
-    grid, out = node.input[1], node.output[0]
-    dtype = np.dtype(input_dtype(model, grid))
-    if dtype.kind != "f":
-        raise ValueError(f"{node.name}'s grid is not a float: it holds no NaN")
-    p = f"{node.name or out}/drifttui_nan"
-    node.output[0] = f"{p}/raw"
-    elem = helper.np_dtype_to_tensor_dtype(dtype)
-    opset = _opset(model)
-    inits = [numpy_helper.from_array(np.zeros((), dtype), f"{p}/zero"),
-             numpy_helper.from_array(np.full((), float(spec.get("value", "nan")), dtype), f"{p}/nan")]
-    new = [helper.make_node("IsNaN", [grid], [f"{p}/isnan"], name=f"{p}/isnan"),
-           helper.make_node("Cast", [f"{p}/isnan"], [f"{p}/mask"], name=f"{p}/cast", to=elem)]
+    m = nan_mask(model, spec["node"], ("GridSample",), 1, "a GridSample")
+    p, out, dtype, new, inits = m.p, m.out, m.dtype, m.new, m.inits
+    opset = ai_onnx_opset(model)
+    inits += [numpy_helper.from_array(np.full((), float(spec.get("value", "nan")), dtype), f"{p}/nan")]
     if opset >= 18:
         inits.append(numpy_helper.from_array(np.asarray([-1], np.int64), f"{p}/last"))
         new.append(helper.make_node("ReduceMax", [f"{p}/mask", f"{p}/last"], [f"{p}/any"], name=f"{p}/any",
@@ -61,11 +43,7 @@ def apply_grid_nan_propagate(model: Any, spec: dict[str, Any]) -> None:
         new.append(helper.make_node("Unsqueeze", [f"{p}/any"], [f"{p}/pos"], name=f"{p}/pos", axes=[1]))
     new += [helper.make_node("Greater", [f"{p}/pos", f"{p}/zero"], [f"{p}/has"], name=f"{p}/has"),
             helper.make_node("Where", [f"{p}/has", f"{p}/nan", f"{p}/raw"], [out], name=f"{p}/where")]
-    scoped(node, new)
-    nodes = list(model.graph.node)
-    del model.graph.node[:]
-    model.graph.node.extend(toposort(nodes + new))
-    model.graph.initializer.extend(inits)
+    splice(model, m)
 
 
 APPLY = {"grid_nan_propagate": apply_grid_nan_propagate}

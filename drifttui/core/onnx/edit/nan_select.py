@@ -16,7 +16,7 @@ rewritten.  A ``MaxPool``'s second output (its indices) is left as the kernel co
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -30,7 +30,7 @@ SELECT_OPS = (*VALUE_OPS, *INDEX_OPS)
 AXES_AS_INPUT = 18                           # ReduceMax reads its axes as an input from opset 18
 
 
-def _opset(model: Any) -> int:
+def ai_onnx_opset(model: Any) -> int:
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 18)
 
 
@@ -41,24 +41,53 @@ def apply_nan_propagate(model: Any, spec: dict[str, Any]) -> None:
         _propagate(model, name)
 
 
-def _propagate(model: Any, name: str) -> None:
+class NanMask(NamedTuple):
+    """A node rewired for a NaN rewrite: its output renamed ``<p>/raw``, ``<p>/mask`` (1 where the read input is
+    NaN, in its float type) and ``<p>/zero`` built; the caller adds the nodes that pick the output."""
+
+    node: Any
+    p: str              # the prefix of every name the rewrite adds
+    out: str            # the node's original output, which the rewrite's last node must write
+    dtype: Any
+    new: list
+    inits: list
+
+
+def nan_mask(model: Any, name: str, ops: tuple, index: int, what: str) -> NanMask:
+    """The node ``name`` (one of ``ops``: ``what`` says what it is) rewired, its input ``index`` masked where NaN."""
     from onnx import helper, numpy_helper
 
     node = next((n for n in model.graph.node if n.name == name), None)
     if node is None:
         raise ValueError(f"no node named {name!r}")
-    if node.op_type not in SELECT_OPS:
-        raise ValueError(f"{node.name} is a {node.op_type}, not a selection op that skips NaN")
-    x, out = node.input[0], node.output[0]
+    if node.op_type not in ops or len(node.input) <= index:
+        raise ValueError(f"{node.name} is a {node.op_type}, not {what}")
+    x, out = node.input[index], node.output[0]
     dtype = np.dtype(input_dtype(model, x))
     if dtype.kind != "f":
-        raise ValueError(f"{node.name}'s input is not a float: it holds no NaN")
+        raise ValueError(f"{node.name}'s {'grid' if index else 'input'} is not a float: it holds no NaN")
     p = f"{node.name or out}/drifttui_nan"
     node.output[0] = f"{p}/raw"
-    elem = helper.np_dtype_to_tensor_dtype(dtype)
     new = [helper.make_node("IsNaN", [x], [f"{p}/isnan"], name=f"{p}/isnan"),
-           helper.make_node("Cast", [f"{p}/isnan"], [f"{p}/mask"], name=f"{p}/cast", to=elem)]
-    inits = [numpy_helper.from_array(np.zeros((), dtype), f"{p}/zero")]
+           helper.make_node("Cast", [f"{p}/isnan"], [f"{p}/mask"], name=f"{p}/cast",
+                            to=helper.np_dtype_to_tensor_dtype(dtype))]
+    return NanMask(node, p, out, dtype, new, [numpy_helper.from_array(np.zeros((), dtype), f"{p}/zero")])
+
+
+def splice(model: Any, m: NanMask) -> None:
+    """The rewrite's nodes scoped like the node they rewrite, in graph order, with their constants."""
+    scoped(m.node, m.new)
+    nodes = list(model.graph.node)
+    del model.graph.node[:]
+    model.graph.node.extend(toposort(nodes + m.new))
+    model.graph.initializer.extend(m.inits)
+
+
+def _propagate(model: Any, name: str) -> None:
+    from onnx import helper, numpy_helper
+
+    m = nan_mask(model, name, SELECT_OPS, 0, "a selection op that skips NaN")
+    node, p, out, dtype, new, inits = m
     if node.op_type in VALUE_OPS:
         new.append(helper.make_node(VALUE_OPS[node.op_type], [f"{p}/mask", *node.input[1:]], [f"{p}/any"],
                                     name=f"{p}/window", **_attrs(node)))
@@ -73,11 +102,7 @@ def _propagate(model: Any, name: str) -> None:
         picked = f"{p}/first"
     new += [helper.make_node("Greater", [f"{p}/any", f"{p}/zero"], [f"{p}/has"], name=f"{p}/has"),
             helper.make_node("Where", [f"{p}/has", picked, f"{p}/raw"], [out], name=f"{p}/where")]
-    scoped(node, new)
-    nodes = list(model.graph.node)
-    del model.graph.node[:]
-    model.graph.node.extend(toposort(nodes + new))
-    model.graph.initializer.extend(inits)
+    splice(model, m)
 
 
 def _attrs(node: Any) -> dict[str, Any]:
@@ -90,7 +115,7 @@ def _reduce_max(model: Any, x: str, y: str, name: str, axis: int, keep: int, ini
     """``ReduceMax(x, axes=[axis], keepdims=keep)`` in the model's opset's form."""
     from onnx import helper, numpy_helper
 
-    if _opset(model) >= AXES_AS_INPUT:
+    if ai_onnx_opset(model) >= AXES_AS_INPUT:
         inits.append(numpy_helper.from_array(np.asarray([axis], np.int64), f"{name}/axes"))
         return [helper.make_node("ReduceMax", [x, f"{name}/axes"], [y], name=name, keepdims=keep)]
     return [helper.make_node("ReduceMax", [x], [y], name=name, axes=[axis], keepdims=keep)]
