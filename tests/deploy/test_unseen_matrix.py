@@ -23,36 +23,17 @@ from __future__ import annotations
 import pytest
 
 from tests.deploy import unseen_matrix as U
-from tests.deploy.conftest import needs
-from tests.deploy.drift_matrix import loads, outcome
+from tests.deploy.drift_matrix import outcome
 
 pytestmark = pytest.mark.deploy
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    cache: dict = {}
-
-    def get(arch, exporter, tool=None):
-        key = (arch, exporter, tool)
-        if key not in cache:
-            needs("transformers")
-            __import__("zoo")
-            if tool is None:
-                cache[key] = U.export(arch, exporter, tmp_path_factory.mktemp(f"{arch}-{exporter}"))
-            else:
-                needs("onnxruntime.quantization")
-                dep = U.tool(tool, arch, get(arch, exporter), tmp_path_factory.mktemp("dep") / f"{tool}.onnx")
-                cache[key] = dep if loads(dep) else None
-        return cache[key]
-    return get
+    return U.file_getter(tmp_path_factory)
 
 
-def _clean_ok(result, raw_covered: int) -> None:
-    p = result.precision
-    assert result.verdict == "ok" or (p.verdict == "over budget" and p.cause == "precision"), \
-        (result.verdict, p.verdict, p.cause, result.drift_origin)
-    assert U.covered(result) >= 0.95 * raw_covered
+_clean_ok = U.assert_clean
 
 
 @pytest.mark.parametrize("exporter", ["dynamo", "torchscript"])

@@ -336,6 +336,40 @@ def measure(arch: str, exporter: str, tools: tuple[str, ...] = TOOLS, kinds: tup
     return out
 
 
+def file_getter(tmp_path_factory: Any, libraries: Callable[[str], tuple[str, ...]] = lambda arch: ("transformers",)
+                ) -> Callable[..., Optional[Path]]:
+    """A test module's cached files: ``get(arch, exporter)`` the raw export, ``get(arch, exporter, by)`` the
+    file the tool ``by`` made (None where ONNX Runtime refuses it); skips where ``libraries(arch)`` or the tools are missing."""
+    from tests.deploy.conftest import needs
+
+    cache: dict = {}
+
+    def get(arch: str, exporter: str, by: Optional[str] = None) -> Optional[Path]:
+        key = (arch, exporter, by)
+        if key not in cache:
+            first, *more = libraries(arch)
+            needs(first)
+            __import__("zoo")       # after transformers: the torchvision shim timm imports through
+            for lib in more:
+                needs(lib)
+            if by is None:
+                cache[key] = export(arch, exporter, tmp_path_factory.mktemp(f"{arch}-{exporter}"))
+            else:
+                needs("onnxruntime.quantization")
+                dep = tool(by, arch, get(arch, exporter), tmp_path_factory.mktemp("dep") / f"{by}.onnx")
+                cache[key] = dep if DM.loads(dep) else None
+        return cache[key]
+    return get
+
+
+def assert_clean(result: Any, raw_covered: int) -> None:
+    """A clean file's judgement: ok, or over budget for its precision alone; coverage >= 95% of the raw export's."""
+    p = result.precision
+    assert result.verdict == "ok" or (p.verdict == "over budget" and p.cause == "precision"), \
+        (result.verdict, p.verdict, p.cause, result.drift_origin)
+    assert covered(result) >= 0.95 * raw_covered, (covered(result), raw_covered)
+
+
 def main(argv: list[str]) -> None:
     DM.main(argv, ARCHS, TOOLS, measure)
 
