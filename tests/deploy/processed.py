@@ -255,10 +255,19 @@ def _weight_like(model: Any, target: np.ndarray) -> Any:
                 best, best_cos = t, cos
     if best is not None and best_cos > 0.9:
         return best
-    # ORT's NCHWc Conv keeps the weight reordered into its blocked layout: the one tensor of that shape
-    same = [t for t in model.graph.initializer if tuple(t.dims) == target.shape]
+    # ORT's NCHWc Conv keeps the weight reordered into its blocked layout, its channels padded with
+    # zeros to the block (8 with AVX2, 16 with AVX-512): the one tensor holding the same values
+    same = [t for t in model.graph.initializer if _same_values(numpy_helper.to_array(t), target)]
     assert len(same) == 1, "the weight is not in the file"
     return same[0]
+
+
+def _same_values(a: np.ndarray, target: np.ndarray) -> bool:
+    """``a`` holds ``target``'s values in another order, plus zeros (a blocked, padded layout)."""
+    if a.size < target.size:
+        return False
+    x, y = np.sort(a[a != 0].astype(np.float32)), np.sort(target[target != 0].astype(np.float32))
+    return x.shape == y.shape and bool(np.allclose(x, y, rtol=1e-6, atol=0))
 
 
 def scale_weight(path: Path, module_weight: np.ndarray, factor: float, dst: Path) -> Path:
