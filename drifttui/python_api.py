@@ -154,7 +154,7 @@ def _call(model: ModelArg, onnx: OnnxArg, inputs: InputsArg, opts: _Options, pro
 
     if step is not None and step not in range(1, 7):
         raise InputError(f"step={step!r} is not a debugging step", "use 1 to 6, or None for all six")
-    from drifttui.core.pipeline import KIND_FIX, kind_problem
+    from drifttui.core.run_options import KIND_FIX, kind_problem
 
     problem = kind_problem(opts.samples, opts.seed, opts.batch, opts.atol, opts.rtol)
     if problem:

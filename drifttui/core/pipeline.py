@@ -15,7 +15,6 @@ through the same cache.  Every front end drives a Pipeline (``run_once`` is one 
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import tempfile
 import time
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 from drifttui.core.capture.drill import drill_pass
-from drifttui.core.capture.stage import CAPTURE_FIELDS, Capture, capture, valid_layer_samples
+from drifttui.core.capture.stage import CAPTURE_FIELDS, Capture, capture
 from drifttui.core.decide.stage import decide
 from drifttui.core.explain import Explained, explain
 from drifttui.core.explain.causes.deliver.keep_list import search as keep_list_search, unkept_why
@@ -40,8 +39,9 @@ from drifttui.core.onnx.graph import full_model
 from drifttui.core.capture.shares import torch_tensors
 from drifttui.core.onnx.io import save_model
 from drifttui.core.prepare.stage import PREPARE_FIELDS, Prepared, prepare
+from drifttui.core.run_options import validate
 from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, no_progress
-from drifttui.core.result import OPT_LEVELS, OWN_VALUES, Channels, Config, Result, Step
+from drifttui.core.result import OWN_VALUES, Channels, Config, Result, Step
 from drifttui.errors import InputError
 
 # per Prepared: toggling back and forth reuses both sides, and the steps' reruns (zero input,
@@ -57,38 +57,6 @@ class Run:
     prepared: Prepared
     capture: Capture
     result: Result
-
-
-KIND_FIX = "give a number (samples, seed and batch: whole numbers)"
-
-
-def kind_problem(samples: Any, seed: Any, batch: Any, atol: Any, rtol: Any) -> str:
-    """A run option of the wrong type (the Python API takes any object): named, as its CLI flag."""
-    import numbers
-
-    whole, real = numbers.Integral, numbers.Real
-    for flag, value, kind in (("--samples", samples, whole), ("--seed", seed, whole),
-                              ("--batch", batch, whole), ("--atol", atol, real), ("--rtol", rtol, real)):
-        if isinstance(value, bool) or not isinstance(value, kind):
-            return f"{flag} {value!r:.40} is a {type(value).__name__}, not a {'whole ' if kind is whole else ''}number"
-    return ""
-
-
-def validate(cfg: Config) -> None:
-    problem = kind_problem(cfg.samples, cfg.seed, cfg.batch, cfg.atol, cfg.rtol)
-    if problem:
-        raise InputError(problem, KIND_FIX)
-    if cfg.samples < 1:
-        raise InputError(f"--samples {cfg.samples} is not a positive number", "use --samples 1 or more")
-    if not (math.isfinite(cfg.atol) and math.isfinite(cfg.rtol)) or cfg.atol < 0 or cfg.rtol < 0:
-        raise InputError("tolerances must be finite numbers >= 0", "use e.g. --atol 1e-4 --rtol 1e-4")
-    if cfg.batch < 1:
-        raise InputError(f"--batch {cfg.batch} is not a positive number", "use --batch 1 or more")
-    for flag, level in (("--opt-level", cfg.opt_level), ("--output-opt-level", cfg.output_opt_level)):
-        if level not in OPT_LEVELS:
-            raise InputError(f"unknown {flag} {level!r}", f"use one of {', '.join(OPT_LEVELS)}")
-    if not valid_layer_samples(str(cfg.layer_samples)):
-        raise InputError(f"--layer-samples {cfg.layer_samples!r} is not known", "use auto, all or a number >= 1")
 
 
 def _file_stamp(path: str) -> tuple:
