@@ -21,6 +21,8 @@ Linear; the form is always the child ``body``:
   torch computes a float16 reduction in float32 and rounds once (its "opmath"), the file rounds every
   intermediate (mean, deviation, square, mean) to float16 (microsoft/onnxruntime#15977's family: ONNX
   Runtime's CPU float16 kernels);
+* held out, written after the mechanisms and never tuned on: ``token_cumsum`` (a running normaliser over
+  4096 positions, dim 1), ``cube_hash`` (``q ** 4 % 997``, a scalar exponent);
 * clean controls: ``running_mean_short`` (64 steps), ``hash_pow_small`` (every power under 2**53),
   ``any_mask`` (``any`` of a boolean mask).
 """
@@ -113,6 +115,30 @@ def int_pow() -> nn.Module: return _shallow(IntPow)                             
 def any_float() -> nn.Module: return _deep(lambda: AnyNonzero(True))                  # noqa: E704
 def any_mask() -> nn.Module: return _deep(lambda: AnyNonzero(False))                   # noqa: E704
 def half_var() -> nn.Module: return _deep(HalfVar)                                     # noqa: E704
+
+
+# --- held out: written after the mechanisms (CumSum in accumulate64, int_pow_exact), never tuned on
+
+class TokenCumsum(nn.Module):
+    """linear attention's running normaliser: ``cumsum`` over 4096 positions (dim 1 of (N, L, C)) of positive
+    keys over a level, its last position, centred."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        keys = (x.abs() + 20.0).unsqueeze(1).repeat(1, 4096, 1)
+        z = torch.cumsum(keys, 1)[:, -1]
+        return x + (z / 4096.0 - 20.0) * 2.0
+
+
+class CubeHash(nn.Module):
+    """a hash of large quantised features: ``q ** 4 % 997`` with q in [30000, 50000] (a scalar exponent)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q = (x.abs() * 20000 + 30000).clamp(max=50000).long()
+        return x + (torch.pow(q, 4) % 997).float() / 997.0
+
+
+def token_cumsum() -> nn.Module: return _deep(TokenCumsum)                             # noqa: E704
+def cube_hash() -> nn.Module: return _shallow(CubeHash)                                # noqa: E704
 
 
 def rows_inputs() -> torch.Tensor:
