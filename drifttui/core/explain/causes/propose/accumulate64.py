@@ -20,12 +20,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from onnx import numpy_helper
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import picked_values
 from drifttui.core.onnx.edit.accumulate64 import SCANS, SUMS
 from drifttui.core.onnx.edit.patches import Patch
+from drifttui.core.onnx.edit.rewriting import static_value
 
 MIN_REDUCED = 4096          # elements summed per output: below it a running float32 sum loses no more than torch
 UPSTREAM = "microsoft/onnxruntime#28450"
@@ -53,8 +53,7 @@ def _scan_length(case: Case, node: Any, known: dict[str, Any], shape: tuple[int,
     """The length of a scan's axis (the elements its last output adds up); 0 when the axis is unknown."""
     axis = known.get(node.input[1]) if len(node.input) > 1 else None
     if axis is None and len(node.input) > 1:
-        init = next((t for t in case.model.graph.initializer if t.name == node.input[1]), None)
-        axis = None if init is None else numpy_helper.to_array(init)
+        axis = static_value(case.model, node.input[1])
     if axis is None or not shape:
         return 0
     return int(shape[int(np.asarray(axis).reshape(-1)[0]) % len(shape)])

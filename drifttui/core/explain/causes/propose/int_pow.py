@@ -19,6 +19,7 @@ import numpy as np
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import picked_values
 from drifttui.core.onnx.edit.patches import Patch
+from drifttui.core.onnx.edit.rewriting import static_value
 
 MIN_BITS = 6                # exponents below 64: every power of |base| >= 2 past that wraps in int64 anyway
 UPSTREAM = "microsoft/onnxruntime#19298"
@@ -40,7 +41,7 @@ def int_pow_patches(case: Case) -> list[Patch]:
     pows, known = picked_values(case, lambda n: n.op_type == "Pow" and len(n.input) == 2 and n.output)
     out = []
     for node in pows:
-        base, exponent, got = (known.get(v) for v in (node.input[0], node.input[1], node.output[0]))
+        base, exponent, got = (_value(case, known, v) for v in (node.input[0], node.input[1], node.output[0]))
         if base is None or exponent is None or got is None:
             continue
         base, exponent, got = np.asarray(base), np.asarray(exponent), np.asarray(got)
@@ -51,6 +52,12 @@ def int_pow_patches(case: Case) -> list[Patch]:
             continue
         out.append(_patch(case, node, base.dtype, int(exponent.max()), int((want != got).sum()), want.size))
     return out
+
+
+def _value(case: Case, known: dict[str, Any], name: str) -> Any:
+    """A value on the case: ONNX Runtime's (or a feed), else the initializer or Constant the file holds."""
+    got = known.get(name)
+    return got if got is not None else static_value(case.model, name)
 
 
 def _patch(case: Case, node: Any, dtype: Any, top: int, wrong: int, size: int) -> Patch:
