@@ -23,6 +23,10 @@ Linear; the form is always the child ``body``:
   Runtime's CPU float16 kernels);
 * held out, written after the mechanisms and never tuned on: ``token_cumsum`` (a running normaliser over
   4096 positions, dim 1), ``cube_hash`` (``q ** 4 % 997``, a scalar exponent);
+* held out, a second batch (probed after the first run of the held-out forms above): ``time_bucket``, nanosecond
+  timestamps bucketed by the second, ``torch.div(ts, 10**9, rounding_mode="floor") % 60``: the dynamo exporter's
+  lowering divides the int64 timestamps through a float (a Cast), ~1e2 ns off at 1.7e18, the wrong second; the
+  TorchScript file is right;
 * clean controls: ``running_mean_short`` (64 steps), ``hash_pow_small`` (every power under 2**53),
   ``any_mask`` (``any`` of a boolean mask).
 """
@@ -137,6 +141,17 @@ class CubeHash(nn.Module):
         return x + (torch.pow(q, 4) % 997).float() / 997.0
 
 
+class TimeBucket(nn.Module):
+    """held out (second batch): nanosecond timestamps bucketed by the second, ``torch.div(ts, 10**9,
+    rounding_mode="floor")``, the second of the minute as a feature."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        ts = (x * 1e12).long() + 1_700_000_000_000_000_000
+        second = torch.div(ts, 1_000_000_000, rounding_mode="floor") % 60
+        return x + second.float() / 60.0
+
+
+def time_bucket() -> nn.Module: return _deep(TimeBucket)                               # noqa: E704
 def token_cumsum() -> nn.Module: return _deep(TokenCumsum)                             # noqa: E704
 def cube_hash() -> nn.Module: return _shallow(CubeHash)                                # noqa: E704
 
