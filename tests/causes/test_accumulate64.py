@@ -85,3 +85,33 @@ def test_a_node_that_is_no_sum_is_refused():
     from drifttui.core.onnx.edit.patches import Patch
     with pytest.raises(PatchError, match="not a float32 sum"):
         apply(model, Patch({"op": "rewrite", "rewrite": "accumulate_float64", "node": "red"}, "stability", "", ""))
+
+
+def _cumsum(n: int, axis: int = -1) -> onnx.ModelProto:
+    node = helper.make_node("CumSum", ["x", "axis"], ["y"], name="scan")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, n])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[numpy_helper.from_array(np.asarray(axis, np.int64), "axis")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def test_a_long_cumsum_in_float64_computes_torchs_value_and_the_kernel_does_not():
+    """torch's CPU cumsum accumulates float32 in double (pytorch/pytorch#180153), ONNX Runtime's CumSum in a
+    running float32 sum: over 65536 steps of a level the last prefix sums are far apart."""
+    x = _level([2, 65536])
+    model = _cumsum(65536)
+    want = torch.cumsum(torch.from_numpy(x), -1).numpy()
+    case = Case(model, {"x": x}, {"y": want}, "body", 0, 0, 1e-6, 1e-6, nodes=["scan"], opset=18)
+    patches = accumulate64_patches(case)
+    assert len(patches) == 1 and patches[0].spec["nodes"] == ["scan"]
+    assert patches[0].check == "stability" and "pytorch/pytorch#180153" in patches[0].fix
+    assert "cumsum accumulates float32 in double" in patches[0].why
+    before, got = _run(model, x), _run(apply(model, patches[0]), x)
+    assert np.abs(before - want).max() > 1.0 and np.array_equal(got, want)
+
+
+def test_a_short_cumsum_or_one_along_a_short_axis_is_never_widened():
+    x = _level([2, 64])
+    assert accumulate64_patches(Case(_cumsum(64), {"x": x}, {}, "body", 0, 0, 1e-6, 1e-6)) == []
+    x = _level([2, 65536])      # the scan runs along the axis of 2, not the long one
+    assert accumulate64_patches(Case(_cumsum(65536, axis=0), {"x": x}, {}, "body", 0, 0, 1e-6, 1e-6)) == []

@@ -6,7 +6,8 @@ torch's add them in a cascade of partial sums, which loses far less (microsoft/o
 reduction path, cast back to float32, matches PyTorch").  ``accumulate_float64`` makes each named node compute
 in float64, keeping its name and its output's name: ``Cast(x, double) -> node -> Cast(y, float)``.  The ops
 ONNX Runtime has no double kernel for are written as the equivalent one it has: ``GlobalAveragePool`` as a
-``ReduceMean`` over the spatial axes (``spec["ranks"][node]``: its input's rank).
+``ReduceMean`` over the spatial axes (``spec["ranks"][node]``: its input's rank).  A ``CumSum`` (a scan) is
+widened the same way: its axis input stays as it is.
 """
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ from drifttui.core.onnx.edit.graft import toposort
 from drifttui.core.onnx.edit.rewriting import input_dtype, scoped
 
 # the float32 sums ONNX Runtime accumulates in a running float32 (ops with a double kernel, and GAP)
+SCANS = ("CumSum",)        # a running sum along an axis (torch's CPU cumsum accumulates float32 in double)
 SUMS = ("ReduceSum", "ReduceMean", "ReduceLogSumExp", "ReduceL2", "ReduceL1", "ReduceSumSquare", "ReduceLogSum",
-        "GlobalAveragePool")
+        "GlobalAveragePool", *SCANS)
 AXES_AS_INPUT = 18          # ReduceMean reads its axes as an input from opset 18
 
 

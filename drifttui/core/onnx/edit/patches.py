@@ -16,6 +16,7 @@
     {"op": "rewrite", "node": "n", "rewrite": "workaround", "form": "log_sigmoid"}  # workarounds.py
     {"op": "rewrite", "node": "n", "rewrite": "accumulate_float64", "nodes": [..]}   # accumulate64.py
     {"op": "rewrite", "node": "n", "rewrite": "grid_nan_propagate"}                   # nan_grid.py
+    {"op": "rewrite", "node": "n", "rewrite": "int_pow_exact", "bits": 6, "dtype": "int64"}  # int_pow.py
     {"op": "rewrite", "node": "n", "rewrite": "resize_gather", "rule": "nearest", "in_shape": [..],
      "out_shape": [..], "scales": None}      # resize_gather.py: nearest Resize -> Gathers
     {"op": "reexport", "exporter": "torchscript", "opset": 18, "module": "m"}
@@ -33,6 +34,7 @@ import numpy as np
 
 from drifttui.core.onnx.io import copy_model
 from drifttui.core.onnx.edit.accumulate64 import APPLY as ACCUMULATE64
+from drifttui.core.onnx.edit.int_pow import APPLY as INT_POW
 from drifttui.core.onnx.edit.resize_gather import apply_resize_gather
 from drifttui.core.onnx.edit.rewriting import APPLY, input_dtype
 from drifttui.core.onnx.edit.masked_positions import APPLY as MASKED
@@ -195,7 +197,7 @@ def _rewrites() -> dict[str, Any]:
     return {k: wrapped(fn) for k, fn in {**APPLY, "resize_gather": apply_resize_gather, "log1p": apply_log1p,
                                                          "expm1": apply_expm1, "logaddexp": apply_logaddexp,
                                                          **SINGULAR, **NAN_SELECT, **MASKED, **ACCUMULATE64,
-                                                         **NAN_GRID}.items()}
+                                                         **NAN_GRID, **INT_POW}.items()}
 
 
 def _workaround(model: Any, p: Patch) -> None:

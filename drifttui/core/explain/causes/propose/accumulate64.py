@@ -6,8 +6,11 @@ and by torch as a cascade of partial sums (its reduction kernels, numpy's pairwi
 thousands of elements the running sum loses ~1e-5 of the total, torch about 1e-7: where the sum holds a
 common level that is taken off after (a centred statistic), that difference passes any tolerance.  No export
 route changes a kernel, but a graph counterfactual can: the same nodes computed in float64 and cast back
-(``onnx/edit/accumulate64.py``), whose sums then round as torch's do.  Proposed once per origin, for its
-float32 sums over at least ``MIN_REDUCED`` elements per output (none otherwise), and verified like any patch.
+(``onnx/edit/accumulate64.py``), whose sums then round as torch's do.  A scan is a sum too: ONNX Runtime's
+``CumSum`` adds a float32 running sum along its axis, where torch's CPU ``cumsum`` accumulates float32 in double
+(pytorch/pytorch#180153); it counts the axis's length as the elements summed.  Proposed once per origin, for
+its float32 sums over at least ``MIN_REDUCED`` elements per output (none otherwise), and verified like any
+patch.
 
 Its class is ``stability`` (the kernel's running sum is the unstable way to compute the same function; the
 fix is the stable one), kind ``runtime`` (the bug is ONNX Runtime's kernel).  ``repair`` applies it.
@@ -20,11 +23,13 @@ import numpy as np
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import picked_values
-from drifttui.core.onnx.edit.accumulate64 import SUMS
+from drifttui.core.onnx.edit.accumulate64 import SCANS, SUMS
 from drifttui.core.onnx.edit.patches import Patch
+from drifttui.core.onnx.edit.rewriting import static_value
 
 MIN_REDUCED = 4096          # elements summed per output: below it a running float32 sum loses no more than torch
 UPSTREAM = "microsoft/onnxruntime#28450"
+SCAN_UPSTREAM = "pytorch/pytorch#180153"
 
 
 def long_sums(case: Case) -> list[tuple[Any, int, int]]:
@@ -38,10 +43,33 @@ def long_sums(case: Case) -> list[tuple[Any, int, int]]:
         x, y = known.get(n.input[0]), known.get(n.output[0])
         if x is None or y is None or np.asarray(x).dtype != np.float32 or np.size(y) == 0:
             continue
-        per = int(np.size(x) // max(1, np.size(y)))
+        per = _scan_length(case, n, known, np.shape(x)) if n.op_type in SCANS else int(np.size(x) // max(1, np.size(y)))
         if per >= MIN_REDUCED:
             out.append((n, per, np.ndim(x)))
     return out
+
+
+def _scan_length(case: Case, node: Any, known: dict[str, Any], shape: tuple[int, ...]) -> int:
+    """The length of a scan's axis (the elements its last output adds up); 0 when the axis is unknown."""
+    axis = known.get(node.input[1]) if len(node.input) > 1 else None
+    if axis is None and len(node.input) > 1:
+        axis = static_value(case.model, node.input[1])
+    if axis is None or not shape:
+        return 0
+    return int(shape[int(np.asarray(axis).reshape(-1)[0]) % len(shape)])
+
+
+def _story(ops: list[str], which: str, most: int) -> tuple[str, str]:
+    """why and the upstream issue, for reductions (a cascade in torch) or scans (double in torch)."""
+    if all(op in SCANS for op in ops):
+        return (f"ONNX Runtime's {'/'.join(ops)} kernel adds a long scan's float32 elements ({which}: up to {most} "
+                "along its axis) in a running float32 sum, where torch's CPU cumsum accumulates float32 in double; "
+                "with the same scan computed in float64 and cast back to float32 the file computes what torch "
+                "computes", SCAN_UPSTREAM)
+    return (f"ONNX Runtime's {'/'.join(ops)} kernel adds the float32 elements of a long reduction ({which}: up to "
+            f"{most} elements per output) in a running float32 sum, where torch adds them in a cascade of partial "
+            "sums and loses far less; with the same reduction computed in float64 and cast back to float32 the file "
+            "computes what torch computes", UPSTREAM)
 
 
 def accumulate64_patches(case: Case) -> list[Patch]:
@@ -53,13 +81,10 @@ def accumulate64_patches(case: Case) -> list[Patch]:
     ops = sorted({n.op_type for n, _, _ in found})
     most = max(per for _, per, _ in found)
     which = ", ".join(f"{n.op_type} {n.name}" for n, _, _ in found[:4]) + (" ..." if len(found) > 4 else "")
-    why = (f"ONNX Runtime's {'/'.join(ops)} kernel adds the float32 elements of a long reduction ({which}: up to "
-           f"{most} elements per output) in a running float32 sum, where torch adds them in a cascade of partial "
-           "sums and loses far less; with the same reduction computed in float64 and cast back to float32 the file "
-           "computes what torch computes")
-    fix = (f"deploy the file with those reductions in float64 (`drifttui repair` applies it: Cast, the reduction in "
-           f"double, Cast back), or take the common level off before the reduction; report the kernel's float32 "
-           f"accumulation to onnxruntime with `drifttui repro` (upstream: {UPSTREAM})")
+    why, upstream = _story(ops, which, most)
+    fix = (f"deploy the file with those sums in float64 (`drifttui repair` applies it: Cast, the sum in "
+           f"double, Cast back), or take the common level off before summing; report the kernel's float32 "
+           f"accumulation to onnxruntime with `drifttui repro` (upstream: {upstream})")
     spec = {"op": "rewrite", "rewrite": "accumulate_float64", "node": nodes[0], "nodes": nodes,
             "ranks": {n.name: r for n, _, r in found if n.op_type == "GlobalAveragePool"}}
     return [Patch(spec, "stability", why, fix, "runtime", module=case.module, nodes=nodes)]
