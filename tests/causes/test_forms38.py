@@ -68,7 +68,6 @@ def test_a_held_out_library_form_is_explained_verified_and_repaired(explained, f
 
 
 @pytest.mark.drifts
-@pytest.mark.xfail(strict=True, reason="the SDPA output reaches c_proj through a view the plan gives to c_proj")
 def test_gpt2_names_its_attention_module(explained):
     _, _, _, result, _ = explained("gpt2_leftpad", "dynamo")
     assert result.drift_origin.module == ORIGIN["gpt2_leftpad"]
@@ -80,8 +79,6 @@ def test_the_clean_controls_have_no_error_finding(explained, form):
 
 
 @pytest.mark.drifts
-@pytest.mark.xfail(strict=True, reason="held out: OPT's origin is named the decoder (its attention's mask comes from "
-                                       "the decoder's own nodes), though the decoder's re-export verifies and repairs")
 def test_opt_names_its_attention_module(explained):
     _, _, _, result, _ = explained("opt_leftpad", "dynamo")
     assert result.drift_origin.module == ORIGIN["opt_leftpad"]

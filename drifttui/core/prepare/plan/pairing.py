@@ -19,6 +19,7 @@ from drifttui.core.result import UNMAPPED
 
 FLOAT_ELEMS = {ELEM_OF[n] for n in ("float32", "float16", "float64", "bfloat16")}
 Resolver = Callable[[list[str]], dict[str, Any]]
+TorchInputs = Callable[[list[tuple[int, int]]], dict[tuple[int, int], Any]]     # (call, position) -> sample 0
 
 
 def shape_ok(onnx_shape: Optional[list], torch_shape: tuple[int, ...]) -> bool:
@@ -195,4 +196,32 @@ def pair_by_content(index: GraphIndex, calls: list[Call], plan: Plan, ambiguous:
                 err, v = min(scored)
                 paired[pos] = v
                 used.add(v)
+    return found
+
+
+def pair_inputs_by_content(ambiguous: dict[int, tuple[list[int], list[str]]], table: dict[str, tuple],
+                           resolve: Resolver, torch_inputs: TorchInputs) -> dict[str, tuple[int, int]]:
+    """Free values that fit several same-shaped torch inputs of a call: each paired with the input whose sample-0
+    value it equals (closest, and strictly closer than every other); value -> (call, position).  None when no
+    content is known: an input left unpaired is fed from the nodes before it, never from another tensor."""
+    import numpy as np
+
+    values = sorted({v for _, fits in ambiguous.values() for v in fits if v not in table})
+    try:
+        onnx_vals = resolve(values)
+        torch_vals = torch_inputs(sorted({(ci, p) for ci, (twins, _) in ambiguous.items() for p in twins}))
+    except Exception:  # noqa: BLE001 - no content: left unpaired
+        return {}
+    found: dict[str, tuple[int, int]] = {}
+    for ci, (twins, fits) in ambiguous.items():
+        for v in fits:
+            o = onnx_vals.get(v)
+            if v in table or o is None:
+                continue
+            o = np.asarray(o, dtype=np.float64).reshape(-1)
+            scored = sorted((float(np.max(np.abs(o - np.asarray(t, dtype=np.float64).reshape(-1)))) if o.size else 0.0, p)
+                            for p in twins if (t := torch_vals.get((ci, p))) is not None and np.size(t) == o.size
+                            and (ci, p) not in found.values())
+            if scored and (len(scored) == 1 or scored[0][0] < scored[1][0]):
+                found[v] = (ci, scored[0][1])
     return found
