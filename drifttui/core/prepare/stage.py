@@ -185,7 +185,7 @@ def _torch_out(hooks: Hooks, model: Any, sample0: Any) -> Callable[[list[int]], 
     return run
 
 
-def _torch_in(hooks: Hooks, model: Any, sample0: Any) -> Callable[[list[tuple[int, int]]], dict[tuple[int, int], Any]]:
+def _torch_in(hooks: Hooks, model: Any, sample0: Any) -> Callable[[list[tuple[int, int]]], dict]:
     """Torch's given call inputs on sample 0 (a hooked forward, once per set asked), by (call, position)."""
     seen: dict[tuple, dict[tuple[int, int], Any]] = {}
 

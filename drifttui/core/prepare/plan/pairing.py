@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
+import numpy as np
+
 from drifttui.core.base.dtypes import ELEM_OF
 
 from drifttui.core.runtime.torch_hooks import Call
@@ -167,8 +169,6 @@ def pair_by_content(index: GraphIndex, calls: list[Call], plan: Plan, ambiguous:
                      resolve: Resolver, torch_outputs: dict[int, list[Any]]) -> dict[int, dict[int, str]]:
     """Same-shaped outputs: pair each torch output with the candidate whose sample-0 value is closest.
     Returns the new pairing of the calls it could decide (call -> position -> value)."""
-    import numpy as np
-
     names = sorted({v for cands in ambiguous.values() for v in cands})
     found: dict[int, dict[int, str]] = {}
     try:
@@ -204,8 +204,6 @@ def pair_inputs_by_content(ambiguous: dict[int, tuple[list[int], list[str]]], ta
     """Free values that fit several same-shaped torch inputs of a call: each paired with the input whose sample-0
     value it equals (closest, and strictly closer than every other); value -> (call, position).  None when no
     content is known: an input left unpaired is fed from the nodes before it, never from another tensor."""
-    import numpy as np
-
     values = sorted({v for _, fits in ambiguous.values() for v in fits if v not in table})
     try:
         onnx_vals = resolve(values)
@@ -219,9 +217,12 @@ def pair_inputs_by_content(ambiguous: dict[int, tuple[list[int], list[str]]], ta
             if v in table or o is None:
                 continue
             o = np.asarray(o, dtype=np.float64).reshape(-1)
-            scored = sorted((float(np.max(np.abs(o - np.asarray(t, dtype=np.float64).reshape(-1)))) if o.size else 0.0, p)
-                            for p in twins if (t := torch_vals.get((ci, p))) is not None and np.size(t) == o.size
-                            and (ci, p) not in found.values())
+            scored = sorted((_max_abs(o, t), p) for p in twins if (t := torch_vals.get((ci, p))) is not None
+                            and np.size(t) == o.size and (ci, p) not in found.values())
             if scored and (len(scored) == 1 or scored[0][0] < scored[1][0]):
                 found[v] = (ci, scored[0][1])
     return found
+
+
+def _max_abs(a: Any, b: Any) -> float:
+    return float(np.max(np.abs(a - np.asarray(b, dtype=np.float64).reshape(-1)))) if a.size else 0.0
