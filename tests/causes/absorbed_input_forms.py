@@ -72,12 +72,15 @@ class Positions(nn.Module):
 
 
 class Unit(nn.Module):
+    """Called with the position ids first, as OPT's attention is (it does not read them): its re-export's graft
+    bakes them in (the same in every sample, no value in the file)."""
+
     def __init__(self, how: str) -> None:
         super().__init__()
         self.how = how
         self.lin = nn.Linear(WIDTH, WIDTH)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         return _op(self.how, self.lin(x))
 
 
@@ -90,7 +93,7 @@ class Decoder(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         mask = (x[:, 0] > -100.0).to(torch.int64)
         ids = torch.cumsum(mask, 0) * mask - 1
-        return self.unit(x + self.positions(mask, ids))
+        return self.unit(ids, x + self.positions(mask, ids))
 
 
 def _deep(body: nn.Module) -> nn.Module:
