@@ -40,7 +40,7 @@ TorchInputs = Callable[[list[tuple[int, int]]], dict[tuple[int, int], np.ndarray
 @dataclass(frozen=True)
 class InputView:
     """``value`` seen as input ``pos`` of call ``call``: Transpose by ``perm``, or (``perm`` None) a Reshape.
-    The forward node goes in the producer's scope (cut to ``depth``), the way back before ``readers``."""
+    The forward node goes in the producer's own scope, the way back before ``readers``, in theirs."""
 
     call: int
     pos: int
@@ -48,7 +48,7 @@ class InputView:
     perm: Optional[tuple[int, ...]]
     shape: tuple[int, ...]          # torch's input shape (the view's)
     readers: tuple[int, ...]        # the call's nodes that read ``value`` (they get the way back)
-    depth: int                      # the producer's call's depth below the root
+    depth: int = -1                 # the forward node in its producer's own scope (absorbed_views._scoped)
     module: str = ""
     back_depth: int = -1            # the way back in its first reader's (the call's own) scope
 
@@ -112,10 +112,9 @@ def candidates(index: GraphIndex, calls: list[Call], plan: Plan) -> dict[tuple[i
                 if vs is None or not all(isinstance(d, int) for d in vs) or tuple(vs) == shape \
                         or int(np.prod(vs)) != int(np.prod(shape)):
                     continue
-                depth = calls[plan.node_call[index.producer[v]]].depth
                 out.setdefault((cm.call, pos), []).extend(
-                    [InputView(cm.call, pos, v, p, shape, readers, depth) for p in _perms(tuple(vs), shape)]
-                    or [InputView(cm.call, pos, v, None, shape, readers, depth)])
+                    [InputView(cm.call, pos, v, p, shape, readers) for p in _perms(tuple(vs), shape)]
+                    or [InputView(cm.call, pos, v, None, shape, readers)])
     return out
 
 
