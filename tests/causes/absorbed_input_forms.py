@@ -12,6 +12,8 @@ truncates ``floor_divide`` (``*_floor``), the dynamo lowering of ``signbit`` mis
   learned positional embedding takes both; its nodes read only the ids): the one ONNX value its nodes read
   was paired by shape with the mask, and ``decoder``, its position ids compared with the mask, was named.
   The origin is ``decoder.unit``, the module whose op drifts;
+* ``shared_*``: ``self_attention`` calls ``attn(h, h, h)`` on its own op's result: the three same-shaped inputs
+  hold one tensor, so ``h`` is paired with ``attn``'s first.  The origin is ``body``;
 * ``merged_relu``: ``heads`` with a ReLU: clean with both exporters.
 """
 from __future__ import annotations
@@ -96,6 +98,21 @@ class Decoder(nn.Module):
         return self.unit(ids, x + self.positions(mask, ids))
 
 
+class SelfAttention(nn.Module):
+    """``attn(h, h, h)``: one tensor, computed by this module's own op, passed three times (same shape, same
+    values): content cannot tell the three apart and need not; ``h`` is ``attn``'s input all the same."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how = how
+        self.lin = nn.Linear(WIDTH, WIDTH)
+        self.attn = nn.MultiheadAttention(WIDTH, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = _op(self.how, self.lin(x))
+        return self.attn(h, h, h, need_weights=False)[0]
+
+
 def _deep(body: nn.Module) -> nn.Module:
     return Deep(body).eval()
 
@@ -103,6 +120,8 @@ def _deep(body: nn.Module) -> nn.Module:
 def merged_floor() -> nn.Module: torch.manual_seed(0); return _deep(Heads("floor"))           # noqa: E702, E704
 def merged_signbit() -> nn.Module: torch.manual_seed(0); return _deep(Heads("signbit"))       # noqa: E702, E704
 def merged_relu() -> nn.Module: torch.manual_seed(0); return _deep(Heads("relu"))             # noqa: E702, E704
+def shared_floor() -> nn.Module: torch.manual_seed(0); return _deep(SelfAttention("floor"))     # noqa: E702, E704
+def shared_signbit() -> nn.Module: torch.manual_seed(0); return _deep(SelfAttention("signbit"))  # noqa: E702, E704
 def positions_floor() -> nn.Module: torch.manual_seed(0); return _deep(Decoder("floor"))      # noqa: E702, E704
 def positions_signbit() -> nn.Module: torch.manual_seed(0); return _deep(Decoder("signbit"))  # noqa: E702, E704
 

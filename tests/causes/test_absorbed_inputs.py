@@ -28,10 +28,14 @@ DRIFTS = {
     ("merged_floor", "torchscript"): ("body", "dtype", "truncates towards zero"),
     ("positions_floor", "torchscript"): ("body.unit", "dtype", "truncates towards zero"),
     ("positions_signbit", "dynamo"): ("body.unit", "lowering", "aten.signbit"),
+    # one tensor passed three times (``attn(h, h, h)``): paired with the first, as before (a guard on the content
+    # pairing: tied, the inputs were left unpaired and ``body.attn``, fed ``body``'s op, was named)
+    ("shared_floor", "torchscript"): ("body", "dtype", "truncates towards zero"),
+    ("shared_signbit", "dynamo"): ("body", "lowering", "aten.signbit"),
 }
 CLEAN = [("merged_relu", "dynamo"), ("merged_relu", "torchscript")]
 FAST = {("merged_signbit", "dynamo"), ("positions_floor", "torchscript"), ("positions_signbit", "dynamo"),
-        ("merged_relu", "dynamo")}
+        ("shared_floor", "torchscript"), ("merged_relu", "dynamo")}
 
 
 @pytest.fixture(scope="module")

@@ -202,8 +202,9 @@ def pair_by_content(index: GraphIndex, calls: list[Call], plan: Plan, ambiguous:
 def pair_inputs_by_content(ambiguous: dict[int, tuple[list[int], list[str]]], table: dict[str, tuple],
                            resolve: Resolver, torch_inputs: TorchInputs) -> dict[str, tuple[int, int]]:
     """Free values that fit several same-shaped torch inputs of a call: each paired with the input whose sample-0
-    value it equals (closest, and strictly closer than every other); value -> (call, position).  None when no
-    content is known: an input left unpaired is fed from the nodes before it, never from another tensor."""
+    value it equals (the closest; among equally close ones, the first when they hold the same tensor, else none);
+    value -> (call, position).  None when no content is known: an input left unpaired is fed from the nodes before
+    it, never from another tensor."""
     values = sorted({v for _, fits in ambiguous.values() for v in fits if v not in table})
     try:
         onnx_vals = resolve(values)
@@ -219,8 +220,10 @@ def pair_inputs_by_content(ambiguous: dict[int, tuple[list[int], list[str]]], ta
             o = np.asarray(o, dtype=np.float64).reshape(-1)
             scored = sorted((_max_abs(o, t), p) for p in twins if (t := torch_vals.get((ci, p))) is not None
                             and np.size(t) == o.size and (ci, p) not in found.values())
-            if scored and (len(scored) == 1 or scored[0][0] < scored[1][0]):
-                found[v] = (ci, scored[0][1])
+            tied = [p for err, p in scored if err == scored[0][0]] if scored else []
+            # one tensor passed twice (``attn(x, x, x)``): any of them is the value; two that differ: none
+            if tied and all(np.array_equal(torch_vals[(ci, p)], torch_vals[(ci, tied[0])]) for p in tied):
+                found[v] = (ci, tied[0])
     return found
 
 
