@@ -25,6 +25,11 @@ input paired with the file through the call that produced it.  Left: GPT-2's ori
 reaches its ``c_proj`` child through a view whose ONNX value the plan gives to ``c_proj``: issue 30 point 6).
 
 Held out, written after the mechanisms (not in the figures above): ``opt_leftpad`` and ``phi_leftpad`` (dynamo).
+
+Session 28 (issue 30 point 6): origin 6/6 and OPT's right (``prepare/plan/absorbed_inputs.py``: ``c_proj``'s input,
+merged into its own Reshape, is split from the attention at the value it reads; same-shaped inputs paired by content:
+OPT's decoder had its position ids compared with the mask).  OPT verified and repaired (a fresh sample feeds the
+re-export without the inputs its graft baked in).  GPT-2's cause: no patch holds on fresh samples (said so).
 """
 from __future__ import annotations
 
