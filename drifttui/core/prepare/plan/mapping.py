@@ -283,11 +283,11 @@ def _classify_empty(index: GraphIndex, calls: list[Call], plan: Plan, has_params
         cm.note = cm.note or "no ONNX node of its own (identity in eval mode, or folded away)"
 
 
-def _pair_inputs(index: GraphIndex, calls: list[Call], plan: Plan) -> dict[int, tuple[list[int], list[str]]]:
+def _pair_inputs(index: GraphIndex, calls: list[Call], plan: Plan) -> dict[int, list[tuple[list[int], list[str]]]]:
     """Fill the torch table: mapped outputs first, then inputs of calls fed by functional ops.  Returns the
-    inputs shape cannot pair: call -> (its torch inputs of one shape and dtype, the free values that fit)."""
+    inputs shape cannot pair: call -> [(its torch inputs of one shape and dtype, the free values that fit)]."""
     table: dict[str, tuple[str, int, int]] = {}
-    ambiguous: dict[int, tuple[list[int], list[str]]] = {}
+    ambiguous: dict[int, list[tuple[list[int], list[str]]]] = {}
     # deeper calls win for a shared output value (the child computed it, not the container)
     for cm in sorted(plan.calls, key=lambda c: calls[c.call].depth):
         for pos, v in cm.outputs.items():
@@ -324,7 +324,8 @@ def _pair_inputs(index: GraphIndex, calls: list[Call], plan: Plan) -> dict[int, 
             twins = [p for p, r in pending if (r.shape, r.dtype) == (ref.shape, ref.dtype)]
             fits = [v for v in free if _fits_input(index, v, ref)]
             if len(twins) > 1 and fits:
-                ambiguous.setdefault(cm.call, (twins, fits))
+                if (twins, fits) not in ambiguous.setdefault(cm.call, []):
+                    ambiguous[cm.call].append((twins, fits))
                 continue
             _pair_free(index, table, free, cm, pos, ref)
     for pos, name in enumerate(index.graph_inputs):

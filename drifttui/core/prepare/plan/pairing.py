@@ -199,20 +199,21 @@ def pair_by_content(index: GraphIndex, calls: list[Call], plan: Plan, ambiguous:
     return found
 
 
-def pair_inputs_by_content(ambiguous: dict[int, tuple[list[int], list[str]]], table: dict[str, tuple],
+def pair_inputs_by_content(ambiguous: dict[int, list[tuple[list[int], list[str]]]], table: dict[str, tuple],
                            resolve: Resolver, torch_inputs: TorchInputs) -> dict[str, tuple[int, int]]:
     """Free values that fit several same-shaped torch inputs of a call: each paired with the input whose sample-0
     value it equals (the closest; among equally close ones, the first when they hold the same tensor, else none);
     value -> (call, position).  None when no content is known: an input left unpaired is fed from the nodes before
     it, never from another tensor."""
-    values = sorted({v for _, fits in ambiguous.values() for v in fits if v not in table})
+    groups = [(ci, twins, fits) for ci, gs in ambiguous.items() for twins, fits in gs]
+    values = sorted({v for _, _, fits in groups for v in fits if v not in table})
     try:
         onnx_vals = resolve(values)
-        torch_vals = torch_inputs(sorted({(ci, p) for ci, (twins, _) in ambiguous.items() for p in twins}))
+        torch_vals = torch_inputs(sorted({(ci, p) for ci, twins, _ in groups for p in twins}))
     except Exception:  # noqa: BLE001 - no content: left unpaired
         return {}
     found: dict[str, tuple[int, int]] = {}
-    for ci, (twins, fits) in ambiguous.items():
+    for ci, twins, fits in groups:
         for v in fits:
             o = onnx_vals.get(v)
             if v in table or o is None:
