@@ -147,7 +147,7 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
             notes.append(mapped_note)
     if hooks is not None and found is None and plan.localized:     # outputs the exporter absorbed into a reader
         index, plan = split_units(index, calls, plan, map_index, _torch_out(hooks, model, sample0),
-                                  _resolver(cfg, feeds0, workdir))
+                                  _resolver(cfg, feeds0, workdir), _torch_in(hooks, model, sample0))
         pscan = precision.scan(index) if pscan.reduced else pscan
     details = layer_details(index, plan, calls, model, timings)    # the figures start in the background
     batch = _probed_batch(cfg, batch, hooks, model, sample0, plan, calls, notes)
@@ -182,6 +182,26 @@ def _torch_out(hooks: Hooks, model: Any, sample0: Any) -> Callable[[list[int]], 
             safe_forward(model, sample0)
             hooks.begin(None)
         return {ci: store.out[(ci, 0)].float().numpy() for ci in wanted if (ci, 0) in store.out}
+    return run
+
+
+def _torch_in(hooks: Hooks, model: Any, sample0: Any) -> Callable[[list[tuple[int, int]]], dict]:
+    """Torch's given call inputs on sample 0 (a hooked forward, once per set asked), by (call, position)."""
+    seen: dict[tuple, dict[tuple[int, int], Any]] = {}
+
+    def run(wanted: list[tuple[int, int]]) -> dict[tuple[int, int], Any]:
+        if tuple(wanted) in seen:
+            return seen[tuple(wanted)]
+        want: dict[int, list[int]] = {}
+        for ci, pos in wanted:
+            want.setdefault(ci, []).append(pos)
+        store = TensorStore({}, want)
+        with hooks.installed():
+            hooks.begin(store)
+            safe_forward(model, sample0)
+            hooks.begin(None)
+        seen[tuple(wanted)] = {k: store.inp[k].float().numpy() for k in wanted if k in store.inp}
+        return seen[tuple(wanted)]
     return run
 
 
@@ -318,10 +338,12 @@ def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str
     check_output_count(len(outs), index.graph_outputs)
 
     on_sample0 = _resolver(cfg, feeds0, workdir)
+    torch_in = _torch_in(hooks, model, sample0) if hooks is not None else None
 
     def map_index(ix: GraphIndex) -> Plan:
         # sample 0 through ONNX Runtime (optimisations off) for content-based output pairing
-        plan = build_plan(ix, calls, names, has_params, aliases, lambda values: on_sample0(ix, values), multi_out)
+        plan = build_plan(ix, calls, names, has_params, aliases, lambda values: on_sample0(ix, values), multi_out,
+                          torch_in)
         if hooks is None:
             plan.localized = False
             plan.reason = why_not

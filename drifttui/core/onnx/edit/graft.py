@@ -33,6 +33,7 @@ class Graft:
     siblings: list["Graft"] = field(default_factory=list)   # the same class's other calls, grafted after it
     root: str = ""                   # the module's attribute inside the re-export's wrapper (graft_scopes.py)
     module: str = ""                 # the origin module's name (its children's nodes are re-rooted below it)
+    baked: list[int] = field(default_factory=list)     # call inputs baked into ``model`` (not among its inputs)
 
 
 def _copy(model: Any) -> Any:

@@ -42,6 +42,7 @@ import numpy as np
 
 from drifttui.core.onnx.edit.absorbed_views import with_views
 from drifttui.core.onnx.graph import GraphIndex, build_index, tensor_array
+from drifttui.core.prepare.plan import absorbed_inputs
 from drifttui.core.prepare.plan.pairing import FLOAT_ELEMS, boundary_outputs
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.result import FUSED, NOT_EXPORTED, OK, UNMAPPED
@@ -253,23 +254,31 @@ def _distance(a: np.ndarray, b: np.ndarray) -> float:
 
 def split_units(index: GraphIndex, calls: list[Call], plan: Plan, map_index: Callable[[GraphIndex], Plan],
                 torch_out: Callable[[list[int]], dict[int, np.ndarray]],
-                resolve: Callable[[GraphIndex, list[str]], dict[str, np.ndarray]]) -> tuple[GraphIndex, Plan]:
-    """(index, plan) with a round trip per absorbed output (onnx/edit/absorbed_views.py) and the plan
-    mapped again on it, each such module paired with its view; the inputs unchanged when none is found
-    or the view does not pair."""
+                resolve: Callable[[GraphIndex, list[str]], dict[str, np.ndarray]],
+                torch_in: Optional[absorbed_inputs.TorchInputs] = None) -> tuple[GraphIndex, Plan]:
+    """(index, plan) with a round trip per absorbed output (onnx/edit/absorbed_views.py) and per call input the
+    exporter merged into the call's first view (absorbed_inputs.py), and the plan mapped again on it, each
+    such module paired with its view; the inputs unchanged when none is found or no view pairs."""
     def values_of(names: list[str]) -> dict[str, np.ndarray]:
         static = {v: tensor_array(index, v) for v in names if index.is_static(v)}
         return {**resolve(index, [v for v in names if v not in static]), **static}
 
     views = choose(candidates(index, calls, plan), torch_out, values_of)
-    if not views:
+    taken = {v.value for v in views}
+    ins = [v for v in absorbed_inputs.choose(absorbed_inputs.candidates(index, calls, plan), torch_in, values_of,
+                                             _distance, UNRELATED) if v.value not in taken] if torch_in else []
+    if not views and not ins:
         return index, plan
-    shapes = {v.value: _static_shape(index, v.value) or v.shape for v in views}
-    new_index = build_index(with_views(index.model, views, shapes), index.path)
+    shapes = {v.value: _static_shape(index, v.value) or v.shape for v in [*views, *ins]}
+    new_index = build_index(with_views(index.model, [*views, *ins], shapes), index.path)
     new_plan = map_index(new_index)
     paired = [v for v in views if new_plan.calls[v.call].outputs.get(0) == f"{v.value}::absorbed"]
-    if not paired:
+    fed = [v for v in ins if new_plan.calls[v.call].inputs.get(v.pos) == f"{v.value}::absorbed"]
+    if not paired and not fed:
         return index, plan
     for v in paired:
         new_plan.calls[v.call].note = v.text(index)
+    for w in fed:
+        cm = new_plan.calls[w.call]
+        cm.note = f"{cm.note}; {w.text(index)}" if cm.note else w.text(index)
     return new_index, new_plan

@@ -12,8 +12,8 @@ from typing import Any, Optional
 from drifttui.core.runtime.torch_hooks import Call
 from drifttui.core.prepare.plan.folding import Fold, fused_into, torchscript_folds
 from drifttui.core.onnx.graph import DYNAMO, TORCHSCRIPT, GraphIndex
-from drifttui.core.prepare.plan.pairing import (Resolver, dtype_ok, pair_by_content, pair_outputs, scopeless_adoptions,
-                                               shape_ok)
+from drifttui.core.prepare.plan.pairing import (Resolver, TorchInputs, dtype_ok, pair_by_content,
+                                               pair_inputs_by_content, pair_outputs, scopeless_adoptions, shape_ok)
 from drifttui.core.prepare.plan.plan import CallMap, Plan
 from drifttui.core.prepare.plan.repeats import groups_by_shape, split_calls
 from drifttui.core.prepare.plan.scopes import resolve_torchscript
@@ -22,10 +22,12 @@ from drifttui.core.result import FUSED, NOT_EXPORTED, OK, UNMAPPED
 def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
                module_has_params: dict[str, bool], aliases: Optional[dict[str, str]] = None,
                resolve: Optional[Resolver] = None,
-               torch_outputs: Optional[dict[int, list[Any]]] = None) -> Plan:
+               torch_outputs: Optional[dict[int, list[Any]]] = None,
+               torch_inputs: Optional[TorchInputs] = None) -> Plan:
     """``aliases``: other names of a shared module -> the name the hooks use.
     ``resolve`` runs ONNX Runtime on sample 0 for the given values; with ``torch_outputs``
-    (sample 0 outputs of multi-output calls) it pairs same-shaped outputs by content.
+    (sample 0 outputs of multi-output calls) it pairs same-shaped outputs by content, with
+    ``torch_inputs`` (sample 0 inputs of the given (call, position)s) same-shaped inputs.
 
     The mapping's ordered passes over one Plan: scope chains per node, instance keys to calls,
     node ownership, then pairing, folds and classification."""
@@ -55,7 +57,11 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
     for fold in torchscript_folds(index, calls, plan, module_has_params):
         _apply_fold(index, calls, plan, fold)
     _classify_empty(index, calls, plan, module_has_params)
-    _pair_inputs(index, calls, plan)
+    ambiguous_inputs = _pair_inputs(index, calls, plan)
+    if ambiguous_inputs and resolve is not None and torch_inputs is not None:
+        for value, (ci, pos) in pair_inputs_by_content(ambiguous_inputs, plan.table, resolve, torch_inputs).items():
+            plan.calls[ci].inputs[pos] = value
+            plan.table[value] = ("in", ci, pos)
     return plan
 
 
@@ -277,9 +283,11 @@ def _classify_empty(index: GraphIndex, calls: list[Call], plan: Plan, has_params
         cm.note = cm.note or "no ONNX node of its own (identity in eval mode, or folded away)"
 
 
-def _pair_inputs(index: GraphIndex, calls: list[Call], plan: Plan) -> None:
-    """Fill the torch table: mapped outputs first, then inputs of calls fed by functional ops."""
+def _pair_inputs(index: GraphIndex, calls: list[Call], plan: Plan) -> dict[int, list[tuple[list[int], list[str]]]]:
+    """Fill the torch table: mapped outputs first, then inputs of calls fed by functional ops.  Returns the
+    inputs shape cannot pair: call -> [(its torch inputs of one shape and dtype, the free values that fit)]."""
     table: dict[str, tuple[str, int, int]] = {}
+    ambiguous: dict[int, list[tuple[list[int], list[str]]]] = {}
     # deeper calls win for a shared output value (the child computed it, not the container)
     for cm in sorted(plan.calls, key=lambda c: calls[c.call].depth):
         for pos, v in cm.outputs.items():
@@ -296,6 +304,7 @@ def _pair_inputs(index: GraphIndex, calls: list[Call], plan: Plan) -> None:
                         and (index.producer.get(v) is None or index.producer[v] not in nodes)):
                     bins.append(v)
         free = [v for v in bins if v not in table]
+        pending: list[tuple[int, Any]] = []
         for pos, ref in enumerate(call.inputs):
             if ref.producer is not None:
                 src = plan.calls[ref.producer[0]]
@@ -308,10 +317,21 @@ def _pair_inputs(index: GraphIndex, calls: list[Call], plan: Plan) -> None:
                         if fref.producer is None or fref.producer[1] not in plan.calls[fref.producer[0]].outputs:
                             _pair_free(index, table, free, src, fpos, fref)
                     continue
+            pending.append((pos, ref))
+        for pos, ref in pending:
+            # torch inputs of one shape and dtype (OPT's positional embedding takes the attention mask and the
+            # position ids): shape cannot tell which one a free value is; content decides (pair_inputs_by_content)
+            twins = [p for p, r in pending if (r.shape, r.dtype) == (ref.shape, ref.dtype)]
+            fits = [v for v in free if _fits_input(index, v, ref)]
+            if len(twins) > 1 and fits:
+                if (twins, fits) not in ambiguous.setdefault(cm.call, []):
+                    ambiguous[cm.call].append((twins, fits))
+                continue
             _pair_free(index, table, free, cm, pos, ref)
     for pos, name in enumerate(index.graph_inputs):
         table.setdefault(name, ("graph_in", -1, pos))
     plan.table = table
+    return ambiguous
 
 
 def _sole_reader(index: GraphIndex, calls: list[Call], plan: Plan, ci: int) -> Optional[int]:
@@ -324,10 +344,14 @@ def _sole_reader(index: GraphIndex, calls: list[Call], plan: Plan, ci: int) -> O
     return q if any(r.producer == (ci, 0) for r in calls[q].inputs) else None
 
 
+def _fits_input(index: GraphIndex, v: str, ref: Any) -> bool:
+    return shape_ok(index.shapes.get(v), ref.shape) and dtype_ok(index.elem_types.get(v), ref.dtype)
+
+
 def _pair_free(index: GraphIndex, table: dict[str, tuple[str, int, int]], free: list[str], cm: CallMap,
                pos: int, ref: Any) -> None:
     """Pair torch input ``pos`` of ``cm`` with the one free ONNX input of its shape and dtype."""
-    ok = [v for v in free if shape_ok(index.shapes.get(v), ref.shape) and dtype_ok(index.elem_types.get(v), ref.dtype)]
+    ok = [v for v in free if _fits_input(index, v, ref)]
     if len(ok) == 1:
         cm.inputs[pos] = ok[0]
         table[ok[0]] = ("in", cm.call, pos)

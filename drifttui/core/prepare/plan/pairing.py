@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
+import numpy as np
+
 from drifttui.core.base.dtypes import ELEM_OF
 
 from drifttui.core.runtime.torch_hooks import Call
@@ -19,6 +21,7 @@ from drifttui.core.result import UNMAPPED
 
 FLOAT_ELEMS = {ELEM_OF[n] for n in ("float32", "float16", "float64", "bfloat16")}
 Resolver = Callable[[list[str]], dict[str, Any]]
+TorchInputs = Callable[[list[tuple[int, int]]], dict[tuple[int, int], Any]]     # (call, position) -> sample 0
 
 
 def shape_ok(onnx_shape: Optional[list], torch_shape: tuple[int, ...]) -> bool:
@@ -166,8 +169,6 @@ def pair_by_content(index: GraphIndex, calls: list[Call], plan: Plan, ambiguous:
                      resolve: Resolver, torch_outputs: dict[int, list[Any]]) -> dict[int, dict[int, str]]:
     """Same-shaped outputs: pair each torch output with the candidate whose sample-0 value is closest.
     Returns the new pairing of the calls it could decide (call -> position -> value)."""
-    import numpy as np
-
     names = sorted({v for cands in ambiguous.values() for v in cands})
     found: dict[int, dict[int, str]] = {}
     try:
@@ -196,3 +197,36 @@ def pair_by_content(index: GraphIndex, calls: list[Call], plan: Plan, ambiguous:
                 paired[pos] = v
                 used.add(v)
     return found
+
+
+def pair_inputs_by_content(ambiguous: dict[int, list[tuple[list[int], list[str]]]], table: dict[str, tuple],
+                           resolve: Resolver, torch_inputs: TorchInputs) -> dict[str, tuple[int, int]]:
+    """Free values that fit several same-shaped torch inputs of a call: each paired with the input whose sample-0
+    value it equals (the closest; among equally close ones, the first when they hold the same tensor, else none);
+    value -> (call, position).  None when no content is known: an input left unpaired is fed from the nodes before
+    it, never from another tensor."""
+    groups = [(ci, twins, fits) for ci, gs in ambiguous.items() for twins, fits in gs]
+    values = sorted({v for _, _, fits in groups for v in fits if v not in table})
+    try:
+        onnx_vals = resolve(values)
+        torch_vals = torch_inputs(sorted({(ci, p) for ci, twins, _ in groups for p in twins}))
+    except Exception:  # noqa: BLE001 - no content: left unpaired
+        return {}
+    found: dict[str, tuple[int, int]] = {}
+    for ci, twins, fits in groups:
+        for v in fits:
+            o = onnx_vals.get(v)
+            if v in table or o is None:
+                continue
+            o = np.asarray(o, dtype=np.float64).reshape(-1)
+            scored = sorted((_max_abs(o, t), p) for p in twins if (t := torch_vals.get((ci, p))) is not None
+                            and np.size(t) == o.size and (ci, p) not in found.values())
+            tied = [p for err, p in scored if err == scored[0][0]] if scored else []
+            # one tensor passed twice (``attn(x, x, x)``): any of them is the value; two that differ: none
+            if tied and all(np.array_equal(torch_vals[(ci, p)], torch_vals[(ci, tied[0])]) for p in tied):
+                found[v] = (ci, tied[0])
+    return found
+
+
+def _max_abs(a: Any, b: Any) -> float:
+    return float(np.max(np.abs(a - np.asarray(b, dtype=np.float64).reshape(-1)))) if a.size else 0.0

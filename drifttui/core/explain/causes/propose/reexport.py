@@ -201,7 +201,8 @@ def _graft(ctx: Any, case: Case, model: Any, arrays: list[np.ndarray]) -> Any:
         model = _bake_inputs(model, baked, arrays)
         inputs = [v for k, v in enumerate(inputs) if k not in baked]
     outputs = [cm.outputs.get(k, "") for k in range(len(model.graph.output))]
-    return Graft(model, inputs, outputs, list(case.nodes), root=wrapped_root(ctx, case.call), module=case.module)
+    return Graft(model, inputs, outputs, list(case.nodes), root=wrapped_root(ctx, case.call), module=case.module,
+                 baked=baked)
 
 
 def _enclosing_input(ctx: Any, case: Case, arr: np.ndarray) -> Optional[str]:
@@ -277,4 +278,5 @@ def error_on(ctx: Any, case: Case, patch: Patch) -> Optional[Eval]:
     io = call_io(ctx, case)
     if io is None or patch.graft is None:
         return None
-    return _run(patch.graft.model, io[0], io[1], case)
+    # the inputs the graft baked in (the same in every sample) are not among its model's inputs
+    return _run(patch.graft.model, [t for k, t in enumerate(io[0]) if k not in patch.graft.baked], io[1], case)
