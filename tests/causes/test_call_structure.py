@@ -33,6 +33,33 @@ def test_the_wrapper_puts_the_flat_tensors_back_where_the_call_had_them():
     assert torch.equal(ep.module()(*other)[0], want)
 
 
+class _Dropped(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj, self.drop = torch.nn.Linear(4, 4), torch.nn.Dropout(0.5)
+
+    def forward(self, hidden, mask=None):
+        return self.drop(self.proj(hidden)).masked_fill(mask, 0.0)
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_a_re_export_leaves_the_users_modules_in_eval_mode(tmp_path, exporter):
+    """The origin's re-export through the wrapper leaves the user's model as it found it: the TorchScript
+    exporter put the module back in the wrapper's (training) mode, so GPT-2's attention ran its dropout in every
+    later torch forward and no patch held on a fresh sample (forms38's gpt2_leftpad, session 28)."""
+    from drifttui.core.model.export import export_model
+
+    torch.manual_seed(0)
+    module = _Dropped().eval()
+    h, m = torch.randn(2, 4), torch.zeros(2, 4, dtype=torch.bool)
+    wrapped = AsCalled(module, (h,), {"mask": m})
+    want = module(h, mask=m)
+    export_model(wrapped, (h, m), {}, exporter, tmp_path)
+    assert not wrapped.training and not any(c.training for c in module.modules())
+    with torch.no_grad():
+        assert torch.equal(module(h, mask=m), want)       # no dropout: the same values as before the export
+
+
 @pytest.fixture(scope="module")
 def explained(tmp_path_factory):
     from tests.causes.form_suite import explained_forms

@@ -30,6 +30,15 @@ Session 28 (issue 30 point 6): origin 6/6 and OPT's right (``prepare/plan/absorb
 merged into its own Reshape, is split from the attention at the value it reads; same-shaped inputs paired by content:
 OPT's decoder had its position ids compared with the mask).  OPT verified and repaired (a fresh sample feeds the
 re-export without the inputs its graft baked in).  GPT-2's cause: no patch holds on fresh samples (said so).
+
+Session 28 (gpt2why): GPT-2 verified (TorchScript re-export) and repaired: 6/6 verified, 6/6 repaired. Its
+TorchScript re-export was right on every sample (1e-9 on samples 0-4); what failed was torch's side. The origin,
+called with keyword arguments, is re-exported through a wrapper module (``call_structure.as_called``) that was
+created in training mode; the TorchScript exporter puts the module in eval mode and afterwards back in the
+wrapper's mode, recursively: GPT-2's attention (its dropouts 0.1, BERT's called plainly, without a wrapper) was
+left in training mode, so every later torch forward of the fresh samples ran its dropout (0.009-0.013 off, outputs
+~0.01). The wrapper now takes the module's mode, and an export leaves every module in the mode it found it
+(``model/export.kept_modes``).
 """
 from __future__ import annotations
 
@@ -43,7 +52,7 @@ _TORCHSCRIPT = ("lowering", "reexport", {"exporter": "torchscript"}, "scaled_dot
 # (model, exporter) -> (class, patch op, what the patch changed, words of the message)
 VERIFIED = {("llama_leftpad", "dynamo"): _DECOMPOSED, ("qwen2_leftpad", "dynamo"): _DECOMPOSED,
             ("mistral_leftpad", "dynamo"): _DECOMPOSED, ("clip_leftpad", "dynamo"): _TORCHSCRIPT,
-            ("bert_empty_row", "dynamo"): _TORCHSCRIPT}
+            ("bert_empty_row", "dynamo"): _TORCHSCRIPT, ("gpt2_leftpad", "dynamo"): _TORCHSCRIPT}
 ORIGIN = {"llama_leftpad": "model.layers.0.self_attn", "qwen2_leftpad": "model.layers.0.self_attn",
           "mistral_leftpad": "model.layers.0.self_attn", "clip_leftpad": "model.encoder.layers.0.self_attn",
           "bert_empty_row": "model.encoder.layer.0.attention.self", "gpt2_leftpad": "model.h.0.attn",
@@ -71,12 +80,6 @@ def test_a_library_attention_form_is_explained_verified_and_repaired(explained, 
 @pytest.mark.parametrize("form", params(HELD_OUT, set()))
 def test_a_held_out_library_form_is_explained_verified_and_repaired(explained, form):
     assert_verified_and_repaired(explained, form, HELD_OUT[form], ORIGIN[form[0]])
-
-
-@pytest.mark.drifts
-def test_gpt2_names_its_attention_module(explained):
-    _, _, _, result, _ = explained("gpt2_leftpad", "dynamo")
-    assert result.drift_origin.module == ORIGIN["gpt2_leftpad"]
 
 
 @pytest.mark.parametrize("form", params(CLEAN, set()))

@@ -53,6 +53,21 @@ def quiet():
             torch._C._jit_set_onnx_log_enabled(False)
 
 
+@contextlib.contextmanager
+def kept_modes(model: Any):
+    """Every submodule of ``model`` left in the train/eval mode it had: the TorchScript exporter puts the
+    module in eval mode and then back in the mode of the module it was handed, recursively, so a wrapper
+    in training mode (a fresh ``nn.Module``) around an eval-mode submodule of the user's model left that
+    submodule in training mode, and every later torch forward ran its dropout."""
+    modules = list(model.modules()) if hasattr(model, "modules") else []
+    modes = [m.training for m in modules]
+    try:
+        yield
+    finally:
+        for m, mode in zip(modules, modes):
+            m.training = mode
+
+
 def _no_log(*_: Any) -> None:
     return None
 
@@ -75,7 +90,7 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
         raise ValueError(exporter)
     path = workdir / name
     dyn = dynamic
-    with quiet() as (out, err):
+    with quiet() as (out, err), kept_modes(model):
         try:
             if retrace:
                 model = trace(model, tuple(args))

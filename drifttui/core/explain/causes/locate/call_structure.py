@@ -100,6 +100,7 @@ def _wrapper_class() -> type:
         def __init__(self, module: Any, args: tuple, kwargs: dict) -> None:
             super().__init__()
             setattr(self, ROOT, module)
+            self.training = module.training     # not a fresh module's training mode (export.kept_modes)
             leaves, self._spec = tree_flatten((args, kwargs))
             self._slots = [k for k, t in enumerate(leaves) if isinstance(t, torch.Tensor) and not t.is_nested]
             self._leaves = [None if k in self._slots else t for k, t in enumerate(leaves)]
