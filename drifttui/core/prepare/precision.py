@@ -27,6 +27,7 @@ from drifttui.core.base.dtypes import QUANT_ELEMS
 from drifttui.core.onnx.graph import common_prefix, tensor_array
 from drifttui.core.onnx.nbits import NBITS_OPS, bits_of, weight_step
 from drifttui.core.onnx.qviews import is_view_node
+from drifttui.core.prepare.local_runs import run_nodes
 from drifttui.core.result import OK
 from drifttui.core.base.tolerance import node_budget
 
@@ -349,6 +350,10 @@ def call_budgets(pscan: PrecisionScan, index: Any, plan: Any, calls: list[Any]) 
     if not pscan.reduced:
         return {}, 0.0
     mapped = {cm.call for cm in plan.calls if cm.status == OK and cm.outputs}
+    runs: dict[int, list[int]] = {}
+    for c, nodes in run_nodes(index, plan).items():
+        for k in nodes:
+            runs.setdefault(k, []).append(c)
     node_b: dict[int, float] = {}
     for k, p in pscan.nodes.items():
         node_b[k] = node_budget(p.fmt, index.nodes[k].op_type, p.depth, p.act_step, p.weight_step)
@@ -362,16 +367,12 @@ def call_budgets(pscan: PrecisionScan, index: Any, plan: Any, calls: list[Any]) 
     names: dict[int, list[str]] = {}
     ids: dict[int, list[int]] = {}
     for k, p in pscan.nodes.items():
-        c = plan.node_call[k] if k < len(plan.node_call) else None
-        while c is not None and c not in mapped and calls[c].parent is not None:
-            c = calls[c].parent
-        if c is None:
-            c = 0
-        own_sq[c] = own_sq.get(c, 0.0) + node_b[k] ** 2
-        fmts.setdefault(c, set()).add(p.fmt)
-        depths[c] = max(depths.get(c, 1), p.depth)
-        names.setdefault(c, []).append(index.nodes[k].name)
-        ids.setdefault(c, []).append(k)
+        for c in _budget_calls(k, plan, calls, mapped, runs):
+            own_sq[c] = own_sq.get(c, 0.0) + node_b[k] ** 2
+            fmts.setdefault(c, set()).add(p.fmt)
+            depths[c] = max(depths.get(c, 1), p.depth)
+            names.setdefault(c, []).append(index.nodes[k].name)
+            ids.setdefault(c, []).append(k)
     out: dict[int, CallBudget] = {}
     for cm in plan.calls:
         if any(r.dtype in _LOW.values() for r in calls[cm.call].outputs):
@@ -385,3 +386,17 @@ def call_budgets(pscan: PrecisionScan, index: Any, plan: Any, calls: list[Any]) 
                                   tuple(names.get(cm.call, [])), tuple(ids.get(cm.call, [])))
     outs = [index.producer[o] for o in index.graph_outputs if o in index.producer]
     return out, max((prefix[k] for k in outs), default=prefix[-1] if prefix else 0.0)
+
+
+def _budget_calls(k: int, plan: Any, calls: list[Any], mapped: set[int], runs: dict[int, list[int]]) -> list[int]:
+    """The calls whose own budget counts reduced node ``k``: every call whose local run computes it
+    (local_runs.py: its own error pays for that node's rounding, whichever call's region holds the
+    node), else the call ``plan.node_call`` gives it; each climbed to its nearest mapped call."""
+    out: list[int] = []
+    for c in sorted(runs.get(k, ())) or [plan.node_call[k] if k < len(plan.node_call) else None]:
+        while c is not None and c not in mapped and calls[c].parent is not None:
+            c = calls[c].parent
+        c = 0 if c is None else c
+        if c not in out:
+            out.append(c)
+    return out
