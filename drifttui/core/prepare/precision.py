@@ -351,9 +351,10 @@ def call_budgets(pscan: PrecisionScan, index: Any, plan: Any, calls: list[Any]) 
 
     A reduced node belongs to the call whose region holds it (``plan.node_call``, climbed to a mapped
     call: ``nodes``), and its budget counts for every call whose local run computes it (local_runs.py:
-    ``run_ids``; the region's call where no local run does).  They differ where a call's local run
-    computes nodes of another's region: a MaxPool on a QOperator Conv's integers, and the view's way back
-    before it, sit in the region of the next block that reads those integers too."""
+    ``run_ids``) and that is that call or called before it (calls are numbered in call order); else for
+    the region's call.  They differ where a call's local run computes nodes of a later call's region: a
+    MaxPool on a QOperator Conv's integers, and the view's way back before it, sit in the region of the
+    next block that reads those integers too."""
     if not pscan.reduced:
         return {}, 0.0
     mapped = {cm.call for cm in plan.calls if cm.status == OK and cm.outputs}
@@ -370,8 +371,11 @@ def call_budgets(pscan: PrecisionScan, index: Any, plan: Any, calls: list[Any]) 
     home: dict[int, list[int]] = {}
     paid: dict[int, list[int]] = {}
     for k in pscan.nodes:
-        home.setdefault(_home(k, plan, calls, mapped), []).append(k)
-        for c in sorted({_climb(c, calls, mapped) for c in runs.get(k, ())}) or [_home(k, plan, calls, mapped)]:
+        h = _home(k, plan, calls, mapped)
+        home.setdefault(h, []).append(k)
+        # a node of an earlier call's region reached through a value the local run does not cut (a drifting
+        # Linear's output paired with the GELU's `x / sqrt 2`) is that call's computation: inherited, not paid
+        for c in sorted({c for c in (_climb(c, calls, mapped) for c in runs.get(k, ())) if c <= h}) or [h]:
             paid.setdefault(c, []).append(k)
     out: dict[int, CallBudget] = {}
     for cm in plan.calls:
