@@ -51,7 +51,7 @@ def test_distilbert_quantize_dynamic_scale_drift_is_named_fast(files, tmp_path):
     assert result.precision.cause == "genuine drift"
 
 
-# points the matrix measured holding (docs/deploy.md); UNet2D is in the matrix but was not measured yet
+# points the matrix measured holding (docs/deploy.md; UNet2D and the TorchScript transformers in session 28)
 POINTS = [
     ("distilbert", "dynamo", "onnxslim", ("weight", "epsilon")),
     ("distilbert", "dynamo", "trf-opt", ("weight", "epsilon")),
@@ -66,6 +66,10 @@ POINTS = [
     ("densenet", "torchscript", "qdq", ("weight", "qscale", "epsilon", "pads")),
     ("mobilevit", "dynamo", "onnxslim", ("weight", "epsilon", "pads")),
     ("mobilevit", "torchscript", "onnxsim", ("weight", "epsilon", "pads")),
+    ("unet", "dynamo", "qoperator", ("weight", "qscale", "pads")),
+    ("unet", "torchscript", "ort-all", ("weight", "pads")),
+    ("distilbert", "torchscript", "qoperator", ("weight", "qscale", "epsilon", "alpha")),
+    ("swin", "torchscript", "trf-opt", ("weight", "epsilon")),
 ]
 
 
