@@ -84,7 +84,7 @@ def test_an_origin_whose_own_rounding_explains_its_error_is_precision_not_a_genu
     from drifttui.core.decide.rules import Rules
     from drifttui.core.prepare.precision import CallBudget
 
-    rules = Rules(1e-5, budgets={6: CallBudget("int8", 0.030, 0.059, 32, ("ln",), (3,))},
+    rules = Rules(1e-5, budgets={6: CallBudget("int8", 0.030, 0.059, 32, ("ln",), (3,), (3,))},
                   shares={6: 0.017}, rounding={6: 0.049})
     clean, wrong = _own(0.051), _own(0.4)
     assert rules.own_fails(6, clean, 1e-6) and rules.rounding_explains(6, clean, 1e-6)

@@ -129,16 +129,16 @@ def targets(pr: Any) -> dict[int, Target]:
     scan = pr.precision
     out: dict[int, Target] = {}
     for c, b in budgets.items():
-        if not b.node_ids or "+" in b.fmt:
+        if not b.run_ids or "+" in b.fmt:
             continue
-        nodes = [pr.index.nodes[k] for k in b.node_ids]
+        nodes = [pr.index.nodes[k] for k in b.run_ids]     # the nodes its local run computes
         blocks = _blocks_of(nodes) if b.fmt not in _TORCH and b.fmt != "int8" else None
         if b.fmt not in _TORCH and b.fmt != "int8" and blocks is None:
             continue
-        precs = [scan.nodes[k] for k in b.node_ids if k in scan.nodes]
+        precs = [scan.nodes[k] for k in b.run_ids if k in scan.nodes]
         accumulates = any(n.op_type in ACCUMULATING or n.op_type.startswith(QOPERATOR_PREFIX) for n in nodes)
         # a QDQ layer's result quantized again by its own QuantizeLinear (a quantizer of a value its call made)
-        own = set(b.node_ids)
+        own = set(b.run_ids)
         out_step = max((scan.nodes[n.index].act_step for n in nodes if n.op_type == "QuantizeLinear"
                         and n.index in scan.nodes and pr.index.producer.get(n.inputs[0]) in own), default=0.0)
         out_step = max(out_step, _qoperator_out_step(pr, c, own))

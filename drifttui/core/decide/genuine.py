@@ -13,7 +13,7 @@ def genuine_drifts(drifting: list[int], by_weight: dict[int, int], rules: Any) -
     if not rules.budgets:
         return []
     return [i for i in drifting if i in by_weight
-            or not (rules.budgets.get(i) is not None and rules.budgets[i].node_ids)]
+            or not (rules.budgets.get(i) is not None and rules.budgets[i].run_ids)]
 
 
 def unreduced_drift(call: int, own: Any, atol: float, rules: Any) -> bool:
@@ -24,4 +24,4 @@ def unreduced_drift(call: int, own: Any, atol: float, rules: Any) -> bool:
     if not rules.budgets or own is None or not own.samples:
         return False
     b = rules.budgets.get(call)
-    return not (b is not None and b.node_ids) and own.fails(atol, rules.own(call))
+    return not (b is not None and b.run_ids) and own.fails(atol, rules.own(call))

@@ -44,6 +44,6 @@ def cause_of(rules: Any, origin: Optional[int], own_over: bool, other_drift: boo
     if origin is None:
         return "precision"
     b, share = rules.budgets.get(origin), rules.shares.get(origin)
-    if not (b is not None and bool(getattr(b, "node_ids", None)) and own_over):
+    if not (b is not None and bool(getattr(b, "run_ids", None)) and own_over):
         return "genuine drift"
     return "precision" if share is None or share >= GENUINE_SHARE or other_drift or rounded else "genuine drift"

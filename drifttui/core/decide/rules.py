@@ -59,7 +59,7 @@ class Rules:
         A call held to the worst-case bound alone is not: clean layers pass that bound (a Conv folded into
         a BatchNorm's call, an int8 ReLU of a QOperator ResNet-18), so it is judged with its output."""
         b = self.budgets.get(call)
-        return b is not None and bool(b.node_ids) and self.measured(call)
+        return b is not None and bool(b.run_ids) and self.measured(call)
 
     def out(self, call: int) -> float:
         b = self.budgets.get(call)

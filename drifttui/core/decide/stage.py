@@ -325,7 +325,7 @@ def layer_budget(rules: Rules, call: int, g: Optional[Aggregate], lo: Optional[A
     return LayerBudget(b.fmt, own, b.out, b.depth, own_db, out_db, rules.shares.get(call), over,
                        own_bound=b.own, measured=measured,
                        derived="measured" if rules.measured(call) else "bound",
-                       rounding_explains=bool(b.node_ids) and rules.rounding_explains(call, lo, atol))
+                       rounding_explains=bool(b.run_ids) and rules.rounding_explains(call, lo, atol))
 
 
 def _rounded(layers: list[Layer], origin: Optional[int]) -> bool:

@@ -14,6 +14,7 @@ from typing import Any, Optional
 from drifttui.core.runtime.torch_hooks import Call
 from drifttui.core.base.dtypes import ELEM_OF
 from drifttui.core.onnx.graph import GraphIndex
+from drifttui.core.prepare.local_runs import is_cut, value_owners
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.onnx.qviews import QOPERATOR, is_view_node
 
@@ -136,11 +137,9 @@ def _cut_nodes(index: GraphIndex, plan: Plan) -> tuple[list[Any], dict[str, str]
     One pass over the nodes, so that a cut value gets the same ``feed::`` name everywhere."""
     import onnx
 
-    table, node_call = plan.table, plan.node_call
     feeds: dict[str, str] = {}
     new_nodes = []
     for node in index.nodes:
-        group = node_call[node.index]
         proto = onnx.NodeProto()
         proto.CopyFrom(node.proto)
         del proto.input[:]
@@ -148,9 +147,8 @@ def _cut_nodes(index: GraphIndex, plan: Plan) -> tuple[list[Any], dict[str, str]
             if not v or v in index.initializers:
                 proto.input.append(v)
                 continue
-            p = index.producer.get(v)
             # a cut boundary, or a graph input (with or without a torch counterpart)
-            if p is None or (v in table and (node_call[p] != group or table[v][0] == "graph_in")):
+            if is_cut(index, plan, v, node.index):
                 feeds[f"feed::{v}"] = v
                 proto.input.append(f"feed::{v}")
             else:
@@ -163,17 +161,8 @@ def _cut_nodes(index: GraphIndex, plan: Plan) -> tuple[list[Any], dict[str, str]
 
 def _local_outputs(index: GraphIndex, plan: Plan) -> tuple[dict[str, str], dict[str, int], dict[str, int]]:
     """Every mapped value as a local output, the call whose own error it measures, its first node."""
-    outputs: dict[str, str] = {}
-    attribution: dict[str, int] = {}
-    first_node: dict[str, int] = {}
-    for v, (kind, ci, _pos) in plan.table.items():
-        p = index.producer.get(v)
-        if p is None or kind == "graph_in":
-            continue
-        outputs[f"local::{v}"] = v
-        owner = ci if kind == "out" else plan.node_call[p]
-        if owner is None:
-            continue
-        attribution[v] = owner
-        first_node[v] = p
+    outputs = {f"local::{v}": v for v, (kind, _ci, _pos) in plan.table.items()
+               if kind != "graph_in" and index.producer.get(v) is not None}
+    attribution = value_owners(index, plan)
+    first_node = {v: index.producer[v] for v in attribution}
     return outputs, attribution, first_node
