@@ -71,9 +71,9 @@ def _story(ops: list[str], form: str, which: str) -> tuple[str, str, str]:
                 f"Casts (as torch rounds each op) the file computes what torch computes (upstream: {UPSTREAM})",
                 "runtime", "keep the explicit rounding (`drifttui repair` writes each of those nodes as Cast, the op "
                 f"in float32, Cast back), or run the module in float32; report it with `drifttui repro` ({UPSTREAM})")
-    return (f"torch computes a float16 {'/'.join(ops)} in float32 (its opmath) and rounds once; the file rounds each "
-            f"step to float16 ({which}); with those steps computed in float32 and rounded once where torch rounds, "
-            "the file computes what torch computes",
+    return (f"torch computes a float16 op the file lowers to several nodes ({'/'.join(ops)}) in float32 (its opmath) "
+            f"and rounds once; the file rounds each step to float16 ({which}); with those steps computed in float32 "
+            "and rounded once where torch rounds, the file computes what torch computes",
             "export", "compute that op in float32 in the model (`x.float().var(...).half()`), or deploy the file "
             "with those nodes in float32 (`drifttui repair` applies it: Cast in, the op in float32, Cast back)")
 
@@ -94,8 +94,10 @@ def opmath_patches(case: Case) -> list[Patch]:
     forms = [("per_op", sorted(made))] + ([("grouped", sorted(set(made) - grouped))] if grouped else [])
     out = []
     for form, rounded in forms:
-        ops = sorted({n.op_type for n in low if form == "per_op" or any(o in grouped for o in n.output)})
-        which = ", ".join(f"{n.op_type} {n.name}" for n in low[:5]) + (" ..." if len(low) > 5 else "")
+        shown = [n for n in low if n.op_type != "Constant"
+                 and (form == "per_op" or any(o in grouped for o in n.output))]
+        ops = sorted({n.op_type for n in shown})
+        which = ", ".join(f"{n.op_type} {n.name}" for n in shown[:5]) + (" ..." if len(shown) > 5 else "")
         why, kind, fix = _story(ops, form, which)
         spec = {"op": "rewrite", "rewrite": "opmath_float32", "form": form, "node": names[0], "nodes": names,
                 "low": made, "inputs": inputs, "round": rounded}
