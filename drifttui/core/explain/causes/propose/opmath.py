@@ -33,6 +33,7 @@ from drifttui.core.onnx.edit.patches import Patch
 REDUCING = ("ReduceMean", "ReduceSum", "ReduceSumSquare", "ReduceL2", "ReduceL1", "ReduceLogSumExp", "ReduceProd",
             "Softmax", "LogSoftmax", "LayerNormalization", "CumSum")
 UPSTREAM = "microsoft/onnxruntime#8787"
+LOW_NAMES = {10: "float16", 16: "bfloat16"}
 
 
 def _elem(a: Any) -> int:
@@ -63,16 +64,16 @@ def _grouped(low: list[Any]) -> set[str]:
     return {o for n in low if n.name in seen for o in n.output if o}
 
 
-def _story(ops: list[str], form: str, which: str) -> tuple[str, str, str]:
+def _story(ops: list[str], form: str, which: str, low: str) -> tuple[str, str, str]:
     if form == "per_op":
-        return (f"the origin computes float16 ({which}); ONNX Runtime's CPU runs them through float32 Casts it inserts "
-                "and drops the float16 rounding of a Cast whose reader it casts back to float32, so a value torch "
+        return (f"the origin computes {low} ({which}); ONNX Runtime's CPU runs them through float32 Casts it inserts "
+                f"and drops the {low} rounding of a Cast whose reader it casts back to float32, so a value torch "
                 "rounds is read unrounded; with each node computed in float32 and rounded at its output by explicit "
                 f"Casts (as torch rounds each op) the file computes what torch computes (upstream: {UPSTREAM})",
                 "runtime", "keep the explicit rounding (`drifttui repair` writes each of those nodes as Cast, the op "
                 f"in float32, Cast back), or run the module in float32; report it with `drifttui repro` ({UPSTREAM})")
-    return (f"torch computes a float16 op the file lowers to several nodes ({'/'.join(ops)}) in float32 (its opmath) "
-            f"and rounds once; the file rounds each step to float16 ({which}); with those steps computed in float32 "
+    return (f"torch computes a {low} op the file lowers to several nodes ({'/'.join(ops)}) in float32 (its opmath) "
+            f"and rounds once; the file rounds each step to {low} ({which}); with those steps computed in float32 "
             "and rounded once where torch rounds, the file computes what torch computes",
             "export", "compute that op in float32 in the model (`x.float().var(...).half()`), or deploy the file "
             "with those nodes in float32 (`drifttui repair` applies it: Cast in, the op in float32, Cast back)")
@@ -98,7 +99,7 @@ def opmath_patches(case: Case) -> list[Patch]:
                  and (form == "per_op" or any(o in grouped for o in n.output))]
         ops = sorted({n.op_type for n in shown})
         which = ", ".join(f"{n.op_type} {n.name}" for n in shown[:5]) + (" ..." if len(shown) > 5 else "")
-        why, kind, fix = _story(ops, form, which)
+        why, kind, fix = _story(ops, form, which, "/".join(sorted({LOW_NAMES[t] for t in made.values()})))
         spec = {"op": "rewrite", "rewrite": "opmath_float32", "form": form, "node": names[0], "nodes": names,
                 "low": made, "inputs": inputs, "round": rounded}
         out.append(Patch(spec, "dtype", why, fix, kind, module=case.module, nodes=names))
