@@ -27,6 +27,9 @@ Linear; the form is always the child ``body``:
   timestamps bucketed by the second, ``torch.div(ts, 10**9, rounding_mode="floor") % 60``: the dynamo exporter's
   lowering divides the int64 timestamps through a float (a Cast), ~1e2 ns off at 1.7e18, the wrong second; the
   TorchScript file is right;
+* held out, a third batch (written after the opmath counterfactual of ``half_var``, never tuned on): ``half_sum``,
+  a float16 row sum over a level, and ``half_cumsum``, a float16 running sum: ONNX Runtime's CPU drops the float16
+  rounding of ``x.half()`` before the op it runs through float32 Casts (microsoft/onnxruntime#8787's family);
 * clean controls: ``running_mean_short`` (64 steps), ``hash_pow_small`` (every power under 2**53),
   ``any_mask`` (``any`` of a boolean mask).
 """
@@ -151,6 +154,26 @@ class TimeBucket(nn.Module):
         return x + second.float() / 60.0
 
 
+class HalfSum(nn.Module):
+    """held out (third batch, written after the opmath counterfactual): a float16 block's row sum over a level,
+    centred, as a shift."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        s = (x.half() * 4.0 + 20.0).sum(-1, keepdim=True)
+        return x + (s.float() - 640.0) * 0.1
+
+
+class HalfCumsum(nn.Module):
+    """held out (third batch): a float16 running sum along the row over a level, centred."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        c = torch.cumsum(x.half() + 8.0, -1)
+        steps = torch.arange(1, WIDTH + 1, dtype=x.dtype) * 8.0
+        return x + (c.float() - steps) * 0.1
+
+
+def half_sum() -> nn.Module: return _deep(HalfSum)                                     # noqa: E704
+def half_cumsum() -> nn.Module: return _deep(HalfCumsum)                               # noqa: E704
 def time_bucket() -> nn.Module: return _deep(TimeBucket)                               # noqa: E704
 def token_cumsum() -> nn.Module: return _deep(TokenCumsum)                             # noqa: E704
 def cube_hash() -> nn.Module: return _shallow(CubeHash)                                # noqa: E704

@@ -167,7 +167,10 @@ def _count_evidence(index: Any, out: PrecisionScan) -> None:
                 ops[key] = ops.get(key, 0) + 1
     for t in index.initializers.values():
         if t.data_type in _LOW:
-            key = f"{_LOW[t.data_type]} initializers"
+            # a one-element constant is a Python number the exporter typed as the model's float16 tensor
+            # (``x.half() + 8.0``), not a converted weight: evidence, but not of a converter's file
+            one = math.prod(t.dims) == 1
+            key = f"{_LOW[t.data_type]} {'scalar constants' if one else 'initializers'}"
             ops[key] = ops.get(key, 0) + 1
     out.ops = ops
     if any(k.startswith(("Cast to float16", "float16")) for k in ops):

@@ -15,6 +15,8 @@
     {"op": "rewrite", "node": "n", "rewrite": "floor_cast"}  # and the others of rewrites.py
     {"op": "rewrite", "node": "n", "rewrite": "workaround", "form": "log_sigmoid"}  # workarounds.py
     {"op": "rewrite", "node": "n", "rewrite": "accumulate_float64", "nodes": [..]}   # accumulate64.py
+    {"op": "rewrite", "node": "n", "rewrite": "opmath_float32", "form": "per_op", "nodes": [..], "low": {..},
+     "inputs": {..}, "round": [..]}        # opmath.py: float16 nodes computed in float32, rounded where torch does
     {"op": "rewrite", "node": "n", "rewrite": "grid_nan_propagate"}                   # nan_grid.py
     {"op": "rewrite", "node": "n", "rewrite": "int_pow_exact", "bits": 6, "dtype": "int64"}  # int_pow.py
     {"op": "rewrite", "node": "n", "rewrite": "resize_gather", "rule": "nearest", "in_shape": [..],
@@ -35,6 +37,7 @@ import numpy as np
 from drifttui.core.onnx.io import copy_model
 from drifttui.core.onnx.edit.accumulate64 import APPLY as ACCUMULATE64
 from drifttui.core.onnx.edit.int_pow import APPLY as INT_POW
+from drifttui.core.onnx.edit.opmath import APPLY as OPMATH
 from drifttui.core.onnx.edit.resize_gather import apply_resize_gather
 from drifttui.core.onnx.edit.rewriting import APPLY, input_dtype
 from drifttui.core.onnx.edit.masked_positions import APPLY as MASKED
@@ -197,7 +200,7 @@ def _rewrites() -> dict[str, Any]:
     return {k: wrapped(fn) for k, fn in {**APPLY, "resize_gather": apply_resize_gather, "log1p": apply_log1p,
                                                          "expm1": apply_expm1, "logaddexp": apply_logaddexp,
                                                          **SINGULAR, **NAN_SELECT, **MASKED, **ACCUMULATE64,
-                                                         **NAN_GRID, **INT_POW}.items()}
+                                                         **NAN_GRID, **INT_POW, **OPMATH}.items()}
 
 
 def _workaround(model: Any, p: Patch) -> None:

@@ -1,0 +1,106 @@
+"""The opmath counterfactual: the origin's float16 / bfloat16 nodes computed in float32, rounded where torch
+rounds (issue 30 point 2; a generic patch, no catalogue entry).
+
+torch's CPU computes float16 and bfloat16 ops in float32 (its "opmath" type) and rounds each op's output once; a
+composite op (``var``, ``softmax``, ``layer_norm``, a mean of squares) keeps its intermediates in float32.  A file
+can differ in two ways, both measured on a float16 ``(x.half() + 30).var(-1)``:
+
+* ONNX Runtime's CPU runs float16 ops it has no kernel for through Casts it inserts, and removes the rounding of
+  a ``Cast(float -> float16)`` whose reader it casts back to float32 (microsoft/onnxruntime#8787, #9915): the
+  ``Add`` after ``x.half()`` reads the float32 ``x``, and rounds ``x + 30`` where torch rounds ``x`` first;
+* an exporter lowers a composite op to several float16 nodes, each rounded (the TorchScript ``var``: mean,
+  deviation, square, mean, each to float16; its variance ~1% off).
+
+Two patches (``onnx/edit/opmath.py``), the first that verifies wins: every low-precision node of the origin
+computed in float32 and rounded at its own output with explicit Casts ONNX Runtime keeps (``per_op``: the
+rounding the runtime drops), then the same with the nodes that read a low-precision reduction's input (the
+rest of that composite op) left in float32 up to the set's boundary (``grouped``: torch's opmath).  Class
+``dtype`` (the precision the ops compute in), kind ``runtime`` / ``export``.  ``repair`` applies it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from onnx import helper
+
+from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.explain.causes.locate.evaluate import picked_values
+from drifttui.core.onnx.edit.opmath import HELD, LOW
+from drifttui.core.onnx.edit.patches import Patch
+
+# ops torch computes as one op over many elements (its intermediates stay in opmath)
+REDUCING = ("ReduceMean", "ReduceSum", "ReduceSumSquare", "ReduceL2", "ReduceL1", "ReduceLogSumExp", "ReduceProd",
+            "Softmax", "LogSoftmax", "LayerNormalization", "CumSum")
+UPSTREAM = "microsoft/onnxruntime#8787"
+LOW_NAMES = {10: "float16", 16: "bfloat16"}
+
+
+def _elem(a: Any) -> int:
+    return int(helper.np_dtype_to_tensor_dtype(np.asarray(a).dtype))
+
+
+def _low_nodes(case: Case) -> tuple[list[Any], dict[str, np.ndarray]]:
+    nodes, known = picked_values(case, lambda n: bool(n.output) and n.op_type not in HELD
+                                 and not any(a.type == 5 for a in n.attribute if a.name in ("then_branch", "body")))
+    low = [n for n in nodes if all(o in known and _elem(known[o]) in LOW for o in n.output if o)
+           and any(o for o in n.output)]
+    return low, known
+
+
+def _grouped(low: list[Any]) -> set[str]:
+    """The outputs of the nodes that read a low-precision reduction's input, through the set (a composite op)."""
+    by_input: dict[str, list[Any]] = {}
+    for n in low:
+        for v in n.input:
+            by_input.setdefault(v, []).append(n)
+    seen: set[str] = set()
+    todo = [n.input[0] for n in low if n.op_type in REDUCING and n.input]
+    while todo:
+        for n in by_input.get(todo.pop(), []):
+            if n.name not in seen:
+                seen.add(n.name)
+                todo.extend(o for o in n.output if o)
+    return {o for n in low if n.name in seen for o in n.output if o}
+
+
+def _story(ops: list[str], form: str, which: str, low: str) -> tuple[str, str, str]:
+    if form == "per_op":
+        return (f"the origin computes {low} ({which}); ONNX Runtime's CPU runs them through float32 Casts it inserts "
+                f"and drops the {low} rounding of a Cast whose reader it casts back to float32, so a value torch "
+                "rounds is read unrounded; with each node computed in float32 and rounded at its output by explicit "
+                f"Casts (as torch rounds each op) the file computes what torch computes (upstream: {UPSTREAM})",
+                "runtime", "keep the explicit rounding (`drifttui repair` writes each of those nodes as Cast, the op "
+                f"in float32, Cast back), or run the module in float32; report it with `drifttui repro` ({UPSTREAM})")
+    return (f"torch computes a {low} op the file lowers to several nodes ({'/'.join(ops)}) in float32 (its opmath) "
+            f"and rounds once; the file rounds each step to {low} ({which}); with those steps computed in float32 "
+            "and rounded once where torch rounds, the file computes what torch computes",
+            "export", "compute that op in float32 in the model (`x.float().var(...).half()`), or deploy the file "
+            "with those nodes in float32 (`drifttui repair` applies it: Cast in, the op in float32, Cast back)")
+
+
+def opmath_patches(case: Case) -> list[Patch]:
+    """Up to two patches (per_op, grouped) for an origin with float16 / bfloat16 nodes; none otherwise."""
+    low, known = _low_nodes(case)
+    if not low:
+        return []
+    names = [n.name for n in low]
+    if len(set(names)) != len(names) or not all(names):
+        return []
+    made = {o: _elem(known[o]) for n in low for o in n.output if o}
+    stored = {t.name: int(t.data_type) for t in case.model.graph.initializer}
+    types = {**stored, **{v: _elem(a) for v, a in known.items()}}
+    inputs = {v: types[v] for n in low for v in n.input if v and v not in made and types.get(v) in LOW}
+    grouped = _grouped(low)
+    forms = [("per_op", sorted(made))] + ([("grouped", sorted(set(made) - grouped))] if grouped else [])
+    out = []
+    for form, rounded in forms:
+        shown = [n for n in low if n.op_type != "Constant"
+                 and (form == "per_op" or any(o in grouped for o in n.output))]
+        ops = sorted({n.op_type for n in shown})
+        which = ", ".join(f"{n.op_type} {n.name}" for n in shown[:5]) + (" ..." if len(shown) > 5 else "")
+        why, kind, fix = _story(ops, form, which, "/".join(sorted({LOW_NAMES[t] for t in made.values()})))
+        spec = {"op": "rewrite", "rewrite": "opmath_float32", "form": form, "node": names[0], "nodes": names,
+                "low": made, "inputs": inputs, "round": rounded}
+        out.append(Patch(spec, "dtype", why, fix, kind, module=case.module, nodes=names))
+    return out

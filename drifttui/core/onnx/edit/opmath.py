@@ -1,0 +1,88 @@
+"""Graph edit: float16 / bfloat16 nodes computed in float32 with explicit Casts (the opmath counterfactual of
+``causes/propose/opmath.py``).
+
+torch's CPU computes a float16 or bfloat16 op in float32 (its "opmath" type) and rounds the op's output once;
+a composite op (``var``, ``softmax``, ``layer_norm``) keeps its intermediates in float32.  A file lowers such an
+op to several float16 nodes, each rounded; and ONNX Runtime's CPU, which runs most float16 ops through Casts it
+inserts, drops the rounding of a ``Cast(float -> float16)`` whose reader it casts back to float32 (its
+inserted Cast pair is removed: microsoft/onnxruntime#8787, #9915), so a value torch rounds is read unrounded.
+
+``opmath_float32`` makes each named node compute in float32: its low-precision inputs from outside the set are
+Cast to float32 at their readers, its outputs are float32 values (a Cast to float16 in the set casts to float32,
+a float16 Constant is widened), and each of its outputs is Cast back to its type under its own name for readers
+outside the set and for the graph's outputs.  Readers inside the set read the float32 value as it is, or, for the
+values named in ``round``, that value rounded: ``Cast(Cast(y, float16), float)``, an explicit pair ONNX Runtime
+keeps.  Spec: ``nodes`` (names), ``low`` ({output value: its elem type}), ``inputs`` ({input value from outside
+the set: its elem type}), ``round`` (values torch rounds).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from drifttui.core.onnx.edit.graft import toposort
+from drifttui.core.onnx.edit.rewriting import scoped
+
+FLOAT = 1
+LOW = (10, 16)              # float16, bfloat16
+HELD = ("If", "Loop", "Scan", "EyeLike", "RandomNormalLike", "RandomUniformLike", "Bernoulli")
+
+
+def _wide(value: str) -> str:
+    return f"{value}/drifttui_f32"
+
+
+def _widen_attr(node: Any) -> None:
+    from onnx import numpy_helper
+
+    for a in node.attribute:
+        if node.op_type == "Cast" and a.name == "to" and a.i in LOW:
+            a.i = FLOAT
+        elif a.HasField("t") and a.t.data_type in LOW:
+            a.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t).astype("float32"), a.t.name))
+
+
+def apply_opmath_float32(model: Any, spec: dict[str, Any]) -> None:
+    from onnx import helper
+
+    names = list(spec.get("nodes") or [spec["node"]])
+    low, inputs, rounded = dict(spec.get("low") or {}), dict(spec.get("inputs") or {}), set(spec.get("round") or [])
+    by_name = {n.name: n for n in model.graph.node}
+    missing = [k for k in names if k not in by_name]
+    if missing:
+        raise ValueError(f"no node named {missing[0]!r}")
+    inside = [by_name[k] for k in names]
+    if any(n.op_type in HELD for n in inside):
+        raise ValueError("a node of the set has no float32 form")
+    made = {o for n in inside for o in n.output if o}
+    if not made <= set(low):
+        raise ValueError("an output of the set has no low-precision type given")
+    new: list[Any] = []
+    read_in: dict[str, str] = {}            # outside low-precision input -> its float32 cast
+    for n in inside:
+        for i, v in enumerate(n.input):
+            if v in made:
+                n.input[i] = _wide(v) if v not in rounded else f"{_wide(v)}/rounded"
+            elif v in inputs:
+                if v not in read_in:
+                    read_in[v] = f"{v}/drifttui_in32"
+                    new += scoped(n, [helper.make_node("Cast", [v], [read_in[v]], name=read_in[v], to=FLOAT)])
+                n.input[i] = read_in[v]
+        for i, v in enumerate(n.output):
+            if v:
+                n.output[i] = _wide(v)
+        _widen_attr(n)
+    outside = {v for n in model.graph.node if n.name not in set(names) for v in n.input} \
+        | {o.name for o in model.graph.output}
+    for n in inside:
+        for w in n.output:
+            v = w[: -len("/drifttui_f32")]
+            if v in outside or v in rounded:
+                new += scoped(n, [helper.make_node("Cast", [w], [v], name=f"{w}/back", to=int(low[v]))])
+            if v in rounded:
+                new += scoped(n, [helper.make_node("Cast", [v], [f"{w}/rounded"], name=f"{w}/rounded", to=FLOAT)])
+    nodes = toposort(list(model.graph.node) + new)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+
+
+APPLY = {"opmath_float32": apply_opmath_float32}

@@ -1,0 +1,82 @@
+"""The opmath counterfactual (onnx/edit/opmath.py, propose/opmath.py): a file's float16 nodes computed in float32
+and rounded where torch rounds, on real ONNX Runtime against real torch (the TorchScript and dynamo exports of
+small float16 modules); when it is proposed, and that the rewritten file still type-checks."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.explain.causes.propose.opmath import opmath_patches
+from drifttui.core.onnx.edit.patches import apply
+
+
+class HalfVar(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x.half() + 30.0).var(-1, keepdim=True).float()
+
+
+class HalfShift(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x.half() + 30.0).float()
+
+
+def _run(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, {sess.get_inputs()[0].name: x})[0]
+
+
+def _case(module: torch.nn.Module, exporter: str, tmp_path) -> tuple[onnx.ModelProto, Case, np.ndarray]:
+    torch.manual_seed(0)
+    x = torch.randn(64, 32)
+    path = tmp_path / f"m-{exporter}.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, (x,), str(path), dynamo=exporter == "dynamo")
+    model = onnx.load(str(path))
+    for k, n in enumerate(model.graph.node):
+        n.name = n.name or f"n{k}"
+    want = module(x).numpy()
+    case = Case(model, {model.graph.input[0].name: x.numpy()}, {model.graph.output[0].name: want}, "body", 0, 0,
+                1e-5, 1e-5, nodes=[n.name for n in model.graph.node])
+    return model, case, x.numpy()
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_a_float16_variance_rewritten_computes_torchs_value_and_the_file_does_not(exporter, tmp_path):
+    model, case, x = _case(HalfVar(), exporter, tmp_path)
+    want = case.expected[model.graph.output[0].name]
+    assert np.abs(_run(model, x) - want).max() > 1e-3          # the file: ~1% of the variance off
+    patches = opmath_patches(case)
+    assert patches and all(p.spec["rewrite"] == "opmath_float32" and p.check == "dtype" for p in patches)
+    errors = {p.spec["form"]: float(np.abs(_run(apply(model, p), x) - want).max()) for p in patches}
+    assert min(errors.values()) == 0.0, errors                  # one of them is torch's value, to the bit
+    for p in patches:
+        onnx.checker.check_model(apply(model, p), full_check=True)
+
+
+def test_the_rounding_onnx_runtime_drops_is_kept(tmp_path):
+    """``x.half() + 30``: ONNX Runtime removes the Cast pair around its float32 Add, so the sum of the float32 x
+    is rounded; the per-op rewrite's explicit Casts keep torch's rounding of x first."""
+    model, case, x = _case(HalfShift(), "dynamo", tmp_path)
+    want = case.expected[model.graph.output[0].name]
+    assert np.abs(_run(model, x) - want).max() > 0
+    per_op = next(p for p in opmath_patches(case) if p.spec["form"] == "per_op")
+    assert per_op.kind == "runtime" and "onnxruntime#8787" in per_op.why
+    assert np.array_equal(_run(apply(model, per_op), x), want)
+
+
+def test_a_float32_origin_gets_no_opmath_patch():
+    node = helper.make_node("Add", ["x", "c"], ["y"], name="add")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+                              initializer=[numpy_helper.from_array(np.asarray(1.0, np.float32), "c")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    x = np.ones((2, 3), np.float32)
+    assert opmath_patches(Case(model, {"x": x}, {"y": x + 1}, "body", 0, 0, 1e-5, 1e-5, nodes=["add"])) == []
