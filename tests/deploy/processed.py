@@ -17,7 +17,7 @@ import torch.nn as nn
 
 HERE = Path(__file__).resolve()
 INPUTS = {"cnn": "shape:1x3x32x32", "tf": "shape:1x10x16", "perm": "shape:1x3x8x8", "frelu": "shape:1x3x16x16",
-          "heads": "shape:1x6x16"}
+          "heads": "shape:1x6x16", "uattn": "shape:1x8x4x4"}
 
 
 class Block(nn.Module):
@@ -123,6 +123,30 @@ class Heads(nn.Module):
         return self.out(a.transpose(1, 2).reshape(1, 6, 16))
 
 
+class UAttn(nn.Module):
+    """A UNet's attention block (diffusers' Attention on a 4-D input): NCHW flattened to tokens, the
+    output projection ``to_out.0`` viewed back to NCHW (``transpose(-1, -2).reshape``).  ORT basic
+    makes the Linear Reshape, Gemm, Reshape, merges that Reshape into the way back's, and moves the
+    Transpose: the Linear's value is gone, its Gemm output reaches NCHW only through layout ops."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(8, 8, 3, padding=1)
+        self.norm = nn.GroupNorm(2, 8)
+        self.to_q, self.to_k, self.to_v = nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 8)
+        self.to_out = nn.ModuleList([nn.Linear(8, 8), nn.Dropout(0.0)])
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+
+    def forward(self, x):
+        x = self.conv(x)
+        b, c, h, w = x.shape
+        t = self.norm(x).view(b, c, h * w).transpose(1, 2)
+        q, k, v = (m(t).view(b, -1, 2, 4).transpose(1, 2) for m in (self.to_q, self.to_k, self.to_v))
+        a = torch.nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, -1, c)
+        y = self.to_out[1](self.to_out[0](a)).transpose(-1, -2).reshape(b, c, h, w)
+        return self.conv2(y + x)
+
+
 def _seeded(cls: type) -> nn.Module:
     torch.manual_seed(0)
     m = cls()
@@ -152,6 +176,10 @@ def frelu() -> nn.Module:
 
 def heads() -> nn.Module:
     return _seeded(Heads)
+
+
+def uattn() -> nn.Module:
+    return _seeded(UAttn)
 
 
 def spec(name: str) -> str:

@@ -86,3 +86,23 @@ def test_module_without_nodes_is_fused_or_not_exported():
     assert plan.calls[2].status == "not_exported"                              # no params, no node
     assert plan.calls[4].status == "not_exported" and "removed" in plan.calls[4].note   # dead code
     assert plan.calls[3].outputs == {0: "y"}
+
+
+def test_torchscript_call_suffixes_give_the_call_order_not_the_files_node_order():
+    """ORT basic re-sorts a UNet's nodes: the time embedding's SiLU (a ResNet block's second call of its
+    `nonlinearity`, `nonlinearity_1`) comes before the first call's nodes.  Each call keeps its own nodes
+    (before: both calls unmapped, each paired with the other's shapes)."""
+    vi = lambda n, shape: helper.make_tensor_value_info(n, TensorProto.FLOAT, shape)
+    nodes = [_node("Tanh", ["t"], ["b"], "/blk/act_1/Tanh"),      # the second call, first in the file
+             _node("Tanh", ["x"], ["a"], "/blk/act/Tanh"),
+             _node("Add", ["a", "b"], ["y"], "/blk/Add")]
+    g = helper.make_graph(nodes, "g", [vi("x", [2, 4]), vi("t", [1, 4])], [vi("y", [2, 4])])
+    index = build_index(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    assert index.flavour == TORCHSCRIPT
+    names = ["", "blk", "blk.act"]
+    calls = [_call(0, "", 0, 0, None), _call(1, "blk", 0, 1, 0), _call(2, "blk.act", 0, 2, 1),
+             Call(3, "blk.act", "M", 1, 2, 1, inputs=[TensorRef((1, 4), "float32")],
+                  outputs=[TensorRef((1, 4), "float32")])]
+    plan = build_plan(index, calls, names, {n: False for n in names})
+    assert plan.calls[2].outputs == {0: "a"}, (plan.calls[2].status, plan.calls[2].note)
+    assert plan.calls[3].outputs == {0: "b"}, (plan.calls[3].status, plan.calls[3].note)

@@ -74,6 +74,25 @@ def _node(op: str, inputs: list[str], output: str, like: Any, name: str, depth: 
     return n
 
 
+def _has_scope(node: Any) -> bool:
+    return node.name.startswith("/") or any(p.key == SCOPES for p in node.metadata_props)
+
+
+def _scoped_source(nodes: list[Any], producer: dict[str, int], at: int) -> Any:
+    """The node whose scope names a view after node ``at``: ``at`` itself, or, when an optimiser made it
+    without a scope (ORT's ReshapeFusion merging a Gemm's output Reshape into the next view), the nearest
+    scoped node up its chain of computed inputs (the Gemm).  Named after a scope-less node, the view would
+    have no scope either and be filled from its neighbours: outside the module it is the output of."""
+    node, seen = nodes[at], {at}
+    while not _has_scope(node):
+        ups = [producer[i] for i in node.input if i in producer and producer[i] not in seen]
+        if not ups:
+            return nodes[at]
+        seen.add(ups[0])
+        node = nodes[ups[0]]
+    return node
+
+
 def with_views(model: Any, views: list[ViewLike], value_shapes: dict[str, tuple[int, ...]]) -> Any:
     """A copy of ``model`` with a round trip per view (``value_shapes``: each viewed value's shape)."""
     import onnx
@@ -91,7 +110,8 @@ def with_views(model: Any, views: list[ViewLike], value_shapes: dict[str, tuple[
         seen.add(v.value)
         first = min(v.readers)
         folded = v.value not in producer       # a constant: the view goes right before its first reader
-        at, src = (first, nodes[first]) if folded else (producer[v.value], nodes[producer[v.value]])
+        at = first if folded else producer[v.value]
+        src = nodes[first] if folded else _scoped_source(nodes, producer, at)
         home = {"module": v.module} if folded else {"depth": v.depth}
         put = before if folded else after
         fwd, back = f"{v.value}::absorbed", f"{v.value}::unabsorbed"

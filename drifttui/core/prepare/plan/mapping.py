@@ -16,7 +16,7 @@ from drifttui.core.prepare.plan.pairing import (Resolver, TorchInputs, dtype_ok,
                                                pair_inputs_by_content, pair_outputs, scopeless_adoptions, shape_ok)
 from drifttui.core.prepare.plan.plan import CallMap, Plan
 from drifttui.core.prepare.plan.repeats import groups_by_shape, split_calls
-from drifttui.core.prepare.plan.scopes import resolve_torchscript
+from drifttui.core.prepare.plan.scopes import in_call_order, resolve_torchscript
 from drifttui.core.result import FUSED, NOT_EXPORTED, OK, UNMAPPED
 
 def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
@@ -154,6 +154,7 @@ def _keys_to_calls(index: GraphIndex, calls: list[Call], chains: list[list[tuple
         if not torch_calls:
             continue
         if len(keys) == len(torch_calls):
+            keys = in_call_order(keys) if index.flavour == TORCHSCRIPT else keys
             key_to_call.update({(mod, key): ci for key, ci in zip(keys, torch_calls)})
         elif len(keys) < len(torch_calls) and index.flavour == DYNAMO and (
                 split := _split_repeats(index, chains, mod, keys, len(torch_calls))) is not None:

@@ -63,3 +63,22 @@ def _child(cur: str, seg: str, children: dict[str, list[str]]) -> Optional[str]:
                 best = c
         stack.extend(children.get(c, ()))
     return best
+
+
+def in_call_order(keys: list[str]) -> list[str]:
+    """One module's TorchScript instance keys (raw scope paths) in the order of its calls: by the call suffix
+    of their last segment (``act``, ``act_1``, ``act_2``), not by where the file's nodes first name them, which a
+    graph optimiser may have re-sorted (ORT basic computes a UNet's time-embedding SiLU, the second call of a
+    ResNet block's ``nonlinearity``, before the first).  ``keys`` as given unless they differ in exactly that
+    suffix after one shared path."""
+    parts = [k.rsplit("/", 1) for k in keys]
+    if len(keys) < 2 or any(len(p) != 2 or p[0] != parts[0][0] for p in parts):
+        return keys
+    base = min((p[1] for p in parts), key=len)
+    order = []
+    for k, (_, last) in zip(keys, parts):
+        m = re.fullmatch(re.escape(base) + r"_(\d+)", last)
+        if last != base and m is None:
+            return keys
+        order.append((0 if last == base else int(m.group(1)) if m else 0, k))
+    return [k for _, k in sorted(order)] if len({n for n, _ in order}) == len(order) else keys
