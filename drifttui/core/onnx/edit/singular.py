@@ -8,6 +8,8 @@ compute what torch computes there without knowing the op:
 
 * ``nonfinite_guard``: ``Where(IsNaN(y) or IsInf(y), c, y)`` on a node's output (``c`` the value
   torch gives at those points);
+* ``nan_pass``: ``Where(IsNaN(x), x, y)`` on a node's output: the NaN of its input ``x`` carried through
+  where the lowering returns a finite value (torch's elementwise ops give NaN for NaN in);
 * ``boundary``: a strict comparison made non-strict or the reverse (``Greater`` <-> ``GreaterOrEqual``,
   ``Less`` <-> ``LessOrEqual``): the boundary point decided on the other side.
 
@@ -107,4 +109,23 @@ def apply_fmod_floor(model: Any, spec: dict[str, Any]) -> None:
                                     numpy_helper.from_array(np.asarray(0.5, dtype=dtype), c["half"])])
 
 
-APPLY = {"nonfinite_guard": apply_nonfinite_guard, "boundary": apply_boundary, "fmod_floor": apply_fmod_floor}
+def apply_nan_pass(model: Any, spec: dict[str, Any]) -> None:
+    """``Where(IsNaN(x), x, y)`` on a node's output: a NaN of ``x`` (``spec["source"]``) carried through,
+    as torch's elementwise ops carry it, where the lowering returned a finite value."""
+    from onnx import helper
+
+    node = _find(model, spec["node"])
+    out, src = node.output[0], spec["source"]
+    if np.dtype(input_dtype(model, out)).kind != "f" or np.dtype(input_dtype(model, src)).kind != "f":
+        raise ValueError(f"{node.name}'s output or {src} is not a float: no NaN to carry")
+    p = f"{node.name or out}/drifttui_nan_pass"
+    node.output[0] = f"{p}/raw"
+    new = [helper.make_node("IsNaN", [src], [f"{p}/nan"], name=f"{p}/isnan"),
+           helper.make_node("Where", [f"{p}/nan", src, f"{p}/raw"], [out], name=f"{p}/where")]
+    scoped(node, new)
+    nodes = list(model.graph.node)
+    del model.graph.node[:]
+    model.graph.node.extend(toposort(nodes + new))
+
+
+APPLY = {"nonfinite_guard": apply_nonfinite_guard, "nan_pass": apply_nan_pass, "boundary": apply_boundary, "fmod_floor": apply_fmod_floor}

@@ -53,6 +53,8 @@ class FxNode:
     own_rel: float = 0.0
     fails: bool = False
     nonfinite: bool = False     # inf/NaN where torch's value differs
+    drops_nonfinite: bool = False   # finite where torch's value is inf/NaN (the lowering drops torch's NaN)
+    makes_nonfinite: bool = False   # inf/NaN where torch's value is finite
 
 
 @dataclass
@@ -226,8 +228,18 @@ def _own(case: Case, g: FxNode, tv: dict[str, np.ndarray], ort_vals: dict[str, n
         g.own_abs = max(g.own_abs, float(st.max_abs))
         g.own_rel = max(g.own_rel, _floored_rel(want, got[v]))
         g.nonfinite = g.nonfinite or g.own_rel == float("inf")
+        g.drops_nonfinite = g.drops_nonfinite or _finite_where_not(got[v], want)
+        g.makes_nonfinite = g.makes_nonfinite or _finite_where_not(want, got[v])
         g.fails = g.fails or st.fails()
     return True
+
+
+def _finite_where_not(a: Any, b: Any) -> bool:
+    """``a`` is finite somewhere ``b`` is inf or NaN (both floats of one shape)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind != "f" or b.dtype.kind != "f" or a.shape != b.shape:
+        return False
+    return bool((np.isfinite(a) & ~np.isfinite(b)).any())
 
 
 def fx_localise(ctx: Any, case: Case) -> Optional[FxLocalisation]:
@@ -321,7 +333,17 @@ def describe(fx: FxLocalisation, module: str) -> str:
         return (f"{ops} (torch's {w.target}, FX node {w.name}) compute(s) {w.target.split('.')[1]} less accurately "
                 f"than torch: fed torch's values of its inputs, its own relative error is {w.own_rel:.3g} (every "
                 f"other node of {where} ~1e-7), and the nodes after it amplify it past the tolerance")
-    err = ("it returns inf or NaN where torch's value is finite" if w.nonfinite else
-           f"its own error is {w.own_abs:.3g}")
+    err = _nonfinite_words(w) or f"its own error is {w.own_abs:.3g}"
     return (f"{ops} (torch's {w.target}, FX node {w.name}) compute(s) something else than torch: fed torch's "
             f"values of its inputs, {err}, the first node of {where} over the tolerance on its own")
+
+
+def _nonfinite_words(w: FxNode) -> str:
+    """How the wrong node parts from torch at inf/NaN, in the direction(s) measured ("" when it does not)."""
+    drops = "it returns finite values where torch's value is NaN or inf (torch carries it through)"
+    makes = "it returns inf or NaN where torch's value is finite"
+    if w.drops_nonfinite and w.makes_nonfinite:
+        return f"{drops}, and inf or NaN where torch's value is finite"
+    if w.drops_nonfinite:
+        return drops
+    return makes if w.nonfinite else ""

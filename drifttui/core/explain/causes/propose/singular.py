@@ -9,6 +9,9 @@ point 2): no catalogue entry per op, only what the origin's values show.
   first, on its own output, with 0: torch skips a term whose coefficient is 0 (``addmm``, ``addmv``,
   ``baddbmm`` with ``beta=0`` ignore their input, NaN and inf in it included), the lowering multiplies
   it in.  The zero term is the node that is wrong, not the producer of the NaN, which torch has too.
+* Where the FX-named wrong node returns a finite value where torch's is NaN and one of its inputs is NaN
+  there, its output gets ``Where(IsNaN(x), x, y)``: torch's elementwise ops carry a NaN through (``angle``,
+  ``heaviside``, ``xlogy`` of NaN are NaN), a lowering in comparisons and Where drops it.
 * The comparisons of the wrong lowering (or of the origin) are tried with the boundary on the other
   side (``Greater`` <-> ``GreaterOrEqual``): a signed zero or a tie decided otherwise than torch.
 
@@ -40,6 +43,9 @@ def singular_patches(case: Case, loc: Any) -> list[Patch]:
         out.extend(_zero_patch(case, node, wrong) for node in zeros)
         out.extend(_guard_patch(case, node, c, wrong) for node, c in _guarded(case, vals, wrong, loc)
                    if node not in zeros)
+    if wrong is not None and getattr(wrong, "drops_nonfinite", False) and vals is not None:
+        out.extend(_nan_pass_patch(case, node, src, wrong)
+                   for node, src in _nan_sources(case, vals, wrong, loc.fx.torch_values))
     flips = [n for n in case.model.graph.node if n.op_type in FLIP and n.name in scope][:MAX_FLIPS]
     out.extend(_flip_patch(case, n, wrong) for n in flips)
     floors = [n for n in case.model.graph.node if n.name in scope and floor_of_div(case.model, n) is not None]
@@ -110,6 +116,40 @@ def _zero_patch(case: Case, node: Any, wrong: Any) -> Patch:
                  "output the file computes what torch computes",
                  "drop the zero term in the model (call `a @ b` instead of `addmm(input, a, b, beta=0)`), or report "
                  "the lowering to torch.onnx with `drifttui repro` (`drifttui repair` adds the guard to the file)",
+                 "export", module=case.module, nodes=[node.name])
+
+
+def _nan_sources(case: Case, vals: dict[str, np.ndarray], wrong: Any,
+                 torch_values: dict[str, np.ndarray]) -> list[tuple[Any, str]]:
+    """(the wrong group's last node, its input of the output's shape that is NaN wherever the output is
+    finite and torch's is NaN): the NaN torch carries through and the lowering drops."""
+    nodes = {n.name: n for n in case.model.graph.node}
+    last = nodes.get(wrong.nodes[-1]) if wrong.nodes else None
+    if last is None or not last.output:
+        return []
+    got, torch_val = vals.get(last.output[0]), torch_values.get(last.output[0])
+    group = [nodes[n] for n in wrong.nodes if n in nodes]
+    produced = {v for n in group for v in n.output}
+    if got is None or torch_val is None or np.shape(torch_val) != np.shape(got):
+        return []
+    for n in group:
+        for i in n.input:
+            x = vals.get(i, case.feeds.get(i))
+            if not i or i in produced or x is None or np.shape(x) != np.shape(got) or np.asarray(x).dtype.kind != "f":
+                continue
+            dropped = np.isnan(x) & np.isfinite(got)
+            if dropped.any() and np.isnan(np.asarray(torch_val)[dropped]).all():
+                return [(last, i)]
+    return []
+
+
+def _nan_pass_patch(case: Case, node: Any, src: str, wrong: Any) -> Patch:
+    return Patch({"op": "rewrite", "rewrite": "nan_pass", "node": node.name, "source": src}, "lowering",
+                 f"{node.op_type} {node.name} (the lowering of torch's {wrong.target}) returns a finite value where "
+                 f"its input {src} is NaN; torch carries the NaN through (NaN in, NaN out), and with "
+                 "Where(IsNaN(x), x, ·) on its output the file computes what torch computes",
+                 "report the lowering to torch.onnx with `drifttui repro`; until it is fixed, keep the NaN out of "
+                 "the call in the model (fill it before the call), or let `drifttui repair` carry it through in the file",
                  "export", module=case.module, nodes=[node.name])
 
 
