@@ -82,7 +82,7 @@ def test_an_origin_whose_own_rounding_explains_its_error_is_precision_not_a_genu
     with an error far past its recomputation (a wrong constant) stays a genuine drift."""
     from drifttui.core.decide.precision import cause_of
     from drifttui.core.decide.rules import Rules
-    from drifttui.core.prepare.precision import CallBudget
+    from drifttui.core.prepare.call_budgets import CallBudget
 
     rules = Rules(1e-5, budgets={6: CallBudget("int8", 0.030, 0.059, 32, ("ln",), (3,), (3,))},
                   shares={6: 0.017}, rounding={6: 0.049})

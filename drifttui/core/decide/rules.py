@@ -16,7 +16,7 @@ class Rules:
     the model outputs.  Budgets are static (prepare); shares are measured (capture)."""
 
     rtol: float
-    budgets: dict = field(default_factory=dict)     # call -> prepare.precision.CallBudget
+    budgets: dict = field(default_factory=dict)     # call -> prepare.call_budgets.CallBudget
     out_budget: float = 0.0
     shares: dict = field(default_factory=dict)      # call -> measured share of the output error
     rounding: dict = field(default_factory=dict)    # call -> its recomputation's deviation (capture/rounding.py)

@@ -40,6 +40,7 @@ from drifttui.core.prepare.reference_check import same_as_onnx
 from drifttui.core.result import Config
 from drifttui.core.model.spec import InputSpec, parse_input_spec, parse_model_spec
 from drifttui.core.prepare.budget import Budget, plan_budget, window_note
+from drifttui.core.prepare.call_budgets import CallBudget, call_budgets
 from drifttui.core.prepare.qweight_check import weight_checks
 from drifttui.core.prepare.attr_check import attr_checks
 from drifttui.core.prepare.attr_consts import const_checks
@@ -77,9 +78,9 @@ class Prepared:
     workdir: Path                  # removed when the Prepared is garbage collected
     timings: dict[str, float]      # load, export, map
     # the file's precision (precision.scan: float16 / bfloat16 / int8 nodes) and, when reduced, the
-    # budgets decide applies: (call -> precision.CallBudget, the model outputs' budget)
+    # budgets decide applies: (call -> call_budgets.CallBudget, the model outputs' budget)
     precision: Optional[precision.PrecisionScan] = None
-    budgets: Optional[tuple[dict[int, precision.CallBudget], float]] = None
+    budgets: Optional[tuple[dict[int, CallBudget], float]] = None
     # torch's model outputs of the trace forward, on sample 0 of seed 0 (no --zero-input): the
     # capture's determinism self-check compares them with its own forward instead of running another
     outputs0: tuple = ()
@@ -159,7 +160,7 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
                                         set(index.graph_inputs))
     attach_local(windows, local, plan)
     notes[:0] = mem.notes + _window_notes(cfg, hooks is not None, windows, budget, total_bytes, mem)
-    budgets = precision.call_budgets(pscan, index, plan, calls)
+    budgets = call_budgets(pscan, index, plan, calls)
     for c, checks in weight_checks(index, calls, model, budgets[0]).items():     # int8 weights vs the model's
         plan.calls[c].weights.extend(checks)
     attrs = attr_checks(index, calls, plan, model)
