@@ -6,14 +6,11 @@ with its own transpose.  Real exporters, real ONNX Runtime, deep models (tests/c
 """
 from __future__ import annotations
 
-import warnings
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-HERE = Path(__file__).parent
-SPEC = f"{HERE / 'absorbed_forms.py'}"
+from tests.causes.absorbed_suite import assert_the_one_origin_verified_and_repaired, explained_forms, params
+
 
 # (model, exporter) -> (origin, class, words of the headline)
 DRIFTS = {
@@ -30,56 +27,15 @@ FAST = {("floor_t", "torchscript"), ("clean_sq", "torchscript"), ("tied_floor", 
 
 @pytest.fixture(scope="module")
 def explained(tmp_path_factory):
-    import torch
-
-    from drifttui.core.result import Config
-    from tests.causes import absorbed_forms
-    from tests.causes.conftest import explained_run
-
-    root = tmp_path_factory.mktemp("absorbed")
-    cache: dict[tuple, Any] = {}
-
-    def go(model: str, exporter: str) -> Any:
-        if (model, exporter) not in cache:
-            path = root / f"{model}-{exporter}.onnx"
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                torch.onnx.export(getattr(absorbed_forms, model)(), (absorbed_forms.rows_inputs(),), str(path),
-                                  dynamo=exporter == "dynamo")
-            cfg = Config(model=f"{SPEC}:{model}", onnx=str(path), inputs=f"{SPEC}:rows_inputs", samples=3)
-            cache[(model, exporter)] = explained_run(cfg)
-        return cache[(model, exporter)]
-
-    return go
+    return explained_forms(tmp_path_factory, "absorbed_forms")
 
 
-def _params(forms: Any) -> list[Any]:
-    return [pytest.param(f, id=f"{f[0]}-{f[1]}", marks=() if f in FAST else pytest.mark.drifts) for f in forms]
-
-
-@pytest.mark.parametrize("form", _params(DRIFTS))
+@pytest.mark.parametrize("form", params(DRIFTS, FAST))
 def test_the_absorbed_module_is_the_origin_verified_and_repaired(explained, form):
-    from drifttui.core.explain.causes.deliver.repair import repair
-    from drifttui.core.onnx.graph import full_model
-
-    origin, cls, words = DRIFTS[form]
-    engine, cfg, run, result, exp = explained(*form)
-    assert len(run.prepared.calls) >= 20
-    assert result.verdict == "drift" and result.drift_origin.module == origin
-    statuses = {L.module: L.status for L in result.layers}
-    assert [m for m, st in statuses.items() if st == "drift"] == [origin], statuses   # never the reader
-    head = exp.findings[0]
-    assert (head.module, head.check, head.verified) == (origin, cls, True), (head.check, head.message)
-    assert words in head.message, head.message
-    fixed = repair(full_model(run.prepared.index), exp)
-    assert fixed.model is not None and fixed.applied
-    # what the user gets: no drifttui round trip left (a graft's way back to the file's layout stays,
-    # named after its value)
-    assert not any(n.name.rsplit("/", 1)[-1].startswith("drifttui_") for n in fixed.model.graph.node)
-    assert engine.recheck(cfg, fixed.model).verdict == "ok"
+    assert_the_one_origin_verified_and_repaired(explained, form, DRIFTS[form])
 
 
-@pytest.mark.parametrize("form", _params(CLEAN))
+@pytest.mark.parametrize("form", params(CLEAN, FAST))
 def test_clean_absorbed_views_pass(explained, form):
     _, _, run, result, exp = explained(*form)
     assert result.verdict == "ok" and result.drift_origin is None, [(L.module, L.status) for L in result.layers]

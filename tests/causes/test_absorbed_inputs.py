@@ -13,14 +13,11 @@ graft bakes them in, and the fresh sample fed the re-export every call input by 
 """
 from __future__ import annotations
 
-import warnings
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-HERE = Path(__file__).parent
-SPEC = f"{HERE / 'absorbed_input_forms.py'}"
+from tests.causes.absorbed_suite import assert_the_one_origin_verified_and_repaired, explained_forms, params
+
 
 # (model, exporter) -> (origin, class, words of the headline)
 DRIFTS = {
@@ -40,51 +37,12 @@ FAST = {("merged_signbit", "dynamo"), ("positions_floor", "torchscript"), ("posi
 
 @pytest.fixture(scope="module")
 def explained(tmp_path_factory):
-    import torch
-
-    from drifttui.core.result import Config
-    from tests.causes import absorbed_input_forms
-    from tests.causes.conftest import explained_run
-
-    root = tmp_path_factory.mktemp("absorbed_inputs")
-    cache: dict[tuple, Any] = {}
-
-    def go(model: str, exporter: str) -> Any:
-        if (model, exporter) not in cache:
-            path = root / f"{model}-{exporter}.onnx"
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                torch.onnx.export(getattr(absorbed_input_forms, model)(), (absorbed_input_forms.rows_inputs(),),
-                                  str(path), dynamo=exporter == "dynamo")
-            cfg = Config(model=f"{SPEC}:{model}", onnx=str(path), inputs=f"{SPEC}:rows_inputs", samples=3)
-            cache[(model, exporter)] = explained_run(cfg)
-        return cache[(model, exporter)]
-
-    return go
+    return explained_forms(tmp_path_factory, "absorbed_input_forms")
 
 
-def _params(forms: Any) -> list[Any]:
-    return [pytest.param(f, id=f"{f[0]}-{f[1]}", marks=() if f in FAST else pytest.mark.drifts) for f in forms]
-
-
-@pytest.mark.parametrize("form", _params(DRIFTS))
+@pytest.mark.parametrize("form", params(DRIFTS, FAST))
 def test_the_module_whose_own_computation_differs_is_the_origin_verified_and_repaired(explained, form):
-    from drifttui.core.explain.causes.deliver.repair import repair
-    from drifttui.core.onnx.graph import full_model
-
-    origin, cls, words = DRIFTS[form]
-    engine, cfg, run, result, exp = explained(*form)
-    assert len(run.prepared.calls) >= 20
-    assert result.verdict == "drift" and result.drift_origin.module == origin
-    statuses = {L.module: L.status for L in result.layers}
-    assert [m for m, st in statuses.items() if st == "drift"] == [origin], statuses   # never a consumer
-    head = exp.findings[0]
-    assert (head.module, head.check, head.verified) == (origin, cls, True), (head.check, head.message)
-    assert words in head.message, head.message
-    fixed = repair(full_model(run.prepared.index), exp)
-    assert fixed.model is not None and fixed.applied
-    assert not any(n.name.rsplit("/", 1)[-1].startswith("drifttui_") for n in fixed.model.graph.node)
-    assert engine.recheck(cfg, fixed.model).verdict == "ok"
+    assert_the_one_origin_verified_and_repaired(explained, form, DRIFTS[form])
 
 
 def test_the_merged_input_is_fed_through_its_view(explained):
@@ -104,7 +62,7 @@ def test_an_input_shape_cannot_pair_is_paired_by_content(explained):
     assert next(L for L in result.layers if L.module == "body").status == "inherited"
 
 
-@pytest.mark.parametrize("form", _params(CLEAN))
+@pytest.mark.parametrize("form", params(CLEAN, FAST))
 def test_a_clean_unit_stays_clean(explained, form):
     _, _, _, result, exp = explained(*form)
     assert result.verdict == "ok" and [f for f in exp.findings if f.severity == "error"] == []

@@ -1,0 +1,66 @@
+"""What the absorbed-module suites (test_absorbed.py: a module's output absorbed by its reader;
+test_absorbed_inputs.py: a module's input absorbed into its own first view) share: a module-scoped cache of
+their forms exported and explained, their parametrisation (fast forms in ``make test``, the rest behind the
+``drifts`` marker), and the judge's assertion: the module whose own computation differs is the one origin,
+its cause verified by class and words, and ``repair``'s copy checks ok with no drifttui round trip left."""
+from __future__ import annotations
+
+import importlib
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+HERE = Path(__file__).parent
+
+
+def explained_forms(tmp_path_factory: Any, name: str) -> Callable[[str, str], Any]:
+    """(model, exporter) -> explained_run of ``tests/causes/<name>.py``'s model on its ``rows_inputs``, cached."""
+    import torch
+
+    from drifttui.core.result import Config
+    from tests.causes.conftest import explained_run
+
+    forms, spec = importlib.import_module(f"tests.causes.{name}"), f"{HERE / (name + '.py')}"
+    root = tmp_path_factory.mktemp(name)
+    cache: dict[tuple, Any] = {}
+
+    def go(model: str, exporter: str) -> Any:
+        if (model, exporter) not in cache:
+            path = root / f"{model}-{exporter}.onnx"
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(getattr(forms, model)(), (forms.rows_inputs(),), str(path),
+                                  dynamo=exporter == "dynamo")
+            cfg = Config(model=f"{spec}:{model}", onnx=str(path), inputs=f"{spec}:rows_inputs", samples=3)
+            cache[(model, exporter)] = explained_run(cfg)
+        return cache[(model, exporter)]
+
+    return go
+
+
+def params(forms: Any, fast: set) -> list[Any]:
+    return [pytest.param(f, id=f"{f[0]}-{f[1]}", marks=() if f in fast else pytest.mark.drifts) for f in forms]
+
+
+def assert_the_one_origin_verified_and_repaired(explained: Callable, form: tuple, expected: tuple) -> None:
+    """``expected`` = (origin, class, words of the headline): the one drift row, never a reader or a consumer."""
+    from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.onnx.graph import full_model
+
+    origin, cls, words = expected
+    engine, cfg, run, result, exp = explained(*form)
+    assert len(run.prepared.calls) >= 20
+    assert result.verdict == "drift" and result.drift_origin.module == origin
+    statuses = {L.module: L.status for L in result.layers}
+    assert [m for m, st in statuses.items() if st == "drift"] == [origin], statuses
+    head = exp.findings[0]
+    assert (head.module, head.check, head.verified) == (origin, cls, True), (head.check, head.message)
+    assert words in head.message, head.message
+    fixed = repair(full_model(run.prepared.index), exp)
+    assert fixed.model is not None and fixed.applied
+    # what the user gets: no drifttui round trip left (a graft's way back to the file's layout stays,
+    # named after its value)
+    assert not any(n.name.rsplit("/", 1)[-1].startswith("drifttui_") for n in fixed.model.graph.node)
+    assert engine.recheck(cfg, fixed.model).verdict == "ok"
