@@ -115,6 +115,17 @@ def _channel_axis(node: Any, ndim: int) -> Optional[int]:
     return None
 
 
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def dequantized(q: np.ndarray, z: Any, s: Any) -> np.ndarray:
+    """``(q - z) * s`` as float32, computed in float64 and held to float32's finite range: a quantized
+    mask (``finfo.min`` in a causal mask: its scale is ~1e36) stores the float32 extreme, not an
+    overflow to inf that no tensor of the model holds."""
+    v = (np.asarray(q, np.float64) - np.asarray(z, np.float64)) * np.asarray(s, np.float64)
+    return np.clip(v, -_F32_MAX, _F32_MAX).astype(np.float32)
+
+
 def _dequantize(q: np.ndarray, s: np.ndarray, z: np.ndarray,
                 axis: Optional[int] = None) -> Optional[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     q, s, z = q.astype(np.float32), s.astype(np.float32), z.astype(np.float32)
@@ -127,7 +138,7 @@ def _dequantize(q: np.ndarray, s: np.ndarray, z: np.ndarray,
         shp[ax] = s.size
         s, z = s.reshape(shp), z.reshape(shp) if z.size == s.size else z
     try:
-        return (q - z) * s, np.broadcast_to(np.abs(s), q.shape), np.broadcast_to(z, q.shape), np.broadcast_to(s, q.shape)
+        return dequantized(q, z, s), np.broadcast_to(np.abs(s), q.shape), np.broadcast_to(z, q.shape), np.broadcast_to(s, q.shape)
     except ValueError:       # a scale laid out another way (per gate, per direction...)
         return None
 
