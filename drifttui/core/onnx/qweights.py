@@ -118,7 +118,7 @@ def _channel_axis(node: Any, ndim: int) -> Optional[int]:
 _F32_MAX = float(np.finfo(np.float32).max)
 
 
-def dequantized(q: np.ndarray, z: Any, s: Any) -> np.ndarray:
+def int8_values(q: np.ndarray, z: Any, s: Any) -> np.ndarray:
     """``(q - z) * s`` as float32, computed in float64 and held to float32's finite range: a quantized
     mask (``finfo.min`` in a causal mask: its scale is ~1e36) stores the float32 extreme, not an
     overflow to inf that no tensor of the model holds."""
@@ -138,7 +138,8 @@ def _dequantize(q: np.ndarray, s: np.ndarray, z: np.ndarray,
         shp[ax] = s.size
         s, z = s.reshape(shp), z.reshape(shp) if z.size == s.size else z
     try:
-        return dequantized(q, z, s), np.broadcast_to(np.abs(s), q.shape), np.broadcast_to(z, q.shape), np.broadcast_to(s, q.shape)
+        return (int8_values(q, z, s), np.broadcast_to(np.abs(s), q.shape), np.broadcast_to(z, q.shape),
+                np.broadcast_to(s, q.shape))
     except ValueError:       # a scale laid out another way (per gate, per direction...)
         return None
 

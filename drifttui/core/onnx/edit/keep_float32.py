@@ -32,7 +32,7 @@ from drifttui.core.onnx import nbits
 from drifttui.core.onnx.edit.keep_qoperator import kept_quantizer, moved_float, qoperator, supported
 from drifttui.core.onnx.nbits import NBITS_OPS
 from drifttui.core.onnx.qdq_pairs import pair_removed
-from drifttui.core.onnx.qweights import dequantized, rounded_source
+from drifttui.core.onnx.qweights import int8_values, rounded_source
 from drifttui.core.onnx.qviews import QOPERATOR, is_view_node, strip_round_trips, strip_views
 
 FLOAT, FLOAT16 = 1, 10
@@ -171,7 +171,7 @@ def _float_weight(name: str, inits: dict, torch_tensors: dict, new_inits: list, 
             shp = [1] * q.ndim
             shp[ax] = s.size
             s, z = s.reshape(shp), (z.reshape(shp) if np.ndim(z) else z)
-        stored = dequantized(q, z, s)
+        stored = int8_values(q, z, s)
         step = float(np.max(s))
     else:
         stored = q.astype(np.float32)

@@ -55,6 +55,7 @@ class FxNode:
     nonfinite: bool = False     # inf/NaN where torch's value differs
     drops_nonfinite: bool = False   # finite where torch's value is inf/NaN (the lowering drops torch's NaN)
     makes_nonfinite: bool = False   # inf/NaN where torch's value is finite
+    dtype_change: str = ""      # "uint8 -> int8": the file's output type holds not every value of torch's
 
 
 @dataclass
@@ -221,6 +222,7 @@ def _own(case: Case, g: FxNode, tv: dict[str, np.ndarray], ort_vals: dict[str, n
     except Exception:  # noqa: BLE001 - a group that does not run alone (a function, a shape op)
         return False
     for v in outs:
+        _retyped(g, np.asarray(tv[v]), ort_vals[v])
         want = _as(np.asarray(tv[v]), ort_vals[v])
         if np.shape(got[v]) != np.shape(want) or want.dtype.kind not in "fiub":
             continue
@@ -232,6 +234,24 @@ def _own(case: Case, g: FxNode, tv: dict[str, np.ndarray], ort_vals: dict[str, n
         g.makes_nonfinite = g.makes_nonfinite or _finite_where_not(want, got[v])
         g.fails = g.fails or st.fails()
     return True
+
+
+def _retyped(g: FxNode, torch_val: np.ndarray, file_val: np.ndarray) -> None:
+    """The file types the FX node's value otherwise than torch and torch's values do not survive the
+    file's type (uint8 252 is int8 -4): the node fails on its type, whatever its arithmetic; the values
+    are compared in the file's type after that, so the type is the only witness."""
+    if torch_val.dtype == file_val.dtype or torch_val.dtype.kind not in "fiub" or \
+            file_val.dtype.kind not in "fiub" or torch_val.shape != file_val.shape:
+        return
+    want = torch_val.astype(np.float64)
+    with np.errstate(all="ignore"):     # as numbers: uint8 -> int8 -> uint8 round-trips its bits, not 252
+        held = torch_val.astype(file_val.dtype).astype(np.float64)
+    d = np.abs(held - want)
+    if not bool(np.any(d > 0)):          # NaN - NaN is NaN: not > 0
+        return
+    g.dtype_change = f"{torch_val.dtype} -> {file_val.dtype}"
+    g.own_abs = max(g.own_abs, float(np.nanmax(d)) if d.size else 0.0)
+    g.fails = True
 
 
 def _finite_where_not(a: Any, b: Any) -> bool:
@@ -333,9 +353,17 @@ def describe(fx: FxLocalisation, module: str) -> str:
         return (f"{ops} (torch's {w.target}, FX node {w.name}) compute(s) {w.target.split('.')[1]} less accurately "
                 f"than torch: fed torch's values of its inputs, its own relative error is {w.own_rel:.3g} (every "
                 f"other node of {where} ~1e-7), and the nodes after it amplify it past the tolerance")
-    err = _nonfinite_words(w) or f"its own error is {w.own_abs:.3g}"
+    err = _retyped_words(w) or _nonfinite_words(w) or f"its own error is {w.own_abs:.3g}"
     return (f"{ops} (torch's {w.target}, FX node {w.name}) compute(s) something else than torch: fed torch's "
             f"values of its inputs, {err}, the first node of {where} over the tolerance on its own")
+
+
+def _retyped_words(w: FxNode) -> str:
+    if not w.dtype_change:
+        return ""
+    was, now = w.dtype_change.split(" -> ")
+    return (f"its output is {now} where torch's is {was}, and torch's values do not survive {now} "
+            f"(off by up to {w.own_abs:.3g})")
 
 
 def _nonfinite_words(w: FxNode) -> str:
