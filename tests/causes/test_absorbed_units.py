@@ -73,3 +73,21 @@ def test_clean_units_pass(explained, form):
     _, _, _, result, exp = explained(*form)
     assert result.verdict == "ok" and result.drift_origin is None, [(L.module, L.status) for L in result.layers]
     assert not [f for f in exp.findings if f.severity == "error"]
+
+
+# the plain exports: the cause is verified in the nearest compared call holding the unit and repaired there
+REPAIRED = {("mixed_floor", "torchscript", ""): "body.wt", ("mixed_signbit", "dynamo", ""): "body.wt"}
+
+
+@pytest.mark.parametrize("form", params(REPAIRED, {("mixed_floor", "torchscript", "")}))
+def test_the_member_is_the_verified_cause_and_repair_checks_ok(explained, form):
+    from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.onnx.graph import full_model
+
+    engine, cfg, run, result, exp = explained(*form)
+    head = exp.findings[0]
+    assert (head.module, head.verified) == (REPAIRED[form], True), (head.module, head.check, head.message)
+    assert "compared as one unit" in head.message, head.message
+    fixed = repair(full_model(run.prepared.index), exp)
+    assert fixed.model is not None and fixed.applied
+    assert engine.recheck(cfg, fixed.model).verdict == "ok"
