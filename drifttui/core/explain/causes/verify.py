@@ -191,7 +191,10 @@ def _localise(ctx: Any, case: Case) -> tuple[Case, Localisation]:
     module fed torch's value of a wrong input: torch's value from the FX graph, or from the hooks
     for a TorchScript file), the case also compares that value."""
     loc = localise(case)
-    fx = fx_localise(ctx, case)
+    o = ctx.result.drift_origin
+    # a unit's case (the origin folded into the call that read it): its first wrong FX node is that call's, fed the
+    # file's folded result of the origin, not a lowering of its own
+    fx = fx_localise(ctx, case) if o is None or case.call == o.layer else None
     inner = (fx.accumulated if fx is not None else first_failing_inner(ctx, case)) if not loc.ort.fails else None
     if inner:
         case = widen(ctx, case, inner)
