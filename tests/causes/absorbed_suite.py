@@ -15,8 +15,11 @@ import pytest
 HERE = Path(__file__).parent
 
 
-def explained_forms(tmp_path_factory: Any, name: str) -> Callable[[str, str], Any]:
-    """(model, exporter) -> explained_run of ``tests/causes/<name>.py``'s model on its ``rows_inputs``, cached."""
+def explained_forms(tmp_path_factory: Any, name: str) -> Callable[..., Any]:
+    """(model, exporter[, level]) -> explained_run of ``tests/causes/<name>.py``'s model on its ``rows_inputs``,
+    cached; with ``level`` ("extended"), on the file ONNX Runtime writes after its graph optimisations at that
+    level (``SessionOptions.optimized_model_filepath``): what a user deploys after an offline optimisation."""
+    import onnxruntime as ort
     import torch
 
     from drifttui.core.result import Config
@@ -26,22 +29,29 @@ def explained_forms(tmp_path_factory: Any, name: str) -> Callable[[str, str], An
     root = tmp_path_factory.mktemp(name)
     cache: dict[tuple, Any] = {}
 
-    def go(model: str, exporter: str) -> Any:
-        if (model, exporter) not in cache:
+    def go(model: str, exporter: str, level: str = "") -> Any:
+        if (model, exporter, level) not in cache:
             path = root / f"{model}-{exporter}.onnx"
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 torch.onnx.export(getattr(forms, model)(), (forms.rows_inputs(),), str(path),
                                   dynamo=exporter == "dynamo")
+            if level:
+                so = ort.SessionOptions()
+                so.graph_optimization_level = {"basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+                                               "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED}[level]
+                so.optimized_model_filepath = str(root / f"{model}-{exporter}-{level}.onnx")
+                ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+                path = Path(so.optimized_model_filepath)
             cfg = Config(model=f"{spec}:{model}", onnx=str(path), inputs=f"{spec}:rows_inputs", samples=3)
-            cache[(model, exporter)] = explained_run(cfg)
-        return cache[(model, exporter)]
+            cache[(model, exporter, level)] = explained_run(cfg)
+        return cache[(model, exporter, level)]
 
     return go
 
 
 def params(forms: Any, fast: set) -> list[Any]:
-    return [pytest.param(f, id=f"{f[0]}-{f[1]}", marks=() if f in fast else pytest.mark.drifts) for f in forms]
+    return [pytest.param(f, id="-".join(f), marks=() if f in fast else pytest.mark.drifts) for f in forms]
 
 
 def assert_the_one_origin_verified_and_repaired(explained: Callable, form: tuple, expected: tuple) -> None:

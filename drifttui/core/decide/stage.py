@@ -26,6 +26,7 @@ from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.base.metrics import Aggregate, Stats
 from drifttui.core.base.tolerance import DTYPE_RULE, bound
 from drifttui.core.decide.rules import Rules
+from drifttui.core.decide.units import split_units, unit_note
 from drifttui.core.decide.unattributed import attribute_unowned, unmapped_before
 from drifttui.core.decide.notes import output_notes
 from drifttui.core.decide.genuine import genuine_drifts, unreduced_drift
@@ -150,8 +151,11 @@ def _layer_notes(statuses: list[str], cap: "Capture", plan: Optional[Plan] = Non
     """Notes a decision or a capture adds to a layer (the plan's own notes stay as they are)."""
     out: dict[int, list[str]] = {}
     for cm in (plan.calls if plan is not None and rules is not None else []):
-        for w in evidence(cm, cap.glob.get(cm.call), cap.local.get(cm.call), atol, rules):
+        for w in evidence(cm, cap.glob.get(cm.call), cap.local.get(cm.call), atol, rules, (cap.glob, cap.local)):
             out.setdefault(cm.call, []).append(w.note(atol, rules.weight(cm.call, w)))
+            for o in (getattr(w, "owners", ()) if statuses[cm.call] == DRIFT else ()):
+                if statuses[o] != DRIFT:
+                    out.setdefault(o, []).append(w.owner_note())
     for i, st in enumerate(statuses):
         if st == UNATTRIBUTED:
             out.setdefault(i, []).append(UNOWNED_NOTE)
@@ -160,14 +164,24 @@ def _layer_notes(statuses: list[str], cap: "Capture", plan: Optional[Plan] = Non
     return out
 
 
-def evidence(cm: Any, g: Optional[Aggregate], lo: Optional[Aggregate], atol: float, rules: Rules) -> list:
+def evidence(cm: Any, g: Optional[Aggregate], lo: Optional[Aggregate], atol: float, rules: Rules,
+             aggs: Optional[tuple[dict, dict]] = None) -> list:
     """A call's failing checks by content: a weight that is not the model's; an attribute that is not the
     module's when the call's numbers show it at the float32 tolerance (its own error or its output: a
-    looser tolerance that the numbers pass passes the attribute too, as a fresh run would)."""
-    def shown(floor: bool) -> bool:
-        return any(a is not None and a.samples and a.fails(atol, rules.rtol, floor) for a in (lo, g))
+    looser tolerance that the numbers pass passes the attribute too, as a fresh run would); a module with no
+    value of its own whose export alone differs (prepare/unit_members.py), when the numbers of the unit's
+    compared calls (``aggs``: glob, local by call) fail."""
+    def shown(floor: bool, of: tuple = (lo, g)) -> bool:
+        return any(a is not None and a.samples and a.fails(atol, rules.rtol, floor) for a in of)
+
+    def numbers(w: Any) -> bool:
+        owners = getattr(w, "owners", None)
+        if owners is None:
+            return shown(getattr(w, "floor", True))
+        glob, local = aggs if aggs is not None else ({}, {})
+        return any(shown(True, (local.get(o), glob.get(o))) for o in owners)
     return [w for w in cm.weights if w.fails(atol, rules.weight(cm.call, w))
-            and (not getattr(w, "needs_numbers", False) or shown(getattr(w, "floor", True)))]
+            and (not getattr(w, "needs_numbers", False) or numbers(w))]
 
 
 def local_first(values: dict[int, list[tuple[int, Stats]]], atol: float, rtol: float,
@@ -188,10 +202,13 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
     rules = rules if rules is not None else Rules(rtol)
     statuses: list[str] = []
     by_weight: dict[int, int] = {}      # call -> the first node reading a weight that is not the model's
+    units: dict[int, set[int]] = {}     # a module with no value whose own export differs -> its unit's calls
     for cm in plan.calls:
-        bad = evidence(cm, glob.get(cm.call), local.get(cm.call), atol, rules)    # a weight / attribute not the model's
+        bad = evidence(cm, glob.get(cm.call), local.get(cm.call), atol, rules, (glob, local))   # not the model's
         if bad:
             by_weight[cm.call] = min(w.node for w in bad)
+            owners = {o for w in bad for o in getattr(w, "owners", ())}
+            units.update({cm.call: owners} if owners else {})
             statuses.append(DRIFT)
             continue
         if cm.status != OK:
@@ -215,6 +232,7 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
             statuses.append(INHERITED)   # no own computation: its output is a child's or an input
         else:
             statuses.append(DRIFT)       # refined below: only the first failing leaf-most call
+    split_units(calls, units, statuses, by_weight)
     notes: list[str] = []
     drifting = [i for i, s in enumerate(statuses) if s == DRIFT]
     if not local_available and drifting:
@@ -234,6 +252,8 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
     origin = min(genuine or drifting, key=first) if drifting else None
     rest = [i for i in drifting if i not in genuine]
     precision_origin = min(rest, key=first) if genuine and rest else None
+    if origin in units:
+        notes.append(unit_note(calls, plan, origin, atol, rules))
     notes.extend(attribute_unowned(calls, plan, statuses, origin, op_types))
     notes.extend(unmapped_before(calls, statuses, origin))
     return Verdict(statuses, origin, notes, precision_origin, genuine)

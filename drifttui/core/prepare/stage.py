@@ -44,6 +44,7 @@ from drifttui.core.prepare.call_budgets import CallBudget, call_budgets
 from drifttui.core.prepare.qweight_check import weight_checks
 from drifttui.core.prepare.attr_check import attr_checks
 from drifttui.core.prepare.attr_consts import const_checks
+from drifttui.core.prepare.unit_members import unit_checks
 from drifttui.core.prepare.windows import Window, attach_local, plan_windows
 from drifttui.errors import ModelError
 
@@ -167,6 +168,9 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     attrs.update(const_checks(index, calls, plan, model, pscan.nodes, workdir, skip=set(attrs)))
     for c, found in attrs.items():      # attributes (and an activation's constants) vs the modules' own
         plan.calls[c].weights.extend(found)
+    made_by = reference.file_exporter(index, "dynamo" if "dynamo" in exporter else "torchscript")
+    for c, unit in unit_checks(calls, plan, model, hooks, sample0, made_by, cfg.provider, timings).items():
+        plan.calls[c].weights.append(unit)     # a module absorbed with no value: its own export alone
     timings["map"] = time.perf_counter() - t
     return Prepared(config=cfg, model=model, example=example, input_spec=in_spec, onnx_inputs=gi, index=index,
                     exporter=exporter, input_dtypes=input_dtypes, hooks=hooks, calls=calls, plan=plan,

@@ -115,8 +115,9 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         ctx.say(f"causes: trying up to {min(cap, len(likely))} candidate patch(es) on the origin's nodes")
         trials, unneeded = first_verified(ctx, case, headline_order(likely[:cap], findings, case, loc))
         trials = by_what_it_changed(case, trials, lambda ps: hold(ctx, verify(case, ps, ctx.cancel)))
-        # a unit with a folded producer: the origin module alone is not what the case computes
-        if reexport and not case.folded and not any(_passes(t) for t in trials):
+        # a unit with a folded producer outside the origin module: the module alone is not what the case computes
+        inside = case.module + "." if case.module else ""
+        if reexport and all(m.startswith(inside) for m in case.folded) and not any(_passes(t) for t in trials):
             tried, skipped_exports = affordable(variants(ctx), case)
             for variant in tried:
                 ctx.say(f"causes: re-exporting {display_name(case.module)} alone with {variant.why}")
@@ -137,11 +138,22 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         exp = Explanation(case, loc, [], rank(findings, case.module))
         ctx.cache[key] = exp
         return exp
-    merged = merge(findings, case, loc, trials, skipped, skipped_exports, unneeded)
-    exp = Explanation(case, loc, trials, rank(merged, case.module), skipped=skipped, skipped_exports=skipped_exports,
+    merged = as_member(o, case, merge(findings, case, loc, trials, skipped, skipped_exports, unneeded))
+    exp = Explanation(case, loc, trials, rank(merged, o.module if o is not None else case.module), skipped=skipped, skipped_exports=skipped_exports,
                       not_tried=unneeded)
     ctx.cache[key] = exp
     return exp
+
+
+def as_member(o: Any, case: Case, findings: list[Finding]) -> list[Finding]:
+    """A unit's case (locate/case.unit_call: the origin has no ONNX value of its own and was compared with the
+    call that absorbed it as one unit): the error findings at the unit's call are the origin's, and say so."""
+    if o is None or case.call == o.layer:
+        return findings
+    said = (f"{display_name(o.module)} (no ONNX value of its own: compared as one unit with the call that absorbed "
+            f"it, inside {display_name(case.module)}, whose nodes compute both): ")
+    return [dataclasses.replace(f, module=o.module, message=said + f.message)
+            if f.module == case.module and f.severity == "error" else f for f in findings]
 
 
 def _precision_story(ctx: Any, findings: list[Finding]) -> Optional[Explanation]:
@@ -179,7 +191,10 @@ def _localise(ctx: Any, case: Case) -> tuple[Case, Localisation]:
     module fed torch's value of a wrong input: torch's value from the FX graph, or from the hooks
     for a TorchScript file), the case also compares that value."""
     loc = localise(case)
-    fx = fx_localise(ctx, case)
+    o = ctx.result.drift_origin
+    # a unit's case (the origin folded into the call that read it): its first wrong FX node is that call's, fed the
+    # file's folded result of the origin, not a lowering of its own
+    fx = fx_localise(ctx, case) if o is None or case.call == o.layer else None
     inner = (fx.accumulated if fx is not None else first_failing_inner(ctx, case)) if not loc.ort.fails else None
     if inner:
         case = widen(ctx, case, inner)

@@ -94,6 +94,22 @@ def with_folded_producers(ctx: Any, nodes: list[Any]) -> tuple[list[Any], list[s
     return nodes, folded
 
 
+def unit_call(ctx: Any, ci: int) -> int:
+    """The call whose nodes the origin's are: its own, or, for a module with no ONNX value that was compared with
+    the call that absorbed it as one unit (prepare/unit_members.py), the nearest compared call holding both."""
+    units = [w for w in ctx.plan.calls[ci].weights if getattr(w, "owners", None)]
+    if not units or ctx.plan.calls[ci].outputs:
+        return ci
+    mine, p = set(), ci
+    while p is not None:
+        mine.add(p)
+        p = ctx.calls[p].parent
+    o: Optional[int] = units[0].owners[0]
+    while o is not None and not (o in mine and ctx.plan.calls[o].outputs):
+        o = ctx.calls[o].parent
+    return ci if o is None else o
+
+
 def torch_values(ctx: Any, sample: Any, want_out: dict[int, list[int]],
                   want_in: dict[int, list[int]]) -> TensorStore:
     store = TensorStore(want_out, want_in)
@@ -124,7 +140,7 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
     key = f"causes:case:{o.layer}:{sample}"
     if key in ctx.cache:
         return ctx.cache[key]
-    ci = o.layer
+    ci = unit_call(ctx, o.layer)
     i = o.worst_sample if sample is None else sample
     if ctx.source.fixed:
         i = 0
@@ -154,7 +170,7 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
     feeds, inits, ort_needed = got
     expected = {outs[p]: to_numpy(store.out[(ci, p)]) for p in sorted(outs) if (ci, p) in store.out}
     model = _model(ctx, nodes, feeds, inits, expected)
-    case = Case(model, feeds, expected, o.module, ci, i, ctx.cfg.atol, ctx.cfg.rtol,
+    case = Case(model, feeds, expected, ctx.calls[ci].module, ci, i, ctx.cfg.atol, ctx.cfg.rtol,
                 [n.name for n in nodes], ort_needed, opset=ctx.index.opset, folded=folded)
     ctx.cache[key] = case
     return case
