@@ -11,7 +11,8 @@ own error is what the exporter lost, and ``repair`` grafts its re-export there.
 Candidates, by structure only: a call below the root with no node and no parameter, not exported, one
 computed (not handed back) float output; the value it hands on is the one its consumer reads (a mapped
 call's input paired with it), or, when it is its parent's output, the parent's paired value.  That
-value must fit its output's shape and dtype.  A clean module dropped this way (``x.clone()``) computes
+value must fit its output's shape and dtype, and no reader may read it transposed (a node-less ``.t()`` whose
+Gemm reader took it as ``transA``: its output in another layout, not a lost computation).  A clean module dropped this way (``x.clone()``) computes
 its input in torch too: its own error is zero.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Callable, Optional
 
 from drifttui.core.onnx.edit.orphan_steps import Step, with_steps
 from drifttui.core.onnx.graph import GraphIndex, build_index
+from drifttui.core.prepare.plan.absorbed import _reads_transposed
 from drifttui.core.prepare.plan.pairing import dtype_ok, shape_ok
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.result import NOT_EXPORTED
@@ -62,6 +64,8 @@ def steps(index: GraphIndex, calls: list[Call], plan: Plan) -> list[Step]:
         if got is None or index.producer.get(got[0]) is None or not shape_ok(index.shapes.get(got[0]), ref.shape) \
                 or not dtype_ok(index.elem_types.get(got[0]), ref.dtype):
             continue
+        if any(_reads_transposed(index, r, got[0]) for r in got[1]):
+            continue            # a ``.t()`` the reader's Gemm absorbed (transA): its output in another layout
         found.append(Step(cm.call, call.module, got[0], got[1]))
     return found
 
