@@ -16,7 +16,8 @@ always the child ``body``:
   a clean control; ``y[:, 8:16].index_put_((rows, idx), v, accumulate=True)`` was probed and dropped: the
   TorchScript file does not run in ONNX Runtime (a ``Reshape`` of the wrong size), no drift to diagnose;
 * clean controls: ``slice_add`` (``y[:, :4] += 1``: an in-place update TorchScript handles, the indexing
-  assignment carries it back), ``masked_view``, and the dynamo files of the forms.
+  assignment carries it back), ``masked_view``, ``clone_only`` (``x.clone()``: no node in the TorchScript file
+  either, so it gets the Identity too, and its own error is zero), and the dynamo files of the forms.
 """
 from __future__ import annotations
 
@@ -65,6 +66,11 @@ class SliceAdd(nn.Module):
         return y
 
 
+class CloneOnly(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+
 class MaskedView(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = x.clone()
@@ -105,6 +111,10 @@ def alias_read() -> nn.Module:
 
 def slice_add() -> nn.Module:
     return _deep(SliceAdd)
+
+
+def clone_only() -> nn.Module:
+    return _deep(CloneOnly)
 
 
 def masked_view() -> nn.Module:

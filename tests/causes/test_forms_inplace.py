@@ -33,7 +33,7 @@ from tests.causes.form_suite import assert_clean, assert_verified_and_repaired, 
 _ALIASED = ("lowering", "reexport", {"exporter": "dynamo"}, "the TorchScript exporter loses body's in-place update")
 VERIFIED = {(m, "torchscript"): _ALIASED for m in ("view_scale", "named_slice", "narrow_copy", "alias_read")}
 HELD_OUT = {(m, "torchscript"): _ALIASED for m in ("transposed_add", "unsqueezed_set")}
-CLEAN = [("slice_add", "torchscript"), ("masked_view", "torchscript"), ("view_scale", "dynamo"), ("named_slice", "dynamo"),
+CLEAN = [("slice_add", "torchscript"), ("masked_view", "torchscript"), ("clone_only", "torchscript"), ("view_scale", "dynamo"), ("named_slice", "dynamo"),
          ("narrow_copy", "dynamo"), ("alias_read", "dynamo")]
 FAST = {("narrow_copy", "torchscript")}
 
@@ -56,6 +56,14 @@ def test_a_held_out_form_is_explained_verified_and_repaired(explained, form):
 @pytest.mark.parametrize("form", params(CLEAN, set()))
 def test_the_clean_controls_have_no_error_finding(explained, form):
     assert_clean(explained, form)
+
+
+@pytest.mark.drifts
+def test_a_module_the_exporter_dropped_that_only_copies_is_mapped_and_clean(explained):
+    run, result = explained("clone_only", "torchscript")[2:4]
+    body = next(cm for cm, c in zip(run.prepared.plan.calls, run.prepared.calls) if c.module == "body")
+    assert body.outputs and body.status == "ok", (body.status, body.note)
+    assert result.verdict == "ok"
 
 
 @pytest.mark.drifts
