@@ -33,6 +33,7 @@ from drifttui.core.model.inputs import InputSource, build_source, flatten, onnx_
 from drifttui.core.model.loading import load_onnx, load_torch_model, new_workdir
 from drifttui.core.prepare.local import LocalGraph, build_local_graph
 from drifttui.core.prepare.plan.absorbed import split_units
+from drifttui.core.prepare.plan.orphans import map_orphans
 from drifttui.core.prepare.plan.mapping import build_plan
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, heartbeat, no_progress
@@ -150,6 +151,7 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     if hooks is not None and found is None and plan.localized:     # outputs the exporter absorbed into a reader
         index, plan = split_units(index, calls, plan, map_index, _torch_out(hooks, model, sample0),
                                   _resolver(cfg, feeds0, workdir), _torch_in(hooks, model, sample0))
+        index, plan = map_orphans(index, calls, plan, map_index)     # calls whose computation the exporter dropped
         pscan = precision.scan(index) if pscan.reduced else pscan
     details = layer_details(index, plan, calls, model, timings)    # the figures start in the background
     batch = _probed_batch(cfg, batch, hooks, model, sample0, plan, calls, notes)

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
+from drifttui.core.explain.causes.propose.aliasing import aliased_told
 from drifttui.core.explain.causes.propose.definitions import Told, told
 from drifttui.core.explain.causes.propose.siblings import produced_value, sibling_grafts
 from drifttui.core.explain.causes.propose.reexport_story import decomposed_targets, fits, fx_story, story
@@ -127,7 +128,7 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
         check, said = story(case, module, node, ctx, variant)
     target = (wrong.target if wrong is not None else ", ".join(decomposed_targets(ctx, case, variant))
               if variant.decompose or variant.retrace else "")
-    own = _defined(ctx, case, variant, wrong)       # through drifttui's own definition of the op: its story
+    own = _defined(ctx, case, variant, wrong) or aliased_told(ctx, case, variant)   # drifttui's definition; aliasing
     if own is not None:
         check, said = own.check, own.why
     patch = Patch(spec, check, f"{said}{display_name(case.module)} exported alone with {why} (opset {opset}) computes what "

@@ -1,0 +1,95 @@
+"""In-place updates made through a view, found in the origin module's torch program (issue 30 point 6).
+
+The TorchScript exporter traces the module and keeps only the data flow it sees: an in-place op on a
+view of a tensor (``y.view(b, 4, -1)[:, 0] *= 3``, ``part = y[:, 8:]; part += 2``,
+``y.narrow(1, 4, 8).copy_(...)``) changes the base through aliasing, which the trace may not carry
+back; a view read after its base was updated in place (``head = y[:, :16]; y.mul_(0.5)``) may be read
+before the update.  torch.export / the dynamo exporter functionalize both (``slice_scatter``,
+``select_scatter``) and are right.  ``make_fx`` without functionalization shows each such op: an
+in-place ATen op (``aten.mul_``) whose target is the output of a view op, or whose target has a view
+taken before it and read after it.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from drifttui.core.explain.causes.locate.call_structure import as_called
+from drifttui.core.explain.causes.locate.case import Case, call_io
+from drifttui.core.explain.causes.locate.torch_program import target_name
+from drifttui.core.model.export import quiet
+
+VIEW_OPS = {"view", "_unsafe_view", "select", "slice", "narrow", "transpose", "t", "permute", "unsqueeze",
+            "squeeze", "expand", "as_strided", "diagonal", "unfold", "alias", "reshape", "unbind", "split",
+            "chunk", "movedim", "view_as", "split_with_sizes", "flatten", "unflatten"}
+
+
+def _op(node: Any) -> str:
+    """``aten.mul_`` for ``aten.mul_.Tensor``."""
+    parts = target_name(str(node.target)).split(".")
+    return ".".join(parts[:2]) if len(parts) > 1 else parts[0]
+
+
+def _is_view(node: Any) -> bool:
+    return node.op == "call_function" and _op(node).split(".")[-1] in VIEW_OPS
+
+
+def _in_place(node: Any) -> bool:
+    name = _op(node).split(".")[-1]
+    return node.op == "call_function" and name.endswith("_") and not name.startswith("_") and bool(node.args)
+
+
+def _flat(args: Any) -> list[Any]:
+    out: list[Any] = []
+    for a in args if isinstance(args, (list, tuple)) else [args]:
+        out.extend(_flat(a) if isinstance(a, (list, tuple)) else [a])
+    return out
+
+
+def _chain(node: Any) -> list[str]:
+    """The view ops ``node`` was taken through, innermost first."""
+    ops: list[str] = []
+    while _is_view(node) and node.args and hasattr(node.args[0], "op"):
+        ops.append(_op(node))
+        node = node.args[0]
+    return ops
+
+
+def describe(gm: Any) -> Optional[str]:
+    """The first in-place update through a view in ``gm``'s graph, in words, or None."""
+    nodes = [n for n in gm.graph.nodes if n.op == "call_function"]
+    order = {n: k for k, n in enumerate(nodes)}
+    for k, n in enumerate(nodes):
+        if not _in_place(n) or not hasattr(n.args[0], "op"):
+            continue
+        target = n.args[0]
+        if _is_view(target):
+            return f"{_op(n)} through {' of '.join(_chain(target))}"
+        for v in target.users:     # a view of the target taken before the update and read after it
+            if v is not n and _is_view(v) and order.get(v, k) < k and \
+                    any(order.get(u, -1) > k for u in v.users):
+                return f"{_op(n)} on a tensor whose view ({_op(v)}) is read after it"
+    return None
+
+
+def aliased_update(ctx: Any, case: Case) -> Optional[str]:
+    """The origin's first in-place update through a view (``describe``), None when it has none or
+    make_fx cannot trace it; one per module (ctx.cache)."""
+    key = f"causes:aliased:{case.module}"
+    if key in ctx.cache:
+        return ctx.cache[key]
+    ctx.cache[key] = None
+    module = ctx.modules().get(case.module) if case.module else ctx.model
+    io = call_io(ctx, case)
+    if module is None or io is None:
+        return None
+    plain = [t.clone() if isinstance(t, torch.Tensor) and t.is_inference() else t for t in io[0]]
+    try:
+        with quiet(), torch.no_grad():
+            gm = make_fx(as_called(ctx, case.call, module, ctx.sample(case.sample)))(*plain)
+    except Exception:  # noqa: BLE001 - a module make_fx cannot trace: no story of this kind
+        return None
+    ctx.cache[key] = describe(gm)
+    return ctx.cache[key]
