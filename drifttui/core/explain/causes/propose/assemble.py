@@ -25,6 +25,7 @@ from drifttui.core.explain.causes.propose.int_pow import int_pow_patches
 from drifttui.core.explain.causes.propose.nan_grid import nan_grid_patches
 from drifttui.core.explain.causes.propose.nan_select import nan_select_patches
 from drifttui.core.explain.causes.propose.opmath import opmath_patches
+from drifttui.core.explain.causes.propose.resize_map import resize_map_patches
 from drifttui.core.explain.causes.propose.singular import singular_patches
 from drifttui.core.explain.causes.propose.weights import torch_tensors, weight_candidates
 from drifttui.core.onnx.edit.patches import Patch
@@ -67,6 +68,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
         out.extend(int_pow_patches(case))
         out.extend(opmath_patches(case))
         out.extend(nan_grid_patches(case))
+        out.extend(resize_map_patches(ctx, case))
     dynamic = any(d.dim_param for i in ctx.index.model.graph.input for d in i.type.tensor_type.shape.dim)
     out.extend(rewrites.resize_gather_patches(case, loc.kind if loc is not None else "unknown", dynamic))
     out.extend(name_torch_ops(list(graph_candidates(case, module, ctx.index.elem_types)),
