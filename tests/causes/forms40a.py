@@ -18,9 +18,11 @@ have (duplicate-index accumulation, topk ties, the truncating float floor_divide
   lowering of ``_upsample_bilinear2d_aa`` / ``_upsample_bicubic2d_aa`` gives ``Resize`` the output *sizes*, so
   ONNX Runtime samples at ``in / out`` (microsoft/onnxscript#2916 left it as an xfail: "output mismatch when
   scales are provided"; pytorch/pytorch#183546).  The non-antialiased lowering passes scales and is right;
-* ``aa_corners``: ``F.interpolate(..., size=..., antialias=True, align_corners=True)``: the dynamo file's
-  ``Resize`` has ``half_pixel`` coordinates (microsoft/onnxscript#2916's other xfail: "align_corners=True
-  diverges between PyTorch AA kernel and ONNX Resize antialias");
+* ``aa_corners``: ``F.interpolate(..., size=..., antialias=True, align_corners=True)``: torch's antialiased
+  kernel keeps half-pixel centres and only stretches its scale to ``(in - 1) / (out - 1)``; the dynamo file's
+  ``Resize`` maps the corners (``align_corners``), which no antialiased Resize computes as torch does
+  (microsoft/onnxscript#2916's other xfail: "align_corners=True diverges between PyTorch AA kernel and ONNX Resize
+  antialias");
 * clean controls: ``roll_cycle_short`` (a shift inside the length), ``aa_half`` (an exact 0.5 scale),
   ``bilinear_up`` (1.7 without antialias).
 
@@ -121,3 +123,20 @@ def rows_inputs() -> torch.Tensor:
 
 def image_inputs() -> torch.Tensor:
     return torch.randn(2, 3, 16, 16)
+
+
+# --- held out: written after propose/resize_map.py, never tuned on
+
+class RollSeq(nn.Module):
+    """held out: the features as 4 channels of 8 steps, each channel's steps shifted back by 19 (past 8)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        s = x.view(x.shape[0], 4, 8)
+        return x - 0.3 * torch.roll(s, -19, -1).reshape(x.shape[0], WIDTH)
+
+
+def roll_seq() -> nn.Module: return _deep(RollSeq)                                        # noqa: E704
+def aa_aniso() -> nn.Module:                                                              # noqa: E704
+    return _cnn(DeepCNN, scale_factor=(0.45, 0.7), mode="bilinear", antialias=True)
+def aa_cubic_corners() -> nn.Module:                                                      # noqa: E704
+    return _cnn(ShallowCNN, size=(7, 5), mode="bicubic", antialias=True, align_corners=True)

@@ -135,8 +135,10 @@ def _patches(case: Case, node: Any, target: str, args: tuple, kw: dict, x: np.nd
         rows, cols = got
         mapped = np.einsum("oh,nchw,pw->ncop", rows, x.astype(np.float32), cols)
         if _close(want, mapped):
-            why = (f"the exporter's lowering of torch's {op} computes otherwise than torch: {said}; torch's own "
-                   f"sampling weights for these shapes, measured from the call and applied as two MatMuls, compute "
+            corners = ("; with antialias and align_corners torch keeps half-pixel centres and stretches the "
+                       "scale to (in - 1) / (out - 1)" if a.get("antialias") and args[2:3] == (True,) else "")
+            why = (f"the exporter's lowering of torch's {op} computes otherwise than torch: {said}{corners}; torch's "
+                   f"own sampling weights for these shapes, measured from the call and applied as two MatMuls, compute "
                    "what torch computes (no Resize attribute, scales or sizes says them)")
             fix = (f"deploy the repaired file (`drifttui repair` replaces the Resize by torch's weights, static "
                    f"shapes {h}x{w} -> {ho}x{wo}); in the model, a call the exporter lowers right (`size=` with "
