@@ -25,7 +25,7 @@ from drifttui.core.explain.causes.propose.int_pow import int_pow_patches
 from drifttui.core.explain.causes.propose.nan_grid import nan_grid_patches
 from drifttui.core.explain.causes.propose.nan_select import nan_select_patches
 from drifttui.core.explain.causes.propose.opmath import opmath_patches
-from drifttui.core.explain.causes.propose.resize_map import resize_map_patches
+from drifttui.core.explain.causes.propose.resize_map import resize_scales_patches
 from drifttui.core.explain.causes.propose.singular import singular_patches
 from drifttui.core.explain.causes.propose.weights import torch_tensors, weight_candidates
 from drifttui.core.onnx.edit.patches import Patch
@@ -68,7 +68,6 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
         out.extend(int_pow_patches(case))
         out.extend(opmath_patches(case))
         out.extend(nan_grid_patches(case))
-        out.extend(resize_map_patches(ctx, case))
     dynamic = any(d.dim_param for i in ctx.index.model.graph.input for d in i.type.tensor_type.shape.dim)
     out.extend(rewrites.resize_gather_patches(case, loc.kind if loc is not None else "unknown", dynamic))
     out.extend(name_torch_ops(list(graph_candidates(case, module, ctx.index.elem_types)),
@@ -77,6 +76,8 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
     explained = {p.spec.get("name") for p in out if p.spec.get("op") == "replace_constant"}
     out.extend(p for p in constants.fx_constant_patches(case) if p.spec.get("name") not in explained)
     out.extend(rewrites.candidates(case, module, _types(ctx, case), lambda t: torch_calls(ctx, case, t)))
+    if loc is not None:     # after the catalogue's Resize attributes (verify tries torch's measured map last)
+        out.extend(resize_scales_patches(ctx, case))
     if _at_export_shapes(ctx):      # a size baked in at export time is no story when nothing was resized
         out = [p for p in out if "baked" not in p.spec]
     out.extend(weight_candidates(case, torch_tensors(module, case.module, _folds(ctx, case))))

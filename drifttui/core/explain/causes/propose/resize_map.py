@@ -35,8 +35,27 @@ MODES = ("linear", "cubic")
 AA_THREAD = "microsoft/onnxscript#2916"     # the antialiased lowering's two xfails (scales, align_corners)
 
 
+def resize_scales_patches(ctx: Any, case: Case) -> list[Patch]:
+    """The call's scales for each linear/cubic Resize of the origin that differs from its call (a candidate)."""
+    return [p for p in resize_map_patches(ctx, case) if p.spec["rewrite"] == "resize_scales"]
+
+
+def measured_map_patches(ctx: Any, case: Case) -> list[Patch]:
+    """torch's measured weights for each such Resize: an equivalent computation that verifies wherever any
+    right Resize would, so it is the last resort (``verify`` tries it after the re-exports)."""
+    return [p for p in resize_map_patches(ctx, case) if p.spec["rewrite"] == "resize_matmul"]
+
+
 def resize_map_patches(ctx: Any, case: Case) -> list[Patch]:
-    """The scales and measured-map patches of each linear/cubic Resize of the origin that differs from its call."""
+    """The scales and measured-map patches of each linear/cubic Resize of the origin that differs from its call
+    (one reading of the torch program and one ORT run per origin: ``ctx.cache``)."""
+    key = f"causes:resize_map:{case.module}:{case.call}:{case.sample}"
+    if key not in ctx.cache:
+        ctx.cache[key] = _resize_map_patches(ctx, case)
+    return ctx.cache[key]
+
+
+def _resize_map_patches(ctx: Any, case: Case) -> list[Patch]:
     pick = (lambda n: n.op_type == "Resize" and attribute_values(n).get("mode", "nearest") in MODES)
     if not any(pick(n) for n in case.model.graph.node):
         return []
