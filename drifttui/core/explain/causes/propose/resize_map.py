@@ -32,6 +32,7 @@ from drifttui.core.onnx.edit.resize_map import MAX_ENTRIES
 from drifttui.core.onnx.graph import attribute_values
 
 MODES = ("linear", "cubic")
+MAX_BASIS = 1 << 24             # elements of one basis batch (h images of h x w): 64 MiB of float32
 AA_THREAD = "microsoft/onnxscript#2916"     # the antialiased lowering's two xfails (scales, align_corners)
 
 
@@ -112,6 +113,8 @@ def _weights(target: str, args: tuple, kw: dict, shape: tuple) -> Optional[tuple
     """(rows, cols): the call's weights along each spatial axis, measured on basis images (row k of a basis
     batch is 1 at position k of one axis, constant along the other); None when the call is not separable so."""
     _, _, h, w = shape
+    if h * h * w > MAX_BASIS or w * h * w > MAX_BASIS:      # the basis batches themselves: a large map is no patch
+        return None
     eye_h = np.broadcast_to(np.eye(h, dtype=np.float32)[:, None, :, None], (h, 1, h, w))
     eye_w = np.broadcast_to(np.eye(w, dtype=np.float32)[:, None, None, :], (w, 1, h, w))
     ys, xs = _run(target, args, kw, eye_h), _run(target, args, kw, eye_w)
