@@ -25,7 +25,7 @@ from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.result import SEVERITY_ORDER, Finding, display_name
 from drifttui.core.result.codec import clean
 
-EQUIVALENT = ("workaround", "resize_gather")     # rewrites that compute the same maths otherwise
+EQUIVALENT = ("workaround", "resize_gather", "resize_matmul")     # rewrites computing the same maths otherwise
 # the class of the node the localisation names (a Cast that is itself wrong is a dtype story)
 _OP_CLASS = {"Resize": "interpolation", "Upsample": "interpolation", "AveragePool": "padding", "Pad": "padding",
              "MaxPool": "padding", "LayerNormalization": "normalization", "BatchNormalization": "normalization",

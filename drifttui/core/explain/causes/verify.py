@@ -32,6 +32,7 @@ from drifttui.core.explain.causes.propose.conditioning import float64_trial
 from drifttui.core.explain.causes.propose.patch_budget import affordable, budget, by_likelihood
 from drifttui.core.explain.causes.propose.precision_loss import precision_finding
 from drifttui.core.explain.causes.propose.reexport import try_reexport, variants
+from drifttui.core.explain.causes.propose.resize_map import measured_map_patches
 from drifttui.core.explain.causes.propose.saturation_cause import saturation_finding
 from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
 from drifttui.core.result import Finding, display_name
@@ -129,6 +130,10 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
                         # a constant it names heads instead (the re-export stays its evidence)
                         trials[-1:] = _witness_constants(ctx, case, trials[-1]) or trials[-1:]
                         break
+        if not any(_passes(t) for t in trials) and measured_map_patches(ctx, case):
+            # the last resort: an equivalent computation, torch's own weights measured from the call
+            ctx.say("causes: trying torch's own sampling weights for the origin's Resize")
+            trials += first_verified(ctx, case, measured_map_patches(ctx, case))[0]
         if not any(t.after.ok and not t.after.fails for t in trials):
             # no file computes what torch computes: is it float32 rounding of an ill-conditioned input?
             trials.extend(Trial(*t) for t in [float64_trial(ctx, case, loc)] if t is not None)

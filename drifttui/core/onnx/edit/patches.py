@@ -21,6 +21,8 @@
     {"op": "rewrite", "node": "n", "rewrite": "int_pow_exact", "bits": 6, "dtype": "int64"}  # int_pow.py
     {"op": "rewrite", "node": "n", "rewrite": "resize_gather", "rule": "nearest", "in_shape": [..],
      "out_shape": [..], "scales": None}      # resize_gather.py: nearest Resize -> Gathers
+    {"op": "rewrite", "node": "n", "rewrite": "resize_scales", "scales": [1, 1, .4, .4]}   # resize_map.py
+    {"op": "rewrite", "node": "n", "rewrite": "resize_matmul", "rows": [[..]], "cols": [[..]]}  # torch's weights
     {"op": "reexport", "exporter": "torchscript", "opset": 18, "module": "m"}
                                   # applied by grafting Patch.graft (graft.py) into the file
 
@@ -39,6 +41,7 @@ from drifttui.core.onnx.edit.accumulate64 import APPLY as ACCUMULATE64
 from drifttui.core.onnx.edit.int_pow import APPLY as INT_POW
 from drifttui.core.onnx.edit.opmath import APPLY as OPMATH
 from drifttui.core.onnx.edit.resize_gather import apply_resize_gather
+from drifttui.core.onnx.edit.resize_map import APPLY as RESIZE_MAP
 from drifttui.core.onnx.edit.rewriting import APPLY, input_dtype
 from drifttui.core.onnx.edit.masked_positions import APPLY as MASKED
 from drifttui.core.onnx.edit.nan_grid import APPLY as NAN_GRID
@@ -200,7 +203,8 @@ def _rewrites() -> dict[str, Any]:
     return {k: wrapped(fn) for k, fn in {**APPLY, "resize_gather": apply_resize_gather, "log1p": apply_log1p,
                                                          "expm1": apply_expm1, "logaddexp": apply_logaddexp,
                                                          **SINGULAR, **NAN_SELECT, **MASKED, **ACCUMULATE64,
-                                                         **NAN_GRID, **INT_POW, **OPMATH}.items()}
+                                                         **NAN_GRID, **INT_POW, **OPMATH,
+                                                         **RESIZE_MAP}.items()}
 
 
 def _workaround(model: Any, p: Patch) -> None:
