@@ -33,6 +33,8 @@ from drifttui.core.explain.causes.propose.patch_budget import affordable, budget
 from drifttui.core.explain.causes.propose.precision_loss import precision_finding
 from drifttui.core.explain.causes.propose.reexport import try_reexport, variants
 from drifttui.core.explain.causes.propose.saturation_cause import saturation_finding
+from drifttui.core.explain.causes.propose.siblings import sibling_patches
+from drifttui.core.explain.causes.propose.witness_attributes import witness_attribute_patches
 from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
 from drifttui.core.result import Finding, display_name
 
@@ -126,8 +128,8 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
                     trials.append(Trial(patch, ev))
                     hold(ctx, trials[-1:])
                     if _passes(trials[-1]):
-                        # a constant it names heads instead (the re-export stays its evidence)
-                        trials[-1:] = _witness_constants(ctx, case, trials[-1]) or trials[-1:]
+                        # a constant or an attribute it names heads instead (the re-export stays its evidence)
+                        trials[-1:] = _witnessed(ctx, case, trials[-1]) or trials[-1:]
                         break
         if not any(t.after.ok and not t.after.fails for t in trials):
             # no file computes what torch computes: is it float32 rounding of an ill-conditioned input?
@@ -138,6 +140,9 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         exp = Explanation(case, loc, [], rank(findings, case.module))
         ctx.cache[key] = exp
         return exp
+    for t in trials:            # a graph edit that verified: the same edit at the origin class's other calls
+        if _passes(t) and t.patch.graph_level:
+            t.patch.siblings = sibling_patches(ctx, case, t.patch)
     merged = as_member(o, case, merge(findings, case, loc, trials, skipped, skipped_exports, unneeded))
     exp = Explanation(case, loc, trials, rank(merged, o.module if o is not None else case.module), skipped=skipped, skipped_exports=skipped_exports,
                       not_tried=unneeded)
@@ -171,14 +176,20 @@ def _precision_story(ctx: Any, findings: list[Finding]) -> Optional[Explanation]
     return None
 
 
-def _witness_constants(ctx: Any, case: Case, reexport: Trial) -> list[Trial]:
+def _witnessed(ctx: Any, case: Case, reexport: Trial) -> list[Trial]:
     """A verified re-export is a correct graph to diff against: a constant of the node it names as
-    wrong that it holds otherwise (constants.py).  Verified like any patch; one that verifies says
-    which number is wrong and repair edits that constant instead of grafting."""
+    wrong that it holds otherwise (constants.py), else an attribute of that node its counterpart in the
+    re-export holds otherwise (witness_attributes.py).  Verified like any patch; one that verifies says
+    which number or attribute is wrong and repair edits that instead of grafting."""
     p = reexport.patch
-    patches = list(constants.witness_constant_patches(case, p.nodes[0] if p.nodes else None,
-                                                      p.graft.model if p.graft is not None else None,
-                                                      p.spec.get("exporter", "")))
+    node, witness = p.nodes[-1] if p.nodes else None, p.graft.model if p.graft is not None else None
+    exporter = p.spec.get("exporter", "")
+    patches = list(constants.witness_constant_patches(case, p.nodes[0] if p.nodes else None, witness, exporter))
+    return _first_holding(ctx, case, patches) or _first_holding(
+        ctx, case, list(witness_attribute_patches(case, node, witness, exporter)))
+
+
+def _first_holding(ctx: Any, case: Case, patches: list[Patch]) -> list[Trial]:
     out = [t for t in verify(case, patches, ctx.cancel) if t.after.ok and not t.after.fails]
     hold(ctx, out)
     return [t for t in out if t.after.ok and not t.after.fails][:1]
