@@ -69,11 +69,21 @@ def sibling_grafts(ctx: Any, case: Any, export: Callable[[Any, list[Any]], Any],
     return out
 
 
+# the edits whose spec names one node and no value of the graph (a replace_constant names the constant it reads)
+_MOVABLE = {"set_attribute": {"op", "node", "name", "value", "outputs"}, "remove_cast": {"op", "node"},
+            "rewrite": {"op", "rewrite", "node", "value", "mode"}}
+
+
+def _movable(spec: dict) -> bool:
+    keys = _MOVABLE.get(spec.get("op", ""))
+    return keys is not None and set(spec) <= keys
+
+
 def sibling_patches(ctx: Any, case: Any, patch: Patch) -> list[Patch]:
     """``patch`` (a graph edit of one node of the origin, ``spec["node"]``) moved to the node of each other call
     of the origin's class that stands where it stands; none when the edit names no single node."""
     name = patch.spec.get("node")
-    if not patch.graph_level or not isinstance(name, str) or ctx.plan is None or case.call >= len(ctx.plan.calls):
+    if not _movable(patch.spec) or not isinstance(name, str) or ctx.plan is None or case.call >= len(ctx.plan.calls):
         return []
     mine = [n for n in _origin_nodes(ctx, case.call)]
     node = next((n for n in mine if n.name == name), None)

@@ -1,12 +1,13 @@
 """Attributes told by a verified re-export: the wrong node's attributes against its counterpart's.
 
 A re-export of the origin that computes what torch computes is a correct graph to diff against
-(``constants.witness_constant_patches`` diffs its numbers).  When the node it names as wrong has a
-node of the same op in the re-export whose attributes differ (an attribute the file leaves at the ONNX
-default where the re-export sets it: a ``BatchNormalization`` without ``training_mode=1`` for a
-``batch_norm(training=True)`` call, pytorch/pytorch#49229; a mode, an axis, a flag), each difference is a
-``set_attribute`` patch, verified like any other.  One that verifies says which attribute the export
-got wrong, its class is the node's own (``reexport_story.lowering_class``: a normalization node's
+(``constants.witness_constant_patches`` diffs its numbers).  When the node it names as wrong leaves out an
+attribute (the ONNX default holds) that a node of the same op in the re-export sets to another value (a
+``BatchNormalization`` without the ``training_mode=1`` of a ``batch_norm(training=True)`` call,
+pytorch/pytorch#49229; a mode, an axis, a flag the export did not write), each such attribute is a
+``set_attribute`` patch, verified like any other.  An attribute the file writes itself is left to the checks
+that know what it should be (an epsilon, a Cast's type): the file's exporter chose it.  One that verifies
+says which attribute the export got wrong, its class is the node's own (``reexport_story.lowering_class``: a normalization node's
 attribute is ``normalization``), and ``repair`` sets that attribute instead of grafting the re-export.
 No catalogue entry per op: the re-export says what the attribute should be.
 """
@@ -75,13 +76,13 @@ def witness_attribute_patches(case: Any, node_name: Optional[str], witness: Any,
     node = next((n for n in case.model.graph.node if n.name == node_name), None)
     if node is None:
         return
-    mine = _attributes(node, _opset(case.model))
+    mine, held = _attributes(node, _opset(case.model)), {a.name for a in node.attribute}
     seen: set[tuple[str, str]] = set()
     for other in (n for n in witness.graph.node if n.op_type == node.op_type and n.domain == node.domain):
         for name, want in _attributes(other, _opset(witness)).items():
             got = mine.get(name)
-            if name in _FREE or (got is not None and _same(got, want)) or (name, repr(want)) in seen:
-                continue
+            if name in _FREE or name in held or (got is not None and _same(got, want)) or (name, repr(want)) in seen:
+                continue        # only what the export left out (the default) and the re-export sets otherwise
             seen.add((name, repr(want)))
             if len(seen) > MAX:
                 return
