@@ -69,9 +69,9 @@ def sibling_grafts(ctx: Any, case: Any, export: Callable[[Any, list[Any]], Any],
     return out
 
 
-# the edits whose spec names one node and no value of the graph (a replace_constant names the constant it reads)
-_MOVABLE = {"set_attribute": {"op", "node", "name", "value", "outputs"}, "remove_cast": {"op", "node"},
-            "rewrite": {"op", "rewrite", "node", "value", "mode"}}
+# the edits whose spec names one node and no value of the graph (a replace_constant names the constant it reads;
+# a Cast removed is left to its own call: a Cast elsewhere may be the model's own)
+_MOVABLE = {"set_attribute": {"op", "node", "name", "value", "outputs"}, "rewrite": {"op", "rewrite", "node", "value", "mode"}}
 
 
 def _movable(spec: dict) -> bool:
