@@ -140,9 +140,7 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         exp = Explanation(case, loc, [], rank(findings, case.module))
         ctx.cache[key] = exp
         return exp
-    for t in trials:            # a graph edit that verified: the same edit at the origin class's other calls
-        if _passes(t) and t.patch.graph_level:
-            t.patch.siblings = sibling_patches(ctx, case, t.patch)
+    _with_siblings(ctx, case, trials)
     merged = as_member(o, case, merge(findings, case, loc, trials, skipped, skipped_exports, unneeded))
     exp = Explanation(case, loc, trials, rank(merged, o.module if o is not None else case.module), skipped=skipped, skipped_exports=skipped_exports,
                       not_tried=unneeded)
@@ -174,6 +172,13 @@ def _precision_story(ctx: Any, findings: list[Finding]) -> Optional[Explanation]
         return Explanation(None, None, [], rank([paid, *findings], paid.module),
                            "the origin pays for the file's precision (keep it in float32: step 4, repair)")
     return None
+
+
+def _with_siblings(ctx: Any, case: Case, trials: list[Trial]) -> None:
+    """A graph edit that verified: the same edit at the origin class's other calls (propose/siblings.py)."""
+    for t in trials:
+        if _passes(t) and t.patch.graph_level:
+            t.patch.siblings = sibling_patches(ctx, case, t.patch)
 
 
 def _witnessed(ctx: Any, case: Case, reexport: Trial) -> list[Trial]:
