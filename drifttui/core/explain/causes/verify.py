@@ -34,6 +34,8 @@ from drifttui.core.explain.causes.propose.precision_loss import precision_findin
 from drifttui.core.explain.causes.propose.reexport import try_reexport, variants
 from drifttui.core.explain.causes.propose.resize_map import measured_map_patches
 from drifttui.core.explain.causes.propose.saturation_cause import saturation_finding
+from drifttui.core.explain.causes.propose.siblings import sibling_patches
+from drifttui.core.explain.causes.propose.witness_attributes import witness_attribute_patches
 from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
 from drifttui.core.result import Finding, display_name
 
@@ -127,8 +129,8 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
                     trials.append(Trial(patch, ev))
                     hold(ctx, trials[-1:])
                     if _passes(trials[-1]):
-                        # a constant it names heads instead (the re-export stays its evidence)
-                        trials[-1:] = _witness_constants(ctx, case, trials[-1]) or trials[-1:]
+                        # a constant or an attribute it names heads instead (the re-export stays its evidence)
+                        trials[-1:] = _witnessed(ctx, case, trials[-1]) or trials[-1:]
                         break
         if not any(_passes(t) for t in trials) and measured_map_patches(ctx, case):
             # the last resort: an equivalent computation, torch's own weights measured from the call
@@ -143,6 +145,7 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         exp = Explanation(case, loc, [], rank(findings, case.module))
         ctx.cache[key] = exp
         return exp
+    _with_siblings(ctx, case, trials)
     merged = as_member(o, case, merge(findings, case, loc, trials, skipped, skipped_exports, unneeded))
     exp = Explanation(case, loc, trials, rank(merged, o.module if o is not None else case.module), skipped=skipped, skipped_exports=skipped_exports,
                       not_tried=unneeded)
@@ -176,14 +179,27 @@ def _precision_story(ctx: Any, findings: list[Finding]) -> Optional[Explanation]
     return None
 
 
-def _witness_constants(ctx: Any, case: Case, reexport: Trial) -> list[Trial]:
+def _with_siblings(ctx: Any, case: Case, trials: list[Trial]) -> None:
+    """A graph edit that verified: the same edit at the origin class's other calls (propose/siblings.py)."""
+    for t in trials:
+        if _passes(t) and t.patch.graph_level:
+            t.patch.siblings = sibling_patches(ctx, case, t.patch)
+
+
+def _witnessed(ctx: Any, case: Case, reexport: Trial) -> list[Trial]:
     """A verified re-export is a correct graph to diff against: a constant of the node it names as
-    wrong that it holds otherwise (constants.py).  Verified like any patch; one that verifies says
-    which number is wrong and repair edits that constant instead of grafting."""
+    wrong that it holds otherwise (constants.py), else an attribute of that node its counterpart in the
+    re-export holds otherwise (witness_attributes.py).  Verified like any patch; one that verifies says
+    which number or attribute is wrong and repair edits that instead of grafting."""
     p = reexport.patch
-    patches = list(constants.witness_constant_patches(case, p.nodes[0] if p.nodes else None,
-                                                      p.graft.model if p.graft is not None else None,
-                                                      p.spec.get("exporter", "")))
+    node, witness = p.nodes[-1] if p.nodes else None, p.graft.model if p.graft is not None else None
+    exporter = p.spec.get("exporter", "")
+    patches = list(constants.witness_constant_patches(case, p.nodes[0] if p.nodes else None, witness, exporter))
+    return _first_holding(ctx, case, patches) or _first_holding(
+        ctx, case, list(witness_attribute_patches(case, node, witness, exporter)))
+
+
+def _first_holding(ctx: Any, case: Case, patches: list[Patch]) -> list[Trial]:
     out = [t for t in verify(case, patches, ctx.cancel) if t.after.ok and not t.after.fails]
     hold(ctx, out)
     return [t for t in out if t.after.ok and not t.after.fails][:1]

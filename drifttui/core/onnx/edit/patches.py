@@ -3,6 +3,7 @@
 ``Patch.spec`` is plain JSON (it goes into ``Finding.patch``)::
 
     {"op": "set_attribute", "node": "n", "name": "coordinate_transformation_mode", "value": "half_pixel"}
+    {"op": "set_attribute", "node": "n", "name": "training_mode", "value": 1, "outputs": 3}   # + unread outputs
     {"op": "replace_initializer", "name": "w", "source": "torch parameter conv.weight"}
     {"op": "remove_cast", "node": "n"}                       # the Cast becomes an Identity
     {"op": "replace_constant", "name": "v", "value": [...]}  # an initializer or Constant output
@@ -64,6 +65,7 @@ class Patch:
     module: Optional[str] = None
     nodes: list[str] = field(default_factory=list)
     graft: Optional[Any] = None                 # reexport: the graft.Graft that repair applies
+    siblings: list["Patch"] = field(default_factory=list)   # the same edit at the origin class's other calls
 
     @property
     def graph_level(self) -> bool:
@@ -111,6 +113,8 @@ def _set_attribute(model: Any, p: Patch) -> None:
     node.attribute.extend(keep)
     if value is not None:
         node.attribute.append(helper.make_attribute(name, value))
+    for k in range(len(node.output), int(p.spec.get("outputs", 0))):   # an attribute that needs more outputs
+        node.output.append(f"{node.name}__drifttui_out{k}")          # (training_mode=1: three), none read
 
 
 def _set_tensor(model: Any, name: str, arr: np.ndarray) -> None:

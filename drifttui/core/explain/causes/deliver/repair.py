@@ -2,8 +2,10 @@
 then the whole model checked again, end to end (``Pipeline.recheck``).
 
 Only patches that verified on the origin's own nodes are applied (``Finding.verified``): a
-graph edit is applied to the copy; a verified re-export of the origin module is grafted into it
-(``graft.py``: the origin's nodes replaced by the re-export's graph).  The user's file is never touched: the CLI writes the copy through
+graph edit is applied to the copy, and to the node that stands where it stands in each other call of the
+origin's class (``Patch.siblings``: the same lowering is wrong in every layer); a verified re-export of the origin
+module is grafted into it (``graft.py``: the origin's nodes replaced by the re-export's graph), and so are the
+siblings' re-exports.  The user's file is never touched: the CLI writes the copy through
 ``report/outputs.py``.
 """
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any, Optional
 from drifttui.core.explain.causes.verify import Explanation
 from drifttui.core.onnx.edit.graft import GraftError, graft
 from drifttui.core.onnx.edit.keep_float32 import without_views
-from drifttui.core.onnx.edit.patches import Patch, apply
+from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
 
 
 @dataclass
@@ -38,7 +40,7 @@ def repair(full_model: Any, exp: Explanation) -> Repair:
             out.not_applicable.append(spec)
             continue
         if patch.graph_level:
-            model = apply(model, patch)
+            model = _apply_siblings(apply(model, patch), patch)
         else:
             try:
                 model = graft(model, patch.graft)
@@ -53,6 +55,17 @@ def repair(full_model: Any, exp: Explanation) -> Repair:
         out.model = without_views(model)     # the file for the user: drifttui's round trips undone
     out.local_before = exp.loc.ort.max_abs if exp.loc is not None else None
     return out
+
+
+def _apply_siblings(model: Any, patch: Patch) -> Any:
+    """``model`` with the same graph edit at the origin class's other calls (propose/siblings.py), each one
+    that fits."""
+    for sib in patch.siblings:
+        try:
+            model = apply(model, sib)
+        except PatchError:
+            continue
+    return model
 
 
 def _siblings(model: Any, g: Any) -> Any:

@@ -39,6 +39,9 @@ from drifttui.core.runtime.torch_hooks import to_numpy
 FX_KEY = "pkg.torch.onnx.fx_node"
 MAX_GROUPS = 200                # FX nodes run alone per origin (one small ORT session each)
 REL_LOW = 1e-3                  # own relative error that downstream nodes amplify (a right one is ~1e-6)
+# ops whose output holds exactly their data input's elements, rearranged: fed torch's input, torch's own value
+# of their output is a rearrangement of it, or the FX value paired with them is another call's
+PERMUTE = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity"}
 _FX = re.compile(r"^%(\S+) : .*?= (\w+)\[target=(.+?)\]\(")
 
 
@@ -215,7 +218,7 @@ def _own(case: Case, g: FxNode, tv: dict[str, np.ndarray], ort_vals: dict[str, n
                 return False
             feeds[v] = _as(np.asarray(src), ort_vals.get(v, case.feeds.get(v)))
     outs = [v for v in produced if v in tv and v in ort_vals]
-    if not outs:
+    if not outs or not _paired(mine, feeds, tv):
         return False
     try:
         got = run_ort(_group_model(case.model, names, feeds, outs), feeds, outs)
@@ -252,6 +255,21 @@ def _retyped(g: FxNode, torch_val: np.ndarray, file_val: np.ndarray) -> None:
     g.dtype_change = f"{torch_val.dtype} -> {file_val.dtype}"
     g.own_abs = max(g.own_abs, float(np.nanmax(d)) if d.size else 0.0)
     g.fails = True
+
+
+def _paired(mine: list[Any], feeds: dict[str, np.ndarray], tv: dict[str, np.ndarray]) -> bool:
+    """False when a group that only rearranges its data input (PERMUTE) is paired with a torch value
+    that holds other elements than torch's value of that input: the FX value matched by target and
+    shape is another call's (the origin traced alone took another path), so the group cannot be judged
+    by it.  A rearrangement the file gets wrong (a baked reshape target) still holds the same elements
+    on torch's side and is judged."""
+    if not mine or any(n.op_type not in PERMUTE for n in mine) or not mine[0].input:
+        return True
+    src, out = feeds.get(mine[0].input[0]), tv.get(mine[-1].output[0])
+    if src is None or out is None or np.size(src) != np.size(out):
+        return True
+    a, b = np.sort(np.asarray(src, np.float64).ravel()), np.sort(np.asarray(out, np.float64).ravel())
+    return bool(np.array_equal(a, b, equal_nan=True))
 
 
 def _finite_where_not(a: Any, b: Any) -> bool:

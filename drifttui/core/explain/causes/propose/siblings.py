@@ -7,6 +7,11 @@ When the origin's re-export computes what torch computes, each other call of the
 (``call_structure.py``), and kept when it too computes what torch computes on that call: ``repair`` grafts
 those after the origin's (``Graft.siblings``).  Only the origin decides ``verified``; the siblings make the
 repaired file whole, and ``check`` on that file is what says so.
+
+A verified graph edit at one node of the origin (a guard, an attribute, a rewrite: ``sibling_patches``) is moved
+the same way to the node of each other call that stands where it stands: the same op, at the same place among
+the call's nodes of that op, with the same attributes (the same lowering); ``repair`` applies those after the
+origin's (``Patch.siblings``): an empty memory makes NaN in the Softmax of every decoder layer's attention.
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from typing import Any, Callable, Optional
 
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import _origin_nodes, call_io
+from drifttui.core.onnx.edit.patches import Patch
 
 MAX_SIBLINGS = 32       # other calls of the origin's class re-exported per verified re-export
 
@@ -60,6 +66,36 @@ def sibling_grafts(ctx: Any, case: Any, export: Callable[[Any, list[Any]], Any],
         g = make_graft(sib, model, [t.detach().cpu().numpy() for t in ins])
         if all(g.inputs):
             out.append(g)
+    return out
+
+
+# the edits whose spec names one node and no value of the graph (a replace_constant names the constant it reads;
+# a Cast removed is left to its own call: a Cast elsewhere may be the model's own)
+_MOVABLE = {"set_attribute": {"op", "node", "name", "value", "outputs"}, "rewrite": {"op", "rewrite", "node", "value", "mode"}}
+
+
+def _movable(spec: dict) -> bool:
+    keys = _MOVABLE.get(spec.get("op", ""))
+    return keys is not None and set(spec) <= keys
+
+
+def sibling_patches(ctx: Any, case: Any, patch: Patch) -> list[Patch]:
+    """``patch`` (a graph edit of one node of the origin, ``spec["node"]``) moved to the node of each other call
+    of the origin's class that stands where it stands; none when the edit names no single node."""
+    name = patch.spec.get("node")
+    if not _movable(patch.spec) or not isinstance(name, str) or ctx.plan is None or case.call >= len(ctx.plan.calls):
+        return []
+    mine = [n for n in _origin_nodes(ctx, case.call)]
+    node = next((n for n in mine if n.name == name), None)
+    if node is None:
+        return []
+    place = [n.name for n in mine if n.op_type == node.op_type].index(name)
+    out = []
+    for ci in sibling_calls(ctx, case.call):
+        same = [n for n in _origin_nodes(ctx, ci) if n.op_type == node.op_type]
+        if place < len(same) and list(same[place].proto.attribute) == list(node.proto.attribute):
+            out.append(dataclasses.replace(patch, spec={**patch.spec, "node": same[place].name},
+                                           module=ctx.calls[ci].module, nodes=[same[place].name], siblings=[]))
     return out
 
 
