@@ -1,0 +1,293 @@
+"""The torch op a drift starts in, for a file that does not say which torch op each node computes.
+
+A dynamo file records, on each ONNX node, the FX node it translates (``fx_localise``); a TorchScript file
+records nothing, so its messages could only name the ONNX nodes of a lowering (a float16 ``var`` told by its
+``ReduceMean, Sub, Mul, Div``).  Here the two computations are aligned by the values they compute:
+
+1. the origin module is traced with ``torch.export`` on its captured inputs, undecomposed (the ATen ops the
+   forward called: ``aten.var.dim``, ``aten.__rshift__.Scalar``), and run on them, each op's value kept;
+2. the origin's ONNX nodes are run in ONNX Runtime on the case's torch-side feeds, every value fetched;
+3. an op is *found* in the file when an ONNX value of its shape holds its value within the tolerance (the
+   sampled elements first, then the whole value);
+4. an op is *right* when it is found, or when a value computed from it is (a view the file never
+   materialises), and its inputs are right; the first op in call order that is not right while its inputs
+   are is the torch op whose ONNX nodes are the first to differ.  Its ONNX nodes are those between the values
+   of its inputs and the ONNX value closest to its own (of its shape, computed from its inputs).
+
+None (the messages keep the ONNX ops) when torch.export cannot trace the module, the module's inputs are not
+found among the case's values, or no op is told: an honest fallback, never a guess.  ``named`` gives a
+dynamo file's op from its FX localisation (the file's own record comes first), the same record either way.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from drifttui.core.base.dtypes import FLOAT32_EPS, FLOATS, LOW_PRECISION, name_of
+from drifttui.core.explain.causes.locate.call_structure import as_called
+from drifttui.core.explain.causes.locate.case import Case, call_io
+from drifttui.core.explain.causes.locate.evaluate import node_values
+from drifttui.core.explain.causes.locate.fx_localise import floored_rel
+from drifttui.core.explain.causes.locate.torch_program import target_name
+from drifttui.core.model.export import quiet
+from drifttui.core.runtime.torch_hooks import to_numpy
+
+MAX_OPS = 4000                  # torch ops aligned per origin (a deep block's forward is ~2000)
+_SKIP = ("aten._assert_tensor_metadata", "aten._assert_scalar", "aten.sym_size", "aten.sym_numel")
+_PROBES = 16                    # sampled elements compared before a whole value
+
+
+@dataclass
+class TorchOp:
+    """The torch op a drift starts in, and the ONNX nodes that compute it."""
+    target: str                 # aten.var.dim
+    nodes: list[str] = field(default_factory=list)
+    op_types: list[str] = field(default_factory=list)
+    how: str = "values"         # "fx": the file's own record (dynamo); "values": aligned by value
+    found: int = 0              # torch ops whose value the file holds
+
+    @property
+    def name(self) -> str:
+        """The op as the forward spelled it: ``var`` for ``aten.var.dim``."""
+        parts = self.target.split(".")
+        return parts[1] if parts[0] in ("aten", "prims") and len(parts) > 1 else self.target
+
+    def words(self) -> str:
+        """``torch's var (aten.var.dim; ONNX ReduceMean, Sub, Mul, Div)``."""
+        ops = ", ".join(dict.fromkeys(self.op_types))
+        return f"torch's {self.name} ({self.target}" + (f"; ONNX {ops})" if ops else ")")
+
+    def told(self, message: str) -> str:
+        """``message`` opened with the torch op, unless it names it already (a dynamo story's ``torch's
+        aten.logaddexp.default``)."""
+        if self.target in message or f"torch's {self.name}" in message:
+            return message
+        return f"in {self.words()}: {message}"
+
+    def evidence(self) -> dict[str, Any]:
+        return {"torch_op": self.target, "torch_op_nodes": self.nodes[:20], "torch_op_found_by": self.how,
+                "torch_ops_found": self.found or None}
+
+
+def named(fx: Any) -> Optional[TorchOp]:
+    """A dynamo file's wrong FX node (``fx_localise``) as a TorchOp, or None."""
+    w = getattr(fx, "wrong", None)
+    return None if w is None else TorchOp(w.target, list(w.nodes), list(w.op_types), "fx", getattr(fx, "matched", 0))
+
+
+def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
+    """The torch op whose ONNX nodes are the first to differ in ``case`` (aligned by value), or None."""
+    ops = _torch_ops(ctx, case)
+    vals = node_values(case) if ops else None
+    if not ops or vals is None:
+        return None
+    vals = {**case.feeds, **vals}
+    found = _found(ops, vals, case)
+    if not any(ops[k][0] == "placeholder" for k in found):
+        return None                 # the module's inputs are not the case's: nothing to align against
+    right = _right(ops, found)
+    wrong = next((k for k, (kind, tgt, _, ins, _) in enumerate(ops) if kind == "call_function"
+                  and k not in right and not tgt.startswith(_SKIP) and all(i in right for i in ins)), None)
+    if wrong is None:
+        return None
+    while ops[wrong][1] == "getitem" and ops[wrong][3]:     # an element of a tuple: the op that made it
+        wrong = ops[wrong][3][0]
+    nodes = _group(case, ops, found, wrong, vals)
+    if not nodes:
+        return None
+    types = {n.name: n.op_type for n in case.model.graph.node}
+    return TorchOp(ops[wrong][1], nodes, [types[n] for n in nodes], "values", len(found))
+
+
+def origin_torch_op(ctx: Any, case: Case, fx: Any) -> Optional[TorchOp]:
+    """The FX localisation's wrong node for a dynamo file, else the op aligned by value (a TorchScript file)."""
+    if fx is not None and fx.wrong is not None:
+        return named(fx)
+    try:
+        return torch_op(ctx, case)
+    except Exception:  # noqa: BLE001 - no alignment: the messages keep the ONNX ops
+        return None
+
+
+def _torch_ops(ctx: Any, case: Case) -> list[tuple[str, str, Any, list[int], str]]:
+    """(kind, target, value, input indices) of the origin module's undecomposed torch program on its captured
+    inputs: placeholders and call_function nodes, in call order; [] when it cannot be traced or run."""
+    import torch
+
+    key = f"causes:torch_op:ops:{case.module}:{case.sample}"
+    if key in ctx.cache:
+        return ctx.cache[key]
+    ctx.cache[key] = []
+    module = ctx.modules().get(case.module) if case.module else ctx.model
+    io = call_io(ctx, case)
+    if module is None or io is None:
+        return []
+    try:
+        module = as_called(ctx, case.call, module, ctx.sample(case.sample))
+        plain = tuple(t.clone() if isinstance(t, torch.Tensor) and t.is_inference() else t for t in io[0])
+        with quiet():
+            gm = torch.export.export(module, plain, strict=False).module()
+        ctx.cache[key] = _run(gm, plain)
+    except Exception:  # noqa: BLE001 - a module torch.export cannot trace: no alignment
+        ctx.cache[key] = []
+    return ctx.cache[key]
+
+
+def _run(gm: Any, ins: tuple) -> list[tuple[str, str, Any, list[int], str]]:
+    import torch
+
+    out: list[tuple[str, str, Any, list[int], str]] = []
+    index: dict[str, int] = {}
+
+    class Record(torch.fx.Interpreter):
+        def run_node(self, n: Any) -> Any:
+            val = super().run_node(n)
+            if n.op in ("placeholder", "call_function") and len(out) < MAX_OPS:
+                tgt = "getitem" if n.target is operator.getitem else target_name(str(n.target))
+                arr = to_numpy(val) if isinstance(val, torch.Tensor) and val.layout == torch.strided else None
+                index[n.name] = len(out)
+                out.append((n.op, tgt, arr, [index[a.name] for a in n.all_input_nodes if a.name in index], name_of(val) or ""))
+            return val
+
+    with torch.no_grad():
+        Record(gm).run(*ins)
+    return out
+
+
+def _rel(want: np.ndarray, got: np.ndarray) -> float:
+    """max |want - got| / (|want| + 1% of max |want|) (fx_localise's floored relative error: no near-zero
+    element blows it up); inf where a NaN or inf differs."""
+    return floored_rel(want.astype(np.float64), got.astype(np.float64))
+
+
+def _bound(dtype: str, case: Case) -> float:
+    """The relative error a right value keeps: the run's rtol, two units in the last place of a float16 or
+    bfloat16 value (each side rounds once, maybe in another order), nothing for an integer or a boolean."""
+    if dtype not in FLOATS:
+        return 0.0
+    return max(case.rtol, 2.0 * LOW_PRECISION.get(dtype, FLOAT32_EPS))
+
+
+def _holds(want: np.ndarray, dtype: str, got: np.ndarray, case: Case) -> Optional[float]:
+    """The relative error of ONNX value ``got`` against torch's ``want``, when it holds it; else None."""
+    if np.shape(want) != np.shape(got) or want.dtype.kind not in "fiub" or got.dtype.kind not in "fiub":
+        return None
+    bound = _bound(dtype, case)
+    w, g = want.reshape(-1), got.reshape(-1)
+    if w.size > _PROBES:            # the sampled elements first: most values of a shape are not this one
+        at = np.linspace(0, w.size - 1, _PROBES).astype(np.int64)
+        if _rel(w[at], g[at]) > bound * 100 + 1e-12:
+            return None
+    rel = _rel(w, g)
+    return rel if rel <= bound else None
+
+
+def _found(ops: list[tuple], vals: dict[str, np.ndarray], case: Case) -> dict[int, str]:
+    """torch op index -> the ONNX value that holds its value (of its dtype first, then the closest)."""
+    by_shape: dict[tuple, list[str]] = {}
+    for v, a in vals.items():
+        by_shape.setdefault(tuple(np.shape(a)), []).append(v)
+    found: dict[int, str] = {}
+    for k, (_, _, val, _, dtype) in enumerate(ops):
+        if val is None or val.size == 0:
+            continue
+        hits = []
+        for v in by_shape.get(tuple(val.shape), []):
+            got = np.asarray(vals[v])
+            rel = _holds(val, dtype, got, case)
+            if rel is not None:
+                hits.append((str(got.dtype) != dtype, rel, v))
+        if hits:
+            found[k] = min(hits)[2]
+    return found
+
+
+def _right(ops: list[tuple], found: dict[int, str]) -> set[int]:
+    """Ops the file computes as torch does: found, or an ancestor of one found (a value the file never
+    materialises), and every op with no tensor value whose inputs are right (a size, a scalar)."""
+    right = set(found)
+    for k in sorted(found, reverse=True):
+        todo = list(ops[k][3])
+        while todo:
+            i = todo.pop()
+            if i not in right:
+                right.add(i)
+                todo.extend(ops[i][3])
+    for k, (kind, _, val, ins, _) in enumerate(ops):
+        if k not in right and (kind == "placeholder" or (val is None and all(i in right for i in ins))):
+            right.add(k)
+    return right
+
+
+def _group(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals: dict[str, np.ndarray]) -> list[str]:
+    """The ONNX nodes of op ``wrong``: ancestors of the value closest to its own (of its shape, computed after
+    its inputs' values), minus the nodes its inputs' values are computed by."""
+    producer = {o: n for n in case.model.graph.node for o in n.output if o}
+
+    def ancestors(values: list[str]) -> set[str]:
+        seen: set[str] = set()
+        todo = [v for v in values if v in producer]
+        while todo:
+            n = producer[todo.pop()]
+            if n.name not in seen:
+                seen.add(n.name)
+                todo.extend(v for v in n.input if v in producer)
+        return seen
+
+    before = ancestors([found[i] for i in _input_values(ops, found, wrong)])
+    want = ops[wrong][2]
+    taken = set(found.values())
+    best, err = None, float("inf")
+    for v, a in vals.items():
+        if v in producer and v not in taken and want is not None and np.shape(a) == want.shape and \
+                np.asarray(a).dtype.kind in "fiub" and producer[v].name not in before:
+            d = _distance(want, np.asarray(a))
+            if d < err:
+                best, err = v, d
+    if best is None:        # no value of its shape: up to the outputs that differ from torch
+        best_values = [o.name for o in case.model.graph.output]
+    else:
+        best_values = [best]
+    mine = ancestors(best_values) - before
+    sizes = _size_nodes(case)
+    return [n.name for n in case.model.graph.node if n.name in mine and n.name not in sizes]
+
+
+def _size_nodes(case: Case) -> set[str]:
+    """Nodes that compute only from sizes and constants (Shape, Gather of it, a count cast to float): the op's
+    arithmetic on sizes, not what it computes."""
+    static = {t.name for t in case.model.graph.initializer}
+    sizes: set[str] = set()
+    made: set[str] = set(static)
+    for n in case.model.graph.node:
+        ins = [v for v in n.input if v]
+        if n.op_type in ("Constant", "Shape", "Size") or (ins and all(v in made for v in ins)):
+            sizes.add(n.name)
+            made.update(o for o in n.output if o)
+    return sizes
+
+
+def _input_values(ops: list[tuple], found: dict[int, str], k: int) -> list[int]:
+    """The found ops that feed op ``k`` (through ops the file never materialises)."""
+    out, todo, seen = [], list(ops[k][3]), set()
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        if i in found:
+            out.append(i)
+        else:
+            todo.extend(ops[i][3])
+    return out
+
+
+def _distance(want: np.ndarray, got: np.ndarray) -> float:
+    w, g = want.astype(np.float64).reshape(-1), got.astype(np.float64).reshape(-1)
+    fin = np.isfinite(w) & np.isfinite(g)
+    miss = float((~fin & ~((w == g) | (np.isnan(w) & np.isnan(g)))).mean()) if w.size else 0.0
+    scale = float(np.abs(w[fin]).max()) if fin.any() else 1.0
+    return miss + (float(np.abs(w[fin] - g[fin]).max()) / (scale or 1.0) if fin.any() else 0.0)
