@@ -21,6 +21,7 @@ dynamo file's op from its FX localisation (the file's own record comes first), t
 from __future__ import annotations
 
 import operator
+import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -36,6 +37,7 @@ from drifttui.core.model.export import quiet
 from drifttui.core.runtime.torch_hooks import to_numpy
 
 MAX_OPS = 4000                  # torch ops aligned per origin (a deep block's forward is ~2000)
+_COPIES = ("aten.detach", "aten.alias", "aten.clone", "aten.lift_fresh_copy", "aten.contiguous")
 _SKIP = ("aten._assert_tensor_metadata", "aten._assert_scalar", "aten.sym_size", "aten.sym_numel")
 _PROBES = 16                    # sampled elements compared before a whole value
 
@@ -85,17 +87,23 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     if not ops or vals is None:
         return None
     vals = {**case.feeds, **vals}
-    found = _found(ops, vals, case)
+    found, rels = _found(ops, vals, case)
     if not any(ops[k][0] == "placeholder" for k in found):
         return None                 # the module's inputs are not the case's: nothing to align against
-    right = _right(ops, found)
+    right = _right(ops, found, vals)
     wrong = next((k for k, (kind, tgt, _, ins, _) in enumerate(ops) if kind == "call_function"
                   and k not in right and not tgt.startswith(_SKIP) and all(i in right for i in ins)), None)
     if wrong is None:
         return None
+    wrong = _amplified(ops, rels, wrong, case)
+    if os.environ.get("DRIFTTUI_DEBUG_ALIGN"):
+        print([(k, ops[k][1], found.get(k), rels.get(k)) for k in range(len(ops))], wrong)
     while ops[wrong][1] == "getitem" and ops[wrong][3]:     # an element of a tuple: the op that made it
         wrong = ops[wrong][3][0]
     nodes = _group(case, ops, found, wrong, vals)
+    leak = _leaked(case, ops, found, wrong, nodes)
+    if leak is not None:        # its nodes read past an input's value: that input's lowering goes on after it
+        wrong, nodes = leak[0], _group(case, ops, found, leak[0], vals) + leak[1]
     if not nodes:
         return None
     types = {n.name: n.op_type for n in case.model.graph.node}
@@ -177,6 +185,8 @@ def _holds(want: np.ndarray, dtype: str, got: np.ndarray, case: Case) -> Optiona
         return None
     bound = _bound(dtype, case)
     w, g = want.reshape(-1), got.reshape(-1)
+    if w.dtype.kind in "iub" and g.dtype.kind in "iub":     # exactly: int64 past 2**53 is no float64
+        return 0.0 if np.array_equal(w, g) else None
     if w.size > _PROBES:            # the sampled elements first: most values of a shape are not this one
         at = np.linspace(0, w.size - 1, _PROBES).astype(np.int64)
         if _rel(w[at], g[at]) > bound * 100 + 1e-12:
@@ -185,12 +195,14 @@ def _holds(want: np.ndarray, dtype: str, got: np.ndarray, case: Case) -> Optiona
     return rel if rel <= bound else None
 
 
-def _found(ops: list[tuple], vals: dict[str, np.ndarray], case: Case) -> dict[int, str]:
-    """torch op index -> the ONNX value that holds its value (of its dtype first, then the closest)."""
+def _found(ops: list[tuple], vals: dict[str, np.ndarray], case: Case) -> tuple[dict[int, str], dict[int, float]]:
+    """torch op index -> the ONNX value that holds its value (of its dtype first, then the closest), and its
+    relative error."""
     by_shape: dict[tuple, list[str]] = {}
     for v, a in vals.items():
         by_shape.setdefault(tuple(np.shape(a)), []).append(v)
     found: dict[int, str] = {}
+    rels: dict[int, float] = {}
     for k, (_, _, val, _, dtype) in enumerate(ops):
         if val is None or val.size == 0:
             continue
@@ -201,46 +213,63 @@ def _found(ops: list[tuple], vals: dict[str, np.ndarray], case: Case) -> dict[in
             if rel is not None:
                 hits.append((str(got.dtype) != dtype, rel, v))
         if hits:
-            found[k] = min(hits)[2]
-    return found
+            _, rels[k], found[k] = min(hits)
+    return found, rels
 
 
-def _right(ops: list[tuple], found: dict[int, str]) -> set[int]:
-    """Ops the file computes as torch does: found, or an ancestor of one found (a value the file never
-    materialises), and every op with no tensor value whose inputs are right (a size, a scalar)."""
+def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray]) -> set[int]:
+    """Ops the file computes as torch does: found, or an ancestor of a found value that is not constant (a
+    value the file never materialises; ``zeros_like(y)`` says nothing of ``y``), a copy of a right value
+    (``detach``, ``clone``), and every op with no tensor value whose inputs are right (a size, a scalar)."""
     right = set(found)
     for k in sorted(found, reverse=True):
+        got = np.asarray(vals[found[k]])
+        if got.size < 2 or (got.dtype.kind in "fiub" and bool(np.all(got == got.reshape(-1)[0]))):
+            continue
         todo = list(ops[k][3])
         while todo:
             i = todo.pop()
             if i not in right:
                 right.add(i)
                 todo.extend(ops[i][3])
-    for k, (kind, _, val, ins, _) in enumerate(ops):
-        if k not in right and (kind == "placeholder" or (val is None and all(i in right for i in ins))):
+    for k, (kind, tgt, val, ins, _) in enumerate(ops):
+        if k not in right and (kind == "placeholder" or ((val is None or tgt.startswith(_COPIES))
+                                                         and all(i in right for i in ins))):
             right.add(k)
     return right
+
+
+def _amplified(ops: list[tuple], rels: dict[int, float], wrong: int, case: Case) -> int:
+    """``wrong``, or, when a value it reads already holds more than rounding noise of error (an error the op
+    amplifies: a level subtracted after a long sum), the first op before it whose own value does while the
+    values it reads do not."""
+    noisy = {k for k, r in rels.items() if r > _noise(ops[k][4], case)}
+    feeding = _input_values(ops, rels, wrong)
+    if not any(i in noisy for i in feeding):
+        return wrong
+    for k in sorted(noisy):
+        if k < wrong and ops[k][0] == "call_function" and not any(i in noisy for i in _input_values(ops, rels, k)):
+            return k
+    return wrong
+
+
+def _noise(dtype: str, case: Case) -> float:
+    """The relative error of a value computed in another order: a few units in the last place."""
+    return 16.0 * FLOAT32_EPS if dtype == "float32" else _bound(dtype, case)
 
 
 def _group(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals: dict[str, np.ndarray]) -> list[str]:
     """The ONNX nodes of op ``wrong``: ancestors of the value closest to its own (of its shape, computed after
     its inputs' values), minus the nodes its inputs' values are computed by."""
-    producer = {o: n for n in case.model.graph.node for o in n.output if o}
+    producer = _producers(case)
 
     def ancestors(values: list[str]) -> set[str]:
-        seen: set[str] = set()
-        todo = [v for v in values if v in producer]
-        while todo:
-            n = producer[todo.pop()]
-            if n.name not in seen:
-                seen.add(n.name)
-                todo.extend(v for v in n.input if v in producer)
-        return seen
+        return _ancestors(producer, values)
 
     before = ancestors([found[i] for i in _input_values(ops, found, wrong)])
     want = ops[wrong][2]
     taken = set(found.values())
-    best, err = None, float("inf")
+    best, err = found.get(wrong), float("inf") if wrong not in found else 0.0
     for v, a in vals.items():
         if v in producer and v not in taken and want is not None and np.shape(a) == want.shape and \
                 np.asarray(a).dtype.kind in "fiub" and producer[v].name not in before:
@@ -254,6 +283,48 @@ def _group(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals
     mine = ancestors(best_values) - before
     sizes = _size_nodes(case)
     return [n.name for n in case.model.graph.node if n.name in mine and n.name not in sizes]
+
+
+def _producers(case: Case) -> dict[str, Any]:
+    return {o: n for n in case.model.graph.node for o in n.output if o}
+
+
+def _ancestors(producer: dict[str, Any], values: list[str]) -> set[str]:
+    """The names of the nodes ``values`` are computed by (the nodes that make them included)."""
+    seen: set[str] = set()
+    todo = [v for v in values if v in producer]
+    while todo:
+        n = producer[todo.pop()]
+        if n.name not in seen:
+            seen.add(n.name)
+            todo.extend(v for v in n.input if v in producer)
+    return seen
+
+
+def _leaked(case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
+            nodes: list[str]) -> Optional[tuple[int, list[str]]]:
+    """(input op, the nodes of ``wrong``'s that read inside its lowering) when ``wrong``'s nodes read a value
+    computed before the found value of one of its inputs, other than that value (the file's lowering of the
+    input goes on after the value that equals torch's: ``atan2``'s quadrant fix-up); None otherwise."""
+    if wrong in found:
+        return None
+    producer, sizes, group = _producers(case), _size_nodes(case), set(nodes)
+    inputs = _input_values(ops, found, wrong)
+    allowed = {found[i] for i in inputs}
+    inside = {i: _ancestors(producer, [found[i]]) for i in inputs}
+    for n in case.model.graph.node:
+        if n.name not in group:
+            continue
+        for v in n.input:
+            p = producer.get(v)
+            if p is None or p.name in group or p.name in sizes or v in allowed:
+                continue
+            hit = next((i for i in inputs if p.name in inside[i]), None)
+            if hit is not None and ops[hit][0] == "call_function":
+                return hit, [m for m in nodes if m in {x.name for x in case.model.graph.node
+                                                       if any(producer.get(u) is not None and producer[u].name
+                                                              in inside[hit] and u not in allowed for u in x.input)}]
+    return None
 
 
 def _size_nodes(case: Case) -> set[str]:
@@ -270,7 +341,7 @@ def _size_nodes(case: Case) -> set[str]:
     return sizes
 
 
-def _input_values(ops: list[tuple], found: dict[int, str], k: int) -> list[int]:
+def _input_values(ops: list[tuple], found: Any, k: int) -> list[int]:
     """The found ops that feed op ``k`` (through ops the file never materialises)."""
     out, todo, seen = [], list(ops[k][3]), set()
     while todo:
