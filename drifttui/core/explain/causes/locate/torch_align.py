@@ -130,8 +130,8 @@ def _torch_ops(ctx: Any, case: Case) -> list[tuple[str, str, Any, list[int], str
         return ctx.cache[key]
     ctx.cache[key] = []
     module = ctx.modules().get(case.module) if case.module else ctx.model
-    io = call_io(ctx, case)
-    if module is None or io is None:
+    io = call_io(ctx, case) if module is not None else None
+    if io is None:
         return []
     try:
         module = as_called(ctx, case.call, module, ctx.sample(case.sample))
