@@ -4,8 +4,10 @@ A dynamo file records, on each ONNX node, the FX node it translates (``fx_locali
 records nothing, so its messages could only name the ONNX nodes of a lowering (a float16 ``var`` told by its
 ``ReduceMean, Sub, Mul, Div``).  Here the two computations are aligned by the values they compute:
 
-1. the origin module is traced with ``torch.export`` on its captured inputs, undecomposed (the ATen ops the
-   forward called: ``aten.var.dim``, ``aten.__rshift__.Scalar``), and run on them, each op's value kept;
+1. the origin module's forward is run again on its captured inputs under a ``TorchFunctionMode`` that records
+   each torch call as the forward made it (``torch.Tensor.var``, ``torch.Tensor.__rshift__``,
+   ``torch.nn.functional.cosine_similarity``; not the calls inside one), its value and the calls its inputs
+   came from: one eager forward, no tracing;
 2. the origin's ONNX nodes are run in ONNX Runtime on the case's torch-side feeds, every value fetched;
 3. an op is *found* in the file when an ONNX value of its shape holds its value within the tolerance (the
    sampled elements first, then the whole value);
@@ -14,13 +16,12 @@ records nothing, so its messages could only name the ONNX nodes of a lowering (a
    are is the torch op whose ONNX nodes are the first to differ.  Its ONNX nodes are those between the values
    of its inputs and the ONNX value closest to its own (of its shape, computed from its inputs).
 
-None (the messages keep the ONNX ops) when torch.export cannot trace the module, the module's inputs are not
+None (the messages keep the ONNX ops) when the forward cannot be run again, the module's inputs are not
 found among the case's values, or no op is told: an honest fallback, never a guess.  ``named`` gives a
 dynamo file's op from its FX localisation (the file's own record comes first), the same record either way.
 """
 from __future__ import annotations
 
-import operator
 import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -32,14 +33,13 @@ from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.explain.causes.locate.evaluate import node_values
 from drifttui.core.explain.causes.locate.fx_localise import floored_rel
-from drifttui.core.explain.causes.locate.torch_program import target_name
 from drifttui.core.model.export import quiet
 from drifttui.core.runtime.torch_hooks import to_numpy
 
 MAX_OPS = 4000                  # torch ops aligned per origin (a deep block's forward is ~2000)
-_COPIES = ("aten.detach", "aten.alias", "aten.clone", "aten.lift_fresh_copy", "aten.contiguous")
-_SKIP = ("aten._assert_tensor_metadata", "aten._assert_scalar", "aten.sym_size", "aten.sym_numel")
+_COPIES = ("torch.Tensor.detach", "torch.detach", "torch.Tensor.clone", "torch.clone", "torch.Tensor.contiguous")
 _PROBES = 16                    # sampled elements compared before a whole value
+_NEAREST = 32                   # candidate values per op, by their first element
 
 
 @dataclass
@@ -55,7 +55,9 @@ class TorchOp:
     def name(self) -> str:
         """The op as the forward spelled it: ``var`` for ``aten.var.dim``."""
         parts = self.target.split(".")
-        return parts[1] if parts[0] in ("aten", "prims") and len(parts) > 1 else self.target
+        if parts[0] in ("aten", "prims") and len(parts) > 1:
+            return parts[1]
+        return parts[-1]
 
     def words(self) -> str:
         """``torch's var (aten.var.dim; ONNX ReduceMean, Sub, Mul, Div)``."""
@@ -92,14 +94,12 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
         return None                 # the module's inputs are not the case's: nothing to align against
     right = _right(ops, found, vals)
     wrong = next((k for k, (kind, tgt, _, ins, _) in enumerate(ops) if kind == "call_function"
-                  and k not in right and not tgt.startswith(_SKIP) and all(i in right for i in ins)), None)
+                  and k not in right and all(i in right for i in ins)), None)
     if wrong is None:
         return None
     wrong = _amplified(ops, rels, wrong, case)
     if os.environ.get("DRIFTTUI_DEBUG_ALIGN"):
         print([(k, ops[k][1], found.get(k), rels.get(k)) for k in range(len(ops))], wrong)
-    while ops[wrong][1] == "getitem" and ops[wrong][3]:     # an element of a tuple: the op that made it
-        wrong = ops[wrong][3][0]
     nodes = _group(case, ops, found, wrong, vals)
     leak = _leaked(case, ops, found, wrong, nodes)
     if leak is not None:        # its nodes read past an input's value: that input's lowering goes on after it
@@ -121,8 +121,8 @@ def origin_torch_op(ctx: Any, case: Case, fx: Any) -> Optional[TorchOp]:
 
 
 def _torch_ops(ctx: Any, case: Case) -> list[tuple[str, str, Any, list[int], str]]:
-    """(kind, target, value, input indices) of the origin module's undecomposed torch program on its captured
-    inputs: placeholders and call_function nodes, in call order; [] when it cannot be traced or run."""
+    """(kind, target, value, input indices, dtype) of each torch op the origin module's forward calls on its
+    captured inputs (``placeholder``: an input), in call order; [] when it cannot be run."""
     import torch
 
     key = f"causes:torch_op:ops:{case.module}:{case.sample}"
@@ -136,33 +136,56 @@ def _torch_ops(ctx: Any, case: Case) -> list[tuple[str, str, Any, list[int], str
     try:
         module = as_called(ctx, case.call, module, ctx.sample(case.sample))
         plain = tuple(t.clone() if isinstance(t, torch.Tensor) and t.is_inference() else t for t in io[0])
-        with quiet():
-            gm = torch.export.export(module, plain, strict=False).module()
-        ctx.cache[key] = _run(gm, plain)
-    except Exception:  # noqa: BLE001 - a module torch.export cannot trace: no alignment
+        with quiet(), torch.no_grad():
+            ctx.cache[key] = _run(module, plain)
+    except Exception:  # noqa: BLE001 - a forward that does not run again: no alignment
         ctx.cache[key] = []
     return ctx.cache[key]
 
 
-def _run(gm: Any, ins: tuple) -> list[tuple[str, str, Any, list[int], str]]:
+def _run(module: Any, ins: tuple) -> list[tuple[str, str, Any, list[int], str]]:
+    """The forward run under a TorchFunctionMode that records each torch call as the forward made it
+    (``Tensor.var``, ``F.cosine_similarity``, ``Tensor.__rshift__``: the calls inside one are not seen), its
+    tensor outputs' values copied at once (an in-place op changes them later) and the calls its inputs came from."""
     import torch
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._pytree import tree_flatten
 
     out: list[tuple[str, str, Any, list[int], str]] = []
-    index: dict[str, int] = {}
+    made: dict[int, int] = {}
+    keep: list[Any] = []            # the recorded tensors stay alive: their ids are not reused
 
-    class Record(torch.fx.Interpreter):
-        def run_node(self, n: Any) -> Any:
-            val = super().run_node(n)
-            if n.op in ("placeholder", "call_function") and len(out) < MAX_OPS:
-                tgt = "getitem" if n.target is operator.getitem else target_name(str(n.target))
-                arr = to_numpy(val) if isinstance(val, torch.Tensor) and val.layout == torch.strided else None
-                index[n.name] = len(out)
-                out.append((n.op, tgt, arr, [index[a.name] for a in n.all_input_nodes if a.name in index], name_of(val) or ""))
+    def note(kind: str, target: str, t: Any, ins: list[int]) -> None:
+        if len(out) < MAX_OPS and isinstance(t, torch.Tensor) and t.layout == torch.strided:
+            made[id(t)] = len(out)
+            keep.append(t)
+            out.append((kind, target, np.array(to_numpy(t.detach()), copy=True), ins, name_of(t) or ""))
+
+    class Record(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            val = func(*args, **(kwargs or {}))
+            results = [t for t in tree_flatten(val)[0] if isinstance(t, torch.Tensor)]
+            if results:
+                ins = list(dict.fromkeys(made[id(t)] for t in tree_flatten((args, kwargs or {}))[0]
+                                         if isinstance(t, torch.Tensor) and id(t) in made))
+                for t in results:
+                    note("call_function", _qualname(func), t, ins)
             return val
 
-    with torch.no_grad():
-        Record(gm).run(*ins)
+    for t in ins:
+        note("placeholder", "input", t, [])
+    with Record():
+        module(*ins)
     return out
+
+
+def _qualname(func: Any) -> str:
+    """``torch.Tensor.var``, ``torch.atan2``, ``torch.nn.functional.adaptive_avg_pool2d``."""
+    name = getattr(func, "__name__", None) or str(func)
+    if getattr(func, "__objclass__", None) is not None or ".Tensor" in f".{getattr(func, '__qualname__', '')}":
+        return f"torch.Tensor.{name}"
+    mod = getattr(func, "__module__", None) or "torch"
+    return f"{'torch' if mod.startswith(('torch._C', 'torch._tensor')) or mod == 'torch' else mod}.{name}"
 
 
 def _rel(want: np.ndarray, got: np.ndarray) -> float:
@@ -179,7 +202,14 @@ def _bound(dtype: str, case: Case) -> float:
     return max(case.rtol, 2.0 * LOW_PRECISION.get(dtype, FLOAT32_EPS))
 
 
-def _holds(want: np.ndarray, dtype: str, got: np.ndarray, case: Case) -> Optional[float]:
+def _top(want: np.ndarray) -> float:
+    """max |want| over its finite elements (the floor of the floored relative error is 1% of it)."""
+    w = np.abs(want.astype(np.float64, copy=False))
+    fin = w[np.isfinite(w)]
+    return float(fin.max()) if fin.size else 0.0
+
+
+def _holds(want: np.ndarray, dtype: str, got: np.ndarray, case: Case, top: float) -> Optional[float]:
     """The relative error of ONNX value ``got`` against torch's ``want``, when it holds it; else None."""
     if np.shape(want) != np.shape(got) or want.dtype.kind not in "fiub" or got.dtype.kind not in "fiub":
         return None
@@ -187,9 +217,12 @@ def _holds(want: np.ndarray, dtype: str, got: np.ndarray, case: Case) -> Optiona
     w, g = want.reshape(-1), got.reshape(-1)
     if w.dtype.kind in "iub" and g.dtype.kind in "iub":     # exactly: int64 past 2**53 is no float64
         return 0.0 if np.array_equal(w, g) else None
-    if w.size > _PROBES:            # the sampled elements first: most values of a shape are not this one
+    if w.size > _PROBES:            # the sampled elements first: what the whole value must meet there too
         at = np.linspace(0, w.size - 1, _PROBES).astype(np.int64)
-        if _rel(w[at], g[at]) > bound * 100 + 1e-12:
+        wa, ga = w[at].astype(np.float64), g[at].astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            off = ~((wa == ga) | (np.isnan(wa) & np.isnan(ga))) & ~(np.abs(wa - ga) <= bound * (np.abs(wa) + 0.01 * top) * 1.001)
+        if off.any():
             return None
     rel = _rel(w, g)
     return rel if rel <= bound else None
@@ -197,24 +230,57 @@ def _holds(want: np.ndarray, dtype: str, got: np.ndarray, case: Case) -> Optiona
 
 def _found(ops: list[tuple], vals: dict[str, np.ndarray], case: Case) -> tuple[dict[int, str], dict[int, float]]:
     """torch op index -> the ONNX value that holds its value (of its dtype first, then the closest), and its
-    relative error."""
-    by_shape: dict[tuple, list[str]] = {}
-    for v, a in vals.items():
-        by_shape.setdefault(tuple(np.shape(a)), []).append(v)
+    relative error.  The candidates of a shape are looked up by their first element (sorted, bisected within
+    the widest error a holding value can have there): a deep block's thousands of values of one shape are not
+    each compared with each op."""
+    index = _first_elements(vals)
     found: dict[int, str] = {}
     rels: dict[int, float] = {}
     for k, (_, _, val, _, dtype) in enumerate(ops):
-        if val is None or val.size == 0:
+        if val is None or val.size == 0 or val.dtype.kind not in "fiub" or tuple(val.shape) not in index:
             continue
         hits = []
-        for v in by_shape.get(tuple(val.shape), []):
+        top = _top(val)
+        for v in _near(index[tuple(val.shape)], val, _bound(dtype, case), top):
             got = np.asarray(vals[v])
-            rel = _holds(val, dtype, got, case)
+            rel = _holds(val, dtype, got, case, top)
             if rel is not None:
                 hits.append((str(got.dtype) != dtype, rel, v))
         if hits:
             _, rels[k], found[k] = min(hits)
     return found, rels
+
+
+def _first_elements(vals: dict[str, np.ndarray]) -> dict[tuple, tuple[np.ndarray, list[str], list[str]]]:
+    """shape -> (first elements sorted, their values' names in that order, the names whose first is NaN)."""
+    groups: dict[tuple, list[tuple[float, str]]] = {}
+    for v, a in vals.items():
+        a = np.asarray(a)
+        if a.size and a.dtype.kind in "fiub":
+            groups.setdefault(tuple(a.shape), []).append((float(a.reshape(-1)[0]), v))
+    out = {}
+    for shape, items in groups.items():
+        nan = [v for x, v in items if x != x]
+        ordered = sorted((x, v) for x, v in items if x == x)
+        out[shape] = (np.array([x for x, _ in ordered], dtype=np.float64), [v for _, v in ordered], nan)
+    return out
+
+
+def _near(entry: tuple[np.ndarray, list[str], list[str]], val: np.ndarray, bound: float, top: float) -> list[str]:
+    """The values of ``entry``'s shape whose first element is where a value holding ``val`` has its own: within
+    the floored relative error ``bound`` of it (the nearest ``_NEAREST`` of them)."""
+    firsts, names, nan = entry
+    w0 = float(val.reshape(-1)[0])
+    if w0 != w0:
+        return nan
+    if not np.isfinite(w0):
+        return [n for x, n in zip(firsts, names) if x == w0]
+    width = bound * (abs(w0) + 0.01 * top) * 1.001 + 1e-30
+    lo = int(np.searchsorted(firsts, w0 - width, side="left"))
+    hi = int(np.searchsorted(firsts, w0 + width, side="right"))
+    if hi - lo > _NEAREST:
+        return [names[i] for i in sorted(range(lo, hi), key=lambda i: abs(firsts[i] - w0))[:_NEAREST]]
+    return names[lo:hi]
 
 
 def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray]) -> set[int]:
