@@ -1,8 +1,9 @@
 """The op named in a message is the torch op that was called (issue 30 point 3), for a TorchScript file too.
 
-A TorchScript file does not record which torch op each ONNX node computes; ``locate/torch_align.py`` aligns the
-origin module's ATen ops (torch.export, undecomposed) with the file's values and names the first op whose ONNX
-nodes differ.  Before it, a TorchScript file's messages named the lowering's ONNX ops only (a float16 ``var``
+A TorchScript file does not record which torch op each ONNX node computes; ``locate/torch_align.py`` records the
+origin module's torch calls as its forward made them (a TorchFunctionMode), aligns their values with the file's
+and names the first call whose ONNX nodes differ (pool_level: a long mean whose error a subtracted level
+amplifies, named at the mean).  Before it, a TorchScript file's messages named the lowering's ONNX ops only (a float16 ``var``
 told by ``ReduceMean, Sub, Mul, Div``).  Forms of different families, exported by the TorchScript exporter and
 run in real ONNX Runtime: a float16 reduction and an amplified float32 reduction inside deep models, an integer
 lowering, a NaN lowering, a lowering whose value equals torch's mid-way (``atan2``'s quadrant fix-up).  The
@@ -19,11 +20,11 @@ from tests.causes.form_suite import explained_forms
 
 # (suite, model) -> (the ATen op the forward called, its name in the message); all TorchScript
 NAMED = {
-    ("forms39", "half_var"): ("aten.var.dim", "torch's var"),                 # float16 reduction, deep
-    ("forms30", "shift"): ("aten.__rshift__.Scalar", "torch's __rshift__"),    # integer lowering, deep
-    ("forms_nan", "masked_amax"): ("aten.amax.default", "torch's amax"),      # NaN lowering
-    ("forms37", "pool_level"): ("aten.adaptive_avg_pool2d.default", "torch's adaptive_avg_pool2d"),  # amplified
-    ("forms33", "atan2_zero"): ("aten.atan2.default", "torch's atan2"),       # equal to torch's mid-way
+    ("forms39", "half_var"): ("torch.Tensor.var", "torch's var"),             # float16 reduction, deep
+    ("forms30", "shift"): ("torch.Tensor.__rshift__", "torch's __rshift__"),   # integer lowering, deep
+    ("forms_nan", "masked_amax"): ("torch.Tensor.amax", "torch's amax"),      # NaN lowering
+    ("forms37", "pool_level"): ("torch.nn.functional.adaptive_avg_pool2d", "torch's adaptive_avg_pool2d"),
+    ("forms33", "atan2_zero"): ("torch.atan2", "torch's atan2"),              # equal to torch's mid-way
 }
 FAST = {("forms39", "half_var"), ("forms30", "shift")}
 
@@ -54,7 +55,7 @@ def test_the_headline_names_the_torch_op_that_was_called(explained, form):
 
 def test_the_float16_var_is_told_by_var_not_by_its_onnx_ops(explained):
     head = explained("forms39", "half_var")[4].findings[0]
-    assert head.message.startswith("in torch's var (aten.var.dim; ONNX ReduceMean, Sub, Mul, Div): "), head.message
+    assert head.message.startswith("in torch's var (torch.Tensor.var; ONNX ReduceMean, Sub, Mul, Div): "), head.message
     assert "x.float().var(...).half()" in head.fix and head.verified is True
     # the op's ONNX nodes are the variance's arithmetic, not the count's Shape/Gather/Cast
     nodes = head.evidence["torch_op_nodes"]
@@ -90,13 +91,13 @@ def test_the_cli_json_gate_and_python_api_name_the_same_op(explained, tmp_path, 
     report = tmp_path / "r.json"
     assert main(["diagnose", *args, "--json", str(report)]) == 1
     said = capsys.readouterr().out
-    assert "in torch's var (aten.var.dim" in said
-    assert json.loads(report.read_text())["findings"][0]["torch_op"] == "aten.var.dim"
+    assert "in torch's var (torch.Tensor.var" in said
+    assert json.loads(report.read_text())["findings"][0]["torch_op"] == "torch.Tensor.var"
     assert main(["check", *args, "--fail-on", "error"]) == 1
     gate = capsys.readouterr()
-    assert "torch's var (aten.var.dim" in gate.out + gate.err
+    assert "torch's var (torch.Tensor.var" in gate.out + gate.err
     api = drifttui.diagnose(cfg.model, cfg.onnx, cfg.inputs, samples=3)
-    assert api.findings[0].torch_op == "aten.var.dim" and "torch's var" in api.findings[0].message
+    assert api.findings[0].torch_op == "torch.Tensor.var" and "torch's var" in api.findings[0].message
 
 
 def test_no_op_is_claimed_when_the_values_cannot_be_aligned():
@@ -113,6 +114,6 @@ def test_no_op_is_claimed_when_the_values_cannot_be_aligned():
         module, sample, call = "body", 0, 0
 
     assert torch_op(NoModule(), Case()) is None
-    op = TorchOp("aten.var.dim", ["/body/ReduceMean"], ["ReduceMean"])
-    assert op.told("x: torch's aten.var.dim lowered otherwise") == "x: torch's aten.var.dim lowered otherwise"
-    assert op.told("the file rounds") == "in torch's var (aten.var.dim; ONNX ReduceMean): the file rounds"
+    op = TorchOp("torch.Tensor.var", ["/body/ReduceMean"], ["ReduceMean"])
+    assert op.told("x: torch.Tensor.var lowered otherwise") == "x: torch.Tensor.var lowered otherwise"
+    assert op.told("the file rounds") == "in torch's var (torch.Tensor.var; ONNX ReduceMean): the file rounds"

@@ -137,10 +137,11 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
 
 def _with_torch_op(f: Finding, op: Any) -> Finding:
     """An error at the origin with the torch op its drift starts in: its field, and its message opened with it
-    (torch_align.TorchOp.told); unchanged when the op cannot be told."""
+    (torch_align.TorchOp.told) unless it tells of a weight (the file holds another number: no op's story);
+    unchanged when the op cannot be told."""
     if op is None:
         return f
-    return dataclasses.replace(f, torch_op=op.target, message=op.told(f.message),
+    return dataclasses.replace(f, torch_op=op.target, message=f.message if f.check == "weights" else op.told(f.message),
                                evidence={**f.evidence, **op.evidence()})
 
 
