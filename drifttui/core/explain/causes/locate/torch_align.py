@@ -22,24 +22,21 @@ dynamo file's op from its FX localisation (the file's own record comes first), t
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.base.dtypes import FLOAT32_EPS, FLOATS, LOW_PRECISION, name_of
+from drifttui.core.base.dtypes import FLOAT32_EPS, name_of
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.explain.causes.locate.evaluate import node_values
-from drifttui.core.explain.causes.locate.fx_localise import floored_rel
+from drifttui.core.explain.causes.locate.value_match import bound, found_values
 from drifttui.core.model.export import quiet
 from drifttui.core.runtime.torch_hooks import to_numpy
 
 MAX_OPS = 4000                  # torch ops aligned per origin (a deep block's forward is ~2000)
 _COPIES = ("torch.Tensor.detach", "torch.detach", "torch.Tensor.clone", "torch.clone", "torch.Tensor.contiguous")
-_PROBES = 16                    # sampled elements compared before a whole value
-_NEAREST = 32                   # candidate values per op, by their first element
 
 
 @dataclass
@@ -89,7 +86,7 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     if not ops or vals is None:
         return None
     vals = {**case.feeds, **vals}
-    found, rels = _found(ops, vals, case)
+    found, rels = found_values(ops, vals, case.rtol)
     if not any(ops[k][0] == "placeholder" for k in found):
         return None                 # the module's inputs are not the case's: nothing to align against
     right = _right(ops, found, vals)
@@ -98,8 +95,6 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     if wrong is None:
         return None
     wrong = _amplified(ops, rels, wrong, case)
-    if os.environ.get("DRIFTTUI_DEBUG_ALIGN"):
-        print([(k, ops[k][1], found.get(k), rels.get(k)) for k in range(len(ops))], wrong)
     nodes = _group(case, ops, found, wrong, vals)
     leak = _leaked(case, ops, found, wrong, nodes)
     if leak is not None:        # its nodes read past an input's value: that input's lowering goes on after it
@@ -188,101 +183,6 @@ def _qualname(func: Any) -> str:
     return f"{'torch' if mod.startswith(('torch._C', 'torch._tensor')) or mod == 'torch' else mod}.{name}"
 
 
-def _rel(want: np.ndarray, got: np.ndarray) -> float:
-    """max |want - got| / (|want| + 1% of max |want|) (fx_localise's floored relative error: no near-zero
-    element blows it up); inf where a NaN or inf differs."""
-    return floored_rel(want.astype(np.float64), got.astype(np.float64))
-
-
-def _bound(dtype: str, case: Case) -> float:
-    """The relative error a right value keeps: the run's rtol, two units in the last place of a float16 or
-    bfloat16 value (each side rounds once, maybe in another order), nothing for an integer or a boolean."""
-    if dtype not in FLOATS:
-        return 0.0
-    return max(case.rtol, 2.0 * LOW_PRECISION.get(dtype, FLOAT32_EPS))
-
-
-def _top(want: np.ndarray) -> float:
-    """max |want| over its finite elements (the floor of the floored relative error is 1% of it)."""
-    w = np.abs(want.astype(np.float64, copy=False))
-    fin = w[np.isfinite(w)]
-    return float(fin.max()) if fin.size else 0.0
-
-
-def _holds(want: np.ndarray, dtype: str, got: np.ndarray, case: Case, top: float) -> Optional[float]:
-    """The relative error of ONNX value ``got`` against torch's ``want``, when it holds it; else None."""
-    if np.shape(want) != np.shape(got) or want.dtype.kind not in "fiub" or got.dtype.kind not in "fiub":
-        return None
-    bound = _bound(dtype, case)
-    w, g = want.reshape(-1), got.reshape(-1)
-    if w.dtype.kind in "iub" and g.dtype.kind in "iub":     # exactly: int64 past 2**53 is no float64
-        return 0.0 if np.array_equal(w, g) else None
-    if w.size > _PROBES:            # the sampled elements first: what the whole value must meet there too
-        at = np.linspace(0, w.size - 1, _PROBES).astype(np.int64)
-        wa, ga = w[at].astype(np.float64), g[at].astype(np.float64)
-        with np.errstate(invalid="ignore"):
-            off = ~((wa == ga) | (np.isnan(wa) & np.isnan(ga))) & ~(np.abs(wa - ga) <= bound * (np.abs(wa) + 0.01 * top) * 1.001)
-        if off.any():
-            return None
-    rel = _rel(w, g)
-    return rel if rel <= bound else None
-
-
-def _found(ops: list[tuple], vals: dict[str, np.ndarray], case: Case) -> tuple[dict[int, str], dict[int, float]]:
-    """torch op index -> the ONNX value that holds its value (of its dtype first, then the closest), and its
-    relative error.  The candidates of a shape are looked up by their first element (sorted, bisected within
-    the widest error a holding value can have there): a deep block's thousands of values of one shape are not
-    each compared with each op."""
-    index = _first_elements(vals)
-    found: dict[int, str] = {}
-    rels: dict[int, float] = {}
-    for k, (_, _, val, _, dtype) in enumerate(ops):
-        if val is None or val.size == 0 or val.dtype.kind not in "fiub" or tuple(val.shape) not in index:
-            continue
-        hits = []
-        top = _top(val)
-        for v in _near(index[tuple(val.shape)], val, _bound(dtype, case), top):
-            got = np.asarray(vals[v])
-            rel = _holds(val, dtype, got, case, top)
-            if rel is not None:
-                hits.append((str(got.dtype) != dtype, rel, v))
-        if hits:
-            _, rels[k], found[k] = min(hits)
-    return found, rels
-
-
-def _first_elements(vals: dict[str, np.ndarray]) -> dict[tuple, tuple[np.ndarray, list[str], list[str]]]:
-    """shape -> (first elements sorted, their values' names in that order, the names whose first is NaN)."""
-    groups: dict[tuple, list[tuple[float, str]]] = {}
-    for v, a in vals.items():
-        a = np.asarray(a)
-        if a.size and a.dtype.kind in "fiub":
-            groups.setdefault(tuple(a.shape), []).append((float(a.reshape(-1)[0]), v))
-    out = {}
-    for shape, items in groups.items():
-        nan = [v for x, v in items if x != x]
-        ordered = sorted((x, v) for x, v in items if x == x)
-        out[shape] = (np.array([x for x, _ in ordered], dtype=np.float64), [v for _, v in ordered], nan)
-    return out
-
-
-def _near(entry: tuple[np.ndarray, list[str], list[str]], val: np.ndarray, bound: float, top: float) -> list[str]:
-    """The values of ``entry``'s shape whose first element is where a value holding ``val`` has its own: within
-    the floored relative error ``bound`` of it (the nearest ``_NEAREST`` of them)."""
-    firsts, names, nan = entry
-    w0 = float(val.reshape(-1)[0])
-    if w0 != w0:
-        return nan
-    if not np.isfinite(w0):
-        return [n for x, n in zip(firsts, names) if x == w0]
-    width = bound * (abs(w0) + 0.01 * top) * 1.001 + 1e-30
-    lo = int(np.searchsorted(firsts, w0 - width, side="left"))
-    hi = int(np.searchsorted(firsts, w0 + width, side="right"))
-    if hi - lo > _NEAREST:
-        return [names[i] for i in sorted(range(lo, hi), key=lambda i: abs(firsts[i] - w0))[:_NEAREST]]
-    return names[lo:hi]
-
-
 def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray]) -> set[int]:
     """Ops the file computes as torch does: found, or an ancestor of a found value that is not constant (a
     value the file never materialises; ``zeros_like(y)`` says nothing of ``y``), a copy of a right value
@@ -321,7 +221,7 @@ def _amplified(ops: list[tuple], rels: dict[int, float], wrong: int, case: Case)
 
 def _noise(dtype: str, case: Case) -> float:
     """The relative error of a value computed in another order: a few units in the last place."""
-    return 16.0 * FLOAT32_EPS if dtype == "float32" else _bound(dtype, case)
+    return 16.0 * FLOAT32_EPS if dtype == "float32" else bound(dtype, case.rtol)
 
 
 def _group(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals: dict[str, np.ndarray]) -> list[str]:
