@@ -106,13 +106,14 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
 
 
 def origin_torch_op(ctx: Any, case: Case, fx: Any) -> Optional[TorchOp]:
-    """The FX localisation's wrong node for a dynamo file, else the op aligned by value (a TorchScript file)."""
-    if fx is not None and fx.wrong is not None:
+    """A dynamo file's wrong FX node when it is an ATen op, else the call aligned by value (a TorchScript file; a
+    dynamo file whose wrong node is a decomposition's prims op), else that node."""
+    if fx is not None and fx.wrong is not None and fx.wrong.target.startswith("aten."):
         return named(fx)
-    try:
-        return torch_op(ctx, case)
+    try:    # a prims node is a decomposition's, not a call of the forward: the call by value first
+        return torch_op(ctx, case) or named(fx)
     except Exception:  # noqa: BLE001 - no alignment: the messages keep the ONNX ops
-        return None
+        return named(fx)
 
 
 def _torch_ops(ctx: Any, case: Case) -> list[tuple[str, str, Any, list[int], str]]:
