@@ -27,11 +27,11 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.base.dtypes import FLOAT32_EPS, name_of
+from drifttui.core.base.dtypes import name_of
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.explain.causes.locate.evaluate import node_values
-from drifttui.core.explain.causes.locate.value_match import bound, found_values
+from drifttui.core.explain.causes.locate.value_match import found_values, noise
 from drifttui.core.model.export import quiet
 from drifttui.core.runtime.torch_hooks import to_numpy
 
@@ -90,7 +90,8 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     if not any(ops[k][0] == "placeholder" for k in found):
         return None                 # the module's inputs are not the case's: nothing to align against
     right = _right(ops, found, vals)
-    wrong = next((k for k, (kind, tgt, _, ins, _) in enumerate(ops) if kind == "call_function"
+    feeding = _feeding(ops)         # the calls the module's output is computed from (a nested tensor cuts the record)
+    wrong = next((k for k, (kind, tgt, _, ins, _) in enumerate(ops) if kind == "call_function" and k in feeding
                   and k not in right and all(i in right for i in ins)), None)
     if wrong is None:
         return None
@@ -171,8 +172,9 @@ def _run(module: Any, ins: tuple) -> list[tuple[str, str, Any, list[int], str]]:
     for t in ins:
         note("placeholder", "input", t, [])
     with Record():
-        module(*ins)
-    return out
+        result = module(*ins)
+    ends = [made[id(t)] for t in tree_flatten(result)[0] if isinstance(t, torch.Tensor) and id(t) in made]
+    return [(kind, tgt, val, ins_, dt) for kind, tgt, val, ins_, dt in out] + [("output", "", None, ends, "")]
 
 
 def _qualname(func: Any) -> str:
@@ -206,11 +208,23 @@ def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray])
     return right
 
 
+def _feeding(ops: list[tuple]) -> set[int]:
+    """The calls the recorded output is computed from (none when the output is not a recorded tensor)."""
+    seen: set[int] = set()
+    todo = list(ops[-1][3]) if ops and ops[-1][0] == "output" else []
+    while todo:
+        i = todo.pop()
+        if i not in seen:
+            seen.add(i)
+            todo.extend(ops[i][3])
+    return seen
+
+
 def _amplified(ops: list[tuple], rels: dict[int, float], wrong: int, case: Case) -> int:
     """``wrong``, or, when a value it reads already holds more than rounding noise of error (an error the op
     amplifies: a level subtracted after a long sum), the first op before it whose own value does while the
     values it reads do not."""
-    noisy = {k for k, r in rels.items() if r > _noise(ops[k][4], case)}
+    noisy = {k for k, r in rels.items() if r > noise(ops[k][4])}
     feeding = _input_values(ops, rels, wrong)
     if not any(i in noisy for i in feeding):
         return wrong
@@ -218,11 +232,6 @@ def _amplified(ops: list[tuple], rels: dict[int, float], wrong: int, case: Case)
         if k < wrong and ops[k][0] == "call_function" and not any(i in noisy for i in _input_values(ops, rels, k)):
             return k
     return wrong
-
-
-def _noise(dtype: str, case: Case) -> float:
-    """The relative error of a value computed in another order: a few units in the last place."""
-    return 16.0 * FLOAT32_EPS if dtype == "float32" else bound(dtype, case.rtol)
 
 
 def _group(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals: dict[str, np.ndarray]) -> list[str]:
@@ -277,7 +286,7 @@ def _leaked(case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
         return None
     producer, sizes, group = _producers(case), _size_nodes(case), set(nodes)
     inputs = _input_values(ops, found, wrong)
-    allowed = {found[i] for i in inputs}
+    allowed = set(found.values())   # a value the file holds for a torch call is a reuse (fused Transposes), no leak
     inside = {i: _ancestors(producer, [found[i]]) for i in inputs}
     for n in case.model.graph.node:
         if n.name not in group:

@@ -61,6 +61,20 @@ def _holds(want: np.ndarray, dtype: str, got: np.ndarray, rtol: float, top: floa
     return rel if rel <= most else None
 
 
+def held_dtype(ops: list[tuple], k: int, rtol: float) -> str:
+    """The precision call ``k``'s value is held to: its own, or its inputs' when lower (``c.float()`` of a float16
+    ``c`` holds its rounding)."""
+    return max([ops[k][4]] + [ops[i][4] for i in ops[k][3]], key=lambda d: bound(d, rtol))
+
+
+def noise(dtype: str) -> float:
+    """The relative error of a right value computed in another order: 16 float32 ulps; a float16 or bfloat16
+    value's bound (two units in its last place: ONNX Runtime's dropped roundings stay below it)."""
+    if dtype in LOW_PRECISION:
+        return 2.0 * LOW_PRECISION[dtype]
+    return 16.0 * FLOAT32_EPS if dtype in FLOATS else 0.0
+
+
 def found_values(ops: list[tuple], vals: dict[str, np.ndarray], rtol: float) -> tuple[dict[int, str], dict[int, float]]:
     """torch op index -> the ONNX value that holds its value (of its dtype first, then the closest), and its
     relative error.  The candidates of a shape are looked up by their first element (sorted, bisected within
@@ -69,14 +83,15 @@ def found_values(ops: list[tuple], vals: dict[str, np.ndarray], rtol: float) -> 
     index = _first_elements(vals)
     found: dict[int, str] = {}
     rels: dict[int, float] = {}
-    for k, (_, _, val, _, dtype) in enumerate(ops):
+    for k, (_, _, val, ins, dtype) in enumerate(ops):
         if val is None or val.size == 0 or val.dtype.kind not in "fiub" or tuple(val.shape) not in index:
             continue
         hits = []
         top = _top(val)
-        for v in _near(index[tuple(val.shape)], val, bound(dtype, rtol), top):
+        held = held_dtype(ops, k, rtol)
+        for v in _near(index[tuple(val.shape)], val, bound(held, rtol), top):
             got = np.asarray(vals[v])
-            rel = _holds(val, dtype, got, rtol, top)
+            rel = _holds(val, held, got, rtol, top)
             if rel is not None:
                 hits.append((str(got.dtype) != dtype, rel, v))
         if hits:
