@@ -249,6 +249,8 @@ def _findings(result: Result, layer: Layer) -> list[RenderableType]:
         line.append(f"[{f.severity}] ", style=sev_style)
         line.append(f"{f.check}: ", style="bold")
         line.append(f.message)
+        if f.torch_op:
+            line.append(f"\n  torch op: {f.torch_op}")
         if f.verified is not None:
             line.append(f"\n  verified: {'yes' if f.verified else 'no'}", style="bold" if f.verified else "")
         if f.fix:

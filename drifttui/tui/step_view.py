@@ -44,6 +44,9 @@ def finding_renderable(f: Finding, headline: bool = False) -> RenderableType:
         text.append(f" at {display_name(f.module)}")
     text.append(f"  kind {f.kind}", style="dim")
     text.append(f"\n{f.message}")
+    if f.torch_op:
+        text.append("\ntorch op: ", style="bold")
+        text.append(f.torch_op)
     if f.verified is None:
         text.append("\nverification: not tried (no patch)", style="dim")
     else:

@@ -287,6 +287,9 @@ class Finding:
     local_before: Optional[float] = None         # origin's local max |d| before the patch
     local_after: Optional[float] = None          # ... and after it
     kind: str = "unknown"                        # runtime | export | model | precision | unknown
+    # the torch op the origin's drift starts in (``torch.Tensor.var``, ``aten.logaddexp.default``): a dynamo file's
+    # FX record, a TorchScript file's torch calls aligned by value; None when it cannot be told (the ONNX ops say it)
+    torch_op: Optional[str] = None
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,7 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
     """``unneeded``: the candidates ``verify`` left untried because a patch verified first (said in
     the finding it verifies, with ``skipped``, the budget's)."""
     before = loc.ort.max_abs
+    op = loc.torch_op
     verified = _best([t for t in trials if t.after.ok and not t.after.fails], findings, loc)
     untried = {"tried": len(trials), "skipped": skipped or None, "skipped_exports": skipped_exports or None,
                "not_tried": unneeded or None}
@@ -131,7 +132,17 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
                                              kind=loc.kind if loc.kind != "unknown" else f.kind)
         if not any(f.module == case.module and f.severity == "error" for f in out):
             out.append(_unexplained(case, loc, trials, skipped, skipped_exports or []))
-    return out
+    return [_with_torch_op(f, op) if f.module == case.module and f.severity == "error" else f for f in out]
+
+
+def _with_torch_op(f: Finding, op: Any) -> Finding:
+    """An error at the origin with the torch op its drift starts in: its field, and its message opened with it
+    (torch_align.TorchOp.told) unless it tells of a weight (the file holds another number: no op's story);
+    unchanged when the op cannot be told."""
+    if op is None:
+        return f
+    return dataclasses.replace(f, torch_op=op.target, message=f.message if f.check == "weights" else op.told(f.message),
+                               evidence={**f.evidence, **op.evidence()})
 
 
 def _computing(case: Case) -> list[str]:
@@ -190,6 +201,10 @@ def _unexplained(case: Case, loc: Localisation, trials: list[Trial], skipped: in
                f"form the exporter lowers right, or report it to torch.onnx with `drifttui repro` (the case names "
                f"the nodes)")
         ev.update(clean(loc.fx.evidence()))
+    elif loc.torch_op is not None and check == "lowering":     # a TorchScript file: the op aligned by value
+        check = lowering_class(loc.torch_op.target, loc.torch_op.op_types)
+        fix = (f"the exporter's lowering of torch's {loc.torch_op.target} computes otherwise than torch: write that "
+               f"call in a form the exporter lowers right, or report it to torch.onnx with `drifttui repro`")
     if check in ATTRIBUTE_CLASSES and nan_fed(case, nodes[-1] if nodes else None):
         check = "op-compat"
         msg += f"; {nodes[-1]} is fed NaN: the ONNX op treats NaN otherwise than torch (torch propagates it)"

@@ -25,6 +25,7 @@ from drifttui.core.explain.causes.holds import hold
 from drifttui.core.explain.causes.locate.case import Case, origin_case, why_no_case
 from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, localise, ort_error
 from drifttui.core.explain.causes.locate.fx_localise import describe, first_failing_inner, fx_localise, widen
+from drifttui.core.explain.causes.locate.torch_align import origin_torch_op
 from drifttui.core.explain.causes.propose import constants
 from drifttui.core.explain.causes.propose.ablation import by_what_it_changed
 from drifttui.core.explain.causes.propose.assemble import candidate_patches
@@ -208,7 +209,7 @@ def _first_holding(ctx: Any, case: Case, patches: list[Patch]) -> list[Trial]:
 def _localise(ctx: Any, case: Case) -> tuple[Case, Localisation]:
     """``localise``, then, for a dynamo file, the wrong node by its own error against the origin's FX
     values (fx_localise): it names the first node (a runtime deviation keeps the reference
-    evaluator's).  When the case's outputs pass while an inner value fails against torch (a child
+    evaluator's).  The torch op the drift starts in: the FX node's, else aligned by value (torch_align).  When the case's outputs pass while an inner value fails against torch (a child
     module fed torch's value of a wrong input: torch's value from the FX graph, or from the hooks
     for a TorchScript file), the case also compares that value."""
     loc = localise(case)
@@ -220,13 +221,14 @@ def _localise(ctx: Any, case: Case) -> tuple[Case, Localisation]:
     if inner:
         case = widen(ctx, case, inner)
         loc = localise(case)
-    if fx is None:
-        return case, loc
-    loc.fx = fx
-    if fx.wrong is not None and (loc.kind != "runtime" or loc.first_node is None):
-        loc.first_node, loc.first_node_op = fx.wrong.nodes[-1], fx.wrong.op_types[-1]
-        loc.note = "; ".join(x for x in (loc.note, describe(fx, case.module)) if x)
+    if fx is not None:
+        loc.fx = fx
+        if fx.wrong is not None and (loc.kind != "runtime" or loc.first_node is None):
+            loc.first_node, loc.first_node_op = fx.wrong.nodes[-1], fx.wrong.op_types[-1]
+            loc.note = "; ".join(x for x in (loc.note, describe(fx, case.module)) if x)
+    if loc.ort.fails:
+        ctx.say(f"causes: naming the torch op inside {display_name(case.module)}")
+        loc.torch_op = origin_torch_op(ctx, case, fx)
     return case, loc
-
 
 __all__ = ["Explanation", "first_verified", "verify_at_origin", "verify"]

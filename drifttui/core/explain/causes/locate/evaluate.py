@@ -50,6 +50,7 @@ class Localisation:
     own_errors: list[dict[str, Any]] = field(default_factory=list)   # runtime: each node fed correct inputs
     note: str = ""
     fx: Any = None                        # fx_localise.FxLocalisation: a dynamo file's nodes against torch
+    torch_op: Any = None                  # torch_align.TorchOp: the torch op whose ONNX nodes first differ
 
 
 def _session(model: Any, outputs: Optional[list[str]] = None) -> Any:

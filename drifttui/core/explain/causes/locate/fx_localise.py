@@ -186,7 +186,7 @@ def _group_model(model: Any, names: set[str], feeds: dict[str, np.ndarray], outs
     return m
 
 
-def _floored_rel(want: np.ndarray, got: np.ndarray) -> float:
+def floored_rel(want: np.ndarray, got: np.ndarray) -> float:
     """max |want - got| / (|want| + 1% of max |want|): a relative error that near-zero elements
     (a Gemm's cancellations) cannot blow up; inf where a non-finite value differs."""
     w, g = want.astype(np.float64), got.astype(np.float64)
@@ -231,7 +231,7 @@ def _own(case: Case, g: FxNode, tv: dict[str, np.ndarray], ort_vals: dict[str, n
             continue
         st = compare(want, got[v], case.atol, case.rtol)
         g.own_abs = max(g.own_abs, float(st.max_abs))
-        g.own_rel = max(g.own_rel, _floored_rel(want, got[v]))
+        g.own_rel = max(g.own_rel, floored_rel(want, got[v]))
         g.nonfinite = g.nonfinite or g.own_rel == float("inf")
         g.drops_nonfinite = g.drops_nonfinite or _finite_where_not(got[v], want)
         g.makes_nonfinite = g.makes_nonfinite or _finite_where_not(want, got[v])

@@ -19,7 +19,7 @@ rest of that composite op) left in float32 up to the set's boundary (``grouped``
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 from onnx import helper
@@ -64,7 +64,8 @@ def _grouped(low: list[Any]) -> set[str]:
     return {o for n in low if n.name in seen for o in n.output if o}
 
 
-def _story(ops: list[str], form: str, which: str, low: str) -> tuple[str, str, str]:
+def _story(ops: list[str], form: str, which: str, low: str, op: Optional[str] = None) -> tuple[str, str, str]:
+    """``op``: the torch op the drift starts in (torch_align), named in the fix; None when it cannot be told."""
     if form == "per_op":
         return (f"the origin computes {low} ({which}); ONNX Runtime's CPU runs them through float32 Casts it inserts "
                 f"and drops the {low} rounding of a Cast whose reader it casts back to float32, so a value torch "
@@ -75,12 +76,15 @@ def _story(ops: list[str], form: str, which: str, low: str) -> tuple[str, str, s
     return (f"torch computes a {low} op the file lowers to several nodes ({'/'.join(ops)}) in float32 (its opmath) "
             f"and rounds once; the file rounds each step to {low} ({which}); with those steps computed in float32 "
             "and rounded once where torch rounds, the file computes what torch computes",
-            "export", "compute that op in float32 in the model (`x.float().var(...).half()`), or deploy the file "
+            "export", "compute that op in float32 in the model ("
+            + (f"`x.float().{op}(...).half()`" if op else "its input cast to float32, its result back to " + low)
+            + "), or deploy the file "
             "with those nodes in float32 (`drifttui repair` applies it: Cast in, the op in float32, Cast back)")
 
 
-def opmath_patches(case: Case) -> list[Patch]:
-    """Up to two patches (per_op, grouped) for an origin with float16 / bfloat16 nodes; none otherwise."""
+def opmath_patches(case: Case, op: Optional[str] = None) -> list[Patch]:
+    """Up to two patches (per_op, grouped) for an origin with float16 / bfloat16 nodes; none otherwise.
+    ``op``: the torch op the drift starts in (its name: ``var``), for the fix."""
     low, known = _low_nodes(case)
     if not low:
         return []
@@ -99,7 +103,7 @@ def opmath_patches(case: Case) -> list[Patch]:
                  and (form == "per_op" or any(o in grouped for o in n.output))]
         ops = sorted({n.op_type for n in shown})
         which = ", ".join(f"{n.op_type} {n.name}" for n in shown[:5]) + (" ..." if len(shown) > 5 else "")
-        why, kind, fix = _story(ops, form, which, "/".join(sorted({LOW_NAMES[t] for t in made.values()})))
+        why, kind, fix = _story(ops, form, which, "/".join(sorted({LOW_NAMES[t] for t in made.values()})), op)
         spec = {"op": "rewrite", "rewrite": "opmath_float32", "form": form, "node": names[0], "nodes": names,
                 "low": made, "inputs": inputs, "round": rounded}
         out.append(Patch(spec, "dtype", why, fix, kind, module=case.module, nodes=names))

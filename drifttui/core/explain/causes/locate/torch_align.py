@@ -1,0 +1,340 @@
+"""The torch op a drift starts in, for a file that does not say which torch op each node computes.
+
+A dynamo file records, on each ONNX node, the FX node it translates (``fx_localise``); a TorchScript file
+records nothing, so its messages could only name the ONNX nodes of a lowering (a float16 ``var`` told by its
+``ReduceMean, Sub, Mul, Div``).  Here the two computations are aligned by the values they compute:
+
+1. the origin module's forward is run again on its captured inputs under a ``TorchFunctionMode`` that records
+   each torch call as the forward made it (``torch.Tensor.var``, ``torch.Tensor.__rshift__``,
+   ``torch.nn.functional.cosine_similarity``; not the calls inside one), its value and the calls its inputs
+   came from: one eager forward, no tracing;
+2. the origin's ONNX nodes are run in ONNX Runtime on the case's torch-side feeds, every value fetched;
+3. an op is *found* in the file when an ONNX value of its shape holds its value within the tolerance (the
+   sampled elements first, then the whole value);
+4. an op is *right* when it is found, or when a value computed from it is (a view the file never
+   materialises), and its inputs are right; the first op in call order that is not right while its inputs
+   are is the torch op whose ONNX nodes are the first to differ.  Its ONNX nodes are those between the values
+   of its inputs and the ONNX value closest to its own (of its shape, computed from its inputs).
+
+None (the messages keep the ONNX ops) when the forward cannot be run again, the module's inputs are not
+found among the case's values, or no op is told: an honest fallback, never a guess.  ``named`` gives a
+dynamo file's op from its FX localisation (the file's own record comes first), the same record either way.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from drifttui.core.base.dtypes import name_of
+from drifttui.core.explain.causes.locate.call_structure import as_called
+from drifttui.core.explain.causes.locate.case import Case, call_io
+from drifttui.core.explain.causes.locate.evaluate import node_values
+from drifttui.core.explain.causes.locate.value_match import found_values, noise
+from drifttui.core.model.export import quiet
+from drifttui.core.runtime.torch_hooks import to_numpy
+
+MAX_OPS = 4000                  # torch ops aligned per origin (a deep block's forward is ~2000)
+_COPIES = ("torch.Tensor.detach", "torch.detach", "torch.Tensor.clone", "torch.clone", "torch.Tensor.contiguous")
+
+
+@dataclass
+class TorchOp:
+    """The torch op a drift starts in, and the ONNX nodes that compute it."""
+    target: str                 # aten.var.dim
+    nodes: list[str] = field(default_factory=list)
+    op_types: list[str] = field(default_factory=list)
+    how: str = "values"         # "fx": the file's own record (dynamo); "values": aligned by value
+    found: int = 0              # torch ops whose value the file holds
+
+    @property
+    def name(self) -> str:
+        """The op as the forward spelled it: ``var`` for ``aten.var.dim``."""
+        parts = self.target.split(".")
+        if parts[0] in ("aten", "prims") and len(parts) > 1:
+            return parts[1]
+        return parts[-1]
+
+    def words(self) -> str:
+        """``torch's var (aten.var.dim; ONNX ReduceMean, Sub, Mul, Div)``."""
+        ops = ", ".join(dict.fromkeys(self.op_types))
+        return f"torch's {self.name} ({self.target}" + (f"; ONNX {ops})" if ops else ")")
+
+    def told(self, message: str) -> str:
+        """``message`` opened with the torch op, unless it names it already (a dynamo story's ``torch's
+        aten.logaddexp.default``)."""
+        if self.target in message or f"torch's {self.name}" in message:
+            return message
+        return f"in {self.words()}: {message}"
+
+    def evidence(self) -> dict[str, Any]:
+        return {"torch_op": self.target, "torch_op_nodes": self.nodes[:20], "torch_op_found_by": self.how,
+                "torch_ops_found": self.found or None}
+
+
+def named(fx: Any) -> Optional[TorchOp]:
+    """A dynamo file's wrong FX node (``fx_localise``) as a TorchOp, or None."""
+    w = getattr(fx, "wrong", None)
+    return None if w is None else TorchOp(w.target, list(w.nodes), list(w.op_types), "fx", getattr(fx, "matched", 0))
+
+
+def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
+    """The torch op whose ONNX nodes are the first to differ in ``case`` (aligned by value), or None."""
+    ops = _torch_ops(ctx, case)
+    vals = node_values(case) if ops else None
+    if not ops or vals is None:
+        return None
+    vals = {**case.feeds, **vals}
+    found, rels = found_values(ops, vals, case.rtol)
+    if not any(ops[k][0] == "placeholder" for k in found):
+        return None                 # the module's inputs are not the case's: nothing to align against
+    right = _right(ops, found, vals)
+    feeding = _feeding(ops)         # the calls the module's output is computed from (a nested tensor cuts the record)
+    wrong = next((k for k, (kind, tgt, _, ins, _) in enumerate(ops) if kind == "call_function" and k in feeding
+                  and k not in right and all(i in right for i in ins)), None)
+    if wrong is None:
+        return None
+    wrong = _amplified(ops, rels, wrong, case)
+    nodes = _group(case, ops, found, wrong, vals)
+    leak = _leaked(case, ops, found, wrong, nodes)
+    if leak is not None:        # its nodes read past an input's value: that input's lowering goes on after it
+        wrong, nodes = leak[0], _group(case, ops, found, leak[0], vals) + leak[1]
+    if not nodes:
+        return None
+    types = {n.name: n.op_type for n in case.model.graph.node}
+    return TorchOp(ops[wrong][1], nodes, [types[n] for n in nodes], "values", len(found))
+
+
+def origin_torch_op(ctx: Any, case: Case, fx: Any) -> Optional[TorchOp]:
+    """A dynamo file's wrong FX node when it is an ATen op, else the call aligned by value (a TorchScript file; a
+    dynamo file whose wrong node is a decomposition's prims op), else that node."""
+    if fx is not None and fx.wrong is not None and fx.wrong.target.startswith("aten."):
+        return named(fx)
+    try:    # a prims node is a decomposition's, not a call of the forward: the call by value first
+        return torch_op(ctx, case) or named(fx)
+    except Exception:  # noqa: BLE001 - no alignment: the messages keep the ONNX ops
+        return named(fx)
+
+
+def _torch_ops(ctx: Any, case: Case) -> list[tuple[str, str, Any, list[int], str]]:
+    """(kind, target, value, input indices, dtype) of each torch op the origin module's forward calls on its
+    captured inputs (``placeholder``: an input), in call order; [] when it cannot be run."""
+    import torch
+
+    key = f"causes:torch_op:ops:{case.module}:{case.sample}"
+    if key in ctx.cache:
+        return ctx.cache[key]
+    ctx.cache[key] = []
+    module = ctx.modules().get(case.module) if case.module else ctx.model
+    io = call_io(ctx, case) if module is not None else None
+    if io is None:
+        return []
+    try:
+        module = as_called(ctx, case.call, module, ctx.sample(case.sample))
+        plain = tuple(t.clone() if isinstance(t, torch.Tensor) and t.is_inference() else t for t in io[0])
+        with quiet(), torch.no_grad():
+            ctx.cache[key] = _run(module, plain)
+    except Exception:  # noqa: BLE001 - a forward that does not run again: no alignment
+        ctx.cache[key] = []
+    return ctx.cache[key]
+
+
+def _run(module: Any, ins: tuple) -> list[tuple[str, str, Any, list[int], str]]:
+    """The forward run under a TorchFunctionMode that records each torch call as the forward made it
+    (``Tensor.var``, ``F.cosine_similarity``, ``Tensor.__rshift__``: the calls inside one are not seen), its
+    tensor outputs' values copied at once (an in-place op changes them later) and the calls its inputs came from."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._pytree import tree_flatten
+
+    out: list[tuple[str, str, Any, list[int], str]] = []
+    made: dict[int, int] = {}
+    keep: list[Any] = []            # the recorded tensors stay alive: their ids are not reused
+
+    def note(kind: str, target: str, t: Any, ins: list[int]) -> None:
+        if len(out) < MAX_OPS and isinstance(t, torch.Tensor) and t.layout == torch.strided:
+            made[id(t)] = len(out)
+            keep.append(t)
+            out.append((kind, target, np.array(to_numpy(t.detach()), copy=True), ins, name_of(t) or ""))
+
+    class Record(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            val = func(*args, **(kwargs or {}))
+            results = [t for t in tree_flatten(val)[0] if isinstance(t, torch.Tensor)]
+            if results:
+                ins = list(dict.fromkeys(made[id(t)] for t in tree_flatten((args, kwargs or {}))[0]
+                                         if isinstance(t, torch.Tensor) and id(t) in made))
+                for t in results:
+                    note("call_function", _qualname(func), t, ins)
+            return val
+
+    for t in ins:
+        note("placeholder", "input", t, [])
+    with Record():
+        result = module(*ins)
+    ends = [made[id(t)] for t in tree_flatten(result)[0] if isinstance(t, torch.Tensor) and id(t) in made]
+    return [(kind, tgt, val, ins_, dt) for kind, tgt, val, ins_, dt in out] + [("output", "", None, ends, "")]
+
+
+def _qualname(func: Any) -> str:
+    """``torch.Tensor.var``, ``torch.atan2``, ``torch.nn.functional.adaptive_avg_pool2d``."""
+    name = getattr(func, "__name__", None) or str(func)
+    if getattr(func, "__objclass__", None) is not None or ".Tensor" in f".{getattr(func, '__qualname__', '')}":
+        return f"torch.Tensor.{name}"
+    mod = getattr(func, "__module__", None) or "torch"
+    return f"{'torch' if mod.startswith(('torch._C', 'torch._tensor')) or mod == 'torch' else mod}.{name}"
+
+
+def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray]) -> set[int]:
+    """Ops the file computes as torch does: found, or an ancestor of a found value that is not constant (a
+    value the file never materialises; ``zeros_like(y)`` says nothing of ``y``), a copy of a right value
+    (``detach``, ``clone``), and every op with no tensor value whose inputs are right (a size, a scalar)."""
+    right = set(found)
+    for k in sorted(found, reverse=True):
+        got = np.asarray(vals[found[k]])
+        if got.size < 2 or (got.dtype.kind in "fiub" and bool(np.all(got == got.reshape(-1)[0]))):
+            continue
+        todo = list(ops[k][3])
+        while todo:
+            i = todo.pop()
+            if i not in right:
+                right.add(i)
+                todo.extend(ops[i][3])
+    for k, (kind, tgt, val, ins, _) in enumerate(ops):
+        if k not in right and (kind == "placeholder" or ((val is None or tgt.startswith(_COPIES))
+                                                         and all(i in right for i in ins))):
+            right.add(k)
+    return right
+
+
+def _feeding(ops: list[tuple]) -> set[int]:
+    """The calls the recorded output is computed from (none when the output is not a recorded tensor)."""
+    seen: set[int] = set()
+    todo = list(ops[-1][3]) if ops and ops[-1][0] == "output" else []
+    while todo:
+        i = todo.pop()
+        if i not in seen:
+            seen.add(i)
+            todo.extend(ops[i][3])
+    return seen
+
+
+def _amplified(ops: list[tuple], rels: dict[int, float], wrong: int, case: Case) -> int:
+    """``wrong``, or, when a value it reads already holds more than rounding noise of error (an error the op
+    amplifies: a level subtracted after a long sum), the first op before it whose own value does while the
+    values it reads do not."""
+    noisy = {k for k, r in rels.items() if r > noise(ops[k][4])}
+    feeding = _input_values(ops, rels, wrong)
+    if not any(i in noisy for i in feeding):
+        return wrong
+    for k in sorted(noisy):
+        if k < wrong and ops[k][0] == "call_function" and not any(i in noisy for i in _input_values(ops, rels, k)):
+            return k
+    return wrong
+
+
+def _group(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals: dict[str, np.ndarray]) -> list[str]:
+    """The ONNX nodes of op ``wrong``: ancestors of the value closest to its own (of its shape, computed after
+    its inputs' values), minus the nodes its inputs' values are computed by."""
+    producer = _producers(case)
+
+    def ancestors(values: list[str]) -> set[str]:
+        return _ancestors(producer, values)
+
+    before = ancestors([found[i] for i in _input_values(ops, found, wrong)])
+    want = ops[wrong][2]
+    taken = set(found.values())
+    best, err = found.get(wrong), float("inf") if wrong not in found else 0.0
+    for v, a in vals.items():
+        if v in producer and v not in taken and want is not None and np.shape(a) == want.shape and \
+                np.asarray(a).dtype.kind in "fiub" and producer[v].name not in before:
+            d = _distance(want, np.asarray(a))
+            if d < err:
+                best, err = v, d
+    if best is None:        # no value of its shape: up to the outputs that differ from torch
+        best_values = [o.name for o in case.model.graph.output]
+    else:
+        best_values = [best]
+    mine = ancestors(best_values) - before
+    sizes = _size_nodes(case)
+    return [n.name for n in case.model.graph.node if n.name in mine and n.name not in sizes]
+
+
+def _producers(case: Case) -> dict[str, Any]:
+    return {o: n for n in case.model.graph.node for o in n.output if o}
+
+
+def _ancestors(producer: dict[str, Any], values: list[str]) -> set[str]:
+    """The names of the nodes ``values`` are computed by (the nodes that make them included)."""
+    seen: set[str] = set()
+    todo = [v for v in values if v in producer]
+    while todo:
+        n = producer[todo.pop()]
+        if n.name not in seen:
+            seen.add(n.name)
+            todo.extend(v for v in n.input if v in producer)
+    return seen
+
+
+def _leaked(case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
+            nodes: list[str]) -> Optional[tuple[int, list[str]]]:
+    """(input op, the nodes of ``wrong``'s that read inside its lowering) when ``wrong``'s nodes read a value
+    computed before the found value of one of its inputs, other than that value (the file's lowering of the
+    input goes on after the value that equals torch's: ``atan2``'s quadrant fix-up); None otherwise."""
+    if wrong in found:
+        return None
+    producer, sizes, group = _producers(case), _size_nodes(case), set(nodes)
+    inputs = _input_values(ops, found, wrong)
+    allowed = set(found.values())   # a value the file holds for a torch call is a reuse (fused Transposes), no leak
+    inside = {i: _ancestors(producer, [found[i]]) for i in inputs}
+    for n in case.model.graph.node:
+        if n.name not in group:
+            continue
+        for v in n.input:
+            p = producer.get(v)
+            if p is None or p.name in group or p.name in sizes or v in allowed:
+                continue
+            hit = next((i for i in inputs if p.name in inside[i]), None)
+            if hit is not None and ops[hit][0] == "call_function":
+                return hit, [m for m in nodes if m in {x.name for x in case.model.graph.node
+                                                       if any(producer.get(u) is not None and producer[u].name
+                                                              in inside[hit] and u not in allowed for u in x.input)}]
+    return None
+
+
+def _size_nodes(case: Case) -> set[str]:
+    """Nodes that compute only from sizes and constants (Shape, Gather of it, a count cast to float): the op's
+    arithmetic on sizes, not what it computes."""
+    static = {t.name for t in case.model.graph.initializer}
+    sizes: set[str] = set()
+    made: set[str] = set(static)
+    for n in case.model.graph.node:
+        ins = [v for v in n.input if v]
+        if n.op_type in ("Constant", "Shape", "Size") or (ins and all(v in made for v in ins)):
+            sizes.add(n.name)
+            made.update(o for o in n.output if o)
+    return sizes
+
+
+def _input_values(ops: list[tuple], found: Any, k: int) -> list[int]:
+    """The found ops that feed op ``k`` (through ops the file never materialises)."""
+    out, todo, seen = [], list(ops[k][3]), set()
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        if i in found:
+            out.append(i)
+        else:
+            todo.extend(ops[i][3])
+    return out
+
+
+def _distance(want: np.ndarray, got: np.ndarray) -> float:
+    w, g = want.astype(np.float64).reshape(-1), got.astype(np.float64).reshape(-1)
+    fin = np.isfinite(w) & np.isfinite(g)
+    miss = float((~fin & ~((w == g) | (np.isnan(w) & np.isnan(g)))).mean()) if w.size else 0.0
+    scale = float(np.abs(w[fin]).max()) if fin.any() else 1.0
+    return miss + (float(np.abs(w[fin] - g[fin]).max()) / (scale or 1.0) if fin.any() else 0.0)
