@@ -14,7 +14,9 @@ from __future__ import annotations
 from typing import Any, Optional
 
 import torch
+import torch.fx.traceback as fx_traceback
 from torch.fx.experimental.proxy_tensor import make_fx
+from torch.overrides import TorchFunctionMode
 
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io
@@ -24,6 +26,28 @@ from drifttui.core.model.export import quiet
 VIEW_OPS = {"view", "_unsafe_view", "select", "slice", "narrow", "transpose", "t", "permute", "unsqueeze",
             "squeeze", "expand", "as_strided", "diagonal", "unfold", "alias", "reshape", "unbind", "split",
             "chunk", "movedim", "view_as", "split_with_sizes", "flatten", "unflatten"}
+
+
+_USER = "drifttui_user_call"            # node.meta["custom"][_USER]: the user-level torch call that made it
+_AUGMENTED = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__",
+              "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__"}
+
+
+class _UserCalls(TorchFunctionMode):
+    """Labels each node make_fx records with the torch call the forward made (``Tensor.copy_``, ``F.pad``): a
+    library function's own in-place ops (``F.pad(mode="circular")`` fills a new buffer with ``copy_``) are
+    its implementation, not the user's update (the calls inside a call are not seen by the mode)."""
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
+        with fx_traceback.annotate({_USER: getattr(func, "__name__", str(func))}):
+            return func(*args, **(kwargs or {}))
+
+
+def _by_user(node: Any) -> bool:
+    """The in-place node was the forward's own in-place call (a method ending in ``_``, ``x[i] = v``,
+    ``x += v``), not a step inside a library function; True when the call is not known."""
+    name = (node.meta.get("custom") or {}).get(_USER)
+    return name is None or name in _AUGMENTED or (name.endswith("_") and not name.startswith("_"))
 
 
 def _op(node: Any) -> str:
@@ -62,7 +86,7 @@ def describe(gm: Any) -> Optional[str]:
     nodes = [n for n in gm.graph.nodes if n.op == "call_function"]
     order = {n: k for k, n in enumerate(nodes)}
     for k, n in enumerate(nodes):
-        if not _in_place(n) or not hasattr(n.args[0], "op"):
+        if not _in_place(n) or not hasattr(n.args[0], "op") or not _by_user(n):
             continue
         target = n.args[0]
         if _is_view(target):
@@ -86,9 +110,14 @@ def aliased_update(ctx: Any, case: Case) -> Optional[str]:
     if module is None or io is None:
         return None
     plain = [t.clone() if isinstance(t, torch.Tensor) and t.is_inference() else t for t in io[0]]
+    forward = as_called(ctx, case.call, module, ctx.sample(case.sample))
+
+    def labelled(*args: Any) -> Any:
+        with _UserCalls():
+            return forward(*args)
     try:
-        with quiet(), torch.no_grad():
-            gm = make_fx(as_called(ctx, case.call, module, ctx.sample(case.sample)))(*plain)
+        with quiet(), torch.no_grad(), fx_traceback.preserve_node_meta():
+            gm = make_fx(labelled)(*plain)
     except Exception:  # noqa: BLE001 - a module make_fx cannot trace: no story of this kind
         return None
     ctx.cache[key] = describe(gm)
