@@ -48,6 +48,17 @@ def test_a_lost_in_place_update_is_named_at_its_module_verified_and_repaired(exp
     assert_verified_and_repaired(explained, form, VERIFIED[form], "body")
 
 
+def test_the_dropped_module_shows_no_onnx_op_of_its_own(explained):
+    """The Identity that stands for the dropped computation is drifttui's, not the file's: the origin's ONNX
+    ops say so ("none (dropped)"), not "Identity"."""
+    from drifttui.report.summary import origin_text
+
+    result = explained("narrow_copy", "torchscript")[3]
+    body = next(L for L in result.layers if L.module == "body")
+    assert body.op_types == ["none (dropped)"] and result.drift_origin.op_types == ["none (dropped)"]
+    assert "ONNX none (dropped)" in origin_text(result) and "Identity" not in origin_text(result).split(":")[0]
+
+
 @pytest.mark.parametrize("form", params(HELD_OUT, set()))
 def test_a_held_out_form_is_explained_verified_and_repaired(explained, form):
     assert_verified_and_repaired(explained, form, HELD_OUT[form], "body")

@@ -11,6 +11,7 @@ import numpy as np
 from drifttui.core.base.dtypes import SCALAR_FLOAT_ELEMS
 from drifttui.core.runtime import cores
 from drifttui.core.runtime.torch_hooks import Call
+from drifttui.core.onnx.edit.orphan_steps import ORPHAN
 from drifttui.core.onnx.weights import release_view
 from drifttui.core.onnx.graph import GraphIndex, attribute_values, elem_type_name, tensor_array
 from drifttui.core.prepare.plan.folding import fold_conv_bn
@@ -61,6 +62,15 @@ class LayerDetails:
         return ({c: (n, inits.get(c, [])) for c, n in self.nodes.items()}, self.op_types, self.node_names)
 
 
+DROPPED = "none (dropped)"     # the op type shown for the Identity prepare/plan/orphans.py puts in a call's place
+
+
+def _op_type(node: Any) -> str:
+    """The node's op type, or DROPPED for the Identity that stands for a call whose computation the exporter
+    dropped (the file has no node of that call: the Identity is drifttui's, not the file's)."""
+    return DROPPED if node.op_type == "Identity" and ORPHAN in (node.name or "") else node.op_type
+
+
 def layer_details(index: GraphIndex, plan: Plan, calls: list[Call], model: Any,
                   timings: Optional[dict[str, float]] = None) -> LayerDetails:
     """The nodes, op types and node names of every call now; the initializers' figures started in a
@@ -72,7 +82,7 @@ def layer_details(index: GraphIndex, plan: Plan, calls: list[Call], model: Any,
     jobs: dict[str, tuple[Call, bool]] = {}   # initializer -> (the first call using it, folded)
     for cm in plan.calls:
         call = calls[cm.call]
-        op_types[cm.call] = list(dict.fromkeys(index.nodes[n].op_type for n in cm.nodes
+        op_types[cm.call] = list(dict.fromkeys(_op_type(index.nodes[n]) for n in cm.nodes
                                                if index.nodes[n].op_type != "Constant"))
         own = [n for n in cm.own if index.nodes[n].op_type != "Constant"]
         node_names[cm.call] = [index.nodes[n].name for n in own]
@@ -80,7 +90,7 @@ def layer_details(index: GraphIndex, plan: Plan, calls: list[Call], model: Any,
         for n in own[:MAX_NODES_PER_LAYER]:
             node = index.nodes[n]
             shapes = {v: index.shapes[v] for v in node.inputs + node.outputs if v in index.shapes}
-            nodes[cm.call].append(NodeInfo(node.name, node.op_type, node.domain, attribute_values(node.proto),
+            nodes[cm.call].append(NodeInfo(node.name, _op_type(node), node.domain, attribute_values(node.proto),
                                            list(node.inputs), list(node.outputs), shapes))
             for v in node.inputs:
                 if _is_weight(index, v) and v not in names[cm.call]:
