@@ -136,13 +136,18 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
 
 
 def _with_torch_op(f: Finding, op: Any) -> Finding:
-    """An error at the origin with the torch op its drift starts in: its field, and its message opened with it
-    (torch_align.TorchOp.told) unless it tells of a weight (the file holds another number: no op's story);
-    unchanged when the op cannot be told."""
+    """An error at the origin with the torch op its drift starts in: its field, and, for an op's story
+    (_OP_STORIES), its message opened with it (torch_align.TorchOp.told); unchanged when the op cannot be told."""
     if op is None:
         return f
-    return dataclasses.replace(f, torch_op=op.target, message=f.message if f.check == "weights" else op.told(f.message),
-                               evidence={**f.evidence, **op.evidence()})
+    told = op.told(f.message) if f.check in _OP_STORIES else f.message
+    return dataclasses.replace(f, torch_op=op.target, message=told, evidence={**f.evidence, **op.evidence()})
+
+
+# the classes whose story is an op's computation: their message opens with the torch op; an attribute's or a
+# weight's story (normalization's epsilon, padding, a weight the file holds otherwise) names its module and
+# attribute already, and keeps its words (the op is in the finding's field)
+_OP_STORIES = ("lowering", "stability", "dtype", "op-compat")
 
 
 def _computing(case: Case) -> list[str]:
