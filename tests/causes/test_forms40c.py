@@ -1,8 +1,27 @@
 """Held-out batch C for issue 30 point 8 (tests/causes/forms40c.py): convolution and pooling variants, shuffles,
-einsum, cumulative max / min, vector norms and transformers blocks, screened with torch 2.13 / ONNX Runtime 1.32
-and both exporters.  None of them drifts any more (forms40c's docstring lists what was screened and the upstream
-threads), so this batch holds no drifting pair: only held-out clean controls inside deep CNNs, run once with the
-engine as it stood on main (first run: no error finding, ``check`` ok), asserted here so they stay clean.
+einsum, cumulative max / min, vector norms, quantisation and transformers blocks screened with torch 2.13 / ONNX
+Runtime 1.32 and both exporters match today (forms40c's docstring lists them, with the upstream threads).  What
+drifts is ONNX Runtime's ``DFT`` / ``STFT`` on transform lengths that are not a power of two (the dynamo exporter
+only: TorchScript exports no FFT): a global filter (deep), transformers' ``FNetModel`` over 2000 tokens (deep), a
+Hyena-style FFT long convolution (deep), a Whisper-style log spectrum (shallow).  torch's float32 result is within
+5e-7 of float64 on all four, ONNX Runtime's 3e-4 .. 8e-3 off (microsoft/onnxruntime#16163, onnx/onnx#4798, the
+float32 twiddle phase of microsoft/onnxruntime#32457's review).
+
+First run, with the engine as it stood on main (``drifttui diagnose`` / ``repair`` / ``check``), never tuned on:
+
+| pair | origin | class by mechanism | verified | repair passes check | diagnose / repair |
+|---|---|---|---|---|---|
+| global_filter dynamo (deep) | right (``body``) | no: ``op-compat`` (ORT's DFT differs from the reference; torch op ``_fft_c2r`` right) | no (4 patches) | no file | 24 s / 24 s |
+| fnet_long dynamo (deep) | right (``...layer.0.fourier.self``) | no: ``op-compat``, torch op named ``select`` | no (4 patches) | no file | 27 s / 17 s |
+| long_conv dynamo (deep) | right (``body``) | no: ``op-compat`` (torch op ``_fft_c2r``; the wrong node is the forward DFT, its relative error printed as 2.15e+14) | no (10 patches) | no file | 26 s / 15 s |
+| log_spectrum dynamo | right (``body``) | no: ``op-compat``, torch op named ``pow`` | no (8 patches) | no file | 11 s / 10 s |
+| global_filter_pow2, long_conv_pow2 dynamo (controls) | ok, no finding | | | | 3 s / 2 s |
+| ceil_maxpool, circular_same, both exporters (controls) | ok, no finding | | | | 4-9 s / 3-4 s |
+
+What is missing (the xfails name it): a float64 counterfactual for ``DFT`` / ``STFT`` (the transform computed in
+double and cast back, as ``propose/accumulate64.py`` does for long ``Reduce*`` / ``CumSum`` sums), which would
+verify ``stability`` and give ``repair`` a file; and the torch op named by the node that diverges (``fft_fftn`` /
+``stft``), not the last FX node matched.
 """
 from __future__ import annotations
 
@@ -10,14 +29,42 @@ import pytest
 
 from tests.causes.form_suite import assert_clean, deep_forms, explained_forms, params
 
+INPUTS = {"ceil_maxpool": "image_inputs", "circular_same": "image_inputs", "global_filter": "signal_inputs",
+          "global_filter_pow2": "pow2_inputs", "log_spectrum": "audio_inputs", "fnet_long": "sequence_inputs",
+          "long_conv": "long_inputs", "long_conv_pow2": "long_pow2_inputs"}
+_MISSING = ("no float64 counterfactual for DFT/STFT (propose/accumulate64.py covers Reduce*/CumSum only): "
+            "said op-compat, unverified, nothing to repair")
+# (model, exporter) -> the origin
+DRIFTS = {("global_filter", "dynamo"): "body", ("fnet_long", "dynamo"): "fnet.encoder.layer.0.fourier.self",
+          ("long_conv", "dynamo"): "body", ("log_spectrum", "dynamo"): "body"}
 CLEAN = [("ceil_maxpool", "torchscript"), ("ceil_maxpool", "dynamo"),
-         ("circular_same", "torchscript"), ("circular_same", "dynamo")]
+         ("circular_same", "torchscript"), ("circular_same", "dynamo"),
+         ("global_filter_pow2", "dynamo"), ("long_conv_pow2", "dynamo")]
 
 
 @pytest.fixture(scope="module")
 def explained(tmp_path_factory):
-    inputs = {m: "image_inputs" for m, _ in CLEAN}
-    return explained_forms(tmp_path_factory, "forms40c", inputs=inputs)
+    return explained_forms(tmp_path_factory, "forms40c", inputs=INPUTS)
+
+
+@pytest.mark.parametrize("form", params(DRIFTS, set()))
+def test_a_non_power_of_two_transform_has_its_origin(explained, form):
+    _, _, _, result, _ = explained(*form)
+    assert result.verdict == "drift" and result.drift_origin.module == DRIFTS[form]
+
+
+@pytest.mark.xfail(strict=True, reason=_MISSING)
+@pytest.mark.parametrize("form", params(DRIFTS, set()))
+def test_a_non_power_of_two_transform_is_stability_verified_and_repaired(explained, form):
+    from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.onnx.graph import full_model
+
+    engine, cfg, run, result, exp = explained(*form)
+    head = exp.findings[0]
+    assert (head.check, head.verified, head.severity) == ("stability", True, "error"), (head.check, head.message)
+    fixed = repair(full_model(run.prepared.index), exp)
+    assert fixed.model is not None, fixed.not_applicable
+    assert engine.recheck(cfg, fixed.model).verdict == "ok"
 
 
 @pytest.mark.parametrize("form", params(CLEAN, set()))
@@ -26,5 +73,6 @@ def test_the_held_out_clean_controls_have_no_error_finding(explained, form):
 
 
 @pytest.mark.drifts
-def test_the_clean_controls_sit_inside_deep_models(explained):
-    assert deep_forms(explained, CLEAN) == CLEAN
+def test_at_least_half_the_forms_sit_inside_deep_models(explained):
+    deep = deep_forms(explained, list(DRIFTS))
+    assert len(deep) * 2 >= len(DRIFTS), deep
