@@ -115,3 +115,49 @@ def test_a_short_cumsum_or_one_along_a_short_axis_is_never_widened():
     assert accumulate64_patches(Case(_cumsum(64), {"x": x}, {}, "body", 0, 0, 1e-6, 1e-6)) == []
     x = _level([2, 65536])      # the scan runs along the axis of 2, not the long one
     assert accumulate64_patches(Case(_cumsum(65536, axis=0), {"x": x}, {}, "body", 0, 0, 1e-6, 1e-6)) == []
+
+
+def _dft(n: int, window: bool = False) -> onnx.ModelProto:
+    """A one-sided real DFT of an [1, n, 1] signal along axis 1 (opset 20: the axis an input), as the dynamo
+    exporter writes torch.fft.rfft; or an STFT of frames of ``n`` with a Hann window."""
+    if window:
+        inits = [numpy_helper.from_array(np.asarray(n // 4, np.int64), "step"),
+                 numpy_helper.from_array(np.hanning(n).astype(np.float32), "win"),
+                 numpy_helper.from_array(np.asarray(n, np.int64), "len")]
+        node = helper.make_node("STFT", ["x", "step", "win", "len"], ["y"], name="fft", onesided=1)
+    else:
+        inits = [numpy_helper.from_array(np.asarray(1, np.int64), "axis")]
+        node = helper.make_node("DFT", ["x", "", "axis"], ["y"], name="fft", onesided=1)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+
+
+@pytest.mark.parametrize("window", [False, True], ids=["DFT", "STFT"])
+def test_a_transform_of_a_length_not_a_power_of_two_in_float64_computes_torchs_value(window):
+    """ONNX Runtime's DFT / STFT compute their twiddles in float32 and lose ~1e-4 on a length that is not a power
+    of two (microsoft/onnxruntime#16163); torch's pocketfft does not: widened (the STFT's window too), the file
+    computes torch's value."""
+    n = 2000
+    rng = np.random.default_rng(0)
+    if window:
+        x = rng.standard_normal((1, 4 * n)).astype(np.float32)
+        t = torch.stft(torch.from_numpy(x), n, n // 4, window=torch.from_numpy(np.hanning(n).astype(np.float32)),
+                       center=False, return_complex=True)
+        want = torch.view_as_real(t).permute(0, 2, 1, 3).numpy()
+    else:
+        x = rng.standard_normal((1, n, 1)).astype(np.float32)
+        want = torch.view_as_real(torch.fft.rfft(torch.from_numpy(x[..., 0]), dim=1)).numpy()
+    model = _dft(n, window)
+    case = Case(model, {"x": x}, {"y": want}, "body", 0, 0, 1e-6, 1e-6, nodes=["fft"], opset=20)
+    patches = accumulate64_patches(case)
+    assert len(patches) == 1 and patches[0].spec["nodes"] == ["fft"] and patches[0].check == "stability"
+    assert "microsoft/onnxruntime#16163" in patches[0].fix and "twiddle" in patches[0].why
+    before, got = _run(model, x), _run(apply(model, patches[0]), x)
+    scale = np.abs(want).max()
+    assert np.abs(before - want).max() > 1e-5 * scale and np.abs(got - want).max() < 1e-6 * scale
+
+
+def test_a_transform_of_a_short_length_is_never_widened():
+    x = np.random.default_rng(0).standard_normal((1, 32, 1)).astype(np.float32)
+    assert accumulate64_patches(Case(_dft(32), {"x": x}, {}, "body", 0, 0, 1e-6, 1e-6, nodes=["fft"])) == []

@@ -7,7 +7,9 @@ reduction path, cast back to float32, matches PyTorch").  ``accumulate_float64``
 in float64, keeping its name and its output's name: ``Cast(x, double) -> node -> Cast(y, float)``.  The ops
 ONNX Runtime has no double kernel for are written as the equivalent one it has: ``GlobalAveragePool`` as a
 ``ReduceMean`` over the spatial axes (``spec["ranks"][node]``: its input's rank).  A ``CumSum`` (a scan) is
-widened the same way: its axis input stays as it is.
+widened the same way: its axis input stays as it is.  A ``DFT`` / ``STFT`` (a sum over the transform's length per
+output, with twiddle factors ONNX Runtime computes in float32) is widened with every float32 input it reads (an
+STFT's window too); its lengths and axes stay as they are.
 """
 from __future__ import annotations
 
@@ -20,8 +22,9 @@ from drifttui.core.onnx.edit.rewriting import input_dtype, scoped
 
 # the float32 sums ONNX Runtime accumulates in a running float32 (ops with a double kernel, and GAP)
 SCANS = ("CumSum",)        # a running sum along an axis (torch's CPU cumsum accumulates float32 in double)
+TRANSFORMS = ("DFT", "STFT")    # each output a sum over the transform's length, float32 twiddles in ONNX Runtime
 SUMS = ("ReduceSum", "ReduceMean", "ReduceLogSumExp", "ReduceL2", "ReduceL1", "ReduceSumSquare", "ReduceLogSum",
-        "GlobalAveragePool", *SCANS)
+        "GlobalAveragePool", *SCANS, *TRANSFORMS)
 AXES_AS_INPUT = 18          # ReduceMean reads its axes as an input from opset 18
 
 
@@ -48,6 +51,12 @@ def _widen(model: Any, name: str, rank: Any) -> None:
     p = f"{node.name or node.output[0]}/drifttui_f64"
     x, out = node.input[0], node.output[0]
     new = [helper.make_node("Cast", [x], [f"{p}/x"], name=f"{p}/in", to=TensorProto.DOUBLE)]
+    if node.op_type in TRANSFORMS:     # an STFT's window is a float input of the signal's type
+        for k in range(1, len(node.input)):
+            v = node.input[k]
+            if v and np.dtype(input_dtype(model, v)) == np.float32:
+                new.append(helper.make_node("Cast", [v], [f"{p}/in{k}"], name=f"{p}/in{k}", to=TensorProto.DOUBLE))
+                node.input[k] = f"{p}/in{k}"
     inits: list[Any] = []
     if node.op_type == "GlobalAveragePool":
         if rank is None or int(rank) < 3:

@@ -23,13 +23,15 @@ import numpy as np
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import picked_values
-from drifttui.core.onnx.edit.accumulate64 import SCANS, SUMS
+from drifttui.core.onnx.edit.accumulate64 import SCANS, SUMS, TRANSFORMS
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.onnx.edit.rewriting import static_value
 
 MIN_REDUCED = 4096          # elements summed per output: below it a running float32 sum loses no more than torch
+MIN_TRANSFORMED = 64        # a transform's length: ONNX Runtime's float32 twiddles lose ~1e-4 at 400 (onnxruntime#32457)
 UPSTREAM = "microsoft/onnxruntime#28450"
 SCAN_UPSTREAM = "pytorch/pytorch#180153"
+TRANSFORM_UPSTREAM = "microsoft/onnxruntime#16163"
 
 
 def long_sums(case: Case) -> list[tuple[Any, int, int]]:
@@ -43,8 +45,13 @@ def long_sums(case: Case) -> list[tuple[Any, int, int]]:
         x, y = known.get(n.input[0]), known.get(n.output[0])
         if x is None or y is None or np.asarray(x).dtype != np.float32 or np.size(y) == 0:
             continue
-        per = _scan_length(case, n, known, np.shape(x)) if n.op_type in SCANS else int(np.size(x) // max(1, np.size(y)))
-        if per >= MIN_REDUCED:
+        if n.op_type in TRANSFORMS:
+            per = _transform_length(case, n, known, np.shape(x))
+        elif n.op_type in SCANS:
+            per = _scan_length(case, n, known, np.shape(x))
+        else:
+            per = int(np.size(x) // max(1, np.size(y)))
+        if per >= (MIN_TRANSFORMED if n.op_type in TRANSFORMS else MIN_REDUCED):
             out.append((n, per, np.ndim(x)))
     return out
 
@@ -59,8 +66,35 @@ def _scan_length(case: Case, node: Any, known: dict[str, Any], shape: tuple[int,
     return int(shape[int(np.asarray(axis).reshape(-1)[0]) % len(shape)])
 
 
+def _transform_length(case: Case, node: Any, known: dict[str, Any], shape: tuple[int, ...]) -> int:
+    """A DFT's length (its ``dft_length`` input, else its axis's: an input from opset 20, an attribute before) or
+    an STFT's frame length; 0 when it cannot be read."""
+    def value(k: int) -> Any:
+        if len(node.input) <= k or not node.input[k]:
+            return None
+        v = known.get(node.input[k])
+        return v if v is not None else static_value(case.model, node.input[k])
+    if node.op_type == "STFT":
+        length = value(3)
+        return int(np.asarray(length).reshape(-1)[0]) if length is not None else 0
+    length = value(1)
+    if length is not None:
+        return int(np.asarray(length).reshape(-1)[0])
+    axis = value(2)
+    if axis is None:
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
+    ax = int(np.asarray(axis).reshape(-1)[0])
+    ax = ax + len(shape) if ax < 0 else ax          # [-r, -2] or [0, r-2]: the last axis is re/im
+    return int(shape[ax]) if 0 <= ax < len(shape) - 1 else 0
+
+
 def _story(ops: list[str], which: str, most: int) -> tuple[str, str]:
     """why and the upstream issue, for reductions (a cascade in torch) or scans (double in torch)."""
+    if all(op in TRANSFORMS for op in ops):
+        return (f"ONNX Runtime's {'/'.join(ops)} kernel ({which}: transform length up to {most}) computes its "
+                "twiddle factors and sums in float32, and loses ~1e-4 on a length that is not a power of two, where "
+                "torch's pocketfft stays within float32's rounding; with the same transform computed in float64 and "
+                "cast back to float32 the file computes what torch computes", TRANSFORM_UPSTREAM)
     if all(op in SCANS for op in ops):
         return (f"ONNX Runtime's {'/'.join(ops)} kernel adds a long scan's float32 elements ({which}: up to {most} "
                 "along its axis) in a running float32 sum, where torch's CPU cumsum accumulates float32 in double; "

@@ -71,7 +71,8 @@ def sibling_grafts(ctx: Any, case: Any, export: Callable[[Any, list[Any]], Any],
 
 # the edits whose spec names one node and no value of the graph (a replace_constant names the constant it reads;
 # a Cast removed is left to its own call: a Cast elsewhere may be the model's own)
-_MOVABLE = {"set_attribute": {"op", "node", "name", "value", "outputs"}, "rewrite": {"op", "rewrite", "node", "value", "mode"}}
+_MOVABLE = {"set_attribute": {"op", "node", "name", "value", "outputs"},
+            "rewrite": {"op", "rewrite", "node", "value", "mode", "nodes", "ranks"}}
 
 
 def _movable(spec: dict) -> bool:
@@ -86,17 +87,33 @@ def sibling_patches(ctx: Any, case: Any, patch: Patch) -> list[Patch]:
     if not _movable(patch.spec) or not isinstance(name, str) or ctx.plan is None or case.call >= len(ctx.plan.calls):
         return []
     mine = [n for n in _origin_nodes(ctx, case.call)]
-    node = next((n for n in mine if n.name == name), None)
-    if node is None:
+    names = list(patch.spec.get("nodes") or [name])        # an edit of several nodes (accumulate_float64's sums)
+    nodes = [next((n for n in mine if n.name == k), None) for k in names]
+    if any(n is None for n in nodes):
         return []
-    place = [n.name for n in mine if n.op_type == node.op_type].index(name)
     out = []
     for ci in sibling_calls(ctx, case.call):
-        same = [n for n in _origin_nodes(ctx, ci) if n.op_type == node.op_type]
-        if place < len(same) and list(same[place].proto.attribute) == list(node.proto.attribute):
-            out.append(dataclasses.replace(patch, spec={**patch.spec, "node": same[place].name},
-                                           module=ctx.calls[ci].module, nodes=[same[place].name], siblings=[]))
+        theirs = _origin_nodes(ctx, ci)
+        moved = {k: _standing(mine, theirs, n) for k, n in zip(names, nodes)}
+        if any(v is None for v in moved.values()):
+            continue
+        spec = {**patch.spec, "node": moved.get(name, moved[names[0]])}
+        if "nodes" in spec:
+            spec["nodes"] = [moved[k] for k in names]
+        if "ranks" in spec:
+            spec["ranks"] = {moved[k]: r for k, r in spec["ranks"].items() if k in moved}
+        out.append(dataclasses.replace(patch, spec=spec, module=ctx.calls[ci].module, nodes=list(moved.values()),
+                                       siblings=[]))
     return out
+
+
+def _standing(mine: list[Any], theirs: list[Any], node: Any) -> Optional[str]:
+    """The node of ``theirs`` that stands where ``node`` stands in ``mine``: the same op, at the same place among
+    the call's nodes of that op, with the same attributes (the same lowering); None when there is none."""
+    place = [n.name for n in mine if n.op_type == node.op_type].index(node.name)
+    same = [n for n in theirs if n.op_type == node.op_type]
+    ok = place < len(same) and list(same[place].proto.attribute) == list(node.proto.attribute)
+    return same[place].name if ok else None
 
 
 def produced_value(ctx: Any, call_index: int, position: int) -> Optional[str]:
