@@ -23,8 +23,9 @@ What was missing (session 29, after this first run): a float64 counterfactual fo
 ``propose/accumulate64.py`` counts a transform's length as the elements each output sums (64 or more) and
 ``onnx/edit/accumulate64.py`` widens it with every float32 input it reads (an STFT's window): all four pairs
 ``stability``, verified and repaired (FNet's other layers through the sibling edit, ``propose/siblings.py``).
-Left: the torch op named in the message is the FX node fx_localise names first (``select`` for FNet, ``pow`` for
-the log spectrum), not ``fft_fftn`` / ``stft``; and the ill-conditioned spectrum's story (an xfail below).
+The torch op named is the one whose nodes the verifying patch changed (``aten._fft_c2c``, ``aten.stft``), not the
+FX node fx_localise named first (``select`` for FNet, ``pow`` for the log spectrum).  Left: the ill-conditioned
+spectrum's story (an xfail below).
 """
 from __future__ import annotations
 
@@ -64,6 +65,7 @@ def test_a_non_power_of_two_transform_is_stability_verified_and_repaired(explain
     head = exp.findings[0]
     assert (head.check, head.verified, head.severity) == ("stability", True, "error"), (head.check, head.message)
     assert head.patch["rewrite"] == "accumulate_float64" and "twiddle factors" in head.message, head.message
+    assert head.torch_op.startswith(("aten._fft_", "aten.stft")), head.torch_op     # the op the patch widened
     fixed = repair(full_model(run.prepared.index), exp)
     assert fixed.model is not None, fixed.not_applicable
     assert engine.recheck(cfg, fixed.model).verdict == "ok"

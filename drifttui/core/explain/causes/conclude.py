@@ -15,7 +15,8 @@ from typing import Any, Optional
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation
-from drifttui.core.explain.causes.locate.fx_localise import describe
+from drifttui.core.explain.causes.locate.fx_localise import describe, fx_of
+from drifttui.core.explain.causes.locate.torch_align import TorchOp
 from drifttui.core.explain.causes.propose.nopatch import explain_no_patch
 from drifttui.core.explain.causes.propose.patch_budget import left_untried, not_tried
 from drifttui.core.explain.causes.propose.reexport_story import lowering_class
@@ -96,8 +97,8 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
     """``unneeded``: the candidates ``verify`` left untried because a patch verified first (said in
     the finding it verifies, with ``skipped``, the budget's)."""
     before = loc.ort.max_abs
-    op = loc.torch_op
     verified = _best([t for t in trials if t.after.ok and not t.after.fails], findings, loc)
+    op = _patched_op(case, verified[0].patch, loc.torch_op) if verified else loc.torch_op
     untried = {"tried": len(trials), "skipped": skipped or None, "skipped_exports": skipped_exports or None,
                "not_tried": unneeded or None}
     out = list(findings)
@@ -133,6 +134,21 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
         if not any(f.module == case.module and f.severity == "error" for f in out):
             out.append(_unexplained(case, loc, trials, skipped, skipped_exports or []))
     return [_with_torch_op(f, op) if f.module == case.module and f.severity == "error" else f for f in out]
+
+
+def _patched_op(case: Case, patch: Patch, op: Any) -> Any:
+    """The torch op of the nodes the verifying patch changed, from their FX records (a dynamo file), unless the FX
+    localisation named one of them already: the patch proved where the drift is (FNet's DFT, not the ``select``
+    after it; an STFT, not the ``pow`` a value alignment spanned back over it); ``op`` otherwise."""
+    names = set(patch.nodes or [])
+    if not names or (op is not None and op.how == "fx" and names & set(op.nodes)):
+        return op
+    for node in case.model.graph.node:
+        fx = fx_of(node) if node.name in names else None
+        if fx is not None:
+            mine = [n for n in case.model.graph.node if (fx_of(n) or ("", ""))[0] == fx[0]]
+            return TorchOp(fx[1], [n.name for n in mine], [n.op_type for n in mine], "fx")
+    return op
 
 
 def _with_torch_op(f: Finding, op: Any) -> Finding:
