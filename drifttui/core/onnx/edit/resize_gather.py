@@ -27,7 +27,7 @@ import numpy as np
 
 from drifttui.core.onnx.graph import attribute_values as _attrs
 
-from drifttui.core.onnx.edit.rewriting import scoped
+from drifttui.core.onnx.edit.rewriting import replace_with
 
 OPS = ("Resize", "Upsample")
 UPSTREAM = "microsoft/onnxruntime#12098"
@@ -110,13 +110,7 @@ def apply_resize_gather(model: Any, spec: dict[str, Any]) -> None:
         cur = dst
     if not new:
         new = [helper.make_node("Identity", [cur], [node.output[0]], name=f"{p}/identity")]
-    scoped(node, new)
-    nodes = list(model.graph.node)
-    at = nodes.index(node)
-    nodes[at:at + 1] = new
-    del model.graph.node[:]
-    model.graph.node.extend(nodes)
-    model.graph.initializer.extend(consts)
+    replace_with(model, node, new, consts)
     _prune(model, list(node.input[1:]))
 
 

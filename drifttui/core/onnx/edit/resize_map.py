@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from drifttui.core.onnx.edit.rewriting import input_dtype, scoped
+from drifttui.core.onnx.edit.rewriting import input_dtype, replace_with
 
 MAX_ENTRIES = 1 << 16           # entries per weight matrix written into a spec (a 256 -> 256 axis)
 
@@ -61,13 +61,7 @@ def apply_resize_matmul(model: Any, spec: dict[str, Any]) -> None:
                                                                                   f"{p}/cols_t")]
     new = [helper.make_node("MatMul", [f"{p}/rows", node.input[0]], [f"{p}/h"], name=f"{p}/h"),
            helper.make_node("MatMul", [f"{p}/h", f"{p}/cols_t"], [node.output[0]], name=f"{p}/w")]
-    scoped(node, new)
-    nodes = list(model.graph.node)
-    at = nodes.index(node)
-    nodes[at:at + 1] = new
-    del model.graph.node[:]
-    model.graph.node.extend(nodes)
-    model.graph.initializer.extend(inits)
+    replace_with(model, node, new, inits)
 
 
 APPLY = {"resize_scales": apply_resize_scales, "resize_matmul": apply_resize_matmul}

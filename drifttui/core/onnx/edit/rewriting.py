@@ -31,6 +31,17 @@ def scoped(anchor: Any, new: list[Any]) -> list[Any]:
     return new
 
 
+def replace_with(model: Any, node: Any, new: list[Any], inits: Optional[list[Any]] = None) -> None:
+    """``node`` replaced in place by ``new`` (scoped in its module, ``scoped``), with the initializers they read."""
+    scoped(node, new)
+    nodes = list(model.graph.node)
+    at = nodes.index(node)
+    nodes[at:at + 1] = new
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    model.graph.initializer.extend(inits or [])
+
+
 def _insert_before(model: Any, node: Any, new: list[Any]) -> None:
     scoped(node, new)
     nodes = list(model.graph.node)
