@@ -57,6 +57,20 @@ def _pairs(case: Case, outs32: list[np.ndarray]) -> Optional[list[tuple[str, int
     return out
 
 
+_NORMS = ("LayerNormalization", "GroupNormalization", "InstanceNormalization", "BatchNormalization",
+          "MeanVarianceNormalization", "RMSNormalization", "SimplifiedLayerNormalization")
+WORSE = 10.0        # the file's error this many times torch's own: its float32 kernel rounds worse
+
+
+def _worse(file_err: float, own32: float) -> str:
+    """Said when the file's float32 error is far larger than torch's own: the runtime's kernels lose more digits
+    on the same ill-conditioned inputs (an FFT's float32 twiddles), though both sides agree in float64."""
+    if not own32 or file_err < WORSE * own32:
+        return ""
+    return (f"; the file's error is {file_err / own32:.0f} times torch's own: ONNX Runtime's float32 kernels lose "
+            "more of it than torch's")
+
+
 def float64_trial(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple[Patch, Eval]]:
     """The conditioning counterfactual (never a graph patch) and its figure, or None when it does not hold."""
     module = ctx.modules().get(case.module)
@@ -83,13 +97,17 @@ def float64_trial(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple[Pat
         tol_both &= both64 <= bound
     if tol_own or not tol_both:     # torch's float32 holds the tolerance, or float64 does not agree
         return None
+    norm = any(n.op_type in _NORMS for n in case.model.graph.node)
     why = (f"{case.module} computes an ill-conditioned function in float32 on these inputs: torch's own float32 "
            f"result is {own32:.3g} off its float64 value (over the tolerance), the file's {loc.ort.max_abs:.3g} off "
            f"torch's; computed in float64, torch (the module) and the file (its nodes, by the ONNX reference "
-           f"implementation) agree to {both64:.3g}: each side rounds its float32 otherwise, neither mistranslates "
-           "(a normalisation of values with a large common offset and a small spread loses the variance so)")
-    fix = ("condition the input (subtract the common offset before the module, e.g. normalise centred values) or "
-           "compute the module in float64; no file computes torch's float32 rounding, so `drifttui repair` has "
+           f"implementation) agree to {both64:.3g}: each side rounds its float32 otherwise, neither mistranslates"
+           + (" (a normalisation of values with a large common offset and a small spread loses the variance so)"
+              if norm else "") + _worse(loc.ort.max_abs, own32))
+    fix = (("condition the input (subtract the common offset before the module, e.g. normalise centred values)"
+            if norm else "condition the computation (keep values away from where the function loses its digits: "
+            "a log of values near 0, a difference of large values)") +
+           " or compute the module in float64; no file computes torch's float32 rounding, so `drifttui repair` has "
            "nothing to apply")
     patch = Patch({"op": "float64", "module": case.module, "torch_own_error": own32, "float64_error": both64},
                   "stability", why, fix, "model", module=case.module)
