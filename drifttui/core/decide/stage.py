@@ -196,6 +196,19 @@ def local_first(values: dict[int, list[tuple[int, Stats]]], atol: float, rtol: f
     return out
 
 
+NO_LOCAL_NOTE = ("local errors were not computed; the origin is the first module to finish with a failing output, "
+                 "which can be an amplifier rather than the cause")
+
+
+def _earliest_only(calls: list[Call], statuses: list[str], drifting: list[int]) -> list[int]:
+    """Without local errors: the earliest-finishing failing call is the origin, the rest inherit."""
+    first = min(drifting, key=lambda i: calls[i].end_order)
+    for i in drifting:
+        if i != first:
+            statuses[i] = INHERITED
+    return [first]
+
+
 def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local: dict[int, Aggregate],
                 local_first: dict[int, int], local_available: bool, atol: float, rtol: float,
                 op_types: Optional[dict[int, list[str]]] = None, rules: Optional[Rules] = None) -> Verdict:
@@ -236,14 +249,8 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
     notes: list[str] = []
     drifting = [i for i, s in enumerate(statuses) if s == DRIFT]
     if not local_available and drifting:
-        # without local errors: the earliest-finishing failing call is the origin, the rest inherit
-        first = min(drifting, key=lambda i: calls[i].end_order)
-        for i in drifting:
-            if i != first:
-                statuses[i] = INHERITED
-        drifting = [first]
-        notes.append("local errors were not computed; the origin is the first module to finish with a "
-                     "failing output, which can be an amplifier rather than the cause")
+        drifting = _earliest_only(calls, statuses, drifting)
+        notes.append(NO_LOCAL_NOTE)
     # a node two calls share (ORT fused a Conv into its activation's node): the call whose constant the
     # evidence by content says is wrong comes first
     first = lambda i: (local_first.get(i, by_weight.get(i, 10**9)), i not in by_weight,  # noqa: E731

@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from drifttui.core.prepare import act_levels, batch_probe, precision, reference
-from drifttui.core.runtime import sessions
-from drifttui.core.runtime.torch_hooks import Call, Hooks, TensorRef, TensorStore, hookable
+from drifttui.core.runtime.torch_hooks import Call, Hooks, TensorRef, hookable
 from drifttui.core.prepare.details import LayerDetails, layer_details
 from drifttui.core.prepare.arity import check_output_count
 from drifttui.core.model.export import export_auto, export_model
 from drifttui.core.onnx.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index, elem_type_name
 from drifttui.core.runtime.guards import safe_forward
+from drifttui.core.prepare.sample_zero import onnx_values, torch_inputs, torch_outputs
 from drifttui.core.model.half_inputs import half_inputs
 from drifttui.core.model.inputs import InputSource, build_source, flatten, onnx_feeds
 from drifttui.core.model.loading import load_onnx, load_torch_model, new_workdir
@@ -149,8 +149,8 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
             index, plan, mapped_note, exporter = found[0], found[1], found[2], found[3] or exporter
             notes.append(mapped_note)
     if hooks is not None and found is None and plan.localized:     # outputs the exporter absorbed into a reader
-        index, plan = split_units(index, calls, plan, map_index, _torch_out(hooks, model, sample0),
-                                  _resolver(cfg, feeds0, workdir), _torch_in(hooks, model, sample0))
+        index, plan = split_units(index, calls, plan, map_index, torch_outputs(hooks, model, sample0),
+                                  onnx_values(cfg.provider, feeds0, workdir), torch_inputs(hooks, model, sample0))
         index, plan = map_orphans(index, calls, plan, map_index)     # calls whose computation the exporter dropped
         pscan = precision.scan(index) if pscan.reduced else pscan
     details = layer_details(index, plan, calls, model, timings)    # the figures start in the background
@@ -164,15 +164,9 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     attach_local(windows, local, plan)
     notes[:0] = mem.notes + _window_notes(cfg, hooks is not None, windows, budget, total_bytes, mem)
     budgets = call_budgets(pscan, index, plan, calls)
-    for c, checks in weight_checks(index, calls, model, budgets[0]).items():     # int8 weights vs the model's
-        plan.calls[c].weights.extend(checks)
-    attrs = attr_checks(index, calls, plan, model)
-    attrs.update(const_checks(index, calls, plan, model, pscan.nodes, workdir, skip=set(attrs)))
-    for c, found in attrs.items():      # attributes (and an activation's constants) vs the modules' own
-        plan.calls[c].weights.extend(found)
     made_by = reference.file_exporter(index, "dynamo" if "dynamo" in exporter else "torchscript")
-    for c, unit in unit_checks(calls, plan, model, hooks, sample0, made_by, cfg.provider, timings).items():
-        plan.calls[c].weights.append(unit)     # a module absorbed with no value: its own export alone
+    _content_checks(index, calls, plan, model, pscan, budgets, workdir,
+                    lambda: unit_checks(calls, plan, model, hooks, sample0, made_by, cfg.provider, timings))
     timings["map"] = time.perf_counter() - t
     return Prepared(config=cfg, model=model, example=example, input_spec=in_spec, onnx_inputs=gi, index=index,
                     exporter=exporter, input_dtypes=input_dtypes, hooks=hooks, calls=calls, plan=plan,
@@ -180,46 +174,18 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
                     workdir=workdir, timings=timings, precision=pscan, budgets=budgets, outputs0=outputs0)
 
 
-def _torch_out(hooks: Hooks, model: Any, sample0: Any) -> Callable[[list[int]], dict[int, Any]]:
-    """Torch's first output of the given calls on sample 0 (a hooked forward), by call."""
-    def run(wanted: list[int]) -> dict[int, Any]:
-        store = TensorStore({ci: [0] for ci in wanted}, {})
-        with hooks.installed():
-            hooks.begin(store)
-            safe_forward(model, sample0)
-            hooks.begin(None)
-        return {ci: store.out[(ci, 0)].float().numpy() for ci in wanted if (ci, 0) in store.out}
-    return run
-
-
-def _torch_in(hooks: Hooks, model: Any, sample0: Any) -> Callable[[list[tuple[int, int]]], dict]:
-    """Torch's given call inputs on sample 0 (a hooked forward, once per set asked), by (call, position)."""
-    seen: dict[tuple, dict[tuple[int, int], Any]] = {}
-
-    def run(wanted: list[tuple[int, int]]) -> dict[tuple[int, int], Any]:
-        if tuple(wanted) in seen:
-            return seen[tuple(wanted)]
-        want: dict[int, list[int]] = {}
-        for ci, pos in wanted:
-            want.setdefault(ci, []).append(pos)
-        store = TensorStore({}, want)
-        with hooks.installed():
-            hooks.begin(store)
-            safe_forward(model, sample0)
-            hooks.begin(None)
-        seen[tuple(wanted)] = {k: store.inp[k].float().numpy() for k in wanted if k in store.inp}
-        return seen[tuple(wanted)]
-    return run
-
-
-def _resolver(cfg: Config, feeds0: dict, workdir: Path) -> Callable[[GraphIndex, list[str]], dict]:
-    """ONNX Runtime's values of the given values on sample 0 (optimisations off)."""
-    def resolve(ix: GraphIndex, values: list[str]) -> dict:
-        sess = sessions.make_session(ix.model, "disable", False, cfg.provider, workdir, "pairing.onnx",
-                                     extra_outputs=values, data_dir=ix.data_dir, prepack=False)
-        with sessions.on_sample("sample 0"):
-            return sessions.run(sess, dict(zip(ix.graph_inputs, feeds0.values())), values)
-    return resolve
+def _content_checks(index: Any, calls: list[Any], plan: Any, model: Any, pscan: Any, budgets: Any,
+                    workdir: Path, units: Callable[[], dict[int, Any]]) -> None:
+    """Each call's checks by content, on its plan entry: int8 weights, attributes and an activation's constants
+    against the model's own, and a module absorbed with no value against its own export alone (``units``)."""
+    found = weight_checks(index, calls, model, budgets[0])
+    attrs = attr_checks(index, calls, plan, model)
+    attrs.update(const_checks(index, calls, plan, model, pscan.nodes, workdir, skip=set(attrs)))
+    for by_call in (found, attrs):
+        for c, checks in by_call.items():
+            plan.calls[c].weights.extend(checks)
+    for c, unit in units().items():
+        plan.calls[c].weights.append(unit)
 
 
 def _probed_batch(cfg: Config, batch: int, hooks: Any, model: Any, sample0: Any, plan: Any, calls: list,
@@ -344,8 +310,8 @@ def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str
         aliases, multi_out = {}, {}
     check_output_count(len(outs), index.graph_outputs)
 
-    on_sample0 = _resolver(cfg, feeds0, workdir)
-    torch_in = _torch_in(hooks, model, sample0) if hooks is not None else None
+    on_sample0 = onnx_values(cfg.provider, feeds0, workdir)
+    torch_in = torch_inputs(hooks, model, sample0) if hooks is not None else None
 
     def map_index(ix: GraphIndex) -> Plan:
         # sample 0 through ONNX Runtime (optimisations off) for content-based output pairing

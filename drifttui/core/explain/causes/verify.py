@@ -122,17 +122,7 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         # a unit with a folded producer outside the origin module: the module alone is not what the case computes
         inside = case.module + "." if case.module else ""
         if reexport and all(m.startswith(inside) for m in case.folded) and not any(_passes(t) for t in trials):
-            tried, skipped_exports = affordable(variants(ctx), case)
-            for variant in tried:
-                ctx.say(f"causes: re-exporting {display_name(case.module)} alone with {variant.why}")
-                patch, ev = try_reexport(ctx, case, variant, loc)
-                if patch is not None:
-                    trials.append(Trial(patch, ev))
-                    hold(ctx, trials[-1:])
-                    if _passes(trials[-1]):
-                        # a constant or an attribute it names heads instead (the re-export stays its evidence)
-                        trials[-1:] = _witnessed(ctx, case, trials[-1]) or trials[-1:]
-                        break
+            skipped_exports = _reexports(ctx, case, loc, trials)
         if not any(_passes(t) for t in trials) and measured_map_patches(ctx, case):
             # the last resort: an equivalent computation, torch's own weights measured from the call
             ctx.say("causes: trying torch's own sampling weights for the origin's Resize")
@@ -148,10 +138,27 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         return exp
     _with_siblings(ctx, case, trials)
     merged = as_member(o, case, merge(findings, case, loc, trials, skipped, skipped_exports, unneeded))
-    exp = Explanation(case, loc, trials, rank(merged, o.module if o is not None else case.module), skipped=skipped, skipped_exports=skipped_exports,
-                      not_tried=unneeded)
+    exp = Explanation(case, loc, trials, rank(merged, o.module if o is not None else case.module), skipped=skipped,
+                      skipped_exports=skipped_exports, not_tried=unneeded)
     ctx.cache[key] = exp
     return exp
+
+
+def _reexports(ctx: Any, case: Case, loc: Any, trials: list[Trial]) -> list[str]:
+    """The origin re-exported alone, the affordable variants in order, each held, until one verifies (appended to
+    ``trials``); the variants skipped for their cost."""
+    tried, skipped_exports = affordable(variants(ctx), case)
+    for variant in tried:
+        ctx.say(f"causes: re-exporting {display_name(case.module)} alone with {variant.why}")
+        patch, ev = try_reexport(ctx, case, variant, loc)
+        if patch is not None:
+            trials.append(Trial(patch, ev))
+            hold(ctx, trials[-1:])
+            if _passes(trials[-1]):
+                # a constant or an attribute it names heads instead (the re-export stays its evidence)
+                trials[-1:] = _witnessed(ctx, case, trials[-1]) or trials[-1:]
+                break
+    return skipped_exports
 
 
 def as_member(o: Any, case: Case, findings: list[Finding]) -> list[Finding]:
