@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from drifttui.core.onnx.edit.graft_scopes import below, set_scopes
+import numpy as np
+
+from drifttui.core.onnx.edit.graft_scopes import below, set_scopes, torchscript_scope
 from drifttui.core.onnx.io import copy_model
 from drifttui.core.onnx.order import node_order, used_names
 
@@ -34,6 +36,9 @@ class Graft:
     root: str = ""                   # the module's attribute inside the re-export's wrapper (graft_scopes.py)
     module: str = ""                 # the origin module's name (its children's nodes are re-rooted below it)
     baked: list[int] = field(default_factory=list)     # call inputs baked into ``model`` (not among its inputs)
+    # input k is ``inputs[k]`` times this scalar: a scale a graph optimiser fused into the call's node (ORT's
+    # FusedMatMul alpha) recomputed before the graft (propose/held_inputs.py)
+    scaled: dict[int, float] = field(default_factory=dict)
 
 
 def _copy(model: Any) -> Any:
@@ -137,12 +142,14 @@ def _missing(nodes: list[Any], available: set[str]) -> list[str]:
 
 def _in_scope(sub: Any, anchor: Any, prefix: str, root: str = "", module: str = "") -> None:
     """The grafted nodes sit in the origin's scope: the anchor's metadata (dynamo scopes) and, for a
-    TorchScript file, names under the anchor's scope path ("/body/cos/..."), so the repaired file is
-    mapped to the modules like the original."""
+    TorchScript file, names under the origin's scope path and then the node's own path below the origin
+    ("/body/lin/...", graft_scopes.torchscript_scope; the anchor's scope path when its name does not name the
+    origin), so the repaired file is mapped to the modules like the original."""
     scope = anchor.name.rsplit("/", 1)[0] + "/" if anchor.name.startswith("/") and "/" in anchor.name[1:] else ""
     for n in sub.graph.node:
         where = below(n, root)              # its own place, before the anchor's metadata replaces it
-        n.name = f"{scope}{prefix}/{n.name or n.op_type}"
+        named = torchscript_scope(anchor.name, module, where) if scope else None
+        n.name = f"{named or scope}{prefix}/{n.name or n.op_type}"
         del n.metadata_props[:]
         n.metadata_props.extend(anchor.metadata_props)
         set_scopes(n, anchor, where, module)
@@ -160,10 +167,11 @@ def graft(full_model: Any, g: Graft) -> Any:
     while any(v.startswith(prefix + "/") for v in taken):
         k += 1
         prefix = f"{PREFIX}{k}"
-    names = _sub_names(sub, g.inputs, g.outputs, prefix)
     unknown = [v for v in g.inputs if v not in taken]
     if unknown:
         raise GraftError(f"the file has no value {unknown[0]!r} for the module's input")
+    inputs, unfused = _unfused(sub, g, taken | {n.name for n in full.graph.node})
+    names = _sub_names(sub, inputs, g.outputs, prefix)
     _rename_graph(sub.graph, names)
     for t in sub.graph.initializer:
         t.name = names.get(t.name, t.name)
@@ -182,7 +190,8 @@ def graft(full_model: Any, g: Graft) -> Any:
         nodes[i].output[:] = [f"{prefix}/stale/{v}" if v in replaced else v for v in nodes[i].output]
     stay = [n for i, n in enumerate(nodes) if i not in removed or i in keep]
     avail = {i.name for i in full.graph.input} | {t.name for t in full.graph.initializer}
-    merged = stay + list(sub.graph.node)
+    merged = stay + unfused[0] + list(sub.graph.node)
+    sub.graph.initializer.extend(unfused[1])
     missing = _missing(merged, avail | {t.name for t in sub.graph.initializer})
     if missing:
         raise GraftError(f"the grafted graph reads values nothing produces: {', '.join(missing[:3])}")
@@ -206,6 +215,28 @@ def graft(full_model: Any, g: Graft) -> Any:
         return _valid(copy_model(full))
     except onnx.checker.ValidationError as exc:        # never a file that ONNX Runtime refuses
         raise GraftError(f"the grafted graph is not valid ONNX ({str(exc).splitlines()[0][:160]})") from exc
+
+
+def _unfused(sub: Any, g: Graft, taken: set[str]) -> tuple[list[str], tuple[list[Any], list[Any]]]:
+    """(the file's value for each input of the re-export, (the scope-less Mul nodes, their scalars)): each input
+    of ``g.scaled`` is the file's value times its scalar, recomputed by a Mul of the re-export's input type (the
+    index gives a scope-less node the scope its neighbours share: the parent whose op the fusion took)."""
+    from onnx import helper, numpy_helper
+
+    inputs, nodes, inits = list(g.inputs), [], []
+    feeds = [i for i in sub.graph.input if i.name not in {t.name for t in sub.graph.initializer}]
+    for k, s in sorted(g.scaled.items()):
+        if k >= len(inputs) or k >= len(feeds) or s == 1.0:
+            continue
+        dtype = helper.tensor_dtype_to_np_dtype(feeds[k].type.tensor_type.elem_type)
+        name, node, j = f"{inputs[k]}_unfused", f"unfused_scale_{k}", 0
+        while name in taken or node in taken:      # (``taken``: the file's node names too)
+            j += 1
+            name, node = f"{inputs[k]}_unfused{j}", f"unfused_scale_{k}_{j}"
+        inits.append(numpy_helper.from_array(np.asarray(s, dtype=dtype), f"{name}_scale"))
+        nodes.append(helper.make_node("Mul", [inputs[k], f"{name}_scale"], [name], name=node))
+        inputs[k] = name
+    return inputs, (nodes, inits)
 
 
 def _single_assignment(model: Any) -> None:

@@ -5,14 +5,19 @@ A re-export of the origin module carries its children's scopes relative to itsel
 module called with keyword arguments, one more level, ``inner``).  Giving every grafted node the anchor's scope
 (the origin's own) left the children without nodes of their own, and the repaired file's per-layer comparison
 paired a child (``q_proj``) with the origin's output: a repaired file whose outputs match torch was called a
-drift.  Here each grafted node gets the anchor's path to the origin, then its own path below it.
+drift.  Here each grafted node gets the anchor's path to the origin, then its own path below it: in a dynamo
+file its ``name_scopes``, in a TorchScript file its name (``/body/`` + ``lin/`` + the node's: ``torchscript_scope``;
+the anchor may be a child's node, ``/body/lin/MatMul/MatMulAddFusion`` in a file ORT optimised, whose path
+named the grafted bias ``body.lin``'s and the repaired file's ``body.lin`` drift).
 """
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any, Optional
 
 SCOPES = "pkg.torch.onnx.name_scopes"
+_CALL = re.compile(r"^(.*)_(\d+)$")
 
 
 def _scopes(node: Any) -> Optional[list[str]]:
@@ -58,6 +63,37 @@ def rerooted(where: tuple[list[str], str], anchor_scopes: list[str], module: str
     origin = base[-1] if len(base) > 1 else ""
     path, last = where
     return base + [f"{origin}.{p}" if origin else p for p in path] + [last]
+
+
+def _names(segment: str, module: str) -> bool:
+    """A TorchScript name segment names ``module`` (its qualified name or its last names; ``_1``: a later call)."""
+    m = _CALL.match(segment)
+    for seg in (segment, m.group(1) if m else None):
+        if seg and (module == seg or module.endswith("." + seg)):
+            return True
+    return False
+
+
+def torchscript_scope(anchor_name: str, module: str, where: tuple[list[str], str]) -> Optional[str]:
+    """The name prefix of a node grafted into a TorchScript file: the anchor's name up to the segment that names
+    the origin ``module`` ("/" for the root), then the node's own path below it, one segment per level (each
+    level's last dotted name, as TorchScript names them); None when the anchor's name does not name the module."""
+    if not anchor_name.startswith("/"):
+        return None
+    segments = anchor_name.split("/")[1:-1]
+    if module:
+        k = next((i for i, seg in enumerate(segments) if _names(seg, module)), None)
+        if k is None:
+            return None
+        base = "/" + "/".join(segments[:k + 1]) + "/"
+    else:
+        base = "/"
+    path, prev = where[0], ""
+    own = []
+    for p in path:
+        own.append(p[len(prev) + 1:] if prev and p.startswith(prev + ".") else p)
+        prev = p
+    return base + "".join(f"{seg}/" for seg in own)
 
 
 def set_scopes(node: Any, anchor: Any, where: tuple[list[str], str], module: str = "") -> None:

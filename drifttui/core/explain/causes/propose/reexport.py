@@ -16,6 +16,7 @@ import numpy as np
 
 from drifttui.core.explain.causes.propose.aliasing import aliased_told
 from drifttui.core.explain.causes.propose.definitions import Told, told
+from drifttui.core.explain.causes.propose.held_inputs import held_input
 from drifttui.core.explain.causes.propose.siblings import produced_value, sibling_grafts
 from drifttui.core.explain.causes.propose.reexport_story import decomposed_targets, fits, fx_story, story
 from drifttui.core.explain.causes.locate.call_structure import as_called, same_in_samples, wrapped_root
@@ -198,12 +199,25 @@ def _graft(ctx: Any, case: Case, model: Any, arrays: list[np.ndarray]) -> Any:
               for k in range(len(arrays))]
     baked = [k for k, v in enumerate(inputs) if not v and (_is_state(ctx, arrays[k])
                                                            or same_in_samples(ctx, case, k, arrays[k]))]
+    scaled = _held(ctx, case, arrays, inputs, baked)
     if baked:
         model = _bake_inputs(model, baked, arrays)
         inputs = [v for k, v in enumerate(inputs) if k not in baked]
     outputs = [cm.outputs.get(k, "") for k in range(len(model.graph.output))]
     return Graft(model, inputs, outputs, list(case.nodes), root=wrapped_root(ctx, case.call), module=case.module,
-                 baked=baked)
+                 baked=baked, scaled=scaled)
+
+
+def _held(ctx: Any, case: Case, arrays: list[np.ndarray], inputs: list[str], baked: list[int]) -> dict[int, float]:
+    """The inputs with no value of their own that the file holds before a fusion (held_inputs.py), filled in
+    ``inputs``; -> their scalars by position among the inputs left after ``baked``."""
+    out: dict[int, float] = {}
+    for k in [k for k, v in enumerate(inputs) if not v and k not in baked]:
+        got = held_input(ctx, case, arrays[k], set(inputs))
+        if got is not None:
+            inputs[k] = got[0]
+            out[k - sum(1 for b in baked if b < k)] = got[1]
+    return out
 
 
 def _enclosing_input(ctx: Any, case: Case, arr: np.ndarray) -> Optional[str]:
