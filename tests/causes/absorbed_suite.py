@@ -74,3 +74,59 @@ def assert_the_one_origin_verified_and_repaired(explained: Callable, form: tuple
     # named after its value)
     assert not any(n.name.rsplit("/", 1)[-1].startswith("drifttui_") for n in fixed.model.graph.node)
     assert engine.recheck(cfg, fixed.model).verdict == "ok"
+
+
+def unchanged_values(original: Any, fixed: Any) -> list[str]:
+    """The values ``fixed`` computes exactly as ``original`` does by construction: produced by a node it keeps as
+    it was (op, inputs, outputs, attributes) whose every producer upstream it keeps too (what a repair must not
+    touch: everything not downstream of the replaced nodes)."""
+    kept = {n.SerializeToString(deterministic=True) for n in fixed.graph.node}
+    producer = {v: n for n in original.graph.node for v in n.output if v}
+    same: dict[str, bool] = {}
+
+    def ok(v: str) -> bool:
+        if v not in same:
+            n = producer.get(v)
+            same[v] = n is None or (n.SerializeToString(deterministic=True) in kept
+                                    and all(ok(u) for u in n.input if u))
+        return same[v]
+
+    return [v for v in producer if ok(v) and producer[v].op_type != "Constant"]
+
+
+def assert_repaired_rest_unchanged(engine: Any, cfg: Any, run: Any, exp: Any) -> Any:
+    """``repair``'s copy passes ``check``; it keeps the file's interface (inputs and outputs, names and order), and
+    every value the repair did not replace (the file's values upstream of the grafted nodes, the value the graft
+    reads included) is bit-identical to the file's in ONNX Runtime.  Returns the repair."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+
+    from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.onnx.graph import full_model
+
+    fixed = repair(full_model(run.prepared.index), exp)
+    assert fixed.model is not None and fixed.applied, fixed.not_applicable
+    assert engine.recheck(cfg, fixed.model).verdict == "ok"
+    original = onnx.load(cfg.onnx)
+    assert [i.name for i in fixed.model.graph.input] == [i.name for i in original.graph.input]
+    assert [o.name for o in fixed.model.graph.output] == [o.name for o in original.graph.output]
+    rest = unchanged_values(original, fixed.model)
+    read = {v for n in fixed.model.graph.node if n.name.startswith("unfused_scale")
+            or any(p.startswith("drifttui_graft") for p in n.name.split("/")[:-1]) for v in n.input}
+    assert rest and read & set(rest), "the graft reads none of the file's own values"
+    feeds = {i.name: np.random.default_rng(7).standard_normal(
+        [d.dim_value or 1 for d in i.type.tensor_type.shape.dim]).astype(np.float32) for i in original.graph.input}
+    got = []
+    for model in (original, fixed.model):
+        m = onnx.ModelProto()
+        m.CopyFrom(model)
+        m.graph.output.extend(onnx.helper.make_empty_tensor_value_info(v) for v in rest
+                              if v not in {o.name for o in m.graph.output})
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        got.append(dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds))))
+    for v in rest:
+        assert np.array_equal(got[0][v], got[1][v]), v
+    return fixed

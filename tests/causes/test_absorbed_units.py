@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.causes.absorbed_suite import explained_forms, params
+from tests.causes.absorbed_suite import assert_repaired_rest_unchanged, explained_forms, params
 
 # (model, exporter, ORT level of the deployed file) -> (origin, a call of the unit fed its values)
 DRIFTS = {
@@ -75,19 +75,21 @@ def test_clean_units_pass(explained, form):
     assert not [f for f in exp.findings if f.severity == "error"]
 
 
-# the plain exports: the cause is verified in the nearest compared call holding the unit and repaired there
-REPAIRED = {("mixed_floor", "torchscript", ""): "body.wt", ("mixed_signbit", "dynamo", ""): "body.wt"}
+# the cause is verified in the nearest compared call holding the unit, and repair grafts its re-export there.  On
+# the files ORT's extended level wrote, that call's input has no value of its own (its parent's ``* 3.0`` went into
+# the FusedMatMul's alpha; MatMulAddFusion's Reshape before the Gemm): the graft reads the value the file holds
+# before the fusion, found by content, times the scalar the fusion moved (propose/held_inputs.py).  First run,
+# before that: repair wrote a file on 3 of the 8 (the 2 plain exports and bias_signbit's root); the 5 others had
+# "a verified re-export" and no file.
+REPAIR_FAST = {("mixed_floor", "torchscript", ""), ("scalemm_floor", "torchscript", "extended"),
+               ("bias_floor", "torchscript", "extended")}
 
 
-@pytest.mark.parametrize("form", params(REPAIRED, {("mixed_floor", "torchscript", "")}))
+@pytest.mark.parametrize("form", params(DRIFTS, REPAIR_FAST))
 def test_the_member_is_the_verified_cause_and_repair_checks_ok(explained, form):
-    from drifttui.core.explain.causes.deliver.repair import repair
-    from drifttui.core.onnx.graph import full_model
-
     engine, cfg, run, result, exp = explained(*form)
     head = exp.findings[0]
-    assert (head.module, head.verified) == (REPAIRED[form], True), (head.module, head.check, head.message)
+    assert (head.module, head.verified) == (DRIFTS[form][0], True), (head.module, head.check, head.message)
     assert "compared as one unit" in head.message, head.message
-    fixed = repair(full_model(run.prepared.index), exp)
-    assert fixed.model is not None and fixed.applied
-    assert engine.recheck(cfg, fixed.model).verdict == "ok"
+    fixed = assert_repaired_rest_unchanged(engine, cfg, run, exp)
+    assert not any(n.name.rsplit("/", 1)[-1].startswith("drifttui_") for n in fixed.model.graph.node)
