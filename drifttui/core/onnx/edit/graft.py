@@ -39,6 +39,8 @@ class Graft:
     # input k is ``inputs[k]`` times this scalar: a scale a graph optimiser fused into the call's node (ORT's
     # FusedMatMul alpha) recomputed before the graft (propose/held_inputs.py)
     scaled: dict[int, float] = field(default_factory=dict)
+    # what repair grafts first: the same re-export cut where the file holds the origin's input (narrow_graft.py)
+    narrow: "Graft | None" = None
 
 
 def _copy(model: Any) -> Any:

@@ -76,18 +76,16 @@ def _names(segment: str, module: str) -> bool:
 
 def torchscript_scope(anchor_name: str, module: str, where: tuple[list[str], str]) -> Optional[str]:
     """The name prefix of a node grafted into a TorchScript file: the anchor's name up to the segment that names
-    the origin ``module`` ("/" for the root), then the node's own path below it, one segment per level (each
-    level's last dotted name, as TorchScript names them); None when the anchor's name does not name the module."""
-    if not anchor_name.startswith("/"):
+    the origin ``module``, then the node's own path below it, one segment per level (each level's last dotted
+    name, as TorchScript names them); None when the anchor's name does not name the module (or none is given:
+    the graft keeps the anchor's scope path)."""
+    if not anchor_name.startswith("/") or not module:
         return None
     segments = anchor_name.split("/")[1:-1]
-    if module:
-        k = next((i for i, seg in enumerate(segments) if _names(seg, module)), None)
-        if k is None:
-            return None
-        base = "/" + "/".join(segments[:k + 1]) + "/"
-    else:
-        base = "/"
+    k = next((i for i, seg in enumerate(segments) if _names(seg, module)), None)
+    if k is None:
+        return None
+    base = "/" + "/".join(segments[:k + 1]) + "/"
     path, prev = where[0], ""
     own = []
     for p in path:

@@ -43,7 +43,7 @@ def repair(full_model: Any, exp: Explanation) -> Repair:
             model = _apply_siblings(apply(model, patch), patch)
         else:
             try:
-                model = graft(model, patch.graft)
+                model = _graft_narrow_first(model, patch.graft)
             except GraftError as exc:
                 out.not_applicable.append({**spec, "why": str(exc)})
                 continue
@@ -55,6 +55,17 @@ def repair(full_model: Any, exp: Explanation) -> Repair:
         out.model = without_views(model)     # the file for the user: drifttui's round trips undone
     out.local_before = exp.loc.ort.max_abs if exp.loc is not None else None
     return out
+
+
+def _graft_narrow_first(model: Any, g: Any) -> Any:
+    """``model`` with ``g`` grafted: cut where the file holds the origin's input when it can be (``g.narrow``,
+    propose/narrow_graft.py: the file's nodes upstream kept), else whole."""
+    if g.narrow is not None:
+        try:
+            return graft(model, g.narrow)
+        except GraftError:
+            pass
+    return graft(model, g)
 
 
 def _apply_siblings(model: Any, patch: Patch) -> Any:

@@ -17,6 +17,7 @@ import numpy as np
 from drifttui.core.explain.causes.propose.aliasing import aliased_told
 from drifttui.core.explain.causes.propose.definitions import Told, told
 from drifttui.core.explain.causes.propose.held_inputs import held_input
+from drifttui.core.explain.causes.propose.narrow_graft import narrowed
 from drifttui.core.explain.causes.propose.siblings import produced_value, sibling_grafts
 from drifttui.core.explain.causes.propose.reexport_story import decomposed_targets, fits, fx_story, story
 from drifttui.core.explain.causes.locate.call_structure import as_called, same_in_samples, wrapped_root
@@ -139,6 +140,8 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
                   "export", module=case.module,
                   nodes=list(wrong.nodes) if wrong is not None else [node.name] if node is not None else [],
                   graft=_graft(ctx, case, model, list(feeds.values())))
+    if _computes(ev) and patch.graft is not None and all(patch.graft.inputs):
+        patch.graft.narrow = narrowed(ctx, case, patch.graft, feeds)      # a unit verified far above its member
     if _computes(ev) and patch.graft is not None and all(patch.graft.inputs):    # same code in every block
         patch.graft.siblings = sibling_grafts(
             ctx, case, lambda m, i: _export(m, i, variant), lambda c, m, a: _graft(ctx, c, m, a),
