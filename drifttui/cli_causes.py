@@ -83,7 +83,9 @@ def _out_metrics(result: Any) -> tuple[float, Optional[float]]:
 def _describe(p: dict[str, Any]) -> str:
     """One applied patch, in words (its spec is in the JSON report)."""
     if p["op"] == "reexport":
-        return f"the {p.get('exporter')} re-export of {p.get('module') or '(root)'} grafted in (opset {p.get('opset')})"
+        cut = f" from the file's value {p['cut_at']} on" if p.get("cut_at") else ""
+        return (f"the {p.get('exporter')} re-export of {p.get('module') or '(root)'} grafted in{cut} "
+                f"(opset {p.get('opset')})")
     if p["op"] == "rewrite":
         form = f" ({p['form']})" if p.get("form") else ""
         return f"rewrite {p.get('rewrite')}{form} at {p.get('node')}"

@@ -5,7 +5,11 @@ Only patches that verified on the origin's own nodes are applied (``Finding.veri
 graph edit is applied to the copy, and to the node that stands where it stands in each other call of the
 origin's class (``Patch.siblings``: the same lowering is wrong in every layer); a verified re-export of the origin
 module is grafted into it (``graft.py``: the origin's nodes replaced by the re-export's graph), and so are the
-siblings' re-exports.  The user's file is never touched: the CLI writes the copy through
+siblings' re-exports.  A graft reads the file's values of the call's inputs; where a graph optimiser fused one away
+(ORT's FusedMatMul alpha took the parent's scale) it reads the value the file holds before the fusion, and the scale
+is recomputed (propose/held_inputs.py); a re-export verified far above its origin (a unit's, the root) is grafted
+cut where the file holds the origin's input (propose/narrow_graft.py; the applied spec says ``cut_at``), the file's
+nodes upstream kept.  The user's file is never touched: the CLI writes the copy through
 ``report/outputs.py``.
 """
 from __future__ import annotations
@@ -43,11 +47,12 @@ def repair(full_model: Any, exp: Explanation) -> Repair:
             model = _apply_siblings(apply(model, patch), patch)
         else:
             try:
-                model = _graft_narrow_first(model, patch.graft)
+                model, cut = _graft_narrow_first(model, patch.graft)
             except GraftError as exc:
                 out.not_applicable.append({**spec, "why": str(exc)})
                 continue
             model = _siblings(model, patch.graft)
+            spec = {**spec, "cut_at": cut} if cut else spec
         out.applied.append(spec)
         if t is not None:
             out.local_after = t.after.max_abs if out.local_after is None else max(out.local_after, t.after.max_abs)
@@ -57,15 +62,15 @@ def repair(full_model: Any, exp: Explanation) -> Repair:
     return out
 
 
-def _graft_narrow_first(model: Any, g: Any) -> Any:
-    """``model`` with ``g`` grafted: cut where the file holds the origin's input when it can be (``g.narrow``,
-    propose/narrow_graft.py: the file's nodes upstream kept), else whole."""
+def _graft_narrow_first(model: Any, g: Any) -> tuple[Any, str]:
+    """(``model`` with ``g`` grafted, the file's value it was cut at or ""): cut where the file holds the origin's
+    input when it can be (``g.narrow``, propose/narrow_graft.py: the file's nodes upstream kept), else whole."""
     if g.narrow is not None:
         try:
-            return graft(model, g.narrow)
+            return graft(model, g.narrow), g.narrow.inputs[0]
         except GraftError:
             pass
-    return graft(model, g)
+    return graft(model, g), ""
 
 
 def _apply_siblings(model: Any, patch: Patch) -> Any:

@@ -46,7 +46,8 @@ def source_fixes(applied: list[dict[str, Any]], findings: list[Any], opset: Opti
     words = {repr(sorted(f.patch.items(), key=str)): f.fix for f in findings if f.patch}
     out: list[tuple[str, str]] = []
     for spec in applied:
-        item = (source_fix(spec, opset, exporter) or "", words.get(repr(sorted(spec.items(), key=str)), ""))
+        found = {k: v for k, v in spec.items() if k != "cut_at"}       # how repair grafted it, not the finding's
+        item = (source_fix(spec, opset, exporter) or "", words.get(repr(sorted(found.items(), key=str)), ""))
         if any(item) and item not in out:
             out.append(item)
     return out
