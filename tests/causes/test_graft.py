@@ -78,3 +78,64 @@ def test_a_mismatched_graft_is_refused():
         graft(_full(), Graft(_sub(), ["h", "x"], ["o"], ["/o/Mul", "/o/Add"]))
     with pytest.raises(GraftError, match="no value"):
         graft(_full(), Graft(_sub(), ["nowhere"], ["o"], ["/o/Mul", "/o/Add"]))
+
+
+def test_a_scale_a_fusion_moved_is_recomputed_before_the_graft():
+    """``Graft.scaled``: the call's input is the file's ``h`` times 1.5 (ORT folded that scale into a fused node of
+    the call): a scope-less Mul recomputes it, the graft reads it, and ``h`` itself is still the file's."""
+    fixed = graft(_full(share=False), Graft(_sub(), ["h"], ["o"], ["/o/Mul", "/o/Add"], scaled={0: 1.5}))
+    onnx.checker.check_model(fixed)
+    np.testing.assert_allclose(_run(fixed, X)[0], -(np.maximum(X, 0) * 1.5 * 2 + 1))
+    mul = [n for n in fixed.graph.node if n.name.startswith("unfused_scale")]
+    assert len(mul) == 1 and mul[0].input[0] == "h" and not mul[0].name.startswith("/")
+
+
+def test_torchscript_children_of_a_graft_are_named_under_their_own_scopes():
+    """The anchor may be a child's node (``/body/lin/MatMul/MatMulAddFusion``, a file ORT optimised): each grafted
+    node is named under the origin's path, then its own module's path below the origin."""
+    from drifttui.core.onnx.edit.graft_scopes import torchscript_scope
+
+    anchor = "/body/lin/MatMul/MatMulAddFusion"
+    assert torchscript_scope(anchor, "body", (["bias"], "Add")) == "/body/bias/"
+    assert torchscript_scope(anchor, "body", (["lin", "lin.sub"], "MatMul")) == "/body/lin/sub/"
+    assert torchscript_scope(anchor, "body", ([], "Mul")) == "/body/"
+    assert torchscript_scope("/body_1/Mul", "body", (["lin"], "MatMul")) == "/body_1/lin/"
+    assert torchscript_scope("/layers/layers.0/attn/MatMul", "layers.0", (["attn"], "MatMul")) == "/layers/layers.0/attn/"
+    assert torchscript_scope("node_mul", "body", (["lin"], "MatMul")) is None       # a dynamo name: metadata
+    assert torchscript_scope("/head/MatMul", "body", (["lin"], "MatMul")) is None   # does not name the origin
+
+
+def test_a_held_input_is_the_value_or_one_scalar_times_it():
+    from drifttui.core.explain.causes.propose.held_inputs import scale_of
+
+    rng = np.random.default_rng(0)
+    h = rng.standard_normal((2, 6, 32)).astype(np.float32)
+    assert scale_of(h, h.copy(), 1e-4, 1e-4) == 1.0
+    assert scale_of(h, h * np.float32(3.0), 1e-4, 1e-4) == 3.0
+    assert scale_of(h, h * np.float32(-0.3), 1e-4, 1e-4) == -0.3
+    assert scale_of(h, h + 0.01, 1e-4, 1e-4) is None                     # not a scalar multiple
+    assert scale_of(h, rng.standard_normal(h.shape).astype(np.float32), 1e-4, 1e-4) is None
+    assert scale_of(h, np.full(h.shape, 1e-6, np.float32), 1e-4, 1e-4) is None   # near-zeros fit nothing
+    assert scale_of(h, h.reshape(12, 32), 1e-4, 1e-4) is None            # another shape
+
+
+def test_a_re_export_is_cut_only_where_the_cut_separates_it():
+    """narrow_graft._cut: the nodes the outputs need once a value is the input; None when they also read another
+    graph input (the cut does not separate)."""
+    from drifttui.core.explain.causes.propose.narrow_graft import _cut
+
+    def model(skip):
+        nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu"),
+                 helper.make_node("Mul", ["a", "three"], ["b"], name="mul"),
+                 helper.make_node("Add", ["b", "x" if skip else "one"], ["y"], name="add")]
+        inits = [numpy_helper.from_array(np.array(3.0, np.float32), "three"),
+                 numpy_helper.from_array(np.array(1.0, np.float32), "one")]
+        g = helper.make_graph(nodes, "m", [helper.make_tensor_value_info("x", 1, [4])],
+                              [helper.make_tensor_value_info("y", 1, [4])], inits)
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+    cut = _cut(model(False), "a", np.dtype(np.float32))
+    assert [n.name for n in cut.graph.node] == ["mul", "add"] and [i.name for i in cut.graph.input] == ["a"]
+    sess = ort.InferenceSession(cut.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(sess.run(None, {"a": X})[0], X * 3 + 1)
+    assert _cut(model(True), "a", np.dtype(np.float32)) is None
