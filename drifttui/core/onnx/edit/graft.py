@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from onnx import helper, numpy_helper
 
 from drifttui.core.onnx.edit.graft_scopes import below, set_scopes, torchscript_scope
 from drifttui.core.onnx.io import copy_model
@@ -223,8 +224,6 @@ def _unfused(sub: Any, g: Graft, taken: set[str]) -> tuple[list[str], tuple[list
     """(the file's value for each input of the re-export, (the scope-less Mul nodes, their scalars)): each input
     of ``g.scaled`` is the file's value times its scalar, recomputed by a Mul of the re-export's input type (the
     index gives a scope-less node the scope its neighbours share: the parent whose op the fusion took)."""
-    from onnx import helper, numpy_helper
-
     inputs, nodes, inits = list(g.inputs), [], []
     feeds = [i for i in sub.graph.input if i.name not in {t.name for t in sub.graph.initializer}]
     for k, s in sorted(g.scaled.items()):

@@ -140,9 +140,8 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
                   "export", module=case.module,
                   nodes=list(wrong.nodes) if wrong is not None else [node.name] if node is not None else [],
                   graft=_graft(ctx, case, model, list(feeds.values())))
-    if _computes(ev) and patch.graft is not None and all(patch.graft.inputs):
-        patch.graft.narrow = narrowed(ctx, case, patch.graft, feeds)      # a unit verified far above its member
     if _computes(ev) and patch.graft is not None and all(patch.graft.inputs):    # same code in every block
+        patch.graft.narrow = narrowed(ctx, case, patch.graft, feeds)      # a unit verified far above its member
         patch.graft.siblings = sibling_grafts(
             ctx, case, lambda m, i: _export(m, i, variant), lambda c, m, a: _graft(ctx, c, m, a),
             lambda m, i, o, c: _computes(_run(m, i, o, c)))
