@@ -9,10 +9,11 @@ is Cast to the wider type at its reader, their outputs become wide values (the w
 a reader outside the set (or the graph output) keeps the value's name and type through a Cast back.  The set is
 the op alone, or the op and the narrow nodes that feed only it up to an explicit narrowing Cast (``chain``): ONNX
 Runtime's CPU computes those float16 nodes in float32 through Casts it inserts and drops the rounding of an
-inserted Cast that a Cast back to float32 reads, so widening the op alone can lose the rounding of the
-explicit ``x.half()`` torch keeps.  Spec: ``node`` (the op), ``nodes`` (the set, the op first), ``cast`` (the
-widening Cast reading the op), ``to`` (its type), ``narrow`` (the narrower elem type), ``inputs`` ({value from
-outside the set: read wide}).
+inserted Cast that a Cast back to float32 reads, so widening the op alone can lose roundings torch keeps); the
+values in ``round`` (the chain's own outputs: torch rounds each float16 op's output) are read through an explicit
+``Cast(Cast(y, narrow), wide)`` pair, which ONNX Runtime keeps.  Spec: ``node`` (the op), ``nodes`` (the set,
+the op first), ``cast`` (the widening Cast reading the op), ``to`` (its type), ``narrow`` (the narrower elem type), ``inputs`` (values from
+outside the set, read wide), ``round`` (values of the set read rounded to the narrow type).
 """
 from __future__ import annotations
 
@@ -50,10 +51,11 @@ def apply_cast_first(model: Any, spec: dict[str, Any]) -> None:
     wide_inputs = set(spec.get("inputs") or [])
     new: list[Any] = []
     read_in: dict[str, str] = {}
+    rounded = set(spec.get("round") or []) & made
     for n in inside:
         for i, v in enumerate(n.input):
             if v in made:
-                n.input[i] = _wide(v)
+                n.input[i] = f"{_wide(v)}/rounded" if v in rounded else _wide(v)
             elif v in wide_inputs:
                 if v not in read_in:
                     read_in[v] = f"{n.name}/drifttui_in{len(read_in)}"
@@ -69,8 +71,10 @@ def apply_cast_first(model: Any, spec: dict[str, Any]) -> None:
     for n in inside:
         for w in n.output:
             v = w[: -len("/drifttui_wide")]
-            if w and v in outside:
+            if w and (v in outside or v in rounded):
                 new += scoped(n, [helper.make_node("Cast", [w], [v], name=f"{w}/back", to=narrow)])
+            if w and v in rounded:      # an explicit pair ONNX Runtime keeps: torch rounds each narrow op's output
+                new += scoped(n, [helper.make_node("Cast", [v], [f"{w}/rounded"], name=f"{w}/rounded", to=to)])
     nodes = toposort(list(model.graph.node) + new)
     del model.graph.node[:]
     model.graph.node.extend(nodes)

@@ -50,7 +50,8 @@ def _story(node: Any, narrow: int, to: int, op: Optional[str]) -> tuple[str, str
 
 def _sets(node: Any, made: dict[str, Any], case: Case, types: dict[str, int], narrow: int) -> list[list[Any]]:
     """The op alone, then the op with the narrow computing nodes that feed only the set, up to an explicit Cast
-    (ONNX Runtime computes those in float32 and may drop an inserted rounding the widened op would read)."""
+    (ONNX Runtime computes those in float32 and may drop an inserted rounding the widened op would read; the patch
+    rounds their outputs explicitly, as torch rounds each float16 op)."""
     readers: dict[str, list[Any]] = {}
     for n in case.model.graph.node:
         for v in n.input:
@@ -92,7 +93,8 @@ def cast_first_patches(case: Case, op: Optional[str] = None) -> list[Patch]:
                 continue
             why, fix = _story(node, narrow, to, op)
             spec = {"op": "rewrite", "rewrite": "cast_first", "node": node.name, "nodes": [n.name for n in nodes],
-                    "cast": cast.name, "to": int(to), "narrow": int(narrow), "inputs": inputs}
+                    "cast": cast.name, "to": int(to), "narrow": int(narrow), "inputs": inputs,
+                    "round": sorted(inside - set(node.output))}
             out.append(Patch(spec, "dtype", why, fix, "export", module=case.module,
                              nodes=[n.name for n in nodes] + [cast.name]))
     return out[:LIMIT]
