@@ -42,6 +42,16 @@ def test_the_widening_cast_moved_before_the_chain_computes_what_torch_computes()
     assert [n.op_type for n in fixed.graph.node].count("Cast") == 3       # x.half() kept, one Cast to float added
 
 
+def test_the_op_alone_widened_loses_the_rounding_onnx_runtime_drops():
+    """Why the proposer also offers the chain: the Softmax alone in float32 reads the Neg ONNX Runtime computed in
+    float32 from the unrounded x (it drops the rounding of ``x.half()`` between its inserted Casts)."""
+    torch.manual_seed(0)
+    x = (torch.randn(6, 32) * 3).numpy()
+    want = torch.nn.functional.softmin(torch.from_numpy(x).half(), dim=-1, dtype=torch.float32).numpy()
+    alone = apply(_softmin_file(), _patch(["softmax"], ["n"]))
+    assert np.abs(_run(alone, x) - want).max() > 1e-4
+
+
 def test_a_value_read_outside_the_set_keeps_its_type():
     model = _softmin_file()
     model.graph.output.append(helper.make_tensor_value_info("s", TensorProto.FLOAT16, [6, 32]))
