@@ -143,8 +143,9 @@ def _patched_op(case: Case, patch: Patch, op: Any) -> Any:
     names = set(patch.nodes or [])
     if not names or (op is not None and op.how == "fx" and names & set(op.nodes)):
         return op
-    for node in case.model.graph.node:
-        fx = fx_of(node) if node.name in names else None
+    by_name = {n.name: n for n in case.model.graph.node}
+    for name in patch.nodes:                # the patch's own order: its first node is the op it is about
+        fx = fx_of(by_name[name]) if name in by_name else None
         if fx is not None:
             mine = [n for n in case.model.graph.node if (fx_of(n) or ("", ""))[0] == fx[0]]
             return TorchOp(fx[1], [n.name for n in mine], [n.op_type for n in mine], "fx")

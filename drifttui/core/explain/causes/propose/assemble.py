@@ -20,6 +20,7 @@ from drifttui.core.explain.causes.locate.torch_op import name_torch_ops
 from drifttui.core.explain.causes.propose import constants, rewrites
 from drifttui.core.explain.causes.propose.accumulate64 import accumulate64_patches
 from drifttui.core.explain.causes.propose.candidates import graph_candidates
+from drifttui.core.explain.causes.propose.cast_first import cast_first_patches
 from drifttui.core.explain.causes.propose.fast_path import fast_path_patches
 from drifttui.core.explain.causes.propose.int_pow import int_pow_patches
 from drifttui.core.explain.causes.propose.nan_grid import nan_grid_patches
@@ -67,6 +68,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
         out.extend(accumulate64_patches(case))
         out.extend(int_pow_patches(case))
         out.extend(opmath_patches(case, loc.torch_op.name if loc.torch_op is not None else None))
+        out.extend(cast_first_patches(case, loc.torch_op.name if loc.torch_op is not None else None))
         out.extend(nan_grid_patches(case))
     dynamic = any(d.dim_param for i in ctx.index.model.graph.input for d in i.type.tensor_type.shape.dim)
     out.extend(rewrites.resize_gather_patches(case, loc.kind if loc is not None else "unknown", dynamic))

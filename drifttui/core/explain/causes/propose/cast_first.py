@@ -1,0 +1,100 @@
+"""The cast-first counterfactual: an op the file computes in a narrow float type and then widens with a Cast,
+computed in the Cast's type instead (issue 30 point 2; a generic patch from the graph, no catalogue entry).
+
+torch's ``dtype=`` argument (``softmax``, ``log_softmax``, ``softmin``, ``mean``, ``sum``, ``cumsum``, ...) casts
+the *input* before the op; both exporters lower ``softmax`` / ``log_softmax`` with ``dtype`` as the op in the
+input's type followed by a Cast of its result (TorchScript's symbolic, torchlib's ``aten_softmax``,
+``aten_special_log_softmax``, ``aten_mean_dim``: ``op.Cast(result, to=dtype)``), so a float32 result holds
+float16 roundings (microsoft/onnxruntime#20057, pytorch/pytorch#153393).  For every Cast of the origin that
+widens a float value (float16 / bfloat16 -> float32 / float64, float32 -> float64) made by a computing node of
+the origin, one patch moves the widening before that node (``onnx/edit/cast_first.py``).  Nothing is assumed
+about which op or which exporter: the patch verifies only where the file's narrow computation is the drift.
+Class ``dtype`` (where precision was lost), kind ``export``; ``repair`` applies it.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+from onnx import helper
+
+from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.explain.causes.locate.evaluate import picked_values
+from drifttui.core.onnx.edit.patches import Patch
+
+RANK = {16: 0, 10: 1, 1: 2, 11: 3}             # bfloat16 < float16 < float32 < float64 (mantissa bits)
+NAMES = {16: "bfloat16", 10: "float16", 1: "float32", 11: "float64"}
+# ops that move or select elements: computing them in another type changes no value
+MOVING = ("Cast", "CastLike", "Constant", "Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten",
+          "Concat", "Slice", "Gather", "GatherElements", "Expand", "Split", "Tile", "Pad", "If", "Loop", "Scan")
+UPSTREAM = "microsoft/onnxruntime#20057, pytorch/pytorch#153393"
+LIMIT = 4                                      # patches per origin
+
+
+def _elem(a: Any) -> int:
+    return int(helper.np_dtype_to_tensor_dtype(np.asarray(a).dtype))
+
+
+def _story(node: Any, narrow: int, to: int, op: Optional[str]) -> tuple[str, str]:
+    lo, hi = NAMES[narrow], NAMES[to]
+    called = f" ({op})" if op else ""
+    why = (f"{node.op_type} {node.name} computes in {lo} and its result is then Cast to {hi}: the exporter applied the "
+           f"{hi} type after the op, where torch{called} computes it in {hi} (a `dtype=` argument casts the input "
+           f"before the operation); with the Cast moved before {node.op_type} the file computes what torch computes "
+           f"(upstream: {UPSTREAM})")
+    fix = (f"cast the input yourself before the call (`x.to(torch.{hi})` then the op, instead of `dtype=torch.{hi}`), "
+           f"or deploy the file with {node.op_type} computed in {hi} (`drifttui repair` moves the Cast); report the "
+           f"lowering with `drifttui repro` ({UPSTREAM})")
+    return why, fix
+
+
+def _sets(node: Any, made: dict[str, Any], case: Case, types: dict[str, int], narrow: int) -> list[list[Any]]:
+    """The op alone, then the op with the narrow computing nodes that feed only the set, up to an explicit Cast
+    (ONNX Runtime computes those in float32 and may drop an inserted rounding the widened op would read; the patch
+    rounds their outputs explicitly, as torch rounds each float16 op)."""
+    readers: dict[str, list[Any]] = {}
+    for n in case.model.graph.node:
+        for v in n.input:
+            readers.setdefault(v, []).append(n)
+    chain, todo = [node], list(node.input)
+    while todo and len(chain) < 8:
+        v = todo.pop()
+        p = made.get(v)
+        if p is None or p in chain or p.op_type in ("Cast", "Constant") or types.get(v) != narrow \
+                or any(r not in chain for r in readers.get(v, [])) or len(p.output) != 1 or not p.name:
+            continue
+        chain.append(p)
+        todo.extend(p.input)
+    return [[node]] + ([chain] if len(chain) > 1 else [])
+
+
+def cast_first_patches(case: Case, op: Optional[str] = None) -> list[Patch]:
+    """One patch per widening Cast of the origin whose input a computing node of the origin makes in a narrower
+    float type (at most ``LIMIT``); none when the case does not run.  ``op``: the torch op named by the
+    localisation, for the story."""
+    casts, known = picked_values(case, lambda n: n.op_type == "Cast")
+    if not casts:
+        return []
+    made = {o: n for n in case.model.graph.node for o in n.output if o}
+    stored = {t.name: int(t.data_type) for t in case.model.graph.initializer}
+    types = {**stored, **{v: _elem(a) for v, a in known.items()}}
+    out: list[Patch] = []
+    for cast in casts:
+        to = next((a.i for a in cast.attribute if a.name == "to"), None)
+        node = made.get(cast.input[0]) if cast.input else None
+        narrow = types.get(cast.input[0]) if cast.input else None
+        if to not in RANK or narrow not in RANK or RANK[narrow] >= RANK[to] or node is None \
+                or node.op_type in MOVING or len(node.output) != 1 or not node.name:
+            continue
+        for nodes in _sets(node, made, case, types, narrow):
+            inside = {o for n in nodes for o in n.output if o}
+            inputs = sorted({v for n in nodes for v in n.input if v and v not in inside and types.get(v) == narrow})
+            if not inputs:
+                continue
+            why, fix = _story(node, narrow, to, op)
+            spec = {"op": "rewrite", "rewrite": "cast_first", "node": node.name, "nodes": [n.name for n in nodes],
+                    "cast": cast.name, "to": int(to), "narrow": int(narrow), "inputs": inputs,
+                    "round": sorted(inside - set(node.output))}
+            out.append(Patch(spec, "dtype", why, fix, "export", module=case.module,
+                             nodes=[n.name for n in nodes] + [cast.name]))
+    return out[:LIMIT]
