@@ -38,13 +38,13 @@ def _elem(a: Any) -> int:
 def _story(node: Any, narrow: int, to: int, op: Optional[str]) -> tuple[str, str]:
     lo, hi = NAMES[narrow], NAMES[to]
     called = f" ({op})" if op else ""
-    why = (f"{node.op_type} {node.name} computes in {lo} and its result is then Cast to {hi}: the exporter applied the "
-           f"{hi} type after the op, where torch{called} computes it in {hi} (a `dtype=` argument casts the input "
-           f"before the operation); with the Cast moved before {node.op_type} the file computes what torch computes "
-           f"(upstream: {UPSTREAM})")
-    fix = (f"cast the input yourself before the call (`x.to(torch.{hi})` then the op, instead of `dtype=torch.{hi}`), "
-           f"or deploy the file with {node.op_type} computed in {hi} (`drifttui repair` moves the Cast); report the "
-           f"lowering with `drifttui repro` ({UPSTREAM})")
+    why = (f"{node.op_type} {node.name} computes in {lo} and its result is then Cast to {hi}: the file applies the "
+           f"{hi} type after the op, where torch{called} computes it in {hi}; with the Cast moved before "
+           f"{node.op_type} the file computes what torch computes (a `dtype=` argument is lowered this way: "
+           f"{UPSTREAM})")
+    fix = (f"cast the input yourself before the call (`x.to(torch.{hi})` then the op; where the call takes "
+           f"`dtype=torch.{hi}`, instead of it), or deploy the file with {node.op_type} computed in {hi} "
+           f"(`drifttui repair` moves the Cast); report the lowering with `drifttui repro`")
     return why, fix
 
 
