@@ -88,15 +88,18 @@ def variants(ctx: Any) -> list[Variant]:
     retrace.py), the TorchScript exporter at its newest opset, and last the dynamo exporter without its
     ONNX optimizer (a drift its rewrites made: an Add of a tiny constant taken for an identity).  Third, the
     module compiled by ``torch.jit.script`` (a trace keeps the example's branch of a Python ``if``; the scripted
-    graph keeps the ``If``), with the dims the file declares dynamic."""
+    graph keeps the ``If``), with the dims the file declares dynamic: for a TorchScript trace or a file with a
+    dynamic dim only (what a trace may have frozen)."""
     if ctx.cfg.onnx:
         out = [Variant("dynamo", "today's dynamo exporter on the runtime input shapes"),
                Variant("torchscript", "the TorchScript exporter on the runtime input shapes")]
     else:
         other = "torchscript" if ctx.cfg.exporter == "dynamo" else "dynamo"
         out = [Variant(other, f"the {other} exporter")]
-    out.append(Variant("torchscript", "the TorchScript exporter on the module compiled by torch.jit.script",
-                       script=True))
+    if _traced(ctx).exporter == "torchscript" or any(not isinstance(d, int) for name in ctx.index.graph_inputs
+                                                      for d in ctx.index.shapes.get(name) or []):
+        out.append(Variant("torchscript", "the TorchScript exporter on the module compiled by torch.jit.script",
+                           script=True))     # a trace, or a dynamic dim: what a trace may have frozen
     out.append(Variant("dynamo", "the dynamo exporter after torch's core ATen decompositions", decompose=True))
     out.append(Variant("torchscript", "the TorchScript exporter after a make_fx re-trace into core ATen",
                        retrace=True))
