@@ -36,17 +36,22 @@ sample; the export example is drawn after the model, so it is none of the sample
 * ``len_mean`` (shallow; TorchScript, dynamic length): ``x + x.sum(1) / int(x.shape[1])``;
 * ``len_branch`` (deep; both exporters, dynamic length): ``if x.shape[1] > 12:`` a window's mean, else a scale.
 
+Held out (written after the mechanisms): ``held_tolist`` (deep; ``.tolist()`` min-max scaling), ``held_sqrt_len``
+(shallow; ``x / math.sqrt(x.size(1))``, dynamic length), ``held_sign`` (deep; ``if x.mean() > 0.5:``), TorchScript.
+
 Clean controls: ``item_norm`` dynamo, ``size_mean`` (``/ x.size(1)``, TorchScript, dynamic length), ``pos_table``
 (a positional table sliced by length, dynamo, dynamic length), ``cond_scale`` (``torch.cond``, dynamo).
 """
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import nn
 
 from tests.causes.forms30 import Shallow
 
-DYNAMIC = {"len_scale", "len_mean", "len_branch", "size_mean", "pos_table"}     # exported with a dynamic dim 1
+DYNAMIC = {"len_scale", "len_mean", "len_branch", "size_mean", "pos_table", "held_sqrt_len"}  # a dynamic dim 1
 
 
 class Block(nn.Module):
@@ -161,6 +166,30 @@ def seeded_shallow(make) -> nn.Module:
     return Shallow(make()).eval()
 
 
+class HeldToList(nn.Module):
+    """min-max scaling by Python floats (``.tolist()``): held out, written after the mechanisms."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        lo, hi = torch.stack([x.min(), x.max()]).tolist()
+        return (x - lo) / (hi - lo)
+
+
+class HeldSqrtLen(nn.Module):
+    """``x / math.sqrt(x.size(1))`` (held out)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x / math.sqrt(x.size(1))
+
+
+class HeldSign(nn.Module):
+    """a Python ``if`` on the sign of the mean (held out)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.mean() > 0.5:
+            return torch.relu(x)
+        return x * 0.5
+
+
 def item_norm() -> nn.Module: return seeded_deep(ItemNorm)                    # noqa: E704
 def numpy_center() -> nn.Module: return seeded_shallow(NumpyCenter)           # noqa: E704
 def branch_clip() -> nn.Module: return seeded_deep(BranchClip)                # noqa: E704
@@ -170,6 +199,11 @@ def len_branch() -> nn.Module: return seeded_deep(LenBranch)                  # 
 def size_mean() -> nn.Module: return seeded_deep(SizeMean)                    # noqa: E704
 def pos_table() -> nn.Module: return seeded_deep(PosTable)                    # noqa: E704
 def cond_scale() -> nn.Module: return seeded_deep(CondScale)                  # noqa: E704
+
+
+def held_tolist() -> nn.Module: return seeded_deep(HeldToList)               # noqa: E704
+def held_sqrt_len() -> nn.Module: return seeded_shallow(HeldSqrtLen)         # noqa: E704
+def held_sign() -> nn.Module: return seeded_deep(HeldSign)                    # noqa: E704
 
 
 def rows_inputs() -> torch.Tensor:

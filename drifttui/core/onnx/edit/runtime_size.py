@@ -6,7 +6,7 @@ file declared with a dynamic length then computes every other length with it.  `
 node's input by the size of ``spec["input"]``'s dim ``spec["axis"]`` at run time, in the form the constant held::
 
     d = Cast(Shape(input, start=axis, end=axis + 1), double)      # the size, as torch's Python number
-    {"d": d, "1/d": 1 / d, "d**-0.5": Pow(d, -0.5)}[form] -> Cast to the constant's type, reshaped to its shape
+    {"d": d, "1/d": 1 / d, "d**-0.5": Pow(d, -0.5), "d**0.5": Sqrt(d)}[form] -> Cast to the constant's type, reshaped to its shape
 
 Only the named node's input changes (a constant shared with other nodes keeps its value there).
 """
@@ -19,7 +19,7 @@ import numpy as np
 from drifttui.core.onnx.edit.graft import toposort
 from drifttui.core.onnx.edit.rewriting import scoped
 
-FORMS = ("d", "1/d", "d**-0.5")
+FORMS = ("d", "1/d", "d**-0.5", "d**0.5")
 
 
 def _constant(model: Any, name: str) -> np.ndarray:
@@ -57,6 +57,9 @@ def apply_runtime_size(model: Any, spec: dict[str, Any]) -> None:
     elif form == "d**-0.5":
         new.append(helper.make_node("Pow", [value, f"{p}/half"], [f"{p}/rsqrt"], name=f"{p}/rsqrt"))
         value = f"{p}/rsqrt"
+    elif form == "d**0.5":
+        new.append(helper.make_node("Sqrt", [value], [f"{p}/sqrt"], name=f"{p}/sqrt"))
+        value = f"{p}/sqrt"
     new += [helper.make_node("Cast", [value], [f"{p}/typed"], name=f"{p}/typed",
                              to=helper.np_dtype_to_tensor_dtype(arr.dtype)),
             helper.make_node("Reshape", [f"{p}/typed", f"{p}/to"], [f"{p}/value"], name=f"{p}/value")]

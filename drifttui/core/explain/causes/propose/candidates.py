@@ -274,7 +274,7 @@ def int_div(case: Case, node: Any, elem_types: dict[str, int]) -> Iterator[Patch
 
 def baked_shapes(case: Case, consts: dict[str, np.ndarray], node_of: dict[str, Any],
                  eps: Iterable[float] = (), shapes: Optional[dict[str, list[Any]]] = None) -> Iterator[Patch]:
-    """Scalars that look like a dimension size (or 1/d, d**-0.5) seen at export time and not now;
+    """Scalars that look like a dimension size (or 1/d, d**-0.5, d**0.5) seen at export time and not now;
     never a constant that holds the module's eps (or eps**2): that one is an epsilon, not a size.
     A size the file declares dynamic (``shapes``: the file's value shapes, a symbolic dim) is computed from
     the runtime shape (``runtime_size``): no constant is right at every length; a static one is replaced."""
@@ -288,7 +288,8 @@ def baked_shapes(case: Case, consts: dict[str, np.ndarray], node_of: dict[str, A
             continue
         flat = arr.ravel().astype(np.float64)
         for k, c in enumerate(flat):
-            for form, inv in (("d", lambda x: x), ("1/d", lambda x: 1.0 / x), ("d**-0.5", lambda x: x ** -2.0)):
+            for form, inv in (("d", lambda x: x), ("1/d", lambda x: 1.0 / x), ("d**-0.5", lambda x: x ** -2.0),
+                              ("d**0.5", lambda x: x ** 2.0)):
                 try:
                     d0 = inv(float(c)) if c != 0 else 0.0
                 except (OverflowError, ZeroDivisionError):
@@ -305,7 +306,7 @@ def baked_shapes(case: Case, consts: dict[str, np.ndarray], node_of: dict[str, A
                             yield patch
                         continue
                     new = flat.copy()
-                    new[k] = {"d": d, "1/d": 1.0 / d, "d**-0.5": d ** -0.5}[form]
+                    new[k] = {"d": d, "1/d": 1.0 / d, "d**-0.5": d ** -0.5, "d**0.5": d ** 0.5}[form]
                     if seen >= 12:
                         return
                     seen += 1
