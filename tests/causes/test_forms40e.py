@@ -36,8 +36,8 @@ What moved them (generic; nothing keyed on these forms):
   file's exporter, on the worst sample) computes torch's values on that sample and not on the same inputs scaled is a
   value the trace froze (``custom-module``, as ``.item()`` in the catalogue); not on a sample of other sizes, a size
   (``dynamic-axes``).
-After: origin 7/7, class by mechanism 7/7, verified 7/7, repaired 7/7, clean controls 4/4; diagnose 9-16 s, repair
-5-15 s a pair (controls 8-11 s).  Held out, written after the mechanisms and run once (``held_*``): ``.tolist()``
+After: origin 7/7, class by mechanism 7/7, verified 7/7, repaired 7/7, clean controls 4/4; diagnose 5-20 s, repair
+2-22 s a pair (controls 7-10 s).  Held out, written after the mechanisms and run once (``held_*``): ``.tolist()``
 min-max scaling (deep), ``x / math.sqrt(x.size(1))`` at other lengths (shallow; its ``d**0.5`` form was added to
 ``baked_shapes`` when it was written, so not blind), a Python ``if x.mean() > 0.5`` (deep): 3/3 origin, class,
 verified and repaired (diagnose 12-25 s).
