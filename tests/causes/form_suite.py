@@ -15,9 +15,11 @@ HERE = Path(__file__).parent
 
 
 def explained_forms(tmp_path_factory: Any, name: str, inputs: Optional[dict] = None,
-                    opset: Optional[dict] = None) -> Callable[[str, str], Any]:
+                    opset: Optional[dict] = None, export: Optional[Callable[[str, str], dict]] = None
+                    ) -> Callable[[str, str], Any]:
     """(model, exporter) -> explained_run of ``tests/causes/<name>.py``'s model exported by that exporter
-    (its inputs function ``inputs.get(model, "rows_inputs")``, at ``opset[model]`` if given), cached."""
+    (its inputs function ``inputs.get(model, "rows_inputs")``, at ``opset[model]`` if given, with
+    ``export(model, exporter)``'s further arguments of ``torch.onnx.export``: dynamic dims), cached."""
     import torch
 
     from drifttui.core.result import Config
@@ -40,7 +42,8 @@ def explained_forms(tmp_path_factory: Any, name: str, inputs: Optional[dict] = N
                 warnings.simplefilter("ignore")
                 torch.onnx.export(module, made if isinstance(made, tuple) else (made,), str(path),
                                   dynamo=exporter == "dynamo",
-                                  **({"opset_version": opset[model]} if model in opset else {}))
+                                  **({"opset_version": opset[model]} if model in opset else {}),
+                                  **(export(model, exporter) if export is not None else {}))
             cache[key] = explained_run(Config(model=f"{spec}:{model}", onnx=str(path), inputs=f"{spec}:{fn}",
                                               samples=3))
         return cache[key]

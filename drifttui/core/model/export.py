@@ -74,7 +74,8 @@ def _no_log(*_: Any) -> None:
 
 def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: Path,
                  name: str = "model.onnx", dynamic: bool = False, opset: Optional[int] = None,
-                 decompose: bool = False, retrace: bool = False, optimize: bool = True) -> Path:
+                 decompose: bool = False, retrace: bool = False, optimize: bool = True, script: bool = False,
+                 dims: Optional[list[list[int]]] = None) -> Path:
     """Export into ``workdir`` and return the path. Raises ModelError with a one-line reason.
 
     ``dynamic``: dim 0 of every input is a dynamic batch dim (``--batch``).  ``opset``: another
@@ -83,7 +84,10 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
     it, so the ops torchlib lowers by hand go through torch's decompositions instead.  ``retrace``:
     the module is first re-traced into core ATen by ``make_fx`` (``retrace.py``: torch's core table and
     the definitions of the ops torch decomposes nowhere), and that GraphModule is exported.
-    ``optimize=False`` (dynamo): the exporter's ONNX optimizer is not run on the translated graph."""
+    ``optimize=False`` (dynamo): the exporter's ONNX optimizer is not run on the translated graph.
+    ``script`` (TorchScript): the module is compiled by ``torch.jit.script`` first, so a Python ``if`` or a
+    number taken from a tensor is exported as the graph's own ``If`` / computation instead of the example's
+    path.  ``dims``: per positional input, the dims exported dynamic (a file's dynamic length)."""
     import torch
 
     if exporter not in EXPORTERS:
@@ -94,10 +98,14 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
         try:
             if retrace:
                 model = trace(model, tuple(args))
+            if script:
+                model = torch.jit.script(model)
             if exporter == "dynamo":
                 extra: dict = {}
                 if dyn:
                     extra["dynamic_shapes"] = _dynamic_shapes(torch, args, kwargs)
+                elif dims and any(dims) and not kwargs:
+                    extra["dynamic_shapes"] = tuple({j: torch.export.Dim.DYNAMIC for j in d} or None for d in dims)
                 if opset is not None:
                     extra["opset_version"] = opset
                 target = model
@@ -109,7 +117,7 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
                                             verbose=False, external_data=False, **extra)
                 program.save(str(path), external_data=True)     # weights read where they lie
             else:
-                _export_torchscript(torch, model, args, kwargs, path, dyn, opset or TORCHSCRIPT_OPSET)
+                _export_torchscript(torch, model, args, kwargs, path, dyn, opset or TORCHSCRIPT_OPSET, dims)
         except ModelError:
             raise
         except Exception as exc:
@@ -139,7 +147,7 @@ def _reason(exc: BaseException) -> str:
 
 
 def _export_torchscript(torch: Any, model: Any, args: tuple, kwargs: dict, path: Path, dyn: bool,
-                        opset: int = TORCHSCRIPT_OPSET) -> None:
+                        opset: int = TORCHSCRIPT_OPSET, dims: Optional[list[list[int]]] = None) -> None:
     """TorchScript export; named inputs become keyword arguments of ``forward``.
 
     The TorchScript tracer calls ``model(*args)``: for named inputs the instance's ``forward`` is
@@ -169,6 +177,9 @@ def _export_torchscript(torch: Any, model: Any, args: tuple, kwargs: dict, path:
     if dyn:
         names = _input_names(model, len(args))
         axes = {"input_names": names, "dynamic_axes": {n: {0: "batch"} for n in names}}
+    elif dims and any(dims):
+        names = [f"input_{i}" for i in range(len(args))]
+        axes = {"input_names": names, "dynamic_axes": {n: {j: f"{n}_d{j}" for j in d} for n, d in zip(names, dims) if d}}
     torch.onnx.export(model, args, str(path), dynamo=False, opset_version=opset, **axes)
 
 

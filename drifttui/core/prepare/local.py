@@ -60,7 +60,7 @@ def build_local_graph(index: GraphIndex, plan: Plan, calls: list[Call],
         elem = _TORCH_TO_ONNX.get(ref.dtype)
         if elem is None or ref.dtype == "bfloat16":
             return None     # numpy cannot carry bfloat16 feeds: no local errors (noted in the report)
-        g.input.append(onnx.helper.make_tensor_value_info(name, elem, list(ref.shape)))
+        g.input.append(onnx.helper.make_tensor_value_info(name, elem, feed_dims(index, v, list(ref.shape))))
         feed_dtypes[name] = onnx.helper.tensor_dtype_to_np_dtype(elem)
         want = index.elem_types.get(v, 0)
         if want and want != elem and {want, elem} <= _FLOATS:
@@ -77,6 +77,19 @@ def build_local_graph(index: GraphIndex, plan: Plan, calls: list[Call],
 
 
 _FLOATS = {1, 10, 11, 16}     # float32, float16, float64, bfloat16
+
+
+def feed_dims(index: GraphIndex, value: str, shape: list[int]) -> list[Any]:
+    """The dims a feed is declared with: sample 0's, except where the file's value has a symbolic dim (a
+    file exported with a dynamic length): that dim stays symbolic, so samples of other lengths feed the same
+    local graph.  A value of a file with dynamic inputs whose shape the file does not say is all symbolic."""
+    dynamic = any(not isinstance(d, int) for name in index.graph_inputs for d in index.shapes.get(name) or [])
+    if not dynamic:
+        return shape
+    known = index.shapes.get(value)
+    if known is None or len(known) != len(shape):
+        return [f"{value}_d{k}" for k in range(len(shape))]
+    return [d if isinstance(k, int) else f"{value}_d{j}" for j, (d, k) in enumerate(zip(shape, known))]
 
 
 def _cast_feed(g: Any, name: str, to: int) -> None:

@@ -9,22 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from drifttui.core.explain.causes.locate.case import Case, origin_case
+from drifttui.core.explain.causes.locate.case import Case, fresh_indices, origin_case
 from drifttui.core.explain.causes.locate.evaluate import Eval, ort_error
 from drifttui.core.explain.causes.locate.fx_localise import widen
 from drifttui.core.onnx.edit.patches import PatchError, apply
 from drifttui.core.explain.causes.propose.reexport import error_on
 
-FRESH = 2
-
-
-def fresh_indices(ctx: Any) -> list[int]:
-    """The fresh samples' indices: past the compared ones, within what the source holds (a listed
-    ``inputs=[...]`` of the Python API has no sample past its last: then the worst sample alone)."""
-    if ctx.source.fixed:
-        return []
-    limit = getattr(ctx.source, "count", None)
-    return [k for k in (int(ctx.cfg.samples) + j for j in range(FRESH)) if limit is None or k < limit]
+__all__ = ["fresh_indices", "hold"]
 
 
 def _on(ctx: Any, case: Case, trial: Any) -> Optional[Eval]:

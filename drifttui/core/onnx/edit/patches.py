@@ -26,6 +26,8 @@
      "out_shape": [..], "scales": None}      # resize_gather.py: nearest Resize -> Gathers
     {"op": "rewrite", "node": "n", "rewrite": "resize_scales", "scales": [1, 1, .4, .4]}   # resize_map.py
     {"op": "rewrite", "node": "n", "rewrite": "resize_matmul", "rows": [[..]], "cols": [[..]]}  # torch's weights
+    {"op": "rewrite", "node": "n", "rewrite": "runtime_size", "name": "c", "input": "x", "axis": 1,
+     "form": "d**-0.5"}                      # runtime_size.py: a baked size computed from the runtime shape
     {"op": "reexport", "exporter": "torchscript", "opset": 18, "module": "m"}
                                   # applied by grafting Patch.graft (graft.py) into the file
 
@@ -46,6 +48,7 @@ from drifttui.core.onnx.edit.int_pow import APPLY as INT_POW
 from drifttui.core.onnx.edit.opmath import APPLY as OPMATH
 from drifttui.core.onnx.edit.resize_gather import apply_resize_gather
 from drifttui.core.onnx.edit.resize_map import APPLY as RESIZE_MAP
+from drifttui.core.onnx.edit.runtime_size import APPLY as RUNTIME_SIZE
 from drifttui.core.onnx.edit.rewriting import APPLY, input_dtype
 from drifttui.core.onnx.edit.masked_positions import APPLY as MASKED
 from drifttui.core.onnx.edit.nan_grid import APPLY as NAN_GRID
@@ -211,7 +214,7 @@ def _rewrites() -> dict[str, Any]:
                                                          "expm1": apply_expm1, "logaddexp": apply_logaddexp,
                                                          **SINGULAR, **NAN_SELECT, **MASKED, **ACCUMULATE64,
                                                          **NAN_GRID, **INT_POW, **OPMATH, **CAST_FIRST,
-                                                         **RESIZE_MAP}.items()}
+                                                         **RESIZE_MAP, **RUNTIME_SIZE}.items()}
 
 
 def _workaround(model: Any, p: Patch) -> None:

@@ -159,10 +159,25 @@ def pair_outputs(index: GraphIndex, calls: list[Call], plan: Plan) -> Pairing:
             v = ok[-1] if len(call.outputs) == 1 else ok[0]
             paired[pos] = v
             used.add(v)
+        if call.outputs and not paired and all(r.passthrough for r in call.outputs):
+            paired.update(_handed_back(index, call, cands))
         if call.outputs and not paired and not all(r.passthrough for r in call.outputs):
             result.unmapped[cm.call] = ("it has ONNX nodes, but none of their outputs matches the module's "
                                         "output shape/dtype")
     return result
+
+
+def _handed_back(index: GraphIndex, call: Call, cands: list[str]) -> dict[int, str]:
+    """A call that handed its one input back unchanged on sample 0 (``return x`` on one path of a Python ``if``)
+    whose own nodes still compute a value of that shape for the reader: the file computes the module's other path
+    (a trace keeps the branch of its example), so that value is the module's output, compared with torch's.
+    Only a single-output call whose nodes hand on exactly one value that fits: nothing else can be meant."""
+    if len(call.outputs) != 1:
+        return {}
+    ref = call.outputs[0]
+    fits = [v for v in cands if shape_ok(index.shapes.get(v), ref.shape) and dtype_ok(index.elem_types.get(v), ref.dtype)
+            and v not in index.graph_inputs]
+    return {0: fits[0]} if len(fits) == 1 else {}
 
 
 def pair_by_content(index: GraphIndex, calls: list[Call], plan: Plan, ambiguous: dict[int, list[str]],

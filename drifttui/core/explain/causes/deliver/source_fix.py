@@ -30,6 +30,8 @@ def source_fix(spec: dict[str, Any], opset: Optional[int], exporter: str) -> Opt
     """The source change for the applied patch ``spec`` as code, or None when it is not known."""
     op = spec.get("op")
     exporter = exporter if exporter in ("dynamo", "torchscript") else ""
+    if op == "reexport" and spec.get("script"):       # the module compiled by torch.jit.script (reexport.py)
+        return _export_call(spec.get("opset"), "torchscript").replace("(model,", "(torch.jit.script(model),", 1)
     if op == "reexport":
         return _export_call(spec.get("opset"), str(spec.get("exporter", "")))
     if op == "rewrite" and spec.get("rewrite") == "resize_opset11":

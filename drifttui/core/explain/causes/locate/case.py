@@ -45,6 +45,18 @@ WHY = "causes:case:why"       # ctx.cache: why origin_case returned None, one li
 WHOLE_MAX = 64                # nodes: an unmapped root origin's whole graph is its case up to this size
 
 
+FRESH = 2                     # samples drawn fresh (past the compared ones) that a verified patch must hold on
+
+
+def fresh_indices(ctx: Any) -> list[int]:
+    """The fresh samples' indices: past the compared ones, within what the source holds (a listed
+    ``inputs=[...]`` of the Python API has no sample past its last: then the worst sample alone)."""
+    if ctx.source.fixed:
+        return []
+    limit = getattr(ctx.source, "count", None)
+    return [k for k in (int(ctx.cfg.samples) + j for j in range(FRESH)) if limit is None or k < limit]
+
+
 def why_no_case(ctx: Any) -> str:
     return ctx.cache.get(WHY, "the origin's nodes could not be cut out")
 

@@ -72,7 +72,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
         out.extend(nan_grid_patches(case))
     dynamic = any(d.dim_param for i in ctx.index.model.graph.input for d in i.type.tensor_type.shape.dim)
     out.extend(rewrites.resize_gather_patches(case, loc.kind if loc is not None else "unknown", dynamic))
-    out.extend(name_torch_ops(list(graph_candidates(case, module, ctx.index.elem_types)),
+    out.extend(name_torch_ops(list(graph_candidates(case, module, ctx.index.elem_types, ctx.index.shapes)),
                               lambda t: torch_calls(ctx, case, t)))
     # a constant a check already explains (an epsilon) is that check's story, not a second one
     explained = {p.spec.get("name") for p in out if p.spec.get("op") == "replace_constant"}

@@ -273,9 +273,11 @@ def int_div(case: Case, node: Any, elem_types: dict[str, int]) -> Iterator[Patch
 
 
 def baked_shapes(case: Case, consts: dict[str, np.ndarray], node_of: dict[str, Any],
-                 eps: Iterable[float] = ()) -> Iterator[Patch]:
-    """Scalars that look like a dimension size (or 1/d, d**-0.5) seen at export time and not now;
-    never a constant that holds the module's eps (or eps**2): that one is an epsilon, not a size."""
+                 eps: Iterable[float] = (), shapes: Optional[dict[str, list[Any]]] = None) -> Iterator[Patch]:
+    """Scalars that look like a dimension size (or 1/d, d**-0.5, d**0.5) seen at export time and not now;
+    never a constant that holds the module's eps (or eps**2): that one is an epsilon, not a size.
+    A size the file declares dynamic (``shapes``: the file's value shapes, a symbolic dim) is computed from
+    the runtime shape (``runtime_size``): no constant is right at every length; a static one is replaced."""
     dims = sorted({int(d) for a in case.feeds.values() for d in a.shape if d > 1})
     epsilons = [e for x in eps for e in (x, x * x)]
     seen = 0
@@ -286,7 +288,8 @@ def baked_shapes(case: Case, consts: dict[str, np.ndarray], node_of: dict[str, A
             continue
         flat = arr.ravel().astype(np.float64)
         for k, c in enumerate(flat):
-            for form, inv in (("d", lambda x: x), ("1/d", lambda x: 1.0 / x), ("d**-0.5", lambda x: x ** -2.0)):
+            for form, inv in (("d", lambda x: x), ("1/d", lambda x: 1.0 / x), ("d**-0.5", lambda x: x ** -2.0),
+                              ("d**0.5", lambda x: x ** 2.0)):
                 try:
                     d0 = inv(float(c)) if c != 0 else 0.0
                 except (OverflowError, ZeroDivisionError):
@@ -294,8 +297,16 @@ def baked_shapes(case: Case, consts: dict[str, np.ndarray], node_of: dict[str, A
                 if not math.isfinite(d0) or d0 < 2 or abs(d0 - round(d0)) > 1e-3 * d0:
                     continue
                 for d in (d for d in dims if d != int(round(d0))):
+                    sized = _sized(case, d, shapes or {})
+                    if sized and arr.size == 1:
+                        for patch in _runtime_sizes(case, name, form, int(round(d0)), d, sized):
+                            if seen >= 12:
+                                return
+                            seen += 1
+                            yield patch
+                        continue
                     new = flat.copy()
-                    new[k] = {"d": d, "1/d": 1.0 / d, "d**-0.5": d ** -0.5}[form]
+                    new[k] = {"d": d, "1/d": 1.0 / d, "d**-0.5": d ** -0.5, "d**0.5": d ** 0.5}[form]
                     if seen >= 12:
                         return
                     seen += 1
@@ -311,7 +322,31 @@ def baked_shapes(case: Case, consts: dict[str, np.ndarray], node_of: dict[str, A
                                 nodes=[node.name] if node is not None else [])
 
 
-def graph_candidates(case: Case, module: Any, elem_types: dict[str, int]) -> list[Patch]:
+def _sized(case: Case, d: int, shapes: dict[str, list[Any]]) -> list[tuple[str, int]]:
+    """(feed, axis) of the case whose size is ``d`` on this sample and whose dim the file declares dynamic."""
+    return [(v, j) for v, a in case.feeds.items() for j, n in enumerate(a.shape)
+            if n == d and j < len(shapes.get(v) or []) and not isinstance(shapes[v][j], int)][:4]
+
+
+def _runtime_sizes(case: Case, name: str, form: str, baked: int, d: int,
+                   sized: list[tuple[str, int]]) -> Iterator[Patch]:
+    """``name`` computed from the runtime size of each (feed, axis) in ``sized``, at each node reading it."""
+    readers = [n for n in case.model.graph.node if name in n.input and n.op_type != "Constant"][:2]
+    for node in readers:
+        for value, axis in sized:
+            yield Patch({"op": "rewrite", "node": node.name, "rewrite": "runtime_size", "name": name,
+                         "input": value, "axis": axis, "form": form, "baked": baked, "runtime": d},
+                        "dynamic-axes",
+                        f"{name} holds {form} for a size {baked} baked in at export time (a Python number taken "
+                        f"from a tensor's shape), where the file declares that size dynamic: at run time it is "
+                        f"{d} ({value} dim {axis}), and torch computes it from the input",
+                        "compute the size from the tensor inside torch ops (x.shape[1] used as a tensor, not "
+                        "float()/int()/math of it) and export with dynamic shapes; `drifttui repair` computes it "
+                        "from the runtime shape in the file", "export", module=case.module, nodes=[node.name])
+
+
+def graph_candidates(case: Case, module: Any, elem_types: dict[str, int],
+                     shapes: Optional[dict[str, list[Any]]] = None) -> list[Patch]:
     """Attribute, cast, rewrite and constant patches for every node of the case."""
     from onnx import numpy_helper
 
@@ -349,7 +384,7 @@ def graph_candidates(case: Case, module: Any, elem_types: dict[str, int]) -> lis
             out.extend(casts(case, node, types))
         elif op == "Div":
             out.extend(int_div(case, node, types))
-    out.extend(baked_shapes(case, consts, node_of, module_eps(module)))
+    out.extend(baked_shapes(case, consts, node_of, module_eps(module), shapes))
     return out
 
 

@@ -14,7 +14,7 @@ from drifttui.core.onnx.edit.patches import Patch
 MAX_PATCHES = 48         # candidate patches tried per origin at most (each is one small ORT session)
 NODE_BUDGET = 24_000     # and at most this many node runs: a 2000-node origin gets 12 patches
 MIN_PATCHES = 8
-MAX_EXPORTS = 7          # re-exports of the origin module (reexport.variants) at most
+MAX_EXPORTS = 8          # re-exports of the origin module (reexport.variants) at most
 EXPORT_BUDGET = 6_000    # and at most this cost (origin nodes, DYNAMO_COST per node for a dynamo export)
 DYNAMO_COST = 8
 RETRACE_COST = 2         # a make_fx re-trace before a TorchScript export: a second trace of the module

@@ -16,6 +16,7 @@ import numpy as np
 
 from drifttui.core.explain.causes.propose.aliasing import aliased_told
 from drifttui.core.explain.causes.propose.definitions import Told, told
+from drifttui.core.explain.causes.propose.frozen_trace import dynamic_dims, frozen_story
 from drifttui.core.explain.causes.propose.held_inputs import held_input
 from drifttui.core.explain.causes.propose.narrow_graft import narrowed
 from drifttui.core.explain.causes.propose.siblings import produced_value, sibling_grafts
@@ -43,6 +44,7 @@ class Variant(NamedTuple):
     decompose: bool = False
     retrace: bool = False         # re-traced into core ATen by make_fx first (core/model/retrace.py)
     optimize: bool = True         # False: the dynamo exporter's ONNX optimizer left out
+    script: bool = False          # compiled by torch.jit.script first: Python control flow kept in the graph
 
     def fix(self, opset: Optional[int], target: str = "") -> str:
         at = f" at opset {opset}" if opset else ""
@@ -58,6 +60,11 @@ class Variant(NamedTuple):
                     "an elementwise op it took for an identity, a constant folded otherwise): "
                     f"`torch.onnx.export(..., dynamo=True, optimize=False)`{at}; report it to onnxscript "
                     "(the optimizer) with `drifttui repro`")
+        if self.script:
+            return ("script the module (`torch.jit.script(model)`, then `torch.onnx.export(..., dynamo=False)` with "
+                    "dynamic_axes for the sizes that change): its Python `if` / numbers taken from tensors become the "
+                    "graph's own If and computation, where a trace keeps the example's; or write the branch as "
+                    "`torch.where` / `torch.cond` and export with the dynamo exporter")
         if self.decompose:
             what = f"torch's own decomposition of {target}" if target else "torch's own decompositions"
             return (f"decompose before exporting ({what} is right where the exporter's lowering is not): "
@@ -70,7 +77,8 @@ class Variant(NamedTuple):
         return f"export with --exporter {self.exporter}{at}"
 
 
-MAX_VARIANTS = 7          # re-exports tried per origin, cheapest and likeliest first
+TRACED = "the file's exporter"     # frozen_trace's probe: exported with the file's dynamic dims
+MAX_VARIANTS = 8          # re-exports tried per origin, cheapest and likeliest first
 TORCHSCRIPT_TOP = 20      # the newest opset the TorchScript exporter lowers to
 
 
@@ -80,13 +88,20 @@ def variants(ctx: Any) -> list[Variant]:
     lowering path than torchlib's hand-written one), the module re-traced into core ATen by make_fx
     and exported by each exporter (for lowerings no exporter, opset or torch decomposition gets right:
     retrace.py), the TorchScript exporter at its newest opset, and last the dynamo exporter without its
-    ONNX optimizer (a drift its rewrites made: an Add of a tiny constant taken for an identity)."""
+    ONNX optimizer (a drift its rewrites made: an Add of a tiny constant taken for an identity).  Third, the
+    module compiled by ``torch.jit.script`` (a trace keeps the example's branch of a Python ``if``; the scripted
+    graph keeps the ``If``), with the dims the file declares dynamic: for a TorchScript trace or a file with a
+    dynamic dim only (what a trace may have frozen)."""
     if ctx.cfg.onnx:
         out = [Variant("dynamo", "today's dynamo exporter on the runtime input shapes"),
                Variant("torchscript", "the TorchScript exporter on the runtime input shapes")]
     else:
         other = "torchscript" if ctx.cfg.exporter == "dynamo" else "dynamo"
         out = [Variant(other, f"the {other} exporter")]
+    if _traced(ctx).exporter == "torchscript" or any(not isinstance(d, int) for name in ctx.index.graph_inputs
+                                                      for d in ctx.index.shapes.get(name) or []):
+        out.append(Variant("torchscript", "the TorchScript exporter on the module compiled by torch.jit.script",
+                           script=True))     # a trace, or a dynamic dim: what a trace may have frozen
     out.append(Variant("dynamo", "the dynamo exporter after torch's core ATen decompositions", decompose=True))
     out.append(Variant("torchscript", "the TorchScript exporter after a make_fx re-trace into core ATen",
                        retrace=True))
@@ -106,8 +121,9 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     ins, outs = _plain(io[0]), io[1]
     module = as_called(ctx, case.call, module, ctx.sample(case.sample))     # called with kwargs: as it was
     exporter, why = variant.exporter, variant.why
+    dims = dynamic_dims(ctx, case, ins)
     try:
-        model = _export(module, ins, variant)
+        model = _export(module, ins, variant, dims)
     except (DriftTuiError, Exception) as exc:  # noqa: BLE001 - a module that does not export alone
         return None, Eval(float("inf"), True, False, str(exc)[:200])
     ev = _run(model, ins, outs, case)
@@ -119,7 +135,7 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     spec = {"op": "reexport", "module": case.module, "exporter": exporter, "opset": opset,
             "input_shapes": [list(t.shape) for t in ins], **({"decompose": "core_aten"} if variant.decompose else {}),
             **({"retrace": "make_fx_core_aten"} if variant.retrace else {}),
-            **({"optimize": False} if not variant.optimize else {})}
+            **({"optimize": False} if not variant.optimize else {}), **({"script": True} if variant.script else {})}
     fx = getattr(loc, "fx", None)
     wrong = fx.wrong if fx is not None and getattr(loc, "kind", "") != "runtime" else None
     if wrong is not None:       # a dynamo file: its FX values named the wrong node (fx_localise)
@@ -131,11 +147,15 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     target = (wrong.target if wrong is not None else ", ".join(decomposed_targets(ctx, case, variant))
               if variant.decompose or variant.retrace else "")
     own = _defined(ctx, case, variant, wrong) or aliased_told(ctx, case, variant)   # drifttui's definition; aliasing
+    if own is None and _computes(ev) and not variant.retrace:      # a trace that froze its example (frozen_trace)
+        own = frozen_story(ctx, case, module, ins, outs, lambda m, i: _export(m, i, _traced(ctx), dims),
+                           lambda m, i, o: _run(m, i, o, case))
     if own is not None:
         check, said = own.check, own.why
     patch = Patch(spec, check, f"{said}{display_name(case.module)} exported alone with {why} (opset {opset}) computes what "
                   "torch computes", (own.fix if own is not None else variant.fix(opset, target))
-                  + (" and dynamic shapes for the sizes that change at run time" if ctx.cfg.onnx else "")
+                  + (" and dynamic shapes for the sizes that change at run time"
+                     if ctx.cfg.onnx and (own is None or own.check in ("lowering", "stability")) else "")
                   + " (`drifttui repair` grafts that export into the file)",
                   "export", module=case.module,
                   nodes=list(wrong.nodes) if wrong is not None else [node.name] if node is not None else [],
@@ -143,19 +163,26 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     if _computes(ev) and patch.graft is not None and all(patch.graft.inputs):    # same code in every block
         patch.graft.narrow = narrowed(ctx, case, patch.graft, feeds)      # a unit verified far above its member
         patch.graft.siblings = sibling_grafts(
-            ctx, case, lambda m, i: _export(m, i, variant), lambda c, m, a: _graft(ctx, c, m, a),
+            ctx, case, lambda m, i: _export(m, i, variant, dims), lambda c, m, a: _graft(ctx, c, m, a),
             lambda m, i, o, c: _computes(_run(m, i, o, c)))
     return patch, ev
 
 
-def _export(module: Any, ins: list[Any], variant: Variant) -> Any:
+def _export(module: Any, ins: list[Any], variant: Variant, dims: Optional[list[list[int]]] = None) -> Any:
     """``module`` exported alone on ``ins`` the way ``variant`` says (an onnx.ModelProto)."""
     import onnx
 
     with tempfile.TemporaryDirectory(prefix="drifttui-reexport-") as d:
         path = export_model(module, tuple(ins), {}, variant.exporter, Path(d), "origin.onnx", opset=variant.opset,
-                            decompose=variant.decompose, retrace=variant.retrace, optimize=variant.optimize)
+                            decompose=variant.decompose, retrace=variant.retrace, optimize=variant.optimize,
+                            script=variant.script, dims=dims if variant.script or variant.why == TRACED else None)
         return onnx.load(str(path))
+
+
+def _traced(ctx: Any) -> Variant:
+    """The file's own exporter, as a re-export: the trace the file is (frozen_trace's probe)."""
+    made_by = file_exporter(ctx.index, ctx.cfg.exporter) if ctx.cfg.onnx else ctx.cfg.exporter
+    return Variant(made_by if made_by in ("dynamo", "torchscript") else "torchscript", TRACED)
 
 
 def _computes(ev: Eval) -> bool:
