@@ -55,7 +55,9 @@ def test_the_headline_names_the_torch_op_that_was_called(explained, form):
 
 def test_the_float16_var_is_told_by_var_not_by_its_onnx_ops(explained):
     head = explained("forms39", "half_var")[4].findings[0]
-    assert head.message.startswith("in torch's var (torch.Tensor.var; ONNX ReduceMean, Sub, Mul, Div): "), head.message
+    assert head.message.startswith("in torch's var (torch.Tensor.var, aten.var.correction; ONNX ReduceMean, Sub, Mul, "
+                                   "Div): "), head.message
+    assert head.aten_op == "aten.var.correction"
     assert "x.float().var(...).half()" in head.fix and head.verified is True
     # the op's ONNX nodes are the variance's arithmetic, not the count's Shape/Gather/Cast
     nodes = head.evidence["torch_op_nodes"]
@@ -78,7 +80,7 @@ def test_a_dynamo_file_keeps_its_own_record(tmp_path):
         torch.onnx.export(forms30.logaddexp(), (forms30.rows_inputs(),), str(path), dynamo=True)
     head = explained_run(Config(model="tests/causes/forms30.py:logaddexp", onnx=str(path),
                                 inputs="tests/causes/forms30.py:rows_inputs", samples=3))[3].findings[0]
-    assert head.torch_op == "aten.logaddexp.default", (head.torch_op, head.message)
+    assert (head.torch_op, head.aten_op) == ("torch.logaddexp", "aten.logaddexp.default"), (head.torch_op, head.message)
     assert head.evidence["torch_op_found_by"] == "fx" and "torch's logaddexp" in head.message, head.message
 
 

@@ -15,7 +15,8 @@ from typing import Any, Optional
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation
-from drifttui.core.explain.causes.locate.fx_localise import describe, fx_of
+from drifttui.core.explain.causes.locate.fx_localise import fx_of
+from drifttui.core.explain.causes.locate.fx_words import describe
 from drifttui.core.explain.causes.locate.torch_align import TorchOp
 from drifttui.core.explain.causes.propose.nopatch import explain_no_patch
 from drifttui.core.explain.causes.propose.patch_budget import left_untried, not_tried
@@ -98,7 +99,7 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
     the finding it verifies, with ``skipped``, the budget's)."""
     before = loc.ort.max_abs
     verified = _best([t for t in trials if t.after.ok and not t.after.fails], findings, loc)
-    op = _patched_op(case, verified[0].patch, loc.torch_op) if verified else loc.torch_op
+    op = _patched_op(case, verified[0].patch, loc.torch_op, loc.fx) if verified else loc.torch_op
     untried = {"tried": len(trials), "skipped": skipped or None, "skipped_exports": skipped_exports or None,
                "not_tried": unneeded or None}
     out = list(findings)
@@ -136,19 +137,28 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
     return [_with_torch_op(f, op) if f.module == case.module and f.severity == "error" else f for f in out]
 
 
-def _patched_op(case: Case, patch: Patch, op: Any) -> Any:
+def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None) -> Any:
     """The torch op of the nodes the verifying patch changed, from their FX records (a dynamo file), unless the FX
     localisation named one of them already: the patch proved where the drift is (FNet's DFT, not the ``select``
-    after it; an STFT, not the ``pow`` a value alignment spanned back over it); ``op`` otherwise."""
+    after it; an STFT, not the ``pow`` a value alignment spanned back over it); ``op`` otherwise.  Named by the call
+    its FX node came from (``fx``'s match with the torch program), as every torch op is."""
     names = set(patch.nodes or [])
     if not names or (op is not None and op.how == "fx" and names & set(op.nodes)):
         return op
-    for node in case.model.graph.node:
-        fx = fx_of(node) if node.name in names else None
-        if fx is not None:
-            mine = [n for n in case.model.graph.node if (fx_of(n) or ("", ""))[0] == fx[0]]
-            return TorchOp(fx[1], [n.name for n in mine], [n.op_type for n in mine], "fx")
-    return op
+    calls = fx.every if fx is not None else {}
+    recs = [r for r in (fx_of(n) for n in case.model.graph.node if n.name in names) if r is not None]
+    groups = {r: [n for n in case.model.graph.node if (fx_of(n) or ("", ""))[0] == r[0]] for r in dict.fromkeys(recs)}
+    # the op the patch changed is one that computes, not the conversion into it (a float16 add, not x.half())
+    rec = next((r for r, mine in groups.items() if any(n.op_type not in _CONVERSIONS for n in mine)), None) or \
+        next(iter(groups), None)
+    if rec is None:
+        return op
+    g, mine = calls.get(rec[0]), groups[rec]
+    return TorchOp((g.call if g is not None else "") or rec[1], [n.name for n in mine], [n.op_type for n in mine],
+                   "fx", aten=(g.aten if g is not None else "") or rec[1])
+
+
+_CONVERSIONS = ("Cast", "CastLike", "Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Expand")
 
 
 def _with_torch_op(f: Finding, op: Any) -> Finding:
@@ -157,7 +167,8 @@ def _with_torch_op(f: Finding, op: Any) -> Finding:
     if op is None:
         return f
     told = op.told(f.message) if f.check in _OP_STORIES else f.message
-    return dataclasses.replace(f, torch_op=op.target, message=told, evidence={**f.evidence, **op.evidence()})
+    return dataclasses.replace(f, torch_op=op.target, aten_op=op.aten, message=told,
+                               evidence={**f.evidence, **op.evidence()})
 
 
 # the classes whose story is an op's computation: their message opens with the torch op; an attribute's or a
@@ -223,7 +234,7 @@ def _unexplained(case: Case, loc: Localisation, trials: list[Trial], skipped: in
                f"the nodes)")
         ev.update(clean(loc.fx.evidence()))
     elif loc.torch_op is not None and check == "lowering":     # a TorchScript file: the op aligned by value
-        check = lowering_class(loc.torch_op.target, loc.torch_op.op_types)
+        check = lowering_class(loc.torch_op.aten or loc.torch_op.target, loc.torch_op.op_types)
         fix = (f"the exporter's lowering of torch's {loc.torch_op.target} computes otherwise than torch: write that "
                f"call in a form the exporter lowers right, or report it to torch.onnx with `drifttui repro`")
     if check in ATTRIBUTE_CLASSES and nan_fed(case, nodes[-1] if nodes else None):

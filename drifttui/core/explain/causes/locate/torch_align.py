@@ -31,6 +31,7 @@ from drifttui.core.base.dtypes import name_of
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.explain.causes.locate.evaluate import node_values
+from drifttui.core.explain.causes.locate.torch_call import aten_name, aten_of, call_name
 from drifttui.core.explain.causes.locate.value_match import found_values, noise
 from drifttui.core.model.export import quiet
 from drifttui.core.runtime.torch_hooks import to_numpy
@@ -42,11 +43,12 @@ _COPIES = ("torch.Tensor.detach", "torch.detach", "torch.Tensor.clone", "torch.c
 @dataclass
 class TorchOp:
     """The torch op a drift starts in, and the ONNX nodes that compute it."""
-    target: str                 # aten.var.dim
+    target: str                 # the call as written: torch.Tensor.var (an ATen op when the call is not known)
     nodes: list[str] = field(default_factory=list)
     op_types: list[str] = field(default_factory=list)
     how: str = "values"         # "fx": the file's own record (dynamo); "values": aligned by value
     found: int = 0              # torch ops whose value the file holds
+    aten: Optional[str] = None  # the ATen op that call is (aten.var.correction), None when it is several
 
     @property
     def name(self) -> str:
@@ -57,9 +59,10 @@ class TorchOp:
         return parts[-1]
 
     def words(self) -> str:
-        """``torch's var (aten.var.dim; ONNX ReduceMean, Sub, Mul, Div)``."""
+        """``torch's var (torch.Tensor.var, aten.var.correction; ONNX ReduceMean, Sub, Mul, Div)``."""
         ops = ", ".join(dict.fromkeys(self.op_types))
-        return f"torch's {self.name} ({self.target}" + (f"; ONNX {ops})" if ops else ")")
+        aten = f", {self.aten}" if self.aten and self.aten != self.target else ""
+        return f"torch's {self.name} ({self.target}{aten}" + (f"; ONNX {ops})" if ops else ")")
 
     def told(self, message: str) -> str:
         """``message`` opened with the torch op, unless it names it already (a dynamo story's ``torch's
@@ -69,14 +72,16 @@ class TorchOp:
         return f"in {self.words()}: {message}"
 
     def evidence(self) -> dict[str, Any]:
-        return {"torch_op": self.target, "torch_op_nodes": self.nodes[:20], "torch_op_found_by": self.how,
-                "torch_ops_found": self.found or None}
+        return {"torch_op": self.target, "torch_op_aten": self.aten, "torch_op_nodes": self.nodes[:20],
+                "torch_op_found_by": self.how, "torch_ops_found": self.found or None}
 
 
 def named(fx: Any) -> Optional[TorchOp]:
     """A dynamo file's wrong FX node (``fx_localise``) as a TorchOp, or None."""
     w = getattr(fx, "wrong", None)
-    return None if w is None else TorchOp(w.target, list(w.nodes), list(w.op_types), "fx", getattr(fx, "matched", 0))
+    if w is None:
+        return None
+    return TorchOp(w.call or w.target, list(w.nodes), list(w.op_types), "fx", getattr(fx, "matched", 0), w.aten or w.target)
 
 
 def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
@@ -103,7 +108,9 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     if not nodes:
         return None
     types = {n.name: n.op_type for n in case.model.graph.node}
-    return TorchOp(ops[wrong][1], nodes, [types[n] for n in nodes], "values", len(found))
+    atens = ctx.cache.get(_aten_key(case), [])
+    aten = atens[wrong] if wrong < len(atens) else None
+    return TorchOp(ops[wrong][1], nodes, [types[n] for n in nodes], "values", len(found), aten)
 
 
 def origin_torch_op(ctx: Any, case: Case, fx: Any) -> Optional[TorchOp]:
@@ -125,7 +132,7 @@ def _torch_ops(ctx: Any, case: Case) -> list[tuple[str, str, Any, list[int], str
     key = f"causes:torch_op:ops:{case.module}:{case.sample}"
     if key in ctx.cache:
         return ctx.cache[key]
-    ctx.cache[key] = []
+    ctx.cache[key], ctx.cache[_aten_key(case)] = [], []
     module = ctx.modules().get(case.module) if case.module else ctx.model
     io = call_io(ctx, case) if module is not None else None
     if io is None:
@@ -134,56 +141,67 @@ def _torch_ops(ctx: Any, case: Case) -> list[tuple[str, str, Any, list[int], str
         module = as_called(ctx, case.call, module, ctx.sample(case.sample))
         plain = tuple(t.clone() if isinstance(t, torch.Tensor) and t.is_inference() else t for t in io[0])
         with quiet(), torch.no_grad():
-            ctx.cache[key] = _run(module, plain)
+            ctx.cache[key], ctx.cache[_aten_key(case)] = _run(module, plain)
     except Exception:  # noqa: BLE001 - a forward that does not run again: no alignment
         ctx.cache[key] = []
     return ctx.cache[key]
 
 
-def _run(module: Any, ins: tuple) -> list[tuple[str, str, Any, list[int], str]]:
+def _aten_key(case: Case) -> str:
+    return f"causes:torch_op:aten:{case.module}:{case.sample}"
+
+
+def _run(module: Any, ins: tuple) -> tuple[list[tuple[str, str, Any, list[int], str]], list[Optional[str]]]:
     """The forward run under a TorchFunctionMode that records each torch call as the forward made it
     (``Tensor.var``, ``F.cosine_similarity``, ``Tensor.__rshift__``: the calls inside one are not seen), its
-    tensor outputs' values copied at once (an in-place op changes them later) and the calls its inputs came from."""
+    tensor outputs' values copied at once (an in-place op changes them later) and the calls its inputs came from;
+    and, per record, the ATen op that call is (a TorchDispatchMode sees what each call dispatched)."""
     import torch
     from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
 
     out: list[tuple[str, str, Any, list[int], str]] = []
+    atens: list[Optional[str]] = []
     made: dict[int, int] = {}
     keep: list[Any] = []            # the recorded tensors stay alive: their ids are not reused
+    calls: list[list[str]] = []     # the ATen ops the call being made has dispatched so far
 
-    def note(kind: str, target: str, t: Any, ins: list[int]) -> None:
+    def note(kind: str, target: str, t: Any, ins: list[int], aten: Optional[str] = None) -> None:
         if len(out) < MAX_OPS and isinstance(t, torch.Tensor) and t.layout == torch.strided:
             made[id(t)] = len(out)
             keep.append(t)
             out.append((kind, target, np.array(to_numpy(t.detach()), copy=True), ins, name_of(t) or ""))
+            atens.append(aten)
+
+    class Dispatched(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            if calls:
+                calls[-1].append(aten_name(func))
+            return func(*args, **(kwargs or {}))
 
     class Record(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            val = func(*args, **(kwargs or {}))
+            calls.append([])
+            try:
+                val = func(*args, **(kwargs or {}))
+            finally:
+                seen = calls.pop()
             results = [t for t in tree_flatten(val)[0] if isinstance(t, torch.Tensor)]
             if results:
                 ins = list(dict.fromkeys(made[id(t)] for t in tree_flatten((args, kwargs or {}))[0]
                                          if isinstance(t, torch.Tensor) and id(t) in made))
+                name = call_name(func)
                 for t in results:
-                    note("call_function", _qualname(func), t, ins)
+                    note("call_function", name, t, ins, aten_of(name, seen))
             return val
 
     for t in ins:
         note("placeholder", "input", t, [])
-    with Record():
+    with Dispatched(), Record():
         result = module(*ins)
     ends = [made[id(t)] for t in tree_flatten(result)[0] if isinstance(t, torch.Tensor) and id(t) in made]
-    return [(kind, tgt, val, ins_, dt) for kind, tgt, val, ins_, dt in out] + [("output", "", None, ends, "")]
-
-
-def _qualname(func: Any) -> str:
-    """``torch.Tensor.var``, ``torch.atan2``, ``torch.nn.functional.adaptive_avg_pool2d``."""
-    name = getattr(func, "__name__", None) or str(func)
-    if getattr(func, "__objclass__", None) is not None or ".Tensor" in f".{getattr(func, '__qualname__', '')}":
-        return f"torch.Tensor.{name}"
-    mod = getattr(func, "__module__", None) or "torch"
-    return f"{'torch' if mod.startswith(('torch._C', 'torch._tensor')) or mod == 'torch' else mod}.{name}"
+    return out + [("output", "", None, ends, "")], atens + [None]
 
 
 def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray]) -> set[int]:
