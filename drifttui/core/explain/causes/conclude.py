@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation
+from drifttui.core.onnx.edit.orphan_steps import ORPHAN
 from drifttui.core.explain.causes.locate.fx_localise import fx_of
 from drifttui.core.explain.causes.locate.fx_words import describe
 from drifttui.core.explain.causes.locate.torch_align import TorchOp
@@ -134,7 +135,15 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
                                              kind=loc.kind if loc.kind != "unknown" else f.kind)
         if not any(f.module == case.module and f.severity == "error" for f in out):
             out.append(_unexplained(case, loc, trials, skipped, skipped_exports or []))
+    out = [_file_nodes(f) for f in out]
     return [_with_torch_op(f, op) if f.module == case.module and f.severity == "error" else f for f in out]
+
+
+def _file_nodes(f: Finding) -> Finding:
+    """``f`` naming only the file's nodes: the ``Identity`` drifttui stands in for a computation the exporter
+    dropped (orphan_steps) is not the user's, and a finding with nothing else names its module only."""
+    kept = [n for n in f.onnx_nodes if ORPHAN not in n]
+    return f if len(kept) == len(f.onnx_nodes) else dataclasses.replace(f, onnx_nodes=kept)
 
 
 def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None) -> Any:
@@ -142,6 +151,8 @@ def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None) -> Any:
     localisation named one of them already: the patch proved where the drift is (FNet's DFT, not the ``select``
     after it; an STFT, not the ``pow`` a value alignment spanned back over it); ``op`` otherwise.  Named by the call
     its FX node came from (``fx``'s match with the torch program), as every torch op is."""
+    if patch.torch_op is not None:          # the story names the forward's call (an in-place update it lost)
+        return TorchOp(patch.torch_op[0], [], [], "story", aten=patch.torch_op[1])
     names = set(patch.nodes or [])
     if not names or (op is not None and op.how == "fx" and names & set(op.nodes)):
         return op
@@ -182,7 +193,7 @@ def _computing(case: Case) -> list[str]:
     finding points at what the module computes, not at the Constants the cut begins with)."""
     ops = {n.name: n.op_type for n in case.model.graph.node}
     computing = [n for n in case.nodes if ops.get(n) not in ("Constant", "ConstantOfShape", "Identity")]
-    return (computing or list(case.nodes))[:3]
+    return (computing or [n for n in case.nodes if ORPHAN not in n])[:3]
 
 
 def _verified_text(p: Patch, t: Trial, before: Eval, case: Optional[Case] = None) -> str:
