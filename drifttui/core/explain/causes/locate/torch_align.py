@@ -28,11 +28,12 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.base.dtypes import name_of
+from drifttui.core.explain.causes.locate.align_graph import ancestors, continued, input_values, leaked, producers, size_nodes
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.explain.causes.locate.evaluate import node_values
 from drifttui.core.explain.causes.locate.torch_call import aten_name, aten_of, call_name
-from drifttui.core.explain.causes.locate.value_match import found_values, noise
+from drifttui.core.explain.causes.locate.value_match import found_values, held_dtype, noise
 from drifttui.core.model.export import quiet
 from drifttui.core.runtime.torch_hooks import to_numpy
 
@@ -102,9 +103,12 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
         return None
     wrong = _amplified(ops, rels, wrong, case)
     nodes = _group(case, ops, found, wrong, vals)
-    leak = _leaked(case, ops, found, wrong, nodes)
+    leak = leaked(case, ops, found, wrong, nodes)
     if leak is not None:        # its nodes read past an input's value: that input's lowering goes on after it
         wrong, nodes = leak[0], _group(case, ops, found, leak[0], vals) + leak[1]
+    rest = continued(case, ops, found, wrong, nodes) if leak is None else None
+    if rest is not None:        # its nodes read an input's arguments: that input's lowering goes on after its value
+        wrong, nodes = rest[0], list(dict.fromkeys(_group(case, ops, found, rest[0], vals) + rest[1]))
     if not nodes:
         return None
     types = {n.name: n.op_type for n in case.model.graph.node}
@@ -241,13 +245,17 @@ def _feeding(ops: list[tuple]) -> set[int]:
 def _amplified(ops: list[tuple], rels: dict[int, float], wrong: int, case: Case) -> int:
     """``wrong``, or, when a value it reads already holds more than rounding noise of error (an error the op
     amplifies: a level subtracted after a long sum), the first op before it whose own value does while the
-    values it reads do not."""
+    values it reads do not.  A widening conversion (``c.float()`` of a float16 ``c``) carries its input's rounding
+    unchanged: the error it shows is its input's, which is named."""
     noisy = {k for k, r in rels.items() if r > noise(ops[k][4])}
-    feeding = _input_values(ops, rels, wrong)
+    feeding = input_values(ops, rels, wrong)
     if not any(i in noisy for i in feeding):
         return wrong
     for k in sorted(noisy):
-        if k < wrong and ops[k][0] == "call_function" and not any(i in noisy for i in _input_values(ops, rels, k)):
+        if k < wrong and ops[k][0] == "call_function" and not any(i in noisy for i in input_values(ops, rels, k)):
+            while held_dtype(ops, k, case.rtol) != ops[k][4] and len(ops[k][3]) == 1 and \
+                    ops[ops[k][3][0]][0] == "call_function":
+                k = ops[k][3][0]
             return k
     return wrong
 
@@ -255,12 +263,12 @@ def _amplified(ops: list[tuple], rels: dict[int, float], wrong: int, case: Case)
 def _group(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals: dict[str, np.ndarray]) -> list[str]:
     """The ONNX nodes of op ``wrong``: ancestors of the value closest to its own (of its shape, computed after
     its inputs' values), minus the nodes its inputs' values are computed by."""
-    producer = _producers(case)
+    producer = producers(case)
 
-    def ancestors(values: list[str]) -> set[str]:
-        return _ancestors(producer, values)
+    def up(values: list[str]) -> set[str]:
+        return ancestors(producer, values)
 
-    before = ancestors([found[i] for i in _input_values(ops, found, wrong)])
+    before = up([found[i] for i in input_values(ops, found, wrong)])
     want = ops[wrong][2]
     taken = set(found.values())
     best, err = found.get(wrong), float("inf") if wrong not in found else 0.0
@@ -274,80 +282,9 @@ def _group(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals
         best_values = [o.name for o in case.model.graph.output]
     else:
         best_values = [best]
-    mine = ancestors(best_values) - before
-    sizes = _size_nodes(case)
+    mine = up(best_values) - before
+    sizes = size_nodes(case)
     return [n.name for n in case.model.graph.node if n.name in mine and n.name not in sizes]
-
-
-def _producers(case: Case) -> dict[str, Any]:
-    return {o: n for n in case.model.graph.node for o in n.output if o}
-
-
-def _ancestors(producer: dict[str, Any], values: list[str]) -> set[str]:
-    """The names of the nodes ``values`` are computed by (the nodes that make them included)."""
-    seen: set[str] = set()
-    todo = [v for v in values if v in producer]
-    while todo:
-        n = producer[todo.pop()]
-        if n.name not in seen:
-            seen.add(n.name)
-            todo.extend(v for v in n.input if v in producer)
-    return seen
-
-
-def _leaked(case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
-            nodes: list[str]) -> Optional[tuple[int, list[str]]]:
-    """(input op, the nodes of ``wrong``'s that read inside its lowering) when ``wrong``'s nodes read a value
-    computed before the found value of one of its inputs, other than that value (the file's lowering of the
-    input goes on after the value that equals torch's: ``atan2``'s quadrant fix-up); None otherwise."""
-    if wrong in found:
-        return None
-    producer, sizes, group = _producers(case), _size_nodes(case), set(nodes)
-    inputs = _input_values(ops, found, wrong)
-    allowed = set(found.values())   # a value the file holds for a torch call is a reuse (fused Transposes), no leak
-    inside = {i: _ancestors(producer, [found[i]]) for i in inputs}
-    for n in case.model.graph.node:
-        if n.name not in group:
-            continue
-        for v in n.input:
-            p = producer.get(v)
-            if p is None or p.name in group or p.name in sizes or v in allowed:
-                continue
-            hit = next((i for i in inputs if p.name in inside[i]), None)
-            if hit is not None and ops[hit][0] == "call_function":
-                return hit, [m for m in nodes if m in {x.name for x in case.model.graph.node
-                                                       if any(producer.get(u) is not None and producer[u].name
-                                                              in inside[hit] and u not in allowed for u in x.input)}]
-    return None
-
-
-def _size_nodes(case: Case) -> set[str]:
-    """Nodes that compute only from sizes and constants (Shape, Gather of it, a count cast to float): the op's
-    arithmetic on sizes, not what it computes."""
-    static = {t.name for t in case.model.graph.initializer}
-    sizes: set[str] = set()
-    made: set[str] = set(static)
-    for n in case.model.graph.node:
-        ins = [v for v in n.input if v]
-        if n.op_type in ("Constant", "Shape", "Size") or (ins and all(v in made for v in ins)):
-            sizes.add(n.name)
-            made.update(o for o in n.output if o)
-    return sizes
-
-
-def _input_values(ops: list[tuple], found: Any, k: int) -> list[int]:
-    """The found ops that feed op ``k`` (through ops the file never materialises)."""
-    out, todo, seen = [], list(ops[k][3]), set()
-    while todo:
-        i = todo.pop()
-        if i in seen:
-            continue
-        seen.add(i)
-        if i in found:
-            out.append(i)
-        else:
-            todo.extend(ops[i][3])
-    return out
 
 
 def _distance(want: np.ndarray, got: np.ndarray) -> float:
