@@ -100,7 +100,7 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
     the finding it verifies, with ``skipped``, the budget's)."""
     before = loc.ort.max_abs
     verified = _best([t for t in trials if t.after.ok and not t.after.fails], findings, loc)
-    op = _patched_op(case, verified[0].patch, loc.torch_op, loc.fx) if verified else loc.torch_op
+    op = _patched_op(case, verified[0].patch, loc.torch_op, loc.fx, loc.torch_calls) if verified else loc.torch_op
     untried = {"tried": len(trials), "skipped": skipped or None, "skipped_exports": skipped_exports or None,
                "not_tried": unneeded or None}
     out = list(findings)
@@ -146,11 +146,13 @@ def _file_nodes(f: Finding) -> Finding:
     return f if len(kept) == len(f.onnx_nodes) else dataclasses.replace(f, onnx_nodes=kept)
 
 
-def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None) -> Any:
+def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None, aligned: Optional[dict[str, Any]] = None) -> Any:
     """The torch op of the nodes the verifying patch changed, from their FX records (a dynamo file), unless the FX
     localisation named one of them already: the patch proved where the drift is (FNet's DFT, not the ``select``
     after it; an STFT, not the ``pow`` a value alignment spanned back over it); ``op`` otherwise.  Named by the call
-    its FX node came from (``fx``'s match with the torch program), as every torch op is."""
+    its FX node came from (``fx``'s match with the torch program), as every torch op is; a file without FX records
+    by the call the alignment by value gives those nodes (``aligned``), when it named none.  Of several, the last
+    that computes: a float16 chain's rounding leaves it there (``half_sum``'s sum, not the Mul before it)."""
     if patch.torch_op is not None:          # the story names the forward's call (an in-place update it lost)
         return TorchOp(patch.torch_op[0], [], [], "story", aten=patch.torch_op[1])
     names = set(patch.nodes or [])
@@ -159,14 +161,24 @@ def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None) -> Any:
     calls = fx.every if fx is not None else {}
     recs = [r for r in (fx_of(n) for n in case.model.graph.node if n.name in names) if r is not None]
     groups = {r: [n for n in case.model.graph.node if (fx_of(n) or ("", ""))[0] == r[0]] for r in dict.fromkeys(recs)}
-    # the op the patch changed is one that computes, not the conversion into it (a float16 add, not x.half())
-    rec = next((r for r, mine in groups.items() if any(n.op_type not in _CONVERSIONS for n in mine)), None) or \
-        next(iter(groups), None)
+    # the op the patch changed is one that computes, not the conversion out of it (a float16 add, not .float())
+    rec = next((r for r, mine in reversed(groups.items()) if any(n.op_type not in _CONVERSIONS for n in mine)), None) \
+        or next(iter(groups), None)
     if rec is None:
-        return op
+        return op if op is not None else _aligned_op(case, names, aligned or {})
     g, mine = calls.get(rec[0]), groups[rec]
     return TorchOp((g.call if g is not None else "") or rec[1], [n.name for n in mine], [n.op_type for n in mine],
                    "fx", aten=(g.aten if g is not None else "") or rec[1])
+
+
+def _aligned_op(case: Case, names: set[str], aligned: dict[str, Any]) -> Any:
+    """The call the alignment by value gives the last node of ``names`` that computes, or None."""
+    mine = [n for n in case.model.graph.node if n.name in names and n.name in aligned and n.op_type not in _CONVERSIONS]
+    if not mine:
+        return None
+    call, aten = aligned[mine[-1].name]
+    nodes = [n for n in case.model.graph.node if n.name in names and aligned.get(n.name) == (call, aten)]
+    return TorchOp(call, [n.name for n in nodes], [n.op_type for n in nodes], "values", aten=aten)
 
 
 _CONVERSIONS = ("Cast", "CastLike", "Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Expand")

@@ -103,3 +103,19 @@ def continued(case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
                     and set(n.input) & (args | {found[i]})]
             return i, rest
     return None
+
+
+def causal(case: Case, ops: list[tuple], found: dict[int, str]) -> dict[int, str]:
+    """``found`` without the calls whose value is computed before the value of an input they read: a value that
+    equals theirs by coincidence (``argmax(...) * 0.1 + x`` equal to an earlier ``x + 0.2`` where every row's index
+    is 2) is not theirs, and would vouch for the calls before them."""
+    producer = producers(case)
+    out = dict(found)
+    for k in sorted(found):
+        made = producer.get(found[k])
+        if made is None or ops[k][0] != "call_function":
+            continue
+        ins = [out[i] for i in input_values(ops, out, k) if out[i] != found[k]]
+        if made.name in ancestors(producer, ins):
+            del out[k]
+    return out

@@ -28,7 +28,8 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.base.dtypes import name_of
-from drifttui.core.explain.causes.locate.align_graph import ancestors, continued, input_values, leaked, producers, size_nodes
+from drifttui.core.explain.causes.locate.align_graph import (ancestors, causal, continued, input_values, leaked,
+                                                             producers, size_nodes)
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.explain.causes.locate.evaluate import node_values
@@ -47,7 +48,8 @@ class TorchOp:
     target: str                 # the call as written: torch.Tensor.var (an ATen op when the call is not known)
     nodes: list[str] = field(default_factory=list)
     op_types: list[str] = field(default_factory=list)
-    how: str = "values"         # "fx": the file's own record (dynamo); "values": aligned by value
+    how: str = "values"         # "fx": the file's own record (dynamo); "values": aligned by value; "sole": the one
+    #                             call of the forward; "story": the call the verified story names (a lost update)
     found: int = 0              # torch ops whose value the file holds
     aten: Optional[str] = None  # the ATen op that call is (aten.var.correction), None when it is several
 
@@ -90,9 +92,12 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     ops = _torch_ops(ctx, case)
     vals = node_values(case) if ops else None
     if not ops or vals is None:
-        return None
+        return _sole_call(ctx, case, ops)
     vals = {**case.feeds, **vals}
     found, rels = found_values(ops, vals, case.rtol)
+    found = causal(case, ops, found)
+    rels = {k: r for k, r in rels.items() if k in found}
+    _note_calls(ctx, case, ops, found)
     if not any(ops[k][0] == "placeholder" for k in found):
         return None                 # the module's inputs are not the case's: nothing to align against
     right = _right(ops, found, vals)
@@ -115,6 +120,35 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     atens = ctx.cache.get(_aten_key(case), [])
     aten = atens[wrong] if wrong < len(atens) else None
     return TorchOp(ops[wrong][1], nodes, [types[n] for n in nodes], "values", len(found), aten)
+
+
+def _note_calls(ctx: Any, case: Case, ops: list[tuple], found: dict[int, str]) -> None:
+    """Each ONNX node -> (the call, its ATen op) of the first torch call whose found value it computes, in
+    ``ctx.cache`` (``calls``: a verified patch's nodes named by the call they compute)."""
+    producer, atens = producers(case), ctx.cache.get(_aten_key(case), [])
+    owner: dict[str, tuple[str, Optional[str]]] = {}
+    for k in sorted(found):
+        for n in ancestors(producer, [found[k]]):
+            owner.setdefault(n, (ops[k][1], atens[k] if k < len(atens) else None))
+    ctx.cache[f"causes:torch_op:calls:{case.module}:{case.sample}"] = owner
+
+
+def calls(ctx: Any, case: Case) -> dict[str, tuple[str, Optional[str]]]:
+    """ONNX node -> (torch call, ATen op) it computes, from the last alignment of ``case`` ({} when none)."""
+    return ctx.cache.get(f"causes:torch_op:calls:{case.module}:{case.sample}", {})
+
+
+def _sole_call(ctx: Any, case: Case, ops: list[tuple]) -> Optional[TorchOp]:
+    """The one torch call a forward makes (``nn.EmbeddingBag``: ``F.embedding_bag``) when the file's values cannot be
+    fetched (a ``Loop`` body's): the origin drifts on its own, and that call is all it computes; None otherwise."""
+    calls = [k for k, op in enumerate(ops) if op[0] == "call_function"]
+    if len(calls) != 1 or calls[0] not in _feeding(ops):
+        return None
+    types = {n.name: n.op_type for n in case.model.graph.node}
+    nodes = [n for n in case.nodes if types.get(n) not in (None, "Constant")]
+    atens = ctx.cache.get(_aten_key(case), [])
+    return TorchOp(ops[calls[0]][1], nodes, [types[n] for n in nodes], "sole", 0,
+                   atens[calls[0]] if calls[0] < len(atens) else None)
 
 
 def origin_torch_op(ctx: Any, case: Case, fx: Any) -> Optional[TorchOp]:
