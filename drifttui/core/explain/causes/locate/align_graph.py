@@ -84,24 +84,30 @@ def input_values(ops: list[tuple], found: Any, k: int) -> list[int]:
     return out
 
 
-def continued(case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
-              nodes: list[str]) -> Optional[tuple[int, list[str]]]:
-    """(input op, the nodes of ``wrong``'s group that are the rest of its lowering) when a node of the group reads
-    the found value of an argument of one of ``wrong``'s inputs, not of ``wrong`` itself (``baddbmm(bias, q, k,
-    beta=0)`` found at ``alpha * q @ k``, then ``+ 0 * bias`` in the softmax's group): the nodes that read that
-    argument's value or the input's own value directly; None otherwise."""
+def continued(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, nodes: list[str],
+              vals: dict[str, Any]) -> Optional[tuple[int, list[str]]]:
+    """(input op, the nodes of ``wrong``'s group that are the rest of its lowering) when the group computes, from an
+    argument of one of ``wrong``'s inputs (not of ``wrong``), a value that it merges with that input's found value,
+    where it first reads it, into a value of the input's shape (``baddbmm(bias, q, k, beta=0)`` found at ``alpha * q @ k``, then ``+ 0 *
+    bias`` in the softmax's group): the nodes from the argument to that merge; None otherwise (an argument read
+    again for another use: an attention's ``k`` transposed from the view ``q`` came from)."""
     mine = input_values(ops, found, wrong)
     own = {found[i] for i in mine}
-    group = set(nodes)
+    group = [n for n in case.model.graph.node if n.name in set(nodes)]
+    producer = producers(case)
     for i in mine:
-        if ops[i][0] != "call_function" or i not in found:
+        if ops[i][0] != "call_function" or i not in found or ops[i][2] is None:
             continue
         args = {found[j] for j in input_values(ops, found, i)} - own
-        readers = [n for n in case.model.graph.node if n.name in group and set(n.input) & args]
-        if readers:
-            rest = [n.name for n in case.model.graph.node if n.name in group
-                    and set(n.input) & (args | {found[i]})]
-            return i, rest
+        tainted: set[str] = set()
+        for n in group:             # graph order: what the group computes from the argument
+            if set(n.input) & args or any(producer[v].name in tainted for v in n.input if v in producer):
+                tainted.add(n.name)
+        first = next((n for n in group if found[i] in n.input), None)     # where the group takes the input's value
+        if first is not None and first.name in tainted and \
+                tuple(getattr(vals.get(first.output[0]), "shape", ())) == tuple(ops[i][2].shape):
+            rest = ancestors(producer, [first.output[0]]) & tainted
+            return i, [n.name for n in group if n.name in rest]
     return None
 
 

@@ -111,7 +111,7 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     leak = leaked(case, ops, found, wrong, nodes)
     if leak is not None:        # its nodes read past an input's value: that input's lowering goes on after it
         wrong, nodes = leak[0], _group(case, ops, found, leak[0], vals) + leak[1]
-    rest = continued(case, ops, found, wrong, nodes) if leak is None else None
+    rest = continued(case, ops, found, wrong, nodes, vals) if leak is None else None
     if rest is not None:        # its nodes read an input's arguments: that input's lowering goes on after its value
         wrong, nodes = rest[0], list(dict.fromkeys(_group(case, ops, found, rest[0], vals) + rest[1]))
     if not nodes:

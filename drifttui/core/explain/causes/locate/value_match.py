@@ -77,10 +77,11 @@ def noise(dtype: str) -> float:
 
 def found_values(ops: list[tuple], vals: dict[str, np.ndarray], rtol: float) -> tuple[dict[int, str], dict[int, float]]:
     """torch op index -> the ONNX value that holds its value (of its dtype first, then the closest), and its
-    relative error.  The candidates of a shape are looked up by their first element (sorted, bisected within
+    relative error (of equally close ones, the first computed).  The candidates of a shape are looked up by their first element (sorted, bisected within
     the widest error a holding value can have there): a deep block's thousands of values of one shape are not
     each compared with each op."""
     index = _first_elements(vals)
+    order = {v: i for i, v in enumerate(vals)}      # the feeds, then the nodes' values in graph order
     found: dict[int, str] = {}
     rels: dict[int, float] = {}
     for k, (_, _, val, ins, dtype) in enumerate(ops):
@@ -93,9 +94,9 @@ def found_values(ops: list[tuple], vals: dict[str, np.ndarray], rtol: float) -> 
             got = np.asarray(vals[v])
             rel = _holds(val, held, got, rtol, top)
             if rel is not None:
-                hits.append((str(got.dtype) != dtype, rel, v))
-        if hits:
-            _, rels[k], found[k] = min(hits)
+                hits.append((str(got.dtype) != dtype, rel, order[v], v))
+        if hits:            # equally close: the first value computed (a round's Round, not a later Floor equal to it)
+            _, rels[k], _, found[k] = min(hits)
     return found, rels
 
 
