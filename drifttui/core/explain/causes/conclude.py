@@ -15,7 +15,6 @@ from typing import Any, Optional
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation
-from drifttui.core.onnx.edit.orphan_steps import ORPHAN
 from drifttui.core.explain.causes.locate.fx_localise import fx_of
 from drifttui.core.explain.causes.locate.fx_words import describe
 from drifttui.core.explain.causes.locate.torch_align import TorchOp
@@ -23,6 +22,7 @@ from drifttui.core.explain.causes.propose.nopatch import explain_no_patch
 from drifttui.core.explain.causes.propose.patch_budget import left_untried, not_tried
 from drifttui.core.explain.causes.propose.reexport_story import lowering_class
 from drifttui.core.explain.causes.propose.singular import ATTRIBUTE_CLASSES, nan_fed
+from drifttui.core.onnx.edit.orphan_steps import ORPHAN
 from drifttui.core.onnx.edit.ort_workarounds import RANK
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.result import SEVERITY_ORDER, Finding, display_name
