@@ -111,17 +111,24 @@ def continued(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, n
     return None
 
 
-def causal(case: Case, ops: list[tuple], found: dict[int, str]) -> dict[int, str]:
-    """``found`` without the calls whose value is computed before the value of an input they read: a value that
-    equals theirs by coincidence (``argmax(...) * 0.1 + x`` equal to an earlier ``x + 0.2`` where every row's index
-    is 2) is not theirs, and would vouch for the calls before them."""
+def causal(case: Case, ops: list[tuple], found: dict[int, str], others: dict[int, list[str]]) -> dict[int, str]:
+    """``found`` where no call's value is computed before the value of an input it reads.  Of two such values one
+    equals its call's by coincidence: the input's is moved to another value that holds it as closely and is not
+    computed after the call's (a ``round``'s ``Round`` rather than the ``remainder``'s ``Floor`` equal to it); when
+    none does, the call's is dropped (``argmax(...) * 0.1 + x`` equal to an earlier ``x + 0.2`` where every row's
+    index is 2: it would vouch for the calls before it)."""
     producer = producers(case)
     out = dict(found)
     for k in sorted(found):
-        made = producer.get(found[k])
+        made = producer.get(out.get(k, ""))
         if made is None or ops[k][0] != "call_function":
             continue
-        ins = [out[i] for i in input_values(ops, out, k) if out[i] != found[k]]
-        if made.name in ancestors(producer, ins):
-            del out[k]
+        for i in input_values(ops, out, k):
+            if out[i] == out[k] or made.name not in ancestors(producer, [out[i]]):
+                continue
+            moved = next((v for v in others.get(i, []) if made.name not in ancestors(producer, [v])), None)
+            if moved is None:
+                del out[k]
+                break
+            out[i] = moved
     return out

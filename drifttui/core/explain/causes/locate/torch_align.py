@@ -94,8 +94,8 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     if not ops or vals is None:
         return _sole_call(ctx, case, ops)
     vals = {**case.feeds, **vals}
-    found, rels = found_values(ops, vals, case.rtol)
-    found = causal(case, ops, found)
+    found, rels, others = found_values(ops, vals, case.rtol)
+    found = causal(case, ops, found, others)
     rels = {k: r for k, r in rels.items() if k in found}
     _note_calls(ctx, case, ops, found)
     if not any(ops[k][0] == "placeholder" for k in found):
