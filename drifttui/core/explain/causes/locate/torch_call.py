@@ -64,6 +64,10 @@ def call_from_meta(torch_fn: Any) -> Optional[str]:
         return None
     if kind in _METHOD_KINDS:
         return f"torch.Tensor.{name}"
+    sub, _, short = name.partition("_")     # the builtin linalg_vector_norm is torch.linalg.vector_norm
+    obj = getattr(_namespace(f"torch.{sub}"), short, None) if sub in ("special", "linalg", "fft") else None
+    if obj is not None and type(obj).__name__ == kind:
+        return call_name(obj)
     for path in NAMESPACES:
         ns = _namespace(path)
         obj = getattr(ns, name, None) if ns is not None else None
