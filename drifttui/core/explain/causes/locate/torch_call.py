@@ -85,13 +85,18 @@ def aten_name(op: Any) -> str:
 
 def aten_of(call: str, dispatched: list[str]) -> Optional[str]:
     """The ATen op among ``dispatched`` (one call's, in order) that is the call ``call``: the one of its name
-    (``aten.var.correction`` for ``torch.Tensor.var``; ``aten.__rshift__.Scalar`` for ``__rshift__``), else the one
-    op it dispatched that is not a copy, an alias or a size; None when it decomposed into several."""
+    (``aten.var.correction`` for ``torch.Tensor.var``; ``aten.__rshift__.Scalar`` for ``__rshift__``), else the ATen
+    op of that name the call decomposed before dispatch (``F.layer_norm``: ``aten.layer_norm.default``, as the dynamo
+    exporter's FX node has it), else the one op it dispatched that is not a copy, an alias or a size; None when it
+    decomposed into several."""
     name = call.rsplit(".", 1)[-1]
     bare = name.strip("_") if name.startswith("__") else name
     ops = list(dict.fromkeys(dispatched))
     own = [o for o in ops if o.split(".")[1:2] in ([name], [bare], [f"{bare}_"])]
     if own:
         return own[0]
+    packet = getattr(torch.ops.aten, name, None) if not name.startswith("_") else None
+    if ops and packet is not None and "default" in packet.overloads():
+        return f"aten.{name}.default"       # decomposed before dispatch (F.layer_norm: native_layer_norm); its op
     work = [o for o in ops if len(o.split(".")) > 1 and o.split(".")[1] not in _PLUMBING]
     return work[0] if len(work) == 1 else None
