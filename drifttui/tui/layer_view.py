@@ -250,7 +250,7 @@ def _findings(result: Result, layer: Layer) -> list[RenderableType]:
         line.append(f"{f.check}: ", style="bold")
         line.append(f.message)
         if f.torch_op:
-            line.append(f"\n  torch op: {f.torch_op}")
+            line.append(f"\n  torch op: {f.torch_op}" + (f" ({f.aten_op})" if f.aten_op and f.aten_op != f.torch_op else ""))
         if f.verified is not None:
             line.append(f"\n  verified: {'yes' if f.verified else 'no'}", style="bold" if f.verified else "")
         if f.fix:

@@ -46,7 +46,7 @@ def finding_renderable(f: Finding, headline: bool = False) -> RenderableType:
     text.append(f"\n{f.message}")
     if f.torch_op:
         text.append("\ntorch op: ", style="bold")
-        text.append(f.torch_op)
+        text.append(f.torch_op + (f" ({f.aten_op})" if f.aten_op and f.aten_op != f.torch_op else ""))
     if f.verified is None:
         text.append("\nverification: not tried (no patch)", style="dim")
     else:

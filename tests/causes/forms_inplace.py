@@ -93,6 +93,20 @@ class UnsqueezedSet(nn.Module):
         return y
 
 
+class ParamSlice(nn.Module):
+    """``named_slice`` with a learned shift: a module with a parameter whose whole computation the exporter drops."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shift = nn.Parameter(torch.linspace(1.0, 3.0, WIDTH - 8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x.clone()
+        part = y[:, 8:]
+        part += self.shift
+        return y
+
+
 def view_scale() -> nn.Module:
     return _deep(ViewScale)
 
@@ -127,6 +141,14 @@ def transposed_add() -> nn.Module:
 
 def unsqueezed_set() -> nn.Module:
     return _deep(UnsqueezedSet)
+
+
+def param_slice() -> nn.Module:
+    return _deep(ParamSlice)
+
+
+def param_slice_shallow() -> nn.Module:
+    return _shallow(ParamSlice)
 
 
 def rows_inputs() -> torch.Tensor:

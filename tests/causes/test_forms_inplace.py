@@ -33,8 +33,11 @@ from tests.causes.form_suite import assert_clean, assert_verified_and_repaired, 
 _ALIASED = ("lowering", "reexport", {"exporter": "dynamo"}, "the TorchScript exporter loses body's in-place update")
 VERIFIED = {(m, "torchscript"): _ALIASED for m in ("view_scale", "named_slice", "narrow_copy", "alias_read")}
 HELD_OUT = {(m, "torchscript"): _ALIASED for m in ("transposed_add", "unsqueezed_set")}
+# a module with a parameter whose whole computation the exporter dropped: before session 30 it had no Identity (a
+# parameter ruled it out) and the origin was (root)
+PARAMS = {(m, "torchscript"): _ALIASED for m in ("param_slice", "param_slice_shallow")}
 CLEAN = [("slice_add", "torchscript"), ("masked_view", "torchscript"), ("clone_only", "torchscript"), ("view_scale", "dynamo"), ("named_slice", "dynamo"),
-         ("narrow_copy", "dynamo"), ("alias_read", "dynamo")]
+         ("narrow_copy", "dynamo"), ("alias_read", "dynamo"), ("param_slice", "dynamo")]
 FAST = {("narrow_copy", "torchscript")}
 
 
@@ -62,6 +65,32 @@ def test_the_dropped_module_shows_no_onnx_op_of_its_own(explained):
 @pytest.mark.parametrize("form", params(HELD_OUT, set()))
 def test_a_held_out_form_is_explained_verified_and_repaired(explained, form):
     assert_verified_and_repaired(explained, form, HELD_OUT[form], "body")
+
+
+@pytest.mark.parametrize("form", params(PARAMS, {("param_slice_shallow", "torchscript")}))
+def test_a_module_with_parameters_whose_computation_was_dropped_is_the_origin(explained, form):
+    assert_verified_and_repaired(explained, form, PARAMS[form], "body")
+
+
+def test_the_finding_names_the_lost_in_place_call_not_drifttui_s_identity(explained, tmp_path, capsys):
+    """What the user reads: the module and the in-place call the forward made (``y.narrow(1, 4, 8).copy_(...)``),
+    in the message, the JSON's ``torch_op`` and the finding's nodes; never ``/body/drifttui_orphan_0``, the
+    Identity drifttui stands in for the dropped computation."""
+    import json
+
+    from drifttui.cli import main
+
+    cfg = explained("narrow_copy", "torchscript")[1]
+    report = tmp_path / "r.json"
+    assert main(["diagnose", cfg.model, "--onnx", cfg.onnx, "--inputs", cfg.inputs, "--samples", "3",
+                 "--json", str(report)]) == 1
+    said = capsys.readouterr().out
+    assert "drifttui_orphan" not in said, said
+    head = json.loads(report.read_text())["findings"][0]
+    assert "drifttui_orphan" not in json.dumps(head)
+    assert (head["module"], head["torch_op"], head["aten_op"]) == ("body", "torch.Tensor.copy_", "aten.copy_")
+    assert "in-place update torch.Tensor.copy_ through torch.Tensor.narrow" in head["message"], head["message"]
+    assert "ERROR   lowering      body: the TorchScript exporter loses body's in-place update" in said, said
 
 
 @pytest.mark.parametrize("form", params(CLEAN, set()))

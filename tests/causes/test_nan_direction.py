@@ -51,7 +51,8 @@ def test_a_lowering_that_drops_torchs_nan_is_told_so_verified_and_repaired(tmp_p
 
 def test_the_wrong_nodes_words_follow_the_direction_measured():
     """describe() (the message when no patch verifies) says which side is NaN: the file's, torch's, or both."""
-    from drifttui.core.explain.causes.locate.fx_localise import FxLocalisation, FxNode, describe
+    from drifttui.core.explain.causes.locate.fx_localise import FxLocalisation, FxNode
+    from drifttui.core.explain.causes.locate.fx_words import describe
 
     def told(**flags):
         node = FxNode("angle", "aten.angle.default", ["node_angle"], ["Where"], own_abs=1.0, own_rel=float("inf"),

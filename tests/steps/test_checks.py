@@ -69,7 +69,8 @@ def test_findings_serialise(diagnosed):
     assert back.findings == r.findings and back.steps == r.steps
     for f in d["findings"]:
         assert set(f) == {"check", "severity", "module", "onnx_nodes", "message", "evidence", "fix",
-                          "verified", "patch", "local_before", "local_after", "kind", "torch_op"}
+                          "verified", "patch", "local_before", "local_after", "kind", "torch_op",
+                          "aten_op"}
 
 
 def _ctx(proto, sample=None, model=None):

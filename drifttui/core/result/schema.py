@@ -287,9 +287,11 @@ class Finding:
     local_before: Optional[float] = None         # origin's local max |d| before the patch
     local_after: Optional[float] = None          # ... and after it
     kind: str = "unknown"                        # runtime | export | model | precision | unknown
-    # the torch op the origin's drift starts in (``torch.Tensor.var``, ``aten.logaddexp.default``): a dynamo file's
-    # FX record, a TorchScript file's torch calls aligned by value; None when it cannot be told (the ONNX ops say it)
+    # the torch op the origin's drift starts in, as the forward called it, the same for either exporter
+    # (``torch.Tensor.var``, ``torch.logaddexp``): a dynamo file's FX record (its node's torch_fn), a TorchScript
+    # file's torch calls aligned by value; None when it cannot be told (the ONNX ops say it)
     torch_op: Optional[str] = None
+    aten_op: Optional[str] = None                # the ATen op that call is (``aten.var.correction``), when one
 
 
 @dataclass(frozen=True)

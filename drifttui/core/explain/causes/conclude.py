@@ -15,12 +15,14 @@ from typing import Any, Optional
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation
-from drifttui.core.explain.causes.locate.fx_localise import describe, fx_of
+from drifttui.core.explain.causes.locate.fx_localise import fx_of
+from drifttui.core.explain.causes.locate.fx_words import describe
 from drifttui.core.explain.causes.locate.torch_align import TorchOp
 from drifttui.core.explain.causes.propose.nopatch import explain_no_patch
 from drifttui.core.explain.causes.propose.patch_budget import left_untried, not_tried
 from drifttui.core.explain.causes.propose.reexport_story import lowering_class
 from drifttui.core.explain.causes.propose.singular import ATTRIBUTE_CLASSES, nan_fed
+from drifttui.core.onnx.edit.orphan_steps import ORPHAN
 from drifttui.core.onnx.edit.ort_workarounds import RANK
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.result import SEVERITY_ORDER, Finding, display_name
@@ -98,7 +100,7 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
     the finding it verifies, with ``skipped``, the budget's)."""
     before = loc.ort.max_abs
     verified = _best([t for t in trials if t.after.ok and not t.after.fails], findings, loc)
-    op = _patched_op(case, verified[0].patch, loc.torch_op) if verified else loc.torch_op
+    op = _patched_op(case, verified[0].patch, loc.torch_op, loc.fx, loc.torch_calls) if verified else loc.torch_op
     untried = {"tried": len(trials), "skipped": skipped or None, "skipped_exports": skipped_exports or None,
                "not_tried": unneeded or None}
     out = list(findings)
@@ -133,23 +135,53 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
                                              kind=loc.kind if loc.kind != "unknown" else f.kind)
         if not any(f.module == case.module and f.severity == "error" for f in out):
             out.append(_unexplained(case, loc, trials, skipped, skipped_exports or []))
+    out = [_file_nodes(f) for f in out]
     return [_with_torch_op(f, op) if f.module == case.module and f.severity == "error" else f for f in out]
 
 
-def _patched_op(case: Case, patch: Patch, op: Any) -> Any:
+def _file_nodes(f: Finding) -> Finding:
+    """``f`` naming only the file's nodes: the ``Identity`` drifttui stands in for a computation the exporter
+    dropped (orphan_steps) is not the user's, and a finding with nothing else names its module only."""
+    kept = [n for n in f.onnx_nodes if ORPHAN not in n]
+    return f if len(kept) == len(f.onnx_nodes) else dataclasses.replace(f, onnx_nodes=kept)
+
+
+def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None, aligned: Optional[dict[str, Any]] = None) -> Any:
     """The torch op of the nodes the verifying patch changed, from their FX records (a dynamo file), unless the FX
     localisation named one of them already: the patch proved where the drift is (FNet's DFT, not the ``select``
-    after it; an STFT, not the ``pow`` a value alignment spanned back over it); ``op`` otherwise."""
+    after it; an STFT, not the ``pow`` a value alignment spanned back over it); ``op`` otherwise.  Named by the call
+    its FX node came from (``fx``'s match with the torch program), as every torch op is; a file without FX records
+    by the call the alignment by value gives those nodes (``aligned``), when it named none.  Of several, the last
+    that computes: a float16 chain's rounding leaves it there (``half_sum``'s sum, not the Mul before it)."""
+    if patch.torch_op is not None:          # the story names the forward's call (an in-place update it lost)
+        return TorchOp(patch.torch_op[0], [], [], "story", aten=patch.torch_op[1])
     names = set(patch.nodes or [])
     if not names or (op is not None and op.how == "fx" and names & set(op.nodes)):
         return op
-    by_name = {n.name: n for n in case.model.graph.node}
-    for name in patch.nodes:                # the patch's own order: its first node is the op it is about
-        fx = fx_of(by_name[name]) if name in by_name else None
-        if fx is not None:
-            mine = [n for n in case.model.graph.node if (fx_of(n) or ("", ""))[0] == fx[0]]
-            return TorchOp(fx[1], [n.name for n in mine], [n.op_type for n in mine], "fx")
-    return op
+    calls = fx.every if fx is not None else {}
+    recs = [r for r in (fx_of(n) for n in case.model.graph.node if n.name in names) if r is not None]
+    groups = {r: [n for n in case.model.graph.node if (fx_of(n) or ("", ""))[0] == r[0]] for r in dict.fromkeys(recs)}
+    # the op the patch changed is one that computes, not the conversion out of it (a float16 add, not .float())
+    rec = next((r for r, mine in reversed(groups.items()) if any(n.op_type not in _CONVERSIONS for n in mine)), None) \
+        or next(iter(groups), None)
+    if rec is None:
+        return op if op is not None else _aligned_op(case, names, aligned or {})
+    g, mine = calls.get(rec[0]), groups[rec]
+    return TorchOp((g.call if g is not None else "") or rec[1], [n.name for n in mine], [n.op_type for n in mine],
+                   "fx", aten=(g.aten if g is not None else "") or rec[1])
+
+
+def _aligned_op(case: Case, names: set[str], aligned: dict[str, Any]) -> Any:
+    """The call the alignment by value gives the last node of ``names`` that computes, or None."""
+    mine = [n for n in case.model.graph.node if n.name in names and n.name in aligned and n.op_type not in _CONVERSIONS]
+    if not mine:
+        return None
+    call, aten = aligned[mine[-1].name]
+    nodes = [n for n in case.model.graph.node if n.name in names and aligned.get(n.name) == (call, aten)]
+    return TorchOp(call, [n.name for n in nodes], [n.op_type for n in nodes], "values", aten=aten)
+
+
+_CONVERSIONS = ("Cast", "CastLike", "Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Expand")
 
 
 def _with_torch_op(f: Finding, op: Any) -> Finding:
@@ -158,7 +190,8 @@ def _with_torch_op(f: Finding, op: Any) -> Finding:
     if op is None:
         return f
     told = op.told(f.message) if f.check in _OP_STORIES else f.message
-    return dataclasses.replace(f, torch_op=op.target, message=told, evidence={**f.evidence, **op.evidence()})
+    return dataclasses.replace(f, torch_op=op.target, aten_op=op.aten, message=told,
+                               evidence={**f.evidence, **op.evidence()})
 
 
 # the classes whose story is an op's computation: their message opens with the torch op; an attribute's or a
@@ -172,7 +205,7 @@ def _computing(case: Case) -> list[str]:
     finding points at what the module computes, not at the Constants the cut begins with)."""
     ops = {n.name: n.op_type for n in case.model.graph.node}
     computing = [n for n in case.nodes if ops.get(n) not in ("Constant", "ConstantOfShape", "Identity")]
-    return (computing or list(case.nodes))[:3]
+    return (computing or [n for n in case.nodes if ORPHAN not in n])[:3]
 
 
 def _verified_text(p: Patch, t: Trial, before: Eval, case: Optional[Case] = None) -> str:
@@ -224,7 +257,7 @@ def _unexplained(case: Case, loc: Localisation, trials: list[Trial], skipped: in
                f"the nodes)")
         ev.update(clean(loc.fx.evidence()))
     elif loc.torch_op is not None and check == "lowering":     # a TorchScript file: the op aligned by value
-        check = lowering_class(loc.torch_op.target, loc.torch_op.op_types)
+        check = lowering_class(loc.torch_op.aten or loc.torch_op.target, loc.torch_op.op_types)
         fix = (f"the exporter's lowering of torch's {loc.torch_op.target} computes otherwise than torch: write that "
                f"call in a form the exporter lowers right, or report it to torch.onnx with `drifttui repro`")
     if check in ATTRIBUTE_CLASSES and nan_fed(case, nodes[-1] if nodes else None):

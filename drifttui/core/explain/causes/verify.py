@@ -24,8 +24,9 @@ from drifttui.core.explain.causes.conclude import Trial, headline_order, merge, 
 from drifttui.core.explain.causes.holds import hold
 from drifttui.core.explain.causes.locate.case import Case, origin_case, why_no_case
 from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, localise, ort_error
-from drifttui.core.explain.causes.locate.fx_localise import describe, first_failing_inner, fx_localise, widen
-from drifttui.core.explain.causes.locate.torch_align import origin_torch_op
+from drifttui.core.explain.causes.locate.fx_localise import first_failing_inner, fx_localise, widen
+from drifttui.core.explain.causes.locate.fx_words import describe
+from drifttui.core.explain.causes.locate.torch_align import calls as aligned_calls, origin_torch_op
 from drifttui.core.explain.causes.propose import constants
 from drifttui.core.explain.causes.propose.ablation import by_what_it_changed
 from drifttui.core.explain.causes.propose.assemble import candidate_patches
@@ -236,6 +237,7 @@ def _localise(ctx: Any, case: Case) -> tuple[Case, Localisation]:
     if loc.ort.fails:
         ctx.say(f"causes: naming the torch op inside {display_name(case.module)}")
         loc.torch_op = origin_torch_op(ctx, case, fx)
+        loc.torch_calls = aligned_calls(ctx, case)
     return case, loc
 
 __all__ = ["Explanation", "first_verified", "verify_at_origin", "verify"]

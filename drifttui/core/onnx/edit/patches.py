@@ -72,6 +72,7 @@ class Patch:
     nodes: list[str] = field(default_factory=list)
     graft: Optional[Any] = None                 # reexport: the graft.Graft that repair applies
     siblings: list["Patch"] = field(default_factory=list)   # the same edit at the origin class's other calls
+    torch_op: Optional[tuple[str, str]] = None  # (the forward's call, its ATen op) the story names, when it does
 
     @property
     def graph_level(self) -> bool:

@@ -8,8 +8,9 @@ whose nodes are all that is left, is named the origin.  So such a call is given 
 own scope (onnx/edit/orphan_steps.py) standing between that value and its readers: it is mapped, its
 own error is what the exporter lost, and ``repair`` grafts its re-export there.
 
-Candidates, by structure only: a call below the root with no node and no parameter, not exported, one
-computed (not handed back) float output; the value it hands on is the one its consumer reads (a mapped
+Candidates, by structure only: a call below the root with no node, not exported (a parameter it has is read by
+no node and was folded into no neighbour: mapping.py tells that case ``fused``), one computed (not handed back)
+float output; the value it hands on is the one its consumer reads (a mapped
 call's input paired with it), or, when it is its parent's output, the parent's paired value.  That
 value must fit its output's shape and dtype, and no reader may read it transposed (a node-less ``.t()`` whose
 Gemm reader took it as ``transA``: its output in another layout, not a lost computation).  A clean module dropped this way (``x.clone()``) computes
@@ -54,7 +55,7 @@ def steps(index: GraphIndex, calls: list[Call], plan: Plan) -> list[Step]:
     found: list[Step] = []
     for cm in plan.calls:
         call = calls[cm.call]
-        if call.parent is None or cm.nodes or cm.status != NOT_EXPORTED or call.params \
+        if call.parent is None or cm.nodes or cm.status != NOT_EXPORTED \
                 or len(call.outputs) != 1 or call.outputs[0].passthrough:
             continue
         ref = call.outputs[0]

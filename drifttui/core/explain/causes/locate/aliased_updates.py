@@ -11,7 +11,7 @@ taken before it and read after it.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import torch
 import torch.fx.traceback as fx_traceback
@@ -20,6 +20,7 @@ from torch.overrides import TorchFunctionMode
 
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io
+from drifttui.core.explain.causes.locate.torch_call import call_name
 from drifttui.core.explain.causes.locate.torch_program import target_name
 from drifttui.core.model.export import quiet
 
@@ -28,7 +29,7 @@ VIEW_OPS = {"view", "_unsafe_view", "select", "slice", "narrow", "transpose", "t
             "chunk", "movedim", "view_as", "split_with_sizes", "flatten", "unflatten"}
 
 
-_USER = "drifttui_user_call"            # node.meta["custom"][_USER]: the user-level torch call that made it
+_USER = "drifttui_user_call"            # node.meta["custom"][_USER]: the user-level torch call that made it (torch_call)
 _AUGMENTED = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__",
               "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__"}
 
@@ -39,14 +40,26 @@ class _UserCalls(TorchFunctionMode):
     its implementation, not the user's update (the calls inside a call are not seen by the mode)."""
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
-        with fx_traceback.annotate({_USER: getattr(func, "__name__", str(func))}):
+        with fx_traceback.annotate({_USER: call_name(func)}):
             return func(*args, **(kwargs or {}))
+
+
+class LostUpdate(NamedTuple):
+    """An in-place update through a view: in words, and the forward's call that made it (with its ATen op)."""
+    words: str                  # torch.Tensor.copy_ through torch.Tensor.narrow (aten.copy_ through aten.slice)
+    call: Optional[str]         # torch.Tensor.copy_ (None when make_fx's nodes carry no call)
+    aten: str                   # aten.copy_
+
+
+def _user(node: Any) -> Optional[str]:
+    return (node.meta.get("custom") or {}).get(_USER)
 
 
 def _by_user(node: Any) -> bool:
     """The in-place node was the forward's own in-place call (a method ending in ``_``, ``x[i] = v``,
     ``x += v``), not a step inside a library function; True when the call is not known."""
-    name = (node.meta.get("custom") or {}).get(_USER)
+    full = _user(node)
+    name = None if full is None else full.rsplit(".", 1)[-1]
     return name is None or name in _AUGMENTED or (name.endswith("_") and not name.startswith("_"))
 
 
@@ -72,17 +85,27 @@ def _flat(args: Any) -> list[Any]:
     return out
 
 
-def _chain(node: Any) -> list[str]:
-    """The view ops ``node`` was taken through, innermost first."""
-    ops: list[str] = []
+def _chain(node: Any) -> list[Any]:
+    """The view nodes ``node`` was taken through, innermost first."""
+    out: list[Any] = []
     while _is_view(node) and node.args and hasattr(node.args[0], "op"):
-        ops.append(_op(node))
+        out.append(node)
         node = node.args[0]
-    return ops
+    return out
 
 
-def describe(gm: Any) -> Optional[str]:
-    """The first in-place update through a view in ``gm``'s graph, in words, or None."""
+def _said(op: Any, views: list[Any], how: str) -> str:
+    """``aten.copy_ through aten.slice``, or, where the nodes carry the forward's calls, those first:
+    ``torch.Tensor.copy_ through torch.Tensor.narrow (aten.copy_ through aten.slice)``."""
+    aten = how.format(_op(op), " of ".join(_op(v) for v in views))
+    calls = [_user(op)] + list(dict.fromkeys(_user(v) for v in views))
+    if any(c is None for c in calls):
+        return aten
+    return f"{how.format(calls[0], ' of '.join(c for c in calls[1:] if c))} ({aten})"
+
+
+def lost_update(gm: Any) -> Optional[LostUpdate]:
+    """The first in-place update through a view in ``gm``'s graph, or None."""
     nodes = [n for n in gm.graph.nodes if n.op == "call_function"]
     order = {n: k for k, n in enumerate(nodes)}
     for k, n in enumerate(nodes):
@@ -90,16 +113,22 @@ def describe(gm: Any) -> Optional[str]:
             continue
         target = n.args[0]
         if _is_view(target):
-            return f"{_op(n)} through {' of '.join(_chain(target))}"
+            return LostUpdate(_said(n, _chain(target), "{} through {}"), _user(n), _op(n))
         for v in target.users:     # a view of the target taken before the update and read after it
             if v is not n and _is_view(v) and order.get(v, k) < k and \
                     any(order.get(u, -1) > k for u in v.users):
-                return f"{_op(n)} on a tensor whose view ({_op(v)}) is read after it"
+                return LostUpdate(_said(n, [v], "{} on a tensor whose view ({}) is read after it"), _user(n), _op(n))
     return None
 
 
-def aliased_update(ctx: Any, case: Case) -> Optional[str]:
-    """The origin's first in-place update through a view (``describe``), None when it has none or
+def describe(gm: Any) -> Optional[str]:
+    """The first in-place update through a view in ``gm``'s graph, in words, or None."""
+    found = lost_update(gm)
+    return None if found is None else found.words
+
+
+def aliased_update(ctx: Any, case: Case) -> Optional[LostUpdate]:
+    """The origin's first in-place update through a view (``lost_update``), None when it has none or
     make_fx cannot trace it; one per module (ctx.cache)."""
     key = f"causes:aliased:{case.module}"
     if key in ctx.cache:
@@ -120,5 +149,5 @@ def aliased_update(ctx: Any, case: Case) -> Optional[str]:
             gm = make_fx(labelled)(*plain)
     except Exception:  # noqa: BLE001 - a module make_fx cannot trace: no story of this kind
         return None
-    ctx.cache[key] = describe(gm)
+    ctx.cache[key] = lost_update(gm)
     return ctx.cache[key]

@@ -23,7 +23,7 @@ re-export alignment of ``localise_nodes.align`` stays its witness.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
@@ -32,6 +32,7 @@ from drifttui.core.onnx.io import copy_model
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io, hooked_inner
 from drifttui.core.explain.causes.locate.evaluate import run_ort
+from drifttui.core.explain.causes.locate.torch_call import aten_name, call_from_meta
 from drifttui.core.explain.causes.locate.torch_program import program as torch_program, target_name
 from drifttui.core.base.metrics import compare
 from drifttui.core.runtime.torch_hooks import to_numpy
@@ -59,6 +60,8 @@ class FxNode:
     drops_nonfinite: bool = False   # finite where torch's value is inf/NaN (the lowering drops torch's NaN)
     makes_nonfinite: bool = False   # inf/NaN where torch's value is finite
     dtype_change: str = ""      # "uint8 -> int8": the file's output type holds not every value of torch's
+    call: str = ""              # the torch call it came from, as written (torch_call: its torch_fn meta)
+    aten: str = ""              # the ATen op before the exporter's decompositions (its original_aten), or target
 
 
 @dataclass
@@ -70,6 +73,7 @@ class FxLocalisation:
     accumulated: Optional[str] = None       # first value whose accumulated ORT value fails against torch
     accumulated_abs: float = 0.0
     matched: int = 0
+    every: dict[str, FxNode] = field(default_factory=dict)    # every FX node of the file by name, matched or not
 
     def evidence(self) -> dict[str, Any]:
         w = self.wrong
@@ -106,18 +110,22 @@ def has_fx(model: Any) -> bool:
     return any(fx_of(n) is not None for n in model.graph.node)
 
 
-def _program_values(gm: Any, ins: list[Any]) -> list[tuple[str, str, Any]]:
-    """(name, target, value) of each call_function node of the FX graph ``gm`` run on ``ins``."""
+def _program_values(gm: Any, ins: list[Any]) -> list[tuple[str, str, Any, str, str]]:
+    """(name, target, value, the torch call it came from, its ATen op before decomposition) of each
+    call_function node of the FX graph ``gm`` run on ``ins``."""
     import torch
 
-    out: list[tuple[str, str, Any]] = []
+    out: list[tuple[str, str, Any, str, str]] = []
 
     class Record(torch.fx.Interpreter):
         def run_node(self, n: Any) -> Any:
             val = super().run_node(n)
             if n.op == "call_function":
                 m = _FX.match(n.format_node() or "")
-                out.append((n.name, target_name(m.group(3)) if m else str(n.target), val))
+                target = target_name(m.group(3)) if m else str(n.target)
+                orig = n.meta.get("original_aten")
+                out.append((n.name, target, val, call_from_meta(n.meta.get("torch_fn")) or "",
+                            aten_name(orig) if orig is not None else target))
             return val
 
     with torch.no_grad():
@@ -139,8 +147,9 @@ def _torch_values(ctx: Any, case: Case, shapes: dict[str, tuple]) -> Optional[tu
     return groups, {k: to_numpy(v) for k, v in _match(groups, program, shapes).items()}
 
 
-def _match(groups: list[FxNode], program: list[tuple[str, str, Any]], shapes: dict[str, tuple]) -> dict[str, Any]:
-    """The file's FX node name -> torch value, matched in order by target, kept when the shapes agree."""
+def _match(groups: list[FxNode], program: list[tuple[str, str, Any, str, str]], shapes: dict[str, tuple]) -> dict[str, Any]:
+    """The file's FX node name -> torch value, matched in order by target, kept when the shapes agree; each
+    matched group learns the torch call (and ATen op) its FX node came from."""
     got: dict[str, Any] = {}
     j = 0
     for g in groups:
@@ -148,7 +157,7 @@ def _match(groups: list[FxNode], program: list[tuple[str, str, Any]], shapes: di
         if k is None:
             continue
         j = k + 1
-        val = program[k][2]
+        val, g.call, g.aten = program[k][2], program[k][3], program[k][4]
         if hasattr(val, "shape") and (g.name not in shapes or tuple(val.shape) == shapes[g.name]):
             got[g.name] = val
     return got
@@ -293,7 +302,7 @@ def fx_localise(ctx: Any, case: Case) -> Optional[FxLocalisation]:
     if got is None:
         return None
     groups, tv = got
-    loc = FxLocalisation([], tv, matched=len(tv))
+    loc = FxLocalisation([], tv, matched=len(tv), every={g.name: g for g in groups})
     for g in groups[:MAX_GROUPS]:
         if _own(case, g, tv, ort_vals):
             loc.groups.append(g)
@@ -359,37 +368,3 @@ def widen(ctx: Any, case: Case, value: Optional[str] = None) -> Case:
     model.graph.output.append(onnx.ValueInfoProto(name=value))
     ctx.cache[WIDEN] = value
     return dataclasses.replace(case, model=model, expected={**case.expected, value: tv[value]})
-
-
-def describe(fx: FxLocalisation, module: str) -> str:
-    """What the wrong node computes, in words (the finding's message when no patch tells more)."""
-    w = fx.wrong
-    assert w is not None
-    where = module or "(root)"
-    ops = ", ".join(f"{o} {n}" for o, n in zip(w.op_types, w.nodes))
-    if fx.amplified:
-        return (f"{ops} (torch's {w.target}, FX node {w.name}) compute(s) {w.target.split('.')[1]} less accurately "
-                f"than torch: fed torch's values of its inputs, its own relative error is {w.own_rel:.3g} (every "
-                f"other node of {where} ~1e-7), and the nodes after it amplify it past the tolerance")
-    err = _retyped_words(w) or _nonfinite_words(w) or f"its own error is {w.own_abs:.3g}"
-    return (f"{ops} (torch's {w.target}, FX node {w.name}) compute(s) something else than torch: fed torch's "
-            f"values of its inputs, {err}, the first node of {where} over the tolerance on its own")
-
-
-def _retyped_words(w: FxNode) -> str:
-    if not w.dtype_change:
-        return ""
-    was, now = w.dtype_change.split(" -> ")
-    return (f"its output is {now} where torch's is {was}, and torch's values do not survive {now} "
-            f"(off by up to {w.own_abs:.3g})")
-
-
-def _nonfinite_words(w: FxNode) -> str:
-    """How the wrong node parts from torch at inf/NaN, in the direction(s) measured ("" when it does not)."""
-    drops = "it returns finite values where torch's value is NaN or inf (torch carries it through)"
-    makes = "it returns inf or NaN where torch's value is finite"
-    if w.drops_nonfinite and w.makes_nonfinite:
-        return f"{drops}, and inf or NaN where torch's value is finite"
-    if w.drops_nonfinite:
-        return drops
-    return makes if w.nonfinite else ""

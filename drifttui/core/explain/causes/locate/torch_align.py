@@ -28,10 +28,13 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.base.dtypes import name_of
+from drifttui.core.explain.causes.locate.align_graph import (ancestors, causal, continued, input_values, leaked,
+                                                             producers, size_nodes)
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.explain.causes.locate.evaluate import node_values
-from drifttui.core.explain.causes.locate.value_match import found_values, noise
+from drifttui.core.explain.causes.locate.torch_call import aten_name, aten_of, call_name
+from drifttui.core.explain.causes.locate.value_match import found_values, held_dtype, noise
 from drifttui.core.model.export import quiet
 from drifttui.core.runtime.torch_hooks import to_numpy
 
@@ -42,11 +45,13 @@ _COPIES = ("torch.Tensor.detach", "torch.detach", "torch.Tensor.clone", "torch.c
 @dataclass
 class TorchOp:
     """The torch op a drift starts in, and the ONNX nodes that compute it."""
-    target: str                 # aten.var.dim
+    target: str                 # the call as written: torch.Tensor.var (an ATen op when the call is not known)
     nodes: list[str] = field(default_factory=list)
     op_types: list[str] = field(default_factory=list)
-    how: str = "values"         # "fx": the file's own record (dynamo); "values": aligned by value
+    how: str = "values"         # "fx": the file's own record (dynamo); "values": aligned by value; "sole": the one
+    #                             call of the forward; "story": the call the verified story names (a lost update)
     found: int = 0              # torch ops whose value the file holds
+    aten: Optional[str] = None  # the ATen op that call is (aten.var.correction), None when it is several
 
     @property
     def name(self) -> str:
@@ -57,9 +62,10 @@ class TorchOp:
         return parts[-1]
 
     def words(self) -> str:
-        """``torch's var (aten.var.dim; ONNX ReduceMean, Sub, Mul, Div)``."""
+        """``torch's var (torch.Tensor.var, aten.var.correction; ONNX ReduceMean, Sub, Mul, Div)``."""
         ops = ", ".join(dict.fromkeys(self.op_types))
-        return f"torch's {self.name} ({self.target}" + (f"; ONNX {ops})" if ops else ")")
+        aten = f", {self.aten}" if self.aten and self.aten != self.target else ""
+        return f"torch's {self.name} ({self.target}{aten}" + (f"; ONNX {ops})" if ops else ")")
 
     def told(self, message: str) -> str:
         """``message`` opened with the torch op, unless it names it already (a dynamo story's ``torch's
@@ -69,14 +75,16 @@ class TorchOp:
         return f"in {self.words()}: {message}"
 
     def evidence(self) -> dict[str, Any]:
-        return {"torch_op": self.target, "torch_op_nodes": self.nodes[:20], "torch_op_found_by": self.how,
-                "torch_ops_found": self.found or None}
+        return {"torch_op": self.target, "torch_op_aten": self.aten, "torch_op_nodes": self.nodes[:20],
+                "torch_op_found_by": self.how, "torch_ops_found": self.found or None}
 
 
 def named(fx: Any) -> Optional[TorchOp]:
     """A dynamo file's wrong FX node (``fx_localise``) as a TorchOp, or None."""
     w = getattr(fx, "wrong", None)
-    return None if w is None else TorchOp(w.target, list(w.nodes), list(w.op_types), "fx", getattr(fx, "matched", 0))
+    if w is None:
+        return None
+    return TorchOp(w.call or w.target, list(w.nodes), list(w.op_types), "fx", getattr(fx, "matched", 0), w.aten or w.target)
 
 
 def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
@@ -84,9 +92,12 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     ops = _torch_ops(ctx, case)
     vals = node_values(case) if ops else None
     if not ops or vals is None:
-        return None
+        return _sole_call(ctx, case, ops)
     vals = {**case.feeds, **vals}
-    found, rels = found_values(ops, vals, case.rtol)
+    found, rels, others = found_values(ops, vals, case.rtol)
+    found = causal(case, ops, found, others)
+    rels = {k: r for k, r in rels.items() if k in found}
+    _note_calls(ctx, case, ops, found)
     if not any(ops[k][0] == "placeholder" for k in found):
         return None                 # the module's inputs are not the case's: nothing to align against
     right = _right(ops, found, vals)
@@ -97,13 +108,47 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
         return None
     wrong = _amplified(ops, rels, wrong, case)
     nodes = _group(case, ops, found, wrong, vals)
-    leak = _leaked(case, ops, found, wrong, nodes)
+    leak = leaked(case, ops, found, wrong, nodes)
     if leak is not None:        # its nodes read past an input's value: that input's lowering goes on after it
         wrong, nodes = leak[0], _group(case, ops, found, leak[0], vals) + leak[1]
+    rest = continued(case, ops, found, wrong, nodes, vals) if leak is None else None
+    if rest is not None:        # its nodes read an input's arguments: that input's lowering goes on after its value
+        wrong, nodes = rest[0], list(dict.fromkeys(_group(case, ops, found, rest[0], vals) + rest[1]))
     if not nodes:
         return None
     types = {n.name: n.op_type for n in case.model.graph.node}
-    return TorchOp(ops[wrong][1], nodes, [types[n] for n in nodes], "values", len(found))
+    atens = ctx.cache.get(_aten_key(case), [])
+    aten = atens[wrong] if wrong < len(atens) else None
+    return TorchOp(ops[wrong][1], nodes, [types[n] for n in nodes], "values", len(found), aten)
+
+
+def _note_calls(ctx: Any, case: Case, ops: list[tuple], found: dict[int, str]) -> None:
+    """Each ONNX node -> (the call, its ATen op) of the first torch call whose found value it computes, in
+    ``ctx.cache`` (``calls``: a verified patch's nodes named by the call they compute)."""
+    producer, atens = producers(case), ctx.cache.get(_aten_key(case), [])
+    owner: dict[str, tuple[str, Optional[str]]] = {}
+    for k in sorted(found):
+        for n in ancestors(producer, [found[k]]):
+            owner.setdefault(n, (ops[k][1], atens[k] if k < len(atens) else None))
+    ctx.cache[f"causes:torch_op:calls:{case.module}:{case.sample}"] = owner
+
+
+def calls(ctx: Any, case: Case) -> dict[str, tuple[str, Optional[str]]]:
+    """ONNX node -> (torch call, ATen op) it computes, from the last alignment of ``case`` ({} when none)."""
+    return ctx.cache.get(f"causes:torch_op:calls:{case.module}:{case.sample}", {})
+
+
+def _sole_call(ctx: Any, case: Case, ops: list[tuple]) -> Optional[TorchOp]:
+    """The one torch call a forward makes (``nn.EmbeddingBag``: ``F.embedding_bag``) when the file's values cannot be
+    fetched (a ``Loop`` body's): the origin drifts on its own, and that call is all it computes; None otherwise."""
+    calls = [k for k, op in enumerate(ops) if op[0] == "call_function"]
+    if len(calls) != 1 or calls[0] not in _feeding(ops):
+        return None
+    types = {n.name: n.op_type for n in case.model.graph.node}
+    nodes = [n for n in case.nodes if types.get(n) not in (None, "Constant")]
+    atens = ctx.cache.get(_aten_key(case), [])
+    return TorchOp(ops[calls[0]][1], nodes, [types[n] for n in nodes], "sole", 0,
+                   atens[calls[0]] if calls[0] < len(atens) else None)
 
 
 def origin_torch_op(ctx: Any, case: Case, fx: Any) -> Optional[TorchOp]:
@@ -125,7 +170,7 @@ def _torch_ops(ctx: Any, case: Case) -> list[tuple[str, str, Any, list[int], str
     key = f"causes:torch_op:ops:{case.module}:{case.sample}"
     if key in ctx.cache:
         return ctx.cache[key]
-    ctx.cache[key] = []
+    ctx.cache[key], ctx.cache[_aten_key(case)] = [], []
     module = ctx.modules().get(case.module) if case.module else ctx.model
     io = call_io(ctx, case) if module is not None else None
     if io is None:
@@ -134,56 +179,67 @@ def _torch_ops(ctx: Any, case: Case) -> list[tuple[str, str, Any, list[int], str
         module = as_called(ctx, case.call, module, ctx.sample(case.sample))
         plain = tuple(t.clone() if isinstance(t, torch.Tensor) and t.is_inference() else t for t in io[0])
         with quiet(), torch.no_grad():
-            ctx.cache[key] = _run(module, plain)
+            ctx.cache[key], ctx.cache[_aten_key(case)] = _run(module, plain)
     except Exception:  # noqa: BLE001 - a forward that does not run again: no alignment
         ctx.cache[key] = []
     return ctx.cache[key]
 
 
-def _run(module: Any, ins: tuple) -> list[tuple[str, str, Any, list[int], str]]:
+def _aten_key(case: Case) -> str:
+    return f"causes:torch_op:aten:{case.module}:{case.sample}"
+
+
+def _run(module: Any, ins: tuple) -> tuple[list[tuple[str, str, Any, list[int], str]], list[Optional[str]]]:
     """The forward run under a TorchFunctionMode that records each torch call as the forward made it
     (``Tensor.var``, ``F.cosine_similarity``, ``Tensor.__rshift__``: the calls inside one are not seen), its
-    tensor outputs' values copied at once (an in-place op changes them later) and the calls its inputs came from."""
+    tensor outputs' values copied at once (an in-place op changes them later) and the calls its inputs came from;
+    and, per record, the ATen op that call is (a TorchDispatchMode sees what each call dispatched)."""
     import torch
     from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
 
     out: list[tuple[str, str, Any, list[int], str]] = []
+    atens: list[Optional[str]] = []
     made: dict[int, int] = {}
     keep: list[Any] = []            # the recorded tensors stay alive: their ids are not reused
+    calls: list[list[str]] = []     # the ATen ops the call being made has dispatched so far
 
-    def note(kind: str, target: str, t: Any, ins: list[int]) -> None:
+    def note(kind: str, target: str, t: Any, ins: list[int], aten: Optional[str] = None) -> None:
         if len(out) < MAX_OPS and isinstance(t, torch.Tensor) and t.layout == torch.strided:
             made[id(t)] = len(out)
             keep.append(t)
             out.append((kind, target, np.array(to_numpy(t.detach()), copy=True), ins, name_of(t) or ""))
+            atens.append(aten)
+
+    class Dispatched(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            if calls:
+                calls[-1].append(aten_name(func))
+            return func(*args, **(kwargs or {}))
 
     class Record(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            val = func(*args, **(kwargs or {}))
+            calls.append([])
+            try:
+                val = func(*args, **(kwargs or {}))
+            finally:
+                seen = calls.pop()
             results = [t for t in tree_flatten(val)[0] if isinstance(t, torch.Tensor)]
             if results:
                 ins = list(dict.fromkeys(made[id(t)] for t in tree_flatten((args, kwargs or {}))[0]
                                          if isinstance(t, torch.Tensor) and id(t) in made))
+                name = call_name(func)
                 for t in results:
-                    note("call_function", _qualname(func), t, ins)
+                    note("call_function", name, t, ins, aten_of(name, seen))
             return val
 
     for t in ins:
         note("placeholder", "input", t, [])
-    with Record():
+    with Dispatched(), Record():
         result = module(*ins)
     ends = [made[id(t)] for t in tree_flatten(result)[0] if isinstance(t, torch.Tensor) and id(t) in made]
-    return [(kind, tgt, val, ins_, dt) for kind, tgt, val, ins_, dt in out] + [("output", "", None, ends, "")]
-
-
-def _qualname(func: Any) -> str:
-    """``torch.Tensor.var``, ``torch.atan2``, ``torch.nn.functional.adaptive_avg_pool2d``."""
-    name = getattr(func, "__name__", None) or str(func)
-    if getattr(func, "__objclass__", None) is not None or ".Tensor" in f".{getattr(func, '__qualname__', '')}":
-        return f"torch.Tensor.{name}"
-    mod = getattr(func, "__module__", None) or "torch"
-    return f"{'torch' if mod.startswith(('torch._C', 'torch._tensor')) or mod == 'torch' else mod}.{name}"
+    return out + [("output", "", None, ends, "")], atens + [None]
 
 
 def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray]) -> set[int]:
@@ -223,13 +279,17 @@ def _feeding(ops: list[tuple]) -> set[int]:
 def _amplified(ops: list[tuple], rels: dict[int, float], wrong: int, case: Case) -> int:
     """``wrong``, or, when a value it reads already holds more than rounding noise of error (an error the op
     amplifies: a level subtracted after a long sum), the first op before it whose own value does while the
-    values it reads do not."""
+    values it reads do not.  A widening conversion (``c.float()`` of a float16 ``c``) carries its input's rounding
+    unchanged: the error it shows is its input's, which is named."""
     noisy = {k for k, r in rels.items() if r > noise(ops[k][4])}
-    feeding = _input_values(ops, rels, wrong)
+    feeding = input_values(ops, rels, wrong)
     if not any(i in noisy for i in feeding):
         return wrong
     for k in sorted(noisy):
-        if k < wrong and ops[k][0] == "call_function" and not any(i in noisy for i in _input_values(ops, rels, k)):
+        if k < wrong and ops[k][0] == "call_function" and not any(i in noisy for i in input_values(ops, rels, k)):
+            while held_dtype(ops, k, case.rtol) != ops[k][4] and len(ops[k][3]) == 1 and \
+                    ops[ops[k][3][0]][0] == "call_function":
+                k = ops[k][3][0]
             return k
     return wrong
 
@@ -237,12 +297,12 @@ def _amplified(ops: list[tuple], rels: dict[int, float], wrong: int, case: Case)
 def _group(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals: dict[str, np.ndarray]) -> list[str]:
     """The ONNX nodes of op ``wrong``: ancestors of the value closest to its own (of its shape, computed after
     its inputs' values), minus the nodes its inputs' values are computed by."""
-    producer = _producers(case)
+    producer = producers(case)
 
-    def ancestors(values: list[str]) -> set[str]:
-        return _ancestors(producer, values)
+    def up(values: list[str]) -> set[str]:
+        return ancestors(producer, values)
 
-    before = ancestors([found[i] for i in _input_values(ops, found, wrong)])
+    before = up([found[i] for i in input_values(ops, found, wrong)])
     want = ops[wrong][2]
     taken = set(found.values())
     best, err = found.get(wrong), float("inf") if wrong not in found else 0.0
@@ -256,80 +316,9 @@ def _group(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals
         best_values = [o.name for o in case.model.graph.output]
     else:
         best_values = [best]
-    mine = ancestors(best_values) - before
-    sizes = _size_nodes(case)
+    mine = up(best_values) - before
+    sizes = size_nodes(case)
     return [n.name for n in case.model.graph.node if n.name in mine and n.name not in sizes]
-
-
-def _producers(case: Case) -> dict[str, Any]:
-    return {o: n for n in case.model.graph.node for o in n.output if o}
-
-
-def _ancestors(producer: dict[str, Any], values: list[str]) -> set[str]:
-    """The names of the nodes ``values`` are computed by (the nodes that make them included)."""
-    seen: set[str] = set()
-    todo = [v for v in values if v in producer]
-    while todo:
-        n = producer[todo.pop()]
-        if n.name not in seen:
-            seen.add(n.name)
-            todo.extend(v for v in n.input if v in producer)
-    return seen
-
-
-def _leaked(case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
-            nodes: list[str]) -> Optional[tuple[int, list[str]]]:
-    """(input op, the nodes of ``wrong``'s that read inside its lowering) when ``wrong``'s nodes read a value
-    computed before the found value of one of its inputs, other than that value (the file's lowering of the
-    input goes on after the value that equals torch's: ``atan2``'s quadrant fix-up); None otherwise."""
-    if wrong in found:
-        return None
-    producer, sizes, group = _producers(case), _size_nodes(case), set(nodes)
-    inputs = _input_values(ops, found, wrong)
-    allowed = set(found.values())   # a value the file holds for a torch call is a reuse (fused Transposes), no leak
-    inside = {i: _ancestors(producer, [found[i]]) for i in inputs}
-    for n in case.model.graph.node:
-        if n.name not in group:
-            continue
-        for v in n.input:
-            p = producer.get(v)
-            if p is None or p.name in group or p.name in sizes or v in allowed:
-                continue
-            hit = next((i for i in inputs if p.name in inside[i]), None)
-            if hit is not None and ops[hit][0] == "call_function":
-                return hit, [m for m in nodes if m in {x.name for x in case.model.graph.node
-                                                       if any(producer.get(u) is not None and producer[u].name
-                                                              in inside[hit] and u not in allowed for u in x.input)}]
-    return None
-
-
-def _size_nodes(case: Case) -> set[str]:
-    """Nodes that compute only from sizes and constants (Shape, Gather of it, a count cast to float): the op's
-    arithmetic on sizes, not what it computes."""
-    static = {t.name for t in case.model.graph.initializer}
-    sizes: set[str] = set()
-    made: set[str] = set(static)
-    for n in case.model.graph.node:
-        ins = [v for v in n.input if v]
-        if n.op_type in ("Constant", "Shape", "Size") or (ins and all(v in made for v in ins)):
-            sizes.add(n.name)
-            made.update(o for o in n.output if o)
-    return sizes
-
-
-def _input_values(ops: list[tuple], found: Any, k: int) -> list[int]:
-    """The found ops that feed op ``k`` (through ops the file never materialises)."""
-    out, todo, seen = [], list(ops[k][3]), set()
-    while todo:
-        i = todo.pop()
-        if i in seen:
-            continue
-        seen.add(i)
-        if i in found:
-            out.append(i)
-        else:
-            todo.extend(ops[i][3])
-    return out
 
 
 def _distance(want: np.ndarray, got: np.ndarray) -> float:

@@ -75,14 +75,16 @@ def noise(dtype: str) -> float:
     return 16.0 * FLOAT32_EPS if dtype in FLOATS else 0.0
 
 
-def found_values(ops: list[tuple], vals: dict[str, np.ndarray], rtol: float) -> tuple[dict[int, str], dict[int, float]]:
+def found_values(ops: list[tuple], vals: dict[str, np.ndarray],
+                 rtol: float) -> tuple[dict[int, str], dict[int, float], dict[int, list[str]]]:
     """torch op index -> the ONNX value that holds its value (of its dtype first, then the closest), and its
-    relative error.  The candidates of a shape are looked up by their first element (sorted, bisected within
+    relative error, and the other values that hold it as closely (``causal`` picks among them).  The candidates of a shape are looked up by their first element (sorted, bisected within
     the widest error a holding value can have there): a deep block's thousands of values of one shape are not
     each compared with each op."""
     index = _first_elements(vals)
     found: dict[int, str] = {}
     rels: dict[int, float] = {}
+    others: dict[int, list[str]] = {}
     for k, (_, _, val, ins, dtype) in enumerate(ops):
         if val is None or val.size == 0 or val.dtype.kind not in "fiub" or tuple(val.shape) not in index:
             continue
@@ -96,7 +98,8 @@ def found_values(ops: list[tuple], vals: dict[str, np.ndarray], rtol: float) -> 
                 hits.append((str(got.dtype) != dtype, rel, v))
         if hits:
             _, rels[k], found[k] = min(hits)
-    return found, rels
+            others[k] = [v for _, r, v in sorted(hits) if r == rels[k] and v != found[k]]
+    return found, rels, others
 
 
 def _first_elements(vals: dict[str, np.ndarray]) -> dict[tuple, tuple[np.ndarray, list[str], list[str]]]:

@@ -24,6 +24,7 @@ def aliased_told(ctx: Any, case: Case, variant: Any) -> Optional[Told]:
     if found is None:
         return None
     return Told("lowering", (f"the TorchScript exporter loses {display_name(case.module)}'s in-place update "
-                             f"{found} (aliasing + mutation: the trace does not carry the update back to the "
+                             f"{found.words} (aliasing + mutation: the trace does not carry the update back to the "
                              "tensor it aliases, or reads the view before it); the dynamo exporter "
-                             "functionalizes it (slice_scatter / select_scatter); "), FIX)
+                             "functionalizes it (slice_scatter / select_scatter); "), FIX,
+                (found.call, found.aten) if found.call else None)

@@ -20,6 +20,7 @@ class Told(NamedTuple):
     check: str          # stability | lowering
     why: str            # what the exporter's lowering computes, in words
     fix: str            # the source change
+    op: Optional[tuple[str, str]] = None    # (the forward's call, its ATen op) the story is about, when it names one
 
 
 def told(targets: list[str], exporter: str) -> Optional[Told]:

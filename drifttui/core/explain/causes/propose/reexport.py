@@ -159,7 +159,7 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
                   + " (`drifttui repair` grafts that export into the file)",
                   "export", module=case.module,
                   nodes=list(wrong.nodes) if wrong is not None else [node.name] if node is not None else [],
-                  graft=_graft(ctx, case, model, list(feeds.values())))
+                  graft=_graft(ctx, case, model, list(feeds.values())), torch_op=own.op if own is not None else None)
     if _computes(ev) and patch.graft is not None and all(patch.graft.inputs):    # same code in every block
         patch.graft.narrow = narrowed(ctx, case, patch.graft, feeds)      # a unit verified far above its member
         patch.graft.siblings = sibling_grafts(

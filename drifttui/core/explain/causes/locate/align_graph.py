@@ -1,0 +1,134 @@
+"""What ``torch_align`` reads from the ONNX graph: the nodes a value is computed by, the nodes that only compute sizes,
+the found ops that feed an op, and where an op's group holds the rest of an input's lowering.
+
+A torch call is found in the file at the ONNX value that holds its value; the lowering of that call can go on
+after that value: ``atan2``'s quadrant fix-up reads inside the lowering of its input (``leaked``), and ``baddbmm``'s
+``beta=0`` term (``0 * bias``) is added after the value that equals torch's, so the next call's group (a softmax)
+reads the bias and that value (``continued``).  Either way the nodes belong to the input's call, which is named.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from drifttui.core.explain.causes.locate.case import Case
+
+
+def producers(case: Case) -> dict[str, Any]:
+    return {o: n for n in case.model.graph.node for o in n.output if o}
+
+
+def ancestors(producer: dict[str, Any], values: list[str]) -> set[str]:
+    """The names of the nodes ``values`` are computed by (the nodes that make them included)."""
+    seen: set[str] = set()
+    todo = [v for v in values if v in producer]
+    while todo:
+        n = producer[todo.pop()]
+        if n.name not in seen:
+            seen.add(n.name)
+            todo.extend(v for v in n.input if v in producer)
+    return seen
+
+
+def leaked(case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
+            nodes: list[str]) -> Optional[tuple[int, list[str]]]:
+    """(input op, the nodes of ``wrong``'s that read inside its lowering) when ``wrong``'s nodes read a value
+    computed before the found value of one of its inputs, other than that value (the file's lowering of the
+    input goes on after the value that equals torch's: ``atan2``'s quadrant fix-up); None otherwise."""
+    if wrong in found:
+        return None
+    producer, sizes, group = producers(case), size_nodes(case), set(nodes)
+    inputs = input_values(ops, found, wrong)
+    allowed = set(found.values())   # a value the file holds for a torch call is a reuse (fused Transposes), no leak
+    inside = {i: ancestors(producer, [found[i]]) for i in inputs}
+    for n in case.model.graph.node:
+        if n.name not in group:
+            continue
+        for v in n.input:
+            p = producer.get(v)
+            if p is None or p.name in group or p.name in sizes or v in allowed:
+                continue
+            hit = next((i for i in inputs if p.name in inside[i]), None)
+            if hit is not None and ops[hit][0] == "call_function":
+                return hit, [m for m in nodes if m in {x.name for x in case.model.graph.node
+                                                       if any(producer.get(u) is not None and producer[u].name
+                                                              in inside[hit] and u not in allowed for u in x.input)}]
+    return None
+
+
+def size_nodes(case: Case) -> set[str]:
+    """Nodes that compute only from sizes and constants (Shape, Gather of it, a count cast to float): the op's
+    arithmetic on sizes, not what it computes."""
+    static = {t.name for t in case.model.graph.initializer}
+    sizes: set[str] = set()
+    made: set[str] = set(static)
+    for n in case.model.graph.node:
+        ins = [v for v in n.input if v]
+        if n.op_type in ("Constant", "Shape", "Size") or (ins and all(v in made for v in ins)):
+            sizes.add(n.name)
+            made.update(o for o in n.output if o)
+    return sizes
+
+
+def input_values(ops: list[tuple], found: Any, k: int) -> list[int]:
+    """The found ops that feed op ``k`` (through ops the file never materialises)."""
+    out, todo, seen = [], list(ops[k][3]), set()
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        if i in found:
+            out.append(i)
+        else:
+            todo.extend(ops[i][3])
+    return out
+
+
+def continued(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, nodes: list[str],
+              vals: dict[str, Any]) -> Optional[tuple[int, list[str]]]:
+    """(input op, the nodes of ``wrong``'s group that are the rest of its lowering) when the group computes, from an
+    argument of one of ``wrong``'s inputs (not of ``wrong``), a value that it merges with that input's found value,
+    where it first reads it, into a value of the input's shape (``baddbmm(bias, q, k, beta=0)`` found at ``alpha * q @ k``, then ``+ 0 *
+    bias`` in the softmax's group): the nodes from the argument to that merge; None otherwise (an argument read
+    again for another use: an attention's ``k`` transposed from the view ``q`` came from)."""
+    mine = input_values(ops, found, wrong)
+    own = {found[i] for i in mine}
+    group = [n for n in case.model.graph.node if n.name in set(nodes)]
+    producer = producers(case)
+    for i in mine:
+        if ops[i][0] != "call_function" or i not in found or ops[i][2] is None:
+            continue
+        args = {found[j] for j in input_values(ops, found, i)} - own
+        tainted: set[str] = set()
+        for n in group:             # graph order: what the group computes from the argument
+            if set(n.input) & args or any(producer[v].name in tainted for v in n.input if v in producer):
+                tainted.add(n.name)
+        first = next((n for n in group if found[i] in n.input), None)     # where the group takes the input's value
+        if first is not None and first.name in tainted and \
+                tuple(getattr(vals.get(first.output[0]), "shape", ())) == tuple(ops[i][2].shape):
+            rest = ancestors(producer, [first.output[0]]) & tainted
+            return i, [n.name for n in group if n.name in rest]
+    return None
+
+
+def causal(case: Case, ops: list[tuple], found: dict[int, str], others: dict[int, list[str]]) -> dict[int, str]:
+    """``found`` where no call's value is computed before the value of an input it reads.  Of two such values one
+    equals its call's by coincidence: the input's is moved to another value that holds it as closely and is not
+    computed after the call's (a ``round``'s ``Round`` rather than the ``remainder``'s ``Floor`` equal to it); when
+    none does, the call's is dropped (``argmax(...) * 0.1 + x`` equal to an earlier ``x + 0.2`` where every row's
+    index is 2: it would vouch for the calls before it)."""
+    producer = producers(case)
+    out = dict(found)
+    for k in sorted(found):
+        made = producer.get(out.get(k, ""))
+        if made is None or ops[k][0] != "call_function":
+            continue
+        for i in input_values(ops, out, k):
+            if out[i] == out[k] or made.name not in ancestors(producer, [out[i]]):
+                continue
+            moved = next((v for v in others.get(i, []) if made.name not in ancestors(producer, [v])), None)
+            if moved is None:
+                del out[k]
+                break
+            out[i] = moved
+    return out
