@@ -57,7 +57,9 @@ Why each miss (what decided it):
 * ``tanhshrink_small``: each node of the origin holds the tolerance on its own (Tanh's error is ~1e-9; the
   cancellation in ``Sub`` and the scaling ``Mul`` make it 7.5e-4 at the output), so ``loc.ort.fails`` is false and
   ``causes/verify.py`` returns an explanation with no finding: the float64 counterfactual, tried only inside
-  ``if loc.ort.fails``, is never reached.  The user sees DRIFT with no cause.
+  ``if loc.ort.fails``, is never reached.  The user sees DRIFT with no cause, and ``repair`` says "no verified
+  ONNX-level patch for body; the fix: export with dynamic_shapes if other batch sizes or lengths are deployed":
+  the fix of the only finding left, an info about static input dims, offered as the drift's fix.
 * ``cdist_mm`` torchscript (class right): the op named comes from the first torch call matched to the first
   node (the ``Add`` of the offset), "torch's mul", where the call is ``torch.cdist``.
 """
