@@ -8,15 +8,12 @@ Screened and matching (relative error <= 1e-6 or exact), so not kept:
   pytorch/pytorch#41858), ``log_target=True``; ``smooth_l1_loss(beta=0)``, ``huber_loss(delta=1e-3)``,
   ``margin_ranking_loss``, ``hinge_embedding_loss``, ``triplet_margin_loss(swap=True)``, ``multi_margin_loss``,
   ``l1_loss`` (dynamo; TorchScript: "not supported"), ``gaussian_nll_loss`` (TorchScript; dynamo fails to export);
-* cumulative: ``cumsum(half, dtype=float32)``, ``cumsum`` of bool (dynamo; TorchScript's file is refused by ONNX
+* cumulative: ``cumsum(half, dtype=float32)`` (standalone), ``cumsum`` of bool (dynamo; TorchScript's file is refused by ONNX
   Runtime), ``cumulative_trapezoid``, ``diff(n=2)`` (dynamo); ``cumprod`` / ``cummin`` of int do not export
   (pytorch/pytorch#102948);
 * integer conversions: float -> uint8 of negatives, -> int8 past 127, -> int16 from float16, -> int64 past 2**31,
   float64 -> int32, ``round().int()``, ``bucketize``, ``div(int, 7, rounding_mode="trunc")``, an int64 ``clamp``
   then ``float()`` (all exact with both exporters);
-* integer conversions, drifting but held: ``(x * 50).half().to(torch.int8)`` is one off where ONNX Runtime
-  removes the Cast pair float -> float16 -> int8 and truncates the unrounded float (forms40d's cast-pair removal);
-  with a ``round()`` between them it is exact;
 * arithmetic: ``addcdiv``, ``sgn``, ``rsqrt`` of 0, ``true_divide`` of int64, ``round(decimals=1)``, ``exp2``
   (dynamo, 1 ulp); ``lerp`` with a weight tensor in [-1, 2] (torch's two-branch formula against one
   ``a + w (b - a)``: 5e-6 relative, 6e-5 after a cancellation, under the tolerance);
@@ -48,6 +45,15 @@ Kept (each still drifts standalone with both exporters or with the one that expo
   eager attention): 3e-4 .. 7e-4 off (a plain float16 softmax differs as much).  The screen took it for the
   softmax's accumulation; the engine's verified patch says ONNX Runtime's CPU drops the float16 rounding of each
   op (microsoft/onnxruntime#8787).
+* ``half_codes_shallow`` (integer conversion, shallow, both exporters): float16 activations truncated to int8
+  codes, ``(x * 8).half().to(torch.int8)``: one code off where ONNX Runtime removes the Cast pair float ->
+  float16 -> int8 and truncates the unrounded float (the cast-pair removal of microsoft/onnxruntime#8787 on an
+  integer conversion); with a ``round()`` between them it is exact, and inside the deep stem no value fell on
+  such a boundary (not kept).
+* ``half_cumsum_dtype`` (cumulative, deep, both exporters): ``torch.cumsum(x, -1, dtype=torch.float16)``, a
+  running sum in float16 read back as float32: torch rounds the input and each partial sum to float16 (its CPU
+  kernel accumulates in float and stores float16); ONNX Runtime's CPU drops that rounding (pytorch/pytorch#40044
+  on the cast placement of the exported ``cumsum``).
 * ``tanhshrink_small`` (arithmetic, shallow, both exporters): ``F.tanhshrink`` of small values scaled up,
   ``x - tanh(x)`` cancelling on both sides (torch's kernel is the same difference; its tanh and ONNX Runtime's
   round otherwise).
@@ -113,6 +119,25 @@ class TanhShrink(nn.Module):
         return F.tanhshrink(x * 1e-2) * 1e5
 
 
+class HalfCodes(nn.Module):
+    """float16 activations truncated to int8 codes and back, ``(x * scale).half().to(torch.int8)``."""
+
+    def __init__(self, scale: float = 8.0) -> None:
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        codes = (x * self.scale).clamp(-127.0, 127.0).half().to(torch.int8)
+        return codes.float() / self.scale + x
+
+
+class HalfCumsum(nn.Module):
+    """a running sum taken in float16 by its ``dtype=`` argument, read back as float32."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cumsum(x * 4.0, -1, dtype=torch.float16).float() * 0.25
+
+
 class KLDivZero(nn.Module):
     """``F.kl_div`` of log-probabilities against a target with exact zeros, per element."""
 
@@ -131,6 +156,8 @@ def logsigmoid_small() -> nn.Module: return _deep(lambda: LogSigmoidHead(1.0))  
 def softplus_inverse_shallow() -> nn.Module: return _shallow(SoftplusInverse)                 # noqa: E704
 def masked_half_attention() -> nn.Module: return _deep(MaskedHalfAttention)                   # noqa: E704
 def tanhshrink_small() -> nn.Module: return _shallow(TanhShrink)                               # noqa: E704
+def half_codes_shallow() -> nn.Module: return _shallow(HalfCodes)                             # noqa: E704
+def half_cumsum_dtype() -> nn.Module: return _deep(HalfCumsum)                                # noqa: E704
 def kl_div_zero() -> nn.Module: return _deep(KLDivZero)                                       # noqa: E704
 
 def rows_inputs() -> torch.Tensor:
