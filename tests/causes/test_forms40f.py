@@ -44,8 +44,10 @@ First run, engine as on main at 1f9e06c (``drifttui diagnose`` / ``repair`` / ``
 
 First run: origin 15/15; class by mechanism and verified 9/15 (cdist_mm torchscript, logsigmoid_shallow,
 softplus_inverse_shallow, masked_half_attention x2, half_cumsum_dtype x2, half_codes_shallow x2 -- the last two
-verified only in the cut-out case); repair passing ``check`` 7/11 (the 4 cdist/tanhshrink forms are torch's own
-rounding: the right answer writes no file); controls 3/3 clean.  8 of the 15 sit in deep models.
+verified only in the cut-out case: 7/15 if that does not count); repair passing ``check`` 8/10 (logsigmoid x3,
+softplus_inverse, masked_half_attention x2, half_cumsum_dtype x2; not half_codes x2; the 5 cdist/tanhshrink pairs
+are torch's own float32 rounding, where the right answer writes no file); controls 3/3 clean.  8 of the 15 sit
+in deep models.
 
 Why each miss (what decided it):
 * ``cdist_mm`` dynamo: the float64 counterfactual (``propose/conditioning.py: float64_trial``) is tried but does
