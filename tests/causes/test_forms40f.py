@@ -1,0 +1,164 @@
+"""Held-out batch F for issue 30 (tests/causes/forms40f.py): a blind first run on forms in the private set's six
+families (attention masking, arithmetic, distance, loss, cumulative, integer conversions), written from upstream
+threads after grepping every earlier suite, screened with torch 2.13 / ONNX Runtime 1.32 (forms40f's docstring
+lists what was screened and matched).  What a right answer is, by mechanism:
+
+* ``cdist_mm``: torch's CPU ``cdist`` takes the matrix-product route ``|a|^2 + |b|^2 - 2 a.b`` (more than 25
+  rows), which cancels for points far from the origin: an ill-conditioned computation on both sides, ``stability``
+  verified by the float64 counterfactual; no file computes torch's float32 rounding, so nothing to repair.
+* ``logsigmoid_*``: both exporters lower ``F.logsigmoid`` as ``Log(Sigmoid(x))``, -inf where torch is finite: an
+  unstable lowering, ``stability``, verified and repaired by the ``-Softplus(-x)`` rewrite.
+* ``softplus_inverse_shallow``: torchlib's ``expm1`` as ``Exp(x) - 1``: ``stability`` by the expm1 rewrite.
+* ``masked_half_attention``: float16 scores masked with ``finfo(float16).min`` and a float16 softmax: ONNX
+  Runtime's CPU computes the float16 nodes through float32 and drops the rounding torch does at each op: ``dtype``
+  by the per-op float32-with-rounding rewrite (microsoft/onnxruntime#8787).
+* ``half_codes_shallow`` (integer conversion): ``(x * 8).half().to(torch.int8)``: ONNX Runtime removes the Cast
+  pair float -> float16 -> int8 and truncates the unrounded float: ``dtype`` (microsoft/onnxruntime#8787), and a
+  repaired file must keep the float16 rounding in the whole file.
+* ``half_cumsum_dtype`` (cumulative): ``torch.cumsum(x, -1, dtype=torch.float16)``: torch rounds the input and
+  each partial sum to float16, ONNX Runtime's CPU drops that rounding: ``dtype`` by the per-op rewrite.
+* ``tanhshrink_small``: ``x - tanh(x)`` of small values scaled up: cancellation on both sides, ``stability`` by the
+  float64 counterfactual, nothing to repair.
+
+First run, engine as on main at 1f9e06c (``drifttui diagnose`` / ``repair`` / ``check`` through
+/tmp/heldF/firstrun.sh, 3 samples, never tuned on these forms):
+
+| pair | origin | class by mechanism | verified | repair passes check | diagnose / repair |
+|---|---|---|---|---|---|
+| cdist_mm torchscript (deep) | right | yes: ``stability`` (ill-conditioned, float64 counterfactual); but the op named is "torch's mul", not ``torch.cdist`` | yes | not repairable (torch's own rounding): right | 34 s / 29 s |
+| cdist_mm dynamo (deep) | right | **no**: ``lowering`` of ``aten.matmul.default`` | **no** (8 patches) | not repairable | 45 s / 38 s |
+| cdist_mm_shallow dynamo | right | **no**: ``lowering`` of ``aten.matmul.default`` | **no** (8 patches) | not repairable | 37 s / 37 s |
+| logsigmoid_head torchscript (deep) | right | **no**: ``op-compat``, "ONNX Runtime's Sigmoid kernel is wrong" | yes (``-Softplus(-x)``) | yes | 18 s / 13 s |
+| logsigmoid_head dynamo (deep) | right | **no**: ``op-compat``, the same | yes | yes | 20 s / 16 s |
+| logsigmoid_shallow torchscript | right | yes: ``stability``, "as the exporter lowered it loses precision" | yes | yes | 12 s / 7 s |
+| softplus_inverse_shallow dynamo | right | yes: ``stability``, "computes expm1 as Exp(x) - 1" | yes | yes | 15 s / 15 s |
+| masked_half_attention torchscript (deep) | right | yes: ``dtype`` (per-op float32 with rounding; the op named is "torch's float" for the ``.half()`` Cast) | yes | yes | 22 s / 13 s |
+| masked_half_attention dynamo (deep) | right | yes: ``dtype`` (``aten._to_copy``) | yes | yes | 31 s / 28 s |
+| half_cumsum_dtype torchscript (deep) | right | yes: ``dtype`` (per-op float32 with rounding; op named "torch's float") | yes | yes | 8 s / 3 s |
+| half_cumsum_dtype dynamo (deep) | right | yes: ``dtype`` (``aten.cumsum``) | yes | yes | 7 s / 4 s |
+| half_codes_shallow torchscript | right | yes: ``dtype`` (ONNX Runtime drops the float16 rounding) | yes, in the cut-out case | **no**: the repaired file still drifts (0.125) | 6 s / 3 s |
+| half_codes_shallow dynamo | right | yes: ``dtype`` | yes, in the cut-out case | **no**, the same | 8 s / 4 s |
+| tanhshrink_small torchscript | right | **no**: no error finding at all | **no** | no file | 5 s / 3 s |
+| tanhshrink_small dynamo | right | **no**: no error finding at all | **no** | no file | 14 s / 14 s |
+| controls: cdist_direct torchscript, logsigmoid_small dynamo, kl_div_zero torchscript | ok, no error finding | | | | 9-17 s |
+
+First run: origin 15/15; class by mechanism and verified 9/15 (cdist_mm torchscript, logsigmoid_shallow,
+softplus_inverse_shallow, masked_half_attention x2, half_cumsum_dtype x2, half_codes_shallow x2 -- the last two
+verified only in the cut-out case: 7/15 if that does not count); repair passing ``check`` 8/10 (logsigmoid x3,
+softplus_inverse, masked_half_attention x2, half_cumsum_dtype x2; not half_codes x2; the 5 cdist/tanhshrink pairs
+are torch's own float32 rounding, where the right answer writes no file); controls 3/3 clean.  8 of the 15 sit
+in deep models.
+
+Why each miss (what decided it):
+* ``cdist_mm`` dynamo: the float64 counterfactual (``propose/conditioning.py: float64_trial``) is tried but does
+  not hold: torch and the file computed in float64 still differ by 4.2e-4 against a bound of 3.8e-4, because the
+  dynamo file holds the prototype side of ``cdist`` (``[-2 b, 1, |b|^2]``, the 34x32 ``transpose`` initializer)
+  constant-folded in float32: widening the graph to float64 keeps that float32 rounding.  With nothing verified,
+  the head is the localiser's first node over the bar (the MatMul, its own error 0.125 on the cancelling
+  products), worded as the exporter's lowering of ``aten.matmul``.
+* ``logsigmoid_head`` (deep): the same ``-Softplus(-x)`` rewrite verifies as for ``logsigmoid_shallow``, but its
+  class comes from the localiser's ``kind`` (``locate/localise_nodes.py``): ONNX Runtime's Sigmoid returns 0
+  from about x = -50 where the ONNX reference (and torch's sigmoid) give 1.9e-22 .. 1e-44, so on the deep model's
+  inputs the reference "computes what torch computes" and ``propose/rewrites.py: workaround_patches(kind=
+  "runtime")`` words it as an ONNX Runtime kernel bug (``op-compat``) and asks to report the Sigmoid kernel; the
+  shallow model's inputs go below -104, where the reference underflows too (``kind="export"``: ``stability``).  A
+  Sigmoid 1e-22 off is no kernel bug; the mechanism is the unstable ``Log(Sigmoid)`` lowering either way.
+* ``tanhshrink_small``: each node of the origin holds the tolerance on its own (Tanh's error is ~1e-9; the
+  cancellation in ``Sub`` and the scaling ``Mul`` make it 7.5e-4 at the output), so ``loc.ort.fails`` is false and
+  ``causes/verify.py`` returns an explanation with no finding: the float64 counterfactual, tried only inside
+  ``if loc.ort.fails``, is never reached.  The user sees DRIFT with no cause, and ``repair`` says "no verified
+  ONNX-level patch for body; the fix: export with dynamic_shapes if other batch sizes or lengths are deployed":
+  the fix of the only finding left, an info about static input dims, offered as the drift's fix.
+* ``half_codes_shallow``: ``propose/opmath.py``'s per-op rewrite of a lone float -> float16 Cast writes
+  ``Cast(to float32)`` then ``Cast(to float16)`` before the file's own ``Cast(to int8)``: the float16 -> int8 pair
+  ONNX Runtime collapses is still there, so the whole file still truncates the unrounded float.  The patch verified
+  on the cut-out origin, where the float16 value is read out: an observed value keeps its rounding (measured: the
+  repaired file is 0.125 off; the same file with that float16 value added as a graph output is exact); ``repair``
+  says so itself ("check on the repaired copy: drift at body", exit 1).
+* ``cdist_mm`` torchscript (class right): the op named comes from the first torch call matched to the first
+  node (the ``Add`` of the offset), "torch's mul", where the call is ``torch.cdist``.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.causes.form_suite import (assert_clean, assert_verified_and_repaired, assert_verified_not_repairable,
+                                     deep_forms, explained_forms, params)
+
+_LOGSIG = ("stability", "rewrite", {"rewrite": "workaround", "form": "log_sigmoid"}, "log_sigmoid")
+_EXPM1 = ("stability", "rewrite", {"rewrite": "expm1"}, "expm1")
+_HALF = ("dtype", "rewrite", {"rewrite": "opmath_float32"}, "float16")
+_F64 = ("stability", "float64", {}, "ill-conditioned")
+# (model, exporter) -> the head finding a right answer gives: (class, patch op, what it changed, words)
+REPAIRED = {("logsigmoid_shallow", "torchscript"): _LOGSIG, ("softplus_inverse_shallow", "dynamo"): _EXPM1,
+            ("masked_half_attention", "torchscript"): _HALF, ("masked_half_attention", "dynamo"): _HALF,
+            ("half_cumsum_dtype", "torchscript"): _HALF, ("half_cumsum_dtype", "dynamo"): _HALF}
+TORCH_ROUNDING = {("cdist_mm", "torchscript"): _F64}
+# the first run's misses, with the right answer
+MISSED_REPAIRED = {("logsigmoid_head", "torchscript"): _LOGSIG, ("logsigmoid_head", "dynamo"): _LOGSIG}
+MISSED_REPAIR = {("half_codes_shallow", "torchscript"): _HALF, ("half_codes_shallow", "dynamo"): _HALF}
+MISSED_TORCH_ROUNDING = {("cdist_mm", "dynamo"): _F64, ("cdist_mm_shallow", "dynamo"): _F64,
+                         ("tanhshrink_small", "torchscript"): _F64, ("tanhshrink_small", "dynamo"): _F64}
+CLEAN = [("cdist_direct", "torchscript"), ("logsigmoid_small", "dynamo"), ("kl_div_zero", "torchscript")]
+ORIGIN = "body"
+
+
+@pytest.fixture(scope="module")
+def explained(tmp_path_factory):
+    return explained_forms(tmp_path_factory, "forms40f")
+
+
+@pytest.mark.parametrize("form", params(REPAIRED, set()))
+def test_a_lowering_the_engine_knows_is_verified_and_repaired(explained, form):
+    assert_verified_and_repaired(explained, form, REPAIRED[form], ORIGIN)
+
+
+@pytest.mark.parametrize("form", params(TORCH_ROUNDING, set()))
+def test_torchs_matmul_route_of_cdist_is_told_as_ill_conditioned(explained, form):
+    """torch's own float32 rounding is the drift: ``stability`` by the float64 counterfactual, no file written."""
+    assert_verified_not_repairable(explained, form, TORCH_ROUNDING[form], ORIGIN)
+
+
+@pytest.mark.drifts
+@pytest.mark.xfail(strict=True, reason="first run: the op named is the first call matched ('torch's mul'), "
+                                       "not torch.cdist")
+def test_the_cdist_story_names_torch_cdist(explained):
+    head = explained("cdist_mm", "torchscript")[4].findings[0]
+    assert "cdist" in head.message, head.message
+
+
+@pytest.mark.parametrize("form", [pytest.param(f, id=f"{f[0]}-{f[1]}", marks=(pytest.mark.drifts, pytest.mark.xfail(
+    strict=True, reason="first run: op-compat 'ONNX Runtime's Sigmoid kernel is wrong' (localiser kind runtime: "
+                        "ORT's Sigmoid underflows at -50 where the reference does not), not stability")))
+    for f in MISSED_REPAIRED])
+def test_log_sigmoid_in_a_deep_model_is_the_unstable_lowering(explained, form):
+    assert_verified_and_repaired(explained, form, MISSED_REPAIRED[form], ORIGIN)
+
+
+@pytest.mark.parametrize("form", [pytest.param(f, id=f"{f[0]}-{f[1]}", marks=(pytest.mark.drifts, pytest.mark.xfail(
+    strict=True, reason="first run: the per-op rewrite verifies on the cut-out origin, but the repaired file keeps "
+                        "the float16 -> int8 Cast pair ONNX Runtime collapses: check still drifts")))
+    for f in MISSED_REPAIR])
+def test_a_float16_to_int8_conversion_is_repaired_in_the_whole_file(explained, form):
+    assert_verified_and_repaired(explained, form, MISSED_REPAIR[form], ORIGIN)
+
+
+@pytest.mark.parametrize("form", [pytest.param(f, id=f"{f[0]}-{f[1]}", marks=(pytest.mark.drifts, pytest.mark.xfail(
+    strict=True, reason="first run: cdist (dynamo) told as a lowering of aten.matmul, unverified: the float64 "
+                        "counterfactual keeps the float32-folded prototype constants; tanhshrink: no error finding "
+                        "(no node over the bar alone, float64 trial never reached)")))
+    for f in MISSED_TORCH_ROUNDING])
+def test_an_ill_conditioned_origin_is_told_as_stability(explained, form):
+    assert_verified_not_repairable(explained, form, MISSED_TORCH_ROUNDING[form], ORIGIN)
+
+
+@pytest.mark.parametrize("form", params(CLEAN, set()))
+def test_the_held_out_clean_controls_have_no_error_finding(explained, form):
+    assert_clean(explained, form)
+
+
+@pytest.mark.drifts
+def test_at_least_half_the_forms_sit_inside_deep_models(explained):
+    forms = [*REPAIRED, *TORCH_ROUNDING, *MISSED_REPAIRED, *MISSED_REPAIR, *MISSED_TORCH_ROUNDING]
+    deep = deep_forms(explained, forms)
+    assert len(deep) * 2 >= len(forms), deep
