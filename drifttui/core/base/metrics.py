@@ -372,6 +372,23 @@ class Aggregate:
     def fails(self, atol: float, rtol: float, floor: bool = True) -> bool:
         return bool(self.failing(atol, rtol, floor))
 
+    def most_over(self, atol: float, rtol: float, floor: bool = True) -> Optional[int]:
+        """The sample id whose error is furthest over the tolerance (the largest max |d| / bound; a NaN/Inf or
+        shape mismatch first), or None when no sample fails.  Not the sample of the largest max |d|: at a
+        larger scale that one may be within the tolerance while another fails."""
+        failing = self.failing(atol, rtol, floor)
+        if not failing:
+            return None
+
+        def excess(k: int) -> float:
+            if self.mismatch[k]:
+                return float("inf")
+            return max((d / b if b > 0 else float("inf")) if d == d else float("inf")
+                       for d, b in ((d, float(bound(atol, rtol, t, f if floor else 0.0)))
+                                    for d, t, f in self.bounds[k]))
+
+        return self.sample_ids[max(failing, key=excess)]
+
     def to_metrics(self) -> Metrics:
         if self._metrics is None:
             self._metrics = self._make_metrics()

@@ -31,11 +31,12 @@ from drifttui.core.decide.unattributed import attribute_unowned, unmapped_before
 from drifttui.core.decide.notes import output_notes
 from drifttui.core.decide.genuine import genuine_drifts, unreduced_drift
 from drifttui.core.decide.precision import precision_of
+from drifttui.core.decide.origin import make_origin, over_budget, rounding_explained, worst_failing
 from drifttui.core.result import (CHANNELS_AROUND, OWN_VALUES, DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK,
                                   SCHEMA_VERSION,
                                   UNATTRIBUTED, UNMAPPED,
                                   Channels, Config, Coverage, Environment, InitializerInfo, Layer, LayerBudget, NodeInfo,
-                                  Origin, Output, ParamInfo, Result, Tolerance)
+                                  Output, ParamInfo, Result, Tolerance)
 
 if TYPE_CHECKING:   # pragma: no cover
     from drifttui.core.capture.stage import Capture
@@ -81,10 +82,10 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
     return Result(
         schema_version=SCHEMA_VERSION,
         verdict="drift" if drifts else "ok",
-        precision=precision_of(pr, rules, drifts, origin, _over(layers, origin),
+        precision=precision_of(pr, rules, drifts, origin, over_budget(layers, origin),
                                any(L.status == DRIFT and L.index != origin for L in layers),
-                               origin is not None and origin in verdict.genuine, _rounded(layers, origin)),
-        drift_origin=make_origin(layers, origin),
+                               origin is not None and origin in verdict.genuine, rounding_explained(layers, origin)),
+        drift_origin=make_origin(layers, origin, worst_failing(cap, layers, origin, atol, rules)),
         precision_origin=make_origin(layers, verdict.precision_origin if origin is not None else None),
         tolerance=Tolerance(atol, rtol, dtype=DTYPE_RULE),
         samples=cap.samples,
@@ -353,31 +354,6 @@ def layer_budget(rules: Rules, call: int, g: Optional[Aggregate], lo: Optional[A
                        own_bound=b.own, measured=measured,
                        derived="measured" if rules.measured(call) else "bound",
                        rounding_explains=bool(b.run_ids) and rules.rounding_explains(call, lo, atol))
-
-
-def _rounded(layers: list[Layer], origin: Optional[int]) -> bool:
-    b = layers[origin].budget if origin is not None else None
-    return bool(b is not None and b.rounding_explains)
-
-
-def _over(layers: list[Layer], origin: Optional[int]) -> bool:
-    b = layers[origin].budget if origin is not None else None
-    return bool(b is not None and b.over)
-
-
-def make_origin(layers: list[Layer], origin: Optional[int]) -> Optional[Origin]:
-    if origin is None:
-        return None
-    L = layers[origin]
-    m = L.metrics
-    return Origin(
-        layer=L.index, module=L.module, cls=L.cls, call=L.call, onnx_values=L.onnx_values,
-        op_types=L.op_types,
-        max_abs=m.max_abs.worst if m else float("nan"),
-        max_rel=m.max_rel.worst if m else float("nan"),
-        local_max_abs=L.local.max_abs.worst if L.local else None,
-        worst_sample=(L.local.max_abs.worst_sample if L.local else (m.max_abs.worst_sample if m else -1)),
-    )
 
 
 def environment(cfg: Config, pr: "Prepared", output_level: str = "") -> Environment:
