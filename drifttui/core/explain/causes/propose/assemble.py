@@ -62,7 +62,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
                              module=f.module, nodes=list(f.onnx_nodes)))
     out.extend(fast_path_patches(case, module))
     if loc is not None:
-        out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind))
+        out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind, loc.torch_calls))
         out.extend(singular_patches(case, loc))
         out.extend(nan_select_patches(case, loc))
         out.extend(accumulate64_patches(case))

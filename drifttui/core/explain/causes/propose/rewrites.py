@@ -197,19 +197,28 @@ def candidates(case: Any, module: Any, types: dict[str, int], calls: Optional[Ca
     return out
 
 
-def workaround_patches(case: Any, first: Any = None, kind: str = "runtime") -> list[Any]:
+def workaround_patches(case: Any, first: Any = None, kind: str = "runtime",
+                       calls: Optional[dict[str, Any]] = None) -> list[Any]:
     """Every catalogue rewrite that fits a node of the case, the deviating node's first.  ``kind``
     ``export`` (the reference evaluator drifts too: the exporter's lowering, e.g. ``F.logsigmoid`` as
     ``Log(Sigmoid(x))``, underflows in float32 where torch's kernel does not) words it as the graph's
-    fault; else the bug is ONNX Runtime's."""
+    fault; else the bug is ONNX Runtime's, unless the rewrite keeps the node and replaces what reads it and both
+    are one torch call's lowering (``F.logsigmoid`` as ``Log(Sigmoid(x))``: torch's kernel is stable, the file's
+    composite amplifies its Sigmoid's rounding, ``stability``).  Where the node and its reader are torch calls of
+    their own (``torch.log(torch.sigmoid(x))``), torch computes the same composite: the kernel is the difference.
+    ``calls``: ONNX node -> the torch call it computes (torch_align), for files without FX records."""
     nodes = sorted(case.model.graph.node, key=lambda n: n.name != first)
     out = []
     for node in nodes:
         for w in forms_for(node):
-            if kind == "export":
-                why = (f"{node.op_type} {node.name} as the exporter lowered it loses precision in float32 (the ONNX "
-                       f"reference implementation computes the same as ONNX Runtime, where torch's kernel does not); "
-                       f"the equivalent {w.what} computes what torch computes")
+            composite = kind != "export" and _one_call_composite(case.model, node, w, calls or {})
+            if kind == "export" or composite:
+                how = ("as the exporter lowered it loses precision in float32 (the ONNX reference implementation "
+                       "computes the same as ONNX Runtime, where torch's kernel does not)") if not composite else \
+                    (f"as lowered amplifies ONNX Runtime's rounding of {node.op_type} (its kernel rounds otherwise "
+                     f"than the ONNX reference implementation, which computes what torch computes, and the node "
+                     f"reading it turns that into the drift: an unstable composite)")
+                why = f"{node.op_type} {node.name} {how}; the equivalent {w.what} computes what torch computes"
                 fix = f"deploy the rewritten graph ({w.what}; `drifttui repair` applies it)"
             else:
                 why = (f"ONNX Runtime's {node.op_type} kernel is wrong at {node.name} (the ONNX reference "
@@ -217,10 +226,24 @@ def workaround_patches(case: Any, first: Any = None, kind: str = "runtime") -> l
                        f"equivalent {w.what} computes what torch computes")
                 fix = (f"deploy the rewritten graph ({w.what}; `drifttui repair` applies it) and report the "
                        f"{node.op_type} kernel to onnxruntime with `drifttui repro`")
+            stable = kind == "export" or composite
             out.append(Patch({"op": "rewrite", "node": node.name, "rewrite": "workaround", "form": w.form},
-                             STABILITY if kind == "export" else "op-compat", why, fix, "runtime" if kind != "export" else "export",
+                             STABILITY if stable else "op-compat", why, fix, "export" if stable else "runtime",
                              module=case.module, nodes=[node.name]))
     return out
+
+
+def _one_call_composite(model: Any, node: Any, w: Any, calls: dict[str, Any]) -> bool:
+    """The rewrite keeps ``node`` and replaces the nodes that read it, and nothing says those are another torch
+    call than ``node``'s (the FX record, else the call aligned by value)."""
+    try:
+        drop, _, _ = w.build(model, node, np.float32, f"{node.name}/probe")
+    except Exception:  # noqa: BLE001 - a rewrite that does not fit here replaces nothing
+        return False
+    if not drop or any(d is node for d in drop):
+        return False
+    mine = fx_of(node) or calls.get(node.name)
+    return mine is None or all((fx_of(d) or calls.get(d.name)) == mine for d in drop)
 
 
 def _resize_shapes(case: Any, node: Any) -> Optional[tuple[list[int], list[int], Optional[list[float]]]]:
