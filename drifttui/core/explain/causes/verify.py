@@ -31,6 +31,7 @@ from drifttui.core.explain.causes.propose import constants
 from drifttui.core.explain.causes.propose.ablation import by_what_it_changed
 from drifttui.core.explain.causes.propose.assemble import candidate_patches
 from drifttui.core.explain.causes.propose.conditioning import float64_trial
+from drifttui.core.explain.causes.propose.origin64 import origin64_patches
 from drifttui.core.explain.causes.propose.patch_budget import affordable, budget, by_likelihood
 from drifttui.core.explain.causes.propose.precision_loss import precision_finding
 from drifttui.core.explain.causes.propose.reexport import try_reexport, variants
@@ -128,6 +129,10 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
             # the last resort: an equivalent computation, torch's own weights measured from the call
             ctx.say("causes: trying torch's own sampling weights for the origin's Resize")
             trials += first_verified(ctx, case, measured_map_patches(ctx, case))[0]
+        if not any(_passes(t) for t in trials):
+            # nothing is wrong on its own: is it the file's float32 rounding, amplified where torch's is not?
+            ctx.say("causes: computing the origin in float64 in the file")
+            trials += first_verified(ctx, case, origin64_patches(case))[0]
         if not any(t.after.ok and not t.after.fails for t in trials):
             # no file computes what torch computes: is it float32 rounding of an ill-conditioned input?
             trials.extend(Trial(*t) for t in [float64_trial(ctx, case, loc)] if t is not None)
