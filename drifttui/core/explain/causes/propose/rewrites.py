@@ -215,9 +215,9 @@ def workaround_patches(case: Any, first: Any = None, kind: str = "runtime",
             if kind == "export" or composite:
                 how = ("as the exporter lowered it loses precision in float32 (the ONNX reference implementation "
                        "computes the same as ONNX Runtime, where torch's kernel does not)") if not composite else \
-                    (f"as lowered amplifies ONNX Runtime's rounding of {node.op_type} (its kernel rounds otherwise "
-                     f"than the ONNX reference implementation, which computes what torch computes, and the node "
-                     f"reading it turns that into the drift: an unstable composite)")
+                    (f"and the node reading it, one torch call's lowering, are an unstable composite: ONNX Runtime's "
+                     f"{node.op_type} rounds its tail otherwise than the ONNX reference implementation (which "
+                     f"computes what torch computes) and the reader turns that into the drift")
                 why = f"{node.op_type} {node.name} {how}; the equivalent {w.what} computes what torch computes"
                 fix = f"deploy the rewritten graph ({w.what}; `drifttui repair` applies it)"
             else:
