@@ -55,6 +55,13 @@ def params(forms: Any, fast: set) -> list[Any]:
     return [pytest.param(f, id=f"{f[0]}-{f[1]}", marks=() if f in fast else pytest.mark.drifts) for f in forms]
 
 
+def missed(forms: Any, reason: str) -> list[Any]:
+    """A first run's misses, each the test of the right behaviour as a strict xfail behind ``drifts``: the miss is on
+    record, and a change that fixes it must lift the mark."""
+    return [pytest.param(f, id=f"{f[0]}-{f[1]}", marks=(pytest.mark.drifts, pytest.mark.xfail(strict=True, reason=reason)))
+            for f in forms]
+
+
 def assert_verified_and_repaired(explained: Callable, form: tuple, expected: tuple, origin: str) -> None:
     """The origin, the head finding's class, patch and words, verified; repair's file checks ok."""
     from drifttui.core.explain.causes.deliver.repair import repair

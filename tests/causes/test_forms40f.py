@@ -97,7 +97,7 @@ from __future__ import annotations
 import pytest
 
 from tests.causes.form_suite import (assert_clean, assert_verified_and_repaired, assert_verified_not_repairable,
-                                     deep_forms, explained_forms, params)
+                                     deep_forms, explained_forms, missed, params)
 
 _LOGSIG = ("stability", "rewrite", {"rewrite": "workaround", "form": "log_sigmoid"}, "log_sigmoid")
 _EXPM1 = ("stability", "rewrite", {"rewrite": "expm1"}, "expm1")
@@ -151,18 +151,16 @@ def test_log_sigmoid_in_a_deep_model_is_the_unstable_lowering(explained, form):
     assert_verified_and_repaired(explained, form, MISSED_REPAIRED[form], ORIGIN)
 
 
-@pytest.mark.parametrize("form", [pytest.param(f, id=f"{f[0]}-{f[1]}", marks=(pytest.mark.drifts, pytest.mark.xfail(
-    strict=True, reason="first run: the per-op rewrite verifies on the cut-out origin, but the repaired file keeps "
-                        "the float16 -> int8 Cast pair ONNX Runtime collapses: check still drifts")))
-    for f in MISSED_REPAIR])
+@pytest.mark.parametrize("form", missed(MISSED_REPAIR, "first run: the per-op rewrite verifies on the cut-out origin, "
+                                        "but the repaired file keeps the float16 -> int8 Cast pair ONNX Runtime "
+                                        "collapses: check still drifts"))
 def test_a_float16_to_int8_conversion_is_repaired_in_the_whole_file(explained, form):
     assert_verified_and_repaired(explained, form, MISSED_REPAIR[form], ORIGIN)
 
 
-@pytest.mark.parametrize("form", [pytest.param(f, id=f"{f[0]}-{f[1]}", marks=(pytest.mark.drifts, pytest.mark.xfail(
-    strict=True, reason="first run: cdist (dynamo) told as a lowering of aten.matmul, unverified: the float64 "
-                        "counterfactual keeps the float32-folded prototype constants")))
-    for f in MISSED_TORCH_ROUNDING])
+@pytest.mark.parametrize("form", missed(MISSED_TORCH_ROUNDING, "first run: cdist (dynamo) told as a lowering of "
+                                        "aten.matmul, unverified: the float64 counterfactual keeps the "
+                                        "float32-folded prototype constants"))
 def test_an_ill_conditioned_origin_is_told_as_stability(explained, form):
     assert_verified_not_repairable(explained, form, MISSED_TORCH_ROUNDING[form], ORIGIN)
 
