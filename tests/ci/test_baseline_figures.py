@@ -13,7 +13,9 @@ import random
 
 import pytest
 
-from drifttui.core.base.metrics import Aggregate, Stats
+from drifttui.core.base.aggregate import Aggregate
+
+from drifttui.core.base.metrics import Stats
 from drifttui.errors import InputError
 from drifttui.report import json_report
 from drifttui.report.gate import Gate, decide

@@ -63,7 +63,9 @@ def _own(d: float, t: float = 1.0):
     """A layer's own error as decide sees it: one sample whose max |d| is ``d`` at scale ``t``."""
     import numpy as np
 
-    from drifttui.core.base.metrics import Aggregate, compare
+    from drifttui.core.base.aggregate import Aggregate
+
+    from drifttui.core.base.metrics import compare
 
     torch_side = np.zeros(16, dtype=np.float32)
     torch_side[0] = t

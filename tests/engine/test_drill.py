@@ -9,7 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from drifttui.core.base.metrics import Aggregate, channel_axis_of, compare
+from drifttui.core.base.aggregate import Aggregate
+
+from drifttui.core.base.metrics import channel_axis_of, compare
 from drifttui.core.pipeline import Pipeline
 from drifttui.core.result import CHANNELS_AROUND, Config, Result
 from drifttui.core.model.examples import BN_CHANNEL, export_bn_channel_drift

@@ -3,7 +3,9 @@ import math
 import numpy as np
 import pytest
 
-from drifttui.core.base.metrics import Aggregate, compare
+from drifttui.core.base.aggregate import Aggregate
+
+from drifttui.core.base.metrics import compare
 
 
 def test_compare_matches_numpy():

@@ -5,7 +5,9 @@ import os
 import numpy as np
 import pytest
 
-from drifttui.core.base.metrics import Aggregate, Stats, compare
+from drifttui.core.base.aggregate import Aggregate
+
+from drifttui.core.base.metrics import Stats, compare
 from drifttui.core.result import FAIL_COLUMNS, Config
 
 # a drifting example (LayerNorm epsilon), deterministic so that two fresh captures agree bit for bit

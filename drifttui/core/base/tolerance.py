@@ -2,7 +2,7 @@
 
 A value is within the tolerance when every element has ``|d| <= atol + max(rtol, floor) * scale``,
 ``scale`` being the comparison's max |torch| (``bound``); it fails the tolerance otherwise.  The
-decide stage applies it (``metrics.Stats.fails_at``, ``metrics.Aggregate.failing``) and a patch's
+decide stage applies it (``metrics.Stats.fails_at``, ``aggregate.Aggregate.failing``) and a patch's
 verification applies the same rule.
 
 Dtype-aware floor: a float16 / bfloat16 value cannot be held to float32's 1e-4.

@@ -19,7 +19,8 @@ import numpy as np
 import torch
 
 from drifttui.core.capture.passes import Accum, Pass, local_run
-from drifttui.core.base.metrics import Aggregate, Stats, compare
+from drifttui.core.base.aggregate import Aggregate
+from drifttui.core.base.metrics import Stats, compare
 from drifttui.core.model.inputs import Sample, cat_samples, onnx_feeds
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.base.progress import CancelToken

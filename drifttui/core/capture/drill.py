@@ -11,7 +11,7 @@ from typing import Iterable, Optional
 
 from drifttui.core.capture.passes import Accum
 from drifttui.core.capture.window_pass import WindowPass
-from drifttui.core.base.metrics import Aggregate
+from drifttui.core.base.aggregate import Aggregate
 from drifttui.core.prepare.stage import Prepared
 from drifttui.core.prepare.windows import Window
 from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, no_progress

@@ -21,7 +21,8 @@ from drifttui.core.runtime import sessions
 from drifttui.core.runtime.torch_hooks import Hooks, Sink, TensorStore, to_numpy
 from drifttui.core.model.inputs import onnx_feeds
 from drifttui.core.prepare.plan.plan import Plan
-from drifttui.core.base.metrics import Aggregate, Stats, channel_axis_of, compare
+from drifttui.core.base.aggregate import Aggregate
+from drifttui.core.base.metrics import Stats, channel_axis_of, compare
 from drifttui.core.prepare.windows import Window
 
 

@@ -37,7 +37,8 @@ from drifttui.core.runtime import sessions
 from drifttui.core.onnx.weights import give_back_freed, release_weights
 from drifttui.core.runtime.torch_hooks import to_numpy
 from drifttui.core.runtime.guards import check_finite_feeds, check_finite_outputs, safe_forward
-from drifttui.core.base.metrics import Aggregate, Stats, compare
+from drifttui.core.base.aggregate import Aggregate
+from drifttui.core.base.metrics import Stats, compare
 from drifttui.core.capture.layer_samples import keep_worst, layer_sample_count, valid_layer_samples  # noqa: F401
 from drifttui.core.capture.passes import Accum
 from drifttui.core.capture.window_pass import WindowPass, per_layer

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Optional
 from drifttui.core.runtime.cpu import detect
 from drifttui.core.runtime.torch_hooks import Call
 from drifttui.core.prepare.plan.plan import Plan
-from drifttui.core.base.metrics import Aggregate, Stats
+from drifttui.core.base.aggregate import Aggregate
+from drifttui.core.base.metrics import Stats
 from drifttui.core.base.tolerance import DTYPE_RULE, bound
 from drifttui.core.decide.rules import Rules
 from drifttui.core.decide.units import split_units, unit_note
