@@ -67,6 +67,11 @@ class GraphIndex:
     def has_scopes(self) -> bool:
         return any(n.scope for n in self.nodes)
 
+    @property
+    def has_dynamic_inputs(self) -> bool:
+        """A graph input declares a symbolic dim (the file runs at other sizes than its example's)."""
+        return any(not isinstance(d, int) for name in self.graph_inputs for d in self.shapes.get(name) or [])
+
     def input_shape(self, name: str) -> list[Any]:
         return self.shapes.get(name, [])
 

@@ -83,8 +83,7 @@ def feed_dims(index: GraphIndex, value: str, shape: list[int]) -> list[Any]:
     """The dims a feed is declared with: sample 0's, except where the file's value has a symbolic dim (a
     file exported with a dynamic length): that dim stays symbolic, so samples of other lengths feed the same
     local graph.  A value of a file with dynamic inputs whose shape the file does not say is all symbolic."""
-    dynamic = any(not isinstance(d, int) for name in index.graph_inputs for d in index.shapes.get(name) or [])
-    if not dynamic:
+    if not index.has_dynamic_inputs:
         return shape
     known = index.shapes.get(value)
     if known is None or len(known) != len(shape):

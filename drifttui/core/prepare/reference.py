@@ -113,6 +113,12 @@ def file_exporter(index: GraphIndex, default: str) -> str:
     return default if default in ("dynamo", "torchscript") else "dynamo"
 
 
+def run_exporter(index: GraphIndex, cfg: Any) -> str:
+    """The exporter behind the run's graph: the one that wrote a given file (``file_exporter``), else the one
+    drifttui exported with."""
+    return file_exporter(index, cfg.exporter) if cfg.onnx else cfg.exporter
+
+
 def markable_run(index: GraphIndex, values: list[str], feeds: dict, provider: str, workdir: Path,
                  level: str = "disable") -> tuple[dict[str, np.ndarray], list[str]]:
     """Sample-0 values of ``values``; those whose marking as an output makes ORT refuse the graph

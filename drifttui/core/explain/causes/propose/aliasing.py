@@ -8,7 +8,7 @@ from typing import Any, Optional
 from drifttui.core.explain.causes.locate.aliased_updates import aliased_update
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.propose.definitions import Told
-from drifttui.core.prepare.reference import file_exporter
+from drifttui.core.prepare.reference import run_exporter
 from drifttui.core.result import display_name
 
 FIX = ("write the update out of place (`torch.cat`, `Tensor.slice_scatter` / `select_scatter`, `index_copy`) "
@@ -17,7 +17,7 @@ FIX = ("write the update out of place (`torch.cat`, `Tensor.slice_scatter` / `se
 
 def aliased_told(ctx: Any, case: Case, variant: Any) -> Optional[Told]:
     """A TorchScript file, a dynamo re-export, and an in-place update through a view in the origin."""
-    made_by = file_exporter(ctx.index, ctx.cfg.exporter) if ctx.cfg.onnx else ctx.cfg.exporter
+    made_by = run_exporter(ctx.index, ctx.cfg)
     if not str(made_by).startswith("torchscript") or variant.exporter != "dynamo":
         return None
     found = aliased_update(ctx, case)

@@ -27,7 +27,7 @@ import numpy as np
 
 from drifttui.core.explain.causes.locate.case import Case, call_io, fresh_indices, origin_case
 from drifttui.core.explain.causes.propose.definitions import Told
-from drifttui.core.prepare.reference import file_exporter
+from drifttui.core.prepare.reference import run_exporter
 from drifttui.core.result import display_name
 
 SCALES = (4.0, 0.25, -1.0)
@@ -56,7 +56,7 @@ def _feed_of(case: Case, t: Any) -> Optional[str]:
 def frozen_story(ctx: Any, case: Case, module: Any, ins: list[Any], outs: list[np.ndarray],
                  export: Export, run: Run) -> Optional[Told]:
     """The trace-frozen story of the origin, or None (see the module docstring)."""
-    made_by = file_exporter(ctx.index, ctx.cfg.exporter) if ctx.cfg.onnx else ctx.cfg.exporter
+    made_by = run_exporter(ctx.index, ctx.cfg)
     dims = dynamic_dims(ctx, case, ins)
     if made_by != "torchscript" and not any(dims):
         return None            # the dynamo exporter freezes no value; without a dynamic dim, no size either

@@ -72,7 +72,7 @@ def _cut(model: Any, at: str, dtype: np.dtype) -> Optional[Any]:
     g = model.graph
     producer = {v: n for n in g.node for v in n.output if v}
     inits = {t.name for t in g.initializer}
-    keep, stack, seen = [], [o.name for o in g.output], set()
+    keep, kept_ids, stack, seen = [], set(), [o.name for o in g.output], set()
     while stack:
         v = stack.pop()
         if v in seen or v == at or v in inits:
@@ -81,7 +81,8 @@ def _cut(model: Any, at: str, dtype: np.dtype) -> Optional[Any]:
         n = producer.get(v)
         if n is None:
             return None         # a graph input other than the cut: it does not separate
-        if id(n) not in {id(k) for k in keep}:
+        if id(n) not in kept_ids:
+            kept_ids.add(id(n))
             keep.append(n)
             stack += [u for u in n.input if u]
     if at not in seen and not any(at in n.input for n in keep):

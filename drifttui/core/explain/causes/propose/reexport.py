@@ -25,7 +25,7 @@ from drifttui.core.explain.causes.locate.call_structure import as_called, same_i
 from drifttui.core.explain.causes.locate.case import Case, call_io, torch_values
 from drifttui.core.runtime.torch_hooks import to_numpy
 from drifttui.core.explain.causes.locate.evaluate import Eval, error, run_ort
-from drifttui.core.prepare.reference import file_exporter
+from drifttui.core.prepare.reference import run_exporter
 from drifttui.core.onnx.edit.graft import Graft
 from drifttui.core.explain.causes.locate.localise_nodes import align
 from drifttui.core.onnx.edit.patches import Patch
@@ -98,8 +98,7 @@ def variants(ctx: Any) -> list[Variant]:
     else:
         other = "torchscript" if ctx.cfg.exporter == "dynamo" else "dynamo"
         out = [Variant(other, f"the {other} exporter")]
-    if _traced(ctx).exporter == "torchscript" or any(not isinstance(d, int) for name in ctx.index.graph_inputs
-                                                      for d in ctx.index.shapes.get(name) or []):
+    if _traced(ctx).exporter == "torchscript" or ctx.index.has_dynamic_inputs:
         out.append(Variant("torchscript", "the TorchScript exporter on the module compiled by torch.jit.script",
                            script=True))     # a trace, or a dynamic dim: what a trace may have frozen
     out.append(Variant("dynamo", "the dynamo exporter after torch's core ATen decompositions", decompose=True))
@@ -181,7 +180,7 @@ def _export(module: Any, ins: list[Any], variant: Variant, dims: Optional[list[l
 
 def _traced(ctx: Any) -> Variant:
     """The file's own exporter, as a re-export: the trace the file is (frozen_trace's probe)."""
-    made_by = file_exporter(ctx.index, ctx.cfg.exporter) if ctx.cfg.onnx else ctx.cfg.exporter
+    made_by = run_exporter(ctx.index, ctx.cfg)
     return Variant(made_by if made_by in ("dynamo", "torchscript") else "torchscript", TRACED)
 
 
@@ -195,7 +194,7 @@ def _defined(ctx: Any, case: Case, variant: Variant, wrong: Any) -> Optional[Tol
     over the tolerance may be a Log after an erfc that cancelled to 0)."""
     if not variant.retrace:
         return None
-    made_by = file_exporter(ctx.index, ctx.cfg.exporter) if ctx.cfg.onnx else ctx.cfg.exporter
+    made_by = run_exporter(ctx.index, ctx.cfg)
     named = [wrong.target] if wrong is not None and fits(ctx, case, wrong.target) else []    # the call fits the story
     return told(named + decomposed_targets(ctx, case, variant), made_by)
 

@@ -17,7 +17,7 @@ from drifttui.core.explain.causes.locate.torch_program import call_args, called_
 from drifttui.core.explain.causes.propose.candidates import module_eps
 from drifttui.core.model.retrace import defined_ops, definition_of
 from drifttui.core.onnx.edit.absorbed_views import FORWARD
-from drifttui.core.prepare.reference import file_exporter
+from drifttui.core.prepare.reference import run_exporter
 from drifttui.core.result import display_name
 
 
@@ -72,7 +72,7 @@ def _by_variant(case: Case, ctx: Any, variant: Any) -> tuple[str, str]:
     (``versions``: another torch, an edit).  Another exporter, opset or torch's decompositions: the
     file's exporter lowers the module's torch calls otherwise than torch (``lowering``), naming the
     ATen ops the decomposition re-lowered."""
-    made_by = file_exporter(ctx.index, ctx.cfg.exporter) if ctx.cfg.onnx else ctx.cfg.exporter
+    made_by = run_exporter(ctx.index, ctx.cfg)
     if variant is None or (ctx.cfg.onnx and variant.exporter == made_by and not variant.decompose
                            and not variant.retrace and variant.opset is None):
         return ("versions" if ctx.cfg.onnx else "lowering"), ""
