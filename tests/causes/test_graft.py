@@ -139,3 +139,27 @@ def test_a_re_export_is_cut_only_where_the_cut_separates_it():
     sess = ort.InferenceSession(cut.SerializeToString(), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(sess.run(None, {"a": X})[0], X * 3 + 1)
     assert _cut(model(True), "a", np.dtype(np.float32)) is None
+
+
+def _one_node(op: str):
+    """A re-export of one node, fed and read by the file only: none of its values is the graft's own."""
+    g = helper.make_graph([helper.make_node(op, ["inp"], ["out"], name="node_act")], "sub",
+                          [helper.make_tensor_value_info("inp", 1, [4])], [helper.make_tensor_value_info("out", 1, [4])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_two_one_node_grafts_in_one_file_keep_node_names_unique():
+    """An origin and its sibling repaired by the same one-node re-export (a dynamo file, no scopes): the second
+    graft had no value of the first's prefix to see, took the same prefix, and the file had two nodes named
+    ``drifttui_graft/node_act``, which ONNX Runtime refuses."""
+    nodes = [helper.make_node("HardSigmoid", ["x"], ["a"], name="node_a"),
+             helper.make_node("HardSigmoid", ["a"], ["y"], name="node_b")]
+    g = helper.make_graph(nodes, "full", [helper.make_tensor_value_info("x", 1, [4])],
+                          [helper.make_tensor_value_info("y", 1, [4])])
+    full = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    once = graft(full, Graft(_one_node("Sigmoid"), ["x"], ["a"], ["node_a"]))
+    twice = graft(once, Graft(_one_node("Sigmoid"), ["a"], ["y"], ["node_b"]))
+    names = [n.name for n in twice.graph.node]
+    assert len(names) == len(set(names)), names
+    s = 1 / (1 + np.exp(-X))
+    np.testing.assert_allclose(_run(twice, X)[0], 1 / (1 + np.exp(-s)), rtol=1e-6)

@@ -167,13 +167,16 @@ def graft(full_model: Any, g: Graft) -> Any:
     taken = {v for n in full.graph.node for v in list(n.input) + list(n.output)} | \
         {t.name for t in full.graph.initializer} | {i.name for i in full.graph.input}
     prefix, k = PREFIX, 0
-    while any(v.startswith(prefix + "/") for v in taken):
+    node_names = {n.name for n in full.graph.node}
+    # a graft whose values are all the file's (one node, fed and read by the file) names only its nodes: a second
+    # graft (a sibling's) must not take the same names
+    while any(v.startswith(prefix + "/") or f"/{prefix}/" in v for v in taken | node_names):
         k += 1
         prefix = f"{PREFIX}{k}"
     unknown = [v for v in g.inputs if v not in taken]
     if unknown:
         raise GraftError(f"the file has no value {unknown[0]!r} for the module's input")
-    inputs, unfused = _unfused(sub, g, taken | {n.name for n in full.graph.node})
+    inputs, unfused = _unfused(sub, g, taken | node_names)
     names = _sub_names(sub, inputs, g.outputs, prefix)
     _rename_graph(sub.graph, names)
     for t in sub.graph.initializer:
