@@ -29,6 +29,28 @@ def ancestors(producer: dict[str, Any], values: list[str]) -> set[str]:
     return seen
 
 
+def computed_by(producer: dict[str, Any], order: dict[str, int], name: str, value: str) -> bool:
+    """Whether node ``name`` is among the nodes ``value`` is computed by (``name in ancestors(producer, [value])``),
+    walking up only through nodes after it in the graph's order (``order``: node name -> position; an ONNX graph
+    is sorted, so nothing before ``name`` is computed from it): a check per call and input stays short on a long
+    origin, where the whole walk made the alignment quadratic."""
+    at = order.get(name)
+    if at is None:
+        return name in ancestors(producer, [value])
+    seen: set[str] = set()
+    todo = [value]
+    while todo:
+        n = producer.get(todo.pop())
+        if n is None or n.name in seen:
+            continue
+        if n.name == name:
+            return True
+        seen.add(n.name)
+        if order.get(n.name, at + 1) > at:
+            todo.extend(n.input)
+    return False
+
+
 def leaked(case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
             nodes: list[str]) -> Optional[tuple[int, list[str]]]:
     """(input op, the nodes of ``wrong``'s that read inside its lowering) when ``wrong``'s nodes read a value
@@ -118,15 +140,16 @@ def causal(case: Case, ops: list[tuple], found: dict[int, str], others: dict[int
     none does, the call's is dropped (``argmax(...) * 0.1 + x`` equal to an earlier ``x + 0.2`` where every row's
     index is 2: it would vouch for the calls before it)."""
     producer = producers(case)
+    order = {n.name: k for k, n in enumerate(case.model.graph.node) if n.name}
     out = dict(found)
     for k in sorted(found):
         made = producer.get(out.get(k, ""))
         if made is None or ops[k][0] != "call_function":
             continue
         for i in input_values(ops, out, k):
-            if out[i] == out[k] or made.name not in ancestors(producer, [out[i]]):
+            if out[i] == out[k] or not computed_by(producer, order, made.name, out[i]):
                 continue
-            moved = next((v for v in others.get(i, []) if made.name not in ancestors(producer, [v])), None)
+            moved = next((v for v in others.get(i, []) if not computed_by(producer, order, made.name, v)), None)
             if moved is None:
                 del out[k]
                 break

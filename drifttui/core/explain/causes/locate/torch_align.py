@@ -128,8 +128,14 @@ def _note_calls(ctx: Any, case: Case, ops: list[tuple], found: dict[int, str]) -
     producer, atens = producers(case), ctx.cache.get(_aten_key(case), [])
     owner: dict[str, tuple[str, Optional[str]]] = {}
     for k in sorted(found):
-        for n in ancestors(producer, [found[k]]):
-            owner.setdefault(n, (ops[k][1], atens[k] if k < len(atens) else None))
+        # a node an earlier call owns was reached by that call's whole walk, its ancestors with it: stop there
+        todo = [found[k]]
+        while todo:
+            n = producer.get(todo.pop())
+            if n is None or n.name in owner:
+                continue
+            owner[n.name] = (ops[k][1], atens[k] if k < len(atens) else None)
+            todo.extend(v for v in n.input if v in producer)
     ctx.cache[f"causes:torch_op:calls:{case.module}:{case.sample}"] = owner
 
 
