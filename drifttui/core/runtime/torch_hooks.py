@@ -122,19 +122,39 @@ class Hooks:
 
     @contextlib.contextmanager
     def installed(self) -> Iterator["Hooks"]:
-        handles = []
-        seen: set[int] = set()
+        """Hooks on every module of the model, registered globally (``register_module_forward_*_hook``) and
+        routed by module: a module that inspects its own hooks to choose its path (``nn.TransformerEncoderLayer``
+        leaves its fused fast path when ``_forward_hooks`` is not empty) sees none, so the observed forward
+        computes what the plain forward computes.  The pre-hook is told each of the model's modules takes
+        keyword arguments (its id in the module's ``_forward_pre_hooks_with_kwargs``, the dict ``_call_impl``
+        reads for global hooks too)."""
+        names: dict[int, str] = {}
         for name, mod in self.model.named_modules():
-            if id(mod) in seen:
-                continue
-            seen.add(id(mod))
-            handles.append(mod.register_forward_pre_hook(self._pre(name), with_kwargs=True))
-            handles.append(mod.register_forward_hook(self._post(name), with_kwargs=True, always_call=False))
+            names.setdefault(id(mod), name)
+        pres, posts = {k: self._pre(n) for k, n in names.items()}, {k: self._post(n) for k, n in names.items()}
+
+        def pre(module: torch.nn.Module, args: tuple, kwargs: Optional[dict] = None) -> None:
+            hook = pres.get(id(module))
+            if hook is not None:
+                hook(module, args, kwargs if kwargs is not None else {})
+
+        def post(module: torch.nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
+            hook = posts.get(id(module))
+            if hook is not None:
+                hook(module, args, kwargs, output)
+
+        mods = list(self.model.modules())
+        pre_handle = torch.nn.modules.module.register_module_forward_pre_hook(pre)
+        post_handle = torch.nn.modules.module.register_module_forward_hook(post, with_kwargs=True)
+        for m in mods:
+            m._forward_pre_hooks_with_kwargs[pre_handle.id] = True
         try:
             yield self
         finally:
-            for h in handles:
-                h.remove()
+            pre_handle.remove()
+            post_handle.remove()
+            for m in mods:
+                m._forward_pre_hooks_with_kwargs.pop(pre_handle.id, None)
 
     def begin(self, sink: Optional[Sink], tracing: bool = False) -> None:
         self.sink = sink

@@ -1,4 +1,5 @@
-"""The positions a key-padding mask marks, set to 0 on a node's output (``rewrite: zero_masked``).
+"""The positions a key-padding mask marks, set to 0 on a node's output (``rewrite: zero_masked``); a float
+attention mask read as a boolean one (``rewrite: bool_mask``).
 
 ``nn.TransformerEncoder`` in eval (``enable_nested_tensor=True``, the default) with a
 ``src_key_padding_mask`` runs torch's fast path: the sequence becomes a nested tensor without the
@@ -43,4 +44,28 @@ def apply_zero_masked(model: Any, spec: dict[str, Any]) -> None:
                                     numpy_helper.from_array(np.asarray([-1], dtype=np.int64), f"{p}/axis")])
 
 
-APPLY = {"zero_masked": apply_zero_masked}
+def apply_bool_mask(model: Any, spec: dict[str, Any]) -> None:
+    """Input ``spec["input"]`` of the Add ``spec["node"]`` (a float mask added to attention scores) read as a
+    boolean mask, as ``nn.TransformerEncoderLayer``'s fused fast path reads it: ``Where(m == 0, 0, -inf)``, every
+    non-zero entry masked and no value added (pytorch/pytorch#118628)."""
+    from onnx import helper, numpy_helper
+
+    node = next((n for n in model.graph.node if n.name == spec["node"]), None)
+    k = int(spec.get("input", 1))
+    if node is None or node.op_type != "Add" or k >= len(node.input):
+        raise ValueError(f"no Add named {spec['node']!r} with an input {k}")
+    mask = node.input[k]
+    dtype = input_dtype(model, mask)
+    p = f"{node.name}/drifttui_bool_mask"
+    new = [helper.make_node("Equal", [mask, f"{p}/zero"], [f"{p}/kept"], name=f"{p}/equal"),
+           helper.make_node("Where", [f"{p}/kept", f"{p}/zero", f"{p}/masked"], [f"{p}/mask"], name=f"{p}/where")]
+    node.input[k] = f"{p}/mask"
+    scoped(node, new)
+    nodes = list(model.graph.node)
+    del model.graph.node[:]
+    model.graph.node.extend(toposort(nodes + new))
+    model.graph.initializer.extend([numpy_helper.from_array(np.asarray(0.0, dtype=dtype), f"{p}/zero"),
+                                    numpy_helper.from_array(np.asarray(-np.inf, dtype=dtype), f"{p}/masked")])
+
+
+APPLY = {"zero_masked": apply_zero_masked, "bool_mask": apply_bool_mask}

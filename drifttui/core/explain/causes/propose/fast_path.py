@@ -9,6 +9,15 @@ such an encoder gets the patch ``Where(mask, 0, y)`` on the encoder's output (``
 norm), proposed only where the torch side is that story: the mask is a boolean input of the origin shaped
 like the output's positions, and torch's output is 0 (or the final norm of 0) at every masked position and
 somewhere else not.
+
+``nn.TransformerEncoderLayer`` in eval runs its fused fast path (``torch._transformer_encoder_layer_fwd``, taken
+when no hook is attached: drifttui's hooks are global for that reason), which reads a float ``src_mask`` (or a
+float key-padding mask) as a boolean one: every non-zero entry masked, no value added (pytorch/pytorch#118628,
+open; #107084 for the same reading in ``nn.MultiheadAttention``, fixed there).  The exporters trace the slow path,
+which adds the mask to the scores: an ALiBi or a relative-position bias differs.  The patch reads the mask added
+to the scores before a Softmax as torch's fast path does (``rewrite: bool_mask``), proposed only where the
+origin is such a layer in eval with the fast path enabled and the added mask (where it is a constant) holds a
+finite non-zero entry.
 """
 from __future__ import annotations
 
@@ -21,6 +30,7 @@ from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.onnx.edit.patches import Patch
 
 UPSTREAM = "pytorch/pytorch#97111, #86120"
+LAYER_UPSTREAM = "pytorch/pytorch#118628"
 
 
 def _fast_encoder(module: Any) -> Optional[bool]:
@@ -61,10 +71,53 @@ def _fill_and_node(case: Case, module: Any, value: str) -> Optional[tuple[np.nda
     return (fill, inner) if inner is not None and "Norm" in node.op_type else None
 
 
+def _fast_layer(module: Any) -> bool:
+    """An ``nn.TransformerEncoderLayer`` torch runs on its fused fast path (eval, the fast path enabled)."""
+    return (isinstance(module, torch.nn.TransformerEncoderLayer) and not module.training
+            and bool(torch.backends.mha.get_fastpath_enabled()))
+
+
+def _constant(model: Any, value: str) -> Optional[np.ndarray]:
+    from onnx import numpy_helper
+
+    init = next((t for t in model.graph.initializer if t.name == value), None)
+    return numpy_helper.to_array(init) if init is not None else None
+
+
+def bool_mask_patches(case: Case, module: Any) -> list[Patch]:
+    """The float mask added to the attention scores before each Softmax, read as a boolean one."""
+    if not _fast_layer(module):
+        return []
+    made = {o: n for n in case.model.graph.node for o in n.output}
+    out = []
+    for sm in (n for n in case.model.graph.node if n.op_type == "Softmax"):
+        add = made.get(sm.input[0])
+        if add is None or add.op_type != "Add":
+            continue
+        ops = [getattr(made.get(v), "op_type", None) for v in add.input]
+        if ops.count("MatMul") != 1:
+            continue
+        k = 1 - ops.index("MatMul")
+        mask = _constant(case.model, add.input[k])
+        if mask is not None and not (np.isfinite(mask) & (mask != 0)).any():
+            continue        # a 0 / -inf mask: both readings agree
+        out.append(Patch(
+            {"op": "rewrite", "node": add.name, "rewrite": "bool_mask", "input": k}, "lowering",
+            f"{case.module} is an nn.TransformerEncoderLayer that torch runs on its fused fast path in eval "
+            f"(torch._transformer_encoder_layer_fwd), which reads a float attention mask as a boolean one: every "
+            f"non-zero entry masked, its value not added ({LAYER_UPSTREAM}); the exporters trace the slow path, "
+            f"which adds the mask to the scores (an ALiBi or relative-position bias); with the mask read as "
+            f"boolean at {add.name} (Where(mask == 0, 0, -inf)) the file computes what torch computes",
+            "torch's fast path drops the bias: disable it (torch.backends.mha.set_fastpath_enabled(False)) or run the "
+            "layer's slow path for a float bias, then the file computes what torch does; `drifttui repair` writes "
+            "the fast path's boolean reading into the file", "export", module=case.module, nodes=[add.name]))
+    return out
+
+
 def fast_path_patches(case: Case, module: Any) -> list[Patch]:
     batch_first = _fast_encoder(module)
     if batch_first is None:
-        return []
+        return bool_mask_patches(case, module)
     out = []
     for value, want in case.expected.items():
         want = np.asarray(want)

@@ -72,7 +72,7 @@ def sibling_grafts(ctx: Any, case: Any, export: Callable[[Any, list[Any]], Any],
 # the edits whose spec names one node and no value of the graph (a replace_constant names the constant it reads;
 # a Cast removed is left to its own call: a Cast elsewhere may be the model's own)
 _MOVABLE = {"set_attribute": {"op", "node", "name", "value", "outputs"},
-            "rewrite": {"op", "rewrite", "node", "value", "mode", "nodes", "ranks"}}
+            "rewrite": {"op", "rewrite", "node", "value", "mode", "nodes", "ranks", "input"}}
 
 
 def _movable(spec: dict) -> bool:
