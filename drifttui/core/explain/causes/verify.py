@@ -35,6 +35,7 @@ from drifttui.core.explain.causes.propose.origin64 import origin64_patches
 from drifttui.core.explain.causes.propose.patch_budget import affordable, budget, by_likelihood
 from drifttui.core.explain.causes.propose.precision_loss import precision_finding
 from drifttui.core.explain.causes.propose.reexport import try_reexport, variants
+from drifttui.core.explain.causes.propose.residual import residual_patches
 from drifttui.core.explain.causes.propose.resize_map import measured_map_patches
 from drifttui.core.explain.causes.propose.saturation_cause import saturation_finding
 from drifttui.core.explain.causes.propose.siblings import sibling_patches
@@ -125,6 +126,10 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         inside = case.module + "." if case.module else ""
         if reexport and all(m.startswith(inside) for m in case.folded) and not any(_passes(t) for t in trials):
             skipped_exports = _reexports(ctx, case, loc, trials)
+        if not any(_passes(t) for t in trials):
+            # two mechanisms: the patch that removed most of the error, then the one that removes the rest
+            op = loc.torch_op.name if loc.torch_op is not None else None
+            trials += first_verified(ctx, case, residual_patches(case, trials, loc.ort, op))[0]
         if not any(_passes(t) for t in trials) and measured_map_patches(ctx, case):
             # the last resort: an equivalent computation, torch's own weights measured from the call
             ctx.say("causes: trying torch's own sampling weights for the origin's Resize")

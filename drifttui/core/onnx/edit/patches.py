@@ -30,6 +30,7 @@
     {"op": "rewrite", "node": "n", "rewrite": "resize_matmul", "rows": [[..]], "cols": [[..]]}  # torch's weights
     {"op": "rewrite", "node": "n", "rewrite": "runtime_size", "name": "c", "input": "x", "axis": 1,
      "form": "d**-0.5"}                      # runtime_size.py: a baked size computed from the runtime shape
+    {"op": "sequence", "patches": [{..}, {..}]}   # residual.py: graph edits applied in order (two mechanisms)
     {"op": "reexport", "exporter": "torchscript", "opset": 18, "module": "m"}
                                   # applied by grafting Patch.graft (graft.py) into the file
 
@@ -60,7 +61,7 @@ from drifttui.core.onnx.edit.singular import APPLY as SINGULAR
 from drifttui.core.onnx.edit.stable_forms import apply_expm1, apply_log1p, apply_logaddexp
 from drifttui.core.onnx.edit.ort_workarounds import apply_workaround
 
-GRAPH_OPS = ("set_attribute", "replace_initializer", "remove_cast", "replace_constant", "rewrite")
+GRAPH_OPS = ("set_attribute", "replace_initializer", "remove_cast", "replace_constant", "rewrite", "sequence")
 
 
 @dataclass
@@ -331,5 +332,15 @@ def _replace_node(model: Any, node: Any, new: list[Any]) -> None:
     model.graph.node.extend(nodes)
 
 
+def _sequence(model: Any, p: Patch) -> None:
+    """Graph edits applied in order to the same copy (each later spec names the nodes the earlier ones left)."""
+    for spec in p.spec.get("patches", []):
+        fn = _APPLY.get(spec.get("op", ""))
+        if fn is None or spec.get("op") == "sequence":
+            raise PatchError(f"patch op {spec.get('op')!r} is not a graph edit")
+        fn(model, Patch(dict(spec), p.check, p.why, p.fix, p.kind, payload=p.payload))
+
+
 _APPLY = {"set_attribute": _set_attribute, "replace_initializer": _replace_initializer,
-          "remove_cast": _remove_cast, "replace_constant": _replace_constant, "rewrite": _rewrite}
+          "remove_cast": _remove_cast, "replace_constant": _replace_constant, "rewrite": _rewrite,
+          "sequence": _sequence}

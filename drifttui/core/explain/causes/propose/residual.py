@@ -1,0 +1,61 @@
+"""Two mechanisms at one origin: a patch that removes most of the error, composed with the patch that removes the
+rest.
+
+A float16 lowering can be wrong twice over: an unstable composite (``Log(Sigmoid(x))`` of
+``binary_cross_entropy_with_logits``, -inf where the float16 Sigmoid rounds to 0) *and* ONNX Runtime's CPU dropping
+the float16 rounding torch does at each op (microsoft/onnxruntime#8787).  The stable form alone leaves the rounding
+error, the per-op rounding alone leaves the -inf: neither verifies.  When no single patch verified, the graph edit
+that lowered the origin's own error the most (at least ``GAIN`` times, or that removed every non-finite element)
+is kept, the origin's nodes so patched are proposed the dtype-family patches again (``opmath.py``,
+``cast_first.py``: the co-cause of any float16 region), and each pair is tried as one patch, ``{"op": "sequence",
+"patches": [first, second]}``, verified like any other and applied by ``repair`` in that order.  Its class and
+story are the first patch's (what removed most of the error), the second's named after it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Optional
+
+from drifttui.core.explain.causes.conclude import Trial
+from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.explain.causes.propose.cast_first import cast_first_patches
+from drifttui.core.explain.causes.propose.opmath import opmath_patches
+from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
+
+GAIN = 10.0         # the first patch lowers the origin's own error at least this many times
+
+
+def _partial(trials: list[Trial], before: Any) -> Optional[Trial]:
+    """The graph edit whose trial lowered the origin's own error the most, when it lowered it enough."""
+    ran = [t for t in trials if t.patch.graph_level and t.patch.spec.get("op") != "sequence" and t.after.ok
+           and math.isfinite(t.after.max_abs) and not t.after.nonfinite]
+    if not ran:
+        return None
+    best = min(ran, key=lambda t: t.after.max_abs)
+    enough = before.nonfinite > 0 or not math.isfinite(before.max_abs) or best.after.max_abs * GAIN <= before.max_abs
+    return best if enough else None
+
+
+def residual_patches(case: Case, trials: list[Trial], before: Any, op: Optional[str] = None) -> list[Patch]:
+    """The best partial patch of ``trials`` followed by each dtype-family patch of the case it leaves."""
+    first = _partial(trials, before)
+    if first is None:
+        return []
+    try:
+        rest = dataclasses.replace(case, model=apply(case.model, first.patch))
+    except PatchError:
+        return []
+    p1 = first.patch
+    out = []
+    for p2 in [*opmath_patches(rest, op), *cast_first_patches(rest, op)]:
+        if not p2.graph_level:
+            continue
+        out.append(dataclasses.replace(
+            p1, spec={"op": "sequence", "patches": [dict(p1.spec), dict(p2.spec)]},
+            why=f"{p1.why}; the error left ({first.after.text()}) is a second mechanism: {p2.why}",
+            fix=f"{p1.fix}; and {p2.fix}", nodes=list(dict.fromkeys([*p1.nodes, *p2.nodes])), siblings=[]))
+    return out
+
+
+__all__ = ["residual_patches"]
