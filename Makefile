@@ -108,7 +108,8 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_forms35.py tests/causes/test_forms36.py tests/causes/test_forms37.py tests/causes/test_forms38.py \
 		tests/causes/test_forms39.py tests/causes/test_forms_inplace.py tests/causes/test_forms40a.py \
 		tests/causes/test_forms40b.py tests/causes/test_forms40c.py tests/causes/test_forms40d.py \
-		tests/causes/test_forms40e.py tests/causes/test_forms_retyped.py tests/causes/test_forms40f.py
+		tests/causes/test_forms40e.py tests/causes/test_forms_retyped.py tests/causes/test_forms40f.py \
+		tests/causes/test_forms40g.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own

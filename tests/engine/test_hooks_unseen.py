@@ -1,0 +1,65 @@
+"""drifttui's hooks do not change what torch computes: a module that inspects its own hooks to choose its path
+(``nn.TransformerEncoderLayer`` leaves its fused fast path when ``_forward_hooks`` is not empty, and that path
+reads a float attention mask as a boolean one) computes under observation what the plain forward computes."""
+import torch
+from torch import nn
+
+from drifttui.core.runtime.torch_hooks import Hooks, TensorStore
+
+
+class _Biased(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+        pos = torch.arange(4)
+        self.register_buffer("bias", -0.25 * (pos[None, :] - pos[:, None]).abs().float())   # ALiBi: 0 on the diagonal
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer(x, src_mask=self.bias)
+
+
+def test_the_hooked_forward_computes_what_the_plain_forward_computes():
+    m = _Biased().eval()
+    x = torch.randn(2, 4, 16)
+    with torch.no_grad():
+        plain = m(x)
+        torch.backends.mha.set_fastpath_enabled(False)
+        slow = m(x)
+        torch.backends.mha.set_fastpath_enabled(True)
+    assert (plain - slow).abs().max() > 0.05, "the fast path and the slow path must differ for this to test anything"
+    hooks = Hooks(m)
+    with hooks.installed():
+        assert not any(len(k._forward_hooks) + len(k._forward_pre_hooks) for k in m.modules())
+        hooks.begin(None, tracing=True)
+        with torch.no_grad():
+            m(x)
+        layer = next(c.index for c in hooks.calls if c.module == "layer")
+        store = TensorStore({layer: [0]}, {layer: [0, 1]})
+        hooks.begin(store)
+        with torch.no_grad():
+            observed = m(x)
+    assert torch.equal(observed, plain)
+    assert torch.equal(store.out[(layer, 0)], plain)
+    # the keyword argument reaches the pre-hook (the mask is the layer's second input) ...
+    assert torch.equal(store.inp[(layer, 1)], m.bias)
+    # ... and the fast path calls none of the layer's children: torch's own computation is the layer's
+    assert [c.module for c in hooks.calls] == ["", "layer"]
+
+
+def test_the_hooks_leave_nothing_behind():
+    m = _Biased().eval()
+    hooks = Hooks(m)
+    before = (len(torch.nn.modules.module._global_forward_hooks),
+              len(torch.nn.modules.module._global_forward_pre_hooks))
+    with hooks.installed():
+        pass
+    after = (len(torch.nn.modules.module._global_forward_hooks), len(torch.nn.modules.module._global_forward_pre_hooks))
+    assert after == before
+    assert all(not k._forward_pre_hooks_with_kwargs for k in m.modules())
+    # a module of another model run while the hooks are installed is not recorded
+    other = nn.Linear(3, 3)
+    with hooks.installed():
+        hooks.begin(None, tracing=True)
+        other(torch.randn(1, 3))
+    assert hooks.calls == []
