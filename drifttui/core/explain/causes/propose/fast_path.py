@@ -25,6 +25,7 @@ from typing import Any, Optional
 
 import numpy as np
 import torch
+from onnx import numpy_helper
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.onnx.edit.patches import Patch
@@ -78,8 +79,6 @@ def _fast_layer(module: Any) -> bool:
 
 
 def _constant(model: Any, value: str) -> Optional[np.ndarray]:
-    from onnx import numpy_helper
-
     init = next((t for t in model.graph.initializer if t.name == value), None)
     return numpy_helper.to_array(init) if init is not None else None
 

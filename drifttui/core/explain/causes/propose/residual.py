@@ -17,7 +17,6 @@ import dataclasses
 import math
 from typing import Any, Optional
 
-from drifttui.core.explain.causes.conclude import Trial
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.propose.cast_first import cast_first_patches
 from drifttui.core.explain.causes.propose.opmath import opmath_patches
@@ -26,7 +25,7 @@ from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
 GAIN = 10.0         # the first patch lowers the origin's own error at least this many times
 
 
-def _partial(trials: list[Trial], before: Any) -> Optional[Trial]:
+def _partial(trials: list[Any], before: Any) -> Optional[Any]:
     """The graph edit whose trial lowered the origin's own error the most, when it lowered it enough."""
     ran = [t for t in trials if t.patch.graph_level and t.patch.spec.get("op") != "sequence" and t.after.ok
            and math.isfinite(t.after.max_abs) and not t.after.nonfinite]
@@ -37,8 +36,9 @@ def _partial(trials: list[Trial], before: Any) -> Optional[Trial]:
     return best if enough else None
 
 
-def residual_patches(case: Case, trials: list[Trial], before: Any, op: Optional[str] = None) -> list[Patch]:
-    """The best partial patch of ``trials`` followed by each dtype-family patch of the case it leaves."""
+def residual_patches(case: Case, trials: list[Any], before: Any, op: Optional[str] = None) -> list[Patch]:
+    """The best partial patch of ``trials`` (verify's trials: a patch and its ``after`` figure) followed by each
+    dtype-family patch of the case it leaves."""
     first = _partial(trials, before)
     if first is None:
         return []
