@@ -63,3 +63,21 @@ def test_the_hooks_leave_nothing_behind():
         hooks.begin(None, tracing=True)
         other(torch.randn(1, 3))
     assert hooks.calls == []
+
+
+def test_a_module_with_a_hook_of_its_own_is_recorded_after_it():
+    """A user's forward hook that replaces a module's output: drifttui records the output the parent receives."""
+    m = _Biased().eval()
+    m.layer.linear2.register_forward_hook(lambda mod, args, out: out * 0 + 7.0)
+    hooks = Hooks(m)
+    x = torch.randn(2, 4, 16)
+    with hooks.installed():
+        hooks.begin(None, tracing=True)
+        with torch.no_grad():
+            m(x)
+        lin = next(c.index for c in hooks.calls if c.module == "layer.linear2")
+        store = TensorStore({lin: [0]}, {})
+        hooks.begin(store)
+        with torch.no_grad():
+            m(x)
+    assert torch.all(store.out[(lin, 0)] == 7.0)

@@ -122,16 +122,20 @@ class Hooks:
 
     @contextlib.contextmanager
     def installed(self) -> Iterator["Hooks"]:
-        """Hooks on every module of the model, registered globally (``register_module_forward_*_hook``) and
-        routed by module: a module that inspects its own hooks to choose its path (``nn.TransformerEncoderLayer``
-        leaves its fused fast path when ``_forward_hooks`` is not empty) sees none, so the observed forward
-        computes what the plain forward computes.  The pre-hook is told each of the model's modules takes
-        keyword arguments (its id in the module's ``_forward_pre_hooks_with_kwargs``, the dict ``_call_impl``
-        reads for global hooks too)."""
+        """Hooks on every module of the model.  A module without hooks of its own gets them globally
+        (``register_module_forward_*_hook``), routed by module: a module that inspects its own hooks to choose its
+        path (``nn.TransformerEncoderLayer`` leaves its fused fast path when ``_forward_hooks`` is not empty) sees
+        none, so the observed forward computes what the plain forward computes; the pre-hook is told each such
+        module takes keyword arguments (its id in ``_forward_pre_hooks_with_kwargs``, which ``_call_impl`` reads for
+        global hooks too).  A module with hooks of its own gets them on itself, after the user's, as before: global
+        hooks run before a module's own, and drifttui must see the output a user's hook hands on."""
         names: dict[int, str] = {}
         for name, mod in self.model.named_modules():
             names.setdefault(id(mod), name)
-        pres, posts = {k: self._pre(n) for k, n in names.items()}, {k: self._post(n) for k, n in names.items()}
+        mods = {id(m): m for m in self.model.modules()}
+        own = {k for k, m in mods.items() if len(m._forward_hooks) + len(m._forward_pre_hooks)}
+        pres = {k: self._pre(n) for k, n in names.items() if k not in own}
+        posts = {k: self._post(n) for k, n in names.items() if k not in own}
 
         def pre(module: torch.nn.Module, args: tuple, kwargs: Optional[dict] = None) -> None:
             hook = pres.get(id(module))
@@ -143,17 +147,20 @@ class Hooks:
             if hook is not None:
                 hook(module, args, kwargs, output)
 
-        mods = list(self.model.modules())
+        handles = [mods[k].register_forward_pre_hook(self._pre(names[k]), with_kwargs=True) for k in own]
+        handles += [mods[k].register_forward_hook(self._post(names[k]), with_kwargs=True, always_call=False)
+                    for k in own]
         pre_handle = torch.nn.modules.module.register_module_forward_pre_hook(pre)
         post_handle = torch.nn.modules.module.register_module_forward_hook(post, with_kwargs=True)
-        for m in mods:
-            m._forward_pre_hooks_with_kwargs[pre_handle.id] = True
+        for k, m in mods.items():
+            if k not in own:
+                m._forward_pre_hooks_with_kwargs[pre_handle.id] = True
         try:
             yield self
         finally:
-            pre_handle.remove()
-            post_handle.remove()
-            for m in mods:
+            for h in [pre_handle, post_handle, *handles]:
+                h.remove()
+            for m in mods.values():
                 m._forward_pre_hooks_with_kwargs.pop(pre_handle.id, None)
 
     def begin(self, sink: Optional[Sink], tracing: bool = False) -> None:
