@@ -27,6 +27,7 @@ import math
 from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
+import onnx
 
 from drifttui.core.base.dtypes import INT_ELEMS, ONNX_ELEM, SCALAR_FLOAT_ELEMS
 from drifttui.core.onnx.graph import attribute_values as _attrs
@@ -34,7 +35,7 @@ from drifttui.core.onnx.graph import attribute_values as _attrs
 from drifttui.core.explain.causes.locate.evaluate import run_ort
 from drifttui.core.explain.causes.locate.fx_localise import fx_of, fx_scalars
 from drifttui.core.onnx.edit.patches import Patch
-from drifttui.core.onnx.edit.rewriting import static_value
+from drifttui.core.onnx.edit.rewriting import input_dtype, static_value
 from drifttui.core.onnx.edit.resize_gather import OPS as RESIZE_OPS, UPSTREAM, torch_indices, torch_rule
 from drifttui.core.onnx.edit.stable_forms import match_expm1, match_log1p, match_logaddexp
 from drifttui.core.onnx.edit.ort_workarounds import forms_for
@@ -197,6 +198,15 @@ def candidates(case: Any, module: Any, types: dict[str, int], calls: Optional[Ca
     return out
 
 
+def _precision(model: Any, value: str) -> str:
+    """The float type a value is computed in (``float16`` in a half model), for a story."""
+    try:
+        model = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # noqa: BLE001 - the graph's own annotations, else float32
+        pass
+    return np.dtype(input_dtype(model, value)).name
+
+
 def workaround_patches(case: Any, first: Any = None, kind: str = "runtime",
                        calls: Optional[dict[str, Any]] = None) -> list[Any]:
     """Every catalogue rewrite that fits a node of the case, the deviating node's first.  ``kind``
@@ -213,8 +223,9 @@ def workaround_patches(case: Any, first: Any = None, kind: str = "runtime",
         for w in forms_for(node):
             composite = kind != "export" and _one_call_composite(case.model, node, w, calls or {})
             if kind == "export" or composite:
-                how = ("as the exporter lowered it loses precision in float32 (the ONNX reference implementation "
-                       "computes the same as ONNX Runtime, where torch's kernel does not)") if not composite else \
+                how = (f"as the exporter lowered it loses precision in {_precision(case.model, node.input[0])} (the "
+                       "ONNX reference implementation computes the same as ONNX Runtime, where torch's kernel does "
+                       "not)") if not composite else \
                     (f"and the node reading it, one torch call's lowering, are an unstable composite: ONNX Runtime's "
                      f"{node.op_type} rounds its tail otherwise than the ONNX reference implementation (which "
                      f"computes what torch computes) and the reader turns that into the drift")
