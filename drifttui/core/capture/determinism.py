@@ -38,25 +38,25 @@ def _differ(a: list[Any], b: list[Any]) -> float:
 
 
 def _module_outputs(model: Any, sample: Any) -> list[tuple[str, Any]]:
-    """(module name, its first output tensor) in the order the modules finish."""
+    """(module name, its first output tensor) in the order the modules finish.  One global hook routed by module
+    (as ``runtime/torch_hooks.py`` observes): a module that inspects its own hooks takes its plain path."""
     seen: list[tuple[str, Any]] = []
-    handles = []
-
-    def hook(name: str):
-        def record(_m: Any, _i: Any, out: Any) -> None:
-            t = out if isinstance(out, torch.Tensor) else next(
-                (o for o in (out if isinstance(out, (list, tuple)) else []) if isinstance(o, torch.Tensor)), None)
-            if t is not None:
-                seen.append((name, t.detach().clone()))
-        return record
-
+    names: dict[int, str] = {}
     for name, m in model.named_modules():
-        handles.append(m.register_forward_hook(hook(name)))
+        names.setdefault(id(m), name)
+
+    def record(m: Any, _i: Any, out: Any) -> None:
+        name = names.get(id(m))
+        t = out if isinstance(out, torch.Tensor) else next(
+            (o for o in (out if isinstance(out, (list, tuple)) else []) if isinstance(o, torch.Tensor)), None)
+        if name is not None and t is not None:
+            seen.append((name, t.detach().clone()))
+
+    handle = torch.nn.modules.module.register_module_forward_hook(record)
     try:
         safe_forward(model, sample, versioned=False)
     finally:
-        for h in handles:
-            h.remove()
+        handle.remove()
     return seen
 
 
