@@ -3,6 +3,8 @@ the private set is said to hold (arithmetic, cumulative functions, integer conve
 after screening."""
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -87,6 +89,18 @@ class FisherZ(nn.Module):
         return torch.atanh(cos.clamp(-1 + 1e-7, 1 - 1e-7)).unsqueeze(-1) * x
 
 
+class PhaseWrap(nn.Module):
+    """a sinusoidal time feature's phase wrapped to one period, ``torch.remainder(t * omega, 2 pi)``."""
+
+    def __init__(self, omega: float = 2e5) -> None:
+        super().__init__()
+        self.omega = omega
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        phase = torch.remainder(x * self.omega, 2 * math.pi)
+        return phase + x
+
+
 def requant_average() -> nn.Module: return _deep(RequantAverage)                           # noqa: E704
 def requant_shallow() -> nn.Module: return _shallow(RequantAverage)                        # noqa: E704
 def requant_offgrid() -> nn.Module: return _deep(lambda: RequantAverage(on_grid=False))    # noqa: E704
@@ -99,6 +113,10 @@ def half_reciprocal() -> nn.Module: return _deep(HalfReciprocal)                
 def half_reciprocal_shallow() -> nn.Module: return _shallow(HalfReciprocal)                # noqa: E704
 def fisher_z() -> nn.Module: return _deep(FisherZ)                                         # noqa: E704
 def fisher_z_shallow() -> nn.Module: return _shallow(FisherZ)                              # noqa: E704
+
+
+def phase_wrap() -> nn.Module: return _deep(PhaseWrap)                                     # noqa: E704
+def phase_small() -> nn.Module: return _deep(lambda: PhaseWrap(20.0))                      # noqa: E704
 
 
 def rows_inputs() -> torch.Tensor:
