@@ -90,15 +90,16 @@ class FisherZ(nn.Module):
 
 
 class PhaseWrap(nn.Module):
-    """a sinusoidal time feature's phase wrapped to one period, ``torch.remainder(t * omega, 2 pi)``."""
+    """a sinusoidal time feature's phase wrapped to one period, ``torch.remainder(t * omega, 2 pi)``, of a
+    whole-numbered time index ``t`` (milliseconds)."""
 
-    def __init__(self, omega: float = 2e5) -> None:
+    def __init__(self, omega: float = 314.0) -> None:
         super().__init__()
         self.omega = omega
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        phase = torch.remainder(x * self.omega, 2 * math.pi)
-        return phase + x
+        t = torch.round(x * 1000.0)
+        return torch.remainder(t * self.omega, 2 * math.pi) + x
 
 
 def requant_average() -> nn.Module: return _deep(RequantAverage)                           # noqa: E704
@@ -116,7 +117,7 @@ def fisher_z_shallow() -> nn.Module: return _shallow(FisherZ)                   
 
 
 def phase_wrap() -> nn.Module: return _deep(PhaseWrap)                                     # noqa: E704
-def phase_small() -> nn.Module: return _deep(lambda: PhaseWrap(20.0))                      # noqa: E704
+def phase_small() -> nn.Module: return _deep(lambda: PhaseWrap(0.314))                      # noqa: E704
 
 
 def rows_inputs() -> torch.Tensor:
