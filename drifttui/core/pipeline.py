@@ -105,8 +105,9 @@ def _prefixed(progress: ProgressFn, prefix: str) -> ProgressFn:
 
 
 def _verified_patch(result: Result) -> bool:
-    """A finding of ``result`` holds a verified patch (``repair`` can apply it)."""
-    return any(f.verified and f.patch for f in result.findings)
+    """A finding of ``result`` holds a verified graph rewrite (a lowering or a stability story, not a re-export
+    that would put the origin back in float32 where no keep-list could)."""
+    return any(f.verified and f.patch and f.patch.get("op") == "rewrite" for f in result.findings)
 
 
 def run_once(config: Config, progress: ProgressFn = no_progress, cancel: Optional[CancelToken] = None) -> Run:

@@ -220,10 +220,10 @@ def _remainder_patch(case: Case, node: Any, wrong: Any) -> Patch:
     op = f" (the lowering of torch's {wrong.target})" if wrong is not None else ""
     return Patch({"op": "rewrite", "rewrite": "fmod_remainder", "node": node.name}, "stability",
                  f"Sub {node.name}{op} computes a remainder as a - Floor(a / b) * b, the unstable formula torch's "
-                 "kernel dropped in pytorch/pytorch#38293 (#37743: remainder(1e9, pi) was -64): where a / b is large the "
-                 "product is rounded at a's magnitude and the difference keeps only that rounding; torch computes "
-                 "the stable form, fmod(a, b), exact, plus b where its sign differs from b's; so computed, the file "
-                 "computes what torch computes",
+                 "kernel dropped in pytorch/pytorch#38293 (#37743: remainder(1e9, pi) was -64): where a / b is "
+                 "large the product is rounded at a's magnitude and the difference keeps only that rounding; torch "
+                 "computes the stable form, fmod(a, b), exact, plus b where its sign differs from b's; so computed, "
+                 "the file computes what torch computes",
                  "report the lowering to torch.onnx with `drifttui repro`; until it is fixed, write the remainder "
                  "with torch.fmod in the model (torch.fmod(a, b), plus b where its sign differs from b's: the "
                  "exporters lower fmod to an exact Mod), or let `drifttui repair` rewrite the Sub",
