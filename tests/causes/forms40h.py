@@ -146,13 +146,10 @@ def float_logcumsumexp() -> nn.Module: return _deep(lambda: HalfLogCumSumExp(hal
 def top_p_mass() -> nn.Module: return _deep(TopPMass)                                      # noqa: E704
 def top_p_float() -> nn.Module: return _deep(lambda: TopPMass(half=False))                # noqa: E704
 def half_reciprocal() -> nn.Module: return _deep(HalfReciprocal)                           # noqa: E704
-def half_reciprocal_shallow() -> nn.Module: return _shallow(HalfReciprocal)                # noqa: E704
 def fisher_z() -> nn.Module: return _deep(FisherZ)                                         # noqa: E704
 def fisher_z_shallow() -> nn.Module: return _shallow(FisherZ)                              # noqa: E704
-
-
 def phase_wrap() -> nn.Module: return _deep(PhaseWrap)                                     # noqa: E704
-def phase_small() -> nn.Module: return _deep(lambda: PhaseWrap(0.314))                      # noqa: E704
+def phase_small() -> nn.Module: return _deep(lambda: PhaseWrap(0.314))                    # noqa: E704
 
 
 def rows_inputs() -> torch.Tensor:
