@@ -80,3 +80,23 @@ def test_a_float32_origin_gets_no_opmath_patch():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     x = np.ones((2, 3), np.float32)
     assert opmath_patches(Case(model, {"x": x}, {"y": x + 1}, "body", 0, 0, 1e-5, 1e-5, nodes=["add"])) == []
+
+
+class HalfLogCumSumExp(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.logcumsumexp((x * 4.0).half(), -1).float()
+
+
+def test_one_float16_op_lowered_to_several_nodes_is_rounded_only_where_torch_rounds(tmp_path):
+    """A float16 ``logcumsumexp`` (dynamo: ReduceMax, Sub, Exp, CumSum, Log, Add): torch computes it in float32 and
+    rounds its result once.  Rounded at every node (per_op) the small Exp terms lose their digits; the ``whole``
+    form (every node in float32, rounded at the model's own ``.half()`` and at the result) is torch's value."""
+    model, case, x = _case(HalfLogCumSumExp(), "dynamo", tmp_path)
+    want = case.expected[model.graph.output[0].name]
+    patches = {p.spec["form"]: p for p in opmath_patches(case)}
+    errors = {f: float(np.abs(_run(apply(model, p), x) - want).max()) for f, p in patches.items()}
+    assert errors["per_op"] > 1e-4, errors
+    assert errors["whole"] <= 1e-5 * np.abs(want).max(), errors
+    whole = patches["whole"]
+    assert whole.check == "dtype" and whole.kind == "export" and "rounds only its result" in whole.why
+    onnx.checker.check_model(apply(model, whole), full_check=True)

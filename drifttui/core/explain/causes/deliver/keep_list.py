@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional
 from drifttui.core.onnx.edit.converter_forms import converter_forms, original_names
 from drifttui.core.onnx.edit.keep_float32 import keep_float32, unkept_ops, without_views
 from drifttui.core.onnx.edit.keep_qoperator import unit
+from drifttui.core.onnx.graph import full_model
 from drifttui.core.explain.causes.propose.precision_loss import GENUINE_SHARE
 from drifttui.core.result import ATTRIBUTE_NOT_THE_MODELS, WEIGHT_NOT_THE_MODELS
 
@@ -59,11 +60,13 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
                   key=lambda L: -(L.budget.share or 0.0))
     out = KeepList()
     unkept: set[str] = set()
+    whole: list[Any] = []       # the file with its external data read in, once (a copy is checked from a temp dir)
 
     def within(kept: list[Any]) -> tuple[bool, Any, Any]:
         nodes = {k for L in kept for k in budgets[L.index].node_ids}
         unkept.update(unkept_ops(prepared.index, nodes))
-        model = without_views(keep_float32(prepared.proto, prepared.index, nodes, weights))   # the file written
+        whole[:] = whole or [full_model(prepared.index)]
+        model = without_views(keep_float32(whole[0], prepared.index, nodes, weights))   # the file written
         after = recheck(model)
         out.checks += 1
         return after.verdict == "ok", model, after
