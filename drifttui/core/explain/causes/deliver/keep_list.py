@@ -53,11 +53,7 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
     decided = _genuine_by_decide(result)
     if decided is not None:
         return decided
-    over = [L for L in result.layers if L.budget is not None and L.budget.over and budgets.get(L.index)
-            and budgets[L.index].node_ids]
-    rest = sorted((L for L in result.layers if L.budget is not None and L not in over
-                   and budgets.get(L.index) is not None and budgets[L.index].node_ids),
-                  key=lambda L: -(L.budget.share or 0.0))
+    over, rest = _over_and_rest(result, budgets)
     out = KeepList()
     unkept: set[str] = set()
     whole: list[Any] = []       # the file with its external data read in, once (a copy is checked from a temp dir)
@@ -98,6 +94,16 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
         kept, model, after = _pruned(kept, must, within, model, after)
     out.model, out.after, out.verified, out.unkept = model, after, ok, sorted(unkept)
     return _named(out, kept, budgets, prepared.index, result)
+
+
+def _over_and_rest(result: Any, budgets: dict) -> tuple[list[Any], list[Any]]:
+    """The reduced layers over their budget, and the other reduced layers by their share of the output error."""
+    over = [L for L in result.layers if L.budget is not None and L.budget.over and budgets.get(L.index)
+            and budgets[L.index].node_ids]
+    rest = sorted((L for L in result.layers if L.budget is not None and L not in over
+                   and budgets.get(L.index) is not None and budgets[L.index].node_ids),
+                  key=lambda L: -(L.budget.share or 0.0))
+    return over, rest
 
 
 def _named(out: KeepList, kept: list[Any], budgets: dict, index: Any, result: Any) -> KeepList:
