@@ -151,10 +151,12 @@ def test_log_sigmoid_in_a_deep_model_is_the_unstable_lowering(explained, form):
     assert_verified_and_repaired(explained, form, MISSED_REPAIRED[form], ORIGIN)
 
 
-@pytest.mark.parametrize("form", missed(MISSED_REPAIR, "first run: the per-op rewrite verifies on the cut-out origin, "
-                                        "but the repaired file keeps the float16 -> int8 Cast pair ONNX Runtime "
-                                        "collapses: check still drifts"))
+@pytest.mark.parametrize("form", params(MISSED_REPAIR, set()))
 def test_a_float16_to_int8_conversion_is_repaired_in_the_whole_file(explained, form):
+    """First run: the per-op rewrite verified on the cut-out origin (an unread rounding Cast kept the float16 value
+    there), but the repaired file kept the float16 -> int8 Cast pair ONNX Runtime merges: check still drifted.
+    Since: the int8 Cast reads the explicitly rounded float32 (a pair ONNX Runtime keeps, onnx/edit/opmath.py), and
+    a graph edit verifies only when it also holds in the whole file at the user's ONNX Runtime level (holds.py)."""
     assert_verified_and_repaired(explained, form, MISSED_REPAIR[form], ORIGIN)
 
 

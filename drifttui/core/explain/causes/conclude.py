@@ -225,7 +225,17 @@ def _ev(p: Patch, t: Trial, loc: Localisation, untried: Optional[dict[str, Any]]
                   "nonfinite_before": loc.ort.nonfinite or None,
                   "reference_evaluator_max_abs": loc.reference.max_abs if loc.reference else None,
                   "localisation": loc.note, "first_divergent_node": loc.first_node,
+                  "whole_file": _whole_file(t),
                   **(loc.fx.evidence() if loc.fx is not None else {})})
+
+
+def _whole_file(t: Trial) -> Optional[dict[str, Any]]:
+    """The patch measured in the whole patched file (holds.py): the levels and the origin's largest error there."""
+    runs = [f for f in t.fresh if f.get("in_file")]
+    if not runs:
+        return None
+    return {"levels": list(dict.fromkeys(f["in_file"] for f in runs)), "samples": len({f["sample"] for f in runs}),
+            "local_after": max(f["local_after"] for f in runs)}
 
 
 def _unexplained(case: Case, loc: Localisation, trials: list[Trial], skipped: int = 0,
