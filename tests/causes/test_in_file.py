@@ -71,8 +71,8 @@ def test_the_verified_patch_is_measured_in_the_whole_file_at_each_level(half_cod
     head = exp.findings[0]
     assert head.verified and head.patch["rewrite"] == "opmath_float32"
     trial = next(t for t in exp.verified if t.patch.spec == head.patch)
-    in_file = [f for f in trial.fresh if f.get("in_file")]
-    assert {f["in_file"] for f in in_file} == {"disable", "all"}
+    in_file = trial.in_file
+    assert {f["level"] for f in in_file} == {"disable", "all"}
     assert len(in_file) == 2 * (1 + 2) and not any(f["fails"] for f in in_file)
     assert np.isclose(max(f["local_after"] for f in in_file), 0.0)
     assert head.evidence["verification"]["whole_file"]["levels"] == ["disable", "all"]

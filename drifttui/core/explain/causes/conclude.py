@@ -40,6 +40,7 @@ class Trial:
     patch: Patch
     after: Eval                               # on the origin's worst sample
     fresh: list[dict[str, Any]] = dataclasses.field(default_factory=list)   # holds.py: on fresh samples
+    in_file: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # holds.py: in the whole patched file
 
 
 def _within_class(p: Patch) -> tuple[bool, bool, int]:
@@ -231,10 +232,10 @@ def _ev(p: Patch, t: Trial, loc: Localisation, untried: Optional[dict[str, Any]]
 
 def _whole_file(t: Trial) -> Optional[dict[str, Any]]:
     """The patch measured in the whole patched file (holds.py): the levels and the origin's largest error there."""
-    runs = [f for f in t.fresh if f.get("in_file")]
+    runs = t.in_file
     if not runs:
         return None
-    return {"levels": list(dict.fromkeys(f["in_file"] for f in runs)), "samples": len({f["sample"] for f in runs}),
+    return {"levels": list(dict.fromkeys(f["level"] for f in runs)), "samples": len({f["sample"] for f in runs}),
             "local_after": max(f["local_after"] for f in runs)}
 
 
