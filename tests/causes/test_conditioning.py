@@ -70,7 +70,9 @@ def test_a_file_with_float32_folded_constants_is_compared_through_its_float64_ex
     float32 initializer, so the file widened to float64 keeps that rounding and stays over the tolerance from torch's
     float64; the module exported in float64 by the same exporter (the same lowering) agrees with it: ``stability``,
     verified, and torch's own float32 over the tolerance (nothing to repair)."""
+    from drifttui.core.explain.causes.deliver.repair import repair_patches
     from drifttui.core.explain.causes.locate.case import call_io
+    from drifttui.core.onnx.graph import full_model
     from drifttui.core.explain.causes.propose.conditioning import _onnx64, _torch64
 
     engine, _, _, result, exp = cdist_dynamo
@@ -85,3 +87,5 @@ def test_a_file_with_float32_folded_constants_is_compared_through_its_float64_ex
     assert (head.check, head.verified, head.patch["op"]) == ("stability", True, "float64"), head.message
     assert head.patch["float64_export"] is True and head.patch["float64_error"] <= bound
     assert "exported in float64 by the file's exporter" in head.message and head.torch_op == "torch.cdist"
+    fixed, what, _ = repair_patches(full_model(ctx.index), result, exp)     # repair says why it writes nothing
+    assert fixed.model is None and "float64 counterfactual" in what and "re-export" not in what, what

@@ -122,6 +122,8 @@ def repair_patches(full: Any, result: Any, exp: Explanation) -> tuple[Repair, st
     why = next((p["why"] for p in fixed.not_applicable if p.get("why")), "")
     what = (f"a verified re-export that cannot be grafted ({why})" if why else "a verified re-export"
             if fixed.not_applicable else "no verified ONNX-level patch")
+    if fixed.not_applicable and all(p.get("op") == "float64" for p in fixed.not_applicable):
+        what = "a cause verified by the float64 counterfactual, no graph patch (torch's own float32 rounding)"
     if exp.case is None:
         what = f"no test case of the origin ({exp.no_case})"
     return fixed, what, (head.fix if head is not None and head.fix else "")

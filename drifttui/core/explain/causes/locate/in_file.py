@@ -1,18 +1,17 @@
-"""The origin's error in the whole file: a patched copy of the file, cut where the case is fed, run at the user's
-ONNX Runtime level.
+"""The origin's error in the whole file: a patched copy of the file, cut where the case is fed, run at the levels
+a check runs it at.
 
 A patch is tried on the cut-out origin (``case.py``: the origin's nodes alone, their outputs graph outputs, run with
 every graph optimisation off).  The file ``repair`` writes is another graph: the whole model, pruned of unread nodes,
 its origin outputs read by the next modules, run at the level the user deploys at.  ONNX Runtime's graph transformers
 see the two otherwise: a ``Cast(float -> float16)`` kept in the cut-out because an unread rounding Cast reads it is
 merged with the int8 Cast after it in the file (its always-on RemoveDuplicateCastTransformer), and a fusion at
-``--opt-level all`` can compute the patched nodes otherwise than the plain run.  So a patch ``repair`` writes (a
-graph edit, a grafted re-export) is also measured where it will run: the whole patched file (as ``repair`` writes
-it), each value the case feeds made a graph input
-fed the same torch-side value (the producer's output renamed away), the case's expected values fetched with the
-file's own outputs, at each level a check runs the file at (the per-layer pass's ``opt_level``, the deployed
-``output_opt_level`` with its session settings), with the run's provider and determinism.  None when that cannot be
-built or run.
+``--output-opt-level all`` can compute the patched nodes otherwise than the plain run.  So a patch ``repair`` writes
+(a graph edit, a grafted re-export) is also measured where it will run: the whole patched file (as ``repair`` writes
+it), each value the case feeds made a graph input fed the same torch-side value (the producer's output renamed away),
+the case's expected values that file still makes fetched with its own outputs, at each level a check runs the file
+at (the per-layer pass's ``opt_level``, the deployed ``output_opt_level`` with its session settings), with the
+run's provider and determinism.  None when that cannot be built or run.
 """
 from __future__ import annotations
 
