@@ -76,3 +76,18 @@ def test_the_verified_patch_is_measured_in_the_whole_file_at_each_level(half_cod
     assert len(in_file) == 2 * (1 + 2) and not any(f["fails"] for f in in_file)
     assert np.isclose(max(f["local_after"] for f in in_file), 0.0)
     assert head.evidence["verification"]["whole_file"]["levels"] == ["disable", "all"]
+
+
+def test_a_patch_that_held_only_in_the_cut_out_is_said_so():
+    """The finding names the patches a whole-file run refused, the level and the figure there (not silently)."""
+    from drifttui.core.explain.causes.conclude import Trial, cut_out_only
+    from drifttui.core.explain.causes.locate.evaluate import Eval
+    from drifttui.core.onnx.edit.patches import Patch
+
+    refused = Trial(Patch({"op": "rewrite", "rewrite": "opmath_float32"}, "dtype", "", ""), Eval(0.0, True),
+                    in_file=[{"sample": 0, "level": "disable", "local_after": 0.125, "fails": True}])
+    held = Trial(Patch({"op": "rewrite", "rewrite": "log1p"}, "stability", "", ""), Eval(0.0, False),
+                 in_file=[{"sample": 0, "level": "all", "local_after": 0.0, "fails": False}])
+    said = cut_out_only([refused, held])
+    assert "1 patch(es) (opmath_float32)" in said and "'disable'" in said and "0.125" in said
+    assert cut_out_only([held]) == ""

@@ -6,10 +6,11 @@ fit one input, a rounding that cancels on one draw) fails here and stays unverif
 a fixed file have one sample: the check is the worst sample alone, and the evidence says so.
 
 A patch ``repair`` writes also holds only in the whole file: a graph edit applied to (a re-export grafted into) the
-file as ``repair`` writes it (pruned of unread nodes), run at the levels a check runs it at (the per-layer pass's and the deployed one's), fed the same torch-side values where the case is cut
-(``locate/in_file.py``), on the worst and the fresh samples.  One that removes the drift in the cut-out origin
-alone (ONNX Runtime's graph transformers treat the cut-out otherwise) is marked failing, with the figure, and the
-search goes on to the next patch.
+file as ``repair`` writes it (pruned of unread nodes), run at the levels a check runs it at (the per-layer pass's
+and the deployed one's), fed the same torch-side values where the case is cut (``locate/in_file.py``), on the worst
+and the fresh samples.  One that removes the drift in the cut-out origin alone (ONNX Runtime's graph transformers
+treat the cut-out otherwise) is marked failing, with the figure (``Trial.in_file``; the finding says so:
+``conclude.cut_out_only``), and the search goes on to the next patch.
 """
 from __future__ import annotations
 
@@ -87,9 +88,9 @@ def _patched_file(ctx: Any, patch: Any) -> Optional[Any]:
 
 
 def _in_file(ctx: Any, cases: list[Case], trial: Any) -> None:
-    """``trial`` (a patch ``repair`` writes that holds in the cut-out origin) measured in the whole patched file at the user's
-    ONNX Runtime level on ``cases`` (the worst sample first); marked failing, with the figure, when it does not hold
-    there.  No evidence (a file that cannot be cut or run so) leaves it as it is."""
+    """``trial`` (a patch ``repair`` writes that holds in the cut-out origin) measured in the whole patched file at
+    the levels a check runs it at, on ``cases`` (the worst sample first); marked failing, with the figure, when it
+    does not hold there.  No evidence (a file that cannot be cut or run so) leaves it as it is."""
     patched = _patched_file(ctx, trial.patch)
     evals = file_errors(ctx, patched, cases) if patched is not None else None
     if evals is None:

@@ -16,10 +16,11 @@ keeps.  A Cast out of the set that reads a rounded value (``.half().to(torch.int
 (the same number): ONNX Runtime's always-on RemoveDuplicateCastTransformer (run by its InsertCastTransformer, at
 every level) merges ``Cast(float -> float16) -> Cast(float16 -> int8)`` into one Cast of the unrounded float (it
 judges the second Cast's reverse, int8 -> float16, safe), but keeps a ``Cast(float -> float16)`` one of whose
-readers is an explicit ``Cast(float16 -> float)`` (``UnsafeCast`` of its reverse: 32 -> 16 bits loses precision).
+readers is an explicit ``Cast(float16 -> float)`` (``UnsafeCast`` of its reverse: 32 -> 16 bits loses precision;
+it visits the nodes in the file's order, so the first Cast, written before its reader, is judged first).
 The rounding Cast is written only where it is read: an unread one would keep the pair in the cut-out origin
-and be pruned from the file ``repair`` writes.  Spec: ``nodes`` (names), ``low`` ({output value: its elem type}), ``inputs`` ({input value from outside
-the set: its elem type}), ``round`` (values torch rounds).
+and be pruned from the file ``repair`` writes.  Spec: ``nodes`` (names), ``low`` ({output value: its elem
+type}), ``inputs`` ({input value from outside the set: its elem type}), ``round`` (values torch rounds).
 """
 from __future__ import annotations
 

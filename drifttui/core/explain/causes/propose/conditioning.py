@@ -156,11 +156,10 @@ def float64_trial(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple[Pat
         exported = both64 is not None
     if both64 is None:
         return None
-    return _patch(case, loc, own32, both64, exported, module)
+    return _patch(case, loc, own32, both64, exported)
 
 
-def _patch(case: Case, loc: Localisation, own32: float, both64: float, exported: bool, module: Any
-           ) -> tuple[Patch, Eval]:
+def _patch(case: Case, loc: Localisation, own32: float, both64: float, exported: bool) -> tuple[Patch, Eval]:
     norm = any(n.op_type in _NORMS for n in case.model.graph.node)
     how = ("the file's lowering (the module exported in float64 by the file's exporter: the file holds constants it "
            "folded in float32) by the ONNX reference implementation" if exported else
