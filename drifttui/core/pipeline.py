@@ -104,6 +104,12 @@ def _prefixed(progress: ProgressFn, prefix: str) -> ProgressFn:
     return lambda p: progress(dataclasses.replace(p, message=prefix + (p.message or p.stage)))
 
 
+def _verified_patch(result: Result) -> bool:
+    """A finding of ``result`` holds a verified graph rewrite (a lowering or a stability story, not a re-export
+    that would put the origin back in float32 where no keep-list could)."""
+    return any(f.verified and f.patch and f.patch.get("op") == "rewrite" for f in result.findings)
+
+
 def run_once(config: Config, progress: ProgressFn = no_progress, cancel: Optional[CancelToken] = None) -> Run:
     """prepare, capture, decide on a fresh Pipeline (tests, one-off runs)."""
     return Pipeline().run(config, progress, cancel)
@@ -254,7 +260,10 @@ class Pipeline:
                     return Repaired("keep_list", result, model=keep.model, after=keep.after, keep=keep)
                 why = f"no keep-in-float32 list brings the file within its {result.precision.format} budget" + \
                     unkept_why(keep)
-                return self._reduce_range(ctx, result, recheck, keep, why, progress, cancel)
+                reduced = self._reduce_range(ctx, result, recheck, keep, why, progress, cancel)
+                if reduced.kind != "none" or not _verified_patch(reduced.result):
+                    return reduced
+                # not its precision: a verified patch of the origin (a lowering a keep-list cannot undo) repairs it
         explained = self.explain(result, progress=progress, cancel=cancel)
         if explained.result.drift_origin is None:
             return Repaired("nothing", explained.result, keep=keep)
@@ -334,7 +343,7 @@ class Pipeline:
             return Repaired("none", explained.result, keep=keep, reason=why,
                             fix=head.message if head is not None else "")
         pr = ctx.prepared
-        model, _ = reduce_range(pr.proto, pr.index, None, torch_tensors(pr.model, pr.calls))
+        model, _ = reduce_range(full_model(pr.index), pr.index, None, torch_tensors(pr.model, pr.calls))
         model = without_views(model)
         after = recheck(model)
         if after.verdict != "ok":

@@ -76,11 +76,14 @@ def assert_verified_and_repaired(explained: Callable, form: tuple, expected: tup
 def assert_verified_not_repairable(explained: Callable, form: tuple, expected: tuple, origin: str) -> None:
     """A form no file can repair (torch's own float32 rounding is the drift): the origin, the class, the
     counterfactual verified, and ``repair`` saying it has nothing to apply rather than writing a file."""
-    from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.explain.causes.deliver.repair import repair_patches
     from drifttui.core.onnx.graph import full_model
 
     _, _, run, exp = _head_verified(explained, form, expected, origin)
-    assert repair(full_model(run.prepared.index), exp).model is None
+    fixed, what, fix = repair_patches(full_model(run.prepared.index), run.result, exp)
+    assert fixed.model is None
+    # said as what verified (not "a verified re-export"), with the head's fix
+    assert (what, fix) == (f"only a {expected[1]} counterfactual verified (not a graph edit)", exp.findings[0].fix)
 
 
 def assert_said_unverified(explained: Callable, form: tuple, expected: tuple, origin: str) -> None:

@@ -56,3 +56,36 @@ def test_zero_masked_refuses_a_mask_the_graph_does_not_hold():
     model = _layer_norm_graph()
     with pytest.raises(ValueError, match="padding mask"):
         apply_zero_masked(model, {"node": "ln", "mask": "nowhere"})
+
+
+@pytest.fixture(scope="module")
+def cdist_dynamo(tmp_path_factory):
+    from tests.causes.form_suite import explained_forms
+
+    return explained_forms(tmp_path_factory, "forms40f")("cdist_mm_shallow", "dynamo")
+
+
+def test_a_file_with_float32_folded_constants_is_compared_through_its_float64_export(cdist_dynamo):
+    """``torch.cdist`` on its matrix-product route, dynamo file: the exporter folded the prototype side into a
+    float32 initializer, so the file widened to float64 keeps that rounding and stays over the tolerance from torch's
+    float64; the module exported in float64 by the same exporter (the same lowering) agrees with it: ``stability``,
+    verified, and torch's own float32 over the tolerance (nothing to repair)."""
+    from drifttui.core.explain.causes.deliver.repair import repair_patches
+    from drifttui.core.explain.causes.locate.case import call_io
+    from drifttui.core.onnx.graph import full_model
+    from drifttui.core.explain.causes.propose.conditioning import _onnx64, _torch64
+
+    engine, _, _, result, exp = cdist_dynamo
+    ctx, case = engine.context(result), exp.case
+    ins, outs = call_io(ctx, case)
+    t64 = _torch64(ctx.modules()[case.module], ins)[0]
+    bound = case.atol + case.rtol * float(np.abs(t64).max())
+    widened = next(iter(_onnx64(case).values()))
+    assert np.abs(widened - t64).max() > bound                   # the folded float32 constants alone are over it
+    assert np.abs(outs[0].astype(np.float64) - t64).max() > bound   # torch's own float32 too: ill-conditioned
+    head = exp.findings[0]
+    assert (head.check, head.verified, head.patch["op"]) == ("stability", True, "float64"), head.message
+    assert head.patch["float64_export"] is True and head.patch["float64_error"] <= bound
+    assert "exported in float64 by the file's exporter" in head.message and head.torch_op == "torch.cdist"
+    fixed, what, _ = repair_patches(full_model(ctx.index), result, exp)     # repair says why it writes nothing
+    assert fixed.model is None and "float64 counterfactual" in what and "re-export" not in what, what

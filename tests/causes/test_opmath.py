@@ -80,3 +80,53 @@ def test_a_float32_origin_gets_no_opmath_patch():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     x = np.ones((2, 3), np.float32)
     assert opmath_patches(Case(model, {"x": x}, {"y": x + 1}, "body", 0, 0, 1e-5, 1e-5, nodes=["add"])) == []
+
+
+class HalfLogCumSumExp(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.logcumsumexp((x * 4.0).half(), -1).float()
+
+
+def test_one_float16_op_lowered_to_several_nodes_is_rounded_only_where_torch_rounds(tmp_path):
+    """A float16 ``logcumsumexp`` (dynamo: ReduceMax, Sub, Exp, CumSum, Log, Add): torch computes it in float32 and
+    rounds its result once.  Rounded at every node (per_op) the small Exp terms lose their digits; the ``whole``
+    form (every node in float32, rounded at the model's own ``.half()`` and at the result) is torch's value."""
+    model, case, x = _case(HalfLogCumSumExp(), "dynamo", tmp_path)
+    want = case.expected[model.graph.output[0].name]
+    patches = {p.spec["form"]: p for p in opmath_patches(case)}
+    errors = {f: float(np.abs(_run(apply(model, p), x) - want).max()) for f, p in patches.items()}
+    assert errors["per_op"] > 1e-4, errors
+    assert errors["whole"] <= 1e-5 * np.abs(want).max(), errors
+    whole = patches["whole"]
+    assert whole.check == "dtype" and whole.kind == "export" and "rounds only its result" in whole.why
+    onnx.checker.check_model(apply(model, whole), full_check=True)
+
+
+class HalfCodes(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x * 8.0).clamp(-127.0, 127.0).half().to(torch.int8).float()
+
+
+def _at(model: onnx.ModelProto, x: np.ndarray, level: str) -> np.ndarray:
+    so = ort.SessionOptions()
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return sess.run(None, {sess.get_inputs()[0].name: x})[0]
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_a_float16_rounding_read_by_an_integer_cast_is_kept_in_the_file_repair_writes(exporter, tmp_path):
+    """``(x * 8).half().to(torch.int8)``: ONNX Runtime merges ``Cast(float -> float16) -> Cast(float16 -> int8)``
+    (RemoveDuplicateCastTransformer, at every level) and truncates the unrounded float.  The per-op rewrite's
+    int8 Cast reads the explicitly rounded float32, a pair ONNX Runtime keeps: the file as ``repair`` writes it
+    (pruned of unread nodes) computes torch's codes at every optimisation level."""
+    from drifttui.core.onnx.edit.keep_float32 import without_views
+
+    model, case, x = _case(HalfCodes(), exporter, tmp_path)
+    want = case.expected[model.graph.output[0].name]
+    assert np.abs(_run(model, x) - want).max() >= 1.0           # a code off where float16 rounds up to it
+    per_op = next(p for p in opmath_patches(case) if p.spec["form"] == "per_op")
+    fixed = without_views(apply(model, per_op))
+    onnx.checker.check_model(fixed, full_check=True)
+    for level in ("ORT_DISABLE_ALL", "ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL"):
+        assert np.array_equal(_at(fixed, x, level), want), level

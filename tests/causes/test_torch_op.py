@@ -31,10 +31,12 @@ NAMED = {
     ("forms33", "argmax_nan"): ("torch.Tensor.argmax", "torch's argmax"),     # was none (a value equal by chance)
     ("forms39", "half_sum"): ("torch.Tensor.sum", "torch's sum"),             # was none (every value fetched agrees)
     ("forms33", "empty_bag_max"): ("torch.nn.functional.embedding_bag", "torch's embedding_bag"),  # was none (a Loop)
+    # session 31: was torch.Tensor.mul, ``self.prototypes * 3``: a constant of the module's state the exporter folded
+    ("forms40f", "cdist_mm_shallow"): ("torch.cdist", "torch's cdist"),
 }
 ORIGIN = {"empty_bag_max": "body.bag"}
 FOUND_BY = {"empty_bag_max": "sole"}
-FAST = {("forms39", "half_var"), ("forms30", "shift"), ("forms33", "argmax_nan")}
+FAST = {("forms39", "half_var"), ("forms30", "shift"), ("forms33", "argmax_nan"), ("forms40f", "cdist_mm_shallow")}
 
 
 @pytest.fixture(scope="module")

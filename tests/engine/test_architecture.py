@@ -1,6 +1,7 @@
 """House rules: the engine never imports Textual; the TUI never imports torch/onnxruntime."""
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.conftest import ROOT
 
@@ -111,3 +112,34 @@ def test_engine_imports_at_module_level():
                 if any(n.startswith("drifttui") for n in names) and "# lazy:" not in lines[node.lineno - 1]:
                     lazy.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert lazy == []
+
+
+
+def _too_long(root: Path) -> list[str]:
+    """Files past 400 lines and functions past 60 under ``root``, a function counted from its first decorator
+    (or its ``def``) to its last line."""
+    import ast
+
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text()
+        if len(text.splitlines()) > 400:
+            found.append(f"{path.relative_to(root)}: {len(text.splitlines())} lines")
+        for fn in ast.walk(ast.parse(text)):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([fn.lineno] + [d.lineno for d in fn.decorator_list])
+                if fn.end_lineno - first + 1 > 60:
+                    found.append(f"{path.relative_to(root)}:{fn.lineno} {fn.name}: {fn.end_lineno - first + 1} lines")
+    return found
+
+
+def test_no_file_past_400_lines_and_no_function_past_60():
+    """The house rule: a file past ~400 lines or a function past ~60 holds more than one job."""
+    assert _too_long(ROOT / "drifttui") == []
+
+
+def test_the_size_rule_finds_a_long_file_and_a_long_function(tmp_path):
+    (tmp_path / "ok.py").write_text("def f():\n" + "    x = 1\n" * 59)
+    (tmp_path / "long_fn.py").write_text("@staticmethod\ndef g():\n" + "    x = 1\n" * 59)
+    (tmp_path / "long_file.py").write_text("x = 1\n" * 401)
+    assert _too_long(tmp_path) == ["long_file.py: 401 lines", "long_fn.py:2 g: 61 lines"]

@@ -40,6 +40,7 @@ class Trial:
     patch: Patch
     after: Eval                               # on the origin's worst sample
     fresh: list[dict[str, Any]] = dataclasses.field(default_factory=list)   # holds.py: on fresh samples
+    in_file: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # holds.py: in the whole patched file
 
 
 def _within_class(p: Patch) -> tuple[bool, bool, int]:
@@ -111,7 +112,7 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
         kind = p.kind if loc.kind != "runtime" or p.kind == "model" else "runtime"
         fields = dict(verified=True, patch=p.spec, local_before=before, local_after=t.after.max_abs, kind=kind,
                       severity="error")
-        said = left_untried(skipped, []) + not_tried(unneeded, p.spec)
+        said = left_untried(skipped, []) + not_tried(unneeded, p.spec) + cut_out_only(trials)
         if at is not None:
             f = out[at]
             if f.patch != p.spec:       # verified by another patch than the check's: say what that one changed
@@ -225,7 +226,30 @@ def _ev(p: Patch, t: Trial, loc: Localisation, untried: Optional[dict[str, Any]]
                   "nonfinite_before": loc.ort.nonfinite or None,
                   "reference_evaluator_max_abs": loc.reference.max_abs if loc.reference else None,
                   "localisation": loc.note, "first_divergent_node": loc.first_node,
+                  "whole_file": _whole_file(t),
                   **(loc.fx.evidence() if loc.fx is not None else {})})
+
+
+def cut_out_only(trials: list[Trial]) -> str:
+    """Said of the patches that removed the drift in the cut-out origin but not in the whole patched file (holds.py):
+    not verified, and why."""
+    only = [t for t in trials if t.after.fails and any(f["fails"] for f in t.in_file)]
+    if not only:
+        return ""
+    where = next(f for f in only[0].in_file if f["fails"])
+    what = ", ".join(dict.fromkeys(str(t.patch.spec.get("rewrite") or t.patch.spec.get("op")) for t in only))
+    return (f"; {len(only)} patch(es) ({what}) removed the drift in the cut-out origin but not in the whole patched "
+            f"file at ONNX Runtime level {where['level']!r} (local error {where['local_after']:.3g} there): not "
+            f"verified")
+
+
+def _whole_file(t: Trial) -> Optional[dict[str, Any]]:
+    """The patch measured in the whole patched file (holds.py): the levels and the origin's largest error there."""
+    runs = t.in_file
+    if not runs:
+        return None
+    return {"levels": list(dict.fromkeys(f["level"] for f in runs)), "samples": len({f["sample"] for f in runs}),
+            "local_after": max(f["local_after"] for f in runs)}
 
 
 def _unexplained(case: Case, loc: Localisation, trials: list[Trial], skipped: int = 0,
@@ -238,7 +262,8 @@ def _unexplained(case: Case, loc: Localisation, trials: list[Trial], skipped: in
     check = _OP_CLASS.get(first) or ("lowering" if loc.kind == "export" else "op-compat")
     left = left_untried(skipped, skipped_exports)
     msg = (f"{display_name(case.module)} drifts on its own (local error {loc.ort.text()} over {len(ops)} node(s)) and no "
-           f"patch among {len(trials)} tried removed it{left}; {loc.note or 'the reference evaluator could not tell'}")
+           f"patch among {len(trials)} tried removed it{left}; {loc.note or 'the reference evaluator could not tell'}"
+           + cut_out_only(trials))
     ev = {"localisation": loc.note, "first_divergent_node": loc.first_node, "ops": ops[:20],
           "tried": [t.patch.spec for t in trials][:20], "skipped": skipped or None,
           "skipped_exports": skipped_exports or None,
@@ -251,7 +276,7 @@ def _unexplained(case: Case, loc: Localisation, trials: list[Trial], skipped: in
         check = lowering_class(wrong.target, wrong.op_types)
         nodes = list(wrong.nodes)
         msg = (f"{display_name(case.module)} drifts on its own: {describe(loc.fx, case.module)}; no patch among "
-               f"{len(trials)} tried removed it{left}")
+               f"{len(trials)} tried removed it{left}" + cut_out_only(trials))
         fix = (f"the exporter's lowering of torch's {wrong.target} computes otherwise than torch: write that call in a "
                f"form the exporter lowers right, or report it to torch.onnx with `drifttui repro` (the case names "
                f"the nodes)")

@@ -158,6 +158,28 @@ def _in_scope(sub: Any, anchor: Any, prefix: str, root: str = "", module: str = 
         set_scopes(n, anchor, where, module)
 
 
+def _free_prefix(names: set) -> str:
+    """The first of drifttui_graft, drifttui_graft1, ... that no value or node name holds: a graft whose values
+    are all the file's (one node, fed and read by the file) names only its nodes, and a second graft (a
+    sibling's) must not take the same names."""
+    prefix, k = PREFIX, 0
+    while any(v.startswith(prefix + "/") or f"/{prefix}/" in v for v in names):
+        k += 1
+        prefix = f"{PREFIX}{k}"
+    return prefix
+
+
+def _merge_imports(full: Any, sub: Any) -> None:
+    """The graft's opset imports of domains the file lacks, and its local functions the file does not hold."""
+    have = {(o.domain, o.version) for o in full.opset_import}
+    domains = {o.domain for o in full.opset_import}
+    for o in sub.opset_import:
+        if o.domain not in domains and (o.domain, o.version) not in have:
+            full.opset_import.append(o)
+    known = {(f.domain, f.name) for f in full.functions}
+    full.functions.extend(f for f in sub.functions if (f.domain, f.name) not in known)
+
+
 def graft(full_model: Any, g: Graft) -> Any:
     """A copy of ``full_model`` with the origin's nodes replaced by ``g.model``'s graph."""
     import onnx
@@ -166,13 +188,8 @@ def graft(full_model: Any, g: Graft) -> Any:
     full, sub = _reconcile(_copy(full_model), _copy(g.model))
     taken = {v for n in full.graph.node for v in list(n.input) + list(n.output)} | \
         {t.name for t in full.graph.initializer} | {i.name for i in full.graph.input}
-    prefix, k = PREFIX, 0
     node_names = {n.name for n in full.graph.node}
-    # a graft whose values are all the file's (one node, fed and read by the file) names only its nodes: a second
-    # graft (a sibling's) must not take the same names
-    while any(v.startswith(prefix + "/") or f"/{prefix}/" in v for v in taken | node_names):
-        k += 1
-        prefix = f"{PREFIX}{k}"
+    prefix = _free_prefix(taken | node_names)
     unknown = [v for v in g.inputs if v not in taken]
     if unknown:
         raise GraftError(f"the file has no value {unknown[0]!r} for the module's input")
@@ -208,13 +225,7 @@ def graft(full_model: Any, g: Graft) -> Any:
     stale = [vi for vi in full.graph.value_info if vi.name in replaced]
     for vi in stale:
         full.graph.value_info.remove(vi)
-    have = {(o.domain, o.version) for o in full.opset_import}
-    domains = {o.domain for o in full.opset_import}
-    for o in sub.opset_import:
-        if o.domain not in domains and (o.domain, o.version) not in have:
-            full.opset_import.append(o)
-    known = {(f.domain, f.name) for f in full.functions}
-    full.functions.extend(f for f in sub.functions if (f.domain, f.name) not in known)
+    _merge_imports(full, sub)
     _drop_dead(full)
     _single_assignment(full)
     try:

@@ -12,8 +12,15 @@ Cast to float32 at their readers, its outputs are float32 values (a Cast to floa
 a float16 Constant is widened), and each of its outputs is Cast back to its type under its own name for readers
 outside the set and for the graph's outputs.  Readers inside the set read the float32 value as it is, or, for the
 values named in ``round``, that value rounded: ``Cast(Cast(y, float16), float)``, an explicit pair ONNX Runtime
-keeps.  Spec: ``nodes`` (names), ``low`` ({output value: its elem type}), ``inputs`` ({input value from outside
-the set: its elem type}), ``round`` (values torch rounds).
+keeps.  A Cast out of the set that reads a rounded value (``.half().to(torch.int8)``) reads that float32 value too
+(the same number): ONNX Runtime's always-on RemoveDuplicateCastTransformer (run by its InsertCastTransformer, at
+every level) merges ``Cast(float -> float16) -> Cast(float16 -> int8)`` into one Cast of the unrounded float (it
+judges the second Cast's reverse, int8 -> float16, safe), but keeps a ``Cast(float -> float16)`` one of whose
+readers is an explicit ``Cast(float16 -> float)`` (``UnsafeCast`` of its reverse: 32 -> 16 bits loses precision;
+it visits the nodes in the file's order, so the first Cast, written before its reader, is judged first).
+The rounding Cast is written only where it is read: an unread one would keep the pair in the cut-out origin
+and be pruned from the file ``repair`` writes.  Spec: ``nodes`` (names), ``low`` ({output value: its elem
+type}), ``inputs`` ({input value from outside the set: its elem type}), ``round`` (values torch rounds).
 """
 from __future__ import annotations
 
@@ -71,15 +78,20 @@ def apply_opmath_float32(model: Any, spec: dict[str, Any]) -> None:
             if v:
                 n.output[i] = _wide(v)
         _widen_attr(n)
-    outside = {v for n in model.graph.node if n.name not in set(names) for v in n.input} \
-        | {o.name for o in model.graph.output}
+    others = [n for n in model.graph.node if n.name not in set(names)]
+    outside = {v for n in others for v in n.input} | {o.name for o in model.graph.output}
+    read_inside = {v for n in inside for v in n.input}
     for n in inside:
         for w in n.output:
             v = w[: -len("/drifttui_f32")]
-            if v in outside or v in rounded:
+            casts = [r for r in others if r.op_type == "Cast" and v in r.input] if v in rounded else []
+            keep = (v in rounded and f"{w}/rounded" in read_inside) or bool(casts)
+            if v in outside or keep:
                 new += scoped(n, [helper.make_node("Cast", [w], [v], name=f"{w}/back", to=int(low[v]))])
-            if v in rounded:
+            if keep:
                 new += scoped(n, [helper.make_node("Cast", [v], [f"{w}/rounded"], name=f"{w}/rounded", to=FLOAT)])
+            for r in casts:     # a Cast out of the set reads the rounded float32: the pair ONNX Runtime keeps
+                r.input[:] = [f"{w}/rounded" if x == v else x for x in r.input]
     nodes = toposort(list(model.graph.node) + new)
     del model.graph.node[:]
     model.graph.node.extend(nodes)

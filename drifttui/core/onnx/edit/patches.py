@@ -57,6 +57,8 @@ from drifttui.core.onnx.edit.rewriting import APPLY, input_dtype
 from drifttui.core.onnx.edit.masked_positions import APPLY as MASKED
 from drifttui.core.onnx.edit.nan_grid import APPLY as NAN_GRID
 from drifttui.core.onnx.edit.nan_select import APPLY as NAN_SELECT
+from drifttui.core.onnx.edit.quantize_torch import APPLY as QUANTIZE
+from drifttui.core.onnx.edit.remainder import APPLY as REMAINDER
 from drifttui.core.onnx.edit.singular import APPLY as SINGULAR
 from drifttui.core.onnx.edit.stable_forms import apply_expm1, apply_log1p, apply_logaddexp
 from drifttui.core.onnx.edit.ort_workarounds import apply_workaround
@@ -217,7 +219,7 @@ def _rewrites() -> dict[str, Any]:
 
     return {k: wrapped(fn) for k, fn in {**APPLY, "resize_gather": apply_resize_gather, "log1p": apply_log1p,
                                                          "expm1": apply_expm1, "logaddexp": apply_logaddexp,
-                                                         **SINGULAR, **NAN_SELECT, **MASKED, **ACCUMULATE64,
+                                                         **SINGULAR, **REMAINDER, **QUANTIZE, **NAN_SELECT, **MASKED, **ACCUMULATE64,
                                                          **NAN_GRID, **INT_POW, **OPMATH, **CAST_FIRST, **ORIGIN64,
                                                          **RESIZE_MAP, **RUNTIME_SIZE}.items()}
 

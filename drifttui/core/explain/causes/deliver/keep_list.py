@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional
 from drifttui.core.onnx.edit.converter_forms import converter_forms, original_names
 from drifttui.core.onnx.edit.keep_float32 import keep_float32, unkept_ops, without_views
 from drifttui.core.onnx.edit.keep_qoperator import unit
+from drifttui.core.onnx.graph import full_model
 from drifttui.core.explain.causes.propose.precision_loss import GENUINE_SHARE
 from drifttui.core.result import ATTRIBUTE_NOT_THE_MODELS, WEIGHT_NOT_THE_MODELS
 
@@ -52,18 +53,16 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
     decided = _genuine_by_decide(result)
     if decided is not None:
         return decided
-    over = [L for L in result.layers if L.budget is not None and L.budget.over and budgets.get(L.index)
-            and budgets[L.index].node_ids]
-    rest = sorted((L for L in result.layers if L.budget is not None and L not in over
-                   and budgets.get(L.index) is not None and budgets[L.index].node_ids),
-                  key=lambda L: -(L.budget.share or 0.0))
+    over, rest = _over_and_rest(result, budgets)
     out = KeepList()
     unkept: set[str] = set()
+    whole: list[Any] = []       # the file with its external data read in, once (a copy is checked from a temp dir)
 
     def within(kept: list[Any]) -> tuple[bool, Any, Any]:
         nodes = {k for L in kept for k in budgets[L.index].node_ids}
         unkept.update(unkept_ops(prepared.index, nodes))
-        model = without_views(keep_float32(prepared.proto, prepared.index, nodes, weights))   # the file written
+        whole[:] = whole or [full_model(prepared.index)]
+        model = without_views(keep_float32(whole[0], prepared.index, nodes, weights))   # the file written
         after = recheck(model)
         out.checks += 1
         return after.verdict == "ok", model, after
@@ -95,6 +94,16 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
         kept, model, after = _pruned(kept, must, within, model, after)
     out.model, out.after, out.verified, out.unkept = model, after, ok, sorted(unkept)
     return _named(out, kept, budgets, prepared.index, result)
+
+
+def _over_and_rest(result: Any, budgets: dict) -> tuple[list[Any], list[Any]]:
+    """The reduced layers over their budget, and the other reduced layers by their share of the output error."""
+    over = [L for L in result.layers if L.budget is not None and L.budget.over and budgets.get(L.index)
+            and budgets[L.index].node_ids]
+    rest = sorted((L for L in result.layers if L.budget is not None and L not in over
+                   and budgets.get(L.index) is not None and budgets[L.index].node_ids),
+                  key=lambda L: -(L.budget.share or 0.0))
+    return over, rest
 
 
 def _named(out: KeepList, kept: list[Any], budgets: dict, index: Any, result: Any) -> KeepList:

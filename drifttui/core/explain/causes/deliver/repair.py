@@ -120,8 +120,18 @@ def repair_patches(full: Any, result: Any, exp: Explanation) -> tuple[Repair, st
         return fixed, "", ""
     head = exp.findings[0] if exp.findings else None
     why = next((p["why"] for p in fixed.not_applicable if p.get("why")), "")
-    what = (f"a verified re-export that cannot be grafted ({why})" if why else "a verified re-export"
-            if fixed.not_applicable else "no verified ONNX-level patch")
+    what = (f"a verified re-export that cannot be grafted ({why})" if why else
+            _not_an_edit(fixed.not_applicable) if fixed.not_applicable else "no verified ONNX-level patch")
     if exp.case is None:
         what = f"no test case of the origin ({exp.no_case})"
     return fixed, what, (head.fix if head is not None and head.fix else "")
+
+
+def _not_an_edit(specs: list[dict[str, Any]]) -> str:
+    """What a verified cause that ``repair`` cannot write is, in the words of what verified it."""
+    ops = {s.get("op") for s in specs}
+    if "reexport" in ops:
+        return "a verified re-export that cannot be grafted"
+    if "float64" in ops:
+        return "only a float64 counterfactual verified (not a graph edit)"
+    return "only a cause in the model verified (" + ", ".join(sorted(str(o) for o in ops)) + ", not a graph edit)"

@@ -251,7 +251,12 @@ def _run(module: Any, ins: tuple) -> tuple[list[tuple[str, str, Any, list[int], 
 def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray]) -> set[int]:
     """Ops the file computes as torch does: found, or an ancestor of a found value that is not constant (a
     value the file never materialises; ``zeros_like(y)`` says nothing of ``y``), a copy of a right value
-    (``detach``, ``clone``), and every op with no tensor value whose inputs are right (a size, a scalar)."""
+    (``detach``, ``clone``), every op with no tensor value whose inputs are right (a size, a scalar), and every op
+    computed from the module's state alone (``self.prototypes * 3 + offset``: no input of the module reaches it).
+    Such an op is a constant of the forward, which the exporters fold into an initializer of their own layout
+    (a ``cdist``'s ``[1, 32, 32]`` prototypes; the dynamo file's ``[-2 b, 1, |b|^2]``): not finding its value
+    says nothing of it, and naming it would name the first constant, not the call its readers' nodes lower (the
+    file's constants are the weights and custom-module checks' to compare)."""
     right = set(found)
     for k in sorted(found, reverse=True):
         got = np.asarray(vals[found[k]])
@@ -263,9 +268,12 @@ def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray])
             if i not in right:
                 right.add(i)
                 todo.extend(ops[i][3])
+    fed: set[int] = set()          # the ops computed from the module's inputs (the rest: from its state alone)
     for k, (kind, tgt, val, ins, _) in enumerate(ops):
-        if k not in right and (kind == "placeholder" or ((val is None or tgt.startswith(_COPIES))
-                                                         and all(i in right for i in ins))):
+        if kind == "placeholder" or any(i in fed for i in ins):
+            fed.add(k)
+        if k not in right and (kind == "placeholder" or k not in fed or ((val is None or tgt.startswith(_COPIES))
+                                                                         and all(i in right for i in ins))):
             right.add(k)
     return right
 

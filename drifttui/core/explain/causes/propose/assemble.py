@@ -26,6 +26,7 @@ from drifttui.core.explain.causes.propose.int_pow import int_pow_patches
 from drifttui.core.explain.causes.propose.nan_grid import nan_grid_patches
 from drifttui.core.explain.causes.propose.nan_select import nan_select_patches
 from drifttui.core.explain.causes.propose.opmath import opmath_patches
+from drifttui.core.explain.causes.propose.quantize_torch import quantize_patches
 from drifttui.core.explain.causes.propose.resize_map import resize_scales_patches
 from drifttui.core.explain.causes.propose.singular import singular_patches
 from drifttui.core.explain.causes.propose.weights import torch_tensors, weight_candidates
@@ -67,6 +68,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
         out.extend(nan_select_patches(case, loc))
         out.extend(accumulate64_patches(case))
         out.extend(int_pow_patches(case))
+        out.extend(quantize_patches(case))
         out.extend(opmath_patches(case, loc.torch_op.name if loc.torch_op is not None else None))
         out.extend(cast_first_patches(case, loc.torch_op.name if loc.torch_op is not None else None))
         out.extend(nan_grid_patches(case))

@@ -6,22 +6,33 @@ a small spread: ``E[(x - mean)^2]`` of numbers that agree in most of their bits;
 microsoft/onnxruntime#20478): the drift is float32 rounding, each side rounding its own way, not a
 mistranslation, and no graph edit computes torch's rounding.  The counterfactual is the precision: the
 origin module computed in float64 by torch (a copy) and the origin's nodes computed in float64 by the
-ONNX reference implementation (``onnx/edit/widen.py``) agree; that verifies the class ``stability``.
+ONNX reference implementation (``onnx/edit/widen.py``) agree; that verifies the class ``stability``.  A file can
+hold constants its exporter folded in float32 (the dynamo exporter folds a ``cdist``'s prototype side,
+``[-2 b, 1, |b|^2]``, into one initializer): widened, it keeps that float32 rounding, and on an ill-conditioned
+function that rounding alone can be over the tolerance.  Then, and only when torch's own float32 is over it, the
+origin module is exported in float64 by the file's own exporter (``module.double()``, float64 inputs, the file's
+opset: one export) and, when that export is the same lowering (the same computing nodes, op for op), its float64
+value stands for the file's: the lowering computed without the float32 folding.
 Tried only when no patch or re-export verified, on origins of at most ``MAX_NODES`` nodes.  ``repair``
 has nothing to apply (the fix is the model's: condition the input, or compute the module in float64).
 """
 from __future__ import annotations
 
 import copy
+import tempfile
+from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
+import onnx
 import torch
 
 from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, run_reference
+from drifttui.core.model.export import export_model
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.onnx.edit.widen import to_float64
+from drifttui.core.prepare.reference import run_exporter
 from drifttui.core.runtime.torch_hooks import tensors_of, to_numpy
 
 MAX_NODES = 400
@@ -71,6 +82,54 @@ def _worse(file_err: float, own32: float) -> str:
             "more of it than torch's")
 
 
+def _exported64(ctx: Any, case: Case, module: Any, ins: list[Any]) -> Optional[list[np.ndarray]]:
+    """The origin module exported in float64 by the file's own exporter (``module.double()``, float64 inputs, the
+    file's opset) and run in float64 by the ONNX reference implementation: the file's lowering free of the
+    constants its exporter folded in float32 (a ``cdist``'s prototype side, ``[-2 b, 1, |b|^2]``, folded into a
+    float32 initializer: widening the file keeps that rounding).  Only when it is the same lowering: the nodes that
+    compute (Casts and constants aside) are the file's, op for op; None otherwise."""
+    exporter = run_exporter(ctx.index, ctx.cfg)
+    if exporter not in ("dynamo", "torchscript"):
+        return None
+    try:
+        m64 = copy.deepcopy(module).double()
+        args = [t.double() if t.is_floating_point() else t for t in ins]
+        with tempfile.TemporaryDirectory(prefix="drifttui-float64-") as d:
+            model = onnx.load(str(export_model(m64, tuple(args), {}, exporter, Path(d), "origin64.onnx",
+                                               opset=case.opset)))
+        if _lowering(model) != _lowering(case.model):
+            return None
+        inits = {t.name for t in model.graph.initializer}
+        names = [i.name for i in model.graph.input if i.name not in inits]
+        got = run_reference(model, {n: to_numpy(t) for n, t in zip(names, args)})
+        return [np.asarray(got[o.name]) for o in model.graph.output]
+    except Exception:  # noqa: BLE001 - a module that does not export or run in float64: no counterfactual
+        return None
+
+
+def _lowering(model: Any) -> list[str]:
+    return sorted(n.op_type for n in model.graph.node if n.op_type not in _PLUMBING)
+
+
+_PLUMBING = ("Constant", "ConstantOfShape", "Identity", "Cast", "CastLike")
+
+
+def _agreement(t64: list[np.ndarray], outs: dict[str, np.ndarray], pairs: list[tuple[str, int]],
+               bounds: dict[str, float]) -> Optional[float]:
+    """The largest difference of ``outs`` (by the case's output names) from torch's float64 values when each is
+    within its bound; None otherwise (or when a value is missing)."""
+    worst = 0.0
+    for name, k in pairs:
+        o = outs.get(name)
+        if o is None or np.shape(o) != t64[k].shape:
+            return None
+        d = float(np.abs(np.asarray(o, dtype=np.float64) - t64[k]).max(initial=0.0))
+        if d > bounds[name]:
+            return None
+        worst = max(worst, d)
+    return worst
+
+
 def float64_trial(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple[Patch, Eval]]:
     """The conditioning counterfactual (never a graph patch) and its figure, or None when it does not hold."""
     module = ctx.modules().get(case.module)
@@ -82,26 +141,33 @@ def float64_trial(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple[Pat
         return None
     pairs = _pairs(case, io[1])
     t64 = _torch64(module, io[0]) if pairs else None
-    o64 = _onnx64(case) if t64 is not None else None
-    if o64 is None or any(k >= len(t64) or n not in o64 for n, k in pairs):
+    if t64 is None or any(k >= len(t64) or t64[k].shape != io[1][k].shape or not np.isfinite(t64[k]).all()
+                          for _, k in pairs):
         return None
-    own32 = both64 = 0.0
-    tol_own = tol_both = True
-    for name, k in pairs:
-        ref, t32, o = t64[k], io[1][k].astype(np.float64), np.asarray(o64[name], dtype=np.float64)
-        if ref.shape != o.shape or not np.isfinite(ref).all():
-            return None
-        bound = case.atol + case.rtol * float(np.abs(ref).max(initial=0.0))
-        own32, both64 = max(own32, float(np.abs(t32 - ref).max())), max(both64, float(np.abs(o - ref).max()))
-        tol_own &= own32 <= bound
-        tol_both &= both64 <= bound
-    if tol_own or not tol_both:     # torch's float32 holds the tolerance, or float64 does not agree
+    bounds = {n: case.atol + case.rtol * float(np.abs(t64[k]).max(initial=0.0)) for n, k in pairs}
+    own32 = max(float(np.abs(io[1][k].astype(np.float64) - t64[k]).max()) for _, k in pairs)
+    if all(float(np.abs(io[1][k].astype(np.float64) - t64[k]).max()) <= bounds[n] for n, k in pairs):
+        return None                 # torch's float32 holds the tolerance: not ill-conditioned here
+    o64, exported = _onnx64(case), False
+    both64 = _agreement(t64, o64, pairs, bounds) if o64 is not None else None
+    if both64 is None:              # the file's float32-folded constants stay float32 when widened: export in float64
+        outs = _exported64(ctx, case, module, io[0])
+        both64 = _agreement(t64, {n: outs[k] for n, k in pairs if k < len(outs)}, pairs, bounds) if outs else None
+        exported = both64 is not None
+    if both64 is None:
         return None
+    return _patch(case, loc, own32, both64, exported)
+
+
+def _patch(case: Case, loc: Localisation, own32: float, both64: float, exported: bool) -> tuple[Patch, Eval]:
     norm = any(n.op_type in _NORMS for n in case.model.graph.node)
+    how = ("the file's lowering (the module exported in float64 by the file's exporter: the file holds constants it "
+           "folded in float32) by the ONNX reference implementation" if exported else
+           "the file (its nodes, by the ONNX reference implementation)")
     why = (f"{case.module} computes an ill-conditioned function in float32 on these inputs: torch's own float32 "
            f"result is {own32:.3g} off its float64 value (over the tolerance), the file's {loc.ort.max_abs:.3g} off "
-           f"torch's; computed in float64, torch (the module) and the file (its nodes, by the ONNX reference "
-           f"implementation) agree to {both64:.3g}: each side rounds its float32 otherwise, neither mistranslates"
+           f"torch's; computed in float64, torch (the module) and {how} agree to {both64:.3g}: each side rounds its "
+           f"float32 otherwise, neither mistranslates"
            + (" (a normalisation of values with a large common offset and a small spread loses the variance so)"
               if norm else "") + _worse(loc.ort.max_abs, own32))
     fix = (("condition the input (subtract the common offset before the module, e.g. normalise centred values)"
@@ -109,6 +175,7 @@ def float64_trial(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple[Pat
             "a log of values near 0, a difference of large values)") +
            " or compute the module in float64; no file computes torch's float32 rounding, so `drifttui repair` has "
            "nothing to apply")
-    patch = Patch({"op": "float64", "module": case.module, "torch_own_error": own32, "float64_error": both64},
+    patch = Patch({"op": "float64", "module": case.module, "torch_own_error": own32, "float64_error": both64,
+                   **({"float64_export": True} if exported else {})},
                   "stability", why, fix, "model", module=case.module)
     return patch, Eval(both64, False)

@@ -14,7 +14,10 @@ can differ in two ways, both measured on a float16 ``(x.half() + 30).var(-1)``:
 Two patches (``onnx/edit/opmath.py``), the first that verifies wins: every low-precision node of the origin
 computed in float32 and rounded at its own output with explicit Casts ONNX Runtime keeps (``per_op``: the
 rounding the runtime drops), then the same with the nodes that read a low-precision reduction's input (the
-rest of that composite op) left in float32 up to the set's boundary (``grouped``: torch's opmath).  Class
+rest of that composite op) left in float32 up to the set's boundary (``grouped``: torch's opmath), then every
+node in float32, rounded only by the model's own conversions (its Casts to the low type) and at the set's boundary
+(``whole``: one torch op lowered to several nodes with no reduction last, a float16 ``logcumsumexp`` as ReduceMax,
+Sub, Exp, CumSum, Log, Add, whose rounded Exp loses the small terms torch keeps in float32).  Class
 ``dtype`` (the precision the ops compute in), kind ``runtime`` / ``export``.  ``repair`` applies it.
 """
 from __future__ import annotations
@@ -64,6 +67,12 @@ def _grouped(low: list[Any]) -> set[str]:
     return {o for n in low if n.name in seen for o in n.output if o}
 
 
+def _converted(low: list[Any]) -> set[str]:
+    """The values the model's own conversions make (``x.half()``: a Cast to the low type): the only roundings
+    left inside the set when its nodes are one torch op between conversions."""
+    return {o for n in low if n.op_type == "Cast" for o in n.output if o}
+
+
 def _story(ops: list[str], form: str, which: str, low: str, op: Optional[str] = None) -> tuple[str, str, str]:
     """``op``: the torch op the drift starts in (torch_align), named in the fix; None when it cannot be told."""
     if form == "per_op":
@@ -73,6 +82,15 @@ def _story(ops: list[str], form: str, which: str, low: str, op: Optional[str] = 
                 f"Casts (as torch rounds each op) the file computes what torch computes (upstream: {UPSTREAM})",
                 "runtime", "keep the explicit rounding (`drifttui repair` writes each of those nodes as Cast, the op "
                 f"in float32, Cast back), or run the module in float32; report it with `drifttui repro` ({UPSTREAM})")
+    if form == "whole":
+        return (f"torch computes a {low} op in float32 (its opmath) and rounds only its result (and the model's own "
+                f"conversion to {low}); the file lowers it to several {low} nodes ({'/'.join(ops)}: {which}), whose "
+                "steps are rounded otherwise (each node as written, or none where ONNX Runtime drops its Casts); "
+                "with them computed in float32 and rounded only at the model's conversions and the op's result, the "
+                "file computes what torch computes",
+                "export", "compute that op in float32 in the model ("
+                + (f"`x.float().{op}(...).half()`" if op else "its input cast to float32, its result back to " + low)
+                + "), or deploy the file with those nodes in float32 (`drifttui repair` applies it)")
     return (f"torch computes a {low} op the file lowers to several nodes ({'/'.join(ops)}) in float32 (its opmath) "
             f"and rounds once; the file rounds each step to {low} ({which}); with those steps computed in float32 "
             "and rounded once where torch rounds, the file computes what torch computes",
@@ -83,7 +101,7 @@ def _story(ops: list[str], form: str, which: str, low: str, op: Optional[str] = 
 
 
 def opmath_patches(case: Case, op: Optional[str] = None) -> list[Patch]:
-    """Up to two patches (per_op, grouped) for an origin with float16 / bfloat16 nodes; none otherwise.
+    """Up to three patches (per_op, grouped, whole) for an origin with float16 / bfloat16 nodes; none otherwise.
     ``op``: the torch op the drift starts in (its name: ``var``), for the fix."""
     low, known = _low_nodes(case)
     if not low:
@@ -97,10 +115,13 @@ def opmath_patches(case: Case, op: Optional[str] = None) -> list[Patch]:
     inputs = {v: types[v] for n in low for v in n.input if v and v not in made and types.get(v) in LOW}
     grouped = _grouped(low)
     forms = [("per_op", sorted(made))] + ([("grouped", sorted(set(made) - grouped))] if grouped else [])
+    whole = sorted(_converted(low))
+    if whole not in [r for _, r in forms]:
+        forms.append(("whole", whole))
     out = []
     for form, rounded in forms:
         shown = [n for n in low if n.op_type != "Constant"
-                 and (form == "per_op" or any(o in grouped for o in n.output))]
+                 and (form != "grouped" or any(o in grouped for o in n.output))]
         ops = sorted({n.op_type for n in shown})
         which = ", ".join(f"{n.op_type} {n.name}" for n in shown[:5]) + (" ..." if len(shown) > 5 else "")
         why, kind, fix = _story(ops, form, which, "/".join(sorted({LOW_NAMES[t] for t in made.values()})), op)

@@ -14,6 +14,9 @@ point 2): no catalogue entry per op, only what the origin's values show.
   ``heaviside``, ``xlogy`` of NaN are NaN), a lowering in comparisons and Where drops it.
 * The comparisons of the wrong lowering (or of the origin) are tried with the boundary on the other
   side (``Greater`` <-> ``GreaterOrEqual``): a signed zero or a tie decided otherwise than torch.
+* A ``Floor(Div(a, b))`` is tried as torch's floor division through ``fmod`` (a quotient on a multiple of
+  ``b``), and a remainder ``a - Floor(a / b) * b`` as torch's ``fmod`` with the sign moved (a large quotient,
+  whose product the lowering rounds at ``a``'s magnitude: ``onnx/edit/remainder.py``).
 
 Both are verified on the origin's case and on fresh samples like any patch (``onnx/edit/singular.py``).
 """
@@ -26,6 +29,7 @@ import numpy as np
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import node_values
 from drifttui.core.onnx.edit.patches import Patch
+from drifttui.core.onnx.edit.remainder import remainder_of
 from drifttui.core.onnx.edit.singular import FLIP, floor_of_div
 
 MAX_GUARDS = 3
@@ -50,6 +54,8 @@ def singular_patches(case: Case, loc: Any) -> list[Patch]:
     out.extend(_flip_patch(case, n, wrong) for n in flips)
     floors = [n for n in case.model.graph.node if n.name in scope and floor_of_div(case.model, n) is not None]
     out.extend(_fmod_patch(case, n, wrong) for n in floors[:MAX_FLIPS])
+    subs = [n for n in case.model.graph.node if n.name in scope and remainder_of(case.model, n) is not None]
+    out.extend(_remainder_patch(case, n, wrong) for n in subs[:MAX_FLIPS])
     if loc is not None and getattr(loc, "kind", "") == "runtime":
         for p in out:       # ONNX Runtime's kernel, not the graph, decides the point otherwise
             p.check, p.kind = "op-compat", "runtime"
@@ -207,6 +213,20 @@ def _fmod_patch(case: Case, node: Any, wrong: Any) -> Patch:
                  "report the lowering to torch.onnx with `drifttui repro`; until it is fixed, compute the value "
                  "with torch.fmod in the model (torch.fmod(a, b) plus b where its sign differs from b's), or let "
                  "`drifttui repair` rewrite the Floor",
+                 "export", module=case.module, nodes=[node.name])
+
+
+def _remainder_patch(case: Case, node: Any, wrong: Any) -> Patch:
+    op = f" (the lowering of torch's {wrong.target})" if wrong is not None else ""
+    return Patch({"op": "rewrite", "rewrite": "fmod_remainder", "node": node.name}, "stability",
+                 f"Sub {node.name}{op} computes a remainder as a - Floor(a / b) * b, the unstable formula torch's "
+                 "kernel dropped in pytorch/pytorch#38293 (#37743: remainder(1e9, pi) was -64): where a / b is "
+                 "large the product is rounded at a's magnitude and the difference keeps only that rounding; torch "
+                 "computes the stable form, fmod(a, b), exact, plus b where its sign differs from b's; so computed, "
+                 "the file computes what torch computes",
+                 "report the lowering to torch.onnx with `drifttui repro`; until it is fixed, write the remainder "
+                 "with torch.fmod in the model (torch.fmod(a, b), plus b where its sign differs from b's: the "
+                 "exporters lower fmod to an exact Mod), or let `drifttui repair` rewrite the Sub",
                  "export", module=case.module, nodes=[node.name])
 
 
