@@ -136,9 +136,8 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     progress(Progress("map", message="tracing module calls and mapping them to ONNX values"))
     ok_hooks, why_not = hookable(model)
     hooks = Hooks(model) if ok_hooks else None
-    qdq = any(n.op_type in QUANTIZERS for n in index.nodes)    # the model's own fake quantisation is recorded then
     calls, map_index, outputs0, fake_quants = _trace_and_map(cfg, model, hooks, why_not, index, sample0, feeds0,
-                                                             workdir, qdq)
+                                                             workdir)
     plan = map_index(index)
     found = None
     if hooks is not None:
@@ -160,10 +159,7 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     details = layer_details(index, plan, calls, model, timings)    # the figures start in the background
     batch = _probed_batch(cfg, batch, hooks, model, sample0, plan, calls, notes)
     local = _local_graph(cfg, index, plan, calls, sample0, workdir, notes) if hooks is not None else None
-    own = torch_quantizers(index, fake_quants)
-    if own:      # quantizers PyTorch rounds at too (QAT): no budget for them (qat.py)
-        pscan = precision.scan(index, pscan.levels, own)
-    pscan = _with_levels(cfg, index, pscan, feeds0, workdir)
+    pscan = _with_levels(cfg, index, pscan, feeds0, workdir, torch_quantizers(index, fake_quants))
     mem = plan_budget(cfg.max_memory, index, hooks is not None)
     budget = mem.activations if hooks is not None else None
     windows, total_bytes = plan_windows(plan, calls, index, max(1, budget // batch) if budget else budget,
@@ -231,9 +227,12 @@ def _half_inputs_note(gi: Any) -> list[str]:
 
 
 def _with_levels(cfg: Config, index: GraphIndex, pscan: precision.PrecisionScan, feeds0: dict,
-                 workdir: Path) -> precision.PrecisionScan:
+                 workdir: Path, own: frozenset[int] = frozenset()) -> precision.PrecisionScan:
     """An int8 file's scan with each activation's step measured from its own scale on sample 0
-    (act_levels.py) instead of the assumed 2/255; the scan as it is when that run fails."""
+    (act_levels.py) instead of the assumed 2/255; the scan as it is when that run fails.  ``own``: the
+    quantizers PyTorch rounds at too (the model's fake quantisation, qat.py), without a budget."""
+    if own:
+        pscan = precision.scan(index, pscan.levels, own)
     if "int8" not in pscan.formats:
         return pscan
     feeds = dict(zip(index.graph_inputs, feeds0.values()))
@@ -294,11 +293,12 @@ def _load(cfg: Config, workdir: Path, progress: ProgressFn, timings: dict[str, f
 
 
 def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str, index: GraphIndex,
-                   sample0: Any, feeds0: dict, workdir: Path, qdq: bool = False
+                   sample0: Any, feeds0: dict, workdir: Path
                    ) -> tuple[list[Call], Callable[[GraphIndex], Plan], tuple, list]:
     """Trace the module calls on sample 0; return them, the mapper of a graph onto them, torch's
-    outputs of that forward and (``qdq``: a file with QuantizeLinear / DequantizeLinear) the model's own
+    outputs of that forward and (a file with QuantizeLinear / DequantizeLinear) the model's own
     fake-quantise calls in it (runtime/fake_quant.py)."""
+    qdq = any(n.op_type in QUANTIZERS for n in index.nodes)
     if hooks is not None:
         with hooks.installed(), recorded(qdq) as fake_quants:
             hooks.begin(None, tracing=True)
