@@ -2,8 +2,9 @@
 
 A QAT model rounds its activations (and weights) to int8 codes itself: ``torch.fake_quantize_per_tensor_affine`` /
 ``_per_channel_affine``, their learnable variants, ``torch.ao.quantization.FakeQuantize`` modules (which call those)
-and ``FusedMovingAvgObsFakeQuantize`` (``fused_moving_avg_obs_fake_quant``), or ``quantize_per_tensor(...)`` /
-``quantize_per_channel(...)`` then ``.dequantize()``.  :func:`recorded` watches one forward through a
+and ``FusedMovingAvgObsFakeQuantize`` (``fused_moving_avg_obs_fake_quant``), ``quantize_per_tensor(...)`` /
+``quantize_per_channel(...)`` then ``.dequantize()``, or a PT2E model's ``quantized_decomposed`` quantize / dequantize
+ops (a weight stored as int8 is only dequantized there).  :func:`recorded` watches one forward through a
 ``TorchFunctionMode`` (every call passes through unchanged) and keeps each call's quantisation parameters: the scale
 (float32, as the exporters write it), the zero point and the channel axis.  ``core/prepare/qat.py`` matches the
 file's quantizers against them.  A float model makes no such call, so it records nothing.
@@ -38,6 +39,8 @@ _PARAMS = {
     "quantize_per_tensor": (1, 2, None),
     "quantize_per_channel": (1, 2, 3),
     "fused_moving_avg_obs_fake_quant": (5, 6, 10),
+    "dequantize_per_tensor": (1, 2, None),      # torch.ops.quantized_decomposed (PT2E)
+    "dequantize_per_channel": (1, 2, 3),
 }
 _NAMES = {"scale": 1, "scales": 1, "zero_point": 2, "zero_points": 2, "axis": 3, "ch_axis": 3}
 
@@ -50,10 +53,11 @@ class _Recorder(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Optional[dict] = None) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        where = _PARAMS.get(getattr(func, "__name__", ""))
+        name = getattr(func, "__name__", "").split(".")[0]     # an OpOverload: "quantize_per_tensor.default"
+        where = _PARAMS.get(name)
         if where is not None:
             try:
-                self._keep(func.__name__, where, args, kwargs)
+                self._keep(name, where, args, kwargs)
             except (IndexError, TypeError, ValueError, RuntimeError):
                 pass            # an unusual signature: that call is not recorded (the file's quantizer keeps its budget)
         return out
