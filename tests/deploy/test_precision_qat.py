@@ -60,7 +60,7 @@ def test_the_models_own_quantizer_has_no_budget_and_the_tools_keep_theirs(run):
     index = run.prepared.index
     assert sorted(index.nodes[k].op_type for k in pscan.own) == ["DequantizeLinear", "QuantizeLinear"]
     assert not set(pscan.own) & set(pscan.nodes)
-    assert "2 quantizers are the model's own fake quantisation" in r.precision.summary, r.precision.summary
+    assert "2 QuantizeLinear / DequantizeLinear nodes are the model's own fake quantisation" in r.precision.summary, r.precision.summary
     budgets = {L.module: L.budget for L in r.layers}
     # the root holds the input's quantizer, the model's own: no reduced node and no own budget (its output's budget is
     # that of the tool's nodes before it); before qat.py its own budget was the quantizer's int8 bound, 2.2e-2

@@ -82,8 +82,8 @@ class PrecisionScan:
     def summary(self) -> str:
         ev = ", ".join(f"{k} {v}" for k, v in sorted(self.ops.items()))
         if self.own:
-            qat = (f"{len(self.own)} quantizers are the model's own fake quantisation (QAT: PyTorch rounds to the same "
-                   "int8 codes, so they have no budget)")
+            qat = (f"{len(self.own)} QuantizeLinear / DequantizeLinear nodes are the model's own fake quantisation "
+                   "(QAT: PyTorch rounds to the same int8 codes, so they have no budget)")
             if not self.nodes:
                 return f"{' + '.join(self.schemes)} as the model quantises it ({ev}): {qat}; held to the float32 rule"
             return f"{self._reduced_summary(ev)}; {qat}"
