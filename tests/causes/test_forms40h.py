@@ -119,9 +119,11 @@ def test_the_first_runs_misses_are_verified_and_repaired(explained, form):
 @pytest.mark.parametrize("form", params([("channel_quant_shallow", "torchscript"),
                                          ("channel_quant_shallow", "dynamo")], FAST))
 def test_an_int8_file_no_keep_list_fixes_is_repaired_by_its_verified_patch(explained, form):
-    """``drifttui repair`` of an int8 file over budget: no keep-in-float32 list fixes a lowering, so the origin's
-    verified patch does (before: "no keep-in-float32 list ..., no file written"; for the dynamo file the keep-list's
-    check copy lost the external ``.onnx.data``: exit 2)."""
+    """``drifttui repair`` of this int8 file: the origin's verified patch repairs it (before: "no keep-in-float32 list
+    ..., no file written"; for the dynamo file the keep-list's check copy lost the external ``.onnx.data``: exit 2).
+    When batch H wrote this test the file was over its int8 budget and ``pipeline.repair`` reached the patch after the
+    keep-list and reduce_range copies failed; since ``core/prepare/qat.py`` its quantizers are the model's own fake
+    quantisation, it has no budget and is a plain DRIFT, so the patch is the repair directly."""
     engine, _, run, _, _ = explained(*form)
     done = engine.repair(run.result)
     assert done.kind == "patches" and done.after is not None and done.after.verdict == "ok", (done.kind, done.reason)

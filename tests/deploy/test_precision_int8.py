@@ -67,6 +67,8 @@ def test_clean_int8_file_is_detected_and_within_budget(files, kind, scheme, ops)
     p = r.precision
     assert p is not None and p.format == "int8" and any(s.startswith(scheme) for s in p.schemes)
     assert ops <= set(p.evidence), p.evidence
+    # a float model makes no fake-quantise call: none of the file's quantizers is taken as its own (core/prepare/qat.py)
+    assert "own fake quantisation" not in p.summary, p.summary
     assert p.verdict == "within budget" and r.verdict == "ok", [(L.module, L.status, L.budget) for L in r.layers]
     # the float32 tolerance would have failed it: the int8 rounding is far above 1e-4
     assert max(o.metrics.max_rel.worst for o in r.outputs) > 1e-3

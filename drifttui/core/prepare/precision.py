@@ -69,6 +69,7 @@ class PrecisionScan:
     views: int = 0           # nodes drifttui added to read quantized values (qviews.py), not the file's
     reduced_views: int = 0   # ... of them in ``nodes`` (the QuantizeLinear back to the readers)
     levels: dict[str, int] = field(default_factory=dict)  # int8: quantized value -> max|q - zero point| on sample 0
+    own: frozenset[int] = frozenset()   # QuantizeLinear / DequantizeLinear nodes that are the model's own (qat.py)
 
     @property
     def formats(self) -> list[str]:
@@ -80,21 +81,31 @@ class PrecisionScan:
 
     def summary(self) -> str:
         ev = ", ".join(f"{k} {v}" for k, v in sorted(self.ops.items()))
+        if self.own:
+            qat = (f"{len(self.own)} QuantizeLinear / DequantizeLinear nodes are the model's own fake quantisation "
+                   "(QAT: PyTorch rounds to the same int8 codes, so they have no budget)")
+            if not self.nodes:
+                return f"{' + '.join(self.schemes)} as the model quantises it ({ev}): {qat}; held to the float32 rule"
+            return f"{self._reduced_summary(ev)}; {qat}"
         if not self.nodes:
             if self.ops:
                 return f"float32 weights ({ev} inside the graph: held to the float32 rule)"
             return "float32 (no reduced-precision values, no quantized ops)"
+        return self._reduced_summary(ev)
+
+    def _reduced_summary(self, ev: str) -> str:
         return (f"{' + '.join(self.schemes)}: {len(self.nodes) - self.reduced_views} of {self.total - self.views} nodes "
-                f"compute in reduced "
-                f"precision ({ev})")
+                f"compute in reduced precision ({ev})")
 
 
-def scan(index: Any, levels: Optional[dict[str, int]] = None) -> PrecisionScan:
+def scan(index: Any, levels: Optional[dict[str, int]] = None, own: frozenset[int] = frozenset()) -> PrecisionScan:
     """Classify every node of ``index`` (a GraphIndex); ``levels``: the largest integer level
     |q - zero point| each quantizer's output reaches on sample 0 (act_levels.py), for the
-    activations' steps (without it: the assumed 2/255 of the range)."""
+    activations' steps (without it: the assumed 2/255 of the range); ``own``: the QuantizeLinear /
+    DequantizeLinear nodes that are the model's own fake quantisation (qat.py): not reduced, and a
+    float op that reads only their values computes as PyTorch does (no budget)."""
     levels = levels or {}
-    out = PrecisionScan(total=len(index.nodes), levels=dict(levels))
+    out = PrecisionScan(total=len(index.nodes), levels=dict(levels), own=own)
     _count_evidence(index, out)
     if not any(k.endswith(" initializers") or k in DYNAMIC_OPS or k in QDQ_OPS or k.startswith(QOPERATOR_PREFIX)
                or k in NBITS_OPS for k in out.ops):
@@ -104,7 +115,7 @@ def scan(index: Any, levels: Optional[dict[str, int]] = None) -> PrecisionScan:
         return out
     gathered = _gathered_weights(index)
     dq_out = {o for n in index.nodes if n.op_type == "DequantizeLinear" and n.index not in gathered
-              for o in n.outputs}
+              and n.index not in own for o in n.outputs}
     for node in index.nodes:
         op = node.op_type
         if node.index in gathered:      # rows of an int8 table dequantized: the table's rounding is here
@@ -114,13 +125,15 @@ def scan(index: Any, levels: Optional[dict[str, int]] = None) -> PrecisionScan:
             out.nodes[node.index] = _nbits_node(index, node)
             continue
         if op in DYNAMIC_OPS or op.startswith(QOPERATOR_PREFIX) or op in QDQ_OPS:
+            if node.index in own:       # the model's own quantisation: PyTorch rounds there too
+                continue
             if op in ACCUMULATING or op.startswith(QOPERATOR_PREFIX):
                 out.nodes[node.index] = _int8_node(index, node, levels)
             elif op in ("DynamicQuantizeLinear", "QuantizeLinear"):
                 out.nodes[node.index] = NodePrecision("int8", 1, _act_step(index, node, levels), 0.0)
             continue
         if any(i in dq_out for i in node.inputs):       # QDQ: a float op on dequantized values
-            out.nodes[node.index] = _int8_node(index, node, levels)
+            out.nodes[node.index] = _int8_node(index, node, levels, own)
             continue
         low = _low_output(index, node)
         if low is not None:
@@ -255,8 +268,9 @@ def _nbits_node(index: Any, node: Any) -> NodePrecision:
     return NodePrecision(f"int{bits_of(node)}", max(1, k), 0.0, weight_step(node, arrays))
 
 
-def _int8_node(index: Any, node: Any, levels: dict[str, int]) -> NodePrecision:
-    """An int8 compute node: its depth, and the rounding steps of its quantized inputs."""
+def _int8_node(index: Any, node: Any, levels: dict[str, int], own: frozenset[int] = frozenset()) -> NodePrecision:
+    """An int8 compute node: its depth, and the rounding steps of its quantized inputs (not those the model's own
+    quantisation rounded, ``own``: PyTorch computes on the same values)."""
     act, wt = 0.0, 0.0
     op = node.op_type
     if op.startswith(QOPERATOR_PREFIX):
@@ -265,7 +279,7 @@ def _int8_node(index: Any, node: Any, levels: dict[str, int]) -> NodePrecision:
         data = node.inputs[:2]
     else:                      # a float op of the QDQ format: its dequantized inputs
         data = [i for i in node.inputs if index.producer.get(i) is not None
-                and index.nodes[index.producer[i]].op_type == "DequantizeLinear"]
+                and index.nodes[index.producer[i]].op_type == "DequantizeLinear" and index.producer[i] not in own]
     for name in data:
         src = _quantized_source(index, name, levels)
         if src is None:

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from drifttui.core.prepare import act_levels, batch_probe, precision, reference
+from drifttui.core.prepare.qat import QUANTIZERS, torch_quantizers
+from drifttui.core.runtime.fake_quant import recorded
 from drifttui.core.runtime.torch_hooks import Call, Hooks, TensorRef, hookable
 from drifttui.core.prepare.details import LayerDetails, layer_details
 from drifttui.core.prepare.arity import check_output_count
@@ -134,7 +136,8 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     progress(Progress("map", message="tracing module calls and mapping them to ONNX values"))
     ok_hooks, why_not = hookable(model)
     hooks = Hooks(model) if ok_hooks else None
-    calls, map_index, outputs0 = _trace_and_map(cfg, model, hooks, why_not, index, sample0, feeds0, workdir)
+    calls, map_index, outputs0, fake_quants = _trace_and_map(cfg, model, hooks, why_not, index, sample0, feeds0,
+                                                             workdir)
     plan = map_index(index)
     found = None
     if hooks is not None:
@@ -156,7 +159,7 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     details = layer_details(index, plan, calls, model, timings)    # the figures start in the background
     batch = _probed_batch(cfg, batch, hooks, model, sample0, plan, calls, notes)
     local = _local_graph(cfg, index, plan, calls, sample0, workdir, notes) if hooks is not None else None
-    pscan = _with_levels(cfg, index, pscan, feeds0, workdir)
+    pscan = _with_levels(cfg, index, pscan, feeds0, workdir, torch_quantizers(index, fake_quants))
     mem = plan_budget(cfg.max_memory, index, hooks is not None)
     budget = mem.activations if hooks is not None else None
     windows, total_bytes = plan_windows(plan, calls, index, max(1, budget // batch) if budget else budget,
@@ -224,9 +227,12 @@ def _half_inputs_note(gi: Any) -> list[str]:
 
 
 def _with_levels(cfg: Config, index: GraphIndex, pscan: precision.PrecisionScan, feeds0: dict,
-                 workdir: Path) -> precision.PrecisionScan:
+                 workdir: Path, own: frozenset[int] = frozenset()) -> precision.PrecisionScan:
     """An int8 file's scan with each activation's step measured from its own scale on sample 0
-    (act_levels.py) instead of the assumed 2/255; the scan as it is when that run fails."""
+    (act_levels.py) instead of the assumed 2/255; the scan as it is when that run fails.  ``own``: the
+    quantizers PyTorch rounds at too (the model's fake quantisation, qat.py), without a budget."""
+    if own:
+        pscan = precision.scan(index, pscan.levels, own)
     if "int8" not in pscan.formats:
         return pscan
     feeds = dict(zip(index.graph_inputs, feeds0.values()))
@@ -235,7 +241,7 @@ def _with_levels(cfg: Config, index: GraphIndex, pscan: precision.PrecisionScan,
             index, values, feeds, cfg.provider, workdir)[0])
     except ModelError:
         return pscan
-    return precision.scan(index, levels) if levels else pscan
+    return precision.scan(index, levels, pscan.own) if levels else pscan
 
 
 def export_message(cfg: Config) -> str:
@@ -287,11 +293,14 @@ def _load(cfg: Config, workdir: Path, progress: ProgressFn, timings: dict[str, f
 
 
 def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str, index: GraphIndex,
-                   sample0: Any, feeds0: dict, workdir: Path) -> tuple[list[Call], Callable[[GraphIndex], Plan], tuple]:
-    """Trace the module calls on sample 0; return them, the mapper of a graph onto them and torch's
-    outputs of that forward."""
+                   sample0: Any, feeds0: dict, workdir: Path
+                   ) -> tuple[list[Call], Callable[[GraphIndex], Plan], tuple, list]:
+    """Trace the module calls on sample 0; return them, the mapper of a graph onto them, torch's
+    outputs of that forward and (a file with QuantizeLinear / DequantizeLinear) the model's own
+    fake-quantise calls in it (runtime/fake_quant.py)."""
+    qdq = any(n.op_type in QUANTIZERS for n in index.nodes)
     if hooks is not None:
-        with hooks.installed():
+        with hooks.installed(), recorded(qdq) as fake_quants:
             hooks.begin(None, tracing=True)
             outs = safe_forward(model, sample0)
         calls = hooks.calls
@@ -304,7 +313,8 @@ def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str
         multi_out = {ci: [t.numpy() for t in ts] for ci, ts in hooks.multi_out.items()}
         hooks.multi_out = {}
     else:
-        outs = safe_forward(model, sample0)
+        with recorded(qdq) as fake_quants:
+            outs = safe_forward(model, sample0)
         calls = [Call(0, "", type(model).__name__, 0, 0, None, outputs=[TensorRef.of(o) for o in outs])]
         names, has_params = [""], {"": False}
         aliases, multi_out = {}, {}
@@ -323,7 +333,7 @@ def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str
         return plan
     kept = tuple(o.detach() for o in outs)
     small = sum(o.numel() * o.element_size() for o in kept if hasattr(o, "numel")) <= KEEP_OUTPUTS_BYTES
-    return calls, map_index, kept if small else ()
+    return calls, map_index, kept if small else (), fake_quants
 
 
 def _export(model: Any, example: Any, sample0: Any, exporter: str, workdir: Path, dynamic: bool) -> Path:
