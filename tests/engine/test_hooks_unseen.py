@@ -1,6 +1,9 @@
 """drifttui's hooks do not change what torch computes: a module that inspects its own hooks to choose its path
 (``nn.TransformerEncoderLayer`` leaves its fused fast path when ``_forward_hooks`` is not empty, and that path
-reads a float attention mask as a boolean one) computes under observation what the plain forward computes."""
+reads a float attention mask as a boolean one) computes under observation what the plain forward computes: prepare
+finds that the hooked forward computes otherwise and routes the hooks globally (``Hooks.routed``); where both paths
+agree, the hooks stay on the modules and the slow path's submodules are compared one by one."""
+import pytest
 import torch
 from torch import nn
 
@@ -28,7 +31,7 @@ def test_the_hooked_forward_computes_what_the_plain_forward_computes():
         slow = m(x)
         torch.backends.mha.set_fastpath_enabled(True)
     assert (plain - slow).abs().max() > 0.05, "the fast path and the slow path must differ for this to test anything"
-    hooks = Hooks(m)
+    hooks = Hooks(m, routed=True)
     with hooks.installed():
         assert not any(len(k._forward_hooks) + len(k._forward_pre_hooks) for k in m.modules())
         hooks.begin(None, tracing=True)
@@ -49,7 +52,7 @@ def test_the_hooked_forward_computes_what_the_plain_forward_computes():
 
 def test_the_hooks_leave_nothing_behind():
     m = _Biased().eval()
-    hooks = Hooks(m)
+    hooks = Hooks(m, routed=True)
     before = (len(torch.nn.modules.module._global_forward_hooks),
               len(torch.nn.modules.module._global_forward_pre_hooks))
     with hooks.installed():
@@ -65,11 +68,12 @@ def test_the_hooks_leave_nothing_behind():
     assert hooks.calls == []
 
 
-def test_a_module_with_a_hook_of_its_own_is_recorded_after_it():
+@pytest.mark.parametrize("routed", [False, True])
+def test_a_module_with_a_hook_of_its_own_is_recorded_after_it(routed):
     """A user's forward hook that replaces a module's output: drifttui records the output the parent receives."""
     m = _Biased().eval()
     m.layer.linear2.register_forward_hook(lambda mod, args, out: out * 0 + 7.0)
-    hooks = Hooks(m)
+    hooks = Hooks(m, routed=routed)
     x = torch.randn(2, 4, 16)
     with hooks.installed():
         hooks.begin(None, tracing=True)
@@ -81,3 +85,23 @@ def test_a_module_with_a_hook_of_its_own_is_recorded_after_it():
         with torch.no_grad():
             m(x)
     assert torch.all(store.out[(lin, 0)] == 7.0)
+
+
+class _Unbiased(_Biased):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer(x)
+
+
+def test_prepare_routes_the_hooks_only_where_observation_changes_the_outputs(tmp_path):
+    """The ALiBi layer computes otherwise under per-module hooks: the run routes them globally and says so, and the
+    fast path's submodules are not compared; the same layer without the float mask computes the same either way:
+    the hooks stay on the modules and every submodule of the slow path is compared."""
+    import drifttui
+
+    notes, compared = {}, {}
+    for name, model in (("biased", _Biased().eval()), ("plain", _Unbiased().eval())):
+        r = drifttui.check(model, inputs=torch.randn(2, 4, 16), samples=2)
+        notes[name] = [n for n in r.notes if "carry forward hooks" in n]
+        compared[name] = {L.module for L in r.layers if L.status not in ("unmapped", "not_exported")}
+    assert len(notes["biased"]) == 1 and notes["plain"] == []
+    assert "layer.linear2" in compared["plain"] and "layer.linear2" not in compared["biased"]

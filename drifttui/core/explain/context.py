@@ -157,13 +157,20 @@ class Context:
             self._torch_out[i] = [to_numpy(t) for t in run_model(self.model, *self.sample(i))]
         return self._torch_out[i]
 
+    def new_hooks(self) -> Hooks:
+        """Hooks on the model as the run's own (routed globally where prepare found that the model computes
+        otherwise under per-module hooks), with the traced calls."""
+        routed = self.prepared.hooks is not None and self.prepared.hooks.routed
+        hooks = Hooks(self.model, routed=routed)
+        hooks.calls = self.calls
+        return hooks
+
     def torch_call_outputs(self, i: int, calls: set[int]) -> dict[int, list[np.ndarray]]:
         """Hook-time clones of the outputs of ``calls`` on sample ``i``."""
         ok, _ = hookable(self.model)
         if not ok:
             return {}
-        hooks = Hooks(self.model)
-        hooks.calls = self.calls
+        hooks = self.new_hooks()
         sink = _CloneSink(calls)
         args, kwargs = self.sample(i)
         with hooks.installed():

@@ -29,6 +29,7 @@ from drifttui.core.prepare.arity import check_output_count
 from drifttui.core.model.export import export_auto, export_model
 from drifttui.core.onnx.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index, elem_type_name
 from drifttui.core.runtime.guards import safe_forward
+from drifttui.core.prepare.hook_routing import observation_changes, routed_note
 from drifttui.core.prepare.sample_zero import onnx_values, torch_inputs, torch_outputs
 from drifttui.core.model.half_inputs import half_inputs
 from drifttui.core.model.inputs import InputSource, build_source, flatten, onnx_feeds
@@ -138,6 +139,7 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     hooks = Hooks(model) if ok_hooks else None
     calls, map_index, outputs0, fake_quants = _trace_and_map(cfg, model, hooks, why_not, index, sample0, feeds0,
                                                              workdir)
+    notes.extend([hooks.routed_note] if hooks is not None and hooks.routed else [])
     plan = map_index(index)
     found = None
     if hooks is not None:
@@ -300,9 +302,11 @@ def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str
     fake-quantise calls in it (runtime/fake_quant.py)."""
     qdq = any(n.op_type in QUANTIZERS for n in index.nodes)
     if hooks is not None:
-        with hooks.installed(), recorded(qdq) as fake_quants:
-            hooks.begin(None, tracing=True)
-            outs = safe_forward(model, sample0)
+        outs, fake_quants = _hooked_trace(model, hooks, sample0, qdq)
+        changed = observation_changes(model, sample0, outs, cfg.atol, cfg.rtol)
+        if changed is not None:         # a module chose another path under the hooks: observe it as it runs
+            hooks.routed, hooks.routed_note = True, routed_note(changed)
+            outs, fake_quants = _hooked_trace(model, hooks, sample0, qdq)
         calls = hooks.calls
         names = [n for n, _ in model.named_modules()]
         has_params = {n: any(True for _ in m.parameters(recurse=False)) or
@@ -334,6 +338,14 @@ def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str
     kept = tuple(o.detach() for o in outs)
     small = sum(o.numel() * o.element_size() for o in kept if hasattr(o, "numel")) <= KEEP_OUTPUTS_BYTES
     return calls, map_index, kept if small else (), fake_quants
+
+
+def _hooked_trace(model: Any, hooks: Hooks, sample0: Any, qdq: bool) -> tuple[list, list]:
+    """The traced forward of sample 0 under ``hooks``: torch's outputs and the model's fake-quantise calls."""
+    with hooks.installed(), recorded(qdq) as fake_quants:
+        hooks.begin(None, tracing=True)
+        outs = safe_forward(model, sample0)
+    return outs, fake_quants
 
 
 def _export(model: Any, example: Any, sample0: Any, exporter: str, workdir: Path, dynamic: bool) -> Path:

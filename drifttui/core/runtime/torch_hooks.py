@@ -106,8 +106,10 @@ class Sink:
 class Hooks:
     """Installs pre/post forward hooks on every module and routes them to a sink."""
 
-    def __init__(self, model: torch.nn.Module) -> None:
+    def __init__(self, model: torch.nn.Module, routed: bool = False) -> None:
         self.model = model
+        self.routed = routed        # hooks registered globally (see ``installed``): prepare decides it
+        self.routed_note = ""       # why, when routed
         self.names = {id(m): n for n, m in model.named_modules(remove_duplicate=False)}
         self.sink: Optional[Sink] = None
         self.calls: list[Call] = []
@@ -122,7 +124,32 @@ class Hooks:
 
     @contextlib.contextmanager
     def installed(self) -> Iterator["Hooks"]:
-        """Hooks on every module of the model.  A module without hooks of its own gets them globally
+        """Hooks on every module of the model: on each module itself, or (``routed``) globally."""
+        with (self._routed() if self.routed else self._on_modules()):
+            yield self
+
+    @contextlib.contextmanager
+    def _on_modules(self) -> Iterator[None]:
+        """Pre/post hooks on each module: a module that chooses its path by its own hooks takes the path it takes
+        under observation (``nn.TransformerEncoderLayer`` leaves its fused fast path, so its submodules are
+        called and compared); prepare routes the hooks globally when that path computes otherwise."""
+        handles = []
+        seen: set[int] = set()
+        for name, mod in self.model.named_modules():
+            if id(mod) in seen:
+                continue
+            seen.add(id(mod))
+            handles.append(mod.register_forward_pre_hook(self._pre(name), with_kwargs=True))
+            handles.append(mod.register_forward_hook(self._post(name), with_kwargs=True, always_call=False))
+        try:
+            yield
+        finally:
+            for h in handles:
+                h.remove()
+
+    @contextlib.contextmanager
+    def _routed(self) -> Iterator[None]:
+        """A module without hooks of its own gets them globally
         (``register_module_forward_*_hook``), routed by module: a module that inspects its own hooks to choose its
         path (``nn.TransformerEncoderLayer`` leaves its fused fast path when ``_forward_hooks`` is not empty) sees
         none, so the observed forward computes what the plain forward computes; the pre-hook is told each such
@@ -156,7 +183,7 @@ class Hooks:
             if k not in own:
                 m._forward_pre_hooks_with_kwargs[pre_handle.id] = True
         try:
-            yield self
+            yield
         finally:
             for h in [pre_handle, post_handle, *handles]:
                 h.remove()

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from drifttui.core.runtime.torch_hooks import Hooks, Sink, hookable, to_numpy
+from drifttui.core.runtime.torch_hooks import Sink, hookable, to_numpy
 from drifttui.core.base.metrics import compare
 from drifttui.core.result import Step, display_name
 from drifttui.core.explain.context import Context, clean
@@ -37,8 +37,7 @@ class _VersionSink(Sink):
 
 def mutated_outputs(ctx: Context, sample_index: int) -> tuple[dict[int, float], dict[int, tuple[np.ndarray, np.ndarray]]]:
     """-> ({call: max |uncloned - cloned|} for mutated outputs, {call: (cloned, uncloned)} of output 0)."""
-    hooks = Hooks(ctx.model)
-    hooks.calls = ctx.calls
+    hooks = ctx.new_hooks()
     sink = _VersionSink()
     args, kwargs = ctx.sample(sample_index)
     with hooks.installed(), torch.no_grad():

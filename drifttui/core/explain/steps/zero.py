@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from drifttui.core.runtime.torch_hooks import Hooks, Sink, hookable
+from drifttui.core.runtime.torch_hooks import Sink, hookable
 from drifttui.core.result import DRIFT, INHERITED, Step, display_name
 from drifttui.core.explain.context import Context, clean
 
@@ -40,8 +40,7 @@ def torch_constants(ctx: Context) -> dict[int, tuple[bool, float]]:
     ok, _ = hookable(ctx.model)
     if not ok:
         return {}
-    hooks = Hooks(ctx.model)
-    hooks.calls = ctx.calls
+    hooks = ctx.new_hooks()
     sink = _ConstSink()
     args, kwargs = _zero_sample(ctx)
     with hooks.installed(), torch.inference_mode():

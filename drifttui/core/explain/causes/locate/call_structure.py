@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from drifttui.core.explain.causes.locate.case import call_io
-from drifttui.core.runtime.torch_hooks import Hooks, Sink, run_model, tensors_of, to_numpy
+from drifttui.core.runtime.torch_hooks import Sink, run_model, tensors_of, to_numpy
 
 KEY = "causes:call_structure:{}"
 ROOT = "inner"          # the wrapped module's attribute (its scopes in a re-export start with it)
@@ -67,8 +67,7 @@ def recorded(ctx: Any, call_index: int, sample: Any) -> Optional[tuple[tuple, di
             if call == call_index:
                 self.got = (args, dict(kwargs))
 
-    sink, hooks = _Args(), Hooks(ctx.model)
-    hooks.calls = ctx.calls
+    sink, hooks = _Args(), ctx.new_hooks()
     try:
         with hooks.installed():
             hooks.begin(sink)

@@ -22,7 +22,7 @@ from drifttui.core.onnx.io import copy_model
 from drifttui.core.onnx.graph import tensor_array, with_data
 from drifttui.core.result import UNMAPPED
 from drifttui.core.runtime import sessions
-from drifttui.core.runtime.torch_hooks import Hooks, TensorStore, run_model, to_numpy
+from drifttui.core.runtime.torch_hooks import TensorStore, run_model, to_numpy
 
 
 @dataclass
@@ -125,8 +125,7 @@ def unit_call(ctx: Any, ci: int) -> int:
 def torch_values(ctx: Any, sample: Any, want_out: dict[int, list[int]],
                   want_in: dict[int, list[int]]) -> TensorStore:
     store = TensorStore(want_out, want_in)
-    hooks = Hooks(ctx.model)
-    hooks.calls = ctx.calls
+    hooks = ctx.new_hooks()
     args, kwargs = sample
     with hooks.installed():
         hooks.begin(store)
