@@ -101,7 +101,8 @@ test-bisect: $(VENV)/.installed-dev
 # freezes from its example input: Python values, branches and sizes; test_forms40f.py: a blind first run on distance,
 # loss, arithmetic and attention-masking forms, its misses on record as strict xfails; test_forms40h.py: a blind
 # first run on arithmetic, cumulative and integer-conversion forms; test_forms_qat.py: quantisation-aware training,
-# the model's own quantizers held to the float32 rule)
+# the model's own quantizers held to the float32 rule; test_forms40i.py: a blind first run on attention masking,
+# distance, arithmetic, cumulative and integer-conversion forms, its misses on record as strict xfails)
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
@@ -111,7 +112,8 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_forms39.py tests/causes/test_forms_inplace.py tests/causes/test_forms40a.py \
 		tests/causes/test_forms40b.py tests/causes/test_forms40c.py tests/causes/test_forms40d.py \
 		tests/causes/test_forms40e.py tests/causes/test_forms_retyped.py tests/causes/test_forms40f.py \
-		tests/causes/test_forms40g.py tests/causes/test_forms40h.py tests/causes/test_forms_qat.py
+		tests/causes/test_forms40g.py tests/causes/test_forms40h.py tests/causes/test_forms_qat.py \
+		tests/causes/test_forms40i.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own
