@@ -133,13 +133,14 @@ def test_the_held_out_clean_controls_have_no_error_finding(explained, form):
     assert_clean(explained, form)
 
 
-@pytest.mark.parametrize("form", missed(MISSED_CLEAN, "custom_module._close: -inf - -inf is NaN, so a mask buffer "
-                                        "with -inf entries 'differs by nan' from its identical initializer"))
+# the first run's miss (custom_module._close: -inf - -inf is NaN, so a mask buffer with -inf entries "differed by
+# nan" from its identical initializer), fixed since by base/metrics.elementwise_gap
+@pytest.mark.parametrize("form", params(MISSED_CLEAN, set()))
 def test_a_clean_control_with_an_inf_mask_has_no_error_finding(explained, form):
     assert_clean(explained, form)
 
 
-@pytest.mark.parametrize("form", missed(MASKED, "custom_module._close: the -inf mask 'differs by nan'"))
+@pytest.mark.parametrize("form", params(MASKED, set()))
 def test_an_identical_inf_mask_is_not_told_as_differing_weights(explained, form):
     exp = explained(*form)[4]
     assert [f.message for f in exp.findings if f.check == "weights"] == []

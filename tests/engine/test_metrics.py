@@ -85,3 +85,17 @@ def test_a_non_finite_mismatch_is_an_infinite_error():
     # both sides the same inf is agreement, not an error
     same = compare(np.array([np.inf, 1.0], np.float32), np.array([np.inf, 1.0], np.float32), 1e-4, 1e-4)
     assert same.max_abs == 0.0 and not same.fails()
+
+
+def test_elementwise_gap_counts_equal_infinities_as_equal_and_unequal_ones_as_inf():
+    """A -inf attention mask held by both sides is the same tensor (before: -inf - -inf = NaN, "differs by nan")."""
+    import numpy as np
+
+    from drifttui.core.base.metrics import elementwise_gap
+
+    mask = np.array([0.0, -np.inf, np.nan, 1.0], dtype=np.float32)
+    assert elementwise_gap(mask, mask.copy()) == 0.0
+    assert elementwise_gap(mask, np.array([0.0, -np.inf, np.nan, 1.5], dtype=np.float32)) == 0.5
+    assert elementwise_gap(mask, np.array([0.0, 0.0, np.nan, 1.0], dtype=np.float32)) == np.inf
+    assert elementwise_gap(mask, np.array([0.0, -np.inf, 0.0, 1.0], dtype=np.float32)) == np.inf
+    assert elementwise_gap(np.zeros(0), np.zeros(0)) == 0.0

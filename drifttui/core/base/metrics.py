@@ -122,6 +122,17 @@ class Stats:
             any(not d <= bound(atol, rtol, t, f if floor else 0.0) for d, t, f in self.bounds())  # NaN: never within
 
 
+def elementwise_gap(a: np.ndarray, b: np.ndarray) -> float:
+    """The largest |a - b| of two tensors of one shape, an equal pair (equal infinities, NaN against NaN) counting
+    0 and an unequal non-finite pair inf (``-inf - -inf`` is NaN, which ``max`` would otherwise report)."""
+    if not a.size:
+        return 0.0
+    x, y = a.astype(np.float64), b.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        d = np.where((x == y) | (np.isnan(x) & np.isnan(y)), 0.0, np.abs(x - y))
+    return float(np.nan_to_num(d, nan=np.inf).max())
+
+
 def channel_axis_of(shape: tuple[int, ...], cls: str = "") -> Optional[int]:
     """The channel axis of a layer output: 1 for (N, C, H, W...) and for 1-d conv/norm outputs
     (N, C, L); the last axis (features: a transformer's hidden size, its heads side by side) for

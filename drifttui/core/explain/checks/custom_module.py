@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from drifttui.core.base.dtypes import rounding_of
+from drifttui.core.base.metrics import elementwise_gap
 from drifttui.core.onnx.graph import elem_type_name, tensor_array
 from drifttui.core.prepare.plan.folding import bn_scale
 from drifttui.core.result import FUSED, NOT_EXPORTED, Finding
@@ -42,9 +43,10 @@ def _np(t: torch.Tensor) -> np.ndarray:
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> tuple[bool, float]:
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    diff = float(np.max(np.abs(a64 - b64))) if a.size else 0.0
-    scale = float(np.max(np.abs(a64))) if a.size else 0.0
+    a64 = a.astype(np.float64)
+    diff = elementwise_gap(a, b)
+    finite = a64[np.isfinite(a64)]
+    scale = float(np.max(np.abs(finite))) if finite.size else 0.0
     return diff <= 1e-6 * max(1.0, scale), diff
 
 

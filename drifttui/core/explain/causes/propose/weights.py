@@ -16,6 +16,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from drifttui.core.base.dtypes import SCALAR_FLOAT_ELEMS, rounding_of
+from drifttui.core.base.metrics import elementwise_gap
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.prepare.plan.folding import fold_conv_bn
@@ -66,9 +67,10 @@ def _layouts(t: np.ndarray, shape: tuple[int, ...]) -> Iterator[np.ndarray]:
 
 
 def _differs(a: np.ndarray, b: np.ndarray) -> float:
-    d = float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
+    d = elementwise_gap(a, b)
+    finite = np.abs(b[np.isfinite(b)]) if b.size else b
     # same values up to float32 rounding of the fold (1e-5 of the tensor's scale)
-    return d if d > 1e-8 + 1e-5 * float(np.max(np.abs(b))) else 0.0
+    return d if d > 1e-8 + 1e-5 * float(np.max(finite, initial=0.0)) else 0.0
 
 
 def weight_candidates(case: Case, tensors: list[TorchTensor]) -> list[Patch]:
