@@ -130,7 +130,7 @@ def elementwise_gap(a: np.ndarray, b: np.ndarray) -> float:
     x, y = a.astype(np.float64), b.astype(np.float64)
     with np.errstate(invalid="ignore"):
         d = np.where((x == y) | (np.isnan(x) & np.isnan(y)), 0.0, np.abs(x - y))
-    return float(np.nan_to_num(d, nan=np.inf).max())
+    return float(np.nan_to_num(d, nan=np.inf, posinf=np.inf).max())
 
 
 def channel_axis_of(shape: tuple[int, ...], cls: str = "") -> Optional[int]:
