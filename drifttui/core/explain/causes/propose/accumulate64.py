@@ -9,8 +9,8 @@ route changes a kernel, but a graph counterfactual can: the same nodes computed 
 (``onnx/edit/accumulate64.py``), whose sums then round as torch's do.  A scan is a sum too: ONNX Runtime's
 ``CumSum`` adds a float32 running sum along its axis, where torch's CPU ``cumsum`` accumulates float32 in double
 (pytorch/pytorch#180153); it counts the axis's length as the elements summed.  Proposed once per origin, for
-its float32 sums over at least ``MIN_REDUCED`` elements per output (none otherwise), and verified like any
-patch.
+its float32 sums over at least ``MIN_REDUCED`` elements per output, scans of at least ``MIN_SCANNED`` and
+transforms of at least ``MIN_TRANSFORMED`` (none otherwise), and verified like any patch.
 
 Its class is ``stability`` (the kernel's running sum is the unstable way to compute the same function; the
 fix is the stable one), kind ``runtime`` (the bug is ONNX Runtime's kernel).  ``repair`` applies it.
@@ -28,6 +28,9 @@ from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.onnx.edit.rewriting import static_value
 
 MIN_REDUCED = 4096          # elements summed per output: below it a running float32 sum loses no more than torch
+MIN_SCANNED = 32            # a scan's length: torch rounds each output once (a double accumulator), ONNX Runtime at
+                            # every step at the partial sums' level, so a short scan of a large level cancelled after
+                            # loses as much as a long one (batch I's 128-step running mean; 4096 proposed it nowhere)
 MIN_TRANSFORMED = 64        # a transform's length: ONNX Runtime's float32 twiddles lose ~1e-4 at 400 (onnxruntime#32457)
 UPSTREAM = "microsoft/onnxruntime#28450"
 SCAN_UPSTREAM = "pytorch/pytorch#180153"
@@ -51,7 +54,7 @@ def long_sums(case: Case) -> list[tuple[Any, int, int]]:
             per = _scan_length(case, n, known, np.shape(x))
         else:
             per = int(np.size(x) // max(1, np.size(y)))
-        if per >= (MIN_TRANSFORMED if n.op_type in TRANSFORMS else MIN_REDUCED):
+        if per >= (MIN_TRANSFORMED if n.op_type in TRANSFORMS else MIN_SCANNED if n.op_type in SCANS else MIN_REDUCED):
             out.append((n, per, np.ndim(x)))
     return out
 
