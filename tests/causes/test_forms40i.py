@@ -121,9 +121,10 @@ def test_bfloat16_codes_are_located(explained, form):
     assert result.verdict == "drift" and result.drift_origin.module == ORIGIN
 
 
-@pytest.mark.parametrize("form", missed(MISSED_BFLOAT, "evaluate.localise fetches every node value and ONNX "
-                                        "Runtime cannot return a bfloat16 value to numpy: the localisation fails, "
-                                        "nothing verifies"))
+# the first run's miss (evaluate.localise fetched every node value and ONNX Runtime cannot return a bfloat16 value to
+# numpy: the localisation failed, nothing verified), fixed since: a value of a type numpy lacks is read through an
+# exact Cast to float32 (locate/evaluate.run_ort, runtime/sessions.make_session), and opmath takes its declared type
+@pytest.mark.parametrize("form", params(MISSED_BFLOAT, set()))
 def test_bfloat16_codes_are_told_as_the_dropped_rounding_verified_and_repaired(explained, form):
     assert_verified_and_repaired(explained, form, MISSED_BFLOAT[form], ORIGIN)
 

@@ -99,21 +99,50 @@ def make_session(model: Any, opt_level: str, deterministic: bool, provider: str,
             # a packing session reads the file itself: ORT frees each raw weight once packed (the
             # 220M LLaMA's output session peaks at 0.92 GB so, 1.51 GB over the shared mapping)
             shared = SharedWeights.of(data_dir).add_to(so, model)
-    outputs = model.graph.output
-    kept = len(outputs)
+    outputs, nodes = model.graph.output, model.graph.node
+    kept, kept_nodes = len(outputs), len(nodes)
     have = {o.name for o in outputs}
-    outputs.extend(onnx.ValueInfoProto(name=n) for n in dict.fromkeys(extra_outputs) if n not in have)
+    extra = [n for n in dict.fromkeys(extra_outputs) if n not in have]
+    read = _read_as_float32(model, extra)
+    nodes.extend(onnx.helper.make_node("Cast", [n], [c], name=f"{c}/cast", to=onnx.TensorProto.FLOAT)
+                 for n, c in read.items())
+    outputs.extend(onnx.ValueInfoProto(name=read.get(n, n)) for n in extra)
     try:
         payload: Any = model.SerializeToString() if fits_inline(model) else str(save_model(model, workdir / name))
     finally:
         del outputs[kept:]
+        del nodes[kept_nodes:]
     try:
         session = ort.InferenceSession(payload, so, providers=[provider])
     except Exception as exc:
         first = first_line(exc)
         raise ModelError(f"ONNX Runtime cannot load the graph: {first[:400]}", load_fix(first)) from exc
     session._drifttui_weights = shared      # the mapped buffers live as long as the session
+    session._drifttui_read = read           # a value numpy has no type for -> the float32 Cast that reads it
     return session
+
+
+_NO_NUMPY = {16, 17, 18, 19, 20}     # BFLOAT16, FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ
+
+
+def _read_as_float32(model: Any, extra: list[str]) -> dict[str, str]:
+    """Each of ``extra`` whose element type numpy lacks (bfloat16, float8: ONNX Runtime cannot hand it to numpy,
+    and the whole run fails) -> the name of an exact Cast to float32 that reads it.  Shape inference runs only for
+    a graph that holds such a type at all."""
+    import onnx
+
+    if not extra or not any(a.name == "to" and a.i in _NO_NUMPY for n in model.graph.node for a in n.attribute) \
+            and not any(v.type.tensor_type.elem_type in _NO_NUMPY
+                        for v in list(model.graph.input) + list(model.graph.value_info)) \
+            and not any(t.data_type in _NO_NUMPY for t in model.graph.initializer):
+        return {}
+    try:
+        typed = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # noqa: BLE001 - types unknown: every value fetched as it is
+        return {}
+    lacking = {v.name for v in list(typed.graph.value_info) + list(typed.graph.input)
+               if v.type.tensor_type.elem_type in _NO_NUMPY}
+    return {n: f"{n}/drifttui_float32" for n in extra if n in lacking}
 
 
 # ORT's type inference refusing a node whose output the file declares in another element type than the
@@ -203,9 +232,10 @@ def on_sample(which: str) -> Iterator[None]:
 
 
 def run(session: Any, feeds: dict[str, np.ndarray], names: Optional[list[str]] = None) -> dict[str, np.ndarray]:
+    read = getattr(session, "_drifttui_read", None) or {}
     try:
         with cores.foreground():
-            outs = session.run(names, feeds)
+            outs = session.run([read.get(n, n) for n in names] if names and read else names, feeds)
     except Exception as exc:
         first = first_line(exc)
         low = first.lower()
@@ -217,7 +247,8 @@ def run(session: Any, feeds: dict[str, np.ndarray], names: Optional[list[str]] =
                                  "give inputs with the shapes/dtypes the graph expects ("
                                  + (f"--inputs {spec}" if spec else "--inputs") + ")") from exc
         raise RunFailure(first[:300]) from exc
-    out_names = names or [o.name for o in session.get_outputs()]
+    back = {c: n for n, c in read.items()}
+    out_names = names or [back.get(o.name, o.name) for o in session.get_outputs()]
     return dict(zip(out_names, outs))
 
 

@@ -54,6 +54,9 @@ class Localisation:
     torch_calls: dict[str, Any] = field(default_factory=dict)   # ONNX node -> (torch call, ATen op) it computes
 
 
+_NO_NUMPY = {16, 17, 18, 19, 20}     # BFLOAT16, FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ
+
+
 def _session(model: Any, outputs: Optional[list[str]] = None) -> Any:
     import onnx
     import onnxruntime as ort
@@ -72,11 +75,42 @@ def _session(model: Any, outputs: Optional[list[str]] = None) -> Any:
 
 
 def run_ort(model: Any, feeds: dict[str, np.ndarray], outputs: Optional[list[str]] = None) -> dict[str, np.ndarray]:
+    """``outputs`` (default: the graph's) on ``feeds``; a value of a type numpy lacks (bfloat16, float8) read
+    through an exact Cast to float32 (ONNX Runtime cannot hand it to numpy)."""
     names = outputs or [o.name for o in model.graph.output]
-    sess = _session(model, names)
+    model, read = _readable(model, names)
+    sess = _session(model, [read.get(v, v) for v in names])
     inputs = {i.name for i in sess.get_inputs()}
-    vals = sess.run(names, {k: v for k, v in feeds.items() if k in inputs})
+    vals = sess.run([read.get(v, v) for v in names], {k: v for k, v in feeds.items() if k in inputs})
     return dict(zip(names, vals))
+
+
+def numpy_lacks(model: Any) -> dict[str, int]:
+    """The values of ``model`` whose element type numpy lacks (bfloat16, float8), with that type, by shape
+    inference ({} when it fails): ``run_ort`` reads them as float32."""
+    import onnx
+
+    try:
+        typed = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # noqa: BLE001 - no types known: every value read as it is
+        return {}
+    return {v.name: v.type.tensor_type.elem_type for v in list(typed.graph.value_info) + list(typed.graph.output)
+            + list(typed.graph.input) if v.type.tensor_type.elem_type in _NO_NUMPY}
+
+
+def _readable(model: Any, names: list[str]) -> tuple[Any, dict[str, str]]:
+    """``model`` with a Cast to float32 reading each of ``names`` whose type numpy lacks, and value -> the Cast's
+    output; ``model`` itself when there is none."""
+    import onnx
+
+    lacking = [v for v in names if v in numpy_lacks(model)]
+    if not lacking:
+        return model, {}
+    model = copy_model(model)
+    read = {v: f"{v}/drifttui_float32" for v in lacking}
+    model.graph.node.extend(onnx.helper.make_node("Cast", [v], [read[v]], name=f"{v}/drifttui_read",
+                                                  to=onnx.TensorProto.FLOAT) for v in lacking)
+    return model, read
 
 
 def node_values(case: Case) -> Optional[dict[str, np.ndarray]]:

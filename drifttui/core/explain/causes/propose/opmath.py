@@ -28,7 +28,7 @@ import numpy as np
 from onnx import helper
 
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.locate.evaluate import picked_values
+from drifttui.core.explain.causes.locate.evaluate import numpy_lacks, picked_values
 from drifttui.core.onnx.edit.opmath import HELD, LOW
 from drifttui.core.onnx.edit.patches import Patch
 
@@ -43,12 +43,16 @@ def _elem(a: Any) -> int:
     return int(helper.np_dtype_to_tensor_dtype(np.asarray(a).dtype))
 
 
-def _low_nodes(case: Case) -> tuple[list[Any], dict[str, np.ndarray]]:
+def _low_nodes(case: Case) -> tuple[list[Any], dict[str, int], dict[str, np.ndarray]]:
+    """The origin's nodes whose outputs are all float16 / bfloat16, each value's element type (a bfloat16 value is
+    read as float32: its declared type counts), and the values read."""
     nodes, known = picked_values(case, lambda n: bool(n.output) and n.op_type not in HELD
                                  and not any(a.type == 5 for a in n.attribute if a.name in ("then_branch", "body")))
-    low = [n for n in nodes if all(o in known and _elem(known[o]) in LOW for o in n.output if o)
+    lacks = numpy_lacks(case.model) if nodes else {}
+    types = {v: lacks.get(v, _elem(a)) for v, a in known.items()}
+    low = [n for n in nodes if all(o in known and types[o] in LOW for o in n.output if o)
            and any(o for o in n.output)]
-    return low, known
+    return low, types, known
 
 
 def _grouped(low: list[Any]) -> set[str]:
@@ -103,15 +107,15 @@ def _story(ops: list[str], form: str, which: str, low: str, op: Optional[str] = 
 def opmath_patches(case: Case, op: Optional[str] = None) -> list[Patch]:
     """Up to three patches (per_op, grouped, whole) for an origin with float16 / bfloat16 nodes; none otherwise.
     ``op``: the torch op the drift starts in (its name: ``var``), for the fix."""
-    low, known = _low_nodes(case)
+    low, elems, known = _low_nodes(case)
     if not low:
         return []
     names = [n.name for n in low]
     if len(set(names)) != len(names) or not all(names):
         return []
-    made = {o: _elem(known[o]) for n in low for o in n.output if o}
+    made = {o: elems[o] for n in low for o in n.output if o}
     stored = {t.name: int(t.data_type) for t in case.model.graph.initializer}
-    types = {**stored, **{v: _elem(a) for v, a in known.items()}}
+    types = {**stored, **elems}
     inputs = {v: types[v] for n in low for v in n.input if v and v not in made and types.get(v) in LOW}
     grouped = _grouped(low)
     forms = [("per_op", sorted(made))] + ([("grouped", sorted(set(made) - grouped))] if grouped else [])
