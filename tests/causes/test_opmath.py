@@ -3,7 +3,6 @@ and rounded where torch rounds, on real ONNX Runtime against real torch (the Tor
 small float16 modules); when it is proposed, and that the rewritten file still type-checks."""
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import onnx
@@ -15,6 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.propose.opmath import opmath_patches
 from drifttui.core.onnx.edit.patches import apply
+from tests.causes.exported_case import exported_case
 
 
 class HalfVar(torch.nn.Module):
@@ -34,18 +34,7 @@ def _run(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
 
 def _case(module: torch.nn.Module, exporter: str, tmp_path) -> tuple[onnx.ModelProto, Case, np.ndarray]:
     torch.manual_seed(0)
-    x = torch.randn(64, 32)
-    path = tmp_path / f"m-{exporter}.onnx"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(module, (x,), str(path), dynamo=exporter == "dynamo")
-    model = onnx.load(str(path))
-    for k, n in enumerate(model.graph.node):
-        n.name = n.name or f"n{k}"
-    want = module(x).numpy()
-    case = Case(model, {model.graph.input[0].name: x.numpy()}, {model.graph.output[0].name: want}, "body", 0, 0,
-                1e-5, 1e-5, nodes=[n.name for n in model.graph.node])
-    return model, case, x.numpy()
+    return exported_case(module, torch.randn(64, 32), exporter, tmp_path)[:3]
 
 
 @pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])

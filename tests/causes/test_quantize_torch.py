@@ -4,7 +4,6 @@ apart.  On real torch exports run by ONNX Runtime: the rewrite gives torch's val
 channel, with both exporters; it is proposed only where the case's values show the difference."""
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import onnx
@@ -15,6 +14,7 @@ import torch
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.propose.quantize_torch import quantize_patches
 from drifttui.core.onnx.edit.patches import apply
+from tests.causes.exported_case import exported_case
 
 
 class GridQuant(torch.nn.Module):
@@ -34,18 +34,7 @@ class GridQuant(torch.nn.Module):
 
 def _case(module: torch.nn.Module, exporter: str, tmp_path) -> tuple[onnx.ModelProto, Case, np.ndarray, np.ndarray]:
     torch.manual_seed(0)
-    x = torch.randn(4, 8, 6, 6) * 4.0
-    path = tmp_path / f"q-{exporter}.onnx"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(module, (x,), str(path), dynamo=exporter == "dynamo")
-    model = onnx.load(str(path))
-    for k, n in enumerate(model.graph.node):
-        n.name = n.name or f"n{k}"
-    want = module(x).numpy()
-    case = Case(model, {model.graph.input[0].name: x.numpy()}, {model.graph.output[0].name: want}, "body", 0, 0,
-                1e-5, 1e-5, nodes=[n.name for n in model.graph.node])
-    return model, case, x.numpy(), want
+    return exported_case(module, torch.randn(4, 8, 6, 6) * 4.0, exporter, tmp_path)
 
 
 def _run(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
