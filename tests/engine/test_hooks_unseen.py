@@ -105,3 +105,9 @@ def test_prepare_routes_the_hooks_only_where_observation_changes_the_outputs(tmp
         compared[name] = {L.module for L in r.layers if L.status not in ("unmapped", "not_exported")}
     assert len(notes["biased"]) == 1 and notes["plain"] == []
     assert "layer.linear2" in compared["plain"] and "layer.linear2" not in compared["biased"]
+
+
+def test_only_a_model_whose_module_reads_its_hooks_gets_the_plain_forward_check():
+    from drifttui.core.prepare.hook_routing import inspects_hooks
+
+    assert inspects_hooks(_Biased()) and not inspects_hooks(nn.Sequential(nn.Linear(3, 3), nn.ReLU()))

@@ -218,7 +218,8 @@ def build():
 def test_a_run_costs_one_torch_forward_per_sample_plus_the_trace_and_the_layer_passes(tmp_path):
     """With --onnx (no export): the trace on sample 0, a per-layer pass on each of the 3 layer samples
     (sample 0's also gives its output-pass outputs, and the trace's are the determinism check's
-    second forward), and one output-pass forward on each other sample: 1 + 3 + (N - 1)."""
+    second forward), and one output-pass forward on each other sample: 1 + 3 + (N - 1) (no module of the
+    model reads its own hooks: no plain forward to check them, prepare/hook_routing.py)."""
     import torch
 
     from drifttui.core.pipeline import run_once

@@ -8,15 +8,32 @@ float ``src_mask`` the fast path reads as boolean, pytorch/pytorch#118628), the 
 model's: every layer matched the file while the outputs drifted.  So the trace forward is run a second time with no
 hook at all, and when its outputs differ from the observed ones beyond the tolerance, the hooks are registered
 globally and routed by module (``Hooks.routed``): the model computes what it computes unobserved, and a submodule
-its fast path does not call has no value to compare.  Cost: one plain forward of sample 0."""
+its fast path does not call has no value to compare.  Cost: one plain forward of sample 0, only for a model one of
+whose module classes reads its hooks in its ``forward`` (``inspects_hooks``: its source names ``_forward_hooks`` or
+``_forward_pre_hooks``); any other model computes the same with or without them."""
 from __future__ import annotations
 
 from typing import Any, Optional
+
+import inspect
 
 import numpy as np
 import torch
 
 from drifttui.core.runtime.guards import safe_forward
+
+
+def inspects_hooks(model: Any) -> bool:
+    """Whether a module class of ``model`` reads its own hooks in its ``forward`` (its source says so; a class whose
+    source cannot be read counts as not)."""
+    for cls in {type(m) for m in model.modules()}:
+        try:
+            src = inspect.getsource(cls.forward)
+        except (OSError, TypeError):
+            continue
+        if "_forward_hooks" in src or "_forward_pre_hooks" in src:
+            return True
+    return False
 
 
 def observation_changes(model: Any, sample0: Any, observed: list, atol: float, rtol: float) -> Optional[float]:

@@ -29,7 +29,7 @@ from drifttui.core.prepare.arity import check_output_count
 from drifttui.core.model.export import export_auto, export_model
 from drifttui.core.onnx.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index, elem_type_name
 from drifttui.core.runtime.guards import safe_forward
-from drifttui.core.prepare.hook_routing import observation_changes, routed_note
+from drifttui.core.prepare.hook_routing import inspects_hooks, observation_changes, routed_note
 from drifttui.core.prepare.sample_zero import onnx_values, torch_inputs, torch_outputs
 from drifttui.core.model.half_inputs import half_inputs
 from drifttui.core.model.inputs import InputSource, build_source, flatten, onnx_feeds
@@ -303,7 +303,7 @@ def _trace_and_map(cfg: Config, model: Any, hooks: Optional[Hooks], why_not: str
     qdq = any(n.op_type in QUANTIZERS for n in index.nodes)
     if hooks is not None:
         outs, fake_quants = _hooked_trace(model, hooks, sample0, qdq)
-        changed = observation_changes(model, sample0, outs, cfg.atol, cfg.rtol)
+        changed = observation_changes(model, sample0, outs, cfg.atol, cfg.rtol) if inspects_hooks(model) else None
         if changed is not None:         # a module chose another path under the hooks: observe it as it runs
             hooks.routed, hooks.routed_note = True, routed_note(changed)
             outs, fake_quants = _hooked_trace(model, hooks, sample0, qdq)
