@@ -102,7 +102,8 @@ test-bisect: $(VENV)/.installed-dev
 # loss, arithmetic and attention-masking forms, its misses on record as strict xfails; test_forms40h.py: a blind
 # first run on arithmetic, cumulative and integer-conversion forms; test_forms_qat.py: quantisation-aware training,
 # the model's own quantizers held to the float32 rule; test_forms40i.py: a blind first run on attention masking,
-# distance, arithmetic, cumulative and integer-conversion forms, its misses on record as strict xfails)
+# distance, arithmetic, cumulative and integer-conversion forms, its misses on record as strict xfails;
+# test_forms40j.py: a blind first run on loss, cumulative and distance forms in deep models)
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
@@ -113,7 +114,7 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_forms40b.py tests/causes/test_forms40c.py tests/causes/test_forms40d.py \
 		tests/causes/test_forms40e.py tests/causes/test_forms_retyped.py tests/causes/test_forms40f.py \
 		tests/causes/test_forms40g.py tests/causes/test_forms40h.py tests/causes/test_forms_qat.py \
-		tests/causes/test_forms40i.py
+		tests/causes/test_forms40i.py tests/causes/test_forms40j.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own
