@@ -38,6 +38,9 @@ FLOATS = frozenset({"float32", "float16", "float64", "bfloat16", "float8e4m3fn",
 LOW_PRECISION: dict[str, float] = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
 #: the same by ONNX element type number (10: float16, 16: bfloat16): one unit in the last place, relative
 LOW_PRECISION_ELEM: dict[int, float] = {ELEM_OF[n]: eps for n, eps in LOW_PRECISION.items()}
+#: the element types numpy has no dtype for: ONNX Runtime cannot hand such a value to numpy (read through a Cast)
+NUMPY_LACKS: frozenset[int] = frozenset(ELEM_OF[n] for n in ("bfloat16", "float8e4m3fn", "float8e4m3fnuz",
+                                                             "float8e5m2", "float8e5m2fnuz"))
 #: machine epsilon of float32 (torch.finfo(torch.float32).eps)
 FLOAT32_EPS = 2.0 ** -23
 

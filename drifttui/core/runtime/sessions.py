@@ -8,6 +8,7 @@ from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 
+from drifttui.core.base.dtypes import NUMPY_LACKS
 from drifttui.core.onnx.io import fits_inline, save_model
 from drifttui.core.result import OPT_LEVELS
 from drifttui.core.runtime import cores
@@ -122,26 +123,23 @@ def make_session(model: Any, opt_level: str, deterministic: bool, provider: str,
     return session
 
 
-_NO_NUMPY = {16, 17, 18, 19, 20}     # BFLOAT16, FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ
-
-
 def _read_as_float32(model: Any, extra: list[str]) -> dict[str, str]:
     """Each of ``extra`` whose element type numpy lacks (bfloat16, float8: ONNX Runtime cannot hand it to numpy,
     and the whole run fails) -> the name of an exact Cast to float32 that reads it.  Shape inference runs only for
     a graph that holds such a type at all."""
     import onnx
 
-    if not extra or not any(a.name == "to" and a.i in _NO_NUMPY for n in model.graph.node for a in n.attribute) \
-            and not any(v.type.tensor_type.elem_type in _NO_NUMPY
+    if not extra or not any(a.name == "to" and a.i in NUMPY_LACKS for n in model.graph.node for a in n.attribute) \
+            and not any(v.type.tensor_type.elem_type in NUMPY_LACKS
                         for v in list(model.graph.input) + list(model.graph.value_info)) \
-            and not any(t.data_type in _NO_NUMPY for t in model.graph.initializer):
+            and not any(t.data_type in NUMPY_LACKS for t in model.graph.initializer):
         return {}
     try:
         typed = onnx.shape_inference.infer_shapes(model)
     except Exception:  # noqa: BLE001 - types unknown: every value fetched as it is
         return {}
     lacking = {v.name for v in list(typed.graph.value_info) + list(typed.graph.input)
-               if v.type.tensor_type.elem_type in _NO_NUMPY}
+               if v.type.tensor_type.elem_type in NUMPY_LACKS}
     return {n: f"{n}/drifttui_float32" for n in extra if n in lacking}
 
 

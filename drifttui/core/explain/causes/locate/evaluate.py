@@ -18,6 +18,7 @@ from drifttui.core.onnx.io import copy_model
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.localise_nodes import deviating, own_errors
 from drifttui.core.base.metrics import Stats, compare
+from drifttui.core.base.dtypes import NUMPY_LACKS
 
 
 @dataclass
@@ -52,9 +53,6 @@ class Localisation:
     fx: Any = None                        # fx_localise.FxLocalisation: a dynamo file's nodes against torch
     torch_op: Any = None                  # torch_align.TorchOp: the torch op whose ONNX nodes first differ
     torch_calls: dict[str, Any] = field(default_factory=dict)   # ONNX node -> (torch call, ATen op) it computes
-
-
-_NO_NUMPY = {16, 17, 18, 19, 20}     # BFLOAT16, FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ
 
 
 def _session(model: Any, outputs: Optional[list[str]] = None) -> Any:
@@ -95,7 +93,7 @@ def numpy_lacks(model: Any) -> dict[str, int]:
     except Exception:  # noqa: BLE001 - no types known: every value read as it is
         return {}
     return {v.name: v.type.tensor_type.elem_type for v in list(typed.graph.value_info) + list(typed.graph.output)
-            + list(typed.graph.input) if v.type.tensor_type.elem_type in _NO_NUMPY}
+            + list(typed.graph.input) if v.type.tensor_type.elem_type in NUMPY_LACKS}
 
 
 def _readable(model: Any, names: list[str]) -> tuple[Any, dict[str, str]]:
