@@ -7,21 +7,9 @@ import onnx
 import onnxruntime as ort
 import pytest
 import torch
-from torch import nn
 
 from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
-
-
-class _Biased(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        torch.manual_seed(0)
-        self.layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
-        pos = torch.arange(4)
-        self.register_buffer("bias", -0.25 * (pos[None, :] - pos[:, None]).abs().float())
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.layer(x, src_mask=self.bias)
+from tests.engine.test_hooks_unseen import _Biased
 
 
 def _run(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
