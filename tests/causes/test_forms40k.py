@@ -95,3 +95,29 @@ def test_at_least_half_the_forms_sit_inside_deep_models(explained):
     forms = list(REPAIRED)
     deep = deep_forms(explained, forms)
     assert len(deep) * 2 >= len(forms), deep
+
+
+@pytest.mark.drifts
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_diagnosing_a_float16_overflow_prints_no_numpy_warning(tmp_path, exporter):
+    """A drift whose values are inf on one side (the float16 RMSNorm's overflow): numpy's "invalid value
+    encountered in subtract" (inf - inf, in the node localisation) and the ONNX reference evaluator's "overflow
+    encountered in add" were printed among ``drifttui diagnose``'s lines (the first run's stderr); the numbers are
+    told as numbers (inf, NaN), not as warnings."""
+    import warnings
+
+    import torch
+
+    from drifttui.core.result import Config
+    from tests.causes import forms40k
+    from tests.causes.conftest import explained_run
+
+    path, spec = tmp_path / "f.onnx", forms40k.__file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(forms40k.half_rmsnorm(), (forms40k.rows_inputs(),), str(path), dynamo=exporter == "dynamo")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        explained_run(Config(model=f"{spec}:half_rmsnorm", onnx=str(path), inputs=f"{spec}:rows_inputs", samples=3))
+    numeric = [f"{w.filename}:{w.lineno}: {w.message}" for w in said if issubclass(w.category, RuntimeWarning)]
+    assert numeric == []
