@@ -85,6 +85,23 @@ def test_drifttui_repair_of_a_torchscript_float16_file_over_budget_writes_a_file
     assert done.after.verdict == "ok" and engine.recheck(cfg, done.model).verdict == "ok"
 
 
+# the torch op whose float16 rounding the file drops and torch's result depends on (propose/decisive_rounding)
+DECISIVE = {"padded_half_attention": ("torch.Tensor.add", "aten.add.Tensor"),
+            "half_rope": ("torch.Tensor.mul", "aten.mul.Tensor"),
+            "half_rmsnorm": ("torch.Tensor.pow", "aten.pow.Tensor_Scalar")}
+
+
+@pytest.mark.parametrize("form", params(REPAIRED, set()))
+def test_the_story_names_the_op_whose_rounding_matters(explained, form):
+    """First run: the last op of the float16 set that computes (matmul, cat, mul) or the first call whose value
+    differs (softmax, cos): the mask's add, the angles' mul, the overflowing pow are what torch rounds and the file
+    does not."""
+    head = explained(*form)[4].findings[0]
+    target, aten = DECISIVE[form[0]]
+    assert (head.torch_op, head.aten_op) == (target, aten), head.message
+    assert head.message.startswith(f"in torch's {target.rsplit('.', 1)[-1]} ({target}, {aten}"), head.message
+
+
 @pytest.mark.parametrize("form", params(CLEAN, set()))
 def test_the_held_out_clean_controls_have_no_error_finding(explained, form):
     assert_clean(explained, form)
