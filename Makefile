@@ -114,7 +114,8 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_forms40b.py tests/causes/test_forms40c.py tests/causes/test_forms40d.py \
 		tests/causes/test_forms40e.py tests/causes/test_forms_retyped.py tests/causes/test_forms40f.py \
 		tests/causes/test_forms40g.py tests/causes/test_forms40h.py tests/causes/test_forms_qat.py \
-		tests/causes/test_forms40i.py tests/causes/test_forms40j.py
+		tests/causes/test_forms40i.py tests/causes/test_forms40j.py \
+		tests/causes/test_forms40k.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own

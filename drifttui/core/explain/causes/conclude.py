@@ -18,6 +18,7 @@ from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation
 from drifttui.core.explain.causes.locate.fx_localise import fx_of
 from drifttui.core.explain.causes.locate.fx_words import describe
 from drifttui.core.explain.causes.locate.torch_align import TorchOp
+from drifttui.core.explain.causes.propose.decisive_rounding import CONVERSIONS
 from drifttui.core.explain.causes.propose.nopatch import explain_no_patch
 from drifttui.core.explain.causes.propose.patch_budget import left_untried, not_tried
 from drifttui.core.explain.causes.propose.reexport_story import lowering_class
@@ -156,7 +157,8 @@ def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None, aligned: Opti
     that computes: a float16 chain's rounding leaves it there (``half_sum``'s sum, not the Mul before it)."""
     if patch.torch_op is not None:          # the story names the forward's call (an in-place update it lost)
         return TorchOp(patch.torch_op[0], [], [], "story", aten=patch.torch_op[1])
-    names = set(patch.nodes or [])
+    decisive = patch.spec.get("decisive")       # propose/decisive_rounding: the rounding that matters
+    names = {decisive} if decisive else set(patch.nodes or [])
     if not names or (op is not None and op.how == "fx" and names & set(op.nodes)):
         return op
     calls = fx.every if fx is not None else {}
@@ -166,6 +168,8 @@ def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None, aligned: Opti
     rec = next((r for r, mine in reversed(groups.items()) if any(n.op_type not in _CONVERSIONS for n in mine)), None) \
         or next(iter(groups), None)
     if rec is None:
+        if decisive:
+            return _aligned_op(case, names, aligned or {}) or op
         return op if op is not None else _aligned_op(case, names, aligned or {})
     g, mine = calls.get(rec[0]), groups[rec]
     return TorchOp((g.call if g is not None else "") or rec[1], [n.name for n in mine], [n.op_type for n in mine],
@@ -182,7 +186,7 @@ def _aligned_op(case: Case, names: set[str], aligned: dict[str, Any]) -> Any:
     return TorchOp(call, [n.name for n in nodes], [n.op_type for n in nodes], "values", aten=aten)
 
 
-_CONVERSIONS = ("Cast", "CastLike", "Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Expand")
+_CONVERSIONS = CONVERSIONS
 
 
 def _with_torch_op(f: Finding, op: Any) -> Finding:

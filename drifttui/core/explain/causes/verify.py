@@ -31,6 +31,7 @@ from drifttui.core.explain.causes.propose import constants
 from drifttui.core.explain.causes.propose.ablation import by_what_it_changed
 from drifttui.core.explain.causes.propose.assemble import candidate_patches
 from drifttui.core.explain.causes.propose.conditioning import float64_trial
+from drifttui.core.explain.causes.propose.decisive_rounding import decisive
 from drifttui.core.explain.causes.propose.origin64 import origin64_patches
 from drifttui.core.explain.causes.propose.patch_budget import affordable, budget, by_likelihood
 from drifttui.core.explain.causes.propose.precision_loss import precision_finding
@@ -122,6 +123,7 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         ctx.say(f"causes: trying up to {min(cap, len(likely))} candidate patch(es) on the origin's nodes")
         trials, unneeded = first_verified(ctx, case, headline_order(likely[:cap], findings, case, loc))
         trials = by_what_it_changed(case, trials, lambda ps: hold(ctx, verify(case, ps, ctx.cancel)))
+        trials = decisive(case, trials, lambda ps: verify(case, ps, ctx.cancel), loc.ort.max_abs)
         # a unit with a folded producer outside the origin module: the module alone is not what the case computes
         inside = case.module + "." if case.module else ""
         if reexport and all(m.startswith(inside) for m in case.folded) and not any(_passes(t) for t in trials):

@@ -317,6 +317,8 @@ def _fp16(index: Any, k: int, node: Any, keep: set[int], inits: dict, torch_tens
     for a in new.attribute:
         if node.op_type == "Cast" and a.name == "to" and a.i in LOW_FLOAT_ELEMS:
             a.i = FLOAT
+        elif a.HasField("t") and a.t.data_type in LOW_FLOAT_ELEMS:     # a Constant's / ConstantOfShape's value
+            a.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t).astype(np.float32), a.t.name))
     post: list[Any] = []
     for pos, o in enumerate(node.output):
         if not o or index.elem_types.get(o) not in LOW_FLOAT_ELEMS:

@@ -206,7 +206,8 @@ def floored_rel(want: np.ndarray, got: np.ndarray) -> float:
     if not fin.any():
         return 0.0
     floor = 1e-2 * float(np.abs(w[fin]).max()) + float(np.finfo(np.float32).tiny)
-    d = np.where(same, 0.0, np.abs(w - g))
+    with np.errstate(invalid="ignore"):     # inf - inf where both are inf: ``same`` zeroes it
+        d = np.where(same, 0.0, np.abs(w - g))
     return float((d[fin] / (np.abs(w[fin]) + floor)).max())
 
 
@@ -258,7 +259,7 @@ def _retyped(g: FxNode, torch_val: np.ndarray, file_val: np.ndarray) -> None:
     want = torch_val.astype(np.float64)
     with np.errstate(all="ignore"):     # as numbers: uint8 -> int8 -> uint8 round-trips its bits, not 252
         held = torch_val.astype(file_val.dtype).astype(np.float64)
-    d = np.abs(held - want)
+        d = np.abs(held - want)         # inf - inf is NaN: not > 0 below
     if not bool(np.any(d > 0)):          # NaN - NaN is NaN: not > 0
         return
     g.dtype_change = f"{torch_val.dtype} -> {file_val.dtype}"

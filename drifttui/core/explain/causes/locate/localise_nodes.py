@@ -61,7 +61,8 @@ def _rel(want: np.ndarray, got: np.ndarray) -> tuple[float, float]:
     w = want.astype(np.float64)
     g = got.astype(np.float64)
     both_inf = np.isinf(w) & np.isinf(g) & (np.sign(w) == np.sign(g))
-    d = np.where(both_inf | (np.isnan(w) & np.isnan(g)), 0.0, np.abs(w - g))
+    with np.errstate(invalid="ignore"):     # inf - inf: its NaN is told below, not printed
+        d = np.where(both_inf | (np.isnan(w) & np.isnan(g)), 0.0, np.abs(w - g))
     d = np.where(np.isnan(d), np.inf, d)
     if want.dtype.kind in "iub":        # an integer op is exact: any other integer is wrong, however large
         return (float(d.max()) if d.size else 0.0), (1.0 if d.size and d.max() > 0 else 0.0)

@@ -1,0 +1,57 @@
+"""Which dropped rounding a verified opmath patch restores that matters: the torch op its story names.
+
+A ``per_op`` opmath patch (propose/opmath.py) computes every float16 / bfloat16 node of the origin in float32 and
+rounds each output where torch rounds.  It verifies when ONNX Runtime's dropped rounding is the drift, but it
+restores every rounding at once, so it does not say which op's rounding torch's result depends on: the ``add`` of
+a ``finfo.min`` mask (a fully masked row made uniform by the rounding), the ``mul`` of rotary angles (ulp 2 past
+2048, before ``cos``), the ``pow`` that overflows to inf.  The story used to name the last op of the set that
+computes (a ``matmul``, a ``cat``) or the first call whose value differs (the ``cos`` reading the unrounded angle).
+
+``decisive`` tries the rounding of each value alone, in the file's order (every node of the set still in float32), on
+the origin's worst sample, and marks the patch with the producer of the first one that removes the drift alone
+(``spec["decisive"]``), or, when none does alone (the rounding of the ops after it still counts at the tolerance),
+of the one that alone leaves the least error, at most a tenth of it: ``conclude`` names the torch op of that node.
+Nothing is marked when that node only converts (a model's own ``.half()``: the story names the chain's op as
+before) or when no single rounding is enough.  The patch ``repair`` applies is the one that verified (every
+rounding restored).  At most ``LIMIT`` values are tried, each a run of the cut-out origin.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+from drifttui.core.explain.causes.locate.case import Case
+
+LIMIT = 24
+# nodes that convert or move a value: when the rounding that matters is a model's own ``.half()`` (a Cast), no op
+# that computes is marked, and the story names the op of the chain after it as before (``half_sum``'s sum)
+CONVERSIONS = ("Cast", "CastLike", "Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Expand")
+SHARE = 0.1          # a rounding that alone leaves at most this share of the error is decisive too
+
+
+def decisive(case: Case, trials: list[Any], check: Callable[[list[Any]], list[Any]], before: float) -> list[Any]:
+    """``trials`` with the first verified per_op opmath trial's patch marked by its decisive rounding, if any
+    (``check(patches) -> trials`` on the origin's worst sample; ``before``: the origin's local error there)."""
+    k = next((i for i, t in enumerate(trials) if t.after.ok and not t.after.fails), None)
+    if k is None:
+        return trials
+    spec = trials[k].patch.spec
+    if spec.get("rewrite") != "opmath_float32" or spec.get("form") != "per_op" or len(spec.get("round") or []) < 2:
+        return trials
+    producer = {o: n.name for n in case.model.graph.node for o in n.output if o}
+    ops = {n.name: n.op_type for n in case.model.graph.node}
+    ordered = [o for n in case.model.graph.node if n.op_type != "Constant"
+               for o in n.output if o in set(spec["round"])][:LIMIT]
+    best, least = None, before * SHARE
+    for v in ordered:
+        tried = check([dataclasses.replace(trials[k].patch, spec={**spec, "round": [v]})])
+        if not tried or tried[0].after.fails and tried[0].after.max_abs >= least:
+            continue
+        if tried[0].after.ok and not tried[0].after.fails:
+            best = v
+            break
+        best, least = v, tried[0].after.max_abs
+    if best is None or ops[producer[best]] in CONVERSIONS:
+        return trials
+    marked = dataclasses.replace(trials[k].patch, spec={**spec, "decisive": producer[best]})
+    return [*trials[:k], dataclasses.replace(trials[k], patch=marked), *trials[k + 1:]]
