@@ -41,7 +41,15 @@ Why the miss (what decided it):
   read the row count.  Fixed in ``propose/dynamic_lowering.py``: such a re-export is made once more with the file's
   dynamic dims; when that one differs from torch on the sample and the static one does not, the cause is the
   lowering of the call the values name on a dynamic size (``lowering``, "on a size the file declares dynamic"), and
-  the fix is the static size.  After the fix: class by mechanism and verified 6/6.
+  the fix is the static size.
+* cost (class right): the ``angular_near`` pairs took 29-33 s, 21 s of it in 8 re-exports that could not compute
+  torch's own float32 rounding; the float64 counterfactual came after them.  Fixed in
+  ``propose/conditioning.conditioned_first`` (called from ``verify._conditioned_or_reexports``): where torch's own
+  float32 error is of the file's size it is tried before the re-exports, which are then said skipped.
+
+After both fixes (same harness, /tmp/heldL/out2): origin 6/6, class by mechanism and verified 6/6, repair passing
+``check`` 4/4 (and "nothing to apply" on the 2 ill-conditioned pairs), controls 3/3 clean; diagnose / repair 7-15 s /
+3-11 s (``angular_near`` 8 s / 6 s torchscript, 11 s / 8 s dynamo; ``batch_prototypes`` 11 s / 9 s).
 """
 from __future__ import annotations
 
