@@ -109,12 +109,15 @@ def test_a_dynamic_batch_cdist_names_the_call_and_keeps_the_batch_dynamic(explai
     import onnxruntime as ort
 
     from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.explain.causes.deliver.source_fix import source_fixes
     from drifttui.core.onnx.graph import full_model
 
     _, _, run, _, exp = explained(*form)
     head = exp.findings[0]
     assert "aten.cdist" in head.message and "static" in head.fix and "dynamic shapes" not in head.fix, head.fix
     fixed = repair(full_model(run.prepared.index), exp)
+    code = source_fixes(fixed.applied, exp.findings, 20, "torchscript")[0][0]
+    assert "dynamic_axes=None" in code and "opset_version" not in code, code     # what changed: the sizes
     session = ort.InferenceSession(fixed.model.SerializeToString(), providers=["CPUExecutionProvider"])
     name = session.get_inputs()[0].name
     assert session.run(None, {name: np.zeros((4, 32), np.float32)})[0].shape[0] == 4

@@ -157,6 +157,7 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
                                        lambda m, i, o: _run(m, i, o, case), getattr(loc, "torch_op", None))
     if own is not None:
         check, said = own.check, own.why
+    spec.update({"static": True} if sized is not None else {})     # what changed: the sizes (source_fix's code)
     patch = Patch(spec, check, f"{said}{display_name(case.module)} exported alone with {why} (opset {opset}) computes what "
                   "torch computes", (own.fix if own is not None else variant.fix(opset, target))
                   + (" and dynamic shapes for the sizes that change at run time"
