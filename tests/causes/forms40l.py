@@ -40,7 +40,8 @@ Kept (each drifts over drifttui's default tolerance with the exporters named; al
 * ``angular_near`` (distance, both exporters): the angle between near-duplicate embeddings,
   ``acos(cosine_similarity(x, x + 1e-3 roll(x)))``.  The cosine is a few float32 ulps below 1, where ``acos`` is
   ill-conditioned (its derivative is infinite at 1): torch's own float32 result is 0.012 off its float64 value, and
-  each side rounds the cosine to another ulp (ArcFace-style code clamps the cosine before ``acos`` for this).  Control: ``angular_far`` (an angle of O(1)).
+  each side rounds the cosine to another ulp (ArcFace-style code clamps the cosine before ``acos`` for this).
+  Control: ``angular_far`` (an angle of O(1)).
 * ``cdist_25`` (distance, TorchScript; dynamo fails to export ``cdist`` here): 25 query points on a level of 100
   against 25 prototypes on the level.  torch's CPU ``cdist`` takes the matrix-product route only when a side has more
   than 25 rows (``r1 > 25 || r2 > 25``, pytorch/pytorch#42479, #57690 on its cancellation); the TorchScript symbolic
@@ -48,8 +49,8 @@ Kept (each drifts over drifttui's default tolerance with the exporters named; al
   relative).  The reverse of forms40f's ``cdist_mm`` (there torch cancels, at 32 prototypes).  Control: ``cdist_24``.
 * ``batch_prototypes`` (distance, TorchScript exported with a dynamic batch): ``cdist`` of the batch's points on a
   level of 100 against 10 prototypes.  With the batch dynamic the symbolic cannot read the row count and always
-  takes the matrix-product route (pytorch/pytorch#144212 is about the same exported ``cdist`` graph); torch, with 6 and 10
-  rows, computes the direct difference: 1.1e-2 relative.
+  takes the matrix-product route (pytorch/pytorch#144212 is about the same exported ``cdist`` graph); torch, with 6
+  and 10 rows, computes the direct difference: 1.1e-2 relative.
 """
 from __future__ import annotations
 

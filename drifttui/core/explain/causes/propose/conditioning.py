@@ -14,8 +14,8 @@ origin module is exported in float64 by the file's own exporter (``module.double
 opset: one export) and, when that export is the same lowering (the same computing nodes, op for op), its float64
 value stands for the file's: the lowering computed without the float32 folding.
 Tried when no graph patch verified, on origins of at most ``MAX_NODES`` nodes: before the re-exports when torch's
-own float32 error is of the file's size (``conditioned_first``: the re-exports are then said skipped), else after them.  ``repair``
-has nothing to apply (the fix is the model's: condition the input, or compute the module in float64).
+own float32 error is of the file's size (``conditioned_first``: the re-exports are then said skipped), else after
+them.  ``repair`` has nothing to apply (the fix is the model's: condition the input, or compute the module in float64).
 """
 from __future__ import annotations
 

@@ -161,7 +161,8 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     patch = Patch(spec, check, f"{said}{display_name(case.module)} exported alone with {why} (opset {opset}) computes what "
                   "torch computes", (own.fix if own is not None else variant.fix(opset, target))
                   + (" and dynamic shapes for the sizes that change at run time"
-                     if ctx.cfg.onnx and sized is None and (own is None or own.check in ("lowering", "stability")) else "")
+                     if ctx.cfg.onnx and sized is None and (own is None or own.check in ("lowering", "stability"))
+                     else "")
                   + " (`drifttui repair` grafts that export into the file)",
                   "export", module=case.module,
                   nodes=list(wrong.nodes) if wrong is not None else [node.name] if node is not None else [],
