@@ -103,7 +103,9 @@ test-bisect: $(VENV)/.installed-dev
 # first run on arithmetic, cumulative and integer-conversion forms; test_forms_qat.py: quantisation-aware training,
 # the model's own quantizers held to the float32 rule; test_forms40i.py: a blind first run on attention masking,
 # distance, arithmetic, cumulative and integer-conversion forms, its misses on record as strict xfails;
-# test_forms40j.py: a blind first run on loss, cumulative and distance forms in deep models)
+# test_forms40j.py: a blind first run on loss, cumulative and distance forms in deep models; test_forms40k.py: a blind
+# first run on float16 forms of real attention, rotary and RMSNorm code; test_forms40l.py: a blind first run on
+# loss, cumulative and distance forms, a lowering on a dynamic size)
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
@@ -115,7 +117,7 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_forms40e.py tests/causes/test_forms_retyped.py tests/causes/test_forms40f.py \
 		tests/causes/test_forms40g.py tests/causes/test_forms40h.py tests/causes/test_forms_qat.py \
 		tests/causes/test_forms40i.py tests/causes/test_forms40j.py \
-		tests/causes/test_forms40k.py
+		tests/causes/test_forms40k.py tests/causes/test_forms40l.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own

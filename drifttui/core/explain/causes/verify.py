@@ -30,7 +30,7 @@ from drifttui.core.explain.causes.locate.torch_align import calls as aligned_cal
 from drifttui.core.explain.causes.propose import constants
 from drifttui.core.explain.causes.propose.ablation import by_what_it_changed
 from drifttui.core.explain.causes.propose.assemble import candidate_patches
-from drifttui.core.explain.causes.propose.conditioning import float64_trial
+from drifttui.core.explain.causes.propose.conditioning import conditioned_first, float64_trial
 from drifttui.core.explain.causes.propose.decisive_rounding import decisive
 from drifttui.core.explain.causes.propose.origin64 import origin64_patches
 from drifttui.core.explain.causes.propose.patch_budget import affordable, budget, by_likelihood
@@ -127,7 +127,7 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         # a unit with a folded producer outside the origin module: the module alone is not what the case computes
         inside = case.module + "." if case.module else ""
         if reexport and all(m.startswith(inside) for m in case.folded) and not any(_passes(t) for t in trials):
-            skipped_exports = _reexports(ctx, case, loc, trials)
+            skipped_exports = _conditioned_or_reexports(ctx, case, loc, trials)
         if not any(_passes(t) for t in trials):
             # two mechanisms: the patch that removed most of the error, then the one that removes the rest
             op = loc.torch_op.name if loc.torch_op is not None else None
@@ -155,6 +155,18 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
                       skipped_exports=skipped_exports, not_tried=unneeded)
     ctx.cache[key] = exp
     return exp
+
+
+def _conditioned_or_reexports(ctx: Any, case: Case, loc: Any, trials: list[Trial]) -> list[str]:
+    """The float64 counterfactual first where torch's own float32 rounding is the drift's size (no file computes it:
+    the re-exports are skipped, and said so), else the re-exports (``_reexports``)."""
+    ctx.say(f"causes: computing {display_name(case.module)} in float64 (is torch's own float32 rounding the drift?)")
+    first = conditioned_first(ctx, case, loc)
+    if first is None:
+        return _reexports(ctx, case, loc, trials)
+    trials.append(Trial(*first))
+    tried, skipped = affordable(variants(ctx), case)
+    return [v.why for v in tried] + list(skipped)
 
 
 def _reexports(ctx: Any, case: Case, loc: Any, trials: list[Trial]) -> list[str]:

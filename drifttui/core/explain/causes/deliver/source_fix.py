@@ -32,6 +32,9 @@ def source_fix(spec: dict[str, Any], opset: Optional[int], exporter: str) -> Opt
     exporter = exporter if exporter in ("dynamo", "torchscript") else ""
     if op == "reexport" and spec.get("script"):       # the module compiled by torch.jit.script (reexport.py)
         return _export_call(spec.get("opset"), "torchscript").replace("(model,", "(torch.jit.script(model),", 1)
+    if op == "reexport" and spec.get("static"):       # a lowering on a dynamic size (dynamic_lowering.py)
+        made = str(spec.get("exporter", ""))
+        return _export_call(None, made, "dynamic_shapes=None" if made == "dynamo" else "dynamic_axes=None")
     if op == "reexport":
         return _export_call(spec.get("opset"), str(spec.get("exporter", "")))
     if op == "rewrite" and spec.get("rewrite") == "resize_opset11":

@@ -13,8 +13,9 @@ function that rounding alone can be over the tolerance.  Then, and only when tor
 origin module is exported in float64 by the file's own exporter (``module.double()``, float64 inputs, the file's
 opset: one export) and, when that export is the same lowering (the same computing nodes, op for op), its float64
 value stands for the file's: the lowering computed without the float32 folding.
-Tried only when no patch or re-export verified, on origins of at most ``MAX_NODES`` nodes.  ``repair``
-has nothing to apply (the fix is the model's: condition the input, or compute the module in float64).
+Tried when no graph patch verified, on origins of at most ``MAX_NODES`` nodes: before the re-exports when torch's
+own float32 error is of the file's size (``conditioned_first``: the re-exports are then said skipped), else after
+them.  ``repair`` has nothing to apply (the fix is the model's: condition the input, or compute the module in float64).
 """
 from __future__ import annotations
 
@@ -131,7 +132,15 @@ def _agreement(t64: list[np.ndarray], outs: dict[str, np.ndarray], pairs: list[t
 
 
 def float64_trial(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple[Patch, Eval]]:
-    """The conditioning counterfactual (never a graph patch) and its figure, or None when it does not hold."""
+    """The conditioning counterfactual (never a graph patch) and its figure, or None when it does not hold; computed
+    once per case (``conditioned_first`` may have asked before the re-exports)."""
+    key = f"causes:float64:{case.module}:{case.sample}:{len(case.model.graph.node)}"
+    if key not in ctx.cache:
+        ctx.cache[key] = _float64_trial(ctx, case, loc)
+    return ctx.cache[key]
+
+
+def _float64_trial(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple[Patch, Eval]]:
     module = ctx.modules().get(case.module)
     if module is None or len(case.model.graph.node) > MAX_NODES or loc.ort.nonfinite:
         return None
@@ -157,6 +166,17 @@ def float64_trial(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple[Pat
     if both64 is None:
         return None
     return _patch(case, loc, own32, both64, exported)
+
+
+def conditioned_first(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple[Patch, Eval]]:
+    """The conditioning counterfactual tried before the re-exports, when it verifies and torch's own float32 error is
+    of the file's size (the file's error under ``WORSE`` times torch's own): there torch's float32 rounding is what
+    differs, a re-export that computes torch's values would have to round as torch's kernels do, and each costs an
+    export; None otherwise (the re-exports are tried first, the counterfactual after them as before)."""
+    got = float64_trial(ctx, case, loc)
+    if got is None or loc.ort.max_abs >= WORSE * float(got[0].spec.get("torch_own_error") or 0.0):
+        return None
+    return got
 
 
 def _patch(case: Case, loc: Localisation, own32: float, both64: float, exported: bool) -> tuple[Patch, Eval]:

@@ -16,6 +16,7 @@ import numpy as np
 
 from drifttui.core.explain.causes.propose.aliasing import aliased_told
 from drifttui.core.explain.causes.propose.definitions import Told, told
+from drifttui.core.explain.causes.propose.dynamic_lowering import dynamic_lowering
 from drifttui.core.explain.causes.propose.frozen_trace import dynamic_dims, frozen_story
 from drifttui.core.explain.causes.propose.held_inputs import held_input
 from drifttui.core.explain.causes.propose.narrow_graft import narrowed
@@ -149,12 +150,19 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     if own is None and _computes(ev) and not variant.retrace:      # a trace that froze its example (frozen_trace)
         own = frozen_story(ctx, case, module, ins, outs, lambda m, i: _export(m, i, _traced(ctx), dims),
                            lambda m, i, o: _run(m, i, o, case))
+    sized = None
+    if own is None and _computes(ev):               # today's same exporter, static: a lowering on a dynamic size?
+        sized = own = dynamic_lowering(ctx, case, module, ins, outs, variant,
+                                       lambda m, i: _export(m, i, _traced(ctx), dims),
+                                       lambda m, i, o: _run(m, i, o, case), getattr(loc, "torch_op", None))
     if own is not None:
         check, said = own.check, own.why
+    spec.update({"static": True} if sized is not None else {})     # what changed: the sizes (source_fix's code)
     patch = Patch(spec, check, f"{said}{display_name(case.module)} exported alone with {why} (opset {opset}) computes what "
                   "torch computes", (own.fix if own is not None else variant.fix(opset, target))
                   + (" and dynamic shapes for the sizes that change at run time"
-                     if ctx.cfg.onnx and (own is None or own.check in ("lowering", "stability")) else "")
+                     if ctx.cfg.onnx and sized is None and (own is None or own.check in ("lowering", "stability"))
+                     else "")
                   + " (`drifttui repair` grafts that export into the file)",
                   "export", module=case.module,
                   nodes=list(wrong.nodes) if wrong is not None else [node.name] if node is not None else [],
