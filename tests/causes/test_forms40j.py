@@ -136,3 +136,12 @@ def test_at_least_half_the_forms_sit_inside_deep_models(explained):
     forms = [*REPAIRED, *TORCH_ROUNDING, *MISSED_GUARD]
     deep = deep_forms(explained, forms)
     assert len(deep) * 2 >= len(forms), deep
+
+
+@pytest.mark.parametrize("form", params({f: v for f, v in REPAIRED.items() if f[0] == "prefix_variance"}, set()))
+def test_a_prefix_variance_names_torchs_cumsum_whose_accumulation_the_patch_changed(explained, form):
+    """First run (TorchScript): "torch's mul", the first call the alignment by value matched among the origin's nodes
+    (the ``s * s`` feeding the second CumSum).  Since: the op named follows from the nodes the verifying patch
+    changed, the CumSums, aligned to ``torch.cumsum``."""
+    head = explained(*form)[4].findings[0]
+    assert head.torch_op == "torch.cumsum" and "in torch's cumsum (torch.cumsum" in head.message, head.message
