@@ -64,3 +64,42 @@ def test_an_error_near_floats_max_has_an_sqnr_and_no_math_domain_error():
     st = Stats(n=4, sum_sq=math.inf, norm_t=4.0)
     assert st.sqnr_db == -math.inf
     assert math.isnan(Stats(n=4, sum_sq=math.inf, norm_t=math.inf).sqnr_db)
+
+
+def _log_sigmoid_model(fx: bool = False):
+    """``Log(Sigmoid(x))``; with ``fx``, the dynamo exporter's records: the Sigmoid is ``torch.sigmoid``'s, the Log is
+    ``log_sigmoid(x)``'s lowering sharing it (the Log's FX node reads ``x``, not the sigmoid)."""
+    sig = helper.make_node("Sigmoid", ["x"], ["s"], name="sig")
+    log = helper.make_node("Log", ["s"], ["y"], name="log")
+    if fx:
+        helper.set_metadata_props(sig, {"pkg.torch.onnx.fx_node": "%sigmoid : [num_users=2] = call_function["
+                                        "target=torch.ops.aten.sigmoid.default](args = (%x,), kwargs = {})"})
+        helper.set_metadata_props(log, {"pkg.torch.onnx.fx_node": "%log_sigmoid : [num_users=1] = call_function["
+                                        "target=torch.ops.aten.log_sigmoid.default](args = (%x,), kwargs = {})"})
+    return _model([sig, log])
+
+
+def test_no_guard_tells_a_singular_point_where_float32_underflowed_and_one_does_at_a_true_pole():
+    """``Log(Sigmoid(-200))`` is -inf in float32 (the Sigmoid underflows to 0) and -200 exactly: no singular point, no
+    guard (its 0 would only be near torch's value after a vanishing factor); ``Log(0)`` is a pole in any precision."""
+    x = np.array([-200.0, -150.0, 0.0, 3.0], np.float32)
+    under = _case(_log_sigmoid_model(), {"x": x}, -np.logaddexp(0, -x).astype(np.float32))
+    assert run_ort(under.model, under.feeds)["y"][0] == -np.inf
+    assert not [p for p in singular_patches(under, None) if p.spec["rewrite"] == "nonfinite_guard"]
+    pole = _case(_model([helper.make_node("Log", ["x"], ["y"], name="log")]), {"x": np.array([0, 1, 2, 3], np.float32)},
+                 np.array([0, 0, np.log(2), np.log(3)], np.float32))
+    assert [p.spec["node"] for p in singular_patches(pole, None) if p.spec["rewrite"] == "nonfinite_guard"] == ["log"]
+
+
+def test_a_workaround_names_every_node_it_replaces_and_a_shared_sigmoid_is_one_calls_unstable_lowering():
+    """The log_sigmoid rewrite replaces the Log that reads the Sigmoid: its patch names both (the likelihood order and
+    the headline read ``nodes``).  A Sigmoid the dynamo optimiser shared between ``torch.sigmoid`` and
+    ``log_sigmoid``'s lowering is that lowering's unstable composite (``stability``), not ONNX Runtime's kernel."""
+    from drifttui.core.explain.causes.propose.rewrites import workaround_patches
+
+    x = np.array([-200.0, -150.0, 0.0, 3.0], np.float32)
+    for fx in (False, True):
+        case = _case(_log_sigmoid_model(fx), {"x": x}, -np.logaddexp(0, -x).astype(np.float32))
+        logsig = next(p for p in workaround_patches(case, "log", "runtime") if p.spec["form"] == "log_sigmoid")
+        assert logsig.nodes == ["sig", "log"]
+        assert logsig.check == "stability"

@@ -388,3 +388,38 @@ def gpt_mlp():
 
     torch.manual_seed(0)
     return nn.Sequential(Block(), Block()).eval()
+
+
+def logsig_head():
+    """A LayerNorm, then per-label log-probabilities of confident logits (``F.logsigmoid(60 x)``, which the
+    TorchScript exporter lowers as ``Log(Sigmoid)``: -inf where the Sigmoid underflows) plus a small learned
+    correction ``relu(x) @ W.T`` (the MatMul quantize_static makes int8).  The int8 file is over budget, and no
+    keep-in-float32 list can bring it within: the -inf is the lowering's, not the precision's."""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    class Head(nn.Module):
+        def __init__(self, d: int = 16) -> None:
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(d, d) * 1e-3)
+
+        def forward(self, x):
+            return F.logsigmoid(x * 60.0) + F.linear(torch.relu(x), self.weight)
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.norm, self.head = nn.LayerNorm(16), Head()
+
+        def forward(self, x):
+            return self.head(self.norm(x))
+
+    torch.manual_seed(0)
+    return Net().eval()
+
+
+def rows16():
+    import torch
+
+    return torch.randn(8, 16)

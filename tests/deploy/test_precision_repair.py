@@ -173,3 +173,31 @@ def _step_4_passes(engine, ok):
     assert ok.precision.verdict == "within budget" and ok.verdict == "ok"
     step = engine.step(4, ok)
     assert step.verdict == "pass" and "no layer needs float32" in step.summary and step.layers == []
+
+
+def test_repair_falls_through_to_the_origins_verified_patch_when_no_keep_list_or_reduce_range_works(tmp_path):
+    """An int8 file over budget for a reason no precision explains that decide cannot tell from a precision loss (its
+    output is -inf, so no share of the output error is measured): the keep-list search runs and finds no list, the
+    reduce_range copy does not apply (no saturation: the weights are 7-bit already), and the origin's verified
+    rewrite (``Log(Sigmoid)`` as ``-Softplus(-x)``) is what repairs the file (``Pipeline.repair``'s last step)."""
+    needs("onnxruntime.quantization")
+    import onnx as _onnx
+
+    from drifttui.core.pipeline import Pipeline
+    from drifttui.core.result import Config
+    from tests.deploy.precision_models import feeds_of, int8_qdq
+
+    raw = export_local("logsig_head", "rows16", "torchscript", tmp_path / "raw")
+    name = _onnx.load(str(raw)).graph.input[0].name
+    q = int8_qdq(raw, tmp_path / "q.onnx", feeds_of("rows16", name), n=8, reduce_range=True,
+                 op_types_to_quantize=["MatMul", "Gemm"])
+    engine = Pipeline()
+    before = engine.run(Config(model=local_spec("logsig_head"), inputs=local_spec("rows16"), onnx=str(q),
+                               samples=3)).result
+    assert (before.verdict, before.precision.verdict, before.precision.cause) == ("drift", "over budget", "precision")
+    fixed = engine.repair(before)
+    assert fixed.keep is not None and not fixed.keep.verified and not fixed.keep.genuine and fixed.keep.checks >= 1
+    assert fixed.kind == "patches" and fixed.after.verdict == "ok", (fixed.kind, fixed.reason)
+    head = fixed.result.findings[0]
+    assert head.verified and head.patch["rewrite"] == "workaround" and head.patch["form"] == "log_sigmoid"
+    assert sum(n.op_type == "DequantizeLinear" for n in fixed.model.graph.node) >= 2     # still the int8 file

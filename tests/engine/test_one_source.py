@@ -115,3 +115,16 @@ def test_the_fold_handles_a_batchnorm_without_affine_weights():
         want = bn(conv(x)).numpy()
     got = torch.nn.functional.conv2d(x, torch.from_numpy(w), torch.from_numpy(b)).numpy()
     assert np.allclose(got, want, atol=1e-5)
+
+
+_GAP = re.compile(r"np\.where\(.*==.*,\s*0(\.0)?,\s*np\.abs\(")
+
+
+def test_the_element_gap_rule_is_written_once():
+    """The largest |a - b| with equal pairs (NaN with NaN, equal infinities) at 0 is base/metrics.elementwise_gap's:
+    the hook-routing check, the custom-module check and the weights' comparison call it, none repeats it."""
+    assert _GAP.search("d = np.where((x == y) | (np.isnan(x) & np.isnan(y)), 0.0, np.abs(x - y))")
+    hits = [f"{path.relative_to(ROOT)}:{k}" for path in sorted((ROOT / "drifttui").rglob("*.py"))
+            if path.relative_to(ROOT).as_posix() != "drifttui/core/base/metrics.py"
+            for k, line in enumerate(path.read_text().splitlines(), 1) if _GAP.search(line.split("#", 1)[0])]
+    assert hits == []

@@ -148,7 +148,7 @@ def check(pr: "Prepared", cfg: "Config") -> tuple[list["Window"], ObserverCheck,
     def session(values: list[str]) -> Any:
         return sessions.make_session(pr.proto, cfg.opt_level, cfg.deterministic, cfg.provider, pr.workdir,
                                      "observer.onnx", extra_outputs=values, data_dir=pr.index.data_dir,
-                                     prepack=False)
+                                     prepack=False, types=pr.index.elem_types)
 
     def run_marked(values: list[str]) -> dict[str, np.ndarray]:
         return sessions.run(session(values), feeds0, outs)

@@ -34,7 +34,7 @@ class WindowPass:
         t = time.perf_counter()
         main = self.main if self.main is not None else sessions.make_session(
             pr.proto, cfg.opt_level, cfg.deterministic, cfg.provider, pr.workdir, "main.onnx", extra_outputs=w.values,
-            data_dir=pr.index.data_dir, prepack=False)
+            data_dir=pr.index.data_dir, prepack=False, types=pr.index.elem_types)
         local_sess = None
         if w.local is not None:
             local_sess = sessions.make_session(w.local.model, cfg.opt_level, cfg.deterministic, cfg.provider,

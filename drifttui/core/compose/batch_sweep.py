@@ -108,7 +108,8 @@ def _layers(pr: Prepared, cfg: Config, sizes: tuple[int, ...], feeds_of: Any) ->
         if not values:
             continue
         sess = sessions.make_session(pr.proto, cfg.opt_level, cfg.deterministic, cfg.provider, pr.workdir,
-                                     "sweep.onnx", extra_outputs=values, data_dir=pr.index.data_dir, prepack=False)
+                                     "sweep.onnx", extra_outputs=values, data_dir=pr.index.data_dir, prepack=False,
+                                     types=pr.index.elem_types)
         alone, runs = _run_sizes(sess, feeds_of, sizes, list(dict.fromkeys(values)))
         for ci in sorted(w.calls):
             devs_all, scale_all, ok_all = [0.0] * len(sizes), 0.0, True

@@ -183,4 +183,4 @@ class Context:
         det = self.cfg.deterministic if deterministic is None else deterministic
         return sessions.make_session(self.index.model, opt_level, det, self.cfg.provider, self.workdir,
                                      f"s_{opt_level}.onnx", optimized, extra_outputs=extra,
-                                     data_dir=self.index.data_dir)
+                                     data_dir=self.index.data_dir, types=self.index.elem_types)

@@ -20,6 +20,7 @@ import inspect
 import numpy as np
 import torch
 
+from drifttui.core.base.metrics import elementwise_gap
 from drifttui.core.runtime.guards import safe_forward
 
 
@@ -49,12 +50,7 @@ def observation_changes(model: Any, sample0: Any, observed: list, atol: float, r
         if a.shape != b.shape:
             return float("inf")
         x, y = a.detach().double().numpy(), b.detach().double().numpy()
-        nan = np.isnan(x)
-        if (nan != np.isnan(y)).any():
-            return float("inf")
-        with np.errstate(invalid="ignore"):
-            d = np.where(nan | (x == y), 0.0, np.abs(x - y))
-        m = float(d.max(initial=0.0))
+        m = elementwise_gap(x, y)       # a NaN on one side only, or unequal infinities: inf
         scale = float(np.abs(x[np.isfinite(x)]).max(initial=0.0))
         worst, over = max(worst, m), over or m > atol + rtol * scale
     return worst if over else None

@@ -125,7 +125,7 @@ def markable_run(index: GraphIndex, values: list[str], feeds: dict, provider: st
     are found by bisection and left out (returned second)."""
     def load(vals: list[str]) -> Any:
         return sessions.make_session(index.model, level, False, provider, workdir, "marked.onnx", extra_outputs=vals,
-                                     data_dir=index.data_dir, prepack=False)
+                                     data_dir=index.data_dir, prepack=False, types=index.elem_types)
 
     try:
         return sessions.run(load(values), feeds, values), []

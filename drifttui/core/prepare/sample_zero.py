@@ -48,7 +48,7 @@ def onnx_values(provider: str, feeds0: dict, workdir: Path) -> Callable[[GraphIn
     """ONNX Runtime's values of the given values on sample 0 (optimisations off)."""
     def resolve(ix: GraphIndex, values: list[str]) -> dict:
         sess = sessions.make_session(ix.model, "disable", False, provider, workdir, "pairing.onnx",
-                                     extra_outputs=values, data_dir=ix.data_dir, prepack=False)
+                                     extra_outputs=values, data_dir=ix.data_dir, prepack=False, types=ix.elem_types)
         with sessions.on_sample("sample 0"):
             return sessions.run(sess, dict(zip(ix.graph_inputs, feeds0.values())), values)
     return resolve

@@ -4,12 +4,12 @@ from __future__ import annotations
 import contextlib
 import re
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
-from drifttui.core.base.dtypes import NUMPY_LACKS
 from drifttui.core.onnx.io import fits_inline, save_model
+from drifttui.core.onnx.lacking import lacking
 from drifttui.core.result import OPT_LEVELS
 from drifttui.core.runtime import cores
 from drifttui.core.onnx.weights import SharedWeights
@@ -70,7 +70,8 @@ def apply_settings(so: Any, settings: Sequence[tuple[str, str]]) -> None:
 def make_session(model: Any, opt_level: str, deterministic: bool, provider: str, workdir: Path,
                  name: str = "session.onnx", optimized_path: Optional[Path] = None,
                  extra_outputs: Sequence[str] = (), data_dir: Optional[Path] = None,
-                 prepack: bool = True, settings: Sequence[tuple[str, str]] = ()) -> Any:
+                 prepack: bool = True, settings: Sequence[tuple[str, str]] = (),
+                 types: Optional[Mapping[str, int]] = None) -> Any:
     """An InferenceSession for ``model`` whose graph also outputs ``extra_outputs`` (by name only).
 
     The extra outputs are added to ``model`` for the time it takes to serialise it and removed
@@ -80,7 +81,9 @@ def make_session(model: Any, opt_level: str, deterministic: bool, provider: str,
     small whatever the size of the weights.  ``prepack=False``: ORT uses the mapped weights as
     they lie instead of copying them into its packed layout (sessions that run a few times: the
     per-layer pass, the observer check, the local graph, the pairing run; the output pass, which
-    runs every sample, packs them as a deployment does, and reads them from the file itself).
+    runs every sample, packs them as a deployment does, and reads them from the file itself).  ``types``: the
+    element types of ``model``'s values the caller holds (``GraphIndex.elem_types``): an extra output numpy has no
+    type for is read through a float32 Cast without a shape inference per session.
     """
     import onnx
     import onnxruntime as ort
@@ -104,7 +107,7 @@ def make_session(model: Any, opt_level: str, deterministic: bool, provider: str,
     kept, kept_nodes = len(outputs), len(nodes)
     have = {o.name for o in outputs}
     extra = [n for n in dict.fromkeys(extra_outputs) if n not in have]
-    read = _read_as_float32(model, extra)
+    read = _read_as_float32(model, extra, types)
     nodes.extend(onnx.helper.make_node("Cast", [n], [c], name=f"{c}/cast", to=onnx.TensorProto.FLOAT)
                  for n, c in read.items())
     outputs.extend(onnx.ValueInfoProto(name=read.get(n, n)) for n in extra)
@@ -123,24 +126,11 @@ def make_session(model: Any, opt_level: str, deterministic: bool, provider: str,
     return session
 
 
-def _read_as_float32(model: Any, extra: list[str]) -> dict[str, str]:
+def _read_as_float32(model: Any, extra: list[str], types: Optional[Mapping[str, int]] = None) -> dict[str, str]:
     """Each of ``extra`` whose element type numpy lacks (bfloat16, float8: ONNX Runtime cannot hand it to numpy,
-    and the whole run fails) -> the name of an exact Cast to float32 that reads it.  Shape inference runs only for
-    a graph that holds such a type at all."""
-    import onnx
-
-    if not extra or not any(a.name == "to" and a.i in NUMPY_LACKS for n in model.graph.node for a in n.attribute) \
-            and not any(v.type.tensor_type.elem_type in NUMPY_LACKS
-                        for v in list(model.graph.input) + list(model.graph.value_info)) \
-            and not any(t.data_type in NUMPY_LACKS for t in model.graph.initializer):
-        return {}
-    try:
-        typed = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # noqa: BLE001 - types unknown: every value fetched as it is
-        return {}
-    lacking = {v.name for v in list(typed.graph.value_info) + list(typed.graph.input)
-               if v.type.tensor_type.elem_type in NUMPY_LACKS}
-    return {n: f"{n}/drifttui_float32" for n in extra if n in lacking}
+    and the whole run fails) -> the name of an exact Cast to float32 that reads it (``onnx/lacking.py``: the types
+    ``types`` gives, the index's, else shape inference of a graph that holds such a type at all)."""
+    return {n: f"{n}/drifttui_float32" for n in lacking(model, extra, types)} if extra else {}
 
 
 # ORT's type inference refusing a node whose output the file declares in another element type than the

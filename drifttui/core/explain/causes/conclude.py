@@ -154,7 +154,10 @@ def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None, aligned: Opti
     after it; an STFT, not the ``pow`` a value alignment spanned back over it); ``op`` otherwise.  Named by the call
     its FX node came from (``fx``'s match with the torch program), as every torch op is; a file without FX records
     by the call the alignment by value gives those nodes (``aligned``), when it named none.  Of several, the last
-    that computes: a float16 chain's rounding leaves it there (``half_sum``'s sum, not the Mul before it)."""
+    that computes: a float16 chain's rounding leaves it there (``half_sum``'s sum, not the Mul before it).  A
+    file without FX records names the call aligned to the changed nodes even when the localisation's first
+    aligned call is another (``prefix_variance``: the CumSum a float64 accumulation changed, ``torch.cumsum``, not
+    the ``s * s`` that feeds it)."""
     if patch.torch_op is not None:          # the story names the forward's call (an in-place update it lost)
         return TorchOp(patch.torch_op[0], [], [], "story", aten=patch.torch_op[1])
     decisive = patch.spec.get("decisive")       # propose/decisive_rounding: the rounding that matters
@@ -167,10 +170,11 @@ def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None, aligned: Opti
     # the op the patch changed is one that computes, not the conversion out of it (a float16 add, not .float())
     rec = next((r for r, mine in reversed(groups.items()) if any(n.op_type not in _CONVERSIONS for n in mine)), None) \
         or next(iter(groups), None)
-    if rec is None:
+    if rec is None:     # no FX records: the call the alignment gives the nodes the patch changed, unless op holds them
         if decisive:
             return _aligned_op(case, names, aligned or {}) or op
-        return op if op is not None else _aligned_op(case, names, aligned or {})
+        mine = _aligned_op(case, names, aligned or {}) if op is None or not names & set(op.nodes) else None
+        return mine or op
     g, mine = calls.get(rec[0]), groups[rec]
     return TorchOp((g.call if g is not None else "") or rec[1], [n.name for n in mine], [n.op_type for n in mine],
                    "fx", aten=(g.aten if g is not None else "") or rec[1])

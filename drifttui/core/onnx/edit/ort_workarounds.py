@@ -53,6 +53,16 @@ def _neg_softplus_neg(x: str, out: str, p: str) -> list[Any]:
 def _log_sigmoid(model: Any, node: Any, dtype: Any, p: str) -> tuple[list[Any], list[Any], list[Any]]:
     """Log(Sigmoid(x)) -> -Softplus(-x) and Log(1 - Sigmoid(x)) -> -Softplus(x) (TorchScript's
     binary_cross_entropy_with_logits): no intermediate that underflows to 0 before the Log."""
+    return _log_sigmoids(model, node, p, torch_form=False)
+
+
+def _log_sigmoid_torch(model: Any, node: Any, dtype: Any, p: str) -> tuple[list[Any], list[Any], list[Any]]:
+    """Log(Sigmoid(x)) -> -Softplus(-x) and Log(1 - Sigmoid(x)) -> -Softplus(-x) - x: torch's own formula (its
+    binary_cross_entropy_with_logits computes (1 - t) x - log_sigmoid(x)), whose roundings in float16 are torch's."""
+    return _log_sigmoids(model, node, p, torch_form=True)
+
+
+def _log_sigmoids(model: Any, node: Any, p: str, torch_form: bool) -> tuple[list[Any], list[Any], list[Any]]:
     from onnx import helper
 
     x = node.input[0]
@@ -62,11 +72,17 @@ def _log_sigmoid(model: Any, node: Any, dtype: Any, p: str) -> tuple[list[Any], 
             and is_one(model, n.input[0])]
     for j, log in enumerate(n for s in subs for n in _readers(model, s.output[0]) if n.op_type == "Log"):
         q = f"{p}/one_minus{j}"
-        new += [helper.make_node("Softplus", [x], [f"{q}/sp"], name=f"{q}/softplus"),
-                helper.make_node("Neg", [f"{q}/sp"], [log.output[0]], name=f"{q}/neg")]
+        if torch_form:
+            new += [*_neg_softplus_neg(x, f"{q}/logsig", q),
+                    helper.make_node("Sub", [f"{q}/logsig", x], [log.output[0]], name=f"{q}/minus_x")]
+        else:
+            new += [helper.make_node("Softplus", [x], [f"{q}/sp"], name=f"{q}/softplus"),
+                    helper.make_node("Neg", [f"{q}/sp"], [log.output[0]], name=f"{q}/neg")]
         logs.append(log)
     if not logs:
         raise ValueError("the Sigmoid's output is not read by a Log")
+    if torch_form and not subs:
+        raise ValueError("no Log(1 - Sigmoid(x)): the same rewrite as log_sigmoid")
     return logs, new, []
 
 
@@ -164,6 +180,8 @@ def _tanh_exp(model: Any, node: Any, dtype: Any, p: str) -> tuple[list[Any], lis
 
 CATALOGUE = [Workaround("log_sigmoid", "Sigmoid", "Log(Sigmoid(x)) as -Softplus(-x) (Log(1 - Sigmoid(x)) as -Softplus(x))",
                         _log_sigmoid),
+             Workaround("log_sigmoid_torch", "Sigmoid", "Log(Sigmoid(x)) as -Softplus(-x), Log(1 - Sigmoid(x)) as "
+                        "-Softplus(-x) - x (torch's formula, rounded as torch rounds it)", _log_sigmoid_torch),
              Workaround("safe_sigmoid", "Sigmoid", "Sigmoid(x) as Exp(-Softplus(-x))", _safe_sigmoid),
              Workaround("tanh_exp", "Tanh", "Tanh(x) as Sign(x) (1 - 2 / (Exp(2|x|) + 1))", _tanh_exp),
              Workaround("softplus", "Softplus", "Softplus(x) as Relu(x) + Log(1 + Exp(-|x|))", _softplus),

@@ -14,7 +14,7 @@ computations, mostly).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 import numpy as np
 
@@ -39,6 +39,7 @@ class Case:
     onnx_fed: list[str] = field(default_factory=list)   # feeds that only ONNX Runtime could give
     folded: list[str] = field(default_factory=list)     # modules compared with the origin as one unit
     opset: Optional[int] = None
+    elem_types: Mapping[str, int] = field(default_factory=dict)   # the index's element types (not a copy)
 
 
 WHY = "causes:case:why"       # ctx.cache: why origin_case returned None, one line
@@ -182,7 +183,8 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
     expected = {outs[p]: to_numpy(store.out[(ci, p)]) for p in sorted(outs) if (ci, p) in store.out}
     model = _model(ctx, nodes, feeds, inits, expected)
     case = Case(model, feeds, expected, ctx.calls[ci].module, ci, i, ctx.cfg.atol, ctx.cfg.rtol,
-                [n.name for n in nodes], ort_needed, opset=ctx.index.opset, folded=folded)
+                [n.name for n in nodes], ort_needed, opset=ctx.index.opset, folded=folded,
+                elem_types=ctx.index.elem_types)
     ctx.cache[key] = case
     return case
 
@@ -227,7 +229,7 @@ def whole_case(ctx: Any, o: Any, sample: Optional[int] = None) -> Optional[Case]
         return None
     nodes = list(ctx.index.nodes)
     case = Case(_model(ctx, nodes, feeds, [], expected), feeds, expected, "", 0, i, ctx.cfg.atol, ctx.cfg.rtol,
-                [n.name for n in nodes], opset=ctx.index.opset)
+                [n.name for n in nodes], opset=ctx.index.opset, elem_types=ctx.index.elem_types)
     ctx.cache[key] = case
     return case
 

@@ -10,7 +10,7 @@ when the reference evaluator cannot run the nodes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from drifttui.core.onnx.io import copy_model
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.localise_nodes import deviating, own_errors
 from drifttui.core.base.metrics import Stats, compare
-from drifttui.core.base.dtypes import NUMPY_LACKS
+from drifttui.core.onnx.lacking import lacking
 
 
 @dataclass
@@ -72,42 +72,37 @@ def _session(model: Any, outputs: Optional[list[str]] = None) -> Any:
     return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
 
 
-def run_ort(model: Any, feeds: dict[str, np.ndarray], outputs: Optional[list[str]] = None) -> dict[str, np.ndarray]:
+def run_ort(model: Any, feeds: dict[str, np.ndarray], outputs: Optional[list[str]] = None,
+            types: Optional[Mapping[str, int]] = None) -> dict[str, np.ndarray]:
     """``outputs`` (default: the graph's) on ``feeds``; a value of a type numpy lacks (bfloat16, float8) read
-    through an exact Cast to float32 (ONNX Runtime cannot hand it to numpy)."""
+    through an exact Cast to float32 (ONNX Runtime cannot hand it to numpy).  ``types``: the element types the
+    caller holds (a case's, its index's: ``onnx/lacking.py``)."""
     names = outputs or [o.name for o in model.graph.output]
-    model, read = _readable(model, names)
+    model, read = _readable(model, names, types)
     sess = _session(model, [read.get(v, v) for v in names])
     inputs = {i.name for i in sess.get_inputs()}
     vals = sess.run([read.get(v, v) for v in names], {k: v for k, v in feeds.items() if k in inputs})
     return dict(zip(names, vals))
 
 
-def numpy_lacks(model: Any) -> dict[str, int]:
-    """The values of ``model`` whose element type numpy lacks (bfloat16, float8), with that type, by shape
-    inference ({} when it fails): ``run_ort`` reads them as float32."""
-    import onnx
-
-    try:
-        typed = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # noqa: BLE001 - no types known: every value read as it is
-        return {}
-    return {v.name: v.type.tensor_type.elem_type for v in list(typed.graph.value_info) + list(typed.graph.output)
-            + list(typed.graph.input) if v.type.tensor_type.elem_type in NUMPY_LACKS}
+def numpy_lacks(model: Any, types: Optional[Mapping[str, int]] = None) -> dict[str, int]:
+    """The values of ``model`` whose element type numpy lacks (bfloat16, float8), with that type (``types``: those
+    the caller holds, the rest by shape inference; {} when unknown): ``run_ort`` reads them as float32."""
+    return lacking(model, None, types)
 
 
-def _readable(model: Any, names: list[str]) -> tuple[Any, dict[str, str]]:
+def _readable(model: Any, names: list[str], types: Optional[Mapping[str, int]] = None) -> tuple[Any, dict[str, str]]:
     """``model`` with a Cast to float32 reading each of ``names`` whose type numpy lacks, and value -> the Cast's
     output; ``model`` itself when there is none."""
     import onnx
 
-    lacking = [v for v in names if v in numpy_lacks(model)]
-    if not lacking:
+    lacking_names = list(lacking(model, names, types))
+    if not lacking_names:
         return model, {}
     model = copy_model(model)
-    read = {v: f"{v}/drifttui_float32" for v in lacking}
+    read = {v: f"{v}/drifttui_float32" for v in lacking_names}
     model.graph.node.extend(onnx.helper.make_node("Cast", [v], [read[v]], name=f"{v}/drifttui_read",
-                                                  to=onnx.TensorProto.FLOAT) for v in lacking)
+                                                  to=onnx.TensorProto.FLOAT) for v in lacking_names)
     return model, read
 
 
@@ -116,10 +111,10 @@ def node_values(case: Case) -> Optional[dict[str, np.ndarray]]:
     fetched (a sequence); None when the case does not run."""
     names = [v for n in case.model.graph.node for v in n.output if v]
     try:
-        return run_ort(case.model, case.feeds, names)
+        return run_ort(case.model, case.feeds, names, case.elem_types)
     except Exception:  # noqa: BLE001 - a value ORT cannot fetch: the outputs only
         try:
-            return run_ort(case.model, case.feeds)
+            return run_ort(case.model, case.feeds, types=case.elem_types)
         except Exception:  # noqa: BLE001
             return None
 
@@ -156,7 +151,9 @@ def error(values: dict[str, np.ndarray], expected: dict[str, np.ndarray], atol: 
 
 def ort_error(case: Case, model: Any = None) -> Eval:
     try:
-        vals = run_ort(model if model is not None else case.model, case.feeds, list(case.expected))
+        # a patched copy may retype a value the index knows: its types by shape inference (a bfloat16 file only)
+        vals = run_ort(model if model is not None else case.model, case.feeds, list(case.expected),
+                       case.elem_types if model is None else None)
     except Exception as exc:  # noqa: BLE001 - a patch that breaks the graph is a failed patch
         return Eval(float("inf"), True, False, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
     return error(vals, case.expected, case.atol, case.rtol)
@@ -171,7 +168,8 @@ def localise(case: Case) -> Localisation:
     """ORT and the reference evaluator on the origin's nodes, node by node."""
     node_outputs = [v for n in case.model.graph.node for v in n.output if v]
     try:
-        ort_vals = run_ort(case.model, case.feeds, list(dict.fromkeys(list(case.expected) + node_outputs)))
+        ort_vals = run_ort(case.model, case.feeds, list(dict.fromkeys(list(case.expected) + node_outputs)),
+                           case.elem_types)
     except Exception as exc:  # noqa: BLE001
         e = Eval(float("inf"), True, False, str(exc).splitlines()[0][:200])
         return Localisation(e, None, "unknown", note=f"ONNX Runtime could not run the origin's nodes: {e.error}")

@@ -106,6 +106,13 @@ def fx_scalars(node: Any) -> list[Optional[float]]:
     return out
 
 
+def fx_reads(node: Any, name: str) -> bool:
+    """The FX node the exporter recorded on ``node`` takes the FX value ``name`` as an argument (``%name``)."""
+    text = next((p.value for p in node.metadata_props if p.key == FX_KEY), "")
+    m = re.search(r"\]\((.*)\)\s*$", text)
+    return re.search(rf"%{re.escape(name)}\b", m.group(1) if m else text) is not None
+
+
 def has_fx(model: Any) -> bool:
     return any(fx_of(n) is not None for n in model.graph.node)
 

@@ -48,7 +48,7 @@ def _low_nodes(case: Case) -> tuple[list[Any], dict[str, int], dict[str, np.ndar
     read as float32: its declared type counts), and the values read."""
     nodes, known = picked_values(case, lambda n: bool(n.output) and n.op_type not in HELD
                                  and not any(a.type == 5 for a in n.attribute if a.name in ("then_branch", "body")))
-    lacks = numpy_lacks(case.model) if nodes else {}
+    lacks = numpy_lacks(case.model, case.elem_types) if nodes else {}
     types = {v: lacks.get(v, _elem(a)) for v, a in known.items()}
     low = [n for n in nodes if all(o in known and types[o] in LOW for o in n.output if o)
            and any(o for o in n.output)]

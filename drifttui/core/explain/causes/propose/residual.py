@@ -23,38 +23,43 @@ from drifttui.core.explain.causes.propose.opmath import opmath_patches
 from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
 
 GAIN = 10.0         # the first patch lowers the origin's own error at least this many times
+TIE = 1.5           # a partial patch within this factor of the best is tried first too
+MAX_FIRST = 3
 
 
-def _partial(trials: list[Any], before: Any) -> Optional[Any]:
-    """The graph edit whose trial lowered the origin's own error the most, when it lowered it enough."""
+def _partials(trials: list[Any], before: Any) -> list[Any]:
+    """The graph edits whose trials lowered the origin's own error the most (the best, and those within ``TIE`` of
+    it: two forms of one stable rewrite leave the same error, and only one may round as torch rounds), when the
+    best lowered it enough; at most ``MAX_FIRST``."""
     ran = [t for t in trials if t.patch.graph_level and t.patch.spec.get("op") != "sequence" and t.after.ok
            and math.isfinite(t.after.max_abs) and not t.after.nonfinite]
     if not ran:
-        return None
+        return []
     best = min(ran, key=lambda t: t.after.max_abs)
     enough = before.nonfinite > 0 or not math.isfinite(before.max_abs) or best.after.max_abs * GAIN <= before.max_abs
-    return best if enough else None
+    if not enough:
+        return []
+    return sorted((t for t in ran if t.after.max_abs <= TIE * best.after.max_abs),
+                  key=lambda t: t.after.max_abs)[:MAX_FIRST]
 
 
 def residual_patches(case: Case, trials: list[Any], before: Any, op: Optional[str] = None) -> list[Patch]:
-    """The best partial patch of ``trials`` (verify's trials: a patch and its ``after`` figure) followed by each
+    """Each best partial patch of ``trials`` (verify's trials: a patch and its ``after`` figure) followed by each
     dtype-family patch of the case it leaves."""
-    first = _partial(trials, before)
-    if first is None:
-        return []
-    try:
-        rest = dataclasses.replace(case, model=apply(case.model, first.patch))
-    except PatchError:
-        return []
-    p1 = first.patch
     out = []
-    for p2 in [*opmath_patches(rest, op), *cast_first_patches(rest, op)]:
-        if not p2.graph_level:
+    for first in _partials(trials, before):
+        try:
+            rest = dataclasses.replace(case, model=apply(case.model, first.patch))
+        except PatchError:
             continue
-        out.append(dataclasses.replace(
-            p1, spec={"op": "sequence", "patches": [dict(p1.spec), dict(p2.spec)]},
-            why=f"{p1.why}; the error left ({first.after.text()}) is a second mechanism: {p2.why}",
-            fix=f"{p1.fix}; and {p2.fix}", nodes=list(dict.fromkeys([*p1.nodes, *p2.nodes])), siblings=[]))
+        p1 = first.patch
+        for p2 in [*opmath_patches(rest, op), *cast_first_patches(rest, op)]:
+            if not p2.graph_level:
+                continue
+            out.append(dataclasses.replace(
+                p1, spec={"op": "sequence", "patches": [dict(p1.spec), dict(p2.spec)]},
+                why=f"{p1.why}; the error left ({first.after.text()}) is a second mechanism: {p2.why}",
+                fix=f"{p1.fix}; and {p2.fix}", nodes=list(dict.fromkeys([*p1.nodes, *p2.nodes])), siblings=[]))
     return out
 
 

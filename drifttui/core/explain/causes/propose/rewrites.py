@@ -33,7 +33,7 @@ from drifttui.core.base.dtypes import INT_ELEMS, ONNX_ELEM, SCALAR_FLOAT_ELEMS
 from drifttui.core.onnx.graph import attribute_values as _attrs
 
 from drifttui.core.explain.causes.locate.evaluate import run_ort
-from drifttui.core.explain.causes.locate.fx_localise import fx_of, fx_scalars
+from drifttui.core.explain.causes.locate.fx_localise import fx_of, fx_reads, fx_scalars
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.onnx.edit.rewriting import input_dtype, static_value
 from drifttui.core.onnx.edit.resize_gather import OPS as RESIZE_OPS, UPSTREAM, torch_indices, torch_rule
@@ -221,7 +221,10 @@ def workaround_patches(case: Any, first: Any = None, kind: str = "runtime",
     out = []
     for node in nodes:
         for w in forms_for(node):
-            composite = kind != "export" and _one_call_composite(case.model, node, w, calls or {})
+            drop = _replaced(case.model, node, w)
+            if not drop:        # the rewrite does not fit here (no Log reads the Sigmoid)
+                continue
+            composite = kind != "export" and _one_call_composite(node, drop, calls or {})
             if kind == "export" or composite:
                 how = (f"as the exporter lowered it loses precision in {_precision(case.model, node.input[0])} (the "
                        "ONNX reference implementation computes the same as ONNX Runtime, where torch's kernel does "
@@ -240,21 +243,35 @@ def workaround_patches(case: Any, first: Any = None, kind: str = "runtime",
             stable = kind == "export" or composite
             out.append(Patch({"op": "rewrite", "node": node.name, "rewrite": "workaround", "form": w.form},
                              STABILITY if stable else "op-compat", why, fix, "export" if stable else "runtime",
-                             module=case.module, nodes=[node.name]))
+                             module=case.module, nodes=[node.name, *(d.name for d in drop if d is not node)]))
     return out
 
 
-def _one_call_composite(model: Any, node: Any, w: Any, calls: dict[str, Any]) -> bool:
-    """The rewrite keeps ``node`` and replaces the nodes that read it, and nothing says those are another torch
-    call than ``node``'s (the FX record, else the call aligned by value)."""
+def _replaced(model: Any, node: Any, w: Any) -> list[Any]:
+    """The nodes the workaround ``w`` at ``node`` replaces ([] when it does not fit here)."""
     try:
         drop, _, _ = w.build(model, node, np.float32, f"{node.name}/probe")
     except Exception:  # noqa: BLE001 - a rewrite that does not fit here replaces nothing
-        return False
+        return []
+    return list(drop)
+
+
+def _one_call_composite(node: Any, drop: list[Any], calls: dict[str, Any]) -> bool:
+    """The rewrite keeps ``node`` and replaces the nodes that read it, and nothing says those are another torch
+    call than ``node``'s (the FX record, else the call aligned by value), or the reader's torch call does not read
+    ``node``'s: the exporter's optimiser shared ``node`` between two calls (``torch.sigmoid(x)`` and
+    ``log_sigmoid(x)``'s lowering ``Log(Sigmoid(x))``), and the reader is one call's lowering, not torch's
+    composite."""
     if not drop or any(d is node for d in drop):
         return False
     mine = fx_of(node) or calls.get(node.name)
-    return mine is None or all((fx_of(d) or calls.get(d.name)) == mine for d in drop)
+    return mine is None or all((fx_of(d) or calls.get(d.name)) == mine or _shared(node, d) for d in drop)
+
+
+def _shared(node: Any, reader: Any) -> bool:
+    """``reader``'s FX node does not take ``node``'s FX value: in torch the reader's call does not read it."""
+    mine, theirs = fx_of(node), fx_of(reader)
+    return mine is not None and theirs is not None and not fx_reads(reader, mine[0])
 
 
 def _resize_shapes(case: Any, node: Any) -> Optional[tuple[list[int], list[int], Optional[list[float]]]]:

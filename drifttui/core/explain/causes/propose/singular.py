@@ -5,6 +5,11 @@ point 2): no catalogue entry per op, only what the origin's values show.
   non-finite value (for a dynamo file the node the FX values name as wrong) gets a guard
   ``Where(IsNaN | IsInf, c, y)``: ``c`` is torch's one value at those points when the FX values
   tell it, else 0 (the value torch gives at its singular points: 0/0, an empty or fully masked set).
+  A guard tells a singular point only where there is one: where the origin's nodes computed in float64 (the ONNX
+  reference implementation on the widened graph, ``onnx/edit/widen.py``) give a finite value at an element the
+  guarded node makes non-finite, the NaN or inf is float32's underflow or overflow (``Log(Sigmoid(x))`` of a
+  confident logit: the Sigmoid rounds to 0, the exact value is not), not a point torch defines: no guard there,
+  whose zeros would only be near torch's finite values (the stable form tells that drift: ``propose/rewrites.py``).
 * A ``Mul`` by an exact zero whose other operand holds NaN or inf (``0 * inf`` is NaN) is guarded
   first, on its own output, with 0: torch skips a term whose coefficient is 0 (``addmm``, ``addmv``,
   ``baddbmm`` with ``beta=0`` ignore their input, NaN and inf in it included), the lowering multiplies
@@ -27,13 +32,15 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.locate.evaluate import node_values
+from drifttui.core.explain.causes.locate.evaluate import node_values, run_reference
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.onnx.edit.remainder import remainder_of
 from drifttui.core.onnx.edit.singular import FLIP, floor_of_div
+from drifttui.core.onnx.edit.widen import to_float64
 
 MAX_GUARDS = 3
 MAX_FLIPS = 4
+MAX_WIDENED = 400       # origins of at most this many nodes are computed in float64 to tell a singular point
 
 
 def singular_patches(case: Case, loc: Any) -> list[Patch]:
@@ -45,8 +52,10 @@ def singular_patches(case: Case, loc: Any) -> list[Patch]:
     if vals is not None and _nonfinite_where_torch_is_finite(case, vals):
         zeros = _zero_terms(case, vals, scope)
         out.extend(_zero_patch(case, node, wrong) for node in zeros)
-        out.extend(_guard_patch(case, node, c, wrong) for node, c in _guarded(case, vals, wrong, loc)
-                   if node not in zeros)
+        guarded = [(node, c) for node, c in _guarded(case, vals, wrong, loc) if node not in zeros]
+        wide = _float64_values(case) if guarded else None
+        out.extend(_guard_patch(case, node, c, wrong) for node, c in guarded
+                   if not _rounding_made(node, vals, wide))
     if wrong is not None and getattr(wrong, "drops_nonfinite", False) and vals is not None:
         out.extend(_nan_pass_patch(case, node, src, wrong)
                    for node, src in _nan_sources(case, vals, wrong, loc.fx.torch_values))
@@ -96,6 +105,29 @@ def _guarded(case: Case, vals: dict[str, np.ndarray], wrong: Any, loc: Any) -> l
         if len(out) >= MAX_GUARDS:
             break
     return out
+
+
+def _float64_values(case: Case) -> Optional[dict[str, np.ndarray]]:
+    """Every value of the origin's nodes computed in float64 by the ONNX reference implementation; None for a large
+    origin or one the reference cannot run in float64."""
+    if len(case.model.graph.node) > MAX_WIDENED:
+        return None
+    feeds = {k: v.astype(np.float64) if np.asarray(v).dtype == np.float32 else v for k, v in case.feeds.items()}
+    try:
+        with np.errstate(all="ignore"):     # the log of 0, the NaN of 0/0: the points this looks for
+            return run_reference(to_float64(case.model), feeds, intermediate=True)
+    except Exception:  # noqa: BLE001 - an op the reference cannot run in float64: no evidence either way
+        return None
+
+
+def _rounding_made(node: Any, vals: dict[str, np.ndarray], wide: Optional[dict[str, np.ndarray]]) -> bool:
+    """``node``'s NaN or inf is float32's rounding, not a singular point: computed in float64, the value is finite at
+    an element where the file's is not."""
+    got = vals.get(node.output[0]) if node.output else None
+    exact = wide.get(node.output[0]) if wide is not None and node.output else None
+    if got is None or exact is None or np.shape(got) != np.shape(exact) or np.asarray(exact).dtype.kind != "f":
+        return False
+    return bool(np.isfinite(np.asarray(exact)[_bad(got)]).any())
 
 
 def _zero_terms(case: Case, vals: dict[str, np.ndarray], scope: set[str]) -> list[Any]:
