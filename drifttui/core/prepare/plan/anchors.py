@@ -96,7 +96,8 @@ def match_anchors(ref: Any, dep: Any, d_arr: Optional[dict[str, np.ndarray]] = N
     by_key: dict[str, list[str]] = {}
     for name, a in r_arr.items():
         by_key.setdefault(_key(a.reshape(-1)), []).append(name)
-    unique = {k: v[0] for k, v in by_key.items() if len(v) == 1}
+    # reference tensors of one content are one anchor (twin_names): a deployed copy of it anchors on the first
+    unique = {k: v[0] for k, v in by_key.items()}
     found: dict[str, str] = {}
     how: dict[str, int] = {}
     views = {name: _views(dep, name, a) for name, a in d_arr.items()}
@@ -108,7 +109,10 @@ def match_anchors(ref: Any, dep: Any, d_arr: Optional[dict[str, np.ndarray]] = N
                 how[kind] = how.get(kind, 0) + 1
                 break
     taken = set(found.values())
-    left_r = {n: a for n, a in r_arr.items() if n not in taken and _key(a.reshape(-1)) in unique}
+    # a reference content held several times (twins) can anchor several deployed tensors: a drift planted in
+    # one copy leaves the other equal
+    left_r = {n: a for n, a in r_arr.items() if unique.get(k := _key(a.reshape(-1))) == n
+              and (n not in taken or len(by_key[k]) > 1)}
     by_size: dict[int, list[str]] = {}
     for n, a in left_r.items():
         by_size.setdefault(a.size, []).append(n)
@@ -129,6 +133,24 @@ def match_anchors(ref: Any, dep: Any, d_arr: Optional[dict[str, np.ndarray]] = N
                 best_kind = "int8, dequantized"
             how[best_kind] = how.get(best_kind, 0) + 1
     return found, how
+
+
+def twin_names(ref: Any) -> dict[str, str]:
+    """Reference weight -> the first reference weight of the same content, for those that have one.
+
+    The dynamo exporter writes a transposed Linear weight once per call of a shared module (ALBERT's one
+    layer, called for every layer): both are the model's one weight, so they are one anchor.  Left out as
+    ambiguous, the Linear had no anchor, and in the transformers optimizer's file (its bias moved into a
+    FastGelu) the second call's bias-less MatMul was paired with it: a false DRIFT at ``ffn`` (call 2)."""
+    first: dict[str, str] = {}
+    twins: dict[str, str] = {}
+    for name, a in _float_arrays(ref).items():
+        k = _key(a.reshape(-1))
+        if k in first:
+            twins[name] = first[k]
+        else:
+            first[k] = name
+    return twins
 
 
 @dataclass
@@ -242,6 +264,25 @@ def topo_order(index: Any) -> list[int]:
     seen = set(order)
     order.sort()
     return order + [i for i in range(len(index.nodes)) if i not in seen]
+
+
+def anchor_bits(ref: Any, dep: Any, anchors: dict[str, str], packed: dict[str, list[str]],
+                twins: dict[str, str]) -> tuple[dict[str, int], dict[str, int]]:
+    """One bit per anchor, reference names -> bit and deployed names -> bits: each matched reference weight
+    (its twins of the same content share its bit), each packed tensor the sum of its blocks', each graph input
+    (by position) its own."""
+    bit_of: dict[str, int] = {}
+    for r in [*anchors.values(), *(r for parts in packed.values() for r in parts)]:
+        bit_of.setdefault(r, len(bit_of))
+    r_bits = {r: 1 << b for r, b in bit_of.items()}
+    r_bits.update({r: r_bits[c] for r, c in twins.items() if c in r_bits})
+    d_bits = {d: r_bits[r] for d, r in anchors.items()}
+    for d, parts in packed.items():
+        d_bits[d] = sum(r_bits[r] for r in set(parts))
+    for k, (ri, di) in enumerate(zip(ref.graph_inputs, dep.graph_inputs)):
+        b = 1 << (len(bit_of) + k)
+        r_bits[ri], d_bits[di] = b, b
+    return r_bits, d_bits
 
 
 def anchor_masks(index: Any, bits: dict[str, int]) -> dict[str, int]:
