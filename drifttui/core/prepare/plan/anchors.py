@@ -64,7 +64,7 @@ def _int8_weights(index: Any) -> dict[str, np.ndarray]:
     """The (u)int8 weights of a quantized file, dequantized with the scale and zero point their
     reader takes them with (a DequantizeLinear, or a QLinear* op's (w, scale, zero point) triple):
     a rounded copy of the reference's float weight, matched like one (closest by direction)."""
-    return {w.name: w.values for w in int8_weights(index, integer_ops=False) if _informative(w.values)}
+    return {w.name: w.values for w in int8_weights(index) if _informative(w.values)}
 
 
 def _key(a: np.ndarray) -> str:
@@ -108,11 +108,10 @@ def match_anchors(ref: Any, dep: Any, d_arr: Optional[dict[str, np.ndarray]] = N
                 found[name] = r
                 how[kind] = how.get(kind, 0) + 1
                 break
-    taken = set(found.values())
-    # a reference content held several times (twins) can anchor several deployed tensors: a drift planted in
-    # one copy leaves the other equal
-    left_r = {n: a for n, a in r_arr.items() if unique.get(k := _key(a.reshape(-1))) == n
-              and (n not in taken or len(by_key[k]) > 1)}
+    # a reference weight can anchor several deployed tensors: its twins (one content held several times, a drift
+    # planted in one copy leaves the other equal), or a float copy and an int8 one (quantize_dynamic quantizes
+    # a shared weight where a MatMul reads it, not where TorchScript's Identity hands it to the second call)
+    left_r = {n: a for n, a in r_arr.items() if unique.get(_key(a.reshape(-1))) == n}
     by_size: dict[int, list[str]] = {}
     for n, a in left_r.items():
         by_size.setdefault(a.size, []).append(n)
