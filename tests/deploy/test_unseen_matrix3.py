@@ -8,7 +8,9 @@ the second call of ``attention``; ALBERT through the transformers optimizer (dyn
 (call 2), then ``ffn_output`` (call 2); DeBERTa's dynamo export exit 3 (the local graph fed an int64 mask as a
 bool value); ALBERT through quantize_dynamic (TorchScript) a false DRIFT IN THE INT8 FILE at ``ffn_output``
 (call 2), 15 of 34 calls mapped (the shared weight's float copy, which TorchScript's Identity hands to the second
-call, anchored and its int8 copy did not); LeViT through the ONNX Optimizer (TorchScript) 13 calls unmapped."""
+call, anchored and its int8 copy did not); DeBERTa through quantize_dynamic (TorchScript) a false DRIFT IN THE
+INT8 FILE at ``layer.1.attention.output``, layer 0 fused (its constant left operand quantized, the float copy
+anchored); LeViT through the ONNX Optimizer (TorchScript) 13 calls unmapped."""
 from __future__ import annotations
 
 import pytest
@@ -39,11 +41,7 @@ def _clean(arch: str, path) -> int:
     pytest.param("levit", "torchscript", "onnxoptimizer", marks=pytest.mark.xfail(strict=True, reason=(
         "13 unmapped calls before; 2 left: the downsampling attention's q.ln, whose flattened value is its child "
         "bn's (the absorbed-view rule takes only values no child owns)"))),
-    pytest.param("deberta", "torchscript", "dynamic", marks=pytest.mark.xfail(strict=True, reason=(
-        "quantize_dynamic quantizes a constant A input (the relative embeddings, input A of pos_key_proj's "
-        "MatMul) and keeps its float copy for TorchScript's Identity: the float copy anchors, the int8 A input "
-        "does not, so layer 0's values have an anchor in the reference that their file values lack: layer 0 "
-        "fused, a false DRIFT IN THE INT8 FILE at layer.1.attention.output"))),
+    ("deberta", "torchscript", "dynamic"),
 ])
 def test_clean_file_and_a_planted_weight(files, tmp_path, arch, exporter, tool):
     raw = files(arch, exporter)

@@ -17,7 +17,7 @@ from drifttui.core.base.dtypes import INT8_ELEMS, LOW_PRECISION_ELEM
 from drifttui.core.onnx.graph import tensor_array
 from drifttui.core.onnx.nchwc import blocked_weight, weight_views
 from drifttui.core.onnx.nbits import NBITS_OPS, dequantized
-from drifttui.core.onnx.qweights import int8_weights
+from drifttui.core.onnx.qweights import INTEGER_OPS, int8_weights
 
 MIN_COS = 0.9              # a drifted weight still points the reference's way
 FLOAT_TYPES = (1, 10, 11, 16)
@@ -64,7 +64,36 @@ def _int8_weights(index: Any) -> dict[str, np.ndarray]:
     """The (u)int8 weights of a quantized file, dequantized with the scale and zero point their
     reader takes them with (a DequantizeLinear, or a QLinear* op's (w, scale, zero point) triple):
     a rounded copy of the reference's float weight, matched like one (closest by direction)."""
-    return {w.name: w.values for w in int8_weights(index) if _informative(w.values)}
+    out = {w.name: w.values for w in int8_weights(index) if _informative(w.values)}
+    out.update({n: a for n, a in integer_operands(index).items() if n not in out and _informative(a)})
+    return out
+
+
+def integer_operands(index: Any) -> dict[str, np.ndarray]:
+    """The constant (u)int8 operands of MatMulInteger / ConvInteger less their zero point, either side: an anchor
+    is matched by direction, so the scale (a per-tensor product after the op, which of the two constants a
+    Mul of both scales is each operand's is not stated) is not needed.  ``quantize_dynamic`` quantizes a
+    constant *left* operand too (DeBERTa's relative embeddings, read by ``pos_key_proj``'s MatMul) and keeps its
+    float copy where TorchScript's Identity hands it on: only the float copy anchored, so the values of layer 0
+    had an anchor in the reference that their file values lacked (layer 0 ``fused``, a false DRIFT IN THE INT8
+    FILE)."""
+    out: dict[str, np.ndarray] = {}
+    for node in index.nodes:
+        if node.op_type not in INTEGER_OPS:
+            continue
+        for k in (0, 1):
+            name = node.inputs[k] if len(node.inputs) > k else ""
+            t = index.constant_tensor(name) if name else None
+            if t is None or t.data_type not in INT8_ELEMS or len(t.dims) < 2 or name in out:
+                continue
+            zero = node.inputs[2 + k] if len(node.inputs) > 2 + k else ""
+            z = tensor_array(index, zero) if zero else None
+            z = np.zeros((), np.float32) if z is None else z
+            q = tensor_array(index, name)
+            if q is None or np.size(z) > 1:
+                continue        # a per-row zero point of the left operand: not a plain tensor view
+            out[name] = q.astype(np.float32) - np.float32(np.asarray(z).reshape(()))
+    return out
 
 
 def _key(a: np.ndarray) -> str:
