@@ -160,6 +160,7 @@ def _tool(name: str) -> Callable[[Path, Path, str], Path]:
 
     tools = {
         "onnxsim": lambda s, d, _: P.onnxsim(s, d), "onnxslim": lambda s, d, _: P.onnxslim(s, d),
+        "onnxoptimizer": lambda s, d, _: P.onnxoptimizer(s, d),
         "ort-basic": lambda s, d, _: P.ort_offline("basic")(s, d),
         "ort-extended": lambda s, d, _: P.ort_offline("extended")(s, d),
         "ort-all": lambda s, d, _: P.ort_offline("all")(s, d),

@@ -179,10 +179,17 @@ def _value_types(model: Any) -> tuple[dict[str, list[Any]], dict[str, int]]:
     """Shapes and element types of every value: shape inference, then the initializers."""
     import onnx
 
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
-    except Exception:
-        inferred = model
+    inferred = model
+    # data propagation first: a Reshape whose shape the graph computes (Shape -> Slice -> Concat) has a static
+    # output only through it, and a tool that drops the exporter's value_info (the ONNX Optimizer) leaves every
+    # value after such a Reshape of unknown size (LeViT's LinearNorm outputs: 13 calls unmapped)
+    for data_prop in (True, False):
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False,
+                                                         data_prop=data_prop)
+            break
+        except Exception:
+            continue
     shapes: dict[str, list[Any]] = {}
     elem_types: dict[str, int] = {}
     for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):

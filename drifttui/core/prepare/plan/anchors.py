@@ -17,7 +17,7 @@ from drifttui.core.base.dtypes import INT8_ELEMS, LOW_PRECISION_ELEM
 from drifttui.core.onnx.graph import tensor_array
 from drifttui.core.onnx.nchwc import blocked_weight, weight_views
 from drifttui.core.onnx.nbits import NBITS_OPS, dequantized
-from drifttui.core.onnx.qweights import int8_weights
+from drifttui.core.onnx.qweights import INTEGER_OPS, int8_weights
 
 MIN_COS = 0.9              # a drifted weight still points the reference's way
 FLOAT_TYPES = (1, 10, 11, 16)
@@ -64,7 +64,36 @@ def _int8_weights(index: Any) -> dict[str, np.ndarray]:
     """The (u)int8 weights of a quantized file, dequantized with the scale and zero point their
     reader takes them with (a DequantizeLinear, or a QLinear* op's (w, scale, zero point) triple):
     a rounded copy of the reference's float weight, matched like one (closest by direction)."""
-    return {w.name: w.values for w in int8_weights(index, integer_ops=False) if _informative(w.values)}
+    out = {w.name: w.values for w in int8_weights(index) if _informative(w.values)}
+    out.update({n: a for n, a in integer_operands(index).items() if n not in out and _informative(a)})
+    return out
+
+
+def integer_operands(index: Any) -> dict[str, np.ndarray]:
+    """The constant (u)int8 operands of MatMulInteger / ConvInteger less their zero point, either side: an anchor
+    is matched by direction, so the scale (a per-tensor product after the op, which of the two constants a
+    Mul of both scales is each operand's is not stated) is not needed.  ``quantize_dynamic`` quantizes a
+    constant *left* operand too (DeBERTa's relative embeddings, read by ``pos_key_proj``'s MatMul) and keeps its
+    float copy where TorchScript's Identity hands it on: only the float copy anchored, so the values of layer 0
+    had an anchor in the reference that their file values lacked (layer 0 ``fused``, a false DRIFT IN THE INT8
+    FILE)."""
+    out: dict[str, np.ndarray] = {}
+    for node in index.nodes:
+        if node.op_type not in INTEGER_OPS:
+            continue
+        for k in (0, 1):
+            name = node.inputs[k] if len(node.inputs) > k else ""
+            t = index.constant_tensor(name) if name else None
+            if t is None or t.data_type not in INT8_ELEMS or len(t.dims) < 2 or name in out:
+                continue
+            zero = node.inputs[2 + k] if len(node.inputs) > 2 + k else ""
+            z = tensor_array(index, zero) if zero else None
+            z = np.zeros((), np.float32) if z is None else z
+            q = tensor_array(index, name)
+            if q is None or np.size(z) > 1:
+                continue        # a per-row zero point of the left operand: not a plain tensor view
+            out[name] = q.astype(np.float32) - np.float32(np.asarray(z).reshape(()))
+    return out
 
 
 def _key(a: np.ndarray) -> str:
@@ -96,7 +125,8 @@ def match_anchors(ref: Any, dep: Any, d_arr: Optional[dict[str, np.ndarray]] = N
     by_key: dict[str, list[str]] = {}
     for name, a in r_arr.items():
         by_key.setdefault(_key(a.reshape(-1)), []).append(name)
-    unique = {k: v[0] for k, v in by_key.items() if len(v) == 1}
+    # reference tensors of one content are one anchor (twin_names): a deployed copy of it anchors on the first
+    unique = {k: v[0] for k, v in by_key.items()}
     found: dict[str, str] = {}
     how: dict[str, int] = {}
     views = {name: _views(dep, name, a) for name, a in d_arr.items()}
@@ -107,8 +137,10 @@ def match_anchors(ref: Any, dep: Any, d_arr: Optional[dict[str, np.ndarray]] = N
                 found[name] = r
                 how[kind] = how.get(kind, 0) + 1
                 break
-    taken = set(found.values())
-    left_r = {n: a for n, a in r_arr.items() if n not in taken and _key(a.reshape(-1)) in unique}
+    # a reference weight can anchor several deployed tensors: its twins (one content held several times, a drift
+    # planted in one copy leaves the other equal), or a float copy and an int8 one (quantize_dynamic quantizes
+    # a shared weight where a MatMul reads it, not where TorchScript's Identity hands it to the second call)
+    left_r = {n: a for n, a in r_arr.items() if unique.get(_key(a.reshape(-1))) == n}
     by_size: dict[int, list[str]] = {}
     for n, a in left_r.items():
         by_size.setdefault(a.size, []).append(n)
@@ -129,6 +161,24 @@ def match_anchors(ref: Any, dep: Any, d_arr: Optional[dict[str, np.ndarray]] = N
                 best_kind = "int8, dequantized"
             how[best_kind] = how.get(best_kind, 0) + 1
     return found, how
+
+
+def twin_names(ref: Any) -> dict[str, str]:
+    """Reference weight -> the first reference weight of the same content, for those that have one.
+
+    The dynamo exporter writes a transposed Linear weight once per call of a shared module (ALBERT's one
+    layer, called for every layer): both are the model's one weight, so they are one anchor.  Left out as
+    ambiguous, the Linear had no anchor, and in the transformers optimizer's file (its bias moved into a
+    FastGelu) the second call's bias-less MatMul was paired with it: a false DRIFT at ``ffn`` (call 2)."""
+    first: dict[str, str] = {}
+    twins: dict[str, str] = {}
+    for name, a in _float_arrays(ref).items():
+        k = _key(a.reshape(-1))
+        if k in first:
+            twins[name] = first[k]
+        else:
+            first[k] = name
+    return twins
 
 
 @dataclass
@@ -242,6 +292,25 @@ def topo_order(index: Any) -> list[int]:
     seen = set(order)
     order.sort()
     return order + [i for i in range(len(index.nodes)) if i not in seen]
+
+
+def anchor_bits(ref: Any, dep: Any, anchors: dict[str, str], packed: dict[str, list[str]],
+                twins: dict[str, str]) -> tuple[dict[str, int], dict[str, int]]:
+    """One bit per anchor, reference names -> bit and deployed names -> bits: each matched reference weight
+    (its twins of the same content share its bit), each packed tensor the sum of its blocks', each graph input
+    (by position) its own."""
+    bit_of: dict[str, int] = {}
+    for r in [*anchors.values(), *(r for parts in packed.values() for r in parts)]:
+        bit_of.setdefault(r, len(bit_of))
+    r_bits = {r: 1 << b for r, b in bit_of.items()}
+    r_bits.update({r: r_bits[c] for r, c in twins.items() if c in r_bits})
+    d_bits = {d: r_bits[r] for d, r in anchors.items()}
+    for d, parts in packed.items():
+        d_bits[d] = sum(r_bits[r] for r in set(parts))
+    for k, (ri, di) in enumerate(zip(ref.graph_inputs, dep.graph_inputs)):
+        b = 1 << (len(bit_of) + k)
+        r_bits[ri], d_bits[di] = b, b
+    return r_bits, d_bits
 
 
 def anchor_masks(index: Any, bits: dict[str, int]) -> dict[str, int]:

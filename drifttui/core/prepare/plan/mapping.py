@@ -17,6 +17,7 @@ from drifttui.core.prepare.plan.pairing import (Resolver, TorchInputs, dtype_ok,
 from drifttui.core.prepare.plan.plan import CallMap, Plan
 from drifttui.core.prepare.plan.repeats import groups_by_shape, split_calls
 from drifttui.core.prepare.plan.scopes import in_call_order, resolve_torchscript
+from drifttui.core.prepare.plan.ts_callers import CALL_KEY, called_from
 from drifttui.core.result import FUSED, NOT_EXPORTED, OK, UNMAPPED
 
 def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
@@ -43,6 +44,9 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
     aliases = aliases or {}
     chains = _node_chains(index, module_names, aliases)
     key_to_call = _keys_to_calls(index, calls, chains, maps)
+    if index.flavour == TORCHSCRIPT and called_from(calls, chains, key_to_call):
+        maps = [CallMap(c.index) for c in calls]        # the outer keys were wrong: keyed again by the callers
+        key_to_call = _keys_to_calls(index, calls, chains, maps)
     plan = Plan(maps, _assign_nodes(chains, key_to_call, maps), {}, True)
     for ci, adopt in scopeless_adoptions(index, calls, plan):
         _adopt(plan, calls, ci, adopt)
@@ -152,6 +156,9 @@ def _keys_to_calls(index: GraphIndex, calls: list[Call], chains: list[list[tuple
     for mod, keys in instances.items():
         torch_calls = calls_of.get(mod, [])
         if not torch_calls:
+            continue
+        if all(k.startswith(CALL_KEY) for k in keys):     # keyed by the call itself (ts_callers.py)
+            key_to_call.update({(mod, k): int(k[len(CALL_KEY):]) for k in keys})
             continue
         if len(keys) == len(torch_calls):
             keys = in_call_order(keys) if index.flavour == TORCHSCRIPT else keys

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from drifttui.core.prepare.plan.activations import (FOLDED_HOW, FOLDED_RTOL, behind_folded_relu, carried_downstream,
                                                    relu_folded)
-from drifttui.core.prepare.plan.anchors import PackedBlock, anchor_masks, match_weights
+from drifttui.core.prepare.plan.moved_weights import candidate_lists
+from drifttui.core.prepare.plan.anchors import PackedBlock, anchor_bits, anchor_masks, match_weights, twin_names
 from drifttui.core.prepare.plan.appended import appended_ops
 from drifttui.core.prepare.plan.closeness import EQUAL_RTOL, Match, err as _err
 from drifttui.core.prepare.plan.scale_folds import SCALE_HOW, scale_folded
@@ -154,16 +155,8 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
     anchors, how, packed, blocks = weights if weights is not None else match_weights(ref, dep)
     if blocks:
         how = {**how, "blocks of a concatenation": len(blocks)}
-    bit_of: dict[str, int] = {}
-    for r in [*anchors.values(), *(r for parts in packed.values() for r in parts)]:
-        bit_of.setdefault(r, len(bit_of))
-    r_bits = {r: 1 << b for r, b in bit_of.items()}
-    d_bits = {d: r_bits[r] for d, r in anchors.items()}
-    for d, parts in packed.items():
-        d_bits[d] = sum(r_bits[r] for r in set(parts))
-    for k, (ri, di) in enumerate(zip(ref.graph_inputs, dep.graph_inputs)):
-        b = 1 << (len(bit_of) + k)
-        r_bits[ri], d_bits[di] = b, b
+    twins = twin_names(ref)
+    r_bits, d_bits = anchor_bits(ref, dep, anchors, packed, twins)
     r_mask, d_mask = anchor_masks(ref, r_bits), anchor_masks(dep, d_bits)
     out_folded: dict[str, int] = {}
     groups: dict[tuple, list[str]] = {}
@@ -173,11 +166,12 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
     probes = {v: _probe(a) for v, a in dep_vals.items()}
     clipped = {d for d in dep_vals if relu_folded(dep, d)}
     choice: dict[str, Match] = {}
+    cands_of = candidate_lists(ref, dep, anchors, twins, lambda r: groups.get(_layout_free(ref_vals[r].shape), []))
     for r in wanted:
         a = ref_vals.get(r)
         if a is None:
             continue
-        cands = groups.get(_layout_free(a.shape), [])
+        cands = cands_of(r)
         folded = bool(clipped) and behind_folded_relu(a, r_mask.get(r, 0), cands, clipped, dep_vals, d_mask)
         if folded:        # only a value the file clipped at 0 carries it closely; another one may still
             cands = [d for d in cands if d not in clipped]
@@ -198,8 +192,8 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
     out = Transferred(anchors=anchors, how={**how, **out_folded}, blocks=blocks)
     carried_downstream(ref, set(wanted), ref_vals, dep_vals, choice, out.downstream)
     out.matches = _resolve(choice, dep_vals, lambda r, d: op_kind(ref, r) == op_kind(dep, d))
-    _second_choices(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, choice, out.matches)
-    _in_order(ref, dep, ref_vals, dep_vals, r_mask, d_mask, groups, probes, out.matches)
+    _second_choices(ref, dep, ref_vals, dep_vals, r_mask, d_mask, cands_of, probes, choice, out.matches)
+    _in_order(ref, dep, ref_vals, dep_vals, r_mask, d_mask, cands_of, probes, out.matches)
     _through_transposes(ref, wanted, ref_vals, dep_vals, out.matches)
     out.matches = appended_ops(ref, dep, out.matches, ref_vals, dep_vals)
     return out
@@ -297,7 +291,7 @@ def _twins(taken: list[Match], loose: set[str], dep_vals: dict[str, np.ndarray])
 
 
 def _second_choices(ref: Any, dep: Any, ref_vals: dict, dep_vals: dict, r_mask: dict, d_mask: dict,
-                    groups: dict, probes: dict, choice: dict[str, Match], matches: dict[str, Match]) -> None:
+                    cands_of: Callable, probes: dict, choice: dict[str, Match], matches: dict[str, Match]) -> None:
     """A reference value that lost its closest deployed value to a value *downstream* of it, where
     neither equals it (a drift inside the module changes both: a wrong weight in a Conv makes the
     Relu after it look as close as the Conv's own output), takes the closest free value with the
@@ -311,7 +305,7 @@ def _second_choices(ref: Any, dep: Any, ref_vals: dict, dep_vals: dict, r_mask: 
         r2 = winner.get(m.value)
         if r2 is None or matches[r2].exact or not _upstream(ref, r, r2):
             continue
-        free = [d for d in groups.get(_layout_free(ref_vals[r].shape), [])
+        free = [d for d in cands_of(r)
                 if d not in taken and d_mask.get(d, 0) == r_mask.get(r, 0) and _upstream(dep, d, m.value)]
         alt = _best(ref_vals[r], r_mask.get(r, 0), free, dep_vals, d_mask, probes)
         if alt is not None:
@@ -320,7 +314,7 @@ def _second_choices(ref: Any, dep: Any, ref_vals: dict, dep_vals: dict, r_mask: 
 
 
 def _in_order(ref: Any, dep: Any, ref_vals: dict, dep_vals: dict, r_mask: dict, d_mask: dict,
-              groups: dict, probes: dict, matches: dict[str, Match]) -> None:
+              cands_of: Callable, probes: dict, matches: dict[str, Match]) -> None:
     """The matches keep the reference's graph order: a reference value upstream of another is never
     paired with a deployed value downstream of the other's.  A drift makes every value
     after it differ, so the value closest to an upstream reference value can lie after a later
@@ -336,7 +330,7 @@ def _in_order(ref: Any, dep: Any, ref_vals: dict, dep_vals: dict, r_mask: dict, 
         m1, m2 = matches[r1], matches[r2]
         lose = r2 if m1.exact or (not m2.exact and m2.err > m1.err) else r1
         del matches[lose]
-        alt = _fitting(ref, dep, lose, ref_vals, dep_vals, r_mask, d_mask, groups, probes, matches)
+        alt = _fitting(ref, dep, lose, ref_vals, dep_vals, r_mask, d_mask, cands_of, probes, matches)
         if alt is not None:
             matches[lose] = alt
 
@@ -366,10 +360,10 @@ def _out_of_order(ref: Any, dep: Any, matches: dict[str, Match]) -> Optional[tup
 
 
 def _fitting(ref: Any, dep: Any, r: str, ref_vals: dict, dep_vals: dict, r_mask: dict, d_mask: dict,
-             groups: dict, probes: dict, matches: dict[str, Match]) -> Optional[Match]:
+             cands_of: Callable, probes: dict, matches: dict[str, Match]) -> Optional[Match]:
     """The closest free candidate for ``r`` that lies after the matches of the reference values
     before ``r`` and before those of the values after it."""
-    cands = [d for d in groups.get(_layout_free(ref_vals[r].shape), []) if d not in {m.value for m in matches.values()}]
+    cands = [d for d in cands_of(r) if d not in {m.value for m in matches.values()}]
     if not cands:
         return None
     r_bit, r_anc = _order_masks(ref, [*matches, r])

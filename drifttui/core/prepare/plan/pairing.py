@@ -20,6 +20,7 @@ from drifttui.core.result import UNMAPPED
 
 
 FLOAT_ELEMS = {ELEM_OF[n] for n in ("float32", "float16", "float64", "bfloat16")}
+BOOL_ELEM = ELEM_OF["bool"]
 Resolver = Callable[[list[str]], dict[str, Any]]
 TorchInputs = Callable[[list[tuple[int, int]]], dict[tuple[int, int], Any]]     # (call, position) -> sample 0
 
@@ -36,7 +37,10 @@ def dtype_ok(elem: Optional[int], torch_dtype: str) -> bool:
     if elem is None or elem == 0:
         return True
     is_float = torch_dtype.startswith(("float", "bfloat", "half", "double"))
-    return (elem in FLOAT_ELEMS) == is_float
+    # a bool value is a mask, never an integer tensor of the same shape: DeBERTa's layers take an int64 mask
+    # and the dynamo file reads ``Not(Cast(mask, bool))`` there; paired, the local run fed the int64 mask as that
+    # bool value (ONNX Runtime refused the local graph: exit 3 on a clean file)
+    return (elem in FLOAT_ELEMS) == is_float and (elem == BOOL_ELEM) == (torch_dtype == "bool")
 
 
 
