@@ -253,8 +253,13 @@ def _blocks(a: np.ndarray, axis: int, by_size: dict, r_arr: dict, taken: set) ->
 
 
 def _cos(x: np.ndarray, y: np.ndarray) -> float:
-    nx, ny = float(np.linalg.norm(x)), float(np.linalg.norm(y))
-    return float(np.dot(x, y) / (nx * ny)) if nx > 0 and ny > 0 else 0.0
+    """The cosine in float64: a mask buffer of float32's lowest (-3.4e38) overflows a float32 norm; a tensor with
+    inf or NaN has no cosine (0)."""
+    x, y = x.astype(np.float64, copy=False), y.astype(np.float64, copy=False)
+    with np.errstate(all="ignore"):
+        nx, ny = float(np.linalg.norm(x)), float(np.linalg.norm(y))
+        cos = float(np.dot(x, y) / (nx * ny)) if nx > 0 and ny > 0 else 0.0
+    return cos if np.isfinite(cos) else 0.0
 
 
 def _similarities(r: np.ndarray, d: np.ndarray) -> list[tuple[str, float]]:
