@@ -54,3 +54,42 @@ def test_a_floor_of_no_division_is_refused():
 
     with pytest.raises(ValueError, match="does not floor a Div"):
         apply_fmod_floor(_remainder_graph(), {"node": "/body/Floor_1"})
+
+
+def _cast_graph():
+    """TorchScript's float floor_divide: Div -> Cast(int64) -> Cast(float)."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Div", ["a", "b"], ["q"], name="/body/Div"),
+             helper.make_node("Cast", ["q"], ["i"], name="/body/Cast", to=TensorProto.INT64),
+             helper.make_node("Cast", ["i"], ["f"], name="/body/Cast_1", to=TensorProto.FLOAT)]
+    vi = helper.make_tensor_value_info
+    g = helper.make_graph(nodes, "g", [vi("a", TensorProto.FLOAT, [None]), vi("b", TensorProto.FLOAT, [1])],
+                          [vi("f", TensorProto.FLOAT, [None])], value_info=[vi("q", TensorProto.FLOAT, [None])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("b", [0.05, 0.3, -0.3])
+def test_a_truncating_cast_of_a_division_is_rewritten_as_torchs_floor_division(b):
+    """TorchScript's float ``//``: Div + a Cast to int64 truncates the rounded quotient; rewritten, the Cast reads
+    torch's fmod floor division (right on multiples of b and on negative quotients), still an int64."""
+    import onnx
+    import onnxruntime as ort
+    import torch
+
+    from drifttui.core.onnx.edit.singular import apply_fmod_floor, floor_of_div
+
+    a = torch.arange(-60, 61, dtype=torch.float32) * abs(b)
+    model = _cast_graph()
+    assert floor_of_div(model, model.graph.node[1]) is model.graph.node[0]
+    assert floor_of_div(model, model.graph.node[2]) is None          # a Cast of a Cast: no quotient
+
+    def run(m):
+        s = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+        return s.run(["f"], {"a": a.numpy(), "b": np.array([b], np.float32)})[0]
+
+    want = torch.floor_divide(a, b).numpy()
+    assert np.abs(run(model) - want).max() >= 1.0
+    apply_fmod_floor(model, {"node": "/body/Cast"})
+    onnx.checker.check_model(model)
+    assert np.abs(run(model) - want).max() == 0.0

@@ -17,7 +17,8 @@ compute what torch computes there without knowing the op:
   (and so its ``remainder``, ``a - b * (a // b)``) floors the exact one, through ``fmod``:
   ``((a - fmod(a, b)) / b``, one less where ``fmod`` and ``b`` differ in sign, rounded to the nearest
   whole number).  On multiples of ``b`` (``1.0 // 0.1`` is 9 in torch, ``Floor(1.0 / 0.1)`` 10) the two
-  part by one, and a remainder by ``b``.
+  part by one, and a remainder by ``b``.  A float -> integer ``Cast`` of a float ``Div`` (TorchScript's float
+  ``floor_divide``: it truncates the rounded quotient) is rewritten the same way, the Cast kept after it.
 
 All keep the node's output name and rewrite the model in place (ValueError when they do not fit).
 """
@@ -27,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from drifttui.core.base.dtypes import INT_ELEMS
 from drifttui.core.onnx.edit.graft import toposort
 from drifttui.core.onnx.edit.rewriting import input_dtype, scoped
 
@@ -70,9 +72,12 @@ def apply_boundary(model: Any, spec: dict[str, Any]) -> None:
 
 
 def floor_of_div(model: Any, node: Any) -> Any:
-    """The Div whose output ``node`` (a Floor) floors, or None."""
-    return next((n for n in model.graph.node if n.op_type == "Div" and node.op_type == "Floor"
-                 and n.output[0] == node.input[0]), None)
+    """The Div whose output ``node`` floors (a Floor) or truncates (a Cast of a float Div to an integer), or None."""
+    cast = node.op_type == "Cast" and any(a.name == "to" and a.i in INT_ELEMS for a in node.attribute)
+    if node.op_type != "Floor" and not cast:
+        return None
+    div = next((n for n in model.graph.node if n.op_type == "Div" and n.output[0] == node.input[0]), None)
+    return None if div is None or (cast and np.dtype(input_dtype(model, div.output[0])).kind != "f") else div
 
 
 def apply_fmod_floor(model: Any, spec: dict[str, Any]) -> None:
@@ -100,7 +105,12 @@ def apply_fmod_floor(model: Any, spec: dict[str, Any]) -> None:
            op("Cast", [f"{p}/adj"], "adjf", to=elem), op("Sub", [f"{p}/q", f"{p}/adjf"], "q1"),
            op("Floor", [f"{p}/q1"], "fl"), op("Sub", [f"{p}/q1", f"{p}/fl"], "frac"),
            op("Greater", [f"{p}/frac", c["half"]], "up"), op("Cast", [f"{p}/up"], "upf", to=elem)]
-    new.append(helper.make_node("Add", [f"{p}/fl", f"{p}/upf"], [node.output[0]], name=f"{p}/floordiv"))
+    if node.op_type == "Cast":     # the floor, then the file's own Cast to its integer type
+        new += [op("Add", [f"{p}/fl", f"{p}/upf"], "floordiv"),
+                helper.make_node("Cast", [f"{p}/floordiv"], [node.output[0]], name=f"{p}/cast",
+                                 to=next(a.i for a in node.attribute if a.name == "to"))]
+    else:
+        new.append(helper.make_node("Add", [f"{p}/fl", f"{p}/upf"], [node.output[0]], name=f"{p}/floordiv"))
     scoped(node, new)
     nodes = [n for n in model.graph.node if n is not node]
     del model.graph.node[:]

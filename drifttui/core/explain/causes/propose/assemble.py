@@ -28,7 +28,7 @@ from drifttui.core.explain.causes.propose.nan_select import nan_select_patches
 from drifttui.core.explain.causes.propose.opmath import opmath_patches
 from drifttui.core.explain.causes.propose.quantize_torch import quantize_patches
 from drifttui.core.explain.causes.propose.resize_map import resize_scales_patches
-from drifttui.core.explain.causes.propose.singular import singular_patches
+from drifttui.core.explain.causes.propose.singular import singular_patches, truncated_quotient_patches
 from drifttui.core.explain.causes.propose.weights import torch_tensors, weight_candidates
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.prepare.plan.folding import conv_bn_folds
@@ -80,6 +80,8 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
     explained = {p.spec.get("name") for p in out if p.spec.get("op") == "replace_constant"}
     out.extend(p for p in constants.fx_constant_patches(case) if p.spec.get("name") not in explained)
     out.extend(rewrites.candidates(case, module, _types(ctx, case), lambda t: torch_calls(ctx, case, t)))
+    if loc is not None:     # after the catalogue's floor_cast, which tells a truncation of a negative quotient
+        out.extend(truncated_quotient_patches(case, loc))
     if loc is not None:     # after the catalogue's Resize attributes (verify tries torch's measured map last)
         out.extend(resize_scales_patches(ctx, case))
     if _at_export_shapes(ctx):      # a size baked in at export time is no story when nothing was resized

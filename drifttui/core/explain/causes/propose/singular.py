@@ -19,9 +19,10 @@ point 2): no catalogue entry per op, only what the origin's values show.
   ``heaviside``, ``xlogy`` of NaN are NaN), a lowering in comparisons and Where drops it.
 * The comparisons of the wrong lowering (or of the origin) are tried with the boundary on the other
   side (``Greater`` <-> ``GreaterOrEqual``): a signed zero or a tie decided otherwise than torch.
-* A ``Floor(Div(a, b))`` is tried as torch's floor division through ``fmod`` (a quotient on a multiple of
-  ``b``), and a remainder ``a - Floor(a / b) * b`` as torch's ``fmod`` with the sign moved (a large quotient,
-  whose product the lowering rounds at ``a``'s magnitude: ``onnx/edit/remainder.py``).
+* A ``Floor(Div(a, b))``, or a float -> integer ``Cast`` of a float ``Div`` (TorchScript's float
+  ``floor_divide``), is tried as torch's floor division through ``fmod`` (a quotient on a multiple of ``b``), and
+  a remainder ``a - Floor(a / b) * b`` as torch's ``fmod`` with the sign moved (a large quotient, whose product
+  the lowering rounds at ``a``'s magnitude: ``onnx/edit/remainder.py``).
 
 Both are verified on the origin's case and on fresh samples like any patch (``onnx/edit/singular.py``).
 """
@@ -61,12 +62,27 @@ def singular_patches(case: Case, loc: Any) -> list[Patch]:
                    for node, src in _nan_sources(case, vals, wrong, loc.fx.torch_values))
     flips = [n for n in case.model.graph.node if n.op_type in FLIP and n.name in scope][:MAX_FLIPS]
     out.extend(_flip_patch(case, n, wrong) for n in flips)
-    floors = [n for n in case.model.graph.node if n.name in scope and floor_of_div(case.model, n) is not None]
+    floors = [n for n in case.model.graph.node if n.op_type == "Floor" and n.name in scope
+              and floor_of_div(case.model, n) is not None]
     out.extend(_fmod_patch(case, n, wrong) for n in floors[:MAX_FLIPS])
     subs = [n for n in case.model.graph.node if n.name in scope and remainder_of(case.model, n) is not None]
     out.extend(_remainder_patch(case, n, wrong) for n in subs[:MAX_FLIPS])
     if loc is not None and getattr(loc, "kind", "") == "runtime":
         for p in out:       # ONNX Runtime's kernel, not the graph, decides the point otherwise
+            p.check, p.kind = "op-compat", "runtime"
+    return out
+
+
+def truncated_quotient_patches(case: Case, loc: Any) -> list[Patch]:
+    """``fmod_floor`` on a float -> integer Cast of a float Div (TorchScript's float ``floor_divide``), tried after the
+    catalogue's ``floor_cast`` (a Floor before the Cast: right off the multiples of ``b``, on negative quotients)."""
+    wrong = loc.fx.wrong if loc is not None and getattr(loc, "fx", None) is not None else None
+    scope = set(wrong.nodes) if wrong is not None else {n.name for n in case.model.graph.node}
+    casts = [n for n in case.model.graph.node if n.op_type == "Cast" and n.name in scope
+             and floor_of_div(case.model, n) is not None]
+    out = [_fmod_patch(case, n, wrong) for n in casts[:MAX_FLIPS]]
+    if loc is not None and getattr(loc, "kind", "") == "runtime":
+        for p in out:
             p.check, p.kind = "op-compat", "runtime"
     return out
 
@@ -238,7 +254,9 @@ def _flip_patch(case: Case, node: Any, wrong: Any) -> Patch:
 def _fmod_patch(case: Case, node: Any, wrong: Any) -> Patch:
     op = f" in the lowering of torch's {wrong.target}" if wrong is not None else ""
     return Patch({"op": "rewrite", "rewrite": "fmod_floor", "node": node.name}, "lowering",
-                 f"Floor {node.name}{op} floors the quotient a / b rounded to float; torch's floor division (and "
+                 f"{'Floor' if node.op_type == 'Floor' else 'Cast'} {node.name}{op} "
+                 f"{'floors' if node.op_type == 'Floor' else 'truncates'} the quotient a / b rounded to float; "
+                 "torch's floor division (and "
                  "its remainder, a - b * (a // b)) floors the exact quotient through fmod, so on multiples of b "
                  "(1.0 // 0.1 is 9 in torch, Floor(1.0 / 0.1) is 10) the two part by one; as torch's "
                  "(a - fmod(a, b)) / b the file computes what torch computes",
