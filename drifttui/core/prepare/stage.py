@@ -147,7 +147,11 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
         if same:
             notes.append(same)
         found = reference.transfer(dataclasses.replace(cfg, reference_onnx=None) if same else cfg, model, sample0,
-                                   feeds0, index, calls, workdir, map_index, notes)
+                                   feeds0, index, calls, workdir, map_index, notes,
+                                   lambda ix, p, feeds: split_units(ix, calls, p, map_index,
+                                                                    torch_outputs(hooks, model, sample0),
+                                                                    onnx_values(cfg.provider, feeds, workdir),
+                                                                    torch_inputs(hooks, model, sample0)))
         if found is not None:
             if found[0] is not index:     # views added (qviews, NCHWc, Transpose, Reshape): node indices moved
                 pscan = precision.scan(found[0])
