@@ -93,10 +93,11 @@ def _best(a: np.ndarray, mask: int, cands: list[str], dep_vals: dict[str, np.nda
     pa = _probe(a)
     best: Optional[Match] = None
     liked: Optional[Match] = None
+    blank = _blank(a)
     for d in cands:
         dm = d_mask.get(d, 0)
         same = dm == mask
-        if not same and (dm & ~mask or not dm):
+        if not same and (dm & ~mask or not dm or blank):
             continue
         b = dep_vals[d]
         if b.dtype.kind != a.dtype.kind and not (b.dtype.kind == "f" and a.dtype.kind == "f"):
@@ -122,6 +123,13 @@ def _best(a: np.ndarray, mask: int, cands: list[str], dep_vals: dict[str, np.nda
     if best is not None and liked is not None and not best.exact and liked.err <= NEAR_TIE * best.err:
         return liked
     return best
+
+
+def _blank(a: np.ndarray) -> bool:
+    """A value of one number in every element (PoolFormer's token mixer ``pool(x) - x`` on 1x1 maps: all 0):
+    equal to it says nothing, so only a value computed from the same anchors may carry it, never one that
+    lost some (an optimiser's dropped Add of zeros): the first block's zeros would stand for every block's."""
+    return a.size > 1 and not bool(np.any(a != a.flat[0]))
 
 
 def _permuted(a: np.ndarray, b: np.ndarray, scale: float, bound: float) -> Optional[tuple[tuple, float]]:
