@@ -34,7 +34,7 @@ from drifttui.core.prepare.plan.activations import (FOLDED_HOW, FOLDED_RTOL, beh
 from drifttui.core.prepare.plan.moved_weights import candidate_lists
 from drifttui.core.prepare.plan.anchors import PackedBlock, anchor_bits, anchor_masks, match_weights, twin_names
 from drifttui.core.prepare.plan.appended import appended_ops
-from drifttui.core.prepare.plan.closeness import EQUAL_RTOL, Match, err as _err
+from drifttui.core.prepare.plan.closeness import EQUAL_RTOL, Match, err as _err, is_blank
 from drifttui.core.prepare.plan.scale_folds import SCALE_HOW, scale_folded
 
 NEAR_TIE = 1.25            # lossy candidates this close to the closest are told apart by their op (``_best``)
@@ -93,7 +93,7 @@ def _best(a: np.ndarray, mask: int, cands: list[str], dep_vals: dict[str, np.nda
     pa = _probe(a)
     best: Optional[Match] = None
     liked: Optional[Match] = None
-    blank = _blank(a)
+    blank = is_blank(a)
     for d in cands:
         dm = d_mask.get(d, 0)
         same = dm == mask
@@ -123,13 +123,6 @@ def _best(a: np.ndarray, mask: int, cands: list[str], dep_vals: dict[str, np.nda
     if best is not None and liked is not None and not best.exact and liked.err <= NEAR_TIE * best.err:
         return liked
     return best
-
-
-def _blank(a: np.ndarray) -> bool:
-    """A value of one number in every element (PoolFormer's token mixer ``pool(x) - x`` on 1x1 maps: all 0):
-    equal to it says nothing, so only a value computed from the same anchors may carry it, never one that
-    lost some (an optimiser's dropped Add of zeros): the first block's zeros would stand for every block's."""
-    return a.size > 1 and not bool(np.any(a != a.flat[0]))
 
 
 def _permuted(a: np.ndarray, b: np.ndarray, scale: float, bound: float) -> Optional[tuple[tuple, float]]:
