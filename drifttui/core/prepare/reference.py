@@ -269,9 +269,13 @@ def _reshape_views(index: GraphIndex, tr: Any, ref_vals: dict, dep_vals: dict) -
     return build_index(model, index.path), tr
 
 
+# (reference index, its plan, its sample-0 feeds) -> the two with a round trip per output absorbed into a reader
+Split = Callable[[GraphIndex, Plan, dict], tuple[GraphIndex, Plan]]
+
+
 def transfer(cfg: Any, model: Any, sample0: Any, feeds0: dict, index: GraphIndex, calls: list, workdir: Path,
-             map_index: Callable[[GraphIndex], Plan],
-             notes: Optional[list[str]] = None) -> Optional[tuple[GraphIndex, Plan, str, str]]:
+             map_index: Callable[[GraphIndex], Plan], notes: Optional[list[str]] = None,
+             split: Optional[Split] = None) -> Optional[tuple[GraphIndex, Plan, str, str]]:
     """(index, plan, note, exporter) mapped through a reference export; None for a raw export.
     A ``--reference-onnx`` that matches none of the file's weights is an InputError; one that
     matches part of them adds its alert to ``notes`` (reference_check.py)."""
@@ -302,6 +306,8 @@ def transfer(cfg: Any, model: Any, sample0: Any, feeds0: dict, index: GraphIndex
     ref_plan = map_index(ref)
     if not ref_plan.localized:
         return None
+    if split is not None:       # the reference's outputs absorbed into a reader, as a raw export's (absorbed.py)
+        ref, ref_plan = split(ref, ref_plan, _reference_feeds(ref, feeds0))
     wanted = [v for v, e in ref_plan.table.items() if e[0] != "graph_in"]
     after = one_hop(ref, wanted)     # the values a fused activation carries instead
     ref_vals, _ = markable_run(ref, wanted + after, _reference_feeds(ref, feeds0), cfg.provider, workdir)

@@ -144,10 +144,10 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     found = None
     if hooks is not None:
         same = same_as_onnx(cfg)      # --reference-onnx is --onnx itself: said, and mapped without it
-        if same:
-            notes.append(same)
+        notes.extend([same] if same else [])
         found = reference.transfer(dataclasses.replace(cfg, reference_onnx=None) if same else cfg, model, sample0,
-                                   feeds0, index, calls, workdir, map_index, notes)
+                                   feeds0, index, calls, workdir, map_index, notes,
+                                   _split(cfg, calls, map_index, hooks, model, sample0, workdir))
         if found is not None:
             if found[0] is not index:     # views added (qviews, NCHWc, Transpose, Reshape): node indices moved
                 pscan = precision.scan(found[0])
@@ -177,6 +177,14 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
                     exporter=exporter, input_dtypes=input_dtypes, hooks=hooks, calls=calls, plan=plan,
                     local=local, windows=windows, budget=budget, batch=batch, notes=notes, details=details,
                     workdir=workdir, timings=timings, precision=pscan, budgets=budgets, outputs0=outputs0)
+
+
+def _split(cfg: Config, calls: list[Any], map_index: Any, hooks: Any, model: Any, sample0: Any,
+           workdir: Path) -> reference.Split:
+    """A reference export's outputs absorbed into a reader, found as a raw export's (plan/absorbed.py)."""
+    return lambda ix, p, feeds: split_units(ix, calls, p, map_index, torch_outputs(hooks, model, sample0),
+                                            onnx_values(cfg.provider, feeds, workdir),
+                                            torch_inputs(hooks, model, sample0))
 
 
 def _content_checks(index: Any, calls: list[Any], plan: Any, model: Any, pscan: Any, budgets: Any,

@@ -228,9 +228,17 @@ def choose(cands: dict[int, list[View]], torch_out: Callable[[list[int]], dict[i
         best = min(scored, key=lambda s: s[0], default=None)
         if best is not None and best[1] is not None:
             held = chosen.get(best[1].value)
-            if held is None or best[0] < held[0]:
+            if held is None or best[0] < held[0] or (best[0] == held[0] and _deeper(best[1], held[1])):
                 chosen[best[1].value] = (best[0], best[1])
     return [v for _, v in chosen.values()]
+
+
+def _deeper(a: View, b: View) -> bool:
+    """Whether ``a``'s call lies deeper than ``b``'s: of a container and its last child, which hand on one value
+    (LeViT's ``q``, a Sequential ending in the LinearNorm ``q.ln``), the view goes in the child's scope, where
+    the container's nodes hold it too, so that both are paired with it; the container's would leave the child
+    unmapped."""
+    return (a.depth if a.depth >= 0 else -1 - a.depth) > (b.depth if b.depth >= 0 else -1 - b.depth)
 
 
 NEAR = 0.25         # a view within this relative RMS error of torch's output holds it, drifting (a weight x1.05)

@@ -21,3 +21,10 @@ class Match:
 def err(a: np.ndarray, b: np.ndarray, scale: float) -> float:
     return float(np.max(np.abs(a.astype(np.float64).reshape(-1) - b.astype(np.float64).reshape(-1)),
                         initial=0.0)) / max(scale, 1e-12)
+
+
+def is_blank(a: np.ndarray) -> bool:
+    """A value of one number in every element (PoolFormer's token mixer ``pool(x) - x`` on 1x1 maps: all 0):
+    equal to it says nothing, so only a value computed from the same anchors may carry it, never one that
+    lost some (an optimiser's dropped Add of zeros): the first block's zeros would stand for every block's."""
+    return a.size > 1 and not bool(np.any(a != a.flat[0]))

@@ -34,7 +34,7 @@ from drifttui.core.prepare.plan.activations import (FOLDED_HOW, FOLDED_RTOL, beh
 from drifttui.core.prepare.plan.moved_weights import candidate_lists
 from drifttui.core.prepare.plan.anchors import PackedBlock, anchor_bits, anchor_masks, match_weights, twin_names
 from drifttui.core.prepare.plan.appended import appended_ops
-from drifttui.core.prepare.plan.closeness import EQUAL_RTOL, Match, err as _err
+from drifttui.core.prepare.plan.closeness import EQUAL_RTOL, Match, err as _err, is_blank
 from drifttui.core.prepare.plan.scale_folds import SCALE_HOW, scale_folded
 
 NEAR_TIE = 1.25            # lossy candidates this close to the closest are told apart by their op (``_best``)
@@ -93,10 +93,11 @@ def _best(a: np.ndarray, mask: int, cands: list[str], dep_vals: dict[str, np.nda
     pa = _probe(a)
     best: Optional[Match] = None
     liked: Optional[Match] = None
+    blank = is_blank(a)
     for d in cands:
         dm = d_mask.get(d, 0)
         same = dm == mask
-        if not same and (dm & ~mask or not dm):
+        if not same and (dm & ~mask or not dm or blank):
             continue
         b = dep_vals[d]
         if b.dtype.kind != a.dtype.kind and not (b.dtype.kind == "f" and a.dtype.kind == "f"):
