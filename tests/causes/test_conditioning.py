@@ -73,14 +73,15 @@ def test_a_file_with_float32_folded_constants_is_compared_through_its_float64_ex
     from drifttui.core.explain.causes.deliver.repair import repair_patches
     from drifttui.core.explain.causes.locate.case import call_io
     from drifttui.core.onnx.graph import full_model
-    from drifttui.core.explain.causes.propose.conditioning import _onnx64, _torch64
+    from drifttui.core.explain.causes.locate.evaluate import float64_values
+    from drifttui.core.explain.causes.propose.conditioning import _torch64
 
     engine, _, _, result, exp = cdist_dynamo
     ctx, case = engine.context(result), exp.case
     ins, outs = call_io(ctx, case)
     t64 = _torch64(ctx.modules()[case.module], ins)[0]
     bound = case.atol + case.rtol * float(np.abs(t64).max())
-    widened = next(iter(_onnx64(case).values()))
+    widened = next(iter(float64_values(case).values()))
     assert np.abs(widened - t64).max() > bound                   # the folded float32 constants alone are over it
     assert np.abs(outs[0].astype(np.float64) - t64).max() > bound   # torch's own float32 too: ill-conditioned
     head = exp.findings[0]

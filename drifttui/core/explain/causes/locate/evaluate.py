@@ -19,6 +19,7 @@ from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.localise_nodes import deviating, own_errors
 from drifttui.core.base.metrics import Stats, compare
 from drifttui.core.onnx.lacking import lacking
+from drifttui.core.onnx.edit.widen import to_float64
 
 
 @dataclass
@@ -138,6 +139,16 @@ def run_reference(model: Any, feeds: dict[str, np.ndarray], intermediate: bool =
     if intermediate:
         return {k: np.asarray(v) for k, v in got.items()}
     return dict(zip(ref.output_names, (np.asarray(v) for v in got)))
+
+
+def float64_values(case: Case, intermediate: bool = False) -> Optional[dict[str, np.ndarray]]:
+    """The case's graph computed in float64 by the ONNX reference implementation (``onnx/edit/widen.py``, float64
+    feeds): its outputs, or every value with ``intermediate``; None when the reference cannot run it in float64."""
+    feeds = {k: v.astype(np.float64) if np.asarray(v).dtype == np.float32 else v for k, v in case.feeds.items()}
+    try:
+        return run_reference(to_float64(case.model), feeds, intermediate=intermediate)
+    except Exception:  # noqa: BLE001 - an op the reference cannot run in float64: no evidence either way
+        return None
 
 
 def error(values: dict[str, np.ndarray], expected: dict[str, np.ndarray], atol: float, rtol: float) -> Eval:

@@ -29,10 +29,9 @@ import onnx
 import torch
 
 from drifttui.core.explain.causes.locate.case import Case, call_io
-from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, run_reference
+from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, float64_values, run_reference
 from drifttui.core.model.export import export_model
 from drifttui.core.onnx.edit.patches import Patch
-from drifttui.core.onnx.edit.widen import to_float64
 from drifttui.core.prepare.reference import run_exporter
 from drifttui.core.runtime.torch_hooks import tensors_of, to_numpy
 
@@ -46,14 +45,6 @@ def _torch64(module: Any, ins: list[Any]) -> Optional[list[np.ndarray]]:
         with torch.no_grad():
             return [to_numpy(t) for t in tensors_of(m64(*args))]
     except Exception:  # noqa: BLE001 - a module that does not run in float64: no counterfactual
-        return None
-
-
-def _onnx64(case: Case) -> Optional[dict[str, np.ndarray]]:
-    feeds = {k: v.astype(np.float64) if v.dtype == np.float32 else v for k, v in case.feeds.items()}
-    try:
-        return run_reference(to_float64(case.model), feeds)
-    except Exception:  # noqa: BLE001 - an op the reference cannot run in float64
         return None
 
 
@@ -157,7 +148,7 @@ def _float64_trial(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple[Pa
     own32 = max(float(np.abs(io[1][k].astype(np.float64) - t64[k]).max()) for _, k in pairs)
     if all(float(np.abs(io[1][k].astype(np.float64) - t64[k]).max()) <= bounds[n] for n, k in pairs):
         return None                 # torch's float32 holds the tolerance: not ill-conditioned here
-    o64, exported = _onnx64(case), False
+    o64, exported = float64_values(case), False
     both64 = _agreement(t64, o64, pairs, bounds) if o64 is not None else None
     if both64 is None:              # the file's float32-folded constants stay float32 when widened: export in float64
         outs = _exported64(ctx, case, module, io[0])

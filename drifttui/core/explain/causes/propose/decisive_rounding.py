@@ -40,8 +40,8 @@ def decisive(case: Case, trials: list[Any], check: Callable[[list[Any]], list[An
         return trials
     producer = {o: n.name for n in case.model.graph.node for o in n.output if o}
     ops = {n.name: n.op_type for n in case.model.graph.node}
-    ordered = [o for n in case.model.graph.node if n.op_type != "Constant"
-               for o in n.output if o in set(spec["round"])][:LIMIT]
+    rounded = set(spec["round"])
+    ordered = [o for n in case.model.graph.node if n.op_type != "Constant" for o in n.output if o in rounded][:LIMIT]
     best, least = None, before * SHARE
     for v in ordered:
         tried = check([dataclasses.replace(trials[k].patch, spec={**spec, "round": [v]})])

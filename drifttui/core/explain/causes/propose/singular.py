@@ -33,11 +33,10 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.locate.evaluate import node_values, run_reference
+from drifttui.core.explain.causes.locate.evaluate import float64_values, node_values
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.onnx.edit.remainder import remainder_of
 from drifttui.core.onnx.edit.singular import FLIP, floor_of_div
-from drifttui.core.onnx.edit.widen import to_float64
 
 MAX_GUARDS = 3
 MAX_FLIPS = 4
@@ -54,7 +53,8 @@ def singular_patches(case: Case, loc: Any) -> list[Patch]:
         zeros = _zero_terms(case, vals, scope)
         out.extend(_zero_patch(case, node, wrong) for node in zeros)
         guarded = [(node, c) for node, c in _guarded(case, vals, wrong, loc) if node not in zeros]
-        wide = _float64_values(case) if guarded else None
+        wide = float64_values(case, intermediate=True) if guarded and len(case.model.graph.node) <= MAX_WIDENED \
+            else None
         out.extend(_guard_patch(case, node, c, wrong) for node, c in guarded
                    if not _rounding_made(node, vals, wide))
     if wrong is not None and getattr(wrong, "drops_nonfinite", False) and vals is not None:
@@ -121,19 +121,6 @@ def _guarded(case: Case, vals: dict[str, np.ndarray], wrong: Any, loc: Any) -> l
         if len(out) >= MAX_GUARDS:
             break
     return out
-
-
-def _float64_values(case: Case) -> Optional[dict[str, np.ndarray]]:
-    """Every value of the origin's nodes computed in float64 by the ONNX reference implementation; None for a large
-    origin or one the reference cannot run in float64."""
-    if len(case.model.graph.node) > MAX_WIDENED:
-        return None
-    feeds = {k: v.astype(np.float64) if np.asarray(v).dtype == np.float32 else v for k, v in case.feeds.items()}
-    try:
-        with np.errstate(all="ignore"):     # the log of 0, the NaN of 0/0: the points this looks for
-            return run_reference(to_float64(case.model), feeds, intermediate=True)
-    except Exception:  # noqa: BLE001 - an op the reference cannot run in float64: no evidence either way
-        return None
 
 
 def _rounding_made(node: Any, vals: dict[str, np.ndarray], wide: Optional[dict[str, np.ndarray]]) -> bool:
