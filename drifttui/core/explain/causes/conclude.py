@@ -102,7 +102,8 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
     the finding it verifies, with ``skipped``, the budget's)."""
     before = loc.ort.max_abs
     verified = _best([t for t in trials if t.after.ok and not t.after.fails], findings, loc)
-    op = _patched_op(case, verified[0].patch, loc.torch_op, loc.fx, loc.torch_calls) if verified else loc.torch_op
+    op = _patched_op(case, verified[0].patch, loc.torch_op, loc.fx, {**loc.torch_groups, **loc.torch_calls}) \
+        if verified else loc.torch_op
     untried = {"tried": len(trials), "skipped": skipped or None, "skipped_exports": skipped_exports or None,
                "not_tried": unneeded or None}
     out = list(findings)
@@ -162,8 +163,8 @@ def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None, aligned: Opti
         return TorchOp(patch.torch_op[0], [], [], "story", aten=patch.torch_op[1])
     decisive = patch.spec.get("decisive")       # propose/decisive_rounding: the rounding that matters
     names = {decisive} if decisive else set(patch.nodes or [])
-    if not names or (op is not None and op.how == "fx" and names & set(op.nodes)):
-        return op
+    if not names or (op is not None and op.how in ("fx", "values") and names & set(op.nodes)):
+        return op       # the localisation's op (by the file's record or by value) is among them: one rule, both exporters
     calls = fx.every if fx is not None else {}
     recs = [r for r in (fx_of(n) for n in case.model.graph.node if n.name in names) if r is not None]
     groups = {r: [n for n in case.model.graph.node if (fx_of(n) or ("", ""))[0] == r[0]] for r in dict.fromkeys(recs)}

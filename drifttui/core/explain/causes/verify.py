@@ -26,7 +26,7 @@ from drifttui.core.explain.causes.locate.case import Case, origin_case, why_no_c
 from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, localise, ort_error
 from drifttui.core.explain.causes.locate.fx_localise import first_failing_inner, fx_localise, widen
 from drifttui.core.explain.causes.locate.fx_words import describe
-from drifttui.core.explain.causes.locate.torch_align import calls as aligned_calls, origin_torch_op
+from drifttui.core.explain.causes.locate.torch_align import calls as aligned_calls, groups as aligned_groups, origin_torch_op
 from drifttui.core.explain.causes.propose import constants
 from drifttui.core.explain.causes.propose.ablation import by_what_it_changed
 from drifttui.core.explain.causes.propose.assemble import candidate_patches
@@ -262,6 +262,7 @@ def _localise(ctx: Any, case: Case) -> tuple[Case, Localisation]:
         ctx.say(f"causes: naming the torch op inside {display_name(case.module)}")
         loc.torch_op = origin_torch_op(ctx, case, fx)
         loc.torch_calls = aligned_calls(ctx, case)
+        loc.torch_groups = aligned_groups(ctx, case)
     return case, loc
 
 __all__ = ["Explanation", "first_verified", "verify_at_origin", "verify"]

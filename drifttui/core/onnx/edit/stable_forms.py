@@ -73,6 +73,23 @@ def match_logaddexp(model: Any, node: Any) -> Optional[tuple[str, str]]:
     return exps[0].input[0], exps[1].input[0]
 
 
+def naive_nodes(model: Any, node: Any, rewrite: str) -> list[str]:
+    """The names of the nodes of ``rewrite``'s naive form that ends at ``node``, in the graph's order (``Add, Log``
+    of log1p; ``Exp, Exp, Add, Log`` of logaddexp; ``Exp, Sub`` of expm1): what the accurate form replaces, so a
+    verified rewrite is told by the torch call those nodes lower, not by its last node alone."""
+    if rewrite == "log1p" and (hit := match_log1p(model, node)) is not None:
+        mine = [hit[0], node]
+    elif rewrite == "expm1" and (hit := match_expm1(model, node)) is not None:
+        mine = [hit[0], node]
+    elif rewrite == "logaddexp" and match_logaddexp(model, node) is not None:
+        add = _producer(model, node.input[0])
+        mine = [_producer(model, v) for v in add.input] + [add, node]
+    else:
+        return [node.name]
+    names = {n.name for n in mine}
+    return [n.name for n in model.graph.node if n.name in names]
+
+
 def _find(model: Any, name: str, op: str) -> Any:
     n = next((n for n in model.graph.node if n.name == name and n.op_type == op), None)
     if n is None:

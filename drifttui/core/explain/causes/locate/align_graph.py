@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import numpy as np
+
 from drifttui.core.explain.causes.locate.case import Case
 
 
@@ -75,6 +77,37 @@ def leaked(case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
                                                        if any(producer.get(u) is not None and producer[u].name
                                                               in inside[hit] and u not in allowed for u in x.input)}]
     return None
+
+
+def _own_value(ops: list[tuple], out: dict[int, str], others: dict[int, list[str]], k: int) -> bool:
+    """Whether call ``k`` keeps a found value in ``out``: one that is not the value of an input of it whose torch value
+    differs from its own (``log1p(y)`` of a tiny ``y`` is ``y`` within the tolerance, so the file's ``y`` would vouch
+    for the ``Log(1 + y)`` it computes after it); moved to another value that holds it as closely, else dropped.  An
+    op torch computes as the identity (a copy, an eval dropout, a clamp that does not bite) keeps its input's value."""
+    same = [i for i in input_values(ops, out, k) if out.get(i) == out[k]]
+    if not same or all(np.array_equal(ops[k][2], ops[i][2], equal_nan=True) for i in same):
+        return True
+    taken = {out[i] for i in same}
+    moved = next((v for v in others.get(k, []) if v not in taken), None)
+    if moved is None:
+        del out[k]
+        return False
+    out[k] = moved
+    return True
+
+
+def _value_nodes(producer: dict[str, Any], value: str) -> list[str]:
+    """The outputs of the nodes ``value`` is computed by (each node by the first output it makes)."""
+    seen, out, todo = set(), [], [value]
+    while todo:
+        v = todo.pop()
+        n = producer.get(v)
+        if n is None or n.name in seen:
+            continue
+        seen.add(n.name)
+        out.append(v)
+        todo.extend(n.input)
+    return out
 
 
 def size_nodes(case: Case) -> set[str]:
@@ -143,13 +176,21 @@ def causal(case: Case, ops: list[tuple], found: dict[int, str], others: dict[int
     order = {n.name: k for k, n in enumerate(case.model.graph.node) if n.name}
     out = dict(found)
     for k in sorted(found):
-        made = producer.get(out.get(k, ""))
-        if made is None or ops[k][0] != "call_function":
+        if k not in out or ops[k][0] != "call_function" or not _own_value(ops, out, others, k):
             continue
+        made = producer.get(out[k])
+        if made is None and out[k] not in case.feeds:
+            continue
+
+        def before(v: str) -> bool:
+            """Whether ``out[k]`` is computed before ``v``: among its nodes, or a feed of the case they read."""
+            if made is not None:
+                return computed_by(producer, order, made.name, v)
+            return any(out[k] in producer[n].input for n in _value_nodes(producer, v))
         for i in input_values(ops, out, k):
-            if out[i] == out[k] or not computed_by(producer, order, made.name, out[i]):
+            if out[i] == out[k] or not before(out[i]):
                 continue
-            moved = next((v for v in others.get(i, []) if not computed_by(producer, order, made.name, v)), None)
+            moved = next((v for v in others.get(i, []) if not before(v)), None)
             if moved is None:
                 del out[k]
                 break

@@ -54,6 +54,7 @@ class Localisation:
     fx: Any = None                        # fx_localise.FxLocalisation: a dynamo file's nodes against torch
     torch_op: Any = None                  # torch_align.TorchOp: the torch op whose ONNX nodes first differ
     torch_calls: dict[str, Any] = field(default_factory=dict)   # ONNX node -> (torch call, ATen op) it computes
+    torch_groups: dict[str, Any] = field(default_factory=dict)  # the same for the calls whose value the file lacks
 
 
 def _session(model: Any, outputs: Optional[list[str]] = None) -> Any:

@@ -39,6 +39,7 @@ from drifttui.core.model.export import quiet
 from drifttui.core.runtime.torch_hooks import to_numpy
 
 MAX_OPS = 4000                  # torch ops aligned per origin (a deep block's forward is ~2000)
+MAX_GROUPS = 32                 # calls whose values the file does not hold given their nodes (_note_groups)
 _COPIES = ("torch.Tensor.detach", "torch.detach", "torch.Tensor.clone", "torch.clone", "torch.Tensor.contiguous")
 
 
@@ -98,10 +99,13 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     found = causal(case, ops, found, others)
     rels = {k: r for k, r in rels.items() if k in found}
     _note_calls(ctx, case, ops, found)
-    if not any(ops[k][0] == "placeholder" for k in found):
-        return None                 # the module's inputs are not the case's: nothing to align against
+    if not any(ops[k][0] == "placeholder" or found[k] in case.feeds for k in found):
+        # neither the module's inputs nor a call fed to the case (a child's output the case starts from): nothing
+        # to align against
+        return None
     right = _right(ops, found, vals)
     feeding = _feeding(ops)         # the calls the module's output is computed from (a nested tensor cuts the record)
+    _note_groups(ctx, case, ops, found, [k for k in sorted(feeding) if k not in right], vals)
     wrong = next((k for k, (kind, tgt, _, ins, _) in enumerate(ops) if kind == "call_function" and k in feeding
                   and k not in right and all(i in right for i in ins)), None)
     if wrong is None:
@@ -137,6 +141,27 @@ def _note_calls(ctx: Any, case: Case, ops: list[tuple], found: dict[int, str]) -
             owner[n.name] = (ops[k][1], atens[k] if k < len(atens) else None)
             todo.extend(v for v in n.input if v in producer)
     ctx.cache[f"causes:torch_op:calls:{case.module}:{case.sample}"] = owner
+
+
+def _note_groups(ctx: Any, case: Case, ops: list[tuple], found: dict[int, str], wrong: list[int],
+                 vals: dict[str, np.ndarray]) -> None:
+    """Each ONNX node no found call computes -> (the call, its ATen op) of the first torch call whose value the file
+    does not hold (``wrong``, in call order, at most ``MAX_GROUPS``) whose nodes (``_group``) it is among, in
+    ``ctx.cache`` (``groups``): a verified patch that changed the lowering of such a call (``logit``'s clamp
+    after a Sigmoid whose value the file holds) is named by that call, not by the found call before it."""
+    owned, atens = calls(ctx, case), ctx.cache.get(_aten_key(case), [])
+    out: dict[str, tuple[str, Optional[str]]] = {}
+    for k in [k for k in wrong if ops[k][0] == "call_function" and ops[k][2] is not None][:MAX_GROUPS]:
+        for n in _group(case, ops, found, k, vals):
+            if n not in owned and n not in out:
+                out[n] = (ops[k][1], atens[k] if k < len(atens) else None)
+    ctx.cache[f"causes:torch_op:groups:{case.module}:{case.sample}"] = out
+
+
+def groups(ctx: Any, case: Case) -> dict[str, tuple[str, Optional[str]]]:
+    """ONNX node -> (torch call, ATen op) whose lowering it is among, for the calls whose values the file does not
+    hold (``_note_groups``; {} when none)."""
+    return ctx.cache.get(f"causes:torch_op:groups:{case.module}:{case.sample}", {})
 
 
 def calls(ctx: Any, case: Case) -> dict[str, tuple[str, Optional[str]]]:

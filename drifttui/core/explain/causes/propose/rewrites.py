@@ -37,15 +37,16 @@ from drifttui.core.explain.causes.locate.fx_localise import fx_of, fx_reads, fx_
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.onnx.edit.rewriting import input_dtype, static_value
 from drifttui.core.onnx.edit.resize_gather import OPS as RESIZE_OPS, UPSTREAM, torch_indices, torch_rule
-from drifttui.core.onnx.edit.stable_forms import match_expm1, match_log1p, match_logaddexp
+from drifttui.core.onnx.edit.stable_forms import match_expm1, match_log1p, match_logaddexp, naive_nodes
 from drifttui.core.onnx.edit.ort_workarounds import forms_for
 
 STABILITY = "stability"     # a numerically unstable lowering: a stable form of the same function verifies
 
 
-def _patch(node: Any, rewrite: str, check: str, why: str, fix: str, module: str, **extra: Any) -> Any:
+def _patch(node: Any, rewrite: str, check: str, why: str, fix: str, module: str, nodes: Optional[list[str]] = None,
+           **extra: Any) -> Any:
     return Patch({"op": "rewrite", "node": node.name, "rewrite": rewrite, **extra}, check, why, fix, "export",
-                 module=module, nodes=[node.name])
+                 module=module, nodes=nodes or [node.name])
 
 
 def _modules(module: Any) -> list[Any]:
@@ -150,7 +151,7 @@ def log1p(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[
                      "for |x| << 1 (the exporters lower torch.log1p to Add + Log; ONNX has no Log1p), where torch's "
                      "log1p is exact; the accurate form x * Log(1 + x) / ((1 + x) - 1) computes what torch computes",
                      "let `drifttui repair` write the accurate form, or scale the argument away from 0 in the forward",
-                     case.module)
+                     case.module, naive_nodes(case.model, node, "log1p"))
 
 
 def logaddexp(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
@@ -161,7 +162,8 @@ def logaddexp(case: Any, node: Any, module: Any, types: dict[str, int]) -> Itera
                      "max(a, b) + log1p(exp(-|a - b|)) (the dynamo exporter lowers torch.logaddexp to Exp + Add + "
                      "Log; ONNX has no LogAddExp); that form computes what torch computes",
                      "let `drifttui repair` write the stable form, or write "
-                     "torch.maximum(a, b) + torch.log1p(torch.exp(-(a - b).abs())) in the forward", case.module)
+                     "torch.maximum(a, b) + torch.log1p(torch.exp(-(a - b).abs())) in the forward", case.module,
+                     naive_nodes(case.model, node, "logaddexp"))
 
 
 def _log(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
@@ -175,7 +177,8 @@ def expm1(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[
                      f"Sub {node.name} computes expm1 as Exp(x) - 1: the difference cancels the low bits for "
                      "|x| << 1 (the dynamo exporter lowers torch.expm1 to Exp + Sub; ONNX has no Expm1), where "
                      "torch's expm1 is exact; the accurate form (Exp(x) - 1) * x / Log(Exp(x)) computes what "
-                     "torch computes", "let `drifttui repair` write the accurate form", case.module)
+                     "torch computes", "let `drifttui repair` write the accurate form", case.module,
+                     naive_nodes(case.model, node, "expm1"))
 
 
 CANDIDATES: dict[str, Callable[..., Iterator[Any]]] = {
