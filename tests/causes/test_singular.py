@@ -103,3 +103,43 @@ def test_a_workaround_names_every_node_it_replaces_and_a_shared_sigmoid_is_one_c
         logsig = next(p for p in workaround_patches(case, "log", "runtime") if p.spec["form"] == "log_sigmoid")
         assert logsig.nodes == ["sig", "log"]
         assert logsig.check == "stability"
+
+
+def _long(nodes, n: int):
+    """``nodes`` after ``n`` exact steps (``Neg`` pairs) on ``x``: an origin of more than ``n`` nodes."""
+    chain = [helper.make_node("Neg", [f"v{k}" if k else "x"], [f"v{k + 1}"], name=f"neg{k}") for k in range(n)]
+    for node in nodes:
+        node.input[:] = [f"v{n}" if v == "x" else v for v in node.input]
+    return _model(chain + nodes)
+
+
+@pytest.mark.parametrize("steps", [450, 1200])
+def test_the_float64_check_holds_on_an_origin_past_400_nodes_at_a_bounded_cost(steps):
+    """Past 400 nodes the float64 check used to be skipped: the underflowed ``Log(Sigmoid(x))`` got a guard whose story
+    (a singular point torch defines) is wrong.  The check now runs on the nodes before the guarded one (the nearest
+    400, fed the file's own values past them): no guard at the underflow, a guard at a true pole, in about the time
+    of a 400-node origin."""
+    import time
+
+    x = np.array([-200.0, -150.0, 0.0, 3.0], np.float32)
+    under = _case(_long([helper.make_node("Sigmoid", ["x"], ["s"], name="sig"),
+                         helper.make_node("Log", ["s"], ["y"], name="log")], steps), {"x": x},
+                  -np.logaddexp(0, -x).astype(np.float32))
+    assert len(under.model.graph.node) > 400 and run_ort(under.model, under.feeds)["y"][0] == -np.inf
+    start = time.perf_counter()
+    assert not [p for p in singular_patches(under, None) if p.spec["rewrite"] == "nonfinite_guard"]
+    took = time.perf_counter() - start
+    pole = _case(_long([helper.make_node("Log", ["x"], ["y"], name="log")], steps),
+                 {"x": np.array([0, 1, 2, 3], np.float32)}, np.array([0, 0, np.log(2), np.log(3)], np.float32))
+    assert [p.spec["node"] for p in singular_patches(pole, None) if p.spec["rewrite"] == "nonfinite_guard"] == ["log"]
+    assert took < 10.0, took
+
+
+def test_the_cone_is_the_nearest_nodes_and_the_values_that_feed_it():
+    from drifttui.core.explain.causes.locate.cone import cone
+
+    model = _long([helper.make_node("Log", ["x"], ["y"], name="log")], 10)
+    nodes, outside = cone(model, ["y"], 4)
+    assert [n.name for n in nodes] == ["neg7", "neg8", "neg9", "log"] and outside == ["v7"]
+    nodes, outside = cone(model, ["y"], 100)
+    assert len(nodes) == 11 and outside == ["x"]

@@ -19,6 +19,7 @@ from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.localise_nodes import deviating, own_errors
 from drifttui.core.base.metrics import Stats, compare
 from drifttui.core.onnx.lacking import lacking
+from drifttui.core.explain.causes.locate.cone import cone_model
 from drifttui.core.onnx.edit.widen import to_float64
 
 
@@ -142,12 +143,21 @@ def run_reference(model: Any, feeds: dict[str, np.ndarray], intermediate: bool =
     return dict(zip(ref.output_names, (np.asarray(v) for v in got)))
 
 
-def float64_values(case: Case, intermediate: bool = False) -> Optional[dict[str, np.ndarray]]:
+def float64_values(case: Case, intermediate: bool = False, values: Optional[list[str]] = None,
+                   known: Optional[dict[str, np.ndarray]] = None, most: int = 0) -> Optional[dict[str, np.ndarray]]:
     """The case's graph computed in float64 by the ONNX reference implementation (``onnx/edit/widen.py``, float64
-    feeds): its outputs, or every value with ``intermediate``; None when the reference cannot run it in float64."""
-    feeds = {k: v.astype(np.float64) if np.asarray(v).dtype == np.float32 else v for k, v in case.feeds.items()}
+    feeds): its outputs, or every value with ``intermediate``; None when the reference cannot run it in float64.
+    With ``values``, only the nodes that compute them (at most ``most``, the nearest: ``cone.py``), fed where the
+    cut leaves them by ``known`` (the file's own float32 values, widened): a bounded cost on any origin."""
+    model, feeds = case.model, dict(case.feeds)
+    if values:
+        cut = cone_model(case.model, values, most, {**(known or {}), **case.feeds})
+        if cut is None:
+            return None
+        model, feeds = cut
+    feeds = {k: v.astype(np.float64) if np.asarray(v).dtype == np.float32 else v for k, v in feeds.items()}
     try:
-        return run_reference(to_float64(case.model), feeds, intermediate=intermediate)
+        return run_reference(to_float64(model), feeds, intermediate=intermediate)
     except Exception:  # noqa: BLE001 - an op the reference cannot run in float64: no evidence either way
         return None
 

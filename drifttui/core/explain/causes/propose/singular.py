@@ -5,8 +5,10 @@ point 2): no catalogue entry per op, only what the origin's values show.
   non-finite value (for a dynamo file the node the FX values name as wrong) gets a guard
   ``Where(IsNaN | IsInf, c, y)``: ``c`` is torch's one value at those points when the FX values
   tell it, else 0 (the value torch gives at its singular points: 0/0, an empty or fully masked set).
-  A guard tells a singular point only where there is one: where the origin's nodes computed in float64 (the ONNX
-  reference implementation on the widened graph, ``onnx/edit/widen.py``) give a finite value at an element the
+  A guard tells a singular point only where there is one: where the nodes the guarded node is computed by (the
+  nearest ``MAX_WIDENED`` of them, fed the file's own values where that cut leaves them: ``locate/cone.py``, so an
+  origin of any size is checked at a bounded cost), computed in float64 (the ONNX
+  reference implementation on the widened graph, ``onnx/edit/widen.py``), give a finite value at an element the
   guarded node makes non-finite, the NaN or inf is float32's underflow or overflow (``Log(Sigmoid(x))`` of a
   confident logit: the Sigmoid rounds to 0, the exact value is not), not a point torch defines: no guard there,
   whose zeros would only be near torch's finite values (the stable form tells that drift: ``propose/rewrites.py``).
@@ -40,7 +42,7 @@ from drifttui.core.onnx.edit.singular import FLIP, floor_of_div
 
 MAX_GUARDS = 3
 MAX_FLIPS = 4
-MAX_WIDENED = 400       # origins of at most this many nodes are computed in float64 to tell a singular point
+MAX_WIDENED = 400       # nodes before a guarded node computed in float64 to tell a singular point (the nearest)
 
 
 def singular_patches(case: Case, loc: Any) -> list[Patch]:
@@ -53,8 +55,9 @@ def singular_patches(case: Case, loc: Any) -> list[Patch]:
         zeros = _zero_terms(case, vals, scope)
         out.extend(_zero_patch(case, node, wrong) for node in zeros)
         guarded = [(node, c) for node, c in _guarded(case, vals, wrong, loc) if node not in zeros]
-        wide = float64_values(case, intermediate=True) if guarded and len(case.model.graph.node) <= MAX_WIDENED \
-            else None
+        # the nodes each guarded node is computed by, the nearest MAX_WIDENED of them (a bounded cost on any origin)
+        wide = float64_values(case, True, [node.output[0] for node, _ in guarded], vals, MAX_WIDENED) \
+            if guarded else None
         out.extend(_guard_patch(case, node, c, wrong) for node, c in guarded
                    if not _rounding_made(node, vals, wide))
     if wrong is not None and getattr(wrong, "drops_nonfinite", False) and vals is not None:
