@@ -60,7 +60,7 @@ class View:
     readers: tuple[int, ...]        # nodes outside the call that read ``value`` (they get the way back)
     depth: int = 0                  # the call's depth below the root (the view node's scope); -1 - depth: a
                                     # folded constant's view, scoped by ``module`` (it has no producer)
-    module: str = ""
+    module: str = ""                # the call's module (a folded view's scope; the tie between two calls: nested?)
     back_depth: int = -1            # the way back's scope: its first reader's (-1), or, when that reader has no
                                     # scope of its own (optimiser-made), the value's producer's cut to this depth
                                     # (the scope the index filled in for the reader; produced values only)
@@ -125,8 +125,8 @@ def _handed_on(index: GraphIndex, call: Call, cm: Any, shape: tuple[int, ...]) -
                 or int(np.prod(vs)) != int(np.prod(shape)) or v in index.graph_outputs:
             continue
         back = _back_depth(index, readers)
-        views += [View(cm.call, v, p, shape, readers, call.depth, back_depth=back) for p in _perms(vs, shape)] or [
-            View(cm.call, v, None, shape, readers, call.depth, back_depth=back)]
+        views += [View(cm.call, v, p, shape, readers, call.depth, call.module, back) for p in _perms(vs, shape)] \
+            or [View(cm.call, v, None, shape, readers, call.depth, call.module, back)]
     return views
 
 
@@ -137,7 +137,7 @@ def _read_transposed(index: GraphIndex, call: Call, cm: Any, shape: tuple[int, .
         return []
     readers = _outside(index, v, set(cm.nodes))
     if readers and any(_reads_transposed(index, r, v) for r in readers):
-        return [View(cm.call, v, (1, 0), shape, readers, call.depth, back_depth=_back_depth(index, readers))]
+        return [View(cm.call, v, (1, 0), shape, readers, call.depth, call.module, _back_depth(index, readers))]
     return []
 
 
@@ -228,17 +228,25 @@ def choose(cands: dict[int, list[View]], torch_out: Callable[[list[int]], dict[i
         best = min(scored, key=lambda s: s[0], default=None)
         if best is not None and best[1] is not None:
             held = chosen.get(best[1].value)
-            if held is None or best[0] < held[0] or (best[0] == held[0] and _deeper(best[1], held[1])):
+            if held is None or best[0] < held[0] or (best[0] == held[0] and _nested_deeper(best[1], held[1])):
                 chosen[best[1].value] = (best[0], best[1])
     return [v for _, v in chosen.values()]
 
 
-def _deeper(a: View, b: View) -> bool:
-    """Whether ``a``'s call lies deeper than ``b``'s: of a container and its last child, which hand on one value
-    (LeViT's ``q``, a Sequential ending in the LinearNorm ``q.ln``), the view goes in the child's scope, where
-    the container's nodes hold it too, so that both are paired with it; the container's would leave the child
-    unmapped."""
+def _nested_deeper(a: View, b: View) -> bool:
+    """Whether ``a``'s call lies inside ``b``'s (its module below ``b``'s): of a container and its last child, which
+    hand on one value (LeViT's ``q``, a Sequential ending in the LinearNorm ``q.ln``), the view goes in the child's
+    scope, where the container's nodes hold it too, so that both are paired with it; the container's would leave
+    the child unmapped.  Two unrelated calls that tie (the same folded constant read by tied weight modules in two
+    branches) are not a container and its child: depth says nothing of which one the value is, and the first
+    claimant keeps it, as a module called twice does."""
+    if not _inside(a.module, b.module):
+        return False
     return (a.depth if a.depth >= 0 else -1 - a.depth) > (b.depth if b.depth >= 0 else -1 - b.depth)
+
+
+def _inside(child: str, parent: str) -> bool:
+    return child != parent and (parent == "" or child.startswith(parent + "."))
 
 
 NEAR = 0.25         # a view within this relative RMS error of torch's output holds it, drifting (a weight x1.05)
