@@ -141,3 +141,8 @@ def batch_prototypes() -> nn.Module: return _deep(BatchPrototypes)              
 
 def rows_inputs() -> torch.Tensor:
     return torch.randn(6, WIDTH)
+
+
+def rows64_inputs() -> torch.Tensor:
+    """64 rows: past the 25 where torch's CPU ``cdist`` takes the matrix-product route (its own float32 cancels)."""
+    return torch.randn(64, WIDTH)
