@@ -164,7 +164,7 @@ def _say_keep_list(say: Callable[[str], None], result: Any, done: Any, out: str)
     found = done.keep
     say(f"over the {result.precision.format} precision budget; keeping {len(found.layers)} layer(s) in float32 "
         f"brings it within (verified: the copy checked end to end, {found.checks} check(s)): "
-        + ", ".join(found.layers))
+        + ", ".join(found.layers) + found.refused_why())
     say(f"keep in float32 (nodes of your float model): {', '.join(found.nodes)}")
     _say_table(say, [], result, found.after)
     verdict = found.after.precision.verdict if found.after.precision else found.after.verdict

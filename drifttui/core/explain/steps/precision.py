@@ -82,7 +82,8 @@ def run(ctx: Context) -> Step:
     forms = "; ".join(f"{tool}: {arg}" for tool, arg in found.forms.items())
     return Step(4, TITLE, "fail",
                 f"keeping {len(found.layers)} layer(s) in float32 brings the {fmt} file within its budget "
-                f"(verified: the patched copy checked end to end, {found.checks} check(s)): {', '.join(found.layers)}",
+                f"(verified: the patched copy checked end to end, {found.checks} check(s)): {', '.join(found.layers)}"
+                f"{found.refused_why()}",
                 clean({**evidence, "keep in float32": found.layers, "nodes (your float model)": found.nodes,
                        "converter arguments": found.forms, "after": _outputs(found.after)}),
                 f"redo your conversion keeping those nodes in float32 ({forms}), or `drifttui repair --out FILE` "

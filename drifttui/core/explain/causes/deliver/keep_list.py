@@ -20,6 +20,7 @@ from drifttui.core.onnx.edit.keep_qoperator import unit
 from drifttui.core.onnx.graph import full_model
 from drifttui.core.explain.causes.propose.precision_loss import GENUINE_SHARE
 from drifttui.core.result import ATTRIBUTE_NOT_THE_MODELS, WEIGHT_NOT_THE_MODELS
+from drifttui.errors import DriftTuiError, first_line
 
 
 
@@ -35,6 +36,16 @@ class KeepList:
     checks: int = 0                                          # whole-model checks run
     genuine: list[str] = field(default_factory=list)         # over budget but not a precision loss
     unkept: list[str] = field(default_factory=list)          # ops the copy left quantized (no float form here)
+    refused: list[str] = field(default_factory=list)         # copies ONNX Runtime refused: their layers, its line
+
+    def refused_why(self) -> str:
+        """The copies ONNX Runtime refused, said: how many, the layers of the first and ONNX Runtime's line ("" when
+        none was)."""
+        if not self.refused:
+            return ""
+        more = f" (and {len(self.refused) - 1} more)" if len(self.refused) > 1 else ""
+        return (f"; ONNX Runtime refused {len(self.refused)} cop{'y' if len(self.refused) == 1 else 'ies'} with "
+                f"layers kept in float32, each skipped for the next candidate: {self.refused[0]}{more}")
 
 
 def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: dict[str, Any]) -> KeepList:
@@ -63,8 +74,12 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
         unkept.update(unkept_ops(prepared.index, nodes))
         whole[:] = whole or [full_model(prepared.index)]
         model = without_views(keep_float32(whole[0], prepared.index, nodes, weights))   # the file written
-        after = recheck(model)
         out.checks += 1
+        try:
+            after = recheck(model)
+        except DriftTuiError as exc:    # ONNX Runtime refused the copy: said, and the next candidate tried
+            out.refused.append(f"{', '.join(L.module or '(root)' for L in kept)}: {first_line(exc)}")
+            return False, None, None
         return after.verdict == "ok", model, after
 
     by_index = {L.index: L for L in result.layers}
@@ -88,8 +103,11 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
     for L in rest:
         if ok:
             break
+        before = list(kept)
         add(L)
         ok, model, after = within(kept)
+        if model is None:           # ONNX Runtime refused the copy with L: L is skipped, the next candidate tried
+            kept[:] = before
     if ok:
         kept, model, after = _pruned(kept, must, within, model, after)
     out.model, out.after, out.verified, out.unkept = model, after, ok, sorted(unkept)
@@ -147,9 +165,12 @@ def _pruned(kept: list[Any], must: list[Any], within: Callable, model: Any, afte
 
 
 def unkept_why(keep: KeepList) -> str:
-    """Why a keep-list could not be verified, when the patch left ops quantized ("" otherwise)."""
+    """Why a keep-list could not be verified, when the patch left ops quantized or ONNX Runtime refused copies
+    ("" otherwise)."""
+    said = keep.refused_why()
     if not keep.unkept:
-        return ""
+        return said
     return (f" (the copies left {', '.join(keep.unkept)} quantized: drifttui has no float32 form of "
             "these ops, so the layers that hold them could not be kept; exclude them in your converter "
-            "and check again)")
+            "and check again)") + said
+
