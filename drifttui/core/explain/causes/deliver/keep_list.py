@@ -100,18 +100,27 @@ def search(prepared: Any, result: Any, recheck: Callable[[Any], Any], weights: d
         return KeepList(genuine=[L.module or "(root)" for L in over], indices=[L.index for L in over],
                         checks=out.checks)
     must = list(kept)
+    ok, model, after = _grown(rest, kept, add, within, (ok, model, after))
+    if ok:
+        kept, model, after = _pruned(kept, must, within, model, after)
+    out.model, out.after, out.verified, out.unkept = model, after, ok, sorted(unkept)
+    return _named(out, kept, budgets, prepared.index, result)
+
+
+def _grown(rest: list[Any], kept: list[Any], add: Callable[[Any], None], within: Callable,
+           state: tuple[bool, Any, Any]) -> tuple[bool, Any, Any]:
+    """The layers of ``rest`` added to ``kept`` in turn while the copy is over budget; a layer whose copy ONNX
+    Runtime refused (``within`` gives no model) is taken out again and the next candidate tried."""
+    ok, model, after = state
     for L in rest:
         if ok:
             break
         before = list(kept)
         add(L)
         ok, model, after = within(kept)
-        if model is None:           # ONNX Runtime refused the copy with L: L is skipped, the next candidate tried
+        if model is None:
             kept[:] = before
-    if ok:
-        kept, model, after = _pruned(kept, must, within, model, after)
-    out.model, out.after, out.verified, out.unkept = model, after, ok, sorted(unkept)
-    return _named(out, kept, budgets, prepared.index, result)
+    return ok, model, after
 
 
 def _over_and_rest(result: Any, budgets: dict) -> tuple[list[Any], list[Any]]:
