@@ -163,9 +163,9 @@ def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None, aligned: Opti
         return TorchOp(patch.torch_op[0], [], [], "story", aten=patch.torch_op[1])
     decisive = patch.spec.get("decisive")       # propose/decisive_rounding: the rounding that matters
     names = {decisive} if decisive else set(patch.nodes or [])
-    if not names or (op is not None and op.how in ("fx", "values") and names & set(op.nodes)):
-        return op       # the localisation's op (by the file's record or by value) is among them: one rule, both exporters
     calls = fx.every if fx is not None else {}
+    if not names or (op is not None and _named_there(case, op, names, calls)):
+        return op
     recs = [r for r in (fx_of(n) for n in case.model.graph.node if n.name in names) if r is not None]
     groups = {r: [n for n in case.model.graph.node if (fx_of(n) or ("", ""))[0] == r[0]] for r in dict.fromkeys(recs)}
     # the op the patch changed is one that computes, not the conversion out of it (a float16 add, not .float())
@@ -179,6 +179,20 @@ def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None, aligned: Opti
     g, mine = calls.get(rec[0]), groups[rec]
     return TorchOp((g.call if g is not None else "") or rec[1], [n.name for n in mine], [n.op_type for n in mine],
                    "fx", aten=(g.aten if g is not None else "") or rec[1])
+
+
+def _named_there(case: Case, op: Any, names: set[str], calls: dict[str, Any]) -> bool:
+    """Whether the localisation's op is the call of nodes the patch changed: by the file's FX record, or by value where
+    the file's own records of those nodes, if any, name that call too (a float16 DDIM step's ``1 - a`` with both
+    exporters; not a dynamo ``pow`` whose aligned nodes span back over an STFT the FX record names)."""
+    shared = [n for n in case.model.graph.node if n.name in names and n.name in set(op.nodes)]
+    if not shared or op.how not in ("fx", "values"):
+        return False
+    recs = [r for r in (fx_of(n) for n in shared) if r is not None]
+    if op.how == "fx" or not recs:
+        return True
+    said = {x for r in recs for g in [calls.get(r[0])] for x in (r[1], getattr(g, "call", None), getattr(g, "aten", None))}
+    return bool({op.target, op.aten} & said)
 
 
 def _aligned_op(case: Case, names: set[str], aligned: dict[str, Any]) -> Any:
