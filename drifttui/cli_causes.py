@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import Any, Callable, Optional
 
 from drifttui.cli_common import (EXIT_CODES_HELP, _add_run_options, _progress_printer, config_from_args, input_files,
