@@ -32,6 +32,7 @@ from drifttui.core.explain.causes.locate.align_graph import (ancestors, causal, 
                                                              producers, size_nodes)
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io
+from drifttui.core.explain.causes.locate.dropped_args import completed
 from drifttui.core.explain.causes.locate.evaluate import node_values
 from drifttui.core.explain.causes.locate.torch_call import aten_name, aten_of, call_name
 from drifttui.core.explain.causes.locate.value_match import found_values, held_dtype, noise
@@ -52,6 +53,7 @@ class TorchOp:
     #                             call of the forward; "story": the call the verified story names (a lost update)
     found: int = 0              # torch ops whose value the file holds
     aten: Optional[str] = None  # the ATen op that call is (aten.var.correction), None when it is several
+    dropped: list[str] = field(default_factory=list)    # arguments its __torch_function__ dispatch drops
 
     @property
     def name(self) -> str:
@@ -65,7 +67,9 @@ class TorchOp:
         """``torch's var (torch.Tensor.var, aten.var.correction; ONNX ReduceMean, Sub, Mul, Div)``."""
         ops = ", ".join(dict.fromkeys(self.op_types))
         aten = f", {self.aten}" if self.aten and self.aten != self.target else ""
-        return f"torch's {self.name} ({self.target}{aten}" + (f"; ONNX {ops})" if ops else ")")
+        lost = (f"; its __torch_function__ dispatch drops {', '.join(a + '=' for a in self.dropped)}, so a trace "
+                "through torch-function modes (torch.export) records the call without it") if self.dropped else ""
+        return f"torch's {self.name} ({self.target}{aten}" + (f"; ONNX {ops}" if ops else "") + f"{lost})"
 
     def told(self, message: str) -> str:
         """``message`` opened with the torch op, unless it names it already (a dynamo story's ``torch's
@@ -76,7 +80,8 @@ class TorchOp:
 
     def evidence(self) -> dict[str, Any]:
         return {"torch_op": self.target, "torch_op_aten": self.aten, "torch_op_nodes": self.nodes[:20],
-                "torch_op_found_by": self.how, "torch_ops_found": self.found or None}
+                "torch_op_found_by": self.how, "torch_ops_found": self.found or None,
+                **({"torch_op_dropped": self.dropped} if self.dropped else {})}
 
 
 def named(fx: Any) -> Optional[TorchOp]:
@@ -102,8 +107,11 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
         return None                 # the module's inputs are not the case's: nothing to align against
     right = _right(ops, found, vals)
     feeding = _feeding(ops)         # the calls the module's output is computed from (a nested tensor cuts the record)
-    wrong = next((k for k, (kind, tgt, _, ins, _) in enumerate(ops) if kind == "call_function" and k in feeding
-                  and k not in right and all(i in right for i in ins)), None)
+    dropped = ctx.cache.get(_dropped_key(case), {})
+    wrong = _dropping(ops, dropped, right, feeding)
+    wrong = wrong if wrong is not None else next((k for k, (kind, tgt, _, ins, _) in enumerate(ops) if
+                                                  kind == "call_function" and k in feeding and k not in right
+                                                  and all(i in right for i in ins)), None)
     if wrong is None:
         return None
     wrong = _amplified(ops, rels, wrong, case)
@@ -119,7 +127,8 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     types = {n.name: n.op_type for n in case.model.graph.node}
     atens = ctx.cache.get(_aten_key(case), [])
     aten = atens[wrong] if wrong < len(atens) else None
-    return TorchOp(ops[wrong][1], nodes, [types[n] for n in nodes], "values", len(found), aten)
+    return TorchOp(ops[wrong][1], nodes, [types[n] for n in nodes], "values", len(found), aten,
+                   list(dropped.get(wrong, ((), ()))[0]))
 
 
 def _note_calls(ctx: Any, case: Case, ops: list[tuple], found: dict[int, str]) -> None:
@@ -176,7 +185,7 @@ def _torch_ops(ctx: Any, case: Case) -> list[tuple[str, str, Any, list[int], str
     key = f"causes:torch_op:ops:{case.module}:{case.sample}"
     if key in ctx.cache:
         return ctx.cache[key]
-    ctx.cache[key], ctx.cache[_aten_key(case)] = [], []
+    ctx.cache[key], ctx.cache[_aten_key(case)], ctx.cache[_dropped_key(case)] = [], [], {}
     module = ctx.modules().get(case.module) if case.module else ctx.model
     io = call_io(ctx, case) if module is not None else None
     if io is None:
@@ -185,7 +194,7 @@ def _torch_ops(ctx: Any, case: Case) -> list[tuple[str, str, Any, list[int], str
         module = as_called(ctx, case.call, module, ctx.sample(case.sample))
         plain = tuple(t.clone() if isinstance(t, torch.Tensor) and t.is_inference() else t for t in io[0])
         with quiet(), torch.no_grad():
-            ctx.cache[key], ctx.cache[_aten_key(case)] = _run(module, plain)
+            ctx.cache[key], ctx.cache[_aten_key(case)], ctx.cache[_dropped_key(case)] = _run(module, plain)
     except Exception:  # noqa: BLE001 - a forward that does not run again: no alignment
         ctx.cache[key] = []
     return ctx.cache[key]
@@ -195,11 +204,25 @@ def _aten_key(case: Case) -> str:
     return f"causes:torch_op:aten:{case.module}:{case.sample}"
 
 
-def _run(module: Any, ins: tuple) -> tuple[list[tuple[str, str, Any, list[int], str]], list[Optional[str]]]:
+def _dropped_key(case: Case) -> str:
+    return f"causes:torch_op:dropped:{case.module}:{case.sample}"
+
+
+def _dropping(ops: list[tuple], dropped: dict[int, tuple], right: set[int], feeding: set[int]) -> Optional[int]:
+    """The first call the file does not compute whose dispatch dropped an argument (``dropped_args``), while the
+    inputs it was dispatched with are right: the file computes it without that argument (the values the dropped
+    argument is computed from are not in the file at all, so they are not the first wrong call)."""
+    return next((k for k in sorted(dropped) if k in feeding and k not in right
+                 and all(i in right for i in dropped[k][1])), None)
+
+
+def _run(module: Any, ins: tuple) -> tuple[list[tuple[str, str, Any, list[int], str]], list[Optional[str]], dict]:
     """The forward run under a TorchFunctionMode that records each torch call as the forward made it
     (``Tensor.var``, ``F.cosine_similarity``, ``Tensor.__rshift__``: the calls inside one are not seen), its
     tensor outputs' values copied at once (an in-place op changes them later) and the calls its inputs came from;
-    and, per record, the ATen op that call is (a TorchDispatchMode sees what each call dispatched)."""
+    and, per record, the ATen op that call is (a TorchDispatchMode sees what each call dispatched).  A call whose
+    dispatch dropped arguments is made with them (``dropped_args``), as the plain forward makes it: per record,
+    (the dropped names, the inputs it was dispatched with)."""
     import torch
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -210,6 +233,7 @@ def _run(module: Any, ins: tuple) -> tuple[list[tuple[str, str, Any, list[int], 
     made: dict[int, int] = {}
     keep: list[Any] = []            # the recorded tensors stay alive: their ids are not reused
     calls: list[list[str]] = []     # the ATen ops the call being made has dispatched so far
+    dropped: dict[int, tuple[list[str], list[int]]] = {}
 
     def note(kind: str, target: str, t: Any, ins: list[int], aten: Optional[str] = None) -> None:
         if len(out) < MAX_OPS and isinstance(t, torch.Tensor) and t.layout == torch.strided:
@@ -226,16 +250,18 @@ def _run(module: Any, ins: tuple) -> tuple[list[tuple[str, str, Any, list[int], 
 
     class Record(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            full, lost = completed(func, args, kwargs or {})[1:]
             calls.append([])
             try:
-                val = func(*args, **(kwargs or {}))
+                val = func(*args, **full)
             finally:
                 seen = calls.pop()
             results = [t for t in tree_flatten(val)[0] if isinstance(t, torch.Tensor)]
             if results:
-                ins = list(dict.fromkeys(made[id(t)] for t in tree_flatten((args, kwargs or {}))[0]
-                                         if isinstance(t, torch.Tensor) and id(t) in made))
+                ins = _made(made, (args, full))
                 name = call_name(func)
+                if lost:
+                    dropped[len(out)] = (lost, _made(made, (args, kwargs or {})))
                 for t in results:
                     note("call_function", name, t, ins, aten_of(name, seen))
             return val
@@ -245,7 +271,16 @@ def _run(module: Any, ins: tuple) -> tuple[list[tuple[str, str, Any, list[int], 
     with Dispatched(), Record():
         result = module(*ins)
     ends = [made[id(t)] for t in tree_flatten(result)[0] if isinstance(t, torch.Tensor) and id(t) in made]
-    return out + [("output", "", None, ends, "")], atens + [None]
+    return out + [("output", "", None, ends, "")], atens + [None], dropped
+
+
+def _made(made: dict[int, int], tree: Any) -> list[int]:
+    """The records the tensors of ``tree`` came from, in order."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    return list(dict.fromkeys(made[id(t)] for t in tree_flatten(tree)[0]
+                              if isinstance(t, torch.Tensor) and id(t) in made))
 
 
 def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray]) -> set[int]:
