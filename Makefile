@@ -106,7 +106,8 @@ test-bisect: $(VENV)/.installed-dev
 # test_forms40j.py: a blind first run on loss, cumulative and distance forms in deep models; test_forms40k.py: a blind
 # first run on float16 forms of real attention, rotary and RMSNorm code; test_forms40l.py: a blind first run on
 # loss, cumulative and distance forms, a lowering on a dynamic size; test_forms40m.py: a blind first run on
-# ONNX Runtime kernel and lowering forms, float floor_divide on multiples, its misses as strict xfails)
+# ONNX Runtime kernel and lowering forms, float floor_divide on multiples, its misses as strict xfails;
+# test_forms40o.py: a blind first run on edge-value lowerings, a loss weight its dispatch drops and histc's bins)
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
@@ -118,7 +119,8 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_forms40e.py tests/causes/test_forms_retyped.py tests/causes/test_forms40f.py \
 		tests/causes/test_forms40g.py tests/causes/test_forms40h.py tests/causes/test_forms_qat.py \
 		tests/causes/test_forms40i.py tests/causes/test_forms40j.py \
-		tests/causes/test_forms40k.py tests/causes/test_forms40l.py tests/causes/test_forms40m.py
+		tests/causes/test_forms40k.py tests/causes/test_forms40l.py tests/causes/test_forms40m.py \
+		tests/causes/test_forms40o.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from drifttui.core.model import dof_forms, margin_forms, pool_forms, resize_forms, scatter_forms, special_forms
+from drifttui.core.model import (dof_forms, histc_forms, margin_forms, pool_forms, resize_forms, scatter_forms,
+                                 special_forms)
 from drifttui.core.model.op_definition import OpDefinition
 
 # drifttui's own definitions with a story (op_definition.py), in the order a story is looked up: one module each
 DEFINITIONS: tuple[OpDefinition, ...] = (special_forms.DEFINITION, scatter_forms.DEFINITION, dof_forms.DEFINITION,
-                                         pool_forms.DEFINITION, resize_forms.DEFINITION, margin_forms.DEFINITION)
+                                         pool_forms.DEFINITION, resize_forms.DEFINITION, margin_forms.DEFINITION,
+                                         histc_forms.DEFINITION)
 
 
 def _cdist(x1: Any, x2: Any, p: float, compute_mode: Any = None) -> Any:
@@ -79,7 +81,7 @@ def reference_table() -> dict[Any, Callable[..., Any]]:
     definition of ``DEFINITIONS`` (the special functions by their stable forms; scatter_reduce's mean; the
     degrees-of-freedom reductions var / var_mean with torch's max(0, N - correction); average pooling with
     divisor_override; the bilinear resize of uint8 images; the multi-label margin loss, whose torch decomposition
-    keeps the target slots after the first -1)."""
+    keeps the target slots after the first -1; histc's bins as torch's kernel truncates them)."""
     import torch
     from torch._decomp import core_aten_decompositions
 

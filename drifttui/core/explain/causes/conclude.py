@@ -158,9 +158,12 @@ def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None, aligned: Opti
     that computes: a float16 chain's rounding leaves it there (``half_sum``'s sum, not the Mul before it).  A
     file without FX records names the call aligned to the changed nodes even when the localisation's first
     aligned call is another (``prefix_variance``: the CumSum a float64 accumulation changed, ``torch.cumsum``, not
-    the ``s * s`` that feeds it)."""
+    the ``s * s`` that feeds it).  A call whose ``__torch_function__`` dispatch dropped an argument
+    (``dropped_args``) is named by value: the file's records are the trace's, which never saw the argument."""
     if patch.torch_op is not None:          # the story names the forward's call (an in-place update it lost)
         return TorchOp(patch.torch_op[0], [], [], "story", aten=patch.torch_op[1])
+    if op is not None and op.dropped:
+        return op
     decisive = patch.spec.get("decisive")       # propose/decisive_rounding: the rounding that matters
     names = {decisive} if decisive else set(patch.nodes or [])
     calls = fx.every if fx is not None else {}

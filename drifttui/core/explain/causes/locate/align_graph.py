@@ -1,5 +1,6 @@
 """What ``torch_align`` reads from the ONNX graph: the nodes a value is computed by, the nodes that only compute sizes,
-the found ops that feed an op, and where an op's group holds the rest of an input's lowering.
+the found ops that feed an op, the nodes of an op (``call_group``), and where an op's group holds the rest of an
+input's lowering.
 
 A torch call is found in the file at the ONNX value that holds its value; the lowering of that call can go on
 after that value: ``atan2``'s quadrant fix-up reads inside the lowering of its input (``leaked``), and ``baddbmm``'s
@@ -196,3 +197,39 @@ def causal(case: Case, ops: list[tuple], found: dict[int, str], others: dict[int
                 break
             out[i] = moved
     return out
+
+
+def call_group(case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
+               vals: dict[str, np.ndarray]) -> list[str]:
+    """The ONNX nodes of op ``wrong``: ancestors of the value closest to its own (of its shape, computed after
+    its inputs' values), minus the nodes its inputs' values are computed by."""
+    producer = producers(case)
+
+    def up(values: list[str]) -> set[str]:
+        return ancestors(producer, values)
+
+    before = up([found[i] for i in input_values(ops, found, wrong)])
+    want = ops[wrong][2]
+    taken = set(found.values())
+    best, err = found.get(wrong), float("inf") if wrong not in found else 0.0
+    for v, a in vals.items():
+        if v in producer and v not in taken and want is not None and np.shape(a) == want.shape and \
+                np.asarray(a).dtype.kind in "fiub" and producer[v].name not in before:
+            d = _distance_to(want, np.asarray(a))
+            if d < err:
+                best, err = v, d
+    if best is None:        # no value of its shape: up to the outputs that differ from torch
+        best_values = [o.name for o in case.model.graph.output]
+    else:
+        best_values = [best]
+    mine = up(best_values) - before
+    sizes = size_nodes(case)
+    return [n.name for n in case.model.graph.node if n.name in mine and n.name not in sizes]
+
+
+def _distance_to(want: np.ndarray, got: np.ndarray) -> float:
+    w, g = want.astype(np.float64).reshape(-1), got.astype(np.float64).reshape(-1)
+    fin = np.isfinite(w) & np.isfinite(g)
+    miss = float((~fin & ~((w == g) | (np.isnan(w) & np.isnan(g)))).mean()) if w.size else 0.0
+    scale = float(np.abs(w[fin]).max()) if fin.any() else 1.0
+    return miss + (float(np.abs(w[fin] - g[fin]).max()) / (scale or 1.0) if fin.any() else 0.0)

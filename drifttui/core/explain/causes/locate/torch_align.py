@@ -28,10 +28,11 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.base.dtypes import name_of
-from drifttui.core.explain.causes.locate.align_graph import (ancestors, causal, continued, input_values, leaked,
-                                                             producers, size_nodes)
+from drifttui.core.explain.causes.locate.align_graph import (call_group, causal, continued, input_values, leaked,
+                                                             producers)
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io
+from drifttui.core.explain.causes.locate.dropped_args import completed
 from drifttui.core.explain.causes.locate.evaluate import node_values
 from drifttui.core.explain.causes.locate.torch_call import aten_name, aten_of, call_name
 from drifttui.core.explain.causes.locate.value_match import found_values, held_dtype, noise
@@ -53,6 +54,7 @@ class TorchOp:
     #                             call of the forward; "story": the call the verified story names (a lost update)
     found: int = 0              # torch ops whose value the file holds
     aten: Optional[str] = None  # the ATen op that call is (aten.var.correction), None when it is several
+    dropped: list[str] = field(default_factory=list)    # arguments its __torch_function__ dispatch drops
 
     @property
     def name(self) -> str:
@@ -66,7 +68,9 @@ class TorchOp:
         """``torch's var (torch.Tensor.var, aten.var.correction; ONNX ReduceMean, Sub, Mul, Div)``."""
         ops = ", ".join(dict.fromkeys(self.op_types))
         aten = f", {self.aten}" if self.aten and self.aten != self.target else ""
-        return f"torch's {self.name} ({self.target}{aten}" + (f"; ONNX {ops})" if ops else ")")
+        lost = (f"; its __torch_function__ dispatch drops {', '.join(a + '=' for a in self.dropped)}, so a trace "
+                "through torch-function modes (torch.export) records the call without it") if self.dropped else ""
+        return f"torch's {self.name} ({self.target}{aten}" + (f"; ONNX {ops}" if ops else "") + f"{lost})"
 
     def told(self, message: str) -> str:
         """``message`` opened with the torch op, unless it names it already (a dynamo story's ``torch's
@@ -77,7 +81,8 @@ class TorchOp:
 
     def evidence(self) -> dict[str, Any]:
         return {"torch_op": self.target, "torch_op_aten": self.aten, "torch_op_nodes": self.nodes[:20],
-                "torch_op_found_by": self.how, "torch_ops_found": self.found or None}
+                "torch_op_found_by": self.how, "torch_ops_found": self.found or None,
+                **({"torch_op_dropped": self.dropped} if self.dropped else {})}
 
 
 def named(fx: Any) -> Optional[TorchOp]:
@@ -106,24 +111,28 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     right = _right(ops, found, vals)
     feeding = _feeding(ops)         # the calls the module's output is computed from (a nested tensor cuts the record)
     _note_groups(ctx, case, ops, found, [k for k in sorted(feeding) if k not in right], vals)
-    wrong = next((k for k, (kind, tgt, _, ins, _) in enumerate(ops) if kind == "call_function" and k in feeding
-                  and k not in right and all(i in right for i in ins)), None)
+    dropped = ctx.cache.get(_dropped_key(case), {})
+    wrong = _dropping(ops, dropped, right, feeding)
+    wrong = wrong if wrong is not None else next((k for k, (kind, tgt, _, ins, _) in enumerate(ops) if
+                                                  kind == "call_function" and k in feeding and k not in right
+                                                  and all(i in right for i in ins)), None)
     if wrong is None:
         return None
     wrong = _amplified(ops, rels, wrong, case)
-    nodes = _group(case, ops, found, wrong, vals)
+    nodes = call_group(case, ops, found, wrong, vals)
     leak = leaked(case, ops, found, wrong, nodes)
     if leak is not None:        # its nodes read past an input's value: that input's lowering goes on after it
-        wrong, nodes = leak[0], _group(case, ops, found, leak[0], vals) + leak[1]
+        wrong, nodes = leak[0], call_group(case, ops, found, leak[0], vals) + leak[1]
     rest = continued(case, ops, found, wrong, nodes, vals) if leak is None else None
     if rest is not None:        # its nodes read an input's arguments: that input's lowering goes on after its value
-        wrong, nodes = rest[0], list(dict.fromkeys(_group(case, ops, found, rest[0], vals) + rest[1]))
+        wrong, nodes = rest[0], list(dict.fromkeys(call_group(case, ops, found, rest[0], vals) + rest[1]))
     if not nodes:
         return None
     types = {n.name: n.op_type for n in case.model.graph.node}
     atens = ctx.cache.get(_aten_key(case), [])
     aten = atens[wrong] if wrong < len(atens) else None
-    return TorchOp(ops[wrong][1], nodes, [types[n] for n in nodes], "values", len(found), aten)
+    return TorchOp(ops[wrong][1], nodes, [types[n] for n in nodes], "values", len(found), aten,
+                   list(dropped.get(wrong, ((), ()))[0]))
 
 
 def _note_calls(ctx: Any, case: Case, ops: list[tuple], found: dict[int, str]) -> None:
@@ -146,13 +155,13 @@ def _note_calls(ctx: Any, case: Case, ops: list[tuple], found: dict[int, str]) -
 def _note_groups(ctx: Any, case: Case, ops: list[tuple], found: dict[int, str], wrong: list[int],
                  vals: dict[str, np.ndarray]) -> None:
     """Each ONNX node no found call computes -> (the call, its ATen op) of the first torch call whose value the file
-    does not hold (``wrong``, in call order, at most ``MAX_GROUPS``) whose nodes (``_group``) it is among, in
+    does not hold (``wrong``, in call order, at most ``MAX_GROUPS``) whose nodes (``call_group``) it is among, in
     ``ctx.cache`` (``groups``): a verified patch that changed the lowering of such a call (``logit``'s clamp
     after a Sigmoid whose value the file holds) is named by that call, not by the found call before it."""
     owned, atens = calls(ctx, case), ctx.cache.get(_aten_key(case), [])
     out: dict[str, tuple[str, Optional[str]]] = {}
     for k in [k for k in wrong if ops[k][0] == "call_function" and ops[k][2] is not None][:MAX_GROUPS]:
-        for n in _group(case, ops, found, k, vals):
+        for n in call_group(case, ops, found, k, vals):
             if n not in owned and n not in out:
                 out[n] = (ops[k][1], atens[k] if k < len(atens) else None)
     ctx.cache[f"causes:torch_op:groups:{case.module}:{case.sample}"] = out
@@ -201,7 +210,7 @@ def _torch_ops(ctx: Any, case: Case) -> list[tuple[str, str, Any, list[int], str
     key = f"causes:torch_op:ops:{case.module}:{case.sample}"
     if key in ctx.cache:
         return ctx.cache[key]
-    ctx.cache[key], ctx.cache[_aten_key(case)] = [], []
+    ctx.cache[key], ctx.cache[_aten_key(case)], ctx.cache[_dropped_key(case)] = [], [], {}
     module = ctx.modules().get(case.module) if case.module else ctx.model
     io = call_io(ctx, case) if module is not None else None
     if io is None:
@@ -210,7 +219,7 @@ def _torch_ops(ctx: Any, case: Case) -> list[tuple[str, str, Any, list[int], str
         module = as_called(ctx, case.call, module, ctx.sample(case.sample))
         plain = tuple(t.clone() if isinstance(t, torch.Tensor) and t.is_inference() else t for t in io[0])
         with quiet(), torch.no_grad():
-            ctx.cache[key], ctx.cache[_aten_key(case)] = _run(module, plain)
+            ctx.cache[key], ctx.cache[_aten_key(case)], ctx.cache[_dropped_key(case)] = _run(module, plain)
     except Exception:  # noqa: BLE001 - a forward that does not run again: no alignment
         ctx.cache[key] = []
     return ctx.cache[key]
@@ -220,11 +229,25 @@ def _aten_key(case: Case) -> str:
     return f"causes:torch_op:aten:{case.module}:{case.sample}"
 
 
-def _run(module: Any, ins: tuple) -> tuple[list[tuple[str, str, Any, list[int], str]], list[Optional[str]]]:
+def _dropped_key(case: Case) -> str:
+    return f"causes:torch_op:dropped:{case.module}:{case.sample}"
+
+
+def _dropping(ops: list[tuple], dropped: dict[int, tuple], right: set[int], feeding: set[int]) -> Optional[int]:
+    """The first call the file does not compute whose dispatch dropped an argument (``dropped_args``), while the
+    inputs it was dispatched with are right: the file computes it without that argument (the values the dropped
+    argument is computed from are not in the file at all, so they are not the first wrong call)."""
+    return next((k for k in sorted(dropped) if k in feeding and k not in right
+                 and all(i in right for i in dropped[k][1])), None)
+
+
+def _run(module: Any, ins: tuple) -> tuple[list[tuple[str, str, Any, list[int], str]], list[Optional[str]], dict]:
     """The forward run under a TorchFunctionMode that records each torch call as the forward made it
     (``Tensor.var``, ``F.cosine_similarity``, ``Tensor.__rshift__``: the calls inside one are not seen), its
     tensor outputs' values copied at once (an in-place op changes them later) and the calls its inputs came from;
-    and, per record, the ATen op that call is (a TorchDispatchMode sees what each call dispatched)."""
+    and, per record, the ATen op that call is (a TorchDispatchMode sees what each call dispatched).  A call whose
+    dispatch dropped arguments is made with them (``dropped_args``), as the plain forward makes it: per record,
+    (the dropped names, the inputs it was dispatched with)."""
     import torch
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -235,6 +258,7 @@ def _run(module: Any, ins: tuple) -> tuple[list[tuple[str, str, Any, list[int], 
     made: dict[int, int] = {}
     keep: list[Any] = []            # the recorded tensors stay alive: their ids are not reused
     calls: list[list[str]] = []     # the ATen ops the call being made has dispatched so far
+    dropped: dict[int, tuple[list[str], list[int]]] = {}
 
     def note(kind: str, target: str, t: Any, ins: list[int], aten: Optional[str] = None) -> None:
         if len(out) < MAX_OPS and isinstance(t, torch.Tensor) and t.layout == torch.strided:
@@ -251,16 +275,18 @@ def _run(module: Any, ins: tuple) -> tuple[list[tuple[str, str, Any, list[int], 
 
     class Record(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            full, lost = completed(func, args, kwargs or {})[1:]
             calls.append([])
             try:
-                val = func(*args, **(kwargs or {}))
+                val = func(*args, **full)
             finally:
                 seen = calls.pop()
             results = [t for t in tree_flatten(val)[0] if isinstance(t, torch.Tensor)]
             if results:
-                ins = list(dict.fromkeys(made[id(t)] for t in tree_flatten((args, kwargs or {}))[0]
-                                         if isinstance(t, torch.Tensor) and id(t) in made))
+                ins = _made(made, (args, full))
                 name = call_name(func)
+                if lost:
+                    dropped[len(out)] = (lost, _made(made, (args, kwargs or {})))
                 for t in results:
                     note("call_function", name, t, ins, aten_of(name, seen))
             return val
@@ -270,7 +296,16 @@ def _run(module: Any, ins: tuple) -> tuple[list[tuple[str, str, Any, list[int], 
     with Dispatched(), Record():
         result = module(*ins)
     ends = [made[id(t)] for t in tree_flatten(result)[0] if isinstance(t, torch.Tensor) and id(t) in made]
-    return out + [("output", "", None, ends, "")], atens + [None]
+    return out + [("output", "", None, ends, "")], atens + [None], dropped
+
+
+def _made(made: dict[int, int], tree: Any) -> list[int]:
+    """The records the tensors of ``tree`` came from, in order."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    return list(dict.fromkeys(made[id(t)] for t in tree_flatten(tree)[0]
+                              if isinstance(t, torch.Tensor) and id(t) in made))
 
 
 def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray]) -> set[int]:
@@ -331,38 +366,3 @@ def _amplified(ops: list[tuple], rels: dict[int, float], wrong: int, case: Case)
                 k = ops[k][3][0]
             return k
     return wrong
-
-
-def _group(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals: dict[str, np.ndarray]) -> list[str]:
-    """The ONNX nodes of op ``wrong``: ancestors of the value closest to its own (of its shape, computed after
-    its inputs' values), minus the nodes its inputs' values are computed by."""
-    producer = producers(case)
-
-    def up(values: list[str]) -> set[str]:
-        return ancestors(producer, values)
-
-    before = up([found[i] for i in input_values(ops, found, wrong)])
-    want = ops[wrong][2]
-    taken = set(found.values())
-    best, err = found.get(wrong), float("inf") if wrong not in found else 0.0
-    for v, a in vals.items():
-        if v in producer and v not in taken and want is not None and np.shape(a) == want.shape and \
-                np.asarray(a).dtype.kind in "fiub" and producer[v].name not in before:
-            d = _distance(want, np.asarray(a))
-            if d < err:
-                best, err = v, d
-    if best is None:        # no value of its shape: up to the outputs that differ from torch
-        best_values = [o.name for o in case.model.graph.output]
-    else:
-        best_values = [best]
-    mine = up(best_values) - before
-    sizes = size_nodes(case)
-    return [n.name for n in case.model.graph.node if n.name in mine and n.name not in sizes]
-
-
-def _distance(want: np.ndarray, got: np.ndarray) -> float:
-    w, g = want.astype(np.float64).reshape(-1), got.astype(np.float64).reshape(-1)
-    fin = np.isfinite(w) & np.isfinite(g)
-    miss = float((~fin & ~((w == g) | (np.isnan(w) & np.isnan(g)))).mean()) if w.size else 0.0
-    scale = float(np.abs(w[fin]).max()) if fin.any() else 1.0
-    return miss + (float(np.abs(w[fin] - g[fin]).max()) / (scale or 1.0) if fin.any() else 0.0)
