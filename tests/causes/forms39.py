@@ -137,10 +137,14 @@ class TokenCumsum(nn.Module):
 
 
 class CubeHash(nn.Module):
-    """a hash of large quantised features: ``q ** 4 % 997`` with q in [30000, 50000] (a scalar exponent)."""
+    """a hash of large integer features: ``q ** 4 % 997`` with q in [30000, 50000] (a scalar exponent).  q is a
+    feature's position and sign (session 33: it was ``(|x| * 20000 + 30000).long()``, where the stem's float32 noise,
+    ~1e-7 relative and another on each CPU's GEMM, flips a few q by one: on an AVX2 EPYC the repaired file still
+    drifted, with no module owning it)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        q = (x.abs() * 20000 + 30000).clamp(max=50000).long()
+        position = torch.arange(x.shape[-1], device=x.device)
+        q = 30000 + 613 * position + 7919 * (x > 0).long()
         return x + (torch.pow(q, 4) % 997).float() / 997.0
 
 

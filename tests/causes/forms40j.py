@@ -103,7 +103,9 @@ class PrefixVariance(nn.Module):
         self.level = level
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        s = x.repeat(1, 2) + self.level
+        # the signal is the sign pattern of x (session 33: it was x itself, whose float32 noise from the 16-layer stem,
+        # another on each CPU's GEMM, the cancellation amplifies: on an AVX2 EPYC the repaired file still drifted)
+        s = torch.where(x > 0, 0.3, -0.7).repeat(1, 2) + self.level
         c, c2 = torch.cumsum(s, -1), torch.cumsum(s * s, -1)
         mean, mean2 = (c[:, 8:] - c[:, :-8]) / 8, (c2[:, 8:] - c2[:, :-8]) / 8
         return (mean2 - mean * mean)[:, :WIDTH] + x
