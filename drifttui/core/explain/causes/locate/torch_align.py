@@ -93,7 +93,7 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     vals = node_values(case) if ops else None
     if not ops or vals is None:
         return _sole_call(ctx, case, ops)
-    vals = {**case.feeds, **vals}
+    vals = {**_constants(case), **case.feeds, **vals}
     found, rels, others = found_values(ops, vals, case.rtol)
     found = causal(case, ops, found, others)
     rels = {k: r for k, r in rels.items() if k in found}
@@ -120,6 +120,20 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     atens = ctx.cache.get(_aten_key(case), [])
     aten = atens[wrong] if wrong < len(atens) else None
     return TorchOp(ops[wrong][1], nodes, [types[n] for n in nodes], "values", len(found), aten)
+
+
+def _constants(case: Case) -> dict[str, np.ndarray]:
+    """The case's initializers: a call on an argument the exporter folded into a constant (``bank.unsqueeze(0)``
+    of a buffer the parent hands in) is held by one, so it is found (right) and never named for its readers."""
+    from onnx import numpy_helper
+
+    out: dict[str, np.ndarray] = {}
+    for init in case.model.graph.initializer:
+        try:
+            out[init.name] = numpy_helper.to_array(init)
+        except Exception:  # noqa: BLE001 - an element type numpy cannot hold: not a value to match
+            continue
+    return out
 
 
 def _note_calls(ctx: Any, case: Case, ops: list[tuple], found: dict[int, str]) -> None:

@@ -1,0 +1,50 @@
+"""Forms written by the issue-30 audit (session 33), each a torch model whose export drifts, kept small.
+
+* ``bank_cosine`` (TorchScript): a query scored against a memory bank of unnormalised sums,
+  ``F.cosine_similarity(q.unsqueeze(1), bank.unsqueeze(0))``, where the bank is the parent's buffer handed to
+  the scoring module as an argument.  The TorchScript exporter folds ``bank.unsqueeze(0)`` into an initializer and
+  lowers the similarity as ``x.y / sqrt(max(|x|^2 |y|^2, eps^2))``, whose product overflows float32 for vectors of
+  norm ~1e10 (torch divides by each norm first): the call is the similarity, never the ``unsqueeze`` of the
+  argument the file holds as a constant.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Score(nn.Module):
+    def forward(self, q: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+        return F.cosine_similarity(q.unsqueeze(1), m.unsqueeze(0), dim=-1)
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+        self.act = nn.SiLU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.act(self.fc(x))
+
+
+class BankCosine(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.Sequential(*[Block() for _ in range(4)])
+        self.register_buffer("bank", torch.randn(6, 16) * 4e9)
+        self.score = Score()
+        self.head = nn.Linear(6, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.score(self.blocks(x) * 3e9, self.bank))
+
+
+def bank_cosine() -> nn.Module:
+    torch.manual_seed(0)
+    return BankCosine()
+
+
+def rows_inputs() -> tuple[torch.Tensor]:
+    return (torch.randn(5, 16),)
