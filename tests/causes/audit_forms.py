@@ -6,6 +6,8 @@
   lowers the similarity as ``x.y / sqrt(max(|x|^2 |y|^2, eps^2))``, whose product overflows float32 for vectors of
   norm ~1e10 (torch divides by each norm first): the call is the similarity, never the ``unsqueeze`` of the
   argument the file holds as a constant.
+* ``phase_t`` (TorchScript): ``atan2(relu(y), z).t()`` in a module with a child Linear, read by ``mix``; the op
+  named is ``atan2``, though the origin's case is fed its child's output, not the module's input.
 """
 from __future__ import annotations
 
@@ -48,3 +50,39 @@ def bank_cosine() -> nn.Module:
 
 def rows_inputs() -> tuple[torch.Tensor]:
     return (torch.randn(5, 16),)
+
+
+class Phase(nn.Module):
+    """the angle of rectified 2-D coordinates, handed on feature-major: ``atan2(relu(y), z).t()``.  ``relu`` gives
+    +0 where torch's ``atan2(+0, z < 0)`` is pi and the TorchScript lowering's is -pi; the ``.t()`` is folded into
+    ``mix``'s Gemm.  The origin's case starts at its child ``proj``'s output: the module's own input is not
+    among its feeds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(16, 32)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.proj(x)
+        return torch.atan2(F.relu(h[:, :16]), h[:, 16:]).t()
+
+
+class PhaseNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.Sequential(*[Block() for _ in range(4)])
+        self.phase = Phase()
+        self.mix = nn.Linear(6, 8)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.tanh(self.mix(self.phase(self.blocks(x)))))
+
+
+def phase_t() -> nn.Module:
+    torch.manual_seed(0)
+    return PhaseNet()
+
+
+def six_rows() -> tuple[torch.Tensor]:
+    return (torch.randn(6, 16),)

@@ -24,3 +24,16 @@ def test_a_call_on_an_argument_the_file_folded_is_not_the_op_named(explained):
     assert "torch's cosine_similarity" in head.message and "unsqueeze" not in head.message.split(":")[0]
     assert head.check == "lowering" and head.verified is True
     assert not any("Unsqueeze" in n for n in head.evidence["torch_op_nodes"]), head.evidence["torch_op_nodes"]
+
+
+def test_a_case_fed_by_a_child_s_output_still_names_the_torch_op(tmp_path_factory):
+    """The origin's case starts after its child ``proj`` (its feeds hold ``proj``'s output, not the module's
+    input): the alignment starts from the call whose value the case is fed (before: no op named in a TorchScript
+    file, only ``Greater /phase/Greater``)."""
+    go = explained_forms(tmp_path_factory, "audit_forms", inputs={"phase_t": "six_rows"})
+    _, _, _, result, exp = go("phase_t", "torchscript")
+    assert result.verdict == "drift" and result.drift_origin.module == "phase"
+    head = exp.findings[0]
+    assert head.module == "phase" and head.verified is True and head.check == "lowering"
+    assert head.torch_op == "torch.atan2", (head.torch_op, head.message)
+    assert head.message.startswith("in torch's atan2 (torch.atan2, aten.atan2.default"), head.message

@@ -98,8 +98,9 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     found = causal(case, ops, found, others)
     rels = {k: r for k, r in rels.items() if k in found}
     _note_calls(ctx, case, ops, found)
-    if not any(ops[k][0] == "placeholder" for k in found):
-        return None                 # the module's inputs are not the case's: nothing to align against
+    if not any(ops[k][0] == "placeholder" or found[k] in case.feeds for k in found):
+        return None                 # the module's inputs are not the case's: nothing to align against (a case cut
+        #                             after a child, fed that child's output, aligns by the child's call)
     right = _right(ops, found, vals)
     feeding = _feeding(ops)         # the calls the module's output is computed from (a nested tensor cuts the record)
     wrong = next((k for k, (kind, tgt, _, ins, _) in enumerate(ops) if kind == "call_function" and k in feeding
