@@ -37,3 +37,6 @@ def test_a_case_fed_by_a_child_s_output_still_names_the_torch_op(tmp_path_factor
     assert head.module == "phase" and head.verified is True and head.check == "lowering"
     assert head.torch_op == "torch.atan2", (head.torch_op, head.message)
     assert head.message.startswith("in torch's atan2 (torch.atan2, aten.atan2.default"), head.message
+    # its ONNX nodes are the lowering's arithmetic, never a boolean mask it selects with (was: "ONNX Less")
+    said = head.message.split("): ", 1)[0]
+    assert "Atan" in said and "Less" not in said, said

@@ -337,7 +337,8 @@ def _group(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals
     best, err = found.get(wrong), float("inf") if wrong not in found else 0.0
     for v, a in vals.items():
         if v in producer and v not in taken and want is not None and np.shape(a) == want.shape and \
-                np.asarray(a).dtype.kind in "fiub" and producer[v].name not in before:
+                np.asarray(a).dtype.kind in "fiub" and producer[v].name not in before and \
+                (np.asarray(a).dtype.kind == "b") == (want.dtype.kind == "b"):   # a mask is no float's value
             d = _distance(want, np.asarray(a))
             if d < err:
                 best, err = v, d
