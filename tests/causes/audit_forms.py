@@ -8,8 +8,12 @@
   argument the file holds as a constant.
 * ``phase_t`` (TorchScript): ``atan2(relu(y), z).t()`` in a module with a child Linear, read by ``mix``; the op
   named is ``atan2``, though the origin's case is fed its child's output, not the module's input.
+* ``long_chain`` (TorchScript): 400 residual float32 steps in one scope (~2400 nodes), a ``floor_divide`` in the
+  middle that TorchScript truncates; its input carries the chain's noise, the error is its own.
 """
 from __future__ import annotations
+
+import random
 
 import torch
 import torch.nn.functional as F
@@ -86,3 +90,43 @@ def phase_t() -> nn.Module:
 
 def six_rows() -> tuple[torch.Tensor]:
     return (torch.randn(6, 16),)
+
+
+class LongChain(nn.Module):
+    """``steps`` small residual float32 steps in one scope, one ``floor_divide`` in the middle (TorchScript truncates
+    it): by the floor_divide its input carries more than rounding noise (the steps' ulps add up), yet the error is
+    the floor_divide's own."""
+
+    def __init__(self, steps: int = 400) -> None:
+        super().__init__()
+        rnd = random.Random(0)
+        self.s = [rnd.uniform(0.5, 1.5) for _ in range(steps)]
+        self.b = [rnd.uniform(-0.2, 0.2) for _ in range(steps)]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = len(self.s)
+        for i in range(n):
+            x = 0.97 * x + 0.05 * torch.tanh(x * self.s[i] + self.b[i])
+            if i == n // 2:
+                x = x + 0.1 * torch.floor_divide(x * 3.0, 0.7)
+        return x
+
+
+class ChainNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Linear(16, 16), nn.GELU(), nn.Linear(16, 16))
+        self.body = LongChain()
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.body(self.stem(x)))
+
+
+def long_chain() -> nn.Module:
+    torch.manual_seed(0)
+    return ChainNet()
+
+
+def four_rows() -> tuple[torch.Tensor]:
+    return (torch.randn(4, 16),)

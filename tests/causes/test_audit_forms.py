@@ -40,3 +40,18 @@ def test_a_case_fed_by_a_child_s_output_still_names_the_torch_op(tmp_path_factor
     # its ONNX nodes are the lowering's arithmetic, never a boolean mask it selects with (was: "ONNX Less")
     said = head.message.split("): ", 1)[0]
     assert "Atan" in said and "Less" not in said, said
+
+
+@pytest.mark.drifts
+def test_a_call_whose_input_carries_a_long_chain_s_noise_is_named_when_its_own_lowering_differs(tmp_path_factory):
+    """400 float32 steps before a ``floor_divide`` that TorchScript truncates: its input holds more than rounding
+    noise, so the op was taken for an amplifier and the first noisy ``add`` of the chain named (``torch's add``).
+    Replayed in torch on the file's values of its inputs, ``floor_divide`` floors where the file truncates: its
+    own lowering is named."""
+    go = explained_forms(tmp_path_factory, "audit_forms", inputs={"long_chain": "four_rows"})
+    _, _, _, result, exp = go("long_chain", "torchscript")
+    assert result.verdict == "drift" and result.drift_origin.module == "body"
+    head = exp.findings[0]
+    assert head.module == "body" and head.verified is True
+    assert head.torch_op == "torch.floor_divide", (head.torch_op, head.message)
+    assert head.message.startswith("in torch's floor_divide"), head.message

@@ -23,13 +23,14 @@ dynamo file's op from its FX localisation (the file's own record comes first), t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from drifttui.core.base.dtypes import name_of
 from drifttui.core.explain.causes.locate.align_graph import (ancestors, causal, continued, input_values, leaked,
                                                              producers, size_nodes)
+from drifttui.core.explain.causes.locate.call_replay import amplifies, refs
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.explain.causes.locate.evaluate import node_values
@@ -107,7 +108,7 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
                   and k not in right and all(i in right for i in ins)), None)
     if wrong is None:
         return None
-    wrong = _amplified(ops, rels, wrong, case)
+    wrong = _amplified(ops, rels, wrong, case, lambda: _replay(ctx, case, ops, found, wrong, vals))
     nodes = _group(case, ops, found, wrong, vals)
     leak = leaked(case, ops, found, wrong, nodes)
     if leak is not None:        # its nodes read past an input's value: that input's lowering goes on after it
@@ -200,7 +201,9 @@ def _torch_ops(ctx: Any, case: Case) -> list[tuple[str, str, Any, list[int], str
         module = as_called(ctx, case.call, module, ctx.sample(case.sample))
         plain = tuple(t.clone() if isinstance(t, torch.Tensor) and t.is_inference() else t for t in io[0])
         with quiet(), torch.no_grad():
-            ctx.cache[key], ctx.cache[_aten_key(case)] = _run(module, plain)
+            replay: dict[int, tuple] = {}
+            ctx.cache[key], ctx.cache[_aten_key(case)] = _run(module, plain, replay)
+            ctx.cache[_aten_key(case) + ":replay"] = replay
     except Exception:  # noqa: BLE001 - a forward that does not run again: no alignment
         ctx.cache[key] = []
     return ctx.cache[key]
@@ -210,7 +213,8 @@ def _aten_key(case: Case) -> str:
     return f"causes:torch_op:aten:{case.module}:{case.sample}"
 
 
-def _run(module: Any, ins: tuple) -> tuple[list[tuple[str, str, Any, list[int], str]], list[Optional[str]]]:
+def _run(module: Any, ins: tuple, replay: Optional[dict[int, tuple]] = None
+         ) -> tuple[list[tuple[str, str, Any, list[int], str]], list[Optional[str]]]:
     """The forward run under a TorchFunctionMode that records each torch call as the forward made it
     (``Tensor.var``, ``F.cosine_similarity``, ``Tensor.__rshift__``: the calls inside one are not seen), its
     tensor outputs' values copied at once (an in-place op changes them later) and the calls its inputs came from;
@@ -250,9 +254,12 @@ def _run(module: Any, ins: tuple) -> tuple[list[tuple[str, str, Any, list[int], 
             if results:
                 ins = list(dict.fromkeys(made[id(t)] for t in tree_flatten((args, kwargs or {}))[0]
                                          if isinstance(t, torch.Tensor) and id(t) in made))
-                name = call_name(func)
-                for t in results:
+                name, call = call_name(func), refs(func, args, kwargs, made) if replay is not None else None
+                for pos, t in enumerate(results):
+                    n = len(out)
                     note("call_function", name, t, ins, aten_of(name, seen))
+                    if replay is not None and len(out) > n:     # the call, to replay on the file's values
+                        replay[n] = (call, pos)
             return val
 
     for t in ins:
@@ -305,14 +312,17 @@ def _feeding(ops: list[tuple]) -> set[int]:
     return seen
 
 
-def _amplified(ops: list[tuple], rels: dict[int, float], wrong: int, case: Case) -> int:
+def _amplified(ops: list[tuple], rels: dict[int, float], wrong: int, case: Case,
+               amplifies: Callable[[], Optional[bool]]) -> int:
     """``wrong``, or, when a value it reads already holds more than rounding noise of error (an error the op
     amplifies: a level subtracted after a long sum), the first op before it whose own value does while the
     values it reads do not.  A widening conversion (``c.float()`` of a float16 ``c``) carries its input's rounding
-    unchanged: the error it shows is its input's, which is named."""
+    unchanged: the error it shows is its input's, which is named.  Not when ``wrong`` replayed in torch on the
+    file's input values computes otherwise than the file (``amplifies()`` False: a ``floor_divide`` the file
+    truncates, after 200 float32 steps whose noise is no cause)."""
     noisy = {k for k, r in rels.items() if r > noise(ops[k][4])}
     feeding = input_values(ops, rels, wrong)
-    if not any(i in noisy for i in feeding):
+    if not any(i in noisy for i in feeding) or amplifies() is False:
         return wrong
     for k in sorted(noisy):
         if k < wrong and ops[k][0] == "call_function" and not any(i in noisy for i in input_values(ops, rels, k)):
@@ -332,16 +342,7 @@ def _group(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals
         return ancestors(producer, values)
 
     before = up([found[i] for i in input_values(ops, found, wrong)])
-    want = ops[wrong][2]
-    taken = set(found.values())
-    best, err = found.get(wrong), float("inf") if wrong not in found else 0.0
-    for v, a in vals.items():
-        if v in producer and v not in taken and want is not None and np.shape(a) == want.shape and \
-                np.asarray(a).dtype.kind in "fiub" and producer[v].name not in before and \
-                (np.asarray(a).dtype.kind == "b") == (want.dtype.kind == "b"):   # a mask is no float's value
-            d = _distance(want, np.asarray(a))
-            if d < err:
-                best, err = v, d
+    best = _closest(case, ops, found, wrong, vals, before)
     if best is None:        # no value of its shape: up to the outputs that differ from torch
         best_values = [o.name for o in case.model.graph.output]
     else:
@@ -349,6 +350,33 @@ def _group(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals
     mine = up(best_values) - before
     sizes = size_nodes(case)
     return [n.name for n in case.model.graph.node if n.name in mine and n.name not in sizes]
+
+
+def _closest(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals: dict[str, np.ndarray],
+             before: set[str]) -> Optional[str]:
+    """The ONNX value closest to op ``wrong``'s (of its shape, not computed by its inputs' nodes, not another
+    op's found value, a boolean only for a boolean: a mask is no float's value)."""
+    producer = producers(case)
+    want = ops[wrong][2]
+    taken = set(found.values())
+    best, err = found.get(wrong), float("inf") if wrong not in found else 0.0
+    for v, a in vals.items():
+        if v in producer and v not in taken and want is not None and np.shape(a) == want.shape and \
+                np.asarray(a).dtype.kind in "fiub" and producer[v].name not in before and \
+                (np.asarray(a).dtype.kind == "b") == (want.dtype.kind == "b"):
+            d = _distance(want, np.asarray(a))
+            if d < err:
+                best, err = v, d
+    return best
+
+
+def _replay(ctx: Any, case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
+            vals: dict[str, np.ndarray]) -> Optional[bool]:
+    """Does torch's call ``wrong``, fed the file's values of its inputs, compute the file's value (call_replay)?"""
+    call, pos = ctx.cache.get(_aten_key(case) + ":replay", {}).get(wrong, (None, 0))
+    before = ancestors(producers(case), [found[i] for i in input_values(ops, found, wrong)])
+    best = _closest(case, ops, found, wrong, vals, before)
+    return amplifies(call, pos, ops, wrong, found, vals, vals.get(best) if best else None, case.rtol)
 
 
 def _distance(want: np.ndarray, got: np.ndarray) -> float:
