@@ -15,7 +15,7 @@ from typing import Any, Optional
 from drifttui.core.result import OWN_VALUES, RULE_FORMULA, Layer, Result
 from drifttui.report.escape import html_text as e
 from drifttui.report.profile import BARS, Point, allowance, points, ratio
-from drifttui.report.summary import layer_name
+from drifttui.report.summary import layer_name, origin_errors
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 HEAT = ["#e9f5ec", "#d3ecd9", "#bfe3c7", "#f6efc4", "#fbd3a8", "#f7a889", "#ef7a6a", "#d9443a"]
@@ -188,8 +188,8 @@ def _headline(result: Result) -> str:
     if o is None:
         return "<h1 class='drift'>DRIFT: the outputs differ, no module named as the origin</h1>"
     return (f"<h1 class='drift'>DRIFT: origin <span id='origin'>{e(layer_name(o.module, o.call))}</span> "
-            f"({e(o.cls)}, ONNX {e(', '.join(o.op_types))})</h1><p>max |d| {_fmt(o.max_abs)}, max rel "
-            f"{_fmt(o.max_rel)}, own error {_fmt(o.local_max_abs)}; worst sample {o.worst_sample} of {result.samples}</p>")
+            f"({e(o.cls)}, ONNX {e(', '.join(o.op_types))})</h1><p>{e(origin_errors(result))}; worst sample "
+            f"{o.worst_sample} of {result.samples}</p>")
 
 
 def render(result: Result, decision: Any = None) -> str:

@@ -55,6 +55,8 @@ def _evidence_lines(step: Step) -> list[str]:
     if step.step == 4 and "sweep" in ev:
         for r in ev["sweep"]:
             err = "" if r["origin_max_abs"] is None else f" max_abs={r['origin_max_abs']:.2e}"
+            if r.get("origin_nonfinite"):
+                err += f" ({r['origin_nonfinite']} element(s) inf/NaN on one side only)"
             where = "(no origin)" if r["origin"] is None else layer_name(r["origin"])
             lines.append(f"tol {r['tolerance']:g}: {where}{err}")
         return lines

@@ -61,8 +61,21 @@ def origin_numbers(result: Result) -> str:
     for said in (WEIGHT_NOT_THE_MODELS, ATTRIBUTE_NOT_THE_MODELS):
         if o.max_abs != o.max_abs and said in note:      # NaN: no value compared
             return terminal(note[note.index(said):])
-    return (f"max |d| {fmt(o.max_abs)}, max rel {fmt(o.max_rel)}, own error {fmt(o.local_max_abs)} "
-            f"(worst sample {o.worst_sample})")
+    return (f"{origin_errors(result)} (worst sample {o.worst_sample})")
+
+
+def origin_errors(result: Result) -> str:
+    """``max |d| inf (23 element(s) inf/NaN on one side only), max rel inf, own error inf (22 ...)``: an error
+    that is inf or NaN says how many elements made it so (issue 30 point 1)."""
+    o = result.drift_origin
+    layer = origin_layer(result)
+
+    def count(metrics: object) -> str:
+        n = getattr(metrics, "nan_mismatch", 0) or 0
+        return f" ({n} element(s) inf/NaN on one side only)" if n else ""
+
+    return (f"max |d| {fmt(o.max_abs)}{count(layer.metrics if layer else None)}, max rel {fmt(o.max_rel)}, "
+            f"own error {fmt(o.local_max_abs)}{count(layer.local if layer else None)}")
 
 
 def alerts(result: Result) -> list[str]:

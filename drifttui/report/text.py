@@ -15,7 +15,8 @@ from drifttui.report.console import UNWRAPPED_WIDTH, report_console
 from drifttui.report.escape import plain, terminal
 from drifttui.report.gate import Decision, Gate
 from drifttui.report.profile import MAX_WIDTH, profile_line
-from drifttui.report.summary import alerts, drift_word, layer_name, origin_layer, origin_numbers, precision_story
+from drifttui.report.summary import (alerts, drift_word, layer_name, origin_errors, origin_layer, origin_numbers,
+                                     precision_story)
 from drifttui.report.served_text import served_lines
 
 STATUS_STYLE = {"ok": "green", "drift": "bold red", "inherited": "yellow", "fused": "cyan",
@@ -147,8 +148,7 @@ def _headline(result: Result, decision: Optional[Decision] = None, gate: Optiona
     if o is not None:       # the numbers on a line of their own: the headline fits 80 columns
         numbers = origin_numbers(result)
         if numbers.startswith("max |d|"):
-            numbers = (f"max |d| {fmt(o.max_abs)}, max rel {fmt(o.max_rel)}, own error {fmt(o.local_max_abs)}; "
-                       f"worst sample {o.worst_sample} of {result.samples}")
+            numbers = f"{origin_errors(result)}; worst sample {o.worst_sample} of {result.samples}"
         lines.append(indented(Text(numbers)))
     if precision_story(result):       # both stories: the precision origin beside the genuine drift
         lines.append(indented(Text(terminal(precision_story(result)), style="yellow")))

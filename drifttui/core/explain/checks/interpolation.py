@@ -114,12 +114,23 @@ def check(ctx: Context) -> list[Finding]:
         ctm = _get(attrs, "coordinate_transformation_mode")
         if _get(attrs, "mode") in ("linear", "cubic") and ctm in ("asymmetric", "tf_crop_and_resize",
                                                                    "tf_half_pixel_for_nn"):
-            out.append(Finding(CHECK, "warning", ctx.node_module(node.index), [node.name],
-                               f"Resize {node.name} uses mode={_get(attrs, 'mode')} with "
-                               f"coordinate_transformation_mode={ctm}, which F.interpolate never produces",
-                               clean({"node": node.name, "onnx": attrs}),
-                               "check the interpolate call (align_corners) and re-export without editing the graph"))
+            out.append(_never_produced(ctx, node, attrs, ctm))
     return out
+
+
+def _never_produced(ctx: Context, node: Any, attrs: dict[str, Any], ctm: str) -> Finding:
+    """A linear or cubic Resize sampling as F.interpolate never does; before opset 11 told by its opset (the
+    attribute does not exist there: the op is always asymmetric), with the opset fix."""
+    mode = _get(attrs, "mode")
+    if "opset_note" in attrs:
+        return Finding(CHECK, "warning", ctx.node_module(node.index), [node.name],
+                       f"{attrs['opset_note']}: {node.name} samples mode={mode} asymmetrically, which "
+                       "F.interpolate never does", clean({"node": node.name, "onnx": attrs}),
+                       "export with opset >= 11 (the old Resize has no coordinate modes)")
+    return Finding(CHECK, "warning", ctx.node_module(node.index), [node.name],
+                   f"Resize {node.name} uses mode={mode} with coordinate_transformation_mode={ctm}, which "
+                   "F.interpolate never produces", clean({"node": node.name, "onnx": attrs}),
+                   "check the interpolate call (align_corners) and re-export without editing the graph")
 
 
 def _scale_vs_size(ctx: Context, node: Any, module: Any) -> Optional[str]:

@@ -8,7 +8,7 @@ starts there.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from drifttui.core.result import Step, display_name
 from drifttui.core.explain.context import Context, clean
@@ -47,6 +47,13 @@ def judge(rows: list[dict[str, Any]], origin_layer: Any, origin_module: Any) -> 
                     f"{', '.join(f'{t:g}' for t in stable) or '-'} (it does not move earlier)" + tail, named)
 
 
+def _nonfinite(r: Any, o: Any) -> Optional[int]:
+    """The origin's elements inf or NaN on one side only (its max_abs is then inf), None when none."""
+    layer = next((L for L in r.layers if o is not None and L.index == o.layer), None)
+    n = getattr(layer.metrics, "nan_mismatch", 0) if layer is not None and layer.metrics is not None else 0
+    return n or None
+
+
 def run(ctx: Context) -> Step:
     if precision.reduced(ctx.result):
         return precision.run(ctx)
@@ -59,7 +66,7 @@ def run(ctx: Context) -> Step:
         drifting = sum(1 for L in r.layers if L.status == "drift")
         rows.append({"tolerance": t, "verdict": r.verdict, "origin": o.module if o else None,
                      "origin_layer": o.layer if o else None, "origin_max_abs": o.max_abs if o else None,
-                     "drifting_layers": drifting})
+                     "origin_nonfinite": _nonfinite(r, o), "drifting_layers": drifting})
     o = ctx.result.drift_origin
     verdict, summary, layers = judge(rows, o.layer if o else None, o.module if o else None)
     evidence = {"samples": n, "sweep": rows, "noise_floor": NOISE_FLOOR,

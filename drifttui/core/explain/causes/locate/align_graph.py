@@ -209,15 +209,7 @@ def call_group(case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
         return ancestors(producer, values)
 
     before = up([found[i] for i in input_values(ops, found, wrong)])
-    want = ops[wrong][2]
-    taken = set(found.values())
-    best, err = found.get(wrong), float("inf") if wrong not in found else 0.0
-    for v, a in vals.items():
-        if v in producer and v not in taken and want is not None and np.shape(a) == want.shape and \
-                np.asarray(a).dtype.kind in "fiub" and producer[v].name not in before:
-            d = _distance_to(want, np.asarray(a))
-            if d < err:
-                best, err = v, d
+    best = closest(case, ops, found, wrong, vals, before)
     if best is None:        # no value of its shape: up to the outputs that differ from torch
         best_values = [o.name for o in case.model.graph.output]
     else:
@@ -227,9 +219,41 @@ def call_group(case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
     return [n.name for n in case.model.graph.node if n.name in mine and n.name not in sizes]
 
 
+def closest(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals: dict[str, np.ndarray],
+            before: set[str]) -> Optional[str]:
+    """The ONNX value closest to op ``wrong``'s (of its shape, not computed by its inputs' nodes, not another
+    op's found value, a boolean only for a boolean: a mask is no float's value)."""
+    producer = producers(case)
+    want = ops[wrong][2]
+    taken = set(found.values())
+    best, err = found.get(wrong), float("inf") if wrong not in found else 0.0
+    for v, a in vals.items():
+        if v in producer and v not in taken and want is not None and np.shape(a) == want.shape and \
+                np.asarray(a).dtype.kind in "fiub" and producer[v].name not in before and \
+                (np.asarray(a).dtype.kind == "b") == (want.dtype.kind == "b"):
+            d = _distance_to(want, np.asarray(a))
+            if d < err:
+                best, err = v, d
+    return best
+
+
 def _distance_to(want: np.ndarray, got: np.ndarray) -> float:
     w, g = want.astype(np.float64).reshape(-1), got.astype(np.float64).reshape(-1)
     fin = np.isfinite(w) & np.isfinite(g)
     miss = float((~fin & ~((w == g) | (np.isnan(w) & np.isnan(g)))).mean()) if w.size else 0.0
     scale = float(np.abs(w[fin]).max()) if fin.any() else 1.0
     return miss + (float(np.abs(w[fin] - g[fin]).max()) / (scale or 1.0) if fin.any() else 0.0)
+
+
+def constant_values(case: Case) -> dict[str, np.ndarray]:
+    """The case's initializers: a call on an argument the exporter folded into a constant (``bank.unsqueeze(0)``
+    of a buffer the parent hands in) is held by one, so it is found (right) and never named for its readers."""
+    from onnx import numpy_helper
+
+    out: dict[str, np.ndarray] = {}
+    for init in case.model.graph.initializer:
+        try:
+            out[init.name] = numpy_helper.to_array(init)
+        except Exception:  # noqa: BLE001 - an element type numpy cannot hold: not a value to match
+            continue
+    return out

@@ -23,18 +23,21 @@ dynamo file's op from its FX localisation (the file's own record comes first), t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from drifttui.core.base.dtypes import name_of
-from drifttui.core.explain.causes.locate.align_graph import (call_group, causal, continued, input_values, leaked,
-                                                             producers)
+from drifttui.core.explain.causes.locate.align_graph import (ancestors, call_group, causal, closest,
+                                                             constant_values, continued, input_values,
+                                                             leaked, producers)
+from drifttui.core.explain.causes.locate.call_replay import amplifies, refs
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.explain.causes.locate.dropped_args import completed
 from drifttui.core.explain.causes.locate.evaluate import node_values
-from drifttui.core.explain.causes.locate.torch_call import aten_name, aten_of, call_name
+from drifttui.core.explain.causes.locate.torch_call import (LAYOUT_NODES, aten_name, aten_of, call_name,
+                                                            plumbing)
 from drifttui.core.explain.causes.locate.value_match import found_values, held_dtype, noise
 from drifttui.core.model.export import quiet
 from drifttui.core.runtime.torch_hooks import to_numpy
@@ -99,7 +102,7 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     vals = node_values(case) if ops else None
     if not ops or vals is None:
         return _sole_call(ctx, case, ops)
-    vals = {**case.feeds, **vals}
+    vals = {**constant_values(case), **case.feeds, **vals}
     found, rels, others = found_values(ops, vals, case.rtol)
     found = causal(case, ops, found, others)
     rels = {k: r for k, r in rels.items() if k in found}
@@ -118,7 +121,7 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
                                                   and all(i in right for i in ins)), None)
     if wrong is None:
         return None
-    wrong = _amplified(ops, rels, wrong, case)
+    wrong = _amplified(ops, rels, wrong, case, lambda: _replay(ctx, case, ops, found, wrong, vals))
     nodes = call_group(case, ops, found, wrong, vals)
     leak = leaked(case, ops, found, wrong, nodes)
     if leak is not None:        # its nodes read past an input's value: that input's lowering goes on after it
@@ -160,10 +163,14 @@ def _note_groups(ctx: Any, case: Case, ops: list[tuple], found: dict[int, str], 
     after a Sigmoid whose value the file holds) is named by that call, not by the found call before it."""
     owned, atens = calls(ctx, case), ctx.cache.get(_aten_key(case), [])
     out: dict[str, tuple[str, Optional[str]]] = {}
+    types = {n.name: n.op_type for n in case.model.graph.node}
     for k in [k for k in wrong if ops[k][0] == "call_function" and ops[k][2] is not None][:MAX_GROUPS]:
+        aten = atens[k] if k < len(atens) else None
         for n in call_group(case, ops, found, k, vals):
-            if n not in owned and n not in out:
-                out[n] = (ops[k][1], atens[k] if k < len(atens) else None)
+            # a layout call (``.t()`` whose value the file folded away) lowers to layout nodes only: the arithmetic
+            # its group reaches back over (an ``atan2``'s quadrant test) is its input's lowering
+            if n not in owned and n not in out and not (plumbing(aten) and types.get(n) not in LAYOUT_NODES):
+                out[n] = (ops[k][1], aten)
     ctx.cache[f"causes:torch_op:groups:{case.module}:{case.sample}"] = out
 
 
@@ -219,7 +226,9 @@ def _torch_ops(ctx: Any, case: Case) -> list[tuple[str, str, Any, list[int], str
         module = as_called(ctx, case.call, module, ctx.sample(case.sample))
         plain = tuple(t.clone() if isinstance(t, torch.Tensor) and t.is_inference() else t for t in io[0])
         with quiet(), torch.no_grad():
-            ctx.cache[key], ctx.cache[_aten_key(case)], ctx.cache[_dropped_key(case)] = _run(module, plain)
+            replay: dict[int, tuple] = {}
+            ctx.cache[key], ctx.cache[_aten_key(case)], ctx.cache[_dropped_key(case)] = _run(module, plain, replay)
+            ctx.cache[_aten_key(case) + ":replay"] = replay
     except Exception:  # noqa: BLE001 - a forward that does not run again: no alignment
         ctx.cache[key] = []
     return ctx.cache[key]
@@ -241,7 +250,8 @@ def _dropping(ops: list[tuple], dropped: dict[int, tuple], right: set[int], feed
                  and all(i in right for i in dropped[k][1])), None)
 
 
-def _run(module: Any, ins: tuple) -> tuple[list[tuple[str, str, Any, list[int], str]], list[Optional[str]], dict]:
+def _run(module: Any, ins: tuple, replay: Optional[dict[int, tuple]] = None
+         ) -> tuple[list[tuple[str, str, Any, list[int], str]], list[Optional[str]], dict]:
     """The forward run under a TorchFunctionMode that records each torch call as the forward made it
     (``Tensor.var``, ``F.cosine_similarity``, ``Tensor.__rshift__``: the calls inside one are not seen), its
     tensor outputs' values copied at once (an in-place op changes them later) and the calls its inputs came from;
@@ -284,11 +294,14 @@ def _run(module: Any, ins: tuple) -> tuple[list[tuple[str, str, Any, list[int], 
             results = [t for t in tree_flatten(val)[0] if isinstance(t, torch.Tensor)]
             if results:
                 ins = _made(made, (args, full))
-                name = call_name(func)
+                name, call = call_name(func), refs(func, args, full, made) if replay is not None else None
                 if lost:
                     dropped[len(out)] = (lost, _made(made, (args, kwargs or {})))
-                for t in results:
+                for pos, t in enumerate(results):
+                    n = len(out)
                     note("call_function", name, t, ins, aten_of(name, seen))
+                    if replay is not None and len(out) > n:     # the call, to replay on the file's values
+                        replay[n] = (call, pos)
             return val
 
     for t in ins:
@@ -350,14 +363,26 @@ def _feeding(ops: list[tuple]) -> set[int]:
     return seen
 
 
-def _amplified(ops: list[tuple], rels: dict[int, float], wrong: int, case: Case) -> int:
+def _replay(ctx: Any, case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
+            vals: dict[str, np.ndarray]) -> Optional[bool]:
+    """Does torch's call ``wrong``, fed the file's values of its inputs, compute the file's value (call_replay)?"""
+    call, pos = ctx.cache.get(_aten_key(case) + ":replay", {}).get(wrong, (None, 0))
+    before = ancestors(producers(case), [found[i] for i in input_values(ops, found, wrong)])
+    best = closest(case, ops, found, wrong, vals, before)
+    return amplifies(call, pos, ops, wrong, found, vals, vals.get(best) if best else None, case.rtol)
+
+
+def _amplified(ops: list[tuple], rels: dict[int, float], wrong: int, case: Case,
+               amplifies: Callable[[], Optional[bool]]) -> int:
     """``wrong``, or, when a value it reads already holds more than rounding noise of error (an error the op
     amplifies: a level subtracted after a long sum), the first op before it whose own value does while the
     values it reads do not.  A widening conversion (``c.float()`` of a float16 ``c``) carries its input's rounding
-    unchanged: the error it shows is its input's, which is named."""
+    unchanged: the error it shows is its input's, which is named.  Not when ``wrong`` replayed in torch on the
+    file's input values computes otherwise than the file (``amplifies()`` False: a ``floor_divide`` the file
+    truncates, after 200 float32 steps whose noise is no cause)."""
     noisy = {k for k, r in rels.items() if r > noise(ops[k][4])}
     feeding = input_values(ops, rels, wrong)
-    if not any(i in noisy for i in feeding):
+    if not any(i in noisy for i in feeding) or amplifies() is False:
         return wrong
     for k in sorted(noisy):
         if k < wrong and ops[k][0] == "call_function" and not any(i in noisy for i in input_values(ops, rels, k)):

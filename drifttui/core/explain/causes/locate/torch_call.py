@@ -23,6 +23,15 @@ _PLUMBING = ("detach", "alias", "view", "_to_copy", "clone", "lift_fresh", "empt
              "_local_scalar_dense", "expand", "t", "transpose", "unsqueeze", "squeeze", "permute", "_unsafe_view")
 
 
+# the ONNX nodes a plumbing call lowers to
+LAYOUT_NODES = ("Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Expand", "Cast", "CastLike")
+
+
+def plumbing(aten: Optional[str]) -> bool:
+    """Whether a call's ATen op (``aten.t.default``) is plumbing: a copy, an alias, a layout, no arithmetic."""
+    return aten is not None and len(aten.split(".")) > 1 and aten.split(".")[1] in _PLUMBING
+
+
 def _namespace(path: str) -> Any:
     mod: Any = torch
     for part in path.split(".")[1:]:

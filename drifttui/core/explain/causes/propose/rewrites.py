@@ -144,13 +144,19 @@ def resize_antialias(case: Any, node: Any, module: Any, types: dict[str, int],
                  + (f"; the file is at opset {case.opset}" if (case.opset or 18) < 18 else ""), case.module)
 
 
+#: the source change for a lowering ONNX has no accurate op for (log1p, expm1): the upstream issue, with its case
+LOWERING_REPORT = ("the exporter's lowering is the cause: report it to torch.onnx (pytorch/pytorch#24808) with the case "
+            "`drifttui repro` writes")
+
+
 def log1p(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
     if match_log1p(case.model, node) is not None:
         yield _patch(node, "log1p", STABILITY,
                      f"Log {node.name} computes log1p as Log(1 + x): the float sum 1 + x drops the low bits of x "
                      "for |x| << 1 (the exporters lower torch.log1p to Add + Log; ONNX has no Log1p), where torch's "
                      "log1p is exact; the accurate form x * Log(1 + x) / ((1 + x) - 1) computes what torch computes",
-                     "let `drifttui repair` write the accurate form, or scale the argument away from 0 in the forward",
+                     "let `drifttui repair` write the accurate form, or scale the argument away from 0 in the forward; "
+                     f"{LOWERING_REPORT}",
                      case.module, naive_nodes(case.model, node, "log1p"))
 
 
@@ -177,7 +183,7 @@ def expm1(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[
                      f"Sub {node.name} computes expm1 as Exp(x) - 1: the difference cancels the low bits for "
                      "|x| << 1 (the dynamo exporter lowers torch.expm1 to Exp + Sub; ONNX has no Expm1), where "
                      "torch's expm1 is exact; the accurate form (Exp(x) - 1) * x / Log(Exp(x)) computes what "
-                     "torch computes", "let `drifttui repair` write the accurate form", case.module,
+                     "torch computes", f"let `drifttui repair` write the accurate form; {LOWERING_REPORT}", case.module,
                      naive_nodes(case.model, node, "expm1"))
 
 
