@@ -96,11 +96,15 @@ def generalized_box_iou(boxes1: torch.Tensor, boxes2: torch.Tensor) -> torch.Ten
     """transformers ``generalized_box_iou`` with its ``box_iou`` (transformers/loss/loss_for_object_detection.py;
     the corner-format checks, Python-side raises, left out)."""
     area1, area2 = _box_area(boxes1), _box_area(boxes2)
-    inter_wh = (torch.min(boxes1[:, None, 2:], boxes2[:, 2:]) - torch.max(boxes1[:, None, :2], boxes2[:, :2])).clamp(min=0)
+    right_bottom = torch.min(boxes1[:, None, 2:], boxes2[:, 2:])
+    left_top = torch.max(boxes1[:, None, :2], boxes2[:, :2])
+    inter_wh = (right_bottom - left_top).clamp(min=0)
     inter = inter_wh[:, :, 0] * inter_wh[:, :, 1]
     union = area1[:, None] + area2 - inter
     iou = inter / union
-    width_height = (torch.max(boxes1[:, None, 2:], boxes2[:, 2:]) - torch.min(boxes1[:, None, :2], boxes2[:, :2])).clamp(min=0)
+    top_left = torch.min(boxes1[:, None, :2], boxes2[:, :2])
+    bottom_right = torch.max(boxes1[:, None, 2:], boxes2[:, 2:])
+    width_height = (bottom_right - top_left).clamp(min=0)
     area = width_height[:, :, 0] * width_height[:, :, 1]
     return iou - (area - union) / area
 
@@ -197,7 +201,8 @@ class FeatureMask(_Spread):
         fmask = torch.zeros((x.shape[0], self.frames), dtype=attention_mask.dtype)
         fmask[(torch.arange(x.shape[0]), frames_out - 1)] = 1
         fmask = fmask.flip([-1]).cumsum(-1).flip([-1]).bool()
-        frames = self.frame_proj(torch.sin(torch.arange(self.frames, dtype=x.dtype)[None, :, None] * 0.1 + x[:, None, :]))
+        steps = torch.arange(self.frames, dtype=x.dtype)[None, :, None]
+        frames = self.frame_proj(torch.sin(steps * 0.1 + x[:, None, :]))
         m = fmask[:, :, None].to(x.dtype)
         return x + (frames * m).sum(1) / m.sum(1).clamp(min=1)
 

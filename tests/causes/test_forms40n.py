@@ -52,6 +52,13 @@ def test_the_held_out_clean_controls_have_no_error_finding(explained, form):
     assert_clean(explained, form)
 
 
+@pytest.mark.parametrize("form", params([f for f in CLEAN if f[1] == "torchscript"], set()))
+def test_divisions_that_floor_draw_no_integer_division_warning(explained, form):
+    """``chunk``'s split sizes and TorchScript's corrected integer floor division: no "truncates" warning."""
+    _, _, _, _, exp = explained(*form)
+    assert not [f for f in exp.findings if f.check == "dtype" and "integer Div" in f.message], exp.findings
+
+
 @pytest.mark.drifts
 def test_every_control_sits_inside_a_deep_model(explained):
     assert deep_forms(explained, CLEAN) == CLEAN

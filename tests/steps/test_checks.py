@@ -105,7 +105,8 @@ def _int_div_graph(nodes, inputs, out):
 def test_no_integer_div_warning_where_truncation_is_floor():
     """A chunk's split size ``(Shape[-1] + 3) / 4`` (sizes are never negative) and TorchScript's integer floor
     division (the file corrects the truncated quotient: ``Where(Xor(a < 0, b < 0) And Mod(a, b) != 0, q - 1, q)``)
-    truncate exactly as torch floors: no warning; a plain Div of a signed input still warns."""
+    truncate exactly as torch floors: no warning; a plain Div of a signed input still warns, and so does one a
+    ``Where`` on the same Mod merely selects."""
     chunk = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "last"], ["d"]),
              helper.make_node("Add", ["d", "three"], ["d3"]), helper.make_node("Div", ["d3", "four"], ["size"],
                                                                                  name="chunk_div")]
@@ -116,11 +117,14 @@ def test_no_integer_div_warning_where_truncation_is_floor():
              helper.make_node("And", ["neg", "part"], ["fix"]), helper.make_node("Sub", ["q", "one"], ["q1"]),
              helper.make_node("Where", ["fix", "q1", "q"], ["fl"]), helper.make_node("Div", ["a", "four"], ["t"],
                                                                                       name="plain_div"),
-             helper.make_node("Add", ["fl", "t"], ["y"])]
+             helper.make_node("Add", ["fl", "t"], ["y0"]),
+             # a Where on a Mod of the dividend that only selects the plain quotient: not a correction
+             helper.make_node("Div", ["a", "three"], ["p"], name="selected_div"),
+             helper.make_node("Where", ["whole", "p", "a"], ["sel"]), helper.make_node("Add", ["y0", "sel"], ["y"])]
     found = dtype.check(_ctx(_int_div_graph(
         chunk + floor + [helper.make_node("Concat", ["size", "y"], ["out"], axis=0)],
         [("x", TensorProto.FLOAT, [2, 5]), ("a", TensorProto.INT64, [1])], "out")))
-    assert [f.onnx_nodes for f in found] == [["plain_div"]], found
+    assert [f.onnx_nodes for f in found] == [["plain_div"], ["selected_div"]], found
 
 
 class _Divisions(torch.nn.Module):

@@ -6,9 +6,9 @@ on a negative quotient that is not whole, so an integer Div is harmless when:
 * its operands are never negative: sizes read from a ``Shape`` / ``Size`` (every ``chunk`` / ``split`` in a
   TorchScript file divides one), non-negative constants, and what sums, products, gathers, slices and casts of such
   values keep non-negative (an ``Abs`` or a ``Relu`` is non-negative whatever it reads);
-* the file corrects its quotient itself, as TorchScript's integer floor division does: the quotient goes into a
-  ``Where`` (or a ``Sub``) whose other side is computed from a sign test (``Less`` ...) or a ``Mod`` of the same
-  dividend: ``Where(Xor(a < 0, b < 0) And Mod(a, b) != 0, Div - 1, Div)``.
+* the file corrects its quotient itself, as TorchScript's integer floor division does: ``Where(test, q - 1, q)``
+  or ``q - fix``, the test or the fix computed from a sign test (``Less`` ...) or a ``Mod`` of the same dividend:
+  ``Where(Xor(a < 0, b < 0) And Mod(a, b) != 0, Div - 1, Div)``.
 """
 from __future__ import annotations
 
@@ -59,19 +59,24 @@ def _tests_sign_of(index: GraphIndex, value: str, dividend: str, depth: int = 6)
     return any(_tests_sign_of(index, v, dividend, depth - 1) for v in node.inputs if v)
 
 
+def _shifted(index: GraphIndex, value: str, quotient: str) -> bool:
+    """``value`` is the quotient plus or minus something (``q - 1``)."""
+    ni = index.producer.get(value)
+    return ni is not None and index.nodes[ni].op_type in ("Sub", "Add") and quotient in index.nodes[ni].inputs
+
+
 def floor_corrected(index: GraphIndex, node: Any) -> bool:
-    """The file turns this Div's truncated quotient into a floor itself (TorchScript's ``_floor_divide``)."""
+    """The file turns this Div's truncated quotient into a floor itself (TorchScript's ``_floor_divide``):
+    ``Where(test, q - 1, q)`` or ``q - fix``, the test or the fix computed from a sign test or a Mod of the
+    dividend."""
     dividend, quotient = node.inputs[0], node.outputs[0]
     for ci in index.consumers.get(quotient, []):
         c = index.nodes[ci]
-        if c.op_type == "Where" and _tests_sign_of(index, c.inputs[0], dividend):
+        if (c.op_type == "Where" and quotient in c.inputs[1:] and _tests_sign_of(index, c.inputs[0], dividend)
+                and any(_shifted(index, v, quotient) for v in c.inputs[1:] if v != quotient)):
             return True
         if c.op_type == "Sub" and c.inputs[0] == quotient and _tests_sign_of(index, c.inputs[1], dividend):
             return True
-        if c.op_type in ("Sub", "Add"):
-            later = [index.nodes[w] for w in index.consumers.get(c.outputs[0], [])]
-            if any(w.op_type == "Where" and _tests_sign_of(index, w.inputs[0], dividend) for w in later):
-                return True
     return False
 
 
