@@ -65,6 +65,7 @@ import torch
 from torch import nn
 
 from tests.causes.forms30 import seeded_deep as _deep
+from tests.causes.forms38 import _TEXT, VOCAB, _lib
 
 WIDTH = 32
 
@@ -232,3 +233,27 @@ def last_token_pool() -> nn.Module: return _deep(LastTokenPool)                 
 
 def rows_inputs() -> torch.Tensor:
     return torch.randn(6, WIDTH)
+
+
+# --- probed after the first run (not blind, not in its figures): forms38's left-padded library attention (a
+# mechanism the suites hold) with the library's DEFAULT config, ``use_cache=True`` (forms38 sets it False): the
+# attention is handed transformers' ``DynamicCache`` and ``update``s it, so the call recorded after the forward held
+# its own keys and the next layer's, and the origin's re-export read twice the keys ("no patch among 1 tried").
+
+def gpt2_cached_leftpad() -> nn.Module:
+    from transformers import GPT2Config, GPT2Model
+
+    return _lib(GPT2Model, GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=32))
+
+
+def left_padded() -> tuple[torch.Tensor, torch.Tensor]:
+    """two prompts of 24 tokens, the second 7 tokens shorter, padded on the left."""
+    mask = torch.ones(2, 24, dtype=torch.int64)
+    mask[1, :7] = 0
+    return torch.randint(3, VOCAB, (2, 24)), mask
+
+
+def llama_cached_leftpad() -> nn.Module:
+    from transformers import LlamaConfig, LlamaModel
+
+    return _lib(LlamaModel, LlamaConfig(num_key_value_heads=2, max_position_embeddings=64, **_TEXT))
