@@ -108,7 +108,8 @@ test-bisect: $(VENV)/.installed-dev
 # loss, cumulative and distance forms, a lowering on a dynamic size; test_forms40m.py: a blind first run on
 # ONNX Runtime kernel and lowering forms, float floor_divide on multiples, its misses as strict xfails;
 # test_forms40n.py: a blind first run on real library helpers (box IoU losses, DETR sine positions, wav2vec2 feature
-# masks, last-token pooling): clean controls in deep models, no error finding and no false integer-Div warning)
+# masks, last-token pooling): clean controls in deep models, no error finding and no false integer-Div warning;
+# GPT-2 / Llama left-padded with their default use_cache=True, verified and repaired)
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
