@@ -76,7 +76,12 @@ def _fresh(v: Any) -> Any:
     with fake tensors, which cannot copy real ones)."""
     import copy
 
-    return copy.deepcopy(v, {id(t): t for t in _tensors_in(v)}) if _stateful(v) else v
+    if not _stateful(v):
+        return v
+    try:
+        return copy.deepcopy(v, {id(t): t for t in _tensors_in(v)})
+    except Exception:  # noqa: BLE001 - an object that cannot be copied is handed over as recorded
+        return v
 
 
 def _before(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
