@@ -96,3 +96,93 @@ def test_grafted_children_are_rerooted_under_the_origin():
         ['', 'model', 'model.attn', 'model.attn.q_proj', 'linear']
     ts = helper.make_node("MatMul", ["a", "b"], ["c"], name="/q_proj/MatMul")      # a TorchScript re-export
     assert rerooted(below(ts, ""), anchor, "model.attn") == ['', 'model', 'model.attn', 'model.attn.q_proj', 'MatMul']
+
+
+class _Cache:
+    """a library cache (transformers' DynamicCache): each call ``update``s it with its own tensors."""
+
+    def __init__(self) -> None:
+        self.items: list = []
+
+    def update(self, t: torch.Tensor) -> torch.Tensor:
+        self.items.append(t)
+        return torch.stack(self.items).sum(0)
+
+
+class _Cached(torch.nn.Module):
+    def forward(self, hidden, cache=None):
+        return cache.update(hidden) * 2.0
+
+
+class _CacheCaller(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = _Cached(), _Cached()
+
+    def forward(self, x):
+        cache = _Cache()
+        return self.b(self.a(x, cache=cache), cache=cache)
+
+
+def test_a_stateful_argument_is_taken_as_the_call_found_it():
+    """A call that updates a cache it is handed (GPT-2's attention with transformers' default ``use_cache=True``)
+    is re-run from the cache as the call found it, each time: the cache recorded after the forward held the
+    call's own tensors and the next layer's, so the wrapper's attention read twice the keys and no re-export
+    verified ("no patch among 1 tried")."""
+    from types import SimpleNamespace
+
+    from drifttui.core.explain.causes.locate.call_structure import as_called
+    from drifttui.core.runtime.torch_hooks import Hooks
+
+    torch.manual_seed(0)
+    model, x = _CacheCaller().eval(), torch.randn(2, 4)
+    hooks = Hooks(model)
+    with hooks.installed():
+        hooks.begin(None, tracing=True)
+        model(x)
+        hooks.begin(None)
+    calls = hooks.calls
+
+    def new_hooks():
+        h = Hooks(model)
+        h.calls = calls
+        return h
+
+    ctx = SimpleNamespace(model=model, new_hooks=new_hooks, cache={})
+    call = next(c.index for c in calls if c.module == "a")
+    wrapped = as_called(ctx, call, model.a, ((x,), {}))
+    want = model.a(x, cache=_Cache())
+    assert torch.equal(wrapped(x)[0], want) and torch.equal(wrapped(x)[0], want)     # every call from that state
+
+
+def test_a_stateful_argument_holding_tensors_is_exported_through_the_wrapper():
+    """The second call's cache already holds the first call's tensor when the call begins: the wrapper copies the
+    cache's containers and shares its tensors, so ``torch.export`` (fake tensors, which cannot copy a real one)
+    traces it, and every run starts from that state (Llama's second decoder layer under ``use_cache=True``: its
+    re-export failed, the layer was not grafted and the repaired file drifted there)."""
+    from types import SimpleNamespace
+
+    from drifttui.core.explain.causes.locate.call_structure import as_called
+    from drifttui.core.runtime.torch_hooks import Hooks
+
+    torch.manual_seed(0)
+    model, x = _CacheCaller().eval(), torch.randn(2, 4)
+    hooks = Hooks(model)
+    with hooks.installed():
+        hooks.begin(None, tracing=True)
+        model(x)
+        hooks.begin(None)
+    calls = hooks.calls
+
+    def new_hooks():
+        h = Hooks(model)
+        h.calls = calls
+        return h
+
+    ctx = SimpleNamespace(model=model, new_hooks=new_hooks, cache={})
+    call = next(c.index for c in calls if c.module == "b")
+    wrapped = as_called(ctx, call, model.b, ((x,), {}))
+    y = torch.randn(2, 4)
+    want = (x + y) * 2.0                                   # the first call's x is in the cache, then y
+    ep = torch.export.export(wrapped, (y,), strict=False)
+    assert torch.equal(wrapped(y)[0], want) and torch.equal(ep.module()(y)[0], want)

@@ -1,6 +1,7 @@
 """Each drift check fires on a model that has the drift and stays quiet on the clean model."""
 from __future__ import annotations
 
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -91,6 +92,63 @@ def test_dtype_cast_and_integer_div():
     found = dtype.check(_ctx(helper.make_model(g)))
     assert {f.onnx_nodes[0] for f in found} == {"to_half", "int_div"}
     assert all(f.check == "dtype" and f.severity == "warning" for f in found)
+
+
+def _int_div_graph(nodes, inputs, out):
+    return helper.make_model(helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(n, t, shape) for n, t, shape in inputs],
+        [helper.make_tensor_value_info(out, TensorProto.INT64, None)],
+        [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in
+         (("zero", 0), ("one", 1), ("three", 3), ("four", 4), ("last", [-1]))]))
+
+
+def test_no_integer_div_warning_where_truncation_is_floor():
+    """A chunk's split size ``(Shape[-1] + 3) / 4`` (sizes are never negative) and TorchScript's integer floor
+    division (the file corrects the truncated quotient: ``Where(Xor(a < 0, b < 0) And Mod(a, b) != 0, q - 1, q)``)
+    truncate exactly as torch floors: no warning; a plain Div of a signed input still warns, and so does one a
+    ``Where`` on the same Mod merely selects."""
+    chunk = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "last"], ["d"]),
+             helper.make_node("Add", ["d", "three"], ["d3"]), helper.make_node("Div", ["d3", "four"], ["size"],
+                                                                                 name="chunk_div")]
+    floor = [helper.make_node("Div", ["a", "three"], ["q"], name="floor_div"),
+             helper.make_node("Less", ["a", "zero"], ["an"]), helper.make_node("Less", ["three", "zero"], ["bn"]),
+             helper.make_node("Xor", ["an", "bn"], ["neg"]), helper.make_node("Mod", ["a", "three"], ["r"]),
+             helper.make_node("Equal", ["r", "zero"], ["whole"]), helper.make_node("Not", ["whole"], ["part"]),
+             helper.make_node("And", ["neg", "part"], ["fix"]), helper.make_node("Sub", ["q", "one"], ["q1"]),
+             helper.make_node("Where", ["fix", "q1", "q"], ["fl"]), helper.make_node("Div", ["a", "four"], ["t"],
+                                                                                      name="plain_div"),
+             helper.make_node("Add", ["fl", "t"], ["y0"]),
+             # a Where on a Mod of the dividend that only selects the plain quotient: not a correction
+             helper.make_node("Div", ["a", "three"], ["p"], name="selected_div"),
+             helper.make_node("Where", ["whole", "p", "a"], ["sel"]), helper.make_node("Add", ["y0", "sel"], ["y"])]
+    found = dtype.check(_ctx(_int_div_graph(
+        chunk + floor + [helper.make_node("Concat", ["size", "y"], ["out"], axis=0)],
+        [("x", TensorProto.FLOAT, [2, 5]), ("a", TensorProto.INT64, [1])], "out")))
+    assert [f.onnx_nodes for f in found] == [["plain_div"], ["selected_div"]], found
+
+
+class _Divisions(torch.nn.Module):
+    def forward(self, x, a):
+        parts = x.chunk(4, -1)                                   # split sizes: Shape / 4
+        floor = torch.div(a - 10, 3, rounding_mode="floor")      # corrected to the floor by the file
+        return parts[0].sum() + floor.float().sum() + (a // 7).float().sum()   # TorchScript: a plain Div
+
+
+def test_torchscript_divisions_warn_only_where_truncation_differs(tmp_path):
+    """The same three divisions in a real TorchScript export: only ``a // 7`` (a truncating Div, negative ``a``
+    differ) is warned about."""
+    import onnx
+
+    path = tmp_path / "div.onnx"
+    args = (torch.randn(2, 10), torch.tensor([-7, 3, 20]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(_Divisions(), args, str(path), dynamo=False)
+    found = [f for f in dtype.check(_ctx(onnx.load(str(path)))) if "integer Div" in f.message]
+    assert len(found) == 1, found
+    proto = onnx.load(str(path))
+    divs = {n.name: list(n.input) for n in proto.graph.node if n.op_type == "Div"}
+    assert len(divs) == 3 and found[0].onnx_nodes[0] in divs
 
 
 def test_rounded_kind():

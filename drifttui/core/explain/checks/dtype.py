@@ -5,7 +5,8 @@
   the wrong precision;
 * low-precision initializers (float16/bfloat16) in a float32 model;
 * ``Cast`` nodes to float16/bfloat16/float64 (implicit precision paths);
-* ``Div`` on integer tensors (truncation instead of torch's true or floor division).
+* ``Div`` on integer tensors (truncation instead of torch's true or floor division), unless its operands are never
+  negative or the file corrects its quotient to the floor itself (``onnx/intdiv.py``).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import numpy as np
 from drifttui.core.base.dtypes import ELEM_OF, INT_ELEMS, rounding_of
 
 from drifttui.core.onnx.graph import elem_type_name, tensor_array
+from drifttui.core.onnx.intdiv import truncation_is_floor
 from drifttui.core.result import Finding
 from drifttui.core.explain.context import Context, clean
 
@@ -90,7 +92,8 @@ def check(ctx: Context) -> list[Finding]:
                                    f"Cast to {_LOW[to]} in {node.name}: an implicit precision path",
                                    clean({"node": node.name, "to": elem_type_name(to)}),
                                    "remove the dtype change from the model (or autocast) before exporting"))
-        elif node.op_type == "Div" and any(index.elem_types.get(v) in INT_ELEMS for v in node.inputs):
+        elif (node.op_type == "Div" and any(index.elem_types.get(v) in INT_ELEMS for v in node.inputs)
+              and truncation_is_floor(index, node) is None):
             out.append(Finding(CHECK, "warning", ctx.node_module(node.index), [node.name],
                                f"integer Div in {node.name}: ONNX truncates towards zero, torch's // floors "
                                "(negative values differ)",

@@ -48,31 +48,93 @@ def _plain(module: Any, args: tuple, kwargs: dict) -> bool:
     return held == names[:len(held)]
 
 
-def recorded(ctx: Any, call_index: int, sample: Any) -> Optional[tuple[tuple, dict]]:
+def _stateful(v: Any) -> bool:
+    """A leaf the call may change: an object with state of its own (transformers' ``DynamicCache``, which the
+    attention ``update``s with its keys and values), not a tensor, a module or a plain value."""
+    import torch
+
+    plain = (torch.Tensor, torch.nn.Module, type, str, bytes, int, float, bool, complex, torch.dtype, torch.device)
+    return v is not None and not isinstance(v, plain) and hasattr(v, "__dict__")
+
+
+def _tensors_in(obj: Any, depth: int = 5) -> list:
+    """The tensors an object holds (its attributes, lists, tuples and dicts, ``depth`` levels down)."""
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if depth <= 0 or isinstance(obj, (str, bytes, int, float, bool, type, torch.nn.Module)):
+        return []
+    inner = (list(obj.values()) if isinstance(obj, dict) else list(obj) if isinstance(obj, (list, tuple))
+             else list(vars(obj).values()) if hasattr(obj, "__dict__") else [])
+    return [t for v in inner for t in _tensors_in(v, depth - 1)]
+
+
+def _fresh(v: Any) -> Any:
+    """A copy of a stateful leaf whose containers are new and whose tensors are shared: what a call changes (a cache
+    rebinds its keys) leaves the recorded state as it was, and no tensor is copied (an export traces the wrapper
+    with fake tensors, which cannot copy real ones)."""
+    import copy
+
+    if not _stateful(v):
+        return v
+    try:
+        return copy.deepcopy(v, {id(t): t for t in _tensors_in(v)})
+    except Exception:  # noqa: BLE001 - an object that cannot be copied is handed over as recorded
+        return v
+
+
+def _before(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """The call's arguments with each stateful leaf copied as it is before the call changes it."""
+    import copy
+
+    from torch.utils._pytree import tree_flatten, tree_unflatten
+
+    leaves, spec = tree_flatten((args, dict(kwargs)))
+    try:
+        leaves = [copy.deepcopy(v) if _stateful(v) else v for v in leaves]
+    except Exception:  # noqa: BLE001 - an object that cannot be copied is left as the call had it
+        pass
+    return tree_unflatten(leaves, spec)
+
+
+def recorded(ctx: Any, call_index: int, sample: Any, module: Any = None) -> Optional[tuple[tuple, dict]]:
     """The ``(args, kwargs)`` the call ``call_index`` received on a torch forward of ``sample`` (through the
-    engine's own hooks, as every capture), or None."""
+    engine's own hooks, as every capture), or None.  With ``module`` (the call's module), a stateful argument
+    is taken as it was when the call began (a cache the call updates holds this call's keys once it returns)."""
 
     class _Args(Sink):
         wants_inputs = False
         wants_calls = True
         got: Optional[tuple[tuple, dict]] = None
+        armed, before = False, None
 
         def on_input(self, call: int, tensors: list) -> None:
-            pass
+            self.armed = call == call_index
 
         def on_output(self, call: int, tensors: list) -> None:
             pass
 
         def on_call(self, call: int, module: Any, args: tuple, kwargs: dict, outs: list) -> None:
             if call == call_index:
-                self.got = (args, dict(kwargs))
+                self.got = self.before if self.before is not None else (args, dict(kwargs))
 
     sink, hooks = _Args(), ctx.new_hooks()
+
+    def snapshot(mod: Any, args: tuple, kwargs: dict) -> None:
+        if sink.armed and sink.before is None:
+            sink.before, sink.armed = _before(args, kwargs), False
+
     try:
         with hooks.installed():
-            hooks.begin(sink)
-            run_model(ctx.model, *sample)
-            hooks.begin(None)
+            handle = module.register_forward_pre_hook(snapshot, with_kwargs=True) if module is not None else None
+            try:
+                hooks.begin(sink)
+                run_model(ctx.model, *sample)
+                hooks.begin(None)
+            finally:
+                if handle is not None:
+                    handle.remove()
     except Exception:  # noqa: BLE001 - no structure: the flat inputs stay the witness
         return None
     return sink.got
@@ -84,7 +146,7 @@ def as_called(ctx: Any, call_index: int, module: Any, sample: Any) -> Any:
     (one per call: ``ctx.cache``)."""
     key = KEY.format(call_index)
     if key not in ctx.cache:
-        got = recorded(ctx, call_index, sample)
+        got = recorded(ctx, call_index, sample, module)
         ctx.cache[key] = None if got is None or _plain(module, *got) else got
     got = ctx.cache[key]
     return module if got is None else AsCalled(module, *got)
@@ -105,7 +167,8 @@ def _wrapper_class() -> type:
             self._leaves = [None if k in self._slots else t for k, t in enumerate(leaves)]
 
         def forward(self, *tensors: Any) -> tuple:
-            leaves = list(self._leaves)
+            # a stateful argument (a cache the call updates) starts each call as the recorded call found it
+            leaves = [_fresh(v) for v in self._leaves]
             for k, t in zip(self._slots, tensors):
                 leaves[k] = t
             args, kwargs = tree_unflatten(leaves, self._spec)
