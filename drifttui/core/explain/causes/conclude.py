@@ -167,7 +167,7 @@ def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None, aligned: Opti
     decisive = patch.spec.get("decisive")       # propose/decisive_rounding: the rounding that matters
     names = {decisive} if decisive else set(patch.nodes or [])
     calls = fx.every if fx is not None else {}
-    if not names or (op is not None and _named_there(case, op, names, calls)):
+    if not names or (op is not None and _named_there(case, op, names, calls, patch.spec.get("about"))):
         return op
     recs = [r for r in (fx_of(n) for n in case.model.graph.node if n.name in names) if r is not None]
     groups = {r: [n for n in case.model.graph.node if (fx_of(n) or ("", ""))[0] == r[0]] for r in dict.fromkeys(recs)}
@@ -184,12 +184,16 @@ def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None, aligned: Opti
                    "fx", aten=(g.aten if g is not None else "") or rec[1])
 
 
-def _named_there(case: Case, op: Any, names: set[str], calls: dict[str, Any]) -> bool:
+def _named_there(case: Case, op: Any, names: set[str], calls: dict[str, Any], anchor: Optional[str] = None) -> bool:
     """Whether the localisation's op is the call of nodes the patch changed: by the file's FX record, or by value where
     the file's own records of those nodes, if any, name that call too (a float16 DDIM step's ``1 - a`` with both
-    exporters; not a dynamo ``pow`` whose aligned nodes span back over an STFT the FX record names)."""
+    exporters; not a dynamo ``pow`` whose aligned nodes span back over an STFT the FX record names).  A patch whose
+    story is about one node (its spec's ``about``: the Softmax a ``cast_first`` computes in float32, the nodes before
+    it only re-rounded) is that node's call's, not that of an input it re-rounds (the ``div`` before a
+    ``softmin(dtype=)``)."""
     shared = [n for n in case.model.graph.node if n.name in names and n.name in set(op.nodes)]
-    if not shared or op.how not in ("fx", "values"):
+    if not shared or op.how not in ("fx", "values") or (op.how == "values" and anchor in names
+                                                        and anchor not in set(op.nodes)):
         return False
     recs = [r for r in (fx_of(n) for n in shared) if r is not None]
     if op.how == "fx" or not recs:

@@ -94,7 +94,7 @@ def cast_first_patches(case: Case, op: Optional[str] = None) -> list[Patch]:
             why, fix = _story(node, narrow, to, op)
             spec = {"op": "rewrite", "rewrite": "cast_first", "node": node.name, "nodes": [n.name for n in nodes],
                     "cast": cast.name, "to": int(to), "narrow": int(narrow), "inputs": inputs,
-                    "round": sorted(inside - set(node.output))}
+                    "round": sorted(inside - set(node.output)), "about": node.name}
             out.append(Patch(spec, "dtype", why, fix, "export", module=case.module,
                              nodes=[n.name for n in nodes] + [cast.name]))
     return out[:LIMIT]
