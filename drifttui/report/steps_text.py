@@ -10,7 +10,7 @@ from rich.text import Text
 from drifttui.core.result import Finding, Result, Step
 from drifttui.report.console import report_console
 from drifttui.report.escape import plain, terminal
-from drifttui.report.summary import layer_name
+from drifttui.report.summary import layer_name, nonfinite_said
 from drifttui.report.text import indented
 
 VERDICT_STYLE = {"pass": "bold green", "fail": "bold red", "inconclusive": "yellow", "skipped": "dim"}
@@ -55,8 +55,7 @@ def _evidence_lines(step: Step) -> list[str]:
     if step.step == 4 and "sweep" in ev:
         for r in ev["sweep"]:
             err = "" if r["origin_max_abs"] is None else f" max_abs={r['origin_max_abs']:.2e}"
-            if r.get("origin_nonfinite"):
-                err += f" ({r['origin_nonfinite']} element(s) inf/NaN on one side only)"
+            err += nonfinite_said(r.get("origin_nonfinite"))
             where = "(no origin)" if r["origin"] is None else layer_name(r["origin"])
             lines.append(f"tol {r['tolerance']:g}: {where}{err}")
         return lines

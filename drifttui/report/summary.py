@@ -64,6 +64,11 @@ def origin_numbers(result: Result) -> str:
     return (f"{origin_errors(result)} (worst sample {o.worst_sample})")
 
 
+def nonfinite_said(n: object) -> str:
+    """`` (23 element(s) inf/NaN on one side only)`` for a count of such elements, "" for none."""
+    return f" ({n} element(s) inf/NaN on one side only)" if n else ""
+
+
 def origin_errors(result: Result) -> str:
     """``max |d| inf (23 element(s) inf/NaN on one side only), max rel inf, own error inf (22 ...)``: an error
     that is inf or NaN says how many elements made it so (issue 30 point 1)."""
@@ -71,8 +76,7 @@ def origin_errors(result: Result) -> str:
     layer = origin_layer(result)
 
     def count(metrics: object) -> str:
-        n = getattr(metrics, "nan_mismatch", 0) or 0
-        return f" ({n} element(s) inf/NaN on one side only)" if n else ""
+        return nonfinite_said(getattr(metrics, "nan_mismatch", 0))
 
     return (f"max |d| {fmt(o.max_abs)}{count(layer.metrics if layer else None)}, max rel {fmt(o.max_rel)}, "
             f"own error {fmt(o.local_max_abs)}{count(layer.local if layer else None)}")

@@ -12,6 +12,7 @@ from typing import Optional
 import numpy as np
 import torch
 
+from drifttui.core.base.metrics import elementwise_gap
 from drifttui.core.runtime.torch_hooks import run_model, to_numpy
 from drifttui.core.result import Step
 from drifttui.core.explain.context import Context, clean
@@ -20,17 +21,13 @@ TITLE = "Determinism"
 
 
 def _max_diff(a: list[np.ndarray], b: list[np.ndarray]) -> float:
-    """The largest difference between two runs' outputs: an inf or NaN both runs give at the same place is no
-    difference, one that only one run gives is an infinite one (never NaN, which ``max`` would skip)."""
+    """The largest difference between two runs' outputs (``elementwise_gap``: an inf or NaN both runs give at the
+    same place is no difference, one that only one run gives is an infinite one)."""
     worst = 0.0
     for x, y in zip(a, b):
         if x.shape != y.shape:
             return float("inf")
-        x64, y64 = x.astype(np.float64), y.astype(np.float64)
-        differ = ~((x64 == y64) | (np.isnan(x64) & np.isnan(y64)))
-        if differ.any():
-            d = np.abs(x64[differ] - y64[differ])
-            worst = max(worst, float(np.max(np.where(np.isfinite(d), d, np.inf))))
+        worst = max(worst, elementwise_gap(x, y))
     return worst
 
 
