@@ -15,6 +15,8 @@ _REDUCTIONS = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceL2", "ReduceSumSqu
                "Softmax", "LogSoftmax", "MatMul", "Gemm", "Conv", "LayerNormalization",
                "BatchNormalization", "InstanceNormalization", "GroupNormalization", "Einsum", "CumSum"}
 
+_DISCRETE = {"Floor", "Ceil", "Round", "ArgMax", "ArgMin", "TopK"}
+
 
 def attribute_unowned(calls: list[Call], plan: Plan, statuses: list[str], origin: Optional[int],
                       op_types: Optional[dict[int, list[str]]] = None) -> list[str]:
@@ -39,6 +41,9 @@ def attribute_unowned(calls: list[Call], plan: Plan, statuses: list[str], origin
     if cast_at is not None:
         why = (f"upstream float32 rounding noise is amplified at a precision cast (at "
                f"{calls[cast_at].module or '(root)'}: {_casts(calls, calls[cast_at])}), which flips low-precision roundings")
+    elif any(_discretises(calls[i], (op_types or {}).get(i, [])) for i in unowned):
+        why = ("rounding noise crosses an integer step in them (a conversion to integers, a floor, a rounding or an "
+               "argmax), where a difference in the last bit becomes a whole unit")
     elif any(op in _REDUCTIONS for i in unowned for op in (op_types or {}).get(i, [])):
         why = "rounding noise is amplified by a reduction (a long sum, softmax or normalisation) in them"
     else:
@@ -46,6 +51,13 @@ def attribute_unowned(calls: list[Call], plan: Plan, statuses: list[str], origin
     return [f"{len(unowned)} layer(s) fail the tolerance with no module owning the error: {names}{more}. "
             f"Their own nodes, fed with the PyTorch-side inputs, agree; {why}. They are 'unattributed', not drift: "
             "widen the tolerance for low-precision layers, or compute the block in float32, if the size matters"]
+
+
+def _discretises(c: Call, ops: list[str]) -> bool:
+    """The call turns floats into whole steps: an integer output from a float input, or an op that rounds."""
+    float_in = any(r.dtype.startswith(("float", "bfloat")) for r in c.inputs)
+    int_out = any(r.dtype.startswith(("int", "uint")) for r in c.outputs)
+    return (float_in and int_out) or any(op in _DISCRETE for op in ops)
 
 
 def _casts(calls: list[Call], c: Call) -> str:

@@ -13,15 +13,18 @@ from drifttui.core.explain.context import Context, clean
 from drifttui.core.explain.findings import findings
 from drifttui.core.explain.steps.ort_pass import evidence as pass_evidence, offline_pass, ort_pass
 from drifttui.core.explain.sweep import opt_sweep
-from drifttui.core.onnx.graph import elem_type_name
+from drifttui.core.onnx.graph import GraphIndex, elem_type_name
+from drifttui.core.onnx.intdiv import truncation_is_floor
 
 TITLE = "The origin's ONNX node"
 
 
 
-def hazard(node: NodeInfo, elem_types: dict[str, int], opset: Optional[int] = None) -> Optional[str]:
+def hazard(node: NodeInfo, elem_types: dict[str, int], opset: Optional[int] = None,
+           index: Optional[GraphIndex] = None) -> Optional[str]:
     """Why this op is a known source of silent drift, or None (``opset``: the file's default-domain
-    opset; a Resize before 11 has no coordinate_transformation_mode to quote)."""
+    opset; a Resize before 11 has no coordinate_transformation_mode to quote; ``index``: the file's graph, which
+    tells an integer Div whose truncation cannot differ from torch's floor)."""
     a = node.attributes
     op = node.op_type
     if op in ("Resize", "Upsample") and (op == "Upsample" or (opset is not None and opset < 11)):
@@ -45,7 +48,7 @@ def hazard(node: NodeInfo, elem_types: dict[str, int], opset: Optional[int] = No
     if op == "Cast":
         return f"Cast to {elem_type_name(int(a.get('to', 0)))}: an implicit precision change"
     if op == "Div" and any(elem_types.get(v) in INT_ELEMS for v in node.inputs):
-        return "Div on integers truncates towards zero (torch floor_divide floors)"
+        return None if _floor_safe(node, index) else "Div on integers truncates towards zero (torch floor_divide floors)"
     if op in ("Gelu", "Erf") or op == "Tanh" and "gelu" in node.name.lower():
         return f"{op}: exact versus tanh-approximated GELU"
     if op in ("ReduceMean", "ReduceSum", "Softmax", "LogSoftmax") and node.domain in ("", "ai.onnx"):
@@ -53,6 +56,12 @@ def hazard(node: NodeInfo, elem_types: dict[str, int], opset: Optional[int] = No
     if op in ("GridSample", "RoiAlign", "Einsum", "ScatterND", "ScatterElements", "Mod", "Round"):
         return f"{op}: semantics differ between frameworks for some attributes"
     return None
+
+
+def _floor_safe(node: NodeInfo, index: Optional[GraphIndex]) -> bool:
+    """This integer Div's truncation equals torch's floor (operands never negative, or the file corrects it)."""
+    ni = index.producer.get(node.outputs[0]) if index is not None and node.outputs else None
+    return ni is not None and truncation_is_floor(index, index.nodes[ni]) is not None
 
 
 def _torch_stats(ctx: Context, names: list[str]) -> list[dict[str, Any]]:
@@ -109,7 +118,7 @@ def _origin_evidence(ctx: Context, L: Any) -> tuple[dict[str, Any], list[dict[st
     elem_types = ctx.index.elem_types
     nodes, hazards = [], []
     for nd in L.nodes:
-        h = hazard(nd, elem_types, ctx.index.opset)
+        h = hazard(nd, elem_types, ctx.index.opset, ctx.index)
         nodes.append({"name": nd.name, "op_type": nd.op_type, "domain": nd.domain, "attributes": nd.attributes,
                       "inputs": [{"name": v, "shape": nd.shapes.get(v)} for v in nd.inputs],
                       "outputs": [{"name": v, "shape": nd.shapes.get(v)} for v in nd.outputs],
