@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from drifttui.core.result import Finding, Result, Step
-from drifttui.report.console import report_console
+from drifttui.report.console import UNWRAPPED_WIDTH, report_console
 from drifttui.report.escape import plain, terminal
 from drifttui.report.summary import layer_name, nonfinite_said
 from drifttui.report.text import indented
@@ -19,23 +19,31 @@ MAX_INFO = 6
 MAX_ITEMS = 3
 
 
-def _short(v: Any) -> str:
-    """``v`` in one line: a dict's items, a list's length and first 3 items (the JSON report has
-    the rest); long text is never cut (it wraps, indented)."""
+def _first(items: list, n: Optional[int]) -> tuple[list, str]:
+    """A list's first ``n`` items and ", …" when there are more (``n`` None: every item, nothing cut)."""
+    if n is None or len(items) <= n:
+        return list(items), ""
+    return list(items[:n]), ", …"
+
+
+def _short(v: Any, n: Optional[int] = MAX_ITEMS) -> str:
+    """``v`` in one line: a dict's items, a list's length and first ``n`` items (a terminal: the JSON report
+    has the rest; piped, ``n`` is None and nothing is cut); long text is never cut (it wraps, indented)."""
     if isinstance(v, float):
         return f"{v:.3g}"
     if isinstance(v, dict):
-        return ", ".join(f"{k}={_origin_or(k, x)}" for k, x in v.items())
+        return ", ".join(f"{k}={_origin_or(k, x, n)}" for k, x in v.items())
     if isinstance(v, list):
-        return f"[{len(v)}] " + ", ".join(_short(x) for x in v[:MAX_ITEMS]) + (", …" if len(v) > MAX_ITEMS else "") if v else "[]"
+        shown, more = _first(v, n)
+        return f"[{len(v)}] " + ", ".join(_short(x, n) for x in shown) + more if v else "[]"
     return str(v)
 
 
-def _origin_or(key: str, v: Any) -> str:
+def _origin_or(key: str, v: Any, n: Optional[int] = MAX_ITEMS) -> str:
     """A module name where the root's is "" (``module=``, ``zero_origin:``) reads "(root)"."""
     if v == "" and ("origin" in key or key == "module"):
         return "(root)"
-    return _short(v)
+    return _short(v, n)
 
 
 _KEYS = {
@@ -48,7 +56,7 @@ _KEYS = {
 }
 
 
-def _evidence_lines(step: Step) -> list[str]:
+def _evidence_lines(step: Step, n: Optional[int] = MAX_ITEMS) -> list[str]:
     """The step's key evidence, one line each (wrapped, never cut)."""
     ev = step.evidence
     lines: list[str] = []
@@ -60,14 +68,14 @@ def _evidence_lines(step: Step) -> list[str]:
             lines.append(f"tol {r['tolerance']:g}: {where}{err}")
         return lines
     if step.step == 3 and "opt_levels" in ev:
-        return _node_lines(ev)
+        return _node_lines(ev, n)
     for key in _KEYS.get(step.step, ()):
         if key in ev and ev[key] not in (None, [], {}):
-            lines.append(f"{key}: {_origin_or(key, ev[key])}")
+            lines.append(f"{key}: {_origin_or(key, ev[key], n)}")
     return lines
 
 
-def _node_lines(ev: dict) -> list[str]:
+def _node_lines(ev: dict, n: Optional[int] = MAX_ITEMS) -> list[str]:
     """Step 3: the ORT levels, what ORT fuses, the origin's hazards and initializers."""
     lines: list[str] = []
     lv = ev["opt_levels"].get("levels", {})
@@ -80,9 +88,9 @@ def _node_lines(ev: dict) -> list[str]:
     fused = ev["opt_levels"].get("fused_op_types") or []
     if fused:
         lines.append("fused by ORT: " + ", ".join(fused))
-    for h in ev.get("hazards", [])[:3]:
+    for h in _first(ev.get("hazards", []), n)[0]:
         lines.append(f"hazard {h['node']}: {h['why']}")
-    for init in ev.get("initializers", [])[:3]:
+    for init in _first(ev.get("initializers", []), n)[0]:
         lines.append(f"init {init['name']} {init['dtype']}{init['dims']} mean={init['mean']:.3g} "
                      f"std={init['std']:.3g}" + (f" vs torch {init['torch_param']}: diff "
                                                  f"{init['max_abs_diff_vs_torch']:.2e}"
@@ -93,8 +101,9 @@ def _node_lines(ev: dict) -> list[str]:
 EVIDENCE_INDENT = 6
 
 
-def render_steps(result: Result) -> Group:
-    """The six steps and the findings; long lines wrap at the indent they start at."""
+def render_steps(result: Result, n: Optional[int] = MAX_ITEMS) -> Group:
+    """The six steps and the findings; long lines wrap at the indent they start at.  ``n``: how many items of a
+    list a line shows (None: all, as piped output does)."""
     parts: list[Any] = []
     if result.steps:
         parts.append(Text("Debugging steps", style="bold"))
@@ -103,15 +112,15 @@ def render_steps(result: Result) -> Group:
             head.append(terminal(f"{s.verdict.upper():<12}"), style=VERDICT_STYLE.get(s.verdict, ""))
             parts.append(head)
             parts.append(indented(plain(s.summary), 4))
-            for line in _evidence_lines(s):
+            for line in _evidence_lines(s, n):
                 parts.append(indented(plain(line, style="dim"), EVIDENCE_INDENT))
             if s.suggestion:
                 parts.append(indented(plain(f"→ {s.suggestion}", style="cyan"), 4))
-    parts.append(render_findings(result.findings))
+    parts.append(render_findings(result.findings, n))
     return Group(*parts)
 
 
-def render_findings(findings: list[Finding]) -> Any:
+def render_findings(findings: list[Finding], n: Optional[int] = MAX_ITEMS) -> Any:
     if not findings:
         return Text("Findings: none", style="green")
     parts: list[Any] = [Text("Findings", style="bold")]
@@ -119,7 +128,7 @@ def render_findings(findings: list[Finding]) -> Any:
     for f in findings:
         if f.severity == "info":
             infos += 1
-            if infos > MAX_INFO:
+            if n is not None and infos > MAX_INFO:
                 continue
         label = Text(" ")
         label.append(f"{f.severity.upper():<7}", style=SEVERITY_STYLE.get(f.severity, ""))
@@ -127,7 +136,8 @@ def render_findings(findings: list[Finding]) -> Any:
         line = Text()
         where = layer_name(f.module) if f.module is not None else ""     # None: the graph; "": the root
         if f.onnx_nodes:
-            where += f" [{', '.join(f.onnx_nodes[:MAX_ITEMS])}{', …' if len(f.onnx_nodes) > MAX_ITEMS else ''}]"
+            shown, more = _first(f.onnx_nodes, n)
+            where += f" [{', '.join(shown)}{more}]"
         if where:
             line.append(terminal(where.strip()) + ": ", style="magenta")
         line.append(terminal(f.message))
@@ -137,7 +147,7 @@ def render_findings(findings: list[Finding]) -> Any:
             parts.append(indented(plain(proof, style="green" if f.verified else "yellow"), 4))
         if f.fix and f.severity != "info":
             parts.append(indented(plain(f"fix: {f.fix}", style="cyan"), 4))
-    if infos > MAX_INFO:
+    if n is not None and infos > MAX_INFO:
         parts.append(Text(f"  … {infos - MAX_INFO} more info finding(s) in the JSON report", style="dim"))
     return Group(*parts)
 
@@ -152,7 +162,9 @@ def _finding_row(label: Text, line: Text) -> Table:
 
 
 def print_steps(result: Result, console: Optional[Console] = None) -> None:
-    (console or report_console()).print(render_steps(result))
+    console = console or report_console()
+    whole = console.width >= UNWRAPPED_WIDTH        # piped: nothing is cut (docs/cli.md)
+    console.print(render_steps(result, None if whole else MAX_ITEMS))
 
 
 def verification_line(f: Finding) -> str:

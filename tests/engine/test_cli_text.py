@@ -189,3 +189,22 @@ def test_repro_lines_wrap_at_word_boundaries_in_a_terminal_and_say_how_to_run_it
     assert f"wrote {out}: " in text and " ONNX node(s) of up1, with the PyTorch-side inputs" in text   # words whole
     assert "the drift reproduces" in text and f"run it: the script in {out}/README.md" in text
     assert "&& see" not in text
+
+
+def test_a_long_node_list_is_cut_in_a_terminal_and_whole_when_piped(diagnosed):
+    """docs/cli.md: a terminal lists a list's first 3 items (the JSON report has everything); piped output
+    never cuts, so a log or a grep finds every node a finding names."""
+    import dataclasses
+
+    from drifttui.report.console import UNWRAPPED_WIDTH
+
+    _, result = diagnosed
+    nodes = [f"/up/Resize_{k}" for k in range(6)]
+    f0 = dataclasses.replace(result.findings[0], onnx_nodes=nodes)
+    r = dataclasses.replace(result, findings=[f0, *result.findings[1:]])
+    terminal = _render(r, 160)
+    assert "/up/Resize_2, …]" in terminal and "/up/Resize_5" not in terminal
+    buf = io.StringIO()
+    print_steps(r, Console(file=buf, width=UNWRAPPED_WIDTH, soft_wrap=True, color_system=None))
+    piped = buf.getvalue()
+    assert f"[{', '.join(nodes)}]" in piped and "…" not in piped
