@@ -115,6 +115,7 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
     trials: list[Trial] = []
     skipped, skipped_exports, unneeded = 0, [], 0
     if loc.ort.fails:
+        ctx.say(f"causes: proposing patches for {display_name(case.module)}")
         every = candidate_patches(ctx, case, findings, loc)
         own = sum(1 for p in every if p.spec in [f.patch for f in findings])
         likely = by_likelihood(every, loc, own)

@@ -62,8 +62,8 @@ class Variant(NamedTuple):
                     f"`torch.onnx.export(..., dynamo=True, optimize=False)`{at}; report it to onnxscript "
                     "(the optimizer) with `drifttui repro`")
         if self.script:
-            return ("script the module (`torch.jit.script(model)`, then `torch.onnx.export(..., dynamo=False)` with "
-                    "dynamic_axes for the sizes that change): its Python `if` / numbers taken from tensors become the "
+            return ("script the module (`torch.jit.script(model)`, then `torch.onnx.export(..., dynamo=False)`): "
+                    "its Python `if` / numbers taken from tensors become the "
                     "graph's own If and computation, where a trace keeps the example's; or write the branch as "
                     "`torch.where` / `torch.cond` and export with the dynamo exporter")
         if self.decompose:
