@@ -268,6 +268,9 @@ def _resize_opset11(model: Any, p: Patch) -> None:
     node = converted_resize(model, p.spec["node"], outputs, position)
     if node is None:
         raise PatchError(f"the converted graph has no Resize for {p.spec['node']} (by name, output or position)")
+    for other in model.graph.node:
+        if other.op_type == "Resize" and other is not node:
+            _as_before_opset11(other)
     keep = [a for a in node.attribute if a.name not in ("coordinate_transformation_mode", "nearest_mode")]
     del node.attribute[:]
     node.attribute.extend(keep)
@@ -275,6 +278,21 @@ def _resize_opset11(model: Any, p: Patch) -> None:
     mode = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "mode"), b"nearest")
     if mode in (b"nearest", "nearest"):
         node.attribute.append(helper.make_attribute("nearest_mode", p.spec.get("nearest_mode", "floor")))
+
+
+def _as_before_opset11(node: Any) -> None:
+    """A Resize the version converter moved to opset 11 that is not the patched one computes as it did: the
+    converter leaves out coordinate_transformation_mode, whose opset-11 default (half_pixel) is not the
+    asymmetric sampling every opset-9/10 Resize and Upsample does; a nearest one floors."""
+    from onnx import helper
+
+    names = {a.name for a in node.attribute}
+    if "coordinate_transformation_mode" in names:
+        return
+    node.attribute.append(helper.make_attribute("coordinate_transformation_mode", "asymmetric"))
+    mode = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "mode"), b"nearest")
+    if mode in (b"nearest", "nearest") and "nearest_mode" not in names:
+        node.attribute.append(helper.make_attribute("nearest_mode", "floor"))
 
 
 def converted_resize(model: Any, name: str, outputs: list[str], position: Optional[int]) -> Any:
