@@ -93,3 +93,20 @@ def test_the_member_is_the_verified_cause_and_repair_checks_ok(explained, form):
     assert "compared as one unit" in head.message, head.message
     fixed = assert_repaired_rest_unchanged(engine, cfg, run, exp)
     assert not any(n.name.rsplit("/", 1)[-1].startswith("drifttui_") for n in fixed.model.graph.node)
+
+
+def test_a_torch_side_that_differs_from_itself_says_nothing_of_the_unit_it_would_have_blamed(explained):
+    """Decided again from the same stages with the torch side's self-check failing (dropout left active): no
+    origin, so no note says "the drift is here" of a unit's member (the run's notes must not name an origin
+    the verdict withdrew)."""
+    import dataclasses
+
+    from drifttui.core.capture.determinism import PREFIX
+    from drifttui.core.decide.stage import decide
+
+    _, cfg, run, result, _ = explained("mixed_floor", "torchscript")
+    assert any("the drift is here" in n for n in result.notes)
+    cap = dataclasses.replace(run.capture, torch_self=(f"{PREFIX}: two torch forwards differ", 1.0, 1.0))
+    again = decide(run.prepared, cap, result.config)
+    assert again.drift_origin is None and again.notes[0].startswith(PREFIX)
+    assert not any("the drift is here" in n or "as one unit" in n for n in again.notes), again.notes

@@ -52,6 +52,7 @@ class Verdict:
     precision_origin: Optional[int] = None      # a reduced file: the first layer over its precision budget,
                                                 # when the origin is a genuine drift (both stories)
     genuine: list[int] = field(default_factory=list)   # the drifting calls no precision explains
+    origin_notes: list[str] = field(default_factory=list)   # about the origin: said only while it is one
 
 
 def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[str, float]] = None,
@@ -72,12 +73,13 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
                          channels_for=around(verdict.origin))
     outputs = _outputs(pr, cap, atol, rules)
     out_fail = any(a.fails(atol, rules.outputs) for a in cap.outputs if a.samples)
-    notes = output_notes(outputs) + list(verdict.notes)
     origin = verdict.origin
     note, diff, scale = cap.torch_self
-    if note and not diff <= bound(atol, rtol, scale):     # torch differs from itself: no origin is the export's
-        notes.insert(0, note)
+    random_torch = bool(note) and not diff <= bound(atol, rtol, scale)
+    if random_torch:                # torch differs from itself: no origin is the export's, nor what was said of it
         origin = None
+    notes = [note] * random_torch + output_notes(outputs) + (verdict.origin_notes if origin is not None else []) \
+        + list(verdict.notes)
     notes += _run_notes(pr, cap, cfg, verdict, out_fail, rules)
     drifts = verdict.origin is not None or out_fail
     return Result(
@@ -261,11 +263,10 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
     origin = min(genuine or drifting, key=first) if drifting else None
     rest = [i for i in drifting if i not in genuine]
     precision_origin = min(rest, key=first) if genuine and rest else None
-    if origin in units:
-        notes.append(unit_note(calls, plan, origin, atol, rules))
+    origin_notes = [unit_note(calls, plan, origin, atol, rules)] if origin in units else []
     notes.extend(attribute_unowned(calls, plan, statuses, origin, op_types))
     notes.extend(unmapped_before(calls, statuses, origin))
-    return Verdict(statuses, origin, notes, precision_origin, genuine)
+    return Verdict(statuses, origin, notes, precision_origin, genuine, origin_notes)
 
 
 def coverage(statuses: list[str], plan: Plan) -> Coverage:
