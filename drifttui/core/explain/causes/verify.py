@@ -129,8 +129,7 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         inside = case.module + "." if case.module else ""
         if reexport and all(m.startswith(inside) for m in case.folded) and not any(_passes(t) for t in trials):
             skipped_exports = _conditioned_or_reexports(ctx, case, loc, trials)
-        if not any(_passes(t) for t in trials):
-            # two mechanisms: the patch that removed most of the error, then the one that removes the rest
+        if not any(_passes(t) for t in trials):     # two mechanisms: most of the error removed, then the rest
             op = loc.torch_op.name if loc.torch_op is not None else None
             trials += first_verified(ctx, case, residual_patches(case, trials, loc.ort, op))[0]
         if not any(_passes(t) for t in trials) and measured_map_patches(ctx, case):
