@@ -335,7 +335,7 @@ class Pipeline:
 
     def _reduce_range(self, ctx: Context, result: Result, recheck: Any, keep: Any, why: str,
                       progress: ProgressFn, cancel: Optional[CancelToken]) -> Repaired:
-        """No keep-list works: when the CPU's int8 kernel saturates (explain/causes/propose/saturation_cause.py)
+        """No keep-list works: when the CPU's int8 kernel saturates (explain/causes/propose/numerics/saturation_cause.py)
         and the reduce_range copy is verified within budget, that copy is the repair."""
         explained = self.explain(result, progress=progress, cancel=cancel)
         head = next((f for f in explained.explanation.findings if f.kind == "saturation"), None)

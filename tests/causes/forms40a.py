@@ -125,7 +125,7 @@ def image_inputs() -> torch.Tensor:
     return torch.randn(2, 3, 16, 16)
 
 
-# --- held out: written after propose/resize_map.py, never tuned on
+# --- held out: written after propose/edits/resize_map.py, never tuned on
 
 class RollSeq(nn.Module):
     """held out: the features as 4 channels of 8 steps, each channel's steps shifted back by 19 (past 8)."""

@@ -1,5 +1,5 @@
 """Held-out forms of one family (issue 30): ONNX Runtime's selection kernels skip NaN where torch
-propagates it.  Written after the mechanism (``propose/nan_select.py``) and never tuned on: the
+propagates it.  Written after the mechanism (``propose/edits/nan_select.py``) and never tuned on: the
 ones the engine verified were forms33's ``argmax_nan`` and ``maxpool_nan``.  Imported by drifttui as
 ``tests/causes/forms_nan.py:fn``.  Each reproduces with torch 2.13 / ONNX Runtime 1.32 with both
 exporters (probed: the file's value is finite where torch's is NaN, or another index); the origin is

@@ -78,7 +78,7 @@ def test_clean_units_pass(explained, form):
 # the cause is verified in the nearest compared call holding the unit, and repair grafts its re-export there.  On
 # the files ORT's extended level wrote, that call's input has no value of its own (its parent's ``* 3.0`` went into
 # the FusedMatMul's alpha; MatMulAddFusion's Reshape before the Gemm): the graft reads the value the file holds
-# before the fusion, found by content, times the scalar the fusion moved (propose/held_inputs.py).  First run,
+# before the fusion, found by content, times the scalar the fusion moved (propose/reexport/held_inputs.py).  First run,
 # before that: repair wrote a file on 3 of the 8 (the 2 plain exports and bias_signbit's root); the 5 others had
 # "a verified re-export" and no file.
 REPAIR_FAST = {("mixed_floor", "torchscript", ""), ("scalemm_floor", "torchscript", "extended"),

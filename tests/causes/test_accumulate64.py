@@ -1,4 +1,4 @@
-"""The accumulation counterfactual (onnx/edit/accumulate64.py, propose/accumulate64.py): ONNX Runtime's float32
+"""The accumulation counterfactual (onnx/edit/accumulate64.py, propose/numerics/accumulate64.py): ONNX Runtime's float32
 reductions over many elements computed in float64, on real ONNX Runtime against real torch; when it is
 proposed, and that it changes nothing else."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.propose.accumulate64 import MIN_REDUCED, accumulate64_patches
+from drifttui.core.explain.causes.propose.numerics.accumulate64 import MIN_REDUCED, accumulate64_patches
 from drifttui.core.onnx.edit.patches import PatchError, apply
 
 

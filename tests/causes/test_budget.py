@@ -22,7 +22,7 @@ def test_a_large_origin_gets_fewer_patches_and_never_none():
 
 def test_a_large_origin_is_re_exported_the_cheap_ways_only():
     from drifttui.core.explain.causes.propose.patch_budget import affordable
-    from drifttui.core.explain.causes.propose.reexport import Variant
+    from drifttui.core.explain.causes.propose.reexport.variants import Variant
 
     every = [Variant("dynamo", "d"), Variant("dynamo", "dd", decompose=True), Variant("torchscript", "t20", opset=20)]
     assert affordable(every, _case(50)) == (every, [])

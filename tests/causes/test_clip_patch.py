@@ -7,7 +7,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from drifttui.core.explain.causes.propose.candidates import clip
+from drifttui.core.explain.causes.propose.edits.candidates import clip
 from drifttui.core.onnx.edit.patches import Patch, apply
 
 

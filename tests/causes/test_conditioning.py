@@ -74,7 +74,7 @@ def test_a_file_with_float32_folded_constants_is_compared_through_its_float64_ex
     from drifttui.core.explain.causes.locate.case import call_io
     from drifttui.core.onnx.graph import full_model
     from drifttui.core.explain.causes.locate.evaluate import float64_values
-    from drifttui.core.explain.causes.propose.conditioning import _torch64
+    from drifttui.core.explain.causes.propose.numerics.conditioning import _torch64
 
     engine, _, _, result, exp = cdist_dynamo
     ctx, case = engine.context(result), exp.case

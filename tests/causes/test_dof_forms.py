@@ -96,7 +96,7 @@ def test_the_re_traced_module_exports_torchs_values_where_the_exporters_files_do
 
 
 def test_a_re_trace_through_the_dof_definition_is_told_by_the_op_called():
-    from drifttui.core.explain.causes.propose.definitions import told
+    from drifttui.core.explain.causes.propose.reexport.definitions import told
 
     # the dynamo exporter's wrong node is prims.var (torch's decomposition); the story names the call
     std = told(["prims.var.default", "aten.std.correction"], "dynamo")

@@ -4,7 +4,7 @@ the real exporters and run in real ONNX Runtime: the origin, the cause's class b
 ``verified``, and ``repair``'s file passes ``check``.  signbit, logcumsumexp, cdist (p=1, inf) and clamp with
 mixed float/int bounds verify by the make_fx re-trace into core ATen (``core/model/retrace.py``): no exporter, opset or torch
 decomposition computes them right.  ``amax_nan`` (ORT's ReduceMax skips NaN) verifies by the ReduceMax made to
-propagate NaN (``propose/nan_select.py``); it was the last form asserted unverified.  The one fast form
+propagate NaN (``propose/edits/nan_select.py``); it was the last form asserted unverified.  The one fast form
 runs in ``make test``; the rest behind the ``drifts`` marker.
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ VERIFIED = {
     # with torch's type promotion and TorchScript exports it
     ("bucketed_top", "torchscript"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "Clip /bucket/Clip"),
     # ORT's ReduceMax drops NaN (microsoft/onnxruntime#10514), torch.amax propagates it: a runtime deviation
-    # no export changes; the ReduceMax made to propagate NaN (propose/nan_select.py, session 24) verifies.
+    # no export changes; the ReduceMax made to propagate NaN (propose/edits/nan_select.py, session 24) verifies.
     # Until then it was asserted unverified; this set was not used to build that patch
     ("amax_nan", "torchscript"): ("op-compat", "rewrite", {"rewrite": "nan_propagate", "node": "/body/ReduceMax"},
                                   "ReduceMax /body/ReduceMax is fed NaN"),

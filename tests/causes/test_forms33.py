@@ -4,9 +4,9 @@ form, a head), exported by the real exporters and run in real ONNX Runtime: the 
 mechanism, ``verified``, and ``repair``'s file passes ``check``.
 
 They verify by generic counterfactuals, not by an entry per form: a guard ``Where(IsNaN | IsInf, c, y)`` on
-the node that makes a NaN or inf where torch is finite (propose/singular.py: torch defines its singular
+the node that makes a NaN or inf where torch is finite (propose/edits/singular.py: torch defines its singular
 points, the lowering leaves them undefined), a comparison whose boundary is decided on the other side, a
-selection op made to propagate NaN as torch does (propose/nan_select.py), the re-export with the other
+selection op made to propagate NaN as torch does (propose/edits/nan_select.py), the re-export with the other
 exporter or torch's decompositions, the catalogue's stable forms.  The forms no
 route verifies are asserted as what the engine says of them (origin, class, not verified) so a change shows.
 The fast forms run in ``make test``; the rest behind the ``drifts`` marker (``make test-drifts``).
@@ -40,7 +40,7 @@ VERIFIED = {
     ("bce_prob", "dynamo"): ("stability", "rewrite", {"rewrite": "workaround"}, "Sigmoid"),
     ("logaddexp2", "dynamo"): ("lowering", "reexport", {"decompose": "core_aten"}, "aten.logaddexp2"),
     # ONNX Runtime's selection kernels skip NaN where torch propagates it: no export route changes a kernel,
-    # the graph-level counterfactual does (propose/nan_select.py: the op made to see NaN as torch does).
+    # the graph-level counterfactual does (propose/edits/nan_select.py: the op made to see NaN as torch does).
     # ORT's ArgMax skips NaN, torch (and the reference evaluator) take it as the largest
     ("argmax_nan", "dynamo"): ("op-compat", "rewrite", {"rewrite": "nan_propagate", "node": "node_argmax"},
                                "ArgMax node_argmax is fed NaN"),

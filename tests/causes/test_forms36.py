@@ -20,9 +20,9 @@ decompositions (``ce_weight_smooth``) and the guard of a node that makes inf whe
 (``poisson_eps``: the guard's value is log(eps), the story says "singular point" where the dynamo exporter's ONNX
 optimizer dropped torch's ``+ eps``).  Then: a call that reads or returns a nested tensor is left unmapped
 (``runtime/torch_hooks.py``); torch's nested-tensor fast path, which zeroes the padded positions, is given to the file
-by ``Where(mask, 0, y)`` (``propose/fast_path.py``); and an origin whose torch float32 result is itself over the
+by ``Where(mask, 0, y)`` (``propose/edits/fast_path.py``); and an origin whose torch float32 result is itself over the
 tolerance from float64, while the file agrees with torch in float64, is ``stability`` verified by that
-counterfactual with nothing to repair (``propose/conditioning.py``: the offset normalisations, where the first guess,
+counterfactual with nothing to repair (``propose/numerics/conditioning.py``: the offset normalisations, where the first guess,
 a two-pass variance in the file, could not verify because torch's own float32 value is 1e-2 off).  The fast forms
 run in ``make test``; the rest behind the ``drifts`` marker (``make test-drifts``).
 """
@@ -45,7 +45,7 @@ VERIFIED = {
     ("poisson_eps", "dynamo"): ("lowering", "rewrite", {"rewrite": "nonfinite_guard"}, "aten.log"),
     ("ce_weight_smooth", "dynamo"): ("lowering", "reexport", {"decompose": "core_aten"}, "aten.cross_entropy_loss"),
     # torch's fast path runs on a nested tensor and gives 0 at the padded positions, the exporters trace the
-    # dense path: Where(mask, 0, y) on the encoder's output (propose/fast_path.py, session 26)
+    # dense path: Where(mask, 0, y) on the encoder's output (propose/edits/fast_path.py, session 26)
     ("encoder_nested", "torchscript"): ("lowering", "rewrite", {"rewrite": "zero_masked"}, "nested-tensor fast path"),
     ("encoder_nested", "dynamo"): ("lowering", "rewrite", {"rewrite": "zero_masked"}, "nested-tensor fast path"),
 }
@@ -61,7 +61,7 @@ ORIGIN = {"encoder_final_norm": "body.encoder", "groupnorm_offset": "body.norm",
 XFAIL: dict = {}
 # a normalisation of values with a large common offset: torch's own float32 result is ~1e-2 off its float64
 # value, ONNX Runtime's rounds otherwise (found when the fix was tried: neither side is right, so no file can
-# compute torch's rounding).  The conditioning counterfactual verifies (propose/conditioning.py, session 26):
+# compute torch's rounding).  The conditioning counterfactual verifies (propose/numerics/conditioning.py, session 26):
 # both sides in float64 agree; repair has nothing to apply
 _COND = ("stability", "float64", {"module": "body.norm"}, "ill-conditioned function in float32")
 CONDITIONED = {("groupnorm_offset", "torchscript"): _COND, ("instnorm_offset", "dynamo"): _COND,

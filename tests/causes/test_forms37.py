@@ -16,9 +16,9 @@ First run, before any engine change (session 27, the held-out measure of the eng
 | clean controls | 3/3 | 3/3 |
 
 What closed them (each a generic counterfactual, none a catalogue entry): the origin's long float32 sums
-computed in float64 (``propose/accumulate64.py``: ONNX Runtime's reduction kernels add in a running float32
+computed in float64 (``propose/numerics/accumulate64.py``: ONNX Runtime's reduction kernels add in a running float32
 sum, torch's in a cascade; ``stability``, kind runtime); torch's value at a NaN grid coordinate, probed from
-torch, given to the file (``propose/nan_grid.py``; ``op-compat``, kind runtime); drifttui's own definition of
+torch, given to the file (``propose/edits/nan_grid.py``; ``op-compat``, kind runtime); drifttui's own definition of
 ``aten.multilabel_margin_loss_forward`` for the make_fx re-trace (``core/model/margin_forms.py``: torch's own
 decomposition, which the dynamo exporter lowers through, keeps the target slots after the first -1).
 """

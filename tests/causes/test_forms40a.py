@@ -7,7 +7,7 @@ Runtime: the origin, the cause's class by mechanism, ``verified``, and ``repair`
 controls.
 
 First run, before any engine change (``drifttui diagnose``, ``repair``, ``check`` on the repaired file, with an
-untouched copy of main at d5a28b7), then after session 29's mechanism (``propose/resize_map.py``):
+untouched copy of main at d5a28b7), then after session 29's mechanism (``propose/edits/resize_map.py``):
 
 | pair | first run: origin / class by mechanism / verified / repair passes check | after |
 |---|---|---|
@@ -39,7 +39,7 @@ VERIFIED = {
     ("aa_scale", "dynamo"): _SCALES, ("aa_cubic_scale", "dynamo"): _SCALES, ("aa_up_scale", "dynamo"): _SCALES,
     ("aa_corners", "dynamo"): _MAP,
 }
-# held out: written after propose/resize_map.py, never tuned on (first run in the docstring)
+# held out: written after propose/edits/resize_map.py, never tuned on (first run in the docstring)
 HELD_OUT = {("roll_seq", "torchscript"): _ROLL, ("aa_aniso", "dynamo"): _SCALES,
             ("aa_cubic_corners", "dynamo"): _MAP}
 CLEAN = [("roll_cycle_short", "torchscript"), ("roll_cycle", "dynamo"), ("aa_half", "dynamo"),

@@ -22,7 +22,7 @@ it stood at session 29's start), then after session 29's two changes:
 First run: origin 8/8, class by mechanism 4/8, verified 8/8, repair passes check 7/8; clean controls 4/4.
 
 What moved them: a verified re-export's counterpart node diffed attribute by attribute
-(``propose/witness_attributes.py``: the file's ``BatchNormalization`` leaves out the ``training_mode=1`` the
+(``propose/reexport/witness_attributes.py``: the file's ``BatchNormalization`` leaves out the ``training_mode=1`` the
 TorchScript re-export sets, so ``repair`` sets one attribute instead of grafting); an FX value paired with a
 rearranging node (Reshape, Transpose, ...) that holds other elements than torch's value of the node's input is
 another call's (``locate/fx_localise._paired``): the Reshape is not judged by it, the Softmax is; a verified graph
@@ -97,7 +97,7 @@ def test_a_witness_attribute_is_proposed_with_the_outputs_it_needs_and_runs():
     import numpy as np
 
     from drifttui.core.explain.causes.locate.evaluate import run_ort
-    from drifttui.core.explain.causes.propose.witness_attributes import witness_attribute_patches
+    from drifttui.core.explain.causes.propose.reexport.witness_attributes import witness_attribute_patches
     from drifttui.core.onnx.edit.patches import apply
 
     class _Case:

@@ -30,9 +30,9 @@ What moved them (generic; nothing keyed on these forms):
 - **a baked size of a dynamic dim** (``propose/candidates.baked_shapes``, edit ``onnx/edit/runtime_size.py``): the
   scalar holding ``d`` / ``1/d`` / ``d**-0.5`` of a dim the file declares dynamic is computed from the runtime shape
   (``rewrite: runtime_size``); a constant cannot be right at every length;
-- **a scripted re-export** (``propose/reexport``: ``torch.jit.script`` then the TorchScript exporter, with the file's
+- **a scripted re-export** (``propose/reexport/variants``: ``torch.jit.script`` then the TorchScript exporter, with the file's
   dynamic dims): a Python ``if`` on a value or a size becomes the graph's ``If``;
-- **the trace-frozen story** (``propose/frozen_trace.py``): a verified re-export of an origin whose own trace (the
+- **the trace-frozen story** (``propose/reexport/frozen_trace.py``): a verified re-export of an origin whose own trace (the
   file's exporter, on the worst sample) computes torch's values on that sample and not on the same inputs scaled is a
   value the trace froze (``custom-module``, as ``.item()`` in the catalogue); not on a sample of other sizes, a size
   (``dynamic-axes``).

@@ -51,7 +51,7 @@ are torch's own float32 rounding, where the right answer writes no file); contro
 in deep models.
 
 Why each miss (what decided it):
-* ``cdist_mm`` dynamo: the float64 counterfactual (``propose/conditioning.py: float64_trial``) is tried but does
+* ``cdist_mm`` dynamo: the float64 counterfactual (``propose/numerics/conditioning.py: float64_trial``) is tried but does
   not hold: torch and the file computed in float64 still differ by 4.2e-4 against a bound of 3.8e-4, because the
   dynamo file holds the prototype side of ``cdist`` (``[-2 b, 1, |b|^2]``, the 34x32 ``transpose`` initializer)
   constant-folded in float32: widening the graph to float64 keeps that float32 rounding.  With nothing verified,
@@ -60,7 +60,7 @@ Why each miss (what decided it):
 * ``logsigmoid_head`` (deep): the same ``-Softplus(-x)`` rewrite verifies as for ``logsigmoid_shallow``, but its
   class comes from the localiser's ``kind`` (``locate/localise_nodes.py``): ONNX Runtime's Sigmoid returns 0
   from about x = -50 where the ONNX reference (and torch's sigmoid) give 1.9e-22 .. 1e-44, so on the deep model's
-  inputs the reference "computes what torch computes" and ``propose/rewrites.py: workaround_patches(kind=
+  inputs the reference "computes what torch computes" and ``propose/edits/rewrites.py: workaround_patches(kind=
   "runtime")`` words it as an ONNX Runtime kernel bug (``op-compat``) and asks to report the Sigmoid kernel; the
   shallow model's inputs go below -104, where the reference underflows too (``kind="export"``: ``stability``).  A
   Sigmoid 1e-22 off is no kernel bug; the mechanism is the unstable ``Log(Sigmoid)`` lowering either way.
@@ -70,7 +70,7 @@ Why each miss (what decided it):
   ``if loc.ort.fails``, is never reached.  The user sees DRIFT with no cause, and ``repair`` says "no verified
   ONNX-level patch for body; the fix: export with dynamic_shapes if other batch sizes or lengths are deployed":
   the fix of the only finding left, an info about static input dims, offered as the drift's fix.
-* ``half_codes_shallow``: ``propose/opmath.py``'s per-op rewrite of a lone float -> float16 Cast writes
+* ``half_codes_shallow``: ``propose/numerics/opmath.py``'s per-op rewrite of a lone float -> float16 Cast writes
   ``Cast(to float32)`` then ``Cast(to float16)`` before the file's own ``Cast(to int8)``: the float16 -> int8 pair
   ONNX Runtime collapses is still there, so the whole file still truncates the unrounded float.  The patch verified
   on the cut-out origin, where the float16 value is read out: an observed value keeps its rounding (measured: the
@@ -83,12 +83,12 @@ After the first run (session 30, two generic changes; the other misses stay stri
 * the origin's sample is the one furthest over the tolerance (``decide/origin.py``), not the one of the largest
   error: ``tanhshrink_small``'s largest error sat at its largest scale, within the tolerance.  Step 1 now says the
   drift is real and the causes have a case;
-* the amplification counterfactual (``propose/origin64.py``, tried after every other patch): the origin computed
+* the amplification counterfactual (``propose/numerics/origin64.py``, tried after every other patch): the origin computed
   in float64 in the file.  ``tanhshrink_small``'s file error is ONNX Runtime's Tanh rounding amplified by the
   cancellation, while torch's own float32 holds the tolerance: computed in float64 the file lands within torch's
   rounding, ``stability``, verified and repaired, both exporters;
 * a rewrite that keeps a node and replaces its reader is a stable form of the composite, ``stability``, whichever
-  side rounds the tail (``propose/rewrites.py``): ``logsigmoid_head`` both exporters, verified and repaired.
+  side rounds the tail (``propose/edits/rewrites.py``): ``logsigmoid_head`` both exporters, verified and repaired.
 So: class by mechanism and verified 11/15 (13/15 counting half_codes' cut-out case); repair passing ``check``
 10/12 of the pairs a file can fix (not the two half_codes pairs).
 
@@ -97,7 +97,7 @@ per-layer and deployed ONNX Runtime levels (``causes/holds.py``, ``locate/in_fil
 feeds a Cast out of its set the explicit rounding pair ONNX Runtime's RemoveDuplicateCastTransformer keeps
 (``onnx/edit/opmath.py``): half_codes verified and repaired, both exporters; the float64 counterfactual of a file
 with constants folded in float32 goes through the module exported in float64 by the file's exporter, when that is
-the same lowering (``propose/conditioning.py``): cdist dynamo ``stability``; a call computed from the module's state
+the same lowering (``propose/numerics/conditioning.py``): cdist dynamo ``stability``; a call computed from the module's state
 alone is not the op named (``locate/torch_align.py``): "torch's cdist".  15/15 verified by mechanism, 12/12 repaired.
 """
 from __future__ import annotations
@@ -175,7 +175,7 @@ def test_an_ill_conditioned_origin_is_told_as_stability(explained, form):
     """First run: told as a lowering of aten.matmul, unverified: the float64 counterfactual widened the file, whose
     prototype side the dynamo exporter had folded in float32.  Since: when torch's own float32 is over the
     tolerance and the widened file does not agree, the module exported in float64 by the file's exporter (the same
-    lowering, op for op) stands for the file (propose/conditioning.py); the story names torch.cdist."""
+    lowering, op for op) stands for the file (propose/numerics/conditioning.py); the story names torch.cdist."""
     assert_verified_not_repairable(explained, form, MISSED_TORCH_ROUNDING[form], ORIGIN)
     head = explained(*form)[4].findings[0]
     assert head.patch.get("float64_export") is True and head.torch_op == "torch.cdist", head.message
@@ -185,7 +185,7 @@ def test_an_ill_conditioned_origin_is_told_as_stability(explained, form):
 def test_the_files_amplified_rounding_is_stability_verified_and_repaired(explained, form):
     """tanhshrink of small values scaled up: no node is wrong on its own and torch's own float32 holds the
     tolerance; ONNX Runtime's Tanh rounding, amplified by the cancellation, is the drift.  The origin computed in
-    float64 in the file (``propose/origin64.py``) verifies (``stability``), and ``repair``'s file passes ``check``."""
+    float64 in the file (``propose/numerics/origin64.py``) verifies (``stability``), and ``repair``'s file passes ``check``."""
     assert_verified_and_repaired(explained, form, AMPLIFIED[form], ORIGIN)
 
 

@@ -51,7 +51,7 @@ Why each miss (what decided it):
   ``repair`` had nothing to repair.
 * ``half_bce`` (both): two mechanisms at one origin.  The catalogue's ``Log(Sigmoid)`` as ``-Softplus(-x)`` rewrite
   (``onnx/edit/ort_workarounds.py``) removed the -inf but left 5.7e-3 (ONNX Runtime's CPU drops the float16 rounding
-  torch does at each op, microsoft/onnxruntime#8787); the per-op rounding rewrite (``propose/opmath.py``) alone left
+  torch does at each op, microsoft/onnxruntime#8787); the per-op rounding rewrite (``propose/numerics/opmath.py``) alone left
   the -inf (its float16 Sigmoid still rounds to 0).  ``verify.py`` tries patches one at a time and stops at the
   first that verifies: none did, and the headline is the localiser's unverified ``lowering``.
 
@@ -59,7 +59,7 @@ After the first run (session 31, three generic changes):
 * **drifttui's hooks are not seen by the model** (``runtime/torch_hooks.py``): registered globally and routed by
   module identity, so a module that inspects its own ``_forward_hooks`` takes the path the plain forward takes.  The
   alibi origins become ``body.layer`` / ``body.encoder.layers.0`` (their children are not called, as in torch).
-* **the fused layer's boolean reading of a float mask** (``propose/fast_path.py``, ``rewrite: bool_mask``):
+* **the fused layer's boolean reading of a float mask** (``propose/edits/fast_path.py``, ``rewrite: bool_mask``):
   proposed where the origin is an ``nn.TransformerEncoderLayer`` in eval with the fast path enabled and the mask
   added before a Softmax holds a finite non-zero entry; a rewrite naming one input of one node is movable to the
   sibling layers (``propose/siblings.py``), so a stack's repaired file is whole.  Verified and repaired, all three.

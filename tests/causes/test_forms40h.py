@@ -47,22 +47,22 @@ Why each miss (what decided it):
   budget -> ``keep_list_search`` -> ``_reduce_range``) and stops there, and for the dynamo file the keep-list's copy
   was built from ``prepared.proto``, whose initializers point at the external ``.data`` file the check's temp dir
   does not have (exit 2);
-* ``half_logcumsumexp``: ``propose/opmath.py`` tried its two forms, every node rounded (``per_op``) and the nodes
+* ``half_logcumsumexp``: ``propose/numerics/opmath.py`` tried its two forms, every node rounded (``per_op``) and the nodes
   after a reduction's input unrounded (``grouped``: the CumSum's, but its Exp is upstream and still rounded, and the
   small ``exp(x - max)`` terms lose their digits in float16); torch computes the whole op in float32.  With nothing
   verified, the class came from the localiser's fallback (the reference evaluator fails on CumSum's axis).
-* ``phase_wrap`` (counted right): ``propose/origin64.py`` verifies because the origin computed in float64 makes the
+* ``phase_wrap`` (counted right): ``propose/numerics/origin64.py`` verifies because the origin computed in float64 makes the
   unstable formula exact enough, and words it as ONNX Runtime's kernels' rounding amplified; the cause is the
   lowering's formula.
 
 After the first run (session 31, four generic changes):
-* ``propose/opmath.py``: a third form, ``whole``: every float16 node in float32, rounded only at the model's own
+* ``propose/numerics/opmath.py``: a third form, ``whole``: every float16 node in float32, rounded only at the model's own
   conversions (its Casts to float16) and at the set's boundary: one torch op lowered to several nodes whatever the
   order of its reduction (``half_logcumsumexp``: ``dtype``, verified, repaired);
-* ``onnx/edit/remainder.py`` + ``propose/singular.py``: a remainder ``a - Floor(a / b) * b`` rewritten as torch's
+* ``onnx/edit/remainder.py`` + ``propose/edits/singular.py``: a remainder ``a - Floor(a / b) * b`` rewritten as torch's
   ``fmod`` with the sign moved (``stability``; tried before the float64 origin, so ``phase_wrap``'s head now names
   the formula);
-* ``onnx/edit/quantize_torch.py`` + ``propose/quantize_torch.py``: a QuantizeLinear computed as torch quantises,
+* ``onnx/edit/quantize_torch.py`` + ``propose/edits/quantize_torch.py``: a QuantizeLinear computed as torch quantises,
   ``Round(x * Reciprocal(scale))``, proposed only where the case's values differ from torch's quantisation
   (``channel_quant_shallow``: ``lowering``, verified);
 * ``pipeline.repair``: an int8 file over budget that no keep-list or reduce_range copy fixes is repaired by the

@@ -45,23 +45,23 @@ controls 2/3 clean (the float mask's ``-inf`` entries make a false "weights" err
 both float_masked_attention pairs).  5 of the 9 pairs sit in deep models (17+ module calls).
 
 Why each miss (what decided it):
-* ``window_mean``: ``propose/accumulate64.py`` (``long_sums``) proposes the float64 accumulation only for sums of
+* ``window_mean``: ``propose/numerics/accumulate64.py`` (``long_sums``) proposes the float64 accumulation only for sums of
   at least ``MIN_REDUCED = 4096`` elements per output; a ``CumSum`` over 128 steps is never proposed, and the
-  float64 origin (``propose/origin64.py``) verifies and words it as torch's own rounding, ``repair`` then has only a
+  float64 origin (``propose/numerics/origin64.py``) verifies and words it as torch's own rounding, ``repair`` then has only a
   counterfactual.  Generic fix: gate a sum or scan on its measured conditioning, not a fixed length (a running
   float32 sum's error bound, length x eps x the largest partial sum, against the tolerance at the origin's output,
   or simply try the float64 accumulation, one cheap patch, before the float64 origin whenever the origin holds a
   sum whose level is taken off after).
 * ``bfloat_codes_shallow``: ``locate/evaluate.py`` (``localise`` -> ``run_ort``) fetches every node's value, and
   ONNX Runtime's Python binding cannot return a bfloat16 value to numpy: the localisation fails whole ("unknown"),
-  the origin's local error is inf and nothing verifies; ``propose/opmath.py``'s explicit rounding pair, which
+  the origin's local error is inf and nothing verifies; ``propose/numerics/opmath.py``'s explicit rounding pair, which
   repairs forms40f's float16 ``half_codes``, is never reached for bfloat16.  Generic fix: observe a value of a type
   numpy lacks (bfloat16, float8) through an exact widening Cast to float32 in the observation copy, and let the
   per-op rounding forms treat bfloat16 as they treat float16.
 * ``float_masked_partial`` (control) and the two ``float_masked_attention`` pairs: ``explain/checks/custom_module.py``
   (``_close``: ``max |a - b|`` in float64) compares a buffer holding ``-inf`` with its initializer: ``-inf - -inf`` is
   NaN, NaN is not within the tolerance, so an identical mask "differs by nan" (an error).  Generic fix: equal
-  elements (equal infinities, NaN against NaN) differ by 0 before the maximum (``propose/weights.py``'s ``_differs``
+  elements (equal infinities, NaN against NaN) differ by 0 before the maximum (``propose/edits/weights.py``'s ``_differs``
   has the same subtraction).
 """
 from __future__ import annotations

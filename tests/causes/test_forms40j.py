@@ -42,7 +42,7 @@ right, verified ``lowering``, repaired; it turned out to be forms37's form and i
 Why the miss (what decided it):
 * ``focal_loss`` dynamo: torchlib's file has ``Log(Sigmoid(x))`` only (no ``Log(1 - Sigmoid)``), and the
   localisation's first divergent node is the ``Log``.  ``propose/patch_budget.by_likelihood`` puts the patches
-  whose ``nodes`` hold that node first: the ``nonfinite_guard`` (``propose/singular.py``) at the ``Log`` is one,
+  whose ``nodes`` hold that node first: the ``nonfinite_guard`` (``propose/edits/singular.py``) at the ``Log`` is one,
   the ``log_sigmoid`` workaround (``propose/rewrites.workaround_patches``) is named by its ``Sigmoid`` only though
   it rewrites the ``Log`` that reads it, so it falls behind; ``verify`` stops at the guard, which verifies because
   torch's values at the NaN elements have underflowed to about 0 (the focal factor times a vanishing loss), and

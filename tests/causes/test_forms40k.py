@@ -43,7 +43,7 @@ Why the miss (what decided it):
   ``opmath_float32`` patch was reached.  Fixed (``onnx/edit/keep_float32._fp16``: a kept node's float16 tensor
   attribute is widened; tests/deploy/test_precision_keep_constants.py): the keep-list search now finds no list that
   helps, says "a genuine drift in the float16 file", and applies the verified patch: both files check ok.
-* the op named (class right; now ``propose/decisive_rounding.py``, each rounding restored alone): the torch op whose rounding matters is the ``add`` of the masks, the ``mul`` of the
+* the op named (class right; now ``propose/numerics/decisive_rounding.py``, each rounding restored alone): the torch op whose rounding matters is the ``add`` of the masks, the ``mul`` of the
   angles, the ``pow``; the message names the first call whose value the file does not hold as torch rounds it
   (softmax, cos) or, in a dynamo file, the first FX node after it (matmul, cat, mul).
 * ``drifttui diagnose`` printed numpy's "invalid value encountered in subtract" and the reference evaluator's
@@ -90,7 +90,7 @@ def test_drifttui_repair_of_a_torchscript_float16_file_over_budget_writes_a_file
     assert done.after.verdict == "ok" and engine.recheck(cfg, done.model).verdict == "ok"
 
 
-# the torch op whose float16 rounding the file drops and torch's result depends on (propose/decisive_rounding)
+# the torch op whose float16 rounding the file drops and torch's result depends on (propose/numerics/decisive_rounding)
 DECISIVE = {"padded_half_attention": ("torch.Tensor.add", "aten.add.Tensor"),
             "half_rope": ("torch.Tensor.mul", "aten.mul.Tensor"),
             "half_rmsnorm": ("torch.Tensor.pow", "aten.pow.Tensor_Scalar")}

@@ -38,7 +38,7 @@ Why the miss (what decided it):
   which are static.  The TorchScript one verifies, and ``reexport_story._by_variant`` tells a verified re-export by
   the file's own exporter, with nothing else changed, as ``versions`` (the file was made by another torch or edited).
   But the sizes did change: the file declares the batch dynamic, and the symbolic's route depends on whether it can
-  read the row count.  Fixed in ``propose/dynamic_lowering.py``: such a re-export is made once more with the file's
+  read the row count.  Fixed in ``propose/reexport/dynamic_lowering.py``: such a re-export is made once more with the file's
   dynamic dims; when that one differs from torch on the sample and the static one does not, the cause is the
   lowering of the call the values name on a dynamic size (``lowering``, "on a size the file declares dynamic"), and
   the fix is the static size.

@@ -31,7 +31,7 @@ is not the mechanism); controls 2/2 clean.  4 of the 4 pairs sit in deep models 
 
 Why the misses (what decided it):
 * TorchScript lowers a float ``floor_divide`` to ``Div`` -> ``Cast(int64)`` -> ``Cast(float)``: no ``Floor``.  The
-  generic ``fmod_floor`` rewrite (``propose/singular.py``) was proposed only for a ``Floor`` of a ``Div``
+  generic ``fmod_floor`` rewrite (``propose/edits/singular.py``) was proposed only for a ``Floor`` of a ``Div``
   (``onnx/edit/singular.floor_of_div``), and the catalogue's ``floor_cast`` (a Floor before the truncating Cast)
   computes dynamo's ``Floor(Div)``, which is as wrong on multiples.  So nothing that computes torch's floor division
   was tried: ``voxel_cells`` ended unverified; in ``frame_ends`` the float64 origin verified (in float64 the quotient

@@ -16,7 +16,7 @@ First run, before any engine change (session 29, engine at d5a28b7):
 
 What moved them: ``prepare/plan/orphans.py`` + ``onnx/edit/orphan_steps.py`` (a call with no node although it
 computes gets an ``Identity`` in its scope between the value its consumer reads and that consumer), and
-``locate/aliased_updates.py`` + ``propose/aliasing.py`` (make_fx shows the in-place op through a view).
+``locate/aliased_updates.py`` + ``propose/reexport/aliasing.py`` (make_fx shows the in-place op through a view).
 
 Held out, written after the mechanism and run once (``HELD_OUT``; figures in docs/drift-catalogue.md).
 """

@@ -1,5 +1,5 @@
 """Held-out forms of one family (tests/causes/forms_nan.py): ONNX Runtime's selection kernels skip NaN where
-torch propagates it.  None of them was used to build the mechanism (propose/nan_select.py was built on
+torch propagates it.  None of them was used to build the mechanism (propose/edits/nan_select.py was built on
 forms33's ``argmax_nan`` and ``maxpool_nan``); on its first run it verified and repaired 10 of these 12,
 and missed ``max_dim_nan`` with both exporters (``torch.max(x, dim)``: a ReduceMax and an ArgMax both fed
 the NaN, so neither rewrite alone removes the drift), which the joint rewrite of every NaN-fed selection

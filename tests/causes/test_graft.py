@@ -106,7 +106,7 @@ def test_torchscript_children_of_a_graft_are_named_under_their_own_scopes():
 
 
 def test_a_held_input_is_the_value_or_one_scalar_times_it():
-    from drifttui.core.explain.causes.propose.held_inputs import scale_of
+    from drifttui.core.explain.causes.propose.reexport.held_inputs import scale_of
 
     rng = np.random.default_rng(0)
     h = rng.standard_normal((2, 6, 32)).astype(np.float32)
@@ -122,7 +122,7 @@ def test_a_held_input_is_the_value_or_one_scalar_times_it():
 def test_a_re_export_is_cut_only_where_the_cut_separates_it():
     """narrow_graft._cut: the nodes the outputs need once a value is the input; None when they also read another
     graph input (the cut does not separate)."""
-    from drifttui.core.explain.causes.propose.narrow_graft import _cut
+    from drifttui.core.explain.causes.propose.reexport.narrow_graft import _cut
 
     def model(skip):
         nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu"),

@@ -76,7 +76,7 @@ def test_the_exported_re_trace_counts_torchs_bins_where_the_export_does_not(tmp_
 
 
 def test_the_story_names_the_lowering_and_the_definition():
-    from drifttui.core.explain.causes.propose.definitions import told
+    from drifttui.core.explain.causes.propose.reexport.definitions import told
 
     said = told(["aten.histc.default"], "dynamo")
     assert said is not None and said.check == "lowering"

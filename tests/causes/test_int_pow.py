@@ -1,4 +1,4 @@
-"""The exact integer power (onnx/edit/int_pow.py, propose/int_pow.py): ONNX Runtime's integer Pow computes through
+"""The exact integer power (onnx/edit/int_pow.py, propose/edits/int_pow.py): ONNX Runtime's integer Pow computes through
 double and loses the low digits past 2**53; the rewrite multiplies integers as torch does, on real ONNX Runtime
 against real torch; when it is proposed, and that a float Pow or an exact one is left alone."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import torch
 from onnx import TensorProto, helper
 
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.propose.int_pow import exact_power, int_pow_patches
+from drifttui.core.explain.causes.propose.edits.int_pow import exact_power, int_pow_patches
 from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
 
 

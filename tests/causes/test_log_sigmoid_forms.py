@@ -45,7 +45,7 @@ def test_in_float16_with_torchs_roundings_only_torchs_formula_gives_torchs_loss(
     """Each float16 op computed in float32 and rounded (opmath's per-op form) after each stable form: torch rounds
     ``log_sigmoid(x)`` and then ``x - log_sigmoid(x)``; ``-Softplus(x)`` rounds once, one float16 step apart."""
     from drifttui.core.explain.causes.locate.case import Case
-    from drifttui.core.explain.causes.propose.opmath import opmath_patches
+    from drifttui.core.explain.causes.propose.numerics.opmath import opmath_patches
 
     x = torch.linspace(-12, 12, 8 * 64).half().reshape(64, 8)
     t = (torch.arange(8) % 2).half()

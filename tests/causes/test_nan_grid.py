@@ -1,4 +1,4 @@
-"""The NaN-propagating rewrite of a GridSample fed NaN coordinates (onnx/edit/nan_grid.py, propose/nan_grid.py),
+"""The NaN-propagating rewrite of a GridSample fed NaN coordinates (onnx/edit/nan_grid.py, propose/edits/nan_grid.py),
 on real ONNX Runtime against real torch."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from onnx import TensorProto, helper
 
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.propose.nan_grid import nan_grid_patches
+from drifttui.core.explain.causes.propose.edits.nan_grid import nan_grid_patches
 from drifttui.core.onnx.edit.patches import apply
 
 

@@ -1,5 +1,5 @@
 """The NaN-propagating rewrite of a selection op (onnx/edit/nan_select.py) and when it is proposed
-(propose/nan_select.py), on real ONNX Runtime against real torch."""
+(propose/edits/nan_select.py), on real ONNX Runtime against real torch."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from onnx import TensorProto, helper, numpy_helper
 
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.propose.nan_select import nan_select_patches
+from drifttui.core.explain.causes.propose.edits.nan_select import nan_select_patches
 from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
 
 

@@ -1,4 +1,4 @@
-"""The opmath counterfactual (onnx/edit/opmath.py, propose/opmath.py): a file's float16 nodes computed in float32
+"""The opmath counterfactual (onnx/edit/opmath.py, propose/numerics/opmath.py): a file's float16 nodes computed in float32
 and rounded where torch rounds, on real ONNX Runtime against real torch (the TorchScript and dynamo exports of
 small float16 modules); when it is proposed, and that the rewritten file still type-checks."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.propose.opmath import opmath_patches
+from drifttui.core.explain.causes.propose.numerics.opmath import opmath_patches
 from drifttui.core.onnx.edit.patches import apply
 from tests.causes.exported_case import exported_case
 

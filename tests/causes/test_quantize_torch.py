@@ -1,4 +1,4 @@
-"""torch's quantisation in a QDQ file (onnx/edit/quantize_torch.py, propose/quantize_torch.py): torch's fake
+"""torch's quantisation in a QDQ file (onnx/edit/quantize_torch.py, propose/edits/quantize_torch.py): torch's fake
 quantisation rounds ``x * (1 / scale)``, ONNX's QuantizeLinear ``x / scale``; on a half-step grid some values round
 apart.  On real torch exports run by ONNX Runtime: the rewrite gives torch's values to the bit, per tensor and per
 channel, with both exporters; it is proposed only where the case's values show the difference."""
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.propose.quantize_torch import quantize_patches
+from drifttui.core.explain.causes.propose.edits.quantize_torch import quantize_patches
 from drifttui.core.onnx.edit.patches import apply
 from tests.causes.exported_case import exported_case
 

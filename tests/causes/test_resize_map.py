@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from drifttui.core.explain.causes.locate.evaluate import run_ort
-from drifttui.core.explain.causes.propose.resize_map import _weights
+from drifttui.core.explain.causes.propose.edits.resize_map import _weights
 from drifttui.core.onnx.edit.patches import Patch, apply
 
 

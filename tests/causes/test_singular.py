@@ -1,5 +1,5 @@
 """The graph edits of a lowering that decides a singular point otherwise than torch
-(drifttui/core/onnx/edit/singular.py), the proposals that use them (propose/singular.py) and two
+(drifttui/core/onnx/edit/singular.py), the proposals that use them (propose/edits/singular.py) and two
 crashes found on the forms33 drifts: real ONNX models run in real ONNX Runtime."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from onnx import TensorProto, helper
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import run_ort
-from drifttui.core.explain.causes.propose.singular import singular_patches
+from drifttui.core.explain.causes.propose.edits.singular import singular_patches
 from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
 
 
@@ -95,7 +95,7 @@ def test_a_workaround_names_every_node_it_replaces_and_a_shared_sigmoid_is_one_c
     """The log_sigmoid rewrite replaces the Log that reads the Sigmoid: its patch names both (the likelihood order and
     the headline read ``nodes``).  A Sigmoid the dynamo optimiser shared between ``torch.sigmoid`` and
     ``log_sigmoid``'s lowering is that lowering's unstable composite (``stability``), not ONNX Runtime's kernel."""
-    from drifttui.core.explain.causes.propose.rewrites import workaround_patches
+    from drifttui.core.explain.causes.propose.edits.rewrites import workaround_patches
 
     x = np.array([-200.0, -150.0, 0.0, 3.0], np.float32)
     for fx in (False, True):

@@ -93,7 +93,7 @@ def test_the_re_traced_module_computes_what_torch_computes_where_the_dynamo_file
 
 
 def test_a_re_trace_through_a_definition_is_told_by_what_it_changed():
-    from drifttui.core.explain.causes.propose.definitions import told
+    from drifttui.core.explain.causes.propose.reexport.definitions import told
 
     # the node over the tolerance is the Log after an erfc that cancelled: the defined op tells the story
     erfc = told(["aten.log.default", "aten.erfc.default"], "dynamo")

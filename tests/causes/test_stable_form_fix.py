@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-from drifttui.core.explain.causes.propose import rewrites
+from drifttui.core.explain.causes.propose.edits import rewrites
 
 
 def _case(op: str) -> tuple[SimpleNamespace, object]:

@@ -203,7 +203,7 @@ def test_a_re_export_grafts_into_an_opset_9_file(explained):
     import onnx
 
     from drifttui.core.onnx.edit.graft import graft
-    from drifttui.core.explain.causes.propose.reexport import try_reexport, variants
+    from drifttui.core.explain.causes.propose.reexport.variants import try_reexport, variants
     from drifttui.core.onnx.graph import full_model
 
     engine, cfg, run, result, exp = explained("bilinear9", "torchscript", 9)

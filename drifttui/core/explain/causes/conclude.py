@@ -18,11 +18,11 @@ from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation
 from drifttui.core.explain.causes.locate.fx_localise import fx_of
 from drifttui.core.explain.causes.locate.fx_words import describe
 from drifttui.core.explain.causes.locate.torch_align import TorchOp
-from drifttui.core.explain.causes.propose.decisive_rounding import CONVERSIONS
+from drifttui.core.explain.causes.propose.numerics.decisive_rounding import CONVERSIONS
 from drifttui.core.explain.causes.propose.nopatch import explain_no_patch
 from drifttui.core.explain.causes.propose.patch_budget import left_untried, not_tried
-from drifttui.core.explain.causes.propose.reexport_story import lowering_class
-from drifttui.core.explain.causes.propose.singular import ATTRIBUTE_CLASSES, nan_fed
+from drifttui.core.explain.causes.propose.reexport.story import lowering_class
+from drifttui.core.explain.causes.propose.edits.singular import ATTRIBUTE_CLASSES, nan_fed
 from drifttui.core.onnx.edit.orphan_steps import ORPHAN
 from drifttui.core.onnx.edit.ort_workarounds import RANK
 from drifttui.core.onnx.edit.patches import Patch
@@ -164,7 +164,7 @@ def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None, aligned: Opti
         return TorchOp(patch.torch_op[0], [], [], "story", aten=patch.torch_op[1])
     if op is not None and op.dropped:
         return op
-    decisive = patch.spec.get("decisive")       # propose/decisive_rounding: the rounding that matters
+    decisive = patch.spec.get("decisive")       # propose/numerics/decisive_rounding: the rounding that matters
     names = {decisive} if decisive else set(patch.nodes or [])
     calls = fx.every if fx is not None else {}
     if not names or (op is not None and _named_there(case, op, names, calls, patch.spec.get("about"))):

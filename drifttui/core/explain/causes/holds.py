@@ -23,7 +23,7 @@ from drifttui.core.explain.causes.locate.in_file import file_errors
 from drifttui.core.onnx.edit.graft import GraftError, graft
 from drifttui.core.onnx.edit.keep_float32 import without_views
 from drifttui.core.onnx.edit.patches import PatchError, apply
-from drifttui.core.explain.causes.propose.reexport import error_on
+from drifttui.core.explain.causes.propose.reexport.variants import error_on
 
 __all__ = ["fresh_indices", "hold"]
 

@@ -27,20 +27,20 @@ from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, loc
 from drifttui.core.explain.causes.locate.fx_localise import first_failing_inner, fx_localise, widen
 from drifttui.core.explain.causes.locate.fx_words import describe
 from drifttui.core.explain.causes.locate.torch_align import calls as aligned_calls, groups as aligned_groups, origin_torch_op
-from drifttui.core.explain.causes.propose import constants
+from drifttui.core.explain.causes.propose.edits import constants
 from drifttui.core.explain.causes.propose.ablation import by_what_it_changed
 from drifttui.core.explain.causes.propose.assemble import candidate_patches
-from drifttui.core.explain.causes.propose.conditioning import conditioned_first, float64_trial
-from drifttui.core.explain.causes.propose.decisive_rounding import decisive
-from drifttui.core.explain.causes.propose.origin64 import origin64_patches
+from drifttui.core.explain.causes.propose.numerics.conditioning import conditioned_first, float64_trial
+from drifttui.core.explain.causes.propose.numerics.decisive_rounding import decisive
+from drifttui.core.explain.causes.propose.numerics.origin64 import origin64_patches
 from drifttui.core.explain.causes.propose.patch_budget import affordable, budget, by_likelihood
-from drifttui.core.explain.causes.propose.precision_loss import precision_finding
-from drifttui.core.explain.causes.propose.reexport import try_reexport, variants
+from drifttui.core.explain.causes.propose.numerics.precision_loss import precision_finding
+from drifttui.core.explain.causes.propose.reexport.variants import try_reexport, variants
 from drifttui.core.explain.causes.propose.residual import residual_patches
-from drifttui.core.explain.causes.propose.resize_map import measured_map_patches
-from drifttui.core.explain.causes.propose.saturation_cause import saturation_finding
+from drifttui.core.explain.causes.propose.edits.resize_map import measured_map_patches
+from drifttui.core.explain.causes.propose.numerics.saturation_cause import saturation_finding
 from drifttui.core.explain.causes.propose.siblings import sibling_patches
-from drifttui.core.explain.causes.propose.witness_attributes import witness_attribute_patches
+from drifttui.core.explain.causes.propose.reexport.witness_attributes import witness_attribute_patches
 from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
 from drifttui.core.result import Finding, display_name
 

@@ -1,5 +1,5 @@
 """Graph edit: float32 reductions computed in float64 (the accumulation counterfactual of
-``causes/propose/accumulate64.py``).
+``causes/propose/numerics/accumulate64.py``).
 
 ONNX Runtime's CPU reduction kernels add the float32 elements of a long reduction in a running float32 sum;
 torch's add them in a cascade of partial sums, which loses far less (microsoft/onnxruntime#28450: "a float64

@@ -1,4 +1,4 @@
-"""Graph edit: a widening Cast moved before the op it follows (``causes/propose/cast_first.py``).
+"""Graph edit: a widening Cast moved before the op it follows (``causes/propose/numerics/cast_first.py``).
 
 torch applies an op's ``dtype=`` argument (``softmax``, ``log_softmax``, ``softmin``, ``mean``, ``sum``) to the
 *input*: "the input tensor is casted to dtype before the operation is performed", so ``F.log_softmax(x_half,

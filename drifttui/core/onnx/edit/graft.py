@@ -38,7 +38,7 @@ class Graft:
     module: str = ""                 # the origin module's name (its children's nodes are re-rooted below it)
     baked: list[int] = field(default_factory=list)     # call inputs baked into ``model`` (not among its inputs)
     # input k is ``inputs[k]`` times this scalar: a scale a graph optimiser fused into the call's node (ORT's
-    # FusedMatMul alpha) recomputed before the graft (propose/held_inputs.py)
+    # FusedMatMul alpha) recomputed before the graft (propose/reexport/held_inputs.py)
     scaled: dict[int, float] = field(default_factory=dict)
     # what repair grafts first: the same re-export cut where the file holds the origin's input (narrow_graft.py)
     narrow: "Graft | None" = None

@@ -1,4 +1,4 @@
-"""Graph edit: an integer ``Pow`` computed exactly, by repeated squaring (``causes/propose/int_pow.py``).
+"""Graph edit: an integer ``Pow`` computed exactly, by repeated squaring (``causes/propose/edits/int_pow.py``).
 
 ONNX Runtime's CPU ``Pow`` computes an int32/int64 power through double ``std::pow``: exact only while the
 power fits in double's 53-bit mantissa; torch (and numpy) multiply integers, ``result *= base`` for each set

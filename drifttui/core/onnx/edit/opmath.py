@@ -1,5 +1,5 @@
 """Graph edit: float16 / bfloat16 nodes computed in float32 with explicit Casts (the opmath counterfactual of
-``causes/propose/opmath.py``).
+``causes/propose/numerics/opmath.py``).
 
 torch's CPU computes a float16 or bfloat16 op in float32 (its "opmath" type) and rounds the op's output once;
 a composite op (``var``, ``softmax``, ``layer_norm``) keeps its intermediates in float32.  A file lowers such an

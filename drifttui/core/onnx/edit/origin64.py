@@ -1,5 +1,5 @@
 """Graph edit: a region of nodes computed in float64 (the amplification counterfactual of
-``causes/propose/origin64.py``).
+``causes/propose/numerics/origin64.py``).
 
 Every float32 value the region reads from outside (``spec["inputs"]``: graph inputs, initializers, other nodes'
 outputs) is Cast to double before it; inside, a ``Cast`` to float32 casts to double and a float32 ``Constant`` /

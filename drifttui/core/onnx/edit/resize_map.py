@@ -1,5 +1,5 @@
 """Graph edits: a linear or cubic ``Resize`` made to sample where torch's interpolate call samples
-(``causes/propose/resize_map.py`` proposes them from the torch call itself).
+(``causes/propose/edits/resize_map.py`` proposes them from the torch call itself).
 
 * ``resize_scales``: the Resize given the torch call's scales instead of output sizes.  torch's upsample
   kernels, given ``scale_factor`` (and no ``recompute_scale_factor``), map output to input coordinates with

@@ -1,5 +1,5 @@
 """A float32 graph rewritten to compute in float64 (the conditioning counterfactual of
-``causes/propose/conditioning.py``): every float32 input, output, initializer, ``Constant`` and
+``causes/propose/numerics/conditioning.py``): every float32 input, output, initializer, ``Constant`` and
 ``ConstantOfShape`` value, and every ``Cast`` to float32, made float64.  Run by the ONNX reference
 implementation (numpy), which computes each op in the element type it is given.  A copy: the argument
 is never edited.

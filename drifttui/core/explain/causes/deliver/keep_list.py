@@ -18,7 +18,7 @@ from drifttui.core.onnx.edit.converter_forms import converter_forms, original_na
 from drifttui.core.onnx.edit.keep_float32 import keep_float32, unkept_ops, without_views
 from drifttui.core.onnx.edit.keep_qoperator import unit
 from drifttui.core.onnx.graph import full_model
-from drifttui.core.explain.causes.propose.precision_loss import GENUINE_SHARE
+from drifttui.core.explain.causes.propose.numerics.precision_loss import GENUINE_SHARE
 from drifttui.core.result import ATTRIBUTE_NOT_THE_MODELS, WEIGHT_NOT_THE_MODELS
 from drifttui.errors import DriftTuiError, first_line
 

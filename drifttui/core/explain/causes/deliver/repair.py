@@ -7,8 +7,8 @@ origin's class (``Patch.siblings``: the same lowering is wrong in every layer); 
 module is grafted into it (``graft.py``: the origin's nodes replaced by the re-export's graph), and so are the
 siblings' re-exports.  A graft reads the file's values of the call's inputs; where a graph optimiser fused one away
 (ORT's FusedMatMul alpha took the parent's scale) it reads the value the file holds before the fusion, and the scale
-is recomputed (propose/held_inputs.py); a re-export verified far above its origin (a unit's, the root) is grafted
-cut where the file holds the origin's input (propose/narrow_graft.py; the applied spec says ``cut_at``), the file's
+is recomputed (propose/reexport/held_inputs.py); a re-export verified far above its origin (a unit's, the root) is grafted
+cut where the file holds the origin's input (propose/reexport/narrow_graft.py; the applied spec says ``cut_at``), the file's
 nodes upstream kept.  The user's file is never touched: the CLI writes the copy through
 ``report/outputs.py``.
 """
@@ -64,7 +64,7 @@ def repair(full_model: Any, exp: Explanation) -> Repair:
 
 def _graft_narrow_first(model: Any, g: Any) -> tuple[Any, str]:
     """(``model`` with ``g`` grafted, the file's value it was cut at or ""): cut where the file holds the origin's
-    input when it can be (``g.narrow``, propose/narrow_graft.py: the file's nodes upstream kept), else whole."""
+    input when it can be (``g.narrow``, propose/reexport/narrow_graft.py: the file's nodes upstream kept), else whole."""
     if g.narrow is not None:
         try:
             return graft(model, g.narrow), g.narrow.inputs[0]

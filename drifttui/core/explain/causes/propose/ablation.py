@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.propose.reexport_story import lowering_class
+from drifttui.core.explain.causes.propose.reexport.story import lowering_class
 from drifttui.core.onnx.edit.patches import Patch
 
 # the catalogue rewrites that convert the whole file first, and the opset they convert to (not

@@ -17,19 +17,19 @@ from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import Localisation
 from drifttui.core.explain.causes.locate.torch_program import torch_calls
 from drifttui.core.explain.causes.locate.torch_op import name_torch_ops
-from drifttui.core.explain.causes.propose import constants, rewrites
-from drifttui.core.explain.causes.propose.accumulate64 import accumulate64_patches
-from drifttui.core.explain.causes.propose.candidates import graph_candidates
-from drifttui.core.explain.causes.propose.cast_first import cast_first_patches
-from drifttui.core.explain.causes.propose.fast_path import fast_path_patches
-from drifttui.core.explain.causes.propose.int_pow import int_pow_patches
-from drifttui.core.explain.causes.propose.nan_grid import nan_grid_patches
-from drifttui.core.explain.causes.propose.nan_select import nan_select_patches
-from drifttui.core.explain.causes.propose.opmath import opmath_patches
-from drifttui.core.explain.causes.propose.quantize_torch import quantize_patches
-from drifttui.core.explain.causes.propose.resize_map import resize_scales_patches
-from drifttui.core.explain.causes.propose.singular import singular_patches, truncated_quotient_patches
-from drifttui.core.explain.causes.propose.weights import torch_tensors, weight_candidates
+from drifttui.core.explain.causes.propose.edits import constants, rewrites
+from drifttui.core.explain.causes.propose.numerics.accumulate64 import accumulate64_patches
+from drifttui.core.explain.causes.propose.edits.candidates import graph_candidates
+from drifttui.core.explain.causes.propose.numerics.cast_first import cast_first_patches
+from drifttui.core.explain.causes.propose.edits.fast_path import fast_path_patches
+from drifttui.core.explain.causes.propose.edits.int_pow import int_pow_patches
+from drifttui.core.explain.causes.propose.edits.nan_grid import nan_grid_patches
+from drifttui.core.explain.causes.propose.edits.nan_select import nan_select_patches
+from drifttui.core.explain.causes.propose.numerics.opmath import opmath_patches
+from drifttui.core.explain.causes.propose.edits.quantize_torch import quantize_patches
+from drifttui.core.explain.causes.propose.edits.resize_map import resize_scales_patches
+from drifttui.core.explain.causes.propose.edits.singular import singular_patches, truncated_quotient_patches
+from drifttui.core.explain.causes.propose.edits.weights import torch_tensors, weight_candidates
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.prepare.plan.folding import conv_bn_folds
 from drifttui.core.result import Finding

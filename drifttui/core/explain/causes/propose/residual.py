@@ -18,8 +18,8 @@ import math
 from typing import Any, Optional
 
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.propose.cast_first import cast_first_patches
-from drifttui.core.explain.causes.propose.opmath import opmath_patches
+from drifttui.core.explain.causes.propose.numerics.cast_first import cast_first_patches
+from drifttui.core.explain.causes.propose.numerics.opmath import opmath_patches
 from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
 
 GAIN = 10.0         # the first patch lowers the origin's own error at least this many times

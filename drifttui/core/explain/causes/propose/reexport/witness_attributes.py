@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Optional
 
 from drifttui.core.explain.causes.locate.fx_localise import fx_of
-from drifttui.core.explain.causes.propose.reexport_story import lowering_class
+from drifttui.core.explain.causes.propose.reexport.story import lowering_class
 from drifttui.core.onnx.edit.patches import Patch
 
 MAX = 4                     # attribute patches tried per verified re-export

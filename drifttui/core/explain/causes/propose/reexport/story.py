@@ -14,7 +14,7 @@ from typing import Any, Optional
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.fx_words import describe
 from drifttui.core.explain.causes.locate.torch_program import call_args, called_targets, program_targets
-from drifttui.core.explain.causes.propose.candidates import module_eps
+from drifttui.core.explain.causes.propose.edits.candidates import module_eps
 from drifttui.core.model.retrace import defined_ops, definition_of
 from drifttui.core.onnx.edit.absorbed_views import FORWARD
 from drifttui.core.prepare.reference import run_exporter

@@ -19,8 +19,8 @@ import numpy as np
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.torch_program import program_targets
-from drifttui.core.explain.causes.propose.definitions import Told
-from drifttui.core.explain.causes.propose.frozen_trace import dynamic_dims
+from drifttui.core.explain.causes.propose.reexport.definitions import Told
+from drifttui.core.explain.causes.propose.reexport.frozen_trace import dynamic_dims
 from drifttui.core.prepare.reference import run_exporter
 from drifttui.core.result import display_name
 

@@ -11,7 +11,7 @@ point 2): no catalogue entry per op, only what the origin's values show.
   reference implementation on the widened graph, ``onnx/edit/widen.py``), give a finite value at an element the
   guarded node makes non-finite, the NaN or inf is float32's underflow or overflow (``Log(Sigmoid(x))`` of a
   confident logit: the Sigmoid rounds to 0, the exact value is not), not a point torch defines: no guard there,
-  whose zeros would only be near torch's finite values (the stable form tells that drift: ``propose/rewrites.py``).
+  whose zeros would only be near torch's finite values (the stable form tells that drift: ``propose/edits/rewrites.py``).
 * A ``Mul`` by an exact zero whose other operand holds NaN or inf (``0 * inf`` is NaN) is guarded
   first, on its own output, with 0: torch skips a term whose coefficient is 0 (``addmm``, ``addmv``,
   ``baddbmm`` with ``beta=0`` ignore their input, NaN and inf in it included), the lowering multiplies

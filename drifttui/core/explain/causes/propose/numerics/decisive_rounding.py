@@ -1,6 +1,6 @@
 """Which dropped rounding a verified opmath patch restores that matters: the torch op its story names.
 
-A ``per_op`` opmath patch (propose/opmath.py) computes every float16 / bfloat16 node of the origin in float32 and
+A ``per_op`` opmath patch (propose/numerics/opmath.py) computes every float16 / bfloat16 node of the origin in float32 and
 rounds each output where torch rounds.  It verifies when ONNX Runtime's dropped rounding is the drift, but it
 restores every rounding at once, so it does not say which op's rounding torch's result depends on: the ``add`` of
 a ``finfo.min`` mask (a fully masked row made uniform by the rounding), the ``mul`` of rotary angles (ulp 2 past

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 from drifttui.core.explain.causes.locate.aliased_updates import aliased_update
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.propose.definitions import Told
+from drifttui.core.explain.causes.propose.reexport.definitions import Told
 from drifttui.core.prepare.reference import run_exporter
 from drifttui.core.result import display_name
 

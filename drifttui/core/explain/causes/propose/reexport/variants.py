@@ -14,14 +14,14 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
-from drifttui.core.explain.causes.propose.aliasing import aliased_told
-from drifttui.core.explain.causes.propose.definitions import Told, told
-from drifttui.core.explain.causes.propose.dynamic_lowering import dynamic_lowering
-from drifttui.core.explain.causes.propose.frozen_trace import dynamic_dims, frozen_story
-from drifttui.core.explain.causes.propose.held_inputs import held_input
-from drifttui.core.explain.causes.propose.narrow_graft import narrowed
+from drifttui.core.explain.causes.propose.reexport.aliasing import aliased_told
+from drifttui.core.explain.causes.propose.reexport.definitions import Told, told
+from drifttui.core.explain.causes.propose.reexport.dynamic_lowering import dynamic_lowering
+from drifttui.core.explain.causes.propose.reexport.frozen_trace import dynamic_dims, frozen_story
+from drifttui.core.explain.causes.propose.reexport.held_inputs import held_input
+from drifttui.core.explain.causes.propose.reexport.narrow_graft import narrowed
 from drifttui.core.explain.causes.propose.siblings import produced_value, sibling_grafts
-from drifttui.core.explain.causes.propose.reexport_story import decomposed_targets, fits, fx_story, story
+from drifttui.core.explain.causes.propose.reexport.story import decomposed_targets, fits, fx_story, story
 from drifttui.core.explain.causes.locate.call_structure import as_called, same_in_samples, wrapped_root
 from drifttui.core.explain.causes.locate.case import Case, call_io, torch_values
 from drifttui.core.runtime.torch_hooks import to_numpy

@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from drifttui.core.explain.causes.locate.case import Case, call_io, fresh_indices, origin_case
-from drifttui.core.explain.causes.propose.definitions import Told
+from drifttui.core.explain.causes.propose.reexport.definitions import Told
 from drifttui.core.prepare.reference import run_exporter
 from drifttui.core.result import display_name
 
