@@ -33,8 +33,8 @@ from drifttui.core.explain.causes.deliver.repro import Repro
 from drifttui.core.explain.causes.deliver.restore import restoration, verified as restored_verified
 from drifttui.core.explain.causes.deliver.source_fix import source_fixes
 from drifttui.core.explain.context import Context
-from drifttui.core.onnx.edit.keep_float32 import without_views
-from drifttui.core.onnx.edit.reduce_range import reduce_range
+from drifttui.core.onnx.edit.keep.float32 import without_views
+from drifttui.core.onnx.edit.keep.reduce_range import reduce_range
 from drifttui.core.onnx.graph import full_model
 from drifttui.core.capture.shares import torch_tensors
 from drifttui.core.onnx.io import save_model

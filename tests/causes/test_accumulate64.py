@@ -1,4 +1,4 @@
-"""The accumulation counterfactual (onnx/edit/accumulate64.py, propose/numerics/accumulate64.py): ONNX Runtime's float32
+"""The accumulation counterfactual (onnx/edit/numerics/accumulate64.py, propose/numerics/accumulate64.py): ONNX Runtime's float32
 reductions over many elements computed in float64, on real ONNX Runtime against real torch; when it is
 proposed, and that it changes nothing else."""
 from __future__ import annotations

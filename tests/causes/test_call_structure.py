@@ -83,11 +83,11 @@ def test_the_verified_reexport_carries_the_other_block_of_its_class(explained):
 
 
 def test_grafted_children_are_rerooted_under_the_origin():
-    """``onnx/edit/graft_scopes.py``: a re-export's child scopes ('q_proj', under the wrapper's 'inner') placed
+    """``onnx/edit/graft/scopes.py``: a re-export's child scopes ('q_proj', under the wrapper's 'inner') placed
     below the origin's scope in the file, whatever child's node the anchor is."""
     from onnx import helper
 
-    from drifttui.core.onnx.edit.graft_scopes import below, rerooted
+    from drifttui.core.onnx.edit.graft.scopes import below, rerooted
 
     node = helper.make_node("MatMul", ["a", "b"], ["c"], name="node_MatMul_1")
     node.metadata_props.add(key="pkg.torch.onnx.name_scopes", value="['', 'inner', 'inner.q_proj', 'linear']")

@@ -1,4 +1,4 @@
-"""The cast-first edit (``onnx/edit/cast_first.py``) on a hand-made graph: ``Softmax(Neg(Cast(x, float16)))``
+"""The cast-first edit (``onnx/edit/numerics/cast_first.py``) on a hand-made graph: ``Softmax(Neg(Cast(x, float16)))``
 cast to float32 afterwards, as both exporters write ``F.softmin(x.half(), -1, dtype=torch.float32)``.  Moved
 before the op, with the narrow chain up to the explicit ``x.half()``, the file computes what torch computes; the
 op alone is not enough under ONNX Runtime (it drops the float16 rounding of the Neg it computes in float32)."""

@@ -8,8 +8,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from drifttui.core.explain.causes.locate.evaluate import run_ort, run_reference
-from drifttui.core.onnx.edit.masked_positions import apply_zero_masked
-from drifttui.core.onnx.edit.widen import to_float64
+from drifttui.core.onnx.edit.lowerings.masked_positions import apply_zero_masked
+from drifttui.core.onnx.edit.numerics.widen import to_float64
 
 
 def _layer_norm_graph():

@@ -1,4 +1,4 @@
-"""The ``fmod_floor`` edit (onnx/edit/singular.py) on a real ONNX graph run by ONNX Runtime: a
+"""The ``fmod_floor`` edit (onnx/edit/lowerings/singular.py) on a real ONNX graph run by ONNX Runtime: a
 ``Floor(Div(a, b))`` and the remainder built on it (``a - Floor(a / b) * b``, both exporters' lowering of
 ``torch.remainder``) compute torch's floor division and remainder on multiples of ``b``, where the
 unedited graph is one ``b`` off; the edit refuses a Floor that floors no Div."""
@@ -35,7 +35,7 @@ def test_the_edited_floor_computes_torchs_floor_division_and_remainder(b):
     import onnx
     import torch
 
-    from drifttui.core.onnx.edit.singular import apply_fmod_floor
+    from drifttui.core.onnx.edit.lowerings.singular import apply_fmod_floor
 
     a = torch.arange(-60, 61, dtype=torch.float32) * abs(b)
     model = _remainder_graph()
@@ -50,7 +50,7 @@ def test_the_edited_floor_computes_torchs_floor_division_and_remainder(b):
 
 
 def test_a_floor_of_no_division_is_refused():
-    from drifttui.core.onnx.edit.singular import apply_fmod_floor
+    from drifttui.core.onnx.edit.lowerings.singular import apply_fmod_floor
 
     with pytest.raises(ValueError, match="does not floor a Div"):
         apply_fmod_floor(_remainder_graph(), {"node": "/body/Floor_1"})
@@ -77,7 +77,7 @@ def test_a_truncating_cast_of_a_division_is_rewritten_as_torchs_floor_division(b
     import onnxruntime as ort
     import torch
 
-    from drifttui.core.onnx.edit.singular import apply_fmod_floor, floor_of_div
+    from drifttui.core.onnx.edit.lowerings.singular import apply_fmod_floor, floor_of_div
 
     a = torch.arange(-60, 61, dtype=torch.float32) * abs(b)
     model = _cast_graph()

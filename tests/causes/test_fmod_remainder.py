@@ -1,4 +1,4 @@
-"""The ``fmod_remainder`` edit (onnx/edit/remainder.py) on a real ONNX graph run by ONNX Runtime: both exporters
+"""The ``fmod_remainder`` edit (onnx/edit/lowerings/remainder.py) on a real ONNX graph run by ONNX Runtime: both exporters
 lower ``torch.remainder`` of floats as ``a - Floor(a / b) * b`` (the formula torch's kernel dropped in
 pytorch/pytorch#38293); where ``a / b`` is large the product is rounded at ``a``'s magnitude.  Rewritten as
 ``fmod`` with the sign moved, the graph computes torch's remainder; the edit refuses a Sub that is no remainder,
@@ -18,7 +18,7 @@ def test_the_edited_remainder_of_large_values_is_torchs(b):
     import onnx
     import torch
 
-    from drifttui.core.onnx.edit.remainder import apply_fmod_remainder
+    from drifttui.core.onnx.edit.lowerings.remainder import apply_fmod_remainder
 
     torch.manual_seed(0)
     a = torch.randn(4096) * 1e5                      # a phase t * omega, far past one period
@@ -35,7 +35,7 @@ def test_the_edited_remainder_of_large_values_is_torchs(b):
 def test_a_sub_that_is_no_remainder_is_refused():
     from onnx import TensorProto, helper
 
-    from drifttui.core.onnx.edit.remainder import apply_fmod_remainder, remainder_of
+    from drifttui.core.onnx.edit.lowerings.remainder import apply_fmod_remainder, remainder_of
 
     model = _remainder_graph()
     model.graph.node.append(helper.make_node("Sub", ["a", "fa"], ["d"], name="/body/Sub_1"))

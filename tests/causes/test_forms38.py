@@ -19,7 +19,7 @@ After: origin 5/6, class 5/6, verified 5/6, repaired 5/6, clean controls 4/4.  W
 ``locate/call_structure.py`` (Llama/Qwen2/Mistral attention is called with keyword arguments and a ``(cos, sin)``
 tuple: the re-export and the FX program were handed the flat tensors positionally, 0 patches tried),
 ``propose/siblings.py`` (the same lowering sits in every layer's attention: repair grafted the origin's only, the
-next layer drifted), ``onnx/edit/graft_scopes.py`` (the repaired file's children had no nodes of their own and
+next layer drifted), ``onnx/edit/graft/scopes.py`` (the repaired file's children had no nodes of their own and
 ``q_proj`` was paired with the attention's output: a file matching torch to 5e-7 was called a drift) and a call
 input paired with the file through the call that produced it.  Left: GPT-2's origin (GPT2Attention's SDPA output
 reaches its ``c_proj`` child through a view whose ONNX value the plan gives to ``c_proj``: issue 30 point 6).

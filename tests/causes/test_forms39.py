@@ -19,9 +19,9 @@ measure of the engine as it stood at session 28's start), then after session 28'
 First run: origin 11/11, class by mechanism 1/11, verified 1/11, repair passes check 1/11; clean controls 4/4.
 After: origin 11/11, class 9/11, verified 9/11, repaired 9/11; clean controls 4/4.  What moved them: ``CumSum`` as a
 long float32 sum in ``propose/numerics/accumulate64.py`` (its axis's length counted), ``propose/edits/int_pow.py`` +
-``onnx/edit/int_pow.py`` (an integer ``Pow`` rewritten as repeated squaring), integer node outputs localised exactly
+``onnx/edit/lowerings/int_pow.py`` (an integer ``Pow`` rewritten as repeated squaring), integer node outputs localised exactly
 (``locate/localise_nodes.py``).  Left then: ``half_var``, verified later in session 28 (half32) by the opmath
-counterfactual (``propose/numerics/opmath.py``, ``onnx/edit/opmath.py``): 11/11 after.
+counterfactual (``propose/numerics/opmath.py``, ``onnx/edit/numerics/opmath.py``): 11/11 after.
 
 Held out, written after the mechanisms (not in the figures above): ``token_cumsum`` (both exporters) and
 ``cube_hash`` torchscript verified and repaired on their first run; ``cube_hash`` dynamo did not (its exponent is an

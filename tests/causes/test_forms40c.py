@@ -21,7 +21,7 @@ First run, with the engine as it stood on main (``drifttui diagnose`` / ``repair
 
 What was missing (session 29, after this first run): a float64 counterfactual for ``DFT`` / ``STFT``.  Now
 ``propose/numerics/accumulate64.py`` counts a transform's length as the elements each output sums (64 or more) and
-``onnx/edit/accumulate64.py`` widens it with every float32 input it reads (an STFT's window): all four pairs
+``onnx/edit/numerics/accumulate64.py`` widens it with every float32 input it reads (an STFT's window): all four pairs
 ``stability``, verified and repaired (FNet's other layers through the sibling edit, ``propose/siblings.py``).
 The torch op named is the one whose nodes the verifying patch changed (``aten._fft_c2c``, ``aten.stft``), not the
 FX node fx_localise named first (``select`` for FNet, ``pow`` for the log spectrum).  The ill-conditioned spectrum's

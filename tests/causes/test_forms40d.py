@@ -31,7 +31,7 @@ After (this session's engine), every drifting pair: origin right, ``dtype``, ver
 7-23 s.
 
 What was missing: a patch that moves the widening Cast before the op (no exporter lowers ``softmin(dtype=)`` right,
-and no decomposition reaches it).  ``propose/numerics/cast_first.py`` (edit ``onnx/edit/cast_first.py``): at each Cast of the
+and no decomposition reaches it).  ``propose/numerics/cast_first.py`` (edit ``onnx/edit/numerics/cast_first.py``): at each Cast of the
 origin that widens a float value made by a computing node, that node computed in the Cast's type; then the same with
 the narrow nodes feeding only it up to an explicit Cast (ONNX Runtime computes float16 nodes in float32 and drops the
 rounding of an inserted Cast a Cast back reads, so widening the op alone loses the ``x.half()`` rounding torch

@@ -27,7 +27,7 @@ What moved them (generic; nothing keyed on these forms):
 - **a call that handed its input back on sample 0** (``prepare/plan/pairing._handed_back``): a single-output call
   whose torch output is its own input while its nodes compute one value of that shape for the reader (a trace keeps
   the other path of a Python ``if``) is paired with that value;
-- **a baked size of a dynamic dim** (``propose/candidates.baked_shapes``, edit ``onnx/edit/runtime_size.py``): the
+- **a baked size of a dynamic dim** (``propose/candidates.baked_shapes``, edit ``onnx/edit/lowerings/runtime_size.py``): the
   scalar holding ``d`` / ``1/d`` / ``d**-0.5`` of a dim the file declares dynamic is computed from the runtime shape
   (``rewrite: runtime_size``); a constant cannot be right at every length;
 - **a scripted re-export** (``propose/reexport/variants``: ``torch.jit.script`` then the TorchScript exporter, with the file's

@@ -95,7 +95,7 @@ So: class by mechanism and verified 11/15 (13/15 counting half_codes' cut-out ca
 Session 31 (generic, the xfails lifted): a graph edit verifies only when it holds in the whole patched file at the
 per-layer and deployed ONNX Runtime levels (``causes/holds.py``, ``locate/in_file.py``); the per-op float16 rewrite
 feeds a Cast out of its set the explicit rounding pair ONNX Runtime's RemoveDuplicateCastTransformer keeps
-(``onnx/edit/opmath.py``): half_codes verified and repaired, both exporters; the float64 counterfactual of a file
+(``onnx/edit/numerics/opmath.py``): half_codes verified and repaired, both exporters; the float64 counterfactual of a file
 with constants folded in float32 goes through the module exported in float64 by the file's exporter, when that is
 the same lowering (``propose/numerics/conditioning.py``): cdist dynamo ``stability``; a call computed from the module's state
 alone is not the op named (``locate/torch_align.py``): "torch's cdist".  15/15 verified by mechanism, 12/12 repaired.
@@ -165,7 +165,7 @@ def test_log_sigmoid_in_a_deep_model_is_the_unstable_lowering(explained, form):
 def test_a_float16_to_int8_conversion_is_repaired_in_the_whole_file(explained, form):
     """First run: the per-op rewrite verified on the cut-out origin (an unread rounding Cast kept the float16 value
     there), but the repaired file kept the float16 -> int8 Cast pair ONNX Runtime merges: check still drifted.
-    Since: the int8 Cast reads the explicitly rounded float32 (a pair ONNX Runtime keeps, onnx/edit/opmath.py), and
+    Since: the int8 Cast reads the explicitly rounded float32 (a pair ONNX Runtime keeps, onnx/edit/numerics/opmath.py), and
     a graph edit verifies only when it also holds in the whole file at the user's ONNX Runtime level (holds.py)."""
     assert_verified_and_repaired(explained, form, MISSED_REPAIR[form], ORIGIN)
 

@@ -50,7 +50,7 @@ Why each miss (what decided it):
   ``decide`` found no failing module (``note: the outputs drift but no mapped module owns the error``), and
   ``repair`` had nothing to repair.
 * ``half_bce`` (both): two mechanisms at one origin.  The catalogue's ``Log(Sigmoid)`` as ``-Softplus(-x)`` rewrite
-  (``onnx/edit/ort_workarounds.py``) removed the -inf but left 5.7e-3 (ONNX Runtime's CPU drops the float16 rounding
+  (``onnx/edit/lowerings/ort_workarounds.py``) removed the -inf but left 5.7e-3 (ONNX Runtime's CPU drops the float16 rounding
   torch does at each op, microsoft/onnxruntime#8787); the per-op rounding rewrite (``propose/numerics/opmath.py``) alone left
   the -inf (its float16 Sigmoid still rounds to 0).  ``verify.py`` tries patches one at a time and stops at the
   first that verifies: none did, and the headline is the localiser's unverified ``lowering``.

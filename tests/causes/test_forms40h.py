@@ -59,10 +59,10 @@ After the first run (session 31, four generic changes):
 * ``propose/numerics/opmath.py``: a third form, ``whole``: every float16 node in float32, rounded only at the model's own
   conversions (its Casts to float16) and at the set's boundary: one torch op lowered to several nodes whatever the
   order of its reduction (``half_logcumsumexp``: ``dtype``, verified, repaired);
-* ``onnx/edit/remainder.py`` + ``propose/edits/singular.py``: a remainder ``a - Floor(a / b) * b`` rewritten as torch's
+* ``onnx/edit/lowerings/remainder.py`` + ``propose/edits/singular.py``: a remainder ``a - Floor(a / b) * b`` rewritten as torch's
   ``fmod`` with the sign moved (``stability``; tried before the float64 origin, so ``phase_wrap``'s head now names
   the formula);
-* ``onnx/edit/quantize_torch.py`` + ``propose/edits/quantize_torch.py``: a QuantizeLinear computed as torch quantises,
+* ``onnx/edit/lowerings/quantize_torch.py`` + ``propose/edits/quantize_torch.py``: a QuantizeLinear computed as torch quantises,
   ``Round(x * Reciprocal(scale))``, proposed only where the case's values differ from torch's quantisation
   (``channel_quant_shallow``: ``lowering``, verified);
 * ``pipeline.repair``: an int8 file over budget that no keep-list or reduce_range copy fixes is repaired by the

@@ -36,7 +36,7 @@ Why the misses (what decided it):
   computes dynamo's ``Floor(Div)``, which is as wrong on multiples.  So nothing that computes torch's floor division
   was tried: ``voxel_cells`` ended unverified; in ``frame_ends`` the float64 origin verified (in float64 the quotient
   of the float32 values is exact enough to floor as torch does) and was told as ``stability``.
-* Fixed in ``onnx/edit/singular.py``: a float -> integer ``Cast`` of a float ``Div`` is taken as a truncated
+* Fixed in ``onnx/edit/lowerings/singular.py``: a float -> integer ``Cast`` of a float ``Div`` is taken as a truncated
   quotient too, and ``fmod_floor`` rewrites it as torch's ``(a - fmod(a, b)) / b`` floored, the file's Cast after
   it (tested on a bare graph in ``test_fmod_floor.py``, on negative quotients and multiples).
 

@@ -8,7 +8,7 @@ import onnxruntime as ort
 import pytest
 from onnx import helper, numpy_helper
 
-from drifttui.core.onnx.edit.graft import Graft, GraftError, graft
+from drifttui.core.onnx.edit.graft.splice import Graft, GraftError, graft
 
 
 def _run(model, x):
@@ -93,7 +93,7 @@ def test_a_scale_a_fusion_moved_is_recomputed_before_the_graft():
 def test_torchscript_children_of_a_graft_are_named_under_their_own_scopes():
     """The anchor may be a child's node (``/body/lin/MatMul/MatMulAddFusion``, a file ORT optimised): each grafted
     node is named under the origin's path, then its own module's path below the origin."""
-    from drifttui.core.onnx.edit.graft_scopes import torchscript_scope
+    from drifttui.core.onnx.edit.graft.scopes import torchscript_scope
 
     anchor = "/body/lin/MatMul/MatMulAddFusion"
     assert torchscript_scope(anchor, "body", (["bias"], "Add")) == "/body/bias/"

@@ -1,4 +1,4 @@
-"""The exact integer power (onnx/edit/int_pow.py, propose/edits/int_pow.py): ONNX Runtime's integer Pow computes through
+"""The exact integer power (onnx/edit/lowerings/int_pow.py, propose/edits/int_pow.py): ONNX Runtime's integer Pow computes through
 double and loses the low digits past 2**53; the rewrite multiplies integers as torch does, on real ONNX Runtime
 against real torch; when it is proposed, and that a float Pow or an exact one is left alone."""
 from __future__ import annotations

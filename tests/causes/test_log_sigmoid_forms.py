@@ -1,4 +1,4 @@
-"""The two stable forms of ``Log(Sigmoid(x))`` / ``Log(1 - Sigmoid(x))`` (onnx/edit/ort_workarounds.py), run in real
+"""The two stable forms of ``Log(Sigmoid(x))`` / ``Log(1 - Sigmoid(x))`` (onnx/edit/lowerings/ort_workarounds.py), run in real
 ONNX Runtime: both finite where the lowering is -inf; in float16 with each op rounded as torch rounds, only torch's
 own formula ``log(1 - sigmoid(x)) = log_sigmoid(x) - x`` gives torch's ``binary_cross_entropy_with_logits``."""
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A lowering that drops torch's NaN (torchlib's real ``angle``: finite where torch's ``angle(NaN)`` is NaN):
 told in that direction, not as "returns inf or NaN where torch's value is finite" (the words of the other
 direction, which a session-28 held-out run printed), verified by carrying the input's NaN through
-(``nan_pass``, onnx/edit/singular.py), and repaired: the copy passes ``check``.  No catalogue entry knows
+(``nan_pass``, onnx/edit/lowerings/singular.py), and repaired: the copy passes ``check``.  No catalogue entry knows
 ``angle``: the session-28 held-out run found no patch among 6."""
 from __future__ import annotations
 

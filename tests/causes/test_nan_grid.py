@@ -1,4 +1,4 @@
-"""The NaN-propagating rewrite of a GridSample fed NaN coordinates (onnx/edit/nan_grid.py, propose/edits/nan_grid.py),
+"""The NaN-propagating rewrite of a GridSample fed NaN coordinates (onnx/edit/lowerings/nan_grid.py, propose/edits/nan_grid.py),
 on real ONNX Runtime against real torch."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The NaN-propagating rewrite of a selection op (onnx/edit/nan_select.py) and when it is proposed
+"""The NaN-propagating rewrite of a selection op (onnx/edit/lowerings/nan_select.py) and when it is proposed
 (propose/edits/nan_select.py), on real ONNX Runtime against real torch."""
 from __future__ import annotations
 

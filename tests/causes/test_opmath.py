@@ -1,4 +1,4 @@
-"""The opmath counterfactual (onnx/edit/opmath.py, propose/numerics/opmath.py): a file's float16 nodes computed in float32
+"""The opmath counterfactual (onnx/edit/numerics/opmath.py, propose/numerics/opmath.py): a file's float16 nodes computed in float32
 and rounded where torch rounds, on real ONNX Runtime against real torch (the TorchScript and dynamo exports of
 small float16 modules); when it is proposed, and that the rewritten file still type-checks."""
 from __future__ import annotations
@@ -109,7 +109,7 @@ def test_a_float16_rounding_read_by_an_integer_cast_is_kept_in_the_file_repair_w
     (RemoveDuplicateCastTransformer, at every level) and truncates the unrounded float.  The per-op rewrite's
     int8 Cast reads the explicitly rounded float32, a pair ONNX Runtime keeps: the file as ``repair`` writes it
     (pruned of unread nodes) computes torch's codes at every optimisation level."""
-    from drifttui.core.onnx.edit.keep_float32 import without_views
+    from drifttui.core.onnx.edit.keep.float32 import without_views
 
     model, case, x = _case(HalfCodes(), exporter, tmp_path)
     want = case.expected[model.graph.output[0].name]

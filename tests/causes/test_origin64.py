@@ -1,4 +1,4 @@
-"""The amplification counterfactual's graph edit (``onnx/edit/origin64.py``) on a hand-made graph: a cancellation
+"""The amplification counterfactual's graph edit (``onnx/edit/numerics/origin64.py``) on a hand-made graph: a cancellation
 ``(x - tanh(x)) * 1e5`` of small inputs, computed in float64 in the file, its outputs float32 as before."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-from drifttui.core.onnx.edit.origin64 import apply_origin_float64
+from drifttui.core.onnx.edit.numerics.origin64 import apply_origin_float64
 
 
 def _graph() -> onnx.ModelProto:

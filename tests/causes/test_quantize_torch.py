@@ -1,4 +1,4 @@
-"""torch's quantisation in a QDQ file (onnx/edit/quantize_torch.py, propose/edits/quantize_torch.py): torch's fake
+"""torch's quantisation in a QDQ file (onnx/edit/lowerings/quantize_torch.py, propose/edits/quantize_torch.py): torch's fake
 quantisation rounds ``x * (1 / scale)``, ONNX's QuantizeLinear ``x / scale``; on a half-step grid some values round
 apart.  On real torch exports run by ONNX Runtime: the rewrite gives torch's values to the bit, per tensor and per
 channel, with both exporters; it is proposed only where the case's values show the difference."""

@@ -153,7 +153,7 @@ def test_a_patch_that_fits_the_worst_sample_only_does_not_verify(explained):
 
     from drifttui.core.explain.causes import Trial
     from drifttui.core.explain.causes.locate.evaluate import Eval
-    from drifttui.core.onnx.edit.graft import Graft
+    from drifttui.core.onnx.edit.graft.splice import Graft
     from drifttui.core.explain.causes.holds import hold
     from drifttui.core.onnx.edit.patches import Patch
 

@@ -1,4 +1,4 @@
-"""The two Resize edits of ``onnx/edit/resize_map.py`` on a one-node file the dynamo exporter writes for an
+"""The two Resize edits of ``onnx/edit/lowerings/resize_map.py`` on a one-node file the dynamo exporter writes for an
 antialiased ``F.interpolate``, run in real ONNX Runtime against torch: given the call's scales (a scale factor
 whose output size is not whole) and replaced by torch's weights measured from the call (``align_corners=True``)."""
 from __future__ import annotations

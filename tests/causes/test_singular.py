@@ -1,5 +1,5 @@
 """The graph edits of a lowering that decides a singular point otherwise than torch
-(drifttui/core/onnx/edit/singular.py), the proposals that use them (propose/edits/singular.py) and two
+(drifttui/core/onnx/edit/lowerings/singular.py), the proposals that use them (propose/edits/singular.py) and two
 crashes found on the forms33 drifts: real ONNX models run in real ONNX Runtime."""
 from __future__ import annotations
 

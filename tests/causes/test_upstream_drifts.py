@@ -141,7 +141,7 @@ def test_the_indices_are_torch_s(n_in, n_out, mode):
     import torch
     import torch.nn.functional as F
 
-    from drifttui.core.onnx.edit.resize_gather import torch_indices
+    from drifttui.core.onnx.edit.lowerings.resize_gather import torch_indices
 
     src = torch.arange(float(n_in)).reshape(1, 1, n_in)
     want = F.interpolate(src, size=n_out, mode=mode).numpy().ravel().astype(np.int64)
@@ -159,7 +159,7 @@ def test_the_indices_with_a_scale_factor_are_torch_s(n_in, scale, rank):
     import torch
     import torch.nn.functional as F
 
-    from drifttui.core.onnx.edit.resize_gather import torch_indices
+    from drifttui.core.onnx.edit.lowerings.resize_gather import torch_indices
 
     src = torch.arange(float(n_in)).reshape((1, 1) + (1,) * (rank - 3) + (n_in,))
     sf = (1.0,) * (rank - 3) + (scale,)
@@ -202,7 +202,7 @@ def test_a_re_export_grafts_into_an_opset_9_file(explained):
     the grafted file passes check."""
     import onnx
 
-    from drifttui.core.onnx.edit.graft import graft
+    from drifttui.core.onnx.edit.graft.splice import graft
     from drifttui.core.explain.causes.propose.reexport.variants import try_reexport, variants
     from drifttui.core.onnx.graph import full_model
 

@@ -53,8 +53,8 @@ def test_an_int4_file_is_said_and_within_its_budget(int4):
 
 def test_kept_in_float32_the_copy_is_the_float_model_and_the_users_quantizer_takes_the_list(int4):
     from drifttui.core.onnx.graph import build_index
-    from drifttui.core.onnx.edit.converter_forms import converter_forms, original_names
-    from drifttui.core.onnx.edit.keep_float32 import keep_float32
+    from drifttui.core.onnx.edit.keep.converter_forms import converter_forms, original_names
+    from drifttui.core.onnx.edit.keep.float32 import keep_float32
     from tests.deploy.precision_models import small_tf
 
     d, raw, path = int4

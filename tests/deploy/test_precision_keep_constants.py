@@ -39,7 +39,7 @@ def test_a_kept_float16_constant_node_holds_its_value_in_float32(tmp_path):
     import onnxruntime as ort
     from onnx import numpy_helper
 
-    from drifttui.core.onnx.edit.keep_float32 import keep_float32, without_views
+    from drifttui.core.onnx.edit.keep.float32 import keep_float32, without_views
     from drifttui.core.prepare.stage import prepare
     from drifttui.core.result import Config
 

@@ -14,7 +14,7 @@ SAMPLES = 4
 
 
 def _kept_error(pr, weights, path) -> float:
-    from drifttui.core.onnx.edit.keep_float32 import keep_float32, without_views
+    from drifttui.core.onnx.edit.keep.float32 import keep_float32, without_views
     from drifttui.core.pipeline import run_once
     from drifttui.core.result import Config
 

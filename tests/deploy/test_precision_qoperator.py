@@ -133,7 +133,7 @@ def test_the_written_copy_of_a_transformer_is_checked_again(tmp_path):
     needs("onnxruntime.quantization")
     from drifttui.core.capture.shares import torch_tensors
     from drifttui.core.pipeline import run_once
-    from drifttui.core.onnx.edit.keep_float32 import keep_float32, without_views
+    from drifttui.core.onnx.edit.keep.float32 import keep_float32, without_views
     from drifttui.core.prepare.stage import prepare
     from drifttui.core.result import Config
 

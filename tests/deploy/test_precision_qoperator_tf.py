@@ -114,7 +114,7 @@ def test_ops_the_patch_cannot_keep_are_named_not_measured_as_zero():
     from onnx import TensorProto, helper
 
     from drifttui.core.onnx.graph import build_index
-    from drifttui.core.onnx.edit.keep_float32 import unkept_ops
+    from drifttui.core.onnx.edit.keep.float32 import unkept_ops
 
     f = lambda n, v: helper.make_tensor(n, TensorProto.FLOAT, [], [v])                       # noqa: E731
     u = lambda n: helper.make_tensor(n, TensorProto.UINT8, [], [128])                         # noqa: E731

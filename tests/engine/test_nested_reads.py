@@ -8,7 +8,7 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper
 
-from drifttui.core.onnx.edit.keep_float32 import without_views
+from drifttui.core.onnx.edit.keep.float32 import without_views
 
 
 def _nested_model() -> onnx.ModelProto:

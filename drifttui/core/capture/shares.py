@@ -17,8 +17,8 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from drifttui.core.runtime import sessions
-from drifttui.core.onnx.edit.keep_float32 import keep_float32, unkept_ops
-from drifttui.core.onnx.edit.keep_qoperator import unit
+from drifttui.core.onnx.edit.keep.float32 import keep_float32, unkept_ops
+from drifttui.core.onnx.edit.keep.qoperator import unit
 from drifttui.core.prepare.plan.folding import conv_bn_folds, fold_conv_bn
 
 MAX_LAYERS = 24

@@ -24,7 +24,7 @@ from drifttui.core.explain.causes.propose.patch_budget import left_untried, not_
 from drifttui.core.explain.causes.propose.reexport.story import lowering_class
 from drifttui.core.explain.causes.propose.edits.singular import ATTRIBUTE_CLASSES, nan_fed
 from drifttui.core.onnx.edit.orphan_steps import ORPHAN
-from drifttui.core.onnx.edit.ort_workarounds import RANK
+from drifttui.core.onnx.edit.lowerings.ort_workarounds import RANK
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.result import SEVERITY_ORDER, Finding, display_name
 from drifttui.core.result.codec import clean

@@ -20,8 +20,8 @@ from drifttui.core.explain.causes.locate.case import Case, fresh_indices, origin
 from drifttui.core.explain.causes.locate.evaluate import Eval, ort_error
 from drifttui.core.explain.causes.locate.fx_localise import widen
 from drifttui.core.explain.causes.locate.in_file import file_errors
-from drifttui.core.onnx.edit.graft import GraftError, graft
-from drifttui.core.onnx.edit.keep_float32 import without_views
+from drifttui.core.onnx.edit.graft.splice import GraftError, graft
+from drifttui.core.onnx.edit.keep.float32 import without_views
 from drifttui.core.onnx.edit.patches import PatchError, apply
 from drifttui.core.explain.causes.propose.reexport.variants import error_on
 

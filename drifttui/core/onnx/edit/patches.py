@@ -45,23 +45,23 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.onnx.io import copy_model
-from drifttui.core.onnx.edit.accumulate64 import APPLY as ACCUMULATE64
-from drifttui.core.onnx.edit.cast_first import APPLY as CAST_FIRST
-from drifttui.core.onnx.edit.origin64 import APPLY as ORIGIN64
-from drifttui.core.onnx.edit.int_pow import APPLY as INT_POW
-from drifttui.core.onnx.edit.opmath import APPLY as OPMATH
-from drifttui.core.onnx.edit.resize_gather import apply_resize_gather
-from drifttui.core.onnx.edit.resize_map import APPLY as RESIZE_MAP
-from drifttui.core.onnx.edit.runtime_size import APPLY as RUNTIME_SIZE
+from drifttui.core.onnx.edit.numerics.accumulate64 import APPLY as ACCUMULATE64
+from drifttui.core.onnx.edit.numerics.cast_first import APPLY as CAST_FIRST
+from drifttui.core.onnx.edit.numerics.origin64 import APPLY as ORIGIN64
+from drifttui.core.onnx.edit.lowerings.int_pow import APPLY as INT_POW
+from drifttui.core.onnx.edit.numerics.opmath import APPLY as OPMATH
+from drifttui.core.onnx.edit.lowerings.resize_gather import apply_resize_gather
+from drifttui.core.onnx.edit.lowerings.resize_map import APPLY as RESIZE_MAP
+from drifttui.core.onnx.edit.lowerings.runtime_size import APPLY as RUNTIME_SIZE
 from drifttui.core.onnx.edit.rewriting import APPLY, input_dtype
-from drifttui.core.onnx.edit.masked_positions import APPLY as MASKED
-from drifttui.core.onnx.edit.nan_grid import APPLY as NAN_GRID
-from drifttui.core.onnx.edit.nan_select import APPLY as NAN_SELECT
-from drifttui.core.onnx.edit.quantize_torch import APPLY as QUANTIZE
-from drifttui.core.onnx.edit.remainder import APPLY as REMAINDER
-from drifttui.core.onnx.edit.singular import APPLY as SINGULAR
-from drifttui.core.onnx.edit.stable_forms import apply_expm1, apply_log1p, apply_logaddexp
-from drifttui.core.onnx.edit.ort_workarounds import apply_workaround
+from drifttui.core.onnx.edit.lowerings.masked_positions import APPLY as MASKED
+from drifttui.core.onnx.edit.lowerings.nan_grid import APPLY as NAN_GRID
+from drifttui.core.onnx.edit.lowerings.nan_select import APPLY as NAN_SELECT
+from drifttui.core.onnx.edit.lowerings.quantize_torch import APPLY as QUANTIZE
+from drifttui.core.onnx.edit.lowerings.remainder import APPLY as REMAINDER
+from drifttui.core.onnx.edit.lowerings.singular import APPLY as SINGULAR
+from drifttui.core.onnx.edit.lowerings.stable_forms import apply_expm1, apply_log1p, apply_logaddexp
+from drifttui.core.onnx.edit.lowerings.ort_workarounds import apply_workaround
 
 GRAPH_OPS = ("set_attribute", "replace_initializer", "remove_cast", "replace_constant", "rewrite", "sequence")
 

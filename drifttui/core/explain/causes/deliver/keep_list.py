@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from drifttui.core.onnx.edit.converter_forms import converter_forms, original_names
-from drifttui.core.onnx.edit.keep_float32 import keep_float32, unkept_ops, without_views
-from drifttui.core.onnx.edit.keep_qoperator import unit
+from drifttui.core.onnx.edit.keep.converter_forms import converter_forms, original_names
+from drifttui.core.onnx.edit.keep.float32 import keep_float32, unkept_ops, without_views
+from drifttui.core.onnx.edit.keep.qoperator import unit
 from drifttui.core.onnx.graph import full_model
 from drifttui.core.explain.causes.propose.numerics.precision_loss import GENUINE_SHARE
 from drifttui.core.result import ATTRIBUTE_NOT_THE_MODELS, WEIGHT_NOT_THE_MODELS

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from drifttui.core.explain.causes.verify import Explanation
-from drifttui.core.onnx.edit.graft import GraftError, graft
-from drifttui.core.onnx.edit.keep_float32 import without_views
+from drifttui.core.onnx.edit.graft.splice import GraftError, graft
+from drifttui.core.onnx.edit.keep.float32 import without_views
 from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
 
 

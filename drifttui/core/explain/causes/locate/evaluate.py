@@ -20,7 +20,7 @@ from drifttui.core.explain.causes.locate.localise_nodes import deviating, own_er
 from drifttui.core.base.metrics import Stats, compare
 from drifttui.core.onnx.lacking import lacking
 from drifttui.core.explain.causes.locate.cone import cone_model
-from drifttui.core.onnx.edit.widen import to_float64
+from drifttui.core.onnx.edit.numerics.widen import to_float64
 
 
 @dataclass
@@ -145,7 +145,7 @@ def run_reference(model: Any, feeds: dict[str, np.ndarray], intermediate: bool =
 
 def float64_values(case: Case, intermediate: bool = False, values: Optional[list[str]] = None,
                    known: Optional[dict[str, np.ndarray]] = None, most: int = 0) -> Optional[dict[str, np.ndarray]]:
-    """The case's graph computed in float64 by the ONNX reference implementation (``onnx/edit/widen.py``, float64
+    """The case's graph computed in float64 by the ONNX reference implementation (``onnx/edit/numerics/widen.py``, float64
     feeds): its outputs, or every value with ``intermediate``; None when the reference cannot run it in float64.
     With ``values``, only the nodes that compute them (at most ``most``, the nearest: ``cone.py``), fed where the
     cut leaves them by ``known`` (the file's own float32 values, widened): a bounded cost on any origin."""

@@ -5,7 +5,7 @@
 pads the result back with 0 (pytorch/pytorch#97111, #86120): torch's output is exactly 0 there.  Both
 exporters trace the dense path, which computes those positions like any other.  Any model that calls
 such an encoder gets the patch ``Where(mask, 0, y)`` on the encoder's output (``rewrite: zero_masked``,
-``onnx/edit/masked_positions.py``; on what its final ``norm`` reads when it has one: torch pads before the
+``onnx/edit/lowerings/masked_positions.py``; on what its final ``norm`` reads when it has one: torch pads before the
 norm), proposed only where the torch side is that story: the mask is a boolean input of the origin shaped
 like the output's positions, and torch's output is 0 (or the final norm of 0) at every masked position and
 somewhere else not.

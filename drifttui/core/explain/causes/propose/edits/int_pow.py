@@ -5,7 +5,7 @@ ONNX Runtime's CPU ``Pow`` kernel computes an integer power through double ``std
 a power past 2**53 loses its low digits (a polynomial hash ``base ** q % m`` lands in another bucket).  The
 ONNX reference implementation multiplies integers, so the localisation names the kernel (kind ``runtime``).
 No export route changes the kernel; a graph counterfactual can: the power written as repeated squaring in the
-integer type (``onnx/edit/int_pow.py``).  Proposed for each integer ``Pow`` of the origin whose value on the
+integer type (``onnx/edit/lowerings/int_pow.py``).  Proposed for each integer ``Pow`` of the origin whose value on the
 case differs from the exact integer power of its inputs (none otherwise); verified like any patch.
 
 Its class is ``dtype``: the integer op is computed in a floating type that cannot hold its values.

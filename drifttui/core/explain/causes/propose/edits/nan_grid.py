@@ -5,7 +5,7 @@ torch's ``grid_sample`` with zeros padding gives a value that does not depend on
 2-D, bicubic) or 0 (nearest, trilinear); ONNX Runtime's ``GridSample`` samples a finite pixel there.  A NaN
 the model then zeroes or masks (``nan_to_num``, ``where``) is zeroed in torch and kept in the file.  No export
 route changes the kernel; the graph counterfactual gives the file torch's value there
-(``onnx/edit/nan_grid.py``).  torch's value is probed, not tabled: ``grid_sample`` run with the node's mode,
+(``onnx/edit/lowerings/nan_grid.py``).  torch's value is probed, not tabled: ``grid_sample`` run with the node's mode,
 padding and corner alignment on two different images at a NaN coordinate; where the two differ (border or
 reflection padding samples a pixel) nothing is proposed.  Proposed only at a GridSample whose grid holds NaN
 on the captured sample, and verified like any patch.  The class is ``op-compat`` (the runtime's NaN semantics, as ``nan_select``'s), kind

@@ -4,7 +4,7 @@ ONNX Runtime's ``MaxPool``, ``GlobalMaxPool``, ``ReduceMax``, ``ReduceMin``, ``A
 compare with ``>`` / ``<`` and so skip a NaN (microsoft/onnxruntime#10514 for ArgMax); torch's
 ``max_pool``, ``amax``, ``max(dim)``, ``argmax`` propagate it (a NaN window or row is NaN, ``argmax`` is
 the NaN's index).  No export route changes a runtime kernel, but a graph-level counterfactual can:
-make the op see NaN the way torch does (``onnx/edit/nan_select.py``).  It is proposed only at a
+make the op see NaN the way torch does (``onnx/edit/lowerings/nan_select.py``).  It is proposed only at a
 selection node whose input holds NaN on the captured sample, and, where torch's own value of the node
 is known (a dynamo file's FX values, or the case's output), only when torch's value differs from the
 file's there (a NaN the file dropped, or another index); it is verified like any patch.
@@ -19,7 +19,7 @@ import numpy as np
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import picked_values
-from drifttui.core.onnx.edit.nan_select import INDEX_OPS, SELECT_OPS
+from drifttui.core.onnx.edit.lowerings.nan_select import INDEX_OPS, SELECT_OPS
 from drifttui.core.onnx.edit.patches import Patch
 
 MAX_PATCHES = 4

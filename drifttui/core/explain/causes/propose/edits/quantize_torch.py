@@ -6,7 +6,7 @@ QAT, ``quantize_per_tensor``) multiply by the float32 reciprocal of the scale an
 ``QuantizeLinear``, which both exporters lower them to, divides.  The two quotients differ in the last bit for
 some ``x``, and where that is a tie (the mean of two quantised values, a value on a half-step grid) they round
 apart: one quantisation step.  No exporter or opset writes another ``QuantizeLinear``; the graph counterfactual
-computes it as torch does (``onnx/edit/quantize_torch.py``).  Proposed, as one patch for the origin's
+computes it as torch does (``onnx/edit/lowerings/quantize_torch.py``).  Proposed, as one patch for the origin's
 QuantizeLinear nodes, only where the case shows it: a node whose value on the case differs from torch's
 reciprocal quantisation of its own inputs.  Class ``lowering``: the lowering computes the call otherwise.
 """
@@ -19,7 +19,7 @@ import numpy as np
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import picked_values
 from drifttui.core.onnx.edit.patches import Patch
-from drifttui.core.onnx.edit.quantize_torch import RANGES
+from drifttui.core.onnx.edit.lowerings.quantize_torch import RANGES
 from drifttui.core.onnx.edit.rewriting import static_value
 
 

@@ -28,7 +28,7 @@ from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import picked_values
 from drifttui.core.explain.causes.locate.torch_program import call_args, program_targets
 from drifttui.core.onnx.edit.patches import Patch
-from drifttui.core.onnx.edit.resize_map import MAX_ENTRIES
+from drifttui.core.onnx.edit.lowerings.resize_map import MAX_ENTRIES
 from drifttui.core.onnx.graph import attribute_values
 
 MODES = ("linear", "cubic")

@@ -36,9 +36,9 @@ from drifttui.core.explain.causes.locate.evaluate import run_ort
 from drifttui.core.explain.causes.locate.fx_localise import fx_of, fx_reads, fx_scalars
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.onnx.edit.rewriting import input_dtype, static_value
-from drifttui.core.onnx.edit.resize_gather import OPS as RESIZE_OPS, UPSTREAM, torch_indices, torch_rule
-from drifttui.core.onnx.edit.stable_forms import match_expm1, match_log1p, match_logaddexp, naive_nodes
-from drifttui.core.onnx.edit.ort_workarounds import forms_for
+from drifttui.core.onnx.edit.lowerings.resize_gather import OPS as RESIZE_OPS, UPSTREAM, torch_indices, torch_rule
+from drifttui.core.onnx.edit.lowerings.stable_forms import match_expm1, match_log1p, match_logaddexp, naive_nodes
+from drifttui.core.onnx.edit.lowerings.ort_workarounds import forms_for
 
 STABILITY = "stability"     # a numerically unstable lowering: a stable form of the same function verifies
 

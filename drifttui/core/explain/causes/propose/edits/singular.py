@@ -8,7 +8,7 @@ point 2): no catalogue entry per op, only what the origin's values show.
   A guard tells a singular point only where there is one: where the nodes the guarded node is computed by (the
   nearest ``MAX_WIDENED`` of them, fed the file's own values where that cut leaves them: ``locate/cone.py``, so an
   origin of any size is checked at a bounded cost), computed in float64 (the ONNX
-  reference implementation on the widened graph, ``onnx/edit/widen.py``), give a finite value at an element the
+  reference implementation on the widened graph, ``onnx/edit/numerics/widen.py``), give a finite value at an element the
   guarded node makes non-finite, the NaN or inf is float32's underflow or overflow (``Log(Sigmoid(x))`` of a
   confident logit: the Sigmoid rounds to 0, the exact value is not), not a point torch defines: no guard there,
   whose zeros would only be near torch's finite values (the stable form tells that drift: ``propose/edits/rewrites.py``).
@@ -24,9 +24,9 @@ point 2): no catalogue entry per op, only what the origin's values show.
 * A ``Floor(Div(a, b))``, or a float -> integer ``Cast`` of a float ``Div`` (TorchScript's float
   ``floor_divide``), is tried as torch's floor division through ``fmod`` (a quotient on a multiple of ``b``), and
   a remainder ``a - Floor(a / b) * b`` as torch's ``fmod`` with the sign moved (a large quotient, whose product
-  the lowering rounds at ``a``'s magnitude: ``onnx/edit/remainder.py``).
+  the lowering rounds at ``a``'s magnitude: ``onnx/edit/lowerings/remainder.py``).
 
-Both are verified on the origin's case and on fresh samples like any patch (``onnx/edit/singular.py``).
+Both are verified on the origin's case and on fresh samples like any patch (``onnx/edit/lowerings/singular.py``).
 """
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ import numpy as np
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import float64_values, node_values
 from drifttui.core.onnx.edit.patches import Patch
-from drifttui.core.onnx.edit.remainder import remainder_of
-from drifttui.core.onnx.edit.singular import FLIP, floor_of_div
+from drifttui.core.onnx.edit.lowerings.remainder import remainder_of
+from drifttui.core.onnx.edit.lowerings.singular import FLIP, floor_of_div
 
 MAX_GUARDS = 3
 MAX_FLIPS = 4

@@ -6,7 +6,7 @@ and by torch as a cascade of partial sums (its reduction kernels, numpy's pairwi
 thousands of elements the running sum loses ~1e-5 of the total, torch about 1e-7: where the sum holds a
 common level that is taken off after (a centred statistic), that difference passes any tolerance.  No export
 route changes a kernel, but a graph counterfactual can: the same nodes computed in float64 and cast back
-(``onnx/edit/accumulate64.py``), whose sums then round as torch's do.  A scan is a sum too: ONNX Runtime's
+(``onnx/edit/numerics/accumulate64.py``), whose sums then round as torch's do.  A scan is a sum too: ONNX Runtime's
 ``CumSum`` adds a float32 running sum along its axis, where torch's CPU ``cumsum`` accumulates float32 in double
 (pytorch/pytorch#180153); it counts the axis's length as the elements summed.  Proposed once per origin, for
 its float32 sums over at least ``MIN_REDUCED`` elements per output, scans of at least ``MIN_SCANNED`` and
@@ -23,7 +23,7 @@ import numpy as np
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import picked_values
-from drifttui.core.onnx.edit.accumulate64 import SCANS, SUMS, TRANSFORMS
+from drifttui.core.onnx.edit.numerics.accumulate64 import SCANS, SUMS, TRANSFORMS
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.onnx.edit.rewriting import static_value
 

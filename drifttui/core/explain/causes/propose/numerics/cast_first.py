@@ -7,7 +7,7 @@ input's type followed by a Cast of its result (TorchScript's symbolic, torchlib'
 ``aten_special_log_softmax``, ``aten_mean_dim``: ``op.Cast(result, to=dtype)``), so a float32 result holds
 float16 roundings (microsoft/onnxruntime#20057, pytorch/pytorch#153393).  For every Cast of the origin that
 widens a float value (float16 / bfloat16 -> float32 / float64, float32 -> float64) made by a computing node of
-the origin, one patch moves the widening before that node (``onnx/edit/cast_first.py``).  Nothing is assumed
+the origin, one patch moves the widening before that node (``onnx/edit/numerics/cast_first.py``).  Nothing is assumed
 about which op or which exporter: the patch verifies only where the file's narrow computation is the drift.
 Class ``dtype`` (where precision was lost), kind ``export``; ``repair`` applies it.
 """

@@ -6,7 +6,7 @@ a small spread: ``E[(x - mean)^2]`` of numbers that agree in most of their bits;
 microsoft/onnxruntime#20478): the drift is float32 rounding, each side rounding its own way, not a
 mistranslation, and no graph edit computes torch's rounding.  The counterfactual is the precision: the
 origin module computed in float64 by torch (a copy) and the origin's nodes computed in float64 by the
-ONNX reference implementation (``onnx/edit/widen.py``) agree; that verifies the class ``stability``.  A file can
+ONNX reference implementation (``onnx/edit/numerics/widen.py``) agree; that verifies the class ``stability``.  A file can
 hold constants its exporter folded in float32 (the dynamo exporter folds a ``cdist``'s prototype side,
 ``[-2 b, 1, |b|^2]``, into one initializer): widened, it keeps that float32 rounding, and on an ill-conditioned
 function that rounding alone can be over the tolerance.  Then, and only when torch's own float32 is over it, the

@@ -11,7 +11,7 @@ can differ in two ways, both measured on a float16 ``(x.half() + 30).var(-1)``:
 * an exporter lowers a composite op to several float16 nodes, each rounded (the TorchScript ``var``: mean,
   deviation, square, mean, each to float16; its variance ~1% off).
 
-Two patches (``onnx/edit/opmath.py``), the first that verifies wins: every low-precision node of the origin
+Two patches (``onnx/edit/numerics/opmath.py``), the first that verifies wins: every low-precision node of the origin
 computed in float32 and rounded at its own output with explicit Casts ONNX Runtime keeps (``per_op``: the
 rounding the runtime drops), then the same with the nodes that read a low-precision reduction's input (the
 rest of that composite op) left in float32 up to the set's boundary (``grouped``: torch's opmath), then every
@@ -29,7 +29,7 @@ from onnx import helper
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import numpy_lacks, picked_values
-from drifttui.core.onnx.edit.opmath import HELD, LOW
+from drifttui.core.onnx.edit.numerics.opmath import HELD, LOW
 from drifttui.core.onnx.edit.patches import Patch
 
 # ops torch computes as one op over many elements (its intermediates stay in opmath)

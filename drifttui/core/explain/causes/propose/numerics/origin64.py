@@ -6,7 +6,7 @@ large gain after it), the last-bit differences between ONNX Runtime's float32 ke
 approximated otherwise, a sum in another order) are amplified past the tolerance, while torch's own float32 result
 is within it of the exact value.  No lowering is wrong and no single node is: the float64 trial
 (``conditioning.py``) does not apply either, since torch's float32 holds the tolerance.  Computed in float64
-(``onnx/edit/origin64.py``: the region's float32 inputs cast to double, its float32 values cast back), the file
+(``onnx/edit/numerics/origin64.py``: the region's float32 inputs cast to double, its float32 values cast back), the file
 lands on the exact value, within torch's own rounding of it: the patch verifies exactly when the file's float32
 rounding, amplified, is the drift.  Tried last, after every patch and re-export that could name a mechanism.
 Class ``stability``, kind ``runtime``; ``repair`` applies it (the module then runs in double).

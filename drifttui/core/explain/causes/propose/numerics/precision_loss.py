@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from drifttui.core.onnx.edit.converter_forms import converter_forms, original_names
-from drifttui.core.onnx.edit.keep_qoperator import unit
+from drifttui.core.onnx.edit.keep.converter_forms import converter_forms, original_names
+from drifttui.core.onnx.edit.keep.qoperator import unit
 from drifttui.core.base.tolerance import GENUINE_SHARE  # noqa: F401  (one source: decide reads it too)
 from drifttui.core.result import Finding, display_name
 

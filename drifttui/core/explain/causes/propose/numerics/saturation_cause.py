@@ -19,9 +19,9 @@ from drifttui.core.explain.causes.locate import saturation
 from drifttui.core.explain.causes.locate import saturation_qdq
 from drifttui.core.explain.causes.locate.saturation import NodeProduct
 from drifttui.core.explain.causes.locate.saturation_qdq import UNIT_OUT, unit_model
-from drifttui.core.onnx.edit.converter_forms import converter_forms, original_names
-from drifttui.core.onnx.edit.keep_float32 import without_views
-from drifttui.core.onnx.edit.reduce_range import reduce_range
+from drifttui.core.onnx.edit.keep.converter_forms import converter_forms, original_names
+from drifttui.core.onnx.edit.keep.float32 import without_views
+from drifttui.core.onnx.edit.keep.reduce_range import reduce_range
 from drifttui.core.result import Finding, display_name
 from drifttui.core.runtime import sessions
 from drifttui.core.runtime.cpu import detect

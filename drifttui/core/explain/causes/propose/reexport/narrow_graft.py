@@ -24,7 +24,7 @@ from onnx import helper
 from drifttui.core.explain.causes.locate.case import Case, torch_values
 from drifttui.core.explain.causes.locate.evaluate import run_ort
 from drifttui.core.explain.causes.propose.reexport.held_inputs import scale_of
-from drifttui.core.onnx.edit.graft import Graft
+from drifttui.core.onnx.edit.graft.splice import Graft
 from drifttui.core.onnx.io import copy_model
 from drifttui.core.runtime.torch_hooks import to_numpy
 

@@ -27,7 +27,7 @@ from drifttui.core.explain.causes.locate.case import Case, call_io, torch_values
 from drifttui.core.runtime.torch_hooks import to_numpy
 from drifttui.core.explain.causes.locate.evaluate import Eval, error, run_ort
 from drifttui.core.prepare.reference import run_exporter
-from drifttui.core.onnx.edit.graft import Graft
+from drifttui.core.onnx.edit.graft.splice import Graft
 from drifttui.core.explain.causes.locate.localise_nodes import align
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.onnx.io import copy_model

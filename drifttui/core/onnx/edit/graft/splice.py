@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from onnx import helper, numpy_helper
 
-from drifttui.core.onnx.edit.graft_scopes import below, set_scopes, torchscript_scope
+from drifttui.core.onnx.edit.graft.scopes import below, set_scopes, torchscript_scope
 from drifttui.core.onnx.io import copy_model
 from drifttui.core.onnx.order import node_order, used_names
 

@@ -29,7 +29,7 @@ from drifttui.core.onnx.io import copy_model
 from drifttui.core.onnx.order import used_names
 from drifttui.core.base.dtypes import LOW_FLOAT_ELEMS
 from drifttui.core.onnx import nbits
-from drifttui.core.onnx.edit.keep_qoperator import kept_quantizer, moved_float, qoperator, supported
+from drifttui.core.onnx.edit.keep.qoperator import kept_quantizer, moved_float, qoperator, supported
 from drifttui.core.onnx.nbits import NBITS_OPS
 from drifttui.core.onnx.qdq_pairs import pair_removed
 from drifttui.core.onnx.qweights import int8_values, rounded_source
@@ -110,8 +110,6 @@ def without_views(model: Any) -> Any:
     """A copy of a patched model without drifttui's views (qviews.py: a QOperator file's integers read
     through DequantizeLinear; reference.py: Reshape / Transpose / NCHWc round trips; numerically the
     same graph): the file written for the user, and the one a keep-list is verified on."""
-    import onnx
-
     out = copy_model(model)
     nodes = _prune(strip_round_trips(strip_views(list(out.graph.node))), [o.name for o in out.graph.output])
     for n in nodes:      # what is left of a view carries a kept node's value on: named after it

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from drifttui.core.base.dtypes import INT_ELEMS
-from drifttui.core.onnx.edit.graft import toposort
+from drifttui.core.onnx.edit.graft.splice import toposort
 from drifttui.core.onnx.edit.rewriting import input_dtype, scoped
 
 FLIP = {"Greater": "GreaterOrEqual", "GreaterOrEqual": "Greater", "Less": "LessOrEqual", "LessOrEqual": "Less"}

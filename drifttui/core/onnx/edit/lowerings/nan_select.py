@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from drifttui.core.onnx.edit.graft import toposort
+from drifttui.core.onnx.edit.graft.splice import toposort
 from drifttui.core.onnx.edit.rewriting import input_dtype, scoped
 
 VALUE_OPS = {"MaxPool": "MaxPool", "GlobalMaxPool": "GlobalMaxPool", "ReduceMax": "ReduceMax",

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from drifttui.core.onnx.edit.graft import toposort
+from drifttui.core.onnx.edit.graft.splice import toposort
 from drifttui.core.onnx.edit.rewriting import scoped
 
 RANGES = {2: (0, 255, np.uint8), 3: (-128, 127, np.int8)}         # UINT8, INT8

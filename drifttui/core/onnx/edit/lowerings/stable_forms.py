@@ -26,7 +26,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.onnx.edit.graft import toposort
+from drifttui.core.onnx.edit.graft.splice import toposort
 from drifttui.core.onnx.edit.rewriting import input_dtype, scoped, static_value
 
 

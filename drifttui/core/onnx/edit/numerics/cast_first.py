@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drifttui.core.onnx.edit.graft import toposort
+from drifttui.core.onnx.edit.graft.splice import toposort
 from drifttui.core.onnx.edit.rewriting import scoped
 
 FLOATS = (1, 10, 11, 16)        # float, float16, double, bfloat16

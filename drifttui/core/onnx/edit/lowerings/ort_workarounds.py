@@ -16,9 +16,9 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from drifttui.core.onnx.edit.graft import toposort
+from drifttui.core.onnx.edit.graft.splice import toposort
 from drifttui.core.onnx.edit.rewriting import scoped
-from drifttui.core.onnx.edit.stable_forms import is_one
+from drifttui.core.onnx.edit.lowerings.stable_forms import is_one
 
 # one rewrite: (model, anchor node, dtype of its input, unique prefix) -> (nodes to remove, nodes to add)
 Build = Callable[[Any, Any, Any, str], tuple[list[Any], list[Any], list[Any]]]

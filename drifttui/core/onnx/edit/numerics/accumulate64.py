@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from drifttui.core.onnx.edit.graft import toposort
+from drifttui.core.onnx.edit.graft.splice import toposort
 from drifttui.core.onnx.edit.rewriting import input_dtype, scoped
 
 # the float32 sums ONNX Runtime accumulates in a running float32 (ops with a double kernel, and GAP)

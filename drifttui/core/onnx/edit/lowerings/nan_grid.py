@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from drifttui.core.onnx.edit.nan_select import ai_onnx_opset, nan_mask, splice
+from drifttui.core.onnx.edit.lowerings.nan_select import ai_onnx_opset, nan_mask, splice
 
 AXES_AS_INPUT = 13          # Unsqueeze reads its axes as an input from opset 13, ReduceMax from opset 18
 

@@ -122,8 +122,6 @@ def kept_quantizer(node: Any, inits: dict, floats: dict[str, str]) -> list[Any]:
     """A QuantizeLinear of the file kept with its readers (a graph input's quantizer): kept readers
     read the float value it quantized (a Relu when its range starts at 0), as the user's quantizer
     leaves that input float when its readers are excluded.  Returns the nodes that replace it."""
-    import onnx
-
     out: list[Any] = [node]
     zero = node.input[2] if len(node.input) > 2 else ""
     floats[node.output[0]] = _relu_if_folded(node.input[0], zero, inits, out)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from drifttui.core.onnx.edit.graft import toposort
+from drifttui.core.onnx.edit.graft.splice import toposort
 from drifttui.core.onnx.edit.rewriting import scoped
 
 FORMS = ("d", "1/d", "d**-0.5", "d**0.5")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drifttui.core.onnx.edit.graft import toposort
+from drifttui.core.onnx.edit.graft.splice import toposort
 from drifttui.core.onnx.edit.rewriting import scoped
 
 FLOAT = 1
