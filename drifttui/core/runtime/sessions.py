@@ -202,7 +202,9 @@ class RunFailure(ModelError):
     """ONNX Runtime failed while running the graph on feeds that fit it (exit 3); ``detail`` is its
     line, for the caller that knows the sample (``on_sample``)."""
 
-    FIX = "check the op named above; rerun with --debug for details"
+    FIX = ("the feeds fit the graph's inputs, so the file holds a node ONNX Runtime cannot run on them (the node "
+           "named above): re-export with the other exporter (torch.onnx.export(..., dynamo=True / False)) or "
+           "without the tool that wrote that node; rerun with --debug for ONNX Runtime's whole message")
 
     def __init__(self, detail: str, where: str = "while running the graph") -> None:
         self.detail = detail
