@@ -71,3 +71,18 @@ def test_a_cast_that_does_not_narrow_is_refused():
     with pytest.raises(PatchError, match="does not narrow"):
         apply(_pair(TensorProto.INT64, first=TensorProto.INT32),
               Patch({"op": "rewrite", "rewrite": "int_wrap", "node": "/body/Cast_1", "wide": "int32"}, "dtype", "", ""))
+
+
+def test_the_inner_value_the_merged_pair_makes_wrong_is_found_when_read_alone():
+    """A dynamo case whose outputs pass (a child module fed torch's value): fx_localise reads every inner value at
+    once, which keeps the Cast pair and the wrap; read alone, the int32 value is the file's, INT_MIN."""
+    from drifttui.core.explain.causes.locate.evaluate import run_ort
+    from drifttui.core.explain.causes.locate.fx_localise import first_failing_alone
+
+    model, feeds = _pair(TensorProto.INT32), {"x": VALUES}
+    tv = {"wide": VALUES.astype(np.int64), "y": torch.from_numpy(VALUES).long().int().numpy()}
+    case = _case(model, feeds, tv["y"])
+    every = run_ort(model, feeds, ["wide", "y"])                       # all read: the pair kept, the wrap right
+    assert all(np.array_equal(every[k], tv[k]) for k in tv)
+    assert first_failing_alone(case, tv) == "y"
+    assert first_failing_alone(case, {"wide": tv["wide"]}) is None        # the int64 value is right however read
