@@ -24,7 +24,8 @@ from drifttui.core.explain.causes.conclude import Trial, headline_order, merge, 
 from drifttui.core.explain.causes.holds import hold
 from drifttui.core.explain.causes.locate.case import Case, origin_case, why_no_case
 from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, localise, ort_error
-from drifttui.core.explain.causes.locate.fx_localise import first_failing_inner, fx_localise, widen
+from drifttui.core.explain.causes.locate.fx_localise import (first_failing_alone, first_failing_inner, fx_localise,
+                                                             widen)
 from drifttui.core.explain.causes.locate.fx_words import describe
 from drifttui.core.explain.causes.locate.torch_align import calls as aligned_calls, groups as aligned_groups, origin_torch_op
 from drifttui.core.explain.causes.propose.edits import constants
@@ -250,6 +251,8 @@ def _localise(ctx: Any, case: Case) -> tuple[Case, Localisation]:
     # file's folded result of the origin, not a lowering of its own
     fx = fx_localise(ctx, case) if o is None or case.call == o.layer else None
     inner = (fx.accumulated if fx is not None else first_failing_inner(ctx, case)) if not loc.ort.fails else None
+    if fx is not None and not inner and not loc.ort.fails:     # as the file computes them: each value read alone
+        inner = first_failing_alone(case, fx.torch_values)
     if inner:
         case = widen(ctx, case, inner)
         loc = localise(case)

@@ -24,6 +24,7 @@
     {"op": "rewrite", "node": "n", "rewrite": "origin_float64", "nodes": [..], "inputs": [..], "outputs": [..]}
                                   # origin64.py: the region computed in float64, its float32 values cast back
     {"op": "rewrite", "node": "n", "rewrite": "int_pow_exact", "bits": 6, "dtype": "int64"}  # int_pow.py
+    {"op": "rewrite", "node": "n", "rewrite": "int_wrap", "wide": "int64"}   # int_wrap.py: a narrowing Cast's wrap
     {"op": "rewrite", "node": "n", "rewrite": "resize_gather", "rule": "nearest", "in_shape": [..],
      "out_shape": [..], "scales": None}      # resize_gather.py: nearest Resize -> Gathers
     {"op": "rewrite", "node": "n", "rewrite": "resize_scales", "scales": [1, 1, .4, .4]}   # resize_map.py
@@ -49,6 +50,7 @@ from drifttui.core.onnx.edit.numerics.accumulate64 import APPLY as ACCUMULATE64
 from drifttui.core.onnx.edit.numerics.cast_first import APPLY as CAST_FIRST
 from drifttui.core.onnx.edit.numerics.origin64 import APPLY as ORIGIN64
 from drifttui.core.onnx.edit.lowerings.int_pow import APPLY as INT_POW
+from drifttui.core.onnx.edit.lowerings.int_wrap import APPLY as INT_WRAP
 from drifttui.core.onnx.edit.numerics.opmath import APPLY as OPMATH
 from drifttui.core.onnx.edit.lowerings.resize_gather import apply_resize_gather
 from drifttui.core.onnx.edit.lowerings.resize_map import APPLY as RESIZE_MAP
@@ -220,7 +222,7 @@ def _rewrites() -> dict[str, Any]:
     return {k: wrapped(fn) for k, fn in {**APPLY, "resize_gather": apply_resize_gather, "log1p": apply_log1p,
                                                          "expm1": apply_expm1, "logaddexp": apply_logaddexp,
                                                          **SINGULAR, **REMAINDER, **QUANTIZE, **NAN_SELECT, **MASKED, **ACCUMULATE64,
-                                                         **NAN_GRID, **INT_POW, **OPMATH, **CAST_FIRST, **ORIGIN64,
+                                                         **NAN_GRID, **INT_POW, **INT_WRAP, **OPMATH, **CAST_FIRST, **ORIGIN64,
                                                          **RESIZE_MAP, **RUNTIME_SIZE}.items()}
 
 

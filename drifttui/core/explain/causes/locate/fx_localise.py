@@ -358,6 +358,26 @@ def first_failing_inner(ctx: Any, case: Case) -> Optional[str]:
     return None
 
 
+MOST_ALONE = 32             # inner values first_failing_alone reads, one ONNX Runtime run each
+
+
+def first_failing_alone(case: Case, tv: dict[str, np.ndarray], most: int = MOST_ALONE) -> Optional[str]:
+    """The first inner value (in node order, at most ``most``) that fails against torch's when ONNX Runtime fetches
+    it alone.  Fetching every value can change what ONNX Runtime computes (it merges a Cast pair unless the value
+    between them is an output: an observer effect), so a value right when all are read can be wrong as the file
+    computes it; ``fx_localise``'s ``accumulated`` reads them all at once."""
+    for v in [v for n in case.model.graph.node for v in n.output if v in tv][:most]:
+        try:
+            got = run_ort(case.model, case.feeds, [v])[v]
+        except Exception:  # noqa: BLE001 - localise says why ORT cannot run the case
+            return None
+        want = _as(np.asarray(tv[v]), got)
+        if np.shape(want) == np.shape(got) and want.dtype.kind in "fiub" and \
+                compare(want, got, case.atol, case.rtol).fails():
+            return v
+    return None
+
+
 def widen(ctx: Any, case: Case, value: Optional[str] = None) -> Case:
     """``case`` that also compares ``value`` (default: the one the worst sample's case got) with torch's
     value (inner_torch_values): the drift the case's outputs miss when a child module of the origin is

@@ -23,6 +23,7 @@ from drifttui.core.explain.causes.propose.edits.candidates import graph_candidat
 from drifttui.core.explain.causes.propose.numerics.cast_first import cast_first_patches
 from drifttui.core.explain.causes.propose.edits.fast_path import fast_path_patches
 from drifttui.core.explain.causes.propose.edits.int_pow import int_pow_patches
+from drifttui.core.explain.causes.propose.edits.int_wrap import int_wrap_patches
 from drifttui.core.explain.causes.propose.edits.nan_grid import nan_grid_patches
 from drifttui.core.explain.causes.propose.edits.nan_select import nan_select_patches
 from drifttui.core.explain.causes.propose.numerics.opmath import opmath_patches
@@ -68,6 +69,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
         out.extend(nan_select_patches(case, loc))
         out.extend(accumulate64_patches(case))
         out.extend(int_pow_patches(case))
+        out.extend(int_wrap_patches(case))
         out.extend(quantize_patches(case))
         out.extend(opmath_patches(case, loc.torch_op.name if loc.torch_op is not None else None))
         out.extend(cast_first_patches(case, loc.torch_op.name if loc.torch_op is not None else None))
