@@ -52,6 +52,7 @@ from drifttui.core.onnx.edit.numerics.origin64 import APPLY as ORIGIN64
 from drifttui.core.onnx.edit.lowerings.int_pow import APPLY as INT_POW
 from drifttui.core.onnx.edit.lowerings.int_wrap import APPLY as INT_WRAP
 from drifttui.core.onnx.edit.numerics.opmath import APPLY as OPMATH
+from drifttui.core.onnx.edit.numerics.opmath_scalar import APPLY as OPMATH_SCALAR
 from drifttui.core.onnx.edit.lowerings.resize_gather import apply_resize_gather
 from drifttui.core.onnx.edit.lowerings.resize_map import APPLY as RESIZE_MAP
 from drifttui.core.onnx.edit.lowerings.runtime_size import APPLY as RUNTIME_SIZE
@@ -222,7 +223,7 @@ def _rewrites() -> dict[str, Any]:
     return {k: wrapped(fn) for k, fn in {**APPLY, "resize_gather": apply_resize_gather, "log1p": apply_log1p,
                                                          "expm1": apply_expm1, "logaddexp": apply_logaddexp,
                                                          **SINGULAR, **REMAINDER, **QUANTIZE, **NAN_SELECT, **MASKED, **ACCUMULATE64,
-                                                         **NAN_GRID, **INT_POW, **INT_WRAP, **OPMATH, **CAST_FIRST, **ORIGIN64,
+                                                         **NAN_GRID, **INT_POW, **INT_WRAP, **OPMATH, **OPMATH_SCALAR, **CAST_FIRST, **ORIGIN64,
                                                          **RESIZE_MAP, **RUNTIME_SIZE}.items()}
 
 

@@ -54,8 +54,11 @@ def torch_calls(ctx: Any, case: Case, prefix: str) -> list[list[Optional[float]]
     (e.g. ``aten.softplus``: x, beta, threshold), in call order: the torch side of a functional
     call for a file without FX metadata (a TorchScript file); [] when torch.export cannot trace it."""
     gm = _origin_program(ctx, case)
-    if gm is None:
-        return []
+    return [] if gm is None else numeric_calls(gm, prefix)
+
+
+def numeric_calls(gm: Any, prefix: str) -> list[list[Optional[float]]]:
+    """Each call of ``gm`` whose target starts with ``prefix``: its positional arguments, a number or None."""
     return [[float(a) if isinstance(a, (int, float)) and not isinstance(a, bool) else None for a in n.args]
             for n in gm.graph.nodes if n.op == "call_function" and target_name(str(n.target)).startswith(prefix)]
 

@@ -27,6 +27,7 @@ from drifttui.core.explain.causes.propose.edits.int_wrap import int_wrap_patches
 from drifttui.core.explain.causes.propose.edits.nan_grid import nan_grid_patches
 from drifttui.core.explain.causes.propose.edits.nan_select import nan_select_patches
 from drifttui.core.explain.causes.propose.numerics.opmath import opmath_patches
+from drifttui.core.explain.causes.propose.numerics.opmath_scalar import opmath_scalar_patches
 from drifttui.core.explain.causes.propose.edits.quantize_torch import quantize_patches
 from drifttui.core.explain.causes.propose.edits.resize_map import resize_scales_patches
 from drifttui.core.explain.causes.propose.edits.singular import singular_patches, truncated_quotient_patches
@@ -63,6 +64,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
             out.append(Patch(dict(f.patch), f.check, f.message, f.fix, f.kind if f.kind != "unknown" else "export",
                              module=f.module, nodes=list(f.onnx_nodes)))
     out.extend(fast_path_patches(case, module))
+    out.extend(opmath_scalar_patches(case, lambda t: torch_calls(ctx, case, t)))
     if loc is not None:
         out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind, loc.torch_calls))
         out.extend(singular_patches(case, loc))

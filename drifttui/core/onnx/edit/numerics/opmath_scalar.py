@@ -1,0 +1,53 @@
+"""Graph edit: one float16 / bfloat16 arithmetic node computed in float32 with torch's Python scalar (the
+counterfactual of ``causes/propose/numerics/opmath_scalar.py``).
+
+torch's CPU binary kernels hold a wrapped Python number in their opmath type (float32 for float16 and bfloat16)
+and round only the result; an exporter writes the number as a constant of the tensor's low type, where it can be
+inf (86400 in float16), 0 or another number.  ``opmath_scalar`` rewrites ``spec["node"]`` (a ``Mul``, ``Div``,
+``Add`` or ``Sub``): its input ``spec["input"]`` becomes a float32 initializer holding ``spec["value"]``, its
+other inputs are Cast to float32, and its result is Cast back to its low type under its own name::
+
+    y = Div(t, inf_f16)   ->   y = Cast(Div(Cast(t, float), 86400.0f), float16)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from drifttui.core.onnx.edit.graft.splice import toposort
+from drifttui.core.onnx.edit.rewriting import scoped
+
+FLOAT = 1
+LOW = (10, 16)              # float16, bfloat16
+ARITH = ("Mul", "Div", "Add", "Sub")
+
+
+def apply_opmath_scalar(model: Any, spec: dict[str, Any]) -> None:
+    from onnx import helper, numpy_helper
+
+    node = next((n for n in model.graph.node if n.name == spec["node"]), None)
+    if node is None or node.op_type not in ARITH:
+        raise ValueError(f"no Mul/Div/Add/Sub named {spec['node']!r}")
+    pos, low = int(spec["input"]), int(spec["low"])
+    if low not in LOW or pos >= len(node.input):
+        raise ValueError(f"{node.name} has no input {pos} of a low-precision type")
+    base = f"{node.name}/drifttui_opmath"
+    scalar = numpy_helper.from_array(np.asarray(spec["value"], np.float32), f"{base}/scalar")
+    new: list[Any] = []
+    for i, v in enumerate(node.input):
+        if i == pos:
+            node.input[i] = scalar.name
+        else:
+            new.append(helper.make_node("Cast", [v], [f"{base}/in{i}"], name=f"{base}/in{i}", to=FLOAT))
+            node.input[i] = f"{base}/in{i}"
+    out = node.output[0]
+    node.output[0] = f"{base}/f32"
+    new.append(helper.make_node("Cast", [node.output[0]], [out], name=f"{base}/back", to=low))
+    nodes = toposort(list(model.graph.node) + scoped(node, new))
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    model.graph.initializer.append(scalar)
+
+
+APPLY = {"opmath_scalar": apply_opmath_scalar}
