@@ -18,6 +18,7 @@ from drifttui.core.prepare.plan.plan import CallMap, Plan
 from drifttui.core.prepare.plan.repeats import groups_by_shape, split_calls
 from drifttui.core.prepare.plan.scopes import in_call_order, resolve_torchscript
 from drifttui.core.prepare.plan.ts_callers import CALL_KEY, called_from
+from drifttui.core.prepare.plan.ts_twins import as_one, twins
 from drifttui.core.result import FUSED, NOT_EXPORTED, OK, UNMAPPED
 
 def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
@@ -42,11 +43,14 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
         _map_root_only(index, calls, plan)
         return plan
     aliases = aliases or {}
-    chains = _node_chains(index, module_names, aliases)
-    key_to_call = _keys_to_calls(index, calls, chains, maps)
-    if index.flavour == TORCHSCRIPT and called_from(calls, chains, key_to_call):
+    resolved: dict[tuple[str, str], Optional[str]] = {}
+    chains = _node_chains(index, module_names, aliases, resolved)
+    # modules TorchScript names alike are read as the calls of one module (ts_twins.py)
+    one = as_one(calls, twins(resolved, _module_children(module_names, aliases), set(module_names) | set(aliases)))
+    key_to_call = _keys_to_calls(index, one, chains, maps)
+    if index.flavour == TORCHSCRIPT and called_from(one, chains, key_to_call):
         maps = [CallMap(c.index) for c in calls]        # the outer keys were wrong: keyed again by the callers
-        key_to_call = _keys_to_calls(index, calls, chains, maps)
+        key_to_call = _keys_to_calls(index, one, chains, maps)
     plan = Plan(maps, _assign_nodes(chains, key_to_call, maps), {}, True)
     for ci, adopt in scopeless_adoptions(index, calls, plan):
         _adopt(plan, calls, ci, adopt)
@@ -119,13 +123,13 @@ def _module_children(module_names: list[str], aliases: dict[str, str]) -> dict[s
     return children
 
 
-def _node_chains(index: GraphIndex, module_names: list[str],
-                 aliases: dict[str, str]) -> list[list[tuple[str, str]]]:
-    """Each node's chain of (module, instance key), outermost first, the root ("", "") in front."""
+def _node_chains(index: GraphIndex, module_names: list[str], aliases: dict[str, str],
+                 resolved: dict[tuple[str, str], Optional[str]]) -> list[list[tuple[str, str]]]:
+    """Each node's chain of (module, instance key), outermost first, the root ("", "") in front; ``resolved``
+    collects how TorchScript's scope segments were read."""
     children = _module_children(module_names, aliases)
     known = set(module_names) | set(aliases)
     chains: list[list[tuple[str, str]]] = []
-    resolved: dict[tuple[str, str], Optional[str]] = {}
     for node in index.nodes:
         scope = node.scope or []
         if index.flavour == TORCHSCRIPT:
