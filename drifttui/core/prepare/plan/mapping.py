@@ -335,7 +335,9 @@ def _pair_inputs(index: GraphIndex, calls: list[Call], plan: Plan) -> dict[int, 
             # position ids): shape cannot tell which one a free value is; content decides (pair_inputs_by_content)
             twins = [p for p, r in pending if (r.shape, r.dtype) == (ref.shape, ref.dtype)]
             fits = [v for v in free if _fits_input(index, v, ref)]
-            if len(twins) > 1 and fits:
+            # one value that fits only because its size is unknown here (Funnel's pooled masks and position
+            # embeddings, TorchScript): its sample-0 shape decides, as content does for twins
+            if (len(twins) > 1 and fits) or (len(fits) == 1 and not _concrete(index.shapes.get(fits[0]))):
                 if (twins, fits) not in ambiguous.setdefault(cm.call, []):
                     ambiguous[cm.call].append((twins, fits))
                 continue
@@ -354,6 +356,10 @@ def _sole_reader(index: GraphIndex, calls: list[Call], plan: Plan, ci: int) -> O
         return None
     (q,) = readers
     return q if any(r.producer == (ci, 0) for r in calls[q].inputs) else None
+
+
+def _concrete(shape: Optional[list]) -> bool:
+    return shape is not None and all(isinstance(d, int) for d in shape)
 
 
 def _fits_input(index: GraphIndex, v: str, ref: Any) -> bool:
