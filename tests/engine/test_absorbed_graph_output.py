@@ -115,3 +115,4 @@ def test_the_users_file_back_is_the_file(exported: Path):
     got = ort.InferenceSession(back.SerializeToString()).run(None, x)
     for a, b in zip(want, got):
         np.testing.assert_array_equal(a, b)
+
