@@ -126,6 +126,17 @@ _ROUND_TRIPS = {"drifttui_view_": "drifttui_back_", "drifttui_perm_": "drifttui_
                 "drifttui_nchw_": "drifttui_nchwc_", "drifttui_absorbed_": "drifttui_unabsorbed_"}
 
 
+KEPT = "::kept"     # absorbed_views.py: a viewed model output's value as its producer wrote it
+
+
+def _unkeep(made: dict[str, Any], way_back: Any) -> None:
+    """absorbed_views.py's view of a model output: the producer writes the output again, the view is unused."""
+    name = way_back.output[0]
+    producer = made[f"{name}{KEPT}"]
+    producer.output[list(producer.output).index(f"{name}{KEPT}")] = name
+    way_back.output[0] = f"{name}::unused"
+
+
 def _base(name: str) -> str:
     return name.rsplit("/", 1)[-1]
 
@@ -143,6 +154,9 @@ def strip_round_trips(nodes: list[Any]) -> list[Any]:
         fwd = made.get(n.input[0])
         kind = next((k for k in _ROUND_TRIPS if fwd is not None and _base(fwd.name).startswith(k)), None)
         if kind is not None and fwd.input and _base(n.name).startswith(_ROUND_TRIPS[kind]):
+            if fwd.input[0] == f"{n.output[0]}{KEPT}":      # a model output's way back: its producer's again
+                _unkeep(made, n)
+                continue
             back[n.output[0]] = fwd.input[0]
     for n in nodes:
         for pos, name in enumerate(n.input):

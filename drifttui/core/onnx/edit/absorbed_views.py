@@ -7,6 +7,13 @@ which every outside reader reads instead.  Numerically the same graph; the local
 view and feeds torch's value back through the way back.  ``qviews.strip_round_trips`` removes both
 from any file written for the user (their names end in ``drifttui_absorbed_`` / ``drifttui_unabsorbed_``
 after the scope path, so the scope stays the module's).
+
+A viewed value that is a model output (SqueezeBERT's last LayerNorm: its permute back and the encoder's permute
+cancel) keeps its name, as the output pass compares outputs by name, but is then the way back's: the producer
+writes ``<v>::kept``, the view reads that, and the way back (in the scope ``back_depth`` cuts the producer's
+to: the callers of the module, never the module's own) computes ``<v>`` for the graph and for its readers.  So
+the model output is computed from the module's output as in torch, not by the module's own nodes inside its
+callers' local run.
 """
 from __future__ import annotations
 
@@ -15,6 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from drifttui.core.onnx.io import copy_model
+from drifttui.core.onnx.qviews import KEPT
 
 FORWARD, BACK = "drifttui_absorbed_", "drifttui_unabsorbed_"
 
@@ -100,6 +108,7 @@ def with_views(model: Any, views: list[ViewLike], value_shapes: dict[str, tuple[
     out = copy_model(model)
     nodes = list(out.graph.node)
     producer = {o: k for k, n in enumerate(nodes) for o in n.output if o}
+    model_outputs = {o.name for o in out.graph.output}
     after: dict[int, list[Any]] = {}
     before: dict[int, list[Any]] = {}
     rewire: dict[tuple[int, str], str] = {}
@@ -108,19 +117,23 @@ def with_views(model: Any, views: list[ViewLike], value_shapes: dict[str, tuple[
         if v.value in seen:            # one round trip per value (a second would define its name twice)
             continue
         seen.add(v.value)
-        first = min(v.readers)
         folded = v.value not in producer       # a constant: the view goes right before its first reader
+        kept = not folded and v.value in model_outputs
+        first = min(v.readers) if v.readers else producer[v.value]
         at = first if folded else producer[v.value]
         src = nodes[first] if folded else _scoped_source(nodes, producer, at)
         home = {"module": v.module} if folded else {"depth": v.depth}
         put = before if folded else after
-        fwd, back = f"{v.value}::absorbed", f"{v.value}::unabsorbed"
+        fwd, back = f"{v.value}::absorbed", v.value if kept else f"{v.value}::unabsorbed"
+        read = f"{v.value}{KEPT}" if kept else v.value
+        if kept:
+            nodes[at].output[list(nodes[at].output).index(v.value)] = read
         # the way back in its first reader's scope; a scope-less reader's (an optimiser's node): the producer's
         # scope cut to the depth the index filled in for the reader, never the module's own
         home_back, back_depth = (src, v.back_depth) if v.back_depth >= 0 and not folded else (nodes[first], -1)
         if v.perm is not None:
             put.setdefault(at, []).append(
-                _node("Transpose", [v.value], fwd, src, f"{FORWARD}{k}", perm=list(v.perm), **home))
+                _node("Transpose", [read], fwd, src, f"{FORWARD}{k}", perm=list(v.perm), **home))
             way_back = _node("Transpose", [fwd], back, home_back, f"{BACK}{k}", depth=back_depth,
                              perm=[int(i) for i in np.argsort(v.perm)])
         else:
@@ -128,8 +141,11 @@ def with_views(model: Any, views: list[ViewLike], value_shapes: dict[str, tuple[
             out.graph.initializer.extend([
                 onnx.numpy_helper.from_array(np.array(v.shape, dtype=np.int64), to),
                 onnx.numpy_helper.from_array(np.array(value_shapes[v.value], dtype=np.int64), there)])
-            put.setdefault(at, []).append(_node("Reshape", [v.value, to], fwd, src, f"{FORWARD}{k}", **home))
+            put.setdefault(at, []).append(_node("Reshape", [read, to], fwd, src, f"{FORWARD}{k}", **home))
             way_back = _node("Reshape", [fwd, there], back, home_back, f"{BACK}{k}", depth=back_depth)
+        if kept:
+            after[at].append(way_back)         # right after the view: the readers read the value's name still
+            continue
         before.setdefault(first, []).append(way_back)
         for r in v.readers:
             rewire[(r, v.value)] = back

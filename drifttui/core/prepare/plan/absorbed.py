@@ -35,6 +35,7 @@ then goes in the scope the index filled in for that reader, never the module's o
 from __future__ import annotations
 
 import itertools
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -121,8 +122,8 @@ def _handed_on(index: GraphIndex, call: Call, cm: Any, shape: tuple[int, ...]) -
     for v in boundary_outputs(index, inside):
         vs = _static_shape(index, v)
         readers = _outside(index, v, inside)
-        if vs is None or not readers or index.elem_types.get(v) not in FLOAT_ELEMS \
-                or int(np.prod(vs)) != int(np.prod(shape)) or v in index.graph_outputs:
+        if vs is None or not (readers or v in index.graph_outputs) or index.elem_types.get(v) not in FLOAT_ELEMS \
+                or int(np.prod(vs)) != int(np.prod(shape)):
             continue
         back = _back_depth(index, readers)
         views += [View(cm.call, v, p, shape, readers, call.depth, call.module, back) for p in _perms(vs, shape)] \
@@ -249,6 +250,20 @@ def _inside(child: str, parent: str) -> bool:
     return child != parent and (parent == "" or child.startswith(parent + "."))
 
 
+def _outputs_back_outside(index: GraphIndex, cands: dict[int, list[View]], views: list[View]) -> list[View]:
+    """A viewed model output's way back computes the output itself (absorbed_views.py): it goes in the scope of
+    the callers of the outermost call that hands the value on (a container and its last child both do), so
+    that those callers, whose output it is, still produce it."""
+    out = []
+    for v in views:
+        if v.value in index.graph_outputs and v.depth >= 0:
+            outer = min((w.depth for ws in cands.values() for w in ws if w.value == v.value and w.depth >= 0
+                         and (w.module == v.module or _inside(v.module, w.module))), default=v.depth)
+            v = dataclasses.replace(v, back_depth=max(outer - 1, 0))
+        out.append(v)
+    return out
+
+
 NEAR = 0.25         # a view within this relative RMS error of torch's output holds it, drifting (a weight x1.05)
 
 
@@ -279,7 +294,8 @@ def split_units(index: GraphIndex, calls: list[Call], plan: Plan, map_index: Cal
         static = {v: tensor_array(index, v) for v in names if index.is_static(v)}
         return {**resolve(index, [v for v in names if v not in static]), **static}
 
-    views = choose(candidates(index, calls, plan), torch_out, values_of)
+    cands = candidates(index, calls, plan)
+    views = _outputs_back_outside(index, cands, choose(cands, torch_out, values_of))
     taken = {v.value for v in views}
     ins = [v for v in absorbed_inputs.choose(absorbed_inputs.candidates(index, calls, plan), torch_in, values_of,
                                              _distance, UNRELATED) if v.value not in taken] if torch_in else []

@@ -18,6 +18,7 @@ from drifttui.core.prepare.plan.plan import CallMap, Plan
 from drifttui.core.prepare.plan.repeats import groups_by_shape, split_calls
 from drifttui.core.prepare.plan.scopes import in_call_order, resolve_torchscript
 from drifttui.core.prepare.plan.ts_callers import CALL_KEY, called_from
+from drifttui.core.prepare.plan.ts_twins import as_one, twins
 from drifttui.core.result import FUSED, NOT_EXPORTED, OK, UNMAPPED
 
 def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
@@ -42,11 +43,14 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
         _map_root_only(index, calls, plan)
         return plan
     aliases = aliases or {}
-    chains = _node_chains(index, module_names, aliases)
-    key_to_call = _keys_to_calls(index, calls, chains, maps)
-    if index.flavour == TORCHSCRIPT and called_from(calls, chains, key_to_call):
+    resolved: dict[tuple[str, str], Optional[str]] = {}
+    chains = _node_chains(index, module_names, aliases, resolved)
+    # modules TorchScript names alike are read as the calls of one module (ts_twins.py)
+    one = as_one(calls, twins(resolved, _module_children(module_names, aliases), set(module_names) | set(aliases)))
+    key_to_call = _keys_to_calls(index, one, chains, maps)
+    if index.flavour == TORCHSCRIPT and called_from(one, chains, key_to_call):
         maps = [CallMap(c.index) for c in calls]        # the outer keys were wrong: keyed again by the callers
-        key_to_call = _keys_to_calls(index, calls, chains, maps)
+        key_to_call = _keys_to_calls(index, one, chains, maps)
     plan = Plan(maps, _assign_nodes(chains, key_to_call, maps), {}, True)
     for ci, adopt in scopeless_adoptions(index, calls, plan):
         _adopt(plan, calls, ci, adopt)
@@ -119,13 +123,13 @@ def _module_children(module_names: list[str], aliases: dict[str, str]) -> dict[s
     return children
 
 
-def _node_chains(index: GraphIndex, module_names: list[str],
-                 aliases: dict[str, str]) -> list[list[tuple[str, str]]]:
-    """Each node's chain of (module, instance key), outermost first, the root ("", "") in front."""
+def _node_chains(index: GraphIndex, module_names: list[str], aliases: dict[str, str],
+                 resolved: dict[tuple[str, str], Optional[str]]) -> list[list[tuple[str, str]]]:
+    """Each node's chain of (module, instance key), outermost first, the root ("", "") in front; ``resolved``
+    collects how TorchScript's scope segments were read."""
     children = _module_children(module_names, aliases)
     known = set(module_names) | set(aliases)
     chains: list[list[tuple[str, str]]] = []
-    resolved: dict[tuple[str, str], Optional[str]] = {}
     for node in index.nodes:
         scope = node.scope or []
         if index.flavour == TORCHSCRIPT:
@@ -331,7 +335,9 @@ def _pair_inputs(index: GraphIndex, calls: list[Call], plan: Plan) -> dict[int, 
             # position ids): shape cannot tell which one a free value is; content decides (pair_inputs_by_content)
             twins = [p for p, r in pending if (r.shape, r.dtype) == (ref.shape, ref.dtype)]
             fits = [v for v in free if _fits_input(index, v, ref)]
-            if len(twins) > 1 and fits:
+            # one value that fits only because its size is unknown here (Funnel's pooled masks and position
+            # embeddings, TorchScript): its sample-0 shape decides, as content does for twins
+            if (len(twins) > 1 and fits) or (len(fits) == 1 and not _concrete(index.shapes.get(fits[0]))):
                 if (twins, fits) not in ambiguous.setdefault(cm.call, []):
                     ambiguous[cm.call].append((twins, fits))
                 continue
@@ -350,6 +356,10 @@ def _sole_reader(index: GraphIndex, calls: list[Call], plan: Plan, ci: int) -> O
         return None
     (q,) = readers
     return q if any(r.producer == (ci, 0) for r in calls[q].inputs) else None
+
+
+def _concrete(shape: Optional[list]) -> bool:
+    return shape is not None and all(isinstance(d, int) for d in shape)
 
 
 def _fits_input(index: GraphIndex, v: str, ref: Any) -> bool:

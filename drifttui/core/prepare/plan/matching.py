@@ -221,10 +221,12 @@ def _through_transposes(ref: Any, wanted: list[str], ref_vals: dict, dep_vals: d
     """A reference value left unmatched that a Transpose of the reference links to a matched value
     (``w = Transpose(r)`` or ``r = Transpose(w)``) is that value's match read through the
     permutation: the structure says the axis order, so this holds when a drift upstream changed the
-    numbers (the sample-0 search above pairs through a permutation only values that are equal)."""
+    numbers (the sample-0 search above pairs through a permutation only values that are equal).  So does
+    one matched farther than that (a view of a model output, absorbed.py, whose one deployed value the
+    output itself took: the search gave the view the next closest value, the norm's own input)."""
     for r in wanted:
         a = ref_vals.get(r)
-        if r in matches or a is None:
+        if a is None or (r in matches and matches[r].exact):
             continue
         links = []
         p = ref.producer.get(r)
@@ -241,7 +243,8 @@ def _through_transposes(ref: Any, wanted: list[str], ref_vals: dict, dep_vals: d
             b = np.transpose(dep_vals[m.value], perm)
             if b.shape == a.shape:
                 err = _err(a, b, float(np.max(np.abs(a))) if a.size else 0.0)
-                matches[r] = Match(m.value, err, err <= EQUAL_RTOL, perm)
+                if r not in matches or err < matches[r].err:
+                    matches[r] = Match(m.value, err, err <= EQUAL_RTOL, perm)
                 break
 
 

@@ -53,16 +53,26 @@ def _segment(cur: str, seg: str, children: dict[str, list[str]],
 
 def _child(cur: str, seg: str, children: dict[str, list[str]]) -> Optional[str]:
     """The module below ``cur`` that TorchScript names ``seg``: a child, or a deeper module when
-    the containers between were never called (ModuleList, ModuleDict)."""
-    stack = list(children.get(cur, ()))
-    best: Optional[str] = None
-    while stack:
-        c = stack.pop()
+    the containers between were never called (ModuleList, ModuleDict); the first of several alike
+    (``alike``)."""
+    found = alike(cur, seg, children)
+    return found[0] if found else None
+
+
+def alike(cur: str, seg: str, children: dict[str, list[str]]) -> list[str]:
+    """Every module below ``cur`` that TorchScript would name ``seg``, the shallowest only, in module order.
+    Several when the containers that tell them apart were never called (ts_twins.py)."""
+    queue = list(children.get(cur, ()))
+    found: list[str] = []
+    i = 0
+    while i < len(queue):
+        c = queue[i]
+        i += 1
         if c == seg or c.endswith("." + seg):
-            if best is None or c.count(".") < best.count("."):
-                best = c
-        stack.extend(children.get(c, ()))
-    return best
+            found.append(c)
+        queue.extend(children.get(c, ()))
+    depth = min((c.count(".") for c in found), default=0)
+    return [c for c in found if c.count(".") == depth]
 
 
 def in_call_order(keys: list[str]) -> list[str]:
