@@ -102,7 +102,7 @@ def test_the_users_file_back_is_the_file(exported: Path):
     producer's again, and the graph computes what the file does."""
     import onnxruntime as ort
 
-    from drifttui.core.onnx.edit.keep_float32 import without_views
+    from drifttui.core.onnx.edit.keep.float32 import without_views
 
     run = run_once(Config(model=SPEC, inputs=INPUTS, onnx=str(exported), samples=1))
     viewed = run.prepared.index.model
