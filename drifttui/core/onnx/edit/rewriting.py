@@ -4,13 +4,16 @@ each edits a model in place from a patch spec and raises ValueError when it does
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from drifttui.core.onnx.order import node_order
 
 
-def _node(model: Any, name: str, op: Optional[str] = None) -> Any:
+
+def find_node(model: Any, name: str, op: Optional[str] = None) -> Any:
+    """The node named ``name`` (of one of the ``|``-separated ops when given); ValueError when there is none."""
     n = next((n for n in model.graph.node if n.name == name), None)
     if n is None or (op is not None and n.op_type not in op.split("|")):
         raise ValueError(f"no {op or 'node'} named {name!r}")
@@ -39,6 +42,22 @@ def replace_with(model: Any, node: Any, new: list[Any], inits: Optional[list[Any
     nodes[at:at + 1] = new
     del model.graph.node[:]
     model.graph.node.extend(nodes)
+    model.graph.initializer.extend(inits or [])
+
+
+def splice_sorted(model: Any, new: list[Any], inits: Optional[list[Any]] = None, *,
+                  anchor: Any = None, drop: Sequence[Any] = ()) -> None:
+    """``new`` added to the graph (scoped in ``anchor``'s module when one is given, ``scoped``), the nodes
+    ``drop`` removed, and the whole re-sorted topologically, since a new node may feed nodes already in
+    the graph; with the initializers they read. ValueError when the edit makes a cycle."""
+    if anchor is not None:
+        scoped(anchor, new)
+    nodes = [n for n in model.graph.node if all(n is not d for d in drop)] + list(new)
+    order = node_order(nodes)
+    if order is None:
+        raise ValueError("the edited graph has a cycle")
+    del model.graph.node[:]
+    model.graph.node.extend(nodes[i] for i in order)
     model.graph.initializer.extend(inits or [])
 
 
@@ -92,7 +111,7 @@ def _set(node: Any, **attrs: Any) -> None:
 def apply_floor_cast(model: Any, spec: dict[str, Any]) -> None:
     from onnx import helper
 
-    node = _node(model, spec["node"], "Cast")
+    node = find_node(model, spec["node"], "Cast")
     x = node.input[0]
     floored = f"{node.name or node.output[0]}/drifttui_floor"
     node.input[0] = floored         # before the insert: that copies the nodes
@@ -102,7 +121,7 @@ def apply_floor_cast(model: Any, spec: dict[str, Any]) -> None:
 def apply_softplus_threshold(model: Any, spec: dict[str, Any]) -> None:
     from onnx import helper, numpy_helper
 
-    node = _node(model, spec["node"], "Softplus")
+    node = find_node(model, spec["node"], "Softplus")
     x, out = node.input[0], node.output[0]
     p = f"{node.name or out}/drifttui_threshold"
     thr = numpy_helper.from_array(np.asarray(spec.get("threshold", 20.0), dtype=_dtype(model, x)), f"{p}/t")
@@ -120,7 +139,7 @@ def apply_scatter_reduction(model: Any, spec: dict[str, Any]) -> None:
     """reduction="add" on the node (opset >= 16; an opset-9/10 ``Scatter`` becomes ScatterElements
     on the way: the converter drops its name and renames its output, so the node is found again by
     its place, or its output)."""
-    old = _node(model, spec["node"], "ScatterElements|ScatterND|Scatter")
+    old = find_node(model, spec["node"], "ScatterElements|ScatterND|Scatter")
     at, out = list(model.graph.node).index(old), old.output[0]
     _at_least(model, 16)
     nodes = list(model.graph.node)
@@ -136,7 +155,7 @@ def apply_scatter_reduction(model: Any, spec: dict[str, Any]) -> None:
 def apply_avgpool_divisor(model: Any, spec: dict[str, Any]) -> None:
     from onnx import helper, numpy_helper
 
-    node = _node(model, spec["node"], "AveragePool")
+    node = find_node(model, spec["node"], "AveragePool")
     out = node.output[0]
     p = f"{node.name or out}/drifttui_divisor"
     k = numpy_helper.from_array(np.asarray(spec["area"] / spec["divisor"], dtype=_dtype(model, node.input[0])),
@@ -152,9 +171,9 @@ def apply_avgpool_divisor(model: Any, spec: dict[str, Any]) -> None:
 
 
 def apply_resize_antialias(model: Any, spec: dict[str, Any]) -> None:
-    _node(model, spec["node"], "Resize")
+    find_node(model, spec["node"], "Resize")
     _at_least(model, 18)
-    _set(_node(model, spec["node"], "Resize"), antialias=1)
+    _set(find_node(model, spec["node"], "Resize"), antialias=1)
 
 
 def apply_convert_opset(model: Any, spec: dict[str, Any]) -> None:

@@ -17,8 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from drifttui.core.onnx.edit.graft.splice import toposort
-from drifttui.core.onnx.edit.rewriting import input_dtype, scoped
+from drifttui.core.onnx.edit.rewriting import find_node, input_dtype, splice_sorted
 
 INT_TYPES = (np.int32, np.int64)
 
@@ -26,9 +25,7 @@ INT_TYPES = (np.int32, np.int64)
 def apply_int_pow_exact(model: Any, spec: dict[str, Any]) -> None:
     from onnx import helper, numpy_helper
 
-    node = next((n for n in model.graph.node if n.name == spec["node"]), None)
-    if node is None or node.op_type != "Pow":
-        raise ValueError(f"no Pow named {spec['node']!r}")
+    node = find_node(model, spec["node"], "Pow")
     dtype = np.dtype(spec.get("dtype") or input_dtype(model, node.input[0]))
     if dtype not in [np.dtype(t) for t in INT_TYPES]:
         raise ValueError(f"{node.name}'s base is not an int32/int64 tensor")
@@ -49,11 +46,7 @@ def apply_int_pow_exact(model: Any, spec: dict[str, Any]) -> None:
             new += [helper.make_node("Mul", [b, b], [f"{q}/b"], name=f"{q}/b"),
                     helper.make_node("Div", [e, f"{p}/two"], [f"{q}/e"], name=f"{q}/e")]
         r, b, e = f"{q}/r", f"{q}/b", f"{q}/e"
-    scoped(node, new)
-    nodes = [n for n in model.graph.node if n is not node]
-    del model.graph.node[:]
-    model.graph.node.extend(toposort(nodes + new))
-    model.graph.initializer.extend(inits)
+    splice_sorted(model, new, inits, anchor=node, drop=[node])
 
 
 APPLY = {"int_pow_exact": apply_int_pow_exact}

@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from drifttui.core.onnx.edit.graft.splice import toposort
-from drifttui.core.onnx.edit.rewriting import scoped
+from drifttui.core.onnx.edit.rewriting import find_node, splice_sorted
 
 INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
@@ -39,9 +38,7 @@ def wrap(values: np.ndarray, narrow: Any) -> np.ndarray:
 def apply_int_wrap(model: Any, spec: dict[str, Any]) -> None:
     from onnx import helper, numpy_helper
 
-    node = next((n for n in model.graph.node if n.name == spec["node"]), None)
-    if node is None or node.op_type != "Cast":
-        raise ValueError(f"no Cast named {spec['node']!r}")
+    node = find_node(model, spec["node"], "Cast")
     to = next(a.i for a in node.attribute if a.name == "to")
     narrow, wide = helper.tensor_dtype_to_np_dtype(to), np.dtype(spec["wide"])
     if not narrowing(wide, narrow):
@@ -54,12 +51,8 @@ def apply_int_wrap(model: Any, spec: dict[str, Any]) -> None:
     new = [helper.make_node("Add", [x, f"{p}/half"], [f"{p}/shifted"], name=f"{p}/shifted"),
            helper.make_node("Mod", [f"{p}/shifted", f"{p}/span"], [f"{p}/low"], name=f"{p}/low", fmod=0),
            helper.make_node("Sub", [f"{p}/low", f"{p}/half"], [f"{p}/wrapped"], name=f"{p}/wrapped")]
-    scoped(node, new)
     node.input[0] = f"{p}/wrapped"
-    nodes = toposort(list(model.graph.node) + new)
-    del model.graph.node[:]
-    model.graph.node.extend(nodes)
-    model.graph.initializer.extend(inits)
+    splice_sorted(model, new, inits, anchor=node)
 
 
 APPLY = {"int_wrap": apply_int_wrap}

@@ -14,16 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from drifttui.core.onnx.edit.graft.splice import toposort
-from drifttui.core.onnx.edit.rewriting import input_dtype, scoped
+from drifttui.core.onnx.edit.rewriting import find_node, input_dtype, splice_sorted
 
 
 def apply_zero_masked(model: Any, spec: dict[str, Any]) -> None:
     from onnx import helper, numpy_helper
 
-    node = next((n for n in model.graph.node if n.name == spec["node"]), None)
-    if node is None:
-        raise ValueError(f"no node named {spec['node']!r}")
+    node = find_node(model, spec["node"])
     mask = spec["mask"]
     if not any(mask in (*n.output,) for n in model.graph.node) and mask not in {i.name for i in model.graph.input}:
         raise ValueError(f"no value named {mask!r} holds the padding mask")
@@ -36,12 +33,8 @@ def apply_zero_masked(model: Any, spec: dict[str, Any]) -> None:
            helper.make_node("Where", [f"{p}/mask", f"{p}/zero", f"{p}/raw"], [out], name=f"{p}/where")]
     if not spec.get("batch_first", True):
         new.insert(0, helper.make_node("Transpose", [mask], [f"{p}/mask_t"], name=f"{p}/transpose", perm=[1, 0]))
-    scoped(node, new)
-    nodes = list(model.graph.node)
-    del model.graph.node[:]
-    model.graph.node.extend(toposort(nodes + new))
-    model.graph.initializer.extend([numpy_helper.from_array(np.asarray(0.0, dtype=dtype), f"{p}/zero"),
-                                    numpy_helper.from_array(np.asarray([-1], dtype=np.int64), f"{p}/axis")])
+    splice_sorted(model, new, [numpy_helper.from_array(np.asarray(0.0, dtype=dtype), f"{p}/zero"),
+                               numpy_helper.from_array(np.asarray([-1], dtype=np.int64), f"{p}/axis")], anchor=node)
 
 
 def apply_bool_mask(model: Any, spec: dict[str, Any]) -> None:
@@ -60,12 +53,9 @@ def apply_bool_mask(model: Any, spec: dict[str, Any]) -> None:
     new = [helper.make_node("Equal", [mask, f"{p}/zero"], [f"{p}/kept"], name=f"{p}/equal"),
            helper.make_node("Where", [f"{p}/kept", f"{p}/zero", f"{p}/masked"], [f"{p}/mask"], name=f"{p}/where")]
     node.input[k] = f"{p}/mask"
-    scoped(node, new)
-    nodes = list(model.graph.node)
-    del model.graph.node[:]
-    model.graph.node.extend(toposort(nodes + new))
-    model.graph.initializer.extend([numpy_helper.from_array(np.asarray(0.0, dtype=dtype), f"{p}/zero"),
-                                    numpy_helper.from_array(np.asarray(-np.inf, dtype=dtype), f"{p}/masked")])
+    splice_sorted(model, new, [numpy_helper.from_array(np.asarray(0.0, dtype=dtype), f"{p}/zero"),
+                               numpy_helper.from_array(np.asarray(-np.inf, dtype=dtype), f"{p}/masked")],
+                  anchor=node)
 
 
 APPLY = {"zero_masked": apply_zero_masked, "bool_mask": apply_bool_mask}

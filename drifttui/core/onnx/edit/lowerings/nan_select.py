@@ -20,8 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from drifttui.core.onnx.edit.graft.splice import toposort
-from drifttui.core.onnx.edit.rewriting import input_dtype, scoped
+from drifttui.core.onnx.edit.rewriting import find_node, input_dtype, splice_sorted
 
 VALUE_OPS = {"MaxPool": "MaxPool", "GlobalMaxPool": "GlobalMaxPool", "ReduceMax": "ReduceMax",
              "ReduceMin": "ReduceMax"}       # op -> the op that tells "the window / row holds a NaN"
@@ -57,9 +56,7 @@ def nan_mask(model: Any, name: str, ops: tuple, index: int, what: str) -> NanMas
     """The node ``name`` (one of ``ops``: ``what`` says what it is) rewired, its input ``index`` masked where NaN."""
     from onnx import helper, numpy_helper
 
-    node = next((n for n in model.graph.node if n.name == name), None)
-    if node is None:
-        raise ValueError(f"no node named {name!r}")
+    node = find_node(model, name)
     if node.op_type not in ops or len(node.input) <= index:
         raise ValueError(f"{node.name} is a {node.op_type}, not {what}")
     x, out = node.input[index], node.output[0]
@@ -76,11 +73,7 @@ def nan_mask(model: Any, name: str, ops: tuple, index: int, what: str) -> NanMas
 
 def splice(model: Any, m: NanMask) -> None:
     """The rewrite's nodes scoped like the node they rewrite, in graph order, with their constants."""
-    scoped(m.node, m.new)
-    nodes = list(model.graph.node)
-    del model.graph.node[:]
-    model.graph.node.extend(toposort(nodes + m.new))
-    model.graph.initializer.extend(m.inits)
+    splice_sorted(model, m.new, m.inits, anchor=m.node)
 
 
 def _propagate(model: Any, name: str) -> None:

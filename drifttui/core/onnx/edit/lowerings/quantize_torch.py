@@ -18,8 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from drifttui.core.onnx.edit.graft.splice import toposort
-from drifttui.core.onnx.edit.rewriting import scoped
+from drifttui.core.onnx.edit.rewriting import scoped, splice_sorted
 
 RANGES = {2: (0, 255, np.uint8), 3: (-128, 127, np.int8)}         # UINT8, INT8
 
@@ -89,10 +88,7 @@ def apply_quantize_reciprocal(model: Any, spec: dict[str, Any]) -> None:
         new += made
         inits += more
         gone.add(name)
-    nodes = [n for n in model.graph.node if n.name not in gone]
-    del model.graph.node[:]
-    model.graph.node.extend(toposort(nodes + new))
-    model.graph.initializer.extend(inits)
+    splice_sorted(model, new, inits, drop=[n for n in model.graph.node if n.name in gone])
 
 
 APPLY = {"quantize_reciprocal": apply_quantize_reciprocal}

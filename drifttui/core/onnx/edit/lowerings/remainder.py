@@ -15,8 +15,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.onnx.edit.graft.splice import toposort
-from drifttui.core.onnx.edit.rewriting import input_dtype, scoped
+from drifttui.core.onnx.edit.rewriting import input_dtype, splice_sorted
 
 
 def _producer(model: Any, value: str) -> Optional[Any]:
@@ -60,11 +59,8 @@ def apply_fmod_remainder(model: Any, spec: dict[str, Any]) -> None:
            op("And", [f"{p}/modnz", f"{p}/signs"], "adj"), op("Add", [f"{p}/mod", b], "moved")]
     new.append(helper.make_node("Where", [f"{p}/adj", f"{p}/moved", f"{p}/mod"], [node.output[0]],
                                 name=f"{p}/remainder"))
-    scoped(node, new)
-    nodes = [n for n in model.graph.node if n is not node]
-    del model.graph.node[:]
-    model.graph.node.extend(toposort(nodes + new))
-    model.graph.initializer.append(numpy_helper.from_array(np.asarray(0.0, dtype=dtype), f"{p}/zero"))
+    splice_sorted(model, new, [numpy_helper.from_array(np.asarray(0.0, dtype=dtype), f"{p}/zero")],
+                  anchor=node, drop=[node])
 
 
 APPLY = {"fmod_remainder": apply_fmod_remainder}

@@ -27,7 +27,7 @@ import numpy as np
 
 from drifttui.core.onnx.graph import attribute_values as _attrs
 
-from drifttui.core.onnx.edit.rewriting import replace_with
+from drifttui.core.onnx.edit.rewriting import find_node, replace_with
 
 OPS = ("Resize", "Upsample")
 UPSTREAM = "microsoft/onnxruntime#12098"
@@ -58,13 +58,6 @@ def torch_indices(n_in: int, n_out: int, rule: str, scale: Optional[float] = Non
     return np.minimum(src.astype(np.int64), n_in - 1)
 
 
-def _node(model: Any, name: str) -> Any:
-    n = next((n for n in model.graph.node if n.name == name and n.op_type in OPS), None)
-    if n is None:
-        raise ValueError(f"no Resize named {name!r}")
-    return n
-
-
 def _prune(model: Any, values: list[str]) -> None:
     """Drop the nodes that only computed ``values`` (the removed Resize's scales/sizes chain)."""
     graph_out = {o.name for o in model.graph.output}
@@ -85,7 +78,7 @@ def apply_resize_gather(model: Any, spec: dict[str, Any]) -> None:
     """Replace the Resize ``spec["node"]`` by Gathers on torch's indices (ValueError when it does not fit)."""
     from onnx import helper, numpy_helper
 
-    node = _node(model, spec["node"])
+    node = find_node(model, spec["node"], "|".join(OPS))
     ins, outs = list(spec["in_shape"]), list(spec["out_shape"])
     if len(ins) != len(outs):
         raise ValueError("the Resize's input and output ranks differ")

@@ -20,23 +20,16 @@ from typing import Any
 
 import numpy as np
 
-from drifttui.core.onnx.edit.rewriting import input_dtype, replace_with
+from drifttui.core.onnx.edit.rewriting import find_node, input_dtype, replace_with
 
 MAX_ENTRIES = 1 << 16           # entries per weight matrix written into a spec (a 256 -> 256 axis)
-
-
-def _resize(model: Any, name: str) -> Any:
-    node = next((n for n in model.graph.node if n.name == name and n.op_type == "Resize"), None)
-    if node is None:
-        raise ValueError(f"no Resize named {name!r}")
-    return node
 
 
 def apply_resize_scales(model: Any, spec: dict[str, Any]) -> None:
     """The Resize ``spec["node"]`` given ``spec["scales"]`` (one per axis) in place of its sizes."""
     from onnx import numpy_helper
 
-    node = _resize(model, spec["node"])
+    node = find_node(model, spec["node"], "Resize")
     scales = np.asarray(spec["scales"], dtype=np.float32)
     name = f"{node.name}/drifttui_scales"
     model.graph.initializer.append(numpy_helper.from_array(scales, name))
@@ -50,7 +43,7 @@ def apply_resize_matmul(model: Any, spec: dict[str, Any]) -> None:
     """The 4-D Resize ``spec["node"]`` replaced by ``MatMul(MatMul(rows, X), cols^T)``."""
     from onnx import helper, numpy_helper
 
-    node = _resize(model, spec["node"])
+    node = find_node(model, spec["node"], "Resize")
     dtype = input_dtype(model, node.input[0])
     rows = np.asarray(spec["rows"], dtype=dtype)
     cols_t = np.asarray(spec["cols"], dtype=dtype).T

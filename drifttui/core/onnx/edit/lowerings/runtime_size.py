@@ -16,8 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from drifttui.core.onnx.edit.graft.splice import toposort
-from drifttui.core.onnx.edit.rewriting import scoped
+from drifttui.core.onnx.edit.rewriting import splice_sorted
 
 FORMS = ("d", "1/d", "d**-0.5", "d**0.5")
 
@@ -68,11 +67,7 @@ def apply_runtime_size(model: Any, spec: dict[str, Any]) -> None:
     for k, v in enumerate(node.input):
         if v == spec["name"]:
             node.input[k] = f"{p}/value"
-    scoped(node, new)
-    nodes = list(model.graph.node)
-    del model.graph.node[:]
-    model.graph.node.extend(toposort(nodes + new))
-    model.graph.initializer.extend(inits)
+    splice_sorted(model, new, inits, anchor=node)
 
 
 APPLY = {"runtime_size": apply_runtime_size}

@@ -29,23 +29,15 @@ from typing import Any
 import numpy as np
 
 from drifttui.core.base.dtypes import INT_ELEMS
-from drifttui.core.onnx.edit.graft.splice import toposort
-from drifttui.core.onnx.edit.rewriting import input_dtype, scoped
+from drifttui.core.onnx.edit.rewriting import find_node, input_dtype, splice_sorted
 
 FLIP = {"Greater": "GreaterOrEqual", "GreaterOrEqual": "Greater", "Less": "LessOrEqual", "LessOrEqual": "Less"}
-
-
-def _find(model: Any, name: str) -> Any:
-    node = next((n for n in model.graph.node if n.name == name), None)
-    if node is None:
-        raise ValueError(f"no node named {name!r}")
-    return node
 
 
 def apply_nonfinite_guard(model: Any, spec: dict[str, Any]) -> None:
     from onnx import helper, numpy_helper
 
-    node = _find(model, spec["node"])
+    node = find_node(model, spec["node"])
     out = node.output[0]
     dtype = input_dtype(model, out)
     if np.dtype(dtype).kind != "f":
@@ -56,16 +48,12 @@ def apply_nonfinite_guard(model: Any, spec: dict[str, Any]) -> None:
            helper.make_node("IsInf", [f"{p}/raw"], [f"{p}/inf"], name=f"{p}/isinf"),
            helper.make_node("Or", [f"{p}/nan", f"{p}/inf"], [f"{p}/bad"], name=f"{p}/or"),
            helper.make_node("Where", [f"{p}/bad", f"{p}/c", f"{p}/raw"], [out], name=f"{p}/where")]
-    scoped(node, new)
-    nodes = list(model.graph.node)
-    del model.graph.node[:]
-    model.graph.node.extend(toposort(nodes + new))
-    model.graph.initializer.append(numpy_helper.from_array(np.asarray(float(spec.get("value", 0.0)), dtype=dtype),
-                                                           f"{p}/c"))
+    splice_sorted(model, new, [numpy_helper.from_array(np.asarray(float(spec.get("value", 0.0)), dtype=dtype),
+                                                       f"{p}/c")], anchor=node)
 
 
 def apply_boundary(model: Any, spec: dict[str, Any]) -> None:
-    node = _find(model, spec["node"])
+    node = find_node(model, spec["node"])
     if node.op_type not in FLIP:
         raise ValueError(f"{node.name} is a {node.op_type}, not a comparison")
     node.op_type = FLIP[node.op_type]
@@ -83,7 +71,7 @@ def floor_of_div(model: Any, node: Any) -> Any:
 def apply_fmod_floor(model: Any, spec: dict[str, Any]) -> None:
     from onnx import helper, numpy_helper
 
-    node = _find(model, spec["node"])
+    node = find_node(model, spec["node"])
     div = floor_of_div(model, node)
     if div is None:
         raise ValueError(f"{node.name} does not floor a Div")
@@ -111,12 +99,9 @@ def apply_fmod_floor(model: Any, spec: dict[str, Any]) -> None:
                                  to=next(a.i for a in node.attribute if a.name == "to"))]
     else:
         new.append(helper.make_node("Add", [f"{p}/fl", f"{p}/upf"], [node.output[0]], name=f"{p}/floordiv"))
-    scoped(node, new)
-    nodes = [n for n in model.graph.node if n is not node]
-    del model.graph.node[:]
-    model.graph.node.extend(toposort(nodes + new))
-    model.graph.initializer.extend([numpy_helper.from_array(np.asarray(0.0, dtype=dtype), c["zero"]),
-                                    numpy_helper.from_array(np.asarray(0.5, dtype=dtype), c["half"])])
+    splice_sorted(model, new, [numpy_helper.from_array(np.asarray(0.0, dtype=dtype), c["zero"]),
+                               numpy_helper.from_array(np.asarray(0.5, dtype=dtype), c["half"])],
+                  anchor=node, drop=[node])
 
 
 def apply_nan_pass(model: Any, spec: dict[str, Any]) -> None:
@@ -124,7 +109,7 @@ def apply_nan_pass(model: Any, spec: dict[str, Any]) -> None:
     as torch's elementwise ops carry it, where the lowering returned a finite value."""
     from onnx import helper
 
-    node = _find(model, spec["node"])
+    node = find_node(model, spec["node"])
     out, src = node.output[0], spec["source"]
     if np.dtype(input_dtype(model, out)).kind != "f" or np.dtype(input_dtype(model, src)).kind != "f":
         raise ValueError(f"{node.name}'s output or {src} is not a float: no NaN to carry")
@@ -132,10 +117,7 @@ def apply_nan_pass(model: Any, spec: dict[str, Any]) -> None:
     node.output[0] = f"{p}/raw"
     new = [helper.make_node("IsNaN", [src], [f"{p}/nan"], name=f"{p}/isnan"),
            helper.make_node("Where", [f"{p}/nan", src, f"{p}/raw"], [out], name=f"{p}/where")]
-    scoped(node, new)
-    nodes = list(model.graph.node)
-    del model.graph.node[:]
-    model.graph.node.extend(toposort(nodes + new))
+    splice_sorted(model, new, anchor=node)
 
 
 APPLY = {"nonfinite_guard": apply_nonfinite_guard, "nan_pass": apply_nan_pass, "boundary": apply_boundary, "fmod_floor": apply_fmod_floor}

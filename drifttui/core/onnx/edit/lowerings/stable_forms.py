@@ -26,8 +26,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.onnx.edit.graft.splice import toposort
-from drifttui.core.onnx.edit.rewriting import input_dtype, scoped, static_value
+from drifttui.core.onnx.edit.rewriting import find_node, input_dtype, scoped, splice_sorted, static_value
 
 
 def is_one(model: Any, name: str) -> bool:
@@ -90,13 +89,6 @@ def naive_nodes(model: Any, node: Any, rewrite: str) -> list[str]:
     return [n.name for n in model.graph.node if n.name in names]
 
 
-def _find(model: Any, name: str, op: str) -> Any:
-    n = next((n for n in model.graph.node if n.name == name and n.op_type == op), None)
-    if n is None:
-        raise ValueError(f"no {op} named {name!r}")
-    return n
-
-
 def _splice(model: Any, anchor: Any, new: list[Any], consts: dict[str, float], dtype: Any) -> None:
     from onnx import numpy_helper
 
@@ -112,7 +104,7 @@ def _splice(model: Any, anchor: Any, new: list[Any], consts: dict[str, float], d
 def apply_log1p(model: Any, spec: dict[str, Any]) -> None:
     from onnx import helper
 
-    log = _find(model, spec["node"], "Log")
+    log = find_node(model, spec["node"], "Log")
     m = match_log1p(model, log)
     if m is None:
         raise ValueError(f"{log.name} is not Log(1 + x)")
@@ -131,7 +123,7 @@ def apply_log1p(model: Any, spec: dict[str, Any]) -> None:
 def apply_expm1(model: Any, spec: dict[str, Any]) -> None:
     from onnx import helper
 
-    sub = _find(model, spec["node"], "Sub")
+    sub = find_node(model, spec["node"], "Sub")
     m = match_expm1(model, sub)
     if m is None:
         raise ValueError(f"{sub.name} is not Exp(x) - 1")
@@ -154,7 +146,7 @@ def apply_expm1(model: Any, spec: dict[str, Any]) -> None:
 def apply_logaddexp(model: Any, spec: dict[str, Any]) -> None:
     from onnx import helper, numpy_helper
 
-    log = _find(model, spec["node"], "Log")
+    log = find_node(model, spec["node"], "Log")
     m = match_logaddexp(model, log)
     if m is None:
         raise ValueError(f"{log.name} is not Log(Exp(a) + Exp(b))")
@@ -169,8 +161,5 @@ def apply_logaddexp(model: Any, spec: dict[str, Any]) -> None:
            helper.make_node("Add", [f"{p}/e", f"{p}/one"], [f"{p}/u"], name=f"{p}/add1"),
            helper.make_node("Log", [f"{p}/u"], [f"{p}/l"], name=f"{p}/log"),
            helper.make_node("Add", [f"{p}/max", f"{p}/l"], [out], name=f"{p}/sum")]
-    scoped(log, new)
-    nodes = [n for n in model.graph.node if n is not log]
-    del model.graph.node[:]
-    model.graph.node.extend(toposort(nodes + new))
-    model.graph.initializer.append(numpy_helper.from_array(np.asarray(1.0, dtype=input_dtype(model, a)), f"{p}/one"))
+    splice_sorted(model, new, [numpy_helper.from_array(np.asarray(1.0, dtype=input_dtype(model, a)), f"{p}/one")],
+                  anchor=log, drop=[log])

@@ -17,8 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from drifttui.core.onnx.edit.graft.splice import toposort
-from drifttui.core.onnx.edit.rewriting import input_dtype, scoped
+from drifttui.core.onnx.edit.rewriting import find_node, input_dtype, splice_sorted
 
 # the float32 sums ONNX Runtime accumulates in a running float32 (ops with a double kernel, and GAP)
 SCANS = ("CumSum",)        # a running sum along an axis (torch's CPU cumsum accumulates float32 in double)
@@ -41,9 +40,7 @@ def apply_accumulate_float64(model: Any, spec: dict[str, Any]) -> None:
 def _widen(model: Any, name: str, rank: Any) -> None:
     from onnx import TensorProto, helper, numpy_helper
 
-    node = next((n for n in model.graph.node if n.name == name), None)
-    if node is None:
-        raise ValueError(f"no node named {name!r}")
+    node = find_node(model, name)
     if node.op_type not in SUMS:
         raise ValueError(f"{node.name} is a {node.op_type}, not a float32 sum")
     if np.dtype(input_dtype(model, node.input[0])) != np.float32:
@@ -67,18 +64,14 @@ def _widen(model: Any, name: str, rank: Any) -> None:
             mean = helper.make_node("ReduceMean", [f"{p}/x", f"{p}/axes"], [f"{p}/y"], name=f"{p}/mean", keepdims=1)
         else:
             mean = helper.make_node("ReduceMean", [f"{p}/x"], [f"{p}/y"], name=f"{p}/mean", axes=axes, keepdims=1)
-        nodes = list(model.graph.node)
-        nodes.remove(node)
+        drop = [node]
         new.append(mean)
     else:
         node.input[0] = f"{p}/x"
         node.output[0] = f"{p}/y"
-        nodes = list(model.graph.node)
+        drop = []
     new.append(helper.make_node("Cast", [f"{p}/y"], [out], name=f"{p}/out", to=TensorProto.FLOAT))
-    scoped(node, new)
-    del model.graph.node[:]
-    model.graph.node.extend(toposort(nodes + new))
-    model.graph.initializer.extend(inits)
+    splice_sorted(model, new, inits, anchor=node, drop=drop)
     for vi in model.graph.value_info:           # the node's output keeps float32; nothing else is retyped
         if vi.name == out:
             vi.type.tensor_type.elem_type = TensorProto.FLOAT

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drifttui.core.onnx.edit.graft.splice import toposort
-from drifttui.core.onnx.edit.rewriting import scoped
+from drifttui.core.onnx.edit.rewriting import scoped, splice_sorted
 
 FLOATS = (1, 10, 11, 16)        # float, float16, double, bfloat16
 
@@ -75,9 +74,7 @@ def apply_cast_first(model: Any, spec: dict[str, Any]) -> None:
                 new += scoped(n, [helper.make_node("Cast", [w], [v], name=f"{w}/back", to=narrow)])
             if w and v in rounded:      # an explicit pair ONNX Runtime keeps: torch rounds each narrow op's output
                 new += scoped(n, [helper.make_node("Cast", [v], [f"{w}/rounded"], name=f"{w}/rounded", to=to)])
-    nodes = toposort(list(model.graph.node) + new)
-    del model.graph.node[:]
-    model.graph.node.extend(nodes)
+    splice_sorted(model, new)
 
 
 APPLY = {"cast_first": apply_cast_first}

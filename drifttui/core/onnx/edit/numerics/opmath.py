@@ -26,8 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drifttui.core.onnx.edit.graft.splice import toposort
-from drifttui.core.onnx.edit.rewriting import scoped
+from drifttui.core.onnx.edit.rewriting import scoped, splice_sorted
 
 FLOAT = 1
 LOW = (10, 16)              # float16, bfloat16
@@ -92,9 +91,7 @@ def apply_opmath_float32(model: Any, spec: dict[str, Any]) -> None:
                 new += scoped(n, [helper.make_node("Cast", [v], [f"{w}/rounded"], name=f"{w}/rounded", to=FLOAT)])
             for r in casts:     # a Cast out of the set reads the rounded float32: the pair ONNX Runtime keeps
                 r.input[:] = [f"{w}/rounded" if x == v else x for x in r.input]
-    nodes = toposort(list(model.graph.node) + new)
-    del model.graph.node[:]
-    model.graph.node.extend(nodes)
+    splice_sorted(model, new)
 
 
 APPLY = {"opmath_float32": apply_opmath_float32}

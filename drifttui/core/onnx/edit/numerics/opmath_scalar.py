@@ -15,8 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from drifttui.core.onnx.edit.graft.splice import toposort
-from drifttui.core.onnx.edit.rewriting import scoped
+from drifttui.core.onnx.edit.rewriting import find_node, splice_sorted
 
 FLOAT = 1
 LOW = (10, 16)              # float16, bfloat16
@@ -26,9 +25,7 @@ ARITH = ("Mul", "Div", "Add", "Sub")
 def apply_opmath_scalar(model: Any, spec: dict[str, Any]) -> None:
     from onnx import helper, numpy_helper
 
-    node = next((n for n in model.graph.node if n.name == spec["node"]), None)
-    if node is None or node.op_type not in ARITH:
-        raise ValueError(f"no Mul/Div/Add/Sub named {spec['node']!r}")
+    node = find_node(model, spec["node"], "|".join(ARITH))
     pos, low = int(spec["input"]), int(spec["low"])
     if low not in LOW or pos >= len(node.input):
         raise ValueError(f"{node.name} has no input {pos} of a low-precision type")
@@ -44,10 +41,7 @@ def apply_opmath_scalar(model: Any, spec: dict[str, Any]) -> None:
     out = node.output[0]
     node.output[0] = f"{base}/f32"
     new.append(helper.make_node("Cast", [node.output[0]], [out], name=f"{base}/back", to=low))
-    nodes = toposort(list(model.graph.node) + scoped(node, new))
-    del model.graph.node[:]
-    model.graph.node.extend(nodes)
-    model.graph.initializer.append(scalar)
+    splice_sorted(model, new, [scalar], anchor=node)
 
 
 APPLY = {"opmath_scalar": apply_opmath_scalar}

@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from drifttui.core.onnx.edit.graft.splice import toposort
-from drifttui.core.onnx.edit.rewriting import scoped
+from drifttui.core.onnx.edit.rewriting import splice_sorted
 
 SUFFIX = "/drifttui_f64"
 FIXED = {"Resize": (1, 2), "Upsample": (1,)}      # inputs of a type of their own (roi, scales): kept float32
@@ -52,11 +51,7 @@ def apply_origin_float64(model: Any, spec: dict[str, Any]) -> None:
                 n.output[k] = widened[v]
     for v in sorted(outputs):
         new.append(helper.make_node("Cast", [widened[v]], [v], name=f"{v}{SUFFIX}/out", to=TensorProto.FLOAT))
-    if region:
-        scoped(region[0], new)
-    nodes = list(model.graph.node)
-    del model.graph.node[:]
-    model.graph.node.extend(toposort(nodes + new))
+    splice_sorted(model, new, anchor=region[0] if region else None)
     produced = {o for n in region for o in n.output}
     keep = [vi for vi in model.graph.value_info if vi.name not in produced]
     del model.graph.value_info[:]
