@@ -171,9 +171,10 @@ def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None, aligned: Opti
         return op
     recs = [r for r in (fx_of(n) for n in case.model.graph.node if n.name in names) if r is not None]
     groups = {r: [n for n in case.model.graph.node if (fx_of(n) or ("", ""))[0] == r[0]] for r in dict.fromkeys(recs)}
-    # the op the patch changed is one that computes, not the conversion out of it (a float16 add, not .float())
+    # the op the patch changed is one that computes, not the conversion out of it (a float16 add, not .float()); of
+    # conversions alone, the last: the one whose output the file gets wrong (``.long().int()``'s wrap is ``int``'s)
     rec = next((r for r, mine in reversed(groups.items()) if any(n.op_type not in _CONVERSIONS for n in mine)), None) \
-        or next(iter(groups), None)
+        or next(reversed(groups), None)
     if rec is None:     # no FX records: the call the alignment gives the nodes the patch changed, unless op holds them
         if decisive:
             return _aligned_op(case, names, aligned or {}) or op
