@@ -151,6 +151,81 @@ def test_torchscript_divisions_warn_only_where_truncation_differs(tmp_path):
     assert len(divs) == 3 and found[0].onnx_nodes[0] in divs
 
 
+def test_no_integer_div_warning_for_a_shift_of_non_negative_codes():
+    """TorchScript lowers ``codes >> k`` as ``codes / Cast(Pow(2, k))``: a power of a non-negative base (and an even
+    power of anything) is never negative, so a Div of ``Abs``-derived codes by it truncates as torch floors: no
+    warning; an odd power of a signed value may be negative, and that Div still warns."""
+    two = numpy_helper.from_array(np.array(2.0, np.float32), "two")
+    k, e3 = numpy_helper.from_array(np.array(3.0, np.float32), "k"), numpy_helper.from_array(np.array(3.0, np.float32), "e3")
+    nodes = [helper.make_node("Abs", ["x"], ["ax"]), helper.make_node("Cast", ["ax"], ["codes"], to=TensorProto.INT64),
+             helper.make_node("Pow", ["two", "k"], ["p"]), helper.make_node("Cast", ["p"], ["pi"], to=TensorProto.INT64),
+             helper.make_node("Div", ["codes", "pi"], ["shifted"], name="shift_div"),
+             helper.make_node("Pow", ["x", "two"], ["sq"]), helper.make_node("Cast", ["sq"], ["sqi"], to=TensorProto.INT64),
+             helper.make_node("Div", ["sqi", "pi"], ["sq_div"], name="square_div"),
+             helper.make_node("Pow", ["x", "e3"], ["cube"]),
+             helper.make_node("Cast", ["cube"], ["cubei"], to=TensorProto.INT64),
+             helper.make_node("Div", ["cubei", "pi"], ["cube_div"], name="cube_div"),
+             helper.make_node("Concat", ["shifted", "sq_div", "cube_div"], ["out"], axis=0)]
+    model = _int_div_graph(nodes, [("x", TensorProto.FLOAT, [4])], "out")
+    model.graph.initializer.extend([two, k, e3])
+    found = [f for f in dtype.check(_ctx(model)) if "integer Div" in f.message]
+    assert [f.onnx_nodes for f in found] == [["cube_div"]], found
+
+
+class _Shifts(torch.nn.Module):
+    def forward(self, x):
+        codes = (x.abs() * 1000).long()
+        return ((codes >> 3) + ((x * 1000).long() >> 2)).float()
+
+
+def test_torchscript_shifts_warn_only_on_signed_values(tmp_path):
+    """A real TorchScript export of ``codes >> 3`` (codes from ``abs``) and ``signed >> 2``: only the signed
+    shift's Div (a truncation where torch's arithmetic shift floors) is warned about."""
+    import onnx
+
+    path = tmp_path / "shift.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(_Shifts(), (torch.randn(2, 5),), str(path), dynamo=False)
+    proto = onnx.load(str(path))
+    divs = [n.name for n in proto.graph.node if n.op_type == "Div"]
+    found = [f for f in dtype.check(_ctx(proto)) if "integer Div" in f.message]
+    assert len(divs) == 2 and len(found) == 1, (divs, found)
+
+
+def test_no_integer_div_warning_for_the_row_and_column_of_topk_indices():
+    """``torch.unravel_index`` of ``topk`` indices (DETR-style post-processing) divides the indices: TopK's second
+    output is never negative, so the Div truncates as torch floors: no warning; a Div of TopK's values (cast to
+    int64, any sign) still warns."""
+    nodes = [helper.make_node("TopK", ["x", "kk"], ["vals", "idx"], axis=-1),
+             helper.make_node("Div", ["idx", "four"], ["row"], name="index_div"),
+             helper.make_node("Cast", ["vals"], ["vi"], to=TensorProto.INT64),
+             helper.make_node("Div", ["vi", "four"], ["vq"], name="value_div"),
+             helper.make_node("Concat", ["row", "vq"], ["out"], axis=0)]
+    model = _int_div_graph(nodes, [("x", TensorProto.FLOAT, [8])], "out")
+    model.graph.initializer.append(numpy_helper.from_array(np.array([3], np.int64), "kk"))
+    found = [f for f in dtype.check(_ctx(model)) if "integer Div" in f.message]
+    assert [f.onnx_nodes for f in found] == [["value_div"]], found
+
+
+class _TopkCells(torch.nn.Module):
+    def forward(self, x):
+        row, col = torch.unravel_index(x.flatten().topk(5).indices, (6, 8))
+        return (row * 8 + col).float()
+
+
+def test_torchscript_unravel_index_of_topk_draws_no_integer_div_warning(tmp_path):
+    import onnx
+
+    path = tmp_path / "unravel.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(_TopkCells(), (torch.randn(6, 8),), str(path), dynamo=False)
+    proto = onnx.load(str(path))
+    assert any(n.op_type == "Div" for n in proto.graph.node)
+    assert [f for f in dtype.check(_ctx(proto)) if "integer Div" in f.message] == []
+
+
 def test_rounded_kind():
     rng = np.random.default_rng(0)
     w = rng.standard_normal(256).astype(np.float32)

@@ -37,27 +37,36 @@ def attribute_unowned(calls: list[Call], plan: Plan, statuses: list[str], origin
     for i in unowned:
         statuses[i] = UNATTRIBUTED
     names = ", ".join(calls[i].module or "(root)" for i in unowned[:5])
+    stepped = cast_at is None and any(_discretises(calls[i], (op_types or {}).get(i, [])) for i in unowned)
     more = f" and {len(unowned) - 5} more" if len(unowned) > 5 else ""
     if cast_at is not None:
         why = (f"upstream float32 rounding noise is amplified at a precision cast (at "
                f"{calls[cast_at].module or '(root)'}: {_casts(calls, calls[cast_at])}), which flips low-precision roundings")
-    elif any(_discretises(calls[i], (op_types or {}).get(i, [])) for i in unowned):
-        why = ("rounding noise crosses an integer step in them (a conversion to integers, a floor, a rounding or an "
-               "argmax), where a difference in the last bit becomes a whole unit")
+    elif stepped:
+        why = ("rounding noise crosses an integer step in them (a conversion to integers, a floor, a rounding, an "
+               "argmax, or a lookup by integers computed from floats), where a difference in the last bit becomes "
+               "a whole unit")
     elif any(op in _REDUCTIONS for i in unowned for op in (op_types or {}).get(i, [])):
         why = "rounding noise is amplified by a reduction (a long sum, softmax or normalisation) in them"
     else:
         why = "rounding noise accumulated upstream, below every module's own tolerance"
+    advice = ("widen the tolerance for low-precision layers, or compute the block in float32, if the size matters"
+              if not stepped else "no tolerance holds a whole step: convert values that sit away from the step "
+              "(round to a coarser grid first), or compare the integers themselves, if the size matters")
     return [f"{len(unowned)} layer(s) fail the tolerance with no module owning the error: {names}{more}. "
             f"Their own nodes, fed with the PyTorch-side inputs, agree; {why}. They are 'unattributed', not drift: "
-            "widen the tolerance for low-precision layers, or compute the block in float32, if the size matters"]
+            f"{advice}"]
 
 
 def _discretises(c: Call, ops: list[str]) -> bool:
-    """The call turns floats into whole steps: an integer output from a float input, or an op that rounds."""
+    """The call turns floats into whole steps: an integer output from a float input, or an op that rounds; or it
+    looks values up by integers alone (an ``Embedding`` below the root): integers carry no rounding noise, so when
+    its own nodes agree and its output still fails, the integers it read differ, and were computed from floats."""
     float_in = any(r.dtype.startswith(("float", "bfloat")) for r in c.inputs)
+    int_in = any(r.dtype.startswith(("int", "uint")) for r in c.inputs)
     int_out = any(r.dtype.startswith(("int", "uint")) for r in c.outputs)
-    return (float_in and int_out) or any(op in _DISCRETE for op in ops)
+    lookup = c.parent is not None and int_in and not float_in
+    return (float_in and int_out) or lookup or any(op in _DISCRETE for op in ops)
 
 
 def _casts(calls: list[Call], c: Call) -> str:

@@ -5,7 +5,9 @@ on a negative quotient that is not whole, so an integer Div is harmless when:
 
 * its operands are never negative: sizes read from a ``Shape`` / ``Size`` (every ``chunk`` / ``split`` in a
   TorchScript file divides one), non-negative constants, and what sums, products, gathers, slices and casts of such
-  values keep non-negative (an ``Abs`` or a ``Relu`` is non-negative whatever it reads);
+  values keep non-negative (an ``Abs`` or a ``Relu`` is non-negative whatever it reads, and so are the indices a
+  ``TopK`` / ``MaxPool`` / ``Unique`` returns: ``unravel_index`` of top-k indices), and a power of a
+  non-negative base or an even power (TorchScript lowers ``a >> k`` as ``a / Cast(Pow(2, k))``);
 * the file corrects its quotient itself, as TorchScript's integer floor division does: ``Where(test, q - 1, q)``
   or ``q - fix``, the test or the fix computed from a sign test (``Less`` ...) or a ``Mod`` of the same dividend:
   ``Where(Xor(a < 0, b < 0) And Mod(a, b) != 0, Div - 1, Div)``.
@@ -23,6 +25,8 @@ _THROUGH = {"Gather": (0,), "GatherElements": (0,), "GatherND": (0,), "Slice": (
 # ops whose output is non-negative when every input is
 _ALL = ("Add", "Mul", "Div", "Min", "Concat", "ReduceSum", "ReduceProd", "ReduceMin", "ReduceMax", "Sum")
 _ALWAYS = ("Shape", "Size", "Abs", "Relu", "ArgMax", "ArgMin", "NonZero")
+# ops whose outputs at these positions are indices (never negative) whatever the op reads
+_INDICES = {"TopK": (1,), "MaxPool": (1,), "Unique": (1, 2, 3)}
 _TESTS = ("Mod", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Sign")
 _DEPTH = 12
 
@@ -37,15 +41,23 @@ def non_negative(index: GraphIndex, value: str, depth: int = _DEPTH) -> bool:
         return False
     node = index.nodes[ni]
     op = node.op_type if node.domain in ("", "ai.onnx") else ""
-    if op in _ALWAYS:
+    if op in _ALWAYS or any(i < len(node.outputs) and node.outputs[i] == value for i in _INDICES.get(op, ())):
         return True
     if op == "Max":
         return any(non_negative(index, v, depth - 1) for v in node.inputs if v)
+    if op == "Pow":
+        return non_negative(index, node.inputs[0], depth - 1) or _even(index, node.inputs[1])
     if op in _ALL:
         return all(non_negative(index, v, depth - 1) for v in node.inputs if v)
     picks = _THROUGH.get(op)
     return picks is not None and all(non_negative(index, node.inputs[i], depth - 1)
                                      for i in picks if i < len(node.inputs))
+
+
+def _even(index: GraphIndex, value: str) -> bool:
+    """``value`` is a constant whose every entry is an even whole number (``x ** 2``'s exponent)."""
+    arr = tensor_array(index, value) if index.is_static(value) else None
+    return arr is not None and arr.size > 0 and bool((arr % 2 == 0).all())
 
 
 def _tests_sign_of(index: GraphIndex, value: str, dividend: str, depth: int = 6) -> bool:
