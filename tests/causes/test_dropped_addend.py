@@ -3,7 +3,7 @@ small number the dynamo file does not (its optimizer's ``x + 0`` rule matches a 
 bare graph the edit puts ``Add(x, c)`` before one input of one node; on a small model (one Linear, then
 ``log(relu(x) + 1e-10)``: -inf in the file where torch has log(1e-10), and finite but lower where relu(x) is tiny)
 the engine names the dropped addend, verified, and ``repair``'s file checks ok.  The models are this module's
-own functions (``tests/causes/test_dropped_addend.py:tiny_log``)."""
+own functions (``tests/causes/test_dropped_addend.py:tiny_log``); the two runs of the engine sit behind ``drifts``."""
 from __future__ import annotations
 
 import numpy as np
@@ -76,6 +76,7 @@ def explained(tmp_path_factory):
     return explained_forms(tmp_path_factory, "test_dropped_addend")
 
 
+@pytest.mark.drifts
 def test_the_dropped_eps_is_named_verified_and_repaired(explained):
     from tests.causes.form_suite import assert_verified_and_repaired
 
@@ -84,6 +85,7 @@ def test_the_dropped_eps_is_named_verified_and_repaired(explained):
                                   "the export dropped the addend"), "body")
 
 
+@pytest.mark.drifts
 def test_the_torchscript_file_keeps_the_add(explained):
     from tests.causes.form_suite import assert_clean
 

@@ -67,7 +67,7 @@ REPAIRED = {("distill_ce", "dynamo"): _addend(1e-10), ("step_cosine", "dynamo"):
             ("idw_interp", "dynamo"): _addend(1e-8), ("log_power", "dynamo"): _addend(1e-10)}
 CLEAN = [("distill_ce_mild", "dynamo"), ("step_cosine_unit", "dynamo"), ("distill_ce", "torchscript"),
          ("step_cosine", "torchscript")]
-FAST = {("idw_interp", "dynamo")}
+FAST: set = set()
 ORIGIN = "body"
 
 
