@@ -39,8 +39,9 @@ VERIFIED = {
     ("cdist_p0", "torchscript"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "aten._cdist_forward"),
     ("ce_ignore_smooth", "dynamo"): ("lowering", "reexport", {"decompose": "core_aten"}, "aten.cross_entropy_loss"),
     # the exporter's ONNX optimizer drops the Add of torch's 1e-12 to each squared norm (taken for an
-    # identity): the export without it verifies, and the story names the optimizer, not aten.mul
-    ("cos_embedding", "dynamo"): ("lowering", "reexport", {"optimize": False}, "the exporter's ONNX optimizer"),
+    # identity): the export without it verified until session 35; since, the Add put back before the product of
+    # the norms heads (propose/edits/dropped_addend.py), the story the dropped addend, not aten.mul
+    ("cos_embedding", "dynamo"): ("lowering", "rewrite", {"rewrite": "dropped_addend"}, "the export dropped the addend"),
     # torch divides by max(0, N - correction) (inf), both lowerings by N - correction (a negative variance):
     # the re-trace through torch's definition of the reduction (core/model/dof_forms.py, session 25)
     ("var_small_group", "torchscript"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"},

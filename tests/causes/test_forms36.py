@@ -42,7 +42,9 @@ VERIFIED = {
     # a circular pad with a negative side: TorchScript wraps the wrong columns
     ("pad_circular_crop", "torchscript"): ("lowering", "reexport", _REEXPORT, "torchscript exporter's lowering"),
     # the dynamo file computes Log(input) where torch computes log(input + eps): -inf at a rate of 0
-    ("poisson_eps", "dynamo"): ("lowering", "rewrite", {"rewrite": "nonfinite_guard"}, "aten.log"),
+    # session 35: the dropped + eps put back before the Log heads the guard valued log(eps) (dropped_addend.py)
+    ("poisson_eps", "dynamo"): ("lowering", "rewrite", {"rewrite": "dropped_addend", "value": 1e-8},
+                                "the export dropped the addend"),
     ("ce_weight_smooth", "dynamo"): ("lowering", "reexport", {"decompose": "core_aten"}, "aten.cross_entropy_loss"),
     # torch's fast path runs on a nested tensor and gives 0 at the padded positions, the exporters trace the
     # dense path: Where(mask, 0, y) on the encoder's output (propose/edits/fast_path.py, session 26)

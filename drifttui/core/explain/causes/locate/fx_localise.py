@@ -33,7 +33,7 @@ from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io, hooked_inner
 from drifttui.core.explain.causes.locate.evaluate import run_ort
 from drifttui.core.explain.causes.locate.torch_call import aten_name, call_from_meta
-from drifttui.core.explain.causes.locate.torch_program import program as torch_program, target_name
+from drifttui.core.explain.causes.locate.torch_program import addends, program as torch_program, target_name
 from drifttui.core.base.metrics import compare
 from drifttui.core.runtime.torch_hooks import to_numpy
 
@@ -74,6 +74,7 @@ class FxLocalisation:
     accumulated_abs: float = 0.0
     matched: int = 0
     every: dict[str, FxNode] = field(default_factory=dict)    # every FX node of the file by name, matched or not
+    addends: list[float] = field(default_factory=list)  # the numbers torch's graph adds (aten.add/sub of a number)
 
     def evidence(self) -> dict[str, Any]:
         w = self.wrong
@@ -117,12 +118,12 @@ def has_fx(model: Any) -> bool:
     return any(fx_of(n) is not None for n in model.graph.node)
 
 
-def _program_values(gm: Any, ins: list[Any]) -> list[tuple[str, str, Any, str, str]]:
-    """(name, target, value, the torch call it came from, its ATen op before decomposition) of each
+def _program_values(gm: Any, ins: list[Any]) -> list[tuple]:
+    """(name, target, value, the torch call it came from, its ATen op before decomposition, its args) of each
     call_function node of the FX graph ``gm`` run on ``ins``."""
     import torch
 
-    out: list[tuple[str, str, Any, str, str]] = []
+    out: list[tuple] = []
 
     class Record(torch.fx.Interpreter):
         def run_node(self, n: Any) -> Any:
@@ -132,7 +133,7 @@ def _program_values(gm: Any, ins: list[Any]) -> list[tuple[str, str, Any, str, s
                 target = target_name(m.group(3)) if m else str(n.target)
                 orig = n.meta.get("original_aten")
                 out.append((n.name, target, val, call_from_meta(n.meta.get("torch_fn")) or "",
-                            aten_name(orig) if orig is not None else target))
+                            aten_name(orig) if orig is not None else target, tuple(n.args)))
             return val
 
     with torch.no_grad():
@@ -140,7 +141,7 @@ def _program_values(gm: Any, ins: list[Any]) -> list[tuple[str, str, Any, str, s
     return out
 
 
-def _torch_values(ctx: Any, case: Case, shapes: dict[str, tuple]) -> Optional[tuple[list[FxNode], dict[str, np.ndarray]]]:
+def _torch_values(ctx: Any, case: Case, shapes: dict[str, tuple]) -> Optional[tuple[list[FxNode], dict, list]]:
     module = ctx.modules().get(case.module) if case.module else ctx.model
     io = call_io(ctx, case)
     if module is None or io is None:
@@ -151,10 +152,10 @@ def _torch_values(ctx: Any, case: Case, shapes: dict[str, tuple]) -> Optional[tu
     except Exception:  # noqa: BLE001 - a module torch.export cannot trace: no FX witness
         return None
     groups = _groups(case.model)
-    return groups, {k: to_numpy(v) for k, v in _match(groups, program, shapes).items()}
+    return groups, {k: to_numpy(v) for k, v in _match(groups, program, shapes).items()}, addends(program)
 
 
-def _match(groups: list[FxNode], program: list[tuple[str, str, Any, str, str]], shapes: dict[str, tuple]) -> dict[str, Any]:
+def _match(groups: list[FxNode], program: list[tuple], shapes: dict[str, tuple]) -> dict[str, Any]:
     """The file's FX node name -> torch value, matched in order by target, kept when the shapes agree; each
     matched group learns the torch call (and ATen op) its FX node came from."""
     got: dict[str, Any] = {}
@@ -309,8 +310,8 @@ def fx_localise(ctx: Any, case: Case) -> Optional[FxLocalisation]:
     got = _torch_values(ctx, case, {k: tuple(np.shape(v)) for k, v in ort_vals.items()})
     if got is None:
         return None
-    groups, tv = got
-    loc = FxLocalisation([], tv, matched=len(tv), every={g.name: g for g in groups})
+    groups, tv, addends = got
+    loc = FxLocalisation([], tv, matched=len(tv), every={g.name: g for g in groups}, addends=addends)
     for g in groups[:MAX_GROUPS]:
         if _own(case, g, tv, ort_vals):
             loc.groups.append(g)

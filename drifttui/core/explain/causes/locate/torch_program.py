@@ -17,6 +17,14 @@ def target_name(t: str) -> str:
     return t[len("torch.ops."):] if t.startswith("torch.ops.") else t
 
 
+def addends(program: list[tuple]) -> list[float]:
+    """The numbers torch's graph adds to a value, of ``fx_localise``'s program rows (name, target, value, call,
+    ATen op, args): ``aten.add(x, c)`` gives c, ``aten.sub(x, c)`` -c."""
+    sign = {"aten.add.Tensor": 1.0, "aten.add.Scalar": 1.0, "aten.sub.Tensor": -1.0, "aten.sub.Scalar": -1.0}
+    return [sign[row[1]] * float(row[5][1]) for row in program if row[1] in sign and len(row[5]) == 2
+            and isinstance(row[5][1], (int, float)) and not isinstance(row[5][1], bool)]
+
+
 def program(ctx: Any, module_name: str, module: Any, ins: list[Any]) -> Any:
     """``module`` exported and decomposed as the dynamo exporter does it (the FX graph it translated);
     one per module (ctx.cache)."""

@@ -22,6 +22,7 @@ from drifttui.core.explain.causes.propose.numerics.accumulate64 import accumulat
 from drifttui.core.explain.causes.propose.edits.candidates import graph_candidates
 from drifttui.core.explain.causes.propose.numerics.cast_first import cast_first_patches
 from drifttui.core.explain.causes.propose.edits.fast_path import fast_path_patches
+from drifttui.core.explain.causes.propose.edits.dropped_addend import dropped_addend_patches
 from drifttui.core.explain.causes.propose.edits.int_pow import int_pow_patches
 from drifttui.core.explain.causes.propose.edits.int_wrap import int_wrap_patches
 from drifttui.core.explain.causes.propose.edits.nan_grid import nan_grid_patches
@@ -39,7 +40,7 @@ from drifttui.core.result import Finding
 
 def key(spec: dict[str, Any]) -> str:
     return json.dumps({k: spec.get(k) for k in ("op", "node", "name", "value", "rewrite", "form", "scales", "shortcut",
-                                                 "nodes")}, sort_keys=True, default=str)
+                                                 "nodes", "input")}, sort_keys=True, default=str)
 
 
 def _origin_module(ctx: Any, case: Case) -> Any:
@@ -67,6 +68,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
     out.extend(opmath_scalar_patches(case, lambda t: torch_calls(ctx, case, t)))
     if loc is not None:
         out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind, loc.torch_calls))
+        out.extend(dropped_addend_patches(case, loc))     # before the guards: log(0) of a dropped eps
         out.extend(singular_patches(case, loc))
         out.extend(nan_select_patches(case, loc))
         out.extend(accumulate64_patches(case))
