@@ -12,16 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from drifttui.core.onnx.edit.graft.splice import toposort
-from drifttui.core.onnx.edit.rewriting import input_dtype, scoped
+from drifttui.core.onnx.edit.rewriting import find_node, input_dtype, splice_sorted
 
 
 def apply_dropped_addend(model: Any, spec: dict[str, Any]) -> None:
     from onnx import helper, numpy_helper
 
-    node = next((n for n in model.graph.node if n.name == spec["node"]), None)
+    node = find_node(model, spec["node"])
     pos = int(spec.get("input", 0))
-    if node is None or pos >= len(node.input) or not node.input[pos]:
+    if pos >= len(node.input) or not node.input[pos]:
         raise ValueError(f"no node {spec['node']!r} with an input {pos}")
     src = node.input[pos]
     dtype = np.dtype(input_dtype(model, src))
@@ -29,12 +28,9 @@ def apply_dropped_addend(model: Any, spec: dict[str, Any]) -> None:
         raise ValueError(f"{src} is not a float value: no addend to put back")
     p = f"{node.name or src}/drifttui_addend{pos}"
     add = helper.make_node("Add", [src, f"{p}/c"], [f"{p}/sum"], name=p)
-    scoped(node, [add])
     node.input[pos] = f"{p}/sum"
-    nodes = list(model.graph.node)
-    del model.graph.node[:]
-    model.graph.node.extend(toposort(nodes + [add]))
-    model.graph.initializer.append(numpy_helper.from_array(np.asarray(float(spec["value"]), dtype=dtype), f"{p}/c"))
+    splice_sorted(model, [add], [numpy_helper.from_array(np.asarray(float(spec["value"]), dtype=dtype), f"{p}/c")],
+                  anchor=node)
 
 
 APPLY = {"dropped_addend": apply_dropped_addend}
