@@ -1,7 +1,7 @@
 """Held-out batch T for issue 30 (tests/causes/forms40t.py): a blind first run in normalization, pooling, sampling /
 interpolation, indexing and sorting, screened with torch 2.13 / ONNX Runtime 1.32 after grepping every earlier suite
-(forms40t's docstring lists what was screened and matched, or drifts in a form the suites hold).  Screening (about 20
-minutes, eight rounds, some 250 calls) found **no drifting form with a new mechanism**, so, as batches N and R, the
+(forms40t's docstring lists what was screened and matched, or drifts in a form the suites hold).  Screening (about 25
+minutes, ten rounds, some 280 calls) found **no drifting form with a new mechanism**, so, as batches N and R, the
 batch is clean controls: six forms of the five families inside forms30's deep model (20 or 22 module calls), both
 exporters (12 pairs), which a right engine leaves without a drift origin and without an error finding.  What a right
 answer is (written before the engine ran; /tmp/heldT/judge.md of session 35): every control, no origin, no error
