@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 from drifttui.core.model import memory
+from drifttui.core.onnx.branch_shapes import clear_branch_shapes
 from drifttui.core.onnx.order import sort_in_place
 from drifttui.core.model.spec import CallableSpec, ModelSpec
 from drifttui.errors import InputError, first_line
@@ -189,7 +190,8 @@ def load_onnx(path: Path, workdir: Optional[Path] = None, notes: Optional[list[s
 
     A file whose only fault is its node order (ORT's float16 converter appends the input Casts at
     the end; ONNX Runtime sorts the graph itself and runs it) is sorted in memory, and ``notes``
-    gets a line saying so; the file itself is never changed.
+    gets a line saying so; the file itself is never changed.  The shapes declared on subgraph outputs (If
+    branches) are cleared in the copy (``onnx/branch_shapes.py``): ORT at level disable allocates by them.
     """
     import onnx
 
@@ -206,6 +208,7 @@ def load_onnx(path: Path, workdir: Optional[Path] = None, notes: Optional[list[s
         raise InputError(f"ONNX file {str(path)!r} holds no graph (corrupt or not an ONNX model)",
                          "re-export the model or copy the file again")
     _check_external_data(model, path)
+    clear_branch_shapes(model)      # hints an exporter can write wrong; ORT at level disable allocates by them
     try:
         _checker(model, path)
     except Exception as exc:
