@@ -105,21 +105,22 @@ def _a_folded_constant(w: QWeight, folded: list[tuple[str, np.ndarray]]) -> bool
 
 
 def weight_checks(index: Any, calls: list[Any], model: Any, budgets: dict[int, Any],
-                  folded: Optional[Callable[[], list[tuple[str, np.ndarray]]]] = None) -> dict[int, list[WeightCheck]]:
+                  folded: Optional[Callable[[set[int]], list[tuple[str, np.ndarray]]]] = None
+                  ) -> dict[int, list[WeightCheck]]:
     """Call -> its int8 weights compared with the model's tensors (those that point to one).  A weight more than a
-    step off its tensor that is a rounding of a constant the model folds (``folded``, computed once when first
-    needed) is the model's: the exporter's folding of that tensor, not a wrong weight."""
+    step off its tensor that is a rounding of a constant the model folds (``folded``: those of the given sizes,
+    computed once, only when such a weight is found) is the model's: the exporter's folding, not a wrong weight."""
     out: dict[int, list[WeightCheck]] = {}
-    consts: Optional[list[tuple[str, np.ndarray]]] = None
+    found = []
     for c, w, label, t in model_weights(index, calls, model, budgets):
         scale = float(np.max(np.abs(t)))
-        if not scale:
+        if scale:
+            found.append((c, w, label, t, scale, np.abs(w.values.astype(np.float64) - t)))
+    off = {w.values.size for _, w, _, _, _, d in found if bool(np.any(d > w.step))}
+    consts = folded(off) if folded is not None and off else []
+    for c, w, label, t, scale, d in found:
+        if bool(np.any(d > w.step)) and _a_folded_constant(w, consts):
             continue
-        d = np.abs(w.values.astype(np.float64) - t)
-        if folded is not None and bool(np.any(d > w.step)):
-            consts = folded() if consts is None else consts
-            if _a_folded_constant(w, consts):
-                continue
         node = index.nodes[w.reader]
         kind = (f"block-quantized initializer {w.name} (block scales {w.scale})" if w.packed
                 else f"int8 initializer {w.name} (scale {w.scale})" if w.scale

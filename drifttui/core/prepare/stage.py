@@ -173,7 +173,7 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     made_by = reference.file_exporter(index, "dynamo" if "dynamo" in exporter else "torchscript")
     _content_checks(index, calls, plan, model, pscan, budgets, workdir,
                     lambda: unit_checks(calls, plan, model, hooks, sample0, made_by, cfg.provider, timings),
-                    lambda: folded_constants(model, sample0))
+                    lambda sizes: folded_constants(model, sample0, sizes))
     timings["map"] = time.perf_counter() - t
     return Prepared(config=cfg, model=model, example=example, input_spec=in_spec, onnx_inputs=gi, index=index,
                     exporter=exporter, input_dtypes=input_dtypes, hooks=hooks, calls=calls, plan=plan,
