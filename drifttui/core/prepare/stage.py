@@ -171,9 +171,8 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     notes[:0] = mem.notes + _window_notes(cfg, hooks is not None, windows, budget, total_bytes, mem)
     budgets = call_budgets(pscan, index, plan, calls)
     made_by = reference.file_exporter(index, "dynamo" if "dynamo" in exporter else "torchscript")
-    _content_checks(index, calls, plan, model, pscan, budgets, workdir,
-                    lambda: unit_checks(calls, plan, model, hooks, sample0, made_by, cfg.provider, timings),
-                    lambda sizes: folded_constants(model, sample0, sizes))
+    _content_checks(index, calls, plan, model, pscan, budgets, workdir, sample0,
+                    lambda: unit_checks(calls, plan, model, hooks, sample0, made_by, cfg.provider, timings))
     timings["map"] = time.perf_counter() - t
     return Prepared(config=cfg, model=model, example=example, input_spec=in_spec, onnx_inputs=gi, index=index,
                     exporter=exporter, input_dtypes=input_dtypes, hooks=hooks, calls=calls, plan=plan,
@@ -190,10 +189,10 @@ def _split(cfg: Config, calls: list[Any], map_index: Any, hooks: Any, model: Any
 
 
 def _content_checks(index: Any, calls: list[Any], plan: Any, model: Any, pscan: Any, budgets: Any,
-                    workdir: Path, units: Callable[[], dict[int, Any]], folded: Callable[[], list]) -> None:
+                    workdir: Path, sample0: Any, units: Callable[[], dict[int, Any]]) -> None:
     """Each call's checks by content, on its plan entry: int8 weights, attributes and an activation's constants
     against the model's own, and a module absorbed with no value against its own export alone (``units``)."""
-    found = weight_checks(index, calls, model, budgets[0], folded)
+    found = weight_checks(index, calls, model, budgets[0], lambda sizes: folded_constants(model, sample0, sizes))
     attrs = attr_checks(index, calls, plan, model)
     attrs.update(const_checks(index, calls, plan, model, pscan.nodes, workdir, skip=set(attrs)))
     for by_call in (found, attrs):
