@@ -14,11 +14,20 @@ anchored); LeViT through the ONNX Optimizer (TorchScript) 13 calls unmapped, the
 value ``q`` and ``q.ln`` hand on went in the container's scope); LeViT's dynamo export 2 unmapped (the same), and
 through onnxsim (as every tool) 15 (the reference export's absorbed outputs were never looked for); PoolFormer
 through quantize_static (QDQ, TorchScript) a false DRIFT IN THE INT8 FILE at ``stages.3.blocks.1`` (its zeros
-paired with the previous block's)."""
+paired with the previous block's).
+
+ALBERT's and DeBERTa's quantize_dynamic copies (TorchScript) depend on the processor (as test_precision_rnn.py):
+on x86 without VNNI, ORT's u8s8 MatMulInteger adds pairs of products into 16 bits with saturation, and the
+deployed file really differs (session 35, AMD EPYC with AVX2 and no VNNI: ALBERT's ``attention.query`` product
+off the exact integer product by 4196 of 30708, DeBERTa's ``layer.0 ... value_proj`` by up to 4627 of 36463; both
+over budget for precision, the origin the first saturating product). Quantized with reduce_range=True, both are
+ok within budget on this CPU and every product exact. There the clean file may be over budget for precision,
+never a DRIFT of another cause; a planted weight is still named."""
 from __future__ import annotations
 
 import pytest
 
+from drifttui.core.runtime.cpu import detect
 from tests.deploy import unseen_matrix as U
 from tests.deploy import unseen_matrix3 as M  # noqa: F401  (registers the architectures)
 from tests.deploy.drift_matrix import outcome
@@ -31,9 +40,12 @@ def files(tmp_path_factory):
     return U.file_getter(tmp_path_factory, lambda arch: ("transformers",) + (("timm",) if arch in ("levit", "poolformer") else ()))
 
 
-def _clean(arch: str, path) -> int:
+def _clean(arch: str, path, saturating: bool = False) -> int:
+    """``saturating``: an int8 file ORT's u8s8 kernels may saturate on this CPU: over budget for precision too."""
     r = U.check(arch, path)
-    assert r.verdict == "ok", (r.verdict, r.drift_origin)
+    p = r.precision
+    over = saturating and p is not None and p.verdict == "over budget" and p.cause == "precision"
+    assert r.verdict == "ok" or over, (r.verdict, r.drift_origin)
     assert r.coverage.unmapped == 0, [(L.module, L.call, L.note) for L in r.layers if L.status == "unmapped"]
     return U.covered(r)
 
@@ -51,7 +63,7 @@ def test_clean_file_and_a_planted_weight(files, tmp_path, arch, exporter, tool):
     dep = raw if tool is None else files(arch, exporter, tool)
     if dep is None:
         pytest.skip(f"ONNX Runtime refuses {tool}'s own file")
-    assert _clean(arch, dep) >= 0.95 * raw_cov
+    assert _clean(arch, dep, tool == "dynamic" and detect().saturates is not False) >= 0.95 * raw_cov
     truth = U.check(arch, U.plant(arch, "weight", raw, tmp_path / "raw-weight.onnx", raw=True)).drift_origin
     assert truth is not None
     bad = U.plant(arch, "weight", dep, tmp_path / "weight.onnx")

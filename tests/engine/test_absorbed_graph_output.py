@@ -116,3 +116,77 @@ def test_the_users_file_back_is_the_file(exported: Path):
     for a, b in zip(want, got):
         np.testing.assert_array_equal(a, b)
 
+
+
+
+class Pooler(nn.Module):
+    """Reads the first position itself, as SqueezeBERT's pooler: the model output's other reader is in a module."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dense = nn.Linear(16, 4)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.dense(h[:, 0]))
+
+
+class Encoder(nn.Module):
+    """Permutes to (B, C, L) and back around its block, as SqueezeBERT's encoder: its output is the file's layout."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = Block()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block(x.permute(0, 2, 1)).permute(0, 2, 1)
+
+
+class Pooled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoder = Encoder()
+        self.head = Pooler()
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.encoder(x)
+        return h, self.head(h)
+
+
+def pooled() -> nn.Module:
+    torch.manual_seed(0)
+    m = Pooled()
+    with torch.no_grad():
+        for p in m.parameters():
+            if p.ndim == 1:
+                p.add_(torch.randn(p.shape) * 0.3)
+    return m.eval()
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_through_ort_float16_the_container_keeps_its_value(exporter: str, tmp_path: Path):
+    """ORT's float16 converter (keep_io_types) casts each model output back to float32 in a Cast it appends without
+    a scope: the norm's value is no longer a model output but the Cast's input, and its way back went in the
+    scope of its first reader, the pooler's, outside ``encoder``, which then had no value of its own: unmapped
+    (SqueezeBERT's ``encoder``, u1 in its float16 copies).  A value a scope-less Cast hands to the model outputs is
+    placed as a model output is: its way back in the scope of the callers of the outermost call that hands it on,
+    the encoder's, whose output it is."""
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    raw, fp16 = tmp_path / "raw.onnx", tmp_path / "fp16.onnx"
+    x = torch.randn(2, 6, 16)
+    if exporter == "dynamo":
+        torch.onnx.export(pooled(), (x,), str(raw), dynamo=True, external_data=False)
+    else:
+        torch.onnx.export(pooled(), (x,), str(raw), dynamo=False, opset_version=17)
+    onnx.save(convert_float_to_float16(onnx.load(str(raw)), keep_io_types=True), str(fp16))
+    model = onnx.load(str(fp16))
+    cast = next(n for n in model.graph.node if n.output[0] == model.graph.output[0].name)
+    assert cast.op_type == "Cast" and not cast.name.startswith("/") and not cast.metadata_props    # the premise
+    spec = f"{__file__}:pooled"
+    for path in (raw, fp16):
+        r = run_once(Config(model=spec, inputs=INPUTS, onnx=str(path), samples=2)).result
+        assert r.verdict == "ok", (path.name, r.drift_origin)
+        by = {L.module: L for L in r.layers}
+        for m in ("encoder", "encoder.block", "encoder.block.norm", "head"):
+            assert by[m].status == "ok" and by[m].onnx_values, (path.name, m, by[m].status, by[m].note)
+        assert r.coverage.unmapped == 0, path.name

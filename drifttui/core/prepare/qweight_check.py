@@ -19,7 +19,7 @@ allowed, so a re-decision at another tolerance re-judges it.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
@@ -96,14 +96,31 @@ def model_weights(index: Any, calls: list[Any], model: Any,
             yield c, w, found[0], found[1]
 
 
-def weight_checks(index: Any, calls: list[Any], model: Any, budgets: dict[int, Any]) -> dict[int, list[WeightCheck]]:
-    """Call -> its int8 weights compared with the model's tensors (those that point to one)."""
+def _a_folded_constant(w: QWeight, folded: list[tuple[str, np.ndarray]]) -> bool:
+    """``w`` is a rounding of a constant the model computes from its parameters (folded_constants.py): every
+    element within one step of it, in some layout."""
+    x = w.values.astype(np.float64)
+    return any(bool(np.all(np.abs(x - v) <= w.step * (1 + 1e-6))) for _, t in folded if t.size == x.size
+               for v in _layouts(t, x.shape))
+
+
+def weight_checks(index: Any, calls: list[Any], model: Any, budgets: dict[int, Any],
+                  folded: Optional[Callable[[set[int]], list[tuple[str, np.ndarray]]]] = None
+                  ) -> dict[int, list[WeightCheck]]:
+    """Call -> its int8 weights compared with the model's tensors (those that point to one).  A weight more than a
+    step off its tensor that is a rounding of a constant the model folds (``folded``: those of the given sizes,
+    computed once, only when such a weight is found) is the model's: the exporter's folding, not a wrong weight."""
     out: dict[int, list[WeightCheck]] = {}
+    found = []
     for c, w, label, t in model_weights(index, calls, model, budgets):
         scale = float(np.max(np.abs(t)))
-        if not scale:
+        if scale:
+            found.append((c, w, label, t, scale, np.abs(w.values.astype(np.float64) - t)))
+    off = {w.values.size for _, w, _, _, _, d in found if bool(np.any(d > w.step))}
+    consts = folded(off) if folded is not None and off else []
+    for c, w, label, t, scale, d in found:
+        if bool(np.any(d > w.step)) and _a_folded_constant(w, consts):
             continue
-        d = np.abs(w.values.astype(np.float64) - t)
         node = index.nodes[w.reader]
         kind = (f"block-quantized initializer {w.name} (block scales {w.scale})" if w.packed
                 else f"int8 initializer {w.name} (scale {w.scale})" if w.scale

@@ -45,6 +45,7 @@ from drifttui.core.result import Config
 from drifttui.core.model.spec import InputSpec, parse_input_spec, parse_model_spec
 from drifttui.core.prepare.budget import Budget, plan_budget, window_note
 from drifttui.core.prepare.call_budgets import CallBudget, call_budgets
+from drifttui.core.prepare.folded_constants import folded_constants
 from drifttui.core.prepare.qweight_check import weight_checks
 from drifttui.core.prepare.attr_check import attr_checks
 from drifttui.core.prepare.attr_consts import const_checks
@@ -170,7 +171,7 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     notes[:0] = mem.notes + _window_notes(cfg, hooks is not None, windows, budget, total_bytes, mem)
     budgets = call_budgets(pscan, index, plan, calls)
     made_by = reference.file_exporter(index, "dynamo" if "dynamo" in exporter else "torchscript")
-    _content_checks(index, calls, plan, model, pscan, budgets, workdir,
+    _content_checks(index, calls, plan, model, pscan, budgets, workdir, sample0,
                     lambda: unit_checks(calls, plan, model, hooks, sample0, made_by, cfg.provider, timings))
     timings["map"] = time.perf_counter() - t
     return Prepared(config=cfg, model=model, example=example, input_spec=in_spec, onnx_inputs=gi, index=index,
@@ -188,10 +189,10 @@ def _split(cfg: Config, calls: list[Any], map_index: Any, hooks: Any, model: Any
 
 
 def _content_checks(index: Any, calls: list[Any], plan: Any, model: Any, pscan: Any, budgets: Any,
-                    workdir: Path, units: Callable[[], dict[int, Any]]) -> None:
+                    workdir: Path, sample0: Any, units: Callable[[], dict[int, Any]]) -> None:
     """Each call's checks by content, on its plan entry: int8 weights, attributes and an activation's constants
     against the model's own, and a module absorbed with no value against its own export alone (``units``)."""
-    found = weight_checks(index, calls, model, budgets[0])
+    found = weight_checks(index, calls, model, budgets[0], lambda sizes: folded_constants(model, sample0, sizes))
     attrs = attr_checks(index, calls, plan, model)
     attrs.update(const_checks(index, calls, plan, model, pscan.nodes, workdir, skip=set(attrs)))
     for by_call in (found, attrs):

@@ -256,12 +256,24 @@ def _outputs_back_outside(index: GraphIndex, cands: dict[int, list[View]], views
     that those callers, whose output it is, still produce it."""
     out = []
     for v in views:
-        if v.value in index.graph_outputs and v.depth >= 0:
+        if _a_model_output(index, v.value) and v.depth >= 0:
             outer = min((w.depth for ws in cands.values() for w in ws if w.value == v.value and w.depth >= 0
                          and (w.module == v.module or _inside(v.module, w.module))), default=v.depth)
             v = dataclasses.replace(v, back_depth=max(outer - 1, 0))
         out.append(v)
     return out
+
+
+def _a_model_output(index: GraphIndex, value: str) -> bool:
+    """A model output, or a value a scope-less node makes only model outputs of (ORT's float16 converter casts
+    the outputs back to float32 in Casts it appends without a scope: the index fills in the root's for them, so
+    the way back, named after its first reader, went outside the callers, which were then left without a value:
+    SqueezeBERT's ``encoder`` unmapped in its float16 copies)."""
+    if value in index.graph_outputs:
+        return True
+    return any(index.nodes[r].scope_filled and index.nodes[r].outputs
+               and all(o in index.graph_outputs for o in index.nodes[r].outputs)
+               for r in index.consumers.get(value, []))
 
 
 NEAR = 0.25         # a view within this relative RMS error of torch's output holds it, drifting (a weight x1.05)

@@ -46,7 +46,8 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
     resolved: dict[tuple[str, str], Optional[str]] = {}
     chains = _node_chains(index, module_names, aliases, resolved)
     # modules TorchScript names alike are read as the calls of one module (ts_twins.py)
-    one = as_one(calls, twins(resolved, _module_children(module_names, aliases), set(module_names) | set(aliases)))
+    one = as_one(calls, twins(resolved, _module_children(module_names, aliases), set(module_names) | set(aliases),
+                              aliases))
     key_to_call = _keys_to_calls(index, one, chains, maps)
     if index.flavour == TORCHSCRIPT and called_from(one, chains, key_to_call):
         maps = [CallMap(c.index) for c in calls]        # the outer keys were wrong: keyed again by the callers
@@ -133,7 +134,7 @@ def _node_chains(index: GraphIndex, module_names: list[str], aliases: dict[str, 
     for node in index.nodes:
         scope = node.scope or []
         if index.flavour == TORCHSCRIPT:
-            chain = resolve_torchscript(scope, children, resolved)
+            chain = resolve_torchscript(scope, children, resolved, aliases)
         else:
             chain = [(s, "") for s in scope if s in known]
         # a shared module's other names are the same module, called again
@@ -151,8 +152,10 @@ def _keys_to_calls(index: GraphIndex, calls: list[Call], chains: list[list[tuple
     for c in calls:
         calls_of.setdefault(c.module, []).append(c.index)
     instances: dict[str, list[str]] = {}
-    for ch in chains:
-        for mod, key in ch:
+    # a module's keys in the order the file's own scopes first name them: a scope the index filled in for a
+    # scope-less node (a shared weight's Identity at the top of the file) is a guess and comes last
+    for ni in sorted(range(len(chains)), key=lambda i: index.nodes[i].scope_filled):
+        for mod, key in chains[ni]:
             lst = instances.setdefault(mod, [])
             if key not in lst:
                 lst.append(key)

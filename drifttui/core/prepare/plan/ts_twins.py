@@ -20,14 +20,14 @@ from drifttui.core.runtime.torch_hooks import Call
 
 
 def twins(resolved: dict[tuple[str, str], Optional[str]], children: dict[str, list[str]],
-          known: set[str]) -> dict[str, str]:
+          known: set[str], aliases: Optional[dict[str, str]] = None) -> dict[str, str]:
     """Module -> the module the file's scopes name it as (the first of its twins), for every module that has
     twins below a scope the file resolved (``resolved``: scopes.resolve_torchscript's cache)."""
     out: dict[str, str] = {}
     for (cur, seg), found in resolved.items():
         if found is None:
             continue
-        for other in alike(cur, seg, children):
+        for other in alike(cur, seg, children, aliases):
             if other == found:
                 continue
             for name in known:
