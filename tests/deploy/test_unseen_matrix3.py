@@ -68,3 +68,26 @@ def test_clean_file_and_a_planted_weight(files, tmp_path, arch, exporter, tool):
     assert truth is not None
     bad = U.plant(arch, "weight", dep, tmp_path / "weight.onnx")
     assert outcome(U.check(arch, bad), truth.module) == "named"
+
+
+@pytest.mark.skipif(detect().saturates is not True, reason="ORT's u8s8 products are exact on this CPU (VNNI)")
+def test_the_saturation_finding_names_the_origin_and_its_fix_verifies(files):
+    """DeBERTa's quantize_dynamic file on a CPU whose u8s8 kernel saturates: the finding names the module over
+    its budget (the origin, ``value_proj`` of layer 0), not the product that saturates most (a later layer's
+    ``key_proj``: a consumer of values already off); and reduce_range's copy, which keeps the relative
+    embeddings' shared scale, verifies (it re-quantized the weights by that scale before session 35)."""
+    from drifttui.core.pipeline import Pipeline
+    from drifttui.core.result import Config
+
+    h = U.home("deberta")
+    cfg = Config(model=h.spec("deberta"), inputs=h.spec("tokens"), onnx=str(files("deberta", "torchscript", "dynamic")),
+                 samples=2)
+    engine = Pipeline()
+    run = engine.run(cfg)
+    origin = run.result.precision_origin or run.result.drift_origin
+    if origin is None:
+        pytest.skip("no product saturates on these samples here")
+    head = engine.explain(run.result).result.findings[0]
+    assert (head.check, head.kind) == ("precision", "saturation")
+    assert head.module == origin.module
+    assert head.verified is True and "reduce_range=True" in head.fix

@@ -103,7 +103,10 @@ def _qdq_weight(index: Any, node: Any) -> Optional[int]:
 
 
 def _dynamic_scale(index: Any, node: Any) -> Optional[str]:
-    """quantize_dynamic's weight scale: the initializer the output's Mul(x_scale, w_scale) reads."""
+    """quantize_dynamic's weight scale: the initializer the output's Mul(x_scale, w_scale) reads at the weight's
+    place.  Where both scales are initializers (a constant first operand quantized once: DeBERTa's relative
+    embeddings through pos_key_proj) the first is the operand's, not the weight's: re-quantizing the weight by it
+    would rewrite the operand's scale and corrupt both."""
     for c in index.consumers.get(node.outputs[0], []):
         if index.nodes[c].op_type != "Cast":
             continue
@@ -114,7 +117,10 @@ def _dynamic_scale(index: Any, node: Any) -> Optional[str]:
             for i in mul.inputs:
                 p = index.producer.get(i)
                 if p is not None and index.nodes[p].op_type == "Mul":
-                    s = next((x for x in index.nodes[p].inputs if x in index.initializers), None)
+                    scales = list(index.nodes[p].inputs)
+                    if len(scales) == 2 and all(x in index.initializers for x in scales):
+                        return scales[1]
+                    s = next((x for x in scales if x in index.initializers), None)
                     if s is not None:
                         return s
     return None

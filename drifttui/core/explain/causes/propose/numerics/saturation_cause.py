@@ -79,7 +79,8 @@ def saturation_finding(ctx: Any) -> Optional[Finding]:
         return None
     cpu = detect()
     worst = bad[0]
-    module = _module_of(ctx, worst.node)
+    bad = _origin_first(ctx, bad)
+    module = _module_of(ctx, bad[0].node)
     verified, after = _verify(ctx)
     names = original_names(ctx.index, {p.node for p in bad})
     forms = converter_forms(ctx.index, {p.node for p in bad}, result.precision.format)
@@ -102,6 +103,16 @@ def saturation_finding(ctx: Any) -> Optional[Finding]:
                 "reduce_range copy": after, "keep in float32": names, "converter arguments": forms}
     return Finding("precision", "error", module, [p.name for p in bad][:8], message, evidence, fix,
                    verified=verified, kind="saturation")
+
+
+def _origin_first(ctx: Any, bad: list[NodeProduct]) -> list[NodeProduct]:
+    """The saturating products in the order the finding names them: the origin's own first (the module over its
+    budget is where the drift starts, however much a later product saturates), else the file's first (upstream:
+    never a consumer fed values an earlier saturation made wrong), the rest by how far they are off."""
+    origin = ctx.result.precision_origin or ctx.result.drift_origin
+    own = [p for p in bad if origin is not None and _module_of(ctx, p.node) == origin.module]
+    lead = own[:1] or [min(bad, key=lambda p: p.node)]
+    return lead + [p for p in bad if p is not lead[0]]
 
 
 def _counts(bad: list[NodeProduct]) -> str:
