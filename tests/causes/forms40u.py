@@ -37,6 +37,8 @@ rules do not.  The forms (the clamp ranges are configuration, as calibrated acti
 * ``capped_relu`` (deep): ``relu(x.clamp(-4, cap))`` with a negative cap (-0.5): torch's ReLU gives 0, the fused
   Clip(x, 0, -0.5) gives -0.5.
 * ``clamp_chain`` (shallow): ``x.clamp(0, 1).clamp(2, 3)``, the two ranges disjoint: torch 2, the file 1.
+* ``act_stack`` (deep, held out after the fix): ``nn.Sequential(nn.Hardtanh(-3, -1), nn.ReLU6())``: torch 0, the
+  file -1 (its origin is ``body.act.1``, the fused Clip being ReLU6's output).
 
 The deep forms sit after forms30's 16-call stem and before a head (20 module calls), the shallow one after one
 Linear; the form is always the child ``body``.
@@ -81,9 +83,22 @@ class ClampChain(nn.Module):
         return x + x.clamp(0.0, 1.0).clamp(2.0, 3.0)
 
 
+class ActStack(nn.Module):
+    """a stack of activation modules, ``nn.Hardtanh(-3, -1)`` then ``nn.ReLU6()``, added to the features (held out
+    after the fix: not in the first run)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.act = nn.Sequential(nn.Hardtanh(-3.0, -1.0), nn.ReLU6())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.act(x)
+
+
 def relu6_range() -> nn.Module: return _deep(Relu6Range)                                        # noqa: E704
 def relu6_range_overlap() -> nn.Module: return _deep(lambda: Relu6Range(1.0, 4.0))              # noqa: E704
 def capped_relu() -> nn.Module: return _deep(CappedRelu)                                        # noqa: E704
+def act_stack() -> nn.Module: return _deep(ActStack)                                            # noqa: E704
 def clamp_chain() -> nn.Module: return _shallow(ClampChain)                                     # noqa: E704
 
 
