@@ -49,6 +49,7 @@ from drifttui.core.onnx.io import copy_model
 from drifttui.core.onnx.edit.numerics.accumulate64 import APPLY as ACCUMULATE64
 from drifttui.core.onnx.edit.numerics.cast_first import APPLY as CAST_FIRST
 from drifttui.core.onnx.edit.numerics.origin64 import APPLY as ORIGIN64
+from drifttui.core.onnx.edit.lowerings.crossed_clip import APPLY as CROSSED_CLIP
 from drifttui.core.onnx.edit.lowerings.dropped_addend import APPLY as DROPPED_ADDEND
 from drifttui.core.onnx.edit.lowerings.int_pow import APPLY as INT_POW
 from drifttui.core.onnx.edit.lowerings.int_wrap import APPLY as INT_WRAP
@@ -225,7 +226,7 @@ def _rewrites() -> dict[str, Any]:
                                                          "expm1": apply_expm1, "logaddexp": apply_logaddexp,
                                                          **SINGULAR, **REMAINDER, **QUANTIZE, **NAN_SELECT, **MASKED, **ACCUMULATE64,
                                                          **NAN_GRID, **INT_POW, **INT_WRAP, **OPMATH, **OPMATH_SCALAR, **CAST_FIRST, **ORIGIN64,
-                                                         **RESIZE_MAP, **RUNTIME_SIZE, **DROPPED_ADDEND}.items()}
+                                                         **RESIZE_MAP, **RUNTIME_SIZE, **DROPPED_ADDEND, **CROSSED_CLIP}.items()}
 
 
 def _workaround(model: Any, p: Patch) -> None:

@@ -22,6 +22,7 @@ from drifttui.core.explain.causes.propose.numerics.accumulate64 import accumulat
 from drifttui.core.explain.causes.propose.edits.candidates import graph_candidates
 from drifttui.core.explain.causes.propose.numerics.cast_first import cast_first_patches
 from drifttui.core.explain.causes.propose.edits.fast_path import fast_path_patches
+from drifttui.core.explain.causes.propose.edits.crossed_clip import crossed_clip_patches
 from drifttui.core.explain.causes.propose.edits.dropped_addend import dropped_addend_patches
 from drifttui.core.explain.causes.propose.edits.int_pow import int_pow_patches
 from drifttui.core.explain.causes.propose.edits.int_wrap import int_wrap_patches
@@ -65,6 +66,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
             out.append(Patch(dict(f.patch), f.check, f.message, f.fix, f.kind if f.kind != "unknown" else "export",
                              module=f.module, nodes=list(f.onnx_nodes)))
     out.extend(fast_path_patches(case, module))
+    out.extend(crossed_clip_patches(case))             # two clamps fused into one Clip with crossed bounds
     out.extend(opmath_scalar_patches(case, lambda t: torch_calls(ctx, case, t)))
     if loc is not None:
         out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind, loc.torch_calls))
