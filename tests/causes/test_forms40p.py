@@ -41,7 +41,7 @@ Why the misses (what decided it):
   pair: every value right, so "the origin's own nodes pass" and no patch was tried.
 * Fixed in ``propose/edits/int_wrap.py`` + ``onnx/edit/lowerings/int_wrap.py`` (a narrowing integer Cast reading a Cast's output with
   values the narrowing wraps gets the wrap written out, ``Mod(x + 2**(n-1), 2**n) - 2**(n-1)`` in the wide type) and
-  ``locate/fx_localise.first_failing_alone`` (a dynamo origin whose inner values all pass read together has each read
+  ``locate/inner_values.first_failing_alone`` (a dynamo origin whose inner values all pass read together has each read
   alone, at most 32 runs), both tested on bare graphs in ``test_int_wrap.py``.
 
 After the fixes (same harness, /tmp/heldP/out2 for the TorchScript pairs and /tmp/heldP/out3 for the dynamo pairs,

@@ -77,7 +77,7 @@ def test_the_inner_value_the_merged_pair_makes_wrong_is_found_when_read_alone():
     """A dynamo case whose outputs pass (a child module fed torch's value): fx_localise reads every inner value at
     once, which keeps the Cast pair and the wrap; read alone, the int32 value is the file's, INT_MIN."""
     from drifttui.core.explain.causes.locate.evaluate import run_ort
-    from drifttui.core.explain.causes.locate.fx_localise import first_failing_alone
+    from drifttui.core.explain.causes.locate.inner_values import first_failing_alone
 
     model, feeds = _pair(TensorProto.INT32), {"x": VALUES}
     tv = {"wide": VALUES.astype(np.int64), "y": torch.from_numpy(VALUES).long().int().numpy()}

@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from drifttui.core.explain.causes.locate.case import Case, fresh_indices, origin_case
 from drifttui.core.explain.causes.locate.evaluate import Eval, ort_error
-from drifttui.core.explain.causes.locate.fx_localise import widen
+from drifttui.core.explain.causes.locate.inner_values import widen
 from drifttui.core.explain.causes.locate.in_file import file_errors
 from drifttui.core.onnx.edit.graft.splice import GraftError, graft
 from drifttui.core.onnx.edit.keep.float32 import without_views

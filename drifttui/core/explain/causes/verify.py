@@ -24,8 +24,8 @@ from drifttui.core.explain.causes.conclude import Trial, headline_order, merge, 
 from drifttui.core.explain.causes.holds import hold
 from drifttui.core.explain.causes.locate.case import Case, origin_case, why_no_case
 from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, localise, ort_error
-from drifttui.core.explain.causes.locate.fx_localise import (first_failing_alone, first_failing_inner, fx_localise,
-                                                             widen)
+from drifttui.core.explain.causes.locate.fx_localise import fx_localise
+from drifttui.core.explain.causes.locate.inner_values import first_failing_alone, first_failing_inner, widen
 from drifttui.core.explain.causes.locate.fx_words import describe
 from drifttui.core.explain.causes.locate.torch_align import calls as aligned_calls, groups as aligned_groups, origin_torch_op
 from drifttui.core.explain.causes.propose.edits import constants

@@ -28,9 +28,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.onnx.io import copy_model
 from drifttui.core.explain.causes.locate.call_structure import as_called
-from drifttui.core.explain.causes.locate.case import Case, call_io, hooked_inner
+from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.explain.causes.locate.evaluate import run_ort
 from drifttui.core.explain.causes.locate.torch_call import aten_name, call_from_meta
 from drifttui.core.explain.causes.locate.torch_program import addends, program as torch_program, target_name
@@ -141,7 +140,7 @@ def _program_values(gm: Any, ins: list[Any]) -> list[tuple]:
     return out
 
 
-def _torch_values(ctx: Any, case: Case, shapes: dict[str, tuple]) -> Optional[tuple[list[FxNode], dict, list]]:
+def fx_torch_values(ctx: Any, case: Case, shapes: dict[str, tuple]) -> Optional[tuple[list[FxNode], dict, list]]:
     module = ctx.modules().get(case.module) if case.module else ctx.model
     io = call_io(ctx, case)
     if module is None or io is None:
@@ -183,7 +182,7 @@ def _groups(model: Any) -> list[FxNode]:
     return list(by.values())
 
 
-def _as(arr: np.ndarray, like: Optional[np.ndarray]) -> np.ndarray:
+def as_like(arr: np.ndarray, like: Optional[np.ndarray]) -> np.ndarray:
     return arr.astype(like.dtype) if like is not None and arr.dtype != like.dtype else arr
 
 
@@ -234,7 +233,7 @@ def _own(case: Case, g: FxNode, tv: dict[str, np.ndarray], ort_vals: dict[str, n
             src = tv.get(v, case.feeds.get(v, ort_vals.get(v)))
             if src is None:
                 return False
-            feeds[v] = _as(np.asarray(src), ort_vals.get(v, case.feeds.get(v)))
+            feeds[v] = as_like(np.asarray(src), ort_vals.get(v, case.feeds.get(v)))
     outs = [v for v in produced if v in tv and v in ort_vals]
     if not outs or not _paired(mine, feeds, tv):
         return False
@@ -244,7 +243,7 @@ def _own(case: Case, g: FxNode, tv: dict[str, np.ndarray], ort_vals: dict[str, n
         return False
     for v in outs:
         _retyped(g, np.asarray(tv[v]), ort_vals[v])
-        want = _as(np.asarray(tv[v]), ort_vals[v])
+        want = as_like(np.asarray(tv[v]), ort_vals[v])
         if np.shape(got[v]) != np.shape(want) or want.dtype.kind not in "fiub":
             continue
         st = compare(want, got[v], case.atol, case.rtol)
@@ -307,7 +306,7 @@ def fx_localise(ctx: Any, case: Case) -> Optional[FxLocalisation]:
         ort_vals = run_ort(case.model, case.feeds, [v for n in case.model.graph.node for v in n.output if v])
     except Exception:  # noqa: BLE001 - localise says why ORT cannot run the case
         return None
-    got = _torch_values(ctx, case, {k: tuple(np.shape(v)) for k, v in ort_vals.items()})
+    got = fx_torch_values(ctx, case, {k: tuple(np.shape(v)) for k, v in ort_vals.items()})
     if got is None:
         return None
     groups, tv, addends = got
@@ -323,77 +322,8 @@ def fx_localise(ctx: Any, case: Case) -> Optional[FxLocalisation]:
     for g in groups:
         v = g.name
         if v in tv and v in ort_vals and np.shape(tv[v]) == np.shape(ort_vals[v]) and tv[v].dtype.kind in "fiub":
-            st = compare(_as(tv[v], ort_vals[v]), ort_vals[v], case.atol, case.rtol)
+            st = compare(as_like(tv[v], ort_vals[v]), ort_vals[v], case.atol, case.rtol)
             if st.fails():
                 loc.accumulated, loc.accumulated_abs = v, float(st.max_abs)
                 break
     return loc
-
-
-WIDEN = "causes:fx:widen"        # ctx.cache: the value widen() adds to every sample's case
-
-
-def inner_torch_values(ctx: Any, case: Case) -> dict[str, np.ndarray]:
-    """Torch's values of the case's inner ONNX values: through the FX correspondence for a dynamo
-    file, else those the hooks capture (a child module's input)."""
-    got = _torch_values(ctx, case, {}) if has_fx(case.model) else None
-    return got[1] if got is not None else hooked_inner(ctx, case)
-
-
-def first_failing_inner(ctx: Any, case: Case) -> Optional[str]:
-    """The first inner value (in node order) whose ONNX Runtime value on the case's feeds fails
-    against torch's, or None."""
-    tv = inner_torch_values(ctx, case)
-    names = [v for n in case.model.graph.node for v in n.output if v in tv]
-    if not names:
-        return None
-    try:
-        vals = run_ort(case.model, case.feeds, names)
-    except Exception:  # noqa: BLE001 - localise says why ORT cannot run the case
-        return None
-    for v in names:
-        want = _as(np.asarray(tv[v]), vals[v])
-        if np.shape(want) == np.shape(vals[v]) and want.dtype.kind in "fiub" and \
-                compare(want, vals[v], case.atol, case.rtol).fails():
-            return v
-    return None
-
-
-MOST_ALONE = 32             # inner values first_failing_alone reads, one ONNX Runtime run each
-
-
-def first_failing_alone(case: Case, tv: dict[str, np.ndarray], most: int = MOST_ALONE) -> Optional[str]:
-    """The first inner value (in node order, at most ``most``) that fails against torch's when ONNX Runtime fetches
-    it alone.  Fetching every value can change what ONNX Runtime computes (it merges a Cast pair unless the value
-    between them is an output: an observer effect), so a value right when all are read can be wrong as the file
-    computes it; ``fx_localise``'s ``accumulated`` reads them all at once."""
-    for v in [v for n in case.model.graph.node for v in n.output if v in tv][:most]:
-        try:
-            got = run_ort(case.model, case.feeds, [v])[v]
-        except Exception:  # noqa: BLE001 - localise says why ORT cannot run the case
-            return None
-        want = _as(np.asarray(tv[v]), got)
-        if np.shape(want) == np.shape(got) and want.dtype.kind in "fiub" and \
-                compare(want, got, case.atol, case.rtol).fails():
-            return v
-    return None
-
-
-def widen(ctx: Any, case: Case, value: Optional[str] = None) -> Case:
-    """``case`` that also compares ``value`` (default: the one the worst sample's case got) with torch's
-    value (inner_torch_values): the drift the case's outputs miss when a child module of the origin is
-    fed torch's value of a wrong input.  The case unchanged when there is none or it cannot be computed."""
-    import dataclasses
-
-    import onnx
-
-    value = value or ctx.cache.get(WIDEN)
-    if not value or value in case.expected:
-        return case
-    tv = inner_torch_values(ctx, case)
-    if value not in tv:
-        return case
-    model = copy_model(case.model)
-    model.graph.output.append(onnx.ValueInfoProto(name=value))
-    ctx.cache[WIDEN] = value
-    return dataclasses.replace(case, model=model, expected={**case.expected, value: tv[value]})
