@@ -191,6 +191,18 @@ class MixesDim0(nn.Module):
         return self.l2(torch.softmax(self.l1(x), dim=0) * 10)
 
 
+def off_identity(cls) -> nn.Module:
+    """``cls()`` seeded, its 1-D parameters moved off their initial values (norms that are not the identity,
+    biases that are not 0: a value that equals another would tie in the mapping), in eval mode."""
+    torch.manual_seed(0)
+    m = cls()
+    with torch.no_grad():
+        for p in m.parameters():
+            if p.ndim == 1:
+                p.add_(torch.randn(p.shape) * 0.3)
+    return m.eval()
+
+
 def _seeded(cls):
     def build():
         torch.manual_seed(0)

@@ -17,6 +17,7 @@ from torch import nn
 
 from drifttui.core.pipeline import run_once
 from drifttui.core.result import Config
+from tests.models import off_identity
 
 SPEC = f"{__file__}:channels_first"
 INPUTS = "shape:2x6x16"
@@ -51,13 +52,7 @@ class ChannelsFirst(nn.Module):
 
 
 def channels_first() -> nn.Module:
-    torch.manual_seed(0)
-    m = ChannelsFirst()
-    with torch.no_grad():
-        for p in m.parameters():
-            if p.ndim == 1:
-                p.add_(torch.randn(p.shape) * 0.3)
-    return m.eval()
+    return off_identity(ChannelsFirst)
 
 
 @pytest.fixture(scope="module", params=["torchscript", "dynamo"])
@@ -153,13 +148,7 @@ class Pooled(nn.Module):
 
 
 def pooled() -> nn.Module:
-    torch.manual_seed(0)
-    m = Pooled()
-    with torch.no_grad():
-        for p in m.parameters():
-            if p.ndim == 1:
-                p.add_(torch.randn(p.shape) * 0.3)
-    return m.eval()
+    return off_identity(Pooled)
 
 
 @pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])

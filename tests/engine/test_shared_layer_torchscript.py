@@ -12,6 +12,7 @@ from torch import nn
 
 from drifttui.core.pipeline import run_once
 from drifttui.core.result import Config
+from tests.models import off_identity
 
 SPEC = f"{__file__}:shared"
 
@@ -63,13 +64,7 @@ class Shared(nn.Module):
 
 
 def shared() -> nn.Module:
-    torch.manual_seed(0)
-    m = Shared()
-    with torch.no_grad():
-        for p in m.parameters():
-            if p.ndim == 1:
-                p.add_(torch.randn(p.shape) * 0.3)  # norms that are not the identity, biases that are not 0
-    return m.eval()
+    return off_identity(Shared)
 
 
 def test_every_call_of_a_shared_layer_is_compared_at_its_own_value():

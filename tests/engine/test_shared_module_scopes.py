@@ -20,6 +20,7 @@ from torch import nn
 
 from drifttui.core.pipeline import run_once
 from drifttui.core.result import Config
+from tests.models import off_identity
 
 SPEC = f"{__file__}:shared"
 INPUTS = "shape:2x5x8"
@@ -61,13 +62,7 @@ class Shared(nn.Module):
 
 
 def shared() -> nn.Module:
-    torch.manual_seed(0)
-    m = Shared()
-    with torch.no_grad():
-        for p in m.parameters():
-            if p.ndim == 1:
-                p.add_(torch.randn(p.shape) * 0.3)
-    return m.eval()
+    return off_identity(Shared)
 
 
 @pytest.fixture(scope="module", params=["torchscript", "dynamo"])

@@ -19,6 +19,7 @@ from torch import nn
 
 from drifttui.core.pipeline import run_once
 from drifttui.core.result import Config
+from tests.models import off_identity
 
 SPEC = f"{__file__}:twins"
 INPUTS = "shape:2x5x8"
@@ -58,13 +59,7 @@ class Twins(nn.Module):
 
 
 def twins() -> nn.Module:
-    torch.manual_seed(0)
-    m = Twins()
-    with torch.no_grad():
-        for p in m.parameters():
-            if p.ndim == 1:
-                p.add_(torch.randn(p.shape) * 0.3)  # norms that are not the identity, biases that are not 0
-    return m.eval()
+    return off_identity(Twins)
 
 
 MODULES = [f"layers.{i}.{b}{c}" for i in (0, 1) for b in ("attn", "out") for c in ("", ".fc", ".norm")]
