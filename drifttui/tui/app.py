@@ -27,14 +27,14 @@ from drifttui.report.escape import terminal_data
 from drifttui.signals import end_now
 from drifttui.tui import runner
 from drifttui.tui.keymap import bindings_spec
-from drifttui.tui.runner import RunDone, RunFailed, RunProgress, StepDone, StepProgress
+from drifttui.tui.runner import RunDone, RunFailed, RunProgress
 from drifttui.tui.quit_on_signal import signals_quit
 from drifttui.tui.compose import ComposeMixin
 from drifttui.tui.drill import DrillMixin
 from drifttui.tui.filtering import FilterInput, FilterMixin
-from drifttui.tui.screens.detail import step_detail
 from drifttui.tui.screens.error import ErrorScreen
 from drifttui.tui.screens.help import HelpScreen
+from drifttui.tui.step_actions import StepActionsMixin
 from drifttui.tui.tools import ToolsMixin
 from drifttui.tui.widgets.inspector import Inspector
 from drifttui.tui.widgets.key_footer import KeyFooter
@@ -49,7 +49,7 @@ ANYWHERE = {"quit", "command_palette", "toggle_theme", "save_svg"}     # keys th
 QUIT_WAIT = 0.5         # seconds run_app waits for engine threads to notice a cancel
 
 
-class DriftApp(FilterMixin, DrillMixin, ComposeMixin, ToolsMixin, App[int]):
+class DriftApp(FilterMixin, DrillMixin, ComposeMixin, ToolsMixin, StepActionsMixin, App[int]):
     """The TUI.  ``engine`` may be None to browse a saved result without reruns."""
 
     CSS_PATH = "app.tcss"
@@ -260,72 +260,6 @@ class DriftApp(FilterMixin, DrillMixin, ComposeMixin, ToolsMixin, App[int]):
             bar.refresh_view()
             return
         self.notify("nothing is running", severity="information")   # a toast: it stayed in the status line
-
-    # -- steps ---------------------------------------------------------------------
-    def action_step(self, number: int) -> None:
-        bar = self.steps_bar
-        already_shown = bar.selected == number
-        bar.selected = number
-        self._layer_cycle = 0
-        if number in bar.running or (number in bar.steps and not already_shown):
-            bar.refresh_view()
-            return
-        result = self.shown_result
-        if self.engine is None or result is None:
-            if number not in bar.steps:
-                bar.messages[number] = (f"step {number} not available: "
-                                        + ("no result yet" if result is None else "no engine (saved report)"))
-            bar.refresh_view()
-            return
-        token = CancelToken()
-        self._step_tokens[number] = token
-        bar.running.add(number)
-        bar.progress.pop(number, None)
-        bar.messages.pop(number, None)
-        bar.refresh_view()
-        runner.step_in_thread(self, self.engine, number, result, token)
-
-    def on_step_progress(self, message: StepProgress) -> None:
-        bar = self.steps_bar
-        if message.number in bar.running:
-            bar.set_progress(message.number, message.progress)
-            bar.refresh_view()
-
-    def on_step_done(self, message: StepDone) -> None:
-        bar = self.steps_bar
-        if message.number not in bar.running:      # cancelled meanwhile
-            return
-        bar.running.discard(message.number)
-        if message.step is not None:
-            bar.set_step(message.step, message.result.config, message.result)
-        else:
-            bar.messages[message.number] = message.message
-            if message.error:
-                self.push_screen(ErrorScreen(message.message, title=f"Step {message.number} failed"))
-        bar.refresh_view()
-
-    def action_step_move(self, delta: int) -> None:
-        cur = self.steps_bar.selected or (0 if delta > 0 else 7)
-        self.action_step(max(1, min(6, cur + delta)))
-
-    def action_step_layers(self) -> None:
-        bar = self.steps_bar
-        step = bar.steps.get(bar.selected) if bar.selected else None
-        if step is None or not step.layers:
-            self.notify("the shown step names no layer", severity="information")
-            return
-        layer = step.layers[self._layer_cycle % len(step.layers)]
-        self._layer_cycle += 1
-        self.table.go_to_layer(layer)
-        self.table.focus()
-
-    def action_step_detail(self) -> None:
-        bar = self.steps_bar
-        step = bar.steps.get(bar.selected) if bar.selected else None
-        if step is None:
-            self.notify("no step result shown: press 1-6 first", severity="information")
-            return
-        self.push_screen(step_detail(terminal_data(step), terminal_data(self.shown_result), bar.stale(step.step)))
 
     # -- view ----------------------------------------------------------------------
     def action_origin(self) -> None:
