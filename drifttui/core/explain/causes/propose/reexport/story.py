@@ -30,6 +30,9 @@ _ATEN_CLASS = (("upsample", "interpolation"), ("interpolate", "interpolation"), 
                ("_norm", "normalization"), ("pad", "padding"), ("pool", "padding"))
 
 
+_REWRITES = "an op taken for an identity, a constant folded otherwise"   # when the two graphs' ops do not tell
+
+
 def lowering_class(target: str, op_types: list[str]) -> str:
     """The class of a wrong lowering: by the ATen op torch called, else by the ONNX nodes it became
     (a Resize's story is interpolation's), else ``lowering``."""
@@ -38,7 +41,7 @@ def lowering_class(target: str, op_types: list[str]) -> str:
     return hit or next((_CLASS[o] for o in op_types if o in _CLASS), "lowering")
 
 
-def story(case: Case, module: Any, node: Any, ctx: Any, variant: Any = None) -> tuple[str, str]:
+def story(case: Case, module: Any, node: Any, ctx: Any, variant: Any = None, change: str = "") -> tuple[str, str]:
     """(class, what the file gets wrong) for a verified re-export: an epsilon of the module held by a
     constant of the file, the one node where the values part from the re-export's, or neither."""
     eps = _eps_constant(case, module)
@@ -52,7 +55,7 @@ def story(case: Case, module: Any, node: Any, ctx: Any, variant: Any = None) -> 
         return "normalization", (f"{type(lost[1]).__name__} {case.module}'s eps={lost[0]:g} is in no constant or "
                                  f"attribute of the file: the export dropped it{at}; ")
     if node is not None and node.name.rsplit("/", 1)[-1].startswith(FORWARD) and ctx.index.is_static(node.input[0]):
-        cls, said = _by_variant(case, ctx, variant)     # a weight module's result folded into a constant
+        cls, said = _by_variant(case, ctx, variant, change)     # a weight module's result folded into a constant
         return cls, (f"{said[:-2]}; the file holds {case.module or '(root)'}'s result as the constant "
                      f"{node.input[0]}, folded at export time from those lowerings; ")
     if variant is not None and variant.retrace and node is not None:
@@ -63,10 +66,10 @@ def story(case: Case, module: Any, node: Any, ctx: Any, variant: Any = None) -> 
         return lowering_class("", [node.op_type]), (
             f"{node.op_type} {node.name} computes something else than torch: the one node of "
             f"{case.module or '(root)'} whose value the re-export never computes while its inputs match; ")
-    return _by_variant(case, ctx, variant)
+    return _by_variant(case, ctx, variant, change)
 
 
-def _by_variant(case: Case, ctx: Any, variant: Any) -> tuple[str, str]:
+def _by_variant(case: Case, ctx: Any, variant: Any, change: str = "") -> tuple[str, str]:
     """(class, story) when the re-export verifies and no single node tells why: by what the verifying
     re-export changed.  Today's same exporter on a user's file: the file was made otherwise
     (``versions``: another torch, an edit).  Another exporter, opset or torch's decompositions: the
@@ -79,7 +82,7 @@ def _by_variant(case: Case, ctx: Any, variant: Any) -> tuple[str, str]:
     name = display_name(case.module)
     if not variant.optimize:
         return "lowering", (f"the dynamo exporter's ONNX optimizer rewrote {name}'s lowered graph into one that "
-                            "computes otherwise than torch (an op taken for an identity, a constant folded otherwise); ")
+                            f"computes otherwise than torch ({change or _REWRITES}); ")
     if variant.decompose or variant.retrace:
         ops = decomposed_targets(ctx, case, variant)
         how = ("its definition in core ATen ops, re-traced by make_fx and exported by the "
@@ -113,7 +116,7 @@ def fits(ctx: Any, case: Case, target: str) -> bool:
     return guard is None or any(guard(a, k) for a, k in call_args(ctx, case, target))
 
 
-def fx_story(case: Case, module: Any, fx: Any, ctx: Any, variant: Any = None) -> tuple[str, str]:
+def fx_story(case: Case, module: Any, fx: Any, ctx: Any, variant: Any = None, change: str = "") -> tuple[str, str]:
     """(class, what the file gets wrong) from the node the FX values name as wrong (an epsilon held
     by a constant of the file still says so first); when the export without the ONNX optimizer is the
     one that verifies, the optimizer changed the lowered graph, not the lowering of that node."""
@@ -125,7 +128,7 @@ def fx_story(case: Case, module: Any, fx: Any, ctx: Any, variant: Any = None) ->
     if variant is not None and not variant.optimize:
         return "lowering", (f"{describe(fx, case.module)}: not torch's {wrong.target} lowered otherwise but the "
                             "exporter's ONNX optimizer, whose rewrites dropped or changed a node of the lowered graph "
-                            "before it (an op taken for an identity: an Add of a tiny constant); ")
+                            f"({change or _REWRITES}); ")
     return (lowering_class(wrong.target, wrong.op_types),
             f"{describe(fx, case.module)}: the exporter's lowering of torch's {wrong.target} is wrong; ")
 

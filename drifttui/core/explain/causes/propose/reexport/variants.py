@@ -20,6 +20,7 @@ from drifttui.core.explain.causes.propose.reexport.dynamic_lowering import dynam
 from drifttui.core.explain.causes.propose.reexport.frozen_trace import dynamic_dims, frozen_story
 from drifttui.core.explain.causes.propose.reexport.held_inputs import held_input
 from drifttui.core.explain.causes.propose.reexport.narrow_graft import narrowed
+from drifttui.core.explain.causes.propose.reexport.optimizer_diff import export_change, optimizer_change
 from drifttui.core.explain.causes.propose.siblings import produced_value, sibling_grafts
 from drifttui.core.explain.causes.propose.reexport.story import decomposed_targets, fits, fx_story, story
 from drifttui.core.explain.causes.locate.call_structure import as_called, same_in_samples, wrapped_root
@@ -84,21 +85,26 @@ TORCHSCRIPT_TOP = 20      # the newest opset the TorchScript exporter lowers to
 
 
 def variants(ctx: Any) -> list[Variant]:
-    """The re-exports to try, in order, at most MAX_VARIANTS: the other exporter (both of today's for
+    """The re-exports to try, in order, at most MAX_VARIANTS: for a dynamo file, first the dynamo exporter
+    without its ONNX optimizer (a drift its rewrites made is told as the optimizer's, with what it changed:
+    optimizer_diff.py, before another exporter's lowering verifies it too); the other exporter (both of today's for
     a file the user exported), the dynamo exporter after torch's core ATen decompositions (another
     lowering path than torchlib's hand-written one), the module re-traced into core ATen by make_fx
     and exported by each exporter (for lowerings no exporter, opset or torch decomposition gets right:
-    retrace.py), the TorchScript exporter at its newest opset, and last the dynamo exporter without its
-    ONNX optimizer (a drift its rewrites made: an Add of a tiny constant taken for an identity).  Third, the
+    retrace.py), the TorchScript exporter at its newest opset, and last, for a file TorchScript made, the
+    dynamo exporter without its ONNX optimizer.  Third, the
     module compiled by ``torch.jit.script`` (a trace keeps the example's branch of a Python ``if``; the scripted
     graph keeps the ``If``), with the dims the file declares dynamic: for a TorchScript trace or a file with a
     dynamic dim only (what a trace may have frozen)."""
+    unoptimized = Variant("dynamo", "the dynamo exporter without its ONNX optimizer", optimize=False)
     if ctx.cfg.onnx:
         out = [Variant("dynamo", "today's dynamo exporter on the runtime input shapes"),
                Variant("torchscript", "the TorchScript exporter on the runtime input shapes")]
+        if _traced(ctx).exporter == "dynamo":      # the optimizer's rewrite, told before another exporter's
+            out.insert(1, unoptimized)
     else:
         other = "torchscript" if ctx.cfg.exporter == "dynamo" else "dynamo"
-        out = [Variant(other, f"the {other} exporter")]
+        out = ([unoptimized] if ctx.cfg.exporter == "dynamo" else []) + [Variant(other, f"the {other} exporter")]
     if _traced(ctx).exporter == "torchscript" or ctx.index.has_dynamic_inputs:
         out.append(Variant("torchscript", "the TorchScript exporter on the module compiled by torch.jit.script",
                            script=True))     # a trace, or a dynamic dim: what a trace may have frozen
@@ -108,8 +114,8 @@ def variants(ctx: Any) -> list[Variant]:
     out.append(Variant("dynamo", "the dynamo exporter after a make_fx re-trace into core ATen", retrace=True))
     if not (ctx.cfg.exporter == "torchscript" and not ctx.cfg.onnx and ctx.index.opset == TORCHSCRIPT_TOP):
         out.append(Variant("torchscript", f"the TorchScript exporter at opset {TORCHSCRIPT_TOP}", opset=TORCHSCRIPT_TOP))
-    if ctx.cfg.onnx or ctx.cfg.exporter == "dynamo":
-        out.append(Variant("dynamo", "the dynamo exporter without its ONNX optimizer", optimize=False))
+    if ctx.cfg.onnx and unoptimized not in out:
+        out.append(unoptimized)
     return out[:MAX_VARIANTS]
 
 
@@ -136,14 +142,7 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
             "input_shapes": [list(t.shape) for t in ins], **({"decompose": "core_aten"} if variant.decompose else {}),
             **({"retrace": "make_fx_core_aten"} if variant.retrace else {}),
             **({"optimize": False} if not variant.optimize else {}), **({"script": True} if variant.script else {})}
-    fx = getattr(loc, "fx", None)
-    wrong = fx.wrong if fx is not None and getattr(loc, "kind", "") != "runtime" else None
-    if wrong is not None:       # a dynamo file: its FX values named the wrong node (fx_localise)
-        node = next(n for n in case.model.graph.node if n.name == wrong.nodes[-1])
-        check, said = fx_story(case, module, fx, ctx, variant)
-    else:
-        node = mistranslated(case, model, feeds) if ev.ok and not ev.fails else None
-        check, said = story(case, module, node, ctx, variant)
+    check, said, node, wrong = _story(ctx, case, module, model, feeds, ev, variant, loc)
     target = (wrong.target if wrong is not None else ", ".join(decomposed_targets(ctx, case, variant))
               if variant.decompose or variant.retrace else "")
     own = _defined(ctx, case, variant, wrong) or aliased_told(ctx, case, variant)   # drifttui's definition; aliasing
@@ -160,9 +159,9 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     spec.update({"static": True} if sized is not None else {})     # what changed: the sizes (source_fix's code)
     patch = Patch(spec, check, f"{said}{display_name(case.module)} exported alone with {why} (opset {opset}) computes what "
                   "torch computes", (own.fix if own is not None else variant.fix(opset, target))
-                  + (" and dynamic shapes for the sizes that change at run time"
-                     if ctx.cfg.onnx and sized is None and (own is None or own.check in ("lowering", "stability"))
-                     else "")
+                  + ("; keep the file's dynamic shapes for the sizes that change at run time"
+                     if ctx.cfg.onnx and ctx.index.has_dynamic_inputs and sized is None
+                     and (own is None or own.check in ("lowering", "stability")) else "")
                   + " (`drifttui repair` grafts that export into the file)",
                   "export", module=case.module,
                   nodes=list(wrong.nodes) if wrong is not None else [node.name] if node is not None else [],
@@ -173,6 +172,27 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
             ctx, case, lambda m, i: _export(m, i, variant, dims), lambda c, m, a: _graft(ctx, c, m, a),
             lambda m, i, o, c: _computes(_run(m, i, o, c)))
     return patch, ev
+
+
+def _story(ctx: Any, case: Case, module: Any, model: Any, feeds: dict, ev: Eval, variant: Variant,
+           loc: Any) -> tuple[str, str, Any, Any]:
+    """(class, story, the node named, the FX node named wrong) of a re-export: from the node the FX values
+    name wrong (a dynamo file), else the one node the re-export computes otherwise; for the export
+    without the ONNX optimizer, what the optimizer changed in the origin, for another export that computes
+    what torch computes, the ops where it and the file part (optimizer_diff.py)."""
+    why = variant.why.replace(" on the runtime input shapes", "")
+    change = optimizer_change(case.model, model) if not variant.optimize and _computes(ev) else ""
+    fx = getattr(loc, "fx", None)
+    wrong = fx.wrong if fx is not None and getattr(loc, "kind", "") != "runtime" else None
+    if wrong is not None:       # a dynamo file: its FX values named the wrong node (fx_localise)
+        node = next(n for n in case.model.graph.node if n.name == wrong.nodes[-1])
+        check, said = fx_story(case, module, fx, ctx, variant, change)
+    else:
+        node = mistranslated(case, model, feeds) if _computes(ev) else None
+        check, said = story(case, module, node, ctx, variant, change)
+    named = list(wrong.op_types) if wrong is not None else [node.op_type] if node is not None else []
+    differs = export_change(case.model, model, why, named) if variant.optimize and _computes(ev) else ""
+    return check, (f"{said[:-2]} ({differs}); " if differs and said.endswith("; ") else said), node, wrong
 
 
 def _export(module: Any, ins: list[Any], variant: Variant, dims: Optional[list[list[int]]] = None) -> Any:

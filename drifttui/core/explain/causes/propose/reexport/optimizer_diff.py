@@ -1,0 +1,121 @@
+"""What the exporter's ONNX optimizer changed in the origin: the lowered graph before and after it.
+
+When the origin exported alone by the dynamo exporter *without* its ONNX optimizer computes what torch
+computes, the optimizer's rewrites made the drift.  Which rewrite is told by comparing the two graphs'
+computing nodes (a node fed by constants only is constant folding, which both sides may do otherwise):
+the ops the optimized origin lacks (``Mul`` by 1.000002, taken for ``x * 1``) or has in their place (one
+``Clip`` for two).  Each op is said with its one-number constant operand, where it has one, so the user
+sees the factor or addend a no-op rule took for an identity.  The same diff tells, for a small origin, how
+another export that computes what torch computes differs from the file (``export_change``).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Iterable, Optional
+
+import numpy as np
+
+_QUIET = {"Constant", "Identity"}
+_SAID = 3          # ops told per side
+_SMALL = 40        # computing nodes of an origin whose diff with another export is told
+_FEW = 4           # ops that may differ between the two for the diff to be told
+
+
+def optimizer_change(optimized: Any, unoptimized: Any) -> str:
+    """One clause, "" when the two graphs compute with the same ops: ``the optimizer left out Mul
+    (x * 1.000002)`` / ``... put Clip (0 .. -0.5) where the lowering has Clip, Relu``."""
+    before, after = _computing(unoptimized), _computing(optimized)
+    gone, came = _differ(before, after)
+    if not gone and not came:
+        return ""
+    lost = _told(unoptimized, before, gone)
+    if not came:
+        return f"the optimizer left out {lost}"
+    made = _told(optimized, after, came)
+    return f"the optimizer put {made} where the lowering has {lost}" if gone else f"the optimizer added {made}"
+
+
+def export_change(origin: Any, witness: Any, who: str, named: Iterable[str]) -> str:
+    """For another export that computes what torch computes (``who``: "the TorchScript exporter"), one
+    clause on the ops where the file's origin and it part: only where that is a handful of ops in an
+    origin of a few dozen, one of them the op of the node already named wrong (``named``; beyond, two
+    exporters' graphs differ everywhere, a Gemm for a MatMul and an Add, and the diff tells nothing):
+    ``the file computes Clip (0 .. -0.5) where the TorchScript exporter computes Clip, Relu``."""
+    mine, theirs = _computing(origin), _computing(witness)
+    gone, came = _differ(theirs, mine)
+    if (not set(named) & set(gone | came) or len(mine) > _SMALL
+            or sum(gone.values()) + sum(came.values()) > _FEW):
+        return ""
+    lost = _told(witness, theirs, gone) if gone else "nothing"
+    made = _told(origin, mine, came) if came else "nothing"
+    return f"the file computes {made} where {who} computes {lost}"
+
+
+def _differ(before: list[Any], after: list[Any]) -> tuple[Counter, Counter]:
+    ops_before, ops_after = Counter(n.op_type for n in before), Counter(n.op_type for n in after)
+    return ops_before - ops_after, ops_after - ops_before
+
+
+def _computing(model: Any) -> list[Any]:
+    """The nodes fed by at least one value computed from the graph's inputs (not constant folding)."""
+    live = {i.name for i in model.graph.input} - {t.name for t in model.graph.initializer}
+    out = []
+    for n in model.graph.node:
+        if n.op_type in _QUIET:
+            if any(i in live for i in n.input):
+                live.update(n.output)
+            continue
+        if any(i in live for i in n.input):
+            live.update(n.output)
+            out.append(n)
+    return out
+
+
+def _told(model: Any, nodes: list[Any], which: Counter) -> str:
+    said, left = [], Counter(which)
+    for n in nodes:
+        if left[n.op_type] <= 0:
+            continue
+        left[n.op_type] -= 1
+        consts = [c for c in (_scalar(model, i) for i in n.input) if c is not None]
+        said.append(f"{n.op_type} ({_operands(n.op_type, consts)})" if consts else n.op_type)
+    more = len(said) - _SAID
+    return ", ".join(said[:_SAID]) + (f" and {more} more" if more > 0 else "")
+
+
+def _operands(op: str, consts: list[float]) -> str:
+    sign = {"Mul": "x * ", "Add": "x + ", "Sub": "x - ", "Div": "x / ", "Pow": "x ** "}.get(op)
+    if sign is not None and len(consts) == 1:
+        return f"{sign}{consts[0]:.7g}"
+    return " .. ".join(f"{c:.7g}" for c in consts)
+
+
+def _scalar(model: Any, name: str) -> Optional[float]:
+    """The one number a value holds when it is a constant of the graph (an initializer, a Constant
+    node's value, either through Casts), else None."""
+    from onnx import numpy_helper
+
+    if not name:
+        return None
+    producers = {o: n for n in model.graph.node for o in n.output}
+    inits = {t.name: t for t in model.graph.initializer}
+    for _ in range(8):
+        if name in inits:
+            return _one(numpy_helper.to_array(inits[name]))
+        node = producers.get(name)
+        if node is None:
+            return None
+        if node.op_type == "Constant":
+            value = next((a for a in node.attribute if a.name in ("value", "value_float", "value_floats")), None)
+            if value is None:
+                return None
+            return _one(numpy_helper.to_array(value.t)) if value.name == "value" else _one(
+                np.asarray(value.f if value.name == "value_float" else list(value.floats)))
+        if node.op_type not in ("Cast", "CastLike", "Identity") or not node.input:
+            return None
+        name = node.input[0]
+    return None
+
+
+def _one(array: np.ndarray) -> Optional[float]:
+    return float(array.reshape(-1)[0]) if array.size == 1 and array.dtype.kind in "fiub" else None
