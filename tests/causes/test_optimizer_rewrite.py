@@ -112,3 +112,24 @@ def test_the_torchscript_file_keeps_the_gain(explained):
     from tests.causes.form_suite import assert_clean
 
     assert_clean(explained, ("tiny_rounded", "torchscript"))
+
+
+def test_a_call_the_optimizer_dropped_does_not_shift_the_file_s_nodes_onto_other_calls():
+    import numpy as np
+
+    from drifttui.core.explain.causes.locate.fx_localise import FxNode, _match
+
+    x = torch.linspace(-3, 3, 8)
+    # torch's program of the origin: x * 1.000002, then * 1000, then a floor; the file kept the second Mul only
+    program = [("mul", "aten.mul.Tensor", x * 1.000002, "", "aten.mul.Tensor", ()),
+               ("mul_1", "aten.mul.Tensor", x * 1.000002 * 1000, "", "aten.mul.Tensor", ()),
+               ("floor", "aten.floor.default", torch.floor(x * 1.000002 * 1000), "", "aten.floor.default", ())]
+    groups = [FxNode("mul_2", "aten.mul.Tensor", ["node_mul_2"], ["Mul"]),
+              FxNode("floor", "aten.floor.default", ["node_floor"], ["Floor"])]
+    shapes = {"mul_2": (8,), "floor": (8,)}
+    file_values = {"mul_2": (x * 1000).numpy(), "floor": torch.floor(x * 1000).numpy()}
+    got = _match(groups, program, shapes, file_values)
+    np.testing.assert_array_equal(got["mul_2"], x * 1.000002 * 1000)     # the call it stands for, not x * 1.000002
+    np.testing.assert_array_equal(got["floor"], program[2][2])
+    # without the file's values (or with as many calls as nodes) the order alone decides, as before
+    assert torch.equal(_match(groups, program, shapes, {})["mul_2"], x * 1.000002)

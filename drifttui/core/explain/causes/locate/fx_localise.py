@@ -23,6 +23,7 @@ re-export alignment of ``localise_nodes.align`` stays its witness.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -140,7 +141,8 @@ def _program_values(gm: Any, ins: list[Any]) -> list[tuple]:
     return out
 
 
-def fx_torch_values(ctx: Any, case: Case, shapes: dict[str, tuple]) -> Optional[tuple[list[FxNode], dict, list]]:
+def fx_torch_values(ctx: Any, case: Case, shapes: dict[str, tuple],
+                    values: Optional[dict[str, np.ndarray]] = None) -> Optional[tuple[list[FxNode], dict, list]]:
     module = ctx.modules().get(case.module) if case.module else ctx.model
     io = call_io(ctx, case)
     if module is None or io is None:
@@ -151,23 +153,45 @@ def fx_torch_values(ctx: Any, case: Case, shapes: dict[str, tuple]) -> Optional[
     except Exception:  # noqa: BLE001 - a module torch.export cannot trace: no FX witness
         return None
     groups = _groups(case.model)
-    return groups, {k: to_numpy(v) for k, v in _match(groups, program, shapes).items()}, addends(program)
+    return (groups, {k: to_numpy(v) for k, v in _match(groups, program, shapes, values or {}).items()},
+            addends(program))
 
 
-def _match(groups: list[FxNode], program: list[tuple], shapes: dict[str, tuple]) -> dict[str, Any]:
+def _match(groups: list[FxNode], program: list[tuple], shapes: dict[str, tuple],
+           values: dict[str, np.ndarray]) -> dict[str, Any]:
     """The file's FX node name -> torch value, matched in order by target, kept when the shapes agree; each
-    matched group learns the torch call (and ATen op) its FX node came from."""
+    matched group learns the torch call (and ATen op) its FX node came from.  Where the program holds more
+    calls of a target than the file (an optimizer dropped one: ``x * 1.000002`` taken for ``x * 1``), the
+    file's node is matched with the one of the calls it may stand for whose torch value is closest to the
+    file's (``values``): in order alone, every later call of that target would be paired one call early."""
     got: dict[str, Any] = {}
+    spare = Counter(p[1] for p in program) - Counter(g.target for g in groups)
     j = 0
     for g in groups:
-        k = next((i for i in range(j, len(program)) if program[i][1] == g.target), None)
-        if k is None:
+        ks = [i for i in range(j, len(program)) if program[i][1] == g.target][:spare[g.target] + 1]
+        if not ks:
             continue
+        k = _closest(ks, program, values.get(g.name))
+        spare[g.target] -= ks.index(k)
         j = k + 1
         val, g.call, g.aten = program[k][2], program[k][3], program[k][4]
         if hasattr(val, "shape") and (g.name not in shapes or tuple(val.shape) == shapes[g.name]):
             got[g.name] = val
     return got
+
+
+def _closest(ks: list[int], program: list[tuple], file_val: Optional[np.ndarray]) -> int:
+    """Of the program's candidate calls ``ks``, the first unless the file's value tells another: the one
+    whose torch value of the file's shape is nearest it (mean absolute difference)."""
+    if len(ks) == 1 or file_val is None or np.asarray(file_val).dtype.kind != "f":
+        return ks[0]
+    def far(k: int) -> float:
+        v = to_numpy(program[k][2]) if hasattr(program[k][2], "shape") else None
+        if v is None or np.shape(v) != np.shape(file_val) or np.asarray(v).dtype.kind not in "fiu":
+            return np.inf
+        d = np.abs(np.asarray(v, np.float64) - np.asarray(file_val, np.float64))
+        return float(np.nanmean(d)) if np.isfinite(d).any() else np.inf
+    return min(ks, key=lambda k: (far(k), ks.index(k)))
 
 
 def _groups(model: Any) -> list[FxNode]:
@@ -306,7 +330,7 @@ def fx_localise(ctx: Any, case: Case) -> Optional[FxLocalisation]:
         ort_vals = run_ort(case.model, case.feeds, [v for n in case.model.graph.node for v in n.output if v])
     except Exception:  # noqa: BLE001 - localise says why ORT cannot run the case
         return None
-    got = fx_torch_values(ctx, case, {k: tuple(np.shape(v)) for k, v in ort_vals.items()})
+    got = fx_torch_values(ctx, case, {k: tuple(np.shape(v)) for k, v in ort_vals.items()}, ort_vals)
     if got is None:
         return None
     groups, tv, addends = got

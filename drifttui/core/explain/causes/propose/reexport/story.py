@@ -58,8 +58,8 @@ def story(case: Case, module: Any, node: Any, ctx: Any, variant: Any = None, cha
         cls, said = _by_variant(case, ctx, variant, change)     # a weight module's result folded into a constant
         return cls, (f"{said[:-2]}; the file holds {case.module or '(root)'}'s result as the constant "
                      f"{node.input[0]}, folded at export time from those lowerings; ")
-    if variant is not None and variant.retrace and node is not None:
-        cls, said = _by_variant(case, ctx, variant)     # the ATen op by its definition: name it
+    if variant is not None and (variant.retrace or not variant.optimize) and node is not None:
+        cls, said = _by_variant(case, ctx, variant, change)    # the ATen op by its definition; the optimizer's rewrite
         if said:
             return cls, f"{said[:-2]} (the first node it computes otherwise: {node.op_type} {node.name}); "
     if node is not None:
@@ -77,7 +77,7 @@ def _by_variant(case: Case, ctx: Any, variant: Any, change: str = "") -> tuple[s
     ATen ops the decomposition re-lowered."""
     made_by = run_exporter(ctx.index, ctx.cfg)
     if variant is None or (ctx.cfg.onnx and variant.exporter == made_by and not variant.decompose
-                           and not variant.retrace and variant.opset is None):
+                           and not variant.retrace and variant.opset is None and variant.optimize):
         return ("versions" if ctx.cfg.onnx else "lowering"), ""
     name = display_name(case.module)
     if not variant.optimize:
