@@ -55,6 +55,9 @@ not be casted to lower precision. This leads to a loss of information").  The fo
   ``t - torch.round(t, decimals=-1)``: TorchScript's file rounds ``t * 0.10000000149`` (25 s off, every bucket
   wrong); the dynamo file divides by a double 0.1 and matches.
 
+Held out, written after the fix (not counted in the first run): ``held_session_phase`` (deep: the phase within the
+second of times since a session start written in the code, ``torch.remainder(t.clamp(min=START) - START, 1.0)``).
+
 The deep forms sit after forms30's 16-call stem and before a head (20 module calls), the shallow one after one
 Linear; the form is always the child ``body``, computing in float64 from the stem's float32 features and returning
 float32.
@@ -136,11 +139,24 @@ class BucketOffset(_Times):
         return x + torch.cat([off, off], -1) @ self.mix
 
 
+class SessionPhase(_Times):
+    """held out (written after the fix): the times since a session start written in the code (a Python float with
+    a fraction of a second, ``1_700_000_000.25``), those before it clamped to it, and their phase within the second,
+    ``torch.remainder(t.clamp(min=START) - START, 1.0)`` (a 1 Hz cycle), mixed into the features."""
+
+    START = 1_700_000_000.25
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        phase = torch.remainder(self.times(x).clamp(min=self.START) - self.START, 1.0)
+        return x + torch.cat([phase, phase], -1).float() @ self.mix * 0.5
+
+
 def time_of_day() -> nn.Module: return _deep(TimeOfDay)                                 # noqa: E704
 def time_of_day_relative() -> nn.Module: return _deep(lambda: TimeOfDay(base=0.0))     # noqa: E704
 def time_bucket() -> nn.Module: return _deep(TimeBucket)                               # noqa: E704
 def geo_offset() -> nn.Module: return _shallow(GeoOffset)                              # noqa: E704
 def bucket_offset() -> nn.Module: return _deep(BucketOffset)                           # noqa: E704
+def held_session_phase() -> nn.Module: return _deep(SessionPhase)                     # noqa: E704
 
 
 def rows_inputs() -> torch.Tensor:
