@@ -178,3 +178,25 @@ def test_a_buffer_sharing_the_rounded_numbers_initializer_keeps_its_value(tmp_pa
     assert [(q["node"], q["value"]) for q in patches[0].spec["patches"]] == \
         [(n.name, 1_700_000_000.25) for n in model.graph.node if n.op_type in ("Max", "Sub")][:2]
     assert np.abs(_applied(case, patches[0]) - want.numpy()).max() < 1e-6
+
+
+class Window(torch.nn.Module):
+    """times clamped to a window written in the code and a keyword number: a Clip's bounds and ``add``'s
+    ``alpha``, each a float64 op's Python number."""
+
+    def forward(self, t: torch.Tensor) -> torch.Tensor:
+        w = t.clamp(1_700_200_000.3, 1_700_800_000.3) - 1.7e9
+        return torch.add(w, t - 1.7e9, alpha=0.1)
+
+
+@pytest.mark.drifts
+def test_a_clips_bounds_and_a_keyword_number_are_restored_together(tmp_path):
+    t = _times()
+    model = _export(Window(), t, True, str(tmp_path / "window.onnx"))
+    want = Window()(t)
+    case = _case(model, t, want)
+    assert np.abs(_run(model, t.numpy()) - want.numpy()).max() > 1.0
+    patches = double_scalar_patches(case, _calls(Window(), t))
+    assert patches[0].spec["op"] == "sequence"
+    assert {q["value"] for q in patches[0].spec["patches"]} >= {1_700_200_000.3, 1_700_800_000.3, 0.1}
+    assert np.abs(_applied(case, patches[0]) - want.numpy()).max() < 1e-6

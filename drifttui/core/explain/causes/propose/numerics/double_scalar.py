@@ -8,28 +8,34 @@ float64 constant is 0.10000000149011612; TorchScript's ``round(decimals=)`` writ
 tensors the same way.  A relative error of 1e-8 is amplified where float64 holds what float32 cannot: the phase
 ``2 * math.pi * t / 86400.0`` of a Unix time, a 100 ms bucket ``t // 0.1``, a GPS fix minus a reference point.
 
-For each one-element float64 constant an arithmetic node of the origin reads that is a float32 value (in a dynamo
-file, a node whose FX call takes a Python number: the optimizer shares one initializer between a float64 buffer
-and a number rounded to its value, and the buffer's own reader keeps it), torch's
-numbers for it are those that round to it in float32 and are not it: the node's FX call's (a dynamo file), the
-origin's torch program's calls of the same ATen op and its ``aten.scalar_tensor`` calls (the number as the
-exporter's decomposition holds it), then the shortest decimal of the float32 value (``0.1`` for
-0.10000000149011612: a file with no torch program of the number, TorchScript's ``round``).  A patch replaces the
-node's input by the number in double (``replace_constant``); where several constants of the origin are so held,
-one ``sequence`` of them all comes first.  Class ``dtype`` (the precision the number is held in), kind ``export``.
+For each one-element float64 constant that an arithmetic, clamp, comparison or ``Where`` node of the origin reads
+and float32 holds exactly (in a dynamo file, at a node whose FX call takes a Python number, positional, keyword
+such as ``alpha=`` or as ``%scalar_tensor``: the optimizer shares one initializer between a float64 buffer and a
+number rounded to its value, and the buffer's own reader keeps it), torch's numbers for it are those that round to
+it in float32 and are not it: the node's FX call's, the origin's torch program's calls of the same ATen op and its
+``aten.scalar_tensor`` calls (the number as the exporter's decomposition holds it), then the shortest decimal of the
+float32 value (``0.1`` for 0.10000000149011612: a file with no torch program of the number, TorchScript's
+``round``).  A patch replaces the node's input by the number in double (``replace_constant``); where several
+constants of the origin are so held, one ``sequence`` of them all comes first (without a constant that is itself
+one of torch's numbers: that one may be torch's own, tried alone).  Class ``dtype`` (the precision the number is
+held in), kind ``export``.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Optional
 
 import numpy as np
 
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.locate.fx_localise import FX_KEY, fx_of, fx_scalars
+from drifttui.core.explain.causes.locate.fx_localise import FX_KEY, fx_of
 from drifttui.core.onnx.edit.patches import Patch
 
 ATEN = {"Mul": "aten.mul", "Div": "aten.div", "Add": "aten.add", "Sub": "aten.sub", "Pow": "aten.pow",
-        "Max": "aten.clamp", "Min": "aten.clamp", "Where": "aten.where"}
+        "Max": "aten.clamp", "Min": "aten.clamp", "Clip": "aten.clamp", "Where": "aten.where",
+        "Greater": "aten.gt", "Less": "aten.lt", "GreaterOrEqual": "aten.ge", "LessOrEqual": "aten.le",
+        "Equal": "aten.eq"}
+NUMBER = re.compile(r"(?<![\w%.])-?(?:\d+\.\d*(?:e[-+]?\d+)?|\d+e[-+]?\d+)")
 DOUBLE = 11
 MAX = 8                     # single patches per origin
 
@@ -58,14 +64,23 @@ def _double_scalars(model: Any) -> dict[str, float]:
     return out
 
 
+def _fx_numbers(node: Any) -> Optional[list[float]]:
+    """The Python numbers the node's FX call (a dynamo file) takes, positional or keyword (``alpha=0.1``); None for
+    a node with no FX call."""
+    if fx_of(node) is None:
+        return None
+    text = next((p.value for p in node.metadata_props if p.key == FX_KEY), "")
+    call = text.split("](", 1)[1] if "](" in text else ""
+    return [float(v) for v in NUMBER.findall(call)]
+
+
 def _reads_number(node: Any) -> bool:
     """The node's FX call (a dynamo file) takes a Python number, inline or as ``%scalar_tensor``: not a parameter
     or buffer (the optimizer shares one initializer between a buffer and a number rounded to its value); a node
     with no FX call may."""
-    if fx_of(node) is None:
-        return True
+    numbers = _fx_numbers(node)
     text = next((p.value for p in node.metadata_props if p.key == FX_KEY), "")
-    return "%scalar_tensor" in text or any(s is not None for s in fx_scalars(node))
+    return numbers is None or bool(numbers) or "%scalar_tensor" in text
 
 
 def _shortest(got: float) -> Optional[float]:
@@ -74,16 +89,16 @@ def _shortest(got: float) -> Optional[float]:
     return v if v != got else None
 
 
-def _numbers(node: Any, got: float, calls: Callable[[str], list[list[Optional[float]]]]) -> list[float]:
+def _numbers(node: Any, got: float, calls: Callable[[str], list[list[Optional[float]]]]) -> tuple[list[float], bool]:
     """torch's numbers for ``node``'s constant ``got``: those of its FX call, of the origin's torch program's calls
-    of the same ATen op and of ``aten.scalar_tensor``, then the shortest decimal; each rounds to ``got``."""
-    fx = fx_of(node)
-    own = [s for s in fx_scalars(node) if s is not None] if fx is not None else []
+    of the same ATen op and of ``aten.scalar_tensor``, then the shortest decimal, each rounding to ``got``; and
+    whether ``got`` is itself one of torch's numbers (the optimizer may share its initializer with a rounded one)."""
+    own = _fx_numbers(node) or []
     program = [a for prefix in (ATEN[node.op_type], "aten.scalar_tensor") for call in calls(prefix) for a in call
                if a is not None]
     short = _shortest(got)
     found = [v for v in dict.fromkeys(own + program) if as_float32(v) == got and v != got]
-    return found + ([short] if short is not None and short not in found else [])
+    return found + ([short] if short is not None and short not in found else []), got in own + program
 
 
 TAIL = ("torch keeps a Python scalar of a float64 op in double; the dynamo exporter lowers it as a float32 constant "
@@ -116,11 +131,13 @@ def double_scalar_patches(case: Case, calls: Callable[[str], list[list[Optional[
         for pos, name in enumerate(node.input):
             if node.op_type not in ATEN or name not in scalars or not _reads_number(node):
                 continue
-            for want in _numbers(node, scalars[name], calls)[:2]:
+            wants, own = _numbers(node, scalars[name], calls)
+            for want in wants[:2]:
                 singles.append(_patch(case, node, pos, name, scalars[name], want))
-                said.setdefault((node.name, pos), _read(node, name, scalars[name], want))
+                if not own:     # a constant that may be torch's own number is tried alone, never in the sequence
+                    said.setdefault((node.name, pos), _read(node, name, scalars[name], want))
     first = {(p.spec["node"], p.spec["input"]): p for p in reversed(singles)}
-    if len(first) < 2:
+    if len(said) < 2:
         return singles[:MAX]
     every = [first[k] for k in said]
     why = (f"{'; '.join(said.values())}: {len(every)} numbers held at float32 precision in float64 ops ({TAIL}); "
