@@ -96,6 +96,10 @@ def _describe(p: dict[str, Any]) -> str:
         return f"constant {p['name']} of node {p.get('node')} ({p.get('module') or '(root)'}) set back to {shown}"
     if p["op"] == "restore_attribute":
         return f"{p['name']} of node {p.get('node')} ({p.get('module') or '(root)'}) set back to {p.get('value')}"
+    if p["op"] == "sequence":
+        return " then ".join(_describe(q) for q in p.get("patches", []))
+    if p["op"] == "replace_constant" and isinstance(p.get("value"), (int, float)):
+        return f"constant {p['name']} of node {p.get('node') or p['name']} set to {p['value']!r}"
     what = f"{p['op']} {p.get('node') or p.get('name')}"
     return what + (f" {p['name']}={p['value']}" if p["op"] == "set_attribute" else "")
 

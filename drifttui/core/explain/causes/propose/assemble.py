@@ -21,6 +21,7 @@ from drifttui.core.explain.causes.propose.edits import constants, rewrites
 from drifttui.core.explain.causes.propose.numerics.accumulate64 import accumulate64_patches
 from drifttui.core.explain.causes.propose.edits.candidates import graph_candidates
 from drifttui.core.explain.causes.propose.numerics.cast_first import cast_first_patches
+from drifttui.core.explain.causes.propose.numerics.double_scalar import double_scalar_patches
 from drifttui.core.explain.causes.propose.edits.fast_path import fast_path_patches
 from drifttui.core.explain.causes.propose.edits.crossed_clip import crossed_clip_patches
 from drifttui.core.explain.causes.propose.edits.dropped_addend import dropped_addend_patches
@@ -68,6 +69,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
     out.extend(fast_path_patches(case, module))
     out.extend(crossed_clip_patches(case))             # two clamps fused into one Clip with crossed bounds
     out.extend(opmath_scalar_patches(case, lambda t: torch_calls(ctx, case, t)))
+    out.extend(double_scalar_patches(case, lambda t: torch_calls(ctx, case, t)))   # a float64 op's float32 number
     if loc is not None:
         out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind, loc.torch_calls))
         out.extend(dropped_addend_patches(case, loc))     # before the guards: log(0) of a dropped eps
