@@ -144,7 +144,9 @@ def cmd_repair(args: argparse.Namespace) -> int:
         if after.verdict == "drift" and after.drift_origin is not None else ""
     say(f"check on the repaired copy: {after.verdict}{still}; wrote {args.out}")
     if done.source_fixes:
-        say("fix the source too (a re-export of the unchanged setup writes the drift again):")
+        # an edited constant or weight need not come from the export: then no re-export claim
+        say("fix the source too (a re-export of the unchanged setup writes the drift again):"
+            if any(code for code, _ in done.source_fixes) else "fix the source too, where the file came from it:")
         for code, words in done.source_fixes:
             say(f"  {code}" + (f"  # {words}" if words and code else words))
     return EXIT_DRIFT if after.verdict == "drift" else EXIT_OK

@@ -28,7 +28,8 @@ def test_repair_into_a_pipe_says_each_stage_and_ends_with_the_source_fix(exports
     assert "causes: localising the error inside" in text and "causes: trying" in text
     assert "repaired copy: run done" in text          # the check of the copy is not silent either
     said = p.stdout.splitlines()
-    head = said.index("fix the source too (a re-export of the unchanged setup writes the drift again):")
+    # an epsilon restored: the export or a later edit lost it, so no claim that a re-export writes it again
+    head = said.index("fix the source too, where the file came from it:")
     # the file is a dynamo export: the call that wrote it is no fix (fourth pass), the finding's words are
     assert not said[head + 1].strip().startswith("torch.onnx.export"), said[head + 1]
     assert "epsilon" in said[head + 1]
@@ -44,6 +45,12 @@ def test_the_source_fix_of_each_patch_kind():
     assert source_fix({"op": "set_attribute", "name": "coordinate_transformation_mode", "value": "half_pixel"},
                       10, "user file") == 'torch.onnx.export(model, args, "model.onnx", opset_version=11)'
     assert source_fix({"op": "rewrite", "rewrite": "gelu_tanh"}, 17, "dynamo") is None
+    # the export without the dynamo optimizer: the call says so, or it writes the drift again
+    assert source_fix({"op": "reexport", "exporter": "dynamo", "opset": 20, "optimize": False}, 20, "dynamo") == \
+        'torch.onnx.export(model, args, "model.onnx", dynamo=True, opset_version=20, optimize=False)'
+    # a decomposition or re-trace first: no bare export call (it would be the file's own setup)
+    assert source_fix({"op": "reexport", "exporter": "dynamo", "opset": 20, "decompose": "core_aten"}, 20,
+                      "dynamo") is None
 
 
 def test_no_export_call_that_repeats_the_files_own_setup():
