@@ -46,6 +46,7 @@ class _CloneSink(Sink):
 
 Recapture = Callable[[Config, CancelToken], Capture]   # the engine's cached capture
 Recheck = Callable[[Any, CancelToken], Result]          # a patched copy of the file, checked end to end
+WORST_REACH = 16        # a step's reruns reach the origin's worst sample up to this index (the first samples)
 
 
 class Context:
@@ -144,7 +145,16 @@ class Context:
 
     # -- samples, torch and ORT ----------------------------------------------------------
     def n_samples(self, cap: int = 3) -> int:
-        return 1 if self.source.fixed else max(1, min(cap, self.cfg.samples))
+        """The samples a step's reruns capture (the first ones): ``cap``, or up to the origin's worst sample
+        when it lies past them and within WORST_REACH, so that a drift one sample shows is not rerun on
+        samples that miss it (a rerun "without drift" would contradict the run)."""
+        if self.source.fixed:
+            return 1
+        n = max(1, min(cap, self.cfg.samples))
+        worst = getattr(self.result.drift_origin, "worst_sample", None)
+        if worst is not None and n <= worst < WORST_REACH:
+            n = min(self.cfg.samples, worst + 1)
+        return n
 
     def sample(self, i: int) -> Any:
         return self.source.sample(0 if self.source.fixed else i)

@@ -82,6 +82,9 @@ def run(ctx: Context) -> Step:
     det_drift = det.verdict == "drift"
     verdict, summary = judge(original, det_drift, variance, ctx.result.tolerance.atol)
     o = ctx.result.drift_origin
+    if ctx.result.verdict == "drift" and not original and o is not None and o.worst_sample >= n:
+        summary += (f" (on the reruns' first {n} sample(s); the run's drift shows on sample {o.worst_sample}, past "
+                    "them: not a sign of non-determinism)")
     evidence = {"variance_max_abs": variance, "original_verdict": ctx.result.verdict,
                 "rerun_samples": n, "nondeterministic_rerun_verdict": base.verdict,
                 "deterministic_verdict": det.verdict,

@@ -1,6 +1,6 @@
 """Step 4: tolerance bisect.
 
-Rerun (few samples, the exported file reused) with atol = rtol = T for T from 1e-3 to 1e-7 and
+Rerun (few samples, the origin's worst among them: ``Context.n_samples``; the exported file reused) with atol = rtol = T for T from 1e-3 to 1e-7 and
 report the origin at each.  On a reduced-precision file (float16, int8) the float32 tolerances mean
 nothing; there the step is the precision bisect (steps/precision.py: the keep-in-float32 list).  When a tighter tolerance that is still above float32 noise
 (>= 1e-5) names an *earlier* module, the reported origin may only amplify an error that
@@ -43,8 +43,11 @@ def judge(rows: list[dict[str, Any]], origin_layer: Any, origin_module: Any) -> 
         return ("pass", (f"no drift down to tolerance {low:g}" if low else "no origin at any tolerance") + tail,
                 named)
     stable = [r["tolerance"] for r in above if r["origin"] == origin_module]
+    if not stable:      # the rerun's samples do not show the drift at any tolerance
+        return ("pass", f"no tolerance down to {NOISE_FLOOR:g} names a module earlier than "
+                        f"{display_name(origin_module)} on the rerun's samples" + tail, named)
     return ("pass", f"the origin {display_name(origin_module)} is stable across tolerances "
-                    f"{', '.join(f'{t:g}' for t in stable) or '-'} (it does not move earlier)" + tail, named)
+                    f"{', '.join(f'{t:g}' for t in stable)} (it does not move earlier)" + tail, named)
 
 
 def _nonfinite(r: Any, o: Any) -> Optional[int]:
