@@ -18,6 +18,16 @@ from drifttui.errors import (EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE
 
 
 
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml), without importing torch."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("drifttui")
+    except PackageNotFoundError:      # run from a checkout that is not installed
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="drifttui",
@@ -27,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     from drifttui.report import ci_outputs
 
+    parser.add_argument("--version", action="version", version=f"drifttui {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     check = sub.add_parser("check", help="compare layer by layer and name the drift origin (for CI)",
                            formatter_class=argparse.RawDescriptionHelpFormatter,

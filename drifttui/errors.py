@@ -48,11 +48,18 @@ class Cancelled(Exception):
 
 
 def first_line(exc: BaseException, fallback: str = "") -> str:
-    """The first line of an exception's message, without terminal colour codes."""
-    import re
-
-    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
+    """The first line of an exception's message (a library's: its detail lines are a dump).  A control
+    character in it stays (a name from a file may carry one): ``one_line`` shows it visibly."""
+    text = str(exc).strip()
     return text.splitlines()[0] if text else (fallback or type(exc).__name__)
+
+
+def folded(exc: BaseException, limit: int = 300) -> str:
+    """An exception of the user's own code, every line of its message folded into one (``first line;
+    second line``), cut at ``limit`` characters: the detail a user wrote on a second line is kept."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    text = "; ".join(lines) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 # A signal ends a run like Ctrl-C: temp files removed, one line, 128 + the signal number.
@@ -81,14 +88,12 @@ MAX_LINE = 600
 
 
 def one_line(text: str, limit: int = MAX_LINE) -> str:
-    """``text`` as a single line: colour codes stripped, line breaks and runs of blanks become
-    one space, any other control character shown visibly (``\\x1b``: a name from a model may
-    carry a terminal escape), cut (with an ellipsis) at ``limit`` characters."""
-    import re
-
+    """``text`` as a single line: line breaks and runs of blanks become one space, any other control
+    character shown visibly, colour codes too (``\\x1b[31m``: a name from a model may carry a terminal
+    escape, and the user must find it in the file as it is spelt), cut (with an ellipsis) at ``limit``."""
     from drifttui.untrusted import terminal
 
-    flat = terminal(" ".join(re.sub(r"\x1b\[[0-9;]*m", "", text).split()))
+    flat = terminal(" ".join(text.split()))
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 

@@ -73,7 +73,7 @@ def scaled() -> nn.Module:
 
 
 def raises() -> nn.Module:
-    raise RuntimeError("weights are missing")
+    raise RuntimeError("weights are missing\n  looked for them in ckpt/latest.pt")     # a detail on a second line
 
 
 def not_a_module():

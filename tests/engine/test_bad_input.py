@@ -62,7 +62,8 @@ def test_spec_that_does_not_import(capsys, tmp_path):
 def test_callable_that_raises(capsys):
     code, err = run_cli(capsys, "check", model_spec("raises"), "--inputs", "shape:2x8")
     assert code == 2
-    assert_one_line(err, "raised RuntimeError", "weights are missing")
+    # the user's own message folded into the one line, its second line kept
+    assert_one_line(err, "raised RuntimeError", "weights are missing; looked for them in ckpt/latest.pt")
 
 
 def test_callable_returns_no_module(capsys):
@@ -240,3 +241,12 @@ def test_a_failing_torchscript_export_prints_nothing_on_stdout(tmp_path, capfd):
     with pytest.raises(ModelError):
         export_model(LogAddExp(), (torch.randn(2), torch.randn(2)), {}, "torchscript", tmp_path)
     assert capfd.readouterr().out == ""
+
+
+def test_version_prints_the_installed_version_and_exits_0(capsys):
+    from importlib.metadata import version
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"drifttui {version('drifttui')}"
+    # a subcommand's --version V is the served model's version, not this
+    assert main(["check", "--version"]) == 2

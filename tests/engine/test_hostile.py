@@ -92,7 +92,7 @@ def _onnx_with(tmp_path, input_name="x", domain=""):
 
 @pytest.mark.parametrize("where", ["input", "domain"])
 def test_one_line_errors_quote_hostile_names_visibly(tmp_path, where):
-    evil = "e" + hostile.ESCAPES + hostile.ANNOTATION
+    evil = "e\x1b[31mRED" + hostile.ESCAPES + hostile.ANNOTATION      # a colour code too: shown, not stripped
     spec, path = _onnx_with(tmp_path, **({"input_name": evil} if where == "input" else {"domain": evil}))
     run = run_cli(["check", spec, "--onnx", path, "--inputs", "shape:1x5", "--samples", "1"], actions="true")
     assert run.code in (2, 3), run.err
@@ -100,6 +100,7 @@ def test_one_line_errors_quote_hostile_names_visibly(tmp_path, where):
     assert len(lines) == 1 and lines[0].startswith("drifttui: error: "), run.err
     _no_control(run.err + run.out)
     assert "\\x1b]0;TITLE\\x07" in lines[0]
+    assert "e\\x1b[31mRED" in lines[0]         # the name as the file spells it, findable there
     assert not _foreign_commands(run.out + "\n" + run.err)
 
 

@@ -22,7 +22,7 @@ from drifttui.core.model.half_inputs import HALF_TYPES, half_inputs
 from drifttui.core.model.loading import import_callable
 from drifttui.core.base.units import human
 from drifttui.core.model.spec import InputSpec, ShapeInput
-from drifttui.errors import InputError, first_line
+from drifttui.errors import InputError, first_line, folded
 
 _DT = {alias: getattr(torch, name) for alias, name in SPEC_ALIASES.items()}
 Sample = tuple[tuple, dict]
@@ -232,7 +232,7 @@ def _source(spec: InputSpec, seed: int, zero: bool, graph_inputs: Optional[list[
             try:
                 return fn()
             except Exception as exc:
-                raise InputError(f"--inputs {spec.text!r} raised {type(exc).__name__}: {first_line(exc)}",
+                raise InputError(f"--inputs {spec.text!r} raised {type(exc).__name__}: {folded(exc)}",
                                  "fix the inputs callable (rerun with --debug for the traceback)") from exc
 
         return _seeded_source(call, seed, zero, f"--inputs {spec.text!r}", False, f"callable {spec.text}")

@@ -22,7 +22,7 @@ from drifttui.core.model import memory
 from drifttui.core.onnx.branch_shapes import clear_branch_shapes
 from drifttui.core.onnx.order import sort_in_place
 from drifttui.core.model.spec import CallableSpec, ModelSpec
-from drifttui.errors import InputError, first_line
+from drifttui.errors import InputError, first_line, folded
 
 PT2_TRUST_FIX = ("pass --trust-model-file if you trust the file (loading it runs code from it), or give a "
                  "file.py:fn callable that builds the model")
@@ -98,7 +98,7 @@ def load_torch_model(spec: ModelSpec, trust: bool = False) -> Any:
         try:
             model = fn()
         except Exception as exc:
-            raise InputError(f"MODEL {spec.text!r} raised {type(exc).__name__}: {first_line(exc)}",
+            raise InputError(f"MODEL {spec.text!r} raised {type(exc).__name__}: {folded(exc)}",
                              "fix the callable so that it returns the model (rerun with --debug for the traceback)") from exc
         if not isinstance(model, torch.nn.Module):
             raise InputError(f"MODEL {spec.text!r} returned {type(model).__name__}, not a torch.nn.Module",

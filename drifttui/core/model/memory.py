@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Optional
 import numpy as np
 import torch
 
-from drifttui.errors import InputError, first_line
+from drifttui.errors import InputError, folded
 
 PREFIX = "python-object:"
 
@@ -47,7 +47,7 @@ def register_samples(inputs: Any, samples: int) -> tuple[str, int]:
             try:
                 return fn(i)
             except Exception as exc:
-                raise InputError(f"inputs callable raised {type(exc).__name__}: {first_line(exc)[:300]} on sample {i}",
+                raise InputError(f"inputs callable raised {type(exc).__name__}: {folded(exc)} on sample {i}",
                                  "fix the callable: it takes the sample index and returns a tensor, "
                                  "a tuple of tensors or a dict of tensors") from exc
 
@@ -73,7 +73,7 @@ def _draw(inputs: Iterable, samples: int) -> list[Any]:
         for item in itertools.islice(iter(inputs), samples):
             items.append(item)
     except Exception as exc:
-        raise InputError(f"inputs= raised {type(exc).__name__}: {first_line(exc)[:300]} on sample {len(items)} "
+        raise InputError(f"inputs= raised {type(exc).__name__}: {folded(exc)} on sample {len(items)} "
                          f"(while drawing it)", "fix the iterable, or pass a list of samples or a callable "
                          "(i) -> sample") from exc
     return items
