@@ -29,8 +29,8 @@ import numpy as np
 
 from drifttui.core.base.dtypes import name_of
 from drifttui.core.explain.causes.locate.align_graph import (ancestors, call_group, causal, closest,
-                                                             constant_values, continued, input_values,
-                                                             leaked, producers)
+                                                             constant_values, continued, fused_into,
+                                                             input_values, leaked, producers)
 from drifttui.core.explain.causes.locate.call_replay import amplifies, refs
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io
@@ -122,6 +122,7 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     if wrong is None:
         return None
     wrong = _amplified(ops, rels, wrong, case, lambda: _replay(ctx, case, ops, found, wrong, vals))
+    wrong = fused_into(case, ops, found, wrong, vals, feeding)    # a call the exporter fused with later ones
     nodes = call_group(case, ops, found, wrong, vals)
     leak = leaked(case, ops, found, wrong, nodes)
     if leak is not None:        # its nodes read past an input's value: that input's lowering goes on after it
