@@ -1,0 +1,106 @@
+"""Held-out batch W for issue 30 (tests/causes/forms40w.py): a blind first run on loss, distance and cumulative forms
+screened from the sources of the TorchScript exporter's symbolic functions and torchlib's lowerings, with torch 2.13
+/ ONNX Runtime 1.32, after grepping every earlier suite (forms40w's docstring lists what was screened and matched,
+or drifts in a form the suites hold).  Screening (about 25 minutes) found one new mechanism, in the TorchScript
+exporter's ONNX peephole rather than in a symbolic: ``fuseLogSoftmaxNllLoss`` rewrites ``LogSoftmax -> [Transpose ->]
+NegativeLogLikelihoodLoss`` into one ``SoftmaxCrossEntropyLoss`` (over axis 1) without reading the LogSoftmax's
+axis, and in its Transpose branch reads the input of the node before the LogSoftmax.  It is kept in four real-code
+forms (three in deep models of 20-22 module calls); each form's dynamo file and two control forms are clean.  What a
+right answer is, by mechanism (written before the first run's causes were read; /tmp/heldW/judge.md of session 36):
+
+* ``clip_nll`` / ``token_nce`` / ``pointer_nll`` (deep, TorchScript): origin ``body``; ``lowering`` of torch's
+  ``log_softmax`` + ``nll_loss`` (the fusion), verified by the dynamo re-export of ``body`` (or un-fusing the SCE),
+  repairable; NOT ``stability`` / ``dtype`` / an ONNX Runtime kernel story / the unverified ``op-compat`` fallback;
+  for ``pointer_nll`` NOT a story of the skipped ``div`` alone (putting it back leaves the axis wrong);
+* ``implicit_nll`` (shallow, TorchScript): ``nn.LogSoftmax()`` (implicit dim 0) has no ONNX node: its computation went
+  into ``body.nll``'s SCE; origin ``body.logsoftmax`` (issue 30 point 6: the member of the unit whose own torch
+  computation differs; ``body.nll``, the consumer, is a near miss), ``lowering`` of ``log_softmax``, repairable;
+* controls: each form's dynamo file, ``clip_nll_t`` and ``token_nce_col`` with both exporters: no origin, no error
+  finding, no false warning, ``repair`` writing nothing.
+
+First run, engine as on main at eef8958 (``drifttui diagnose`` / ``repair`` / ``check`` through
+/tmp/heldW/firstrun.sh, 3 samples, never tuned on these forms; seconds on a 2-core machine shared with three other
+sessions):
+
+| pair | origin | class by mechanism | verified | repair passes check | diagnose / repair |
+|---|---|---|---|---|---|
+| clip_nll torchscript (deep) | right | yes: ``lowering``, "in torch's log_softmax (... ONNX SoftmaxCrossEntropyLoss ...)" | yes (dynamo re-export of ``body``: 0.107 -> 4.8e-7) | yes | 27 s / 19 s |
+| token_nce torchscript (deep) | right | yes: ``lowering``, torch's ``log_softmax`` | yes (0.197 -> 2.4e-7) | yes | 28 s / 22 s |
+| pointer_nll torchscript (deep) | right | **no**: ``lowering`` of the SCE node, but "in torch's **div**" (the scale the fusion skipped) | yes (0.531 -> 0) | yes | 27 s / 24 s |
+| implicit_nll torchscript (shallow) | right (``body.logsoftmax``, through an orphan Identity) | yes: ``lowering``, torch's ``log_softmax`` | yes, locally (5.03 -> 2.4e-7) | **no**: "check on the repaired copy: drift at body.nll" (exit 1) | 14 s / 13 s |
+| controls: clip_nll, token_nce, pointer_nll, implicit_nll dynamo; clip_nll_t, token_nce_col torchscript and dynamo | ok, no error finding, no warning, nothing to repair | | | | 10-22 s / 6-9 s |
+
+First run: origin 4/4; class by mechanism and verified 3/4; repair passing ``check`` 3/4; controls 8/8 clean.  3 of
+the 4 drifting pairs (and 6 of the 8 control pairs) sit in deep models.
+
+Why the misses (what decided it):
+* ``pointer_nll``: the alignment by value (``locate/torch_align.py``) names the first torch call the file does not
+  hold whose inputs it holds.  The fused SCE reads the scores from before the ``div``, so no value of the ``div``'s is
+  in the file, and neither of the ``log_softmax``'s or ``transpose``'s: the ``div`` was named, though nothing lowers
+  it wrong (its node is gone with the fusion).  Fixed generically (``locate/align_graph.fused_into``): a call with no
+  value of its shape in the file after its inputs', and a later call computed from it through calls the file never
+  holds whose value a node makes *from the first call's inputs*, is that fused node's: the later call is named
+  (``nll_loss``, ONNX ``SoftmaxCrossEntropyLoss``).  A lowering that makes a value of another shape, or a later node
+  that does not read the call's inputs, keeps the call named (``test_fused_call.py``: a bare graph both ways, and a
+  small TorchScript pointer loss).  ``clip_nll`` and ``token_nce`` are then told by ``nll_loss`` too (their ONNX
+  nodes: the SCE alone, where the log_softmax's group listed the Add, Unsqueeze, Mul after it).
+* ``implicit_nll`` (not fixed, a strict xfail): ``prepare/plan/orphans.py`` takes a module with no node whose
+  consumer reads a value of its output's shape for a computation the exporter *dropped* (an in-place update lost
+  through a view) and stands an Identity for it between that value and the consumer; here the consumer *absorbed*
+  it (the SCE computes log_softmax and NLL).  The dynamo re-export of ``body.logsoftmax`` grafted in the Identity's
+  place verifies on the Identity's value, but the SCE then takes a second log-softmax of it: the copy drifts at
+  ``body.nll``.  A second ``repair`` of the copy re-exports ``body.nll`` and passes ``check`` (so two rounds repair
+  it).  What would fix it: decide dropped from absorbed by content (the consumer fed the file's value computes, in
+  the file, what torch's consumer computes on it only when the computation was dropped) and compare an absorbed
+  module with its consumer as one unit (``prepare/unit_members.py``), grafting the unit's re-export.
+
+After the fix (same harness, /tmp/heldW/out2): origin 4/4, class by mechanism and verified 4/4 (``clip_nll``,
+``token_nce``, ``pointer_nll``: "in torch's nll_loss (torch.nn.functional.nll_loss, aten.nll_loss.default; ONNX
+SoftmaxCrossEntropyLoss)"), repair passing ``check`` 3/4 (``implicit_nll`` as before), controls 8/8 clean.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.causes.form_suite import (assert_clean, assert_verified_and_repaired, deep_forms, explained_forms, missed,
+                                     params)
+
+_FUSED = ("lowering", "reexport", {"exporter": "dynamo"}, "in torch's nll_loss (torch.nn.functional.nll_loss")
+# (model, exporter) -> the head finding a right answer gives: (class, patch op, what it changed, words)
+REPAIRED = {("clip_nll", "torchscript"): _FUSED, ("token_nce", "torchscript"): _FUSED,
+            ("pointer_nll", "torchscript"): _FUSED}
+ABSORBED = {("implicit_nll", "torchscript"): ("lowering", "reexport", {"exporter": "dynamo"},
+                                              "in torch's log_softmax (torch.nn.functional.log_softmax")}
+CLEAN = [(f, "dynamo") for f in ("clip_nll", "token_nce", "pointer_nll", "implicit_nll")] + \
+    [(f, e) for f in ("clip_nll_t", "token_nce_col") for e in ("torchscript", "dynamo")]
+ORIGIN = {"implicit_nll": "body.logsoftmax"}
+
+
+@pytest.fixture(scope="module")
+def explained(tmp_path_factory):
+    return explained_forms(tmp_path_factory, "forms40w")
+
+
+@pytest.mark.parametrize("form", params(REPAIRED, set()))
+def test_the_held_out_forms_are_verified_and_repaired(explained, form):
+    assert_verified_and_repaired(explained, form, REPAIRED[form], ORIGIN.get(form[0], "body"))
+
+
+@pytest.mark.parametrize("form", missed(ABSORBED, "an absorbed module taken for a dropped one (orphans.py): the "
+                                                  "graft of its re-export verifies on its Identity, the consumer's "
+                                                  "SCE still normalises again; the copy drifts at body.nll"))
+def test_a_log_softmax_absorbed_by_its_consumer_is_repaired(explained, form):
+    assert_verified_and_repaired(explained, form, ABSORBED[form], ORIGIN[form[0]])
+
+
+@pytest.mark.parametrize("form", params(CLEAN, set()))
+def test_the_held_out_clean_controls_have_no_error_finding(explained, form):
+    assert_clean(explained, form)
+    assert [f for f in explained(*form)[4].findings if f.severity == "warning"] == []
+
+
+@pytest.mark.drifts
+def test_most_forms_sit_inside_deep_models(explained):
+    forms = list(REPAIRED) + list(ABSORBED)
+    deep = deep_forms(explained, forms)
+    assert len(deep) * 2 >= len(forms), deep
