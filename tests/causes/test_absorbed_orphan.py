@@ -70,3 +70,11 @@ def test_the_dynamo_file_lowers_the_two_calls_apart(explained):
     from tests.causes.form_suite import assert_clean
 
     assert_clean(explained, ("tiny_nll", "dynamo"))
+
+
+@pytest.mark.drifts
+def test_the_message_names_no_onnx_node_drifttui_made(explained):
+    """the Identity standing for the orphan is drifttui's: the torch op's words list the file's ONNX ops only."""
+    head = explained("tiny_nll", "torchscript")[4].findings[0]
+    assert "in torch's log_softmax (" in head.message, head.message
+    assert "ONNX Identity" not in head.message and "drifttui_orphan" not in head.message, head.message

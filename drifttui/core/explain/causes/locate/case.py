@@ -19,8 +19,9 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from drifttui.core.onnx.io import copy_model
+from drifttui.core.onnx.edit.orphan_steps import ORPHAN
 from drifttui.core.onnx.graph import tensor_array, with_data
-from drifttui.core.result import UNMAPPED
+from drifttui.core.result import DRIFT, UNMAPPED
 from drifttui.core.runtime import sessions
 from drifttui.core.runtime.torch_hooks import TensorStore, run_model, to_numpy
 
@@ -132,9 +133,6 @@ def _absorbed_orphan(ctx: Any, ci: int) -> Optional[int]:
     they compute ``ci``'s function as well (the TorchScript exporter's SoftmaxCrossEntropyLoss for
     ``nn.LogSoftmax`` then ``nn.NLLLoss``), where a dropped computation (an in-place update lost through a view)
     leaves a consumer that computes right on right values.  None otherwise."""
-    from drifttui.core.onnx.edit.orphan_steps import ORPHAN
-    from drifttui.core.result import DRIFT
-
     nodes = [ctx.index.nodes[k] for k in ctx.plan.calls[ci].nodes]
     if not nodes or not all(n.op_type == "Identity" and ORPHAN in (n.name or "") for n in nodes):
         return None

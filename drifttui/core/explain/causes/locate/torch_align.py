@@ -40,6 +40,7 @@ from drifttui.core.explain.causes.locate.torch_call import (LAYOUT_NODES, aten_n
                                                             plumbing)
 from drifttui.core.explain.causes.locate.value_match import found_values, held_dtype, noise
 from drifttui.core.model.export import quiet
+from drifttui.core.onnx.edit.orphan_steps import ORPHAN
 from drifttui.core.runtime.torch_hooks import to_numpy
 
 MAX_OPS = 4000                  # torch ops aligned per origin (a deep block's forward is ~2000)
@@ -69,7 +70,9 @@ class TorchOp:
 
     def words(self) -> str:
         """``torch's var (torch.Tensor.var, aten.var.correction; ONNX ReduceMean, Sub, Mul, Div)``."""
-        ops = ", ".join(dict.fromkeys(self.op_types))
+        types = [t for n, t in zip(self.nodes, self.op_types) if ORPHAN not in n] \
+            if len(self.nodes) == len(self.op_types) else self.op_types     # drifttui's orphan Identity is not the file's
+        ops = ", ".join(dict.fromkeys(types))
         aten = f", {self.aten}" if self.aten and self.aten != self.target else ""
         lost = (f"; its __torch_function__ dispatch drops {', '.join(a + '=' for a in self.dropped)}, so a trace "
                 "through torch-function modes (torch.export) records the call without it") if self.dropped else ""
