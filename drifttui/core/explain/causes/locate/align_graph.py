@@ -219,6 +219,31 @@ def call_group(case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
     return [n.name for n in case.model.graph.node if n.name in mine and n.name not in sizes]
 
 
+def fused_into(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals: dict[str, np.ndarray],
+               feeding: set[int]) -> int:
+    """The call whose value an exporter's fused node computes, when ``wrong`` is one of the calls it fused: the file
+    holds no value of ``wrong``'s shape after its inputs' (``closest`` finds none), and a later call computed from
+    it through calls the file never holds has one, made by a node that reads ``wrong``'s inputs' values themselves
+    (the TorchScript exporter's ``SoftmaxCrossEntropyLoss`` for a ``div``, ``log_softmax``, ``transpose`` and
+    ``nll_loss``, reading the scores from before the ``div``): that later call, whose value the fused node stands
+    for and whose lowering it is; ``wrong`` otherwise (a lowering that makes a value of another shape is wrong
+    itself)."""
+    producer = producers(case)
+    ins = input_values(ops, found, wrong)
+    before = ancestors(producer, [found[i] for i in ins])
+    if not ins or closest(case, ops, found, wrong, vals, before) is not None:
+        return wrong
+    read, chain = {found[i] for i in ins}, {wrong}
+    for k in range(wrong + 1, len(ops)):
+        if ops[k][0] != "call_function" or k in found or not set(ops[k][3]) & chain or ops[k][2] is None:
+            continue
+        chain.add(k)
+        best = closest(case, ops, found, k, vals, before) if k in feeding else None
+        if best is not None:
+            return k if set(producer[best].input) & read else wrong
+    return wrong
+
+
 def closest(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals: dict[str, np.ndarray],
             before: set[str]) -> Optional[str]:
     """The ONNX value closest to op ``wrong``'s (of its shape, not computed by its inputs' nodes, not another

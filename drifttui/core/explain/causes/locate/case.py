@@ -19,8 +19,9 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from drifttui.core.onnx.io import copy_model
+from drifttui.core.onnx.edit.orphan_steps import ORPHAN
 from drifttui.core.onnx.graph import tensor_array, with_data
-from drifttui.core.result import UNMAPPED
+from drifttui.core.result import DRIFT, UNMAPPED
 from drifttui.core.runtime import sessions
 from drifttui.core.runtime.torch_hooks import TensorStore, run_model, to_numpy
 
@@ -62,12 +63,13 @@ def why_no_case(ctx: Any) -> str:
     return ctx.cache.get(WHY, "the origin's nodes could not be cut out")
 
 
-def _origin_nodes(ctx: Any, ci: int) -> list[Any]:
+def _origin_nodes(ctx: Any, ci: int, whole: bool = False) -> list[Any]:
     """The origin's own nodes; all the nodes in its scope (its children's too) when its own nodes
-    produce none of its outputs (a decoder whose output is its head Conv's)."""
+    produce none of its outputs (a decoder whose output is its head Conv's), or when it is the unit of an
+    absorbed orphan and its consumer (``whole``)."""
     own = [n for n in ctx.index.nodes if ctx.plan.node_call[n.index] == ci]
     produced = {v for n in own for v in n.outputs if v}
-    if not own or not any(v in produced for v in ctx.plan.calls[ci].outputs.values()):
+    if whole or not own or not any(v in produced for v in ctx.plan.calls[ci].outputs.values()):
         own = [ctx.index.nodes[i] for i in sorted(ctx.plan.calls[ci].nodes)]
     return own
 
@@ -111,16 +113,33 @@ def unit_call(ctx: Any, ci: int) -> int:
     """The call whose nodes the origin's are: its own, or, for a module with no ONNX value that was compared with
     the call that absorbed it as one unit (prepare/unit_members.py), the nearest compared call holding both."""
     units = [w for w in ctx.plan.calls[ci].weights if getattr(w, "owners", None)]
-    if not units or ctx.plan.calls[ci].outputs:
+    absorber = _absorbed_orphan(ctx, ci)
+    if (not units or ctx.plan.calls[ci].outputs) and absorber is None:
         return ci
     mine, p = set(), ci
     while p is not None:
         mine.add(p)
         p = ctx.calls[p].parent
-    o: Optional[int] = units[0].owners[0]
+    o: Optional[int] = absorber if absorber is not None else units[0].owners[0]
     while o is not None and not (o in mine and ctx.plan.calls[o].outputs):
         o = ctx.calls[o].parent
     return ci if o is None else o
+
+
+def _absorbed_orphan(ctx: Any, ci: int) -> Optional[int]:
+    """The call that absorbed call ``ci``'s computation, when ``ci`` is an orphan (prepare/plan/orphans.py: an
+    Identity stands for a call with no node, between the value its consumer reads and that consumer) whose consumer
+    drifts on its own too: fed torch's output of ``ci``, the consumer's nodes do not compute torch's consumer, so
+    they compute ``ci``'s function as well (the TorchScript exporter's SoftmaxCrossEntropyLoss for
+    ``nn.LogSoftmax`` then ``nn.NLLLoss``), where a dropped computation (an in-place update lost through a view)
+    leaves a consumer that computes right on right values.  None otherwise."""
+    nodes = [ctx.index.nodes[k] for k in ctx.plan.calls[ci].nodes]
+    if not nodes or not all(n.op_type == "Identity" and ORPHAN in (n.name or "") for n in nodes):
+        return None
+    outs = {v for n in nodes for v in n.outputs}
+    readers = {ctx.plan.node_call[k] for k, n in enumerate(ctx.index.nodes) if set(n.inputs) & outs}
+    status = {layer.index: layer.status for layer in ctx.result.layers}
+    return next((r for r in sorted(c for c in readers if c is not None and c != ci) if status.get(r) == DRIFT), None)
 
 
 def torch_values(ctx: Any, sample: Any, want_out: dict[int, list[int]],
@@ -156,7 +175,8 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
     i = o.worst_sample if sample is None else sample
     if ctx.source.fixed:
         i = 0
-    nodes, folded = with_folded_producers(ctx, _origin_nodes(ctx, ci))
+    whole = ci != o.layer and _absorbed_orphan(ctx, o.layer) is not None     # the unit's nodes, its members' too
+    nodes, folded = with_folded_producers(ctx, _origin_nodes(ctx, ci, whole))
     produced = {v for n in nodes for v in n.outputs if v}
     needed = _needed(nodes, produced)
     table = ctx.plan.table
@@ -283,7 +303,6 @@ def _onnx_dtype(arr: np.ndarray, elem: Optional[int]) -> np.ndarray:
 
 def _model(ctx: Any, nodes: list[Any], feeds: dict[str, np.ndarray], extra_inits: list[Any],
            expected: dict[str, np.ndarray]) -> Any:
-    import onnx
     from onnx import helper
 
     used = {v for n in nodes for v in n.inputs if v}

@@ -29,8 +29,8 @@ import numpy as np
 
 from drifttui.core.base.dtypes import name_of
 from drifttui.core.explain.causes.locate.align_graph import (ancestors, call_group, causal, closest,
-                                                             constant_values, continued, input_values,
-                                                             leaked, producers)
+                                                             constant_values, continued, fused_into,
+                                                             input_values, leaked, producers)
 from drifttui.core.explain.causes.locate.call_replay import amplifies, refs
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io
@@ -40,6 +40,7 @@ from drifttui.core.explain.causes.locate.torch_call import (LAYOUT_NODES, aten_n
                                                             plumbing)
 from drifttui.core.explain.causes.locate.value_match import found_values, held_dtype, noise
 from drifttui.core.model.export import quiet
+from drifttui.core.onnx.edit.orphan_steps import ORPHAN
 from drifttui.core.runtime.torch_hooks import to_numpy
 
 MAX_OPS = 4000                  # torch ops aligned per origin (a deep block's forward is ~2000)
@@ -69,7 +70,9 @@ class TorchOp:
 
     def words(self) -> str:
         """``torch's var (torch.Tensor.var, aten.var.correction; ONNX ReduceMean, Sub, Mul, Div)``."""
-        ops = ", ".join(dict.fromkeys(self.op_types))
+        types = [t for n, t in zip(self.nodes, self.op_types) if ORPHAN not in n] \
+            if len(self.nodes) == len(self.op_types) else self.op_types     # drifttui's orphan Identity is not the file's
+        ops = ", ".join(dict.fromkeys(types))
         aten = f", {self.aten}" if self.aten and self.aten != self.target else ""
         lost = (f"; its __torch_function__ dispatch drops {', '.join(a + '=' for a in self.dropped)}, so a trace "
                 "through torch-function modes (torch.export) records the call without it") if self.dropped else ""
@@ -122,6 +125,7 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     if wrong is None:
         return None
     wrong = _amplified(ops, rels, wrong, case, lambda: _replay(ctx, case, ops, found, wrong, vals))
+    wrong = fused_into(case, ops, found, wrong, vals, feeding)    # a call the exporter fused with later ones
     nodes = call_group(case, ops, found, wrong, vals)
     leak = leaked(case, ops, found, wrong, nodes)
     if leak is not None:        # its nodes read past an input's value: that input's lowering goes on after it
