@@ -36,7 +36,6 @@ class NodeError:
 
 
 def _single(node: Any, model: Any, vals: dict[str, np.ndarray]) -> Optional[Any]:
-    import onnx
     from onnx import helper
 
     inits = {t.name: t for t in model.graph.initializer}
