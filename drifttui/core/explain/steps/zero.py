@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from drifttui.core.runtime.torch_hooks import Sink, hookable
+from drifttui.errors import DriftTuiError
 from drifttui.core.result import DRIFT, INHERITED, Step, display_name
 from drifttui.core.explain.context import Context, clean
 
@@ -53,7 +54,13 @@ def run(ctx: Context) -> Step:
     if ctx.cfg.zero_input:
         return Step(2, TITLE, "skipped", "this run already used zero inputs", {}, "")
     ctx.say("step 2: rerunning on zero inputs")
-    r0 = ctx.rerun(zero_input=True, samples=1)
+    try:
+        r0 = ctx.rerun(zero_input=True, samples=1)
+    except DriftTuiError as exc:    # the run's own inputs passed: zero inputs made it (an all-zero attention mask)
+        return Step(2, TITLE, "inconclusive", f"on this step's own zero inputs {exc.problem}",
+                    {"zero_input_error": exc.problem},
+                    "zero inputs are no test for this model (a mask of zeros masks every position, a norm of zero "
+                    "divides by zero); the other steps do not depend on this one")
     consts = torch_constants(ctx)
     stuck = []
     drifting = 0
@@ -78,7 +85,8 @@ def run(ctx: Context) -> Step:
     }
     layers = ([o0.layer] if o0 else []) + [s["layer"] for s in stuck[:10] if not o0 or s["layer"] != o0.layer]
     if o0 is None and r0.verdict == "ok":
-        summary = "zero inputs give no drift: the drift needs non-trivial data"
+        summary = ("zero inputs give no drift: the drift needs non-trivial data" if ctx.result.verdict == "drift"
+                   else "zero inputs give no drift either")
         if o is not None:
             summary += (f" (the origin {display_name(o.module)} combines values in a data-dependent way: interpolation, "
                         "scaling of activations, accumulation)")
