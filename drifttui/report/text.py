@@ -55,9 +55,24 @@ def render(result: Result, context: int = 4, width: int = 80, decision: Optional
     c = result.coverage
     parts.append(Text(f"coverage: {c.modules} module calls — {c.mapped} mapped, {c.fused} fused, "
                       f"{c.not_exported} not exported, {c.unmapped} unmapped", style="dim"))
+    parts.extend(_unmapped(result))
     parts.extend(hanging("note:", plain(note, style="yellow"), "yellow") for note in result.notes if note not in said)
     parts.append(_environment(result))
     return Group(*parts)
+
+
+UNMAPPED_SAID = 3       # unmapped calls named under the coverage line (the JSON lists every one)
+
+
+def _unmapped(result: Result) -> list:
+    """The unmapped calls by name and why, so that "1 unmapped" can be found in the table and the file."""
+    missing = [L for L in result.layers if L.status == "unmapped"]
+    if not missing:
+        return []
+    more = f" and {len(missing) - UNMAPPED_SAID} more (in the JSON report)" if len(missing) > UNMAPPED_SAID else ""
+    said = "; ".join(f"{L.module or '(root)'} ({L.cls}){': ' + L.note if L.note else ''}"
+                     for L in missing[:UNMAPPED_SAID])
+    return [indented(plain(f"unmapped: {said}{more}", style="dim"))]
 
 
 def _profile(result: Result, width: int) -> list:

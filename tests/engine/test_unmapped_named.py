@@ -1,0 +1,43 @@
+"""The text report names its unmapped calls under the coverage line ("1 unmapped" alone could not be found in the
+table: the new-user review of session 36), escaped like every name from a model, the rest left to the JSON."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from rich.console import Console
+
+from drifttui.report import json_report
+from drifttui.report.text import UNMAPPED_SAID, render
+
+FIXTURE = Path(__file__).resolve().parents[1] / "tui" / "fixtures" / "transformer-ln-eps.json"
+
+
+def _text(result) -> str:
+    console = Console(width=160, record=True, color_system=None)
+    console.print(render(result, width=160))
+    return console.export_text()
+
+
+def test_unmapped_calls_are_named_with_why_and_escaped():
+    result = json_report.read(str(FIXTURE))          # a result the real engine produced
+    layers = list(result.layers)
+    evil = "layers.0.norm1\x1b[31m"
+    layers[3] = dataclasses.replace(layers[3], module=evil, status="unmapped",
+                                    note="none of their outputs matches the module's output shape/dtype")
+    text = _text(result.with_(layers=layers))
+    line = next(line for line in text.splitlines() if line.strip().startswith("unmapped:"))
+    assert "layers.0.norm1\\x1b[31m (LayerNorm): none of their outputs matches" in line
+    assert "\x1b" not in text
+
+
+def test_many_unmapped_calls_name_the_first_few_and_count_the_rest():
+    result = json_report.read(str(FIXTURE))
+    layers = [dataclasses.replace(L, status="unmapped") if 2 <= L.index < 8 else L for L in result.layers]
+    line = next(line for line in _text(result.with_(layers=layers)).splitlines() if "unmapped:" in line)
+    assert line.count("(") - line.count("(in the JSON") >= UNMAPPED_SAID
+    assert f"and {6 - UNMAPPED_SAID} more (in the JSON report)" in line
+
+
+def test_no_unmapped_call_no_line():
+    assert "unmapped:" not in _text(json_report.read(str(FIXTURE)))
