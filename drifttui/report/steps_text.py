@@ -186,4 +186,7 @@ def verification_line(f: Finding) -> str:
         return f"verified ({f.kind}): {patch}{nums}"
     if f.verified is False:
         return f"unverified ({f.kind}): the proposed patch did not remove the drift" + (f" [{patch}]" if patch else "")
+    if patch:       # proposed, never run: another module than the origin, or past the origin's patch budget
+        return (f"unverified ({f.kind}): its patch [{patch}] was not tried (patches are tried at the drift "
+                "origin, within its budget)")
     return f"unverified ({f.kind}): no patch could be tried"

@@ -1,5 +1,6 @@
-"""The text report names its unmapped calls under the coverage line ("1 unmapped" alone could not be found in the
-table: the new-user review of session 36), escaped like every name from a model, the rest left to the JSON."""
+"""Lines of the text report the new-user review of session 36 found wanting: the unmapped calls named under the
+coverage line ("1 unmapped" alone could not be found in the table), escaped like every name from a model, the rest
+left to the JSON; a finding whose patch was proposed but never run says so (not "no patch could be tried")."""
 from __future__ import annotations
 
 import dataclasses
@@ -41,3 +42,13 @@ def test_many_unmapped_calls_name_the_first_few_and_count_the_rest():
 
 def test_no_unmapped_call_no_line():
     assert "unmapped:" not in _text(json_report.read(str(FIXTURE)))
+
+
+def test_a_finding_whose_patch_was_never_run_says_so_not_that_none_could_be_tried():
+    from drifttui.core.result import Finding
+    from drifttui.report.steps_text import verification_line
+
+    f = Finding("normalization", "error", "blocks.1.norm", ["node_add"], "eps", {}, "fix", None,
+                {"op": "replace_constant", "node": "node_add", "value": 1e-6})
+    line = verification_line(f)
+    assert "[replace_constant node_add] was not tried" in line and "no patch could be tried" not in line
