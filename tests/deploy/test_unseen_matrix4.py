@@ -9,7 +9,9 @@ exporters' files (its output absorbed into the model output); through quantize_s
 LayerNorm was mapped, a false DRIFT IN THE INT8 FILE there (the view matched to the norm's own input:
 matching._through_transposes); Funnel's TorchScript export exit 3 (a mask of unknown size fed the position
 embeddings: the inputs pairing); CoaT-Lite Tiny's TorchScript export a false DRIFT at ``cpe1`` (one module
-registered as ``cpe1`` and in each block as ``cpe``, scoped by its first name: scopes.alike)."""
+registered as ``cpe1`` and in each block as ``cpe``, scoped by its first name: scopes.alike); ResMLP through
+``quantize_dynamic`` a false DRIFT IN THE INT8 FILE at ``blocks.0`` (its identity ``Affine`` norm2 tied with the
+residual sum it reads, and took it: claims.identity_copies)."""
 from __future__ import annotations
 
 import pytest
@@ -23,7 +25,7 @@ pytestmark = [pytest.mark.deploy, pytest.mark.transformers]
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    return U.file_getter(tmp_path_factory, lambda arch: ("transformers",) + (("timm",) if arch == "coat" else ()))
+    return U.file_getter(tmp_path_factory, lambda arch: ("transformers",) + (("timm",) if arch in ("coat", "resmlp") else ()))
 
 
 def _clean(arch: str, path) -> int:
@@ -38,7 +40,7 @@ def _clean(arch: str, path) -> int:
 @pytest.mark.parametrize("arch,exporter,tool", [
     ("squeezebert", "torchscript", None), ("squeezebert", "torchscript", "onnxslim"),
     ("squeezebert", "dynamo", None), ("squeezebert", "dynamo", "qdq"), ("funnel", "torchscript", None),
-    ("coat", "torchscript", None),
+    ("coat", "torchscript", None), ("resmlp", "dynamo", "dynamic"), ("resmlp", "torchscript", "dynamic"),
 ])
 def test_clean_file_and_a_planted_weight(files, tmp_path, arch, exporter, tool):
     raw = files(arch, exporter)

@@ -8,6 +8,7 @@ from typing import Any, Callable, Optional
 from drifttui.core.prepare.plan.anchors import anchor_masks
 from drifttui.core.prepare.plan.closeness import Match
 from drifttui.core.prepare.plan.nearest import closest
+from drifttui.core.prepare.plan.value_order import upstream
 
 
 def second_choices(ref: Any, dep: Any, ref_vals: dict, dep_vals: dict, r_mask: dict, d_mask: dict,
@@ -23,10 +24,10 @@ def second_choices(ref: Any, dep: Any, ref_vals: dict, dep_vals: dict, r_mask: d
         if r in matches or m.exact:
             continue
         r2 = winner.get(m.value)
-        if r2 is None or matches[r2].exact or not _upstream(ref, r, r2):
+        if r2 is None or matches[r2].exact or not upstream(ref, r, r2):
             continue
         free = [d for d in cands_of(r)
-                if d not in taken and d_mask.get(d, 0) == r_mask.get(r, 0) and _upstream(dep, d, m.value)]
+                if d not in taken and d_mask.get(d, 0) == r_mask.get(r, 0) and upstream(dep, d, m.value)]
         alt = closest(ref_vals[r], r_mask.get(r, 0), free, dep_vals, d_mask, probes)
         if alt is not None:
             matches[r] = alt
@@ -94,21 +95,3 @@ def _fitting(ref: Any, dep: Any, r: str, ref_vals: dict, dep_vals: dict, r_mask:
            if not any(d_anc.get(d, 0) & d_bit[a] for a in after)
            and not any(d_anc.get(b, 0) & d_bit[d] for b in before)]
     return closest(ref_vals[r], r_mask.get(r, 0), fit, dep_vals, d_mask, probes)
-
-
-def _upstream(index: Any, a: str, b: str) -> bool:
-    """True when value ``a`` is one that value ``b`` is computed from."""
-    seen: set[str] = set()
-    stack = [b]
-    while stack:
-        v = stack.pop()
-        p = index.producer.get(v)
-        if p is None:
-            continue
-        for u in index.nodes[p].inputs:
-            if u == a:
-                return True
-            if u and u not in seen:
-                seen.add(u)
-                stack.append(u)
-    return False

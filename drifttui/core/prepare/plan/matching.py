@@ -36,12 +36,13 @@ from drifttui.core.prepare.plan.activations import (FOLDED_HOW, FOLDED_RTOL, beh
 from drifttui.core.prepare.plan.moved_weights import candidate_lists
 from drifttui.core.prepare.plan.anchors import PackedBlock, anchor_bits, anchor_masks, match_weights, twin_names
 from drifttui.core.prepare.plan.appended import appended_ops
-from drifttui.core.prepare.plan.claims import resolve
+from drifttui.core.prepare.plan.claims import identity_copies, resolve
 from drifttui.core.prepare.plan.closeness import Match
 from drifttui.core.prepare.plan.match_order import in_order, second_choices
 from drifttui.core.prepare.plan.nearest import closest, layout_free, probe
 from drifttui.core.prepare.plan.scale_folds import SCALE_HOW, scale_folded
 from drifttui.core.prepare.plan.transposed import through_transposes
+from drifttui.core.prepare.plan.value_order import upstream
 
 NCHWC = "com.microsoft.nchwc"
 
@@ -110,7 +111,9 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
             choice[r] = best
     out = Transferred(anchors=anchors, how={**how, **out_folded}, blocks=blocks)
     carried_downstream(ref, set(wanted), ref_vals, dep_vals, choice, out.downstream)
-    out.matches = resolve(choice, dep_vals, lambda r, d: op_kind(ref, r) == op_kind(dep, d))
+    out.matches = resolve(choice, dep_vals, lambda r, d: op_kind(ref, r) == op_kind(dep, d),
+                          lambda r1, r2: upstream(ref, r1, r2))
+    identity_copies(ref, dep, choice, out.matches, cands_of, dep_vals)
     second_choices(ref, dep, ref_vals, dep_vals, r_mask, d_mask, cands_of, probes, choice, out.matches)
     in_order(ref, dep, ref_vals, dep_vals, r_mask, d_mask, cands_of, probes, out.matches)
     through_transposes(ref, wanted, ref_vals, dep_vals, out.matches)
