@@ -25,7 +25,9 @@ the file is not in it: the deviation is the clean conversion's.  A module that c
 (timm's ``act2``, ``ReLU(inplace=True)``) is recomputed from a copy of its inputs taken before its forward.
 A layer it cannot redo keeps the worst-case bound: a container (its own error is between its children),
 a module whose reduced nodes accumulate over a weight it does not hold (a Conv folded into a BatchNorm's
-call), mixed formats, or a forward that fails on rounded values.
+call), one whose local run quantizes more values than its forward takes (a QDQ file's ReLU folded into the
+quantizer of the branch sum before it: the summands are rounded, which the ReLU's forward never sees), mixed
+formats, or a forward that fails on rounded values.
 """
 from __future__ import annotations
 
@@ -91,9 +93,11 @@ class Target:
     block format (MatMulNBits) its weight's shape (N, K), block size, bits and symmetry."""
 
     def __init__(self, fmt: str, act_step: float, weight_step: float, needs_weight: bool,
-                 blocks: Optional[tuple[int, int, int, int, bool]] = None, out_step: float = 0.0) -> None:
+                 blocks: Optional[tuple[int, int, int, int, bool]] = None, out_step: float = 0.0,
+                 entries: int = 0) -> None:
         self.fmt, self.act_step, self.weight_step, self.needs_weight = fmt, act_step, weight_step, needs_weight
         self.blocks, self.out_step = blocks, out_step
+        self.entries = entries      # the values its local run quantizes and does not compute (QDQ)
 
     def inputs(self) -> Any:
         if self.blocks is not None:
@@ -142,9 +146,11 @@ def targets(pr: Any) -> dict[int, Target]:
         out_step = max((scan.nodes[n.index].act_step for n in nodes if n.op_type == "QuantizeLinear"
                         and n.index in scan.nodes and pr.index.producer.get(n.inputs[0]) in own), default=0.0)
         out_step = max(out_step, _qoperator_out_step(pr, c, own))
+        entries = {n.inputs[0] for n in nodes if n.op_type == "QuantizeLinear" and n.inputs
+                   and pr.index.producer.get(n.inputs[0]) not in own}
         out[c] = Target(b.fmt, max((p.act_step for p in precs), default=0.0),
                         max((p.weight_step for p in precs), default=0.0), accumulates or blocks is not None, blocks,
-                        out_step)
+                        out_step, len(entries))
     return out
 
 
@@ -237,6 +243,10 @@ class RoundingSink(Sink):
         ins = tensors_of((args, kwargs))
         if any(o.data_ptr() == i.data_ptr() for o in outputs for i in ins if o.numel() and i.numel()):
             return        # in place on an input not kept (not floating): it is gone
+        if t.entries > len({id(i) for i in ins if i.is_floating_point()}):
+            # its local run quantizes values its forward never sees (the summands of a branch sum the QDQ file
+            # put in a ReLU's nodes, the ReLU folded into the sum's quantizer): not redone, the bound stays
+            return
         rounded = t.inputs()      # on the copies: an in-place forward writes over them, not over the model's values
         try:
             with torch.no_grad(), _as_in_file(module, t):
