@@ -75,7 +75,8 @@ def _verdict(result: Result, decision: Decision, gate: Gate) -> list[str]:
             out += [f"**Precision story:** {_cell(precision_story(result))}", ""]
     f = headline(result)
     if f is not None:
-        out += [f"**Cause:** {_cell(f.message)} ({_cell(f.check)}, {_cell(f.kind)})", "",
+        label = "Cause" if result.verdict == "drift" else "Finding"    # a passing file's warning causes nothing
+        out += [f"**{label}:** {_cell(f.message)} ({_cell(f.check)}, {_cell(f.kind)})", "",
                 f"**Fix:** {_cell(f.fix or '-')}", ""]
     for finding in error_findings(result)[1 if f is not None and f.severity == "error" else 0:][:5]:
         out.append(f"- error finding {_code(finding.check)} at {_code(finding.module or 'graph')}: "

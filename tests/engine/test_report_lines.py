@@ -52,3 +52,16 @@ def test_a_finding_whose_patch_was_never_run_says_so_not_that_none_could_be_trie
                 {"op": "replace_constant", "node": "node_add", "value": 1e-6})
     line = verification_line(f)
     assert "[replace_constant node_add] was not tried" in line and "no patch could be tried" not in line
+
+
+def test_a_passing_files_warning_is_a_finding_not_a_cause_in_markdown():
+    from drifttui.core.result import Finding
+    from drifttui.report import markdown
+    from drifttui.report.gate import decide
+
+    result = json_report.read(str(FIXTURE.with_name("served-repo.json")))      # a clean run of the real engine
+    assert result.verdict == "ok"
+    warned = result.with_(findings=[Finding("dtype", "warning", "0", [], "36 alike: initializer is stored as "
+                                            "float16", {}, "export in float32")])
+    md = markdown.render(warned, decide(warned))
+    assert "**Finding:** 36 alike" in md and "**Cause:**" not in md
