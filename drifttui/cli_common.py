@@ -161,12 +161,13 @@ def config_from_args(args: argparse.Namespace):
     ref = getattr(args, "reference_onnx", None)
     if ref and not args.onnx:
         raise DriftTuiError("--reference-onnx needs --onnx", "pass the deployed file with --onnx FILE")
+    served = _served_fields(args)
     for flag, path in (("--onnx", args.onnx), ("--reference-onnx", ref)):
-        if path and not os.path.isfile(path):      # said before torch loads (seconds), as the loader says it
+        # said before torch loads (seconds), as the loader says it; a served run checks its URL first
+        if path and not os.path.isfile(path) and not (served["triton_url"] or served["triton_repo"]):
             from drifttui.errors import InputError
 
             raise InputError(f"ONNX file {str(path)!r} does not exist", f"check the {flag} path")
-    served = _served_fields(args)
     return Config(**served, model=model, onnx=args.onnx, reference_onnx=ref, inputs=args.inputs, example=args.example,
                   samples=args.samples, seed=args.seed, atol=atol, rtol=rtol, opt_level=args.opt_level,
                   deterministic=args.deterministic, exporter=args.exporter, provider=args.provider,

@@ -106,7 +106,8 @@ def test_usage_errors_are_one_line_with_a_help_pointer(capsys, argv):
 def test_one_line_flattens_and_caps():
     from drifttui.errors import one_line
 
-    assert one_line("a\n\n  b\tc\x1b[1m d\x1b[0m") == "a b c d"
+    # a colour code is shown, not stripped: a name from a file must be findable as the file spells it
+    assert one_line("a\n\n  b\tc\x1b[1m d\x1b[0m") == "a b c\\x1b[1m d\\x1b[0m"
     long = one_line("x" * 5000)
     assert len(long) <= 600 and long.endswith("…")
 
