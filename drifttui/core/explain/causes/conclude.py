@@ -117,8 +117,9 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
         said = left_untried(skipped, []) + not_tried(unneeded, p.spec) + cut_out_only(trials)
         if at is not None:
             f = out[at]
-            if f.patch != p.spec:       # verified by another patch than the check's: say what that one changed
-                fields.update(message=_verified_text(p, t, loc.ort, case) + said, fix=p.fix)
+            if f.patch != p.spec:       # verified by another patch than the check's: say what that one changed,
+                fields.update(message=_verified_text(p, t, loc.ort, case) + said, fix=p.fix,    # at its nodes
+                              onnx_nodes=list(p.nodes) or f.onnx_nodes)
             elif unneeded:
                 fields.update(message=f.message + said)
             out[at] = dataclasses.replace(f, evidence={**f.evidence, "verification": _ev(p, t, loc, untried)}, **fields)
