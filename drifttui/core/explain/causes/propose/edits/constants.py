@@ -30,20 +30,23 @@ ARITH = {"Mul": "aten.mul", "Div": "aten.div", "Add": "aten.add", "Sub": "aten.s
 MAX = 12                 # constant patches per origin
 
 
-def _scalars(model: Any) -> dict[str, float]:
-    """Value name -> the float of every one-element float initializer or Constant that a node of
-    ``model`` reads (an edited file may keep the old, now unread, Constant)."""
-    from onnx import numpy_helper
-
+def read_constants(model: Any) -> list[tuple[str, Any]]:
+    """(value name, TensorProto) of every initializer and Constant (``value``) that a node of ``model``
+    reads (an edited file may keep the old, now unread, Constant)."""
     read = {v for n in model.graph.node for v in n.input}
-    out: dict[str, float] = {}
     tensors = [(t.name, t) for t in model.graph.initializer]
     tensors += [(n.output[0], a.t) for n in model.graph.node if n.op_type == "Constant"
                 for a in n.attribute if a.name == "value"]
-    for name, t in tensors:
-        if name in read and t.data_type in SCALAR_FLOAT_ELEMS and int(np.prod(t.dims)) == 1:
-            out[name] = float(numpy_helper.to_array(t).ravel()[0])
-    return out
+    return [(name, t) for name, t in tensors if name in read]
+
+
+def scalars(model: Any) -> dict[str, float]:
+    """Value name -> the float of every one-element float initializer or Constant that a node of
+    ``model`` reads."""
+    from onnx import numpy_helper
+
+    return {name: float(numpy_helper.to_array(t).ravel()[0]) for name, t in read_constants(model)
+            if t.data_type in SCALAR_FLOAT_ELEMS and int(np.prod(t.dims)) == 1}
 
 
 def _close(a: float, b: float) -> bool:
@@ -60,7 +63,7 @@ def _patch(case: Any, node: Any, pos: int, name: str, got: float, want: float, s
 
 def fx_constant_patches(case: Any) -> Iterator[Patch]:
     """Dynamo files: each arithmetic node's scalar constant against the numbers of its FX call."""
-    consts = _scalars(case.model)
+    consts = scalars(case.model)
     seen = 0
     for node in case.model.graph.node:
         fx = fx_of(node)
@@ -85,7 +88,7 @@ def witness_constant_patches(case: Any, node_name: Optional[str], witness: Any, 
     nodes when it names none) against the re-export's scalars: first those the file does not hold,
     then those the re-export's nodes of the same op read (the right number may still be read by
     another node of the file: ``x + 0.3`` twice, one of them edited)."""
-    mine, theirs = _scalars(case.model), _scalars(witness)
+    mine, theirs = scalars(case.model), scalars(witness)
     fresh = [v for v in dict.fromkeys(theirs.values()) if not any(_close(v, m) for m in mine.values())]
     nodes = [n for n in case.model.graph.node if n.op_type in ARITH and (node_name is None or n.name == node_name)]
     seen = 0

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from drifttui.core.explain.causes.locate.case import Case
-from drifttui.core.explain.causes.propose.edits.constants import _scalars
+from drifttui.core.explain.causes.propose.edits.constants import scalars
 from drifttui.core.onnx.edit.patches import Patch
 
 MAX = 12        # patches per origin: addends x the wrong node's inputs
@@ -26,7 +26,7 @@ def dropped_addend_patches(case: Case, loc: Any) -> list[Patch]:
     wrong = fx.wrong if fx is not None else None
     if wrong is None or not fx.addends:
         return []
-    held = [abs(h) for h in _scalars(case.model).values()]     # a Sub reads the number, an Add its negative
+    held = [abs(h) for h in scalars(case.model).values()]     # a Sub reads the number, an Add its negative
     missing = [c for c in dict.fromkeys(fx.addends) if c != 0.0 and not any(_held(c, h) for h in held)]
     static = {t.name for t in case.model.graph.initializer} | {
         v for n in case.model.graph.node if n.op_type == "Constant" for v in n.output}

@@ -28,6 +28,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.explain.causes.propose.edits.constants import read_constants
 from drifttui.core.explain.causes.locate.fx_localise import FX_KEY, fx_of
 from drifttui.core.onnx.edit.patches import Patch
 
@@ -51,13 +52,9 @@ def _double_scalars(model: Any) -> dict[str, float]:
     holds exactly (the only ones a float32 rounding can have made)."""
     from onnx import numpy_helper
 
-    read = {v for n in model.graph.node for v in n.input}
-    tensors = [(t.name, t) for t in model.graph.initializer]
-    tensors += [(n.output[0], a.t) for n in model.graph.node if n.op_type == "Constant"
-                for a in n.attribute if a.name == "value"]
     out: dict[str, float] = {}
-    for name, t in tensors:
-        if name in read and t.data_type == DOUBLE and int(np.prod(t.dims)) == 1:
+    for name, t in read_constants(model):
+        if t.data_type == DOUBLE and int(np.prod(t.dims)) == 1:
             v = float(np.asarray(numpy_helper.to_array(t)).ravel()[0])
             if np.isfinite(v) and as_float32(v) == v:
                 out[name] = v

@@ -11,9 +11,9 @@ another export that computes what torch computes differs from the file (``export
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable
 
-import numpy as np
+from drifttui.core.explain.causes.propose.edits.constants import scalars
 
 _QUIET = {"Constant", "Identity"}
 _SAID = 3          # ops told per side
@@ -72,15 +72,16 @@ def _computing(model: Any) -> list[Any]:
 
 
 def _told(model: Any, nodes: list[Any], which: Counter) -> str:
-    said, left = [], Counter(which)
+    said, left, count = [], Counter(which), sum(which.values())
+    numbers = _numbers(model) if nodes else {}
     for n in nodes:
-        if left[n.op_type] <= 0:
+        if left[n.op_type] <= 0 or len(said) == _SAID:
             continue
         left[n.op_type] -= 1
-        consts = [c for c in (_scalar(model, i) for i in n.input) if c is not None]
+        consts = [numbers[i] for i in n.input if i in numbers]
         said.append(f"{n.op_type} ({_operands(n.op_type, consts)})" if consts else n.op_type)
-    more = len(said) - _SAID
-    return ", ".join(said[:_SAID]) + (f" and {more} more" if more > 0 else "")
+    more = count - len(said)
+    return ", ".join(said) + (f" and {more} more" if more > 0 else "")
 
 
 def _operands(op: str, consts: list[float]) -> str:
@@ -90,32 +91,12 @@ def _operands(op: str, consts: list[float]) -> str:
     return " .. ".join(f"{c:.7g}" for c in consts)
 
 
-def _scalar(model: Any, name: str) -> Optional[float]:
-    """The one number a value holds when it is a constant of the graph (an initializer, a Constant
-    node's value, either through Casts), else None."""
-    from onnx import numpy_helper
-
-    if not name:
-        return None
-    producers = {o: n for n in model.graph.node for o in n.output}
-    inits = {t.name: t for t in model.graph.initializer}
-    for _ in range(8):
-        if name in inits:
-            return _one(numpy_helper.to_array(inits[name]))
-        node = producers.get(name)
-        if node is None:
-            return None
-        if node.op_type == "Constant":
-            value = next((a for a in node.attribute if a.name in ("value", "value_float", "value_floats")), None)
-            if value is None:
-                return None
-            return _one(numpy_helper.to_array(value.t)) if value.name == "value" else _one(
-                np.asarray(value.f if value.name == "value_float" else list(value.floats)))
-        if node.op_type not in ("Cast", "CastLike", "Identity") or not node.input:
-            return None
-        name = node.input[0]
-    return None
-
-
-def _one(array: np.ndarray) -> Optional[float]:
-    return float(array.reshape(-1)[0]) if array.size == 1 and array.dtype.kind in "fiub" else None
+def _numbers(model: Any) -> dict[str, float]:
+    """Value name -> the one number of each one-element float constant of the graph (constants.scalars:
+    initializers and Constants), and of the Casts and Identities of one (the unoptimized lowering casts
+    its Python numbers)."""
+    out = scalars(model)
+    for n in model.graph.node:          # in graph order: a Cast of a Cast follows its input
+        if n.op_type in ("Cast", "CastLike", "Identity") and n.input and n.input[0] in out:
+            out.update({o: out[n.input[0]] for o in n.output})
+    return out
