@@ -76,6 +76,12 @@ def test_the_same_ops_with_other_constants_tell_nothing_and_folding_is_not_a_cha
     # a Cast of a constant (folded by the optimizer) is constant folding, not a computing node
     before.graph.node.insert(0, helper.make_node("Cast", ["c0"], ["c0_cast"], to=1, name="fold"))
     assert optimizer_change(_graph([("Mul", 2.5), ("Add", 1.0)]), before) == ""
+    # nor is a CastLike of a constant like x (its second input gives the type only): torch.isclose's atol,
+    # which the optimizer folds and whose Add it drops, is told as the Add alone
+    unfolded = _graph([("Add", 1e-8), ("Mul", 2.0)])
+    unfolded.graph.node.insert(0, helper.make_node("CastLike", ["c0", "x"], ["c0_like"], name="like"))
+    unfolded.graph.node[1].input[1] = "c0_like"
+    assert optimizer_change(_graph([("Mul", 2.0)]), unfolded) == "the optimizer left out Add (x + 1e-08)"
 
 
 def test_another_export_is_told_only_where_it_parts_at_the_node_named_wrong():

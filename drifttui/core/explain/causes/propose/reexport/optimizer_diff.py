@@ -57,16 +57,16 @@ def _differ(before: list[Any], after: list[Any]) -> tuple[Counter, Counter]:
 
 
 def _computing(model: Any) -> list[Any]:
-    """The nodes fed by at least one value computed from the graph's inputs (not constant folding)."""
+    """The nodes fed by at least one value computed from the graph's inputs (not constant folding).  A
+    CastLike reads its second input for the type alone: a constant cast like ``x`` is still a constant."""
     live = {i.name for i in model.graph.input} - {t.name for t in model.graph.initializer}
     out = []
     for n in model.graph.node:
-        if n.op_type in _QUIET:
-            if any(i in live for i in n.input):
-                live.update(n.output)
+        data = n.input[:1] if n.op_type == "CastLike" else n.input
+        if not any(i in live for i in data):
             continue
-        if any(i in live for i in n.input):
-            live.update(n.output)
+        live.update(n.output)
+        if n.op_type not in _QUIET:
             out.append(n)
     return out
 
