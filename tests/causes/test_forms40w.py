@@ -71,11 +71,13 @@ import pytest
 
 from tests.causes.form_suite import assert_clean, assert_verified_and_repaired, deep_forms, explained_forms, params
 
-_FUSED = ("lowering", "reexport", {"exporter": "dynamo"}, "in torch's nll_loss (torch.nn.functional.nll_loss")
+_FUSED = ("lowering", "reexport", {"exporter": "torchscript", "peephole": False},
+          "in torch's nll_loss (torch.nn.functional.nll_loss")
 # (model, exporter) -> the head finding a right answer gives: (class, patch op, what it changed, words)
 REPAIRED = {("clip_nll", "torchscript"): _FUSED, ("token_nce", "torchscript"): _FUSED,
             ("pointer_nll", "torchscript"): _FUSED,
-            ("implicit_nll", "torchscript"): ("lowering", "reexport", {"exporter": "dynamo", "module": "body"},
+            ("implicit_nll", "torchscript"): ("lowering", "reexport", {"exporter": "torchscript", "peephole": False,
+                                                                          "module": "body"},
                                               "compared as one unit with the call that absorbed it")}
 CLEAN = [(f, "dynamo") for f in ("clip_nll", "token_nce", "pointer_nll", "implicit_nll")] + \
     [(f, e) for f in ("clip_nll_t", "token_nce_col") for e in ("torchscript", "dynamo")]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from drifttui.errors import ModelError, environment_failure, first_line
+from drifttui.core.model.peephole import without_onnx_peephole
 from drifttui.core.model.retrace import retrace as trace
 
 EXPORTERS = ("dynamo", "torchscript")
@@ -75,7 +76,7 @@ def _no_log(*_: Any) -> None:
 def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: Path,
                  name: str = "model.onnx", dynamic: bool = False, opset: Optional[int] = None,
                  decompose: bool = False, retrace: bool = False, optimize: bool = True, script: bool = False,
-                 dims: Optional[list[list[int]]] = None) -> Path:
+                 dims: Optional[list[list[int]]] = None, peephole: bool = True) -> Path:
     """Export into ``workdir`` and return the path. Raises ModelError with a one-line reason.
 
     ``dynamic``: dim 0 of every input is a dynamic batch dim (``--batch``).  ``opset``: another
@@ -87,7 +88,8 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
     ``optimize=False`` (dynamo): the exporter's ONNX optimizer is not run on the translated graph.
     ``script`` (TorchScript): the module is compiled by ``torch.jit.script`` first, so a Python ``if`` or a
     number taken from a tensor is exported as the graph's own ``If`` / computation instead of the example's
-    path.  ``dims``: per positional input, the dims exported dynamic (a file's dynamic length)."""
+    path.  ``dims``: per positional input, the dims exported dynamic (a file's dynamic length).
+    ``peephole=False`` (TorchScript): its ONNX peephole pass is left out (peephole.py)."""
     import torch
 
     if exporter not in EXPORTERS:
@@ -117,7 +119,8 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
                                             verbose=False, external_data=False, **extra)
                 program.save(str(path), external_data=True)     # weights read where they lie
             else:
-                _export_torchscript(torch, model, args, kwargs, path, dyn, opset or TORCHSCRIPT_OPSET, dims)
+                with contextlib.nullcontext() if peephole else without_onnx_peephole():
+                    _export_torchscript(torch, model, args, kwargs, path, dyn, opset or TORCHSCRIPT_OPSET, dims)
         except ModelError:
             raise
         except Exception as exc:

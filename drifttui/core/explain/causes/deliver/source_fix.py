@@ -35,8 +35,8 @@ def source_fix(spec: dict[str, Any], opset: Optional[int], exporter: str) -> Opt
     if op == "reexport" and spec.get("static"):       # a lowering on a dynamic size (dynamic_lowering.py)
         made = str(spec.get("exporter", ""))
         return _export_call(None, made, "dynamic_shapes=None" if made == "dynamo" else "dynamic_axes=None")
-    if op == "reexport" and (spec.get("decompose") or spec.get("retrace")):
-        return None         # a decomposition or a re-trace before the export: the finding's fix says how
+    if op == "reexport" and (spec.get("decompose") or spec.get("retrace") or spec.get("peephole") is False):
+        return None         # a decomposition, a re-trace, a pass torch cannot switch off: the finding's fix says how
     if op == "reexport":
         return _export_call(spec.get("opset"), str(spec.get("exporter", "")),
                             "optimize=False" if spec.get("optimize") is False else "")

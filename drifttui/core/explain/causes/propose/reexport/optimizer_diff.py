@@ -21,18 +21,24 @@ _SMALL = 40        # computing nodes of an origin whose diff with another export
 _FEW = 4           # ops that may differ between the two for the diff to be told
 
 
-def optimizer_change(optimized: Any, unoptimized: Any) -> str:
+def optimizer_change(optimized: Any, unoptimized: Any, who: str = "the optimizer") -> str:
     """One clause, "" when the two graphs compute with the same ops: ``the optimizer left out Mul
-    (x * 1.000002)`` / ``... put Clip (0 .. -0.5) where the lowering has Clip, Relu``."""
+    (x * 1.000002)`` / ``... put Clip (0 .. -0.5) where the lowering has Clip, Relu``; ``who`` the pass
+    that made ``optimized`` from ``unoptimized``."""
     before, after = _computing(unoptimized), _computing(optimized)
     gone, came = _differ(before, after)
     if not gone and not came:
         return ""
     lost = _told(unoptimized, before, gone)
     if not came:
-        return f"the optimizer left out {lost}"
+        return f"{who} left out {lost}"
     made = _told(optimized, after, came)
-    return f"the optimizer put {made} where the lowering has {lost}" if gone else f"the optimizer added {made}"
+    return f"{who} put {made} where the lowering has {lost}" if gone else f"{who} added {made}"
+
+
+def made_ops(optimized: Any, unoptimized: Any) -> set[str]:
+    """The op types the pass put into ``optimized`` that ``unoptimized`` computes without (a fused node's)."""
+    return set(_differ(_computing(unoptimized), _computing(optimized))[1])
 
 
 def export_change(origin: Any, witness: Any, who: str, named: Iterable[str]) -> str:
@@ -72,16 +78,20 @@ def _computing(model: Any) -> list[Any]:
 
 
 def _told(model: Any, nodes: list[Any], which: Counter) -> str:
-    said, left, count = [], Counter(which), sum(which.values())
+    """The ops of ``which`` in graph order, each with its one-number operand; the same words said once
+    with their count (``2 x SoftmaxCrossEntropyLoss``), at most _SAID of them."""
+    words: Counter = Counter()
+    left, count = Counter(which), sum(which.values())
     numbers = _numbers(model) if nodes else {}
     for n in nodes:
-        if left[n.op_type] <= 0 or len(said) == _SAID:
+        if left[n.op_type] <= 0:
             continue
         left[n.op_type] -= 1
         consts = [numbers[i] for i in n.input if i in numbers]
-        said.append(f"{n.op_type} ({_operands(n.op_type, consts)})" if consts else n.op_type)
-    more = count - len(said)
-    return ", ".join(said) + (f" and {more} more" if more > 0 else "")
+        words[f"{n.op_type} ({_operands(n.op_type, consts)})" if consts else n.op_type] += 1
+    said = list(words)[:_SAID]
+    more = count - sum(words[w] for w in said)
+    return ", ".join(w if words[w] == 1 else f"{words[w]} x {w}" for w in said) + (f" and {more} more" if more > 0 else "")
 
 
 def _operands(op: str, consts: list[float]) -> str:

@@ -3,7 +3,7 @@
 The class follows from what the re-export changed, never from the first op recognised: an epsilon of
 the module held by a constant of the file (or dropped by the export), the one node whose value the
 re-export never computes, the ATen op torch's decomposition or drifttui's definition re-lowered, the
-dynamo exporter's ONNX optimizer, or, for a user's file re-exported by today's same exporter,
+dynamo exporter's ONNX optimizer or the TorchScript exporter's peephole pass, or, for a user's file re-exported by today's same exporter,
 another version (``versions``).  ``lowering_class`` is the class of a wrong lowering by the ATen op
 torch called.
 """
@@ -58,7 +58,7 @@ def story(case: Case, module: Any, node: Any, ctx: Any, variant: Any = None, cha
         cls, said = _by_variant(case, ctx, variant, change)     # a weight module's result folded into a constant
         return cls, (f"{said[:-2]}; the file holds {case.module or '(root)'}'s result as the constant "
                      f"{node.input[0]}, folded at export time from those lowerings; ")
-    if variant is not None and (variant.retrace or not variant.optimize) and node is not None:
+    if variant is not None and (variant.retrace or not variant.optimize or not variant.peephole) and node is not None:
         cls, said = _by_variant(case, ctx, variant, change)    # the ATen op by its definition; the optimizer's rewrite
         if said:
             return cls, f"{said[:-2]} (the first node it computes otherwise: {node.op_type} {node.name}); "
@@ -77,12 +77,17 @@ def _by_variant(case: Case, ctx: Any, variant: Any, change: str = "") -> tuple[s
     ATen ops the decomposition re-lowered."""
     made_by = run_exporter(ctx.index, ctx.cfg)
     if variant is None or (ctx.cfg.onnx and variant.exporter == made_by and not variant.decompose
-                           and not variant.retrace and variant.opset is None and variant.optimize):
+                           and not variant.retrace and variant.opset is None and variant.optimize
+                           and variant.peephole):
         return ("versions" if ctx.cfg.onnx else "lowering"), ""
     name = display_name(case.module)
     if not variant.optimize:
         return "lowering", (f"the dynamo exporter's ONNX optimizer rewrote {name}'s lowered graph into one that "
                             f"computes otherwise than torch ({change or _REWRITES}); ")
+    if not variant.peephole:
+        return "lowering", (f"the TorchScript exporter's ONNX peephole pass rewrote {name}'s lowered graph into one "
+                            f"that computes otherwise than torch ({change}), while the same export without the pass "
+                            "computes what torch computes; ")
     if variant.decompose or variant.retrace:
         ops = decomposed_targets(ctx, case, variant)
         how = ("its definition in core ATen ops, re-traced by make_fx and exported by the "

@@ -20,7 +20,8 @@ from drifttui.core.explain.causes.propose.reexport.dynamic_lowering import dynam
 from drifttui.core.explain.causes.propose.reexport.frozen_trace import dynamic_dims, frozen_story
 from drifttui.core.explain.causes.propose.reexport.held_inputs import held_input
 from drifttui.core.explain.causes.propose.reexport.narrow_graft import narrowed
-from drifttui.core.explain.causes.propose.reexport.optimizer_diff import export_change, optimizer_change
+from drifttui.core.explain.causes.propose.reexport.optimizer_diff import export_change
+from drifttui.core.explain.causes.propose.reexport.pass_rewrite import Rewrite, pass_rewrite
 from drifttui.core.explain.causes.propose.siblings import produced_value, sibling_grafts
 from drifttui.core.explain.causes.propose.reexport.story import decomposed_targets, fits, fx_story, story
 from drifttui.core.explain.causes.locate.call_structure import as_called, same_in_samples, wrapped_root
@@ -47,6 +48,7 @@ class Variant(NamedTuple):
     retrace: bool = False         # re-traced into core ATen by make_fx first (core/model/retrace.py)
     optimize: bool = True         # False: the dynamo exporter's ONNX optimizer left out
     script: bool = False          # compiled by torch.jit.script first: Python control flow kept in the graph
+    peephole: bool = True         # False: the TorchScript exporter's ONNX peephole pass left out (model/peephole.py)
 
     def fix(self, opset: Optional[int], target: str = "") -> str:
         at = f" at opset {opset}" if opset else ""
@@ -62,6 +64,12 @@ class Variant(NamedTuple):
                     "an elementwise op it took for an identity, a constant folded otherwise): "
                     f"`torch.onnx.export(..., dynamo=True, optimize=False)`{at}; report it to onnxscript "
                     "(the optimizer) with `drifttui repro`")
+        if not self.peephole:
+            return ("the TorchScript exporter's ONNX peephole pass (its fusions run after every call is lowered, "
+                    "and torch.onnx.export has no switch for them) changes what the graph computes: export with "
+                    "`torch.onnx.export(..., dynamo=True)`, which has no such pass, or keep the fused pattern "
+                    "apart in the model (a `.clone()` between the two calls); report the pass's rewrite to "
+                    "pytorch with `drifttui repro`")
         if self.script:
             return ("script the module (`torch.jit.script(model)`, then `torch.onnx.export(..., dynamo=False)`): "
                     "its Python `if` / numbers taken from tensors become the "
@@ -87,7 +95,9 @@ TORCHSCRIPT_TOP = 20      # the newest opset the TorchScript exporter lowers to
 def variants(ctx: Any) -> list[Variant]:
     """The re-exports to try, in order, at most MAX_VARIANTS: for a dynamo file, first the dynamo exporter
     without its ONNX optimizer (a drift its rewrites made is told as the optimizer's, with what it changed:
-    optimizer_diff.py, before another exporter's lowering verifies it too); the other exporter (both of today's for
+    optimizer_diff.py, before another exporter's lowering verifies it too), for a TorchScript file first the
+    TorchScript exporter without its ONNX peephole pass (its fusions, told the same way: pass_rewrite.py); the other
+    exporter (both of today's for
     a file the user exported), the dynamo exporter after torch's core ATen decompositions (another
     lowering path than torchlib's hand-written one), the module re-traced into core ATen by make_fx
     and exported by each exporter (for lowerings no exporter, opset or torch decomposition gets right:
@@ -97,6 +107,7 @@ def variants(ctx: Any) -> list[Variant]:
     graph keeps the ``If``), with the dims the file declares dynamic: for a TorchScript trace or a file with a
     dynamic dim only (what a trace may have frozen)."""
     unoptimized = Variant("dynamo", "the dynamo exporter without its ONNX optimizer", optimize=False)
+    unfused = Variant("torchscript", "the TorchScript exporter without its ONNX peephole pass", peephole=False)
     if ctx.cfg.onnx:
         out = [Variant("dynamo", "today's dynamo exporter on the runtime input shapes"),
                Variant("torchscript", "the TorchScript exporter on the runtime input shapes")]
@@ -105,6 +116,8 @@ def variants(ctx: Any) -> list[Variant]:
     else:
         other = "torchscript" if ctx.cfg.exporter == "dynamo" else "dynamo"
         out = ([unoptimized] if ctx.cfg.exporter == "dynamo" else []) + [Variant(other, f"the {other} exporter")]
+    if _traced(ctx).exporter == "torchscript":       # the peephole's rewrite, told before another exporter's
+        out.insert(0, unfused)
     if _traced(ctx).exporter == "torchscript" or ctx.index.has_dynamic_inputs:
         out.append(Variant("torchscript", "the TorchScript exporter on the module compiled by torch.jit.script",
                            script=True))     # a trace, or a dynamic dim: what a trace may have frozen
@@ -126,7 +139,6 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
         return None, Eval(float("inf"), True, False, "the origin's inputs could not be captured")
     ins, outs = _plain(io[0]), io[1]
     module = as_called(ctx, case.call, module, ctx.sample(case.sample))     # called with kwargs: as it was
-    exporter, why = variant.exporter, variant.why
     dims = dynamic_dims(ctx, case, ins)
     try:
         model = _export(module, ins, variant, dims)
@@ -135,14 +147,23 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     ev = _run(model, ins, outs, case)
     if not ev.ok:
         return None, ev
+    rewrite = (pass_rewrite(case, model, variant, lambda v: _export(module, ins, v, dims),
+                            lambda m: _computes(_run(m, ins, outs, case)))
+               if _computes(ev) else Rewrite(variant))
+    if rewrite.variant is None:
+        return None, Eval(float("inf"), True, False, "the same export with the peephole pass computes what torch "
+                          "computes too: the pass is not the cause")
+    variant = rewrite.variant
+    exporter, why = variant.exporter, variant.why
     feeds_names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
     feeds = {n: t.detach().cpu().numpy() for n, t in zip(feeds_names, ins)}
     opset = next((i.version for i in model.opset_import if i.domain in ("", "ai.onnx")), None)
     spec = {"op": "reexport", "module": case.module, "exporter": exporter, "opset": opset,
             "input_shapes": [list(t.shape) for t in ins], **({"decompose": "core_aten"} if variant.decompose else {}),
             **({"retrace": "make_fx_core_aten"} if variant.retrace else {}),
-            **({"optimize": False} if not variant.optimize else {}), **({"script": True} if variant.script else {})}
-    check, said, node, wrong = _story(ctx, case, module, model, feeds, ev, variant, loc)
+            **({"optimize": False} if not variant.optimize else {}), **({"script": True} if variant.script else {}),
+            **({"peephole": False} if not variant.peephole else {})}
+    check, said, node, wrong = _story(ctx, case, module, model, feeds, ev, variant, loc, rewrite)
     target = (wrong.target if wrong is not None else ", ".join(decomposed_targets(ctx, case, variant))
               if variant.decompose or variant.retrace else "")
     own = _defined(ctx, case, variant, wrong) or aliased_told(ctx, case, variant)   # drifttui's definition; aliasing
@@ -175,23 +196,25 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
 
 
 def _story(ctx: Any, case: Case, module: Any, model: Any, feeds: dict, ev: Eval, variant: Variant,
-           loc: Any) -> tuple[str, str, Any, Any]:
+           loc: Any, rewrite: Rewrite) -> tuple[str, str, Any, Any]:
     """(class, story, the node named, the FX node named wrong) of a re-export: from the node the FX values
     name wrong (a dynamo file), else the one node the re-export computes otherwise; for the export
-    without the ONNX optimizer, what the optimizer changed in the origin, for another export that computes
-    what torch computes, the ops where it and the file part (optimizer_diff.py)."""
-    why = variant.why.replace(" on the runtime input shapes", "")
-    change = optimizer_change(case.model, model) if not variant.optimize and _computes(ev) else ""
+    without the ONNX optimizer or peephole pass, what the pass changed in the origin (``rewrite``:
+    pass_rewrite.py; the node named is the first the pass made, a fused node), for another export that
+    computes what torch computes, the ops where it and the file part (optimizer_diff.py)."""
+    why, change = variant.why.replace(" on the runtime input shapes", ""), rewrite.said
     fx = getattr(loc, "fx", None)
     wrong = fx.wrong if fx is not None and getattr(loc, "kind", "") != "runtime" else None
     if wrong is not None:       # a dynamo file: its FX values named the wrong node (fx_localise)
         node = next(n for n in case.model.graph.node if n.name == wrong.nodes[-1])
         check, said = fx_story(case, module, fx, ctx, variant, change)
     else:
-        node = mistranslated(case, model, feeds) if _computes(ev) else None
+        made = [n for n in case.model.graph.node if n.op_type in rewrite.made]
+        node = made[0] if made else mistranslated(case, model, feeds) if _computes(ev) else None
         check, said = story(case, module, node, ctx, variant, change)
     named = list(wrong.op_types) if wrong is not None else [node.op_type] if node is not None else []
-    differs = export_change(case.model, model, why, named) if variant.optimize and _computes(ev) else ""
+    differs = (export_change(case.model, model, why, named)
+               if variant.optimize and variant.peephole and _computes(ev) else "")
     return check, (f"{said[:-2]} ({differs}); " if differs and said.endswith("; ") else said), node, wrong
 
 
@@ -202,7 +225,8 @@ def _export(module: Any, ins: list[Any], variant: Variant, dims: Optional[list[l
     with tempfile.TemporaryDirectory(prefix="drifttui-reexport-") as d:
         path = export_model(module, tuple(ins), {}, variant.exporter, Path(d), "origin.onnx", opset=variant.opset,
                             decompose=variant.decompose, retrace=variant.retrace, optimize=variant.optimize,
-                            script=variant.script, dims=dims if variant.script or variant.why == TRACED else None)
+                            script=variant.script, dims=dims if variant.script or variant.why == TRACED else None,
+                            peephole=variant.peephole)
         return onnx.load(str(path))
 
 

@@ -1,0 +1,47 @@
+"""Whether an exporter pass that runs after the lowering made the drift, and what it changed.
+
+Two re-exports of the origin leave a pass out: the dynamo exporter without its ONNX optimizer and the
+TorchScript exporter without its ONNX peephole pass (model/peephole.py).  When one computes what torch
+computes, the change the pass made is told by the ops the graph with the pass has in place of the
+graph without it (optimizer_diff.optimizer_change).  For the peephole pass, which torch cannot switch
+off, the claim is proven by the contrast: the same exporter *with* the pass is exported too, and only if
+that one does not compute what torch computes is the pass named.  If it does, the pass is innocent and
+the variant proves nothing (``Rewrite.variant`` None): the re-exports after it (another exporter, today's
+TorchScript exporter for a user's file) are tried as before.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+from drifttui.core.explain.causes.propose.reexport.optimizer_diff import made_ops, optimizer_change
+
+_FUSIONS = "a fusion or clean-up that changed an attribute, not an op"
+
+
+class Rewrite(NamedTuple):
+    """What a left-out pass tells: the variant to tell (None: the pass is innocent, the variant proves nothing),
+    what the pass changed ("" if nothing), the op types it put into the file's origin (a fused node's)."""
+
+    variant: Any
+    said: str = ""
+    made: frozenset = frozenset()
+
+
+def pass_rewrite(case: Any, model: Any, variant: Any, export: Callable[[Any], Any],
+                 computes: Callable[[Any], bool]) -> Rewrite:
+    """What the left-out pass of ``variant`` changed (Rewrite) for ``model``, the origin
+    re-exported by ``variant``, which computes what torch computes.  ``export(v)`` re-exports the
+    origin by another variant ``v``, ``computes(m)`` runs a re-export on the origin's inputs."""
+    if not variant.optimize:
+        return Rewrite(variant, optimizer_change(case.model, model), frozenset(made_ops(case.model, model)))
+    if variant.peephole:
+        return Rewrite(variant)
+    try:
+        with_pass = export(variant._replace(peephole=True))
+    except Exception:  # noqa: BLE001 - the module does not export with the pass: no contrast, no claim
+        return Rewrite(None)
+    if computes(with_pass):
+        return Rewrite(None)        # the pass is innocent: the exporter's version or the module's context is
+    return Rewrite(variant, optimizer_change(with_pass, model, "the peephole pass") or _FUSIONS,
+                   frozenset(made_ops(with_pass, model)))
+
