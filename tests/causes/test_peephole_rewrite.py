@@ -125,6 +125,10 @@ def test_the_pass_is_named_only_when_the_same_export_with_it_drifts():
     assert told.said == "the peephole pass put Sub (x - 1) where the lowering has Add (x + 1), Relu"
     # with the pass the export computes what torch computes too: the pass is innocent, the variant proves nothing
     assert pass_rewrite(case, apart, unfused, lambda v: fused, lambda m: True).variant is None
+    # the same contrast for the dynamo exporter's optimizer: named when the export with it drifts, else nothing
+    unoptimized = _Variant("without the optimizer", optimize=False)
+    assert pass_rewrite(case, apart, unoptimized, lambda v: fused, lambda m: False).said.startswith("the optimizer put")
+    assert pass_rewrite(case, apart, unoptimized, lambda v: fused, lambda m: True).variant is None
 
 
 @pytest.fixture(scope="module")

@@ -2,12 +2,12 @@
 
 Two re-exports of the origin leave a pass out: the dynamo exporter without its ONNX optimizer and the
 TorchScript exporter without its ONNX peephole pass (model/peephole.py).  When one computes what torch
-computes, the change the pass made is told by the ops the graph with the pass has in place of the
-graph without it (optimizer_diff.optimizer_change).  For the peephole pass, which torch cannot switch
-off, the claim is proven by the contrast: the same exporter *with* the pass is exported too, and only if
-that one does not compute what torch computes is the pass named.  If it does, the pass is innocent and
-the variant proves nothing (``Rewrite.variant`` None): the re-exports after it (another exporter, today's
-TorchScript exporter for a user's file) are tried as before.
+computes, the pass is named only if the contrast proves it: the same exporter *with* the pass is exported
+too and must not compute what torch computes.  If it does, the pass is innocent and the variant proves
+nothing (``Rewrite.variant`` None): the re-exports after it (another exporter, today's exporter for a
+user's file) are tried as before.  The change the pass made is told by the ops the graph with the pass
+has in place of the graph without it (optimizer_diff.optimizer_change), and the first node of the file's
+origin of an op the pass made (a fused node) is the one named.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any, Callable, NamedTuple
 
 from drifttui.core.explain.causes.propose.reexport.optimizer_diff import made_ops, optimizer_change
 
-_FUSIONS = "a fusion or clean-up that changed an attribute, not an op"
+_UNSEEN = "a rewrite that changed an attribute or a constant, not an op"
 
 
 class Rewrite(NamedTuple):
@@ -32,16 +32,13 @@ def pass_rewrite(case: Any, model: Any, variant: Any, export: Callable[[Any], An
     """What the left-out pass of ``variant`` changed (Rewrite) for ``model``, the origin
     re-exported by ``variant``, which computes what torch computes.  ``export(v)`` re-exports the
     origin by another variant ``v``, ``computes(m)`` runs a re-export on the origin's inputs."""
-    if not variant.optimize:
-        return Rewrite(variant, optimizer_change(case.model, model), frozenset(made_ops(case.model, model)))
-    if variant.peephole:
+    if variant.optimize and variant.peephole:
         return Rewrite(variant)
+    who = "the optimizer" if not variant.optimize else "the peephole pass"
     try:
-        with_pass = export(variant._replace(peephole=True))
+        with_pass = export(variant._replace(optimize=True, peephole=True))
     except Exception:  # noqa: BLE001 - the module does not export with the pass: no contrast, no claim
         return Rewrite(None)
     if computes(with_pass):
         return Rewrite(None)        # the pass is innocent: the exporter's version or the module's context is
-    return Rewrite(variant, optimizer_change(with_pass, model, "the peephole pass") or _FUSIONS,
-                   frozenset(made_ops(with_pass, model)))
-
+    return Rewrite(variant, optimizer_change(with_pass, model, who) or _UNSEEN, frozenset(made_ops(with_pass, model)))

@@ -151,8 +151,8 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
                             lambda m: _computes(_run(m, ins, outs, case)))
                if _computes(ev) else Rewrite(variant))
     if rewrite.variant is None:
-        return None, Eval(float("inf"), True, False, "the same export with the peephole pass computes what torch "
-                          "computes too: the pass is not the cause")
+        return None, Eval(float("inf"), True, False, "the same export with the left-out pass computes what torch "
+                          "computes too (or does not export): the pass is not the cause")
     variant = rewrite.variant
     exporter, why = variant.exporter, variant.why
     feeds_names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
