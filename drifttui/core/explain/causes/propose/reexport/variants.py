@@ -20,7 +20,7 @@ from drifttui.core.explain.causes.propose.reexport.dynamic_lowering import dynam
 from drifttui.core.explain.causes.propose.reexport.frozen_trace import dynamic_dims, frozen_story
 from drifttui.core.explain.causes.propose.reexport.held_inputs import held_input
 from drifttui.core.explain.causes.propose.reexport.narrow_graft import narrowed
-from drifttui.core.explain.causes.propose.reexport.optimizer_diff import export_change, optimizer_change
+from drifttui.core.explain.causes.propose.reexport.optimizer_diff import export_change, folded_change, optimizer_change
 from drifttui.core.explain.causes.propose.siblings import produced_value, sibling_grafts
 from drifttui.core.explain.causes.propose.reexport.story import decomposed_targets, fits, fx_story, story
 from drifttui.core.explain.causes.locate.call_structure import as_called, same_in_samples, wrapped_root
@@ -181,7 +181,8 @@ def _story(ctx: Any, case: Case, module: Any, model: Any, feeds: dict, ev: Eval,
     without the ONNX optimizer, what the optimizer changed in the origin, for another export that computes
     what torch computes, the ops where it and the file part (optimizer_diff.py)."""
     why = variant.why.replace(" on the runtime input shapes", "")
-    change = optimizer_change(case.model, model) if not variant.optimize and _computes(ev) else ""
+    change = ((folded_change(case.model, model, feeds) or optimizer_change(case.model, model))
+              if not variant.optimize and _computes(ev) else "")
     fx = getattr(loc, "fx", None)
     wrong = fx.wrong if fx is not None and getattr(loc, "kind", "") != "runtime" else None
     if wrong is not None:       # a dynamo file: its FX values named the wrong node (fx_localise)
