@@ -65,6 +65,8 @@ def folded_change(optimized: Any, unoptimized: Any, feeds: dict[str, np.ndarray]
         if ref.shape != fold.shape or ref.dtype.kind != "f":
             continue
         ops, types = _folded_from(unoptimized, u)
+        if not ops:             # a number cast or reshaped, not computed: the optimizer's rewrites tell the rest
+            continue
         wrong = _differ_values(ref, fold, types)
         if wrong.any():
             gap = np.abs(ref.astype(np.float64) - fold.astype(np.float64))[wrong]
@@ -86,7 +88,9 @@ def _folded_pairs(optimized: Any, unoptimized: Any) -> list[tuple[str, str]]:
     out = []
     theirs = _by_op(after)
     for op, mine in _by_op(before).items():
-        for u, o in zip(mine, theirs.get(op, [])):
+        if len(mine) != len(theirs.get(op, [])):        # the optimizer dropped or added one: no k-th to face
+            continue
+        for u, o in zip(mine, theirs[op]):
             for a, b in zip(u.input, o.input):
                 if b in held and a in made and a not in live and (a, b) not in out:
                     out.append((a, b))
@@ -130,6 +134,8 @@ def _folded_from(model: Any, value: str) -> tuple[list[str], list[str]]:
                              if n.op_type not in _QUIET | _LAYOUT and any(o in seen for o in n.output)))
     ops.sort(key=lambda op: not op.startswith("Reduce"))
     said = ops[:_SAID] + ([f"{len(ops) - _SAID} more"] if len(ops) > _SAID else [])
+    inits.update({n.output[0]: n.attribute[0].t.data_type for n in model.graph.node
+                  if n.op_type == "Constant" and n.attribute and n.attribute[0].HasField("t")})
     types = sorted({helper.tensor_dtype_to_np_dtype(inits[v]).name for v in seen if v in inits})
     return said, types or ["unknown"]
 
