@@ -1,7 +1,7 @@
 """Held-out batch X for issue 30 (tests/causes/forms40x.py): a blind first run on distance, norm and statistics forms
 nobody here has tuned on, screened after grepping every earlier suite, with torch 2.13 / ONNX Runtime 1.32
 (forms40x's docstring lists what was screened and matched, or drifts in a form the suites hold).  Screening (about
-20 minutes, four rounds) found one exporter-pass mechanism no suite holds: the dynamo exporter's ONNX optimizer
+15 minutes, five rounds) found one exporter-pass mechanism no suite holds: the dynamo exporter's ONNX optimizer
 constant-folds a float16 parameter's L2 norm with ONNX's reference implementation, which sums the squares in
 float16, so a row whose norm passes 256 folds to inf and the row it normalises to 0 (torch accumulates in float32).
 It is kept in four real-code forms, three in deep models (20 module calls).  What a right answer is, by mechanism
@@ -57,6 +57,33 @@ Fixed generically:
   than ONNX Runtime computes those nodes: 478 of 512 values differ, by up to 0.556 (it folds with ONNX's reference
   implementation, in the constants' own type, float16)``).  Tested on a small float16 ``F.normalize`` of a parameter
   in ``test_folded_constant.py`` (and a fold of norms near 6 that is not told).
+* Past the crash, the clean control ``cosine_codes_small`` was a false DRIFT "by content": the weight check
+  compared its folded codebook (``normalize(codebook)`` folded in float16, a unit or two in the last place from
+  torch's value) with the constant torch computes and wanted every element within one rounding, then called it "not
+  the model's" weight against the raw parameter.  ``prepare/qweight_check.FOLD_ULPS``: a float16 / bfloat16 fold
+  within 4 roundings of a constant the model computes from its parameters is the model's (an int8 weight keeps the
+  one-step rule; ``tests/engine/test_folded_constant_weights.py``).  ``deliver/restore`` read the file's weight type
+  the same external-data way (``repair`` exit 3 there); it reads through ``tensor_array`` too.
+
+After the fixes (same harness, /tmp/heldX/out3, the engine at this branch):
+
+| pair | origin | class by mechanism | told | verified | repair passes check | diagnose / repair |
+|---|---|---|---|---|---|---|
+| cosine_codes dynamo | right | ``lowering``, the optimizer | yes: "the optimizer's constant folding computed t (ReduceL2, Clip, Div of constants) otherwise than ONNX Runtime computes those nodes: 478 of 512 values differ ... float16" | yes | yes | 48 s / 45 s |
+| proto_logits dynamo | right | the same | yes (t, 318 of 512) | yes | yes | 29 s / 29 s |
+| normed_rows dynamo | right | the same | yes (ReduceL2, Div, 726 of 1024) | yes | yes | 69 s / 46 s |
+| weight_rms dynamo | right | the same | yes (ReduceL2, Div, 1010 of 1024) | yes | yes | 47 s / 26 s |
+| controls: cosine_codes_small dynamo, the four torchscript files | within the float16 budget, no error finding | | | | | 18 s; 15, 19, 18, 9 s |
+
+After: origin 4/4, class by mechanism and verified 4/4, told 4/4, repair passing ``check`` 4/4, controls 5/5 clean.
+
+Held out, written after the fixes and never tuned on (/tmp/heldX/out4, their right answers added to judge.md before
+the run): ``held_qk_cosine`` (deep: ``F.cosine_similarity`` of two float16 parameter sets, whose decomposition folds a
+``ReduceSum`` of squares beside the ``ReduceL2``) and ``held_row_gain`` (deep: ``torch.norm(w, dim=1)`` of a float16
+weight as a gain over its mean, inf / NaN in the file where torch is finite): 2/2 right origin, ``lowering`` by the
+optimizer-free re-export with the constant folding told ("computed _to_copy (ReduceL2, ReduceSum, Clip, 2 more of
+constants) ... 63 of 64 values differ"; "computed div (ReduceL2, ReduceMean, Div of constants) ... 32 of 32"),
+verified and repaired on their first run, 53 s / 30 s and 26 s / 46 s; their TorchScript files clean.
 """
 from __future__ import annotations
 
@@ -66,8 +93,8 @@ from tests.causes.form_suite import (assert_clean, assert_verified_and_repaired,
 
 _FOLD = ("lowering", "reexport", {"optimize": False}, "the optimizer's constant folding computed")
 # (model, exporter) -> the head finding a right answer gives: (class, patch op, what it changed, words)
-REPAIRED = {("cosine_codes", "dynamo"): _FOLD, ("proto_logits", "dynamo"): _FOLD,
-            ("normed_rows", "dynamo"): _FOLD, ("weight_rms", "dynamo"): _FOLD}
+REPAIRED = {(form, "dynamo"): _FOLD for form in ("cosine_codes", "proto_logits", "normed_rows", "weight_rms",
+                                                 "held_qk_cosine", "held_row_gain")}
 CLEAN = [("cosine_codes_small", "dynamo"), ("cosine_codes", "torchscript"), ("normed_rows", "torchscript")]
 ORIGIN = "body"
 
@@ -89,6 +116,6 @@ def test_the_held_out_clean_controls_have_no_error_finding(explained, form):
 
 @pytest.mark.drifts
 def test_at_least_half_the_forms_sit_inside_deep_models(explained):
-    forms = list(REPAIRED)
+    forms = [f for f in REPAIRED if not f[0].startswith("held_")]
     deep = deep_forms(explained, forms)
     assert len(deep) * 2 >= len(forms), deep

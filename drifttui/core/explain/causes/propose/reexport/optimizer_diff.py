@@ -119,7 +119,7 @@ def _differ_values(ref: np.ndarray, fold: np.ndarray, types: list[str]) -> np.nd
 
 def _folded_from(model: Any, value: str) -> tuple[list[str], list[str]]:
     """The op types of the nodes ``value`` is computed from, in graph order (a reduction first among them, at most
-    _SAID and a count), and the element types of the initializers they read."""
+    _SAID and a count), and the float element types of the constants they read."""
     from onnx import helper
 
     made = {v: n for n in model.graph.node for v in n.output}
@@ -136,7 +136,8 @@ def _folded_from(model: Any, value: str) -> tuple[list[str], list[str]]:
     said = ops[:_SAID] + ([f"{len(ops) - _SAID} more"] if len(ops) > _SAID else [])
     inits.update({n.output[0]: n.attribute[0].t.data_type for n in model.graph.node
                   if n.op_type == "Constant" and n.attribute and n.attribute[0].HasField("t")})
-    types = sorted({helper.tensor_dtype_to_np_dtype(inits[v]).name for v in seen if v in inits})
+    types = sorted({d.name for v in seen if v in inits
+                    if (d := helper.tensor_dtype_to_np_dtype(inits[v])).kind == "f"})
     return said, types or ["unknown"]
 
 
