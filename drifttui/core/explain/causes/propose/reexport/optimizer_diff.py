@@ -5,7 +5,7 @@ computes, the optimizer's rewrites made the drift.  Which rewrite is told by com
 computing nodes (a node fed by constants only is constant folding, which both sides may do otherwise):
 the ops the optimized origin lacks (``Mul`` by 1.000002, taken for ``x * 1``) or has in their place (one
 ``Clip`` for two).  Each op is said with its one-number constant operand, where it has one, so the user
-sees the factor or addend a no-op rule took for an identity.  Where the ops are the same, a constant the optimizer
+sees the factor or addend a no-op rule took for an identity.  Told before them, a constant the optimizer
 folded is compared with what ONNX Runtime computes from the lowering's own constant nodes (``folded_change``: the
 folder evaluates them with ONNX's reference implementation in the constants' type, and a float16 norm of a
 parameter sums its squares in float16).  The same diff tells, for a small origin, how
@@ -59,10 +59,10 @@ def folded_change(optimized: Any, unoptimized: Any, feeds: dict[str, np.ndarray]
         computed = run_ort(unoptimized, feeds, [u for u, _ in pairs])
     except Exception:  # noqa: BLE001 - a lowering ONNX Runtime cannot run alone: nothing to tell
         return ""
-    held = _constants(optimized)
+    held = _constants(optimized, {o for _, o in pairs})
     for u, o in pairs:
-        ref, fold = computed[u], held[o]
-        if ref.shape != fold.shape or ref.dtype.kind != "f":
+        ref, fold = computed[u], held.get(o)
+        if fold is None or ref.shape != fold.shape or ref.dtype.kind != "f":
             continue
         ops, types = _folded_from(unoptimized, u)
         if not ops:             # a number cast or reshaped, not computed: the optimizer's rewrites tell the rest
@@ -146,13 +146,13 @@ def _constant_names(model: Any) -> set[str]:
                                                         for o in n.output}
 
 
-def _constants(model: Any) -> dict[str, np.ndarray]:
-    """Every initializer and Constant value of ``model`` (a case: its weights are in the proto)."""
+def _constants(model: Any, names: set[str]) -> dict[str, np.ndarray]:
+    """The initializers and Constant values of ``model`` named (a case: its weights are in the proto)."""
     from onnx import numpy_helper
 
-    out = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    out = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer if t.name in names}
     for n in model.graph.node:
-        if n.op_type == "Constant" and n.attribute and n.attribute[0].HasField("t"):
+        if n.op_type == "Constant" and n.output[0] in names and n.attribute and n.attribute[0].HasField("t"):
             out[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
     return out
 
