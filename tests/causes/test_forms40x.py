@@ -55,8 +55,10 @@ Fixed generically:
   few roundings of its narrowest source type is told, with the ops it was folded from and their type, before the
   computing-node diff (``the optimizer's constant folding computed t (ReduceL2, Clip, Div of constants) otherwise
   than ONNX Runtime computes those nodes: 478 of 512 values differ, by up to 0.556 (it folds with ONNX's reference
-  implementation, in the constants' own type, float16)``).  Tested on a small float16 ``F.normalize`` of a parameter
-  in ``test_folded_constant.py`` (and a fold of norms near 6 that is not told).
+  implementation, in the constants' own type, float16)``); the fix line says it too ("export without the exporter's
+  ONNX optimizer (the optimizer's constant folding computed t (ReduceL2, Clip, Div of constants) otherwise)").
+  Tested on a bare graph and on a small float16 ``F.normalize`` of a parameter in ``test_folded_constant.py`` (and a
+  fold of norms near 6 that is not told).
 * Past the crash, the clean control ``cosine_codes_small`` was a false DRIFT "by content": the weight check
   compared its folded codebook (``normalize(codebook)`` folded in float16, a unit or two in the last place from
   torch's value) with the constant torch computes and wanted every element within one rounding, then called it "not

@@ -24,6 +24,7 @@ from drifttui.core.explain.causes.propose.edits.constants import scalars
 _QUIET = {"Constant", "Identity"}
 _LAYOUT = {"Reshape", "Cast", "CastLike", "Shape", "Concat", "Unsqueeze", "Squeeze", "Expand", "Transpose", "Flatten"}
 _SAID = 3          # ops told per side
+FOLDED = "the optimizer's constant folding computed"     # how folded_change's clause starts
 _SMALL = 40        # computing nodes of an origin whose diff with another export is told
 _FEW = 4           # ops that may differ between the two for the diff to be told
 
@@ -71,7 +72,7 @@ def folded_change(optimized: Any, unoptimized: Any, feeds: dict[str, np.ndarray]
         if wrong.any():
             gap = np.abs(ref.astype(np.float64) - fold.astype(np.float64))[wrong]
             by = f", by up to {np.nanmax(gap):.3g}" if np.isfinite(gap).any() else ""
-            return (f"the optimizer's constant folding computed {o} ({', '.join(ops)} of constants) otherwise than "
+            return (f"{FOLDED} {o} ({', '.join(ops)} of constants) otherwise than "
                     f"ONNX Runtime computes those nodes: {int(wrong.sum())} of {ref.size} values differ{by} (it "
                     f"folds with ONNX's reference implementation, in the constants' own type, {', '.join(types)})")
     return ""

@@ -20,7 +20,8 @@ from drifttui.core.explain.causes.propose.reexport.dynamic_lowering import dynam
 from drifttui.core.explain.causes.propose.reexport.frozen_trace import dynamic_dims, frozen_story
 from drifttui.core.explain.causes.propose.reexport.held_inputs import held_input
 from drifttui.core.explain.causes.propose.reexport.narrow_graft import narrowed
-from drifttui.core.explain.causes.propose.reexport.optimizer_diff import export_change, folded_change, optimizer_change
+from drifttui.core.explain.causes.propose.reexport.optimizer_diff import (FOLDED, export_change, folded_change,
+                                                                       optimizer_change)
 from drifttui.core.explain.causes.propose.siblings import produced_value, sibling_grafts
 from drifttui.core.explain.causes.propose.reexport.story import decomposed_targets, fits, fx_story, story
 from drifttui.core.explain.causes.locate.call_structure import as_called, same_in_samples, wrapped_root
@@ -48,7 +49,8 @@ class Variant(NamedTuple):
     optimize: bool = True         # False: the dynamo exporter's ONNX optimizer left out
     script: bool = False          # compiled by torch.jit.script first: Python control flow kept in the graph
 
-    def fix(self, opset: Optional[int], target: str = "") -> str:
+    def fix(self, opset: Optional[int], target: str = "", change: str = "") -> str:
+        """The source change that avoids the drift; ``change``: what the optimizer changed, when told."""
         at = f" at opset {opset}" if opset else ""
         if self.retrace:
             what = f"{target} written in core ATen ops" if target else "the module re-traced into core ATen ops"
@@ -58,8 +60,10 @@ class Variant(NamedTuple):
                     f"`torch.onnx.export(..., dynamo={self.exporter == 'dynamo'})`; report the lowering"
                     f"{' of ' + target if target else ''} to torch.onnx with `drifttui repro`")
         if not self.optimize:
-            return ("export without the exporter's ONNX optimizer (its rewrites change what the graph computes: "
-                    "an elementwise op it took for an identity, a constant folded otherwise): "
+            what = (change.split(" otherwise than ")[0] + " otherwise" if change.startswith(FOLDED) else
+                    "its rewrites change what the graph computes: an elementwise op it took for an identity, a "
+                    "constant folded otherwise")
+            return (f"export without the exporter's ONNX optimizer ({what}): "
                     f"`torch.onnx.export(..., dynamo=True, optimize=False)`{at}; report it to onnxscript "
                     "(the optimizer) with `drifttui repro`")
         if self.script:
@@ -142,7 +146,7 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
             "input_shapes": [list(t.shape) for t in ins], **({"decompose": "core_aten"} if variant.decompose else {}),
             **({"retrace": "make_fx_core_aten"} if variant.retrace else {}),
             **({"optimize": False} if not variant.optimize else {}), **({"script": True} if variant.script else {})}
-    check, said, node, wrong = _story(ctx, case, module, model, feeds, ev, variant, loc)
+    check, said, node, wrong, change = _story(ctx, case, module, model, feeds, ev, variant, loc)
     target = (wrong.target if wrong is not None else ", ".join(decomposed_targets(ctx, case, variant))
               if variant.decompose or variant.retrace else "")
     own = _defined(ctx, case, variant, wrong) or aliased_told(ctx, case, variant)   # drifttui's definition; aliasing
@@ -158,7 +162,7 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
         check, said = own.check, own.why
     spec.update({"static": True} if sized is not None else {})     # what changed: the sizes (source_fix's code)
     patch = Patch(spec, check, f"{said}{display_name(case.module)} exported alone with {why} (opset {opset}) computes what "
-                  "torch computes", (own.fix if own is not None else variant.fix(opset, target))
+                  "torch computes", (own.fix if own is not None else variant.fix(opset, target, change))
                   + ("; keep the file's dynamic shapes for the sizes that change at run time"
                      if ctx.cfg.onnx and ctx.index.has_dynamic_inputs and sized is None
                      and (own is None or own.check in ("lowering", "stability")) else "")
@@ -175,8 +179,9 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
 
 
 def _story(ctx: Any, case: Case, module: Any, model: Any, feeds: dict, ev: Eval, variant: Variant,
-           loc: Any) -> tuple[str, str, Any, Any]:
-    """(class, story, the node named, the FX node named wrong) of a re-export: from the node the FX values
+           loc: Any) -> tuple[str, str, Any, Any, str]:
+    """(class, story, the node named, the FX node named wrong, what the optimizer changed) of a re-export: from the
+    node the FX values
     name wrong (a dynamo file), else the one node the re-export computes otherwise; for the export
     without the ONNX optimizer, what the optimizer changed in the origin, for another export that computes
     what torch computes, the ops where it and the file part (optimizer_diff.py)."""
@@ -193,7 +198,7 @@ def _story(ctx: Any, case: Case, module: Any, model: Any, feeds: dict, ev: Eval,
         check, said = story(case, module, node, ctx, variant, change)
     named = list(wrong.op_types) if wrong is not None else [node.op_type] if node is not None else []
     differs = export_change(case.model, model, why, named) if variant.optimize and _computes(ev) else ""
-    return check, (f"{said[:-2]} ({differs}); " if differs and said.endswith("; ") else said), node, wrong
+    return check, (f"{said[:-2]} ({differs}); " if differs and said.endswith("; ") else said), node, wrong, change
 
 
 def _export(module: Any, ins: list[Any], variant: Variant, dims: Optional[list[list[int]]] = None) -> Any:
