@@ -91,3 +91,21 @@ def test_a_folded_weight_x105_is_named(fp16: Path, tmp_path: Path):
     onnx.save(model, str(bad))
     r = run_once(Config(model=SPEC, inputs=INPUTS, onnx=str(bad), samples=2)).result
     assert r.verdict == "drift" and r.drift_origin.module == "attn", r.drift_origin
+
+
+def test_a_float16_fold_a_few_roundings_off_is_the_models_an_int8_one_is_not():
+    """The dynamo exporter's optimizer folds ``F.normalize(codebook)`` of a float16 parameter in float16 itself
+    (ONNX's reference implementation: the squares summed in float16), a unit or two in the last place from torch's
+    value: still the model's constant (held-out batch X, session 37: a clean control called a wrong weight).  An
+    int8 weight keeps the one-step rule."""
+    from drifttui.core.onnx.qweights import QWeight
+    from drifttui.core.prepare.qweight_check import FOLD_ULPS, _a_folded_constant
+
+    torch_value = np.linspace(0.1, 0.9, 32, dtype=np.float32).reshape(4, 8)
+    step = np.abs(torch_value) * 2.0 ** -10
+    folded = [("codebook", torch_value)]
+    near = QWeight("t", 0, "", torch_value + 2 * step, step)
+    assert _a_folded_constant(near, folded)
+    assert not _a_folded_constant(QWeight("t", 0, "", torch_value + (FOLD_ULPS + 1) * step, step), folded)
+    q = QWeight("w", 0, "w_scale", torch_value + 2 * step, step, zero=np.zeros_like(step), scale_of=step)
+    assert not _a_folded_constant(q, folded)

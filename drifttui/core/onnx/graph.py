@@ -337,4 +337,23 @@ def with_data(index: GraphIndex, t: Any) -> Any:
     return numpy_helper.from_array(np.ascontiguousarray(arr), t.name) if arr is not None else t
 
 
+class ReadInitializers(dict):
+    """A graph copy's initializers by name, each one read given its data in place (from the external file of
+    ``index``) the first time it is looked up: code that reads ``numpy_helper.to_array(inits[name])`` and edits
+    ``inits[name]`` works on a file whose weights lie outside the proto, and only the tensors it reads are read."""
+
+    def __init__(self, index: GraphIndex, graph: Any) -> None:
+        super().__init__((t.name, t) for t in graph.initializer)
+        self.index = index
+
+    def __getitem__(self, name: str) -> Any:
+        t = super().__getitem__(name)
+        if t.data_location == t.EXTERNAL and self.index.data_dir is not None:
+            t.CopyFrom(with_data(self.index, t))
+        return t
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self else default
+
+
 elem_type_name = elem_name       # the one table: core/dtypes.py

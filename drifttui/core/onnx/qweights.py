@@ -23,6 +23,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from drifttui.core.base.dtypes import INT8_ELEMS, LOW_PRECISION_ELEM
+from drifttui.core.onnx.graph import tensor_array
 from drifttui.core.onnx.nbits import NBITS_OPS, block_steps, dequantized
 
 INTEGER_OPS = ("MatMulInteger", "ConvInteger")
@@ -51,10 +52,8 @@ class QWeight:
 
 
 def _arr(index: Any, name: str) -> Optional[np.ndarray]:
-    from onnx import numpy_helper
-
-    t = index.constant_tensor(name) if name else None
-    return numpy_helper.to_array(t) if t is not None else None
+    """The constant ``name``'s values, read where they lie (an initializer in the file's external data too)."""
+    return tensor_array(index, name) if name and index.constant_tensor(name) is not None else None
 
 
 def _triple(index: Any, node: Any, name: str) -> Optional[tuple[str, str]]:

@@ -28,6 +28,7 @@ from drifttui.core.prepare.plan.folding import conv_bn_folds, fold_conv_bn
 from drifttui.core.prepare.plan.plan import WeightCheck
 
 MIN_COS = 0.9           # a drifted weight still points its tensor's way (anchors.MIN_COS)
+FOLD_ULPS = 4          # a float16 constant folded in float16 by the exporter: this many roundings from torch's
 
 
 def _tensors(model: Any, calls: list[Any]) -> dict[str, list[tuple[str, np.ndarray]]]:
@@ -98,9 +99,12 @@ def model_weights(index: Any, calls: list[Any], model: Any,
 
 def _a_folded_constant(w: QWeight, folded: list[tuple[str, np.ndarray]]) -> bool:
     """``w`` is a rounding of a constant the model computes from its parameters (folded_constants.py): every
-    element within one step of it, in some layout."""
+    element within one step of it, in some layout; a float16 / bfloat16 one within FOLD_ULPS steps (the exporter's
+    folder computes it in the low type itself, each op rounded: onnxscript folds with ONNX's reference
+    implementation, a float16 norm summed in float16, a few units in the last place from torch's)."""
     x = w.values.astype(np.float64)
-    return any(bool(np.all(np.abs(x - v) <= w.step * (1 + 1e-6))) for _, t in folded if t.size == x.size
+    k = FOLD_ULPS if not w.scale and w.zero is None and not w.packed else 1
+    return any(bool(np.all(np.abs(x - v) <= k * w.step * (1 + 1e-6))) for _, t in folded if t.size == x.size
                for v in _layouts(t, x.shape))
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from drifttui.core.explain.causes.deliver.repair import Repair
 from drifttui.core.onnx.edit.restore import RestoreError, restore
-from drifttui.core.onnx.graph import full_model
+from drifttui.core.onnx.graph import full_model, tensor_array
 from drifttui.core.prepare.plan.plan import AttrCheck
 from drifttui.core.prepare.qweight_check import model_weights
 from drifttui.core.result import ATTRIBUTE_NOT_THE_MODELS, WEIGHT_NOT_THE_MODELS
@@ -32,8 +32,6 @@ def _failing(pr: Any, atol: float, rtol: float) -> dict[int, list[Any]]:
 def restoration(pr: Any, result: Any) -> Optional[Repair]:
     """The copy with every failing weight and attribute of the origin's call put back, or None when the
     origin's evidence is not by content."""
-    from onnx import numpy_helper
-
     o = result.drift_origin
     bad = _failing(pr, result.config.atol, result.config.rtol)
     if o is None or o.layer not in bad:
@@ -42,7 +40,7 @@ def restoration(pr: Any, result: Any) -> Optional[Repair]:
     tensors, applied = {}, []
     for c, w, label, t in model_weights(pr.index, pr.calls, pr.model, (pr.budgets or ({}, 0.0))[0]):
         if w.name in wanted:
-            dtype = numpy_helper.to_array(pr.index.constant_tensor(w.name)).dtype
+            dtype = tensor_array(pr.index, w.name).dtype       # read where it lies (external data too)
             tensors[w.name] = w.requantized(t, dtype)
             how = "requantized with the file's own scale and zero point" if w.zero is not None else f"rounded to {dtype}"
             applied.append({"op": "restore_weight", "name": w.name, "module": pr.calls[c].module, "from": label,

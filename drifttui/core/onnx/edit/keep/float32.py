@@ -25,6 +25,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.onnx.graph import ReadInitializers
 from drifttui.core.onnx.io import copy_model
 from drifttui.core.onnx.order import used_names
 from drifttui.core.base.dtypes import LOW_FLOAT_ELEMS
@@ -45,7 +46,7 @@ def keep_float32(model: Any, index: Any, nodes: set[int], torch_tensors: Optiona
     torch_tensors = torch_tensors or {}
     out = copy_model(model)
     g = out.graph
-    inits = {t.name: t for t in g.initializer}
+    inits = ReadInitializers(index, g)
     new_inits: list[Any] = []
     protos = list(g.node)
     replace: dict[int, list[Any]] = {}     # node index -> replacement nodes

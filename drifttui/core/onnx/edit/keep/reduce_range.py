@@ -16,6 +16,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.onnx.graph import ReadInitializers
+
 RANGE7 = 64            # reduce_range's symmetric int8 weight range: [-64, 64]
 # op -> (weight input, its scale, its zero point, an int32 bias following x_scale * w_scale, x_scale)
 U8S8 = {"MatMulInteger": (1, None, 3, None, None), "ConvInteger": (1, None, 3, None, None),
@@ -42,7 +44,7 @@ def reduce_range(model: Any, index: Any, nodes: Optional[set[int]] = None,
 
     out = onnx.ModelProto()
     out.CopyFrom(model)
-    inits = {t.name: t for t in out.graph.initializer}
+    inits = ReadInitializers(index, out.graph)
     done: dict[str, tuple[np.ndarray, np.ndarray]] = {}   # weight -> (old, new) scale (shared weights once)
     changed = []
     for k in sorted(weight_nodes(index) if nodes is None else nodes):

@@ -11,9 +11,9 @@ origin of an op the pass made (a fused node) is the one named.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Optional
 
-from drifttui.core.explain.causes.propose.reexport.optimizer_diff import made_ops, optimizer_change
+from drifttui.core.explain.causes.propose.reexport.optimizer_diff import folded_change, made_ops, optimizer_change
 
 _UNSEEN = "a rewrite that changed an attribute or a constant, not an op"
 
@@ -28,10 +28,12 @@ class Rewrite(NamedTuple):
 
 
 def pass_rewrite(case: Any, model: Any, variant: Any, export: Callable[[Any], Any],
-                 computes: Callable[[Any], bool]) -> Rewrite:
+                 computes: Callable[[Any], bool], feeds: Optional[dict] = None) -> Rewrite:
     """What the left-out pass of ``variant`` changed (Rewrite) for ``model``, the origin
     re-exported by ``variant``, which computes what torch computes.  ``export(v)`` re-exports the
-    origin by another variant ``v``, ``computes(m)`` runs a re-export on the origin's inputs."""
+    origin by another variant ``v``, ``computes(m)`` runs a re-export on the origin's inputs.  For the optimizer,
+    a constant its folding computed otherwise than ONNX Runtime computes the lowering's nodes (fed ``feeds``,
+    ``model``'s inputs) is told first (optimizer_diff.folded_change), the file's origin holding the constant."""
     if variant.optimize and variant.peephole:
         return Rewrite(variant)
     who = "the optimizer" if not variant.optimize else "the peephole pass"
@@ -41,4 +43,6 @@ def pass_rewrite(case: Any, model: Any, variant: Any, export: Callable[[Any], An
         return Rewrite(None)
     if computes(with_pass):
         return Rewrite(None)        # the pass is innocent: the exporter's version or the module's context is
-    return Rewrite(variant, optimizer_change(with_pass, model, who) or _UNSEEN, frozenset(made_ops(with_pass, model)))
+    folded = folded_change(case.model, model, feeds or {}) if not variant.optimize else ""
+    return Rewrite(variant, folded or optimizer_change(with_pass, model, who) or _UNSEEN,
+                   frozenset(made_ops(with_pass, model)))

@@ -20,7 +20,7 @@ from drifttui.core.explain.causes.propose.reexport.dynamic_lowering import dynam
 from drifttui.core.explain.causes.propose.reexport.frozen_trace import dynamic_dims, frozen_story
 from drifttui.core.explain.causes.propose.reexport.held_inputs import held_input
 from drifttui.core.explain.causes.propose.reexport.narrow_graft import narrowed
-from drifttui.core.explain.causes.propose.reexport.optimizer_diff import export_change
+from drifttui.core.explain.causes.propose.reexport.optimizer_diff import FOLDED, export_change
 from drifttui.core.explain.causes.propose.reexport.pass_rewrite import Rewrite, pass_rewrite
 from drifttui.core.explain.causes.propose.siblings import produced_value, sibling_grafts
 from drifttui.core.explain.causes.propose.reexport.story import decomposed_targets, fits, fx_story, story
@@ -50,7 +50,8 @@ class Variant(NamedTuple):
     script: bool = False          # compiled by torch.jit.script first: Python control flow kept in the graph
     peephole: bool = True         # False: the TorchScript exporter's ONNX peephole pass left out (model/peephole.py)
 
-    def fix(self, opset: Optional[int], target: str = "") -> str:
+    def fix(self, opset: Optional[int], target: str = "", change: str = "") -> str:
+        """The source change that avoids the drift; ``change``: what the optimizer changed, when told."""
         at = f" at opset {opset}" if opset else ""
         if self.retrace:
             what = f"{target} written in core ATen ops" if target else "the module re-traced into core ATen ops"
@@ -60,8 +61,10 @@ class Variant(NamedTuple):
                     f"`torch.onnx.export(..., dynamo={self.exporter == 'dynamo'})`; report the lowering"
                     f"{' of ' + target if target else ''} to torch.onnx with `drifttui repro`")
         if not self.optimize:
-            return ("export without the exporter's ONNX optimizer (its rewrites change what the graph computes: "
-                    "an elementwise op it took for an identity, a constant folded otherwise): "
+            what = (change.split(" otherwise than ")[0] + " otherwise" if change.startswith(FOLDED) else
+                    "its rewrites change what the graph computes: an elementwise op it took for an identity, a "
+                    "constant folded otherwise")
+            return (f"export without the exporter's ONNX optimizer ({what}): "
                     f"`torch.onnx.export(..., dynamo=True, optimize=False)`{at}; report it to onnxscript "
                     "(the optimizer) with `drifttui repro`")
         if not self.peephole:
@@ -148,15 +151,14 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     if not ev.ok:
         return None, ev
     rewrite = (pass_rewrite(case, model, variant, lambda v: _export(module, ins, v, dims),
-                            lambda m: _computes(_run(m, ins, outs, case)))
+                            lambda m: _computes(_run(m, ins, outs, case)), _feeds(model, ins))
                if _computes(ev) else Rewrite(variant))
     if rewrite.variant is None:
         return None, Eval(float("inf"), True, False, "the same export with the left-out pass computes what torch "
                           "computes too (or does not export): the pass is not the cause")
     variant = rewrite.variant
     exporter, why = variant.exporter, variant.why
-    feeds_names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
-    feeds = {n: t.detach().cpu().numpy() for n, t in zip(feeds_names, ins)}
+    feeds = _feeds(model, ins)
     opset = next((i.version for i in model.opset_import if i.domain in ("", "ai.onnx")), None)
     spec = {"op": "reexport", "module": case.module, "exporter": exporter, "opset": opset,
             "input_shapes": [list(t.shape) for t in ins], **({"decompose": "core_aten"} if variant.decompose else {}),
@@ -179,7 +181,7 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
         check, said = own.check, own.why
     spec.update({"static": True} if sized is not None else {})     # what changed: the sizes (source_fix's code)
     patch = Patch(spec, check, f"{said}{display_name(case.module)} exported alone with {why} (opset {opset}) computes what "
-                  "torch computes", (own.fix if own is not None else variant.fix(opset, target))
+                  "torch computes", (own.fix if own is not None else variant.fix(opset, target, rewrite.said))
                   + ("; keep the file's dynamic shapes for the sizes that change at run time"
                      if ctx.cfg.onnx and ctx.index.has_dynamic_inputs and sized is None
                      and (own is None or own.check in ("lowering", "stability")) else "")
@@ -216,6 +218,12 @@ def _story(ctx: Any, case: Case, module: Any, model: Any, feeds: dict, ev: Eval,
     differs = (export_change(case.model, model, why, named)
                if variant.optimize and variant.peephole and _computes(ev) else "")
     return check, (f"{said[:-2]} ({differs}); " if differs and said.endswith("; ") else said), node, wrong
+
+
+def _feeds(model: Any, ins: list[Any]) -> dict[str, np.ndarray]:
+    """The graph inputs of a re-export (its initializers aside) fed the captured call inputs."""
+    names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    return {n: t.detach().cpu().numpy() for n, t in zip(names, ins)}
 
 
 def _export(module: Any, ins: list[Any], variant: Variant, dims: Optional[list[list[int]]] = None) -> Any:
