@@ -86,6 +86,38 @@ def test_a_mask_over_finite_values_is_no_story():
     assert mask_select_patches(_diagonal_case(x), None) == []       # nothing non-finite: nothing to select out
 
 
+def test_a_constant_fill_of_minus_inf_is_no_singular_point_to_guard():
+    """TorchScript's ``masked_fill(m, -inf)``: a Constant -inf, a Where, then the diagonal's product.  The first node
+    that makes an inf out of inputs holding none is the Constant: the model's own number (torch fills -inf too), not
+    a point a lowering left undefined; a guard there fills the mask with 0 instead and can pass a tolerance by luck
+    (forms40y's NT-Xent: the self-pair's exp(0) moves a row's logsumexp by 1e-5).  The Mul's selection is the story."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from drifttui.core.explain.causes.locate.case import Case
+    from drifttui.core.explain.causes.propose.edits.mask_select import mask_select_patches
+    from drifttui.core.explain.causes.propose.edits.singular import singular_patches
+
+    s = torch.randn(2, 4, 4, generator=torch.Generator().manual_seed(1))
+    upper = torch.ones(4, 4, dtype=torch.bool).triu(1)
+    want = s.masked_fill(upper, float("-inf")).diagonal(dim1=-2, dim2=-1).numpy()
+    vi = helper.make_tensor_value_info
+    nodes = [helper.make_node("Constant", [], ["fill"], name="fill",
+                              value=numpy_helper.from_array(np.array(-np.inf, np.float32))),
+             helper.make_node("Where", ["upper", "fill", "s"], ["masked"], name="masked_fill"),
+             helper.make_node("EyeLike", ["s0"], ["mask"], name="eye"),
+             helper.make_node("Mul", ["masked", "mask"], ["prod"], name="mul"),
+             helper.make_node("ReduceSum", ["prod", "axes"], ["y"], name="sum", keepdims=0)]
+    inits = [numpy_helper.from_array(upper.numpy(), "upper"), numpy_helper.from_array(np.array([-1], np.int64), "axes"),
+             numpy_helper.from_array(np.zeros((4, 4), np.float32), "s0")]
+    g = helper.make_graph(nodes, "g", [vi("s", TensorProto.FLOAT, [2, 4, 4])], [vi("y", TensorProto.FLOAT, [2, 4])],
+                          inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    case = Case(model, {"s": s.numpy()}, {"y": want}, "body", 0, 0, 1e-4, 1e-4, nodes=[n.name for n in nodes])
+    guards = [p.spec["node"] for p in singular_patches(case, None) if p.spec["rewrite"] == "nonfinite_guard"]
+    assert "fill" not in guards and "mul" in guards
+    assert [p.spec["node"] for p in mask_select_patches(case, None)] == ["mul"]
+
+
 class _SelfWeight(nn.Module):
     """causal attention log-weights over 4 tokens of 8, each token's log-weight on itself (``diagonal``)."""
 
