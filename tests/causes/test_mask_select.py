@@ -71,6 +71,41 @@ def test_a_diagonal_as_an_identity_mask_product_is_proposed_a_selection_that_com
     np.testing.assert_array_equal(got, case.expected["y"])       # the selected -inf kept, the rest exact
 
 
+def test_two_diagonals_of_one_matrix_are_selected_together_first():
+    """``logp.diagonal(1)`` and ``logp.diagonal(-1)`` (NT-Xent's positives): each product alone leaves the other NaN."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from drifttui.core.explain.causes.propose.edits.mask_select import mask_select_patches
+    from drifttui.core.onnx.edit.patches import apply
+
+    x = _causal_logp()
+    x = np.where(np.eye(4, dtype=bool), -np.inf, np.nan_to_num(x, neginf=-3.0)).astype(np.float32)  # self masked
+    t = torch.from_numpy(x)
+    want = torch.cat([t.diagonal(1, -2, -1), t.diagonal(-1, -2, -1)], -1).numpy()
+    vi = helper.make_tensor_value_info
+    nodes = [helper.make_node("EyeLike", ["z"], ["up"], name="eye_up", k=1),
+             helper.make_node("EyeLike", ["z"], ["down"], name="eye_down", k=-1),
+             helper.make_node("Mul", ["x", "up"], ["p_up"], name="mul_up"),
+             helper.make_node("Mul", ["x", "down"], ["p_down"], name="mul_down"),
+             helper.make_node("ReduceSum", ["p_up", "axes"], ["s_up"], name="sum_up", keepdims=0),
+             helper.make_node("ReduceSum", ["p_down", "axes"], ["s_down"], name="sum_down", keepdims=0),
+             helper.make_node("Slice", ["s_up", "b0", "e3", "axes"], ["d_up"], name="cut_up"),
+             helper.make_node("Slice", ["s_down", "b1", "e4", "axes"], ["d_down"], name="cut_down"),
+             helper.make_node("Concat", ["d_up", "d_down"], ["y"], name="cat", axis=-1)]
+    ints = {"axes": [-1], "b0": [0], "e3": [3], "b1": [1], "e4": [4]}
+    inits = [numpy_helper.from_array(np.zeros((4, 4), np.float32), "z")] + \
+        [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in ints.items()]
+    g = helper.make_graph(nodes, "g", [vi("x", TensorProto.FLOAT, [2, 4, 4])], [vi("y", TensorProto.FLOAT, [2, 6])],
+                          inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    case = SimpleNamespace(model=model, feeds={"x": x}, expected={"y": want}, elem_types={}, module="body")
+    patches = mask_select_patches(case, None)
+    assert [p.spec["op"] for p in patches] == ["sequence", "rewrite", "rewrite"]
+    assert patches[0].nodes == ["mul_up", "mul_down"]
+    np.testing.assert_array_equal(_run(apply(model, patches[0]), case.feeds), want)
+    assert np.isnan(_run(apply(model, patches[1]), case.feeds)).any()      # one alone: the other diagonal NaN
+
+
 @pytest.mark.parametrize("other", ["half", "zero"])
 def test_a_product_with_no_0_1_mask_is_left_to_other_stories(other):
     from drifttui.core.explain.causes.propose.edits.mask_select import mask_select_patches

@@ -1,11 +1,12 @@
 """The generic patch for a selection lowered as a product with a mask of 0 and 1 (issue 30 point 2).
 
-Where the file's value is NaN or inf and torch's is finite, a ``Mul`` of the origin (of the FX-named wrong lowering
-when there is one) whose one operand holds only 0 and 1 and whose other operand holds inf or NaN where that mask is 0
+Where the file's value is NaN or inf and torch's is finite, a ``Mul`` of the origin whose one operand holds only 0 and 1 and whose other operand holds inf or NaN where that mask is 0
 multiplies away elements torch's op never reads: ``0 * inf`` is NaN.  Both exporters lower ``torch.diagonal`` so
 (``ReduceSum(x * EyeLike(k=offset))``); a log-probability matrix masked with ``-inf`` (a causal attention, masked
 self-pairs, forbidden transitions) is where code reads a diagonal.  The patch computes the product as a selection,
-``Where(mask == 0, 0, x * mask)`` (``onnx/edit/lowerings/mask_select.py``); it is verified like any patch.
+``Where(mask == 0, 0, x * mask)`` (``onnx/edit/lowerings/mask_select.py``), every such ``Mul`` of the origin at once
+first (two diagonals of one matrix, two calls: each alone leaves the other NaN), then each alone; it is verified like
+any patch.
 A ``Mul`` by a constant exact zero (a coefficient, ``beta=0``) is ``singular``'s zero term, not a mask.
 """
 from __future__ import annotations
@@ -18,25 +19,21 @@ from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import picked_values
 from drifttui.core.onnx.edit.patches import Patch
 
-MAX_PATCHES = 3
+MAX_PATCHES = 4
 
 
 def mask_select_patches(case: Case, loc: Any) -> list[Patch]:
     """A ``mask_select`` rewrite per Mul that multiplies inf or NaN by the 0 of a 0/1 mask (none when nothing fits)."""
     wrong = loc.fx.wrong if loc is not None and getattr(loc, "fx", None) is not None else None
-    scope = set(wrong.nodes) if wrong is not None and wrong.nodes else {n.name for n in case.model.graph.node}
-    nodes, known = picked_values(case, lambda n: n.op_type == "Mul" and n.name in scope and len(n.input) == 2)
+    # the whole origin, not only the FX-named group: a second diagonal of the same matrix is another call's group
+    nodes, known = picked_values(case, lambda n: n.op_type == "Mul" and len(n.input) == 2)
     if not nodes or not _nonfinite_where_torch_is_finite(case, known):
         return []
     known = {**_initializers(case.model), **known}
-    out = []
-    for node in nodes:
-        mask = _mask_of(node, known)
-        if mask is not None:
-            out.append(_patch(case, node, mask, wrong))
-        if len(out) >= MAX_PATCHES:
-            break
-    return out
+    found = [(node, mask) for node in nodes for mask in [_mask_of(node, known)] if mask is not None][:MAX_PATCHES]
+    singles = [_patch(case, [(node, mask)], wrong) for node, mask in found]
+    # every such product at once first (two diagonals of one matrix: each alone leaves the other NaN)
+    return ([_patch(case, found, wrong)] if len(found) > 1 else []) + singles
 
 
 def _mask_of(node: Any, known: dict[str, np.ndarray]) -> Optional[str]:
@@ -85,17 +82,20 @@ def _made_by(model: Any, value: str) -> str:
     return node.op_type if node is not None else "a constant"
 
 
-def _patch(case: Case, node: Any, mask: str, wrong: Any) -> Patch:
+def _patch(case: Case, found: list[tuple[Any, str]], wrong: Any) -> Patch:
+    """One ``mask_select`` rewrite, or a ``sequence`` of them (every such product of the origin at once)."""
     of = f" in the lowering of torch's {wrong.target}" if wrong is not None else ""
-    made = _made_by(case.model, mask)
+    made = {_made_by(case.model, mask) for _, mask in found}
     kind = "an identity mask (EyeLike: the exporters' lowering of torch.diagonal, ReduceSum(x * EyeLike))" \
-        if made == "EyeLike" else f"a mask of 0 and 1 ({made})"
-    return Patch({"op": "rewrite", "rewrite": "mask_select", "node": node.name, "mask": mask}, "lowering",
-                 f"Mul {node.name}{of} selects elements by multiplying with {kind}: where the mask is 0 the other "
-                 "operand holds inf or NaN, and 0 * inf is NaN; torch's op reads only the selected elements (a "
-                 "diagonal is a strided view), the lowering multiplies the others by 0; with Where(mask == 0, 0, ·) "
-                 "on the product the file computes what torch computes",
+        if made == {"EyeLike"} else f"a mask of 0 and 1 ({', '.join(sorted(made))})"
+    specs = [{"op": "rewrite", "rewrite": "mask_select", "node": node.name, "mask": mask} for node, mask in found]
+    names = ", ".join(node.name for node, _ in found)
+    return Patch(specs[0] if len(specs) == 1 else {"op": "sequence", "patches": specs}, "lowering",
+                 f"Mul {names}{of} select{'s' if len(specs) == 1 else ''} elements by multiplying with {kind}: where "
+                 "the mask is 0 the other operand holds inf or NaN, and 0 * inf is NaN; torch's op reads only the "
+                 "selected elements (a diagonal is a strided view), the lowering multiplies the others by 0; with "
+                 "Where(mask == 0, 0, ·) on the product the file computes what torch computes",
                  "report the lowering to torch.onnx with `drifttui repro`; until it is fixed, keep the unselected "
                  "elements finite in the model (mask with torch.finfo(dtype).min rather than -inf before the "
                  "selection), or let `drifttui repair` select with Where in the file",
-                 "export", module=case.module, nodes=[node.name])
+                 "export", module=case.module, nodes=[node.name for node, _ in found])
