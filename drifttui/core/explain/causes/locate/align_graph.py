@@ -80,6 +80,15 @@ def leaked(case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
     return None
 
 
+def fed_ops(ops: list[tuple]) -> set[int]:
+    """The ops computed from the module's inputs (the rest: from its state and constants alone)."""
+    fed: set[int] = set()
+    for k, (kind, _, _, ins, _) in enumerate(ops):
+        if kind == "placeholder" or any(i in fed for i in ins):
+            fed.add(k)
+    return fed
+
+
 def _own_value(ops: list[tuple], out: dict[int, str], others: dict[int, list[str]], k: int) -> bool:
     """Whether call ``k`` keeps a found value in ``out``: one that is not the value of an input of it whose torch value
     differs from its own (``log1p(y)`` of a tiny ``y`` is ``y`` within the tolerance, so the file's ``y`` would vouch
@@ -172,8 +181,10 @@ def causal(case: Case, ops: list[tuple], found: dict[int, str], others: dict[int
     equals its call's by coincidence: the input's is moved to another value that holds it as closely and is not
     computed after the call's (a ``round``'s ``Round`` rather than the ``remainder``'s ``Floor`` equal to it); when
     none does, the call's is dropped (``argmax(...) * 0.1 + x`` equal to an earlier ``x + 0.2`` where every row's
-    index is 2: it would vouch for the calls before it)."""
-    producer = producers(case)
+    index is 2: it would vouch for the calls before it).  An input computed from no input of the module (a constant of
+    the forward, ``torch.arange(8)``) contradicts nothing: the exporters fold it, and a value equal to it later in the
+    file is a copy or a coincidence (a diagonal lowering's column indices)."""
+    producer, fed = producers(case), fed_ops(ops)
     order = {n.name: k for k, n in enumerate(case.model.graph.node) if n.name}
     out = dict(found)
     for k in sorted(found):
@@ -189,8 +200,8 @@ def causal(case: Case, ops: list[tuple], found: dict[int, str], others: dict[int
                 return computed_by(producer, order, made.name, v)
             return any(out[k] in producer[n].input for n in _value_nodes(producer, v))
         for i in input_values(ops, out, k):
-            if out[i] == out[k] or not before(out[i]):
-                continue
+            if out[i] == out[k] or i not in fed or not before(out[i]):
+                continue        # a constant of the forward's value later in the file is a copy or a coincidence
             moved = next((v for v in others.get(i, []) if not before(v)), None)
             if moved is None:
                 del out[k]
