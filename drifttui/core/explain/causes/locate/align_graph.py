@@ -21,15 +21,19 @@ def producers(case: Case) -> dict[str, Any]:
 
 
 def ancestors(producer: dict[str, Any], values: list[str]) -> set[str]:
-    """The names of the nodes ``values`` are computed by (the nodes that make them included)."""
+    """The names of the nodes ``values`` are computed by (the nodes that make them included; an If's branches read
+    outer values as inputs: TorchScript's ``diagonal`` picks its window in one)."""
     seen: set[str] = set()
     todo = [v for v in values if v in producer]
     while todo:
         n = producer[todo.pop()]
         if n.name not in seen:
             seen.add(n.name)
-            todo.extend(v for v in n.input if v in producer)
+            todo.extend(v for v in (_reads(n) if n.attribute and n.op_type in _SUBGRAPHS else n.input) if v in producer)
     return seen
+
+
+_SUBGRAPHS = ("If", "Loop", "Scan")
 
 
 def computed_by(producer: dict[str, Any], order: dict[str, int], name: str, value: str) -> bool:
@@ -258,12 +262,17 @@ def fused_into(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, 
 def closest(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals: dict[str, np.ndarray],
             before: set[str]) -> Optional[str]:
     """The ONNX value closest to op ``wrong``'s (of its shape, not computed by its inputs' nodes, not another
-    op's found value, a boolean only for a boolean: a mask is no float's value)."""
+    op's found value, a boolean only for a boolean: a mask is no float's value; for a call computed from the module's
+    inputs, a value computed from the case's feeds: a ``diagonal``'s NaN is farther from torch's than a lowering's
+    constant index vector of its shape, which is no value of the call's)."""
     producer = producers(case)
     want = ops[wrong][2]
     taken = set(found.values())
+    fed = _fed_values(case) if wrong in _fed_ops_cached(ops) else None
     best, err = found.get(wrong), float("inf") if wrong not in found else 0.0
     for v, a in vals.items():
+        if fed is not None and v not in fed:
+            continue        # a call computed from the module's inputs is held by no constant of the file
         if v in producer and v not in taken and want is not None and np.shape(a) == want.shape and \
                 np.asarray(a).dtype.kind in "fiub" and producer[v].name not in before and \
                 (np.asarray(a).dtype.kind == "b") == (want.dtype.kind == "b"):
@@ -271,6 +280,44 @@ def closest(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, val
             if d < err:
                 best, err = v, d
     return best
+
+
+_CACHE: list[tuple[Any, Any]] = []      # (key object, its result): the last few, by identity
+
+
+def _cached(key: Any, make: Any) -> Any:
+    for k, r in _CACHE:
+        if k is key:
+            return r
+    r = make()
+    _CACHE.insert(0, (key, r))
+    del _CACHE[8:]
+    return r
+
+
+def _fed_ops_cached(ops: list[tuple]) -> set[int]:
+    return _cached(ops, lambda: fed_ops(ops))
+
+
+def _fed_values(case: Case) -> set[str]:
+    """The values of the case computed from its feeds' values (the rest: its constants, and what they and the feeds'
+    shapes alone make: a lowering's index vectors)."""
+    def make() -> set[str]:
+        fed = set(case.feeds)
+        for n in case.model.graph.node:
+            if n.op_type not in ("Shape", "Size") and any(i in fed for i in _reads(n)):
+                fed.update(o for o in n.output if o)
+        return fed
+    return _cached(case.model, make)
+
+
+def _reads(node: Any) -> list[str]:
+    """The values a node reads: its inputs, and the outer values its subgraphs read (an If's branches)."""
+    out = list(node.input)
+    for a in node.attribute:
+        for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+            out.extend(i for n in g.node for i in _reads(n))
+    return out
 
 
 def _distance_to(want: np.ndarray, got: np.ndarray) -> float:
