@@ -268,7 +268,7 @@ def closest(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, val
     producer = producers(case)
     want = ops[wrong][2]
     taken = set(found.values())
-    fed = _fed_values(case) if wrong in _fed_ops_cached(ops) else None
+    fed = _fed_values(case) if getattr(case, "feeds", None) and wrong in _fed_ops_cached(ops) else None
     best, err = found.get(wrong), float("inf") if wrong not in found else 0.0
     for v, a in vals.items():
         if fed is not None and v not in fed:
