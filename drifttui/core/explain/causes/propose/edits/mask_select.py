@@ -1,7 +1,8 @@
 """The generic patch for a selection lowered as a product with a mask of 0 and 1 (issue 30 point 2).
 
-Where the file's value is NaN or inf and torch's is finite, a ``Mul`` of the origin whose one operand holds only 0 and 1 and whose other operand holds inf or NaN where that mask is 0
-multiplies away elements torch's op never reads: ``0 * inf`` is NaN.  Both exporters lower ``torch.diagonal`` so
+Where the file's value is NaN or inf and torch's is finite, a ``Mul`` of the origin whose one operand holds only 0 and
+1 and whose other operand holds inf or NaN where that mask is 0 multiplies away elements torch's op never reads:
+``0 * inf`` is NaN.  Both exporters lower ``torch.diagonal`` so
 (``ReduceSum(x * EyeLike(k=offset))``); a log-probability matrix masked with ``-inf`` (a causal attention, masked
 self-pairs, forbidden transitions) is where code reads a diagonal.  The patch computes the product as a selection,
 ``Where(mask == 0, 0, x * mask)`` (``onnx/edit/lowerings/mask_select.py``), every such ``Mul`` of the origin at once
@@ -24,6 +25,8 @@ MAX_PATCHES = 4
 
 def mask_select_patches(case: Case, loc: Any) -> list[Patch]:
     """A ``mask_select`` rewrite per Mul that multiplies inf or NaN by the 0 of a 0/1 mask (none when nothing fits)."""
+    if loc is not None and not getattr(getattr(loc, "ort", None), "nonfinite", 1):
+        return []       # the localisation saw no element inf or NaN on one side only: no run of every node needed
     wrong = loc.fx.wrong if loc is not None and getattr(loc, "fx", None) is not None else None
     # the whole origin, not only the FX-named group: a second diagonal of the same matrix is another call's group
     nodes, known = picked_values(case, lambda n: n.op_type == "Mul" and len(n.input) == 2)
