@@ -20,7 +20,8 @@ Screened and matching (exact, or within 3e-7 relative), so not kept:
   of an empty selection (TorchScript; dynamo cannot export it);
 * export refused by both (so no drift to measure): ``median`` / ``nanmedian``, ``sort(stable=True)``, ``cummax``,
   ``index_reduce``, ``fill_diagonal_``, ``scatter(reduce="add" / "multiply")``; ``trace``, ``diag`` and
-  ``diag_embed`` by TorchScript, ``logcumsumexp`` by TorchScript;
+  ``diag_embed`` by TorchScript, ``logcumsumexp`` by TorchScript; a ``torch.eye(n, dtype=torch.bool)`` mask exports with
+  TorchScript as a bool ``EyeLike``, which ONNX Runtime has no kernel for (the forms write ``torch.eye(n) > 0``);
 * drifting, but a mechanism the suites hold (not kept): an int32 ``cumsum`` past 2**31 (TorchScript; forms40d),
   ``logcumsumexp`` of a ramp (dynamo: torchlib shifts by the row's global max, -inf for the early prefixes;
   forms32), ``index_put(accumulate=True)`` with repeated indices (TorchScript; real.py, forms35),
