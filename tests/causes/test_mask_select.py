@@ -114,6 +114,25 @@ def test_a_product_with_no_0_1_mask_is_left_to_other_stories(other):
     assert mask_select_patches(_diagonal_case(_causal_logp(), other), None) == []
 
 
+def test_a_0_1_mask_made_from_the_data_is_no_selection():
+    """A hard 0/1 target weighing ``log(sigmoid(x))`` (a TorchScript focal loss, forms40j): ``0 * -inf`` there is the
+    stable form's story (float32's underflow), not a selection's: the mask must be structure, not data."""
+    from onnx import TensorProto, helper
+
+    from drifttui.core.explain.causes.propose.edits.mask_select import mask_select_patches
+
+    vi = helper.make_tensor_value_info
+    nodes = [helper.make_node("Mul", ["x", "t"], ["prod"], name="mul")]
+    g = helper.make_graph(nodes, "g", [vi("x", TensorProto.FLOAT, [2, 4]), vi("t", TensorProto.FLOAT, [2, 4])],
+                          [vi("prod", TensorProto.FLOAT, [2, 4])])
+    x = np.array([[-np.inf, -1.0, -2.0, -np.inf]] * 2, np.float32)
+    t = np.array([[0, 1, 1, 0]] * 2, np.float32)
+    case = SimpleNamespace(model=helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+                           feeds={"x": x, "t": t}, expected={"prod": np.where(t > 0, x, 0).astype(np.float32)},
+                           elem_types={}, module="body")
+    assert mask_select_patches(case, None) == []
+
+
 def test_a_mask_over_finite_values_is_no_story():
     from drifttui.core.explain.causes.propose.edits.mask_select import mask_select_patches
 

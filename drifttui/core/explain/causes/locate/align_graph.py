@@ -268,7 +268,7 @@ def closest(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, val
     producer = producers(case)
     want = ops[wrong][2]
     taken = set(found.values())
-    fed = _fed_values(case) if getattr(case, "feeds", None) and wrong in _fed_ops_cached(ops) else None
+    fed = fed_values(case) if getattr(case, "feeds", None) and wrong in _fed_ops_cached(ops) else None
     best, err = found.get(wrong), float("inf") if wrong not in found else 0.0
     for v, a in vals.items():
         if fed is not None and v not in fed:
@@ -299,7 +299,7 @@ def _fed_ops_cached(ops: list[tuple]) -> set[int]:
     return _cached(ops, lambda: fed_ops(ops))
 
 
-def _fed_values(case: Case) -> set[str]:
+def fed_values(case: Case) -> set[str]:
     """The values of the case computed from its feeds' values (the rest: its constants, and what they and the feeds'
     shapes alone make: a lowering's index vectors)."""
     def make() -> set[str]:

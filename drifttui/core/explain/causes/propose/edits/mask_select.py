@@ -8,7 +8,10 @@ self-pairs, forbidden transitions) is where code reads a diagonal.  The patch co
 ``Where(mask == 0, 0, x * mask)`` (``onnx/edit/lowerings/mask_select.py``), every such ``Mul`` of the origin at once
 first (two diagonals of one matrix, two calls: each alone leaves the other NaN), then each alone; it is verified like
 any patch.
-A ``Mul`` by a constant exact zero (a coefficient, ``beta=0``) is ``singular``'s zero term, not a mask.
+A ``Mul`` by a constant exact zero (a coefficient, ``beta=0``) is ``singular``'s zero term, not a mask; a mask computed
+from the case's data (a hard 0/1 target weighing ``t * log(p) + (1 - t) * log(1 - p)``, whose ``-inf`` is float32's
+underflow of ``Log(Sigmoid(x))``: the stable form's story) is no selection: the mask must be structure, made from
+constants and the inputs' shapes alone (an ``EyeLike``).
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.explain.causes.locate.align_graph import fed_values
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import picked_values
 from drifttui.core.onnx.edit.patches import Patch
@@ -33,7 +37,9 @@ def mask_select_patches(case: Case, loc: Any) -> list[Patch]:
     if not nodes or not _nonfinite_where_torch_is_finite(case, known):
         return []
     known = {**_initializers(case.model), **known}
-    found = [(node, mask) for node in nodes for mask in [_mask_of(node, known)] if mask is not None][:MAX_PATCHES]
+    data = fed_values(case)     # a selection mask is structure (an EyeLike of the shapes), not data: a 0/1 target
+    found = [(node, mask) for node in nodes for mask in [_mask_of(node, known)]     # weighs a loss's terms
+             if mask is not None and mask not in data][:MAX_PATCHES]
     singles = [_patch(case, [(node, mask)], wrong) for node, mask in found]
     # every such product at once first (two diagonals of one matrix: each alone leaves the other NaN)
     return ([_patch(case, found, wrong)] if len(found) > 1 else []) + singles
