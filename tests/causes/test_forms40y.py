@@ -53,7 +53,9 @@ Why the misses (what decided it):
   group when named) whose one operand holds only 0 and 1 and whose other operand holds inf or NaN where that mask is
   0 is rewritten as a selection, ``Where(mask == 0, 0, x * mask)`` (``onnx/edit/lowerings/mask_select.py``), told
   as "selects elements by multiplying with an identity mask (EyeLike: the exporters' lowering of torch.diagonal,
-  ReduceSum(x * EyeLike)) ... 0 * inf is NaN"; and ``singular._guarded`` no longer guards a node whose inputs are
+  ReduceSum(x * EyeLike)) ... 0 * inf is NaN"; the mask must be structure (constants and the inputs' shapes), not
+  data (a hard 0/1 target weighing ``Log(Sigmoid(x))`` is the stable form's story: without that rule forms40j's
+  TorchScript focal loss took ``mask_select`` first); and ``singular._guarded`` no longer guards a node whose inputs are
   all constants (a Constant's -inf is the model's own number).  ``test_mask_select.py``: a bare graph (proposed,
   applied: torch's diagonal exactly, a selected -inf kept), a 0.5 weight and a constant 0 left to other stories,
   finite values left alone, a TorchScript-style Constant -inf fill not guarded, and a small model with both
