@@ -59,6 +59,7 @@ from drifttui.core.onnx.edit.lowerings.resize_gather import apply_resize_gather
 from drifttui.core.onnx.edit.lowerings.resize_map import APPLY as RESIZE_MAP
 from drifttui.core.onnx.edit.lowerings.runtime_size import APPLY as RUNTIME_SIZE
 from drifttui.core.onnx.edit.rewriting import APPLY, input_dtype
+from drifttui.core.onnx.edit.lowerings.mask_select import APPLY as MASK_SELECT
 from drifttui.core.onnx.edit.lowerings.masked_positions import APPLY as MASKED
 from drifttui.core.onnx.edit.lowerings.nan_grid import APPLY as NAN_GRID
 from drifttui.core.onnx.edit.lowerings.nan_select import APPLY as NAN_SELECT
@@ -226,7 +227,8 @@ def _rewrites() -> dict[str, Any]:
                                                          "expm1": apply_expm1, "logaddexp": apply_logaddexp,
                                                          **SINGULAR, **REMAINDER, **QUANTIZE, **NAN_SELECT, **MASKED, **ACCUMULATE64,
                                                          **NAN_GRID, **INT_POW, **INT_WRAP, **OPMATH, **OPMATH_SCALAR, **CAST_FIRST, **ORIGIN64,
-                                                         **RESIZE_MAP, **RUNTIME_SIZE, **DROPPED_ADDEND, **CROSSED_CLIP}.items()}
+                                                         **RESIZE_MAP, **RUNTIME_SIZE, **DROPPED_ADDEND, **CROSSED_CLIP,
+                                                         **MASK_SELECT}.items()}
 
 
 def _workaround(model: Any, p: Patch) -> None:

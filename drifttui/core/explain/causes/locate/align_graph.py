@@ -21,15 +21,19 @@ def producers(case: Case) -> dict[str, Any]:
 
 
 def ancestors(producer: dict[str, Any], values: list[str]) -> set[str]:
-    """The names of the nodes ``values`` are computed by (the nodes that make them included)."""
+    """The names of the nodes ``values`` are computed by (the nodes that make them included; an If's branches read
+    outer values as inputs: TorchScript's ``diagonal`` picks its window in one)."""
     seen: set[str] = set()
     todo = [v for v in values if v in producer]
     while todo:
         n = producer[todo.pop()]
         if n.name not in seen:
             seen.add(n.name)
-            todo.extend(v for v in n.input if v in producer)
+            todo.extend(v for v in (_reads(n) if n.attribute and n.op_type in _SUBGRAPHS else n.input) if v in producer)
     return seen
+
+
+_SUBGRAPHS = ("If", "Loop", "Scan")
 
 
 def computed_by(producer: dict[str, Any], order: dict[str, int], name: str, value: str) -> bool:
@@ -78,6 +82,15 @@ def leaked(case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
                                                        if any(producer.get(u) is not None and producer[u].name
                                                               in inside[hit] and u not in allowed for u in x.input)}]
     return None
+
+
+def fed_ops(ops: list[tuple]) -> set[int]:
+    """The ops computed from the module's inputs (the rest: from its state and constants alone)."""
+    fed: set[int] = set()
+    for k, (kind, _, _, ins, _) in enumerate(ops):
+        if kind == "placeholder" or any(i in fed for i in ins):
+            fed.add(k)
+    return fed
 
 
 def _own_value(ops: list[tuple], out: dict[int, str], others: dict[int, list[str]], k: int) -> bool:
@@ -172,8 +185,10 @@ def causal(case: Case, ops: list[tuple], found: dict[int, str], others: dict[int
     equals its call's by coincidence: the input's is moved to another value that holds it as closely and is not
     computed after the call's (a ``round``'s ``Round`` rather than the ``remainder``'s ``Floor`` equal to it); when
     none does, the call's is dropped (``argmax(...) * 0.1 + x`` equal to an earlier ``x + 0.2`` where every row's
-    index is 2: it would vouch for the calls before it)."""
-    producer = producers(case)
+    index is 2: it would vouch for the calls before it).  An input computed from no input of the module (a constant of
+    the forward, ``torch.arange(8)``) contradicts nothing: the exporters fold it, and a value equal to it later in the
+    file is a copy or a coincidence (a diagonal lowering's column indices)."""
+    producer, fed = producers(case), fed_ops(ops)
     order = {n.name: k for k, n in enumerate(case.model.graph.node) if n.name}
     out = dict(found)
     for k in sorted(found):
@@ -189,8 +204,8 @@ def causal(case: Case, ops: list[tuple], found: dict[int, str], others: dict[int
                 return computed_by(producer, order, made.name, v)
             return any(out[k] in producer[n].input for n in _value_nodes(producer, v))
         for i in input_values(ops, out, k):
-            if out[i] == out[k] or not before(out[i]):
-                continue
+            if out[i] == out[k] or i not in fed or not before(out[i]):
+                continue        # a constant of the forward's value later in the file is a copy or a coincidence
             moved = next((v for v in others.get(i, []) if not before(v)), None)
             if moved is None:
                 del out[k]
@@ -247,12 +262,17 @@ def fused_into(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, 
 def closest(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals: dict[str, np.ndarray],
             before: set[str]) -> Optional[str]:
     """The ONNX value closest to op ``wrong``'s (of its shape, not computed by its inputs' nodes, not another
-    op's found value, a boolean only for a boolean: a mask is no float's value)."""
+    op's found value, a boolean only for a boolean: a mask is no float's value; for a call computed from the module's
+    inputs, a value computed from the case's feeds: a ``diagonal``'s NaN is farther from torch's than a lowering's
+    constant index vector of its shape, which is no value of the call's)."""
     producer = producers(case)
     want = ops[wrong][2]
     taken = set(found.values())
+    fed = fed_values(case) if getattr(case, "feeds", None) and wrong in _fed_ops_cached(ops) else None
     best, err = found.get(wrong), float("inf") if wrong not in found else 0.0
     for v, a in vals.items():
+        if fed is not None and v not in fed:
+            continue        # a call computed from the module's inputs is held by no constant of the file
         if v in producer and v not in taken and want is not None and np.shape(a) == want.shape and \
                 np.asarray(a).dtype.kind in "fiub" and producer[v].name not in before and \
                 (np.asarray(a).dtype.kind == "b") == (want.dtype.kind == "b"):
@@ -260,6 +280,44 @@ def closest(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, val
             if d < err:
                 best, err = v, d
     return best
+
+
+_CACHE: list[tuple[Any, Any]] = []      # (key object, its result): the last few, by identity
+
+
+def _cached(key: Any, make: Any) -> Any:
+    for k, r in _CACHE:
+        if k is key:
+            return r
+    r = make()
+    _CACHE.insert(0, (key, r))
+    del _CACHE[8:]
+    return r
+
+
+def _fed_ops_cached(ops: list[tuple]) -> set[int]:
+    return _cached(ops, lambda: fed_ops(ops))
+
+
+def fed_values(case: Case) -> set[str]:
+    """The values of the case computed from its feeds' values (the rest: its constants, and what they and the feeds'
+    shapes alone make: a lowering's index vectors)."""
+    def make() -> set[str]:
+        fed = set(case.feeds)
+        for n in case.model.graph.node:
+            if n.op_type not in ("Shape", "Size") and any(i in fed for i in _reads(n)):
+                fed.update(o for o in n.output if o)
+        return fed
+    return _cached(case.model, make)
+
+
+def _reads(node: Any) -> list[str]:
+    """The values a node reads: its inputs, and the outer values its subgraphs read (an If's branches)."""
+    out = list(node.input)
+    for a in node.attribute:
+        for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+            out.extend(i for n in g.node for i in _reads(n))
+    return out
 
 
 def _distance_to(want: np.ndarray, got: np.ndarray) -> float:

@@ -27,6 +27,7 @@ from drifttui.core.explain.causes.propose.edits.crossed_clip import crossed_clip
 from drifttui.core.explain.causes.propose.edits.dropped_addend import dropped_addend_patches
 from drifttui.core.explain.causes.propose.edits.int_pow import int_pow_patches
 from drifttui.core.explain.causes.propose.edits.int_wrap import int_wrap_patches
+from drifttui.core.explain.causes.propose.edits.mask_select import mask_select_patches
 from drifttui.core.explain.causes.propose.edits.nan_grid import nan_grid_patches
 from drifttui.core.explain.causes.propose.edits.nan_select import nan_select_patches
 from drifttui.core.explain.causes.propose.numerics.opmath import opmath_patches
@@ -73,6 +74,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
     if loc is not None:
         out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind, loc.torch_calls))
         out.extend(dropped_addend_patches(case, loc))     # before the guards: log(0) of a dropped eps
+        out.extend(mask_select_patches(case, loc))     # before the guards: a selection by a 0/1 mask, not a point
         out.extend(singular_patches(case, loc))
         out.extend(nan_select_patches(case, loc))
         out.extend(accumulate64_patches(case))

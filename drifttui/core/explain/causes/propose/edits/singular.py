@@ -105,17 +105,19 @@ def _nonfinite_where_torch_is_finite(case: Case, vals: dict[str, np.ndarray]) ->
 
 def _guarded(case: Case, vals: dict[str, np.ndarray], wrong: Any, loc: Any) -> list[tuple[Any, float]]:
     """(node, c) to guard: the FX-named wrong node (c: torch's one value where the file's is not
-    finite), else the first nodes that make a NaN (or an inf) out of inputs that hold none."""
+    finite), else the first nodes that make a NaN (or an inf) out of inputs that hold none, of which one at least
+    is computed (a Constant holding -inf is the model's own fill value: torch's ``masked_fill`` holds it too)."""
     nodes = {n.name: n for n in case.model.graph.node}
     if wrong is not None and wrong.nodes and wrong.nodes[-1] in nodes:
         node = nodes[wrong.nodes[-1]]
         return [(node, _torch_value(loc.fx.torch_values.get(node.output[0]), vals.get(node.output[0])))]
     out = []
-    known = {**_constants(case.model), **case.feeds, **vals}
+    consts = _constants(case.model)
+    known = {**consts, **case.feeds, **vals}
     for n in case.model.graph.node:
         got = vals.get(n.output[0]) if n.output else None
-        if got is None or np.asarray(got).dtype.kind != "f":
-            continue
+        if got is None or np.asarray(got).dtype.kind != "f" or all(i in consts for i in n.input if i):
+            continue        # a constant's inf (a masked_fill's -inf) is the model's own number, no singular point
         ins = [np.asarray(known[i]) for i in n.input if i in known]
         for test in (np.isnan, np.isinf):
             if test(got).any() and not any(a.dtype.kind == "f" and test(a).any() for a in ins):
