@@ -228,6 +228,8 @@ def budget_line(layer: Layer) -> Text:
     if b.share is not None:
         line.append("  share of output error ", style="dim")
         line.append(f"{100 * b.share:.0f}%")
+        if b.share < 0:
+            line.append(" (in float32 the outputs' error grows: see the run notes)", style="dim")
     line.append("  ")
     if b.over and layer.status != DRIFT:
         # its own error is over its worst-case bound (not measured: not judged alone) but its output is
