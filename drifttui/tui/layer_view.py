@@ -225,7 +225,7 @@ def budget_line(layer: Layer) -> Text:
     if b.own_loss_db is not None:
         line.append("  own loss ", style="dim")
         line.append("inf dB" if b.own_loss_db == float("inf") else f"{b.own_loss_db:.1f} dB")
-    if b.share is not None:
+    if b.share is not None and b.share == b.share:      # NaN: not measurable
         line.append("  share of output error ", style="dim")
         line.append(f"{100 * b.share:.0f}%")
         if b.share < 0:
