@@ -54,3 +54,27 @@ def test_a_pool_onnxsim_removed_owns_no_node_of_the_block_before_it(tmp_path):
     assert not {"Add", "Relu", "Conv"} & set(pool.op_types), pool.op_types
     assert pool.onnx_nodes == [] and pool.status != "drift"
     assert result.verdict == "ok"
+
+
+def test_an_exact_tie_goes_to_the_value_the_reference_s_op_kind_computes(tmp_path):
+    """TorchScript writes the pool as GlobalAveragePool, which onnxsim keeps: over a 1x1 map its output holds exactly
+    the ReLU's numbers.  Both tied exactly for the pool and the first candidate won, so the pool was mapped to the
+    ReLU's value and the Linear's row carried GlobalAveragePool and Flatten.  Among exact ties the value computed by
+    the reference value's kind of op is now taken (prepare/plan/nearest.py), as among near ties."""
+    needs("onnxsim")
+    from drifttui.core.pipeline import run_once
+    from drifttui.core.result import Config
+    from tests.deploy import processed as P
+
+    raw = tmp_path / "raw.onnx"
+    torch.onnx.export(model(), (inputs(),), str(raw), dynamo=False, input_names=["x"], opset_version=17)
+    sim = P.onnxsim(raw, tmp_path / "sim.onnx")
+    import onnx
+
+    assert any(n.op_type == "GlobalAveragePool" for n in onnx.load(str(sim)).graph.node), "the case's premise"
+    result = run_once(Config(model=f"{__file__}:model", inputs=f"{__file__}:inputs", onnx=str(sim),
+                             samples=1)).result
+    by = {L.module: L for L in result.layers}
+    assert by["pool"].op_types == ["GlobalAveragePool"], by["pool"].op_types
+    assert "GlobalAveragePool" not in by["fc"].op_types, by["fc"].op_types
+    assert result.verdict == "ok"
