@@ -29,8 +29,10 @@ def precision_finding(ctx: Any) -> Optional[Finding]:
     layer = result.layers[o.layer]
     b = layer.budget
     call_budget = ((ctx.prepared.budgets or ({}, 0.0))[0]).get(o.layer)
-    if b is None or not b.over or b.share is None or b.share < GENUINE_SHARE or call_budget is None \
-            or not call_budget.node_ids:
+    if b is None or not b.over or call_budget is None or not call_budget.node_ids:
+        return None
+    over = overflow(ctx, o, b.format)       # values the format cannot hold: its precision, whatever the share
+    if not over and (b.share is None or b.share < GENUINE_SHARE):
         return None
     budgets = (ctx.prepared.budgets or ({}, 0.0))[0]
     # a QOperator layer reads float values only with the layers whose quantized outputs it reads
@@ -40,11 +42,11 @@ def precision_finding(ctx: Any) -> Optional[Finding]:
     own = layer.local.max_abs.worst if layer.local is not None else None
     loss = "" if b.own_loss_db is None else (" (own loss inf dB)" if b.own_loss_db == float("inf")
                                              else f" (own loss {b.own_loss_db:.1f} dB)")
-    share = (f"causes {b.share:.0%} of the model outputs' error (measured: its {len(nodes)} reduced node(s) computed "
+    share = ("its share of the model outputs' error was not measured" if b.share is None else
+             f"causes {b.share:.0%} of the model outputs' error (measured: its {len(nodes)} reduced node(s) computed "
              "in float32 remove that share)" if math.isfinite(b.share) else
              f"its share of the model outputs' error is not measurable (its {len(nodes)} reduced node(s) computed in "
              "float32 alone leave the outputs not finite)")
-    over = overflow(ctx, o, b.format)
     message = (f"{display_name(layer.module)} is over its {b.format} precision budget{loss} and {share}"
                f"{'; ' + over['sentence'] if over else ''}: the precision this layer is stored in, not a mistranslation")
     evidence = {"format": b.format, "own budget": b.own_budget, "own loss dB": b.own_loss_db, "share": b.share,
