@@ -60,9 +60,9 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     for row in res.stages:
         d = row.to_dict()
         vs = d["vs_previous"]
-        prev = "" if vs is None else (f"; vs stage {row.index - 1}: max|d| {vs['max_abs']:.3g}"
-                                      + (" (over the tolerance)" if vs.get("fails") else "") if vs.get("compared")
-                                      else f"; vs stage {row.index - 1}: {vs['why']}")
+        prev = "" if vs is None else (f"; vs stage {row.index - 1}: max|d| {vs['max_abs']:.3g} "
+                                      f"({'over' if vs.get('fails') else 'within'} {vs['judged']})"
+                                      if vs.get("compared") else f"; vs stage {row.index - 1}: {vs['why']}")
         _say(f"stage {row.index} {row.path}: {d['verdict']} ({d['precision']}), outputs max|d| "
              f"{d['outputs_max_abs']:.3g}" + (f", origin {d['origin']}" if d["origin"] else "") + prev)
     _say(res.summary)

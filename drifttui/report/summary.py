@@ -166,7 +166,8 @@ def precision_story(result: Result) -> str:
     own = ""
     if b is not None:
         db = f"{b.own_loss_db:.1f} dB, " if b.own_loss_db is not None else ""
-        share = f", share of the output error {b.share:.0%}" if b.share is not None else ""
+        share = "" if b.share is None else f", share of the output error {b.share:.0%}" + \
+            (" (in float32 the outputs' error grows)" if b.share < 0 else "")
         own = f" (own error {db}budget {b.own_budget:.3g} of its scale{share})"
     return (f"also over the {p.format} precision budget, from {layer_name(o.module, o.call)}{own}: the file's "
             f"precision, a separate story from the drift at {origin_name(result)}; fix the drift first, then "

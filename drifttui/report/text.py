@@ -209,7 +209,7 @@ def budget_cells(L: Layer) -> list:
     b = L.budget
     if b is None or b.format == "float32":
         return ["-", "-", "-"]
-    share = "-" if b.share is None else f"{100 * b.share:.0f}%"
+    share = "-" if b.share is None or b.share != b.share else f"{100 * b.share:.0f}%"     # NaN: not measurable
     style = ("bold red" if L.status == DRIFT else "yellow") if b.over else ""
     return [Text(db(b.own_loss_db), style=style), share, own_budget_cell(b)]
 

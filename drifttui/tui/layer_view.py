@@ -225,9 +225,11 @@ def budget_line(layer: Layer) -> Text:
     if b.own_loss_db is not None:
         line.append("  own loss ", style="dim")
         line.append("inf dB" if b.own_loss_db == float("inf") else f"{b.own_loss_db:.1f} dB")
-    if b.share is not None:
+    if b.share is not None and b.share == b.share:      # NaN: not measurable
         line.append("  share of output error ", style="dim")
         line.append(f"{100 * b.share:.0f}%")
+        if b.share < 0:
+            line.append(" (in float32 the outputs' error grows: see the run notes)", style="dim")
     line.append("  ")
     if b.over and layer.status != DRIFT:
         # its own error is over its worst-case bound (not measured: not judged alone) but its output is

@@ -99,3 +99,41 @@ def test_elementwise_gap_counts_equal_infinities_as_equal_and_unequal_ones_as_in
     assert elementwise_gap(mask, np.array([0.0, 0.0, np.nan, 1.0], dtype=np.float32)) == np.inf
     assert elementwise_gap(mask, np.array([0.0, -np.inf, 0.0, 1.0], dtype=np.float32)) == np.inf
     assert elementwise_gap(np.zeros(0), np.zeros(0)) == 0.0
+
+
+def test_values_saturated_on_the_same_side_agree_whatever_their_dtypes():
+    """An attention mask: torch writes float32's min, a float16 file -65504 or -inf. Both are "minus infinity"
+    to the softmax that reads them: they agree and stay out of the figures (before: an own error of 3.40e+38, on
+    a scale of 3.40e+38 that let any error through)."""
+    import torch
+
+    lo32 = float(torch.finfo(torch.float32).min)
+    t = torch.tensor([0.5, -1.25, lo32, lo32], dtype=torch.float32)
+    for file_lo in (-65504.0, -np.inf):
+        o = np.array([0.5 + 1e-3, -1.25, file_lo, file_lo], dtype=np.float16)
+        s = compare(t, o, 1e-4, 1e-4)
+        assert s.nan_mismatch == 0 and math.isfinite(s.max_abs)
+        assert s.max_abs == pytest.approx(abs(float(np.float16(0.5 + 1e-3)) - 0.5))
+        assert s.max_t == 1.25                     # the scale of the values the mask leaves
+        assert s.max_abs < 1e-3 and s.cosine > 0.99
+    # the other sign, and the roles swapped: a float16 torch side against a float32 file
+    hi16 = torch.tensor([65504.0, 2.0], dtype=torch.float16)
+    assert compare(hi16, np.array([np.finfo(np.float32).max, 2.0], np.float32)).max_abs == 0.0
+    assert compare(hi16, np.array([np.inf, 2.0], np.float32)).max_abs == 0.0
+
+
+def test_saturation_never_hides_an_overflow_or_a_sign_flip():
+    """A finite torch value short of its dtype's extreme that the file holds as inf or as its own extreme is an
+    error (issue #30: non-finite values are errors); so are two extremes of opposite signs."""
+    import torch
+
+    lo32 = float(torch.finfo(torch.float32).min)
+    over = compare(torch.tensor([7.8e4, 1.0]), np.array([np.inf, 1.0], np.float16), 1e-4, 1e-4)
+    assert math.isinf(over.max_abs) and over.nan_mismatch == 1 and over.fails()
+    clipped = compare(torch.tensor([-7.8e4, 1.0]), np.array([-65504.0, 1.0], np.float16), 1e-4, 1e-4)
+    assert clipped.max_abs == pytest.approx(7.8e4 - 65504.0) and clipped.fails()
+    flipped = compare(torch.tensor([lo32, 1.0]), np.array([np.inf, 1.0], np.float16), 1e-4, 1e-4)
+    assert math.isinf(flipped.max_abs) and flipped.fails()
+    # torch saturated, the file a large finite number short of its own extreme: measured, not excused
+    short = compare(torch.tensor([lo32, 1.0]), np.array([-1e4, 1.0], np.float16), 1e-4, 1e-4)
+    assert short.max_abs > 1e38

@@ -156,16 +156,33 @@ def compare(t: Any, o: Any, atol: Optional[float] = None, rtol: Optional[float] 
     and its sum (a dot with ones), and the min/max of t; o.o and t.o follow exactly from those
     (o.o = t.t - 2 t.d + d.d, t.o = t.t - t.d), which also makes the cosine of two identical
     tensors exactly 1.  numpy, single-threaded: torch's threaded reductions on many small
-    tensors cost more in thread wake-ups than the arithmetic.  Non-finite values take the
-    element-wise path.
+    tensors cost more in thread wake-ups than the arithmetic.  Non-finite values, and torch values at
+    their dtype's largest magnitude, take the element-wise path.
+
+    Two values saturated on the same side, each at its own dtype's largest finite magnitude or
+    infinite (torch's float32 ``finfo.min`` attention mask against the float16 file's -65504 or
+    -inf), are the same number to every consumer: they agree, and like two equal infinities they
+    are left out of the sums and of the scale.  A finite torch value short of its dtype's extreme
+    that the file holds as inf is not saturated on the torch side: an infinite error.
     """
     floor = rtol_floor(t, o)     # float16 / bfloat16: rtol_eff = max(rtol, K_EPS * eps), core/tolerance.py
     if rtol is not None:
         rtol = max(rtol, floor)
     with np.errstate(all="ignore"):     # overflow / inf - inf are measured, not warned about
-        st = _compare(_f32(t), _f32(o), atol, rtol, channel_axis)
+        st = _compare(_f32(t), _f32(o), atol, rtol, channel_axis, (_largest(t), _largest(o)))
     st.rfloor = floor
     return st
+
+
+def _largest(a: Any) -> float:
+    """The largest finite magnitude of ``a``'s float dtype (float16: 65504); inf for other dtypes (no value of
+    theirs is saturated short of infinity)."""
+    dt = getattr(a, "dtype", None)
+    if isinstance(dt, torch.dtype):
+        return float(torch.finfo(dt).max) if dt.is_floating_point else math.inf
+    if dt is not None and np.issubdtype(dt, np.floating):
+        return float(np.finfo(dt).max)
+    return math.inf
 
 
 def _channel_max(d: np.ndarray, shape: tuple[int, ...], axis: int) -> np.ndarray:
@@ -178,7 +195,7 @@ def _channel_max(d: np.ndarray, shape: tuple[int, ...], axis: int) -> np.ndarray
 
 
 def _compare(tt: np.ndarray, oo: np.ndarray, atol: Optional[float], rtol: Optional[float],
-             channel_axis: Optional[int] = None) -> Stats:
+             channel_axis: Optional[int] = None, largest: tuple[float, float] = (math.inf, math.inf)) -> Stats:
     if tt.shape != oo.shape:
         if tt.size == oo.size:
             oo = oo.reshape(tt.shape)
@@ -202,8 +219,8 @@ def _compare(tt: np.ndarray, oo: np.ndarray, atol: Optional[float], rtol: Option
         max_abs = float(_MAX(d))
     max_t = max(float(_MAX(tt)), -float(_MIN(tt)))
     if not (math.isfinite(max_abs) and math.isfinite(max_t) and math.isfinite(dd) and math.isfinite(t_t)
-            and math.isfinite(t_d)):
-        return _compare_np(tt, oo, atol, rtol)
+            and math.isfinite(t_d)) or max_t >= largest[0]:
+        return _compare_np(tt, oo, atol, rtol, largest)
     n_out = _n_out(d, max_abs, max_t, atol, rtol)
     n_spread = int(np.count_nonzero(d >= 0.5 * max_abs)) if max_abs > 0 else 0
     sum_abs = float(np.dot(d, _ones(n))) if n <= _ONES_MAX else float(d.sum())
@@ -249,21 +266,26 @@ def _f32(a: Any) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float32)
 
 
-def _compare_np(t: np.ndarray, o: np.ndarray, atol: Optional[float], rtol: Optional[float]) -> Stats:
-    """The element-wise path (1-D float32 arrays of equal size), used when values are not finite.
+def _compare_np(t: np.ndarray, o: np.ndarray, atol: Optional[float], rtol: Optional[float],
+                largest: tuple[float, float] = (math.inf, math.inf)) -> Stats:
+    """The element-wise path (1-D float32 arrays of equal size), used when values are not finite or
+    torch's reach its dtype's largest magnitude (``largest``: torch's and the file's, ``compare``).
 
     An element where exactly one side is NaN/Inf (or both are, differently) is an infinite error:
     ``max_abs`` is inf and ``nan_mismatch`` counts such elements (the mean, RMSE and cosine are over
-    the finite pairs; the spread counts the non-finite ones, the elements carrying the error)."""
+    the finite pairs; the spread counts the non-finite ones, the elements carrying the error).  A pair
+    saturated on the same side (each at its own dtype's extreme or infinite) agrees, like equal
+    infinities, and is left out of the figures."""
     n = t.size
     ft = np.isfinite(t)
     fo = np.isfinite(o)
     nan_mismatch = 0
-    if not (ft.all() and fo.all()):
+    saturated = ((t >= largest[0]) & (o >= largest[1])) | ((t <= -largest[0]) & (o <= -largest[1]))
+    if not (ft.all() and fo.all()) or saturated.any():
         # same non-finite value on both sides is agreement; exactly one side is a mismatch
-        same = (t == o) | (np.isnan(t) & np.isnan(o))
+        same = (t == o) | (np.isnan(t) & np.isnan(o)) | saturated
         nan_mismatch = int(np.count_nonzero((~ft | ~fo) & ~same))
-        keep = ft & fo
+        keep = ft & fo & ~saturated
         t, o = t[keep], o[keep]
         if t.size == 0:
             return Stats(n=n, nan_mismatch=nan_mismatch, n_out=nan_mismatch if atol is not None else 0,

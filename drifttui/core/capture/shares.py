@@ -92,4 +92,19 @@ def measure(pr: Any, cfg: Any, feeds: dict, torch_outs: list[Any], order: list[i
     if notes is not None and len(calls) < sum(1 for b in budgets.values() if b.node_ids):
         notes.append(f"the share of the output error was measured for the {len(calls)} reduced-precision layers with "
                      "the lowest own SQNR (sample 0)")
+    if notes is not None:
+        notes.extend(negative_note(shares, pr.calls))
     return shares
+
+
+def negative_note(shares: dict[int, float], calls: Sequence[Any]) -> list[str]:
+    """What a negative share means, said once when there is one: that layer computed in float32 makes the outputs'
+    error larger (its roundings partly cancel other layers'), so no layer owns a fixed part of the error."""
+    below = sorted((s, c) for c, s in shares.items() if s < 0)
+    if not below:
+        return []
+    named = ", ".join(f"{calls[c].module or '(root)'} {s:.0%}" for s, c in below[:3])
+    more = f" and {len(below) - 3} more" if len(below) > 3 else ""
+    return [f"a negative share ({named}{more}): computing that layer in float32 makes the outputs' error larger "
+            "(share = 1 - the outputs' squared error with it in float32 / as the file is, sample 0): its roundings "
+            "partly cancel other layers' (keeping it in float32 is no fix)"]

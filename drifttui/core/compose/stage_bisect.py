@@ -68,7 +68,10 @@ class StageBisect:
     @property
     def summary(self) -> str:
         if self.first is None:
-            return f"no stage drifts: all {len(self.stages)} files agree with torch"
+            budgeted = [f"stage {s.index} {s.result.precision.format}" for s in self.stages
+                        if s.result.precision is not None and s.result.precision.output_budget > 0]
+            return (f"no stage drifts: all {len(self.stages)} files agree with torch"
+                    + (f" ({', '.join(budgeted)}: within its precision budget)" if budgeted else ""))
         where = f"stage {self.first} ({Path(self.stages[self.first].path).name})"
         text = f"the drift first appears at {where}"
         if self.origin:
@@ -112,7 +115,7 @@ def bisect_stages(config: Config, stages: list[str], progress: ProgressFn = no_p
         out.counts["per_layer_passes"] += 1
         outs = _stage_outputs(run, cfg)
         out.counts["ort_runs"] += 1
-        row = StageRow(i, str(path), run.result, _vs(prev_outs, outs, cfg) if prev_outs is not None else None)
+        row = StageRow(i, str(path), run.result, _vs(prev_outs, outs, cfg, run.result) if prev_outs is not None else None)
         out.stages.append(row)
         prev_outs = outs
         if row.drifts and out.first is None:
@@ -135,15 +138,23 @@ def _stage_outputs(run: Run, cfg: Config) -> list[list[np.ndarray]]:
     return res
 
 
-def _vs(prev: list[list[np.ndarray]], cur: list[list[np.ndarray]], cfg: Config) -> dict[str, Any]:
-    """The stage's outputs against the stage before it (the previous file plays torch's role)."""
+def _vs(prev: list[list[np.ndarray]], cur: list[list[np.ndarray]], cfg: Config,
+        result: Optional[Result] = None) -> dict[str, Any]:
+    """The stage's outputs against the stage before it (the previous file plays torch's role), judged as the
+    stage's own check judges its outputs: a reduced-precision stage by its outputs' precision budget (``judged``
+    says which: the line and the verdict use one rule)."""
     if len(prev) != len(cur) or any(len(a) != len(b) for a, b in zip(prev, cur)):
         return {"compared": False, "why": "the two files have different outputs"}
     st = Stats()
     for a, b in zip(prev, cur):
         for x, y in zip(a, b):
             st.add(compare(x, y, cfg.atol, cfg.rtol))
-    return {"compared": True, "max_abs": st.max_abs, "max_rel": st.max_rel, "fails": st.fails()}
+    p = result.precision if result is not None else None
+    budget = p.output_budget if p is not None and p.output_budget > cfg.rtol else 0.0
+    judged = (f"the {p.format} output budget {budget:.2g} of the outputs' scale" if budget and p is not None
+              else f"the tolerance atol {cfg.atol:g}, rtol {cfg.rtol:g}")
+    fails = st.fails_at(cfg.atol, budget) if budget else st.fails()
+    return {"compared": True, "max_abs": st.max_abs, "max_rel": st.max_rel, "fails": fails, "judged": judged}
 
 
 def _explain_first(out: StageBisect, pipe: Pipeline, run: Run, stages: list[str], cfg: Config,

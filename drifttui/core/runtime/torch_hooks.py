@@ -36,6 +36,8 @@ class TensorRef:
     dtype: str
     producer: Optional[tuple[int, int]] = None   # (call index, output position) that made it
     passthrough: bool = False                    # an output that is one of the call's own inputs
+    inner: Optional[tuple[int, int]] = None      # an output: the earlier call that made this very tensor (a
+                                                 # container returning its last child's output), None: its own
 
     @classmethod
     def of(cls, t: torch.Tensor, **kw: Any) -> "TensorRef":
@@ -244,6 +246,8 @@ class Hooks:
                 # such as ReLU(inplace=True) returns its input too, but with a new version)
                 call.outputs = [TensorRef.of(t, passthrough=id(t) in ins and ins[id(t)] is not None
                                              and ins[id(t)] == _version(t)) for t in outs]
+                for ref, t in zip(call.outputs, outs):
+                    ref.inner = self._inner(idx, t)
                 if len(outs) > 1:
                     # kept to pair same-shaped outputs with ONNX values by content (mapping)
                     self.multi_out[idx] = [t.detach().float().clone() for t in outs]
@@ -272,6 +276,15 @@ class Hooks:
             self.calls[k].inputs, self.calls[k].outputs = [], []
             self._nested.discard(k)
             self.multi_out.pop(k, None)
+
+    def _inner(self, idx: int, t: torch.Tensor) -> Optional[tuple[int, int]]:
+        """The call inside call ``idx`` that made its output ``t``, this very tensor: a container handing on its
+        child's output.  None for a tensor made before the call (its input, changed in place or not)."""
+        where = self._producer(t)
+        k = where[0] if where is not None and where[0] > idx else None
+        while k is not None and k < len(self.calls) and self.calls[k].parent is not None and k != idx:
+            k = self.calls[k].parent
+        return where if k == idx else None
 
     def _producer(self, t: torch.Tensor) -> Optional[tuple[int, int]]:
         entry = self._ids.get(id(t))

@@ -40,6 +40,18 @@ def _children(calls: list[Call]) -> dict[int, list[int]]:
     return kids
 
 
+def innermost(calls: list[Call], where: Optional[tuple[int, int]]) -> Optional[tuple[int, int]]:
+    """The call that made a tensor, through the containers that hand it on unchanged (timm's deep stem: a
+    Sequential whose last Conv's output the next BatchNorm reads, outside it)."""
+    seen = 0
+    while where is not None and where[0] < len(calls) and where[1] < len(calls[where[0]].outputs) and seen < 64:
+        inner = calls[where[0]].outputs[where[1]].inner
+        if inner is None:
+            break
+        where, seen = inner, seen + 1
+    return where
+
+
 def _static(index: GraphIndex, value: str, depth: int = 0) -> bool:
     """An initializer or constant, or computed from those only (``Identity(weight)``)."""
     if index.is_static(value):
@@ -77,7 +89,7 @@ def _folded_value(index: GraphIndex, calls: list[Call], plan: Plan, bn: int, kid
     call = calls[bn]
     if plan.calls[bn].own or not has_params.get(call.module) or not call.inputs or not call.outputs:
         return None     # the BatchNorm has a node of its own (or nothing to fold)
-    prod = call.inputs[0].producer
+    prod = innermost(calls, call.inputs[0].producer)
     if prod is None:
         return None
     conv_i, pos = prod
@@ -193,7 +205,7 @@ def conv_bn_folds(model: Any, calls: list[Call]) -> Iterator[tuple[Call, Call, A
             continue
         if bn.training or bn.running_var is None or bn.num_features != conv.out_channels:
             continue
-        producer = call.inputs[0].producer if call.inputs else None
+        producer = innermost(calls, call.inputs[0].producer) if call.inputs else None
         if producer is not None and producer[0] != prev.index:
             continue
         yield prev, call, conv, bn

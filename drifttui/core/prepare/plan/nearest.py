@@ -74,8 +74,9 @@ def closest(a: np.ndarray, mask: int, cands: list[str], dep_vals: dict[str, np.n
             best = Match(d, err, err <= EQUAL_RTOL, perm)
         if prefer is not None and same and prefer(d) and (liked is None or err < liked.err):
             liked = Match(d, err, err <= EQUAL_RTOL, perm)
-    if best is not None and liked is not None and not best.exact and liked.err <= NEAR_TIE * best.err:
-        return liked
+    if best is not None and liked is not None and (liked.err <= best.err
+                                                   or not best.exact and liked.err <= NEAR_TIE * best.err):
+        return liked      # exact ties too: a pool over a 1x1 map holds its input's numbers, its own node is the pool
     return best
 
 

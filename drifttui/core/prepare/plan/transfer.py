@@ -26,11 +26,14 @@ def _subtrees(calls: list) -> dict[int, set[int]]:
     return below
 
 
-def _region(dep: Any, outs: list[str], ci: int, table: dict, below: set[int]) -> set[int]:
-    """The deployed nodes between call ``ci``'s inputs and its outputs."""
+def _region(dep: Any, outs: list[str], ci: int, table: dict, below: set[int], ins: frozenset[str] = frozenset()
+            ) -> set[int]:
+    """The deployed nodes between call ``ci``'s inputs and its outputs.  A value that is one of the call's inputs
+    (``ins``) was computed before it, also when it is its output too: a call the file computes as an identity (a
+    pool over a 1x1 map that onnxsim removed) has no node of its own, not its input's producers."""
     seen: set[int] = set()
     stack = list(outs)
-    visited: set[str] = set()
+    visited: set[str] = set(ins)
     while stack:
         v = stack.pop()
         if v in visited:
@@ -48,6 +51,14 @@ def _region(dep: Any, outs: list[str], ci: int, table: dict, below: set[int]) ->
                 continue     # a value of a call outside this one: its input
             stack.append(u)
     return seen
+
+
+def _input_values(call: Any, maps: list[CallMap], cm: CallMap) -> frozenset[str]:
+    """The deployed values call ``call`` reads: its mapped inputs and the outputs of the calls whose torch outputs it
+    takes (a call's input is often no value of the reference plan's inputs)."""
+    made = (maps[t.producer[0]].outputs.get(t.producer[1]) for t in call.inputs
+            if t.producer is not None and t.producer[0] != call.index and t.producer[0] < len(maps))
+    return frozenset(v for v in (*cm.inputs.values(), *made) if v)
 
 
 def build_transferred_plan(dep: Any, calls: list, ref_plan: Plan, tr: Transferred, ref: Any) -> Plan:
@@ -87,7 +98,7 @@ def build_transferred_plan(dep: Any, calls: list, ref_plan: Plan, tr: Transferre
             continue
         if not cm.outputs:
             continue
-        region = _region(dep, list(cm.outputs.values()), cm.call, table, below[cm.call])
+        region = _region(dep, list(cm.outputs.values()), cm.call, table, below[cm.call], _input_values(call, maps, cm))
         cm.nodes = sorted(region)
         for ni in region:
             if node_call[ni] is None or call.depth + 1 > depth_of[ni]:
