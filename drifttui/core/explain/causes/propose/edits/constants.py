@@ -40,6 +40,19 @@ def read_constants(model: Any) -> list[tuple[str, Any]]:
     return [(name, t) for name, t in tensors if name in read]
 
 
+def constant_arrays(model: Any, names: Optional[set[str]] = None) -> dict[str, np.ndarray]:
+    """Value name -> the array of every initializer and Constant of ``model`` (a case: its weights are in
+    the proto), or of those ``names`` only."""
+    from onnx import numpy_helper
+
+    out = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer if names is None or t.name in names}
+    for n in model.graph.node:
+        if (n.op_type == "Constant" and n.attribute and n.attribute[0].HasField("t")
+                and (names is None or n.output[0] in names)):
+            out[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+    return out
+
+
 def scalars(model: Any) -> dict[str, float]:
     """Value name -> the float of every one-element float initializer or Constant that a node of
     ``model`` reads."""

@@ -19,6 +19,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.explain.causes.propose.edits.constants import constant_arrays
 from drifttui.core.explain.causes.locate.align_graph import fed_values
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import picked_values
@@ -36,7 +37,7 @@ def mask_select_patches(case: Case, loc: Any) -> list[Patch]:
     nodes, known = picked_values(case, lambda n: n.op_type == "Mul" and len(n.input) == 2)
     if not nodes or not _nonfinite_where_torch_is_finite(case, known):
         return []
-    known = {**_initializers(case.model), **known}
+    known = {**constant_arrays(case.model), **known}
     data = fed_values(case)     # a selection mask is structure (an EyeLike of the shapes), not data: a 0/1 target
     found = [(node, mask) for node in nodes for mask in [_mask_of(node, known)]     # weighs a loss's terms
              if mask is not None and mask not in data][:MAX_PATCHES]
@@ -71,15 +72,6 @@ def _nonfinite_where_torch_is_finite(case: Case, vals: dict[str, np.ndarray]) ->
             return True
     return False
 
-
-def _initializers(model: Any) -> dict[str, np.ndarray]:
-    from onnx import numpy_helper
-
-    out = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    for n in model.graph.node:
-        if n.op_type == "Constant" and n.attribute and n.attribute[0].HasField("t"):
-            out[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
-    return out
 
 
 def _made_by(model: Any, value: str) -> str:

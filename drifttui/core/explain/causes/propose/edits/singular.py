@@ -34,6 +34,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.explain.causes.propose.edits.constants import constant_arrays
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import float64_values, node_values
 from drifttui.core.onnx.edit.patches import Patch
@@ -112,7 +113,7 @@ def _guarded(case: Case, vals: dict[str, np.ndarray], wrong: Any, loc: Any) -> l
         node = nodes[wrong.nodes[-1]]
         return [(node, _torch_value(loc.fx.torch_values.get(node.output[0]), vals.get(node.output[0])))]
     out = []
-    consts = _constants(case.model)
+    consts = constant_arrays(case.model)
     known = {**consts, **case.feeds, **vals}
     for n in case.model.graph.node:
         got = vals.get(n.output[0]) if n.output else None
@@ -140,7 +141,7 @@ def _rounding_made(node: Any, vals: dict[str, np.ndarray], wide: Optional[dict[s
 
 def _zero_terms(case: Case, vals: dict[str, np.ndarray], scope: set[str]) -> list[Any]:
     """The Mul nodes in ``scope`` that multiply a NaN or inf operand by a constant exact zero."""
-    consts = _constants(case.model)
+    consts = constant_arrays(case.model)
     known = {**consts, **case.feeds, **vals}
     out = []
     for n in case.model.graph.node:
@@ -198,16 +199,6 @@ def _nan_pass_patch(case: Case, node: Any, src: str, wrong: Any) -> Patch:
                  "the call in the model (fill it before the call), or let `drifttui repair` carry it through in the file",
                  "export", module=case.module, nodes=[node.name])
 
-
-def _constants(model: Any) -> dict[str, np.ndarray]:
-    """The initializers and Constant nodes' values (a mask constant that holds -inf is an input that holds inf)."""
-    from onnx import numpy_helper
-
-    out = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    for n in model.graph.node:
-        if n.op_type == "Constant" and n.attribute and n.attribute[0].HasField("t"):
-            out[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
-    return out
 
 
 def _torch_value(torch_val: Any, got: Any) -> float:
@@ -283,5 +274,5 @@ def nan_fed(case: Case, node_name: Optional[str]) -> bool:
     vals = node_values(case) if node is not None else None
     if vals is None:
         return False
-    known = {**_constants(case.model), **case.feeds, **vals}
+    known = {**constant_arrays(case.model), **case.feeds, **vals}
     return any(np.asarray(known[i]).dtype.kind == "f" and np.isnan(known[i]).any() for i in node.input if i in known)

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from drifttui.core.explain.causes.locate.evaluate import run_ort
-from drifttui.core.explain.causes.propose.edits.constants import scalars
+from drifttui.core.explain.causes.propose.edits.constants import constant_arrays, scalars
 
 _QUIET = {"Constant", "Identity"}
 _LAYOUT = {"Reshape", "Cast", "CastLike", "Shape", "Concat", "Unsqueeze", "Squeeze", "Expand", "Transpose", "Flatten"}
@@ -66,7 +66,7 @@ def folded_change(optimized: Any, unoptimized: Any, feeds: dict[str, np.ndarray]
         computed = run_ort(unoptimized, feeds, [u for u, _ in pairs])
     except Exception:  # noqa: BLE001 - a lowering ONNX Runtime cannot run alone: nothing to tell
         return ""
-    held = _constants(optimized, {o for _, o in pairs})
+    held = constant_arrays(optimized, {o for _, o in pairs})
     for u, o in pairs:
         ref, fold = computed[u], held.get(o)
         if fold is None or ref.shape != fold.shape or ref.dtype.kind != "f":
@@ -152,16 +152,6 @@ def _constant_names(model: Any) -> set[str]:
     return {t.name for t in model.graph.initializer} | {o for n in model.graph.node if n.op_type == "Constant"
                                                         for o in n.output}
 
-
-def _constants(model: Any, names: set[str]) -> dict[str, np.ndarray]:
-    """The initializers and Constant values of ``model`` named (a case: its weights are in the proto)."""
-    from onnx import numpy_helper
-
-    out = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer if t.name in names}
-    for n in model.graph.node:
-        if n.op_type == "Constant" and n.output[0] in names and n.attribute and n.attribute[0].HasField("t"):
-            out[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
-    return out
 
 
 def export_change(origin: Any, witness: Any, who: str, named: Iterable[str]) -> str:
