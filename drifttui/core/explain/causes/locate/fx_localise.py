@@ -207,7 +207,10 @@ def _groups(model: Any) -> list[FxNode]:
 
 
 def as_like(arr: np.ndarray, like: Optional[np.ndarray]) -> np.ndarray:
-    return arr.astype(like.dtype) if like is not None and arr.dtype != like.dtype else arr
+    if like is None or arr.dtype == like.dtype:
+        return arr
+    with np.errstate(over="ignore", invalid="ignore"):     # torch's float32 past float16's range is inf, said
+        return arr.astype(like.dtype)                     # by the comparison, not by a numpy warning
 
 
 def _group_model(model: Any, names: set[str], feeds: dict[str, np.ndarray], outs: list[str]) -> Any:
