@@ -137,3 +137,13 @@ def test_saturation_never_hides_an_overflow_or_a_sign_flip():
     # torch saturated, the file a large finite number short of its own extreme: measured, not excused
     short = compare(torch.tensor([lo32, 1.0]), np.array([-1e4, 1.0], np.float16), 1e-4, 1e-4)
     assert short.max_abs > 1e38
+
+
+def test_an_element_finite_on_one_side_only_is_infinite_noise_in_the_sqnr():
+    """A float16 file's overflowed element (inf where torch is finite) read as a small loss ("own loss 0.5 dB" on
+    a row whose own error is inf): the SQNR's sums hold the finite pairs only.  It is -inf, as the error is inf."""
+    t = np.array([1.0, 2.0, 3.0e5, 4.0], np.float32)
+    o = np.array([1.0, 2.0, np.inf, 4.0], np.float32)
+    st = compare(t, o, atol=1e-4, rtol=1e-4)
+    assert st.nan_mismatch == 1 and st.sqnr_db == float("-inf")
+    assert compare(t, t.copy(), atol=1e-4, rtol=1e-4).sqnr_db == float("inf")

@@ -96,7 +96,10 @@ class Stats:
     @property
     def sqnr_db(self) -> float:
         """Signal-to-noise ratio of the comparison in dB, 10 log10(sum t^2 / sum d^2), as
-        onnxruntime's qdq_loss_debug computes it (inf: identical)."""
+        onnxruntime's qdq_loss_debug computes it (inf: identical).  An element finite on one side only is
+        infinite noise: -inf (the sums hold the finite pairs alone, and read as a small loss)."""
+        if self.nan_mismatch > 0:
+            return -math.inf
         if self.sum_sq <= 0:
             return math.inf
         ratio = self.norm_t / self.sum_sq         # an error near float32's max squares to inf: ratio 0
