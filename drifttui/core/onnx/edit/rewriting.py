@@ -70,6 +70,16 @@ def _insert_before(model: Any, node: Any, new: list[Any]) -> None:
     model.graph.node.extend(nodes)
 
 
+def rerouted(node: Any, tag: str) -> tuple[str, str]:
+    """``node``'s first output renamed ``<prefix>/raw`` so that the nodes a rewrite adds after it write the old
+    name (every reader keeps reading it): -> (the old name, the prefix ``<node>/drifttui_<tag>`` of the new
+    nodes).  Read the old value's dtype first: the value_info stays under the old name."""
+    out = node.output[0]
+    prefix = f"{node.name or out}/drifttui_{tag}"
+    node.output[0] = f"{prefix}/raw"
+    return out, prefix
+
+
 def input_dtype(model: Any, value: str) -> Any:
     """The numpy dtype of a value (graph input, initializer or annotated intermediate); float32 else."""
     from onnx import helper

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from drifttui.core.onnx.edit.rewriting import find_node, input_dtype, splice_sorted
+from drifttui.core.onnx.edit.rewriting import find_node, input_dtype, rerouted, splice_sorted
 
 
 def apply_mask_select(model: Any, spec: dict[str, Any]) -> None:
@@ -28,8 +28,7 @@ def apply_mask_select(model: Any, spec: dict[str, Any]) -> None:
     dtype = input_dtype(model, out)
     if np.dtype(dtype).kind != "f":
         raise ValueError(f"{node.name}'s output is not a float: no NaN to select out")
-    p = f"{node.name or out}/drifttui_mask_select"
-    node.output[0] = f"{p}/raw"
+    out, p = rerouted(node, "mask_select")
     new = [helper.make_node("Equal", [mask, f"{p}/zero"], [f"{p}/off"], name=f"{p}/off"),
            helper.make_node("Where", [f"{p}/off", f"{p}/zero", f"{p}/raw"], [out], name=f"{p}/where")]
     splice_sorted(model, new, [numpy_helper.from_array(np.asarray(0.0, dtype=dtype), f"{p}/zero")], anchor=node)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from drifttui.core.onnx.edit.rewriting import find_node, input_dtype, splice_sorted
+from drifttui.core.onnx.edit.rewriting import find_node, input_dtype, rerouted, splice_sorted
 
 
 def apply_zero_masked(model: Any, spec: dict[str, Any]) -> None:
@@ -26,8 +26,7 @@ def apply_zero_masked(model: Any, spec: dict[str, Any]) -> None:
         raise ValueError(f"no value named {mask!r} holds the padding mask")
     out = node.output[0]
     dtype = input_dtype(model, out)
-    p = f"{node.name or out}/drifttui_zero_masked"
-    node.output[0] = f"{p}/raw"
+    out, p = rerouted(node, "zero_masked")
     new = [helper.make_node("Unsqueeze", [mask if spec.get("batch_first", True) else f"{p}/mask_t", f"{p}/axis"],
                             [f"{p}/mask"], name=f"{p}/unsqueeze"),
            helper.make_node("Where", [f"{p}/mask", f"{p}/zero", f"{p}/raw"], [out], name=f"{p}/where")]

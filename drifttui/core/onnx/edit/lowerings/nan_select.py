@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from drifttui.core.onnx.edit.rewriting import find_node, input_dtype, splice_sorted
+from drifttui.core.onnx.edit.rewriting import find_node, input_dtype, rerouted, splice_sorted
 
 VALUE_OPS = {"MaxPool": "MaxPool", "GlobalMaxPool": "GlobalMaxPool", "ReduceMax": "ReduceMax",
              "ReduceMin": "ReduceMax"}       # op -> the op that tells "the window / row holds a NaN"
@@ -63,8 +63,7 @@ def nan_mask(model: Any, name: str, ops: tuple, index: int, what: str) -> NanMas
     dtype = np.dtype(input_dtype(model, x))
     if dtype.kind != "f":
         raise ValueError(f"{node.name}'s {'grid' if index else 'input'} is not a float: it holds no NaN")
-    p = f"{node.name or out}/drifttui_nan"
-    node.output[0] = f"{p}/raw"
+    out, p = rerouted(node, "nan")
     new = [helper.make_node("IsNaN", [x], [f"{p}/isnan"], name=f"{p}/isnan"),
            helper.make_node("Cast", [f"{p}/isnan"], [f"{p}/mask"], name=f"{p}/cast",
                             to=helper.np_dtype_to_tensor_dtype(dtype))]

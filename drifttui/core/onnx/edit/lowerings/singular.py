@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from drifttui.core.base.dtypes import INT_ELEMS
-from drifttui.core.onnx.edit.rewriting import find_node, input_dtype, splice_sorted
+from drifttui.core.onnx.edit.rewriting import find_node, input_dtype, rerouted, splice_sorted
 
 FLIP = {"Greater": "GreaterOrEqual", "GreaterOrEqual": "Greater", "Less": "LessOrEqual", "LessOrEqual": "Less"}
 
@@ -42,8 +42,7 @@ def apply_nonfinite_guard(model: Any, spec: dict[str, Any]) -> None:
     dtype = input_dtype(model, out)
     if np.dtype(dtype).kind != "f":
         raise ValueError(f"{node.name}'s output is not a float: no NaN or inf to guard")
-    p = f"{node.name or out}/drifttui_guard"
-    node.output[0] = f"{p}/raw"
+    out, p = rerouted(node, "guard")
     new = [helper.make_node("IsNaN", [f"{p}/raw"], [f"{p}/nan"], name=f"{p}/isnan"),
            helper.make_node("IsInf", [f"{p}/raw"], [f"{p}/inf"], name=f"{p}/isinf"),
            helper.make_node("Or", [f"{p}/nan", f"{p}/inf"], [f"{p}/bad"], name=f"{p}/or"),
@@ -113,8 +112,7 @@ def apply_nan_pass(model: Any, spec: dict[str, Any]) -> None:
     out, src = node.output[0], spec["source"]
     if np.dtype(input_dtype(model, out)).kind != "f" or np.dtype(input_dtype(model, src)).kind != "f":
         raise ValueError(f"{node.name}'s output or {src} is not a float: no NaN to carry")
-    p = f"{node.name or out}/drifttui_nan_pass"
-    node.output[0] = f"{p}/raw"
+    out, p = rerouted(node, "nan_pass")
     new = [helper.make_node("IsNaN", [src], [f"{p}/nan"], name=f"{p}/isnan"),
            helper.make_node("Where", [f"{p}/nan", src, f"{p}/raw"], [out], name=f"{p}/where")]
     splice_sorted(model, new, anchor=node)
