@@ -185,9 +185,23 @@ def score(model: str, exporter: str, opset: Optional[int], out: Path) -> dict[st
     return row
 
 
+def _warm() -> float:
+    """Load what the first explain of a process loads once (torch._dynamo, torchlib's registry: about 3 s), so the
+    first form's ratio measures the engine, not the imports; the seconds it took are printed."""
+    import torch
+
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench-warm-") as d, contextlib.redirect_stdout(io.StringIO()), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(torch.nn.Linear(2, 2), (torch.ones(1, 2),), str(Path(d) / "w.onnx"), dynamo=True)
+    return time.perf_counter() - t0
+
+
 def main(names: list[str]) -> int:
     keys = [k for k in FORMS if not names or k[0] in names or _name(*k) in names]
     rows = []
+    print(f"warm-up (once per process: torch._dynamo and torchlib's registry load): {_warm():.1f} s", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-causes-") as d:
         for key in keys:
             try:
