@@ -66,3 +66,21 @@ def test_the_wrong_nodes_words_follow_the_direction_measured():
     assert "inf or NaN where torch's value is finite" in makes and "carries it through" not in makes
     both = told(drops_nonfinite=True, makes_nonfinite=True)
     assert "carries it through" in both and "inf or NaN where torch's value is finite" in both
+
+
+def test_a_long_lowering_is_said_by_its_count_first_and_last_node():
+    """A wrong node lowered to a dozen ONNX nodes (the dynamo exporter's scaled_dot_product_attention) is said as
+    "12 ONNX nodes from <first> to <last>": the words after it (the call, the error) stay readable; a short one keeps
+    every node."""
+    from drifttui.core.explain.causes.locate.fx_localise import FxLocalisation, FxNode
+    from drifttui.core.explain.causes.locate.fx_words import describe
+
+    def told(n: int) -> str:
+        node = FxNode("sdpa", "aten.scaled_dot_product_attention.default", [f"node_{k}" for k in range(n)],
+                      ["Reshape"] + ["Mul"] * (n - 2) + ["MatMul"], own_abs=2.98, own_rel=0.5, fails=True)
+        return describe(FxLocalisation([node], {}, wrong=node), "body")
+
+    long = told(12)
+    assert long.startswith("12 ONNX nodes from Reshape node_0 to MatMul node_11 (torch's "), long
+    assert "node_5" not in long and "its own error is 2.98" in long
+    assert told(3).startswith("Reshape node_0, Mul node_1, MatMul node_2 (torch's ")

@@ -180,6 +180,37 @@ def continued(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, n
     return None
 
 
+# the ATen ops and the ONNX nodes that only move values (a copy, a layout, a selection, a join): no arithmetic
+MOVES = ("detach", "alias", "view", "_to_copy", "clone", "expand", "t", "transpose", "unsqueeze", "squeeze", "permute",
+         "_unsafe_view", "reshape", "flatten", "cat", "stack", "slice", "select", "index", "narrow", "split",
+         "split_with_sizes", "unbind", "flip", "roll", "repeat", "contiguous", "movedim", "constant_pad_nd")
+MOVE_NODES = ("Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Expand", "Cast", "CastLike",
+              "Concat", "Slice", "Gather", "GatherElements", "Split", "Tile", "Pad", "ReverseSequence", "Constant")
+
+
+def moved_tail(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, nodes: list[str],
+               aten: Optional[str]) -> Optional[tuple[int, list[str]]]:
+    """(the call, the nodes of ``wrong``'s group that are the rest of its lowering) when ``wrong`` only moves values
+    (``aten`` in ``MOVES``: a ``cat``, a ``reshape``) and its group computes arithmetic from an input's found value:
+    that input's lowering goes on after a value that equals torch's (``cdist(p=0)``'s ``ReduceSum`` counts what torch
+    counts, then ``Pow(count, 1/0)`` makes it inf, in the ``cat`` after it).  The call is the first that holds the
+    value (the copies and views after it keep it); the nodes, the arithmetic computed from it.  None otherwise."""
+    if aten is None or len(aten.split(".")) < 2 or aten.split(".")[1] not in MOVES:
+        return None
+    group = [n for n in case.model.graph.node if n.name in set(nodes)]
+    sizes = size_nodes(case)
+    for i in input_values(ops, found, wrong):
+        tainted: set[str] = set()
+        for n in group:             # graph order: what the group computes from the input's value
+            if found[i] in n.input or set(n.input) & tainted:
+                tainted.update(o for o in n.output if o)
+                tainted.add(n.name)
+        sums = [n.name for n in group if n.name in tainted and n.op_type not in MOVE_NODES and n.name not in sizes]
+        if sums and ops[i][0] == "call_function":
+            return min(k for k in found if found[k] == found[i] and ops[k][0] == "call_function"), sums
+    return None
+
+
 def causal(case: Case, ops: list[tuple], found: dict[int, str], others: dict[int, list[str]]) -> dict[int, str]:
     """``found`` where no call's value is computed before the value of an input it reads.  Of two such values one
     equals its call's by coincidence: the input's is moved to another value that holds it as closely and is not

@@ -10,7 +10,7 @@ def describe(fx: FxLocalisation, module: str) -> str:
     w = fx.wrong
     assert w is not None
     where = module or "(root)"
-    ops = ", ".join(f"{o} {n}" for o, n in zip(w.op_types, w.nodes))
+    ops = _nodes_said(w)
     called = f", of the call {w.call}" if w.call else ""
     if fx.amplified:
         return (f"{ops} (torch's {w.target}{called}, FX node {w.name}) compute(s) {w.target.split('.')[1]} less accurately "
@@ -19,6 +19,15 @@ def describe(fx: FxLocalisation, module: str) -> str:
     err = _retyped_words(w) or _nonfinite_words(w) or f"its own error is {w.own_abs:.3g}"
     return (f"{ops} (torch's {w.target}{called}, FX node {w.name}) compute(s) something else than torch: fed torch's "
             f"values of its inputs, {err}, the first node of {where} over the tolerance on its own")
+
+
+def _nodes_said(w: FxNode, most: int = 4) -> str:
+    """The node's ONNX nodes, each by type and name; past ``most``, how many, the first and the last (a lowering of
+    a dozen nodes would bury the words after it: the finding lists every node)."""
+    said = [f"{o} {n}" for o, n in zip(w.op_types, w.nodes)]
+    if len(said) <= most:
+        return ", ".join(said)
+    return f"{len(said)} ONNX nodes from {said[0]} to {said[-1]}"
 
 
 def _retyped_words(w: FxNode) -> str:

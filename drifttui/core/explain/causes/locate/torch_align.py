@@ -30,7 +30,7 @@ import numpy as np
 from drifttui.core.base.dtypes import name_of
 from drifttui.core.explain.causes.locate.align_graph import (ancestors, call_group, causal, closest,
                                                              constant_values, continued, fused_into,
-                                                             input_values, leaked, producers)
+                                                             input_values, leaked, moved_tail, producers)
 from drifttui.core.explain.causes.locate.call_replay import amplifies, refs
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io
@@ -130,13 +130,14 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     leak = leaked(case, ops, found, wrong, nodes)
     if leak is not None:        # its nodes read past an input's value: that input's lowering goes on after it
         wrong, nodes = leak[0], call_group(case, ops, found, leak[0], vals) + leak[1]
-    rest = continued(case, ops, found, wrong, nodes, vals) if leak is None else None
-    if rest is not None:        # its nodes read an input's arguments: that input's lowering goes on after its value
+    atens = ctx.cache.get(_aten_key(case), [])
+    rest = None if leak is not None else (continued(case, ops, found, wrong, nodes, vals) or moved_tail(
+        case, ops, found, wrong, nodes, atens[wrong] if wrong < len(atens) else None))
+    if rest is not None:        # its nodes compute from an input's value: that input's lowering goes on after it
         wrong, nodes = rest[0], list(dict.fromkeys(call_group(case, ops, found, rest[0], vals) + rest[1]))
     if not nodes:
         return None
     types = {n.name: n.op_type for n in case.model.graph.node}
-    atens = ctx.cache.get(_aten_key(case), [])
     aten = atens[wrong] if wrong < len(atens) else None
     return TorchOp(ops[wrong][1], nodes, [types[n] for n in nodes], "values", len(found), aten,
                    list(dropped.get(wrong, ((), ()))[0]))
