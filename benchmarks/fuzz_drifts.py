@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fuzz_ops import draw  # noqa: E402
+from fuzz_ops import back, draw  # noqa: E402
 
 HERE = Path(__file__)
 DEPTH, WIDTH, ROWS = 16, 32, 6
@@ -48,20 +48,14 @@ NOT_FINITE = "torch's output is not finite"
 
 
 class Body(nn.Module):
-    """The drawn call on the scaled input, its result brought back to (B, 32): cast to float32, rows kept, the
-    columns it lacks taken from the input."""
+    """The drawn call on the scaled input, its result brought back to (B, 32) (``fuzz_ops.back``)."""
 
     def __init__(self, call: Any, scale: float) -> None:
         super().__init__()
         self.call, self.scale = call, scale
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.call(x * self.scale).to(torch.float32)
-        b = x.shape[0]
-        if y.dim() == 0 or y.numel() % b:
-            y = y.reshape(1, -1).expand(b, -1)
-        y = y.reshape(b, -1)[:, :WIDTH]
-        return y if y.shape[1] == WIDTH else torch.cat([y, x[:, y.shape[1]:]], 1)
+        return back(self.call(x * self.scale), x, WIDTH)
 
 
 class Deep(nn.Module):
@@ -252,7 +246,7 @@ def score(n: int, exporter: str, out: Path, control: bool) -> Optional[dict[str,
 
 
 def _line(r: dict[str, Any]) -> str:
-    head = f"p{r['n']:<4} {r['exporter']:11} {r['family']:10} {'deep' if r['deep'] else 'flat'} x{r['scale']:<7g}"
+    head = f"p{r['n']:<4} {r['exporter']:11} {r['family']:21} {'deep' if r['deep'] else 'flat'} x{r['scale']:<7g}"
     if "crash" in r:
         return f"{head} CRASH {r['crash']}  [{r['call']}]"
     if r["screen"] == "clean":

@@ -208,8 +208,25 @@ FAMILIES: dict[str, Callable[[random.Random], Call]] = {
 }
 
 
+def back(y: torch.Tensor, x: torch.Tensor, width: int = 32) -> torch.Tensor:
+    """A call's result brought back to ``x``'s (B, width) float32: rows kept, the columns it lacks taken from ``x``."""
+    y = y.to(torch.float32)
+    b = x.shape[0]
+    if y.dim() == 0 or y.numel() % b:
+        y = y.reshape(1, -1).expand(b, -1)
+    y = y.reshape(b, -1)[:, :width]
+    return y if y.shape[1] == width else torch.cat([y, x[:, y.shape[1]:]], 1)
+
+
 def draw(r: random.Random) -> tuple[str, str, Callable[[Any], Any], float]:
-    """(family, source text, call, input scale)."""
+    """(family, source text, call, input scale); one draw in three chains two calls, the second's family drawn too
+    (a masked softmax then a loss; an integer bucket then a cumulative sum)."""
     family = r.choice(sorted(FAMILIES))
     text, call = FAMILIES[family](r)
+    if r.random() < 1 / 3:
+        then = r.choice(sorted(FAMILIES))
+        text2, call2 = FAMILIES[then](r)
+        first = call
+        family, text = f"{family}+{then}", f"{text} |> {text2}"
+        call = lambda x: call2(back(first(x), x))      # noqa: E731
     return family, text, call, r.choice([1.0, 1.0, 10.0, 100.0, 1e4])

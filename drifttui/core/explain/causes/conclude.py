@@ -88,12 +88,25 @@ def headline_order(patches: list[Patch], findings: list[Finding], case: Case,
     wrong = _wrong_nodes(loc)
 
     def key(p: Patch) -> tuple[Any, ...]:
+        late = _contradicted(p, loc)
         at = _target(findings, p, case.module)
         if at is not None:
-            return (findings[at].module != case.module, at, False, False, *_within_class(p))
-        return (False, len(findings), wrong.isdisjoint(p.nodes) if wrong else False, p.check not in claimed,
+            return (late, findings[at].module != case.module, at, False, False, *_within_class(p))
+        return (late, False, len(findings), wrong.isdisjoint(p.nodes) if wrong else False, p.check not in claimed,
                 *_within_class(p))
     return sorted(patches, key=key)
+
+
+def _contradicted(p: Patch, loc: Optional[Localisation]) -> bool:
+    """Whether the values contradict ``p``'s story: every node it edits computes a value the torch program computes
+    too (aligned by value: ``torch_align.calls``), and none is among the nodes of the call the alignment names as the
+    first wrong one.  Such a patch is tried after the others: one that verifies changes a right value to make up for
+    a wrong one (a ``Cast`` to int64 floored, where torch's ``.long()`` truncates as the file does, evens out the
+    truncating ``Div`` that the TorchScript exporter made of the ``>>`` after it)."""
+    op = loc.torch_op if loc is not None else None
+    if op is None or op.how != "values" or not op.nodes or not p.nodes:
+        return False
+    return all(n in loc.torch_calls for n in p.nodes) and set(op.nodes).isdisjoint(p.nodes)
 
 
 def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[Trial], skipped: int = 0,
