@@ -69,4 +69,4 @@ def amplifies(call: Optional[tuple], pos: int, ops: list[tuple], k: int, found: 
     got = replayed(call, pos, ops, found, vals)
     if got is None or np.shape(got) != np.shape(file_value) or got.dtype.kind not in "fiub":
         return None
-    return floored_rel(got.astype(np.float64), np.asarray(file_value).astype(np.float64)) <= bound(ops[k][4], rtol)
+    return floored_rel(got, np.asarray(file_value)) <= bound(ops[k][4], rtol)

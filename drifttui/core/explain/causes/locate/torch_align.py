@@ -327,8 +327,9 @@ def _made(made: dict[int, int], tree: Any) -> list[int]:
 
 
 def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray]) -> set[int]:
-    """Ops the file computes as torch does: found, or an ancestor of a found value that is not constant (a
-    value the file never materialises; ``zeros_like(y)`` says nothing of ``y``), a copy of a right value
+    """Ops the file computes as torch does: found, or an ancestor of a found value that is neither constant nor
+    boolean (a value the file never materialises; ``zeros_like(y)`` says nothing of ``y``, nor ``y == 0`` of a ``y``
+    that is 1 where torch's is 66), a copy of a right value
     (``detach``, ``clone``), every op with no tensor value whose inputs are right (a size, a scalar), and every op
     computed from the module's state alone (``self.prototypes * 3 + offset``: no input of the module reaches it).
     Such an op is a constant of the forward, which the exporters fold into an initializer of their own layout
@@ -338,8 +339,8 @@ def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray])
     right = set(found)
     for k in sorted(found, reverse=True):
         got = np.asarray(vals[found[k]])
-        if got.size < 2 or (got.dtype.kind in "fiub" and bool(np.all(got == got.reshape(-1)[0]))):
-            continue
+        if got.size < 2 or got.dtype.kind == "b" or bool(np.all(got == got.reshape(-1)[0])):
+            continue            # a constant, or a comparison's mask: which side of 0 a value is says nothing of it
         todo = list(ops[k][3])
         while todo:
             i = todo.pop()

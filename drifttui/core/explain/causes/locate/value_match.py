@@ -15,7 +15,7 @@ from typing import Optional
 import numpy as np
 
 from drifttui.core.base.dtypes import FLOAT32_EPS, FLOATS, LOW_PRECISION
-from drifttui.core.explain.causes.locate.fx_localise import floored_rel
+from drifttui.core.explain.causes.locate.fx_localise import floored_rel, largest
 
 _PROBES = 16                    # sampled elements compared before a whole value
 _NEAREST = 32                   # candidate values per call, by their first element
@@ -24,7 +24,7 @@ _NEAREST = 32                   # candidate values per call, by their first elem
 def _rel(want: np.ndarray, got: np.ndarray) -> float:
     """max |want - got| / (|want| + 1% of max |want|) (fx_localise's floored relative error: no near-zero
     element blows it up); inf where a NaN or inf differs."""
-    return floored_rel(want.astype(np.float64), got.astype(np.float64))
+    return floored_rel(want, got)          # in their own dtypes: an element at its dtype's extreme is a fill
 
 
 def bound(dtype: str, rtol: float) -> float:
@@ -36,9 +36,10 @@ def bound(dtype: str, rtol: float) -> float:
 
 
 def _top(want: np.ndarray) -> float:
-    """max |want| over its finite elements (the floor of the floored relative error is 1% of it)."""
+    """max |want| over its finite elements short of their dtype's largest magnitude (the floor of the floored
+    relative error is 1% of it; a ``finfo.min`` mask fill would floor every error at 3.4e36)."""
     w = np.abs(want.astype(np.float64, copy=False))
-    fin = w[np.isfinite(w)]
+    fin = w[np.isfinite(w) & (w < largest(want))]
     return float(fin.max()) if fin.size else 0.0
 
 
