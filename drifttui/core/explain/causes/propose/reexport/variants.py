@@ -179,8 +179,6 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
             **({"optimize": False} if not variant.optimize else {}), **({"script": True} if variant.script else {}),
             **({"peephole": False} if not variant.peephole else {})}
     check, said, node, wrong = _story(ctx, case, module, model, feeds, ev, variant, loc, rewrite)
-    if variant.opset is not None and variant.opset == (ctx.index.opset or 0) + 1 and _computes(ev):   # a pinned opset
-        said = pinned_story(case.model, model, ctx.index.opset, variant.opset, exporter) or said
     target = (wrong.target if wrong is not None else ", ".join(decomposed_targets(ctx, case, variant))
               if variant.decompose or variant.retrace else "")
     own = _defined(ctx, case, variant, wrong) or aliased_told(ctx, case, variant)   # drifttui's definition; aliasing
@@ -232,6 +230,8 @@ def _story(ctx: Any, case: Case, module: Any, model: Any, feeds: dict, ev: Eval,
     named = list(wrong.op_types) if wrong is not None else [node.op_type] if node is not None else []
     differs = (export_change(case.model, model, why, named)
                if variant.optimize and variant.peephole and _computes(ev) else "")
+    if variant.opset is not None and variant.opset == (ctx.index.opset or 0) + 1 and _computes(ev):   # a pinned opset
+        said = pinned_story(case.model, model, ctx.index.opset, variant.opset, variant.exporter) or said
     return check, (f"{said[:-2]} ({differs}); " if differs and said.endswith("; ") else said), node, wrong
 
 
