@@ -55,7 +55,9 @@ After the fix (same harness, /tmp/heldZ/run5): origin 4/4, class by mechanism an
 both NaN forms, told: "Not(Less(a, b)) / Not(Greater(a, b)) is true where a or b is NaN ... at opset 11"; the
 TorchScript re-export at opset 12 on both integer forms, told: "at opset 11 the torchscript exporter computes
 integer values through a float Cast (Max in float32 ...)"), told 4/4, repair passing ``check`` 4/4 with the file
-kept at opset 11 (the rewrite) or raised to 12 only; fix: ``opset_version=12``; controls 5/5 clean.
+kept at opset 11 (the rewrite) or raised to 12 only; fix: ``opset_version=12``; controls 5/5 clean.  Diagnose /
+repair: depth_fill 19 s / 18 s, nan_target_loss 26 s / 22 s, time_gaps 41 s / 37 s (one more re-export, the
+opset-12 one, before it; a load average of 7 on the 2 cores), pair_hash 16 s / 14 s.
 """
 from __future__ import annotations
 
