@@ -55,11 +55,11 @@ the dynamo exporter at its default, whose files are the clean contrast; no earli
    tables, exactly where such masks are written.
    drifttui refuses inputs that hold NaN (exit 2), so the NaN is made in the model, by a 0 / 0 where nothing was
    observed, as fusion and averaging code makes it.
-   * ``depth_fill`` (distance, deep: 19 module calls): two depth views fused by confidence, ``(w1 d1 + w2 d2) /
+   * ``depth_fill`` (distance, deep: 20 module calls): two depth views fused by confidence, ``(w1 d1 + w2 d2) /
      (w1 + w2)``, a pixel neither view saw 0 / 0 (a NaN hole); the valid pixels ``near <= d <= far``, each hole
      filled with the mean of the row's valid depths; then 16 Linear / GELU calls around a skip, and a head.
      Control: ``depth_fill_dense`` (the same model on views that leave no pixel unseen, only out-of-range ones).
-   * ``nan_target_loss`` (loss, deep: 19 module calls): a regressor's masked mean squared error against targets that
+   * ``nan_target_loss`` (loss, deep: 20 module calls): a regressor's masked mean squared error against targets that
      are each item's mean rating, ``rating_sum / raters`` (an unrated item 0 / 0: NaN), ``valid = target >= 0``.
 2. **int64 through float32 at opset 11.**  ONNX ``Max`` / ``Min`` / ``Clip`` take integers from opset 12 and ``Pow``
    from 12; below, ``symbolic_helper._op_with_optional_float_cast`` wraps ``Max`` / ``Min`` / ``Clip`` in
@@ -68,7 +68,7 @@ the dynamo exporter at its default, whose files are the clean contrast; no earli
    to 2**24: int64 past it come back rounded.  (forms39's ``time_bucket`` is the dynamo exporter dividing int64
    through a float at its default opset; here the TorchScript exporter at its default is exact and only the pinned
    opset goes through float.)
-   * ``time_gaps`` (integer conversion, deep: 20 module calls): int64 millisecond timestamps (1.7e12), each event
+   * ``time_gaps`` (integer conversion, deep: 21 module calls): int64 millisecond timestamps (1.7e12), each event
      clamped to the session's start with ``torch.maximum``, the gaps in seconds bucketed and embedded (a session
      recommender's time features).  float32 holds 1.7e12 to 131072 ms.  Controls: ``time_gaps`` with the dynamo
      exporter; ``time_gaps_rel`` (timestamps relative to the session start, under 2**24).
