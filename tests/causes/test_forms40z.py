@@ -4,8 +4,8 @@ TensorRT or an older runtime), after grepping every earlier suite, with torch 2.
 docstring lists what was screened and matched, or drifts in a form the suites hold).  Screening (35 minutes) found
 two mechanisms of the TorchScript exporter's opset-11 symbolic functions, each exact at opset 12 and with the dynamo
 exporter: ``>=`` / ``<=`` lowered as ``Not(Less)`` / ``Not(Greater)`` (true for NaN), and integer ``Max`` / ``Clip``
-/ ``Pow`` computed through a float32 Cast.  Four forms, three in deep models (20 and 21 module calls).  What a right answer
-is, by mechanism (written before the first run's causes were read; /tmp/heldZ/judge.md of session 38):
+/ ``Pow`` computed through a float32 Cast.  Four forms, three in deep models (20 and 21 module calls).  What a right
+answer is, by mechanism (written before the first run's causes were read; /tmp/heldZ/judge.md of session 38):
 
 * ``depth_fill`` (deep, TorchScript at opset 11): a depth fusion's 0 / 0 holes kept by ``(d >= near) & (d <= far)``:
   ``lowering`` of ``aten.ge`` / ``aten.le`` (``Not(Less)``, ``Not(Greater)``: true for NaN), verified by a comparison

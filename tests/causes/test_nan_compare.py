@@ -54,7 +54,8 @@ def test_opset_11_keeps_the_nan_torchs_mask_drops_and_the_rewrite_computes_what_
     assert np.isnan(run_ort(model, feeds)[out][0]) and _want(feeds)[0] == 0      # the drift, at opset 11 only
     at12 = _export(12)
     assert np.array_equal(run_ort(at12, _feeds(at12))[at12.graph.output[0].name], _want(feeds))
-    case = Case(model, feeds, {out: _want(feeds)}, "body", 0, 0, 1e-5, 1e-5, nodes=[n.name for n in model.graph.node])
+    case = Case(model, feeds, {out: _want(feeds)}, "body", 0, 0, 1e-5, 1e-5,
+                nodes=[n.name for n in model.graph.node])
     patches = nan_compare_patches(case, None)
     joint = patches[0]
     assert joint.spec["rewrite"] == "nan_compare" and len(joint.spec["nodes"]) == 2 and joint.check == "lowering"
@@ -69,11 +70,13 @@ def test_nothing_is_proposed_without_a_nan_or_at_opset_12():
     feeds = dict(zip([i.name for i in model.graph.input], (np.array([1, 3, 9, 2, 5, 2], np.float32),
                                                             np.ones(6, np.float32))))
     out = model.graph.output[0].name
-    case = Case(model, feeds, {out: _want(feeds)}, "body", 0, 0, 1e-5, 1e-5, nodes=[n.name for n in model.graph.node])
+    case = Case(model, feeds, {out: _want(feeds)}, "body", 0, 0, 1e-5, 1e-5,
+                nodes=[n.name for n in model.graph.node])
     assert nan_compare_patches(case, None) == []
     at12 = _export(12)
     f12 = _feeds(at12)
-    case12 = Case(at12, f12, {at12.graph.output[0].name: _want(f12)}, "body", 0, 0, 1e-5, 1e-5, nodes=[n.name for n in at12.graph.node])
+    case12 = Case(at12, f12, {at12.graph.output[0].name: _want(f12)}, "body", 0, 0, 1e-5, 1e-5,
+                  nodes=[n.name for n in at12.graph.node])
     assert nan_compare_patches(case12, None) == []      # GreaterOrEqual: no negation to rewrite
 
 

@@ -75,11 +75,11 @@ def _patch(case: Case, pairs: list[tuple[Any, Any]], opset: Optional[int]) -> Pa
     spec = {"op": "rewrite", "rewrite": "nan_compare", "node": names[0], **({"nodes": names} if len(pairs) > 1 else {})}
     aten = NEGATED[kinds[0]][2]
     return Patch(spec, "lowering",
-                 f"{which} the exporter's lowering of torch's {signs} ({atens}) {at}, which has no {fulls} (opset-12 "
-                 f"{plural}): {negs} is true where a or b is NaN, and torch's comparison is false there, so a mask keeps the "
-                 f"NaN it was written to drop; as {rewritten} ({fulls} from opset 12) the file computes what torch "
-                 "computes",
-                 f"export at `torch.onnx.export(..., opset_version=12)` or later ({fulls}: opset-12 {plural}; {UPSTREAM}), "
-                 "or fill the NaN before comparing in the model (`torch.nan_to_num`); `drifttui repair` rewrites the "
-                 "comparison in the file at its opset",
+                 f"{which} the exporter's lowering of torch's {signs} ({atens}) {at}, which has no {fulls} "
+                 f"(opset-12 {plural}): {negs} is true where a or b is NaN, and torch's comparison is false there, so "
+                 f"a mask keeps the NaN it was written to drop; as {rewritten} ({fulls} from opset 12) the file "
+                 "computes what torch computes",
+                 f"export at `torch.onnx.export(..., opset_version=12)` or later ({fulls}: opset-12 {plural}; "
+                 f"{UPSTREAM}), or fill the NaN before comparing in the model (`torch.nan_to_num`); `drifttui repair` "
+                 "rewrites the comparison in the file at its opset",
                  "export", module=case.module, nodes=names, torch_op=(f"torch.Tensor.{aten}", f"aten.{aten}"))
