@@ -62,6 +62,7 @@ from drifttui.core.onnx.edit.rewriting import APPLY, input_dtype
 from drifttui.core.onnx.edit.lowerings.mask_select import APPLY as MASK_SELECT
 from drifttui.core.onnx.edit.lowerings.masked_positions import APPLY as MASKED
 from drifttui.core.onnx.edit.lowerings.nan_grid import APPLY as NAN_GRID
+from drifttui.core.onnx.edit.lowerings.nan_compare import APPLY as NAN_COMPARE
 from drifttui.core.onnx.edit.lowerings.nan_select import APPLY as NAN_SELECT
 from drifttui.core.onnx.edit.lowerings.quantize_torch import APPLY as QUANTIZE
 from drifttui.core.onnx.edit.lowerings.remainder import APPLY as REMAINDER
@@ -225,7 +226,7 @@ def _rewrites() -> dict[str, Any]:
 
     return {k: wrapped(fn) for k, fn in {**APPLY, "resize_gather": apply_resize_gather, "log1p": apply_log1p,
                                                          "expm1": apply_expm1, "logaddexp": apply_logaddexp,
-                                                         **SINGULAR, **REMAINDER, **QUANTIZE, **NAN_SELECT, **MASKED, **ACCUMULATE64,
+                                                         **SINGULAR, **REMAINDER, **QUANTIZE, **NAN_SELECT, **NAN_COMPARE, **MASKED, **ACCUMULATE64,
                                                          **NAN_GRID, **INT_POW, **INT_WRAP, **OPMATH, **OPMATH_SCALAR, **CAST_FIRST, **ORIGIN64,
                                                          **RESIZE_MAP, **RUNTIME_SIZE, **DROPPED_ADDEND, **CROSSED_CLIP,
                                                          **MASK_SELECT}.items()}

@@ -35,6 +35,7 @@ from drifttui.core.explain.causes.propose.numerics.opmath_scalar import opmath_s
 from drifttui.core.explain.causes.propose.edits.quantize_torch import quantize_patches
 from drifttui.core.explain.causes.propose.edits.resize_map import resize_scales_patches
 from drifttui.core.explain.causes.propose.edits.singular import singular_patches, truncated_quotient_patches
+from drifttui.core.explain.causes.propose.edits.nan_compare import nan_compare_patches
 from drifttui.core.explain.causes.propose.edits.weights import torch_tensors, weight_candidates
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.prepare.plan.folding import conv_bn_folds
@@ -75,6 +76,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
         out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind, loc.torch_calls))
         out.extend(dropped_addend_patches(case, loc))     # before the guards: log(0) of a dropped eps
         out.extend(mask_select_patches(case, loc))     # before the guards: a selection by a 0/1 mask, not a point
+        out.extend(nan_compare_patches(case, loc))     # before the guards: a NaN the mask keeps, not made by the lowering
         out.extend(singular_patches(case, loc))
         out.extend(nan_select_patches(case, loc))
         out.extend(accumulate64_patches(case))

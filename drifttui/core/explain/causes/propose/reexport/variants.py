@@ -22,6 +22,7 @@ from drifttui.core.explain.causes.propose.reexport.held_inputs import held_input
 from drifttui.core.explain.causes.propose.reexport.narrow_graft import narrowed
 from drifttui.core.explain.causes.propose.reexport.optimizer_diff import FOLDED, export_change
 from drifttui.core.explain.causes.propose.reexport.pass_rewrite import Rewrite, pass_rewrite
+from drifttui.core.explain.causes.propose.reexport.pinned_opset import pinned_story
 from drifttui.core.explain.causes.propose.siblings import produced_value, sibling_grafts
 from drifttui.core.explain.causes.propose.reexport.story import decomposed_targets, fits, fx_story, story
 from drifttui.core.explain.causes.locate.call_structure import as_called, same_in_samples, wrapped_root
@@ -99,9 +100,9 @@ def variants(ctx: Any) -> list[Variant]:
     """The re-exports to try, in order, at most MAX_VARIANTS: for a dynamo file, first the dynamo exporter
     without its ONNX optimizer (a drift its rewrites made is told as the optimizer's, with what it changed:
     optimizer_diff.py, before another exporter's lowering verifies it too), for a TorchScript file first the
-    TorchScript exporter without its ONNX peephole pass (its fusions, told the same way: pass_rewrite.py); the other
-    exporter (both of today's for
-    a file the user exported), the dynamo exporter after torch's core ATen decompositions (another
+    TorchScript exporter without its ONNX peephole pass (its fusions, told the same way: pass_rewrite.py), then for a
+    file pinned at an older opset the same exporter one opset up (``next_opset``); the other exporter (both of
+    today's for a file the user exported), the dynamo exporter after torch's core ATen decompositions (another
     lowering path than torchlib's hand-written one), the module re-traced into core ATen by make_fx
     and exported by each exporter (for lowerings no exporter, opset or torch decomposition gets right:
     retrace.py), the TorchScript exporter at its newest opset, and last, for a file TorchScript made, the
@@ -121,6 +122,9 @@ def variants(ctx: Any) -> list[Variant]:
         out = ([unoptimized] if ctx.cfg.exporter == "dynamo" else []) + [Variant(other, f"the {other} exporter")]
     if _traced(ctx).exporter == "torchscript":       # the peephole's rewrite, told before another exporter's
         out.insert(0, unfused)
+        pinned = next_opset(ctx)
+        if pinned is not None:        # a pinned opset: the same exporter one opset up, before another exporter
+            out.insert(1, pinned)
     if _traced(ctx).exporter == "torchscript" or ctx.index.has_dynamic_inputs:
         out.append(Variant("torchscript", "the TorchScript exporter on the module compiled by torch.jit.script",
                            script=True))     # a trace, or a dynamic dim: what a trace may have frozen
@@ -133,6 +137,15 @@ def variants(ctx: Any) -> list[Variant]:
     if ctx.cfg.onnx and unoptimized not in out:
         out.append(unoptimized)
     return out[:MAX_VARIANTS]
+
+
+def next_opset(ctx: Any) -> Optional[Variant]:
+    """A TorchScript file pinned below the newest opset: the same exporter one opset up (an older opset's symbolic takes
+    another path where the opset lacks an op or a type: integer Max / Clip / Pow from 12), the smallest raise."""
+    opset = ctx.index.opset
+    ok = bool(ctx.cfg.onnx) and isinstance(opset, int) and 7 <= opset < TORCHSCRIPT_TOP
+    return Variant("torchscript", f"the TorchScript exporter at opset {opset + 1}, the next above the file's {opset}",
+                   opset=opset + 1) if ok else None
 
 
 def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tuple[Optional[Patch], Eval]:
@@ -217,6 +230,8 @@ def _story(ctx: Any, case: Case, module: Any, model: Any, feeds: dict, ev: Eval,
     named = list(wrong.op_types) if wrong is not None else [node.op_type] if node is not None else []
     differs = (export_change(case.model, model, why, named)
                if variant.optimize and variant.peephole and _computes(ev) else "")
+    if variant.opset is not None and variant.opset == (ctx.index.opset or 0) + 1 and _computes(ev):   # a pinned opset
+        said = pinned_story(case.model, model, ctx.index.opset, variant.opset, variant.exporter) or said
     return check, (f"{said[:-2]} ({differs}); " if differs and said.endswith("; ") else said), node, wrong
 
 
