@@ -130,7 +130,9 @@ test-bisect: $(VENV)/.installed-dev
 # test_forms40x.py: a blind first run on float16 parameter norms the dynamo optimizer's constant folding sums in
 # float16; test_folded_constant.py: that folded constant told on a small model;
 # test_forms40y.py: a blind first run on diagonals of -inf-masked log-probabilities, which both exporters lower as an
-# identity-mask product; test_mask_select.py: that product computed as a selection on a small model)
+# identity-mask product; test_mask_select.py: that product computed as a selection on a small model;
+# test_forms41a.py: a blind first run on float64 buffers an in-place op reads, which TorchScript holds and computes
+# with at float32; test_wide_operand.py: that node computed in float64 on one-line exports)
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
@@ -150,7 +152,7 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_forms40v.py tests/causes/test_double_scalar.py tests/causes/test_forms40w.py \
 		tests/causes/test_fused_call.py tests/causes/test_absorbed_orphan.py tests/causes/test_peephole_rewrite.py \
 		tests/causes/test_forms40x.py tests/causes/test_folded_constant.py tests/causes/test_forms40y.py \
-		tests/causes/test_mask_select.py
+		tests/causes/test_mask_select.py tests/causes/test_forms41a.py tests/causes/test_wide_operand.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own

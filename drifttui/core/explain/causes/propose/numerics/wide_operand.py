@@ -71,15 +71,14 @@ def _constants(model: Any) -> dict[str, Any]:
 
 
 def _story(node: Any, name: str, label: str, op: Optional[str], exporter: str) -> tuple[str, str]:
-    inplace = bool(op) and op.endswith("_") and not op.startswith("_")
-    called = f"torch's in-place {op}" if inplace else "torch"
-    keeps = ", keeping its self's float32 type" if inplace else ""
+    inplace = f"torch's {op}" if op and op.endswith("_") and not op.startswith("_") else "`x -= buf`, `x.sub_(buf)`"
     by = (" (the TorchScript exporter turns an in-place op into an out-of-place one with the traced float32 type, and "
           f"its scalar type analysis casts the float64 operand down; {UPSTREAM})") if exporter == "torchscript" else ""
-    why = (f"{node.op_type} {node.name} reads the float64 {label} as the float32 constant {name}: {called} computes "
-           f"with the float64 operand in float64 (the common dtype) and rounds the result to float32 once{keeps}; the "
-           f"file holds the {label} rounded to float32 and computes in float32{by}; with {node.op_type} computed in "
-           "float64 on the tensor's own values the file computes what torch computes")
+    why = (f"{node.op_type} {node.name} reads the float64 {label} as the float32 constant {name}: torch computes an op "
+           f"of a float32 tensor and a float64 one in float64 (the common dtype), and an in-place op ({inplace}) keeps "
+           f"its self's float32 type, rounding that result once; the file holds the {label} rounded to float32 and "
+           f"computes in float32{by}; with {node.op_type} computed in float64 on the tensor's own values the file "
+           "computes what torch computes")
     fix = (f"cast explicitly where you mean float32 (`x - {label.split(' ')[-1]}.float()`), or keep the op out of "
            "place and cast its result (`(x - buf).float()`: both exporters then compute it in float64), or export "
            "with dynamo=True; `drifttui repair` computes the node in float64 with the tensor's values")
