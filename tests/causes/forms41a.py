@@ -28,12 +28,14 @@ float64 Python scalar, dynamo's torchlib, and forms40h's float64 -> float16 doub
 **TorchScript exports an in-place op at its self's dtype, not at the promoted one**.  torch's ``a.sub_(b)`` with a
 float32 ``a`` and a float64 ``b`` (a buffer built from numpy statistics, ``torch.from_numpy`` of float64 arrays)
 computes in float64 and rounds the result once to float32 (TensorIterator's common dtype, cast to the output).  The
-TorchScript exporter turns ``sub_`` into ``sub`` with the traced float32 output type, and its scalar type analysis
-casts the float64 operand to float32 (folded: a float32 initializer), so the file subtracts the float64 value
-rounded to float32: where the result cancels (a reading minus a nearby reference, a level minus its mean) the
+TorchScript exporter's ``ImplicitCastForBinaryInplaceOps`` (torch/csrc/jit/passes/remove_inplace_ops.cpp, run by
+``RemoveInplaceOpsForONNX`` before the in-place ops become out-of-place ones; the pass named after the screen, from
+the traced graph's ``aten::type_as``) casts the other operand of an in-place ``add_`` / ``sub_`` / ``mul_`` /
+``div_`` to self's type so that the result keeps it: the float64 operand becomes float32 before the op (folded: a
+float32 initializer), so the file subtracts the float64 value rounded to float32: where the result cancels (a reading minus a nearby reference, a level minus its mean) the
 operand's rounding is the whole error.  The out-of-place ``(a - b).float()`` is exact (TorchScript promotes it), and
 so is the dynamo file (functionalization writes ``Cast(a, double) - b`` then ``Cast(float)``).  The thread on
-TorchScript's in-place dtype handling: pytorch/pytorch#64233 (``fill_``'s dtype lost in the in-place conversion).
+TorchScript's in-place dtype handling: pytorch/pytorch#64233 (``fill_``'s dtype, fixed by appending a ``type_as``).
 The forms (each drifts with TorchScript; the dynamo files match and are clean controls; three in deep models, 20
 module calls):
 * ``scaler_inplace`` (arithmetic, deep): a calibrated sensor reading near 1000 standardised in place by a fitted
@@ -45,6 +47,10 @@ module calls):
   relative in place to float64 waypoints, ``pos -= way; pos /= 0.01`` (offsets in centimetres).
 * ``scaler_aug`` (arithmetic, shallow): the same standardisation written with augmented assignment, ``y -= mean;
   y /= scale`` (Python's ``-=`` is ``sub_``).
+
+Held out, written after the fix (not counted in the first run): ``held_kelvin_loss`` (loss, deep): a smooth-L1 loss
+in millikelvin of predicted temperatures near 300 K against float64 references, the residual made by an in-place
+``add_`` of the negated references (an ``Add``, where the forms above are ``Sub``), then ``mul_(1000)``.
 """
 from __future__ import annotations
 
@@ -129,11 +135,29 @@ class OnsetSamples(nn.Module):
         return self.codes(t.long() % 64).sum(1) * 0.5 + x
 
 
+class KelvinLoss(nn.Module):
+    """held out (written after the fix): a per-row smooth-L1 (Huber) loss in millikelvin of predicted temperatures near 300 K
+    against float64 reference readings, the residual made in place by adding the negated references,
+    ``err.add_(neg_ref).mul_(1000)``; the loss added to the features."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("neg_ref", -(300.0 + torch.from_numpy(_G.random(WIDTH)) * 0.01))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        err = 300.005 + x * 0.01
+        err.add_(self.neg_ref).mul_(1000.0)
+        a = err.abs()
+        loss = torch.where(a < 1.0, 0.5 * err * err, a - 0.5).mean(1, keepdim=True)     # smooth L1, beta 1
+        return x + loss
+
+
 def scaler_inplace() -> nn.Module: return _deep(ScalerInplace)                                       # noqa: E704
 def scaler_inplace_f32() -> nn.Module: return _deep(lambda: ScalerInplace(torch.float32))           # noqa: E704
 def geo_local() -> nn.Module: return _deep(GeoLocal)                                                 # noqa: E704
 def track_offsets() -> nn.Module: return _deep(TrackOffsets)                                         # noqa: E704
 def onset_samples() -> nn.Module: return _deep(OnsetSamples)                                         # noqa: E704
+def held_kelvin_loss() -> nn.Module: return _deep(KelvinLoss)                                     # noqa: E704
 def scaler_aug() -> nn.Module: return _shallow(lambda: ScalerInplace(augmented=True))               # noqa: E704
 
 

@@ -1,7 +1,7 @@
 """A float64 tensor of the module held at float32 by the file (``causes/propose/numerics/wide_operand.py``).
 
 torch computes ``x.sub_(buf)`` of a float32 ``x`` and a float64 buffer in float64 and rounds once; the TorchScript
-file casts the buffer to float32 and subtracts in float32.  On real one-line exports: the proposer finds the node,
+file casts the buffer to float32 (``ImplicitCastForBinaryInplaceOps``' ``type_as``) and subtracts in float32.  On real one-line exports: the proposer finds the node,
 the patched file computes what torch computes where the original is off; a float32 buffer, and the dynamo file
 (which holds the buffer in float64), give no patch; a constant TorchScript shares through an ``Identity`` is found."""
 from __future__ import annotations
@@ -65,7 +65,7 @@ def test_the_patch_computes_the_node_in_float64_with_the_buffers_values(copy, tm
     subs = [p for p in patches if p.spec.get("rewrite") == "operand_wide"
             and next(n for n in model.graph.node if n.name == p.spec["node"]).op_type == "Sub"]
     assert len(subs) == 1 and subs[0].check == "dtype" and subs[0].spec["source"] == "buffer level"
-    assert "in-place op (torch's sub_)" in subs[0].why and "scalar type analysis" in subs[0].why
+    assert "in-place op (torch's sub_)" in subs[0].why and "ImplicitCastForBinaryInplaceOps" in subs[0].why
     assert np.abs(_run(apply(model, subs[0]), x) - want).max() < 1e-5
     if copy:        # the Add of the float32 copy reads the same folded constant: patched, it is wrong
         others = [p for p in patches if p.spec.get("rewrite") == "operand_wide" and p is not subs[0]]

@@ -3,9 +3,11 @@ generic patch, no catalogue entry).
 
 torch computes an op of a float32 tensor and a float64 buffer (statistics from numpy, ``torch.from_numpy`` of a
 float64 array) in float64, its common dtype; an in-place op (``x.sub_(buf)``, ``x -= buf``) keeps ``x``'s float32
-type and rounds the float64 result once.  The TorchScript exporter turns the in-place op into an out-of-place one
-with the traced float32 output type, and its scalar type analysis casts the float64 operand down (folded: the
-buffer becomes a float32 initializer), so the file computes ``x - fl32(buf)`` in float32.  Where the result cancels
+type and rounds the float64 result once.  The TorchScript exporter's ``ImplicitCastForBinaryInplaceOps`` (run by
+``RemoveInplaceOpsForONNX`` before the in-place ops become out-of-place ones) casts the other operand of an in-place
+``add_`` / ``sub_`` / ``mul_`` / ``div_`` to self's type (``type_as``) so the result keeps it: the float64 operand is
+rounded to float32 before the op (folded: the buffer becomes a float32 initializer), and the file computes
+``x - fl32(buf)`` in float32.  Where the result cancels
 (a reading minus a nearby reference, a level minus its mean) the operand's float32 rounding is the whole error.
 
 For each float32 constant an elementwise node of the origin reads whose values are exactly a float64 tensor of the
@@ -31,7 +33,7 @@ from drifttui.core.onnx.edit.patches import Patch
 FLOAT, DOUBLE = 1, 11
 MAX = 6                       # single patches per origin
 SIZE = 1 << 16                # elements: a larger tensor's values would not travel in the patch's spec
-UPSTREAM = "pytorch/pytorch#64233 is fill_'s dtype lost the same way"
+UPSTREAM = "pytorch/pytorch#64233 appended a type_as to fill_ the same way"
 
 
 def wide_tensors(module: Any, prefix: str) -> list[tuple[str, np.ndarray]]:
@@ -72,8 +74,9 @@ def _constants(model: Any) -> dict[str, Any]:
 
 def _story(node: Any, name: str, label: str, op: Optional[str], exporter: str) -> tuple[str, str]:
     inplace = f"torch's {op}" if op and op.endswith("_") and not op.startswith("_") else "`x -= buf`, `x.sub_(buf)`"
-    by = (" (the TorchScript exporter turns an in-place op into an out-of-place one with the traced float32 type, and "
-          f"its scalar type analysis casts the float64 operand down; {UPSTREAM})") if exporter == "torchscript" else ""
+    by = (" (the TorchScript exporter's ImplicitCastForBinaryInplaceOps, run by RemoveInplaceOpsForONNX, casts the "
+          "other operand of an in-place add_ / sub_ / mul_ / div_ to self's type with `type_as` before the op: the "
+          f"float64 operand is rounded to float32 first; {UPSTREAM})") if exporter == "torchscript" else ""
     why = (f"{node.op_type} {node.name} reads the float64 {label} as the float32 constant {name}: torch computes an op "
            f"of a float32 tensor and a float64 one in float64 (the common dtype), and an in-place op ({inplace}) keeps "
            f"its self's float32 type, rounding that result once; the file holds the {label} rounded to float32 and "
