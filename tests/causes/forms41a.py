@@ -65,6 +65,7 @@ _G = np.random.default_rng(41)
 MEAN = 1000.0 + _G.standard_normal(WIDTH) * 3.0 + _G.random(WIDTH) * 1e-3     # a fitted scaler's statistics
 SCALE = 0.01 + _G.random(WIDTH) * 0.01
 REF = (37.774929, -122.419416)                                                  # a site, in degrees
+KELVIN = 300.0 + _G.random(WIDTH) * 0.01                                        # reference readings
 
 
 class ScalerInplace(nn.Module):
@@ -142,7 +143,7 @@ class KelvinLoss(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.register_buffer("neg_ref", -(300.0 + torch.from_numpy(_G.random(WIDTH)) * 0.01))
+        self.register_buffer("neg_ref", -torch.from_numpy(KELVIN.copy()))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         err = 300.005 + x * 0.01
