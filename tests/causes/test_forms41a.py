@@ -114,3 +114,15 @@ def test_at_least_half_the_forms_sit_inside_deep_models(explained):
     forms = list(REPAIRED)
     deep = deep_forms(explained, forms)
     assert len(deep) * 2 >= len(forms), deep
+
+
+@pytest.mark.drifts
+def test_step_six_says_the_float64_buffers_were_compared_at_float32(explained):
+    """step 6 compares every tensor at float32: it says which float64 ones it so compared (it said "match", alone)."""
+    def six(form: tuple) -> str:
+        engine, _, _, result, _ = explained(*form)
+        return engine.step(6, result).summary
+
+    said = six(("scaler_inplace", "torchscript"))
+    assert "2 float64 tensor(s) compared at float32 precision, first body.mean" in said, said
+    assert "float64" not in six(("scaler_inplace_f32", "torchscript"))
