@@ -102,7 +102,7 @@ def analyse(ctx: Context) -> dict[str, Any]:
         statuses.setdefault(L.module, set()).add(L.status)
     out: dict[str, Any] = {"tensor_attributes": [], "param_value_diffs": [], "params_without_initializer": [],
                            "dtype_diffs": [], "folded_weights_checked": 0, "source_hazards": [],
-                           "rounded_value_diffs": []}
+                           "rounded_value_diffs": [], "float64_tensors": []}
     for name, m in ctx.modules().items():
         if name not in called:
             continue
@@ -113,6 +113,8 @@ def analyse(ctx: Context) -> dict[str, Any]:
         for pn, t in list(m.named_parameters(recurse=False)) + list(m.named_buffers(recurse=False)):
             if pn != "num_batches_tracked" and t.is_floating_point():
                 _check_param(ctx, name, m, pn, t, statuses.get(name, set()), out)
+                if t.dtype == torch.float64:        # compared at float32 like the rest: say so
+                    out["float64_tensors"].append(f"{name}.{pn}" if name else pn)
     out["source_hazards"] = source_hazards(ctx)
     ctx.cache["custom"] = out
     return out

@@ -57,6 +57,10 @@ def run(ctx: Context) -> Step:
     if plain:
         summary += (f"; {len(plain)} plain tensor attribute(s) (not in state_dict) agree for now: "
                     + ", ".join(f"{a['module']}.{a['attr']}" for a in plain[:3]))
+    wide = data.get("float64_tensors", [])
+    if wide:
+        summary += (f"; {len(wide)} float64 tensor(s) compared at float32 precision, first {wide[0]} (an op reading "
+                    "one computes in float64 in torch: see the dtype finding if the file holds it at float32)")
     if data["folded_weights_checked"]:
         summary += f"; {data['folded_weights_checked']} Conv+BatchNorm folded weight(s) verified"
     return Step(6, TITLE, "pass", summary, evidence,

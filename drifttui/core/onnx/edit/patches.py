@@ -21,6 +21,7 @@
     {"op": "rewrite", "node": "n", "rewrite": "grid_nan_propagate"}                   # nan_grid.py
     {"op": "rewrite", "node": "n", "rewrite": "cast_first", "cast": "c", "to": 1, "narrow": 10, "inputs": [0]}
                                   # cast_first.py: the widening Cast c moved before the op n
+    {"op": "rewrite", "node": "n", "rewrite": "operand_wide", "input": 1, "name": "c", "values": [..], "wide": 11}
     {"op": "rewrite", "node": "n", "rewrite": "origin_float64", "nodes": [..], "inputs": [..], "outputs": [..]}
                                   # origin64.py: the region computed in float64, its float32 values cast back
     {"op": "rewrite", "node": "n", "rewrite": "int_pow_exact", "bits": 6, "dtype": "int64"}  # int_pow.py
@@ -48,6 +49,7 @@ import numpy as np
 from drifttui.core.onnx.io import copy_model
 from drifttui.core.onnx.edit.numerics.accumulate64 import APPLY as ACCUMULATE64
 from drifttui.core.onnx.edit.numerics.cast_first import APPLY as CAST_FIRST
+from drifttui.core.onnx.edit.numerics.operand_wide import APPLY as OPERAND_WIDE
 from drifttui.core.onnx.edit.numerics.origin64 import APPLY as ORIGIN64
 from drifttui.core.onnx.edit.lowerings.crossed_clip import APPLY as CROSSED_CLIP
 from drifttui.core.onnx.edit.lowerings.dropped_addend import APPLY as DROPPED_ADDEND
@@ -228,6 +230,7 @@ def _rewrites() -> dict[str, Any]:
                                                          "expm1": apply_expm1, "logaddexp": apply_logaddexp,
                                                          **SINGULAR, **REMAINDER, **QUANTIZE, **NAN_SELECT, **NAN_COMPARE, **MASKED, **ACCUMULATE64,
                                                          **NAN_GRID, **INT_POW, **INT_WRAP, **OPMATH, **OPMATH_SCALAR, **CAST_FIRST, **ORIGIN64,
+                                                         **OPERAND_WIDE,
                                                          **RESIZE_MAP, **RUNTIME_SIZE, **DROPPED_ADDEND, **CROSSED_CLIP,
                                                          **MASK_SELECT}.items()}
 

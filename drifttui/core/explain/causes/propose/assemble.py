@@ -22,6 +22,7 @@ from drifttui.core.explain.causes.propose.numerics.accumulate64 import accumulat
 from drifttui.core.explain.causes.propose.edits.candidates import graph_candidates
 from drifttui.core.explain.causes.propose.numerics.cast_first import cast_first_patches
 from drifttui.core.explain.causes.propose.numerics.double_scalar import double_scalar_patches
+from drifttui.core.explain.causes.propose.numerics.wide_operand import wide_operand_patches
 from drifttui.core.explain.causes.propose.edits.fast_path import fast_path_patches
 from drifttui.core.explain.causes.propose.edits.crossed_clip import crossed_clip_patches
 from drifttui.core.explain.causes.propose.edits.dropped_addend import dropped_addend_patches
@@ -72,6 +73,8 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
     out.extend(crossed_clip_patches(case))             # two clamps fused into one Clip with crossed bounds
     out.extend(opmath_scalar_patches(case, lambda t: torch_calls(ctx, case, t)))
     out.extend(double_scalar_patches(case, lambda t: torch_calls(ctx, case, t)))   # a float64 op's float32 number
+    out.extend(wide_operand_patches(case, module, loc.torch_op.name if loc is not None and loc.torch_op is not None
+                                    else None, ctx.index.flavour))     # a float64 buffer held at float32
     if loc is not None:
         out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind, loc.torch_calls))
         out.extend(dropped_addend_patches(case, loc))     # before the guards: log(0) of a dropped eps
