@@ -151,6 +151,10 @@ def load_fix(message: str) -> str:
                 f"computes {computed}, a defect of the converter that wrote it (onnxconverter-common's float16 "
                 f"conversion of a dynamo export does this); convert again with onnxruntime.transformers.float16, "
                 f"or keep node {node!r} in float32 (the converter's node_block_list)")
+    if "Cannot parse data from external tensors" in message:
+        return ("ONNX Runtime itself cannot load this file: a constant it must read to infer shapes (axes, a "
+                "shape) lies in external data; save the file with its small tensors inline (onnx.save(..., "
+                "save_as_external_data=True) with the default size_threshold=1024, not 0)")
     return ("check that every op is supported by this onnxruntime and provider "
             "(try another --opset when exporting, or a newer onnxruntime)")
 
