@@ -185,3 +185,15 @@ def test_a_file_onnx_runtime_itself_cannot_load_is_said_so():
     said = load_fix("[ShapeInferenceError] Cannot parse data from external tensors. Please load external data "
                     "into raw data for tensor: val_16")
     assert "ONNX Runtime itself cannot load this file" in said and "size_threshold" in said
+
+
+def test_a_converter_s_mixed_types_are_said_as_the_file_s_defect():
+    """Found in the session 38 survey: onnxconverter-common's float16 copy of a TorchScript wav2vec2 leaves one input
+    of a MatMul float32 (ONNX Runtime refuses the file by path too).  The fix says so instead of "an op this
+    onnxruntime lacks"."""
+    from drifttui.core.runtime.sessions import load_fix
+
+    said = load_fix("Type Error: Type parameter (T) of Optype (MatMul) bound to different types (tensor(float) and "
+                    "tensor(float16) in node (/feature_projection/projection/MatMul).")
+    assert "the file itself is inconsistent" in said and "'/feature_projection/projection/MatMul'" in said
+    assert "node_block_list" in said
