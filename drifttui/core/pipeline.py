@@ -36,6 +36,7 @@ from drifttui.core.explain.context import Context
 from drifttui.core.onnx.edit.keep.float32 import without_views
 from drifttui.core.onnx.edit.keep.reduce_range import reduce_range
 from drifttui.core.onnx.graph import full_model
+from drifttui.core.onnx.weights import weights_in
 from drifttui.core.capture.shares import torch_tensors
 from drifttui.core.onnx.io import save_model
 from drifttui.core.prepare.stage import PREPARE_FIELDS, Prepared, prepare
@@ -353,9 +354,11 @@ class Pipeline:
 
     def recheck(self, config: Config, model: Any, progress: ProgressFn = no_progress,
                 cancel: Optional[CancelToken] = None) -> Result:
-        """``model`` (a repaired copy) compared again end to end, from a temporary file."""
+        """``model`` (a repaired copy) compared again end to end, from a temporary file: the weights it still
+        keeps in the checked file's external data are read in first (they are relative to that file's folder)."""
+        data_dir = self._prepared.index.data_dir if self._prepared is not None else None
         with tempfile.TemporaryDirectory(prefix="drifttui-repair-") as d:
-            path = save_model(model, Path(d) / "fixed.onnx")
+            path = save_model(weights_in(model, data_dir), Path(d) / "fixed.onnx")
             return Pipeline().run(dataclasses.replace(config, onnx=str(path)), progress, cancel).result
 
     def close(self) -> None:

@@ -64,9 +64,37 @@ def origin_numbers(result: Result) -> str:
     return (f"{origin_errors(result)} (worst sample {o.worst_sample})")
 
 
-def nonfinite_said(n: object) -> str:
-    """`` (23 element(s) inf/NaN on one side only)`` for a count of such elements, "" for none."""
-    return f" ({n} element(s) inf/NaN on one side only)" if n else ""
+def nonfinite_said(n: object, metrics: object = None) -> str:
+    """`` (23 element(s) inf/NaN on one side only)`` for a count of such elements, "" for none; with the
+    ``metrics`` that counted them, the overflows among them said (``overflow_said``)."""
+    return f" ({n} element(s) inf/NaN on one side only{overflow_said(metrics, n)})" if n else ""
+
+
+FORMAT_LIMITS = {65504.0: "float16", 3.3895313892515355e38: "bfloat16"}     # largest finite number -> format
+
+
+def overflow_name(limit: float) -> str:
+    """The format whose largest finite number is ``limit`` (65504: float16), or "its format"."""
+    return FORMAT_LIMITS.get(float(limit), "its format")
+
+
+def overflow_said(metrics: object, n: object = None) -> str:
+    """``: all a float16 overflow, torch past 65504``: the elements the file holds as
+    inf where torch's finite values pass its format's largest number (``Metrics.overflow``, counted by the
+    engine); "" when none is."""
+    over, limit = getattr(metrics, "overflow", 0), getattr(metrics, "overflow_limit", 0.0)
+    if not over or not limit:
+        return ""
+    name = overflow_name(limit)
+    what = "an overflow" if name == "its format" else f"a {name} overflow"
+    return f": {'all' if over == n else f'{over} of them'} {what}, torch past {limit:.6g}"
+
+
+def overflow_word(result: Result) -> str:
+    """``float16 overflow`` when the origin's error is one (its output or its own error counts an overflow)."""
+    layer = origin_layer(result) if result.drift_origin is not None else None
+    found = [m for m in ((layer.metrics, layer.local) if layer is not None else ()) if getattr(m, "overflow", 0)]
+    return f"{overflow_name(found[0].overflow_limit)} overflow" if found else ""
 
 
 def origin_errors(result: Result) -> str:
@@ -76,7 +104,7 @@ def origin_errors(result: Result) -> str:
     layer = origin_layer(result)
 
     def count(metrics: object) -> str:
-        return nonfinite_said(getattr(metrics, "nan_mismatch", 0))
+        return nonfinite_said(getattr(metrics, "nan_mismatch", 0), metrics)
 
     return (f"max |d| {fmt(o.max_abs)}{count(layer.metrics if layer else None)}, max rel {fmt(o.max_rel)}, "
             f"own error {fmt(o.local_max_abs)}{count(layer.local if layer else None)}")

@@ -15,6 +15,7 @@ from rich.text import Text
 from drifttui.core.base.progress import Progress
 from drifttui.core.result import DRIFT, HIST_EDGES, Layer, Metrics, Result
 from drifttui.report.profile import allowance
+from drifttui.report.summary import overflow_said
 from drifttui.tui import served_view
 from drifttui.tui.heat import band, cell_style, fmt_value, thresholds
 from drifttui.tui.tree import display_name, own_fails
@@ -342,7 +343,8 @@ def render_layer(result: Result, layer: Layer, full: bool = False,
             hist.append_text(histogram_line(layer.metrics.histogram))
             parts.append(hist)
         if layer.metrics.nan_mismatch:
-            parts.append(Text(f"NaN/Inf mismatches: {layer.metrics.nan_mismatch}", style="bold red"))
+            parts.append(Text(f"NaN/Inf mismatches: {layer.metrics.nan_mismatch}"
+                              f"{overflow_said(layer.metrics, layer.metrics.nan_mismatch)}", style="bold red"))
     else:
         parts.append(Text("\nno metrics for this module (" + STATUS_TEXT.get(layer.status, layer.status) + ")",
                           style="dim"))

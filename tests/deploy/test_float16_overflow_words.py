@@ -4,6 +4,8 @@ value at the origin, float16's largest finite number and the count past it.  A s
 layer kept in float32 alone leaves the outputs NaN) is said as not measurable, not "nan%"."""
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 import torch
 
@@ -52,3 +54,33 @@ def test_mobileone_s_float16_copy_says_where_it_overflows(tmp_path):
     said = precision_finding(engine.context(result))
     assert said is not None and "its output overflows float16" in said.message, said
     assert said.evidence["overflow"]["torch max |x|"] > 65504
+
+
+def test_the_numbers_line_names_the_overflow_in_every_output(tmp_path):
+    """Session 37 left it: the headline's numbers line said "max |d| inf, 15 element(s) inf/NaN on one side only"
+    and only the finding named the overflow.  The engine counts the overflows (``Metrics.overflow``: torch past
+    65504 where the float16 file holds inf); the text headline, the JSON and the TUI's status line render it."""
+    needs("onnxconverter_common")
+    from drifttui.core.pipeline import Pipeline
+    from drifttui.core.result import Config, Result
+    from drifttui.report.summary import origin_errors
+    from drifttui.tui.app import DriftApp
+
+    raw = tmp_path / "raw.onnx"
+    torch.onnx.export(M.wide(), (torch.randn(2, 16),), str(raw), dynamo=False, opset_version=17)
+    half = P.float16(raw, tmp_path / "fp16.onnx")
+    result = Pipeline().run(Config(model=M.spec("wide"), inputs=M.INPUTS["wide"], onnx=str(half), samples=2)).result
+    origin = result.layers[result.drift_origin.layer]
+    assert origin.metrics.overflow > 0 and origin.metrics.overflow_limit == 65504.0
+    assert "a float16 overflow, torch past 65504" in origin_errors(result), origin_errors(result)
+    back = Result.from_dict(result.to_dict())
+    assert back.layers[origin.index].metrics.overflow == origin.metrics.overflow
+
+    async def status_line() -> str:
+        app = DriftApp(None, result=result)
+        async with app.run_test(size=(160, 24)) as pilot:
+            await pilot.pause()
+            return app.status.first_line().plain
+
+    line = asyncio.run(status_line())
+    assert "(float16 overflow)" in line, line

@@ -7,6 +7,7 @@ remembers the call inside it that made that very tensor (``TensorRef.inner``); f
 ReLU's output is its input's tensor, made before it: never its ``inner``."""
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -49,3 +50,24 @@ def test_a_batchnorm_after_a_container_s_last_conv_is_a_fold_not_a_drift(tmp_pat
     assert result.verdict == "ok", result.drift_origin
     by = {L.module: L for L in result.layers}
     assert by["conv1.3"].status == "fused" and by["bn1"].status == "ok" and by["bn1"].op_types == ["Conv"]
+
+
+@pytest.mark.parametrize("dynamo", [False, True])
+def test_the_container_of_a_folded_conv_has_no_value_of_its_own(tmp_path, dynamo):
+    """Session 37 left it: ``conv1`` (the Sequential) hands on ``conv1.3``'s output, which the file never computes
+    (folded with ``bn1``).  The container read "unattributed" (TorchScript: paired with the folded node's value,
+    bn1's; dynamo: with ``conv1.2``'s ReLU) or unmapped (timm's resnet18d, dynamo).  It is fused into bn1's node, as
+    ``conv1.3`` is; its calls inside are still compared."""
+    from drifttui.core.pipeline import run_once
+    from drifttui.core.result import Config
+
+    path = tmp_path / "m.onnx"
+    torch.onnx.export(model(), (inputs(),), str(path), dynamo=dynamo, input_names=["x"],
+                      **({} if dynamo else {"opset_version": 17}))
+    result = run_once(Config(model=f"{__file__}:model", inputs=f"{__file__}:inputs", onnx=str(path),
+                             samples=2)).result
+    by = {L.module: L for L in result.layers}
+    assert result.verdict == "ok", result.drift_origin
+    assert by["conv1"].status == "fused" and not by["conv1"].onnx_values, (by["conv1"].status, by["conv1"].note)
+    assert "folded into bn1" in by["conv1"].note
+    assert by["conv1.1"].status == "ok" and by["bn1"].status == "ok" and by["bn1"].op_types == ["Conv"]

@@ -147,3 +147,21 @@ def test_an_element_finite_on_one_side_only_is_infinite_noise_in_the_sqnr():
     st = compare(t, o, atol=1e-4, rtol=1e-4)
     assert st.nan_mismatch == 1 and st.sqnr_db == float("-inf")
     assert compare(t, t.copy(), atol=1e-4, rtol=1e-4).sqnr_db == float("inf")
+
+
+def test_an_overflow_of_the_file_s_format_is_counted_as_one():
+    """A torch value past float16's largest finite number (65504) that the float16 file holds as inf of the same
+    sign is an overflow (session 38: the numbers line names it); an inf where torch is short of 65504, of the
+    other sign, or a NaN, is an infinite error like any other, not an overflow."""
+    t = np.array([7e4, -8e4, 100.0, 7e4, 7e4, 1.0], np.float32)
+    o = np.array([np.inf, -np.inf, np.inf, -np.inf, np.nan, 1.0], np.float16)
+    st = compare(t, o)
+    assert st.nan_mismatch == 5 and st.max_abs == math.inf
+    assert st.overflow == 2 and st.overflow_limit == 65504.0
+    same = compare(t, o.astype(np.float32))          # a float32 file: no narrower format to overflow
+    assert same.nan_mismatch == 5 and same.overflow == 0
+    agg = Aggregate()
+    agg.add(0, st)
+    agg.add(1, compare(t[:1], o[:1]))
+    m = agg.to_metrics()
+    assert (m.nan_mismatch, m.overflow, m.overflow_limit) == (6, 3, 65504.0)

@@ -36,6 +36,8 @@ class Aggregate:
     mismatch: list[bool] = field(default_factory=list)
     sample_ids: list[int] = field(default_factory=list)
     nan_mismatch: int = 0
+    overflow: int = 0                 # of nan_mismatch: overflows of the file's dtype (metrics.Stats.overflow)
+    overflow_limit: float = 0.0
     nan_samples: list[int] = field(default_factory=list)     # samples with a NaN/Inf mismatch
     # max |d| per output channel over the samples added (elementwise max; None: not measured)
     channels: Optional[np.ndarray] = field(default=None, repr=False, compare=False)
@@ -57,6 +59,8 @@ class Aggregate:
         self.bounds.append(s.bounds())
         self.mismatch.append(s.nan_mismatch > 0 or s.shape_mismatch)
         self.nan_mismatch += s.nan_mismatch
+        self.overflow += s.overflow
+        self.overflow_limit = max(self.overflow_limit, s.overflow_limit)
         if s.nan_mismatch:
             self.nan_samples.append(sample)
         if s.channels is not None:
@@ -139,5 +143,7 @@ class Aggregate:
             frac_out=summary_of(self.spread, ids),
             nan_mismatch=self.nan_mismatch,
             samples=len(ids),
+            overflow=self.overflow,
+            overflow_limit=self.overflow_limit,
             histogram=tuple(int(h) for h in hist),
         )

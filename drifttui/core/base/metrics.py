@@ -31,6 +31,10 @@ class Stats:
     norm_o: float = 0.0
     n_out: int = 0                  # elements over the tolerance given to compare() (0 without one)
     nan_mismatch: int = 0
+    # of nan_mismatch: torch finite past the file dtype's largest finite number (float16: 65504), the file
+    # infinite on the same side: an overflow; ``overflow_limit`` that number (0: none)
+    overflow: int = 0
+    overflow_limit: float = 0.0
     shape_mismatch: bool = False
     n_spread: int = 0               # elements whose |d| is at least half of max |d| (tolerance-free)
     # float16 / bfloat16 comparisons: the floor of the relative tolerance (core/tolerance.py)
@@ -63,6 +67,8 @@ class Stats:
         self.n_out += other.n_out
         self.n_spread += other.n_spread
         self.nan_mismatch += other.nan_mismatch
+        self.overflow += other.overflow
+        self.overflow_limit = max(self.overflow_limit, other.overflow_limit)
         self.shape_mismatch |= other.shape_mismatch
         if self.channels is None and other.channels is not None:
             self.channels, self.channel_axis = other.channels, other.channel_axis
@@ -282,17 +288,20 @@ def _compare_np(t: np.ndarray, o: np.ndarray, atol: Optional[float], rtol: Optio
     n = t.size
     ft = np.isfinite(t)
     fo = np.isfinite(o)
-    nan_mismatch = 0
+    nan_mismatch = over = 0
     saturated = ((t >= largest[0]) & (o >= largest[1])) | ((t <= -largest[0]) & (o <= -largest[1]))
     if not (ft.all() and fo.all()) or saturated.any():
         # same non-finite value on both sides is agreement; exactly one side is a mismatch
         same = (t == o) | (np.isnan(t) & np.isnan(o)) | saturated
         nan_mismatch = int(np.count_nonzero((~ft | ~fo) & ~same))
+        if nan_mismatch and largest[1] < largest[0]:       # the file's dtype is narrower: which are overflows
+            over = int(np.count_nonzero(ft & np.isinf(o) & (np.abs(t) > largest[1]) & ((t > 0) == (o > 0))))
         keep = ft & fo & ~saturated
         t, o = t[keep], o[keep]
         if t.size == 0:
             return Stats(n=n, nan_mismatch=nan_mismatch, n_out=nan_mismatch if atol is not None else 0,
-                         max_abs=math.inf if nan_mismatch else 0.0, n_spread=nan_mismatch)
+                         max_abs=math.inf if nan_mismatch else 0.0, n_spread=nan_mismatch, overflow=over,
+                         overflow_limit=largest[1] if over else 0.0)
     d = np.abs(t - o)
     max_abs = float(d.max())
     max_t = float(np.abs(t).max())
@@ -307,6 +316,8 @@ def _compare_np(t: np.ndarray, o: np.ndarray, atol: Optional[float], rtol: Optio
         **_dots(t, o, max_t),
         n_out=n_out + nan_mismatch if atol is not None else 0,
         nan_mismatch=nan_mismatch,
+        overflow=over,
+        overflow_limit=largest[1] if over else 0.0,
     )
 
 

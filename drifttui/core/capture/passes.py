@@ -23,6 +23,7 @@ from drifttui.core.model.inputs import onnx_feeds
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.base.aggregate import Aggregate
 from drifttui.core.base.metrics import Stats, channel_axis_of, compare
+from drifttui.core.capture.readers import readers_agree, saturated_only, with_file_values
 from drifttui.core.prepare.windows import Window
 
 
@@ -177,6 +178,7 @@ def local_run(p: Pass, store: TensorStore, feeds: dict, i: int, acc: Accum) -> N
             arr = arr.astype(want)
         lfeeds[name] = arr
     vals = sessions.run(p.local_sess, lfeeds, list(local.outputs))
+    excused = _excused(p, store, lfeeds, vals)
     per_call: dict[int, Stats] = {}
     for lname, v in local.outputs.items():
         owner = local.attribution.get(v)
@@ -186,9 +188,34 @@ def local_run(p: Pass, store: TensorStore, feeds: dict, i: int, acc: Accum) -> N
         t = (store.out if kind == "out" else store.inp).get((ci, pos))
         if t is None:
             continue
+        if lname in excused:        # torch's "minus infinity" and the file's stand-in: its readers cannot tell
+            t = with_file_values(t, vals[lname], excused[lname])
         # the root's own values per channel: a root origin's drill-down shows them, not the outputs
         st = compare(t, vals[lname], channel_axis=channel_axis_of(tuple(t.shape)) if owner == 0 else None)
         per_call.setdefault(owner, Stats()).add(st)
         acc.loc_values.setdefault(owner, []).append((local.first_node[v], st))
     for owner, st in per_call.items():
         acc.loc_stats.setdefault(owner, {}).setdefault(i, Stats()).add(st)
+
+
+def _excused(p: Pass, store: TensorStore, lfeeds: dict, vals: dict) -> dict[str, np.ndarray]:
+    """Local output -> the elements its readers cannot tell from torch's saturated values (capture/readers.py):
+    those where torch saturates and the file holds another, finite, number, when running the local graph again with
+    the file's values in the readers' feeds changes no mapped value.  Empty: none, or the readers can tell."""
+    local = p.window.local
+    assert local is not None
+    feed_of = {v: name for name, v in local.feeds.items()}
+    masks: dict[str, np.ndarray] = {}
+    swaps: dict[str, np.ndarray] = {}
+    for lname, v in local.outputs.items():
+        if v not in feed_of or feed_of[v] not in lfeeds or local.attribution.get(v) is None:
+            continue
+        kind, ci, pos = p.plan.table[v]
+        t = (store.out if kind == "out" else store.inp).get((ci, pos))
+        mask = saturated_only(t, vals[lname]) if t is not None else None
+        if mask is not None:
+            masks[lname], swaps[feed_of[v]] = mask, vals[lname]
+    if swaps and readers_agree(lambda feeds: sessions.run(p.local_sess, feeds, list(local.outputs)), lfeeds, vals,
+                               swaps):
+        return masks
+    return {}

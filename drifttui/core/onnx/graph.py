@@ -14,9 +14,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.onnx.io import copy_model
 from drifttui.core.base.dtypes import elem_name
-from drifttui.core.onnx.weights import SharedWeights
+from drifttui.core.onnx.weights import read_tensor, weights_in, with_array
 
 DYNAMO = "dynamo"
 TORCHSCRIPT = "torchscript"
@@ -299,31 +298,16 @@ def attribute_values(node: Any) -> dict[str, Any]:
 
 
 def tensor_array(index: GraphIndex, name: str) -> Optional[np.ndarray]:
-    from onnx import numpy_helper
-
+    """The values of the constant tensor ``name`` (an initializer or a Constant's value), read where they
+    lie (the proto stays without weights), or None when ``name`` is no constant."""
     t = index.constant_tensor(name)
-    if t is not None:
-        if index.data_dir is not None and t.data_location == t.EXTERNAL:
-            # read where it lies (a view of the mapped file when it can be): the proto stays without weights
-            arr = SharedWeights.of(index.data_dir).array(t)
-            return arr if arr is not None else numpy_helper.to_array(t, str(index.data_dir))
-        return numpy_helper.to_array(t)
-    c = index.constant_tensor(name)
-    return numpy_helper.to_array(c) if c is not None else None
+    return read_tensor(t, index.data_dir) if t is not None else None
 
 
 def full_model(index: GraphIndex) -> Any:
     """A copy of the graph with every weight in the proto (read from the external data), for a
     model written out whole (``drifttui repair --out``); the index's own proto stays without them."""
-    import onnx
-
-    if index.data_dir is None:
-        return index.model
-    from onnx.external_data_helper import load_external_data_for_model
-
-    copy = copy_model(index.model)
-    load_external_data_for_model(copy, str(index.data_dir))
-    return copy
+    return weights_in(index.model, index.data_dir)
 
 
 def with_data(index: GraphIndex, t: Any) -> Any:
@@ -331,15 +315,12 @@ def with_data(index: GraphIndex, t: Any) -> Any:
     the run: a few tensors, never the whole model."""
     if t.data_location != t.EXTERNAL or index.data_dir is None:
         return t
-    from onnx import numpy_helper
-
-    arr = tensor_array(index, t.name)
-    return numpy_helper.from_array(np.ascontiguousarray(arr), t.name) if arr is not None else t
+    return with_array(t, read_tensor(t, index.data_dir))
 
 
 class ReadInitializers(dict):
     """A graph copy's initializers by name, each one read given its data in place (from the external file of
-    ``index``) the first time it is looked up: code that reads ``numpy_helper.to_array(inits[name])`` and edits
+    ``index``) the first time it is looked up: code that reads ``read_tensor(inits[name])`` and edits
     ``inits[name]`` works on a file whose weights lie outside the proto, and only the tensors it reads are read."""
 
     def __init__(self, index: GraphIndex, graph: Any) -> None:

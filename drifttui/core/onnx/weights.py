@@ -102,6 +102,55 @@ class SharedWeights:
         return [self, values]
 
 
+class ExternalTensorError(ValueError):
+    """A tensor's values lie in an external data file, and no folder to read it from was given."""
+
+
+def read_tensor(tensor: Any, data_dir: Optional[Path] = None) -> np.ndarray:
+    """THE reader of a TensorProto's values, wherever they lie: in the proto, or in its external data file
+    (``data_dir``: the ONNX file's folder; a view over the shared mapping when it can be one, read-only).
+
+    ``numpy_helper.to_array`` alone resolves an external location from the process's working directory: a
+    weight-less proto (drifttui loads files without their weights) then fails, or reads a same-named file of
+    another folder.  An external tensor without ``data_dir`` is refused (``ExternalTensorError``)."""
+    from onnx import TensorProto, numpy_helper
+
+    if tensor.data_location != TensorProto.EXTERNAL:
+        return numpy_helper.to_array(tensor)
+    if data_dir is None:
+        raise ExternalTensorError(f"tensor {tensor.name!r} lies in external data and no folder was given "
+                                  "to read it from")
+    arr = SharedWeights.of(Path(data_dir)).array(tensor)
+    return arr if arr is not None else numpy_helper.to_array(tensor, str(data_dir))
+
+
+def with_array(tensor: Any, arr: Any) -> Any:
+    """A TensorProto named like ``tensor``, of its element type, holding ``arr`` in the proto.  A 0-d array stays
+    0-d (``np.ascontiguousarray`` alone makes it 1-d: a scalar zero point of shape [1] beside a scalar scale
+    keeps ONNX Runtime from fusing a QDQ unit, which then computes otherwise than the file)."""
+    from onnx import helper, numpy_helper
+
+    a = np.asarray(arr).astype(helper.tensor_dtype_to_np_dtype(tensor.data_type), copy=False)
+    return numpy_helper.from_array(np.ascontiguousarray(a).reshape(a.shape), tensor.name)
+
+
+def weights_in(model: Any, data_dir: Optional[Path]) -> Any:
+    """``model`` with every tensor that lies in external data read into the proto (from ``data_dir``, the
+    folder its locations are relative to): a copy, for a file written elsewhere (a repaired copy checked from a
+    temporary folder, ``repair --out``); ``model`` itself when no tensor of it is external."""
+    from onnx import ModelProto, TensorProto
+    from onnx.external_data_helper import _get_all_tensors
+
+    if data_dir is None or not any(t.data_location == TensorProto.EXTERNAL for t in _get_all_tensors(model)):
+        return model
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    for t in _get_all_tensors(copy):
+        if t.data_location == TensorProto.EXTERNAL:
+            t.CopyFrom(with_array(t, read_tensor(t, data_dir)))
+    return copy
+
+
 def release_view(arr: Any) -> None:
     """Give back the mapped pages under ``arr``, a view over a mapping (``SharedWeights.array``);
     anything else is left alone.  The pages stay in the page cache: a later read (a session using

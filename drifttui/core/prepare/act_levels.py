@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from drifttui.core.onnx.qviews import QOPERATOR, quantized_values
+from drifttui.core.onnx.graph import tensor_array
 
 
 def quantized_outputs(index: Any, reduced: dict[int, Any]) -> dict[str, str]:
@@ -50,8 +51,6 @@ def _dequantized_zero(index: Any, value: str) -> Optional[str]:
 
 def measure(index: Any, reduced: dict[int, Any], run: Callable[[list[str]], dict[str, np.ndarray]]) -> dict[str, int]:
     """Quantizer output -> max |q - zero point| on sample 0 (``run(values)`` runs the file on it)."""
-    from onnx import numpy_helper
-
     wanted = quantized_outputs(index, reduced)
     if not wanted:
         return {}
@@ -60,7 +59,7 @@ def measure(index: Any, reduced: dict[int, Any], run: Callable[[list[str]], dict
     out: dict[str, int] = {}
     for v, z in wanted.items():
         q = vals.get(v)
-        zp = numpy_helper.to_array(index.initializers[z]) if z in index.initializers else vals.get(z)
+        zp = tensor_array(index, z) if z in index.initializers else vals.get(z)
         if q is None or zp is None or q.size == 0 or np.size(zp) != 1:
             continue
         level = int(np.max(np.abs(q.astype(np.int64) - int(np.asarray(zp).reshape(-1)[0]))))

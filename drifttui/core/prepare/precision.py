@@ -295,15 +295,13 @@ def _int8_node(index: Any, node: Any, levels: dict[str, int], own: frozenset[int
 def _quantized_source(index: Any, name: str, levels: dict[str, int]) -> Optional[tuple[str, float]]:
     """('weight', scale/max|w|) for an int8 initializer (directly or through a DequantizeLinear),
     ('act', step) for a value a quantizer made at run time; None for anything else."""
-    from onnx import numpy_helper
-
     p = index.producer.get(name)
     if p is not None and index.nodes[p].op_type == "DequantizeLinear":
         name = index.nodes[p].inputs[0]
         p = index.producer.get(name)
     t = index.constant_tensor(name)
     if t is not None and t.data_type in QUANT_ELEMS:        # (u)int8, (u)int16, (u)int4
-        q = numpy_helper.to_array(t).astype(np.int64)
+        q = np.asarray(tensor_array(index, name)).astype(np.int64)
         zp = 128 if t.data_type == 2 else 0     # uint8 weights are stored around 128
         m = int(np.max(np.abs(q - zp))) if q.size else 0
         return ("weight", 1.0 / m) if m else None

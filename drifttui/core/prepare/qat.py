@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 import numpy as np
-from onnx import numpy_helper
 
 from drifttui.core.runtime.fake_quant import FakeQuant
+from drifttui.core.onnx.graph import tensor_array
 
 QUANTIZERS = ("QuantizeLinear", "DequantizeLinear")
 
@@ -50,5 +50,4 @@ def _array(index: Any, name: str) -> Any:
     while index.constant_tensor(name) is None and name in index.producer and \
             index.nodes[index.producer[name]].op_type == "Identity":
         name = index.nodes[index.producer[name]].inputs[0]
-    t = index.constant_tensor(name)
-    return None if t is None else numpy_helper.to_array(t)
+    return tensor_array(index, name)

@@ -100,6 +100,10 @@ class Metrics:
     samples: int
     # counts of per-sample max_abs in fixed log10 bins, see HIST_EDGES
     histogram: tuple[int, ...] = ()
+    # of nan_mismatch: torch finite past the file dtype's largest finite number, the file inf on the same
+    # side (a float16 overflow); overflow_limit: that number (65504 for float16; 0.0: none)
+    overflow: int = 0
+    overflow_limit: float = 0.0
 
 
 # log10(|error|) bin edges for Metrics.histogram: <1e-9, 1e-9..1e-8, ..., >=1e1

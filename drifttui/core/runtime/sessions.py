@@ -140,6 +140,8 @@ def _read_as_float32(model: Any, extra: list[str], types: Optional[Mapping[str, 
 _MISTYPED = re.compile(r"Type \(tensor\((\w+)\)\) of (?:output|input) arg \(([^)]*)\) of node \(([^)]*)\) does not "
                        r"match expected type \(tensor\((\w+)\)\)")
 
+_MIXED = re.compile(r"bound to different types \(tensor\((\w+)\) and tensor\((\w+)\) in node \(([^)]*)\)")
+
 
 def load_fix(message: str) -> str:
     """The fix for ONNX Runtime refusing a graph: a mistyped node is the converter's defect (the file
@@ -151,6 +153,17 @@ def load_fix(message: str) -> str:
                 f"computes {computed}, a defect of the converter that wrote it (onnxconverter-common's float16 "
                 f"conversion of a dynamo export does this); convert again with onnxruntime.transformers.float16, "
                 f"or keep node {node!r} in float32 (the converter's node_block_list)")
+    m = _MIXED.search(message)
+    if m:
+        a, b, node = m.groups()
+        return (f"the file itself is inconsistent: node {node!r} reads {a} and {b} where its op needs one type, a "
+                f"defect of the converter that wrote it (onnxconverter-common's float16 conversion leaves an input "
+                f"unconverted); convert again with onnxruntime.transformers.float16, or keep node {node!r} in "
+                f"float32 (the converter's node_block_list)")
+    if "Cannot parse data from external tensors" in message:
+        return ("ONNX Runtime itself cannot load this file: a constant it must read to infer shapes (axes, a "
+                "shape) lies in external data; save the file with its small tensors inline (onnx.save(..., "
+                "save_as_external_data=True) with the default size_threshold=1024, not 0)")
     return ("check that every op is supported by this onnxruntime and provider "
             "(try another --opset when exporting, or a newer onnxruntime)")
 

@@ -10,7 +10,7 @@ from drifttui.api import Progress
 from drifttui.core.base.progress import Estimate, duration
 from drifttui.core.result import Config, Result
 from drifttui.report.escape import terminal
-from drifttui.report.summary import drift_word
+from drifttui.report.summary import drift_word, overflow_word
 from drifttui.tui import served_view
 from drifttui.tui.tree import display_name
 
@@ -182,7 +182,8 @@ class StatusLine(Static):
                 text.append(" ◆ ", style="bold reverse" if self.is_mounted and self.app.no_color else "#ff3d9a")
                 text.append(display_name(o.module), style="bold")
                 if not compact:
-                    text.append(f" {o.cls} {o.max_abs:.1e}")
+                    over = overflow_word(r)         # the engine counted it (Metrics.overflow): said, not decided
+                    text.append(f" {o.cls} {o.max_abs:.1e}" + (f" ({over})" if over else ""))
             if r.precision_origin is not None and not compact:  # both stories (core decide): the precision's beside it
                 text.append(f"  also over budget from {display_name(r.precision_origin.module)}", style="#f0a030")
         if r is not None and r.precision is not None and r.precision.kernels:

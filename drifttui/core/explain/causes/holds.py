@@ -75,7 +75,7 @@ def _patched_file(ctx: Any, patch: Any) -> Optional[Any]:
     does not apply."""
     try:
         if patch.graph_level:
-            return without_views(apply(ctx.index.model, patch))
+            return without_views(apply(ctx.index.model, patch, ctx.index.data_dir))
         g = patch.graft
         if g.narrow is not None:
             try:

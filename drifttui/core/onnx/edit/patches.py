@@ -42,6 +42,7 @@ where the values come from.  ``apply(model, patch)`` never edits its argument.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
@@ -71,6 +72,7 @@ from drifttui.core.onnx.edit.lowerings.remainder import APPLY as REMAINDER
 from drifttui.core.onnx.edit.lowerings.singular import APPLY as SINGULAR
 from drifttui.core.onnx.edit.lowerings.stable_forms import apply_expm1, apply_log1p, apply_logaddexp
 from drifttui.core.onnx.edit.lowerings.ort_workarounds import apply_workaround
+from drifttui.core.onnx.weights import ExternalTensorError, read_tensor, with_array
 
 GRAPH_OPS = ("set_attribute", "replace_initializer", "remove_cast", "replace_constant", "rewrite", "sequence")
 
@@ -114,14 +116,25 @@ def _copy(model: Any) -> Any:
     return copy_model(model)
 
 
-def apply(model: Any, patch: Patch) -> Any:
-    """A patched copy of ``model``; PatchError when the patch does not fit it."""
+def apply(model: Any, patch: Patch, data_dir: Optional[Path] = None) -> Any:
+    """A patched copy of ``model``; PatchError when the patch does not fit it.  ``data_dir``: the folder of
+    ``model``'s external data (a weight-less proto, as drifttui loads a file): the weights the patched nodes
+    read are brought into the copy first; a weight it still cannot read makes the patch not fit."""
     op = patch.spec.get("op")
     fn = _APPLY.get(op or "")
     if fn is None:
         raise PatchError(f"patch op {op!r} is not a graph edit")
     out = _copy(model)
-    fn(out, patch)
+    if data_dir is not None:
+        touched = {patch.spec.get("node"), *patch.nodes}
+        read = {patch.spec.get("name")} | {v for n in out.graph.node if n.name in touched for v in n.input}
+        for t in out.graph.initializer:
+            if t.name in read and t.data_location == t.EXTERNAL:
+                t.CopyFrom(with_array(t, read_tensor(t, data_dir)))
+    try:
+        fn(out, patch)
+    except ExternalTensorError as exc:
+        raise PatchError(f"the patch reads a weight the file keeps in external data: {exc}") from exc
     return out
 
 
@@ -140,17 +153,17 @@ def _set_attribute(model: Any, p: Patch) -> None:
 
 
 def _set_tensor(model: Any, name: str, arr: np.ndarray) -> None:
-    from onnx import numpy_helper
-
+    """``name``'s values set to ``arr`` in the tensor's own element type (read from its type: the old values,
+    maybe in external data, are not needed)."""
     for t in model.graph.initializer:
         if t.name == name:
-            t.CopyFrom(numpy_helper.from_array(arr.astype(numpy_helper.to_array(t).dtype), name))
+            t.CopyFrom(with_array(t, arr))
             return
     for n in model.graph.node:
         if n.op_type == "Constant" and name in n.output:
             for a in n.attribute:
                 if a.name == "value":
-                    a.t.CopyFrom(numpy_helper.from_array(arr.astype(numpy_helper.to_array(a.t).dtype), name))
+                    a.t.CopyFrom(with_array(a.t, arr))
                     return
     raise PatchError(f"no initializer or Constant named {name!r}")
 

@@ -9,6 +9,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from drifttui.core.onnx.order import node_order
+from drifttui.core.onnx.weights import read_tensor
 
 
 
@@ -198,11 +199,9 @@ APPLY = {"convert_opset": apply_convert_opset, "floor_cast": apply_floor_cast, "
 
 def static_value(model: Any, name: str) -> Optional[np.ndarray]:
     """The value of ``name`` when the model holds it: an initializer or a Constant node's output."""
-    from onnx import numpy_helper
-
     t = next((t for t in model.graph.initializer if t.name == name), None)
     if t is not None:
-        return numpy_helper.to_array(t)
+        return read_tensor(t)
     c = next((n for n in model.graph.node if n.op_type == "Constant" and name in n.output), None)
     a = next((a for a in c.attribute if a.name == "value"), None) if c is not None else None
-    return numpy_helper.to_array(a.t) if a is not None else None
+    return read_tensor(a.t) if a is not None else None

@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 from typing import Any, Callable
 
+from drifttui.core.onnx.weights import read_tensor
+
 
 def _in_scope(node: Any, module: str) -> bool:
     for p in node.metadata_props:
@@ -35,7 +37,7 @@ def round_conv_weight_bf16(conv: str, bn: str) -> Callable[[Any, str], None]:
         node = _find(proto, "Conv", conv, bn)
         inits = {t.name: t for t in proto.graph.initializer}
         t = inits[node.input[1]]
-        w = numpy_helper.to_array(t).astype(np.float32)
+        w = read_tensor(t).astype(np.float32)
         bits = w.view(np.uint32)
         rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
         t.CopyFrom(numpy_helper.from_array(rounded, t.name))
@@ -79,7 +81,7 @@ def scale_conv_channel(conv: str, bn: str, channel: int, factor: float) -> Calla
         for name in node.input[1:3]:            # weight [C_out, ...] and bias [C_out]
             if name in inits:
                 t = inits[name]
-                w = numpy_helper.to_array(t).copy()
+                w = read_tensor(t).copy()
                 w[channel] *= np.asarray(factor, dtype=w.dtype)
                 t.CopyFrom(numpy_helper.from_array(w, t.name))
     return transform

@@ -16,6 +16,7 @@ import numpy as np
 
 from drifttui.core.base.dtypes import INT8_ELEMS
 from drifttui.core.prepare.plan.closeness import EQUAL_RTOL, Match, err as _err
+from drifttui.core.onnx.graph import tensor_array
 
 FOLDED_RTOL = 0.1          # a quantized value equals max(reference, 0) this closely: a ReLU folded into it
 FOLDED_HOW = "outputs behind a ReLU folded into a quantizer"     # counted in the mapping note
@@ -31,9 +32,7 @@ def relu_folded(index: Any, value: str) -> bool:
     z = index.constant_tensor(index.nodes[p].inputs[2])
     if z is None or z.data_type not in INT8_ELEMS:
         return False
-    from onnx import numpy_helper
-
-    zp = numpy_helper.to_array(z)
+    zp = tensor_array(index, index.nodes[p].inputs[2])
     return zp.size == 1 and int(zp.reshape(-1)[0]) == (0 if z.data_type == 2 else -128)
 
 

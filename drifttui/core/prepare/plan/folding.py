@@ -26,7 +26,7 @@ import numpy as np
 from drifttui.core.runtime.torch_hooks import Call
 from drifttui.core.onnx.graph import GraphIndex
 from drifttui.core.prepare.plan.plan import Plan
-from drifttui.core.result import OK
+from drifttui.core.result import FUSED, OK, UNMAPPED
 
 
 LINEAR_OPS = {"Conv", "ConvTranspose", "Gemm", "MatMul", "ConvInteger", "QLinearConv"}
@@ -162,11 +162,41 @@ def fused_into(index: GraphIndex, calls: list[Call], plan: Plan, ci: int) -> Opt
     readers = {index.nodes[c].index for c in index.consumers.get(source, [])
                if index.nodes[c].op_type in LINEAR_OPS}
     for q in calls:
-        if q.index == ci or not any(r.producer == (ci, 0) for r in q.inputs):
+        if q.index == ci or not any(innermost(calls, r.producer) == (ci, 0) for r in q.inputs):
             continue
         if readers & set(plan.calls[q.index].nodes) and plan.calls[q.index].status == OK:
             return q.index
     return None
+
+
+def _encloses(calls: list[Call], outer: int, ci: Optional[int]) -> bool:
+    while ci is not None:
+        if ci == outer:
+            return True
+        ci = calls[ci].parent
+    return False
+
+
+def containers_of_folds(calls: list[Call], plan: Plan) -> None:
+    """A container whose output is the very tensor of a call folded into a node outside it (timm's ResNet-D deep
+    stem: ``conv1``, a Sequential whose last Conv is folded with the ``bn1`` after it) has no value of its own
+    either: the file never computes the Conv's output.  It is fused like that call, into the same node, and keeps no
+    output (it was unmapped, or paired with another value of the file).  Structure only: the tensor identity the
+    hooks saw (``TensorRef.inner``) and the inner call's fold."""
+    for cm in plan.calls:
+        call = calls[cm.call]
+        if cm.status not in (OK, UNMAPPED) or len(call.outputs) != 1:
+            continue
+        maker = innermost(calls, (cm.call, 0))
+        if maker is None or maker[0] == cm.call:
+            continue
+        inner = plan.calls[maker[0]]
+        into = inner.folded_into
+        if inner.status != FUSED or into is None or _encloses(calls, cm.call, into):
+            continue
+        cm.outputs, cm.status, cm.folded_into = {}, FUSED, into
+        cm.note = (f"its output is {calls[maker[0]].module}'s, which the file computes folded into "
+                   f"{calls[into].module or '(root)'}'s node: no value of its own (its calls inside are compared)")
 
 
 def bn_scale(bn: Any) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from drifttui.core.runtime.torch_hooks import Call
-from drifttui.core.prepare.plan.folding import Fold, fused_into, torchscript_folds
+from drifttui.core.prepare.plan.folding import Fold, containers_of_folds, fused_into, innermost, torchscript_folds
 from drifttui.core.onnx.graph import DYNAMO, TORCHSCRIPT, GraphIndex
 from drifttui.core.prepare.plan.pairing import (Resolver, TorchInputs, dtype_ok, pair_by_content,
                                                pair_inputs_by_content, pair_outputs, scopeless_adoptions, shape_ok)
@@ -66,6 +66,7 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
     for fold in torchscript_folds(index, calls, plan, module_has_params):
         _apply_fold(index, calls, plan, fold)
     _classify_empty(index, calls, plan, module_has_params)
+    containers_of_folds(calls, plan)
     ambiguous_inputs = _pair_inputs(index, calls, plan)
     if ambiguous_inputs and resolve is not None and torch_inputs is not None:
         for value, (ci, pos) in pair_inputs_by_content(ambiguous_inputs, plan.table, resolve, torch_inputs).items():
@@ -358,7 +359,7 @@ def _sole_reader(index: GraphIndex, calls: list[Call], plan: Plan, ci: int) -> O
     if len(readers) != 1:
         return None
     (q,) = readers
-    return q if any(r.producer == (ci, 0) for r in calls[q].inputs) else None
+    return q if any(innermost(calls, r.producer) == (ci, 0) for r in calls[q].inputs) else None
 
 
 def _concrete(shape: Optional[list]) -> bool:

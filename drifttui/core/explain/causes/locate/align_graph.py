@@ -14,6 +14,7 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.onnx.weights import read_tensor
 
 
 def producers(case: Case) -> dict[str, Any]:
@@ -362,12 +363,10 @@ def _distance_to(want: np.ndarray, got: np.ndarray) -> float:
 def constant_values(case: Case) -> dict[str, np.ndarray]:
     """The case's initializers: a call on an argument the exporter folded into a constant (``bank.unsqueeze(0)``
     of a buffer the parent hands in) is held by one, so it is found (right) and never named for its readers."""
-    from onnx import numpy_helper
-
     out: dict[str, np.ndarray] = {}
     for init in case.model.graph.initializer:
         try:
-            out[init.name] = numpy_helper.to_array(init)
+            out[init.name] = read_tensor(init)
         except Exception:  # noqa: BLE001 - an element type numpy cannot hold: not a value to match
             continue
     return out

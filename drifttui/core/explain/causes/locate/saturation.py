@@ -17,6 +17,7 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.base.dtypes import INT8_ELEMS
+from drifttui.core.onnx.graph import tensor_array
 
 INT32_OPS = ("MatMulInteger", "ConvInteger")
 MAX_ELEMENTS = 64_000_000        # products recomputed per node and sample (larger: not recomputed)
@@ -71,12 +72,10 @@ def values_needed(index: Any, nodes: list[int]) -> list[str]:
 
 def recompute(index: Any, nodes: list[int], runs: list[dict[str, np.ndarray]]) -> list[NodeProduct]:
     """Per node, ORT's product (``runs``: the marked values on each sample) vs the exact one."""
-    from onnx import numpy_helper
-
     out = []
     for k in nodes:
         n = index.nodes[k]
-        w = numpy_helper.to_array(index.initializers[n.inputs[1]]).astype(np.int64)
+        w = tensor_array(index, n.inputs[1]).astype(np.int64)
         wz = _const(index, n.inputs[3] if len(n.inputs) > 3 else "", None)
         elements = wrong = max_diff = max_exact = 0
         emulated: Optional[bool] = True
@@ -174,12 +173,10 @@ def im2col(node: Any, x: np.ndarray, xz: Any, wshape: tuple[int, ...]) -> Option
 
 
 def _const(index: Any, name: str, vals: Optional[dict[str, np.ndarray]]) -> Any:
-    from onnx import numpy_helper
-
     if not name:
         return np.int64(0)
     if name in index.initializers:
-        return numpy_helper.to_array(index.initializers[name]).astype(np.int64)
+        return tensor_array(index, name).astype(np.int64)
     if vals is not None and name in vals:
         return vals[name].astype(np.int64)
     return np.int64(0)

@@ -18,6 +18,7 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.explain.causes.locate.saturation import MAX_ELEMENTS, NodeProduct, im2col
+from drifttui.core.onnx.graph import tensor_array, with_data
 
 READERS = ("Conv", "MatMul", "Gemm")
 UNIT_OUT = "drifttui_unit_out"
@@ -103,7 +104,7 @@ def unit_model(index: Any, u: QdqProduct, shape: Optional[list[int]] = None) -> 
     names = {i for n in nodes for i in n.input}
     graph = onnx.helper.make_graph(nodes, "unit", [onnx.helper.make_tensor_value_info(u.x_f, 1, shape)],
                                    [onnx.helper.make_tensor_value_info(UNIT_OUT, 1, None)],
-                                   [t for name, t in index.initializers.items() if name in names])
+                                   [with_data(index, t) for name, t in index.initializers.items() if name in names])
     return onnx.helper.make_model(graph, opset_imports=list(index.model.opset_import),
                                   ir_version=index.model.ir_version)
 
@@ -138,9 +139,7 @@ def recompute(index: Any, units: list[QdqProduct], runs: list[dict[str, np.ndarr
 
 
 def _init(index: Any, name: str) -> np.ndarray:
-    from onnx import numpy_helper
-
-    return numpy_helper.to_array(index.initializers[name])
+    return tensor_array(index, name)
 
 
 def _exact(index: Any, n: Any, u: QdqProduct, vals: dict[str, np.ndarray]) -> Optional[np.ndarray]:

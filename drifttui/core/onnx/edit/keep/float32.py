@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.onnx.graph import ReadInitializers
+from drifttui.core.onnx.graph import ReadInitializers, tensor_array
 from drifttui.core.onnx.io import copy_model
 from drifttui.core.onnx.order import used_names
 from drifttui.core.base.dtypes import LOW_FLOAT_ELEMS
@@ -35,6 +35,7 @@ from drifttui.core.onnx.nbits import NBITS_OPS
 from drifttui.core.onnx.qdq_pairs import pair_removed
 from drifttui.core.onnx.qweights import int8_values, rounded_source
 from drifttui.core.onnx.qviews import QOPERATOR, is_view_node, strip_round_trips, strip_views
+from drifttui.core.onnx.weights import read_tensor
 
 FLOAT, FLOAT16 = 1, 10
 
@@ -160,11 +161,11 @@ def _float_weight(name: str, inits: dict, torch_tensors: dict, new_inits: list, 
         if base.endswith(suffix):
             base = base[: -len(suffix)]
     base_t = base[: -len("_Transposed")] if base.endswith("_Transposed") else base
-    q = numpy_helper.to_array(inits[name])
+    q = read_tensor(inits[name])
     arr = None
     if scale is not None:
-        s = numpy_helper.to_array(inits[scale]).astype(np.float32)
-        z = numpy_helper.to_array(inits[zero]).astype(np.float32) if zero in inits else np.float32(0)
+        s = read_tensor(inits[scale]).astype(np.float32)
+        z = read_tensor(inits[zero]).astype(np.float32) if zero in inits else np.float32(0)
         if s.ndim == 1 and q.ndim > 1:   # per-channel: along the axis whose length matches
             ax = next((a for a, d in enumerate(q.shape) if d == s.size), 0)
             shp = [1] * q.ndim
@@ -224,7 +225,7 @@ def _nbits(node: Any, inits: dict, torch_tensors: dict, new_inits: list) -> Opti
     import onnx
     from onnx import numpy_helper
 
-    arrays = {i: numpy_helper.to_array(inits[i]) for i in node.input[1:4] if i and i in inits}
+    arrays = {i: read_tensor(inits[i]) for i in node.input[1:4] if i and i in inits}
     w = nbits.float_weight(node, arrays, torch_tensors)
     if w is None:
         return None
@@ -276,13 +277,12 @@ def _unrounded(index: Any, q: Any, k: int, pre: list[Any]) -> str:
     """What QuantizeLinear ``q`` quantized, without the rounding; when its zero point is the format's
     lowest value the quantizer folded a Relu into it (its range starts at 0): kept as a Relu."""
     import onnx
-    from onnx import numpy_helper
 
     x = q.inputs[0]
     zp = index.constant_tensor(q.inputs[2]) if len(q.inputs) > 2 else None
     if zp is None:
         return x
-    z = numpy_helper.to_array(zp)
+    z = tensor_array(index, q.inputs[2])
     lowest = {2: 0, 3: -128}.get(zp.data_type)
     if lowest is None or z.size == 0 or not np.all(z == lowest):
         return x
@@ -317,7 +317,7 @@ def _fp16(index: Any, k: int, node: Any, keep: set[int], inits: dict, torch_tens
         if node.op_type == "Cast" and a.name == "to" and a.i in LOW_FLOAT_ELEMS:
             a.i = FLOAT
         elif a.HasField("t") and a.t.data_type in LOW_FLOAT_ELEMS:     # a Constant's / ConstantOfShape's value
-            a.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t).astype(np.float32), a.t.name))
+            a.t.CopyFrom(numpy_helper.from_array(read_tensor(a.t).astype(np.float32), a.t.name))
     post: list[Any] = []
     for pos, o in enumerate(node.output):
         if not o or index.elem_types.get(o) not in LOW_FLOAT_ELEMS:

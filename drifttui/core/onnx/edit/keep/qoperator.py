@@ -23,6 +23,7 @@ import numpy as np
 from drifttui.core.base.dtypes import INT8_ELEMS, ONNX_ELEM
 from drifttui.core.onnx.qdq_pairs import rounding_producers
 from drifttui.core.onnx.qviews import QOPERATOR, is_view_node
+from drifttui.core.onnx.weights import read_tensor
 
 # op -> (float op, positions of its (x, scale, zero point) data triples, position of the output
 # (scale, zero point) pair, bias position); attributes copied except those listed in _DROP
@@ -178,12 +179,11 @@ def _relu_if_folded(y_f: str, zero: str, inits: dict, nodes: list[Any]) -> str:
     """The quantizer folds a Relu into its producer's output range (a zero point at the type's
     lowest value): the float value flowing on to a kept reader gets that Relu back."""
     import onnx
-    from onnx import numpy_helper
 
     zp = inits.get(zero) if zero else None
     if zp is None or zp.data_type not in INT8_ELEMS:
         return y_f
-    z = numpy_helper.to_array(zp)
+    z = read_tensor(zp)
     if z.size == 0 or not np.all(z == np.iinfo(ONNX_ELEM[zp.data_type]).min):
         return y_f
     nodes.append(onnx.helper.make_node("Relu", [y_f], [f"{y_f}::relu"], name=f"{y_f}::relu::node"))
@@ -197,8 +197,8 @@ def _float_bias(name: str, x_scale: str, w_scale: str, inits: dict, torch_tensor
     new = f"{name}::float32"
     if new in inits:
         return new
-    q = numpy_helper.to_array(inits[name]).astype(np.float64)
-    s = numpy_helper.to_array(inits[x_scale]).astype(np.float64) * numpy_helper.to_array(inits[w_scale]).astype(np.float64)
+    q = read_tensor(inits[name]).astype(np.float64)
+    s = read_tensor(inits[x_scale]).astype(np.float64) * read_tensor(inits[w_scale]).astype(np.float64)
     stored = (q * s.reshape(-1) if s.size == q.size else q * s).astype(np.float32)
     base = name[: -len("_quantized")] if name.endswith("_quantized") else name
     t = torch_tensors.get(base)

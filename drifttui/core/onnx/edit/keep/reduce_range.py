@@ -17,6 +17,7 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.onnx.graph import ReadInitializers
+from drifttui.core.onnx.weights import read_tensor
 
 RANGE7 = 64            # reduce_range's symmetric int8 weight range: [-64, 64]
 # op -> (weight input, its scale, its zero point, an int32 bias following x_scale * w_scale, x_scale)
@@ -134,9 +135,9 @@ def _requantize(inits: dict, w: str, s: str, z: Optional[str],
     (its old scale, its new one)."""
     from onnx import numpy_helper
 
-    q = numpy_helper.to_array(inits[w]).astype(np.float32)
-    scale = numpy_helper.to_array(inits[s]).astype(np.float32)
-    zero = numpy_helper.to_array(inits[z]).astype(np.float32) if z and z in inits else np.float32(0)
+    q = read_tensor(inits[w]).astype(np.float32)
+    scale = read_tensor(inits[s]).astype(np.float32)
+    zero = read_tensor(inits[z]).astype(np.float32) if z and z in inits else np.float32(0)
     axis = _axis(q, scale)
     shp = [1] * q.ndim
     if axis is not None:
@@ -150,7 +151,7 @@ def _requantize(inits: dict, w: str, s: str, z: Optional[str],
     q7 = np.clip(np.rint(wf / new_scale), -RANGE7, RANGE7).astype(np.int8)
     inits[w].CopyFrom(numpy_helper.from_array(q7, w))
     if z and z in inits:
-        inits[z].CopyFrom(numpy_helper.from_array(np.zeros_like(numpy_helper.to_array(inits[z])), z))
+        inits[z].CopyFrom(numpy_helper.from_array(np.zeros_like(read_tensor(inits[z])), z))
     flat = new_scale.reshape(scale.shape) if axis is not None else np.asarray(new_scale, np.float32).reshape(scale.shape)
     inits[s].CopyFrom(numpy_helper.from_array(flat.astype(np.float32), s))
     return scale, flat.astype(np.float32)
@@ -163,16 +164,16 @@ def _rescale_bias(inits: dict, bias: str, xs: str, old_ws: np.ndarray, new_ws: n
     name, _, own_scale = bias.partition("|")
     if name not in inits or inits[name].data_type != 6:
         return
-    x_s = numpy_helper.to_array(inits[xs]).astype(np.float64)
-    old = (numpy_helper.to_array(inits[own_scale]).astype(np.float64) if own_scale
+    x_s = read_tensor(inits[xs]).astype(np.float64)
+    old = (read_tensor(inits[own_scale]).astype(np.float64) if own_scale
            else x_s * old_ws.astype(np.float64))
-    b = numpy_helper.to_array(inits[name]).astype(np.float64) * np.broadcast_to(old.reshape(-1), \
-        numpy_helper.to_array(inits[name]).shape)
+    b = read_tensor(inits[name]).astype(np.float64) * np.broadcast_to(old.reshape(-1), \
+        read_tensor(inits[name]).shape)
     new = (x_s * new_ws.astype(np.float64)).reshape(-1)
     inits[name].CopyFrom(numpy_helper.from_array(np.rint(b / np.broadcast_to(new, b.shape)).astype(np.int32), name))
     if own_scale:
         inits[own_scale].CopyFrom(numpy_helper.from_array(
-            np.broadcast_to(new, numpy_helper.to_array(inits[own_scale]).shape).astype(np.float32).copy(), own_scale))
+            np.broadcast_to(new, read_tensor(inits[own_scale]).shape).astype(np.float32).copy(), own_scale))
 
 
 def _axis(q: np.ndarray, scale: np.ndarray) -> Optional[int]:

@@ -17,21 +17,20 @@ from typing import Any
 import numpy as np
 
 from drifttui.core.onnx.edit.rewriting import splice_sorted
+from drifttui.core.onnx.weights import read_tensor
 
 FORMS = ("d", "1/d", "d**-0.5", "d**0.5")
 
 
 def _constant(model: Any, name: str) -> np.ndarray:
-    from onnx import numpy_helper
-
     for t in model.graph.initializer:
         if t.name == name:
-            return numpy_helper.to_array(t)
+            return read_tensor(t)
     for n in model.graph.node:
         if n.op_type == "Constant" and n.output and n.output[0] == name:
             for a in n.attribute:
                 if a.name == "value":
-                    return numpy_helper.to_array(a.t)
+                    return read_tensor(a.t)
     raise ValueError(f"no scalar constant named {name!r}")
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from drifttui.core.onnx.edit.rewriting import scoped, splice_sorted
+from drifttui.core.onnx.weights import read_tensor
 
 FLOAT = 1
 LOW = (10, 16)              # float16, bfloat16
@@ -44,7 +45,7 @@ def _widen_attr(node: Any) -> None:
         if node.op_type == "Cast" and a.name == "to" and a.i in LOW:
             a.i = FLOAT
         elif a.HasField("t") and a.t.data_type in LOW:
-            a.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t).astype("float32"), a.t.name))
+            a.t.CopyFrom(numpy_helper.from_array(read_tensor(a.t).astype("float32"), a.t.name))
 
 
 def apply_opmath_float32(model: Any, spec: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from drifttui.core.onnx.edit.rewriting import splice_sorted
+from drifttui.core.onnx.weights import read_tensor
 
 SUFFIX = "/drifttui_f64"
 FIXED = {"Resize": (1, 2), "Upsample": (1,)}      # inputs of a type of their own (roi, scales): kept float32
@@ -26,7 +27,7 @@ def _widen_attr(node: Any) -> None:
         if node.op_type == "Cast" and a.name == "to" and a.i == TensorProto.FLOAT:
             a.i = TensorProto.DOUBLE
         elif a.HasField("t") and a.t.data_type == TensorProto.FLOAT:
-            a.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t).astype(np.float64), a.t.name))
+            a.t.CopyFrom(numpy_helper.from_array(read_tensor(a.t).astype(np.float64), a.t.name))
 
 
 def apply_origin_float64(model: Any, spec: dict[str, Any]) -> None:

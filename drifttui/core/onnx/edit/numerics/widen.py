@@ -11,13 +11,14 @@ from typing import Any
 import numpy as np
 
 from drifttui.core.onnx.io import copy_model
+from drifttui.core.onnx.weights import read_tensor
 
 
 def _widen_tensor(t: Any) -> None:
     from onnx import TensorProto, numpy_helper
 
     if t.data_type == TensorProto.FLOAT:
-        t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float64), t.name))
+        t.CopyFrom(numpy_helper.from_array(read_tensor(t).astype(np.float64), t.name))
 
 
 def to_float64(model: Any) -> Any:

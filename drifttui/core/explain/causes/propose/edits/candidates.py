@@ -19,6 +19,7 @@ from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.explain.checks.interpolation import expected
 from drifttui.core.onnx.graph import attribute_values
+from drifttui.core.onnx.weights import read_tensor
 
 _NORMS = ("LayerNormalization", "BatchNormalization", "InstanceNormalization", "GroupNormalization",
           "RMSNormalization", "SimplifiedLayerNormalization")
@@ -348,16 +349,14 @@ def _runtime_sizes(case: Case, name: str, form: str, baked: int, d: int,
 def graph_candidates(case: Case, module: Any, elem_types: dict[str, int],
                      shapes: Optional[dict[str, list[Any]]] = None) -> list[Patch]:
     """Attribute, cast, rewrite and constant patches for every node of the case."""
-    from onnx import numpy_helper
-
-    consts: dict[str, np.ndarray] = {t.name: numpy_helper.to_array(t) for t in case.model.graph.initializer
+    consts: dict[str, np.ndarray] = {t.name: read_tensor(t) for t in case.model.graph.initializer
                                      if _small(t)}
     node_of: dict[str, Any] = {}
     for n in case.model.graph.node:
         if n.op_type == "Constant":
             for a in n.attribute:
                 if a.name == "value" and _small(a.t):
-                    consts[n.output[0]] = numpy_helper.to_array(a.t)
+                    consts[n.output[0]] = read_tensor(a.t)
                     node_of[n.output[0]] = n
         for v in n.input:
             node_of.setdefault(v, n)

@@ -25,6 +25,7 @@ import numpy as np
 from drifttui.core.base.dtypes import SCALAR_FLOAT_ELEMS
 from drifttui.core.explain.causes.locate.fx_localise import fx_of, fx_scalars
 from drifttui.core.onnx.edit.patches import Patch
+from drifttui.core.onnx.weights import read_tensor
 
 ARITH = {"Mul": "aten.mul", "Div": "aten.div", "Add": "aten.add", "Sub": "aten.sub", "Pow": "aten.pow"}
 MAX = 12                 # constant patches per origin
@@ -43,22 +44,18 @@ def read_constants(model: Any) -> list[tuple[str, Any]]:
 def constant_arrays(model: Any, names: Optional[set[str]] = None) -> dict[str, np.ndarray]:
     """Value name -> the array of every initializer and Constant of ``model`` (a case: its weights are in
     the proto), or of those ``names`` only."""
-    from onnx import numpy_helper
-
-    out = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer if names is None or t.name in names}
+    out = {t.name: read_tensor(t) for t in model.graph.initializer if names is None or t.name in names}
     for n in model.graph.node:
         if (n.op_type == "Constant" and n.attribute and n.attribute[0].HasField("t")
                 and (names is None or n.output[0] in names)):
-            out[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+            out[n.output[0]] = read_tensor(n.attribute[0].t)
     return out
 
 
 def scalars(model: Any) -> dict[str, float]:
     """Value name -> the float of every one-element float initializer or Constant that a node of
     ``model`` reads."""
-    from onnx import numpy_helper
-
-    return {name: float(numpy_helper.to_array(t).ravel()[0]) for name, t in read_constants(model)
+    return {name: float(read_tensor(t).ravel()[0]) for name, t in read_constants(model)
             if t.data_type in SCALAR_FLOAT_ELEMS and int(np.prod(t.dims)) == 1}
 
 

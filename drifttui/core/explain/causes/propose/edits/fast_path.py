@@ -25,10 +25,10 @@ from typing import Any, Optional
 
 import numpy as np
 import torch
-from onnx import numpy_helper
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.onnx.edit.patches import Patch
+from drifttui.core.onnx.weights import read_tensor
 
 UPSTREAM = "pytorch/pytorch#97111, #86120"
 LAYER_UPSTREAM = "pytorch/pytorch#118628"
@@ -80,7 +80,7 @@ def _fast_layer(module: Any) -> bool:
 
 def _constant(model: Any, value: str) -> Optional[np.ndarray]:
     init = next((t for t in model.graph.initializer if t.name == value), None)
-    return numpy_helper.to_array(init) if init is not None else None
+    return read_tensor(init) if init is not None else None
 
 
 def bool_mask_patches(case: Case, module: Any) -> list[Patch]:

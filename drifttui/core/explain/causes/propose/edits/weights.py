@@ -20,6 +20,7 @@ from drifttui.core.base.metrics import elementwise_gap
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.prepare.plan.folding import fold_conv_bn
+from drifttui.core.onnx.weights import read_tensor
 
 
 @dataclass
@@ -74,8 +75,6 @@ def _differs(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def weight_candidates(case: Case, tensors: list[TorchTensor]) -> list[Patch]:
-    from onnx import numpy_helper
-
     used = {v for n in case.model.graph.node for v in n.input}
     statics = list(case.model.graph.initializer)
     for n in case.model.graph.node:        # TorchScript keeps tensor attributes as Constant nodes
@@ -90,7 +89,7 @@ def weight_candidates(case: Case, tensors: list[TorchTensor]) -> list[Patch]:
     for init in statics:
         if init.name not in used or init.data_type not in SCALAR_FLOAT_ELEMS:
             continue
-        arr = numpy_helper.to_array(init).astype(np.float32)
+        arr = read_tensor(init).astype(np.float32)
         if arr.size < 2:
             continue
         best: Optional[tuple[float, TorchTensor, np.ndarray]] = None

@@ -31,6 +31,7 @@ from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.propose.edits.constants import read_constants
 from drifttui.core.explain.causes.locate.fx_localise import FX_KEY, fx_of
 from drifttui.core.onnx.edit.patches import Patch
+from drifttui.core.onnx.weights import read_tensor
 
 ATEN = {"Mul": "aten.mul", "Div": "aten.div", "Add": "aten.add", "Sub": "aten.sub", "Pow": "aten.pow",
         "Max": "aten.clamp", "Min": "aten.clamp", "Clip": "aten.clamp", "Where": "aten.where",
@@ -50,12 +51,10 @@ def as_float32(v: float) -> float:
 def _double_scalars(model: Any) -> dict[str, float]:
     """Value name -> number of every one-element float64 initializer or Constant a node reads whose value float32
     holds exactly (the only ones a float32 rounding can have made)."""
-    from onnx import numpy_helper
-
     out: dict[str, float] = {}
     for name, t in read_constants(model):
         if t.data_type == DOUBLE and int(np.prod(t.dims)) == 1:
-            v = float(np.asarray(numpy_helper.to_array(t)).ravel()[0])
+            v = float(np.asarray(read_tensor(t)).ravel()[0])
             if np.isfinite(v) and as_float32(v) == v:
                 out[name] = v
     return out

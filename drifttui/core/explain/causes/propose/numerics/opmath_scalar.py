@@ -25,6 +25,7 @@ import numpy as np
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.fx_localise import fx_of, fx_scalars
 from drifttui.core.onnx.edit.patches import Patch
+from drifttui.core.onnx.weights import read_tensor
 
 ATEN = {"Mul": "aten.mul", "Div": "aten.div", "Add": "aten.add", "Sub": "aten.sub"}
 LOW_NAMES = {10: "float16", 16: "bfloat16"}
@@ -44,13 +45,11 @@ def rounded(v: float, elem: int) -> float:
 def _low_scalars(model: Any) -> dict[str, tuple[float, int]]:
     """Value name -> (its number, its element type) for every one-element float16 / bfloat16 initializer or
     Constant a node reads."""
-    from onnx import numpy_helper
-
     read = {v for n in model.graph.node for v in n.input}
     tensors = [(t.name, t) for t in model.graph.initializer]
     tensors += [(n.output[0], a.t) for n in model.graph.node if n.op_type == "Constant"
                 for a in n.attribute if a.name == "value"]
-    return {name: (float(np.asarray(numpy_helper.to_array(t), np.float32).ravel()[0]), int(t.data_type))
+    return {name: (float(np.asarray(read_tensor(t), np.float32).ravel()[0]), int(t.data_type))
             for name, t in tensors if name in read and t.data_type in LOW_NAMES and int(np.prod(t.dims)) == 1}
 
 

@@ -19,6 +19,7 @@ from drifttui.core.model.retrace import defined_ops, definition_of
 from drifttui.core.onnx.edit.absorbed_views import FORWARD
 from drifttui.core.prepare.reference import run_exporter
 from drifttui.core.result import display_name
+from drifttui.core.onnx.weights import read_tensor
 
 
 # the class of a verified re-export follows from what it changed: the lowering of the node (or the
@@ -139,15 +140,13 @@ def fx_story(case: Case, module: Any, fx: Any, ctx: Any, variant: Any = None, ch
 
 
 def _eps_constant(case: Case, module: Any) -> Optional[tuple[float, str, Any]]:
-    from onnx import numpy_helper
-
     want = module_eps(module)
     if not want:
         return None
-    consts = {t.name: numpy_helper.to_array(t) for t in case.model.graph.initializer if t.ByteSize() < 512}
+    consts = {t.name: read_tensor(t) for t in case.model.graph.initializer if t.ByteSize() < 512}
     for n in case.model.graph.node:
         if n.op_type == "Constant" and n.attribute and n.attribute[0].HasField("t"):
-            consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+            consts[n.output[0]] = read_tensor(n.attribute[0].t)
     for n in case.model.graph.node:
         for v in n.input:
             arr = consts.get(v)
