@@ -167,16 +167,21 @@ def print_steps(result: Result, console: Optional[Console] = None) -> None:
     console.print(render_steps(result, None if whole else MAX_ITEMS))
 
 
+def _patch_words(p: dict) -> str:
+    """A patch spec in a few words: ``rewrite /body/Div floor_div``; a sequence, its patches in turn."""
+    if p.get("op") == "sequence" and p.get("patches"):
+        inner = [_patch_words(q) for q in p["patches"]]
+        return f"{len(inner)} patches together: {', '.join(inner[:4])}" + (", ..." if len(inner) > 4 else "")
+    return " ".join(str(x) for x in (p.get("op"), p.get("node") or p.get("name") or p.get("module"),
+                                     f"{p['name']}={p['value']}" if p.get("op") == "set_attribute" else
+                                     p.get("rewrite") or p.get("exporter") or "") if x)
+
+
 def verification_line(f: Finding) -> str:
     """'verified (export): patch ... brings the origin's local error from A to B', or ''."""
     if f.verified is None and f.patch is None:
         return ""
-    patch = ""
-    if f.patch:
-        p = f.patch
-        patch = " ".join(str(x) for x in (p.get("op"), p.get("node") or p.get("name") or p.get("module"),
-                                          f"{p['name']}={p['value']}" if p.get("op") == "set_attribute" else
-                                          p.get("rewrite") or p.get("exporter") or "") if x)
+    patch = _patch_words(f.patch) if f.patch else ""
     nums = (f" brings the origin's local error from {f.local_before:.3g} to {f.local_after:.3g}"
             if f.local_before is not None and f.local_after is not None else "")
     if f.verified and not f.patch and f.kind == "saturation":      # a copy of the whole file, not a patch

@@ -45,7 +45,7 @@ from drifttui.core.result import Finding
 
 def key(spec: dict[str, Any]) -> str:
     return json.dumps({k: spec.get(k) for k in ("op", "node", "name", "value", "rewrite", "form", "scales", "shortcut",
-                                                 "nodes", "input")}, sort_keys=True, default=str)
+                                                 "nodes", "input", "patches")}, sort_keys=True, default=str)
 
 
 def _origin_module(ctx: Any, case: Case) -> Any:

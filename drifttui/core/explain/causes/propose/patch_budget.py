@@ -80,6 +80,10 @@ def left_untried(skipped: int, skipped_exports: Optional[list[str]]) -> str:
 def label(spec: dict[str, Any]) -> str:
     """A patch in a few words: what it does and where (``rewrite floor_div at /body/Div``)."""
     what = spec.get("rewrite") or spec.get("op", "patch")
+    inner = spec.get("patches") or []
+    if spec.get("op") == "sequence" and inner:      # the same edit at several nodes, or edits in turn
+        said = {label({k: v for k, v in p.items() if k != "node"}) for p in inner}
+        return f"{said.pop()} at {len(inner)} nodes" if len(said) == 1 else " then ".join(label(p) for p in inner)
     if spec.get("op") == "set_attribute":
         value = spec.get("value")
         what = f"{spec.get('name')}={value:.4g}" if isinstance(value, float) else f"{spec.get('name')}={value}"

@@ -253,6 +253,29 @@ def workaround_patches(case: Any, first: Any = None, kind: str = "runtime",
             out.append(Patch({"op": "rewrite", "node": node.name, "rewrite": "workaround", "form": w.form},
                              STABILITY if stable else "op-compat", why, fix, "export" if stable else "runtime",
                              module=case.module, nodes=[node.name, *(d.name for d in drop if d is not node)]))
+    return out + _every_site(out)
+
+
+def _every_site(singles: list[Any]) -> list[Any]:
+    """Per workaround form that fits two or more nodes apart, one patch at all of them, after the single ones: a
+    lowering that repeats the composite (``multilabel_soft_margin_loss``: ``Log(Sigmoid(x))`` and
+    ``Log(Sigmoid(-x))``) underflows at each, and no site alone removes the drift."""
+    forms: dict[str, list[Any]] = {}
+    for p in singles:
+        forms.setdefault(p.spec["form"], []).append(p)
+    out = []
+    for ps in forms.values():
+        sites: list[Any] = []
+        for p in ps:
+            if all(set(p.nodes).isdisjoint(q.nodes) for q in sites):
+                sites.append(p)
+        if len(sites) < 2:
+            continue
+        first = sites[0]
+        where = ", ".join(p.spec["node"] for p in sites)
+        out.append(Patch({"op": "sequence", "patches": [p.spec for p in sites]}, first.check,
+                         f"{first.why} (the same rewrite at all {len(sites)} nodes it fits: {where})", first.fix,
+                         first.kind, module=first.module, nodes=[n for p in sites for n in p.nodes]))
     return out
 
 
