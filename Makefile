@@ -131,9 +131,10 @@ test-bisect: $(VENV)/.installed-dev
 # float16; test_folded_constant.py: that folded constant told on a small model;
 # test_forms40y.py: a blind first run on diagonals of -inf-masked log-probabilities, which both exporters lower as an
 # identity-mask product; test_mask_select.py: that product computed as a selection on a small model;
-# test_moved_tail.py, test_contradicted_patch.py, test_fill_alignment.py, test_every_site.py: the fuzzer's finds
-# (benchmarks/fuzz_drifts.py), a lowering that goes on in a cat, a patch on nodes whose values equal torch's tried
-# last, a finfo.min fill and a mask that vouched for a wrong distance, a kernel workaround needed at every site;
+# test_moved_tail.py, test_contradicted_patch.py, test_fill_alignment.py, test_every_site.py, test_identity_value.py:
+# the fuzzer's finds (benchmarks/fuzz_drifts.py): a lowering that goes on in a cat, a patch on nodes whose values equal torch's tried
+# last, a finfo.min fill and a mask that vouched for a wrong distance, a kernel workaround needed at every site, an
+# identity call's own node taken for a leak;
 # test_forms40z.py: a blind first run on files the TorchScript exporter wrote at a pinned opset 11 (NaN through
 # Not(Less), integer ops through float32); its two fixes' tests, test_nan_compare.py and test_pinned_opset.py, are
 # in make test; test_forms41a.py: a blind first run on float64 buffers an in-place op reads, which TorchScript holds
@@ -159,7 +160,7 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_forms40x.py tests/causes/test_folded_constant.py tests/causes/test_forms40y.py \
 		tests/causes/test_mask_select.py tests/causes/test_moved_tail.py tests/causes/test_contradicted_patch.py \
 		tests/causes/test_fill_alignment.py tests/causes/test_forms40z.py tests/causes/test_forms41a.py \
-		tests/causes/test_wide_operand.py tests/causes/test_every_site.py
+		tests/causes/test_wide_operand.py tests/causes/test_every_site.py tests/causes/test_identity_value.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own

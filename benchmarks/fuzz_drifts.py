@@ -192,10 +192,17 @@ def _cli(argv: list[str]) -> int:
         return main(argv)
 
 
+_OPERATORS = {">>": "rshift", "<<": "lshift", "//": "floor_divide", "%": "remainder"}
+
+
 def _told(message: str, call: str) -> bool:
+    """Whether the message names a function or operator of the call (``F.logsigmoid`` as ``log_sigmoid``, ``>>``
+    as ``__rshift__``; underscores aside)."""
     names = {w for w in re.findall(r"\b([a-z_][a-z0-9_]*)\(", call)} - {"x", "y", "m", "t", "tensor", "float"}
     names |= {w for w in re.findall(r"\.([a-z_][a-z0-9_]*)\b", call) if w not in {"values", "indices", "sigmoid"}}
-    return any(re.search(rf"(?<![a-z]){re.escape(w)}(?![a-z])", message) for w in names if len(w) > 2)
+    names |= {w for op, w in _OPERATORS.items() if op in call}
+    flat = message.replace("_", "")
+    return any(re.search(rf"(?<![a-z]){re.escape(w.replace('_', ''))}(?![a-z])", flat) for w in names if len(w) > 2)
 
 
 def score(n: int, exporter: str, out: Path, control: bool) -> Optional[dict[str, Any]]:

@@ -127,7 +127,7 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
     wrong = _amplified(ops, rels, wrong, case, lambda: _replay(ctx, case, ops, found, wrong, vals))
     wrong = fused_into(case, ops, found, wrong, vals, feeding)    # a call the exporter fused with later ones
     nodes = call_group(case, ops, found, wrong, vals)
-    leak = leaked(case, ops, found, wrong, nodes)
+    leak = leaked(case, ops, found, wrong, nodes, others)
     if leak is not None:        # its nodes read past an input's value: that input's lowering goes on after it
         wrong, nodes = leak[0], call_group(case, ops, found, leak[0], vals) + leak[1]
     atens = ctx.cache.get(_aten_key(case), [])
