@@ -32,6 +32,21 @@ def explained_run(cfg: Any) -> tuple:
     return engine, cfg, run, ex.result, ex.explanation
 
 
+def explained_small(tmp_dir: Any, spec: str, model: Callable, rows: Callable, dynamo: bool = False,
+                    samples: int = 2) -> tuple:
+    """``explained_run`` of a test file that is its own spec (``spec``, its path): ``model()`` exported on
+    ``rows()`` by the TorchScript exporter (``dynamo``: the dynamo exporter) into ``tmp_dir``."""
+    import torch
+
+    from drifttui.core.result import Config
+
+    path = Path(tmp_dir) / f"{Path(spec).stem}.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model(), (rows(),), str(path), dynamo=dynamo)
+    return explained_run(Config(model=f"{spec}:model", onnx=str(path), inputs=f"{spec}:rows", samples=samples))
+
+
 def _attr(op: str, module: str, name: str, value: Any) -> Callable[[Any], None]:
     def edit(proto: Any) -> None:
         node = surgery._find(proto, op, module)

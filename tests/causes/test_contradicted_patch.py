@@ -9,8 +9,6 @@ is now tried first and tells the shift (the fuzzer's program 3049, ``benchmarks/
 """
 from __future__ import annotations
 
-import warnings
-
 import pytest
 import torch
 from torch import nn
@@ -36,14 +34,9 @@ def rows() -> torch.Tensor:
 
 @pytest.fixture(scope="module")
 def explained(tmp_path_factory):
-    from drifttui.core.result import Config
-    from tests.causes.conftest import explained_run
+    from tests.causes.conftest import explained_small
 
-    path = tmp_path_factory.mktemp("contradicted") / "shift.onnx"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model(), (rows(),), str(path), dynamo=False)
-    return explained_run(Config(model=f"{__file__}:model", onnx=str(path), inputs=f"{__file__}:rows", samples=2))
+    return explained_small(tmp_path_factory.mktemp("contradicted"), __file__, model, rows)
 
 
 @pytest.mark.drifts        # 20 s: the patches the explanation tries

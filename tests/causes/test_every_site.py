@@ -8,8 +8,6 @@ the proposal's dedup (``assemble.key`` left out a sequence's patches): only the 
 """
 from __future__ import annotations
 
-import warnings
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -47,20 +45,14 @@ def test_two_sequences_are_two_candidates():
 @pytest.mark.drifts        # the patches and re-exports the explanation tries
 def test_the_kernel_workaround_at_every_site_verifies_and_repairs(tmp_path):
     from drifttui.cli import main
-    from drifttui.core.result import Config
-    from tests.causes.conftest import explained_run
+    from tests.causes.conftest import explained_small
 
-    path = tmp_path / "multilabel.onnx"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model(), (rows(),), str(path), dynamo=True)
-    _, _, _, res, exp = explained_run(Config(model=f"{__file__}:model", onnx=str(path), inputs=f"{__file__}:rows",
-                                             samples=2))
+    _, cfg, _, res, exp = explained_small(tmp_path, __file__, model, rows, dynamo=True)
     assert res.drift_origin is not None and res.drift_origin.module == ""
     head = exp.findings[0]
     assert head.verified and head.patch["op"] == "sequence", head.message
     assert len({p["node"] for p in head.patch["patches"]}) >= 2 and "Sigmoid" in head.message
     fixed = tmp_path / "fixed.onnx"
     common = [f"{__file__}:model", "--inputs", f"{__file__}:rows", "--samples", "2"]
-    assert main(["repair", *common, "--onnx", str(path), "--out", str(fixed)]) == 0
+    assert main(["repair", *common, "--onnx", cfg.onnx, "--out", str(fixed)]) == 0
     assert main(["check", *common, "--onnx", str(fixed)]) == 0

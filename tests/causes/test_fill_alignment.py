@@ -14,8 +14,6 @@ The finding named ``softmax``, then ``tril``; it must name the call that was wro
 """
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 import torch
@@ -70,15 +68,9 @@ def rows() -> torch.Tensor:
 
 @pytest.mark.drifts        # the re-exports the explanation tries
 def test_the_wrong_distance_is_named_not_the_masked_softmax_after_it(tmp_path):
-    from drifttui.core.result import Config
-    from tests.causes.conftest import explained_run
+    from tests.causes.conftest import explained_small
 
-    path = tmp_path / "distance.onnx"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model(), (rows(),), str(path), dynamo=False)
-    _, _, _, res, exp = explained_run(Config(model=f"{__file__}:model", onnx=str(path), inputs=f"{__file__}:rows",
-                                             samples=2))
+    _, _, _, res, exp = explained_small(tmp_path, __file__, model, rows)
     head = exp.findings[0]
     assert head.verified, head.message
     assert head.torch_op == "torch.pairwise_distance", head.message

@@ -8,8 +8,6 @@ like a value inside the lowering of ``y``'s ``sub``, and the finding said "in to
 """
 from __future__ import annotations
 
-import warnings
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -43,15 +41,9 @@ def rows() -> torch.Tensor:
 
 @pytest.mark.drifts        # the re-exports the explanation tries
 def test_the_distance_is_named_not_the_sub_of_its_other_operand(tmp_path):
-    from drifttui.core.result import Config
-    from tests.causes.conftest import explained_run
+    from tests.causes.conftest import explained_small
 
-    path = tmp_path / "distance.onnx"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model(), (rows(),), str(path), dynamo=False)
-    _, _, _, res, exp = explained_run(Config(model=f"{__file__}:model", onnx=str(path), inputs=f"{__file__}:rows",
-                                             samples=2))
+    _, _, _, res, exp = explained_small(tmp_path, __file__, model, rows)
     assert res.drift_origin is not None and res.drift_origin.module == "body"
     head = exp.findings[0]
     assert head.verified, head.message

@@ -8,13 +8,11 @@ the finding said "in torch's cat"; the op named must be the one that was called.
 """
 from __future__ import annotations
 
-import warnings
-
 import pytest
-
-pytestmark = pytest.mark.drifts       # 33 s: the re-exports the explanation tries
 import torch
 from torch import nn
+
+pytestmark = pytest.mark.drifts       # 33 s: the re-exports the explanation tries
 
 
 class CdistCat(nn.Module):
@@ -39,14 +37,9 @@ def rows() -> torch.Tensor:
 
 @pytest.fixture(scope="module")
 def explained(tmp_path_factory):
-    from drifttui.core.result import Config
-    from tests.causes.conftest import explained_run
+    from tests.causes.conftest import explained_small
 
-    path = tmp_path_factory.mktemp("moved_tail") / "cdist.onnx"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model(), (rows(),), str(path), dynamo=False)
-    return explained_run(Config(model=f"{__file__}:model", onnx=str(path), inputs=f"{__file__}:rows", samples=2))
+    return explained_small(tmp_path_factory.mktemp("moved_tail"), __file__, model, rows)
 
 
 def test_the_call_whose_lowering_goes_on_in_a_cat_is_named(explained):
