@@ -63,15 +63,16 @@ def leaked(case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
             nodes: list[str], others: Optional[dict[int, list[str]]] = None) -> Optional[tuple[int, list[str]]]:
     """(input op, the nodes of ``wrong``'s that read inside its lowering) when ``wrong``'s nodes read a value
     computed before the found value of one of its inputs, other than that value (the file's lowering of the
-    input goes on after the value that equals torch's: ``atan2``'s quadrant fix-up); None otherwise.  A value that
-    holds a call's value as closely as its found one (``others``: ``x * 1.0``'s own ``Mul`` where the call was
-    found at ``x``) is that call's too, no leak."""
+    input goes on after the value that equals torch's: ``atan2``'s quadrant fix-up); None otherwise.  A call torch
+    computes as the identity is found at its input's value (``x * 1.0`` at ``x``); a value that holds its value as
+    closely (``others``: the file's own ``Mul`` for it) is that call's too, no leak."""
     if wrong in found:
         return None
     producer, sizes, group = producers(case), size_nodes(case), set(nodes)
     inputs = input_values(ops, found, wrong)
     # a value the file holds for a torch call is a reuse (fused Transposes), no leak
-    allowed = set(found.values()) | {v for k in found for v in (others or {}).get(k, [])}
+    same = {k for k in found if any(found.get(i) == found[k] for i in ops[k][3])}      # identities
+    allowed = set(found.values()) | {v for k in same for v in (others or {}).get(k, [])}
     inside = {i: ancestors(producer, [found[i]]) for i in inputs}
     for n in case.model.graph.node:
         if n.name not in group:
