@@ -60,7 +60,7 @@ class GraphIndex:
     @property
     def data_dir(self) -> Optional[Path]:
         """Where the external data of the graph's initializers lies (None: built in memory)."""
-        return self.path.parent if self.path is not None else None
+        return Path(self.path).parent if self.path is not None else None      # a caller may give a str
 
     @property
     def has_scopes(self) -> bool:

@@ -92,7 +92,7 @@ def wide_operand_patches(case: Case, module: Any, op: Optional[str] = None, expo
     """One patch per (node, operand) of the origin reading a float64 tensor held at float32, then a ``sequence`` of
     them all (when more than one); none when the origin module holds no float64 tensor.  ``op``: the torch op the
     localisation named, ``exporter``: the file's (``GraphIndex.flavour``), for the story."""
-    from onnx import numpy_helper
+    from drifttui.core.onnx.weights import read_tensor
 
     tensors = wide_tensors(module, case.module)
     if not tensors:
@@ -103,7 +103,7 @@ def wide_operand_patches(case: Case, module: Any, op: Optional[str] = None, expo
         if node.op_type not in ELEMENTWISE or not node.name:
             continue
         for pos, name in enumerate(node.input):
-            found = _source(numpy_helper.to_array(consts[name]), tensors) if name in consts else None
+            found = _source(read_tensor(consts[name]), tensors) if name in consts else None   # a case holds its weights
             if found is None:
                 continue
             label, values = found
