@@ -29,6 +29,7 @@ from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.propose.edits.constants import read_constants
 from drifttui.core.onnx.edit.numerics.operand_wide import ELEMENTWISE
 from drifttui.core.onnx.edit.patches import Patch
+from drifttui.core.onnx.weights import read_tensor
 
 FLOAT, DOUBLE = 1, 11
 MAX = 6                       # single patches per origin
@@ -92,8 +93,6 @@ def wide_operand_patches(case: Case, module: Any, op: Optional[str] = None, expo
     """One patch per (node, operand) of the origin reading a float64 tensor held at float32, then a ``sequence`` of
     them all (when more than one); none when the origin module holds no float64 tensor.  ``op``: the torch op the
     localisation named, ``exporter``: the file's (``GraphIndex.flavour``), for the story."""
-    from drifttui.core.onnx.weights import read_tensor
-
     tensors = wide_tensors(module, case.module)
     if not tensors:
         return []
