@@ -178,12 +178,12 @@ def compare(t: Any, o: Any, atol: Optional[float] = None, rtol: Optional[float] 
     if rtol is not None:
         rtol = max(rtol, floor)
     with np.errstate(all="ignore"):     # overflow / inf - inf are measured, not warned about
-        st = _compare(_f32(t), _f32(o), atol, rtol, channel_axis, (_largest(t), _largest(o)))
+        st = _compare(_f32(t), _f32(o), atol, rtol, channel_axis, (largest(t), largest(o)))
     st.rfloor = floor
     return st
 
 
-def _largest(a: Any) -> float:
+def largest(a: Any) -> float:
     """The largest finite magnitude of ``a``'s float dtype (float16: 65504); inf for other dtypes (no value of
     theirs is saturated short of infinity)."""
     dt = getattr(a, "dtype", None)

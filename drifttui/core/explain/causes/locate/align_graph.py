@@ -14,6 +14,7 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.explain.causes.locate.torch_call import LAYOUT_NODES, PLUMBING
 from drifttui.core.onnx.weights import read_tensor
 
 
@@ -186,11 +187,10 @@ def continued(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, n
 
 
 # the ATen ops and the ONNX nodes that only move values (a copy, a layout, a selection, a join): no arithmetic
-MOVES = ("detach", "alias", "view", "_to_copy", "clone", "expand", "t", "transpose", "unsqueeze", "squeeze", "permute",
-         "_unsafe_view", "reshape", "flatten", "cat", "stack", "slice", "select", "index", "narrow", "split",
+MOVES = (*PLUMBING, "reshape", "flatten", "cat", "stack", "slice", "select", "index", "narrow", "split",
          "split_with_sizes", "unbind", "flip", "roll", "repeat", "contiguous", "movedim", "constant_pad_nd")
-MOVE_NODES = ("Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Expand", "Cast", "CastLike",
-              "Concat", "Slice", "Gather", "GatherElements", "Split", "Tile", "Pad", "ReverseSequence", "Constant")
+MOVE_NODES = (*LAYOUT_NODES, "Concat", "Slice", "Gather", "GatherElements", "Split", "Tile", "Pad", "ReverseSequence",
+              "Constant")
 
 
 def moved_tail(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, nodes: list[str],

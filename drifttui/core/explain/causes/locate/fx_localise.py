@@ -34,7 +34,7 @@ from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.explain.causes.locate.evaluate import run_ort
 from drifttui.core.explain.causes.locate.torch_call import aten_name, call_from_meta
 from drifttui.core.explain.causes.locate.torch_program import addends, program as torch_program, target_name
-from drifttui.core.base.metrics import compare
+from drifttui.core.base.metrics import compare, largest
 from drifttui.core.runtime.torch_hooks import to_numpy
 
 FX_KEY = "pkg.torch.onnx.fx_node"
@@ -246,11 +246,6 @@ def floored_rel(want: np.ndarray, got: np.ndarray) -> float:
     with np.errstate(invalid="ignore"):     # inf - inf where both are inf: ``same`` zeroes it
         d = np.where(same, 0.0, np.abs(w - g))
     return float((d[fin] / (np.abs(w[fin]) + floor)).max())
-
-
-def largest(a: np.ndarray) -> float:
-    """The largest finite magnitude of ``a``'s float dtype (float32: 3.4e38); inf for the others."""
-    return float(np.finfo(a.dtype).max) if a.dtype.kind == "f" else float("inf")
 
 
 def _own(case: Case, g: FxNode, tv: dict[str, np.ndarray], ort_vals: dict[str, np.ndarray]) -> bool:

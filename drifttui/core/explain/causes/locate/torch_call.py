@@ -19,7 +19,7 @@ import torch
 NAMESPACES = ("torch", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft", "torch.functional")
 _METHOD_KINDS = ("method_descriptor", "wrapper_descriptor", "getset_descriptor", "method-wrapper")
 # dispatched ops that are never the call's own computation (a copy, an alias, a size)
-_PLUMBING = ("detach", "alias", "view", "_to_copy", "clone", "lift_fresh", "empty", "copy_", "sym_size",
+PLUMBING = ("detach", "alias", "view", "_to_copy", "clone", "lift_fresh", "empty", "copy_", "sym_size",
              "_local_scalar_dense", "expand", "t", "transpose", "unsqueeze", "squeeze", "permute", "_unsafe_view")
 
 
@@ -29,7 +29,7 @@ LAYOUT_NODES = ("Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Fla
 
 def plumbing(aten: Optional[str]) -> bool:
     """Whether a call's ATen op (``aten.t.default``) is plumbing: a copy, an alias, a layout, no arithmetic."""
-    return aten is not None and len(aten.split(".")) > 1 and aten.split(".")[1] in _PLUMBING
+    return aten is not None and len(aten.split(".")) > 1 and aten.split(".")[1] in PLUMBING
 
 
 def _namespace(path: str) -> Any:
@@ -107,5 +107,5 @@ def aten_of(call: str, dispatched: list[str]) -> Optional[str]:
     packet = getattr(torch.ops.aten, name, None) if not name.startswith("_") else None
     if ops and packet is not None and "default" in packet.overloads():
         return f"aten.{name}.default"       # decomposed before dispatch (F.layer_norm: native_layer_norm); its op
-    work = [o for o in ops if len(o.split(".")) > 1 and o.split(".")[1] not in _PLUMBING]
+    work = [o for o in ops if len(o.split(".")) > 1 and o.split(".")[1] not in PLUMBING]
     return work[0] if len(work) == 1 else None

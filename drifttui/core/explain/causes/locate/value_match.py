@@ -15,7 +15,8 @@ from typing import Optional
 import numpy as np
 
 from drifttui.core.base.dtypes import FLOAT32_EPS, FLOATS, LOW_PRECISION
-from drifttui.core.explain.causes.locate.fx_localise import floored_rel, largest
+from drifttui.core.base.metrics import largest
+from drifttui.core.explain.causes.locate.fx_localise import floored_rel
 
 _PROBES = 16                    # sampled elements compared before a whole value
 _NEAREST = 32                   # candidate values per call, by their first element
