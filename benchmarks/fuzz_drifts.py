@@ -23,6 +23,7 @@ A scorecard, run by hand, not a test.  The seed range is the held-out set: tune 
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import io
 import os
@@ -77,12 +78,18 @@ class Shallow(nn.Module):
         return self.body(self.stem(x) * 3.0)
 
 
-def program(n: int) -> tuple[nn.Module, dict[str, Any]]:
-    """Program ``n``: the model (weights seeded) and what was drawn."""
-    family, text, call, scale = draw(random.Random(n))
+def program(n: int, pool: str = "hand") -> tuple[nn.Module, dict[str, Any]]:
+    """Program ``n`` of ``pool`` (``hand``: ``fuzz_ops.py``; ``schema``: ``fuzz_schema.py``, the ATen ops the
+    exporters lower): the model (weights seeded) and what was drawn."""
+    if pool == "schema":
+        from fuzz_schema import draw_seed
+
+        family, text, call, scale = draw_seed(n)
+    else:
+        family, text, call, scale = draw(random.Random(n))
     torch.manual_seed(n)
     model = (Deep if n % 2 == 0 else Shallow)(Body(call, scale)).eval()
-    return model, {"n": n, "family": family, "call": text, "scale": scale, "deep": n % 2 == 0}
+    return model, {"n": n, "family": family, "call": text, "scale": scale, "deep": n % 2 == 0, "pool": pool}
 
 
 def rows() -> torch.Tensor:
@@ -90,11 +97,13 @@ def rows() -> torch.Tensor:
 
 
 def __getattr__(name: str) -> Any:
-    """``fuzz_drifts.py:program_17`` is program 17's model, as drifttui's MODEL spec."""
-    m = re.fullmatch(r"program_(\d+)", name)
+    """``fuzz_drifts.py:program_17`` is program 17's model (``schema_17`` the schema pool's), as drifttui's MODEL
+    spec."""
+    m = re.fullmatch(r"(program|schema)_(\d+)", name)
     if m is None:
         raise AttributeError(name)
-    return lambda: program(int(m.group(1)))[0]
+    pool = "schema" if m.group(1) == "schema" else "hand"
+    return lambda: program(int(m.group(2)), pool)[0]
 
 
 @contextlib.contextmanager
@@ -205,21 +214,30 @@ def _told(message: str, call: str) -> bool:
     return any(re.search(rf"(?<![a-z]){re.escape(w.replace('_', ''))}(?![a-z])", flat) for w in names if len(w) > 2)
 
 
-def score(n: int, exporter: str, out: Path, control: bool) -> Optional[dict[str, Any]]:
+SCREEN: collections.Counter = collections.Counter()      # per exporter: exported, drifts, own drifts, ...
+
+
+def score(n: int, exporter: str, out: Path, control: bool, pool: str = "hand") -> Optional[dict[str, Any]]:
     from drifttui.core.pipeline import Pipeline
     from drifttui.core.result import Config
 
-    model, drawn = program(n)
+    model, drawn = program(n, pool)
     path = out / f"p{n}-{exporter}.onnx"
     row: dict[str, Any] = {**drawn, "exporter": exporter}
     refused = _export(model, exporter, path)
     if refused:
+        SCREEN[exporter, "refused"] += 1
         return None
+    SCREEN[exporter, "exported"] += 1
     why, own = _drifts(model, path, exporter)
-    if why == NOT_FINITE or (why is None and not control):
+    broken = bool(why) and why.startswith("ORT cannot")        # an invalid file: no numbers to compare
+    SCREEN[exporter, "torch not finite" if why == NOT_FINITE else "ORT refuses the file" if broken
+           else "drifts" if why else "clean"] += 1
+    SCREEN[exporter, "own drifts"] += bool(why) and why != NOT_FINITE and not broken and own
+    if why == NOT_FINITE or broken or (why is None and not control):
         return None
     row["screen"], row["own"] = why or "clean", own
-    spec = f"{HERE}:program_{n}"
+    spec = f"{HERE}:{'schema' if pool == 'schema' else 'program'}_{n}"
     cfg = Config(model=spec, onnx=str(path), inputs=f"{HERE}:rows", samples=3)
     engine = Pipeline()
     t0 = time.perf_counter()
@@ -272,6 +290,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--count", type=int, default=40)
     ap.add_argument("--budget", type=float, default=1800.0, help="stop drawing after this many seconds")
     ap.add_argument("--controls", type=int, default=4, help="one clean program in this many is run as a control")
+    ap.add_argument("--pool", choices=["hand", "schema"], default="hand",
+                    help="hand: fuzz_ops.py's calls; schema: every ATen op the exporters lower (fuzz_schema.py)")
     args = ap.parse_args(argv)
     rows_: list[dict[str, Any]] = []
     t0, seen = time.perf_counter(), 0
@@ -282,7 +302,7 @@ def main(argv: list[str]) -> int:
                 break
             seen += 1
             for exporter in ("torchscript", "dynamo"):
-                r = score(n, exporter, Path(d), control=(n + (exporter == "dynamo")) % args.controls == 0)
+                r = score(n, exporter, Path(d), (n + (exporter == "dynamo")) % args.controls == 0, args.pool)
                 if r is not None:
                     rows_.append(r)
                     print(_line(r), flush=True)
@@ -300,6 +320,9 @@ def main(argv: list[str]) -> int:
     print(f"amplified (the body alone agrees) {len(amplified)}: no origin named "
           f"{sum(r['origin'] == '-' for r in amplified)}/{len(amplified)}")
     print(f"controls {len(clean)}: ok {sum(r['ok'] for r in clean)}/{len(clean)}")
+    for exporter in ("torchscript", "dynamo"):
+        print(f"screen {exporter}: " + ", ".join(f"{k} {SCREEN[exporter, k]}" for k in (
+            "exported", "refused", "ORT refuses the file", "clean", "drifts", "own drifts", "torch not finite")))
     return 0
 
 
