@@ -48,7 +48,10 @@ def _is_method(func: Any) -> bool:
 
 def call_name(func: Any) -> str:
     """``torch.Tensor.var``, ``torch.atan2``, ``torch.nn.functional.adaptive_avg_pool2d`` for a function object
-    a TorchFunctionMode was handed."""
+    a TorchFunctionMode was handed; ``aten.clamp.Tensor`` for an ATen op called directly (``torch.ops.aten``: its
+    ``__name__`` is ``clamp.Tensor``, whose last part is an overload's name, not the op's)."""
+    if isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return aten_name(func)
     name = getattr(func, "__name__", None) or str(func)
     if _is_method(func):
         return f"torch.Tensor.{name}"
@@ -97,7 +100,9 @@ def aten_of(call: str, dispatched: list[str]) -> Optional[str]:
     (``aten.var.correction`` for ``torch.Tensor.var``; ``aten.__rshift__.Scalar`` for ``__rshift__``), else the ATen
     op of that name the call decomposed before dispatch (``F.layer_norm``: ``aten.layer_norm.default``, as the dynamo
     exporter's FX node has it), else the one op it dispatched that is not a copy, an alias or a size; None when it
-    decomposed into several."""
+    decomposed into several; an ATen op called directly (``aten.clamp.Tensor``) is itself."""
+    if call.startswith("aten.") and call.count(".") == 2:
+        return call
     name = call.rsplit(".", 1)[-1]
     bare = name.strip("_") if name.startswith("__") else name
     ops = list(dict.fromkeys(dispatched))
