@@ -186,7 +186,8 @@ bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/run_all.py
 
 # the drift fuzzer (benchmarks/fuzz_drifts.py): random calls in issue 30's six families, scored on the ones that
-# drift; FUZZ="--start 5000 --count 100" picks the seed range (tune on one range, judge on another)
+# drift; FUZZ="--start 5000 --count 100" picks the seed range (tune on one range, judge on another), FUZZ="--pool
+# schema" the source-derived pool (benchmarks/fuzz_schema.py: the ATen ops torchlib and TorchScript's symbolics lower)
 fuzz: $(VENV)/.installed-dev
 	PYTHONPATH=$(CURDIR) $(PY) benchmarks/fuzz_drifts.py $(FUZZ)
 

@@ -17,6 +17,11 @@ module ``body``.  A program drifts when, on any of 3 seeded samples, an output e
 And per clean program, a sample of them run as controls: no drift and no error finding.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/fuzz_drifts.py [--start N] [--count N] [--budget SECONDS]
+        [--pool hand|schema]
+
+``--pool schema`` draws from ``fuzz_schema.py`` instead: every ATen op the exporters' own sources lower, called
+through its schema (``schema_17`` is that pool's program 17).  Programs whose file ONNX Runtime refuses to load or
+run are counted in the screen (an invalid file: no numbers to compare), not scored.
 
 A scorecard, run by hand, not a test.  The seed range is the held-out set: tune on one range, judge on another.
 """

@@ -27,6 +27,7 @@ import collections
 import contextlib
 import inspect
 import hashlib
+import importlib
 import json
 import logging
 import os
@@ -68,7 +69,8 @@ NO_VALUE = ("Generator", "Device", "Layout", "MemoryFormat", "Storage", "Stream"
 def exporter_ops() -> dict[str, set[str]]:
     """ATen op name -> the exporters whose sources lower it (``torchlib``, ``torchscript``)."""
     from onnxscript.function_libs.torch_lib import registration
-    import onnxscript.function_libs.torch_lib.ops  # noqa: F401  (registers the ops)
+
+    importlib.import_module("onnxscript.function_libs.torch_lib.ops")      # registers the ops
     from torch.onnx._internal.exporter._torchlib import _torchlib_registry
     from torch.onnx._internal.torchscript_exporter import registration as ts_registration
 

@@ -239,7 +239,7 @@ def _with_torch_op(f: Finding, op: Any) -> Finding:
     (_OP_STORIES), its message opened with it (torch_align.TorchOp.told); unchanged when the op cannot be told."""
     if op is None:
         return f
-    told = op.told(f.message) if f.check in _OP_STORIES else f.message
+    told = op.told(f.message) if f.check in _OP_STORIES or _relowered(f) else f.message
     return dataclasses.replace(f, torch_op=op.target, aten_op=op.aten, message=told,
                                evidence={**f.evidence, **op.evidence()})
 
@@ -248,6 +248,14 @@ def _with_torch_op(f: Finding, op: Any) -> Finding:
 # weight's story (normalization's epsilon, padding, a weight the file holds otherwise) names its module and
 # attribute already, and keeps its words (the op is in the finding's field)
 _OP_STORIES = ("lowering", "stability", "dtype", "op-compat")
+
+
+def _relowered(f: Finding) -> bool:
+    """A verified re-export changed lowerings, not an attribute: its story (a pooling's or a resize's node that
+    computes otherwise) is an op's computation whatever its class, and opens with the op; an epsilon's story
+    (normalization) names the module's attribute."""
+    return bool(f.verified and isinstance(f.patch, dict) and f.patch.get("op") == "reexport"
+                and f.check != "normalization")
 
 
 def _computing(case: Case) -> list[str]:
