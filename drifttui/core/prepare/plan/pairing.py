@@ -59,6 +59,13 @@ def promoted_later(index: GraphIndex, value: str, torch_dtype: str) -> bool:
                                n.proto.attribute[0].i in FLOAT_ELEMS for n in users)
 
 
+def returned_otherwise(index: GraphIndex, value: str) -> bool:
+    """A value of the module's shape but not its dtype that the file returns and nothing reads: the exporter
+    lost torch's type promotion (``bool_mask * 3.0`` lowered to ``And``: the file returns a bool where torch's
+    module returns a float).  It is the module's output, compared (issue 30 point 6); no local graph is fed it."""
+    return value in index.graph_outputs and not index.consumers.get(value)
+
+
 def boundary_outputs(index: GraphIndex, nodes: set[int]) -> list[str]:
     outs: list[str] = []
     for ni in sorted(nodes):
@@ -153,7 +160,7 @@ def pair_outputs(index: GraphIndex, calls: list[Call], plan: Plan) -> Pairing:
             ok = [v for v in cands if v not in used and shape_ok(index.shapes.get(v), ref.shape)
                   and dtype_ok(index.elem_types.get(v), ref.dtype)]
             ok = ok or [v for v in cands if v not in used and shape_ok(index.shapes.get(v), ref.shape)
-                        and promoted_later(index, v, ref.dtype)]
+                        and (promoted_later(index, v, ref.dtype) or returned_otherwise(index, v))]
             if not ok:
                 continue
             if len(computed) > 1 and len([v for v in cands if shape_ok(index.shapes.get(v), ref.shape)]) > 1:

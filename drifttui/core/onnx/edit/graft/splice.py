@@ -169,6 +169,17 @@ def _free_prefix(names: set) -> str:
     return prefix
 
 
+def _retype_outputs(full: Any, sub: Any, outputs: list[str]) -> None:
+    """A graph output the graft now computes (``outputs``: the file's value for each of the graft's outputs) is
+    declared of the graft's type: a file whose lowering lost torch's type promotion returns a bool where torch
+    returns a float, and the graft computes the float."""
+    made = {v: o.type.tensor_type.elem_type for o, v in zip(sub.graph.output, outputs)
+            if v and o.type.tensor_type.elem_type}
+    for o in full.graph.output:
+        if made.get(o.name):
+            o.type.tensor_type.elem_type = made[o.name]
+
+
 def _merge_imports(full: Any, sub: Any) -> None:
     """The graft's opset imports of domains the file lacks, and its local functions the file does not hold."""
     have = {(o.domain, o.version) for o in full.opset_import}
@@ -225,6 +236,7 @@ def graft(full_model: Any, g: Graft) -> Any:
     stale = [vi for vi in full.graph.value_info if vi.name in replaced]
     for vi in stale:
         full.graph.value_info.remove(vi)
+    _retype_outputs(full, sub, g.outputs)
     _merge_imports(full, sub)
     _drop_dead(full)
     _single_assignment(full)
