@@ -13,7 +13,11 @@ The hand pool (``fuzz_ops.py``) holds ~100 calls somebody picked; this one is pi
   optional one ``None`` or a value, one with a default its default or a value;
 * an overload is skipped, with its reason counted, when it writes (in-place, ``out=``), is random (the
   ``nondeterministic_seeded`` tag), returns no tensor, takes no tensor (a factory), or takes an argument of a type
-  with no value here (a generator, a device, a layout, ...); an op whose every draw torch rejects is skipped too.
+  with no value here (a generator, a device, a layout, ...), or its output's shape depends on the data; a private
+  op (``_softmax``: internals that do not check their arguments) is skipped, and so is an op whose every one of 64
+  probe draws torch rejects, or one of whose probe draws crashes the process (``native_batch_norm`` with
+  ``training=False`` and no running statistics: a segfault).  The probe runs in child processes, restarted past such
+  an op; the pool is cached in the temporary directory, keyed by this file and torch's version.
 
 A draw is tried in torch on a probe of the body's input before it is used: one torch rejects, one whose output is
 empty, complex or not finite, or one that differs from itself under ``torch.use_deterministic_algorithms`` (which
