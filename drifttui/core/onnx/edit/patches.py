@@ -24,6 +24,8 @@
     {"op": "rewrite", "node": "n", "rewrite": "operand_wide", "input": 1, "name": "c", "values": [..], "wide": 11}
     {"op": "rewrite", "node": "n", "rewrite": "origin_float64", "nodes": [..], "inputs": [..], "outputs": [..]}
                                   # origin64.py: the region computed in float64, its float32 values cast back
+    {"op": "rewrite", "node": "n", "rewrite": "kernel_float64", "nodes": ["n"], "inputs": [..], "outputs": [..]}
+                                  # origin64.py on one node: a kernel ONNX Runtime computes otherwise (kernel64.py)
     {"op": "rewrite", "node": "n", "rewrite": "int_pow_exact", "bits": 6, "dtype": "int64"}  # int_pow.py
     {"op": "rewrite", "node": "n", "rewrite": "int_wrap", "wide": "int64"}   # int_wrap.py: a narrowing Cast's wrap
     {"op": "rewrite", "node": "n", "rewrite": "resize_gather", "rule": "nearest", "in_shape": [..],

@@ -19,6 +19,7 @@ from drifttui.core.explain.causes.locate.torch_program import torch_calls
 from drifttui.core.explain.causes.locate.torch_op import name_torch_ops
 from drifttui.core.explain.causes.propose.edits import constants, rewrites
 from drifttui.core.explain.causes.propose.numerics.accumulate64 import accumulate64_patches
+from drifttui.core.explain.causes.propose.numerics.kernel64 import kernel64_patches
 from drifttui.core.explain.causes.propose.edits.candidates import graph_candidates
 from drifttui.core.explain.causes.propose.numerics.cast_first import cast_first_patches
 from drifttui.core.explain.causes.propose.numerics.double_scalar import double_scalar_patches
@@ -77,6 +78,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
                                     else None, ctx.index.flavour))     # a float64 buffer held at float32
     if loc is not None:
         out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind, loc.torch_calls))
+        out.extend(kernel64_patches(case, loc))       # a kernel off its reference by its own error, in float64
         out.extend(dropped_addend_patches(case, loc))     # before the guards: log(0) of a dropped eps
         out.extend(mask_select_patches(case, loc))     # before the guards: a selection by a 0/1 mask, not a point
         out.extend(nan_compare_patches(case, loc))     # before the guards: a NaN the mask keeps, not made by the lowering
