@@ -12,7 +12,8 @@ float32 running value (the spec: ``start + i * delta``), 100 .. 300 units off ov
 87.3 .. 103.3), and ``log(p)`` turns them into -inf.  The same node run in float64 and cast back
 (``onnx/edit/numerics/origin64.py`` on a region of one node: ONNX Runtime's double kernel, whose running value and
 subnormal range are far wider) computes what the reference and torch compute: the patch verifies exactly when that
-kernel's deviation is the drift.  No catalogue: any op with a double kernel.
+kernel's deviation is the drift.  No catalogue: any op with a double kernel, except those the runtime workarounds
+(``onnx/edit/lowerings/ort_workarounds.py``) already rewrite into an equivalent form (``Sigmoid``, ``Tanh``, ...).
 
 Class ``op-compat`` (ONNX Runtime's kernel does not compute what the ONNX op means), kind ``runtime``; ``repair``
 applies it.
@@ -26,6 +27,7 @@ from onnx import TensorProto
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import picked_values
+from drifttui.core.onnx.edit.lowerings.ort_workarounds import forms_for
 from drifttui.core.onnx.edit.numerics.accumulate64 import SUMS
 from drifttui.core.onnx.edit.patches import Patch
 
@@ -49,9 +51,9 @@ def _off(e: dict[str, Any]) -> bool:
 def deviating_kernels(loc: Any) -> list[dict[str, Any]]:
     """The origin's nodes whose own error (fed the reference evaluator's inputs) is a wrong kernel's, flushes first,
     then the furthest off; [] unless the reference computes what torch computes and ONNX Runtime does not."""
-    if loc is None or loc.kind != "runtime":
+    if getattr(loc, "kind", None) != "runtime":
         return []
-    off = [e for e in loc.own_errors if _off(e)]
+    off = [e for e in getattr(loc, "own_errors", None) or [] if _off(e)]
     return sorted(off, key=lambda e: (-e.get("flushed", 0), -e.get("own_ulps", 0.0)))[:MOST]
 
 
@@ -93,7 +95,8 @@ def kernel64_patches(case: Case, loc: Any) -> list[Patch]:
     names = {e["node"] for e in found}
     if not names:
         return []
-    nodes, known = picked_values(case, lambda n: n.name in names)
+    # a kernel the runtime workarounds rewrite (Sigmoid, Tanh, Softplus, ...) is told by their equivalent forms
+    nodes, known = picked_values(case, lambda n: n.name in names and next(forms_for(n), None) is None)
     by_name = {n.name: n for n in nodes}
     out = [_patch(case, by_name[e["node"]], e, known) for e in found if e["node"] in by_name]
     return [p for p in out if p is not None]
