@@ -116,8 +116,10 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
     the finding it verifies, with ``skipped``, the budget's)."""
     before = loc.ort.max_abs
     verified = _best([t for t in trials if t.after.ok and not t.after.fails], findings, loc)
-    # a patch whose nodes compute what torch computes makes up for the wrong call the alignment names: that call is named
-    compensates = bool(verified) and _contradicted(verified[0].patch, loc) \
+    # a patch whose story says its nodes compute otherwise than torch, while they compute what torch computes, makes
+    # up for the wrong call the alignment names: that call is named (a patch that feeds that call right, zeroing the
+    # padded rows a final norm reads, keeps its story)
+    compensates = bool(verified) and verified[0].patch.own_value_story and _contradicted(verified[0].patch, loc) \
         and moves_right_values(case, verified[0].patch)
     op = _patched_op(case, verified[0].patch, loc.torch_op, loc.fx, {**loc.torch_groups, **loc.torch_calls}) \
         if verified and not compensates else loc.torch_op
