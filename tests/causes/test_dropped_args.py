@@ -57,7 +57,7 @@ class _Weighted(torch.nn.Module):
 
 
 def test_the_recorded_forward_computes_the_plain_forward_and_marks_the_call():
-    from drifttui.core.explain.causes.locate.torch_align import _run
+    from drifttui.core.explain.causes.locate.forward_record import record as _run
 
     torch.manual_seed(0)
     m, x = _Weighted().eval(), _xw()[0]

@@ -8,6 +8,7 @@ Nodes without either (optimiser-made) get the deepest scope shared by their neig
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -275,6 +276,21 @@ def _fill_missing_scopes(index: GraphIndex) -> None:
 
 
 # --- details for reports and the inspector ---------------------------------------------
+
+FX_KEY = "pkg.torch.onnx.fx_node"       # the dynamo exporter's record of the FX call a node translates
+_FX_TARGET = re.compile(r"= \w+\[target=(.+?)\]\(")
+
+
+def fx_record(node: Any) -> str:
+    """The FX call the dynamo exporter recorded on an ONNX node proto ("" when none: a TorchScript file)."""
+    return next((p.value for p in node.metadata_props if p.key == FX_KEY), "")
+
+
+def fx_target(node: Any) -> Optional[str]:
+    """The recorded FX call's target (``torch.ops.aten._to_copy.default``), or None."""
+    m = _FX_TARGET.search(fx_record(node))
+    return m.group(1) if m else None
+
 
 def attribute_values(node: Any) -> dict[str, Any]:
     import onnx

@@ -115,8 +115,10 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
     the finding it verifies, with ``skipped``, the budget's)."""
     before = loc.ort.max_abs
     verified = _best([t for t in trials if t.after.ok and not t.after.fails], findings, loc)
+    # a patch whose nodes compute what torch computes makes up for the wrong call the alignment names: that call is named
+    compensates = bool(verified) and _contradicted(verified[0].patch, loc)
     op = _patched_op(case, verified[0].patch, loc.torch_op, loc.fx, {**loc.torch_groups, **loc.torch_calls}) \
-        if verified else loc.torch_op
+        if verified and not compensates else loc.torch_op
     untried = {"tried": len(trials), "skipped": skipped or None, "skipped_exports": skipped_exports or None,
                "not_tried": unneeded or None}
     out = list(findings)
@@ -130,16 +132,16 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
         said = left_untried(skipped, []) + not_tried(unneeded, p.spec) + cut_out_only(trials)
         if at is not None:
             f = out[at]
-            if f.patch != p.spec:       # verified by another patch than the check's: say what that one changed,
-                fields.update(message=_verified_text(p, t, loc.ort, case) + said, fix=p.fix,    # at its nodes
-                              onnx_nodes=list(p.nodes) or f.onnx_nodes)
+            if f.patch != p.spec or compensates:    # verified by another patch than the check's, or not for its
+                fields.update(message=_said(p, t, loc, case, compensates) + said, fix=p.fix,    # story: say what
+                              onnx_nodes=list(p.nodes) or f.onnx_nodes)                         # that one changed
             elif unneeded:
                 fields.update(message=f.message + said)
             out[at] = dataclasses.replace(f, evidence={**f.evidence, "verification": _ev(p, t, loc, untried)}, **fields)
             used.add(at)
         else:
             out.append(Finding(p.check, "error", case.module, p.nodes or _computing(case),
-                               _verified_text(p, t, loc.ort, case) + said,
+                               _said(p, t, loc, case, compensates) + said,
                                {"verification": _ev(p, t, loc, untried)}, p.fix,
                                **{k: v for k, v in fields.items() if k != "severity"}))
             used.add(len(out) - 1)
@@ -252,6 +254,21 @@ def _computing(case: Case) -> list[str]:
     ops = {n.name: n.op_type for n in case.model.graph.node}
     computing = [n for n in case.nodes if ops.get(n) not in ("Constant", "ConstantOfShape", "Identity")]
     return (computing or [n for n in case.nodes if ORPHAN not in n])[:3]
+
+
+def _said(p: Patch, t: Trial, loc: Localisation, case: Case, compensates: bool) -> str:
+    """The verified patch in words: its own story, or, when the values contradict that story (``_contradicted``),
+    what it changed and the call whose values are the first to differ, which it makes up for."""
+    if not compensates:
+        return _verified_text(p, t, loc.ort, case)
+    types = {n.name: n.op_type for n in case.model.graph.node}
+    mine = sorted({loc.torch_calls[n][0].rsplit(".", 1)[-1] for n in p.nodes if n in loc.torch_calls})
+    what = p.spec.get("rewrite") or p.spec.get("op")
+    at = ", ".join(f"{types.get(n, '?')} {n}" for n in p.nodes[:3]) + (" ..." if len(p.nodes) > 3 else "")
+    return (f"the file's values first differ from torch's here; the patch that removes the drift ({what} on {at}) "
+            f"changes a value torch computes too (torch's {', '.join(mine) or 'forward'}, the same values there), so "
+            f"it makes up for this call instead of fixing it, and its story does not hold; verified: with the patch "
+            f"the origin's local error falls from {loc.ort.text()} to {t.after.max_abs:.3g}")
 
 
 def _verified_text(p: Patch, t: Trial, before: Eval, case: Optional[Case] = None) -> str:

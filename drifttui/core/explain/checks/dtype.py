@@ -16,7 +16,7 @@ import numpy as np
 
 from drifttui.core.base.dtypes import ELEM_OF, INT_ELEMS, rounding_of
 
-from drifttui.core.onnx.graph import elem_type_name, tensor_array
+from drifttui.core.onnx.graph import elem_type_name, fx_target, tensor_array
 from drifttui.core.onnx.intdiv import truncation_is_floor
 from drifttui.core.result import Finding
 from drifttui.core.explain.context import Context, clean
@@ -88,10 +88,7 @@ def check(ctx: Context) -> list[Finding]:
         if node.op_type == "Cast":
             to = next((a.i for a in node.proto.attribute if a.name == "to"), 0)
             if to in _LOW:
-                out.append(Finding(CHECK, "warning", ctx.node_module(node.index), [node.name],
-                                   f"Cast to {_LOW[to]} in {node.name}: an implicit precision path",
-                                   clean({"node": node.name, "to": elem_type_name(to)}),
-                                   "remove the dtype change from the model (or autocast) before exporting"))
+                out.append(_cast(ctx, node, to))
         elif (node.op_type == "Div" and any(index.elem_types.get(v) in INT_ELEMS for v in node.inputs)
               and truncation_is_floor(index, node) is None):
             out.append(Finding(CHECK, "warning", ctx.node_module(node.index), [node.name],
@@ -101,3 +98,30 @@ def check(ctx: Context) -> list[Finding]:
                                "cast to float before dividing, or use torch.div(..., rounding_mode='trunc') "
                                "where truncation is meant"))
     return out
+
+
+_CONVERSIONS = ("_to_copy", "convert_element_type", "aten.to.")
+
+
+def _cast(ctx: Context, node: Any, to: int) -> Finding:
+    """A ``Cast`` to float16, bfloat16 or float64.  When the dynamo exporter recorded it as a conversion of torch's
+    own program (``aten._to_copy``, ``prims.convert_element_type``: a ``.double()``, or torch's type promotion of a
+    float32 op with a float64 buffer), torch converts there too: a float64 one is information, not a hazard (torch
+    computes that op in float64 as well), and a float16 one is the model's own reduced precision, whose kernels may
+    still round otherwise in ONNX Runtime.  Otherwise the file changes the dtype where torch's record says
+    nothing: an implicit precision path."""
+    target = fx_target(node.proto) or ""
+    ev = clean({"node": node.name, "to": elem_type_name(to), "fx_target": target or None})
+    module = ctx.node_module(node.index)
+    if not any(c in target for c in _CONVERSIONS):
+        return Finding(CHECK, "warning", module, [node.name],
+                       f"Cast to {_LOW[to]} in {node.name}: an implicit precision path", ev,
+                       "remove the dtype change from the model (or autocast) before exporting")
+    said = f"Cast to {_LOW[to]} in {node.name}: a conversion torch's program makes too ({target})"
+    if _LOW[to] == "float64":
+        return Finding(CHECK, "info", module, [node.name], said + ", computed in float64 on both sides", ev,
+                       "nothing to change: torch computes this op in float64 as well")
+    return Finding(CHECK, "warning", module, [node.name],
+                   said + f": the model computes in {_LOW[to]} here, and ONNX Runtime's {_LOW[to]} kernels may "
+                          "round otherwise than torch's", ev,
+                   f"keep this part of the model in float32 if the {_LOW[to]} path is not intended")

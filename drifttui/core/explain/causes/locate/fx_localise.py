@@ -35,9 +35,9 @@ from drifttui.core.explain.causes.locate.evaluate import run_ort
 from drifttui.core.explain.causes.locate.torch_call import aten_name, call_from_meta
 from drifttui.core.explain.causes.locate.torch_program import addends, program as torch_program, target_name
 from drifttui.core.base.metrics import compare, largest
+from drifttui.core.onnx.graph import fx_record
 from drifttui.core.runtime.torch_hooks import to_numpy
 
-FX_KEY = "pkg.torch.onnx.fx_node"
 MAX_GROUPS = 200                # FX nodes run alone per origin (one small ORT session each)
 REL_LOW = 1e-3                  # own relative error that downstream nodes amplify (a right one is ~1e-6)
 # ops whose output holds exactly their data input's elements, rearranged: fed torch's input, torch's own value
@@ -88,7 +88,7 @@ class FxLocalisation:
 
 def fx_of(node: Any) -> Optional[tuple[str, str]]:
     """(FX node name, target) the exporter recorded on an ONNX node, or None."""
-    text = next((p.value for p in node.metadata_props if p.key == FX_KEY), None)
+    text = fx_record(node)
     m = _FX.match(text or "")
     return None if m is None else (m.group(1), target_name(m.group(3)))
 
@@ -96,7 +96,7 @@ def fx_of(node: Any) -> Optional[tuple[str, str]]:
 def fx_scalars(node: Any) -> list[Optional[float]]:
     """The FX node's positional arguments as the exporter recorded them: a number, or None for a
     value (``%mul``) or anything else."""
-    text = next((p.value for p in node.metadata_props if p.key == FX_KEY), "")
+    text = fx_record(node)
     m = re.search(r"\(args = \((.*?)\), kwargs", text)
     out: list[Optional[float]] = []
     for a in (m.group(1).split(",") if m else []):
@@ -109,7 +109,7 @@ def fx_scalars(node: Any) -> list[Optional[float]]:
 
 def fx_reads(node: Any, name: str) -> bool:
     """The FX node the exporter recorded on ``node`` takes the FX value ``name`` as an argument (``%name``)."""
-    text = next((p.value for p in node.metadata_props if p.key == FX_KEY), "")
+    text = fx_record(node)
     m = re.search(r"\]\((.*)\)\s*$", text)
     return re.search(rf"%{re.escape(name)}\b", m.group(1) if m else text) is not None
 

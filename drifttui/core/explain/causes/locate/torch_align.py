@@ -27,23 +27,19 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from drifttui.core.base.dtypes import name_of
 from drifttui.core.explain.causes.locate.align_graph import (ancestors, call_group, causal, closest,
                                                              constant_values, continued, fused_into,
                                                              input_values, leaked, moved_tail, producers)
-from drifttui.core.explain.causes.locate.call_replay import amplifies, refs
+from drifttui.core.explain.causes.locate.call_replay import amplifies
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io
-from drifttui.core.explain.causes.locate.dropped_args import completed
 from drifttui.core.explain.causes.locate.evaluate import node_values
-from drifttui.core.explain.causes.locate.torch_call import (LAYOUT_NODES, aten_name, aten_of, call_name,
-                                                            plumbing)
+from drifttui.core.explain.causes.locate.forward_record import record
+from drifttui.core.explain.causes.locate.torch_call import LAYOUT_NODES, plumbing
 from drifttui.core.explain.causes.locate.value_match import found_values, held_dtype, noise
 from drifttui.core.model.export import quiet
 from drifttui.core.onnx.edit.orphan_steps import ORPHAN
-from drifttui.core.runtime.torch_hooks import to_numpy
 
-MAX_OPS = 4000                  # torch ops aligned per origin (a deep block's forward is ~2000)
 MAX_GROUPS = 32                 # calls whose values the file does not hold given their nodes (_note_groups)
 _COPIES = ("torch.Tensor.detach", "torch.detach", "torch.Tensor.clone", "torch.clone", "torch.Tensor.contiguous")
 
@@ -232,7 +228,7 @@ def _torch_ops(ctx: Any, case: Case) -> list[tuple[str, str, Any, list[int], str
         plain = tuple(t.clone() if isinstance(t, torch.Tensor) and t.is_inference() else t for t in io[0])
         with quiet(), torch.no_grad():
             replay: dict[int, tuple] = {}
-            ctx.cache[key], ctx.cache[_aten_key(case)], ctx.cache[_dropped_key(case)] = _run(module, plain, replay)
+            ctx.cache[key], ctx.cache[_aten_key(case)], ctx.cache[_dropped_key(case)] = record(module, plain, replay)
             ctx.cache[_aten_key(case) + ":replay"] = replay
     except Exception:  # noqa: BLE001 - a forward that does not run again: no alignment
         ctx.cache[key] = []
@@ -253,77 +249,6 @@ def _dropping(ops: list[tuple], dropped: dict[int, tuple], right: set[int], feed
     argument is computed from are not in the file at all, so they are not the first wrong call)."""
     return next((k for k in sorted(dropped) if k in feeding and k not in right
                  and all(i in right for i in dropped[k][1])), None)
-
-
-def _run(module: Any, ins: tuple, replay: Optional[dict[int, tuple]] = None
-         ) -> tuple[list[tuple[str, str, Any, list[int], str]], list[Optional[str]], dict]:
-    """The forward run under a TorchFunctionMode that records each torch call as the forward made it
-    (``Tensor.var``, ``F.cosine_similarity``, ``Tensor.__rshift__``: the calls inside one are not seen), its
-    tensor outputs' values copied at once (an in-place op changes them later) and the calls its inputs came from;
-    and, per record, the ATen op that call is (a TorchDispatchMode sees what each call dispatched).  A call whose
-    dispatch dropped arguments is made with them (``dropped_args``), as the plain forward makes it: per record,
-    (the dropped names, the inputs it was dispatched with)."""
-    import torch
-    from torch.overrides import TorchFunctionMode
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
-
-    out: list[tuple[str, str, Any, list[int], str]] = []
-    atens: list[Optional[str]] = []
-    made: dict[int, int] = {}
-    keep: list[Any] = []            # the recorded tensors stay alive: their ids are not reused
-    calls: list[list[str]] = []     # the ATen ops the call being made has dispatched so far
-    dropped: dict[int, tuple[list[str], list[int]]] = {}
-
-    def note(kind: str, target: str, t: Any, ins: list[int], aten: Optional[str] = None) -> None:
-        if len(out) < MAX_OPS and isinstance(t, torch.Tensor) and t.layout == torch.strided:
-            made[id(t)] = len(out)
-            keep.append(t)
-            out.append((kind, target, np.array(to_numpy(t.detach()), copy=True), ins, name_of(t) or ""))
-            atens.append(aten)
-
-    class Dispatched(TorchDispatchMode):
-        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            if calls:
-                calls[-1].append(aten_name(func))
-            return func(*args, **(kwargs or {}))
-
-    class Record(TorchFunctionMode):
-        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            full, lost = completed(func, args, kwargs or {})[1:]
-            calls.append([])
-            try:
-                val = func(*args, **full)
-            finally:
-                seen = calls.pop()
-            results = [t for t in tree_flatten(val)[0] if isinstance(t, torch.Tensor)]
-            if results:
-                ins = _made(made, (args, full))
-                name, call = call_name(func), refs(func, args, full, made) if replay is not None else None
-                if lost:
-                    dropped[len(out)] = (lost, _made(made, (args, kwargs or {})))
-                for pos, t in enumerate(results):
-                    n = len(out)
-                    note("call_function", name, t, ins, aten_of(name, seen))
-                    if replay is not None and len(out) > n:     # the call, to replay on the file's values
-                        replay[n] = (call, pos)
-            return val
-
-    for t in ins:
-        note("placeholder", "input", t, [])
-    with Dispatched(), Record():
-        result = module(*ins)
-    ends = [made[id(t)] for t in tree_flatten(result)[0] if isinstance(t, torch.Tensor) and id(t) in made]
-    return out + [("output", "", None, ends, "")], atens + [None], dropped
-
-
-def _made(made: dict[int, int], tree: Any) -> list[int]:
-    """The records the tensors of ``tree`` came from, in order."""
-    import torch
-    from torch.utils._pytree import tree_flatten
-
-    return list(dict.fromkeys(made[id(t)] for t in tree_flatten(tree)[0]
-                              if isinstance(t, torch.Tensor) and id(t) in made))
 
 
 def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray]) -> set[int]:

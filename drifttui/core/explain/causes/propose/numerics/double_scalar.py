@@ -29,7 +29,8 @@ import numpy as np
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.propose.edits.constants import read_constants
-from drifttui.core.explain.causes.locate.fx_localise import FX_KEY, fx_of
+from drifttui.core.explain.causes.locate.fx_localise import fx_of
+from drifttui.core.onnx.graph import fx_record
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.onnx.weights import read_tensor
 
@@ -65,7 +66,7 @@ def _fx_numbers(node: Any) -> Optional[list[float]]:
     a node with no FX call."""
     if fx_of(node) is None:
         return None
-    text = next((p.value for p in node.metadata_props if p.key == FX_KEY), "")
+    text = fx_record(node)
     call = text.split("](", 1)[1] if "](" in text else ""
     return [float(v) for v in NUMBER.findall(call)]
 
@@ -75,7 +76,7 @@ def _reads_number(node: Any) -> bool:
     or buffer (the optimizer shares one initializer between a buffer and a number rounded to its value); a node
     with no FX call may."""
     numbers = _fx_numbers(node)
-    text = next((p.value for p in node.metadata_props if p.key == FX_KEY), "")
+    text = fx_record(node)
     return numbers is None or bool(numbers) or "%scalar_tensor" in text
 
 

@@ -17,23 +17,20 @@ import numpy as np
 from drifttui.core.explain.causes.propose.reexport.aliasing import aliased_told
 from drifttui.core.explain.causes.propose.reexport.definitions import Told, told
 from drifttui.core.explain.causes.propose.reexport.dynamic_lowering import dynamic_lowering
+from drifttui.core.explain.causes.propose.reexport.graft_inputs import graft_for
 from drifttui.core.explain.causes.propose.reexport.frozen_trace import dynamic_dims, frozen_story
-from drifttui.core.explain.causes.propose.reexport.held_inputs import held_input
 from drifttui.core.explain.causes.propose.reexport.narrow_graft import narrowed
 from drifttui.core.explain.causes.propose.reexport.optimizer_diff import FOLDED, export_change
 from drifttui.core.explain.causes.propose.reexport.pass_rewrite import Rewrite, pass_rewrite
 from drifttui.core.explain.causes.propose.reexport.pinned_opset import pinned_story
-from drifttui.core.explain.causes.propose.siblings import produced_value, sibling_grafts
+from drifttui.core.explain.causes.propose.siblings import sibling_grafts
 from drifttui.core.explain.causes.propose.reexport.story import decomposed_targets, fits, fx_story, story
-from drifttui.core.explain.causes.locate.call_structure import as_called, same_in_samples, wrapped_root
-from drifttui.core.explain.causes.locate.case import Case, call_io, torch_values
-from drifttui.core.runtime.torch_hooks import to_numpy
+from drifttui.core.explain.causes.locate.call_structure import as_called
+from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.explain.causes.locate.evaluate import Eval, error, run_ort
 from drifttui.core.prepare.reference import run_exporter
-from drifttui.core.onnx.edit.graft.splice import Graft
 from drifttui.core.explain.causes.locate.localise_nodes import align
 from drifttui.core.onnx.edit.patches import Patch
-from drifttui.core.onnx.io import copy_model
 from drifttui.core.model.export import export_model
 from drifttui.core.result import display_name
 from drifttui.errors import DriftTuiError
@@ -201,11 +198,11 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
                   + " (`drifttui repair` grafts that export into the file)",
                   "export", module=case.module,
                   nodes=list(wrong.nodes) if wrong is not None else [node.name] if node is not None else [],
-                  graft=_graft(ctx, case, model, list(feeds.values())), torch_op=own.op if own is not None else None)
+                  graft=graft_for(ctx, case, model, list(feeds.values())), torch_op=own.op if own is not None else None)
     if _computes(ev) and patch.graft is not None and all(patch.graft.inputs):    # same code in every block
         patch.graft.narrow = narrowed(ctx, case, patch.graft, feeds)      # a unit verified far above its member
         patch.graft.siblings = sibling_grafts(
-            ctx, case, lambda m, i: _export(m, i, variant, dims), lambda c, m, a: _graft(ctx, c, m, a),
+            ctx, case, lambda m, i: _export(m, i, variant, dims), lambda c, m, a: graft_for(ctx, c, m, a),
             lambda m, i, o, c: _computes(_run(m, i, o, c)))
     return patch, ev
 
@@ -291,92 +288,6 @@ def _plain(ins: list[Any]) -> list[Any]:
     and a module with parameters that need grad cannot be traced or exported on inference tensors
     ("Inference tensors cannot be saved for backward")."""
     return [t.clone() if getattr(t, "is_inference", lambda: False)() else t for t in ins]
-
-
-def _graft(ctx: Any, case: Case, model: Any, arrays: list[np.ndarray]) -> Any:
-    """How ``repair`` puts the re-export into the file: the file's value of each call input and
-    output ("" when the file has none: then it cannot be grafted), the origin's nodes to replace."""
-    cm = ctx.plan.calls[case.call]
-    inputs = [cm.inputs.get(k) or _same_value(case, arrays[k]) or produced_value(ctx, case.call, k)
-              or _enclosing_input(ctx, case, arrays[k]) or ""
-              for k in range(len(arrays))]
-    baked = [k for k, v in enumerate(inputs) if not v and (_is_state(ctx, arrays[k])
-                                                           or same_in_samples(ctx, case, k, arrays[k]))]
-    scaled = _held(ctx, case, arrays, inputs, baked)
-    if baked:
-        model = _bake_inputs(model, baked, arrays)
-        inputs = [v for k, v in enumerate(inputs) if k not in baked]
-    outputs = [cm.outputs.get(k, "") for k in range(len(model.graph.output))]
-    return Graft(model, inputs, outputs, list(case.nodes), root=wrapped_root(ctx, case.call), module=case.module,
-                 baked=baked, scaled=scaled)
-
-
-def _held(ctx: Any, case: Case, arrays: list[np.ndarray], inputs: list[str], baked: list[int]) -> dict[int, float]:
-    """The inputs with no value of their own that the file holds before a fusion (held_inputs.py), filled in
-    ``inputs``; -> their scalars by position among the inputs left after ``baked``."""
-    out: dict[int, float] = {}
-    for k in [k for k, v in enumerate(inputs) if not v and k not in baked]:
-        got = held_input(ctx, case, arrays[k], set(inputs))
-        if got is not None:
-            inputs[k] = got[0]
-            out[k - sum(1 for b in baked if b < k)] = got[1]
-    return out
-
-
-def _enclosing_input(ctx: Any, case: Case, arr: np.ndarray) -> Optional[str]:
-    """The file value of an enclosing call's input that holds ``arr``: a call input read only by the
-    origin's children (its first child's Gemm reads it) is paired with the outermost call it enters."""
-    chain, p = [], ctx.calls[case.call].parent
-    while p is not None:
-        chain.append(p)
-        p = ctx.calls[p].parent
-    wanted = {c: sorted(ctx.plan.calls[c].inputs) for c in chain if ctx.plan.calls[c].inputs}
-    if not wanted:
-        return None
-    store = torch_values(ctx, ctx.sample(case.sample), {}, wanted)
-    for c, positions in wanted.items():
-        for pos in positions:
-            t = store.inp.get((c, pos))
-            if t is not None and tuple(t.shape) == arr.shape and np.array_equal(to_numpy(t), arr):
-                return ctx.plan.calls[c].inputs[pos]
-    return None
-
-
-def _is_state(ctx: Any, arr: np.ndarray) -> bool:
-    """``arr`` is a parameter or buffer of the model (a call input the file folded into a constant,
-    e.g. a module's ``offsets`` buffer): the same in every sample, so the graft may hold it."""
-    root = ctx.modules().get("")
-    if root is None:
-        return False
-    for t in (*root.parameters(), *root.buffers()):
-        if tuple(t.shape) == arr.shape and np.array_equal(t.detach().cpu().numpy(), arr):
-            return True
-    return False
-
-
-def _bake_inputs(model: Any, positions: list[int], arrays: list[np.ndarray]) -> Any:
-    """A copy of ``model`` whose graph inputs at ``positions`` (among the non-initializer inputs)
-    are initializers holding ``arrays``."""
-    from onnx import numpy_helper
-
-    out = copy_model(model)
-    init = {t.name for t in out.graph.initializer}
-    feeds = [i for i in out.graph.input if i.name not in init]
-    drop = {feeds[k].name for k in positions if k < len(feeds)}
-    for k in positions:
-        if k < len(feeds):
-            out.graph.initializer.append(numpy_helper.from_array(arrays[k], feeds[k].name))
-    keep = [i for i in out.graph.input if i.name not in drop]
-    del out.graph.input[:]
-    out.graph.input.extend(keep)
-    return out
-
-
-def _same_value(case: Case, arr: np.ndarray) -> Optional[str]:
-    """The origin's input value that holds ``arr`` (a call input the plan ties to another call's
-    output carries the same torch tensor)."""
-    hits = [k for k, v in case.feeds.items() if v.shape == arr.shape and np.array_equal(v, arr)]
-    return hits[0] if len(hits) == 1 else None
 
 
 def _run(model: Any, ins: list[Any], outs: list[np.ndarray], case: Case) -> Eval:
