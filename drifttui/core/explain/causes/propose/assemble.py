@@ -26,6 +26,7 @@ from drifttui.core.explain.causes.propose.numerics.wide_operand import wide_oper
 from drifttui.core.explain.causes.propose.edits.fast_path import fast_path_patches
 from drifttui.core.explain.causes.propose.edits.crossed_clip import crossed_clip_patches
 from drifttui.core.explain.causes.propose.edits.dropped_addend import dropped_addend_patches
+from drifttui.core.explain.causes.propose.edits.folded_constant import folded_patches
 from drifttui.core.explain.causes.propose.edits.int_pow import int_pow_patches
 from drifttui.core.explain.causes.propose.edits.int_wrap import int_wrap_patches
 from drifttui.core.explain.causes.propose.edits.mask_select import mask_select_patches
@@ -76,6 +77,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
     out.extend(wide_operand_patches(case, module, loc.torch_op.name if loc is not None and loc.torch_op is not None
                                     else None, ctx.index.flavour))     # a float64 buffer held at float32
     if loc is not None:
+        out.extend(folded_patches(case, loc))      # a folded constant of another element count: torch's value
         out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind, loc.torch_calls))
         out.extend(dropped_addend_patches(case, loc))     # before the guards: log(0) of a dropped eps
         out.extend(mask_select_patches(case, loc))     # before the guards: a selection by a 0/1 mask, not a point
