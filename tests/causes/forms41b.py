@@ -53,6 +53,9 @@ controls).  A range one element longer does not fail when its consumer reduces o
 * ``stretch_steps`` (integer conversion, shallow): a phase vocoder's time steps ``arange(0, 28, 0.7)``
   (torchaudio's ``phase_vocoder`` writes ``torch.arange(0, n_frames, rate)``), their integer frame ``steps.long()``,
   the frames read there and averaged: the file has a 41st step.
+
+Held out, written after the fix (not counted in the first run): ``held_pinball`` (loss, deep): a pinball (quantile)
+loss over the percentile levels ``arange(0.01, 1, 0.01)``, 99 in torch and 100 in the file (a level of 1.0 more).
 """
 from __future__ import annotations
 
@@ -125,12 +128,27 @@ class StretchSteps(nn.Module):
         return x + x[:, steps.long()].mean(-1, keepdim=True)
 
 
+class HeldPinball(nn.Module):
+    """held out (written after the fix): a pinball (quantile) loss of a prediction over the percentile levels
+    ``arange(0.01, 1, 0.01)`` (99 levels in torch), averaged over the levels, per feature."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pred = nn.Linear(WIDTH, WIDTH)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        taus = torch.arange(0.01, 1.0, 0.01)
+        r = (x - self.pred(x)).unsqueeze(-1)
+        return x + torch.maximum(taus * r, (taus - 1) * r).mean(-1)
+
+
 def grid_quantize() -> nn.Module: return _deep(GridQuantize)                                    # noqa: E704
 def grid_quantize_binary() -> nn.Module: return _deep(lambda: GridQuantize(1 / 64))             # noqa: E704
 def survival_horizon() -> nn.Module: return _deep(SurvivalHorizon)                              # noqa: E704
 def frame_window() -> nn.Module: return _deep(FrameWindow)                                      # noqa: E704
 def frame_window_binary() -> nn.Module: return _deep(lambda: FrameWindow(1 / 64))               # noqa: E704
 def stretch_steps() -> nn.Module: return _shallow(StretchSteps)                                 # noqa: E704
+def held_pinball() -> nn.Module: return _deep(HeldPinball)                                      # noqa: E704
 
 
 def rows_inputs() -> torch.Tensor:

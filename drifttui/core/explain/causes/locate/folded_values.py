@@ -79,13 +79,13 @@ def folded_groups(model: Any, groups: list[Any], program: list[tuple], make: Any
     nodes = {n.name: n for n in model.graph.node}
     for g in groups:
         readers = [nodes[n] for n in g.nodes if n in nodes]
-        for a in {a for r in readers for a in folded_args(model, r)} - done:
+        for a in [a for a in dict.fromkeys(x for r in readers for x in folded_args(model, r)) if a not in done]:
             const, p = _file_constant(model, readers, a, consts), by_name.get(a)
             if const is None or p is None or not hasattr(p[2], "shape"):
                 continue
             held, want = read_tensor(consts[const]), to_numpy(p[2])
-            if held.size == want.size:
-                continue
+            if held.size == want.size or (held.dtype.kind == "f") != (want.dtype.kind == "f"):
+                continue            # the same count, or not that value (a shape read beside a folded weight)
             done.add(a)
             chain = _chain(program, a)
             head = next((c for c in chain if not _nodes_in(c[5])), p)     # made from Python numbers alone

@@ -33,7 +33,7 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.explain.causes.locate.call_structure import as_called
-from drifttui.core.explain.causes.locate.case import Case, call_io
+from drifttui.core.explain.causes.locate.case import Case, at_export_shapes, call_io
 from drifttui.core.explain.causes.locate.evaluate import run_ort
 from drifttui.core.explain.causes.locate.folded_values import folded_groups
 from drifttui.core.explain.causes.locate.torch_call import aten_name, call_from_meta
@@ -350,8 +350,10 @@ def fx_localise(ctx: Any, case: Case) -> Optional[FxLocalisation]:
     for g in groups[:MAX_GROUPS]:
         if _own(case, g, tv, ort_vals):
             loc.groups.append(g)
-    judged = [g.name for g in loc.groups]     # a folded value comes before the node that reads it
-    for g, w in reversed(folded_groups(case.model, groups, program, FxNode)):
+    # a folded value comes before the node that reads it; at other shapes than the export's, a count baked in at export
+    # is another story (runtime_size)
+    judged = [g.name for g in loc.groups]
+    for g, w in reversed(folded_groups(case.model, groups, program, FxNode) if at_export_shapes(ctx) else []):
         later = [i for i, n in enumerate(judged) if groups.index(loc.every[n]) >= groups.index(g)]
         loc.groups.insert(later[0] if later else len(loc.groups), w)
     loc.wrong = next((g for g in loc.groups if g.fails), None)

@@ -13,7 +13,7 @@ from typing import Any, Optional
 import onnx
 from onnx import helper
 
-from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.explain.causes.locate.case import Case, at_export_shapes
 from drifttui.core.explain.causes.locate.evaluate import Localisation
 from drifttui.core.explain.causes.locate.torch_program import torch_calls
 from drifttui.core.explain.causes.locate.torch_op import name_torch_ops
@@ -103,7 +103,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
         out.extend(truncated_quotient_patches(case, loc))
     if loc is not None:     # after the catalogue's Resize attributes (verify tries torch's measured map last)
         out.extend(resize_scales_patches(ctx, case))
-    if _at_export_shapes(ctx):      # a size baked in at export time is no story when nothing was resized
+    if at_export_shapes(ctx):      # a size baked in at export time is no story when nothing was resized
         out = [p for p in out if "baked" not in p.spec]
     out.extend(weight_candidates(case, torch_tensors(module, case.module, _folds(ctx, case))))
     seen: set[str] = set()
@@ -114,22 +114,6 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
             seen.add(k)
             unique.append(p)
     return unique
-
-
-def _at_export_shapes(ctx: Any) -> bool:
-    """The file runs at the shapes it was exported at: every graph input's dims are static and equal
-    the runtime sample's (then no constant of the file can hold a size baked in for other shapes)."""
-    graph = ctx.index.model.graph
-    init = {t.name for t in graph.initializer}
-    declared = {i.name: [d.dim_value if d.HasField("dim_value") else None for d in i.type.tensor_type.shape.dim]
-                for i in graph.input if i.name not in init}
-    if any(v is None for dims in declared.values() for v in dims):
-        return False
-    try:
-        feeds = ctx.feeds(ctx.sample(0))
-    except Exception:  # noqa: BLE001 - unknown: keep the story
-        return False
-    return all(list(feeds[k].shape) == dims for k, dims in declared.items() if k in feeds)
 
 
 def _types(ctx: Any, case: Case) -> dict[str, int]:
