@@ -103,3 +103,13 @@ def test_the_headline_names_the_folded_range_not_its_reader(tmp_path):
     assert head.check == "lowering" and "folded at export from aten.arange.start_step" in head.message, head.message
     assert head.patch["op"] == "replace_constant" and head.patch["name"] == "arange", head.patch
     assert "the exporter's lowering of torch's aten.arange.start_step is wrong" in head.message, head.message
+
+
+def test_torch_s_value_is_put_in_the_folded_constant_s_layout():
+    import numpy as np
+
+    from drifttui.core.explain.causes.locate.folded_values import _in_layout
+
+    name, value = _in_layout("val_13", np.arange(40), np.zeros((41, 1), np.int64))     # an index unsqueezed
+    assert (name, value.shape, value.dtype) == ("val_13", (40, 1), np.int64) and value[-1, 0] == 39
+    assert _in_layout("c", np.arange(40), np.zeros((41, 3), np.float32)) is None        # 40 does not fill rows of 3
