@@ -54,6 +54,11 @@ controls).  A range one element longer does not fail when its consumer reduces o
   (torchaudio's ``phase_vocoder`` writes ``torch.arange(0, n_frames, rate)``), their integer frame ``steps.long()``,
   the frames read there and averaged: the file has a 41st step.
 
+Noticed, not kept: where the longer range meets a value computed from the range and reduced by torch's shape (a
+softmax over frames times the frame times, an interpolation weight times the gathered frames), ONNX Runtime refuses
+the file at load ("Incompatible dimensions": the file's value_info says 100, the folded range has 101): an error, not
+a drift (drifttui's exit 3 is right there).
+
 Held out, written after the fix (not counted in the first run): ``held_pinball`` (loss, deep): a pinball (quantile)
 loss over the percentile levels ``arange(0.01, 1, 0.01)``, 99 in torch and 100 in the file (a level of 1.0 more).
 """
