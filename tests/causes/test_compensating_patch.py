@@ -60,3 +60,34 @@ def test_a_compensating_guard_names_the_wrong_call_not_its_story(tmp_path, monke
     assert head.torch_op == "torch.Tensor.ge", (head.torch_op, head.message)
     assert "makes up for this call" in head.message and "torch's div" in head.message, head.message
     assert "torch defines" not in head.message, head.message
+
+
+class SignOfLog(nn.Module):
+    """``torch.sign(torch.log(x - 0.5))``: the log is NaN below 0.5 on both sides; torch's ``sign`` of NaN is 0, ONNX's
+    ``Sign`` keeps the NaN."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sign(torch.log(x - 0.5)) + x
+
+
+def sign_model() -> nn.Module:
+    return SignOfLog().eval()
+
+
+def unit_rows() -> torch.Tensor:
+    return torch.rand(6, 16)
+
+
+def test_the_guard_goes_on_the_call_the_alignment_names_not_the_first_nan(tmp_path):
+    from tests.causes.conftest import explained_run
+    from drifttui.core.result import Config
+
+    path = tmp_path / "sign_of_log.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(sign_model(), (unit_rows(),), str(path), dynamo=False)
+    head = explained_run(Config(model=f"{__file__}:sign_model", onnx=str(path), inputs=f"{__file__}:unit_rows",
+                                samples=2))[3].findings[0]
+    assert head.verified and head.patch.get("rewrite") == "nonfinite_guard", head.message
+    assert head.patch["node"].endswith("Sign") and head.torch_op == "torch.sign", (head.patch, head.message)
+    assert "makes up for" not in head.message, head.message

@@ -14,6 +14,7 @@ import dataclasses
 from typing import Any, Optional
 
 from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.explain.causes.locate.compensation import moves_right_values
 from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation
 from drifttui.core.explain.causes.locate.fx_localise import fx_of
 from drifttui.core.explain.causes.locate.fx_words import describe
@@ -120,8 +121,11 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
     the finding it verifies, with ``skipped``, the budget's)."""
     before = loc.ort.max_abs
     verified = _best([t for t in trials if t.after.ok and not t.after.fails], findings, loc)
-    # a patch whose nodes compute what torch computes makes up for the wrong call the alignment names: that call is named
-    compensates = bool(verified) and _contradicted(verified[0].patch, loc)
+    # a patch whose story says its nodes compute otherwise than torch, while they compute what torch computes, makes
+    # up for the wrong call the alignment names: that call is named (a patch that feeds that call right, zeroing the
+    # padded rows a final norm reads, keeps its story)
+    compensates = bool(verified) and verified[0].patch.own_value_story and _contradicted(verified[0].patch, loc) \
+        and moves_right_values(case, verified[0].patch)
     op = _patched_op(case, verified[0].patch, loc.torch_op, loc.fx, {**loc.torch_groups, **loc.torch_calls}) \
         if verified and not compensates else loc.torch_op
     untried = {"tried": len(trials), "skipped": skipped or None, "skipped_exports": skipped_exports or None,

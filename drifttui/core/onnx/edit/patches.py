@@ -92,6 +92,9 @@ class Patch:
     graft: Optional[Any] = None                 # reexport: the graft.Graft that repair applies
     siblings: list["Patch"] = field(default_factory=list)   # the same edit at the origin class's other calls
     torch_op: Optional[tuple[str, str]] = None  # (the forward's call, its ATen op) the story names, when it does
+    # the story says the patched nodes' own values are not torch's ("torch defines 0/0 as 0"): the values can
+    # contradict it (conclude._said)
+    own_value_story: bool = False
 
     @property
     def graph_level(self) -> bool:

@@ -2,7 +2,8 @@
 point 2): no catalogue entry per op, only what the origin's values show.
 
 * Where the file's value is NaN or inf and torch's is finite, the node that first makes the
-  non-finite value (for a dynamo file the node the FX values name as wrong) gets a guard
+  non-finite value (for a dynamo file the node the FX values name as wrong; for a file without FX records the last
+  node of the call the alignment by value names, first, when its value holds one) gets a guard
   ``Where(IsNaN | IsInf, c, y)``: ``c`` is torch's one value at those points when the FX values
   tell it, else 0 (the value torch gives at its singular points: 0/0, an empty or fully masked set).
   A guard tells a singular point only where there is one: where the nodes the guarded node is computed by (the
@@ -37,12 +38,14 @@ import numpy as np
 from drifttui.core.explain.causes.propose.edits.constants import constant_arrays
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import float64_values, node_values
+from drifttui.core.explain.causes.locate.torch_call import LAYOUT_NODES
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.onnx.edit.lowerings.remainder import remainder_of
 from drifttui.core.onnx.edit.lowerings.singular import FLIP, floor_of_div
 
 MAX_GUARDS = 3
 MAX_FLIPS = 4
+MAX_CALL_NODES = 4      # the nodes of an aligned call whose last node is guarded (a lowering of one call)
 MAX_WIDENED = 400       # nodes before a guarded node computed in float64 to tell a singular point (the nearest)
 
 
@@ -112,7 +115,7 @@ def _guarded(case: Case, vals: dict[str, np.ndarray], wrong: Any, loc: Any) -> l
     if wrong is not None and wrong.nodes and wrong.nodes[-1] in nodes:
         node = nodes[wrong.nodes[-1]]
         return [(node, _torch_value(loc.fx.torch_values.get(node.output[0]), vals.get(node.output[0])))]
-    out = []
+    out = _aligned_last(loc, nodes, vals)
     consts = constant_arrays(case.model)
     known = {**consts, **case.feeds, **vals}
     for n in case.model.graph.node:
@@ -121,12 +124,27 @@ def _guarded(case: Case, vals: dict[str, np.ndarray], wrong: Any, loc: Any) -> l
             continue        # a constant's inf (a masked_fill's -inf) is the model's own number, no singular point
         ins = [np.asarray(known[i]) for i in n.input if i in known]
         for test in (np.isnan, np.isinf):
-            if test(got).any() and not any(a.dtype.kind == "f" and test(a).any() for a in ins):
+            if test(got).any() and not any(a.dtype.kind == "f" and test(a).any() for a in ins) \
+                    and all(n is not m for m, _ in out):
                 out.append((n, 0.0))
                 break
         if len(out) >= MAX_GUARDS:
             break
     return out
+
+
+def _aligned_last(loc: Any, nodes: dict[str, Any], vals: dict[str, np.ndarray]) -> list[tuple[Any, float]]:
+    """The last node of the call the alignment by value names as the first wrong one (a file without FX records),
+    when its float value holds a NaN or inf: the call that decides the singular point otherwise than torch (``sign``
+    of a NaN is 0 in torch; its input's NaN, torch's own ``log`` of a negative, is no point to guard)."""
+    op = getattr(loc, "torch_op", None) if loc is not None else None
+    if op is None or op.how != "values" or not 0 < len(op.nodes) <= MAX_CALL_NODES or op.nodes[-1] not in nodes:
+        return []       # a long group is an alignment that lumped several calls: no one call's value to guard
+    node = nodes[op.nodes[-1]]
+    if node.op_type in LAYOUT_NODES:
+        return []       # a layout node moves a NaN it was given, it decides no point
+    got = vals.get(node.output[0]) if node.output else None
+    return [(node, 0.0)] if got is not None and _bad(got).any() else []
 
 
 def _rounding_made(node: Any, vals: dict[str, np.ndarray], wide: Optional[dict[str, np.ndarray]]) -> bool:
@@ -221,7 +239,7 @@ def _guard_patch(case: Case, node: Any, c: float, wrong: Any) -> Patch:
                  f"guard the value in the model (`torch.nan_to_num(y, nan={c:g}, posinf={c:g}, neginf={c:g})` after "
                  "the call, where the file and torch part) or report the lowering to torch.onnx with `drifttui repro` "
                  "(`drifttui repair` adds the guard to the file)",
-                 "export", module=case.module, nodes=[node.name])
+                 "export", module=case.module, nodes=[node.name], own_value_story=True)
 
 
 def _flip_patch(case: Case, node: Any, wrong: Any) -> Patch:
