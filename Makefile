@@ -138,7 +138,12 @@ test-bisect: $(VENV)/.installed-dev
 # test_forms40z.py: a blind first run on files the TorchScript exporter wrote at a pinned opset 11 (NaN through
 # Not(Less), integer ops through float32); its two fixes' tests, test_nan_compare.py and test_pinned_opset.py, are
 # in make test; test_forms41a.py: a blind first run on float64 buffers an in-place op reads, which TorchScript holds
-# and computes with at float32; test_wide_operand.py: that node computed in float64 on one-line exports)
+# and computes with at float32; test_wide_operand.py: that node computed in float64 on one-line exports;
+# test_forms41b.py: a blind first run on the dynamo path's machinery, a float arange that torchlib lowers on float32
+# bounds and the optimizer folds with one element more; test_folded_count.py: that folded constant named and
+# replaced by torch's value; test_forms41c.py: a blind first run on ONNX Runtime kernels that compute otherwise than
+# the op on a right graph (Range's float32 running sum, Softmax's flushed subnormal probabilities); its fix's test,
+# test_kernel64.py, is in make test)
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
@@ -160,7 +165,8 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_forms40x.py tests/causes/test_folded_constant.py tests/causes/test_forms40y.py \
 		tests/causes/test_mask_select.py tests/causes/test_moved_tail.py tests/causes/test_contradicted_patch.py \
 		tests/causes/test_fill_alignment.py tests/causes/test_forms40z.py tests/causes/test_forms41a.py \
-		tests/causes/test_wide_operand.py tests/causes/test_every_site.py tests/causes/test_identity_value.py
+		tests/causes/test_wide_operand.py tests/causes/test_every_site.py tests/causes/test_identity_value.py \
+		tests/causes/test_forms41b.py tests/causes/test_folded_count.py tests/causes/test_forms41c.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own

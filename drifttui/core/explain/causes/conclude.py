@@ -20,6 +20,7 @@ from drifttui.core.explain.causes.locate.fx_localise import fx_of
 from drifttui.core.explain.causes.locate.fx_words import describe
 from drifttui.core.explain.causes.locate.torch_align import TorchOp
 from drifttui.core.explain.causes.propose.numerics.decisive_rounding import CONVERSIONS
+from drifttui.core.explain.causes.propose.numerics.kernel64 import deviating_kernels
 from drifttui.core.explain.causes.propose.nopatch import explain_no_patch
 from drifttui.core.explain.causes.propose.patch_budget import left_untried, not_tried
 from drifttui.core.explain.causes.propose.reexport.story import lowering_class
@@ -103,9 +104,13 @@ def _contradicted(p: Patch, loc: Optional[Localisation]) -> bool:
     too (aligned by value: ``torch_align.calls``), and none is among the nodes of the call the alignment names as the
     first wrong one.  Such a patch is tried after the others: one that verifies changes a right value to make up for
     a wrong one (a ``Cast`` to int64 floored, where torch's ``.long()`` truncates as the file does, evens out the
-    truncating ``Div`` that the TorchScript exporter made of the ``>>`` after it)."""
+    truncating ``Div`` that the TorchScript exporter made of the ``>>`` after it).  A node wrong on its own (fed the
+    reference evaluator's inputs: ``kernel64.deviating_kernels``) is no such value: its error is below the tolerance
+    the alignment matches with, and what reads it amplifies it."""
     op = loc.torch_op if loc is not None else None
     if op is None or op.how != "values" or not op.nodes or not p.nodes:
+        return False
+    if {e["node"] for e in deviating_kernels(loc)} & set(p.nodes):
         return False
     return all(n in loc.torch_calls for n in p.nodes) and set(op.nodes).isdisjoint(p.nodes)
 
@@ -116,8 +121,10 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
     the finding it verifies, with ``skipped``, the budget's)."""
     before = loc.ort.max_abs
     verified = _best([t for t in trials if t.after.ok and not t.after.fails], findings, loc)
-    # a patch whose nodes compute what torch computes makes up for the wrong call the alignment names: that call is named
-    compensates = bool(verified) and _contradicted(verified[0].patch, loc) \
+    # a patch whose story says its nodes compute otherwise than torch, while they compute what torch computes, makes
+    # up for the wrong call the alignment names: that call is named (a patch that feeds that call right, zeroing the
+    # padded rows a final norm reads, keeps its story)
+    compensates = bool(verified) and verified[0].patch.own_value_story and _contradicted(verified[0].patch, loc) \
         and moves_right_values(case, verified[0].patch)
     op = _patched_op(case, verified[0].patch, loc.torch_op, loc.fx, {**loc.torch_groups, **loc.torch_calls}) \
         if verified and not compensates else loc.torch_op

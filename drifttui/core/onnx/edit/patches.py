@@ -24,6 +24,8 @@
     {"op": "rewrite", "node": "n", "rewrite": "operand_wide", "input": 1, "name": "c", "values": [..], "wide": 11}
     {"op": "rewrite", "node": "n", "rewrite": "origin_float64", "nodes": [..], "inputs": [..], "outputs": [..]}
                                   # origin64.py: the region computed in float64, its float32 values cast back
+    {"op": "rewrite", "node": "n", "rewrite": "kernel_float64", "nodes": ["n"], "inputs": [..], "outputs": [..]}
+                                  # origin64.py on one node: a kernel ONNX Runtime computes otherwise (kernel64.py)
     {"op": "rewrite", "node": "n", "rewrite": "int_pow_exact", "bits": 6, "dtype": "int64"}  # int_pow.py
     {"op": "rewrite", "node": "n", "rewrite": "int_wrap", "wide": "int64"}   # int_wrap.py: a narrowing Cast's wrap
     {"op": "rewrite", "node": "n", "rewrite": "resize_gather", "rule": "nearest", "in_shape": [..],
@@ -90,6 +92,9 @@ class Patch:
     graft: Optional[Any] = None                 # reexport: the graft.Graft that repair applies
     siblings: list["Patch"] = field(default_factory=list)   # the same edit at the origin class's other calls
     torch_op: Optional[tuple[str, str]] = None  # (the forward's call, its ATen op) the story names, when it does
+    # the story says the patched nodes' own values are not torch's ("torch defines 0/0 as 0"): the values can
+    # contradict it (conclude._said)
+    own_value_story: bool = False
 
     @property
     def graph_level(self) -> bool:

@@ -329,3 +329,19 @@ def call_io(ctx: Any, case: Case) -> Optional[tuple[list[Any], list[np.ndarray]]
     if any(t is None for t in ins) or any(t is None for t in outs) or not (ins or outs):
         return None     # a module with no input (a weight module) is exported on none
     return ins, [to_numpy(t) for t in outs]
+
+
+def at_export_shapes(ctx: Any) -> bool:
+    """The file runs at the shapes it was exported at: every graph input's dims are static and equal
+    the runtime sample's (then no constant of the file can hold a size baked in for other shapes)."""
+    graph = ctx.index.model.graph
+    init = {t.name for t in graph.initializer}
+    declared = {i.name: [d.dim_value if d.HasField("dim_value") else None for d in i.type.tensor_type.shape.dim]
+                for i in graph.input if i.name not in init}
+    if any(v is None for dims in declared.values() for v in dims):
+        return False
+    try:
+        feeds = ctx.feeds(ctx.sample(0))
+    except Exception:  # noqa: BLE001 - unknown: keep the story
+        return False
+    return all(list(feeds[k].shape) == dims for k, dims in declared.items() if k in feeds)

@@ -236,8 +236,8 @@ def _own(case: Case, loc: Localisation, ref_vals: dict[str, np.ndarray]) -> None
     """The deviating kernel by its own error (each node fed the reference evaluator's inputs), not the
     node that amplifies an upstream error (a Log after a Sigmoid that returns 0)."""
     errs = own_errors(case.model, ref_vals, run_ort)
-    loc.own_errors = [{"node": e.node, "op_type": e.op_type, "own_abs": e.abs_err, "own_rel": e.rel_err}
-                      for e in errs]
+    loc.own_errors = [{"node": e.node, "op_type": e.op_type, "own_abs": e.abs_err, "own_rel": e.rel_err,
+                       "own_ulps": e.ulps, "flushed": e.flushed, "grows": e.grows} for e in errs]
     dev = deviating(errs, case.atol)
     if dev is None or dev.node == loc.first_node:
         return

@@ -17,6 +17,9 @@ downstream nodes amplify a small error: the group with the largest own relative 
 feeds, fails against torch: it shows a drift the case's own outputs miss (a child module fed
 torch's value of a wrong input).
 
+A value the exporter's optimizer folded into a constant has no ONNX node to run: ``folded_values`` compares it with
+torch's value and puts it, when it holds another element count, before the node that reads it.
+
 A file without that metadata (TorchScript, or a file the optimizer stripped) gets None: the
 re-export alignment of ``localise_nodes.align`` stays its witness.
 """
@@ -30,8 +33,9 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.explain.causes.locate.call_structure import as_called
-from drifttui.core.explain.causes.locate.case import Case, call_io
+from drifttui.core.explain.causes.locate.case import Case, at_export_shapes, call_io
 from drifttui.core.explain.causes.locate.evaluate import run_ort
+from drifttui.core.explain.causes.locate.folded_values import folded_groups
 from drifttui.core.explain.causes.locate.torch_call import aten_name, call_from_meta
 from drifttui.core.explain.causes.locate.torch_program import addends, program as torch_program, target_name
 from drifttui.core.base.metrics import compare, largest
@@ -62,6 +66,8 @@ class FxNode:
     dtype_change: str = ""      # "uint8 -> int8": the file's output type holds not every value of torch's
     call: str = ""              # the torch call it came from, as written (torch_call: its torch_fn meta)
     aten: str = ""              # the ATen op before the exporter's decompositions (its original_aten), or target
+    folded: str = ""            # held as a constant folded at export, with another element count (folded_values)
+    held: Optional[tuple] = None    # a folded value's (constant, torch's value in the constant's layout)
 
 
 @dataclass
@@ -154,7 +160,7 @@ def fx_torch_values(ctx: Any, case: Case, shapes: dict[str, tuple],
         return None
     groups = _groups(case.model)
     return (groups, {k: to_numpy(v) for k, v in _match(groups, program, shapes, values or {}).items()},
-            addends(program))
+            addends(program), program)
 
 
 def _match(groups: list[FxNode], program: list[tuple], shapes: dict[str, tuple],
@@ -339,11 +345,17 @@ def fx_localise(ctx: Any, case: Case) -> Optional[FxLocalisation]:
     got = fx_torch_values(ctx, case, {k: tuple(np.shape(v)) for k, v in ort_vals.items()}, ort_vals)
     if got is None:
         return None
-    groups, tv, addends = got
+    groups, tv, addends, program = got
     loc = FxLocalisation([], tv, matched=len(tv), every={g.name: g for g in groups}, addends=addends)
     for g in groups[:MAX_GROUPS]:
         if _own(case, g, tv, ort_vals):
             loc.groups.append(g)
+    # a folded value comes before the node that reads it; at other shapes than the export's, a count baked in at export
+    # is another story (runtime_size)
+    judged = [g.name for g in loc.groups]
+    for g, w in reversed(folded_groups(case.model, groups, program, FxNode) if at_export_shapes(ctx) else []):
+        later = [i for i, n in enumerate(judged) if groups.index(loc.every[n]) >= groups.index(g)]
+        loc.groups.insert(later[0] if later else len(loc.groups), w)
     loc.wrong = next((g for g in loc.groups if g.fails), None)
     if loc.wrong is None:
         top = max(loc.groups, key=lambda g: g.own_rel, default=None)

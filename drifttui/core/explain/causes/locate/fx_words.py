@@ -16,6 +16,9 @@ def describe(fx: FxLocalisation, module: str) -> str:
         return (f"{ops} (torch's {w.target}{called}, FX node {w.name}) compute(s) {w.target.split('.')[1]} less accurately "
                 f"than torch: fed torch's values of its inputs, its own relative error is {w.own_rel:.3g} (every "
                 f"other node of {where} ~1e-7), and the nodes after it amplify it past the tolerance")
+    if w.folded:
+        return (f"{w.folded} (torch's {w.target}{called}; read by {ops}): the first value of {where} wrong on its "
+                f"own (a constant has no input to be fed)")
     err = _retyped_words(w) or _nonfinite_words(w) or f"its own error is {w.own_abs:.3g}"
     return (f"{ops} (torch's {w.target}{called}, FX node {w.name}) compute(s) something else than torch: fed torch's "
             f"values of its inputs, {err}, the first node of {where} over the tolerance on its own")

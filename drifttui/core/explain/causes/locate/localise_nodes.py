@@ -33,6 +33,9 @@ class NodeError:
     op_type: str
     abs_err: float
     rel_err: float              # over the elements whose reference value is a normal float
+    ulps: float = 0.0           # the largest error in units of the reference value's last place (finite values)
+    flushed: int = 0            # elements the reference holds as a nonzero subnormal and the kernel as 0
+    grows: bool = False         # the error grows along the (flattened) output: a value accumulated step by step
 
 
 def _single(node: Any, model: Any, vals: dict[str, np.ndarray]) -> Optional[Any]:
@@ -71,6 +74,27 @@ def _rel(want: np.ndarray, got: np.ndarray) -> tuple[float, float]:
     return (float(d.max()) if d.size else 0.0), rel
 
 
+GROWS = 4.0                     # the last quarter's mean error this many times the first quarter's
+
+
+def _ulps(want: np.ndarray, got: np.ndarray) -> tuple[float, int, bool]:
+    """The largest error in units of the reference value's last place (its float type's spacing there, the smallest
+    subnormal at least), over the elements both sides hold finite; how many nonzero subnormal reference values the
+    kernel returns as 0 (a flush to zero); and whether the error grows along the flattened output (``GROWS``)."""
+    if want.dtype.kind != "f" or got.dtype != want.dtype:
+        return 0.0, 0, False
+    finite = np.isfinite(want) & np.isfinite(got)
+    if not finite.any():
+        return 0.0, 0, False
+    w, g = want[finite], got[finite]
+    err = np.abs(w.astype(np.float64) - g.astype(np.float64))
+    step = np.maximum(np.spacing(np.abs(w)), np.finfo(want.dtype).smallest_subnormal).astype(np.float64)
+    flushed = int(((w != 0) & (np.abs(w) < np.finfo(want.dtype).tiny) & (g == 0)).sum())
+    q = err.size // 4
+    grows = q >= 4 and float(err[-q:].mean()) > GROWS * float(err[:q].mean())
+    return float((err / step).max()), flushed, grows
+
+
 def own_errors(model: Any, ref_vals: dict[str, np.ndarray], run_ort: Any) -> list[NodeError]:
     """Each node's own error: run alone in ONNX Runtime (``run_ort(model, feeds)``) on the reference
     evaluator's inputs."""
@@ -86,11 +110,12 @@ def own_errors(model: Any, ref_vals: dict[str, np.ndarray], run_ort: Any) -> lis
             got = run_ort(m, feeds)
         except Exception:  # noqa: BLE001 - a node that does not run alone (a function, a shape op)
             continue
-        worst = (0.0, 0.0)
+        worst = (0.0, 0.0, 0.0, 0, False)
         for v in node.output:
             if v and v in got and np.shape(got[v]) == np.shape(ref_vals[v]) and got[v].dtype.kind in "fiub":
-                e = _rel(np.asarray(ref_vals[v]), got[v])
-                worst = (max(worst[0], e[0]), max(worst[1], e[1]))
+                e = _rel(np.asarray(ref_vals[v]), got[v]) + _ulps(np.asarray(ref_vals[v]), np.asarray(got[v]))
+                worst = (max(worst[0], e[0]), max(worst[1], e[1]), max(worst[2], e[2]), worst[3] + e[3],
+                         worst[4] or e[4])
         out.append(NodeError(node.name, node.op_type, *worst))
     return out
 

@@ -13,12 +13,13 @@ from typing import Any, Optional
 import onnx
 from onnx import helper
 
-from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.explain.causes.locate.case import Case, at_export_shapes
 from drifttui.core.explain.causes.locate.evaluate import Localisation
 from drifttui.core.explain.causes.locate.torch_program import torch_calls
 from drifttui.core.explain.causes.locate.torch_op import name_torch_ops
 from drifttui.core.explain.causes.propose.edits import constants, rewrites
 from drifttui.core.explain.causes.propose.numerics.accumulate64 import accumulate64_patches
+from drifttui.core.explain.causes.propose.numerics.kernel64 import kernel64_patches
 from drifttui.core.explain.causes.propose.edits.candidates import graph_candidates
 from drifttui.core.explain.causes.propose.numerics.cast_first import cast_first_patches
 from drifttui.core.explain.causes.propose.numerics.double_scalar import double_scalar_patches
@@ -26,6 +27,7 @@ from drifttui.core.explain.causes.propose.numerics.wide_operand import wide_oper
 from drifttui.core.explain.causes.propose.edits.fast_path import fast_path_patches
 from drifttui.core.explain.causes.propose.edits.crossed_clip import crossed_clip_patches
 from drifttui.core.explain.causes.propose.edits.dropped_addend import dropped_addend_patches
+from drifttui.core.explain.causes.propose.edits.folded_constant import folded_patches
 from drifttui.core.explain.causes.propose.edits.int_pow import int_pow_patches
 from drifttui.core.explain.causes.propose.edits.int_wrap import int_wrap_patches
 from drifttui.core.explain.causes.propose.edits.mask_select import mask_select_patches
@@ -76,7 +78,9 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
     out.extend(wide_operand_patches(case, module, loc.torch_op.name if loc is not None and loc.torch_op is not None
                                     else None, ctx.index.flavour))     # a float64 buffer held at float32
     if loc is not None:
+        out.extend(folded_patches(case, loc))      # a folded constant of another element count: torch's value
         out.extend(rewrites.workaround_patches(case, loc.first_node, loc.kind, loc.torch_calls))
+        out.extend(kernel64_patches(case, loc))       # a kernel off its reference by its own error, in float64
         out.extend(dropped_addend_patches(case, loc))     # before the guards: log(0) of a dropped eps
         out.extend(mask_select_patches(case, loc))     # before the guards: a selection by a 0/1 mask, not a point
         out.extend(nan_compare_patches(case, loc))     # before the guards: a NaN the mask keeps, not made by the lowering
@@ -101,7 +105,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
         out.extend(truncated_quotient_patches(case, loc))
     if loc is not None:     # after the catalogue's Resize attributes (verify tries torch's measured map last)
         out.extend(resize_scales_patches(ctx, case))
-    if _at_export_shapes(ctx):      # a size baked in at export time is no story when nothing was resized
+    if at_export_shapes(ctx):      # a size baked in at export time is no story when nothing was resized
         out = [p for p in out if "baked" not in p.spec]
     out.extend(weight_candidates(case, torch_tensors(module, case.module, _folds(ctx, case))))
     seen: set[str] = set()
@@ -112,22 +116,6 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
             seen.add(k)
             unique.append(p)
     return unique
-
-
-def _at_export_shapes(ctx: Any) -> bool:
-    """The file runs at the shapes it was exported at: every graph input's dims are static and equal
-    the runtime sample's (then no constant of the file can hold a size baked in for other shapes)."""
-    graph = ctx.index.model.graph
-    init = {t.name for t in graph.initializer}
-    declared = {i.name: [d.dim_value if d.HasField("dim_value") else None for d in i.type.tensor_type.shape.dim]
-                for i in graph.input if i.name not in init}
-    if any(v is None for dims in declared.values() for v in dims):
-        return False
-    try:
-        feeds = ctx.feeds(ctx.sample(0))
-    except Exception:  # noqa: BLE001 - unknown: keep the story
-        return False
-    return all(list(feeds[k].shape) == dims for k, dims in declared.items() if k in feeds)
 
 
 def _types(ctx: Any, case: Case) -> dict[str, int]:

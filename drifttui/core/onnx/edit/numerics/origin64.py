@@ -59,4 +59,5 @@ def apply_origin_float64(model: Any, spec: dict[str, Any]) -> None:
     model.graph.value_info.extend(keep)
 
 
-APPLY = {"origin_float64": apply_origin_float64}
+# kernel_float64 (causes/propose/numerics/kernel64.py): a region of one node, the kernel ONNX Runtime computes otherwise
+APPLY = {"origin_float64": apply_origin_float64, "kernel_float64": apply_origin_float64}

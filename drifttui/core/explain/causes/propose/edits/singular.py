@@ -239,7 +239,7 @@ def _guard_patch(case: Case, node: Any, c: float, wrong: Any) -> Patch:
                  f"guard the value in the model (`torch.nan_to_num(y, nan={c:g}, posinf={c:g}, neginf={c:g})` after "
                  "the call, where the file and torch part) or report the lowering to torch.onnx with `drifttui repro` "
                  "(`drifttui repair` adds the guard to the file)",
-                 "export", module=case.module, nodes=[node.name])
+                 "export", module=case.module, nodes=[node.name], own_value_story=True)
 
 
 def _flip_patch(case: Case, node: Any, wrong: Any) -> Patch:

@@ -30,6 +30,7 @@ import torch
 
 from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, float64_values, run_reference
+from drifttui.core.explain.causes.propose.numerics.kernel64 import deviating_kernels, said
 from drifttui.core.model.export import export_model
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.prepare.reference import run_exporter
@@ -65,13 +66,19 @@ _NORMS = ("LayerNormalization", "GroupNormalization", "InstanceNormalization", "
 WORSE = 10.0        # the file's error this many times torch's own: its float32 kernel rounds worse
 
 
-def _worse(file_err: float, own32: float) -> str:
+def _worse(file_err: float, own32: float, loc: Optional[Localisation] = None) -> str:
     """Said when the file's float32 error is far larger than torch's own: the runtime's kernels lose more digits
-    on the same ill-conditioned inputs (an FFT's float32 twiddles), though both sides agree in float64."""
+    on the same ill-conditioned inputs (an FFT's float32 twiddles), though both sides agree in float64; the kernel
+    that computes otherwise than the ONNX op by its own error (``kernel64.deviating_kernels``) named when there is
+    one."""
     if not own32 or file_err < WORSE * own32:
         return ""
-    return (f"; the file's error is {file_err / own32:.0f} times torch's own: ONNX Runtime's float32 kernels lose "
-            "more of it than torch's")
+    which = "ONNX Runtime's float32 kernels lose more of it than torch's"
+    off = deviating_kernels(loc) if loc is not None else []
+    if off:
+        which = (f"ONNX Runtime's {off[0]['op_type']} kernel at {off[0]['node']} computes otherwise than the ONNX op "
+                 f"(fed the ONNX reference implementation's values of its inputs, it {said(off[0])})")
+    return f"; the file's error is {file_err / own32:.0f} times torch's own: {which}"
 
 
 def _exported64(ctx: Any, case: Case, module: Any, ins: list[Any]) -> Optional[list[np.ndarray]]:
@@ -180,7 +187,7 @@ def _patch(case: Case, loc: Localisation, own32: float, both64: float, exported:
            f"torch's; computed in float64, torch (the module) and {how} agree to {both64:.3g}: each side rounds its "
            f"float32 otherwise, neither mistranslates"
            + (" (a normalisation of values with a large common offset and a small spread loses the variance so)"
-              if norm else "") + _worse(loc.ort.max_abs, own32))
+              if norm else "") + _worse(loc.ort.max_abs, own32, loc))
     fix = (("condition the input (subtract the common offset before the module, e.g. normalise centred values)"
             if norm else "condition the computation (keep values away from where the function loses its digits: "
             "a log of values near 0, a difference of large values)") +

@@ -225,6 +225,7 @@ def _story(ctx: Any, case: Case, module: Any, model: Any, feeds: dict, ev: Eval,
         node = made[0] if made else mistranslated(case, model, feeds) if _computes(ev) else None
         check, said = story(case, module, node, ctx, variant, change)
     named = list(wrong.op_types) if wrong is not None else [node.op_type] if node is not None else []
+    named = [] if wrong is not None and wrong.folded else named     # its readers' ops are not what is wrong
     differs = (export_change(case.model, model, why, named)
                if variant.optimize and variant.peephole and _computes(ev) else "")
     if variant.opset is not None and variant.opset == (ctx.index.opset or 0) + 1 and _computes(ev):   # a pinned opset

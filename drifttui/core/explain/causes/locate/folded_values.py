@@ -1,0 +1,112 @@
+"""Values the dynamo exporter's optimizer folded into constants, held with another element count than torch's.
+
+The ONNX optimizer folds every FX computation made of Python numbers and constants alone (``torch.arange(0, 3,
+0.01)``, then its ``.long()``) into one initializer: no ONNX node of the file computes it, so ``fx_localise``, which
+runs each FX node's ONNX nodes alone fed torch's values, never meets it, and takes the first node that reads it for
+the wrong one (an ``ArgMin``, a ``Slice`` whose input is one element longer).  A folded value is known by the FX record
+of its reader: an argument ``%a`` that no ONNX node of the file computes.  The file's constant for it is the one
+named ``a`` (the exporter names a folded value after its FX node), else the one non-scalar constant the reader's
+nodes read; torch's value is that FX node's in the origin's program.  When the two hold another number of elements
+(no rounding explains that), the folded value is wrong on its own: it has no input that could be wrong before it.
+Its FX node is told with the FX nodes it was folded from, and named by the first of them made from Python numbers
+alone (a factory: the element count is made there).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+import numpy as np
+
+from drifttui.core.onnx.graph import fx_record
+from drifttui.core.onnx.weights import read_tensor
+from drifttui.core.runtime.torch_hooks import to_numpy
+
+_ARGS = re.compile(r"\]\((.*)\)\s*$", re.S)
+
+
+def folded_args(model: Any, node: Any) -> list[str]:
+    """The FX values ``node``'s FX record takes (``%a``) that no ONNX node of ``model`` computes and no graph input
+    holds: folded at export."""
+    m = _ARGS.search(fx_record(node) or "")
+    if m is None:
+        return []
+    made = {v for n in model.graph.node for v in n.output} | {i.name for i in model.graph.input}
+    return [a for a in dict.fromkeys(re.findall(r"%(\w+)", m.group(1))) if a not in made]
+
+
+def _constants(model: Any) -> dict[str, Any]:
+    out = {t.name: t for t in model.graph.initializer}
+    for n in model.graph.node:
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].HasField("t"):
+            out[n.output[0]] = n.attribute[0].t
+    return out
+
+
+def _file_constant(model: Any, readers: list[Any], name: str, consts: dict[str, Any]) -> Optional[str]:
+    """The constant that holds the folded FX value ``name``: the one of that name, else the one non-scalar
+    constant the readers read."""
+    if name in consts:
+        return name
+    read = [v for n in readers for v in n.input if v in consts and int(np.prod(consts[v].dims)) > 1]
+    return read[0] if len(set(read)) == 1 else None
+
+
+def _chain(program: list[tuple], name: str) -> list[tuple]:
+    """The program's FX nodes the value ``name`` was computed from, itself included, in program order."""
+    at = {p[0]: i for i, p in enumerate(program)}
+    seen, todo = set(), [name]
+    while todo:
+        n = todo.pop()
+        if n in seen or n not in at:
+            continue
+        seen.add(n)
+        todo += [a.name for a in _nodes_in(program[at[n]][5])]
+    return [p for p in program if p[0] in seen]
+
+
+def _nodes_in(args: Any) -> list[Any]:
+    if isinstance(args, (list, tuple)):
+        return [x for a in args for x in _nodes_in(a)]
+    return [args] if hasattr(args, "op") and hasattr(args, "name") else []
+
+
+def folded_groups(model: Any, groups: list[Any], program: list[tuple], make: Any) -> list[tuple[Any, Any]]:
+    """(the group that reads it, FxNode) of each folded FX value whose file constant holds another element count
+    than torch's value: ``make(name, target, nodes, op_types)`` builds the FxNode."""
+    consts, out, done = _constants(model), [], set()
+    by_name = {p[0]: p for p in program}
+    nodes = {n.name: n for n in model.graph.node}
+    for g in groups:
+        readers = [nodes[n] for n in g.nodes if n in nodes]
+        for a in [a for a in dict.fromkeys(x for r in readers for x in folded_args(model, r)) if a not in done]:
+            const, p = _file_constant(model, readers, a, consts), by_name.get(a)
+            if const is None or p is None or not hasattr(p[2], "shape"):
+                continue
+            held, want = read_tensor(consts[const]), to_numpy(p[2])
+            if held.size == want.size or (held.dtype.kind == "f") != (want.dtype.kind == "f"):
+                continue            # the same count, or not that value (a shape read beside a folded weight)
+            done.add(a)
+            chain = _chain(program, a)
+            head = next((c for c in chain if not _nodes_in(c[5])), p)     # made from Python numbers alone
+            at = [r for r in readers if const in r.input]
+            w = make(a, head[1], [r.name for r in at], [r.op_type for r in at])
+            w.call, w.aten, w.own_abs, w.fails = head[3], head[4], float("inf"), True
+            w.held = _in_layout(const, want, held)
+            w.folded = (f"the constant {const}, folded at export from "
+                        f"{' -> '.join(c[1] for c in chain)} (FX node {a}), holds {held.size} elements where torch's "
+                        f"value has {want.size}")
+            out.append((g, w))
+    return out
+
+
+def _in_layout(const: str, want: np.ndarray, held: np.ndarray) -> Optional[tuple[str, np.ndarray]]:
+    """(the constant, torch's value in its layout: its longest axis resized to torch's element count, in its type),
+    or None when torch's count does not fit that axis (a (41, 1) index of torch's 40 elements is (40, 1))."""
+    shape = list(held.shape) or [1]
+    axis = int(np.argmax(shape))
+    rest = int(np.prod(shape)) // max(shape[axis], 1)
+    if rest == 0 or want.size % rest:
+        return None
+    shape[axis] = want.size // rest
+    return const, np.asarray(want).reshape(shape).astype(held.dtype)
