@@ -113,3 +113,16 @@ def test_torch_s_value_is_put_in_the_folded_constant_s_layout():
     name, value = _in_layout("val_13", np.arange(40), np.zeros((41, 1), np.int64))     # an index unsqueezed
     assert (name, value.shape, value.dtype) == ("val_13", (40, 1), np.int64) and value[-1, 0] == 39
     assert _in_layout("c", np.arange(40), np.zeros((41, 3), np.float32)) is None        # 40 does not fill rows of 3
+
+
+def test_another_value_the_reader_reads_is_not_a_folded_count():
+    """forms40b's empty memory: the reader of a folded ``view`` also reads a (2, 4, 1, 6) float mask, the one
+    non-scalar constant it reads; that mask is not the view held with another count (four axes differ)."""
+    import numpy as np
+
+    from drifttui.core.explain.causes.locate.folded_values import _broadcast_equal, _one_axis_apart
+
+    assert not _one_axis_apart(np.zeros((2, 4, 1, 6)), np.ones((2, 4, 6, 8)))
+    assert _one_axis_apart(np.zeros(401), np.ones(400)) and _one_axis_apart(np.zeros((1, 41)), np.ones(40))
+    assert _broadcast_equal(np.full((1, 8), 2.0), np.full((6, 8), 2.0))
+    assert not _broadcast_equal(np.arange(401.0), np.arange(400.0))

@@ -84,8 +84,10 @@ def folded_groups(model: Any, groups: list[Any], program: list[tuple], make: Any
             if const is None or p is None or not hasattr(p[2], "shape"):
                 continue
             held, want = read_tensor(consts[const]), to_numpy(p[2])
-            if held.size == want.size or (held.dtype.kind == "f") != (want.dtype.kind == "f"):
-                continue            # the same count, or not that value (a shape read beside a folded weight)
+            if held.size == want.size or (held.dtype.kind == "f") != (want.dtype.kind == "f") \
+                    or not _one_axis_apart(held, want) or _broadcast_equal(held, want):
+                continue            # the same count, not that value (a shape read beside a folded weight, a
+                #                     mask the reader reads too), or the same numbers held in a broadcast layout
             done.add(a)
             chain = _chain(program, a)
             head = next((c for c in chain if not _nodes_in(c[5])), p)     # made from Python numbers alone
@@ -110,3 +112,26 @@ def _in_layout(const: str, want: np.ndarray, held: np.ndarray) -> Optional[tuple
         return None
     shape[axis] = want.size // rest
     return const, np.asarray(want).reshape(shape).astype(held.dtype)
+
+
+def _broadcast_equal(held: np.ndarray, want: np.ndarray) -> bool:
+    """Whether one of the two broadcasts to the other's shape (trailing axes aligned, or with the size-1 axes
+    dropped) with the same values: a folded value the file keeps in a smaller layout its reader broadcasts."""
+    for small, big in ((held, want), (want, held)):
+        for shape in (small.shape, tuple(d for d in small.shape if d != 1)):
+            try:
+                wide = np.broadcast_to(np.asarray(small).reshape(shape), big.shape)
+            except ValueError:
+                continue
+            with np.errstate(invalid="ignore"):
+                if np.allclose(wide.astype(np.float64), np.asarray(big, np.float64), rtol=1e-5, atol=1e-6,
+                               equal_nan=True):
+                    return True
+    return False
+
+
+def _one_axis_apart(held: np.ndarray, want: np.ndarray) -> bool:
+    """Whether the two shapes, their size-1 axes dropped, differ in the length of one axis only: the same value
+    with another element count (a range one element longer), not another value the reader reads (a mask)."""
+    a, b = [d for d in held.shape if d != 1], [d for d in want.shape if d != 1]
+    return len(a) == len(b) and sum(x != y for x, y in zip(a, b)) == 1
