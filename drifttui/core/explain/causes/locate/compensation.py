@@ -22,7 +22,8 @@ def moves_right_values(case: Case, patch: Any) -> bool:
     """Whether ``patch`` moves the value of one of its nodes past the case's relative tolerance (floored, a NaN or inf
     that changes is inf), on the case's inputs.  False when that cannot be told (a value the patched file no longer
     holds, a file that does not run)."""
-    own = [v for n in case.model.graph.node if n.name in set(patch.nodes) for v in n.output[:1] if v]
+    names = set(patch.nodes)
+    own = [v for n in case.model.graph.node if n.name in names for v in n.output[:1] if v]
     before = node_values(case) or {}
     own = [v for v in own if v in before and np.asarray(before[v]).dtype.kind == "f"]
     if not own:
