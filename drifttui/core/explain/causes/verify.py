@@ -31,7 +31,8 @@ from drifttui.core.explain.causes.locate.torch_align import calls as aligned_cal
 from drifttui.core.explain.causes.propose.edits import constants
 from drifttui.core.explain.causes.propose.ablation import by_what_it_changed
 from drifttui.core.explain.causes.propose.assemble import candidate_patches
-from drifttui.core.explain.causes.propose.numerics.conditioning import conditioned_first, float64_trial
+from drifttui.core.explain.causes.propose.numerics.conditioning import (conditioned_first, float64_trial,
+                                                                       torch_own_error)
 from drifttui.core.explain.causes.propose.numerics.decisive_rounding import decisive
 from drifttui.core.explain.causes.propose.numerics.origin64 import origin64_patches
 from drifttui.core.explain.causes.propose.patch_budget import affordable, budget, by_likelihood
@@ -40,6 +41,7 @@ from drifttui.core.explain.causes.propose.reexport.variants import try_reexport,
 from drifttui.core.explain.causes.propose.residual import residual_patches
 from drifttui.core.explain.causes.propose.edits.resize_map import measured_map_patches
 from drifttui.core.explain.causes.propose.numerics.saturation_cause import saturation_finding
+from drifttui.core.explain.causes.propose.numerics.torch_rounding import within_torch_rounding
 from drifttui.core.explain.causes.propose.siblings import sibling_patches
 from drifttui.core.explain.causes.propose.reexport.witness_attributes import witness_attribute_patches
 from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
@@ -141,6 +143,9 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
             # nothing is wrong on its own: is it the file's float32 rounding, amplified where torch's is not?
             ctx.say("causes: computing the origin in float64 in the file")
             trials += first_verified(ctx, case, origin64_patches(case))[0]
+        if not any(_passes(t) for t in trials):     # a kernel's error stacked on torch's own float32 rounding
+            trials.extend(t for t in [within_torch_rounding(trials, loc.ort, torch_own_error(ctx, case), Trial)]
+                          if t is not None)
         if not any(t.after.ok and not t.after.fails for t in trials):
             # no file computes what torch computes: is it float32 rounding of an ill-conditioned input?
             trials.extend(Trial(*t) for t in [float64_trial(ctx, case, loc)] if t is not None)

@@ -39,11 +39,28 @@ from drifttui.core.runtime.torch_hooks import tensors_of, to_numpy
 MAX_NODES = 400
 
 
+class _Float64Factories(torch.overrides.TorchFunctionMode):
+    """A tensor the forward makes in the default float32 (``torch.arange(0.0, n, 0.01)``, ``torch.zeros(...)``)
+    made in float64: the module in float64 is its factories too (torch's vectorised float32 ``arange`` is a unit in
+    the last place off its float64 value).  A function mode: this thread only."""
+
+    FACTORIES = frozenset({torch.arange, torch.linspace, torch.logspace, torch.zeros, torch.ones, torch.full,
+                           torch.empty, torch.tensor, torch.eye, torch.scalar_tensor})
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if func in self.FACTORIES and "dtype" not in kwargs and isinstance(out, torch.Tensor) \
+                and out.dtype == torch.float32:
+            return func(*args, **{**kwargs, "dtype": torch.float64})
+        return out
+
+
 def _torch64(module: Any, ins: list[Any]) -> Optional[list[np.ndarray]]:
     try:
         m64 = copy.deepcopy(module).double()
         args = [t.double() if t.is_floating_point() else t for t in ins]
-        with torch.no_grad():
+        with torch.no_grad(), _Float64Factories():
             return [to_numpy(t) for t in tensors_of(m64(*args))]
     except Exception:  # noqa: BLE001 - a module that does not run in float64: no counterfactual
         return None
@@ -138,9 +155,22 @@ def float64_trial(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple[Pat
     return ctx.cache[key]
 
 
-def _float64_trial(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple[Patch, Eval]]:
+Side = tuple[Any, list[tuple[str, int]], list[np.ndarray], dict[str, float]]
+
+
+def _torch_side(ctx: Any, case: Case) -> Optional[Side]:
+    """The origin module's call (inputs, float32 outputs), each expected value's torch output, torch's float64 values
+    and each value's bound; None where there is no such counterfactual (a module that does not run in float64).
+    Computed once per case."""
+    key = f"causes:torch64:{case.module}:{case.sample}:{len(case.model.graph.node)}"
+    if key not in ctx.cache:
+        ctx.cache[key] = _side(ctx, case)
+    return ctx.cache[key]
+
+
+def _side(ctx: Any, case: Case) -> Optional[Side]:
     module = ctx.modules().get(case.module)
-    if module is None or len(case.model.graph.node) > MAX_NODES or loc.ort.nonfinite:
+    if module is None or len(case.model.graph.node) > MAX_NODES:
         return None
     io = call_io(ctx, case)
     if io is None or not all(isinstance(t, torch.Tensor) and t.dtype in (torch.float32, torch.int64, torch.bool)
@@ -152,9 +182,28 @@ def _float64_trial(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple[Pa
                           for _, k in pairs):
         return None
     bounds = {n: case.atol + case.rtol * float(np.abs(t64[k]).max(initial=0.0)) for n, k in pairs}
-    own32 = max(float(np.abs(io[1][k].astype(np.float64) - t64[k]).max()) for _, k in pairs)
-    if all(float(np.abs(io[1][k].astype(np.float64) - t64[k]).max()) <= bounds[n] for n, k in pairs):
+    return io, pairs, t64, bounds
+
+
+def torch_own_error(ctx: Any, case: Case) -> Optional[float]:
+    """torch's own float32 error at the origin (its float64 value the truth) when it is over the tolerance; None
+    when torch's float32 holds the tolerance, or there is no float64 counterfactual."""
+    side = _torch_side(ctx, case)
+    if side is None:
+        return None
+    io, pairs, t64, bounds = side
+    errs = {n: float(np.abs(io[1][k].astype(np.float64) - t64[k]).max(initial=0.0)) for n, k in pairs}
+    return max(errs.values()) if any(errs[n] > bounds[n] for n in errs) else None
+
+
+def _float64_trial(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple[Patch, Eval]]:
+    if loc.ort.nonfinite:
+        return None
+    own32, side = torch_own_error(ctx, case), _torch_side(ctx, case)
+    if own32 is None or side is None:
         return None                 # torch's float32 holds the tolerance: not ill-conditioned here
+    io, pairs, t64, bounds = side
+    module = ctx.modules().get(case.module)
     o64, exported = float64_values(case), False
     both64 = _agreement(t64, o64, pairs, bounds) if o64 is not None else None
     if both64 is None:              # the file's float32-folded constants stay float32 when widened: export in float64

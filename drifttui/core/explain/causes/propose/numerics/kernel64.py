@@ -50,8 +50,9 @@ def _off(e: dict[str, Any]) -> bool:
 
 def deviating_kernels(loc: Any) -> list[dict[str, Any]]:
     """The origin's nodes whose own error (fed the reference evaluator's inputs) is a wrong kernel's, flushes first,
-    then the furthest off; [] unless the reference computes what torch computes and ONNX Runtime does not."""
-    if getattr(loc, "kind", None) != "runtime":
+    then the furthest off; [] unless the reference computes what torch computes and ONNX Runtime does not, or
+    ONNX Runtime's error dwarfs the graph's own (``Localisation.dwarfed``: two mechanisms stacked)."""
+    if getattr(loc, "kind", None) != "runtime" and not getattr(loc, "dwarfed", False):
         return []
     off = [e for e in getattr(loc, "own_errors", None) or [] if _off(e)]
     return sorted(off, key=lambda e: (-e.get("flushed", 0), -e.get("own_ulps", 0.0)))[:MOST]
@@ -67,7 +68,7 @@ def said(e: dict[str, Any]) -> str:
             f"formula per element is within a few{grows}")
 
 
-def _patch(case: Case, node: Any, e: dict[str, Any], known: dict[str, Any]) -> Optional[Patch]:
+def _patch(case: Case, node: Any, e: dict[str, Any], known: dict[str, Any], dwarfed: bool = False) -> Optional[Patch]:
     stored = {t.name for t in case.model.graph.initializer if t.data_type == TensorProto.FLOAT}
 
     def single(v: str) -> bool:
@@ -78,8 +79,9 @@ def _patch(case: Case, node: Any, e: dict[str, Any], known: dict[str, Any]) -> O
     if not outputs:
         return None
     op = node.op_type
+    near = " (far closer than ONNX Runtime: this kernel adds most of the drift)" if dwarfed else ""
     why = (f"ONNX Runtime's {op} kernel computes otherwise than the ONNX op at {node.name}: fed the ONNX reference "
-           f"implementation's values of its inputs, it {said(e)}; the reference computes what torch computes, and "
+           f"implementation's values of its inputs, it {said(e)}; the reference computes what torch computes{near}, and "
            f"what reads the {op} amplifies the difference into the drift: the graph is right, the bug is in ONNX "
            f"Runtime's kernel; the same {op} computed in float64 and cast back computes what torch computes")
     fix = (f"deploy the file with {node.name} computed in float64 (`drifttui repair` applies it: its inputs cast to "
@@ -98,5 +100,6 @@ def kernel64_patches(case: Case, loc: Any) -> list[Patch]:
     # a kernel the runtime workarounds rewrite (Sigmoid, Tanh, Softplus, ...) is told by their equivalent forms
     nodes, known = picked_values(case, lambda n: n.name in names and next(forms_for(n), None) is None)
     by_name = {n.name: n for n in nodes}
-    out = [_patch(case, by_name[e["node"]], e, known) for e in found if e["node"] in by_name]
+    dwarfed = getattr(loc, "kind", None) != "runtime"
+    out = [_patch(case, by_name[e["node"]], e, known, dwarfed) for e in found if e["node"] in by_name]
     return [p for p in out if p is not None]
