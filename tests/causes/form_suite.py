@@ -73,6 +73,22 @@ def assert_verified_and_repaired(explained: Callable, form: tuple, expected: tup
     assert engine.recheck(cfg, fixed.model).verdict == "ok"
 
 
+def assert_verified_to_torch_precision(explained: Callable, form: tuple, expected: tuple, origin: str) -> None:
+    """Two mechanisms stacked at an ill-conditioned origin (propose/numerics/torch_rounding.py): the head finding's
+    patch is verified to the precision torch's own float32 has, said so, and repair's file is at least ten times
+    closer to torch at the output; ``check`` still flags what torch's own rounding leaves, as it should."""
+    from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.onnx.graph import full_model
+
+    engine, cfg, run, exp = _head_verified(explained, form, expected, origin)
+    assert "torch's own float32 rounding" in exp.findings[0].message, exp.findings[0].message
+    fixed = repair(full_model(run.prepared.index), exp)
+    assert fixed.model is not None, fixed.not_applicable
+    before = max(o.metrics.max_abs for o in run.result.outputs)
+    after = max(o.metrics.max_abs for o in engine.recheck(cfg, fixed.model).outputs)
+    assert after * 10 <= before, (before, after)
+
+
 def assert_verified_not_repairable(explained: Callable, form: tuple, expected: tuple, origin: str) -> None:
     """A form no file can repair (torch's own float32 rounding is the drift): the origin, the class, the
     counterfactual verified, and ``repair`` saying it has nothing to apply rather than writing a file."""

@@ -80,18 +80,22 @@ from __future__ import annotations
 import pytest
 
 from tests.causes.form_suite import (assert_clean, assert_verified_and_repaired, assert_verified_not_repairable,
-                                     deep_forms, explained_forms, params)
+                                     assert_verified_to_torch_precision, deep_forms, explained_forms, params)
+from tests.causes.ort_kernels import SOFTMAX_KEEPS, softmax_flushes
 
 _RANGE = ("op-compat", "rewrite", {"rewrite": "kernel_float64"}, "Range kernel computes otherwise")
 _SOFTMAX = ("op-compat", "rewrite", {"rewrite": "kernel_float64"}, "Softmax kernel computes otherwise")
 # (model, exporter) -> the head finding a right answer gives: (class, patch op, what it changed, words)
 REPAIRED = {("frame_upsample", "torchscript"): _RANGE, ("frame_upsample", "dynamo"): _RANGE,
-            ("tone_grid", "torchscript"): _RANGE, ("tone_grid", "dynamo"): _RANGE,
             ("tone_slow", "torchscript"): _RANGE, ("tone_slow", "dynamo"): _RANGE,
             ("capped_entropy", "torchscript"): _SOFTMAX, ("capped_entropy", "dynamo"): _SOFTMAX}
+# the kernel's error stacked on torch's own float32 rounding (a 50 Hz phase): verified to torch's own precision
+TORCH_PRECISION = {("tone_grid", "torchscript"): _RANGE, ("tone_grid", "dynamo"): _RANGE}
 # torch's own float32 result over the tolerance: the conditioning counterfactual, the deviating kernel named
 ILL_CONDITIONED = {("log_prob", "torchscript"): ("stability", "float64", {}, "Softmax kernel at"),
                    ("log_prob", "dynamo"): ("stability", "float64", {}, "Softmax kernel at")}
+# drift by ONNX Runtime's Softmax flushing subnormal probabilities, which it does on some processors only
+FLUSHED = {"capped_entropy", "log_prob"}
 CLEAN = [("frame_upsample_off", "torchscript"), ("log_prob_off", "dynamo"), ("capped_entropy_off", "dynamo")]
 ORIGIN = {"frame_upsample": ""}
 
@@ -105,11 +109,20 @@ def explained(tmp_path_factory):
 
 @pytest.mark.parametrize("form", params(REPAIRED, set()))
 def test_a_kernel_that_computes_otherwise_is_named_verified_and_repaired(explained, form):
+    if form[0] in FLUSHED and not softmax_flushes():
+        pytest.skip(SOFTMAX_KEEPS)
     assert_verified_and_repaired(explained, form, REPAIRED[form], ORIGIN.get(form[0], "body"))
+
+
+@pytest.mark.parametrize("form", params(TORCH_PRECISION, set()))
+def test_the_tone_at_50_hz_is_the_range_kernel_to_torchs_own_precision(explained, form):
+    assert_verified_to_torch_precision(explained, form, TORCH_PRECISION[form], "body")
 
 
 @pytest.mark.parametrize("form", params(ILL_CONDITIONED, set()))
 def test_an_ill_conditioned_module_names_the_kernel_that_loses_more(explained, form):
+    if form[0] in FLUSHED and not softmax_flushes():
+        pytest.skip(SOFTMAX_KEEPS)
     assert_verified_not_repairable(explained, form, ILL_CONDITIONED[form], "body")
 
 
@@ -120,6 +133,6 @@ def test_the_held_out_clean_controls_have_no_error_finding(explained, form):
 
 @pytest.mark.drifts
 def test_at_least_half_the_forms_sit_inside_deep_models(explained):
-    forms = [*REPAIRED, *ILL_CONDITIONED]
+    forms = [*REPAIRED, *TORCH_PRECISION, *ILL_CONDITIONED]
     deep = deep_forms(explained, forms)
     assert len(deep) * 2 >= len(forms), deep
