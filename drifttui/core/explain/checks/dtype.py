@@ -103,16 +103,32 @@ def check(ctx: Context) -> list[Finding]:
 _CONVERSIONS = ("_to_copy", "convert_element_type", "aten.to.")
 
 
+def _float64_tensors(ctx: Context, module: Optional[str], most: int = 3) -> list[str]:
+    """The float64 parameters and buffers of ``module`` (with its children's), at most ``most`` names."""
+    mod = ctx.modules().get(module) if module is not None else None
+    if mod is None:
+        return []
+    named = [*mod.named_parameters(), *mod.named_buffers()]
+    return [name for name, t in named if str(getattr(t, "dtype", "")) == "torch.float64"][:most]
+
+
 def _cast(ctx: Context, node: Any, to: int) -> Finding:
     """A ``Cast`` to float16, bfloat16 or float64.  When the dynamo exporter recorded it as a conversion of torch's
     own program (``aten._to_copy``, ``prims.convert_element_type``: a ``.double()``, or torch's type promotion of a
     float32 op with a float64 buffer), torch converts there too: a float64 one is information, not a hazard (torch
     computes that op in float64 as well), and a float16 one is the model's own reduced precision, whose kernels may
-    still round otherwise in ONNX Runtime.  Otherwise the file changes the dtype where torch's record says
-    nothing: an implicit precision path."""
+    still round otherwise in ONNX Runtime.  A file with no record (TorchScript's) whose Cast to float64 sits in a
+    module holding float64 parameters or buffers: torch's type promotion with them, information too.  Otherwise the
+    file changes the dtype where torch's record says nothing: an implicit precision path."""
     target = fx_target(node.proto) or ""
     ev = clean({"node": node.name, "to": elem_type_name(to), "fx_target": target or None})
     module = ctx.node_module(node.index)
+    wide = _float64_tensors(ctx, module) if _LOW[to] == "float64" and not target else []
+    if wide:            # no record (a TorchScript file), but torch promotes with the module's own float64 tensors
+        return Finding(CHECK, "info", module, [node.name],
+                       f"Cast to float64 in {node.name}: {module} holds float64 tensors ({', '.join(wide)}), and "
+                       "torch's type promotion computes with them in float64 too", {**ev, "float64_tensors": wide},
+                       "nothing to change: torch computes with these tensors in float64 as well")
     if not any(c in target for c in _CONVERSIONS):
         return Finding(CHECK, "warning", module, [node.name],
                        f"Cast to {_LOW[to]} in {node.name}: an implicit precision path", ev,
