@@ -41,8 +41,9 @@ def _run(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
 
 
 def test_a_size_fits_a_floor_from_three_traces_and_a_line_from_two():
-    assert _fit([(16, -8), (30, -15), (39, -19)]) == (-1, 0, 2, 0)
-    assert _fit([(16, 15), (20, 19)]) == (1, 0, 1, -1)
+    assert _fit([(16, -8), (30, -15), (39, -19)]) == (-1, 1, 0, 2, 0)
+    assert _fit([(16, 15), (20, 19)]) == (1, 1, 0, 1, -1)
+    assert _fit([(16, 12), (30, 24), (39, 31)]) == (1, 4, 0, 5, 0)             # int(0.8 * d)
     assert _fit([(16, 5), (30, 7), (39, 2)]) is None            # no size: a number that merely differs
 
 

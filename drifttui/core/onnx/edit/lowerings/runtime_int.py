@@ -5,14 +5,14 @@ A TorchScript trace turns an int argument that torch computes from a size (``tor
 shift, read as an int by its symbolic; an ``int(x.size(1) * 0.8)``) into constants of the example's size: a
 ``Slice``'s starts and ends, a ``Pad``'s amounts, a ``Range``'s limit.  A file declared with a dynamic dim then
 computes every other size with the example's numbers.  ``runtime_int`` replaces that node's constant input by the
-same tensor where each frozen element ``k`` is ``s * ((d + r) // q) + b`` of the runtime size ``d`` of
+same tensor where each frozen element ``k`` is ``s * ((a * d + r) // q) + b`` of the runtime size ``d`` of
 ``input``'s dim ``axis`` (the form the traces at several sizes fit)::
 
     d = Shape(input, start=axis, end=axis + 1)                       # int64 [1]
-    value = base + onehot_k * (s * ((d + r) / q) + b - base[k])      # per element, then Reshape, Cast
+    value = base + onehot_k * (s * ((a * d + r) / q) + b - base[k])      # per element, then Reshape, Cast
 
-Spec: ``node``, ``name`` (the constant it reads), ``elements`` ([{k, input, axis, s, r, q, b}]).  Only that node's
-input changes (a constant shared with other nodes keeps its value there).
+Spec: ``node``, ``name`` (the constant it reads), ``elements`` ([{k, input, axis, s, a, r, q, b}]; ``a`` 1 when left
+out).  Only that node's input changes (a constant shared with other nodes keeps its value there).
 """
 from __future__ import annotations
 
@@ -46,13 +46,15 @@ def apply_runtime_int(model: Any, spec: dict[str, Any]) -> None:
         onehot[k] = 1
         e_ = f"{p}{j}"
         inits += [numpy_helper.from_array(onehot, f"{e_}/onehot"),
+                  numpy_helper.from_array(np.asarray(int(e.get("a", 1)), np.int64), f"{e_}/a"),
                   numpy_helper.from_array(np.asarray(int(e["r"]), np.int64), f"{e_}/r"),
                   numpy_helper.from_array(np.asarray(q, np.int64), f"{e_}/q"),
                   numpy_helper.from_array(np.asarray(int(e["s"]), np.int64), f"{e_}/s"),
                   numpy_helper.from_array(np.asarray(int(e["b"]) - int(base[k]), np.int64), f"{e_}/b")]
         new += [mk("Shape", [e["input"]], [f"{e_}/d"], name=f"{e_}/d", start=int(e["axis"]), end=int(e["axis"]) + 1),
-                mk("Add", [f"{e_}/d", f"{e_}/r"], [f"{e_}/dr"], name=f"{e_}/dr"),
-                mk("Div", [f"{e_}/dr", f"{e_}/q"], [f"{e_}/fl"], name=f"{e_}/fl"),     # d + r >= 0: Div floors
+                mk("Mul", [f"{e_}/d", f"{e_}/a"], [f"{e_}/ad"], name=f"{e_}/ad"),
+                mk("Add", [f"{e_}/ad", f"{e_}/r"], [f"{e_}/dr"], name=f"{e_}/dr"),
+                mk("Div", [f"{e_}/dr", f"{e_}/q"], [f"{e_}/fl"], name=f"{e_}/fl"),     # a d + r >= 0: Div floors
                 mk("Mul", [f"{e_}/fl", f"{e_}/s"], [f"{e_}/sf"], name=f"{e_}/sf"),
                 mk("Add", [f"{e_}/sf", f"{e_}/b"], [f"{e_}/delta"], name=f"{e_}/delta"),
                 mk("Mul", [f"{e_}/onehot", f"{e_}/delta"], [f"{e_}/at"], name=f"{e_}/at"),

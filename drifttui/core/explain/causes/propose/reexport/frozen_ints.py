@@ -4,7 +4,7 @@ A trace records the ints a symbolic reads (``torch.roll``'s shift, a ``narrow``'
 as constants: a ``Slice``'s bounds, a ``Pad``'s amounts.  Which of the origin's integer constants are sizes is told
 by tracing, not by reading the code: the origin module traced again by the file's exporter (with the file's dynamic
 dims) on samples of three or more sizes; a constant whose value changes with the size of a dynamic dim and fits
-``s * ((d + r) // q) + b`` on every trace (``q`` up to 8) is a size frozen at the example's value, and the patch
+``s * ((a * d + r) // q) + b`` on every trace (``a`` up to 4, ``q`` up to 8) is a size frozen at the example's value, and the patch
 computes it from the runtime shape (``rewrite: runtime_int``, ``onnx/edit/lowerings/runtime_int.py``).  It verifies
 only where it computes torch's values on this sample and on fresh samples of other sizes (``holds.py``).  Class
 ``dynamic-axes``: a size baked in at export time.
@@ -19,8 +19,10 @@ from drifttui.core.explain.causes.locate.case import Case, call_io, fresh_indice
 from drifttui.core.onnx.edit.patches import Patch
 
 Export = Callable[[Any, list[Any]], Any]          # (module, inputs) -> the file's exporter's trace
-DIVISORS = (1, 2, 3, 4, 8)
+DIVISORS = range(1, 9)
+FACTORS = range(1, 5)
 MOST = 8                                          # elements of a constant looked at
+MOST_NODES = 400                                  # origins traced again at other sizes up to this many nodes
 
 
 def _int_constants(model: Any) -> dict[str, np.ndarray]:
@@ -57,17 +59,19 @@ def _aligned(case_slots: list, trace_slots: list) -> Optional[list[np.ndarray]]:
     return out
 
 
-def _fit(points: list[tuple[int, int]]) -> Optional[tuple[int, int, int, int]]:
-    """(s, r, q, b) with v = s * ((d + r) // q) + b at every (d, v); floors need three sizes, a line two."""
+def _fit(points: list[tuple[int, int]]) -> Optional[tuple[int, int, int, int, int]]:
+    """(s, a, r, q, b) with v = s * ((a * d + r) // q) + b at every (d, v), the simplest first (``d // 2``,
+    ``(d + 3) // 4`` = ceil(d / 4), ``(4 * d) // 5`` = int(0.8 * d)); a floor needs three sizes, a line two."""
     for q in DIVISORS:
         if q > 1 and len(points) < 3:
             break
-        for r in range(q):
-            for s in (1, -1):
-                d0, v0 = points[0]
-                b = v0 - s * ((d0 + r) // q)
-                if all(v == s * ((d + r) // q) + b for d, v in points):
-                    return s, r, q, b
+        for a in FACTORS:
+            for r in range(q):
+                for s in (1, -1):
+                    d0, v0 = points[0]
+                    b = v0 - s * ((a * d0 + r) // q)
+                    if all(v == s * ((a * d + r) // q) + b for d, v in points):
+                        return s, a, r, q, b
     return None
 
 
@@ -76,6 +80,9 @@ def frozen_int_patches(ctx: Any, case: Case, module: Any, ins: list[Any], dims: 
     """``runtime_int`` patches for the case's integer constants that the traces at several sizes show to be sizes."""
     from drifttui.core.explain.causes.propose.reexport.frozen_trace import _feed_of
 
+    mine = _slots(case.model)
+    if not mine or len(case.model.graph.node) > MOST_NODES:     # no integer constant, or an origin too big to trace
+        return []                                                # again at each size for one
     cm = ctx.plan.calls[case.call]
     inputs = {i: cm.inputs.get(i) or _feed_of(case, t) for i, t in enumerate(ins)}
     samples = [(ins, case.feeds)]
@@ -91,7 +98,6 @@ def frozen_int_patches(ctx: Any, case: Case, module: Any, ins: list[Any], dims: 
             traces.append((s_ins, _slots(export(module, s_ins))))
         except Exception:  # noqa: BLE001 - a module that does not trace alone at that size: fewer points
             continue
-    mine = _slots(case.model)
     values = [(s_ins, _aligned(mine, slots)) for s_ins, slots in traces]
     values = [(s_ins, v) for s_ins, v in values if v is not None]
     if len(values) < 2:
@@ -107,8 +113,9 @@ def frozen_int_patches(ctx: Any, case: Case, module: Any, ins: list[Any], dims: 
                 points = sorted({(int(s_ins[i].shape[axis]), v) for (s_ins, _), v in zip(values, seen)})
                 form = _fit(points) if len({d for d, _ in points}) == len(points) else None
                 if form is not None and int(baked.ravel()[k]) != seen[0]:
-                    s, r, q, b = form
-                    elements.append({"k": k, "input": inputs[i], "axis": axis, "s": s, "r": r, "q": q, "b": b})
+                    s, a, r, q, b = form
+                    elements.append({"k": k, "input": inputs[i], "axis": axis, "s": s, "a": a, "r": r, "q": q,
+                                     "b": b})
                     break
         if elements:
             out.append(_patch(case, node, node.input[pos], baked, elements, values[0][1][m]))
@@ -122,7 +129,8 @@ def frozen_int_patches(ctx: Any, case: Case, module: Any, ins: list[Any], dims: 
 
 
 def _form(e: dict) -> str:
-    d = "d" if e["r"] == 0 else f"(d + {e['r']})"
+    d = "d" if e["a"] == 1 else f"{e['a']} * d"
+    d = d if e["r"] == 0 else f"({d} + {e['r']})"
     core = d if e["q"] == 1 else f"{d} // {e['q']}"
     core = core if e["s"] == 1 else f"-({core})"
     return core + (f" + {e['b']}" if e["b"] > 0 else f" - {-e['b']}" if e["b"] < 0 else "")
