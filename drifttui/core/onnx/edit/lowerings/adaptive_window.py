@@ -14,7 +14,8 @@ global pool)::
     max: ReduceMax(Where(M, x, -inf), last)    avg: ReduceSum(Where(M, x, 0), last) / (end - start)
 
 one pooled axis at a time, moved last by a Transpose and back.  Spec: ``node`` (the pool), ``windows`` (``n`` per
-spatial axis, in order; 0 leaves an axis of one-step windows as it is).  The pool's pads must be 0 (a padded window is not an adaptive one).
+spatial axis, in order; 0 leaves an axis of one-step windows as it is).  The pool's pads must be 0 (a padded window is
+not an adaptive one).
 """
 from __future__ import annotations
 

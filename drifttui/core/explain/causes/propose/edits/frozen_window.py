@@ -41,7 +41,8 @@ def _tiling(node: Any) -> Optional[list[int]]:
     auto = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "auto_pad"), b"NOTSET")
     if not kernel or any(pads) or auto not in (b"NOTSET", b"VALID", "NOTSET", "VALID"):
         return None
-    if _ints(node, "dilations", [1] * len(kernel)) != [1] * len(kernel) or _ints(node, "strides", [1] * len(kernel)) != kernel:
+    ones = [1] * len(kernel)
+    if _ints(node, "dilations", ones) != ones or _ints(node, "strides", ones) != kernel:
         return None
     if len(node.output) > 1 and any(node.output[1:]):      # MaxPool's indices read: not a plain pool
         return None
@@ -94,5 +95,5 @@ def _patch(case: Case, node: Any, kernel: list[int], windows: list[int], frozen:
                  "pool with the size kept a tensor: F.adaptive_max_pool1d(h, 1) / h.amax(-1) / h.mean(-1) (exported "
                  "as a global pool at any size) instead of a kernel_size taken from h.size(); an adaptive pool to n > 1 "
                  "windows on a dynamic size is lowered by the dynamo exporter with the example's window (TorchScript "
-                 "refuses it): export one file per size (static shapes); `drifttui repair` computes torch's windows from the runtime size in the "
-                 "file", "export", module=case.module, nodes=[node.name])
+                 "refuses it): export one file per size (static shapes); `drifttui repair` computes torch's windows "
+                 "from the runtime size in the file", "export", module=case.module, nodes=[node.name])

@@ -4,10 +4,10 @@ A trace records the ints a symbolic reads (``torch.roll``'s shift, a ``narrow``'
 as constants: a ``Slice``'s bounds, a ``Pad``'s amounts.  Which of the origin's integer constants are sizes is told
 by tracing, not by reading the code: the origin module traced again by the file's exporter (with the file's dynamic
 dims) on samples of three or more sizes; a constant whose value changes with the size of a dynamic dim and fits
-``s * ((a * d + r) // q) + b`` on every trace (``a`` up to 4, ``q`` up to 8) is a size frozen at the example's value, and the patch
-computes it from the runtime shape (``rewrite: runtime_int``, ``onnx/edit/lowerings/runtime_int.py``).  It verifies
-only where it computes torch's values on this sample and on fresh samples of other sizes (``holds.py``).  Class
-``dynamic-axes``: a size baked in at export time.
+``s * ((a * d + r) // q) + b`` on every trace (``a`` up to 4, ``q`` up to 8) is a size frozen at the example's value,
+and the patch computes it from the runtime shape (``rewrite: runtime_int``, ``onnx/edit/lowerings/runtime_int.py``).
+It verifies only where it computes torch's values on this sample and on fresh samples of other sizes (``holds.py``).
+Class ``dynamic-axes``: a size baked in at export time.
 """
 from __future__ import annotations
 
