@@ -34,10 +34,8 @@
     {"op": "rewrite", "node": "n", "rewrite": "resize_matmul", "rows": [[..]], "cols": [[..]]}  # torch's weights
     {"op": "rewrite", "node": "n", "rewrite": "runtime_size", "name": "c", "input": "x", "axis": 1,
      "form": "d**-0.5"}                      # runtime_size.py: a baked size computed from the runtime shape
-    {"op": "rewrite", "node": "n", "rewrite": "adaptive_window", "windows": [1]}
-    {"op": "rewrite", "node": "n", "rewrite": "runtime_int", "name": "c", "elements": [{"k": 0, "input": "x",
-     "axis": 1, "s": -1, "r": 0, "q": 2, "b": 0}]}   # runtime_int.py: a trace's int of a size, from the runtime shape
-                                  # adaptive_window.py: a pool's window of the example's size -> torch's windows
+    {"op": "rewrite", "node": "n", "rewrite": "adaptive_window", "windows": [1]}   # adaptive_window.py / runtime_int.py:
+    {"op": "rewrite", "node": "n", "rewrite": "runtime_int", "name": "c", "elements": [..]}   # sizes of the example
     {"op": "sequence", "patches": [{..}, {..}]}   # residual.py: graph edits applied in order (two mechanisms)
     {"op": "reexport", "exporter": "torchscript", "opset": 18, "module": "m"}
                                   # applied by grafting Patch.graft (graft.py) into the file

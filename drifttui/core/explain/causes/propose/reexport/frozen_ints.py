@@ -15,8 +15,12 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io, fresh_indices, origin_case
+from drifttui.core.explain.causes.propose.reexport.frozen_trace import _feed_of, dynamic_dims
+from drifttui.core.explain.causes.propose.reexport.variants import _export, _plain, _traced
 from drifttui.core.onnx.edit.patches import Patch
+from drifttui.core.prepare.reference import run_exporter
 
 Export = Callable[[Any, list[Any]], Any]          # (module, inputs) -> the file's exporter's trace
 DIVISORS = range(1, 9)
@@ -78,8 +82,6 @@ def _fit(points: list[tuple[int, int]]) -> Optional[tuple[int, int, int, int, in
 def frozen_int_patches(ctx: Any, case: Case, module: Any, ins: list[Any], dims: list[list[int]],
                        export: Export) -> list[Patch]:
     """``runtime_int`` patches for the case's integer constants that the traces at several sizes show to be sizes."""
-    from drifttui.core.explain.causes.propose.reexport.frozen_trace import _feed_of
-
     mine = _slots(case.model)
     if not mine or len(case.model.graph.node) > MOST_NODES:     # no integer constant, or an origin too big to trace
         return []                                                # again at each size for one
@@ -154,11 +156,6 @@ def _patch(case: Case, node: Any, name: str, baked: np.ndarray, elements: list[d
 def traced_int_patches(ctx: Any, case: Case) -> list[Patch]:
     """``frozen_int_patches`` of the origin, for a TorchScript file that declares a dim of the origin's inputs
     dynamic (the dynamo exporter keeps a size symbolic or specialises the dim: no int of a dynamic dim is frozen)."""
-    from drifttui.core.explain.causes.locate.call_structure import as_called
-    from drifttui.core.explain.causes.propose.reexport.frozen_trace import dynamic_dims
-    from drifttui.core.explain.causes.propose.reexport.variants import _export, _plain, _traced
-    from drifttui.core.prepare.reference import run_exporter
-
     if run_exporter(ctx.index, ctx.cfg) != "torchscript" or not ctx.index.has_dynamic_inputs:
         return []
     module = ctx.modules().get(case.module)
