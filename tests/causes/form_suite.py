@@ -15,11 +15,12 @@ HERE = Path(__file__).parent
 
 
 def explained_forms(tmp_path_factory: Any, name: str, inputs: Optional[dict] = None,
-                    opset: Optional[dict] = None, export: Optional[Callable[[str, str], dict]] = None
-                    ) -> Callable[[str, str], Any]:
+                    opset: Optional[dict] = None, export: Optional[Callable[[str, str], dict]] = None,
+                    examples: Optional[dict] = None) -> Callable[[str, str], Any]:
     """(model, exporter) -> explained_run of ``tests/causes/<name>.py``'s model exported by that exporter
     (its inputs function ``inputs.get(model, "rows_inputs")``, at ``opset[model]`` if given, with
-    ``export(model, exporter)``'s further arguments of ``torch.onnx.export``: dynamic dims), cached."""
+    ``export(model, exporter)``'s further arguments of ``torch.onnx.export``: dynamic dims; exported on the inputs
+    of ``examples[model]`` when given: a file exported at one size and run at others), cached."""
     import torch
 
     from drifttui.core.result import Config
@@ -27,7 +28,7 @@ def explained_forms(tmp_path_factory: Any, name: str, inputs: Optional[dict] = N
 
     forms = importlib.import_module(f"tests.causes.{name}")
     spec, root = f"{HERE / (name + '.py')}", tmp_path_factory.mktemp(name)
-    inputs, opset = inputs or {}, opset or {}
+    inputs, opset, examples = inputs or {}, opset or {}, examples or {}
     cache: dict[tuple, Any] = {}
 
     def go(model: str, exporter: str) -> Any:
@@ -37,7 +38,7 @@ def explained_forms(tmp_path_factory: Any, name: str, inputs: Optional[dict] = N
             fn = inputs.get(model, "rows_inputs")
             torch.manual_seed(0)
             module = getattr(forms, model)()
-            made = getattr(forms, fn)()         # a tuple of tensors: the model's positional inputs
+            made = getattr(forms, examples.get(model, fn))()     # a tuple of tensors: the model's positional inputs
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 torch.onnx.export(module, made if isinstance(made, tuple) else (made,), str(path),

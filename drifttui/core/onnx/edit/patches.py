@@ -34,6 +34,8 @@
     {"op": "rewrite", "node": "n", "rewrite": "resize_matmul", "rows": [[..]], "cols": [[..]]}  # torch's weights
     {"op": "rewrite", "node": "n", "rewrite": "runtime_size", "name": "c", "input": "x", "axis": 1,
      "form": "d**-0.5"}                      # runtime_size.py: a baked size computed from the runtime shape
+    {"op": "rewrite", "node": "n", "rewrite": "adaptive_window", "windows": [1]}   # adaptive_window.py / runtime_int.py:
+    {"op": "rewrite", "node": "n", "rewrite": "runtime_int", "name": "c", "elements": [..]}   # sizes of the example
     {"op": "sequence", "patches": [{..}, {..}]}   # residual.py: graph edits applied in order (two mechanisms)
     {"op": "reexport", "exporter": "torchscript", "opset": 18, "module": "m"}
                                   # applied by grafting Patch.graft (graft.py) into the file
@@ -63,6 +65,8 @@ from drifttui.core.onnx.edit.numerics.opmath_scalar import APPLY as OPMATH_SCALA
 from drifttui.core.onnx.edit.lowerings.resize_gather import apply_resize_gather
 from drifttui.core.onnx.edit.lowerings.resize_map import APPLY as RESIZE_MAP
 from drifttui.core.onnx.edit.lowerings.runtime_size import APPLY as RUNTIME_SIZE
+from drifttui.core.onnx.edit.lowerings.adaptive_window import APPLY as ADAPTIVE_WINDOW
+from drifttui.core.onnx.edit.lowerings.runtime_int import APPLY as RUNTIME_INT
 from drifttui.core.onnx.edit.rewriting import APPLY, input_dtype
 from drifttui.core.onnx.edit.lowerings.mask_select import APPLY as MASK_SELECT
 from drifttui.core.onnx.edit.lowerings.masked_positions import APPLY as MASKED
@@ -249,7 +253,7 @@ def _rewrites() -> dict[str, Any]:
                                                          **SINGULAR, **REMAINDER, **QUANTIZE, **NAN_SELECT, **NAN_COMPARE, **MASKED, **ACCUMULATE64,
                                                          **NAN_GRID, **INT_POW, **INT_WRAP, **OPMATH, **OPMATH_SCALAR, **CAST_FIRST, **ORIGIN64,
                                                          **OPERAND_WIDE,
-                                                         **RESIZE_MAP, **RUNTIME_SIZE, **DROPPED_ADDEND, **CROSSED_CLIP,
+                                                         **RESIZE_MAP, **RUNTIME_SIZE, **ADAPTIVE_WINDOW, **RUNTIME_INT, **DROPPED_ADDEND, **CROSSED_CLIP,
                                                          **MASK_SELECT}.items()}
 
 

@@ -28,6 +28,8 @@ from drifttui.core.explain.causes.propose.edits.fast_path import fast_path_patch
 from drifttui.core.explain.causes.propose.edits.crossed_clip import crossed_clip_patches
 from drifttui.core.explain.causes.propose.edits.dropped_addend import dropped_addend_patches
 from drifttui.core.explain.causes.propose.edits.folded_constant import folded_patches
+from drifttui.core.explain.causes.propose.edits.frozen_window import frozen_window_patches
+from drifttui.core.explain.causes.propose.reexport.frozen_ints import traced_int_patches
 from drifttui.core.explain.causes.propose.edits.int_pow import int_pow_patches
 from drifttui.core.explain.causes.propose.edits.int_wrap import int_wrap_patches
 from drifttui.core.explain.causes.propose.edits.mask_select import mask_select_patches
@@ -72,6 +74,8 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
             out.append(Patch(dict(f.patch), f.check, f.message, f.fix, f.kind if f.kind != "unknown" else "export",
                              module=f.module, nodes=list(f.onnx_nodes)))
     out.extend(fast_path_patches(case, module))
+    out.extend(frozen_window_patches(case, ctx.index.shapes))      # a pool's window of the example's size
+    out.extend(traced_int_patches(ctx, case))       # a trace's ints of the example's size (traced at other sizes)
     out.extend(crossed_clip_patches(case))             # two clamps fused into one Clip with crossed bounds
     out.extend(opmath_scalar_patches(case, lambda t: torch_calls(ctx, case, t)))
     out.extend(double_scalar_patches(case, lambda t: torch_calls(ctx, case, t)))   # a float64 op's float32 number
