@@ -132,23 +132,7 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
         inside = case.module + "." if case.module else ""
         if reexport and all(m.startswith(inside) for m in case.folded) and not any(_passes(t) for t in trials):
             skipped_exports = _conditioned_or_reexports(ctx, case, loc, trials)
-        if not any(_passes(t) for t in trials):     # two mechanisms: most of the error removed, then the rest
-            op = loc.torch_op.name if loc.torch_op is not None else None
-            trials += first_verified(ctx, case, residual_patches(case, trials, loc.ort, op))[0]
-        if not any(_passes(t) for t in trials) and measured_map_patches(ctx, case):
-            # the last resort: an equivalent computation, torch's own weights measured from the call
-            ctx.say("causes: trying torch's own sampling weights for the origin's Resize")
-            trials += first_verified(ctx, case, measured_map_patches(ctx, case))[0]
-        if not any(_passes(t) for t in trials):
-            # nothing is wrong on its own: is it the file's float32 rounding, amplified where torch's is not?
-            ctx.say("causes: computing the origin in float64 in the file")
-            trials += first_verified(ctx, case, origin64_patches(case))[0]
-        if not any(_passes(t) for t in trials):     # a kernel's error stacked on torch's own float32 rounding
-            trials.extend(t for t in [within_torch_rounding(trials, loc.ort, torch_own_error(ctx, case), Trial)]
-                          if t is not None)
-        if not any(t.after.ok and not t.after.fails for t in trials):
-            # no file computes what torch computes: is it float32 rounding of an ill-conditioned input?
-            trials.extend(Trial(*t) for t in [float64_trial(ctx, case, loc)] if t is not None)
+        _last_resorts(ctx, case, loc, trials)
     if not loc.ort.fails:
         # the origin's own nodes pass on its worst sample (e.g. the error needs upstream noise):
         # nothing to verify here, and no claim that the origin drifts on its own
@@ -161,6 +145,29 @@ def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -
                       skipped_exports=skipped_exports, not_tried=unneeded)
     ctx.cache[key] = exp
     return exp
+
+
+def _last_resorts(ctx: Any, case: Case, loc: Localisation, trials: list[Trial]) -> None:
+    """When nothing verified yet, in order until one does (appended to ``trials``): two mechanisms composed, torch's
+    measured sampling weights, the origin in float64 in the file, a patch that leaves only torch's own float32
+    rounding, and the conditioning counterfactual."""
+    if not any(_passes(t) for t in trials):     # two mechanisms: most of the error removed, then the rest
+        op = loc.torch_op.name if loc.torch_op is not None else None
+        trials += first_verified(ctx, case, residual_patches(case, trials, loc.ort, op))[0]
+    if not any(_passes(t) for t in trials) and measured_map_patches(ctx, case):
+        # the last resort: an equivalent computation, torch's own weights measured from the call
+        ctx.say("causes: trying torch's own sampling weights for the origin's Resize")
+        trials += first_verified(ctx, case, measured_map_patches(ctx, case))[0]
+    if not any(_passes(t) for t in trials):
+        # nothing is wrong on its own: is it the file's float32 rounding, amplified where torch's is not?
+        ctx.say("causes: computing the origin in float64 in the file")
+        trials += first_verified(ctx, case, origin64_patches(case))[0]
+    if not any(_passes(t) for t in trials):     # a kernel's error stacked on torch's own float32 rounding
+        trials.extend(t for t in [within_torch_rounding(trials, loc.ort, torch_own_error(ctx, case), Trial)]
+                      if t is not None)
+    if not any(_passes(t) for t in trials):
+        # no file computes what torch computes: is it float32 rounding of an ill-conditioned input?
+        trials.extend(Trial(*t) for t in [float64_trial(ctx, case, loc)] if t is not None)
 
 
 def _conditioned_or_reexports(ctx: Any, case: Case, loc: Any, trials: list[Trial]) -> list[str]:
