@@ -94,7 +94,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
         out.extend(quantize_patches(case))
         out.extend(opmath_patches(case, loc.torch_op.name if loc.torch_op is not None else None))
         out.extend(cast_first_patches(case, loc.torch_op.name if loc.torch_op is not None else None))
-        out.extend(narrowing_patches(case, loc.torch_op.name if loc.torch_op is not None else None))
+        out.extend(narrowing_patches(case))
         out.extend(nan_grid_patches(case))
     dynamic = any(d.dim_param for i in ctx.index.model.graph.input for d in i.type.tensor_type.shape.dim)
     out.extend(rewrites.resize_gather_patches(case, loc.kind if loc is not None else "unknown", dynamic))

@@ -74,10 +74,11 @@ def _sets(node: Any, made: dict[str, Any], case: Case, types: dict[str, int], na
     return [[node]] + ([chain] if len(chain) > 1 else [])
 
 
-def _narrowing_story(node: Any, wide: int, narrow: int, op: Optional[str]) -> tuple[str, str]:
+def _narrowing_story(node: Any, wide: int, narrow: int) -> tuple[str, str]:
+    """The story without the localisation's torch op: that is the first wrong call by value, which may be the
+    conversion after the op (``.to``); the conclusion opens the message with the call the patched op computes."""
     lo, hi = NAMES[narrow], NAMES[wide]
-    called = f" ({op})" if op else ""
-    why = (f"{node.op_type} {node.name} computes in {hi} and its result is then Cast to {lo}: torch{called} casts "
+    why = (f"{node.op_type} {node.name} computes in {hi} and its result is then Cast to {lo}: torch casts "
            f"the input to {lo} before the op (a `dtype=` argument applies to the input) and computes on the rounded "
            f"values; with {node.op_type}'s input rounded to {lo} first the file computes what torch computes")
     fix = (f"cast the input yourself before the call (`x.to(torch.{lo})` then the op, without `dtype=`), or deploy the "
@@ -91,7 +92,7 @@ def _narrows(node: Any, wide: int) -> bool:
     return to in RANK and RANK[to] < RANK[wide]
 
 
-def narrowing_patches(case: Case, op: Optional[str] = None) -> list[Patch]:
+def narrowing_patches(case: Case) -> list[Patch]:
     """One patch per Cast of the origin that narrows a float value a computing node makes in a wider float type
     and only narrowing Casts read (at most ``LIMIT``): that node's inputs of its own type rounded first."""
     casts, known = picked_values(case, lambda n: n.op_type == "Cast")
@@ -112,7 +113,7 @@ def narrowing_patches(case: Case, op: Optional[str] = None) -> list[Patch]:
             continue
         inputs = sorted({v for v in node.input if v and types.get(v) == wide})
         if inputs:
-            why, fix = _narrowing_story(node, wide, to, op)
+            why, fix = _narrowing_story(node, wide, to)
             spec = {"op": "rewrite", "rewrite": "round_first", "node": node.name, "cast": cast.name,
                     "narrow": int(to), "wide": int(wide), "inputs": inputs, "about": node.name}
             out.append(Patch(spec, "dtype", why, fix, "export", module=case.module, nodes=[node.name, cast.name]))
