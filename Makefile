@@ -144,8 +144,9 @@ test-bisect: $(VENV)/.installed-dev
 # replaced by torch's value; test_forms41c.py: a blind first run on ONNX Runtime kernels that compute otherwise than
 # the op on a right graph (Range's float32 running sum, Softmax's flushed subnormal probabilities); its fix's test,
 # test_kernel64.py, is in make test; test_fuzz_schema_finds.py: the fuzzer's source-derived pool's finds of session
-# 40, a narrowing dtype= argument rounded first and an int64 product ONNX Runtime saturates, both exporters; their
-# fixes' tests, test_round_first.py and test_int_prod.py, are in make test)
+# 40, a narrowing dtype= argument rounded first and an int64 product ONNX Runtime saturates, both exporters, a shift
+# told before the call after it, an integer angle verified by the promoting re-trace; their fixes' tests,
+# test_round_first.py, test_int_prod.py, test_typed_lowering_end.py and test_promoted_retrace.py, are in make test)
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
