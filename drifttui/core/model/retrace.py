@@ -123,8 +123,15 @@ def _to_copy_symbolic() -> None:
 _REGISTERED: list[bool] = []
 
 
+def _integer(t: Any) -> bool:
+    """An integer tensor (a bool is a mask: ``where``'s condition stays one)."""
+    import torch
+
+    return not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool)
+
+
 def _promoting_ops(gm: Any) -> dict[Any, Any]:
-    """The elementwise ATen ops of ``gm`` that torch computes in a float type on integer (or bool) tensors: op ->
+    """The elementwise ATen ops of ``gm`` that torch computes in a float type on integer tensors (and masks): op ->
     the float type of its result (``angle`` of an int64 tensor is float32 in torch, pi where it is negative)."""
     import torch
 
@@ -136,18 +143,18 @@ def _promoting_ops(gm: Any) -> dict[Any, Any]:
             continue
         ins = [a.meta.get("val") for a in n.all_input_nodes]
         ins = [t for t in ins if isinstance(t, torch.Tensor)]
-        if ins and not any(t.is_floating_point() or t.is_complex() for t in ins):
+        if any(_integer(t) for t in ins) and not any(t.is_floating_point() or t.is_complex() for t in ins):
             out[op] = val.dtype
     return out
 
 
 def _promoted(op: Any, dtype: Any) -> Callable[..., Any]:
-    """``op`` on its integer tensors cast to torch's result type first (what torch's type promotion computes);
+    """``op`` on its integer tensors (not its masks) cast to torch's result type first (torch's type promotion);
     NotImplemented, so make_fx records the op itself, once no input is an integer."""
     import torch
 
     def run(*args: Any, **kwargs: Any) -> Any:
-        ints = [a for a in args if isinstance(a, torch.Tensor) and not (a.is_floating_point() or a.is_complex())]
+        ints = [a for a in args if isinstance(a, torch.Tensor) and _integer(a)]
         if not ints:
             return NotImplemented
         return op(*[a.to(dtype) if any(a is t for t in ints) else a for a in args], **kwargs)
