@@ -145,7 +145,11 @@ test-bisect: $(VENV)/.installed-dev
 # the op on a right graph (Range's float32 running sum, Softmax's flushed subnormal probabilities); its fix's test,
 # test_kernel64.py, is in make test; test_forms41e.py: a blind first run on dynamic shapes, a pooling window or a
 # roll's shift taken from the example's size in a file that declares the dim dynamic; its fixes' tests,
-# test_frozen_window.py and test_frozen_ints.py, are in make test)
+# test_frozen_window.py and test_frozen_ints.py, are in make test; test_fuzz_schema_finds.py: the fuzzer's
+# source-derived pool's finds of session 40, a narrowing dtype= argument rounded first and an int64 product ONNX
+# Runtime saturates, both exporters, a shift told before the call after it, an integer angle verified by the
+# promoting re-trace; their fixes' tests, test_round_first.py, test_int_prod.py, test_typed_lowering_end.py and
+# test_promoted_retrace.py, are in make test)
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
@@ -169,7 +173,7 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_fill_alignment.py tests/causes/test_forms40z.py tests/causes/test_forms41a.py \
 		tests/causes/test_wide_operand.py tests/causes/test_every_site.py tests/causes/test_identity_value.py \
 		tests/causes/test_forms41b.py tests/causes/test_folded_count.py tests/causes/test_forms41c.py \
-		tests/causes/test_forms41e.py
+		tests/causes/test_forms41e.py tests/causes/test_fuzz_schema_finds.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own

@@ -51,6 +51,8 @@ from fuzz_ops import back, draw  # noqa: E402
 HERE = Path(__file__)
 DEPTH, WIDTH, ROWS = 16, 32, 6
 NOT_FINITE = "torch's output is not finite"
+NOT_REPEATABLE = "torch's output is not repeatable (uninitialised memory)"
+REPEATS = 8
 
 
 class Body(nn.Module):
@@ -154,9 +156,28 @@ def _differs(want: np.ndarray, got: np.ndarray) -> Optional[str]:
     return None
 
 
+def repeatable(model: nn.Module, x: torch.Tensor) -> bool:
+    """Whether the module computes the same output on ``x`` each time, and under
+    ``torch.use_deterministic_algorithms`` (which fills uninitialised memory: NaN, an integer's largest value, True).
+    A value read from memory nobody wrote (``new_empty(x > 0, [1])``) is garbage that may read as the fill does on
+    one call, so the forward runs several times; the screen leaves such a program out (no numbers to compare), where
+    the draw's own probe (``fuzz_schema.accepts``) can miss it: changing that probe would change the pool's draws."""
+    from fuzz_schema import _deterministic
+
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = model(x)
+        same = all(torch.equal(first, model(x)) for _ in range(REPEATS))
+        with _deterministic():
+            return same and torch.equal(first, model(x))
+
+
 def _runs(model: nn.Module, path: Path, feeds: list[torch.Tensor]) -> Optional[str]:
     """Why the file's output differs from the module's on ``feeds`` (None: it does not)."""
     import onnxruntime as ort
+
+    if not repeatable(model, feeds[0]):
+        return NOT_REPEATABLE
 
     try:
         sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
@@ -189,14 +210,14 @@ def _drifts(model: nn.Module, path: Path, exporter: str) -> tuple[Optional[str],
     """(why the model's output differs on the 3 samples or None, whether ``body`` alone drifts on torch's own inputs
     to it: an own drift; else the stem's rounding amplified by the call)."""
     why = _runs(model, path, _samples())
-    if why is None or why == NOT_FINITE:
+    if why in (None, NOT_FINITE, NOT_REPEATABLE):
         return why, False
     with torch.no_grad():
         feeds = [model.stem(x) * 3.0 for x in _samples()]
     alone = path.with_name(path.stem + "-body.onnx")
     if _export(model.body, exporter, alone, feeds[0]):
         return why, True
-    return why, _runs(model.body, alone, feeds) not in (None, NOT_FINITE)
+    return why, _runs(model.body, alone, feeds) not in (None, NOT_FINITE, NOT_REPEATABLE)
 
 
 def _cli(argv: list[str]) -> int:
@@ -236,10 +257,11 @@ def score(n: int, exporter: str, out: Path, control: bool, pool: str = "hand") -
     SCREEN[exporter, "exported"] += 1
     why, own = _drifts(model, path, exporter)
     broken = bool(why) and why.startswith("ORT cannot")        # an invalid file: no numbers to compare
-    SCREEN[exporter, "torch not finite" if why == NOT_FINITE else "ORT refuses the file" if broken
-           else "drifts" if why else "clean"] += 1
-    SCREEN[exporter, "own drifts"] += bool(why) and why != NOT_FINITE and not broken and own
-    if why == NOT_FINITE or broken or (why is None and not control):
+    unscored = why in (NOT_FINITE, NOT_REPEATABLE)
+    SCREEN[exporter, "torch not finite" if why == NOT_FINITE else "torch not repeatable" if why == NOT_REPEATABLE
+           else "ORT refuses the file" if broken else "drifts" if why else "clean"] += 1
+    SCREEN[exporter, "own drifts"] += bool(why) and not unscored and not broken and own
+    if unscored or broken or (why is None and not control):
         return None
     row["screen"], row["own"] = why or "clean", own
     spec = f"{HERE}:{'schema' if pool == 'schema' else 'program'}_{n}"
@@ -327,7 +349,8 @@ def main(argv: list[str]) -> int:
     print(f"controls {len(clean)}: ok {sum(r['ok'] for r in clean)}/{len(clean)}")
     for exporter in ("torchscript", "dynamo"):
         print(f"screen {exporter}: " + ", ".join(f"{k} {SCREEN[exporter, k]}" for k in (
-            "exported", "refused", "ORT refuses the file", "clean", "drifts", "own drifts", "torch not finite")))
+            "exported", "refused", "ORT refuses the file", "clean", "drifts", "own drifts", "torch not finite",
+            "torch not repeatable")))
     return 0
 
 

@@ -25,6 +25,26 @@ def test_an_op_overload_is_spelled_as_its_aten_op():
     assert call_name(torch.clamp) == "torch.clamp" and call_name(torch.Tensor.clamp) == "torch.Tensor.clamp"
 
 
+def test_a_decomposed_aten_call_is_named_by_the_op_called_not_by_a_piece_of_it():
+    """``torch.ops.aten.binary_cross_entropy_with_logits.default(x, y)`` exported by the dynamo exporter: the wrong FX
+    node is the ``aten.log_sigmoid`` of its decomposition, whose record has no torch call to read (an OpOverload);
+    the finding opened "in torch's log_sigmoid (aten.log_sigmoid.default, aten.binary_cross_entropy_with_logits...)"
+    (seed 22017).  The op before the exporter's decompositions (``original_aten``) is the op the forward called."""
+    from types import SimpleNamespace
+
+    from drifttui.core.explain.causes.locate.torch_align import named
+
+    bce = "aten.binary_cross_entropy_with_logits.default"
+    wrong = SimpleNamespace(call="", target="aten.log_sigmoid.default", aten=bce, nodes=["n0"], op_types=["Sigmoid"])
+    op = named(SimpleNamespace(wrong=wrong, matched=3))
+    assert op.target == bce and op.name == "binary_cross_entropy_with_logits" and op.aten == bce
+    assert op.words().startswith("torch's binary_cross_entropy_with_logits (")
+    wrong.call = "torch.nn.functional.binary_cross_entropy_with_logits"          # a call as written: its own name
+    assert named(SimpleNamespace(wrong=wrong, matched=3)).target == wrong.call
+    wrong.call, wrong.aten = "", ""                                              # nothing but the FX node's target
+    assert named(SimpleNamespace(wrong=wrong, matched=3)).target == "aten.log_sigmoid.default"
+
+
 class Clamped(nn.Module):
     def __init__(self) -> None:
         super().__init__()

@@ -55,3 +55,18 @@ def test_each_drawn_program_runs_in_torch():
 def test_the_hand_pool_stays_the_default():
     model, drawn = fuzz_drifts.program(41001)
     assert drawn["pool"] == "hand" and not drawn["call"].startswith("aten.")
+
+
+class _Uninitialised(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + torch.ops.aten.new_empty.default(x, [1])        # memory nobody wrote: NaN when filled
+
+
+def test_a_program_reading_uninitialised_memory_is_left_out_of_the_screen(tmp_path):
+    """The screen's own repeatability check (the 23000 range scored ``new_empty(x > 0, [1])``, garbage read as the
+    deterministic fill, as two drifts): such a program is counted, not scored, and the draws stay as they were."""
+    x = fuzz_drifts.rows()
+    assert not fuzz_drifts.repeatable(_Uninitialised(), x)
+    assert fuzz_drifts.repeatable(fuzz_drifts.program(41001, "schema")[0], x)
+    path = tmp_path / "u.onnx"
+    assert fuzz_drifts._runs(_Uninitialised(), path, [x]) == fuzz_drifts.NOT_REPEATABLE      # before loading a file

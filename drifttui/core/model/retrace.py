@@ -123,11 +123,59 @@ def _to_copy_symbolic() -> None:
 _REGISTERED: list[bool] = []
 
 
+def _integer(t: Any) -> bool:
+    """An integer tensor (a bool is a mask: ``where``'s condition stays one)."""
+    import torch
+
+    return not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool)
+
+
+def _promoting_ops(gm: Any) -> dict[Any, Any]:
+    """The elementwise ATen ops of ``gm`` that torch computes in a float type on integer tensors (and masks): op ->
+    the float type of its result (``angle`` of an int64 tensor is float32 in torch, pi where it is negative)."""
+    import torch
+
+    out: dict[Any, Any] = {}
+    for n in gm.graph.nodes:
+        op, val = n.target, n.meta.get("val")
+        if n.op != "call_function" or not isinstance(op, torch._ops.OpOverload) or torch.Tag.pointwise not in op.tags \
+                or not isinstance(val, torch.Tensor) or not val.is_floating_point():
+            continue
+        ins = [a.meta.get("val") for a in n.all_input_nodes]
+        ins = [t for t in ins if isinstance(t, torch.Tensor)]
+        if any(_integer(t) for t in ins) and not any(t.is_floating_point() or t.is_complex() for t in ins):
+            out[op] = val.dtype
+    return out
+
+
+def _promoted(op: Any, dtype: Any) -> Callable[..., Any]:
+    """``op`` on its integer tensors (not its masks) cast to torch's result type first (torch's type promotion);
+    NotImplemented, so make_fx records the op itself, once no input is an integer."""
+    import torch
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        ints = [a for a in args if isinstance(a, torch.Tensor) and _integer(a)]
+        if not ints:
+            return NotImplemented
+        return op(*[a.to(dtype) if any(a is t for t in ints) else a for a in args], **kwargs)
+
+    return run
+
+
 def retrace(module: Any, args: tuple) -> Any:
-    """``module`` on ``args`` as a GraphModule of core ATen ops (make_fx, the reference table)."""
+    """``module`` on ``args`` as a GraphModule of core ATen ops (make_fx, the reference table).  An elementwise op
+    torch computes in a float type on integer inputs is traced on those inputs cast to that type (``_promoting_ops``):
+    a lowering that computes it in the input's type (torchlib's ``angle``: ``Where(x < 0, pi, 0)`` with pi cast to
+    int64, 3) is never reached."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
     if not _REGISTERED:
         _to_copy_symbolic()
         _REGISTERED.append(True)
-    return make_fx(module, decomposition_table=reference_table(), tracing_mode="real")(*args)
+    table = reference_table()
+    gm = make_fx(module, decomposition_table=table, tracing_mode="real")(*args)
+    promoting = _promoting_ops(gm)
+    if not promoting:
+        return gm
+    table.update({op: _promoted(op, dtype) for op, dtype in promoting.items()})
+    return make_fx(module, decomposition_table=table, tracing_mode="real")(*args)

@@ -18,7 +18,7 @@ from drifttui.core.explain.causes.locate.compensation import moves_right_values
 from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation
 from drifttui.core.explain.causes.locate.fx_localise import fx_of
 from drifttui.core.explain.causes.locate.fx_words import describe
-from drifttui.core.explain.causes.locate.torch_align import TorchOp
+from drifttui.core.explain.causes.locate.torch_align import TorchOp, called
 from drifttui.core.explain.causes.propose.numerics.decisive_rounding import CONVERSIONS
 from drifttui.core.explain.causes.propose.numerics.kernel64 import deviating_kernels
 from drifttui.core.explain.causes.propose.nopatch import explain_no_patch
@@ -206,8 +206,8 @@ def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None, aligned: Opti
         mine = _aligned_op(case, names, aligned or {}) if op is None or not names & set(op.nodes) else None
         return mine or op
     g, mine = calls.get(rec[0]), groups[rec]
-    return TorchOp((g.call if g is not None else "") or rec[1], [n.name for n in mine], [n.op_type for n in mine],
-                   "fx", aten=(g.aten if g is not None else "") or rec[1])
+    return TorchOp(called(getattr(g, "call", ""), getattr(g, "aten", ""), rec[1]), [n.name for n in mine],
+                   [n.op_type for n in mine], "fx", aten=(g.aten if g is not None else "") or rec[1])
 
 
 def _named_there(case: Case, op: Any, names: set[str], calls: dict[str, Any], anchor: Optional[str] = None) -> bool:

@@ -21,12 +21,16 @@
     {"op": "rewrite", "node": "n", "rewrite": "grid_nan_propagate"}                   # nan_grid.py
     {"op": "rewrite", "node": "n", "rewrite": "cast_first", "cast": "c", "to": 1, "narrow": 10, "inputs": [0]}
                                   # cast_first.py: the widening Cast c moved before the op n
+    {"op": "rewrite", "node": "n", "rewrite": "round_first", "cast": "c", "narrow": 10, "wide": 1, "inputs": [..]}
+                                  # cast_first.py: the op's inputs rounded to the type the Cast c narrows it to
     {"op": "rewrite", "node": "n", "rewrite": "operand_wide", "input": 1, "name": "c", "values": [..], "wide": 11}
     {"op": "rewrite", "node": "n", "rewrite": "origin_float64", "nodes": [..], "inputs": [..], "outputs": [..]}
                                   # origin64.py: the region computed in float64, its float32 values cast back
     {"op": "rewrite", "node": "n", "rewrite": "kernel_float64", "nodes": ["n"], "inputs": [..], "outputs": [..]}
                                   # origin64.py on one node: a kernel ONNX Runtime computes otherwise (kernel64.py)
     {"op": "rewrite", "node": "n", "rewrite": "int_pow_exact", "bits": 6, "dtype": "int64"}  # int_pow.py
+    {"op": "rewrite", "node": "n", "rewrite": "int_prod_exact", "axes": [1], "sizes": [32], "keepdims": 0}
+                                  # int_prod.py: an integer ReduceProd as a tree of Mul, wrapping as torch's prod
     {"op": "rewrite", "node": "n", "rewrite": "int_wrap", "wide": "int64"}   # int_wrap.py: a narrowing Cast's wrap
     {"op": "rewrite", "node": "n", "rewrite": "resize_gather", "rule": "nearest", "in_shape": [..],
      "out_shape": [..], "scales": None}      # resize_gather.py: nearest Resize -> Gathers
@@ -59,6 +63,7 @@ from drifttui.core.onnx.edit.numerics.origin64 import APPLY as ORIGIN64
 from drifttui.core.onnx.edit.lowerings.crossed_clip import APPLY as CROSSED_CLIP
 from drifttui.core.onnx.edit.lowerings.dropped_addend import APPLY as DROPPED_ADDEND
 from drifttui.core.onnx.edit.lowerings.int_pow import APPLY as INT_POW
+from drifttui.core.onnx.edit.lowerings.int_prod import APPLY as INT_PROD
 from drifttui.core.onnx.edit.lowerings.int_wrap import APPLY as INT_WRAP
 from drifttui.core.onnx.edit.numerics.opmath import APPLY as OPMATH
 from drifttui.core.onnx.edit.numerics.opmath_scalar import APPLY as OPMATH_SCALAR
@@ -251,7 +256,7 @@ def _rewrites() -> dict[str, Any]:
     return {k: wrapped(fn) for k, fn in {**APPLY, "resize_gather": apply_resize_gather, "log1p": apply_log1p,
                                                          "expm1": apply_expm1, "logaddexp": apply_logaddexp,
                                                          **SINGULAR, **REMAINDER, **QUANTIZE, **NAN_SELECT, **NAN_COMPARE, **MASKED, **ACCUMULATE64,
-                                                         **NAN_GRID, **INT_POW, **INT_WRAP, **OPMATH, **OPMATH_SCALAR, **CAST_FIRST, **ORIGIN64,
+                                                         **NAN_GRID, **INT_POW, **INT_PROD, **INT_WRAP, **OPMATH, **OPMATH_SCALAR, **CAST_FIRST, **ORIGIN64,
                                                          **OPERAND_WIDE,
                                                          **RESIZE_MAP, **RUNTIME_SIZE, **ADAPTIVE_WINDOW, **RUNTIME_INT, **DROPPED_ADDEND, **CROSSED_CLIP,
                                                          **MASK_SELECT}.items()}

@@ -295,17 +295,25 @@ def fused_into(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, 
     return wrong
 
 
+HOLDS_NOTHING = 0.5         # closest: a value this far off torch's (a share of its largest element) is none of it
+
+
 def closest(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, vals: dict[str, np.ndarray],
             before: set[str]) -> Optional[str]:
     """The ONNX value closest to op ``wrong``'s (of its shape, not computed by its inputs' nodes, not another
     op's found value, a boolean only for a boolean: a mask is no float's value; for a call computed from the module's
     inputs, a value computed from the case's feeds: a ``diagonal``'s NaN is farther from torch's than a lowering's
-    constant index vector of its shape, which is no value of the call's)."""
+    constant index vector of its shape, which is no value of the call's).  A value off torch's by half its largest
+    element or more (``HOLDS_NOTHING``; zeros are off by all of it) holds nothing of it: where no value is closer, one
+    of the call's own type comes
+    first (an exporter types its lowering's result as torch types the call: TorchScript's ``3 << n`` of an int64
+    ``n`` is ``3 * Cast(Pow(2, Cast(n, float)), int64)``, whose ``Cast(n, float)`` is nearer a result of zeros and
+    a few 3 * 2**54 than the wrapped product is, while only the product is the lowering's end)."""
     producer = producers(case)
     want = ops[wrong][2]
     taken = set(found.values())
     fed = fed_values(case) if getattr(case, "feeds", None) and wrong in _fed_ops_cached(ops) else None
-    best, err = found.get(wrong), float("inf") if wrong not in found else 0.0
+    best, rank = found.get(wrong), (1, 1, float("inf")) if wrong not in found else (0, 0, 0.0)
     for v, a in vals.items():
         if fed is not None and v not in fed:
             continue        # a call computed from the module's inputs is held by no constant of the file
@@ -313,8 +321,9 @@ def closest(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, val
                 np.asarray(a).dtype.kind in "fiub" and producer[v].name not in before and \
                 (np.asarray(a).dtype.kind == "b") == (want.dtype.kind == "b"):
             d = _distance_to(want, np.asarray(a))
-            if d < err:
-                best, err = v, d
+            r = (0, 0, d) if d < HOLDS_NOTHING else (1, int(np.asarray(a).dtype != want.dtype), d)
+            if r < rank:
+                best, rank = v, r
     return best
 
 

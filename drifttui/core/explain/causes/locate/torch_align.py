@@ -87,12 +87,20 @@ class TorchOp:
                 **({"torch_op_dropped": self.dropped} if self.dropped else {})}
 
 
+def called(call: str, aten: str, target: str) -> str:
+    """The op the forward called, for an FX node: its torch call as written, else the ATen op before the exporter's
+    decompositions (an ATen op called directly, ``torch.ops.aten.binary_cross_entropy_with_logits``, has no call
+    to read, and its FX node is a piece of its decomposition: ``aten.log_sigmoid``), else the FX node's target."""
+    return call or aten or target
+
+
 def named(fx: Any) -> Optional[TorchOp]:
     """A dynamo file's wrong FX node (``fx_localise``) as a TorchOp, or None."""
     w = getattr(fx, "wrong", None)
     if w is None:
         return None
-    return TorchOp(w.call or w.target, list(w.nodes), list(w.op_types), "fx", getattr(fx, "matched", 0), w.aten or w.target)
+    return TorchOp(called(w.call, w.aten, w.target), list(w.nodes), list(w.op_types), "fx", getattr(fx, "matched", 0),
+                   w.aten or w.target)
 
 
 def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:

@@ -21,7 +21,7 @@ from drifttui.core.explain.causes.propose.edits import constants, rewrites
 from drifttui.core.explain.causes.propose.numerics.accumulate64 import accumulate64_patches
 from drifttui.core.explain.causes.propose.numerics.kernel64 import kernel64_patches
 from drifttui.core.explain.causes.propose.edits.candidates import graph_candidates
-from drifttui.core.explain.causes.propose.numerics.cast_first import cast_first_patches
+from drifttui.core.explain.causes.propose.numerics.cast_first import cast_first_patches, narrowing_patches
 from drifttui.core.explain.causes.propose.numerics.double_scalar import double_scalar_patches
 from drifttui.core.explain.causes.propose.numerics.wide_operand import wide_operand_patches
 from drifttui.core.explain.causes.propose.edits.fast_path import fast_path_patches
@@ -31,6 +31,7 @@ from drifttui.core.explain.causes.propose.edits.folded_constant import folded_pa
 from drifttui.core.explain.causes.propose.edits.frozen_window import frozen_window_patches
 from drifttui.core.explain.causes.propose.reexport.frozen_ints import traced_int_patches
 from drifttui.core.explain.causes.propose.edits.int_pow import int_pow_patches
+from drifttui.core.explain.causes.propose.edits.int_prod import int_prod_patches
 from drifttui.core.explain.causes.propose.edits.int_wrap import int_wrap_patches
 from drifttui.core.explain.causes.propose.edits.mask_select import mask_select_patches
 from drifttui.core.explain.causes.propose.edits.nan_grid import nan_grid_patches
@@ -92,10 +93,12 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
         out.extend(nan_select_patches(case, loc))
         out.extend(accumulate64_patches(case))
         out.extend(int_pow_patches(case))
+        out.extend(int_prod_patches(case))
         out.extend(int_wrap_patches(case))
         out.extend(quantize_patches(case))
         out.extend(opmath_patches(case, loc.torch_op.name if loc.torch_op is not None else None))
         out.extend(cast_first_patches(case, loc.torch_op.name if loc.torch_op is not None else None))
+        out.extend(narrowing_patches(case))
         out.extend(nan_grid_patches(case))
     dynamic = any(d.dim_param for i in ctx.index.model.graph.input for d in i.type.tensor_type.shape.dim)
     out.extend(rewrites.resize_gather_patches(case, loc.kind if loc is not None else "unknown", dynamic))

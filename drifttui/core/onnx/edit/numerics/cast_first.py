@@ -14,12 +14,19 @@ values in ``round`` (the chain's own outputs: torch rounds each float16 op's out
 ``Cast(Cast(y, narrow), wide)`` pair, which ONNX Runtime keeps.  Spec: ``node`` (the op), ``nodes`` (the set,
 the op first), ``cast`` (the widening Cast reading the op), ``to`` (its type), ``narrow`` (the narrower elem type), ``inputs`` (values from
 outside the set, read wide), ``round`` (values of the set read rounded to the narrow type).
+
+The other direction, ``round_first``: ``special_log_softmax(x, dtype=torch.float16)`` of a float32 ``x`` casts
+``x`` to float16 and computes in float16, where both exporters compute ``LogSoftmax`` in float32 and narrow its
+result (``Cast(LogSoftmax(x), to=float16)``).  The op's inputs named in ``inputs`` are read through an explicit
+``Cast(Cast(v, narrow), wide)`` pair (which ONNX Runtime keeps): the op computes on torch's rounded input in its
+own type, and the narrowing Cast after it rounds its result as torch's float16 op does.  Spec: ``node``, ``cast``
+(the narrowing Cast reading it), ``narrow`` (its type), ``wide`` (the op's type), ``inputs``.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from drifttui.core.onnx.edit.rewriting import scoped, splice_sorted
+from drifttui.core.onnx.edit.rewriting import find_node, scoped, splice_sorted
 
 FLOATS = (1, 10, 11, 16)        # float, float16, double, bfloat16
 
@@ -77,4 +84,22 @@ def apply_cast_first(model: Any, spec: dict[str, Any]) -> None:
     splice_sorted(model, new)
 
 
-APPLY = {"cast_first": apply_cast_first}
+def apply_round_first(model: Any, spec: dict[str, Any]) -> None:
+    from onnx import helper
+
+    node, cast = find_node(model, spec["node"]), find_node(model, spec.get("cast", ""), "Cast")
+    narrow, wide = int(spec["narrow"]), int(spec["wide"])
+    if narrow not in FLOATS or wide not in FLOATS or narrow == wide or cast.input[0] not in node.output:
+        raise ValueError(f"{cast.name} does not narrow {node.name}'s float output")
+    new: list[Any] = []
+    for v in sorted(set(spec.get("inputs") or []) & set(node.input)):
+        p = f"{node.name}/drifttui_round{len(new) // 2}"
+        new += [helper.make_node("Cast", [v], [f"{p}/narrow"], name=f"{p}/narrow", to=narrow),
+                helper.make_node("Cast", [f"{p}/narrow"], [p], name=p, to=wide)]
+        node.input[:] = [p if w == v else w for w in node.input]
+    if not new:
+        raise ValueError(f"none of {spec.get('inputs')} is read by {node.name}")
+    splice_sorted(model, new, anchor=node)
+
+
+APPLY = {"cast_first": apply_cast_first, "round_first": apply_round_first}

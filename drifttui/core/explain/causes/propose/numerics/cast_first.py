@@ -10,6 +10,12 @@ widens a float value (float16 / bfloat16 -> float32 / float64, float32 -> float6
 the origin, one patch moves the widening before that node (``onnx/edit/numerics/cast_first.py``).  Nothing is assumed
 about which op or which exporter: the patch verifies only where the file's narrow computation is the drift.
 Class ``dtype`` (where precision was lost), kind ``export``; ``repair`` applies it.
+
+The narrowing direction (``narrowing_patches``): ``special_log_softmax(x, -1, dtype=torch.float16)`` of a float32
+``x`` casts ``x`` to float16 first, where both exporters compute ``LogSoftmax`` in float32 and narrow its result
+(``Cast(LogSoftmax(x), to=float16)``): the file's result is torch's op on the unrounded input, rounded once.  For
+every Cast of the origin that narrows a float value made by a computing node all of whose readers are narrowing
+Casts, one patch reads that node's float inputs of its own type rounded to the Cast's type first (``round_first``).
 """
 from __future__ import annotations
 
@@ -66,6 +72,52 @@ def _sets(node: Any, made: dict[str, Any], case: Case, types: dict[str, int], na
         chain.append(p)
         todo.extend(p.input)
     return [[node]] + ([chain] if len(chain) > 1 else [])
+
+
+def _narrowing_story(node: Any, wide: int, narrow: int) -> tuple[str, str]:
+    """The story without the localisation's torch op: that is the first wrong call by value, which may be the
+    conversion after the op (``.to``); the conclusion opens the message with the call the patched op computes."""
+    lo, hi = NAMES[narrow], NAMES[wide]
+    why = (f"{node.op_type} {node.name} computes in {hi} and its result is then Cast to {lo}: torch casts "
+           f"the input to {lo} before the op (a `dtype=` argument applies to the input) and computes on the rounded "
+           f"values; with {node.op_type}'s input rounded to {lo} first the file computes what torch computes")
+    fix = (f"cast the input yourself before the call (`x.to(torch.{lo})` then the op, without `dtype=`), or deploy the "
+           f"file with {node.op_type}'s input rounded to {lo} (`drifttui repair` applies it); report the lowering "
+           f"with `drifttui repro`")
+    return why, fix
+
+
+def _narrows(node: Any, wide: int) -> bool:
+    to = next((a.i for a in node.attribute if a.name == "to"), None) if node.op_type == "Cast" else None
+    return to in RANK and RANK[to] < RANK[wide]
+
+
+def narrowing_patches(case: Case) -> list[Patch]:
+    """One patch per Cast of the origin that narrows a float value a computing node makes in a wider float type
+    and only narrowing Casts read (at most ``LIMIT``): that node's inputs of its own type rounded first."""
+    casts, known = picked_values(case, lambda n: n.op_type == "Cast")
+    made = {o: n for n in case.model.graph.node for o in n.output if o}
+    types = {**{t.name: int(t.data_type) for t in case.model.graph.initializer},
+             **{v: _elem(a) for v, a in known.items()}}
+    readers: dict[str, list[Any]] = {}
+    for n in case.model.graph.node:
+        for v in n.input:
+            readers.setdefault(v, []).append(n)
+    out: list[Patch] = []
+    for cast in casts:
+        to, node = next((a.i for a in cast.attribute if a.name == "to"), None), made.get(cast.input[0])
+        wide = types.get(cast.input[0])
+        if to not in RANK or wide not in RANK or RANK[to] >= RANK[wide] or node is None \
+                or node.op_type in MOVING or len(node.output) != 1 or not node.name \
+                or not all(_narrows(r, wide) for r in readers.get(cast.input[0], [])):
+            continue
+        inputs = sorted({v for v in node.input if v and types.get(v) == wide})
+        if inputs:
+            why, fix = _narrowing_story(node, wide, to)
+            spec = {"op": "rewrite", "rewrite": "round_first", "node": node.name, "cast": cast.name,
+                    "narrow": int(to), "wide": int(wide), "inputs": inputs, "about": node.name}
+            out.append(Patch(spec, "dtype", why, fix, "export", module=case.module, nodes=[node.name, cast.name]))
+    return out[:LIMIT]
 
 
 def cast_first_patches(case: Case, op: Optional[str] = None) -> list[Patch]:
