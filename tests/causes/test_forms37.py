@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.causes.form_suite import (assert_clean, assert_verified_and_repaired, assert_verified_not_repairable,
+from tests.causes.form_suite import (assert_clean, assert_verified_and_repaired, assert_verified_to_torch_precision,
                                      deep_forms, explained_forms, params)
 
 _SUM = ("stability", "rewrite", {"rewrite": "accumulate_float64"}, "in a running float32 sum")
@@ -45,8 +45,10 @@ VERIFIED = {
 # held out: written after the three mechanisms, never tuned on (first run as recorded here)
 HELD_OUT = {("warp3d", "dynamo"): _GRID, ("multilabel_mean", "dynamo"): _MARGIN}
 # held out too: long sums whose level makes torch's own float32 result ~1e-2 off its float64 value, so no file
-# can compute torch's rounding: the conditioning counterfactual verifies ``stability``, nothing to repair
-_COND = ("stability", "float64", {"module": "body"}, "ill-conditioned function in float32")
+# can compute torch's rounding; ONNX Runtime's float32 sum is more than ten times further off, and the sum accumulated
+# in float64 leaves only torch's own rounding: verified to that precision (session 40, propose/numerics/
+# torch_rounding.py; before: the conditioning counterfactual, nothing to repair), the repaired file 10x closer
+_COND = ("stability", "rewrite", {"rewrite": "accumulate_float64"}, "torch's own float32 rounding")
 HELD_OUT_CONDITIONED = {("score_sum", "dynamo"): _COND, ("long_norm", "torchscript"): _COND}
 CLEAN = [("pool_plain", "torchscript"), ("warp_plain", "dynamo"), ("token_mean_short", "dynamo")]
 FAST = {("pool_level", "torchscript"), ("pool1d_level", "torchscript"), ("long_logsumexp", "torchscript")}
@@ -68,8 +70,8 @@ def test_a_held_out_form_is_explained_verified_and_repaired(explained, form):
 
 
 @pytest.mark.parametrize("form", params(HELD_OUT_CONDITIONED, set()))
-def test_a_held_out_ill_conditioned_sum_is_said_so_and_verified_in_float64(explained, form):
-    assert_verified_not_repairable(explained, form, HELD_OUT_CONDITIONED[form], "body")
+def test_a_held_out_ill_conditioned_sum_is_accumulated_in_float64_to_torchs_own_precision(explained, form):
+    assert_verified_to_torch_precision(explained, form, HELD_OUT_CONDITIONED[form], "body")
 
 
 @pytest.mark.parametrize("form", params(CLEAN, set()))

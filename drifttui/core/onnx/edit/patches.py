@@ -56,32 +56,8 @@ from typing import Any, Optional
 import numpy as np
 
 from drifttui.core.onnx.io import copy_model
-from drifttui.core.onnx.edit.numerics.accumulate64 import APPLY as ACCUMULATE64
-from drifttui.core.onnx.edit.numerics.cast_first import APPLY as CAST_FIRST
-from drifttui.core.onnx.edit.numerics.operand_wide import APPLY as OPERAND_WIDE
-from drifttui.core.onnx.edit.numerics.origin64 import APPLY as ORIGIN64
-from drifttui.core.onnx.edit.lowerings.crossed_clip import APPLY as CROSSED_CLIP
-from drifttui.core.onnx.edit.lowerings.dropped_addend import APPLY as DROPPED_ADDEND
-from drifttui.core.onnx.edit.lowerings.int_pow import APPLY as INT_POW
-from drifttui.core.onnx.edit.lowerings.int_prod import APPLY as INT_PROD
-from drifttui.core.onnx.edit.lowerings.int_wrap import APPLY as INT_WRAP
-from drifttui.core.onnx.edit.numerics.opmath import APPLY as OPMATH
-from drifttui.core.onnx.edit.numerics.opmath_scalar import APPLY as OPMATH_SCALAR
-from drifttui.core.onnx.edit.lowerings.resize_gather import apply_resize_gather
-from drifttui.core.onnx.edit.lowerings.resize_map import APPLY as RESIZE_MAP
-from drifttui.core.onnx.edit.lowerings.runtime_size import APPLY as RUNTIME_SIZE
-from drifttui.core.onnx.edit.lowerings.adaptive_window import APPLY as ADAPTIVE_WINDOW
-from drifttui.core.onnx.edit.lowerings.runtime_int import APPLY as RUNTIME_INT
-from drifttui.core.onnx.edit.rewriting import APPLY, input_dtype
-from drifttui.core.onnx.edit.lowerings.mask_select import APPLY as MASK_SELECT
-from drifttui.core.onnx.edit.lowerings.masked_positions import APPLY as MASKED
-from drifttui.core.onnx.edit.lowerings.nan_grid import APPLY as NAN_GRID
-from drifttui.core.onnx.edit.lowerings.nan_compare import APPLY as NAN_COMPARE
-from drifttui.core.onnx.edit.lowerings.nan_select import APPLY as NAN_SELECT
-from drifttui.core.onnx.edit.lowerings.quantize_torch import APPLY as QUANTIZE
-from drifttui.core.onnx.edit.lowerings.remainder import APPLY as REMAINDER
-from drifttui.core.onnx.edit.lowerings.singular import APPLY as SINGULAR
-from drifttui.core.onnx.edit.lowerings.stable_forms import apply_expm1, apply_log1p, apply_logaddexp
+from drifttui.core.onnx.edit.rewrite_registry import REWRITES
+from drifttui.core.onnx.edit.rewriting import input_dtype
 from drifttui.core.onnx.edit.lowerings.ort_workarounds import apply_workaround
 from drifttui.core.onnx.weights import ExternalTensorError, read_tensor, with_array
 
@@ -253,13 +229,7 @@ def _rewrites() -> dict[str, Any]:
                 raise PatchError(str(exc)) from exc
         return run
 
-    return {k: wrapped(fn) for k, fn in {**APPLY, "resize_gather": apply_resize_gather, "log1p": apply_log1p,
-                                                         "expm1": apply_expm1, "logaddexp": apply_logaddexp,
-                                                         **SINGULAR, **REMAINDER, **QUANTIZE, **NAN_SELECT, **NAN_COMPARE, **MASKED, **ACCUMULATE64,
-                                                         **NAN_GRID, **INT_POW, **INT_PROD, **INT_WRAP, **OPMATH, **OPMATH_SCALAR, **CAST_FIRST, **ORIGIN64,
-                                                         **OPERAND_WIDE,
-                                                         **RESIZE_MAP, **RUNTIME_SIZE, **ADAPTIVE_WINDOW, **RUNTIME_INT, **DROPPED_ADDEND, **CROSSED_CLIP,
-                                                         **MASK_SELECT}.items()}
+    return {k: wrapped(fn) for k, fn in REWRITES.items()}
 
 
 def _workaround(model: Any, p: Patch) -> None:
