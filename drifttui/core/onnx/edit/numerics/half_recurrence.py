@@ -6,8 +6,8 @@ over every step.  torch's float16 CPU layer rounds each op of each step to float
 sequence (a 3-D ``matmul``, rounded, then ``+ b_ih``, rounded), the recurrent projection ``linear(h, R, b_hh)``
 (rounded once), their sum, each gate's activation, and the state update op by op (LSTM: ``f * c``, ``i * g``, their
 sum, ``tanh(c)``, ``o * tanh(c)``; GRU: ``hn * r``, ``in + .``, ``h - n``, ``. * z``, ``. + n``).  ``half_recurrence``
-replaces the node by that computation in float32 with each of those results rounded, ``Cast(Cast(v, low), float)``
-(an explicit pair ONNX Runtime keeps), one ``Scan`` per direction over the steps (a reverse direction scans
+replaces the node by that computation in float32 with each of those results rounded to float16's precision (``round``),
+one ``Scan`` per direction over the steps (a reverse direction scans
 backwards); its outputs are Cast back to the node's type under their own names.  No ``sequence_lens``, peepholes,
 ``clip`` or activations other than torch's.  Spec: ``node``.
 """
@@ -22,6 +22,7 @@ from drifttui.core.onnx.edit.rewriting import find_node, input_dtype, replace_wi
 FLOAT = 1
 LOW = {np.dtype("float16"): 10}
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+SPLIT = 2.0 ** 13 + 1      # float32's 24 bits split into float16's 11 and 13
 
 
 def _attrs(node: Any) -> dict[str, Any]:
@@ -88,7 +89,12 @@ class _Builder:
         return out
 
     def round(self, v: str) -> str:
-        return self.op("Cast", [self.op("Cast", [v], to=self.low)], to=FLOAT)
+        """``v`` rounded to float16's 11 significant bits in float32 arithmetic (Veltkamp's split: ``s - (s - v)``,
+        ``s = v * (2**13 + 1)``): a Cast pair inside a Scan body crashes ONNX Runtime's optimizers at level all
+        (its NchwcTransformer).  float16's subnormal range (below 6.1e-5) keeps 11 bits where float16 keeps fewer: an
+        absolute difference below 3e-8."""
+        s = self.op("Mul", [v, self.const(SPLIT, np.float32)])
+        return self.op("Sub", [s, self.op("Sub", [s, v])])
 
     def cols(self, v: str, k: int, hidden: int) -> str:
         """Columns ``k * hidden`` .. ``(k + 1) * hidden`` of the last axis."""
@@ -117,23 +123,30 @@ def _cell(b: _Builder, kind: str, act: str, ig: str, h: str, c: Optional[str], r
     return b.round(b.op("Mul", [o, b.round(b.op("Tanh", [c2]))])), c2
 
 
-def _body(p: str, low: int, kind: str, act: str, hidden: int) -> Any:
-    """The Scan body: states (h[, c], R^T, b_hh) then the step's input projection; states out, then h'."""
+def _body(p: str, low: int, kind: str, act: str, hidden: int, inputs: int) -> Any:
+    """The Scan body: states (h[, c], R^T, b_hh, W^T, b_ih) then the step's input; states out, then h'.  The input
+    projection is the step's, ``round(round(x_t W^T) + b_ih)``: the sequence's projection outside the Scan (a
+    MatMul read through the rounding) crashes ONNX Runtime's optimizers at level all (its NchwcTransformer)."""
     from onnx import TensorProto, helper
 
     b = _Builder(p, low)
     lstm = kind == "LSTM"
-    names = ["h", "c", "rt", "rb"] if lstm else ["h", "rt", "rb"]
-    ins = {n: f"{p}/in_{n}" for n in names + ["ig"]}
-    h2, c2 = _cell(b, kind, act, ins["ig"], ins["h"], ins.get("c"), ins["rt"], ins["rb"], hidden)
+    names = (["h", "c"] if lstm else ["h"]) + ["rt", "rb", "wt", "wb"]
+    ins = {n: f"{p}/in_{n}" for n in names + ["x"]}
+    ig = b.round(b.op("Add", [b.round(b.op("MatMul", [ins["x"], ins["wt"]])), ins["wb"]]))
+    h2, c2 = _cell(b, kind, act, ig, ins["h"], ins.get("c"), ins["rt"], ins["rb"], hidden)
     outs = [b.op("Identity", [h2])] + ([b.op("Identity", [c2])] if lstm else []) + \
-        [b.op("Identity", [ins["rt"]]), b.op("Identity", [ins["rb"]]), b.op("Identity", [h2])]
-    vi = (lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, None))
-    return helper.make_graph(b.nodes, f"{p}_body", [vi(ins[n]) for n in names + ["ig"]], [vi(o) for o in outs])
+        [b.op("Identity", [ins[n]]) for n in ("rt", "rb", "wt", "wb")] + [b.op("Identity", [h2])]
+    gates = GATES[kind] * hidden
+    dims = {"h": ["batch", hidden], "c": ["batch", hidden], "rt": [hidden, gates], "rb": [gates],
+            "wt": [inputs, gates], "wb": [gates], "x": ["batch", inputs]}
+    vi = (lambda n, d: helper.make_tensor_value_info(n, TensorProto.FLOAT, d))
+    body_outs = [vi(o, dims[n]) for o, n in zip(outs, names + ["h"])]
+    return helper.make_graph(b.nodes, f"{p}_body", [vi(ins[n], dims[n]) for n in names + ["x"]], body_outs)
 
 
 def _direction(b: _Builder, node: Any, kind: str, act: str, x: str, d: int, reverse: bool, hidden: int,
-               zeros: str) -> tuple[str, str, Optional[str]]:
+               inputs: int, zeros: str) -> tuple[str, str, Optional[str]]:
     """Direction ``d``'s Scan: (Y [T, B, H], final h, final c) in float32."""
     from onnx import helper
 
@@ -145,17 +158,23 @@ def _direction(b: _Builder, node: Any, kind: str, act: str, x: str, d: int, reve
         wb, rb = b.cols(bias, 0, gates), b.cols(bias, 1, gates)
     else:
         wb = rb = b.const(np.zeros(gates, np.float32), np.float32)
-    ig = b.round(b.op("Add", [b.round(b.op("MatMul", [x, b.op("Transpose", [w], perm=[1, 0])])), wb]))
     init = (lambda i: b.op("Gather", [b.op("Cast", [node.input[i]], to=FLOAT), b.const(d)], axis=0)
             if len(node.input) > i and node.input[i] else zeros)
-    states = [init(5)] + ([init(6)] if kind == "LSTM" else []) + [b.op("Transpose", [r], perm=[1, 0]), rb]
-    body = _body(f"{b.p}/d{d}", b.low, kind, act, hidden)
+    states = [init(5)] + ([init(6)] if kind == "LSTM" else []) + \
+        [b.op("Transpose", [r], perm=[1, 0]), rb, b.op("Transpose", [w], perm=[1, 0]), wb]
+    body = _body(f"{b.p}/d{d}", b.low, kind, act, hidden, inputs)
     n_out = len(states) + 1
     outs = [f"{b.p}/scan{d}_{k}" for k in range(n_out)]
-    b.nodes.append(helper.make_node("Scan", states + [ig], outs, name=f"{b.p}/scan{d}", body=body,
+    b.nodes.append(helper.make_node("Scan", states + [x], outs, name=f"{b.p}/scan{d}", body=body,
                                     num_scan_inputs=1, scan_input_directions=[int(reverse)],
                                     scan_output_directions=[int(reverse)]))
     return outs[-1], outs[0], outs[1] if kind == "LSTM" else None
+
+
+def _input_size(model: Any, node: Any) -> Any:
+    """The size of W's last axis (the input size), or a symbolic one when W is computed."""
+    w = next((t for t in model.graph.initializer if t.name == node.input[1]), None)
+    return int(w.dims[-1]) if w is not None else "inputs"
 
 
 def apply_half_recurrence(model: Any, spec: dict[str, Any]) -> None:
@@ -172,7 +191,8 @@ def apply_half_recurrence(model: Any, spec: dict[str, Any]) -> None:
     batch = b.op("Slice", [b.op("Shape", [x]), b.const([1]), b.const([2])])
     zeros = b.op("ConstantOfShape", [b.op("Concat", [batch, b.const([hidden])], axis=0)])
     dirs = [(0, direction == "reverse")] + ([(1, True)] if direction == "bidirectional" else [])
-    runs = [_direction(b, node, kind, act, x, d, rev, hidden, zeros) for d, rev in dirs]
+    inputs = _input_size(model, node)
+    runs = [_direction(b, node, kind, act, x, d, rev, hidden, inputs, zeros) for d, rev in dirs]
     stack = (lambda vs, axis: b.op("Concat", [b.op("Unsqueeze", [v, b.const([axis])]) for v in vs], axis=axis))
     made = [stack([y for y, _, _ in runs], 1), stack([h for _, h, _ in runs], 0)]
     if kind == "LSTM":
