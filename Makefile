@@ -143,7 +143,9 @@ test-bisect: $(VENV)/.installed-dev
 # bounds and the optimizer folds with one element more; test_folded_count.py: that folded constant named and
 # replaced by torch's value; test_forms41c.py: a blind first run on ONNX Runtime kernels that compute otherwise than
 # the op on a right graph (Range's float32 running sum, Softmax's flushed subnormal probabilities); its fix's test,
-# test_kernel64.py, is in make test)
+# test_kernel64.py, is in make test; test_forms41d.py: a blind first run on recurrent modules as exported (a packed
+# sequence's padding value the TorchScript lowering drops, a float16 recurrence whose per-step rounding ONNX Runtime
+# drops); its fixes' tests, test_packed_padding.py and tests/engine/test_integer_pairing.py, are in make test)
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
@@ -166,7 +168,8 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_mask_select.py tests/causes/test_moved_tail.py tests/causes/test_contradicted_patch.py \
 		tests/causes/test_fill_alignment.py tests/causes/test_forms40z.py tests/causes/test_forms41a.py \
 		tests/causes/test_wide_operand.py tests/causes/test_every_site.py tests/causes/test_identity_value.py \
-		tests/causes/test_forms41b.py tests/causes/test_folded_count.py tests/causes/test_forms41c.py
+		tests/causes/test_forms41b.py tests/causes/test_folded_count.py tests/causes/test_forms41c.py \
+		tests/causes/test_forms41d.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own
