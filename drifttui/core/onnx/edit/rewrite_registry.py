@@ -11,8 +11,10 @@ from drifttui.core.onnx.edit.numerics.accumulate64 import APPLY as ACCUMULATE64
 from drifttui.core.onnx.edit.numerics.cast_first import APPLY as CAST_FIRST
 from drifttui.core.onnx.edit.numerics.operand_wide import APPLY as OPERAND_WIDE
 from drifttui.core.onnx.edit.numerics.origin64 import APPLY as ORIGIN64
+from drifttui.core.onnx.edit.numerics.half_recurrence import APPLY as HALF_RECURRENCE
 from drifttui.core.onnx.edit.lowerings.crossed_clip import APPLY as CROSSED_CLIP
 from drifttui.core.onnx.edit.lowerings.dropped_addend import APPLY as DROPPED_ADDEND
+from drifttui.core.onnx.edit.lowerings.packed_padding import APPLY as PACKED_PADDING
 from drifttui.core.onnx.edit.lowerings.int_pow import APPLY as INT_POW
 from drifttui.core.onnx.edit.lowerings.int_prod import APPLY as INT_PROD
 from drifttui.core.onnx.edit.lowerings.int_wrap import APPLY as INT_WRAP
@@ -38,7 +40,8 @@ REWRITES: dict[str, Callable[[Any, dict[str, Any]], None]] = {
     **APPLY, "resize_gather": apply_resize_gather, "log1p": apply_log1p, "expm1": apply_expm1,
     "logaddexp": apply_logaddexp, **SINGULAR, **REMAINDER, **QUANTIZE, **NAN_SELECT, **NAN_COMPARE, **MASKED,
     **ACCUMULATE64, **NAN_GRID, **INT_POW, **INT_PROD, **INT_WRAP, **OPMATH, **OPMATH_SCALAR, **CAST_FIRST, **ORIGIN64,
-    **OPERAND_WIDE, **RESIZE_MAP, **RUNTIME_SIZE, **ADAPTIVE_WINDOW, **RUNTIME_INT, **DROPPED_ADDEND, **CROSSED_CLIP,
+    **OPERAND_WIDE, **HALF_RECURRENCE, **RESIZE_MAP, **RUNTIME_SIZE, **ADAPTIVE_WINDOW, **RUNTIME_INT, **DROPPED_ADDEND, **PACKED_PADDING,
+    **CROSSED_CLIP,
     **MASK_SELECT}
 
 __all__ = ["REWRITES"]

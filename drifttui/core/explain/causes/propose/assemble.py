@@ -20,6 +20,7 @@ from drifttui.core.explain.causes.locate.torch_op import name_torch_ops
 from drifttui.core.explain.causes.propose.edits import constants, rewrites
 from drifttui.core.explain.causes.propose.numerics.accumulate64 import accumulate64_patches
 from drifttui.core.explain.causes.propose.numerics.kernel64 import kernel64_patches
+from drifttui.core.explain.causes.propose.numerics.half_recurrence import half_recurrence_patches
 from drifttui.core.explain.causes.propose.edits.candidates import graph_candidates
 from drifttui.core.explain.causes.propose.numerics.cast_first import cast_first_patches, narrowing_patches
 from drifttui.core.explain.causes.propose.numerics.double_scalar import double_scalar_patches
@@ -27,6 +28,7 @@ from drifttui.core.explain.causes.propose.numerics.wide_operand import wide_oper
 from drifttui.core.explain.causes.propose.edits.fast_path import fast_path_patches
 from drifttui.core.explain.causes.propose.edits.crossed_clip import crossed_clip_patches
 from drifttui.core.explain.causes.propose.edits.dropped_addend import dropped_addend_patches
+from drifttui.core.explain.causes.propose.edits.packed_padding import packed_padding_patches
 from drifttui.core.explain.causes.propose.edits.folded_constant import folded_patches
 from drifttui.core.explain.causes.propose.edits.frozen_window import frozen_window_patches
 from drifttui.core.explain.causes.propose.reexport.frozen_ints import traced_int_patches
@@ -78,6 +80,8 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
     out.extend(frozen_window_patches(case, ctx.index.shapes))      # a pool's window of the example's size
     out.extend(traced_int_patches(ctx, case))       # a trace's ints of the example's size (traced at other sizes)
     out.extend(crossed_clip_patches(case))             # two clamps fused into one Clip with crossed bounds
+    out.extend(packed_padding_patches(ctx, case))      # a recurrent node's padded steps: torch's padding_value
+    out.extend(half_recurrence_patches(case))          # a float16 recurrent node: torch's per-step rounding
     out.extend(opmath_scalar_patches(case, lambda t: torch_calls(ctx, case, t)))
     out.extend(double_scalar_patches(case, lambda t: torch_calls(ctx, case, t)))   # a float64 op's float32 number
     out.extend(wide_operand_patches(case, module, loc.torch_op.name if loc is not None and loc.torch_op is not None
