@@ -4,8 +4,6 @@ the state in float32 over every step, where torch rounds each op of each step to
 held near 1 by its bias) the file drifts from torch, and the node rewritten with torch's roundings does not."""
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -16,6 +14,7 @@ from torch import nn
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.propose.numerics.half_recurrence import half_recurrence_patches
 from drifttui.core.onnx.edit.patches import Patch, apply
+from tests.causes.exported_case import exported_case
 
 
 class Memory(nn.Module):
@@ -33,14 +32,8 @@ class Memory(nn.Module):
 
 
 def _export(module: nn.Module, x: torch.Tensor, exporter: str, tmp_path) -> onnx.ModelProto:
-    path = tmp_path / f"m-{exporter}.onnx"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(module, (x,), str(path), dynamo=exporter == "dynamo")
-    model = onnx.load(str(path))
-    for k, n in enumerate(model.graph.node):
-        n.name = n.name or f"n{k}"
-    return model
+    with torch.no_grad():
+        return exported_case(module, x, exporter, tmp_path)[0]
 
 
 def _run(model: onnx.ModelProto, x: torch.Tensor) -> np.ndarray:
