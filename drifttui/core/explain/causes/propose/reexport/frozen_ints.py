@@ -20,6 +20,7 @@ from drifttui.core.explain.causes.locate.case import Case, call_io, fresh_indice
 from drifttui.core.explain.causes.propose.reexport.frozen_trace import _feed_of, dynamic_dims
 from drifttui.core.explain.causes.propose.reexport.variants import _export, _plain, _traced
 from drifttui.core.onnx.edit.patches import Patch
+from drifttui.core.onnx.weights import read_tensor
 from drifttui.core.prepare.reference import run_exporter
 
 Export = Callable[[Any, list[Any]], Any]          # (module, inputs) -> the file's exporter's trace
@@ -30,14 +31,12 @@ MOST_NODES = 400                                  # origins traced again at othe
 
 
 def _int_constants(model: Any) -> dict[str, np.ndarray]:
-    from onnx import numpy_helper
-
-    out = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer if np.prod(t.dims) <= MOST}
+    out = {t.name: read_tensor(t) for t in model.graph.initializer if np.prod(t.dims) <= MOST}
     for n in model.graph.node:
         if n.op_type == "Constant":
             for a in n.attribute:
                 if a.name == "value" and np.prod(a.t.dims) <= MOST:
-                    out[n.output[0]] = numpy_helper.to_array(a.t)
+                    out[n.output[0]] = read_tensor(a.t)
     return {k: v for k, v in out.items() if v.dtype.kind in "iu" and v.size}
 
 
