@@ -71,3 +71,37 @@ def test_where_no_node_is_named_one_patch_of_each_kind_comes_in_turn():
     # a named node still comes first, whatever its kind
     named = SimpleNamespace(first_node="t3", fx=None)
     assert by_likelihood([*tanhs, other, alpha], named, checks=0)[:3] == [tanhs[3], tanhs[0], other]
+
+
+def _lstm_case(steps: int, bidirectional: bool = False):
+    """A TorchScript export of a batch-first nn.LSTM (a Transpose then an ONNX LSTM node), fed (2, steps, 8)."""
+    import io
+
+    import numpy as np
+    import onnx
+    import torch
+
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(8, 8, batch_first=True, bidirectional=bidirectional).eval()
+    buf = io.BytesIO()
+    x = torch.randn(2, steps, 8)
+    torch.onnx.export(lstm, (x,), buf, dynamo=False, input_names=["x"], dynamic_axes={"x": {1: "T"}})
+    model = onnx.load_from_string(buf.getvalue())
+    assert any(n.op_type == "LSTM" for n in model.graph.node)
+    return SimpleNamespace(model=model, feeds={"x": np.zeros((2, steps, 8), np.float32)})
+
+
+def test_a_long_recurrence_is_not_decomposed_step_by_step():
+    """torch's core ATen decompositions unroll an LSTM's every step (300 steps: 6331 ATen ops, minutes to export):
+    the decomposing re-exports of a long recurrence are skipped by the budget and said so; a short one keeps them."""
+    from drifttui.core.explain.causes.propose.patch_budget import affordable, unrolled_steps
+    from drifttui.core.explain.causes.propose.reexport.variants import Variant
+
+    every = [Variant("dynamo", "d"), Variant("dynamo", "dd", decompose=True),
+             Variant("torchscript", "rt", retrace=True), Variant("torchscript", "t20", opset=20)]
+    long, short = _lstm_case(300), _lstm_case(6)
+    assert unrolled_steps(long) == 300 and unrolled_steps(short) == 6
+    assert unrolled_steps(_lstm_case(40, bidirectional=True)) == 80
+    assert affordable(every, long) == ([every[0], every[3]], ["dd", "rt"])
+    assert affordable(every, short) == (every, [])
+    assert unrolled_steps(_case(50)) == 0

@@ -73,6 +73,8 @@ def test_a_torchscript_cast_with_the_modules_float64_buffer_is_information(tmp_p
     assert casts, [f.message for f in ex.findings]
     assert all(f.severity == "info" and "holds float64 tensors (mean)" in f.message for f in casts), \
         [(f.severity, f.message) for f in casts]
+    # the buffer is the root module's: named as the report names the root, never an empty name
+    assert all(f.module == "" and ": (root) holds" in f.message for f in casts), [f.message for f in casts]
 
 
 def test_a_cast_torch_does_not_record_stays_a_warning(tmp_path):

@@ -289,8 +289,8 @@ def _said(p: Patch, t: Trial, loc: Localisation, case: Case, compensates: bool) 
 
 
 def _verified_text(p: Patch, t: Trial, before: Eval, case: Optional[Case] = None) -> str:
-    unit = (f" ({', '.join(case.folded)} compared with {case.module} as one unit: the exporter folded its "
-            f"output into {case.module}'s nodes)" if case is not None and case.folded else "")
+    unit = (f" ({', '.join(case.folded)} compared with {display_name(case.module)} as one unit: the exporter folded its "
+            f"output into {display_name(case.module)}'s nodes)" if case is not None and case.folded else "")
     if p.spec.get("op") == "float64":       # the conditioning counterfactual: both sides widened, no patch
         return (f"{p.why}; verified: computed in float64 on both sides the origin's error falls from "
                 f"{before.text()} to {t.after.max_abs:.3g}{unit}")

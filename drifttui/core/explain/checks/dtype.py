@@ -18,7 +18,7 @@ from drifttui.core.base.dtypes import ELEM_OF, INT_ELEMS, rounding_of
 
 from drifttui.core.onnx.graph import elem_type_name, fx_target, tensor_array
 from drifttui.core.onnx.intdiv import truncation_is_floor
-from drifttui.core.result import Finding
+from drifttui.core.result import Finding, display_name
 from drifttui.core.explain.context import Context, clean
 
 CHECK = "dtype"
@@ -126,7 +126,7 @@ def _cast(ctx: Context, node: Any, to: int) -> Finding:
     wide = _float64_tensors(ctx, module) if _LOW[to] == "float64" and not target else []
     if wide:            # no record (a TorchScript file), but torch promotes with the module's own float64 tensors
         return Finding(CHECK, "info", module, [node.name],
-                       f"Cast to float64 in {node.name}: {module} holds float64 tensors ({', '.join(wide)}), and "
+                       f"Cast to float64 in {node.name}: {display_name(module)} holds float64 tensors ({', '.join(wide)}), and "
                        "torch's type promotion computes with them in float64 too", {**ev, "float64_tensors": wide},
                        "nothing to change: torch computes with these tensors in float64 as well")
     if not any(c in target for c in _CONVERSIONS):

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import numpy as np
+import onnx
+
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import Localisation
 from drifttui.core.onnx.edit.patches import Patch
@@ -18,6 +21,8 @@ MAX_EXPORTS = 8          # re-exports of the origin module (reexport.variants) a
 EXPORT_BUDGET = 6_000    # and at most this cost (origin nodes, DYNAMO_COST per node for a dynamo export)
 DYNAMO_COST = 8
 RETRACE_COST = 2         # a make_fx re-trace before a TorchScript export: a second trace of the module
+STEP_NODES = 21          # core ATen ops per step of one direction of an LSTM / GRU / RNN node, decomposed: torch's
+RECURRENT = ("LSTM", "GRU", "RNN")     # decompositions unroll every step (an LSTM of 300 steps: 6331 ATen ops)
 
 
 def budget(case: Case) -> int:
@@ -30,17 +35,63 @@ def affordable(variants: list[Any], case: Case) -> tuple[list[Any], list[str]]:
     costs about its origin's node count (a TorchScript export; a dynamo export, which traces,
     decomposes and optimises, DYNAMO_COST times that: about a minute for 2000 nodes; a TorchScript
     export after a make_fx re-trace, RETRACE_COST times), within
-    EXPORT_BUDGET.  A small origin gets every variant; a 2000-node origin only TorchScript ones."""
+    EXPORT_BUDGET.  A small origin gets every variant; a 2000-node origin only TorchScript ones.  A variant that
+    decomposes into core ATen ops (``decompose``, ``retrace``) costs what it unrolls too: torch's decompositions of
+    a recurrent layer write every step's cell (``unrolled_steps``), minutes for a few hundred steps."""
     n = max(1, len(case.model.graph.node))
+    unrolled = n + unrolled_steps(case) * STEP_NODES       # what a decomposition into core ATen ops lowers
     spent, tried, skipped = 0, [], []
     for v in variants[:MAX_EXPORTS]:
-        cost = n * (DYNAMO_COST if v.exporter == "dynamo" else RETRACE_COST if getattr(v, "retrace", False) else 1)
+        size = unrolled if getattr(v, "decompose", False) or getattr(v, "retrace", False) else n
+        cost = size * (DYNAMO_COST if v.exporter == "dynamo" else RETRACE_COST if getattr(v, "retrace", False) else 1)
         if spent + cost > EXPORT_BUDGET:
             skipped.append(v.why)
             continue
         spent += cost
         tried.append(v)
     return tried, skipped
+
+
+def unrolled_steps(case: Case) -> int:
+    """The steps the origin's recurrent nodes (ONNX ``LSTM`` / ``GRU`` / ``RNN``) run, summed over their directions:
+    the sequence length of each node's ``X`` by shape inference on the case's feeds (``layout`` 1: batch first), else
+    the longest dim the case is fed."""
+    recurrent = [n for n in case.model.graph.node if n.op_type in RECURRENT]
+    if not recurrent:
+        return 0
+    shapes = _shapes(case)
+    longest = max((d for v in getattr(case, "feeds", {}).values() for d in np.shape(v)), default=1)
+    steps = 0
+    for node in recurrent:
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        direction = attrs.get("direction", b"forward")
+        dims = shapes.get(node.input[0]) if node.input else None
+        axis = 1 if attrs.get("layout", 0) == 1 else 0
+        seq = dims[axis] if dims is not None and len(dims) > axis and isinstance(dims[axis], int) else longest
+        steps += seq * (2 if direction in (b"bidirectional", "bidirectional") else 1)
+    return steps
+
+
+def _shapes(case: Case) -> dict[str, list[Any]]:
+    """Every value's inferred dims, the case's graph inputs set to its feeds' shapes."""
+    model = onnx.ModelProto()
+    model.CopyFrom(case.model)
+    feeds = getattr(case, "feeds", {})
+    for vi in model.graph.input:
+        if vi.name in feeds and vi.type.HasField("tensor_type"):
+            shape = vi.type.tensor_type.shape
+            shape.ClearField("dim")
+            for d in np.shape(feeds[vi.name]):
+                shape.dim.add().dim_value = int(d)
+    try:
+        model = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+    except Exception:  # noqa: BLE001 - a graph shape inference cannot type: the longest fed dim stands in
+        return {}
+    out = {}
+    for vi in list(model.graph.value_info) + list(model.graph.input):
+        if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape"):
+            out[vi.name] = [d.dim_value if d.HasField("dim_value") else None for d in vi.type.tensor_type.shape.dim]
+    return out
 
 
 def by_likelihood(patches: list[Patch], loc: Optional[Localisation], checks: int) -> list[Patch]:

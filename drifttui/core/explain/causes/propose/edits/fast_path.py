@@ -29,6 +29,7 @@ import torch
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.onnx.weights import read_tensor
+from drifttui.core.result import display_name
 
 UPSTREAM = "pytorch/pytorch#97111, #86120"
 LAYER_UPSTREAM = "pytorch/pytorch#118628"
@@ -102,7 +103,7 @@ def bool_mask_patches(case: Case, module: Any) -> list[Patch]:
             continue        # a 0 / -inf mask: both readings agree
         out.append(Patch(
             {"op": "rewrite", "node": add.name, "rewrite": "bool_mask", "input": k}, "lowering",
-            f"{case.module} is an nn.TransformerEncoderLayer that torch runs on its fused fast path in eval "
+            f"{display_name(case.module)} is an nn.TransformerEncoderLayer that torch runs on its fused fast path in eval "
             f"(torch._transformer_encoder_layer_fwd), which reads a float attention mask as a boolean one: every "
             f"non-zero entry masked, its value not added ({LAYER_UPSTREAM}); the exporters trace the slow path, "
             f"which adds the mask to the scores (an ALiBi or relative-position bias); with the mask read as "
@@ -128,7 +129,7 @@ def fast_path_patches(case: Case, module: Any) -> list[Patch]:
         out.append(Patch(
             {"op": "rewrite", "node": node.name, "rewrite": "zero_masked", "mask": mask, "batch_first": batch_first},
             "lowering",
-            f"{case.module} is an nn.TransformerEncoder that torch runs on its nested-tensor fast path (eval, "
+            f"{display_name(case.module)} is an nn.TransformerEncoder that torch runs on its nested-tensor fast path (eval, "
             f"enable_nested_tensor=True, a src_key_padding_mask): torch drops the padded positions and pads its "
             f"output back with 0 there ({UPSTREAM}); the exporters trace the dense path, which computes the padded "
             f"positions like any other; with Where(mask, 0, y) on {node.name} (the encoder's output, or what its "

@@ -35,6 +35,7 @@ from drifttui.core.model.export import export_model
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.prepare.reference import run_exporter
 from drifttui.core.runtime.torch_hooks import tensors_of, to_numpy
+from drifttui.core.result import display_name
 
 MAX_NODES = 400
 
@@ -231,7 +232,7 @@ def _patch(case: Case, loc: Localisation, own32: float, both64: float, exported:
     how = ("the file's lowering (the module exported in float64 by the file's exporter: the file holds constants it "
            "folded in float32) by the ONNX reference implementation" if exported else
            "the file (its nodes, by the ONNX reference implementation)")
-    why = (f"{case.module} computes an ill-conditioned function in float32 on these inputs: torch's own float32 "
+    why = (f"{display_name(case.module)} computes an ill-conditioned function in float32 on these inputs: torch's own float32 "
            f"result is {own32:.3g} off its float64 value (over the tolerance), the file's {loc.ort.max_abs:.3g} off "
            f"torch's; computed in float64, torch (the module) and {how} agree to {both64:.3g}: each side rounds its "
            f"float32 otherwise, neither mistranslates"

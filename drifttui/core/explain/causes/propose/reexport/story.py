@@ -48,12 +48,12 @@ def story(case: Case, module: Any, node: Any, ctx: Any, variant: Any = None, cha
     eps = _eps_constant(case, module)
     if eps is not None:
         value, name, reader = eps
-        return "normalization", (f"the file applies {case.module}'s eps={value:g} (constant {name} read by "
+        return "normalization", (f"the file applies {display_name(case.module)}'s eps={value:g} (constant {name} read by "
                                  f"{reader.op_type} {reader.name}) otherwise than torch; ")
     lost = _dropped_eps(case, module)
     if lost is not None:
         at = f" (the first node whose value the re-export never computes: {node.op_type} {node.name})" if node else ""
-        return "normalization", (f"{type(lost[1]).__name__} {case.module}'s eps={lost[0]:g} is in no constant or "
+        return "normalization", (f"{type(lost[1]).__name__} {display_name(case.module)}'s eps={lost[0]:g} is in no constant or "
                                  f"attribute of the file: the export dropped it{at}; ")
     if node is not None and node.name.rsplit("/", 1)[-1].startswith(FORWARD) and ctx.index.is_static(node.input[0]):
         cls, said = _by_variant(case, ctx, variant, change)     # a weight module's result folded into a constant
