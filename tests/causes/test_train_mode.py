@@ -51,6 +51,7 @@ def test_reads_training_is_the_cheap_gate():
 
 def test_a_batch_norm_exported_in_training_mode_is_told_as_such_and_repaired(tmp_path):
     from drifttui.core.explain.causes.deliver.repair import repair
+    from drifttui.core.explain.causes.deliver.source_fix import source_fixes
     from drifttui.core.onnx.graph import full_model
     from drifttui.core.result import Config
 
@@ -67,3 +68,6 @@ def test_a_batch_norm_exported_in_training_mode_is_told_as_such_and_repaired(tmp
     assert "model.eval()" in head.fix
     fixed = repair(full_model(run.prepared.index), exp)
     assert fixed.model is not None and engine.recheck(cfg, fixed.model).verdict == "ok"
+    # the change at the source is the mode, not another exporter
+    (code, _), = source_fixes(fixed.applied, exp.findings, 20, "torchscript")
+    assert code.startswith("model.eval(); torch.onnx.export(") and "TrainingMode.EVAL" in code, code

@@ -115,6 +115,11 @@ _FIX = ("call model.eval() before torch.onnx.export and keep training=torch.onnx
         "not from the model the trace ran")
 
 
+def trained(told: Optional[Told]) -> bool:
+    """Whether ``told`` is this module's story (the re-export's source fix is then ``model.eval()``)."""
+    return told is not None and told.fix is _FIX
+
+
 def _why(name: str, witness: str) -> str:
     return (f"the file computes {name}'s training-mode forward: {witness} (the file was exported from the model in "
             "train(): torch.onnx.export(..., training=TrainingMode.TRAINING or PRESERVE), or a model left in train() "
@@ -145,4 +150,4 @@ def _shown(op: str, attrs: tuple) -> str:
     return f"{op} ({said})" if said else op
 
 
-__all__ = ["reads_training", "signature", "trained_story"]
+__all__ = ["reads_training", "signature", "trained", "trained_story"]

@@ -25,7 +25,7 @@ from drifttui.core.explain.causes.propose.reexport.pass_rewrite import Rewrite, 
 from drifttui.core.explain.causes.propose.reexport.pinned_opset import pinned_story
 from drifttui.core.explain.causes.propose.siblings import sibling_grafts
 from drifttui.core.explain.causes.propose.reexport.story import decomposed_targets, fits, fx_story, story
-from drifttui.core.explain.causes.propose.reexport.train_mode import trained_story
+from drifttui.core.explain.causes.propose.reexport.train_mode import trained, trained_story
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.explain.causes.locate.evaluate import Eval, error, run_ort
@@ -190,7 +190,7 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     own = own or sized
     if own is not None:
         check, said = own.check, own.why
-    spec.update({"static": True} if sized is not None else {})     # what changed: the sizes (source_fix's code)
+    spec.update({"static": True} if sized is not None else {"eval": True} if trained(own) else {})
     patch = Patch(spec, check, f"{said}{display_name(case.module)} exported alone with {why} (opset {opset}) computes what "
                   "torch computes", (own.fix if own is not None else variant.fix(opset, target, rewrite.said))
                   + ("; keep the file's dynamic shapes for the sizes that change at run time"
