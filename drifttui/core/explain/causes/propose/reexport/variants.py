@@ -190,7 +190,7 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     own = own or sized
     if own is not None:
         check, said = own.check, own.why
-    spec.update({"static": True} if sized is not None else {"eval": True} if trained(own) else {})
+    spec.update(_changed(ctx, sized, own))      # what changed: the sizes, the mode (source_fix's code)
     patch = Patch(spec, check, f"{said}{display_name(case.module)} exported alone with {why} (opset {opset}) computes what "
                   "torch computes", (own.fix if own is not None else variant.fix(opset, target, rewrite.said))
                   + ("; keep the file's dynamic shapes for the sizes that change at run time"
@@ -250,6 +250,14 @@ def _export(module: Any, ins: list[Any], variant: Variant, dims: Optional[list[l
                             script=variant.script, dims=dims if variant.script or variant.why == TRACED else None,
                             peephole=variant.peephole)
         return onnx.load(str(path))
+
+
+def _changed(ctx: Any, sized: Any, own: Optional[Told]) -> dict:
+    """What the verified re-export changed besides the exporter: the sizes made static (a lowering on a dynamic size),
+    the mode (a file exported in training mode, by the file's exporter)."""
+    if sized is not None:
+        return {"static": True}
+    return {"eval": True, "made_by": run_exporter(ctx.index, ctx.cfg)} if trained(own) else {}
 
 
 def _traced(ctx: Any) -> Variant:
