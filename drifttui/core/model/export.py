@@ -76,7 +76,7 @@ def _no_log(*_: Any) -> None:
 def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: Path,
                  name: str = "model.onnx", dynamic: bool = False, opset: Optional[int] = None,
                  decompose: bool = False, retrace: bool = False, optimize: bool = True, script: bool = False,
-                 dims: Optional[list[list[int]]] = None, peephole: bool = True) -> Path:
+                 dims: Optional[list[list[int]]] = None, peephole: bool = True, training: bool = False) -> Path:
     """Export into ``workdir`` and return the path. Raises ModelError with a one-line reason.
 
     ``dynamic``: dim 0 of every input is a dynamic batch dim (``--batch``).  ``opset``: another
@@ -89,13 +89,12 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
     ``script`` (TorchScript): the module is compiled by ``torch.jit.script`` first, so a Python ``if`` or a
     number taken from a tensor is exported as the graph's own ``If`` / computation instead of the example's
     path.  ``dims``: per positional input, the dims exported dynamic (a file's dynamic length).
-    ``peephole=False`` (TorchScript): its ONNX peephole pass is left out (peephole.py)."""
+    ``peephole=False`` (TorchScript): its ONNX peephole pass is left out (peephole.py); ``training``: TRAINING mode."""
     import torch
 
     if exporter not in EXPORTERS:
         raise ValueError(exporter)
-    path = workdir / name
-    dyn = dynamic
+    path, dyn = workdir / name, dynamic
     with quiet() as (out, err), kept_modes(model):
         try:
             if retrace:
@@ -120,7 +119,8 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
                 program.save(str(path), external_data=True)     # weights read where they lie
             else:
                 with contextlib.nullcontext() if peephole else without_onnx_peephole():
-                    _export_torchscript(torch, model, args, kwargs, path, dyn, opset or TORCHSCRIPT_OPSET, dims)
+                    _export_torchscript(torch, model, args, kwargs, path, dyn, opset or TORCHSCRIPT_OPSET, dims,
+                                        {"training": torch.onnx.TrainingMode.TRAINING} if training else {})
         except ModelError:
             raise
         except Exception as exc:
@@ -150,7 +150,8 @@ def _reason(exc: BaseException) -> str:
 
 
 def _export_torchscript(torch: Any, model: Any, args: tuple, kwargs: dict, path: Path, dyn: bool,
-                        opset: int = TORCHSCRIPT_OPSET, dims: Optional[list[list[int]]] = None) -> None:
+                        opset: int = TORCHSCRIPT_OPSET, dims: Optional[list[list[int]]] = None,
+                        mode: Optional[dict] = None) -> None:
     """TorchScript export; named inputs become keyword arguments of ``forward``.
 
     The TorchScript tracer calls ``model(*args)``: for named inputs the instance's ``forward`` is
@@ -173,7 +174,7 @@ def _export_torchscript(torch: Any, model: Any, args: tuple, kwargs: dict, path:
             if dyn:
                 axes = {"dynamic_axes": {n: {0: "batch"} for n in names}}
             torch.onnx.export(model, tuple(kwargs.values()), str(path), dynamo=False, opset_version=opset,
-                              input_names=names, **axes)
+                              input_names=names, **axes, **(mode or {}))
         finally:
             del model.forward
         return
@@ -183,7 +184,7 @@ def _export_torchscript(torch: Any, model: Any, args: tuple, kwargs: dict, path:
     elif dims and any(dims):
         names = [f"input_{i}" for i in range(len(args))]
         axes = {"input_names": names, "dynamic_axes": {n: {j: f"{n}_d{j}" for j in d} for n, d in zip(names, dims) if d}}
-    torch.onnx.export(model, args, str(path), dynamo=False, opset_version=opset, **axes)
+    torch.onnx.export(model, args, str(path), dynamo=False, opset_version=opset, **axes, **(mode or {}))
 
 
 def export_auto(do_export: Callable[[str], Path], exporter: str) -> tuple[Path, str, str]:

@@ -25,6 +25,7 @@ from drifttui.core.prepare.qat import QUANTIZERS, torch_quantizers
 from drifttui.core.runtime.fake_quant import recorded
 from drifttui.core.runtime.torch_hooks import Call, Hooks, TensorRef, hookable
 from drifttui.core.prepare.details import LayerDetails, layer_details
+from drifttui.core.prepare.inlined import inline_local_functions
 from drifttui.core.prepare.arity import check_output_count
 from drifttui.core.model.export import export_auto, export_model
 from drifttui.core.onnx.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index, elem_type_name
@@ -277,6 +278,7 @@ def _load(cfg: Config, workdir: Path, progress: ProgressFn, timings: dict[str, f
     proto, gi, onnx_path = None, None, None
     if cfg.onnx:
         proto, onnx_path = load_onnx(Path(cfg.onnx), workdir, notes)
+        notes.extend(inline_local_functions(proto, model))     # export_modules_as_functions: ORT inlines them too
         gi = graph_inputs(proto)
         static = batch_probe.static_inputs(gi) if batch > 1 else []
         if static:

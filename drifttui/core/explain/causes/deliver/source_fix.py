@@ -35,6 +35,10 @@ def source_fix(spec: dict[str, Any], opset: Optional[int], exporter: str) -> Opt
     if op == "reexport" and spec.get("static"):       # a lowering on a dynamic size (dynamic_lowering.py)
         made = str(spec.get("exporter", ""))
         return _export_call(None, made, "dynamic_shapes=None" if made == "dynamo" else "dynamic_axes=None")
+    if op == "reexport" and spec.get("eval"):         # a file exported in training mode (train_mode.py)
+        made = str(spec.get("made_by", exporter))
+        return "model.eval(); " + _export_call(None, made, "training=torch.onnx.TrainingMode.EVAL"
+                                               if made == "torchscript" else "")
     if op == "reexport" and (spec.get("decompose") or spec.get("retrace") or spec.get("peephole") is False):
         return None         # a decomposition, a re-trace, a pass torch cannot switch off: the finding's fix says how
     if op == "reexport":

@@ -25,6 +25,7 @@ from drifttui.core.explain.causes.propose.reexport.pass_rewrite import Rewrite, 
 from drifttui.core.explain.causes.propose.reexport.pinned_opset import pinned_story
 from drifttui.core.explain.causes.propose.siblings import sibling_grafts
 from drifttui.core.explain.causes.propose.reexport.story import decomposed_targets, fits, fx_story, story
+from drifttui.core.explain.causes.propose.reexport.train_mode import trained, trained_story
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.explain.causes.locate.evaluate import Eval, error, run_ort
@@ -179,17 +180,17 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     target = (wrong.target if wrong is not None else ", ".join(decomposed_targets(ctx, case, variant))
               if variant.decompose or variant.retrace else "")
     own = _defined(ctx, case, variant, wrong) or aliased_told(ctx, case, variant)   # drifttui's definition; aliasing
+    own = own or (trained_story(ctx, case, module, ins) if _computes(ev) else None)     # exported in train()
     if own is None and _computes(ev) and not variant.retrace:      # a trace that froze its example (frozen_trace)
         own = frozen_story(ctx, case, module, ins, outs, lambda m, i: _export(m, i, _traced(ctx), dims),
                            lambda m, i, o: _run(m, i, o, case))
-    sized = None
-    if own is None and _computes(ev):               # today's same exporter, static: a lowering on a dynamic size?
-        sized = own = dynamic_lowering(ctx, case, module, ins, outs, variant,
-                                       lambda m, i: _export(m, i, _traced(ctx), dims),
-                                       lambda m, i, o: _run(m, i, o, case), getattr(loc, "torch_op", None))
+    sized = (dynamic_lowering(ctx, case, module, ins, outs, variant, lambda m, i: _export(m, i, _traced(ctx), dims),
+                              lambda m, i, o: _run(m, i, o, case), getattr(loc, "torch_op", None))
+             if own is None and _computes(ev) else None)    # static: a lowering on a dynamic size?
+    own = own or sized
     if own is not None:
         check, said = own.check, own.why
-    spec.update({"static": True} if sized is not None else {})     # what changed: the sizes (source_fix's code)
+    spec.update(_changed(ctx, sized, own))      # what changed: the sizes, the mode (source_fix's code)
     patch = Patch(spec, check, f"{said}{display_name(case.module)} exported alone with {why} (opset {opset}) computes what "
                   "torch computes", (own.fix if own is not None else variant.fix(opset, target, rewrite.said))
                   + ("; keep the file's dynamic shapes for the sizes that change at run time"
@@ -249,6 +250,14 @@ def _export(module: Any, ins: list[Any], variant: Variant, dims: Optional[list[l
                             script=variant.script, dims=dims if variant.script or variant.why == TRACED else None,
                             peephole=variant.peephole)
         return onnx.load(str(path))
+
+
+def _changed(ctx: Any, sized: Any, own: Optional[Told]) -> dict:
+    """What the verified re-export changed besides the exporter: the sizes made static (a lowering on a dynamic size),
+    the mode (a file exported in training mode, by the file's exporter)."""
+    if sized is not None:
+        return {"static": True}
+    return {"eval": True, "made_by": run_exporter(ctx.index, ctx.cfg)} if trained(own) else {}
 
 
 def _traced(ctx: Any) -> Variant:
