@@ -26,17 +26,24 @@ def _export_call(opset: Optional[int], exporter: str, extra: str = "") -> str:
     return f"torch.onnx.export({args})"
 
 
+def exporter_of(label: str) -> str:
+    """``dynamo`` / ``torchscript`` from the exporter the run records, a user's file's told by how it was read
+    ("torchscript (from the file's node names)"); "" when neither."""
+    head = str(label).split(" ", 1)[0]
+    return head if head in ("dynamo", "torchscript") else ""
+
+
 def source_fix(spec: dict[str, Any], opset: Optional[int], exporter: str) -> Optional[str]:
     """The source change for the applied patch ``spec`` as code, or None when it is not known."""
     op = spec.get("op")
-    exporter = exporter if exporter in ("dynamo", "torchscript") else ""
+    exporter = exporter_of(exporter)
     if op == "reexport" and spec.get("script"):       # the module compiled by torch.jit.script (reexport.py)
         return _export_call(spec.get("opset"), "torchscript").replace("(model,", "(torch.jit.script(model),", 1)
     if op == "reexport" and spec.get("static"):       # a lowering on a dynamic size (dynamic_lowering.py)
         made = str(spec.get("exporter", ""))
         return _export_call(None, made, "dynamic_shapes=None" if made == "dynamo" else "dynamic_axes=None")
     if op == "reexport" and spec.get("eval"):         # a file exported in training mode (train_mode.py)
-        made = str(spec.get("made_by", exporter))
+        made = exporter_of(str(spec.get("made_by", exporter)))
         return "model.eval(); " + _export_call(None, made, "training=torch.onnx.TrainingMode.EVAL"
                                                if made == "torchscript" else "")
     if op == "reexport" and (spec.get("decompose") or spec.get("retrace") or spec.get("peephole") is False):
