@@ -92,3 +92,60 @@ def test_the_per_op_rewrite_reaches_the_linear_inside_the_origin(tmp_path):
     after = int((_lin_out(str(fixed), x, value) != want).sum())
     assert before > 0, "ONNX Runtime drops the rounding of the Linear's input"
     assert after == 0, after
+
+
+class _Attn(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.q, self.k, self.v = (nn.Linear(16, 16) for _ in range(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.autocast("cpu", dtype=torch.float16):
+            s = self.q(x) @ self.k(x).T
+            v = self.v(x)
+        return torch.softmax(s.float(), -1) @ v.float()
+
+
+class _TinyAttn(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Linear(16, 16)
+        self.body = _Attn()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(self.stem(x))
+
+
+def tiny_attn() -> nn.Module:
+    torch.manual_seed(0)
+    return _TinyAttn().eval()
+
+
+def test_three_projections_sharing_the_autocast_cast_are_one_valid_rewrite(tmp_path):
+    """The TorchScript trace casts ``x`` once (in ``q``'s scope) for the three projections: a rewrite per call cast it
+    to float32 three times under one name (a file ONNX refuses, not in SSA form); one rewrite reads it once."""
+    import onnx
+
+    from drifttui.core.explain.causes.propose.numerics.opmath_inner import inner_opmath_patches
+    from drifttui.core.onnx.edit.patches import Patch, apply
+    from drifttui.core.prepare.stage import prepare
+    from drifttui.core.result import Config
+
+    path = tmp_path / "attn.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(tiny_attn(), (rows_inputs(),), str(path), dynamo=False)
+    pr = prepare(Config(model=f"{HERE}:tiny_attn", inputs=f"{HERE}:rows_inputs", onnx=str(path), samples=1))
+    body = next(c.index for c in pr.calls if c.module == "body")
+    origin = Patch({"op": "rewrite", "rewrite": "opmath_float32", "form": "per_op", "node": "/body/MatMul",
+                    "nodes": ["/body/MatMul"]}, "dtype", "", "")
+    fixed = onnx.load(str(path))
+    for p in inner_opmath_patches(pr, body, origin):
+        fixed = apply(fixed, p)
+    onnx.checker.check_model(fixed)
+    torch.manual_seed(3)
+    x = rows_inputs()
+    s = ort.InferenceSession(fixed.SerializeToString(), providers=["CPUExecutionProvider"])
+    with torch.no_grad():
+        want = tiny_attn()(x).numpy()
+    assert np.abs(s.run(None, {s.get_inputs()[0].name: x.numpy()})[0] - want).max() < 1e-3
