@@ -55,7 +55,8 @@ The mechanism is the held one (class ``dtype``), the forms are new (autocast reg
 
 Clean controls (the same code where nothing drifts): ``sq_dist_f32`` (dynamo) and ``level_loss_f32``
 (TorchScript): autocast disabled; and two float16 files the budget holds, where the right answer is no error
-finding: ``rbf_scores`` (dynamo, shallow: RBF similarities ``exp(-|y - c|^2 / tau)`` of autocast embeddings) and
+finding: ``rbf_scores`` (dynamo, shallow: RBF similarities ``exp(-|y - c|^2 / tau)`` of autocast embeddings; after
+the first run found over its budget on samples 0..2, 6.2e-3 against 5.5e-3, so left out of the test) and
 ``intensity`` (dynamo, shallow: ``log(cumsum(exp(2 y)))`` of an autocast projection).  In the screen ``check``
 already named a false origin in both: the Linear called inside the autocast region, ``ONNX none (dropped)``, 1-cos
 0.9 (the dynamo exporter's autocast region drops the module scopes of the calls inside it).

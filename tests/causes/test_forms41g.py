@@ -30,8 +30,10 @@ First run: origin 5/8, class and verified 4/8, told 4/8, repair passing check 3/
 Fixed generically: ``prepare/plan/orphans.py`` (a call is its parent's output only when the parent hands that very
 tensor back: a call inside a dynamo file's autocast region, scoped to its parent, was compared with the parent's final
 value; ``test_autocast_orphan.py``) and ``propose/numerics/opmath_inner.py`` (the verified per-op opmath rewrite also
-written at the calls inside the origin, applied by ``repair``; ``test_opmath_inner.py``).  After: origin 6/8, class
-and verified 6/8, told 6/8, repair passing check 6/8; controls 4/4.  Left (strict xfails): ``level_loss``
+written at the calls inside the origin, applied by ``repair``; ``test_opmath_inner.py``).  After (samples 7..9, the CLI):
+origin 6/8, class and verified 6/8, told 6/8, repair passing check 6/8; controls 4/4.  Here (samples 0..2): the same,
+but ``sq_dist``'s head is ``cast_first`` (numerically the same repair, the wrong story: strict xfails), and
+``rbf_scores`` is over its budget on sample 2 (marginal: left out).  Left (strict xfails): ``level_loss``
 TorchScript (a rounding dropped at the user's ORT level only) and ``byte_codes`` TorchScript (unattributed).
 """
 from __future__ import annotations
