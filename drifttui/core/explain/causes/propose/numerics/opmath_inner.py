@@ -8,8 +8,8 @@ Linear's input), each within its own float16 budget, and the origin, which cance
 amplifies the difference: ``repair``'s copy then drifts on a sample the case did not hold (forms41g's ``sq_dist``,
 TorchScript).  So the same rewrite, ``per_op`` (each low-precision node computed in float32 and rounded at its
 output by explicit Casts, as torch rounds each op), is written at each inner call's own low-precision nodes:
-``Patch.siblings``, which ``repair`` applies after the origin's (one rewrite for all of them: their nodes share inputs).  Only the origin's patch decides
-``verified``; ``check`` on the repaired file says whether the whole is right.
+``Patch.siblings``, which ``repair`` applies after the origin's (one rewrite for all of them: their nodes share
+inputs).  Only the origin's patch decides ``verified``; ``check`` on the repaired file says whether the whole is right.
 """
 from __future__ import annotations
 
