@@ -34,6 +34,7 @@ from drifttui.core.explain.causes.propose.assemble import candidate_patches
 from drifttui.core.explain.causes.propose.numerics.conditioning import (conditioned_first, float64_trial,
                                                                        torch_own_error)
 from drifttui.core.explain.causes.propose.numerics.decisive_rounding import decisive
+from drifttui.core.explain.causes.propose.numerics.opmath_inner import inner_opmath_patches
 from drifttui.core.explain.causes.propose.numerics.origin64 import origin64_patches
 from drifttui.core.explain.causes.propose.patch_budget import affordable, budget, by_likelihood
 from drifttui.core.explain.causes.propose.numerics.precision_loss import precision_finding
@@ -226,10 +227,11 @@ def _precision_story(ctx: Any, findings: list[Finding]) -> Optional[Explanation]
 
 
 def _with_siblings(ctx: Any, case: Case, trials: list[Trial]) -> None:
-    """A graph edit that verified: the same edit at the origin class's other calls (propose/siblings.py)."""
+    """A graph edit that verified: the same edit at the origin class's other calls (propose/siblings.py), and an
+    opmath rewrite at the calls inside the origin (propose/numerics/opmath_inner.py)."""
     for t in trials:
         if _passes(t) and t.patch.graph_level:
-            t.patch.siblings = sibling_patches(ctx, case, t.patch)
+            t.patch.siblings = sibling_patches(ctx, case, t.patch) + inner_opmath_patches(ctx, case.call, t.patch)
 
 
 def _witnessed(ctx: Any, case: Case, reexport: Trial) -> list[Trial]:

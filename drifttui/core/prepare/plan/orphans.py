@@ -11,7 +11,9 @@ own error is what the exporter lost, and ``repair`` grafts its re-export there.
 Candidates, by structure only: a call below the root with no node, not exported (a parameter it has is read by
 no node and was folded into no neighbour: mapping.py tells that case ``fused``), one computed (not handed back)
 float output; the value it hands on is the one its consumer reads (a mapped
-call's input paired with it), or, when it is its parent's output, the parent's paired value.  That
+call's input paired with it), or, when it is its parent's output (the parent hands that very tensor back:
+``TensorRef.inner``; a call inside a dynamo file's autocast region, whose nodes carry its parent's scope, is
+not), the parent's paired value.  That
 value must fit its output's shape and dtype, and no reader may read it transposed (a node-less ``.t()`` whose
 Gemm reader took it as ``transA``: its output in another layout, not a lost computation).  A clean module dropped this way (``x.clone()``) computes
 its input in torch too: its own error is zero.
@@ -45,7 +47,10 @@ def _handed_on(index: GraphIndex, calls: list[Call], plan: Plan, ci: int) -> Opt
                     return v, readers
     parent = calls[ci].parent
     last = max((c for c in calls if c.parent == parent), key=lambda c: c.end_order)
-    v = plan.calls[parent].outputs.get(0) if parent is not None and last.index == ci else None
+    # the parent's output is this call's only when the parent hands that very tensor back: a parent computing on
+    # after its last child (a call inside a dynamo file's autocast region, scoped to the parent) is no container
+    hands_back = parent is not None and bool(calls[parent].outputs) and calls[parent].outputs[0].inner == (ci, 0)
+    v = plan.calls[parent].outputs.get(0) if hands_back and last.index == ci else None
     if v and v in index.graph_outputs and len(calls[parent].outputs) == 1:
         return v, ()
     return None

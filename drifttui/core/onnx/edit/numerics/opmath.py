@@ -65,6 +65,8 @@ def apply_opmath_float32(model: Any, spec: dict[str, Any]) -> None:
         raise ValueError("an output of the set has no low-precision type given")
     new: list[Any] = []
     read_in: dict[str, str] = {}            # outside low-precision input -> its float32 cast
+    # a float32 cast an earlier rewrite of the same file wrote (the origin's, then the calls inside it) is read again
+    had = {o for n in model.graph.node if n.op_type == "Cast" for o in n.output if o.endswith("/drifttui_in32")}
     for n in inside:
         for i, v in enumerate(n.input):
             if v in made:
@@ -72,7 +74,8 @@ def apply_opmath_float32(model: Any, spec: dict[str, Any]) -> None:
             elif v in inputs:
                 if v not in read_in:
                     read_in[v] = f"{v}/drifttui_in32"
-                    new += scoped(n, [helper.make_node("Cast", [v], [read_in[v]], name=read_in[v], to=FLOAT)])
+                    if read_in[v] not in had:
+                        new += scoped(n, [helper.make_node("Cast", [v], [read_in[v]], name=read_in[v], to=FLOAT)])
                 n.input[i] = read_in[v]
         for i, v in enumerate(n.output):
             if v:
