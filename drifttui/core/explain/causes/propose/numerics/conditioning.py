@@ -19,6 +19,7 @@ them.  ``repair`` has nothing to apply (the fix is the model's: condition the in
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import tempfile
 from pathlib import Path
@@ -57,12 +58,34 @@ class _Float64Factories(torch.overrides.TorchFunctionMode):
         return out
 
 
+class _Through(torch.overrides.TorchFunctionMode):
+    """A function mode that changes nothing: what torch computes under any mode (``_faithful``)."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        return func(*args, **(kwargs or {}))
+
+
+def _faithful(module: Any, ins: list[Any]) -> bool:
+    """Whether the module computes the same under a function mode: a call whose ``__torch_function__`` dispatch
+    loses an argument (``F.l1_loss``'s ``weight=``) computes otherwise under any mode, and a float64 counterfactual
+    run under one would agree with a file that lost it too."""
+    plain = [to_numpy(t) for t in tensors_of(module(*ins))]
+    with _Through():
+        moded = [to_numpy(t) for t in tensors_of(module(*ins))]
+    return len(plain) == len(moded) and all(a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
+                                            for a, b in zip(plain, moded))
+
+
 def _torch64(module: Any, ins: list[Any]) -> Optional[list[np.ndarray]]:
+    """The module and its inputs in float64, the forward's float32 factories made float64 too where a function mode
+    leaves what torch computes unchanged (``_faithful``)."""
     try:
         m64 = copy.deepcopy(module).double()
         args = [t.double() if t.is_floating_point() else t for t in ins]
-        with torch.no_grad(), _Float64Factories():
-            return [to_numpy(t) for t in tensors_of(m64(*args))]
+        with torch.no_grad():
+            mode = _Float64Factories() if _faithful(module, ins) else contextlib.nullcontext()
+            with mode:
+                return [to_numpy(t) for t in tensors_of(m64(*args))]
     except Exception:  # noqa: BLE001 - a module that does not run in float64: no counterfactual
         return None
 
