@@ -1,5 +1,5 @@
-"""Constants in the alignment by value (``locate/align_graph``): of the forward (``causal``), of the file
-(``closest``).
+"""Constants in the alignment by value: of the forward (``causal``, ``locate/causal_values``), of the file
+(``closest``, ``locate/align_graph``).
 
 forms40y's ``hmm_stay`` builds its allowed transitions from ``torch.arange(8)``; the TorchScript file folds them into
 one constant, and its lowering of ``diagonal`` computes the column indices ``0..7`` from the shape of the masked
@@ -42,14 +42,14 @@ def _case():
 
 
 def test_a_constant_of_the_forward_found_late_in_the_file_drops_no_call_computed_before_it():
-    from drifttui.core.explain.causes.locate.align_graph import causal
+    from drifttui.core.explain.causes.locate.causal_values import causal
 
     case, ops, found = _case()
     assert causal(case, ops, found, {}) == found       # the masked_fill keeps its value: arange vouches for nothing
 
 
 def test_an_input_of_the_module_found_after_its_reader_still_moves_or_drops_it():
-    from drifttui.core.explain.causes.locate.align_graph import causal
+    from drifttui.core.explain.causes.locate.causal_values import causal
 
     case, ops, found = _case()
     ops[1] = ("call_function", "torch.Tensor.__getitem__", ops[1][2], [0], "int64")   # now computed from x

@@ -11,6 +11,17 @@ small models:
   torch's shift is 0): told as the shift, not the ``glu`` after it (``align_graph.closest``);
 * ``aten.angle`` of an int64 tensor (dynamo: pi cast to int64, 3): verified and repaired by the re-trace that casts
   the integer input to torch's float result type first (``retrace._promoting_ops``).
+
+And session 41's (range 26000-26119, TorchScript):
+
+* ``aten.any`` of an int64 tensor (seed 26000): the exporter sums the integers (not their non-zero-ness) and
+  tests the sum ``> 0``; told as ``any``, not as the ``.to`` after it (``causal_values._one_element``: torch's
+  ``True`` is not held by the file's scalar constant ``1``);
+* ``cosine_similarity(x, x, 1, eps=1e4)`` after a ``type_as`` of a view (seed 26063): the exporter clamps the
+  product of the norms where torch clamps each; told as ``cosine_similarity``, not as the ``reshape`` back before
+  it (``causal``: a call's value moves to its own later value);
+* ``aten.cumsum(x, -1, dtype=torch.float16)`` (seed 26058): verified (``opmath_float32``) and now repaired, the
+  repaired file no longer read as processed by ORT (``reference.processed_by``).
 """
 from __future__ import annotations
 
@@ -34,6 +45,18 @@ class Body(nn.Module):
             shifted = shifted.to(torch.float32).reshape(b, -1)[:, :32]
             g = torch.ops.aten.glu.default(shifted, -1).to(torch.float32).reshape(b, -1)[:, :32]
             return torch.cat([g, x[:, g.shape[1]:]], 1)
+        if self.form == "any":
+            x = x * 1.0                                 # as the fuzzer scales, brings back and pads its result
+            n = (x * 100).long()                        # its sum < 0 with elements not 0: torch's any is True
+            y = torch.ops.aten.any.default(torch.cat([n, -n - 1], 1)).to(torch.float32)
+            y = y.reshape(1, -1).expand(x.shape[0], -1).reshape(x.shape[0], -1)[:, :32]
+            return torch.cat([y, x[:, y.shape[1]:]], 1)
+        if self.form == "cosine":
+            v = torch.ops.aten.type_as.default(x.view(x.shape[0], 2, 16), x).reshape(x.shape[0], 32)
+            c = torch.ops.aten.cosine_similarity.default(v, v, 1, 10000.0).reshape(-1, 1)
+            return torch.cat([c, x[:, 1:]], 1)
+        if self.form == "cumsum16":
+            return torch.ops.aten.cumsum.default(x, -1, dtype=torch.float16).float()
         if self.form == "angle":
             return torch.ops.aten.angle.default((x * 100).long())
         if self.form == "log_softmax16":
@@ -69,6 +92,21 @@ def shift() -> nn.Module:
 def angle() -> nn.Module:
     torch.manual_seed(0)
     return Net("angle").eval()
+
+
+def any_() -> nn.Module:
+    torch.manual_seed(0)
+    return Net("any").eval()
+
+
+def cosine() -> nn.Module:
+    torch.manual_seed(0)
+    return Net("cosine").eval()
+
+
+def cumsum16() -> nn.Module:
+    torch.manual_seed(0)
+    return Net("cumsum16").eval()
 
 
 def rows() -> torch.Tensor:
@@ -132,5 +170,29 @@ def test_an_integer_angle_is_verified_and_repaired_by_the_promoting_retrace(tmp_
     assert "angle" in head.message
     fixed = tmp_path / "fixed.onnx"
     common = [f"{__file__}:angle", "--inputs", f"{__file__}:rows", "--samples", "2"]
+    assert main(["repair", *common, "--onnx", cfg.onnx, "--out", str(fixed)]) == 0
+    assert main(["check", *common, "--onnx", str(fixed)]) == 0
+
+
+@pytest.mark.drifts
+@pytest.mark.parametrize("form,op", [("any_", "any"), ("cosine", "cosine_similarity")])
+def test_a_wrong_torchscript_lowering_is_told_as_its_call_not_one_next_to_it(tmp_path, form, op):
+    _, _, _, res, exp = _explained(tmp_path, form, False)
+    assert res.drift_origin is not None and res.drift_origin.module == "body"
+    head = exp.findings[0]
+    assert head.verified and f"in torch's {op} (" in head.message, head.message
+    assert head.check == "lowering" and head.patch["op"] == "reexport", head.message
+
+
+@pytest.mark.drifts
+def test_a_float16_cumsum_repaired_by_torchscript_opmath_passes_check(tmp_path):
+    from drifttui.cli import main
+
+    _, cfg, _, res, exp = _explained(tmp_path, "cumsum16", False)
+    assert res.drift_origin is not None and res.drift_origin.module == "body"
+    head = exp.findings[0]
+    assert head.verified and "cumsum" in head.message, head.message
+    fixed = tmp_path / "fixed.onnx"
+    common = [f"{__file__}:cumsum16", "--inputs", f"{__file__}:rows", "--samples", "2"]
     assert main(["repair", *common, "--onnx", cfg.onnx, "--out", str(fixed)]) == 0
     assert main(["check", *common, "--onnx", str(fixed)]) == 0

@@ -38,6 +38,7 @@ from drifttui.errors import ModelError
 
 
 BLOCKED = " (NCHWc-blocked)"
+OWN = "drifttui_"                   # the mark in the names drifttui's graph edits give the nodes they write
 
 
 _NAMED_AFTER_VALUE = re.compile(r"_output_\d+(_|$)")
@@ -55,7 +56,9 @@ def processed_by(index: GraphIndex) -> str:
         return "ONNX Runtime (offline optimisation, NCHWc layout)"
     if "com.microsoft" in domains:
         return "ONNX Runtime (contrib ops)"
-    real = [n for n in index.nodes if n.op_type != "Constant"]
+    # drifttui's own edits (``repair``'s rewrites, named ``<node or value>/drifttui_...``) are no tool's processing:
+    # its rounding Cast is named after the value it writes, as ORT names a value after the node it moved
+    real = [n for n in index.nodes if n.op_type != "Constant" and OWN not in n.name]
     if index.flavour == TORCHSCRIPT and any(o == n.name for n in real if n.name.startswith("/") for o in n.outputs):
         # the exporter names values "<node>_output_<k>"; ORT's transpose optimiser names the value
         # of a node it moved a Transpose past after the node: that value is in another axis order

@@ -99,37 +99,6 @@ def fed_ops(ops: list[tuple]) -> set[int]:
     return fed
 
 
-def _own_value(ops: list[tuple], out: dict[int, str], others: dict[int, list[str]], k: int) -> bool:
-    """Whether call ``k`` keeps a found value in ``out``: one that is not the value of an input of it whose torch value
-    differs from its own (``log1p(y)`` of a tiny ``y`` is ``y`` within the tolerance, so the file's ``y`` would vouch
-    for the ``Log(1 + y)`` it computes after it); moved to another value that holds it as closely, else dropped.  An
-    op torch computes as the identity (a copy, an eval dropout, a clamp that does not bite) keeps its input's value."""
-    same = [i for i in input_values(ops, out, k) if out.get(i) == out[k]]
-    if not same or all(np.array_equal(ops[k][2], ops[i][2], equal_nan=True) for i in same):
-        return True
-    taken = {out[i] for i in same}
-    moved = next((v for v in others.get(k, []) if v not in taken), None)
-    if moved is None:
-        del out[k]
-        return False
-    out[k] = moved
-    return True
-
-
-def _value_nodes(producer: dict[str, Any], value: str) -> list[str]:
-    """The outputs of the nodes ``value`` is computed by (each node by the first output it makes)."""
-    seen, out, todo = set(), [], [value]
-    while todo:
-        v = todo.pop()
-        n = producer.get(v)
-        if n is None or n.name in seen:
-            continue
-        seen.add(n.name)
-        out.append(v)
-        todo.extend(n.input)
-    return out
-
-
 def size_nodes(case: Case) -> set[str]:
     """Nodes that compute only from sizes and constants (Shape, Gather of it, a count cast to float): the op's
     arithmetic on sizes, not what it computes."""
@@ -214,40 +183,6 @@ def moved_tail(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, 
         if sums and ops[i][0] == "call_function":
             return min(k for k in found if found[k] == found[i] and ops[k][0] == "call_function"), sums
     return None
-
-
-def causal(case: Case, ops: list[tuple], found: dict[int, str], others: dict[int, list[str]]) -> dict[int, str]:
-    """``found`` where no call's value is computed before the value of an input it reads.  Of two such values one
-    equals its call's by coincidence: the input's is moved to another value that holds it as closely and is not
-    computed after the call's (a ``round``'s ``Round`` rather than the ``remainder``'s ``Floor`` equal to it); when
-    none does, the call's is dropped (``argmax(...) * 0.1 + x`` equal to an earlier ``x + 0.2`` where every row's
-    index is 2: it would vouch for the calls before it).  An input computed from no input of the module (a constant of
-    the forward, ``torch.arange(8)``) contradicts nothing: the exporters fold it, and a value equal to it later in the
-    file is a copy or a coincidence (a diagonal lowering's column indices)."""
-    producer, fed = producers(case), fed_ops(ops)
-    order = {n.name: k for k, n in enumerate(case.model.graph.node) if n.name}
-    out = dict(found)
-    for k in sorted(found):
-        if k not in out or ops[k][0] != "call_function" or not _own_value(ops, out, others, k):
-            continue
-        made = producer.get(out[k])
-        if made is None and out[k] not in case.feeds:
-            continue
-
-        def before(v: str) -> bool:
-            """Whether ``out[k]`` is computed before ``v``: among its nodes, or a feed of the case they read."""
-            if made is not None:
-                return computed_by(producer, order, made.name, v)
-            return any(out[k] in producer[n].input for n in _value_nodes(producer, v))
-        for i in input_values(ops, out, k):
-            if out[i] == out[k] or i not in fed or not before(out[i]):
-                continue        # a constant of the forward's value later in the file is a copy or a coincidence
-            moved = next((v for v in others.get(i, []) if not before(v)), None)
-            if moved is None:
-                del out[k]
-                break
-            out[i] = moved
-    return out
 
 
 def call_group(case: Case, ops: list[tuple], found: dict[int, str], wrong: int,

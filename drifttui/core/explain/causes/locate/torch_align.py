@@ -27,11 +27,12 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from drifttui.core.explain.causes.locate.align_graph import (ancestors, call_group, causal, closest,
+from drifttui.core.explain.causes.locate.align_graph import (ancestors, call_group, closest,
                                                              constant_values, continued, fused_into,
                                                              input_values, leaked, moved_tail, producers)
 from drifttui.core.explain.causes.locate.call_replay import amplifies
 from drifttui.core.explain.causes.locate.call_structure import as_called
+from drifttui.core.explain.causes.locate.causal_values import causal
 from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.explain.causes.locate.evaluate import node_values
 from drifttui.core.explain.causes.locate.forward_record import record
