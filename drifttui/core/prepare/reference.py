@@ -337,8 +337,6 @@ def _reference_feeds(ref: GraphIndex, feeds0: dict) -> dict:
 
 def dequantize(index: GraphIndex) -> tuple[Any, dict[str, str]]:
     """A copy of the model with QOperator activations read through DequantizeLinear (qviews.py)."""
-    import onnx
-
     after, rewire, made = qviews.dequantize_views(index)
     if not made:
         return index.model, {}
