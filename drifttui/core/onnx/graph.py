@@ -139,7 +139,7 @@ def build_index(model: Any, path: Optional[Path] = None) -> GraphIndex:
     """One pass over the nodes filling every index at once (producers, consumers, scopes): a pass
     per index would walk a 100k-node graph several times."""
     graph = model.graph
-    shapes, elem_types = _value_types(model)
+    shapes, elem_types = value_types(model)
     initializers = {t.name: t for t in graph.initializer}
     flavour = _flavour(graph)
     nodes: list[Node] = []
@@ -175,7 +175,7 @@ def build_index(model: Any, path: Optional[Path] = None) -> GraphIndex:
     return index
 
 
-def _value_types(model: Any) -> tuple[dict[str, list[Any]], dict[str, int]]:
+def value_types(model: Any) -> tuple[dict[str, list[Any]], dict[str, int]]:
     """Shapes and element types of every value: shape inference, then the initializers."""
     import onnx
 

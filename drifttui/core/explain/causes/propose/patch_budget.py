@@ -13,6 +13,8 @@ import onnx
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import Localisation
 from drifttui.core.onnx.edit.patches import Patch
+from drifttui.core.onnx.graph import value_types
+from drifttui.core.onnx.io import copy_model
 
 MAX_PATCHES = 48         # candidate patches tried per origin at most (each is one small ORT session)
 NODE_BUDGET = 24_000     # and at most this many node runs: a 2000-node origin gets 12 patches
@@ -73,9 +75,8 @@ def unrolled_steps(case: Case) -> int:
 
 
 def _shapes(case: Case) -> dict[str, list[Any]]:
-    """Every value's inferred dims, the case's graph inputs set to its feeds' shapes."""
-    model = onnx.ModelProto()
-    model.CopyFrom(case.model)
+    """Every value's inferred dims (``graph.value_types``), the case's graph inputs set to its feeds' shapes."""
+    model = copy_model(case.model)
     feeds = getattr(case, "feeds", {})
     for vi in model.graph.input:
         if vi.name in feeds and vi.type.HasField("tensor_type"):
@@ -83,15 +84,7 @@ def _shapes(case: Case) -> dict[str, list[Any]]:
             shape.ClearField("dim")
             for d in np.shape(feeds[vi.name]):
                 shape.dim.add().dim_value = int(d)
-    try:
-        model = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
-    except Exception:  # noqa: BLE001 - a graph shape inference cannot type: the longest fed dim stands in
-        return {}
-    out = {}
-    for vi in list(model.graph.value_info) + list(model.graph.input):
-        if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape"):
-            out[vi.name] = [d.dim_value if d.HasField("dim_value") else None for d in vi.type.tensor_type.shape.dim]
-    return out
+    return value_types(model)[0]
 
 
 def by_likelihood(patches: list[Patch], loc: Optional[Localisation], checks: int) -> list[Patch]:

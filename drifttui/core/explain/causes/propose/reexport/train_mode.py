@@ -102,10 +102,14 @@ def trained_story(ctx: Any, case: Any, module: Any, ins: list[Any]) -> Optional[
         shown = ", ".join(_shown(op, at) for op, at in sorted(only))
         return Told(lowering_class("", ops), _why(name, f"its nodes hold {shown}, which the {made_by} export of "
                                                  f"{name} writes in training mode and not in eval mode"), _FIX)
-    gap = _file_values(case, trained, ins)
+    try:
+        mine = run_ort(case.model, case.feeds)
+    except Exception:  # noqa: BLE001 - a file ORT cannot run alone
+        return None
+    gap = _file_values(case, mine, trained, ins)
     # no node of its own (a parametrisation folded into constants): the values tell, where the eval-mode export by the
     # same exporter does not compute the file's values too (a drift its lowering makes in either mode is no mode's)
-    if gap is not None and _file_values(case, evald, ins) is None:
+    if gap is not None and _file_values(case, mine, evald, ins) is None:
         return Told("custom-module", _why(name, f"the {made_by} export of {name} in training mode computes the "
                                                 f"file's values (within {gap:.2g}), its export in eval mode "
                                                 "torch's"), _FIX)
@@ -128,17 +132,16 @@ def _why(name: str, witness: str) -> str:
             "given to the dynamo exporter), where the model compared is in eval(); ")
 
 
-def _file_values(case: Any, trained: Any, ins: list[Any]) -> Optional[float]:
-    """The largest difference between the file's origin outputs (its nodes run on the case) and the training-mode
-    export's outputs on the same torch inputs, when every output is within the case's tolerance; else None."""
-    inits = {t.name for t in trained.graph.initializer}
-    names = [i.name for i in trained.graph.input if i.name not in inits]
+def _file_values(case: Any, mine: dict[str, Any], export: Any, ins: list[Any]) -> Optional[float]:
+    """The largest difference between the file's origin outputs (``mine``: its nodes run on the case) and
+    ``export``'s outputs on the same torch inputs, when every output is within the case's tolerance; else None."""
+    inits = {t.name for t in export.graph.initializer}
+    names = [i.name for i in export.graph.input if i.name not in inits]
     try:
-        mine = run_ort(case.model, case.feeds)
-        theirs = run_ort(trained, {n: t.detach().cpu().numpy() for n, t in zip(names, ins)})
-    except Exception:  # noqa: BLE001 - a file ORT cannot run alone
+        theirs = run_ort(export, {n: t.detach().cpu().numpy() for n, t in zip(names, ins)})
+    except Exception:  # noqa: BLE001 - an export ORT cannot run alone
         return None
-    outs, gap = [o.name for o in trained.graph.output], 0.0
+    outs, gap = [o.name for o in export.graph.output], 0.0
     for want, got in zip(case.expected, outs):
         a, b = np.asarray(mine[want], np.float64), np.asarray(theirs[got], np.float64)
         if a.shape != b.shape or not np.allclose(a, b, atol=case.atol, rtol=case.rtol):
