@@ -145,7 +145,9 @@ def cmd_repair(args: argparse.Namespace) -> int:
     say(f"check on the repaired copy: {after.verdict}{still}; wrote {args.out}")
     if done.source_fixes:
         # an edited constant or weight need not come from the export: then no re-export claim
-        say("fix the source too (a re-export of the unchanged setup writes the drift again):"
+        edited = all(getattr(p, "check", "") == "versions" for p in fixed.applied)    # not the export's drift
+        say("fix the source too (the step that changed the file after its export changes it again):" if edited else
+            "fix the source too (a re-export of the unchanged setup writes the drift again):"
             if any(code for code, _ in done.source_fixes) else "fix the source too, where the file came from it:")
         for code, words in done.source_fixes:
             say(f"  {code}" + (f"  # {words}" if words and code else words))

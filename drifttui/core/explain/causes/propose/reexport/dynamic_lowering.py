@@ -31,8 +31,7 @@ Run = Callable[[Any, list[Any], list[np.ndarray]], Any]   # (model, inputs, expe
 def same_export(ctx: Any, variant: Any) -> bool:
     """``variant`` is the file's own exporter with nothing changed but the sizes (a user's file re-exported on the
     runtime input shapes): the re-export whose story was ``versions``."""
-    return (bool(ctx.cfg.onnx) and variant.exporter == run_exporter(ctx.index, ctx.cfg) and variant.opset is None
-            and not (variant.decompose or variant.retrace or variant.script) and variant.optimize)
+    return bool(ctx.cfg.onnx) and bool(getattr(variant, "same", False))
 
 
 def dynamic_lowering(ctx: Any, case: Case, module: Any, ins: list[Any], outs: list[np.ndarray], variant: Any,

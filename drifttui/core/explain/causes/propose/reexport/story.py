@@ -77,9 +77,7 @@ def _by_variant(case: Case, ctx: Any, variant: Any, change: str = "") -> tuple[s
     file's exporter lowers the module's torch calls otherwise than torch (``lowering``), naming the
     ATen ops the decomposition re-lowered."""
     made_by = run_exporter(ctx.index, ctx.cfg)
-    if variant is None or (ctx.cfg.onnx and variant.exporter == made_by and not variant.decompose
-                           and not variant.retrace and variant.opset is None and variant.optimize
-                           and variant.peephole):
+    if variant is None or getattr(variant, "same", False):
         return ("versions" if ctx.cfg.onnx else "lowering"), ""
     name = display_name(case.module)
     if not variant.optimize:

@@ -17,6 +17,7 @@ import numpy as np
 from drifttui.core.explain.causes.propose.reexport.aliasing import aliased_told
 from drifttui.core.explain.causes.propose.reexport.definitions import Told, told
 from drifttui.core.explain.causes.propose.reexport.dynamic_lowering import dynamic_lowering
+from drifttui.core.explain.causes.propose.reexport.edited import edited_story, same_weights
 from drifttui.core.explain.causes.propose.reexport.graft_inputs import graft_for
 from drifttui.core.explain.causes.propose.reexport.frozen_trace import dynamic_dims, frozen_story
 from drifttui.core.explain.causes.propose.reexport.narrow_graft import narrowed
@@ -48,6 +49,7 @@ class Variant(NamedTuple):
     optimize: bool = True         # False: the dynamo exporter's ONNX optimizer left out
     script: bool = False          # compiled by torch.jit.script first: Python control flow kept in the graph
     peephole: bool = True         # False: the TorchScript exporter's ONNX peephole pass left out (model/peephole.py)
+    same: bool = False            # a user's file: its own exporter at its own opset (edited.py: a file made otherwise)
 
     def fix(self, opset: Optional[int], target: str = "", change: str = "") -> str:
         """The source change that avoids the drift; ``change``: what the optimizer changed, when told."""
@@ -110,19 +112,20 @@ def variants(ctx: Any) -> list[Variant]:
     dynamic dim only (what a trace may have frozen)."""
     unoptimized = Variant("dynamo", "the dynamo exporter without its ONNX optimizer", optimize=False)
     unfused = Variant("torchscript", "the TorchScript exporter without its ONNX peephole pass", peephole=False)
-    if ctx.cfg.onnx:
-        out = [Variant("dynamo", "today's dynamo exporter on the runtime input shapes"),
-               Variant("torchscript", "the TorchScript exporter on the runtime input shapes")]
+    if ctx.cfg.onnx:       # first the file's own exporter at its own opset: a file made otherwise (edited.py)
+        other = "torchscript" if _traced(ctx).exporter == "dynamo" else "dynamo"
+        out = [own_variant(ctx), Variant(other, f"the {other} exporter on the runtime input shapes")]
         if _traced(ctx).exporter == "dynamo":      # the optimizer's rewrite, told before another exporter's
             out.insert(1, unoptimized)
     else:
         other = "torchscript" if ctx.cfg.exporter == "dynamo" else "dynamo"
         out = ([unoptimized] if ctx.cfg.exporter == "dynamo" else []) + [Variant(other, f"the {other} exporter")]
     if _traced(ctx).exporter == "torchscript":       # the peephole's rewrite, told before another exporter's
-        out.insert(0, unfused)
+        at = 1 if ctx.cfg.onnx else 0
+        out.insert(at, unfused)
         pinned = next_opset(ctx)
         if pinned is not None:        # a pinned opset: the same exporter one opset up, before another exporter
-            out.insert(1, pinned)
+            out.insert(at + 1, pinned)
     if _traced(ctx).exporter == "torchscript" or ctx.index.has_dynamic_inputs:
         out.append(Variant("torchscript", "the TorchScript exporter on the module compiled by torch.jit.script",
                            script=True))     # a trace, or a dynamic dim: what a trace may have frozen
@@ -130,11 +133,22 @@ def variants(ctx: Any) -> list[Variant]:
     out.append(Variant("torchscript", "the TorchScript exporter after a make_fx re-trace into core ATen",
                        retrace=True))
     out.append(Variant("dynamo", "the dynamo exporter after a make_fx re-trace into core ATen", retrace=True))
-    if not (ctx.cfg.exporter == "torchscript" and not ctx.cfg.onnx and ctx.index.opset == TORCHSCRIPT_TOP):
+    if ctx.index.opset != TORCHSCRIPT_TOP or not (ctx.cfg.exporter == "torchscript" if not ctx.cfg.onnx
+                                                  else _traced(ctx).exporter == "torchscript"):
         out.append(Variant("torchscript", f"the TorchScript exporter at opset {TORCHSCRIPT_TOP}", opset=TORCHSCRIPT_TOP))
     if ctx.cfg.onnx and unoptimized not in out:
         out.append(unoptimized)
     return out[:MAX_VARIANTS]
+
+
+def own_variant(ctx: Any) -> Variant:
+    """A user's file's own exporter at the file's own opset (TorchScript lowers to each opset natively; the dynamo
+    exporter at its own), on the runtime input shapes: when it computes what torch computes, the file is not what
+    that exporter writes (edited.py)."""
+    made_by = _traced(ctx).exporter
+    opset = ctx.index.opset if made_by == "torchscript" and isinstance(ctx.index.opset, int) else None
+    at = f" at the file's opset {opset}" if opset else ""
+    return Variant(made_by, f"today's {made_by} exporter{at} on the runtime input shapes", opset=opset, same=True)
 
 
 def next_opset(ctx: Any) -> Optional[Variant]:
@@ -161,6 +175,10 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     ev = _run(model, ins, outs, case)
     if not ev.ok:
         return None, ev
+    if variant.same and _computes(ev) and not same_weights(ctx, model):
+        return None, Eval(float("inf"), True, False, "today's export of the module computes what torch computes, "
+                          "but with other weights than the file's (the module changed its own parameters, or the "
+                          "file is older than them): no evidence of how the file was made")
     rewrite = (pass_rewrite(case, model, variant, lambda v: _export(module, ins, v, dims),
                             lambda m: _computes(_run(m, ins, outs, case)), _feeds(model, ins))
                if _computes(ev) else Rewrite(variant))
@@ -187,7 +205,7 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     sized = (dynamic_lowering(ctx, case, module, ins, outs, variant, lambda m, i: _export(m, i, _traced(ctx), dims),
                               lambda m, i, o: _run(m, i, o, case), getattr(loc, "torch_op", None))
              if own is None and _computes(ev) else None)    # static: a lowering on a dynamic size?
-    own = own or sized
+    own = own or sized or (edited_story(ctx, case, node, variant.opset) if variant.same and _computes(ev) else None)
     if own is not None:
         check, said = own.check, own.why
     spec.update(_changed(ctx, sized, own))      # what changed: the sizes, the mode (source_fix's code)

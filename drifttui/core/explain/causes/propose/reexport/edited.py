@@ -1,0 +1,89 @@
+"""A user's file that its own exporter does not write: the file was changed after its export, or another torch made it.
+
+For a file the user gave, the first re-export tried is the origin exported alone by the file's own exporter, at the
+file's own opset, on the runtime sizes (``variants.own_variant``).  When that computes what torch computes, nothing
+in today's export path is wrong for this call: the exporter, its opset and its lowering all give torch's values.  The
+file is then not what that exporter writes, and the cause is not a lowering:
+
+* the file says today's torch made it (its ``producer_version``): it was changed after its export, by a step of the
+  deployment pipeline (a graph tool, a conversion, a hand edit).  The fix re-exports, and the step is found by
+  checking each step's output against its input (``--reference-onnx``);
+* another torch made it: that torch's export computes otherwise, today's does not.  The fix re-exports with
+  today's torch.
+
+The class is ``versions`` (the catalogue's class for a file made otherwise than today's exporter makes it); the
+story names the node that parts from the re-export, when one does.  Before this, such a file was first re-exported
+at the next opset and told as "the lowering at that opset is right", where the file's own opset is right too.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.explain.causes.propose.reexport.definitions import Told
+from drifttui.core.prepare.reference import run_exporter
+from drifttui.core.result import display_name
+
+
+def _base(version: str) -> str:
+    return version.split("+", 1)[0].strip()
+
+
+def made_by_today(model: Any) -> Optional[bool]:
+    """Whether the file's producer is today's torch (True), another torch (False), or the file does not say (None)."""
+    import torch
+
+    if (model.producer_name or "").strip() != "pytorch" or not model.producer_version:
+        return None
+    return _base(model.producer_version) == _base(torch.__version__)
+
+
+_FLOAT_TYPES = (1, 10, 11, 16)     # float32, float16, float64, bfloat16
+
+
+def same_weights(ctx: Any, model: Any) -> bool:
+    """Every float weight of more than one element in the re-export ``model`` is one of the file's, value for value
+    (constants included).  Otherwise the re-export is of other numbers than the file holds (a module that changes its
+    own parameters in its forward, ``max_norm``'s in-place renorm; a file older than the weights): its computing
+    torch's values says nothing of how the file was made."""
+    from drifttui.core.onnx.weights import read_tensor
+
+    theirs: dict[tuple, list[Any]] = {}
+    for t in ctx.index.constant_tensors().values():
+        if t.data_type in _FLOAT_TYPES:
+            theirs.setdefault((tuple(t.dims), t.data_type), []).append(t)
+    for w in model.graph.initializer:
+        if w.data_type not in _FLOAT_TYPES or int(np.prod(w.dims)) <= 1:
+            continue
+        mine = read_tensor(w)
+        if not any(np.array_equal(mine, read_tensor(t, ctx.index.data_dir), equal_nan=True)
+                   for t in theirs.get((tuple(w.dims), w.data_type), [])):
+            return False
+    return True
+
+
+def edited_story(ctx: Any, case: Case, node: Any, opset: Optional[int]) -> Told:
+    """The ``versions`` story of a verified re-export by the file's own exporter at its own opset (module docstring);
+    ``node``: the origin's node whose value the re-export never computes, None when no single node tells."""
+    import torch
+
+    made_by, name = run_exporter(ctx.index, ctx.cfg), display_name(case.module)
+    at = f" at the file's opset {opset}" if opset else ""
+    where = (f"{node.op_type} {node.name} computes otherwise than torch, and " if node is not None else "")
+    today = made_by_today(ctx.index.model)
+    said = f"{where}the file is not what its own exporter ({made_by}){at} writes for {name}: "
+    call = (f"`torch.onnx.export(..., dynamo={made_by == 'dynamo'}"
+            f"{f', opset_version={opset}' if opset else ''})`")
+    if today is False:
+        said += (f"the file says pytorch {_base(ctx.index.model.producer_version)} made it, today's torch is "
+                 f"{_base(torch.__version__)}, whose export is right; ")
+        fix = f"re-export the model with today's torch ({call} computes what torch computes)"
+    else:
+        said += ("it was changed after its export (by a step of the deployment pipeline: a graph tool, a "
+                 "conversion, an edit by hand)" + (", and the file says today's torch made it" if today else "") + "; ")
+        fix = (f"re-export the model ({call} computes what torch computes), then check each step of the pipeline "
+               "that rewrote the file (`drifttui check MODEL --onnx STEP_OUTPUT --reference-onnx STEP_INPUT`) to "
+               "find the step that changed it")
+    return Told("versions", said, fix)
