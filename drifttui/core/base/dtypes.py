@@ -111,3 +111,17 @@ def rounding_of(arr: Any, torch_values: Any = None) -> Optional[str]:
     if np.all((nz & 0x1FFF) == 0):
         return "float16"
     return None
+
+
+def held_as(arr: Any, name: str) -> Any:
+    """``arr`` (float32 / float64 numbers that a ``name`` value was widened to, so exactly representable) in that
+    dtype: compared at its precision's floor.  bfloat16, which numpy has no type for, as a torch tensor."""
+    import numpy as np
+
+    if name == "float16":
+        return np.asarray(arr).astype(np.float16)
+    if name == "bfloat16":
+        import torch
+
+        return torch.from_numpy(np.ascontiguousarray(arr, dtype=np.float32)).to(torch.bfloat16)
+    return arr

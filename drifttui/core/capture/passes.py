@@ -22,6 +22,7 @@ from drifttui.core.runtime.torch_hooks import Hooks, Sink, TensorStore, to_numpy
 from drifttui.core.model.inputs import onnx_feeds
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.base.aggregate import Aggregate
+from drifttui.core.base.dtypes import held_as
 from drifttui.core.base.metrics import Stats, channel_axis_of, compare
 from drifttui.core.capture.readers import readers_agree, saturated_only, with_file_values
 from drifttui.core.prepare.windows import Window
@@ -191,7 +192,8 @@ def local_run(p: Pass, store: TensorStore, feeds: dict, i: int, acc: Accum) -> N
         if lname in excused:        # torch's "minus infinity" and the file's stand-in: its readers cannot tell
             t = with_file_values(t, vals[lname], excused[lname])
         # the root's own values per channel: a root origin's drill-down shows them, not the outputs
-        st = compare(t, vals[lname], channel_axis=channel_axis_of(tuple(t.shape)) if owner == 0 else None)
+        got = held_as(vals[lname], local.narrow[v]) if v in local.narrow else vals[lname]    # float16 numbers
+        st = compare(t, got, channel_axis=channel_axis_of(tuple(t.shape)) if owner == 0 else None)
         per_call.setdefault(owner, Stats()).add(st)
         acc.loc_values.setdefault(owner, []).append((local.first_node[v], st))
     for owner, st in per_call.items():

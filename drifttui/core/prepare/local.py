@@ -29,6 +29,7 @@ class LocalGraph:
     attribution: dict[str, int]    # original value -> call whose own error it measures
     first_node: dict[str, int]     # original value -> index of the node producing it
     feed_dtypes: dict[str, Any] = field(default_factory=dict)  # graph input name -> numpy dtype
+    narrow: dict[str, str] = field(default_factory=dict)       # original value -> the low precision it holds
 
 
 def _ref_of(plan: Plan, calls: list[Call], value: str, model_inputs: list[Any]) -> Optional[Any]:
@@ -73,10 +74,29 @@ def build_local_graph(index: GraphIndex, plan: Plan, calls: list[Call],
     model = onnx.helper.make_model(g, opset_imports=list(index.model.opset_import),
                                    ir_version=index.model.ir_version)
     model.functions.extend(index.model.functions)
-    return LocalGraph(model, feeds, outputs, attribution, first_node, feed_dtypes)
+    narrow = {v: n for v in outputs.values() for n in [widened_from(index, v)] if n}
+    return LocalGraph(model, feeds, outputs, attribution, first_node, feed_dtypes, narrow)
 
 
 _FLOATS = {1, 10, 11, 16}     # float32, float16, float64, bfloat16
+
+
+_NARROW = {10: "float16", 16: "bfloat16"}
+_WIDE = {1, 11}                # float32, float64
+
+
+def widened_from(index: GraphIndex, value: str) -> Optional[str]:
+    """"float16" / "bfloat16" when a Cast to float32 / float64 makes ``value`` from a value of that type: the same
+    numbers, held at that precision, and compared at its floor (``base/tolerance.py``), as the float16 value itself
+    would be.  Under ``torch.autocast`` each Linear rounds its float32 input to float16 inside, and TorchScript shares
+    one Cast of x for every Linear that reads it; ``repair``'s opmath rewrite makes that Cast a rounding pair.  A
+    Linear's torch input (unrounded x), paired with the pair's float32 value, was held to float32's 1e-4: a false
+    origin on a repaired file whose outputs equal torch's."""
+    p = index.producer.get(value)
+    node = index.nodes[p] if p is not None else None
+    if node is None or node.op_type != "Cast" or not node.inputs or index.elem_types.get(value) not in _WIDE:
+        return None
+    return _NARROW.get(index.elem_types.get(node.inputs[0], 0))
 
 
 def feed_dims(index: GraphIndex, value: str, shape: list[int]) -> list[Any]:
