@@ -56,6 +56,16 @@ class Call:
     outputs: list[TensorRef] = field(default_factory=list)
     params: list[tuple[str, str, tuple[int, ...], str]] = field(default_factory=list)  # (name, kind, shape, dtype)
     end_order: int = -1     # order in which the call finished
+    autocast: str = ""      # the dtype of a CPU torch.autocast region the call ran in ("float16"), "" outside one
+
+
+def _autocast() -> str:
+    """The dtype of the CPU ``torch.autocast`` region this runs in, "" outside one."""
+    try:
+        on = torch.is_autocast_enabled("cpu")
+    except TypeError:      # an older torch: no device argument
+        on = torch.is_autocast_cpu_enabled()
+    return str(torch.get_autocast_dtype("cpu")).replace("torch.", "") if on else ""
 
 
 def _version(t: torch.Tensor) -> Optional[int]:
@@ -214,7 +224,7 @@ class Hooks:
             self._next += 1
             if self.tracing:
                 parent = self._stack[-1] if self._stack else None
-                call = Call(idx, name, type(module).__name__, k, len(self._stack), parent)
+                call = Call(idx, name, type(module).__name__, k, len(self._stack), parent, autocast=_autocast())
                 for t in tensors_of((args, kwargs)):
                     call.inputs.append(TensorRef.of(t, producer=self._producer(t)))
                 for pn, p in module.named_parameters(recurse=False):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from drifttui.core.runtime.torch_hooks import Call
+from drifttui.core.prepare.plan.autocast import note_autocast
 from drifttui.core.prepare.plan.folding import Fold, containers_of_folds, fused_into, innermost, torchscript_folds
 from drifttui.core.onnx.graph import DYNAMO, TORCHSCRIPT, GraphIndex
 from drifttui.core.prepare.plan.pairing import (Resolver, TorchInputs, dtype_ok, pair_by_content,
@@ -66,6 +67,7 @@ def build_plan(index: GraphIndex, calls: list[Call], module_names: list[str],
     for fold in torchscript_folds(index, calls, plan, module_has_params):
         _apply_fold(index, calls, plan, fold)
     _classify_empty(index, calls, plan, module_has_params)
+    note_autocast(index, calls, plan)       # a dynamo autocast region's calls: computed in the caller's scope
     containers_of_folds(calls, plan)
     ambiguous_inputs = _pair_inputs(index, calls, plan)
     if ambiguous_inputs and resolve is not None and torch_inputs is not None:
