@@ -37,8 +37,8 @@ but ``sq_dist``'s head is ``cast_first`` (numerically the same repair, the wrong
 TorchScript (a rounding dropped at the user's ORT level only) and ``byte_codes`` TorchScript (unattributed).
 Session 42: ``left_pad_attention`` TorchScript's repaired file passes ``check`` again: the file rounds x to float16 once
 for the three projections (TorchScript shares the Cast), and ``body.k``'s torch input (unrounded x) was paired with
-the float32 value of ``repair``'s rounding pair and held to float32's tolerance; a widened float16 value is now
-compared at float16's floor (``prepare/local.widened_from``).
+the float32 value of ``repair``'s rounding pair and held to float32's tolerance; an autocast call's input held as a
+widened float16 value is now compared at float16's floor (``prepare/local.autocast_input``).
 """
 from __future__ import annotations
 

@@ -1,11 +1,12 @@
-"""A float16 value the file widens to float32 is compared as float16 (``prepare/local.widened_from``).
+"""An autocast call's input the file holds rounded to float16 is compared as float16 (``prepare/local.autocast_input``).
 
 Under ``torch.autocast`` each Linear rounds its float32 input to float16 inside; TorchScript shares one Cast of x for
 every Linear that reads it.  ``repair``'s per-op opmath rewrite turns that Cast into a rounding pair (Cast to float16,
 Cast back to float32), so the Linears read a float32 value holding float16 numbers.  Paired with it, a Linear's torch
 input (unrounded x) was held to float32's 1e-4 against the rounded value: ``check`` of a repaired file whose outputs
-equal torch's named a false origin.  The widened value holds float16 numbers: its local comparison takes float16's
-floor, as the float16 value's would.
+equal torch's named a false origin.  The widened value holds float16 numbers, and the call rounds its input to
+float16 itself: its local comparison takes float16's floor.  Anywhere else a float16 round trip is a drift
+(``tests/causes/test_repro_repair.py``'s ``half``: compared as float32, found and repaired).
 """
 from __future__ import annotations
 

@@ -74,7 +74,7 @@ def build_local_graph(index: GraphIndex, plan: Plan, calls: list[Call],
     model = onnx.helper.make_model(g, opset_imports=list(index.model.opset_import),
                                    ir_version=index.model.ir_version)
     model.functions.extend(index.model.functions)
-    narrow = {v: n for v in outputs.values() for n in [widened_from(index, v)] if n}
+    narrow = {v: n for v in outputs.values() for n in [autocast_input(index, plan, calls, v)] if n}
     return LocalGraph(model, feeds, outputs, attribution, first_node, feed_dtypes, narrow)
 
 
@@ -86,17 +86,25 @@ _WIDE = {1, 11}                # float32, float64
 
 
 def widened_from(index: GraphIndex, value: str) -> Optional[str]:
-    """"float16" / "bfloat16" when a Cast to float32 / float64 makes ``value`` from a value of that type: the same
-    numbers, held at that precision, and compared at its floor (``base/tolerance.py``), as the float16 value itself
-    would be.  Under ``torch.autocast`` each Linear rounds its float32 input to float16 inside, and TorchScript shares
-    one Cast of x for every Linear that reads it; ``repair``'s opmath rewrite makes that Cast a rounding pair.  A
-    Linear's torch input (unrounded x), paired with the pair's float32 value, was held to float32's 1e-4: a false
-    origin on a repaired file whose outputs equal torch's."""
+    """"float16" / "bfloat16" when a Cast to float32 / float64 makes ``value`` from a value of that type (the same
+    numbers, held at that precision), None otherwise."""
     p = index.producer.get(value)
     node = index.nodes[p] if p is not None else None
     if node is None or node.op_type != "Cast" or not node.inputs or index.elem_types.get(value) not in _WIDE:
         return None
     return _NARROW.get(index.elem_types.get(node.inputs[0], 0))
+
+
+def autocast_input(index: GraphIndex, plan: Plan, calls: list[Call], value: str) -> Optional[str]:
+    """The low precision a call's input ``value`` is compared at: a call that runs inside a ``torch.autocast``
+    region rounds its float32 input to the region's dtype itself, so a file holding that input rounded (a float32
+    value widened from it) computes what torch computes.  TorchScript shares one Cast of x for every Linear of a
+    region that reads it; ``repair``'s opmath rewrite makes it a rounding pair; a Linear's torch input (unrounded
+    x) was held to float32's 1e-4 against it: a false origin on a repaired file whose outputs equal torch's.
+    Anywhere else a float16 round trip of a float32 value is a drift (the ``dtype`` class), compared as float32."""
+    kind, ci, _pos = plan.table[value]
+    narrow = widened_from(index, value) if kind == "in" and 0 <= ci < len(calls) else None
+    return narrow if narrow and calls[ci].autocast == narrow else None
 
 
 def feed_dims(index: GraphIndex, value: str, shape: list[int]) -> list[Any]:
