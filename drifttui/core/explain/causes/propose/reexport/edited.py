@@ -23,7 +23,7 @@ import numpy as np
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.propose.reexport.definitions import Told
-from drifttui.core.prepare.reference import run_exporter
+from drifttui.core.prepare.reference import processed_by, run_exporter
 from drifttui.core.result import display_name
 
 
@@ -81,8 +81,11 @@ def edited_story(ctx: Any, case: Case, node: Any, opset: Optional[int]) -> Told:
                  f"{_base(torch.__version__)}, whose export is right; ")
         fix = f"re-export the model with today's torch ({call} computes what torch computes)"
     else:
-        said += ("it was changed after its export (by a step of the deployment pipeline: a graph tool, a "
-                 "conversion, an edit by hand)" + (", and the file says today's torch made it" if today else "") + "; ")
+        tool = processed_by(ctx.index) if ctx.cfg.onnx else ""
+        by = (f"processed by {tool} or another step of the deployment pipeline" if tool else
+              "by a step of the deployment pipeline: a graph tool, a conversion, an edit by hand")
+        said += (f"it was changed after its export ({by})" + (", and the file says today's torch made it" if today
+                                                              else "") + "; ")
         fix = (f"re-export the model ({call} computes what torch computes), then check each step of the pipeline "
                "that rewrote the file (`drifttui check MODEL --onnx STEP_OUTPUT --reference-onnx STEP_INPUT`) to "
                "find the step that changed it")
