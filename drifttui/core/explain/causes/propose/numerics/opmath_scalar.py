@@ -118,6 +118,8 @@ def _with_chain(case: Case, singles: list[Patch]) -> list[Patch]:
            f"({said}): torch's add / sub / mul / div hold each Python number in float32 (its opmath) and round only "
            "the result; with every such node computed in float32 with torch's number and its result rounded once, "
            "the file computes what torch computes")
-    chain = Patch({"op": "sequence", "patches": [p.spec for p in every]}, "dtype", why, every[0].fix, "export",
+    fix = ("compute that arithmetic in float32 in the model (`x.float()` before it, `.to(x.dtype)` after), so each "
+           "Python number is held as torch holds it; `drifttui repair` writes the nodes in float32 with the numbers")
+    chain = Patch({"op": "sequence", "patches": [p.spec for p in every]}, "dtype", why, fix, "export",
                   module=case.module, nodes=[p.spec["node"] for p in every])
     return [chain] + singles
