@@ -54,3 +54,34 @@ def test_a_child_reading_the_tied_indices_of_a_topk_names_the_ties(tmp_path):
     head = next(f for f in exp.findings if f.severity == "error")
     assert head.check == "op-compat" and head.verified is False, (head.check, head.message)
     assert "tied values" in head.message and "no patch exists" in head.message
+
+
+class _Nucleus(nn.Module):
+    """top-p filtering of quantised logits: the sort's tied logits reach the output through a cumsum and a scatter."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        logits = torch.round(x * 4.0) / 4.0
+        ordered, order = torch.sort(logits, descending=True)
+        remove = ordered.softmax(-1).cumsum(-1) > 0.9
+        remove[..., 1:] = remove[..., :-1].clone()
+        remove[..., 0] = False
+        return logits.masked_fill(remove.scatter(1, order, remove), -float("inf")).softmax(-1)
+
+
+def nucleus() -> nn.Module:
+    torch.manual_seed(0)
+    tiny = _Tiny()
+    tiny.body = _Nucleus()
+    return tiny.eval()
+
+
+def test_the_ties_story_opens_with_the_torch_op_whose_topk_ties(tmp_path):
+    """The first value of the dynamo file wrong on its own is the scatter's (it reads the sort's tied indices); the
+    story is the sort's TopK, so the message opens with torch's sort, the op that was called, not the scatter."""
+    from tests.causes.conftest import explained_small
+
+    _, _, _, result, exp = explained_small(tmp_path, HERE, nucleus, rows, dynamo=True)
+    assert result.verdict == "drift" and result.drift_origin.module == "body"
+    head = next(f for f in exp.findings if f.severity == "error")
+    assert head.check == "op-compat" and "tied values" in head.message, (head.check, head.message)
+    assert head.message.startswith("in torch's sort") and "sort" in head.torch_op, head.message
