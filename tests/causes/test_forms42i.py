@@ -16,7 +16,7 @@ First run, engine at the branch base (9c48567d, ``drifttui diagnose`` / ``repair
 | pair | origin | class by mechanism | told | verified | repair passes check | diagnose / repair |
 |---|---|---|---|---|---|---|
 | nucleus_ties torchscript (deep) | right | yes: ``op-compat`` ties | yes | n/a (no patch exists, said) | n/a (none written, said) | 34 s / 20 s |
-| nucleus_ties dynamo (deep) | right | yes | yes (opened "in torch's scatter": the tied TopK is torch's sort) | n/a | n/a | 29 s / 27 s |
+| nucleus_ties dynamo (deep) | right | yes | **partly**: opened "in torch's scatter" (the tied TopK is torch's sort) | n/a | n/a | 29 s / 27 s |
 | beam_masked torchscript (shallow) | right | yes | yes | n/a | n/a | 22 s / 21 s |
 | beam_masked dynamo (shallow) | right | **no**: no error finding (INCONCLUSIVE) | no | n/a | n/a | 14 s / 12 s |
 | half_topk torchscript (deep) | right | yes: ``dtype``, ``opmath_float32`` | yes | yes | yes | 17 s / 19 s |
@@ -25,7 +25,7 @@ First run, engine at the branch base (9c48567d, ``drifttui diagnose`` / ``repair
 | half_scaled_topk dynamo (shallow) | right | **no**: ``lowering`` of ``masked_fill`` | no | **no** (22 patches) | no file | 21 s / 19 s |
 | controls nucleus_plain, half_topk_f32, kv_window (both exporters) | ok (6/6) | | | | | 8-16 s |
 
-First run: origin 8/8; class by mechanism 5/8; told 5/8; verified 2/4 and repair passing check 2/4 where a patch can
+First run: origin 8/8; class by mechanism 5/8; told 4/8; verified 2/4 and repair passing check 2/4 where a patch can
 exist (the four float16 pairs; the four ties pairs cannot be repaired and say so: 3/4 before the fixes); controls 6/6.
 
 Fixed generically: ``locate/fx_localise.py`` (a multi-output FX node's items, ``TopK -> getitem, getitem_1``, get
@@ -33,10 +33,11 @@ its tuple's torch values, so the origin's case compares the indices a child read
 torch's output; ``test_multi_output_items.py``), ``propose/numerics/opmath_scalar.py`` (every float16 scalar node of
 the origin in one ``sequence`` patch, tried first) and ``onnx/edit/numerics/opmath_scalar.py`` (a comparison reading
 a rewritten node reads it through explicit float32 Casts: ONNX Runtime merged the rounding into the Casts it inserts
-around a float16 ``Less``; both in ``test_opmath_scalar.py``).  After (the CLI, seed 7): origin 8/8, class 8/8,
-told 8/8, verified and repaired 4/4 where a patch can exist, the ties said unrepairable 4/4; controls 6/6.
-Left: nucleus_ties dynamo's message opens with the torch op the origin's first wrong value came from (scatter), not
-the sort whose TopK ties (the story itself names the TopK node).
+around a float16 ``Less``; both in ``test_opmath_scalar.py``) and ``causes/conclude.py`` (a no-patch story opens
+with its own nodes' torch op: the sort whose TopK ties, not the scatter whose value is the first wrong one;
+``test_multi_output_items.py``).  After (the CLI, seed 7, and this file, seeds 0..2): origin 8/8, class 8/8, told
+8/8, verified and repaired 4/4 where a patch can exist, the ties said unrepairable 4/4; controls 6/6.  Left: nothing
+of this batch; the ties cannot be repaired in the graph by construction (the fix is a tie-free ranking in the model).
 """
 from __future__ import annotations
 
