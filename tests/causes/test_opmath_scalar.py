@@ -107,3 +107,30 @@ def test_a_number_float16_holds_gets_no_patch(tmp_path, dynamo):
     module = Fraction(3600.0).eval()
     model = _export(module, x, dynamo, str(tmp_path / "f.onnx"))
     assert opmath_scalar_patches(_case(model, x, module(x)), _calls(module, x)) == []
+
+
+@pytest.mark.parametrize("dynamo", [False, True], ids=["torchscript", "dynamo"])
+def test_every_scalar_of_a_float16_chain_is_put_back_in_one_patch(tmp_path, dynamo):
+    """forms42i's ``half_scaled_topk``: ``(l.half() * 1.7 + 0.3) / 0.6`` then a top-k cut.  Each of the three numbers
+    is written in float16; torch holds each in float32, so the values that tie at the cut in float16 are others.  No
+    one number put back removes the drift (the other two still move values across the cut); the three together do,
+    in one ``sequence`` patch tried first (as double_scalar.py does for float64 constants).  The TorchScript file
+    compares the float16 quotient with a float16 ``Less``, which ONNX Runtime's CPU runs through float32 Casts it
+    inserts, merging the patch's rounding Cast into them: the comparison read the unrounded quotient until a
+    comparison reading a rewritten node's result read it through explicit Casts to float32 (the same numbers)."""
+    from tests.causes.forms42i import HalfScaledTopK
+
+    torch.manual_seed(0)
+    module = HalfScaledTopK().eval()
+    x = torch.randn(6, 32) * 3.0
+    want = module(x)
+    model = _export(module, x, dynamo, str(tmp_path / "f.onnx"))
+    patches = opmath_scalar_patches(_case(model, x, want), _calls(module, x))
+    first = patches[0].spec
+    assert first["op"] == "sequence" and sorted(p["value"] for p in first["patches"]) == [0.3, 0.6, 1.7]
+    assert patches[0].check == "dtype" and all(w in patches[0].why for w in ("1.7", "0.3", "0.6"))
+    assert np.abs(_run(model, x.numpy()) - want.numpy()).max() > 1e-3
+    assert np.abs(_run(apply(model, patches[0]), x.numpy()) - want.numpy()).max() <= 1e-6
+    singles = [p for p in patches[1:] if p.spec.get("op") != "sequence"]
+    assert len(singles) == 3 and all(np.abs(_run(apply(model, p), x.numpy()) - want.numpy()).max() > 1e-3
+                                     for p in singles)

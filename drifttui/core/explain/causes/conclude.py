@@ -164,7 +164,18 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
         if not any(f.module == case.module and f.severity == "error" for f in out):
             out.append(_unexplained(case, loc, trials, skipped, skipped_exports or []))
     out = [_file_nodes(f) for f in out]
+    op = op if verified else _story_op(case, out, loc, op)
     return [_with_torch_op(f, op) if f.module == case.module and f.severity == "error" else f for f in out]
+
+
+def _story_op(case: Case, out: list[Finding], loc: Localisation, op: Any) -> Any:
+    """A no-patch story's torch op (nopatch.py: the TopK whose ties it names) is its nodes' own call, as a verified
+    patch's is (``_patched_op``): a sort's tied indices read by a later scatter are the sort's, not the scatter's."""
+    story = next((f for f in out if f.module == case.module and f.evidence.get("no_patch")), None)
+    if story is None:
+        return op
+    nodes = Patch({}, story.check, "", "", module=case.module, nodes=list(story.onnx_nodes))
+    return _patched_op(case, nodes, op, loc.fx, {**loc.torch_groups, **loc.torch_calls})
 
 
 def _file_nodes(f: Finding) -> Finding:
@@ -370,6 +381,7 @@ def _unexplained(case: Case, loc: Localisation, trials: list[Trial], skipped: in
     known = explain_no_patch(case)
     if known is not None:
         check, msg, fix, nodes = known
+        ev["no_patch"] = True
     return Finding(check, "error", case.module, nodes, msg, clean(ev), fix, verified=False, patch=None,
                    local_before=loc.ort.max_abs, kind=loc.kind)
 

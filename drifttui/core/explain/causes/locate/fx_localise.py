@@ -66,6 +66,7 @@ class FxNode:
     dtype_change: str = ""      # "uint8 -> int8": the file's output type holds not every value of torch's
     call: str = ""              # the torch call it came from, as written (torch_call: its torch_fn meta)
     aten: str = ""              # the ATen op before the exporter's decompositions (its original_aten), or target
+    outputs: list[str] = field(default_factory=list)    # its last ONNX node's outputs (a multi-output op's items)
     folded: str = ""            # held as a constant folded at export, with another element count (folded_values)
     held: Optional[tuple] = None    # a folded value's (constant, torch's value in the constant's layout)
 
@@ -183,6 +184,9 @@ def _match(groups: list[FxNode], program: list[tuple], shapes: dict[str, tuple],
         val, g.call, g.aten = program[k][2], program[k][3], program[k][4]
         if hasattr(val, "shape") and (g.name not in shapes or tuple(val.shape) == shapes[g.name]):
             got[g.name] = val
+        elif isinstance(val, (tuple, list)) and len(val) == len(g.outputs):     # TopK -> getitem, getitem_1
+            got.update({v: t for v, t in zip(g.outputs, val) if v and hasattr(t, "shape")
+                        and (v not in shapes or tuple(t.shape) == shapes[v])})
     return got
 
 
@@ -209,6 +213,7 @@ def _groups(model: Any) -> list[FxNode]:
         g = by.setdefault(fx[0], FxNode(fx[0], fx[1], [], []))
         g.nodes.append(n.name)
         g.op_types.append(n.op_type)
+        g.outputs = list(n.output)
     return list(by.values())
 
 

@@ -86,8 +86,9 @@ def _patch(case: Case, node: Any, pos: int, name: str, got: float, want: float, 
 
 
 def opmath_scalar_patches(case: Case, calls: Callable[[str], list[list[Optional[float]]]]) -> list[Patch]:
-    """One patch per (node, torch number) where a low-precision arithmetic node's constant is torch's number
-    rounded to the low type; none for a file without such a node (torch's program is then never traced)."""
+    """A ``sequence`` of every such node's first patch when more than one node reads one (a float16 chain
+    ``(x * 1.7 + 0.3) / 0.6``: each number moves values, no one alone removes the drift), then one patch per
+    (node, torch number); none for a file without such a node (torch's program is then never traced)."""
     scalars = _low_scalars(case.model)
     out: list[Patch] = []
     for node in case.model.graph.node:
@@ -100,5 +101,25 @@ def opmath_scalar_patches(case: Case, calls: Callable[[str], list[list[Optional[
             for want in (v for v in numbers if _held_as(v, got, elem)):
                 out.append(_patch(case, node, pos, name, got, want, elem))
                 if len(out) >= MAX:
-                    return out
-    return out
+                    return _with_chain(case, out)
+    return _with_chain(case, out)
+
+
+def _with_chain(case: Case, singles: list[Patch]) -> list[Patch]:
+    """``singles`` after one ``sequence`` of each node's first patch, when they rewrite two nodes or more."""
+    first: dict[str, Patch] = {}
+    for p in singles:
+        first.setdefault(p.spec["node"], p)
+    if len(first) < 2:
+        return singles
+    every = list(first.values())
+    said = "; ".join(f"{p.spec['node']} reads {p.spec['value']:g} as {p.spec['name']}" for p in every)
+    why = (f"{len(every)} float16 / bfloat16 arithmetic nodes read torch's Python scalars in the tensor's low type "
+           f"({said}): torch's add / sub / mul / div hold each Python number in float32 (its opmath) and round only "
+           "the result; with every such node computed in float32 with torch's number and its result rounded once, "
+           "the file computes what torch computes")
+    fix = ("compute that arithmetic in float32 in the model (`x.float()` before it, `.to(x.dtype)` after), so each "
+           "Python number is held as torch holds it; `drifttui repair` writes the nodes in float32 with the numbers")
+    chain = Patch({"op": "sequence", "patches": [p.spec for p in every]}, "dtype", why, fix, "export",
+                  module=case.module, nodes=[p.spec["node"] for p in every])
+    return [chain] + singles
