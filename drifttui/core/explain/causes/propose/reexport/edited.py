@@ -23,6 +23,7 @@ import numpy as np
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.propose.reexport.definitions import Told
+from drifttui.core.onnx.weights import read_tensor
 from drifttui.core.prepare.reference import processed_by, run_exporter
 from drifttui.core.result import display_name
 
@@ -40,6 +41,9 @@ def made_by_today(model: Any) -> Optional[bool]:
     return _base(model.producer_version) == _base(torch.__version__)
 
 
+OTHER_WEIGHTS = ("today's export of the module computes what torch computes, but with other weights than the file's "
+                 "(the module changed its own parameters, or the file is older than them): no evidence of how the "
+                 "file was made")
 _FLOAT_TYPES = (1, 10, 11, 16)     # float32, float16, float64, bfloat16
 
 
@@ -48,8 +52,6 @@ def same_weights(ctx: Any, model: Any) -> bool:
     (constants included).  Otherwise the re-export is of other numbers than the file holds (a module that changes its
     own parameters in its forward, ``max_norm``'s in-place renorm; a file older than the weights): its computing
     torch's values says nothing of how the file was made."""
-    from drifttui.core.onnx.weights import read_tensor
-
     theirs: dict[tuple, list[Any]] = {}
     for t in ctx.index.constant_tensors().values():
         if t.data_type in _FLOAT_TYPES:

@@ -17,7 +17,7 @@ import numpy as np
 from drifttui.core.explain.causes.propose.reexport.aliasing import aliased_told
 from drifttui.core.explain.causes.propose.reexport.definitions import Told, told
 from drifttui.core.explain.causes.propose.reexport.dynamic_lowering import dynamic_lowering
-from drifttui.core.explain.causes.propose.reexport.edited import edited_story, same_weights
+from drifttui.core.explain.causes.propose.reexport.edited import OTHER_WEIGHTS, edited_story, same_weights
 from drifttui.core.explain.causes.propose.reexport.graft_inputs import graft_for
 from drifttui.core.explain.causes.propose.reexport.frozen_trace import dynamic_dims, frozen_story
 from drifttui.core.explain.causes.propose.reexport.narrow_graft import narrowed
@@ -173,12 +173,8 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     except (DriftTuiError, Exception) as exc:  # noqa: BLE001 - a module that does not export alone
         return None, Eval(float("inf"), True, False, str(exc)[:200])
     ev = _run(model, ins, outs, case)
-    if not ev.ok:
-        return None, ev
-    if variant.same and _computes(ev) and not same_weights(ctx, model):
-        return None, Eval(float("inf"), True, False, "today's export of the module computes what torch computes, "
-                          "but with other weights than the file's (the module changed its own parameters, or the "
-                          "file is older than them): no evidence of how the file was made")
+    if not ev.ok or (variant.same and _computes(ev) and not same_weights(ctx, model)):   # other numbers: no evidence
+        return None, ev if not ev.ok else Eval(float("inf"), True, False, OTHER_WEIGHTS)
     rewrite = (pass_rewrite(case, model, variant, lambda v: _export(module, ins, v, dims),
                             lambda m: _computes(_run(m, ins, outs, case)), _feeds(model, ins))
                if _computes(ev) else Rewrite(variant))
