@@ -46,8 +46,12 @@ Kept (both exporters where both export; the FFT forms are dynamo-only, see above
   ``conv1d`` with the Hann-windowed cos / sin basis, stride hop).  The DC bin's imaginary part is exactly +0 (its
   sine row is zeros) and its real part negative on half the frames: torch gives pi, both exporters' ``atan2``
   lowerings -pi (2 pi off).  The mechanism is held (forms33's ``atan2_zero``), the form is new.
-* ``stft_angle`` (arithmetic, shallow, dynamo): ``torch.stft(...).angle()`` without the Nyquist bin (Demucs drops
-  it): torchlib's ``angle`` is the same ``Atan(y / x)`` with quadrant terms, -pi for the DC bin where torch gives pi.
+* ``stft_angle`` (arithmetic, shallow, dynamo): ``torch.stft(..., center=False).angle()`` without the Nyquist bin
+  (Demucs drops it): torchlib's ``angle`` is the same ``Atan(y / x)`` with quadrant terms, -pi for the DC bin where
+  torch gives pi.  With ``center=True`` the first frame, reflect-padded around sample 0 and Hann-windowed, is even:
+  its spectrum is real up to float32 rounding, and the phase of its negative bins is pi or -pi by the sign of that
+  noise on each side (ill-conditioned, not a drift): the first run's file (center=True) was unverifiable for that
+  reason (/tmp/heldH/run/old), so the form was rerun without centring.
 * ``padded_log_power`` (loss / masking, deep, dynamo): a mean log power per utterance over a batch padded with
   zeros to a fixed length, ``log(power + 1e-10)`` masked by multiplying with the valid frames: the dynamo
   optimizer's ``x + 0`` rule drops the ``+ 1e-10``, the padded frames are ``-inf``, the masked product NaN.  The
@@ -146,7 +150,8 @@ class ConvStftPhase(nn.Module):
 
 
 class StftAngle(nn.Module):
-    """the phase ``torch.stft(...).angle()`` without the Nyquist bin (as Demucs drops it), per bin and frame."""
+    """the phase ``torch.stft(..., center=False).angle()`` without the Nyquist bin (as Demucs drops it), per bin and
+    frame."""
 
     def __init__(self, n_fft: int = 8, hop: int = 4) -> None:
         super().__init__()
@@ -154,7 +159,7 @@ class StftAngle(nn.Module):
         self.register_buffer("window", torch.hann_window(n_fft))
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
-        spec = torch.stft(h, self.n_fft, self.hop, window=self.window, return_complex=True)
+        spec = torch.stft(h, self.n_fft, self.hop, window=self.window, center=False, return_complex=True)
         return spec[:, :-1].angle().flatten(1)[:, :WIDTH]
 
 
