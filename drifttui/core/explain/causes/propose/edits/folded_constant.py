@@ -29,10 +29,15 @@ def folded_patches(case: Case, loc: Any) -> list[Patch]:
            + ", or export with the TorchScript exporter, which folds it with torch's own kernel")
     why = f"{describe(fx, case.module)}: the exporter's lowering of torch's {w.target} is wrong"
     spec = {"op": "replace_constant", "name": const, "source": f"torch's value of FX node {w.name}"}
-    more = [g for g in fx.groups if g.folded and g.held is not None and g is not w]
+    more, names = [], {const}
+    for g in [g for g in fx.groups if g.folded and g.held is not None and g is not w]:
+        if g.held[0] not in names:          # two FX nodes folded into one constant (two STFTs' one window)
+            more.append(g)
+            names.add(g.held[0])
     if more:            # every folded constant of another count at once (the range and its ``1 - range``)
         spec = {"op": "sequence", "patches": [{"op": "replace_constant", "name": g.held[0], "value": g.held[1].tolist()}
                                               for g in [w, *more]]}
         value = None
+    nodes = {n for g in fx.groups if g.folded and g.held is not None for n in g.nodes} | set(w.nodes)
     return [Patch(spec, "lowering", why, fix, "export", payload=value, module=case.module,
-                  nodes=sorted({n for g in [w, *more] for n in g.nodes}), torch_op=(w.call, w.aten) if w.call else None)]
+                  nodes=sorted(nodes), torch_op=(w.call, w.aten) if w.call else None)]
