@@ -42,8 +42,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.causes.form_suite import (_head_verified, assert_clean, assert_verified_and_repaired, deep_forms,
-                                     explained_forms, missed, params)
+from tests.causes.form_suite import assert_clean, assert_verified_and_repaired, deep_forms, explained_forms, params
 
 _WINDOW = ("lowering", "replace_constant", {}, "folded at export from aten.hamming_window")
 _BOUNDARY = ("lowering", "rewrite", {"rewrite": "boundary"}, "decides its boundary")
@@ -54,9 +53,7 @@ REPAIRED = {("hamming_spectrum", "dynamo"): _WINDOW, ("hamming_stft_loss", "dyna
             ("stft_angle", "dynamo"): (*_BOUNDARY[:3], "aten.angle"),
             ("padded_log_power", "dynamo"): ("lowering", "rewrite", {"rewrite": "dropped_addend"},
                                              "the export dropped the addend"),
-            ("frame_stats", "torchscript"): ("dtype", "rewrite", {"rewrite": "floor_div"}, "truncates towards zero")}
-# verified and repaired, but the story's op is named otherwise than the call that was made
-MISSED_NAME = {("frame_stats", "torchscript"): ("dtype", "rewrite", {"rewrite": "floor_div"}, "in torch's __floordiv__")}
+            ("frame_stats", "torchscript"): ("dtype", "rewrite", {"rewrite": "floor_div"}, "in torch's __floordiv__")}
 CLEAN = [("hann_spectrum", "dynamo"), ("hamming_spectrum", "torchscript"), ("padded_log_power_clamp", "dynamo"),
          ("stft_phase_no_dc", "torchscript"), ("stft_phase_no_dc", "dynamo"), ("frame_stats", "dynamo")]
 INPUTS = {"frame_stats": "clip_inputs", "frame_stats_int32": "clip_inputs"}
@@ -71,13 +68,6 @@ def explained(tmp_path_factory):
 @pytest.mark.parametrize("form", params(REPAIRED, FAST))
 def test_a_signal_front_end_drift_is_named_verified_and_repaired(explained, form):
     assert_verified_and_repaired(explained, form, REPAIRED[form], "body")
-
-
-@pytest.mark.parametrize("form", missed(MISSED_NAME, "torch_align vouches for the frame count (`//`, then `+ 1`) by "
-                                        "the found value of `count.clamp(min=1)`, which is 1 for torch's count 0 and "
-                                        "the file's 1 alike: the first call not right is the `[:, None]` after it"))
-def test_an_integer_frame_count_is_named_by_the_floor_division(explained, form):
-    _head_verified(explained, form, MISSED_NAME[form], "body")
 
 
 @pytest.mark.parametrize("form", params(CLEAN, set()))
