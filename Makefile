@@ -157,7 +157,10 @@ test-bisect: $(VENV)/.installed-dev
 # and modules exported as ONNX local functions; its fixes' tests, test_train_mode.py and test_local_functions.py,
 # are in make test; test_forms41g.py: a blind first run on mixed precision inside forward,
 # torch.autocast regions whose float16 roundings ONNX Runtime's CPU drops where torch computes with them; its fixes'
-# tests, test_autocast_orphan.py and test_opmath_inner.py, are in make test)
+# tests, test_autocast_orphan.py and test_opmath_inner.py, are in make test; test_forms42h.py: a blind first run on
+# signal-processing front ends, a hamming_window the dynamo exporter folds from ONNX HammingWindow, STFT phases at
+# atan2's boundary, a dropped addend on padded frames, truncating frame counts; its fixes' tests,
+# test_folded_window.py and test_disowned_input.py, are in make test)
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
@@ -182,7 +185,8 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_wide_operand.py tests/causes/test_every_site.py tests/causes/test_identity_value.py \
 		tests/causes/test_forms41b.py tests/causes/test_folded_count.py tests/causes/test_forms41c.py \
 		tests/causes/test_forms41d.py tests/causes/test_forms41e.py tests/causes/test_fuzz_schema_finds.py \
-		tests/causes/test_forms41f.py tests/causes/test_forms41g.py
+		tests/causes/test_forms41f.py tests/causes/test_forms41g.py tests/causes/test_forms42h.py \
+		tests/causes/test_folded_window.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own
