@@ -35,8 +35,10 @@ name or the one float constant of its shape its readers read: an STFT's window; 
 writes torch's value into it; ``test_folded_window.py``) and ``locate/align_graph.py`` (``closest``: among values
 that hold nothing of a call's, the one off torch's on the fewest elements is the lowering's end: the atan2
 fix-up's ``Where``, 2 pi off on the DC bin, not its ``Atan``, pi off on half; ``test_torch_op.py``'s
-``stft_phase``).  After (the CLI, /tmp/heldH/after): origin 7/7, class 7/7, told 6/7 (``frame_stats``
-partly), verified 7/7, repair passing check 7/7; controls 6/6.  Left: ``frame_stats``' op name (a strict xfail).
+``stft_phase``) and ``locate/torch_align.py`` (``disowns``: a found value vouches for no input the node making it reads
+otherwise: ``count.clamp(min=1)`` is found where torch's count is 0 and the file's 1; ``test_disowned_input.py``).
+After (the CLI, /tmp/heldH/after, and here on samples 0..2): origin 7/7, class 7/7, told 7/7, verified 7/7, repair
+passing check 7/7; controls 6/6.
 """
 from __future__ import annotations
 
