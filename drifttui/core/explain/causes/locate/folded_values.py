@@ -21,6 +21,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.base.dtypes import SCALAR_FLOAT_ELEMS
 from drifttui.core.onnx.graph import fx_record
 from drifttui.core.onnx.weights import read_tensor
 from drifttui.core.runtime.torch_hooks import to_numpy
@@ -125,7 +126,7 @@ def _same_count_constant(readers: list[Any], name: str, want: np.ndarray, consts
     if name in consts:
         return name
     shape = [d for d in np.shape(want) if d != 1]
-    read = {v for n in readers for v in n.input if v in consts and consts[v].data_type in (1, 10, 11, 16)
+    read = {v for n in readers for v in n.input if v in consts and consts[v].data_type in SCALAR_FLOAT_ELEMS
             and [d for d in consts[v].dims if d != 1] == shape}
     return next(iter(read)) if len(read) == 1 else None
 
