@@ -160,7 +160,10 @@ test-bisect: $(VENV)/.installed-dev
 # tests, test_autocast_orphan.py and test_opmath_inner.py, are in make test; test_forms42i.py: a blind first run on
 # decoding-time code (logits processors, beam top-k, nucleus filtering, KV caches), tie orders said unrepairable and
 # float16 logits processors before a top-k cut; its fixes' tests, test_multi_output_items.py and
-# test_opmath_scalar.py, are in make test)
+# test_opmath_scalar.py, are in make test; test_forms42h.py: a blind first run on
+# signal-processing front ends, a hamming_window the dynamo exporter folds from ONNX HammingWindow, STFT phases at
+# atan2's boundary, a dropped addend on padded frames, truncating frame counts; its fixes' tests,
+# test_folded_window.py and test_disowned_input.py, are in make test)
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
@@ -185,7 +188,8 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_wide_operand.py tests/causes/test_every_site.py tests/causes/test_identity_value.py \
 		tests/causes/test_forms41b.py tests/causes/test_folded_count.py tests/causes/test_forms41c.py \
 		tests/causes/test_forms41d.py tests/causes/test_forms41e.py tests/causes/test_fuzz_schema_finds.py \
-		tests/causes/test_forms41f.py tests/causes/test_forms41g.py tests/causes/test_forms42i.py
+		tests/causes/test_forms41f.py tests/causes/test_forms41g.py tests/causes/test_forms42i.py \
+		tests/causes/test_forms42h.py tests/causes/test_folded_window.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own

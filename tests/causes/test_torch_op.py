@@ -33,10 +33,14 @@ NAMED = {
     ("forms33", "empty_bag_max"): ("torch.nn.functional.embedding_bag", "torch's embedding_bag"),  # was none (a Loop)
     # session 31: was torch.Tensor.mul, ``self.prototypes * 3``: a constant of the module's state the exporter folded
     ("forms40f", "cdist_mm_shallow"): ("torch.cdist", "torch's cdist"),
+    # session 42: was torch.Tensor.flatten (the Atan, pi off on half the elements, was taken for atan2's value
+    # before the lowering's end, 2 pi off on the DC bin's few: align_graph.share_off)
+    ("forms42h", "stft_phase"): ("torch.atan2", "torch's atan2"),
 }
 ORIGIN = {"empty_bag_max": "body.bag"}
 FOUND_BY = {"empty_bag_max": "sole"}
-FAST = {("forms39", "half_var"), ("forms30", "shift"), ("forms33", "argmax_nan"), ("forms40f", "cdist_mm_shallow")}
+FAST = {("forms39", "half_var"), ("forms30", "shift"), ("forms33", "argmax_nan"), ("forms40f", "cdist_mm_shallow"),
+        ("forms42h", "stft_phase")}
 
 
 @pytest.fixture(scope="module")

@@ -243,12 +243,14 @@ def closest(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, val
     of the call's own type comes
     first (an exporter types its lowering's result as torch types the call: TorchScript's ``3 << n`` of an int64
     ``n`` is ``3 * Cast(Pow(2, Cast(n, float)), int64)``, whose ``Cast(n, float)`` is nearer a result of zeros and
-    a few 3 * 2**54 than the wrapped product is, while only the product is the lowering's end)."""
+    a few 3 * 2**54 than the wrapped product is, while only the product is the lowering's end); among those of a
+    type, the one off torch's on the fewest elements (``share_off``: an ``atan2`` lowering's end, 2 pi off on the few
+    elements of its boundary, is nearer torch's than its ``Atan``, pi off on half of them)."""
     producer = producers(case)
     want = ops[wrong][2]
     taken = set(found.values())
     fed = fed_values(case) if getattr(case, "feeds", None) and wrong in _fed_ops_cached(ops) else None
-    best, rank = found.get(wrong), (1, 1, float("inf")) if wrong not in found else (0, 0, 0.0)
+    best, rank = found.get(wrong), (1, 1, 2.0, float("inf")) if wrong not in found else (0, 0, 0.0, 0.0)
     for v, a in vals.items():
         if fed is not None and v not in fed:
             continue        # a call computed from the module's inputs is held by no constant of the file
@@ -256,7 +258,8 @@ def closest(case: Case, ops: list[tuple], found: dict[int, str], wrong: int, val
                 np.asarray(a).dtype.kind in "fiub" and producer[v].name not in before and \
                 (np.asarray(a).dtype.kind == "b") == (want.dtype.kind == "b"):
             d = _distance_to(want, np.asarray(a))
-            r = (0, 0, d) if d < HOLDS_NOTHING else (1, int(np.asarray(a).dtype != want.dtype), d)
+            r = (0, 0, 0.0, d) if d < HOLDS_NOTHING else \
+                (1, int(np.asarray(a).dtype != want.dtype), share_off(want, np.asarray(a)), d)
             if r < rank:
                 best, rank = v, r
     return best
@@ -298,6 +301,18 @@ def _reads(node: Any) -> list[str]:
         for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
             out.extend(i for n in g.node for i in _reads(n))
     return out
+
+
+def share_off(want: np.ndarray, got: np.ndarray) -> float:
+    """The share of ``got``'s elements off torch's ``want`` past float32 noise (1e-4 of its largest finite element),
+    an inf or NaN on one side only counted off."""
+    w, g = want.astype(np.float64).reshape(-1), got.astype(np.float64).reshape(-1)
+    if not w.size:
+        return 0.0
+    fin = np.isfinite(w) & np.isfinite(g)
+    scale = float(np.abs(w[fin]).max()) if fin.any() else 0.0
+    same = np.where(fin, np.abs(w - np.where(fin, g, 0.0)) <= 1e-4 * (scale or 1.0), (w == g) | (np.isnan(w) & np.isnan(g)))
+    return float((~same).mean())
 
 
 def _distance_to(want: np.ndarray, got: np.ndarray) -> float:

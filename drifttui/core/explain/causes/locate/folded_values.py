@@ -9,7 +9,10 @@ named ``a`` (the exporter names a folded value after its FX node), else the one 
 nodes read; torch's value is that FX node's in the origin's program.  When the two hold another number of elements
 (no rounding explains that), the folded value is wrong on its own: it has no input that could be wrong before it.
 Its FX node is told with the FX nodes it was folded from, and named by the first of them made from Python numbers
-alone (a factory: the element count is made there).
+alone (a factory: the element count is made there).  A value made from Python numbers alone whose constant holds
+torch's element count but other numbers past float32 rounding (``torch.hamming_window(n)``: torchlib's ONNX
+``HammingWindow`` has the coefficients 25/46 and 21/46, not torch's 0.54 / 0.46) is wrong on its own the same way;
+its constant is the one of its name, else the one float constant of its shape the readers read (an ``STFT``'s window).
 """
 from __future__ import annotations
 
@@ -18,11 +21,13 @@ from typing import Any, Optional
 
 import numpy as np
 
+from drifttui.core.base.dtypes import SCALAR_FLOAT_ELEMS
 from drifttui.core.onnx.graph import fx_record
 from drifttui.core.onnx.weights import read_tensor
 from drifttui.core.runtime.torch_hooks import to_numpy
 
 _ARGS = re.compile(r"\]\((.*)\)\s*$", re.S)
+FOLD_RTOL = 1e-4    # past float32 rounding of a value folded by ONNX's reference implementation rather than torch
 
 
 def folded_args(model: Any, node: Any) -> list[str]:
@@ -73,33 +78,71 @@ def _nodes_in(args: Any) -> list[Any]:
 
 def folded_groups(model: Any, groups: list[Any], program: list[tuple], make: Any) -> list[tuple[Any, Any]]:
     """(the group that reads it, FxNode) of each folded FX value whose file constant holds another element count
-    than torch's value: ``make(name, target, nodes, op_types)`` builds the FxNode."""
+    than torch's value, or other numbers (made from Python numbers alone): ``make(name, target, nodes, op_types)``
+    builds the FxNode."""
     consts, out, done = _constants(model), [], set()
     by_name = {p[0]: p for p in program}
     nodes = {n.name: n for n in model.graph.node}
     for g in groups:
         readers = [nodes[n] for n in g.nodes if n in nodes]
         for a in [a for a in dict.fromkeys(x for r in readers for x in folded_args(model, r)) if a not in done]:
-            const, p = _file_constant(model, readers, a, consts), by_name.get(a)
-            if const is None or p is None or not hasattr(p[2], "shape"):
+            p = by_name.get(a)
+            if p is None or not hasattr(p[2], "shape"):
                 continue
-            held, want = read_tensor(consts[const]), to_numpy(p[2])
-            if held.size == want.size or (held.dtype.kind == "f") != (want.dtype.kind == "f") \
-                    or not _one_axis_apart(held, want) or _broadcast_equal(held, want):
-                continue            # the same count, not that value (a shape read beside a folded weight, a
-                #                     mask the reader reads too), or the same numbers held in a broadcast layout
+            want = to_numpy(p[2])
+            same = _same_count_constant(readers, a, want, consts)
+            const = _file_constant(model, readers, a, consts) or same
+            if const is None:
+                continue
+            held, chain = read_tensor(consts[const]), _chain(program, a)
+            said = _another_count(held, want) if held.size != want.size else \
+                _other_numbers(same == const, held, want, chain)
+            if said is None:
+                continue
             done.add(a)
-            chain = _chain(program, a)
             head = next((c for c in chain if not _nodes_in(c[5])), p)     # made from Python numbers alone
             at = [r for r in readers if const in r.input]
             w = make(a, head[1], [r.name for r in at], [r.op_type for r in at])
             w.call, w.aten, w.own_abs, w.fails = head[3], head[4], float("inf"), True
             w.held = _in_layout(const, want, held)
             w.folded = (f"the constant {const}, folded at export from "
-                        f"{' -> '.join(c[1] for c in chain)} (FX node {a}), holds {held.size} elements where torch's "
-                        f"value has {want.size}")
+                        f"{' -> '.join(c[1] for c in chain)} (FX node {a}), {said}")
             out.append((g, w))
     return out
+
+
+def _another_count(held: np.ndarray, want: np.ndarray) -> Optional[str]:
+    """The words for a constant of another element count than torch's value, or None when it is not that value (a
+    shape read beside a folded weight, a mask the reader reads too) or the same numbers in a broadcast layout."""
+    if (held.dtype.kind == "f") != (want.dtype.kind == "f") or not _one_axis_apart(held, want) \
+            or _broadcast_equal(held, want):
+        return None
+    return f"holds {held.size} elements where torch's value has {want.size}"
+
+
+def _same_count_constant(readers: list[Any], name: str, want: np.ndarray, consts: dict[str, Any]) -> Optional[str]:
+    """The constant that holds the folded FX value ``name`` at torch's element count: the one of that name, else the
+    one float constant of its shape (size-1 axes aside) the readers read."""
+    if name in consts:
+        return name
+    shape = [d for d in np.shape(want) if d != 1]
+    read = {v for n in readers for v in n.input if v in consts and consts[v].data_type in SCALAR_FLOAT_ELEMS
+            and [d for d in consts[v].dims if d != 1] == shape}
+    return next(iter(read)) if len(read) == 1 else None
+
+
+def _other_numbers(named: bool, held: np.ndarray, want: np.ndarray, chain: list[tuple]) -> Optional[str]:
+    """The words for a constant of torch's element count that holds other numbers than torch's value past float32
+    rounding, when it is that value's constant (``named``) and the value is made from Python numbers alone (no
+    input, parameter or buffer: torch's value is right for every input); else None."""
+    if not named or held.dtype.kind != "f" or want.dtype.kind != "f" or held.size < 2 \
+            or any(getattr(x, "op", "") != "call_function" for c in chain for x in _nodes_in(c[5])):
+        return None
+    torch_value = np.asarray(want, np.float64).reshape(held.shape)
+    off = float(np.max(np.abs(held.astype(np.float64) - torch_value)))
+    if not np.isfinite(off) or off <= FOLD_RTOL * float(np.max(np.abs(torch_value))) + 1e-7:
+        return None
+    return f"holds values up to {off:.3g} off torch's (torch's value has the same {held.size} elements)"
 
 
 def _in_layout(const: str, want: np.ndarray, held: np.ndarray) -> Optional[tuple[str, np.ndarray]]:

@@ -119,7 +119,7 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
         # neither the module's inputs nor a call fed to the case (a child's output the case starts from): nothing
         # to align against
         return None
-    right = _right(ops, found, vals)
+    right = _right(ops, found, vals, producers(case))
     feeding = _feeding(ops)         # the calls the module's output is computed from (a nested tensor cuts the record)
     _note_groups(ctx, case, ops, found, [k for k in sorted(feeding) if k not in right], vals)
     dropped = ctx.cache.get(_dropped_key(case), {})
@@ -260,7 +260,24 @@ def _dropping(ops: list[tuple], dropped: dict[int, tuple], right: set[int], feed
                  and all(i in right for i in dropped[k][1])), None)
 
 
-def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray]) -> set[int]:
+def disowns(want: Any, value: str, vals: dict[str, np.ndarray], producer: dict[str, Any]) -> bool:
+    """Whether the node that makes the file's ``value`` reads values of ``want``'s element count and none of them
+    holds torch's ``want`` (its elements sorted: a layout of its own is no other value): the file computed that input
+    otherwise, and a many-to-one op after it (a clamp, a rounding) hid it."""
+    node = producer.get(value)
+    if node is None or want is None or not hasattr(want, "shape") or np.asarray(want).size < 2 \
+            or np.asarray(want).dtype.kind not in "fiub":
+        return False
+    w = np.sort(np.asarray(want, np.float64).reshape(-1))
+    got = [np.asarray(vals[v]) for v in node.input if v in vals and np.asarray(vals[v]).size == w.size]
+    got = [g for g in got if g.dtype.kind in "fiub"]
+    scale = float(np.abs(w[np.isfinite(w)]).max()) if np.isfinite(w).any() else 1.0
+    return bool(got) and not any(np.allclose(np.sort(g.astype(np.float64).reshape(-1)), w, rtol=1e-4,
+                                             atol=1e-6 * (scale or 1.0), equal_nan=True) for g in got)
+
+
+def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray],
+           producer: Optional[dict[str, Any]] = None) -> set[int]:
     """Ops the file computes as torch does: found, or an ancestor of a found value that is neither constant nor
     boolean (a value the file never materialises; ``zeros_like(y)`` says nothing of ``y``, nor ``y == 0`` of a ``y``
     that is 1 where torch's is 66), a copy of a right value
@@ -269,13 +286,15 @@ def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray])
     Such an op is a constant of the forward, which the exporters fold into an initializer of their own layout
     (a ``cdist``'s ``[1, 32, 32]`` prototypes; the dynamo file's ``[-2 b, 1, |b|^2]``): not finding its value
     says nothing of it, and naming it would name the first constant, not the call its readers' nodes lower (the
-    file's constants are the weights and custom-module checks' to compare)."""
+    file's constants are the weights and custom-module checks' to compare).  A found value vouches for no input
+    whose value the node making it reads otherwise (``disowns``: ``count.clamp(min=1)`` is found where torch's count
+    is 0 and the file's 1)."""
     right = set(found)
     for k in sorted(found, reverse=True):
         got = np.asarray(vals[found[k]])
         if got.size < 2 or got.dtype.kind == "b" or bool(np.all(got == got.reshape(-1)[0])):
             continue            # a constant, or a comparison's mask: which side of 0 a value is says nothing of it
-        todo = list(ops[k][3])
+        todo = [i for i in ops[k][3] if not disowns(ops[i][2], found[k], vals, producer or {})]
         while todo:
             i = todo.pop()
             if i not in right:
