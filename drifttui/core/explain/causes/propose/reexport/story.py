@@ -135,6 +135,10 @@ def fx_story(case: Case, module: Any, fx: Any, ctx: Any, variant: Any = None, ch
         return "lowering", (f"{describe(fx, case.module)}: not torch's {wrong.target} lowered otherwise but the "
                             "exporter's ONNX optimizer, whose rewrites dropped or changed a node of the lowered graph "
                             f"({change or _REWRITES}); ")
+    if wrong.overflow:      # the function, in a form that overflows in float32 (overflow.py)
+        return "stability", (f"{describe(fx, case.module)}: the exporter's lowering of torch's {wrong.target} is the "
+                             f"function in a form that is not stable in float32: {wrong.overflow} overflows to inf "
+                             "on finite inputs where torch's value is finite, and is torch's wherever it is finite; ")
     return (lowering_class(wrong.target, wrong.op_types),
             f"{describe(fx, case.module)}: the exporter's lowering of torch's {wrong.target} is wrong; ")
 
