@@ -90,9 +90,11 @@ def _by_variant(case: Case, ctx: Any, variant: Any, change: str = "") -> tuple[s
                             f"that computes otherwise than torch ({change}), while the same export without the pass "
                             "computes what torch computes; ")
     if variant.decompose or variant.retrace:
-        ops = decomposed_targets(ctx, case, variant)
-        how = ("its definition in core ATen ops, re-traced by make_fx and exported by the "
-               f"{variant.exporter} exporter," if variant.retrace else "torch's own decomposition of it")
+        relowered = list(getattr(variant, "relower", ()))      # torch's own decomposition of the op named wrong
+        ops = relowered + [t for t in decomposed_targets(ctx, case, variant) if t not in relowered]
+        how = ("torch's own decomposition of it" if relowered or not variant.retrace else "its definition in core ATen "
+               "ops") + (f", re-traced by make_fx and exported by the {variant.exporter} exporter," if variant.retrace
+                         else "")
         if ops:
             return lowering_class(ops[0], []), (f"the {made_by} exporter's lowering of {', '.join(ops)} (called by "
                                                 f"{name}) computes otherwise than torch, {how} does not; ")
