@@ -157,7 +157,10 @@ test-bisect: $(VENV)/.installed-dev
 # and modules exported as ONNX local functions; its fixes' tests, test_train_mode.py and test_local_functions.py,
 # are in make test; test_forms41g.py: a blind first run on mixed precision inside forward,
 # torch.autocast regions whose float16 roundings ONNX Runtime's CPU drops where torch computes with them; its fixes'
-# tests, test_autocast_orphan.py and test_opmath_inner.py, are in make test)
+# tests, test_autocast_orphan.py and test_opmath_inner.py, are in make test;
+# test_overflowing_lowering.py, test_relowered_op.py: the fuzzer's source-derived pool's finds of session 42 (fuzzG), a
+# dynamo logaddexp2 whose Pow overflows told as stability, not lowering, and elu's input_scale re-lowered by a make_fx
+# re-trace through torch's own decomposition of the op named wrong (their fast tests are in make test)
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
@@ -182,7 +185,8 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_wide_operand.py tests/causes/test_every_site.py tests/causes/test_identity_value.py \
 		tests/causes/test_forms41b.py tests/causes/test_folded_count.py tests/causes/test_forms41c.py \
 		tests/causes/test_forms41d.py tests/causes/test_forms41e.py tests/causes/test_fuzz_schema_finds.py \
-		tests/causes/test_forms41f.py tests/causes/test_forms41g.py
+		tests/causes/test_forms41f.py tests/causes/test_forms41g.py tests/causes/test_overflowing_lowering.py \
+		tests/causes/test_relowered_op.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own
