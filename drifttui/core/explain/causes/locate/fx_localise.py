@@ -293,7 +293,8 @@ def _own(case: Case, g: FxNode, tv: dict[str, np.ndarray], ort_vals: dict[str, n
         g.fails = g.fails or st.fails()
     if g.makes_nonfinite and not g.dtype_change:     # another function, or the function overflowing on the way?
         want = {v: as_like(np.asarray(tv[v]), ort_vals[v]) for v in outs}
-        g.overflow = overflow_node(case.model, g.nodes, feeds, want, case.atol, case.rtol)
+        every = [v for n in mine for v in n.output if v]
+        g.overflow = overflow_node(_group_model(case.model, names, feeds, every), feeds, want, case.atol, case.rtol)
     return True
 
 

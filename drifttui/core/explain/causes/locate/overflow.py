@@ -16,17 +16,16 @@ import numpy as np
 from drifttui.core.explain.causes.locate.evaluate import run_ort
 
 
-def overflow_node(model: Any, names: list[str], feeds: dict[str, np.ndarray], want: dict[str, np.ndarray],
-                  atol: float, rtol: float) -> str:
-    """``"Pow node_Pow_5"``: the first of ``names`` (ONNX nodes of ``model`` computing one FX node) that turns finite
-    inputs into inf, where the nodes' outputs ``want`` (torch's values) are finite where theirs are not and theirs
-    are torch's wherever finite; "" when they compute another function or nothing overflows."""
-    from drifttui.core.explain.causes.locate.fx_localise import _group_model
-
-    mine = [n for n in model.graph.node if n.name in set(names)]
+def overflow_node(group: Any, feeds: dict[str, np.ndarray], want: dict[str, np.ndarray], atol: float,
+                  rtol: float) -> str:
+    """``"Pow node_Pow_5"``: the first node of ``group`` (the ONNX nodes computing one FX node, as a model whose
+    outputs are every value they produce: ``fx_localise._group_model``) that turns finite inputs into inf, where
+    its outputs ``want`` (torch's values) are finite where the group's are not and the group's are torch's wherever
+    finite; "" when it computes another function or nothing overflows."""
+    mine = [n for n in group.graph.node if n.op_type != "Constant"]
     produced = [v for n in mine for v in n.output if v]
     try:
-        got = run_ort(_group_model(model, set(names), feeds, produced), feeds, produced)
+        got = run_ort(group, feeds, produced)
     except Exception:  # noqa: BLE001 - a group that does not run alone tells nothing
         return ""
     if not _same_function(want, got, atol, rtol):

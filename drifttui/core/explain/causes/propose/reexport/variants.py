@@ -157,14 +157,13 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
         return None, Eval(float("inf"), True, False, "the origin's inputs could not be captured")
     ins, outs = _plain(io[0]), io[1]
     module = as_called(ctx, case.call, module, ctx.sample(case.sample))     # called with kwargs: as it was
-    variant = _relowering(variant, loc, module, ins)
+    variant = _relowering(variant, loc, module, ins)        # the op named wrong by torch's own decomposition
     dims = dynamic_dims(ctx, case, ins)
     try:
         model = _export(module, ins, variant, dims)
     except (DriftTuiError, Exception) as exc:  # noqa: BLE001 - a module that does not export alone
         return None, Eval(float("inf"), True, False, str(exc)[:200])
-    ev = _run(model, ins, outs, case)
-    if not ev.ok:
+    if not (ev := _run(model, ins, outs, case)).ok:
         return None, ev
     rewrite = (pass_rewrite(case, model, variant, lambda v: _export(module, ins, v, dims),
                             lambda m: _computes(_run(m, ins, outs, case)), _feeds(model, ins))
@@ -180,10 +179,9 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
             "input_shapes": [list(t.shape) for t in ins], **({"decompose": "core_aten"} if variant.decompose else {}),
             **({"retrace": "make_fx_core_aten"} if variant.retrace else {}),
             **({"optimize": False} if not variant.optimize else {}), **({"script": True} if variant.script else {}),
-            **({"peephole": False} if not variant.peephole else {}), **({"relower": list(variant.relower)}
-                                                                         if variant.relower else {})}
+            **({"peephole": False} if not variant.peephole else {}), **_relowered_spec(variant)}
     check, said, node, wrong = _story(ctx, case, module, model, feeds, ev, variant, loc, rewrite)
-    target = (wrong.target if wrong is not None else ", ".join(variant.relower or decomposed_targets(ctx, case, variant))
+    target = (wrong.target if wrong is not None else ", ".join(_relowered_or(ctx, case, variant))
               if variant.decompose or variant.retrace else "")
     own = _defined(ctx, case, variant, wrong) or aliased_told(ctx, case, variant)   # drifttui's definition; aliasing
     own = own or (trained_story(ctx, case, module, ins) if _computes(ev) else None)     # exported in train()
@@ -231,6 +229,15 @@ def _relowering(variant: Variant, loc: Any, module: Any, ins: list[Any]) -> Vari
     except Exception:  # noqa: BLE001 - a module make_fx cannot trace: the re-trace says so itself
         return variant
     return variant._replace(relower=ops)
+
+
+def _relowered_spec(variant: Variant) -> dict:
+    return {"relower": list(variant.relower)} if variant.relower else {}
+
+
+def _relowered_or(ctx: Any, case: Case, variant: Variant) -> Any:
+    """The ops a decomposition or a re-trace re-lowered: the ones named wrong, else the ones torch's table has."""
+    return variant.relower or decomposed_targets(ctx, case, variant)
 
 
 def _story(ctx: Any, case: Case, module: Any, model: Any, feeds: dict, ev: Eval, variant: Variant,
