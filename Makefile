@@ -160,7 +160,8 @@ test-bisect: $(VENV)/.installed-dev
 # tests, test_autocast_orphan.py and test_opmath_inner.py, are in make test;
 # test_overflowing_lowering.py, test_relowered_op.py: the fuzzer's source-derived pool's finds of session 42 (fuzzG), a
 # dynamo logaddexp2 whose Pow overflows told as stability, not lowering, and elu's input_scale re-lowered by a make_fx
-# re-trace through torch's own decomposition of the op named wrong (their fast tests are in make test)
+# re-trace through torch's own decomposition of the op named wrong, whose result no value is named after (their
+# fast tests, with test_int_pow.py's negative exponents, are in make test)
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \

@@ -47,9 +47,9 @@ def test_the_named_op_is_re_lowered_by_torchs_decomposition_and_one_reaching_pri
 
 
 class Model(nn.Module):
-    def __init__(self) -> None:
+    def __init__(self, body: type = Scaled) -> None:
         super().__init__()
-        self.stem, self.body = nn.Linear(32, 32), Scaled()
+        self.stem, self.body = nn.Linear(32, 32), body()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.body(self.stem(x) * 3.0)
@@ -58,6 +58,11 @@ class Model(nn.Module):
 def model() -> nn.Module:
     torch.manual_seed(0)
     return Model().eval()
+
+
+def added() -> nn.Module:
+    torch.manual_seed(0)
+    return Model(Added).eval()
 
 
 def rows() -> torch.Tensor:
@@ -79,3 +84,38 @@ def test_a_dynamo_elu_with_an_input_scale_is_verified_and_repaired(tmp_path):
     fixed = tmp_path / "fixed.onnx"
     assert main(["repair", *spec, "--onnx", str(tmp_path / "test_relowered_op.onnx"), "--out", str(fixed)]) == 0
     assert main(["check", *spec, "--onnx", str(fixed)]) == 0
+
+
+def test_an_fx_node_whose_result_no_value_is_named_after_is_compared_by_its_escaping_value():
+    """torchlib's ``elu`` with ``scale=1`` ends on its ``Elu`` node, whose output keeps its own name (``val_6``): the
+    ``elu`` group had no value to compare, and the ``add`` reading ``val_6`` was fed ONNX Runtime's wrong value and
+    named wrong in its place (``fx_outputs.escaping_values``)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    from drifttui.core.explain.causes.locate.fx_outputs import escaping_values
+
+    nodes = [helper.make_node("Mul", ["x", "k"], ["val_5"], name="node_Mul_5"),
+             helper.make_node("Elu", ["val_5"], ["val_6"], name="node_Elu_6"),
+             helper.make_node("Add", ["val_6", "x"], ["add"], name="node_add")]
+    vi = [helper.make_tensor_value_info(v, TensorProto.FLOAT, [2]) for v in ("x", "k")]
+    g = helper.make_graph(nodes, "g", vi, [helper.make_tensor_value_info("add", TensorProto.FLOAT, [2])])
+    model = helper.make_model(g)
+    groups = [SimpleNamespace(name="elu", nodes=["node_Mul_5", "node_Elu_6"]), SimpleNamespace(name="add",
+                                                                                               nodes=["node_add"])]
+    tv = {"elu": np.ones(2, np.float32), "add": np.zeros(2, np.float32)}
+    got = escaping_values(model, groups, tv)
+    assert set(got) == {"elu", "add", "val_6"} and np.array_equal(got["val_6"], tv["elu"])     # not val_5
+
+
+@pytest.mark.drifts        # the explanation's re-exports
+def test_the_elu_before_an_add_is_named_not_the_add_it_feeds(tmp_path):
+    from tests.causes.conftest import explained_small
+
+    _, _, _, res, exp = explained_small(tmp_path, __file__, added, rows, dynamo=True)
+    assert res.drift_origin is not None and res.drift_origin.module == "body"
+    head = exp.findings[0]
+    assert head.verified and head.patch.get("relower") == ["aten.elu.default"], head.message
+    assert "FX node elu" in head.message and "FX node add" not in head.message, head.message

@@ -36,6 +36,7 @@ from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, at_export_shapes, call_io
 from drifttui.core.explain.causes.locate.evaluate import run_ort
 from drifttui.core.explain.causes.locate.folded_values import folded_groups
+from drifttui.core.explain.causes.locate.fx_outputs import escaping_values
 from drifttui.core.explain.causes.locate.overflow import overflow_node
 from drifttui.core.explain.causes.locate.torch_call import aten_name, call_from_meta
 from drifttui.core.explain.causes.locate.torch_program import addends, program as torch_program, target_name
@@ -352,6 +353,7 @@ def fx_localise(ctx: Any, case: Case) -> Optional[FxLocalisation]:
     if got is None:
         return None
     groups, tv, addends, program = got
+    tv = escaping_values(case.model, groups, tv)      # an FX node whose result no value is named after
     loc = FxLocalisation([], tv, matched=len(tv), every={g.name: g for g in groups}, addends=addends)
     for g in groups[:MAX_GROUPS]:
         if _own(case, g, tv, ort_vals):
