@@ -230,14 +230,27 @@ def _cli(argv: list[str]) -> int:
 _OPERATORS = {">>": "rshift", "<<": "lshift", "//": "floor_divide", "%": "remainder"}
 
 
-def _told(message: str, call: str) -> bool:
-    """Whether the message names a function or operator of the call (``F.logsigmoid`` as ``log_sigmoid``, ``>>``
-    as ``__rshift__``; underscores aside)."""
+def _called(call: str) -> set[str]:
+    """The functions and operators a call's text names.  A call of the schema pool (``aten.elu.default(x, ...)``,
+    ``A |> B``) names its ATen ops alone: an overload's name (``default``, ``dim``, ``Tensor``) and the argument's
+    preparation (``x.abs()``) are not the call."""
+    ops = set(re.findall(r"\baten\.([a-z_][a-z0-9_]*)\.[A-Za-z0-9_]+\(", call))
+    if ops:
+        return ops - _WORDS
     names = {w for w in re.findall(r"\b([a-z_][a-z0-9_]*)\(", call)} - {"x", "y", "m", "t", "tensor", "float"}
     names |= {w for w in re.findall(r"\.([a-z_][a-z0-9_]*)\b", call) if w not in {"values", "indices", "sigmoid"}}
     names |= {w for op, w in _OPERATORS.items() if op in call}
+    return {w for w in names if len(w) > 2}
+
+
+_WORDS = {"to", "or", "is", "as", "in", "and", "not"}      # ATen ops whose names are English words a message uses
+
+
+def _told(message: str, call: str) -> bool:
+    """Whether the message names a function or operator of the call (``F.logsigmoid`` as ``log_sigmoid``, ``>>``
+    as ``__rshift__``; underscores aside)."""
     flat = message.replace("_", "")
-    return any(re.search(rf"(?<![a-z]){re.escape(w.replace('_', ''))}(?![a-z])", flat) for w in names if len(w) > 2)
+    return any(re.search(rf"(?<![a-z]){re.escape(w.replace('_', ''))}(?![a-z])", flat) for w in _called(call))
 
 
 SCREEN: collections.Counter = collections.Counter()      # per exporter: exported, drifts, own drifts, ...

@@ -70,3 +70,15 @@ def test_a_program_reading_uninitialised_memory_is_left_out_of_the_screen(tmp_pa
     assert fuzz_drifts.repeatable(fuzz_drifts.program(41001, "schema")[0], x)
     path = tmp_path / "u.onnx"
     assert fuzz_drifts._runs(_Uninitialised(), path, [x]) == fuzz_drifts.NOT_REPEATABLE      # before loading a file
+
+
+def test_told_asks_for_the_called_op_not_an_overload_or_an_argument():
+    """The fuzzer's own ``told`` said yes to 26063, whose message named ``aten.reshape.default`` for a call of
+    ``aten.type_as.default`` (the overload's ``default`` matched): a schema call names its ATen ops alone."""
+    call = "aten.type_as.default(x.abs(), y) |> aten.cosine_similarity.default(x, y, 1, 10000.0)"
+    assert not fuzz_drifts._told("the exporter's lowering of aten.reshape.default computes otherwise", call)
+    assert not fuzz_drifts._told("the lowering of torch's abs is wrong", call)
+    assert fuzz_drifts._told("the lowering of aten.cosine_similarity.default computes otherwise", call)
+    assert fuzz_drifts._told("torch's type_as keeps float64", call)
+    assert fuzz_drifts._told("torch's __rshift__ of int64", "aten.__rshift__.Scalar(x, 2)")
+    assert fuzz_drifts._told("floor_divide of a float", "torch.floor_divide(x, -1.0)")       # the hand pool's text

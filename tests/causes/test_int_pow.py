@@ -57,3 +57,21 @@ def test_a_float_pow_is_refused():
     with pytest.raises(PatchError, match="not an int32/int64"):
         apply(model, Patch({"op": "rewrite", "rewrite": "int_pow_exact", "node": "/body/Pow", "dtype": "float32"},
                            "dtype", "", ""))
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+def test_negative_exponents_of_a_tensor_are_torchs_powi_not_a_reason_to_skip(opset):
+    """The fuzzer's source-derived pool, seed 29012 (both exporters): ``pow((x * 100).long(), (x * 100).long())``.
+    Half the exponents are negative (torch: 1 for a base of 1, -1 or 1 by parity for -1, else 0) and the others wrap;
+    the patch was never proposed, since a negative exponent was taken for one torch refuses."""
+    bases = np.array([7, 31, 1, -1, -1, 0, 5, -3, 2, 1000], np.int64)
+    exps = np.array([22, 12, -5, -3, -4, -2, -1, 39, 63, -7], np.int64)
+    want = torch.pow(torch.from_numpy(bases), torch.from_numpy(exps)).numpy()
+    assert np.array_equal(exact_power(bases, exps), want)
+    model, feeds = _pow(opset=opset), {"b": bases, "e": exps}
+    case = Case(model, feeds, {"y": want}, "body", 0, 0, 0.0, 0.0, nodes=["/body/Pow"], opset=opset)
+    patches = int_pow_patches(case)
+    assert len(patches) == 1 and patches[0].spec.get("negative") is True
+    fixed = apply(model, patches[0])
+    onnx.checker.check_model(fixed, full_check=True)
+    assert not np.array_equal(_run(model, feeds), want) and np.array_equal(_run(fixed, feeds), want)

@@ -76,20 +76,20 @@ def _no_log(*_: Any) -> None:
 def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: Path,
                  name: str = "model.onnx", dynamic: bool = False, opset: Optional[int] = None,
                  decompose: bool = False, retrace: bool = False, optimize: bool = True, script: bool = False,
-                 dims: Optional[list[list[int]]] = None, peephole: bool = True, training: bool = False) -> Path:
-    """Export into ``workdir`` and return the path. Raises ModelError with a one-line reason.
-
-    ``dynamic``: dim 0 of every input is a dynamic batch dim (``--batch``).  ``opset``: another
-    opset than the exporter's default.  ``decompose`` (dynamo): the program is decomposed with
-    torch's own core ATen table (``ExportedProgram.run_decompositions``) before the exporter lowers
-    it, so the ops torchlib lowers by hand go through torch's decompositions instead.  ``retrace``:
-    the module is first re-traced into core ATen by ``make_fx`` (``retrace.py``: torch's core table and
-    the definitions of the ops torch decomposes nowhere), and that GraphModule is exported.
+                 dims: Optional[list[list[int]]] = None, peephole: bool = True, training: bool = False,
+                 relower: tuple = ()) -> Path:
+    """Export into ``workdir`` and return the path. Raises ModelError with a one-line reason.  ``dynamic``: dim 0
+    of every input is a dynamic batch dim (``--batch``).  ``opset``: another opset than the exporter's default.
+    ``decompose`` (dynamo): the program is decomposed with torch's own core ATen table (``ExportedProgram.
+    run_decompositions``) before the exporter lowers it, so the ops torchlib lowers by hand go through torch's
+    decompositions instead.  ``retrace``: the module is
+    first re-traced into core ATen by ``make_fx`` (``retrace.py``: torch's core table, the definitions of the ops
+    torch decomposes nowhere, and torch's own decomposition of the ``relower`` ops), and that GraphModule is exported.
     ``optimize=False`` (dynamo): the exporter's ONNX optimizer is not run on the translated graph.
     ``script`` (TorchScript): the module is compiled by ``torch.jit.script`` first, so a Python ``if`` or a
     number taken from a tensor is exported as the graph's own ``If`` / computation instead of the example's
-    path.  ``dims``: per positional input, the dims exported dynamic (a file's dynamic length).
-    ``peephole=False`` (TorchScript): its ONNX peephole pass is left out (peephole.py); ``training``: TRAINING mode."""
+    path.  ``dims``: per positional input, the dims exported dynamic (a file's dynamic length).  ``peephole=False``
+    (TorchScript): its ONNX peephole pass is left out (peephole.py); ``training``: TRAINING mode."""
     import torch
 
     if exporter not in EXPORTERS:
@@ -98,7 +98,7 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
     with quiet() as (out, err), kept_modes(model):
         try:
             if retrace:
-                model = trace(model, tuple(args))
+                model = trace(model, tuple(args), relower)
             if script:
                 model = torch.jit.script(model)
             if exporter == "dynamo":

@@ -162,18 +162,58 @@ def _promoted(op: Any, dtype: Any) -> Callable[..., Any]:
     return run
 
 
-def retrace(module: Any, args: tuple) -> Any:
-    """``module`` on ``args`` as a GraphModule of core ATen ops (make_fx, the reference table).  An elementwise op
-    torch computes in a float type on integer inputs is traced on those inputs cast to that type (``_promoting_ops``):
-    a lowering that computes it in the input's type (torchlib's ``angle``: ``Where(x < 0, pi, 0)`` with pi cast to
-    int64, 3) is never reached."""
+def torch_decomposition(target: str) -> Optional[Any]:
+    """The ATen op ``target`` names (``aten.elu.default``, as FX prints it) when torch decomposes it
+    (``torch._decomp.decomposition_table``: ``elu``'s ``where(x > 0, x * scale, expm1(x * input_scale) * alpha *
+    scale)``) and neither its core ATen table nor ``reference_table`` does (a core ATen op an exporter lowers by hand);
+    None otherwise."""
+    import torch
+    from torch._decomp import decomposition_table
+
+    parts = target.split(".")
+    if len(parts) != 3 or parts[0] != "aten":
+        return None
+    op = getattr(getattr(torch.ops.aten, parts[1], None), parts[2], None)
+    return op if op in decomposition_table and op not in reference_table() else None
+
+
+def _relowered(module: Any, args: tuple, table: dict, relower: tuple) -> tuple[Any, list[Any]]:
+    """(``module`` traced on ``table`` and torch's own decomposition of each op of ``relower`` that reaches no prims,
+    those ops)."""
+    from torch._decomp import decomposition_table
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    gm, applied = make_fx(module, decomposition_table=table, tracing_mode="real")(*args), []
+    for op in dict.fromkeys(op for op in map(torch_decomposition, relower) if op is not None):
+        more = {**table, **{a: decomposition_table[a] for a in applied}, op: decomposition_table[op]}
+        tried = make_fx(module, decomposition_table=more, tracing_mode="real")(*args)
+        if not any(str(n.target).startswith("prims.") for n in tried.graph.nodes if n.op == "call_function"):
+            gm = tried
+            applied.append(op)
+    return gm, applied
+
+
+def relowerable(module: Any, args: tuple, relower: tuple) -> tuple:
+    """The ops of ``relower`` (as FX prints them) that ``retrace`` decomposes by torch's own decomposition."""
+    _, applied = _relowered(module, args, reference_table(), relower)
+    return tuple(t for t in relower if torch_decomposition(t) in applied)
+
+
+def retrace(module: Any, args: tuple, relower: tuple = ()) -> Any:
+    """``module`` on ``args`` as a GraphModule of core ATen ops (make_fx, the reference table; ``relower``: ATen ops,
+    as FX prints them, also decomposed by torch's own decomposition, ``torch_decomposition``, unless that reaches
+    prims, which no exporter lowers: torch's reference ``add``).  An elementwise op torch computes in a float type on
+    integer inputs is traced on those inputs cast to that type (``_promoting_ops``): a lowering that computes it in
+    the input's type (torchlib's ``angle``: ``Where(x < 0, pi, 0)`` with pi cast to int64, 3) is never reached."""
+    from torch._decomp import decomposition_table
     from torch.fx.experimental.proxy_tensor import make_fx
 
     if not _REGISTERED:
         _to_copy_symbolic()
         _REGISTERED.append(True)
     table = reference_table()
-    gm = make_fx(module, decomposition_table=table, tracing_mode="real")(*args)
+    gm, applied = _relowered(module, args, table, relower)
+    table.update({op: decomposition_table[op] for op in applied})
     promoting = _promoting_ops(gm)
     if not promoting:
         return gm

@@ -36,6 +36,8 @@ from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.case import Case, at_export_shapes, call_io
 from drifttui.core.explain.causes.locate.evaluate import run_ort
 from drifttui.core.explain.causes.locate.folded_values import folded_groups
+from drifttui.core.explain.causes.locate.fx_outputs import escaping_values
+from drifttui.core.explain.causes.locate.overflow import overflow_node
 from drifttui.core.explain.causes.locate.torch_call import aten_name, call_from_meta
 from drifttui.core.explain.causes.locate.torch_program import addends, program as torch_program, target_name
 from drifttui.core.base.metrics import compare, largest
@@ -63,6 +65,7 @@ class FxNode:
     nonfinite: bool = False     # inf/NaN where torch's value differs
     drops_nonfinite: bool = False   # finite where torch's value is inf/NaN (the lowering drops torch's NaN)
     makes_nonfinite: bool = False   # inf/NaN where torch's value is finite
+    overflow: str = ""          # "Pow node_Pow_5": the same function, but this node overflows (overflow.py)
     dtype_change: str = ""      # "uint8 -> int8": the file's output type holds not every value of torch's
     call: str = ""              # the torch call it came from, as written (torch_call: its torch_fn meta)
     aten: str = ""              # the ATen op before the exporter's decompositions (its original_aten), or target
@@ -294,6 +297,10 @@ def _own(case: Case, g: FxNode, tv: dict[str, np.ndarray], ort_vals: dict[str, n
         g.drops_nonfinite = g.drops_nonfinite or _finite_where_not(got[v], want)
         g.makes_nonfinite = g.makes_nonfinite or _finite_where_not(want, got[v])
         g.fails = g.fails or st.fails()
+    if g.makes_nonfinite and not g.dtype_change:     # another function, or the function overflowing on the way?
+        want = {v: as_like(np.asarray(tv[v]), ort_vals[v]) for v in outs}
+        every = [v for n in mine for v in n.output if v]
+        g.overflow = overflow_node(_group_model(case.model, names, feeds, every), feeds, want, case.atol, case.rtol)
     return True
 
 
@@ -351,6 +358,7 @@ def fx_localise(ctx: Any, case: Case) -> Optional[FxLocalisation]:
     if got is None:
         return None
     groups, tv, addends, program = got
+    tv = escaping_values(case.model, groups, tv)      # an FX node whose result no value is named after
     loc = FxLocalisation([], tv, matched=len(tv), every={g.name: g for g in groups}, addends=addends)
     for g in groups[:MAX_GROUPS]:
         if _own(case, g, tv, ort_vals):

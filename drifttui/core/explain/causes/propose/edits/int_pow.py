@@ -26,14 +26,17 @@ UPSTREAM = "microsoft/onnxruntime#19298"
 
 
 def exact_power(base: np.ndarray, exponent: np.ndarray) -> np.ndarray:
-    """torch's integer power: repeated squaring in the base's integer type, wrapping on overflow."""
-    b, e = np.broadcast_arrays(np.asarray(base), np.asarray(exponent).astype(np.asarray(base).dtype))
-    r, b, e = np.ones_like(b), b.copy(), e.copy()
+    """torch's integer power: repeated squaring in the base's integer type, wrapping on overflow; a negative exponent
+    (of a tensor: torch refuses only a Python number's) gives 1 for a base of 1, -1 or 1 by the exponent's parity for
+    -1, else 0 (torch's ``powi``)."""
+    b, e0 = np.broadcast_arrays(np.asarray(base), np.asarray(exponent).astype(np.asarray(base).dtype))
+    r, b, e = np.ones_like(b), b.copy(), np.maximum(e0, 0)
     with np.errstate(over="ignore"):
         while (e > 0).any():
             r = np.where(e % 2 == 1, r * b, r)
             b, e = b * b, e // 2
-    return r
+    below = np.where(np.asarray(base) == 1, 1, np.where(np.asarray(base) == -1, np.where(e0 % 2 == 1, -1, 1), 0))
+    return np.where(e0 < 0, below.astype(r.dtype), r)
 
 
 def int_pow_patches(case: Case) -> list[Patch]:
@@ -45,12 +48,13 @@ def int_pow_patches(case: Case) -> list[Patch]:
         if base is None or exponent is None or got is None:
             continue
         base, exponent, got = np.asarray(base), np.asarray(exponent), np.asarray(got)
-        if base.dtype.kind not in "iu" or exponent.dtype.kind not in "iu" or (exponent < 0).any():
+        if base.dtype.kind not in "iu" or exponent.dtype.kind not in "iu":
             continue
         want = exact_power(base, exponent)
         if want.shape != got.shape or not (want != got).any():
             continue
-        out.append(_patch(case, node, base.dtype, int(exponent.max()), int((want != got).sum()), want.size))
+        out.append(_patch(case, node, base.dtype, int(exponent.max(initial=0)), int((want != got).sum()), want.size,
+                          bool((exponent < 0).any())))
     return out
 
 
@@ -60,8 +64,8 @@ def _value(case: Case, known: dict[str, Any], name: str) -> Any:
     return got if got is not None else static_value(case.model, name)
 
 
-def _patch(case: Case, node: Any, dtype: Any, top: int, wrong: int, size: int) -> Patch:
-    bits = max(MIN_BITS, int(top).bit_length() + 1)
+def _patch(case: Case, node: Any, dtype: Any, top: int, wrong: int, size: int, negative: bool = False) -> Patch:
+    bits = max(MIN_BITS, int(max(top, 0)).bit_length() + 1)
     why = (f"ONNX Runtime's Pow kernel computes the {np.dtype(dtype).name} power {node.name} through double "
            f"(std::pow), exact only below 2**53: {wrong} of its {size} values differ from the exact integer power "
            "torch computes (repeated multiplication in the integer type); with the power computed by repeated "
@@ -69,5 +73,6 @@ def _patch(case: Case, node: Any, dtype: Any, top: int, wrong: int, size: int) -
     fix = ("deploy the file with the power as repeated squaring (`drifttui repair` applies it), or keep the power "
            "below 2**53 in the model (reduce modulo at each multiplication); report the kernel's integer Pow to "
            f"onnxruntime with `drifttui repro` (its family: {UPSTREAM})")
-    spec = {"op": "rewrite", "rewrite": "int_pow_exact", "node": node.name, "bits": bits, "dtype": np.dtype(dtype).name}
+    spec = {"op": "rewrite", "rewrite": "int_pow_exact", "node": node.name, "bits": bits, "dtype": np.dtype(dtype).name,
+            **({"negative": True} if negative else {})}
     return Patch(spec, "dtype", why, fix, "runtime", module=case.module, nodes=[node.name])

@@ -88,9 +88,11 @@ def _by_variant(case: Case, ctx: Any, variant: Any, change: str = "") -> tuple[s
                             f"that computes otherwise than torch ({change}), while the same export without the pass "
                             "computes what torch computes; ")
     if variant.decompose or variant.retrace:
-        ops = decomposed_targets(ctx, case, variant)
-        how = ("its definition in core ATen ops, re-traced by make_fx and exported by the "
-               f"{variant.exporter} exporter," if variant.retrace else "torch's own decomposition of it")
+        relowered = list(getattr(variant, "relower", ()))      # torch's own decomposition of the op named wrong
+        ops = relowered + [t for t in decomposed_targets(ctx, case, variant) if t not in relowered]
+        how = ("torch's own decomposition of it" if relowered or not variant.retrace else "its definition in core ATen "
+               "ops") + (f", re-traced by make_fx and exported by the {variant.exporter} exporter," if variant.retrace
+                         else "")
         if ops:
             return lowering_class(ops[0], []), (f"the {made_by} exporter's lowering of {', '.join(ops)} (called by "
                                                 f"{name}) computes otherwise than torch, {how} does not; ")
@@ -133,6 +135,10 @@ def fx_story(case: Case, module: Any, fx: Any, ctx: Any, variant: Any = None, ch
         return "lowering", (f"{describe(fx, case.module)}: not torch's {wrong.target} lowered otherwise but the "
                             "exporter's ONNX optimizer, whose rewrites dropped or changed a node of the lowered graph "
                             f"({change or _REWRITES}); ")
+    if wrong.overflow:      # the function, in a form that overflows in float32 (overflow.py)
+        return "stability", (f"{describe(fx, case.module)}: the exporter's lowering of torch's {wrong.target} is the "
+                             f"function in a form that is not stable in float32: {wrong.overflow} overflows to inf "
+                             "on finite inputs where torch's value is finite, and is torch's wherever it is finite; ")
     return (lowering_class(wrong.target, wrong.op_types),
             f"{describe(fx, case.module)}: the exporter's lowering of torch's {wrong.target} is wrong; ")
 

@@ -34,6 +34,7 @@ from drifttui.core.prepare.reference import run_exporter
 from drifttui.core.explain.causes.locate.localise_nodes import align
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.model.export import export_model
+from drifttui.core.model.retrace import relowerable, torch_decomposition
 from drifttui.core.result import display_name
 from drifttui.errors import DriftTuiError
 
@@ -50,12 +51,15 @@ class Variant(NamedTuple):
     script: bool = False          # compiled by torch.jit.script first: Python control flow kept in the graph
     peephole: bool = True         # False: the TorchScript exporter's ONNX peephole pass left out (model/peephole.py)
     same: bool = False            # a user's file: its own exporter at its own opset (edited.py: a file made otherwise)
+    relower: tuple = ()           # a re-trace's ATen ops also decomposed by torch's own decomposition (_relowering)
 
     def fix(self, opset: Optional[int], target: str = "", change: str = "") -> str:
         """The source change that avoids the drift; ``change``: what the optimizer changed, when told."""
         at = f" at opset {opset}" if opset else ""
         if self.retrace:
             what = f"{target} written in core ATen ops" if target else "the module re-traced into core ATen ops"
+            what = (f"torch's own decomposition of {', '.join(self.relower)} (`torch._decomp.decomposition_table`)"
+                    if self.relower else what)
             return (f"export through another route ({what}, exported by the {self.exporter} exporter{at}, "
                     "computes what torch computes): re-trace with `torch.fx.experimental.proxy_tensor.make_fx("
                     "model, decomposition_table=...)` or replace the call by its definition, then "
@@ -167,6 +171,7 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
         return None, Eval(float("inf"), True, False, "the origin's inputs could not be captured")
     ins, outs = _plain(io[0]), io[1]
     module = as_called(ctx, case.call, module, ctx.sample(case.sample))     # called with kwargs: as it was
+    variant = _relowering(variant, loc, module, ins)        # the op named wrong by torch's own decomposition
     dims = dynamic_dims(ctx, case, ins)
     try:
         model = _export(module, ins, variant, dims)
@@ -189,9 +194,9 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
             "input_shapes": [list(t.shape) for t in ins], **({"decompose": "core_aten"} if variant.decompose else {}),
             **({"retrace": "make_fx_core_aten"} if variant.retrace else {}),
             **({"optimize": False} if not variant.optimize else {}), **({"script": True} if variant.script else {}),
-            **({"peephole": False} if not variant.peephole else {})}
+            **({"peephole": False} if not variant.peephole else {}), **_relowered_spec(variant)}
     check, said, node, wrong = _story(ctx, case, module, model, feeds, ev, variant, loc, rewrite)
-    target = (wrong.target if wrong is not None else ", ".join(decomposed_targets(ctx, case, variant))
+    target = (wrong.target if wrong is not None else ", ".join(_relowered_or(ctx, case, variant))
               if variant.decompose or variant.retrace else "")
     own = _defined(ctx, case, variant, wrong) or aliased_told(ctx, case, variant)   # drifttui's definition; aliasing
     own = own or (trained_story(ctx, case, module, ins) if _computes(ev) else None)     # exported in train()
@@ -220,6 +225,34 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
             ctx, case, lambda m, i: _export(m, i, variant, dims), lambda c, m, a: graft_for(ctx, c, m, a),
             lambda m, i, o, c: _computes(_run(m, i, o, c)))
     return patch, ev
+
+
+def _relowering(variant: Variant, loc: Any, module: Any, ins: list[Any]) -> Variant:
+    """A re-trace also re-lowers the op the localisation names wrong (a dynamo file's FX node wrong on its own,
+    ``fx_localise``; else the torch op whose ONNX nodes first differ, ``torch_align``) through torch's own decomposition
+    of it, where torch's core table and drifttui's definitions leave the op whole (``retrace.torch_decomposition``):
+    ``aten.elu`` with an ``input_scale``, which torchlib lowers as ``Elu(input_scale * x)`` and so scales the positive
+    side too, is a core ATen op no other route re-lowers."""
+    fx, named = getattr(loc, "fx", None), getattr(loc, "torch_op", None)
+    wrong = fx.wrong if fx is not None else None
+    named_ops = (wrong.aten, wrong.target) if wrong is not None else (getattr(named, "aten", None),)
+    ops = tuple(t for t in dict.fromkeys(named_ops) if t and torch_decomposition(t) is not None)
+    if not variant.retrace or not ops:
+        return variant
+    try:
+        ops = relowerable(module, tuple(ins), ops)      # reaching no prims, which no exporter lowers
+    except Exception:  # noqa: BLE001 - a module make_fx cannot trace: the re-trace says so itself
+        return variant
+    return variant._replace(relower=ops)
+
+
+def _relowered_spec(variant: Variant) -> dict:
+    return {"relower": list(variant.relower)} if variant.relower else {}
+
+
+def _relowered_or(ctx: Any, case: Case, variant: Variant) -> Any:
+    """The ops a decomposition or a re-trace re-lowered: the ones named wrong, else the ones torch's table has."""
+    return variant.relower or decomposed_targets(ctx, case, variant)
 
 
 def _story(ctx: Any, case: Case, module: Any, model: Any, feeds: dict, ev: Eval, variant: Variant,
@@ -262,7 +295,7 @@ def _export(module: Any, ins: list[Any], variant: Variant, dims: Optional[list[l
         path = export_model(module, tuple(ins), {}, variant.exporter, Path(d), "origin.onnx", opset=variant.opset,
                             decompose=variant.decompose, retrace=variant.retrace, optimize=variant.optimize,
                             script=variant.script, dims=dims if variant.script or variant.why == TRACED else None,
-                            peephole=variant.peephole)
+                            peephole=variant.peephole, relower=variant.relower)
         return onnx.load(str(path))
 
 
