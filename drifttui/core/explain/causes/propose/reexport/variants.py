@@ -186,11 +186,9 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     if rewrite.variant is None:
         return None, Eval(float("inf"), True, False, "the same export with the left-out pass computes what torch "
                           "computes too (or does not export): the pass is not the cause")
-    variant = rewrite.variant
-    exporter, why = variant.exporter, variant.why
-    feeds = _feeds(model, ins)
+    variant, feeds = rewrite.variant, _feeds(model, ins)
     opset = next((i.version for i in model.opset_import if i.domain in ("", "ai.onnx")), None)
-    spec = {"op": "reexport", "module": case.module, "exporter": exporter, "opset": opset,
+    spec = {"op": "reexport", "module": case.module, "exporter": variant.exporter, "opset": opset,
             "input_shapes": [list(t.shape) for t in ins], **({"decompose": "core_aten"} if variant.decompose else {}),
             **({"retrace": "make_fx_core_aten"} if variant.retrace else {}),
             **({"optimize": False} if not variant.optimize else {}), **({"script": True} if variant.script else {}),
@@ -210,7 +208,7 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     if own is not None:
         check, said = own.check, own.why
     spec.update(_changed(ctx, sized, own))      # what changed: the sizes, the mode (source_fix's code)
-    patch = Patch(spec, check, f"{said}{display_name(case.module)} exported alone with {why} (opset {opset}) computes what "
+    patch = Patch(spec, check, f"{said}{display_name(case.module)} exported alone with {variant.why} (opset {opset}) computes what "
                   "torch computes", (own.fix if own is not None else variant.fix(opset, target, rewrite.said))
                   + ("; keep the file's dynamic shapes for the sizes that change at run time"
                      if ctx.cfg.onnx and ctx.index.has_dynamic_inputs and sized is None
