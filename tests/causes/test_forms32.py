@@ -36,7 +36,9 @@ VERIFIED = {
     # no exporter, opset or torch decomposition computes these right: the module re-traced into core
     # ATen by make_fx (the op by its definition where torch decomposes it nowhere) and exported does
     ("signbit", "dynamo"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "aten.signbit"),
-    ("logcumsumexp", "dynamo"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "aten.logcumsumexp"),
+    # an inner node overflows on finite inputs where torch is finite: the function in an unstable form (session 42,
+    # locate/overflow.py; the re-trace's re-export still verifies it)
+    ("logcumsumexp", "dynamo"): ("stability", "reexport", {"retrace": "make_fx_core_aten"}, "aten.logcumsumexp"),
     ("cdist_l1", "torchscript"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "cdist"),
     ("cdist_linf", "torchscript"): ("lowering", "reexport", {"retrace": "make_fx_core_aten"}, "cdist"),
     # the dynamo exporter cannot export clamp's mixed float/int bounds; the re-trace defines clamp

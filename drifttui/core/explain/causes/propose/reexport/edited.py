@@ -19,11 +19,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import numpy as np
-
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.propose.reexport.definitions import Told
-from drifttui.core.onnx.weights import read_tensor
 from drifttui.core.prepare.reference import processed_by, run_exporter
 from drifttui.core.result import display_name
 
@@ -41,29 +38,33 @@ def made_by_today(model: Any) -> Optional[bool]:
     return _base(model.producer_version) == _base(torch.__version__)
 
 
-OTHER_WEIGHTS = ("today's export of the module computes what torch computes, but with other weights than the file's "
-                 "(the module changed its own parameters, or the file is older than them): no evidence of how the "
-                 "file was made")
-_FLOAT_TYPES = (1, 10, 11, 16)     # float32, float16, float64, bfloat16
+OTHER_WEIGHTS = ("today's export of the module computes what torch computes, but the module changes its own "
+                 "parameters or buffers in its forward, so the export bakes other numbers than the file holds: no "
+                 "evidence of how the file was made")
 
 
-def same_weights(ctx: Any, model: Any) -> bool:
-    """Every float weight of more than one element in the re-export ``model`` is one of the file's, value for value
-    (constants included).  Otherwise the re-export is of other numbers than the file holds (a module that changes its
-    own parameters in its forward, ``max_norm``'s in-place renorm; a file older than the weights): its computing
-    torch's values says nothing of how the file was made."""
-    theirs: dict[tuple, list[Any]] = {}
-    for t in ctx.index.constant_tensors().values():
-        if t.data_type in _FLOAT_TYPES:
-            theirs.setdefault((tuple(t.dims), t.data_type), []).append(t)
-    for w in model.graph.initializer:
-        if w.data_type not in _FLOAT_TYPES or int(np.prod(w.dims)) <= 1:
-            continue
-        mine = read_tensor(w)
-        if not any(np.array_equal(mine, read_tensor(t, ctx.index.data_dir), equal_nan=True)
-                   for t in theirs.get((tuple(w.dims), w.data_type), [])):
-            return False
-    return True
+def keeps_its_state(module: Any, ins: list[Any]) -> bool:
+    """Whether ``module`` leaves its parameters and buffers as they were when run once more on ``ins`` (its state put
+    back after).  A module that changes its own state in its forward (``max_norm``'s in-place renorm, BatchNorm's
+    running statistics in training mode) has been changed by every forward since the file was exported: today's
+    export of it bakes other numbers than the file holds, and its computing torch's values says nothing of how the
+    file was made."""
+    import torch
+
+    state = list(module.state_dict(keep_vars=True).values())
+    saved = [(t, t.detach().clone(), t._version) for t in state if isinstance(t, torch.Tensor)]
+    try:
+        with torch.no_grad():
+            module(*ins)
+    except Exception:  # noqa: BLE001 - the re-export ran it already: nothing new is learnt
+        return True
+    changed = False
+    with torch.no_grad():
+        for t, copy, version in saved:
+            if t._version != version:
+                changed = True
+                t.copy_(copy)
+    return not changed
 
 
 def edited_story(ctx: Any, case: Case, node: Any, opset: Optional[int]) -> Told:

@@ -17,7 +17,7 @@ import numpy as np
 from drifttui.core.explain.causes.propose.reexport.aliasing import aliased_told
 from drifttui.core.explain.causes.propose.reexport.definitions import Told, told
 from drifttui.core.explain.causes.propose.reexport.dynamic_lowering import dynamic_lowering
-from drifttui.core.explain.causes.propose.reexport.edited import OTHER_WEIGHTS, edited_story, same_weights
+from drifttui.core.explain.causes.propose.reexport.edited import OTHER_WEIGHTS, edited_story, keeps_its_state
 from drifttui.core.explain.causes.propose.reexport.graft_inputs import graft_for
 from drifttui.core.explain.causes.propose.reexport.frozen_trace import dynamic_dims, frozen_story
 from drifttui.core.explain.causes.propose.reexport.narrow_graft import narrowed
@@ -178,7 +178,7 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     except (DriftTuiError, Exception) as exc:  # noqa: BLE001 - a module that does not export alone
         return None, Eval(float("inf"), True, False, str(exc)[:200])
     ev = _run(model, ins, outs, case)
-    if not ev.ok or (variant.same and _computes(ev) and not same_weights(ctx, model)):   # other numbers: no evidence
+    if not ev.ok or (variant.same and _computes(ev) and not keeps_its_state(module, ins)):   # other numbers
         return None, ev if not ev.ok else Eval(float("inf"), True, False, OTHER_WEIGHTS)
     rewrite = (pass_rewrite(case, model, variant, lambda v: _export(module, ins, v, dims),
                             lambda m: _computes(_run(m, ins, outs, case)), _feeds(model, ins))
@@ -227,13 +227,15 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
 
 def _relowering(variant: Variant, loc: Any, module: Any, ins: list[Any]) -> Variant:
     """A re-trace also re-lowers the op the localisation names wrong (a dynamo file's FX node wrong on its own,
-    ``fx_localise``; else the torch op whose ONNX nodes first differ, ``torch_align``) through torch's own decomposition
+    ``fx_localise``) through torch's own decomposition
     of it, where torch's core table and drifttui's definitions leave the op whole (``retrace.torch_decomposition``):
     ``aten.elu`` with an ``input_scale``, which torchlib lowers as ``Elu(input_scale * x)`` and so scales the positive
     side too, is a core ATen op no other route re-lowers."""
-    fx, named = getattr(loc, "fx", None), getattr(loc, "torch_op", None)
+    fx = getattr(loc, "fx", None)
     wrong = fx.wrong if fx is not None else None
-    named_ops = (wrong.aten, wrong.target) if wrong is not None else (getattr(named, "aten", None),)
+    # only an FX node wrong on its own: a torch op the alignment by value names (a TorchScript file) may be
+    # right within float32's rounding of an ill-conditioned sum, which another summation route matches by chance
+    named_ops = (wrong.aten, wrong.target) if wrong is not None else ()
     ops = tuple(t for t in dict.fromkeys(named_ops) if t and torch_decomposition(t) is not None)
     if not variant.retrace or not ops:
         return variant
