@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from drifttui.core.runtime.torch_hooks import Call
-from drifttui.core.base.dtypes import ELEM_OF
+from drifttui.core.base.dtypes import ELEM_OF, LOW_FLOAT_ELEMS, elem_name
 from drifttui.core.onnx.graph import GraphIndex
 from drifttui.core.prepare.local_runs import is_cut, value_owners
 from drifttui.core.prepare.plan.plan import Plan
@@ -81,8 +81,7 @@ def build_local_graph(index: GraphIndex, plan: Plan, calls: list[Call],
 _FLOATS = {1, 10, 11, 16}     # float32, float16, float64, bfloat16
 
 
-_NARROW = {10: "float16", 16: "bfloat16"}
-_WIDE = {1, 11}                # float32, float64
+_WIDE = {ELEM_OF["float32"], ELEM_OF["float64"]}
 
 
 def widened_from(index: GraphIndex, value: str) -> Optional[str]:
@@ -92,7 +91,8 @@ def widened_from(index: GraphIndex, value: str) -> Optional[str]:
     node = index.nodes[p] if p is not None else None
     if node is None or node.op_type != "Cast" or not node.inputs or index.elem_types.get(value) not in _WIDE:
         return None
-    return _NARROW.get(index.elem_types.get(node.inputs[0], 0))
+    narrow = index.elem_types.get(node.inputs[0], 0)
+    return elem_name(narrow) if narrow in LOW_FLOAT_ELEMS else None
 
 
 def autocast_input(index: GraphIndex, plan: Plan, calls: list[Call], value: str) -> Optional[str]:
