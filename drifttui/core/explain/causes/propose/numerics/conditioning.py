@@ -44,14 +44,22 @@ MAX_NODES = 400
 class _Float64Factories(torch.overrides.TorchFunctionMode):
     """A tensor the forward makes in the default float32 (``torch.arange(0.0, n, 0.01)``, ``torch.zeros(...)``)
     made in float64: the module in float64 is its factories too (torch's vectorised float32 ``arange`` is a unit in
-    the last place off its float64 value).  A function mode: this thread only."""
+    the last place off its float64 value).  And a cast of a float64 value to float32 (``.float()``,
+    ``.to(torch.float32)``, ``.type(torch.float32)``) keeps it float64, as the file's widening keeps its ``Cast`` to
+    float32 (``onnx/edit/numerics/widen.py``): else the rest of the module computes in float32 and torch's "float64"
+    value is its float32 one.  A cast to float16 or bfloat16 is a precision the model chose, kept.  A function mode:
+    this thread only."""
 
     FACTORIES = frozenset({torch.arange, torch.linspace, torch.logspace, torch.zeros, torch.ones, torch.full,
                            torch.empty, torch.tensor, torch.eye, torch.scalar_tensor})
+    CASTS = frozenset({torch.Tensor.to, torch.Tensor.float, torch.Tensor.type, torch.Tensor.type_as})
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
+        if func in self.CASTS and args and isinstance(args[0], torch.Tensor) and args[0].dtype == torch.float64 \
+                and isinstance(out, torch.Tensor) and out.dtype == torch.float32 and out.shape == args[0].shape:
+            return args[0]
         if func in self.FACTORIES and "dtype" not in kwargs and isinstance(out, torch.Tensor) \
                 and out.dtype == torch.float32:
             return func(*args, **{**kwargs, "dtype": torch.float64})
