@@ -56,3 +56,40 @@ def test_a_cast_to_float16_is_the_models_precision_and_kept():
     (got,) = _torch64(Half(), [x])
     want = Half()(x.double()).double().numpy()
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+class Body(nn.Module):
+    """30019's call: ``log2`` brought back to float32, then ``tan`` (near its poles on some elements)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tan(torch.log2(x.abs()).to(torch.float32))
+
+
+class Model(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem, self.body = nn.Linear(32, 32), Body()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(self.stem(x) * 3.0)
+
+
+def model() -> nn.Module:
+    torch.manual_seed(30019)
+    return Model().eval()
+
+
+def rows() -> torch.Tensor:
+    return torch.randn(6, 32)
+
+
+@pytest.mark.drifts        # the explanation's re-exports
+@pytest.mark.parametrize("dynamo", [False, True], ids=["torchscript", "dynamo"])
+def test_an_ill_conditioned_call_after_a_cast_to_float32_is_stability_verified(tmp_path, dynamo):
+    from tests.causes.conftest import explained_small
+
+    _, _, _, res, exp = explained_small(tmp_path, __file__, model, rows, dynamo=dynamo, samples=3)
+    assert res.verdict != "ok" and res.drift_origin is not None and res.drift_origin.module == "body"
+    head = exp.findings[0]
+    assert head.verified and head.check == "stability", head.message
+    assert "tan" in head.message and "ill-conditioned" in head.message, head.message
