@@ -38,7 +38,7 @@ from drifttui.core.explain.causes.locate.evaluate import run_ort
 from drifttui.core.explain.causes.locate.folded_values import folded_groups
 from drifttui.core.explain.causes.locate.fx_outputs import escaping_values
 from drifttui.core.explain.causes.locate.overflow import overflow_node
-from drifttui.core.explain.causes.locate.torch_call import aten_name, call_from_meta
+from drifttui.core.explain.causes.locate.torch_call import aten_called, aten_name, call_from_meta
 from drifttui.core.explain.causes.locate.torch_program import addends, program as torch_program, target_name
 from drifttui.core.base.metrics import compare, largest
 from drifttui.core.onnx.graph import fx_record
@@ -142,8 +142,9 @@ def _program_values(gm: Any, ins: list[Any]) -> list[tuple]:
                 m = _FX.match(n.format_node() or "")
                 target = target_name(m.group(3)) if m else str(n.target)
                 orig = n.meta.get("original_aten")
-                out.append((n.name, target, val, call_from_meta(n.meta.get("torch_fn")) or "",
-                            aten_name(orig) if orig is not None else target, tuple(n.args)))
+                fn = n.meta.get("torch_fn")
+                out.append((n.name, target, val, call_from_meta(fn) or "",
+                            aten_called(fn) or (aten_name(orig) if orig is not None else target), tuple(n.args)))
             return val
 
     with torch.no_grad():

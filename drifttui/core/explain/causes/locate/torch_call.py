@@ -89,6 +89,20 @@ def call_from_meta(torch_fn: Any) -> Optional[str]:
     return f"torch.Tensor.{name}" if kind == "function" and hasattr(torch.Tensor, name) else None
 
 
+def aten_called(torch_fn: Any) -> Optional[str]:
+    """The ATen op a forward called directly (``torch.ops.aten.argsort.default(...)``: its FX nodes' ``torch_fn``
+    meta is ``OpOverload.argsort.default``) as ``aten.argsort.default``; None for any other record.  A composite op
+    reaches the exporter decomposed (``aten.sort``), and its pieces' ``original_aten`` is the piece, not the call."""
+    if not isinstance(torch_fn, (tuple, list)) or len(torch_fn) != 2 or not isinstance(torch_fn[1], str):
+        return None
+    kind, _, name = torch_fn[1].partition(".")
+    op, _, overload = name.partition(".")
+    if kind != "OpOverload" or not op or not overload:
+        return None
+    packet = getattr(torch.ops.aten, op, None)
+    return f"aten.{op}.{overload}" if packet is not None and overload in packet.overloads() else None
+
+
 def aten_name(op: Any) -> str:
     """``aten.var.correction`` for an OpOverload (or its printed target)."""
     text = str(op)
