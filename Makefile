@@ -170,7 +170,8 @@ test-bisect: $(VENV)/.installed-dev
 # fast tests, with test_int_pow.py's negative exponents, are in make test);
 # test_float64_downcast.py: the source-derived pool's find of session 43 (fuzzH), log2 brought back to float32 then
 # tan near its poles: the float64 counterfactual keeps the module's cast to float32 in float64, stability verified
-# (its fast tests are in make test)
+# (its fast tests, with test_direct_composite_call.py's argsort called directly and told as argsort, not as
+# the sort it decomposes to, are in make test)
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
