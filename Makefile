@@ -171,7 +171,11 @@ test-bisect: $(VENV)/.installed-dev
 # test_float64_downcast.py: the source-derived pool's find of session 43 (fuzzH), log2 brought back to float32 then
 # tan near its poles: the float64 counterfactual keeps the module's cast to float32 in float64, stability verified
 # (its fast tests, with test_direct_composite_call.py's argsort called directly and told as argsort, not as
-# the sort it decomposes to, are in make test)
+# the sort it decomposes to, are in make test);
+# test_forms43k.py: a blind first run on
+# detection, segmentation and pose heads with plain-torch post-processing, tie orders the head creates (peak NMS
+# zeros, saturated scores) said unrepairable and float16 box decodes at image coordinates; its fixes' tests,
+# test_own_half_precision.py and test_saturated_ties.py, are in make test
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
@@ -198,7 +202,7 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_forms41d.py tests/causes/test_forms41e.py tests/causes/test_fuzz_schema_finds.py \
 		tests/causes/test_forms41f.py tests/causes/test_forms41g.py tests/causes/test_forms42i.py \
 		tests/causes/test_forms42h.py tests/causes/test_folded_window.py tests/causes/test_overflowing_lowering.py \
-		tests/causes/test_relowered_op.py tests/causes/test_float64_downcast.py
+		tests/causes/test_relowered_op.py tests/causes/test_float64_downcast.py tests/causes/test_forms43k.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own

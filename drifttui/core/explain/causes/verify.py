@@ -34,6 +34,7 @@ from drifttui.core.explain.causes.propose.assemble import candidate_patches
 from drifttui.core.explain.causes.propose.numerics.conditioning import (conditioned_first, float64_trial,
                                                                        torch_own_error)
 from drifttui.core.explain.causes.propose.numerics.decisive_rounding import decisive
+from drifttui.core.explain.causes.propose.numerics.opmath import opmath_patches
 from drifttui.core.explain.causes.propose.numerics.opmath_inner import inner_opmath_patches
 from drifttui.core.explain.causes.propose.numerics.origin64 import origin64_patches
 from drifttui.core.explain.causes.propose.patch_budget import affordable, budget, by_likelihood
@@ -220,10 +221,21 @@ def _precision_story(ctx: Any, findings: list[Finding]) -> Optional[Explanation]
         return Explanation(None, None, [], rank([saturated, *findings], saturated.module),
                            "the CPU's int8 kernel saturates (re-quantize with reduce_range=True, or keep the "
                            "nodes in float32: step 4, repair)")
-    if paid is not None:
+    if paid is not None and not _rounds_as_torch(ctx):
         return Explanation(None, None, [], rank([paid, *findings], paid.module),
                            "the origin pays for the file's precision (keep it in float32: step 4, repair)")
     return None
+
+
+def _rounds_as_torch(ctx: Any) -> bool:
+    """The origin's float16 / bfloat16 nodes, each rounded at its output as torch rounds (the opmath
+    counterfactual, propose/numerics/opmath.py), compute what torch computes: the reduced precision is the model's
+    own (``torch.autocast``, a ``.half()`` module) and ONNX Runtime drops a rounding torch makes, a cause the
+    usual patches tell and repair.  A converted file's float16 cannot pass that way (torch computes in float32
+    there, and rounding more only moves the file further from it): its precision story stands."""
+    case = origin_case(ctx)
+    patches = opmath_patches(case) if case is not None else []
+    return bool(patches) and any(_passes(t) for t in verify(case, patches, ctx.cancel))
 
 
 def _with_siblings(ctx: Any, case: Case, trials: list[Trial]) -> None:

@@ -31,6 +31,7 @@ import torch
 
 from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, float64_values, run_reference
+from drifttui.core.explain.causes.propose.nopatch import explain_no_patch
 from drifttui.core.explain.causes.propose.numerics.kernel64 import deviating_kernels, said
 from drifttui.core.model.export import export_model
 from drifttui.core.onnx.edit.patches import Patch
@@ -180,10 +181,12 @@ def _agreement(t64: list[np.ndarray], outs: dict[str, np.ndarray], pairs: list[t
 
 def float64_trial(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple[Patch, Eval]]:
     """The conditioning counterfactual (never a graph patch) and its figure, or None when it does not hold; computed
-    once per case (``conditioned_first`` may have asked before the re-exports)."""
+    once per case (``conditioned_first`` may have asked before the re-exports).  Not where the origin's TopK selects
+    among tied values (propose/nopatch.py): float64 breaks float32's ties (scores saturated at 1.0) and both sides
+    then agree, but the two float32 sides round alike and order the ties otherwise; that story is the ties'."""
     key = f"causes:float64:{case.module}:{case.sample}:{len(case.model.graph.node)}"
     if key not in ctx.cache:
-        ctx.cache[key] = _float64_trial(ctx, case, loc)
+        ctx.cache[key] = None if explain_no_patch(case) is not None else _float64_trial(ctx, case, loc)
     return ctx.cache[key]
 
 
