@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from drifttui.core.result import Config, Result
+from drifttui.core.result import DRIFT, UNATTRIBUTED, Config, Result
 
 
 def relocalised(result: Result, cfg: Config) -> Optional[Config]:
@@ -21,6 +21,8 @@ def relocalised(result: Result, cfg: Config) -> Optional[Config]:
         return None
     if not any(o.fails for o in result.outputs) or not result.layers:
         return None
+    if any(layer.status in (DRIFT, UNATTRIBUTED) for layer in result.layers):
+        return None         # a layer's error at the per-layer level: the drift is not the optimiser's alone
     p = result.precision
     if p is not None and (p.kernels or "int8" in p.format or any(s.startswith("int8") for s in p.schemes)):
         return None
