@@ -32,4 +32,4 @@ def relocalised(result: Result, cfg: Config) -> Optional[Config]:
 def note(asked: Config) -> str:
     return (f"every layer agrees at ONNX Runtime level {asked.opt_level} while the outputs drift at level "
             f"{asked.output_opt_level}: the layers were compared again at level {asked.output_opt_level}, where "
-            "ONNX Runtime's graph optimisations run (step 3 names the pass)")
+            "ONNX Runtime's graph optimisations run (step 3 of `drifttui diagnose` names the pass)")
