@@ -25,6 +25,7 @@ from typing import Any, Iterable, Optional
 
 from drifttui.core.capture.drill import drill_pass
 from drifttui.core.capture.stage import CAPTURE_FIELDS, Capture, capture
+from drifttui.core.decide import level
 from drifttui.core.decide.stage import decide
 from drifttui.core.explain import Explained, explain
 from drifttui.core.explain.causes.deliver.keep_list import search as keep_list_search, unkept_why
@@ -183,6 +184,13 @@ class Pipeline:
         pr, fresh_prepare = self._prepare(config, progress, cancel)
         cap, fresh_capture = self._capture(pr, config, progress, cancel)
         self.last = _finish(pr, cap, config, progress, fresh_prepare, fresh_capture)
+        again = level.relocalised(self.last.result, config)
+        if again is not None:       # the drift is ONNX Runtime's optimiser's: the layers at the deployed level
+            progress(Progress("capture", 0, 1, f"comparing the layers again at ORT level {again.opt_level}"))
+            cap2, fresh2 = self._capture(pr, again, progress, cancel)
+            run2 = _finish(pr, cap2, again, progress, False, fresh2)
+            if run2.result.drift_origin is not None:
+                self.last = Run(pr, cap2, run2.result.with_(notes=[level.note(config)] + run2.result.notes))
         return self.last
 
     # -- explain --------------------------------------------------------------------------

@@ -34,3 +34,16 @@ def test_an_input_held_in_another_layout_is_not_disowned():
 def test_an_input_the_node_does_not_read_at_its_size_is_not_disowned():
     vals = {"count": np.arange(4), "one": np.array(1)}      # a reduction's input, another element count
     assert not disowns(np.array([0, 3, 7, 12, 0, 1]), "clamped", vals, _clip())
+
+
+def test_a_fused_node_reading_the_inputs_own_input_disowns_nothing():
+    """The TorchScript exporter fuses ``nll_loss(log_softmax(scores))`` into one ``SoftmaxCrossEntropyLoss`` that reads
+    the scores: the node computes the log-softmax itself, so its found value vouches for the call (forms40w's
+    ``clip_nll``: else the right row term's log_softmax was the first call not right, and the drifting column term
+    was told by it)."""
+    node = helper.make_node("SoftmaxCrossEntropyLoss", ["scores", "labels"], ["loss"], name="sce")
+    scores = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]])
+    logp = scores - np.log(np.exp(scores).sum(1, keepdims=True))
+    vals = {"scores": scores, "labels": np.array([0, 2])}
+    assert disowns(logp, "loss", vals, {"loss": node})
+    assert not disowns(logp, "loss", vals, {"loss": node}, frozenset({"scores"}))

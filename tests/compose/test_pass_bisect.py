@@ -39,6 +39,8 @@ def test_step3_names_the_transformer_and_the_settings(per_layer_level):
     assert "NchwcTransformer" in step.summary
     assert 'disabled_optimizers=["NchwcTransformer"]' in step.suggestion
     assert "ORT_ENABLE_EXTENDED" in step.suggestion and "optimization { graph { level: 1 } }" in step.suggestion
+    # one line, as every string a front end shows (a line break was escaped to a literal \x0a in the CLI and TUI)
+    assert "\n" not in step.suggestion, step.suggestion
     # cost: confirm at the level, ceil(log2 n) halvings, verify alone
     assert ev["runs"] <= math.ceil(math.log2(max(2, len(ev["candidates"])))) + 2
 

@@ -23,10 +23,10 @@ def precision_of(pr: Any, rules: Any, drifts: bool, origin: Optional[int] = None
                      cause=("genuine drift" if genuine else cause_of(rules, origin, own_over, other_drift, rounded))
                      if scan.reduced and drifts else "",
                      rule=f"{BUDGET_RULE}; {DERIVED_RULE}" if scan.reduced else "", output_budget=rules.out_budget,
-                     kernels=detect().int8_line() if _int8(scan) else "")
+                     kernels=detect().int8_line() if computes_int8(scan) else "")
 
 
-def _int8(scan: Any) -> bool:
+def computes_int8(scan: Any) -> bool:
     """The file computes with 8-bit integer ops (their results depend on the CPU's kernels)."""
     return "int8" in scan.formats or any(s.startswith("int8") for s in scan.schemes)
 

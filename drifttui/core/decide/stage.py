@@ -31,7 +31,7 @@ from drifttui.core.decide.units import split_units, unit_note
 from drifttui.core.decide.unattributed import attribute_unowned, unmapped_before
 from drifttui.core.decide.notes import output_notes
 from drifttui.core.decide.genuine import genuine_drifts, unreduced_drift
-from drifttui.core.decide.precision import precision_of
+from drifttui.core.decide.precision import computes_int8, precision_of
 from drifttui.core.decide.origin import make_origin, over_budget, rounding_explained, worst_failing
 from drifttui.core.result import (CHANNELS_AROUND, OWN_VALUES, DRIFT, FAIL_COLUMNS, FUSED, INHERITED, NOT_EXPORTED, OK,
                                   SCHEMA_VERSION,
@@ -129,13 +129,16 @@ def _run_notes(pr: "Prepared", cap: "Capture", cfg: Config, verdict: "Verdict", 
                      "the model outputs")
     elif not cap.local_available:
         notes.append("local errors were not computed (the graph has control flow or untyped feeds)")
-    if out_fail and verdict.origin is None and rules.budgets:
+    if out_fail and verdict.origin is None and rules.budgets and cfg.output_opt_level != cfg.opt_level:
         notes.append(f"the model outputs are over their precision budget ({rules.outputs:.3g} of their scale) while "
                      f"every layer is within its own at ORT level {cfg.opt_level}: the output pass runs at level "
-                     f"{cfg.output_opt_level}, where ONNX Runtime's fused int8 / float16 kernels (QLinearConv, "
-                     "QLinearMatMul...) compute differently; on x86 CPUs without VNNI the uint8 x int8 kernels can "
-                     "saturate: quantize with reduce_range=True or per_channel=True, or compare at "
-                     "--output-opt-level disable")
+                     f"{cfg.output_opt_level}, where " + (
+                         "ONNX Runtime's fused int8 kernels (QLinearConv, QLinearMatMul...) compute differently; on "
+                         "x86 CPUs without VNNI the uint8 x int8 kernels can saturate: quantize with reduce_range=True "
+                         "or per_channel=True, or compare at --output-opt-level disable"
+                         if pr.precision is not None and computes_int8(pr.precision) else
+                         "ONNX Runtime's graph optimisations change the numbers: step 3 of `drifttui diagnose` names "
+                         "the pass; compare at --output-opt-level disable to confirm"))
     elif out_fail and verdict.origin is None and pr.plan.localized and UNATTRIBUTED not in verdict.statuses:
         notes.append("the outputs drift but no mapped module owns the error: the responsible nodes are "
                      "not tied to a module (see unmapped layers)")

@@ -23,7 +23,7 @@ from typing import Any, Optional
 from drifttui.core.explain.causes.conclude import Trial, headline_order, merge, rank
 from drifttui.core.explain.causes.holds import hold
 from drifttui.core.explain.causes.locate.case import Case, origin_case, why_no_case
-from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, localise, ort_error
+from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, at_level, localise, ort_error
 from drifttui.core.explain.causes.locate.fx_localise import fx_localise
 from drifttui.core.explain.causes.locate.inner_values import first_failing_alone, first_failing_inner, widen
 from drifttui.core.explain.causes.locate.fx_words import describe
@@ -101,10 +101,17 @@ def _passes(t: Trial) -> bool:
 
 
 def verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool = True) -> Explanation:
-    """Verify what can be verified at the drift origin; the ranked findings."""
+    """Verify what can be verified at the drift origin; the ranked findings.  The origin's nodes run at the level
+    its layers were compared at (``evaluate.at_level``: where ONNX Runtime's optimiser made the drift, when the
+    run compared the layers at a level other than ``disable``)."""
     key = f"causes:explain:{reexport}"
     if key in ctx.cache:
         return ctx.cache[key]
+    with at_level(ctx.cfg.opt_level):
+        return _verify_at_origin(ctx, findings, reexport, key)
+
+
+def _verify_at_origin(ctx: Any, findings: list[Finding], reexport: bool, key: str) -> Explanation:
     o = ctx.result.drift_origin
     story = _precision_story(ctx, findings)
     if story is not None:

@@ -15,6 +15,7 @@ from drifttui.core.explain.steps.ort_pass import evidence as pass_evidence, offl
 from drifttui.core.explain.sweep import opt_sweep
 from drifttui.core.onnx.graph import GraphIndex, elem_type_name
 from drifttui.core.onnx.intdiv import truncation_is_floor
+from drifttui.core.runtime.passes import settings
 
 TITLE = "The origin's ONNX node"
 
@@ -108,7 +109,7 @@ def run(ctx: Context) -> Step:
     step = _verdict(L, sweep, level_note, clean(evidence), hazards, related, passes)
     if passes is not None and passes.summary not in step.summary:    # the finding's branch: the pass too
         step = dataclasses.replace(step, summary=f"{step.summary}; {passes.summary}",
-                                   suggestion="\n".join(x for x in (step.suggestion, _pass_fix(passes)) if x))
+                                   suggestion="; ".join(x for x in (step.suggestion, _pass_fix(passes)) if x))
     return step
 
 
@@ -140,10 +141,10 @@ def _origin_evidence(ctx: Context, L: Any) -> tuple[dict[str, Any], list[dict[st
 
 
 def _pass_fix(passes: Any) -> str:
-    """The settings that avoid the pass: the level that agrees, the pass disabled, Triton's form."""
+    """The settings that avoid the pass, in one line: the level that agrees, the pass disabled, Triton's form."""
     if passes is None or not passes.settings:
         return ""
-    return "\n".join(passes.settings.values())
+    return settings.sentence(passes.safe_level, passes.level, passes.culprits if passes.verified else [])
 
 
 def _verdict(L: Any, sweep: dict[str, Any], level_note: str, evidence: dict[str, Any],

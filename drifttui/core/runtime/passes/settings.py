@@ -45,3 +45,20 @@ def advice(safe_level: str, level: str, disabled: Sequence[str]) -> dict[str, st
         out["session_disabled"] = session_disabled(level, disabled)
         out["triton_disabled"] = triton_disabled(disabled)
     return out
+
+
+def sentence(safe_level: str, level: str, disabled: Sequence[str]) -> str:
+    """The same settings as one line (a step's suggestion is one line, as every string a front end shows):
+    ONNX Runtime's first, then Triton's."""
+    names = ", ".join(f'"{n}"' for n in disabled)
+    ort, triton = [], []
+    if safe_level:
+        ort.append(f"{session_level(safe_level)} (the level that agrees with torch)")
+        triton.append(triton_level(safe_level).lstrip("# "))
+    if disabled:
+        ort.append(f"keep GraphOptimizationLevel.{ORT_ENUM[level]} and pass disabled_optimizers=[{names}] to "
+                   "onnxruntime.InferenceSession")
+        triton.append(f"serve a copy ONNX Runtime optimised offline without it (SessionOptions."
+                      f"optimized_model_filepath with disabled_optimizers=[{names}]) with {triton_level('disable')}")
+    return "; ".join(x for x in (f"ONNX Runtime: {' or '.join(ort)}" if ort else "",
+                                  f"Triton: {' or '.join(triton)}" if triton else "") if x)

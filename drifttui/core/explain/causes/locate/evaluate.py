@@ -9,8 +9,10 @@ when the reference evaluator cannot run the nodes.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional
 
 import numpy as np
 
@@ -59,6 +61,24 @@ class Localisation:
     torch_groups: dict[str, Any] = field(default_factory=dict)  # the same for the calls whose value the file lacks
 
 
+# The ONNX Runtime level a case runs at: ``disable`` (the nodes as the file writes them), or the per-layer pass's
+# level when that is another (the origin was named where ONNX Runtime's optimiser runs: its cut-out nodes are
+# judged, and its patches verified, where the drift is made).
+LEVEL: contextvars.ContextVar[str] = contextvars.ContextVar("drifttui_case_level", default="disable")
+_LEVELS = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
+           "all": "ORT_ENABLE_ALL"}
+
+
+@contextlib.contextmanager
+def at_level(level: str) -> Iterator[None]:
+    """Cases run at ONNX Runtime ``level`` inside the block."""
+    token = LEVEL.set(level if level in _LEVELS else "disable")
+    try:
+        yield
+    finally:
+        LEVEL.reset(token)
+
+
 def _session(model: Any, outputs: Optional[list[str]] = None) -> Any:
     import onnx
     import onnxruntime as ort
@@ -70,7 +90,7 @@ def _session(model: Any, outputs: Optional[list[str]] = None) -> Any:
             if v not in have:
                 model.graph.output.append(onnx.ValueInfoProto(name=v))
     so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _LEVELS[LEVEL.get()])
     so.log_severity_level = 4      # fatal only: a failure is raised, and drifttui says it in one line
     so.intra_op_num_threads = 1
     return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])

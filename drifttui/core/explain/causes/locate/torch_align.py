@@ -260,13 +260,16 @@ def _dropping(ops: list[tuple], dropped: dict[int, tuple], right: set[int], feed
                  and all(i in right for i in dropped[k][1])), None)
 
 
-def disowns(want: Any, value: str, vals: dict[str, np.ndarray], producer: dict[str, Any]) -> bool:
+def disowns(want: Any, value: str, vals: dict[str, np.ndarray], producer: dict[str, Any],
+            before: frozenset = frozenset()) -> bool:
     """Whether the node that makes the file's ``value`` reads values of ``want``'s element count and none of them
     holds torch's ``want`` (its elements sorted: a layout of its own is no other value): the file computed that input
-    otherwise, and a many-to-one op after it (a clamp, a rounding) hid it."""
+    otherwise, and a many-to-one op after it (a clamp, a rounding) hid it.  A node that reads one of ``before``, the
+    file's values of the input's own inputs, computes the input itself (a fused node: the TorchScript exporter's
+    ``SoftmaxCrossEntropyLoss`` reads the scores, not the ``log_softmax`` of them): it disowns nothing."""
     node = producer.get(value)
     if node is None or want is None or not hasattr(want, "shape") or np.asarray(want).size < 2 \
-            or np.asarray(want).dtype.kind not in "fiub":
+            or np.asarray(want).dtype.kind not in "fiub" or set(node.input) & before:
         return False
     w = np.sort(np.asarray(want, np.float64).reshape(-1))
     got = [np.asarray(vals[v]) for v in node.input if v in vals and np.asarray(vals[v]).size == w.size]
@@ -294,7 +297,8 @@ def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray],
         got = np.asarray(vals[found[k]])
         if got.size < 2 or got.dtype.kind == "b" or bool(np.all(got == got.reshape(-1)[0])):
             continue            # a constant, or a comparison's mask: which side of 0 a value is says nothing of it
-        todo = [i for i in ops[k][3] if not disowns(ops[i][2], found[k], vals, producer or {})]
+        todo = [i for i in ops[k][3] if not disowns(ops[i][2], found[k], vals, producer or {},
+                                                     frozenset(found[j] for j in ops[i][3] if j in found))]
         while todo:
             i = todo.pop()
             if i not in right:
