@@ -8,7 +8,8 @@ float16 ``Mul`` chain through float32 Casts, dropping the rounding torch applies
 phase by about as much as the other: neither patch alone removes the drift, and neither removes ten times the error
 (the gain the composition of two mechanisms asked of its first patch).  The scalar's patch is not a hypothesis (the
 file holds another number than torch's call), so it is composed with the rounding patches of what it leaves whatever
-it gained alone, and the pair verifies."""
+it gained alone, and the pair verifies; its story is the scalar's node's call (``conclude``: the patch's decisive
+node), torch's ``mul`` of pi, not the ``cos`` whose value is the first wrong one."""
 from __future__ import annotations
 
 import contextlib
@@ -69,5 +70,6 @@ def test_a_float16_scalar_is_composed_with_the_dropped_roundings_whatever_it_gai
     composed = residual_patches(case, singles, before)
     assert composed and all(p.spec["op"] == "sequence" for p in composed)
     assert composed[0].spec["patches"][0]["rewrite"] == "opmath_scalar" and composed[0].check == "dtype"
+    assert composed[0].spec["decisive"] == scalars[0].spec["node"]       # the story names torch's mul, not the cos
     after = verify(case, composed[:1])[0].after
     assert after.ok and not after.fails, after.text()

@@ -75,8 +75,11 @@ def residual_patches(case: Case, trials: list[Any], before: Any, op: Optional[st
         for p2 in [*opmath_patches(rest, op), *cast_first_patches(rest, op)]:
             if not p2.graph_level:
                 continue
+            spec = {"op": "sequence", "patches": [dict(p1.spec), dict(p2.spec)]}
+            if _fact(p1.spec):      # the story is the fact's node's call (torch's mul of pi), not the cos it feeds
+                spec["decisive"] = (p1.spec.get("patches") or [p1.spec])[0]["node"]
             out.append(dataclasses.replace(
-                p1, spec={"op": "sequence", "patches": [dict(p1.spec), dict(p2.spec)]},
+                p1, spec=spec,
                 why=f"{p1.why}; the error left ({first.after.text()}) is a second mechanism: {p2.why}",
                 fix=f"{p1.fix}; and {p2.fix}", nodes=list(dict.fromkeys([*p1.nodes, *p2.nodes])), siblings=[]))
     return out
