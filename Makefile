@@ -167,7 +167,10 @@ test-bisect: $(VENV)/.installed-dev
 # test_overflowing_lowering.py, test_relowered_op.py: the fuzzer's source-derived pool's finds of session 42 (fuzzG), a
 # dynamo logaddexp2 whose Pow overflows told as stability, not lowering, and elu's input_scale re-lowered by a make_fx
 # re-trace through torch's own decomposition of the op named wrong, whose result no value is named after (their
-# fast tests, with test_int_pow.py's negative exponents, are in make test)
+# fast tests, with test_int_pow.py's negative exponents, are in make test); test_forms43j.py: a blind first run on
+# diffusion-model code as deployers export it (diffusers' UNet2DModel with a Gaussian-Fourier noise embedding, an LCM
+# scheduler's scalings, a guided-diffusion sinusoid, all in float16: pi written in float16 beside ONNX Runtime's
+# dropped roundings, a pow that overflows); its fix's test, test_scalar_and_rounding.py, is in make test
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
@@ -194,7 +197,7 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_forms41d.py tests/causes/test_forms41e.py tests/causes/test_fuzz_schema_finds.py \
 		tests/causes/test_forms41f.py tests/causes/test_forms41g.py tests/causes/test_forms42i.py \
 		tests/causes/test_forms42h.py tests/causes/test_folded_window.py tests/causes/test_overflowing_lowering.py \
-		tests/causes/test_relowered_op.py
+		tests/causes/test_relowered_op.py tests/causes/test_forms43j.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own
