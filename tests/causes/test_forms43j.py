@@ -16,7 +16,7 @@ First run, engine at the branch base (b679df19, ``drifttui diagnose`` / ``repair
 | pair | origin | class by mechanism | told | verified | repair passes check | diagnose / repair |
 |---|---|---|---|---|---|---|
 | fourier_unet torchscript (deep, 107 modules) | right (``unet.time_proj``) | **no**: ``lowering`` of ``sin`` | no | **no** (11 patches) | no file | 43 s / 38 s |
-| fourier_unet dynamo (deep) | right | **no**: ``lowering`` of ``sin`` | no | **no** (10 patches) | no file | 37 s / 41 s |
+| fourier_unet dynamo (deep) | right | **no**: ``lowering`` of ``sin`` | no | **no** (10 patches) | no file | 82 s / 64 s |
 | lcm_scalings torchscript (deep) | right (``body``) | yes: ``dtype``, ``opmath_float32`` | yes (``pow``) | yes | yes | 14 s / 12 s |
 | lcm_scalings dynamo (deep) | right | yes | yes (``pow``) | yes | yes | 13 s / 9 s |
 | half_sinusoid torchscript (shallow) | right (``body``) | yes: ``dtype``, ``opmath_float32`` | yes (``mul``) | yes | yes | 5 s / 5 s |
