@@ -10,6 +10,11 @@ is kept, the origin's nodes so patched are proposed the dtype-family patches aga
 ``cast_first.py``: the co-cause of any float16 region), and each pair is tried as one patch, ``{"op": "sequence",
 "patches": [first, second]}``, verified like any other and applied by ``repair`` in that order.  Its class and
 story are the first patch's (what removed most of the error), the second's named after it.
+
+A patch that makes the file hold torch's own number (``opmath_scalar``: a Python scalar the exporter wrote in float16,
+``np.pi`` as 3.140625) is a fact of the file, not a hypothesis: it is composed whatever it gained alone, since the
+dropped roundings beside it can move the values as much as the number does (held-out batch 43J: diffusers'
+``GaussianFourierProjection`` in float16, each mechanism about half of a phase error of hundreds of radians).
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ from drifttui.core.onnx.edit.patches import Patch, PatchError, apply
 GAIN = 10.0         # the first patch lowers the origin's own error at least this many times
 TIE = 1.5           # a partial patch within this factor of the best is tried first too
 MAX_FIRST = 3
+FACTS = ("opmath_scalar",)   # rewrites that put torch's own number where the file holds another
 
 
 def _partials(trials: list[Any], before: Any) -> list[Any]:
@@ -43,11 +49,24 @@ def _partials(trials: list[Any], before: Any) -> list[Any]:
                   key=lambda t: t.after.max_abs)[:MAX_FIRST]
 
 
+def _fact(spec: dict) -> bool:
+    parts = spec.get("patches") if spec.get("op") == "sequence" else [spec]
+    return bool(parts) and all(isinstance(p, dict) and p.get("rewrite") in FACTS for p in parts)
+
+
+def _firsts(trials: list[Any], before: Any) -> list[Any]:
+    """The best partial patches (``_partials``), then the fact patches that ran (``FACTS``), whatever they gained."""
+    gained = _partials(trials, before)
+    facts = [t for t in trials if t.patch.graph_level and _fact(t.patch.spec) and t.after.ok
+             and math.isfinite(t.after.max_abs) and not t.after.nonfinite and t not in gained]
+    return gained + facts[:MAX_FIRST]
+
+
 def residual_patches(case: Case, trials: list[Any], before: Any, op: Optional[str] = None) -> list[Patch]:
     """Each best partial patch of ``trials`` (verify's trials: a patch and its ``after`` figure) followed by each
     dtype-family patch of the case it leaves."""
     out = []
-    for first in _partials(trials, before):
+    for first in _firsts(trials, before):
         try:
             rest = dataclasses.replace(case, model=apply(case.model, first.patch))
         except PatchError:
@@ -56,8 +75,11 @@ def residual_patches(case: Case, trials: list[Any], before: Any, op: Optional[st
         for p2 in [*opmath_patches(rest, op), *cast_first_patches(rest, op)]:
             if not p2.graph_level:
                 continue
+            spec = {"op": "sequence", "patches": [dict(p1.spec), dict(p2.spec)]}
+            if _fact(p1.spec):      # the story is the fact's node's call (torch's mul of pi), not the cos it feeds
+                spec["decisive"] = (p1.spec.get("patches") or [p1.spec])[0]["node"]
             out.append(dataclasses.replace(
-                p1, spec={"op": "sequence", "patches": [dict(p1.spec), dict(p2.spec)]},
+                p1, spec=spec,
                 why=f"{p1.why}; the error left ({first.after.text()}) is a second mechanism: {p2.why}",
                 fix=f"{p1.fix}; and {p2.fix}", nodes=list(dict.fromkeys([*p1.nodes, *p2.nodes])), siblings=[]))
     return out
