@@ -57,7 +57,8 @@ def _add_run_options(p: argparse.ArgumentParser, model_optional: bool = False) -
     p.add_argument("--tolerance", type=_tolerance, default=None, metavar="T|auto",
                    help="shorthand: atol = rtol = T; auto: from the model's measured noise floor (`drifttui tolerance`)")
     p.add_argument("--opt-level", choices=list(OPT_LEVELS), default=_D.opt_level,
-                   help=f"ONNX Runtime graph optimisation level (default {_D.opt_level}: fusions would hide values)")
+                   help=f"ONNX Runtime level of the per-layer pass (default {_D.opt_level}: fusions would hide values; "
+                        "when only --output-opt-level drifts, the layers are compared again there, with a note)")
     p.add_argument("--deterministic", action="store_true",
                    help="deterministic torch algorithms; ORT single-threaded without memory arena")
     p.add_argument("--exporter", choices=["auto", "dynamo", "torchscript"], default=_D.exporter,
