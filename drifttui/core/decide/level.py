@@ -23,9 +23,8 @@ def relocalised(result: Result, cfg: Config) -> Optional[Config]:
         return None
     if any(layer.status in (DRIFT, UNATTRIBUTED) for layer in result.layers):
         return None         # a layer's error at the per-layer level: the drift is not the optimiser's alone
-    p = result.precision
-    if p is not None and (p.kernels or "int8" in p.format or any(s.startswith("int8") for s in p.schemes)):
-        return None
+    if result.precision is not None and result.precision.kernels:
+        return None         # the int8 kernels' line: set by decide/precision.py for a file that computes int8
     return dataclasses.replace(cfg, opt_level=cfg.output_opt_level)
 
 

@@ -23,6 +23,7 @@ from drifttui.core.base.metrics import Stats, compare
 from drifttui.core.onnx.lacking import lacking
 from drifttui.core.explain.causes.locate.cone import cone_model
 from drifttui.core.onnx.edit.numerics.widen import to_float64
+from drifttui.core.runtime.passes.settings import ORT_ENUM
 
 
 @dataclass
@@ -65,14 +66,12 @@ class Localisation:
 # level when that is another (the origin was named where ONNX Runtime's optimiser runs: its cut-out nodes are
 # judged, and its patches verified, where the drift is made).
 LEVEL: contextvars.ContextVar[str] = contextvars.ContextVar("drifttui_case_level", default="disable")
-_LEVELS = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
-           "all": "ORT_ENABLE_ALL"}
 
 
 @contextlib.contextmanager
 def at_level(level: str) -> Iterator[None]:
     """Cases run at ONNX Runtime ``level`` inside the block."""
-    token = LEVEL.set(level if level in _LEVELS else "disable")
+    token = LEVEL.set(level if level in ORT_ENUM else "disable")
     try:
         yield
     finally:
@@ -90,7 +89,7 @@ def _session(model: Any, outputs: Optional[list[str]] = None) -> Any:
             if v not in have:
                 model.graph.output.append(onnx.ValueInfoProto(name=v))
     so = ort.SessionOptions()
-    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _LEVELS[LEVEL.get()])
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, ORT_ENUM[LEVEL.get()])
     so.log_severity_level = 4      # fatal only: a failure is raised, and drifttui says it in one line
     so.intra_op_num_threads = 1
     return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
