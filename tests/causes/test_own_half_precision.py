@@ -62,3 +62,27 @@ def test_a_float16_rounding_the_runtime_drops_in_the_models_own_float16_is_told_
     fixed = repair(full_model(run.prepared.index), exp)
     assert fixed.model is not None, fixed.not_applicable
     assert engine.recheck(cfg, fixed.model).verdict == "ok"
+
+
+def test_no_patch_is_run_twice_on_the_same_case(tmp_path, monkeypatch):
+    """The precision story's opmath counterfactual (``_rounds_as_torch``) and the search after it try the same
+    patches on the same case: each is run once per diagnosis (a float16 origin paid one local run per patch twice)."""
+    import collections
+    import json
+
+    from drifttui.core.explain.causes import verify as V
+    from tests.causes.conftest import explained_small
+
+    runs: collections.Counter = collections.Counter()
+    real = V.verify
+
+    def counted(case, patches, cancel=None):
+        for p in patches:
+            runs[(id(case), json.dumps(p.spec, sort_keys=True, default=str))] += 1
+        return real(case, patches, cancel)
+
+    monkeypatch.setattr(V, "verify", counted)
+    *_, exp = explained_small(tmp_path, HERE, model, rows, dynamo=True)
+    assert exp.findings[0].patch["rewrite"] == "opmath_float32"
+    opmath = {k: n for k, n in runs.items() if '"opmath_float32"' in k[1]}
+    assert opmath and max(opmath.values()) == 1, opmath

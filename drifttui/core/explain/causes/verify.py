@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any, Optional
 
 from drifttui.core.explain.causes.conclude import Trial, headline_order, merge, rank
@@ -86,7 +87,7 @@ def first_verified(ctx: Any, case: Case, patches: list[Patch]) -> tuple[list[Tri
     patches were left untried because one verified."""
     trials: list[Trial] = []
     for k, p in enumerate(patches):
-        ran = verify(case, [p], ctx.cancel)
+        ran = _verify_once(ctx, case, [p])
         trials += ran
         if ran and _passes(ran[-1]):
             ctx.say("causes: checking the patch that works on fresh samples")
@@ -94,6 +95,20 @@ def first_verified(ctx: Any, case: Case, patches: list[Patch]) -> tuple[list[Tri
             if _passes(trials[-1]):
                 return trials, len(patches) - k - 1
     return trials, 0
+
+
+def _verify_once(ctx: Any, case: Case, patches: list[Patch]) -> list[Trial]:
+    """``verify``, each patch run on ``case`` once per diagnosis: a patch an earlier step ran on the same case (the
+    precision story's opmath counterfactual, ``_rounds_as_torch``) is not run again; its trial is a new one with the
+    same local error, held afresh."""
+    memo = ctx.cache.setdefault("causes:tried", {})
+    out = []
+    for p in patches:
+        k = (id(case), json.dumps(p.spec, sort_keys=True, default=str))
+        if k not in memo or memo[k][0] is not case:
+            memo[k] = (case, verify(case, [p], ctx.cancel)[0].after)
+        out.append(Trial(p, dataclasses.replace(memo[k][1])))
+    return out
 
 
 def _passes(t: Trial) -> bool:
@@ -242,7 +257,7 @@ def _rounds_as_torch(ctx: Any) -> bool:
     there, and rounding more only moves the file further from it): its precision story stands."""
     case = origin_case(ctx)
     patches = opmath_patches(case) if case is not None else []
-    return bool(patches) and any(_passes(t) for t in verify(case, patches, ctx.cancel))
+    return bool(patches) and any(_passes(t) for t in _verify_once(ctx, case, patches))
 
 
 def _with_siblings(ctx: Any, case: Case, trials: list[Trial]) -> None:
