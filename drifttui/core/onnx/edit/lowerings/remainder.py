@@ -7,7 +7,9 @@ is rounded to float at ``a``'s magnitude and the difference keeps only that roun
 wrapped to one period, a large time value taken modulo a period: 1e-3 .. 1 off where torch is exact).  torch
 since computes ``fmod(a, b)``, exact in floating point, plus ``b`` where that is not 0 and its sign differs
 from ``b``'s.  ``fmod_remainder`` rewrites the ``Sub`` of that pattern as ``Mod(a, b, fmod=1)`` with the same
-sign correction, under the Sub's output name (ValueError when the node is not such a remainder).
+sign correction, under the Sub's output name (ValueError when the node is not such a remainder).  A scalar ``a``
+(``torch.remainder(-1e4, b)``) may reach the Div and the Sub as two Constant nodes of one value (the TorchScript
+exporter writes a Constant per use): the same operand.
 """
 from __future__ import annotations
 
@@ -22,6 +24,26 @@ def _producer(model: Any, value: str) -> Optional[Any]:
     return next((n for n in model.graph.node if value in n.output), None)
 
 
+def _constant(model: Any, value: str) -> Optional[np.ndarray]:
+    from drifttui.core.onnx.weights import read_tensor
+
+    t = next((t for t in model.graph.initializer if t.name == value), None)
+    if t is None:
+        node = _producer(model, value)
+        if node is None or node.op_type != "Constant":
+            return None
+        t = next((a.t for a in node.attribute if a.name == "value" and a.HasField("t")), None)
+    return read_tensor(t) if t is not None else None
+
+
+def _same(model: Any, x: str, y: str) -> bool:
+    """``x`` and ``y`` are one value: one name, or two constants equal in dtype, shape and every element."""
+    if x == y:
+        return True
+    cx, cy = _constant(model, x), _constant(model, y)
+    return cx is not None and cy is not None and cx.dtype == cy.dtype and np.array_equal(cx, cy)
+
+
 def remainder_of(model: Any, node: Any) -> Optional[tuple[str, str]]:
     """``(a, b)`` when ``node`` is the ``Sub`` of ``a - Floor(a / b) * b``; None otherwise."""
     if node.op_type != "Sub" or len(node.input) != 2:
@@ -32,7 +54,7 @@ def remainder_of(model: Any, node: Any) -> Optional[tuple[str, str]]:
     for k in (0, 1):
         floor = _producer(model, mul.input[k])
         div = _producer(model, floor.input[0]) if floor is not None and floor.op_type == "Floor" else None
-        if div is not None and div.op_type == "Div" and div.input[0] == node.input[0]:
+        if div is not None and div.op_type == "Div" and _same(model, div.input[0], node.input[0]):
             return div.input[0], div.input[1]
     return None
 
