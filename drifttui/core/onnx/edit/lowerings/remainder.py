@@ -17,31 +17,11 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.onnx.edit.rewriting import input_dtype, splice_sorted
+from drifttui.core.onnx.edit.rewriting import input_dtype, same_value, splice_sorted
 
 
 def _producer(model: Any, value: str) -> Optional[Any]:
     return next((n for n in model.graph.node if value in n.output), None)
-
-
-def _constant(model: Any, value: str) -> Optional[np.ndarray]:
-    from drifttui.core.onnx.weights import read_tensor
-
-    t = next((t for t in model.graph.initializer if t.name == value), None)
-    if t is None:
-        node = _producer(model, value)
-        if node is None or node.op_type != "Constant":
-            return None
-        t = next((a.t for a in node.attribute if a.name == "value" and a.HasField("t")), None)
-    return read_tensor(t) if t is not None else None
-
-
-def _same(model: Any, x: str, y: str) -> bool:
-    """``x`` and ``y`` are one value: one name, or two constants equal in dtype, shape and every element."""
-    if x == y:
-        return True
-    cx, cy = _constant(model, x), _constant(model, y)
-    return cx is not None and cy is not None and cx.dtype == cy.dtype and np.array_equal(cx, cy)
 
 
 def remainder_of(model: Any, node: Any) -> Optional[tuple[str, str]]:
@@ -54,7 +34,7 @@ def remainder_of(model: Any, node: Any) -> Optional[tuple[str, str]]:
     for k in (0, 1):
         floor = _producer(model, mul.input[k])
         div = _producer(model, floor.input[0]) if floor is not None and floor.op_type == "Floor" else None
-        if div is not None and div.op_type == "Div" and _same(model, div.input[0], node.input[0]):
+        if div is not None and div.op_type == "Div" and same_value(model, div.input[0], node.input[0]):
             return div.input[0], div.input[1]
     return None
 
