@@ -83,3 +83,19 @@ def test_repair_names_the_copys_origin_when_a_second_drift_remains(exports, tmp_
     assert "check on the repaired copy: drift at norm (repair the copy again for it)" in text
     top1 = next(line for line in text.splitlines() if line.startswith("top-1 agreement"))
     assert top1.split()[-1].endswith("%") or top1.split()[-1] == "-"
+
+
+def test_repair_says_when_no_module_owns_what_is_left():
+    """(fuzzI, the schema pool's 32010: remainder(-1e4, x) after 16 Linear layers) the patched origin's own error
+    is 0, but the stem's last-bit rounding, amplified by the remainder's slope a / b, still fails at the output with
+    no module owning it; `repair` said only "check on the repaired copy: drift", as if a second origin were left to
+    repair.  It says no module owns what is left and that no patch of the file removes it."""
+    from types import SimpleNamespace as NS
+
+    from drifttui.cli_causes import _still
+
+    unowned = NS(verdict="drift", drift_origin=None, layers=[NS(status="ok"), NS(status="unattributed")])
+    assert "no module owning what is left" in _still(unowned) and "no patch of this file" in _still(unowned)
+    second = NS(verdict="drift", drift_origin=NS(module="norm"), layers=[NS(status="drift")])
+    assert _still(second) == " at norm (repair the copy again for it)"
+    assert _still(NS(verdict="ok", drift_origin=None, layers=[])) == ""

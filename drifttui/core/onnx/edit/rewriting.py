@@ -205,3 +205,12 @@ def static_value(model: Any, name: str) -> Optional[np.ndarray]:
     c = next((n for n in model.graph.node if n.op_type == "Constant" and name in n.output), None)
     a = next((a for a in c.attribute if a.name == "value"), None) if c is not None else None
     return read_tensor(a.t) if a is not None else None
+
+
+def same_value(model: Any, x: str, y: str) -> bool:
+    """``x`` and ``y`` are one value: one name, or two constants equal in dtype, shape and every element (the
+    TorchScript exporter writes a Constant node per use of a number: ``remainder(-1e4, b)``'s Div and Sub read two)."""
+    if x == y:
+        return True
+    vx, vy = static_value(model, x), static_value(model, y)
+    return vx is not None and vy is not None and vx.dtype == vy.dtype and np.array_equal(vx, vy)

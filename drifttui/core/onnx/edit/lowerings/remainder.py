@@ -7,7 +7,9 @@ is rounded to float at ``a``'s magnitude and the difference keeps only that roun
 wrapped to one period, a large time value taken modulo a period: 1e-3 .. 1 off where torch is exact).  torch
 since computes ``fmod(a, b)``, exact in floating point, plus ``b`` where that is not 0 and its sign differs
 from ``b``'s.  ``fmod_remainder`` rewrites the ``Sub`` of that pattern as ``Mod(a, b, fmod=1)`` with the same
-sign correction, under the Sub's output name (ValueError when the node is not such a remainder).
+sign correction, under the Sub's output name (ValueError when the node is not such a remainder).  A scalar ``a``
+(``torch.remainder(-1e4, b)``) may reach the Div and the Sub as two Constant nodes of one value (the TorchScript
+exporter writes a Constant per use): the same operand.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from drifttui.core.onnx.edit.rewriting import input_dtype, splice_sorted
+from drifttui.core.onnx.edit.rewriting import input_dtype, same_value, splice_sorted
 
 
 def _producer(model: Any, value: str) -> Optional[Any]:
@@ -32,7 +34,7 @@ def remainder_of(model: Any, node: Any) -> Optional[tuple[str, str]]:
     for k in (0, 1):
         floor = _producer(model, mul.input[k])
         div = _producer(model, floor.input[0]) if floor is not None and floor.op_type == "Floor" else None
-        if div is not None and div.op_type == "Div" and div.input[0] == node.input[0]:
+        if div is not None and div.op_type == "Div" and same_value(model, div.input[0], node.input[0]):
             return div.input[0], div.input[1]
     return None
 
