@@ -1,0 +1,65 @@
+"""Held-out batch 44M for issue 30 (tests/causes/forms44m.py): a blind first run on forms nobody here has tuned on,
+screened in GRAPH NEURAL NETWORKS, POINT CLOUDS AND RECOMMENDER / TABULAR MODELS WRITTEN IN PLAIN TORCH (message
+passing by ``scatter_add`` / ``index_add`` / ``scatter_reduce``, GCN / GIN / GAT / GraphSAGE layers, k-NN, farthest
+point sampling, ball query, PointNet pools; ``EmbeddingBag``, feature hashing, ``bucketize``, DCN / FM / DLRM
+interactions; forms44m's docstring lists the ~190 exports screened).  The exporters compute what torch computes for
+nearly all of it, or refuse it (TorchScript's duplicate ``index_add_``, ``scatter_reduce`` mean /
+``include_self=False``); what drifts past the tolerance is a catalogue mechanism in a new form: TorchScript's
+truncating integer ``floor_divide`` inside feature hashing, ``Log(1 + x)`` for ``log1p`` of a small dense rate, and
+the dynamo ``scatter_reduce("mean")`` lowering inside a GraphSAGE layer.  What a right answer is (written before the
+first run's causes were read; /tmp/h44M/judge.md): the origin ``body``; the hashing's truncating ``Div`` (class
+``dtype``, as the catalogue files it) put back as a floored division; ``log1p`` (``stability``) rewritten to the
+accurate form; the scatter mean (``lowering``) recomputed by its definition; each verified and repaired; the
+controls without an error.
+
+First run, engine at the branch base (19efddfe, ``drifttui diagnose`` / ``repair`` / ``check --seed 7`` through
+/tmp/h44M/firstrun.sh, 3 samples, 5 for the repaired file's check):
+
+| pair | origin | class by mechanism | told | verified | repair passes check | diagnose / repair |
+|---|---|---|---|---|---|---|
+| hash_bucket torchscript (deep) | right | yes: ``dtype`` (truncating ``Div``, ``floor_div`` rewrite) | yes (``//``) | yes | yes | 16 s / 15 s |
+| rate_log1p torchscript (shallow) | right | yes: ``stability`` (``log1p`` rewrite) | yes | yes | yes | 10 s / 9 s |
+| rate_log1p dynamo (shallow) | right | yes: ``stability`` | yes | yes | yes | 6 s / 6 s |
+| sage_mean dynamo (deep) | right | yes: ``lowering`` (``ScatterElements(reduction='none')``; re-export by make_fx) | yes (``scatter_reduce``) | yes | yes | 15 s / 10 s |
+| controls hash_bucket dy, rate_log1p_coarse ts, sage_sum dy, gcn ts + dy | ok (5/5) | | | | | 4-8 s |
+
+First run: origin 4/4; class by mechanism 4/4; told 4/4; verified 4/4; repair passing check 4/4; controls 5/5.
+No engine change: nothing of this batch was missed.  Left: the angle's other drifts are not exportable or not
+runnable (ONNX Runtime has no float16 ``ScatterElements`` add / max kernel; ``index_reduce``, ``searchsorted`` do not
+export) or sit within drifttui's float16 budget (float16 DCN / FM / DLRM / DGCNN k-NN, 1e-3 of the scale).
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.causes.form_suite import assert_clean, assert_verified_and_repaired, deep_forms, explained_forms, params
+
+# (model, exporter) -> the head finding a right answer gives: (class, patch op, what it changed, words)
+REPAIRED = {("hash_bucket", "torchscript"): ("dtype", "rewrite", {"rewrite": "floor_div"}, "floor_divide"),
+            ("rate_log1p", "torchscript"): ("stability", "rewrite", {"rewrite": "log1p"}, "log1p"),
+            ("rate_log1p", "dynamo"): ("stability", "rewrite", {"rewrite": "log1p"}, "log1p"),
+            ("sage_mean", "dynamo"): ("lowering", "reexport", {}, "scatter_reduce")}
+CLEAN = [("hash_bucket", "dynamo"), ("rate_log1p_coarse", "torchscript"), ("sage_sum", "dynamo"),
+         ("gcn", "torchscript"), ("gcn", "dynamo")]
+
+
+@pytest.fixture(scope="module")
+def explained(tmp_path_factory):
+    return explained_forms(tmp_path_factory, "forms44m")
+
+
+@pytest.mark.parametrize("form", params(REPAIRED, set()))
+def test_a_graph_or_recommender_form_is_explained_verified_and_repaired(explained, form):
+    assert_verified_and_repaired(explained, form, REPAIRED[form], "body")
+
+
+@pytest.mark.parametrize("form", params(CLEAN, set()))
+def test_the_held_out_controls_have_no_error_finding(explained, form):
+    assert_clean(explained, form)
+
+
+@pytest.mark.drifts
+def test_at_least_half_the_forms_sit_inside_deep_models(explained):
+    forms = list(REPAIRED)
+    deep = deep_forms(explained, forms)
+    assert len(deep) * 2 >= len(forms), deep
