@@ -121,12 +121,61 @@ class GCN(nn.Module):
         return out.relu().flatten(1)
 
 
+class FPS(nn.Module):
+    """PointNet++'s farthest point sampling of 4 of 8 points (xyz of each row's 8 x 4 view), started at a random point
+    (``torch.randint``, as Pointnet_Pointnet2_pytorch writes it) or at point 0; the sampled centroids replace the
+    row's first 12 features."""
+
+    def __init__(self, random_start: bool = True, m: int = 4) -> None:
+        super().__init__()
+        self.random_start, self.m = random_start, m
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[0]
+        p = x.view(n, NODES, 4)[..., :3]
+        dist = torch.ones(n, NODES) * 1e10
+        if self.random_start:
+            far = torch.randint(0, NODES, (n,), dtype=torch.long)
+        else:
+            far = torch.zeros(n, dtype=torch.long)
+        rows, out = torch.arange(n), []
+        for _ in range(self.m):
+            c = p[rows, far].unsqueeze(1)
+            out.append(c.squeeze(1))
+            dist = torch.min(dist, ((p - c) ** 2).sum(-1))
+            far = dist.max(-1)[1]
+        return torch.cat(out + [x[:, 3 * self.m:]], -1)
+
+
+class PaddedKnn(nn.Module):
+    """k nearest neighbours (``topk(largest=False)`` of squared distances) in a point cloud of 8 points padded to
+    size by copies of its first point (``pad``, as loaders pad a short cloud); the neighbours' indices feed an
+    embedding (a learned relative-index encoding), summed over k."""
+
+    def __init__(self, pad: bool = True, k: int = 3) -> None:
+        super().__init__()
+        self.pad, self.k, self.emb = pad, k, nn.Embedding(NODES, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[0]
+        p = x.view(n, NODES, 4)
+        if self.pad:
+            p = torch.cat([p[:, :5], p[:, :1].expand(n, 3, 4)], 1)
+        d = ((p.unsqueeze(2) - p.unsqueeze(1)) ** 2).sum(-1)
+        idx = d.topk(self.k, -1, largest=False)[1]
+        return self.emb(idx).sum(2).flatten(1)
+
+
 def hash_bucket() -> nn.Module: return _deep(HashBucket)                                          # noqa: E704
 def rate_log1p() -> nn.Module: return _shallow(RateLog1p)                                         # noqa: E704
 def rate_log1p_coarse() -> nn.Module: return _shallow(lambda: RateLog1p(1e-2))                    # noqa: E704
 def sage_mean() -> nn.Module: return _deep(SAGE)                                                  # noqa: E704
 def sage_sum() -> nn.Module: return _deep(lambda: SAGE("sum"))                                    # noqa: E704
 def gcn() -> nn.Module: return _deep(GCN)                                                         # noqa: E704
+def fps_random() -> nn.Module: return _deep(FPS)                                                  # noqa: E704
+def fps_first() -> nn.Module: return _deep(lambda: FPS(False))                                    # noqa: E704
+def padded_knn() -> nn.Module: return _shallow(PaddedKnn)                                         # noqa: E704
+def knn_unpadded() -> nn.Module: return _shallow(lambda: PaddedKnn(False))                        # noqa: E704
 
 
 def rows_inputs() -> torch.Tensor:

@@ -39,8 +39,13 @@ REPAIRED = {("hash_bucket", "torchscript"): ("dtype", "rewrite", {"rewrite": "fl
             ("rate_log1p", "torchscript"): ("stability", "rewrite", {"rewrite": "log1p"}, "log1p"),
             ("rate_log1p", "dynamo"): ("stability", "rewrite", {"rewrite": "log1p"}, "log1p"),
             ("sage_mean", "dynamo"): ("lowering", "reexport", {}, "scatter_reduce")}
+# tie orders: no graph edit reproduces torch's order; a right answer names the ties and says no patch exists
+TIES = [("padded_knn", "torchscript"), ("padded_knn", "dynamo")]
+# torch draws random numbers in the forward: no origin is the export's; a right answer names the draw, no patch
+RANDOM = [("fps_random", "torchscript"), ("fps_random", "dynamo")]
 CLEAN = [("hash_bucket", "dynamo"), ("rate_log1p_coarse", "torchscript"), ("sage_sum", "dynamo"),
-         ("gcn", "torchscript"), ("gcn", "dynamo")]
+         ("gcn", "torchscript"), ("gcn", "dynamo"), ("fps_first", "torchscript"), ("fps_first", "dynamo"),
+         ("knn_unpadded", "torchscript"), ("knn_unpadded", "dynamo")]
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +56,28 @@ def explained(tmp_path_factory):
 @pytest.mark.parametrize("form", params(REPAIRED, set()))
 def test_a_graph_or_recommender_form_is_explained_verified_and_repaired(explained, form):
     assert_verified_and_repaired(explained, form, REPAIRED[form], "body")
+
+
+@pytest.mark.parametrize("form", params(TIES, set()))
+def test_a_tie_order_of_padded_points_is_named_at_the_knn_and_said_unrepairable(explained, form):
+    from drifttui.core.explain.causes.deliver.repair import repair_patches
+    from drifttui.core.onnx.graph import full_model
+
+    _, _, run, result, exp = explained(*form)
+    assert result.verdict == "drift" and result.drift_origin.module == "body", result.drift_origin
+    head = next(f for f in exp.findings if f.severity == "error")
+    assert (head.check, head.verified) == ("op-compat", False), (head.check, head.message)
+    assert "topk" in head.message and "tied values" in head.message and "no patch exists" in head.message
+    assert repair_patches(full_model(run.prepared.index), run.result, exp)[0].model is None
+
+
+@pytest.mark.parametrize("form", params(RANDOM, set()))
+def test_a_random_draw_in_the_forward_is_named_with_its_module_and_no_patch(explained, form):
+    _, _, run, result, exp = explained(*form)
+    assert result.verdict == "drift" and result.drift_origin is None
+    head = next(f for f in exp.findings if f.severity == "error")
+    assert (head.check, head.module, head.verified) == ("custom-module", "body", False), (head.check, head.message)
+    assert "torch.randint" in head.message and "no patch exists" in head.message, head.message
 
 
 @pytest.mark.parametrize("form", params(CLEAN, set()))
