@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 from drifttui.core.explain.checks import (custom_module, dtype, dynamic_axes, fusion, interpolation, normalization,
-                                  opcompat, padding, versions)
+                                  opcompat, padding, randomness, versions)
 from drifttui.core.result import SEVERITY_ORDER, Finding
 from drifttui.core.explain.context import Context
 from drifttui.errors import Cancelled
@@ -21,6 +21,7 @@ CHECKS: list[tuple[str, Callable[[Context], list[Finding]], bool]] = [
     ("dynamic-axes", dynamic_axes.check, True),
     ("dtype", dtype.check, True),
     ("custom-module", custom_module.check, True),
+    ("custom-module", randomness.check, True),
     ("op-compat", opcompat.check, True),
     ("versions", versions.check, True),
     ("fusion", fusion.check, False),

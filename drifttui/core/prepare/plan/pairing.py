@@ -248,10 +248,14 @@ def pair_inputs_by_content(ambiguous: dict[int, list[tuple[list[int], list[str]]
             o = np.asarray(o, dtype=np.float64).reshape(-1)
             # a value of another shape on sample 0 is never that input (a size unknown in the file fitted it); an
             # integer value (indices, lengths) is the input it equals or none: the closest of two others is not it
-            # (a packed LSTM's int32 lengths paired with torch's sorted indices, fed to ORT as its sequence_lens)
+            # (a packed LSTM's int32 lengths paired with torch's sorted indices, fed to ORT as its sequence_lens).
+            # The one value that fits the one input of its kind is that input whatever it holds: its size was
+            # unknown, the sample-0 shape decides; indices that drifted before the call (a tie order of TopK in the
+            # parent's forward) are still its input, and fed from torch its own error is its own
+            sole = len(twins) == 1 and len(fits) == 1
             scored = [(_max_abs(o, t), p) for p in twins if (t := torch_vals.get((ci, p))) is not None
                       and np.shape(t) == shape and (ci, p) not in found.values()]
-            scored = sorted(s for s in scored if not exact or s[0] == 0.0)
+            scored = sorted(s for s in scored if not exact or s[0] == 0.0 or sole)
             tied = [p for err, p in scored if err == scored[0][0]] if scored else []
             # one tensor passed twice (``attn(x, x, x)``): any of them is the value; two that differ: none
             if tied and all(np.array_equal(torch_vals[(ci, p)], torch_vals[(ci, tied[0])]) for p in tied):
