@@ -163,7 +163,7 @@ def test_a_patch_that_does_not_hold_on_fresh_samples_does_not_stop_the_search(mo
         return trials
 
     monkeypatch.setattr(verify_mod, "hold", fresh)
-    ctx = SimpleNamespace(cancel=None, say=lambda *a, **k: None)
+    ctx = SimpleNamespace(cancel=None, say=lambda *a, **k: None, cache={})
     trials, unneeded = verify_mod.first_verified(ctx, case, patches)
     assert [t.patch.spec["note"] for t in trials] == ["wrong", "lucky", "holds"] and unneeded == 1
     assert held == ["lucky", "holds"]                    # only what passed the worst sample is held

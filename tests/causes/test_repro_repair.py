@@ -71,7 +71,7 @@ def test_without_the_patch_step_nothing_is_verified(run, monkeypatch):
 
     engine, result, _ = run("multi", "dynamo", "pool")
     ctx = engine.context(result)
-    for k in [k for k in ctx.cache if k.startswith("causes:explain") or k == "findings"]:
+    for k in [k for k in ctx.cache if k.startswith(("causes:explain", "causes:tried")) or k == "findings"]:
         del ctx.cache[k]
     monkeypatch.setattr(causes, "verify", lambda case, patches, cancel=None: [])
     exp = causes.verify_at_origin(ctx, run_checks(ctx, static_only=True), reexport=False)

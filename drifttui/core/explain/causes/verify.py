@@ -106,8 +106,8 @@ def _verify_once(ctx: Any, case: Case, patches: list[Patch]) -> list[Trial]:
     for p in patches:
         k = (id(case), json.dumps(p.spec, sort_keys=True, default=str))
         if k not in memo or memo[k][0] is not case:
-            memo[k] = (case, verify(case, [p], ctx.cancel)[0].after)
-        out.append(Trial(p, dataclasses.replace(memo[k][1])))
+            memo[k] = (case, [t.after for t in verify(case, [p], ctx.cancel)])
+        out.extend(Trial(p, dataclasses.replace(ev)) for ev in memo[k][1])
     return out
 
 
