@@ -179,7 +179,10 @@ test-bisect: $(VENV)/.installed-dev
 # test_forms43j.py: a blind first run on
 # diffusion-model code as deployers export it (diffusers' UNet2DModel with a Gaussian-Fourier noise embedding, an LCM
 # scheduler's scalings, a guided-diffusion sinusoid, all in float16: pi written in float16 beside ONNX Runtime's
-# dropped roundings, a pow that overflows); its fix's test, test_scalar_and_rounding.py, is in make test
+# dropped roundings, a pow that overflows); its fix's test, test_scalar_and_rounding.py, is in make test;
+# test_forms44l.py: a blind first run on state-space and recurrent models in plain torch (mamba.py's in-place
+# parallel scan in TorchScript, minGRU's log-space scan: dynamo's logcumsumexp, float16 underflow and a float16
+# logcumsumexp amid other ops); its fix's test, test_opmath_per_call.py, is in make test
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
@@ -207,7 +210,7 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_forms41f.py tests/causes/test_forms41g.py tests/causes/test_forms42i.py \
 		tests/causes/test_forms42h.py tests/causes/test_folded_window.py tests/causes/test_overflowing_lowering.py \
 		tests/causes/test_relowered_op.py tests/causes/test_float64_downcast.py tests/causes/test_forms43k.py \
-		tests/causes/test_forms43j.py
+		tests/causes/test_forms43j.py tests/causes/test_forms44l.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own

@@ -34,6 +34,9 @@ def test_a_float16_logcumsumexp_amid_other_ops_is_computed_as_torch_computes_it_
     assert all(errors["per_call"] * 10 < e for f, e in errors.items() if f != "per_call"), errors
     per_call = next(p for p in opmath_patches(case) if p.spec["form"] == "per_call")
     assert per_call.spec["rtol"] == 4 * 2.0 ** -10 and "aten.logcumsumexp.default as ReduceMax" in per_call.why
+    # the call the story is about: conclude names its torch op (the last node of its lowering), and so does the fix
+    last = next(n for n in reversed(model.graph.node) if n.op_type == "Add" and "logcumsumexp" in n.name)
+    assert per_call.spec["decisive"] == last.name and "logcumsumexp(...)" in per_call.fix
 
 
 def test_a_patch_is_judged_at_its_own_tolerance_only_where_it_names_a_wider_one(tmp_path):

@@ -11,8 +11,8 @@ can differ in two ways, both measured on a float16 ``(x.half() + 30).var(-1)``:
 * an exporter lowers a composite op to several float16 nodes, each rounded (the TorchScript ``var``: mean,
   deviation, square, mean, each to float16; its variance ~1% off).
 
-Up to four patches (``onnx/edit/numerics/opmath.py``), the first that verifies wins: every low-precision node of the origin
-computed in float32 and rounded at its own output with explicit Casts ONNX Runtime keeps (``per_op``: the
+Up to four patches (``onnx/edit/numerics/opmath.py``), the first that verifies wins: every low-precision node of
+the origin computed in float32 and rounded at its own output with explicit Casts ONNX Runtime keeps (``per_op``: the
 rounding the runtime drops), then the same with the nodes that read a low-precision reduction's input (the
 rest of that composite op) left in float32 up to the set's boundary (``grouped``: torch's opmath), then every
 node in float32, rounded only by the model's own conversions (its Casts to the low type) and at the set's boundary
@@ -22,7 +22,8 @@ records the FX call each node translates (a dynamo file), every node in float32 
 (``per_call``: such an op amid other float16 ops, a minGRU's ``logcumsumexp`` between its ``softplus`` and ``exp``;
 judged at the precision budget a file's float16 node is held to, 4 ulps of the low type, ``spec["rtol"]``: inside
 the call torch's kernel and the lowering's formula both compute float32, and their last-bit differences can flip a
-rounding that the ops after it amplify).  Class ``dtype`` (the precision the ops compute in), kind ``runtime`` / ``export``.  ``repair`` applies it.
+rounding that the ops after it amplify).  Class ``dtype`` (the precision the ops compute in), kind ``runtime`` /
+``export``.  ``repair`` applies it.
 """
 from __future__ import annotations
 
@@ -93,16 +94,15 @@ def _per_call(low: list[Any]) -> set[str]:
     return {o for o, c in call_of.items() if readers.get(o, {c}) != {c}}
 
 
-def _lowered_calls(low: list[Any]) -> str:
-    """The torch calls the file lowers to several of the set's nodes, each with its nodes' ops
-    (``aten.logcumsumexp.default as ReduceMax/Sub/Exp/CumSum/Log/Add``), the longest lowering first."""
-    calls: dict[str, list[Any]] = {}
+def _lowered_calls(low: list[Any]) -> list[tuple[str, list[Any]]]:
+    """The torch calls the file lowers to several of the set's nodes: (the call's target, its nodes), the longest
+    lowering first (``aten.logcumsumexp.default``: ReduceMax, Sub, Exp, CumSum, Log, Add)."""
+    calls: dict[str, tuple[str, list[Any]]] = {}
     for n in low:
         c = fx_of(n)
         if c is not None:
-            calls.setdefault(c[1], []).append(n.op_type)
-    many = sorted(((t, ops) for t, ops in calls.items() if len(ops) > 1), key=lambda c: -len(c[1]))
-    return ", ".join(f"{t} as {'/'.join(dict.fromkeys(ops))}" for t, ops in many[:3])
+            calls.setdefault(c[0], (c[1], []))[1].append(n)
+    return sorted((c for c in calls.values() if len(c[1]) > 1), key=lambda c: -len(c[1]))
 
 
 def _converted(low: list[Any]) -> set[str]:
@@ -171,11 +171,17 @@ def opmath_patches(case: Case, op: Optional[str] = None) -> list[Patch]:
                  and (form != "grouped" or any(o in grouped for o in n.output))]
         ops = sorted({n.op_type for n in shown})
         which = ", ".join(f"{n.op_type} {n.name}" for n in shown[:5]) + (" ..." if len(shown) > 5 else "")
-        which = (_lowered_calls(low) or which) if form == "per_call" else which
-        why, kind, fix = _story(ops, form, which, "/".join(sorted({LOW_NAMES[t] for t in made.values()})), op)
+        lowered = _lowered_calls(low) if form == "per_call" else []
+        if lowered:         # the story and the fix name the longest lowering, the call the form is about
+            which = ", ".join(dict.fromkeys(f"{t} as {'/'.join(dict.fromkeys(n.op_type for n in ns))}"
+                                            for t, ns in lowered[:3]))
+        why, kind, fix = _story(ops, form, which, "/".join(sorted({LOW_NAMES[t] for t in made.values()})),
+                                lowered[0][0].split(".")[1] if lowered else op)
         spec = {"op": "rewrite", "rewrite": "opmath_float32", "form": form, "node": names[0], "nodes": names,
                 "low": made, "inputs": inputs, "round": rounded}
         if form == "per_call":      # inside a call both sides compute float32, by their own formulas
             spec["rtol"] = max(K_EPS * LOW_PRECISION_ELEM[t] for t in made.values())
+            if lowered:             # conclude names that call's torch op (decisive_rounding's key)
+                spec["decisive"] = lowered[0][1][-1].name
         out.append(Patch(spec, "dtype", why, fix, kind, module=case.module, nodes=names))
     return out
