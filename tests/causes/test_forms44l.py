@@ -29,7 +29,8 @@ each node translates: every float16 node in float32, rounded where a call's node
 ``logcumsumexp``'s six-node lowering, ``whole`` not between the ops around it), judged at the float16 budget
 (``locate/case.judged``: a patch's own ``rtol``; inside the call torch's kernel and the lowering's formula differ in
 float32's last bits, and a flipped rounding is amplified by ``a* + scan``'s cancellation); test_opmath_per_call.py.
-After (the CLI, seed 7, /tmp/h44L/run3): see the table in docs/drift-catalogue.md's 44L section.
+Its story and fix name the call (``spec["decisive"]``).  After (the CLI, seed 7, /tmp/h44L/run3 and run4): origin 6/6,
+class 6/6, told 5/6, verified 6/6, repair passing check 5/6; controls 6/6; diagnose / repair 5-12 s / 2-16 s.
 Left: ``mingru_half``'s repaired file is still OVER BUDGET on fresh samples (float32 noise before the model's
 ``.half()`` flips roundings the cancellation amplifies: no module is the origin there), and ``lcse_half``'s dynamo
 story names ``amax`` where the decisive rounding is ``exp``'s underflow (a strict xfail each).
