@@ -4,8 +4,8 @@ recurrent sequence models written in plain torch, as people export them**, scree
 sequences (L 12 .. 256), after grepping every earlier suite (forms40k/40l hold Mamba2's ``exp`` of a segment sum,
 forms40h a float16 ``logcumsumexp``, forms32/40y dynamo's ``logcumsumexp`` of large values, forms_inplace
 TorchScript's lost in-place updates through views; none holds a scan, an RWKV / RetNet / minGRU / mLSTM form).
-Written before the engine diagnosed any of them (/tmp/h44L/judge.md).  About 25 minutes, some 50 model variants and 120 exports
-(/tmp/h44L/s1.py .. s3.py, cand.py).
+Written before the engine diagnosed any of them (/tmp/h44L/judge.md).  About 25 minutes, some 50 model variants
+and 120 exports (/tmp/h44L/s1.py .. s3.py, cand.py).
 
 Screened, and what it showed:
 * **float32: the exporters compute what torch computes** (a few ulps): Mamba's selective scan as a sequential loop
