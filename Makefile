@@ -179,10 +179,16 @@ test-bisect: $(VENV)/.installed-dev
 # test_forms43j.py: a blind first run on
 # diffusion-model code as deployers export it (diffusers' UNet2DModel with a Gaussian-Fourier noise embedding, an LCM
 # scheduler's scalings, a guided-diffusion sinusoid, all in float16: pi written in float16 beside ONNX Runtime's
-# dropped roundings, a pow that overflows); its fix's test, test_scalar_and_rounding.py, is in make test
+# dropped roundings, a pow that overflows); its fix's test, test_scalar_and_rounding.py, is in make test;
 # test_repeated_constant.py: the source-derived pool's find of session 44 (fuzzI), TorchScript's remainder(-1e4, x)
 # whose dividend the Div and the Sub read as two equal Constant nodes: the unstable formula (fmod_remainder), verified
-# and repaired (its fast tests, with test_cli_causes.py's repaired copy that no module owns, are in make test)
+# and repaired (its fast tests, with test_cli_causes.py's repaired copy that no module owns, are in make test);
+# test_forms44m.py: a blind first run on GNN, point-cloud and recommender code in plain torch (a truncating
+# hash bucket, log1p of small rates, scatter_reduce mean, k-NN ties from padding, a forward that draws randint);
+# its fixes' tests, test_integer_pairing.py and test_random_draws.py, are in make test;
+# test_forms44l.py: a blind first run on state-space and recurrent models in plain torch (mamba.py's in-place
+# parallel scan in TorchScript, minGRU's log-space scan: dynamo's logcumsumexp, float16 underflow and a float16
+# logcumsumexp amid other ops); its fix's test, test_opmath_per_call.py, is in make test
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
@@ -211,7 +217,8 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_forms42h.py tests/causes/test_folded_window.py tests/causes/test_overflowing_lowering.py \
 		tests/causes/test_relowered_op.py tests/causes/test_float64_downcast.py tests/causes/test_forms43k.py \
 		tests/causes/test_forms43j.py tests/causes/test_repeated_constant.py \
-		tests/causes/test_forms44m.py
+		tests/causes/test_forms44m.py \
+		tests/causes/test_forms44l.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own

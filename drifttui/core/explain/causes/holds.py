@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from drifttui.core.explain.causes.locate.case import Case, fresh_indices, origin_case
+from drifttui.core.explain.causes.locate.case import Case, fresh_indices, judged, origin_case
 from drifttui.core.explain.causes.locate.evaluate import Eval, ort_error
 from drifttui.core.explain.causes.locate.inner_values import widen
 from drifttui.core.explain.causes.locate.in_file import file_errors
@@ -33,7 +33,7 @@ def _on(ctx: Any, case: Case, trial: Any) -> Optional[Eval]:
     if trial.patch.spec.get("op") == "reexport":
         return error_on(ctx, case, trial.patch)
     try:
-        return ort_error(case, apply(case.model, trial.patch))
+        return ort_error(judged(case, trial.patch), apply(case.model, trial.patch))
     except PatchError as exc:
         return Eval(float("inf"), True, False, str(exc))
 
@@ -92,7 +92,7 @@ def _in_file(ctx: Any, cases: list[Case], trial: Any) -> None:
     the levels a check runs it at, on ``cases`` (the worst sample first); marked failing, with the figure, when it
     does not hold there.  No evidence (a file that cannot be cut or run so) leaves it as it is."""
     patched = _patched_file(ctx, trial.patch)
-    evals = file_errors(ctx, patched, cases) if patched is not None else None
+    evals = file_errors(ctx, patched, [judged(c, trial.patch) for c in cases]) if patched is not None else None
     if evals is None:
         return
     for case, (level, ev) in zip(cases * len(evals), evals):
