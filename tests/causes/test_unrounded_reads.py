@@ -27,6 +27,20 @@ def test_the_readers_onnx_runtime_feeds_a_float16_value_unrounded_are_named():
 
     reads = unrounded_reads(_graph(), {"xh", "d"})
     assert ("d", "rmax") in reads and ("d", "split") not in reads, reads
+    # the file's own Cast to float16 removed with ORT's pair: Div reads x, the Cast's float32 source
+    assert ("xh", "div") in reads, reads
+
+
+def test_a_file_whose_weights_lie_outside_the_proto_is_asked_without_them(tmp_path):
+    import onnx
+
+    from drifttui.core.runtime.unrounded import unrounded_reads
+
+    m = _graph()
+    onnx.save(m, str(tmp_path / "m.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="m.data", size_threshold=0)
+    outside = onnx.load(str(tmp_path / "m.onnx"), load_external_data=False)
+    assert ("d", "rmax") in unrounded_reads(outside, {"xh", "d"})
 
 
 def test_nothing_is_asked_of_a_file_without_low_precision_values():
