@@ -207,7 +207,7 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_forms41f.py tests/causes/test_forms41g.py tests/causes/test_forms42i.py \
 		tests/causes/test_forms42h.py tests/causes/test_folded_window.py tests/causes/test_overflowing_lowering.py \
 		tests/causes/test_relowered_op.py tests/causes/test_float64_downcast.py tests/causes/test_forms43k.py \
-		tests/causes/test_forms43j.py
+		tests/causes/test_forms43j.py tests/causes/test_forms44o.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own
