@@ -22,7 +22,9 @@ from drifttui.core.onnx.io import copy_model
 from drifttui.core.onnx.edit.orphan_steps import ORPHAN
 from drifttui.core.onnx.graph import tensor_array, with_data
 from drifttui.core.result import DRIFT, UNMAPPED
+from drifttui.core.base.dtypes import LOW_FLOAT_ELEMS
 from drifttui.core.runtime import sessions
+from drifttui.core.runtime.unrounded import unrounded_reads
 from drifttui.core.runtime.torch_hooks import TensorStore, run_model, to_numpy
 
 
@@ -114,9 +116,6 @@ def with_unrounded_producers(ctx: Any, nodes: list[Any]) -> list[Any]:
     (``runtime/unrounded.py``: a float16 value made by a node ORT's CPU runs in float32, read by another such node,
     the rounding between them dropped), up to three producers deep: fed torch's rounded value, the reader would
     compute what torch computes, and the case would not hold the drift the whole file has."""
-    from drifttui.core.base.dtypes import LOW_FLOAT_ELEMS
-    from drifttui.core.runtime.unrounded import unrounded_reads
-
     key = "causes:case:unrounded"
     if key not in ctx.cache:
         low = {v for v, t in ctx.index.elem_types.items() if t in LOW_FLOAT_ELEMS and v in ctx.index.producer}
