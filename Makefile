@@ -218,7 +218,8 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_relowered_op.py tests/causes/test_float64_downcast.py tests/causes/test_forms43k.py \
 		tests/causes/test_forms43j.py tests/causes/test_repeated_constant.py \
 		tests/causes/test_forms44m.py \
-		tests/causes/test_forms44l.py
+		tests/causes/test_forms44l.py \
+		tests/causes/test_forms44o.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own

@@ -17,6 +17,7 @@ from drifttui.core.onnx.graph import GraphIndex
 from drifttui.core.prepare.local_runs import is_cut, value_owners
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.onnx.qviews import QOPERATOR, is_view_node
+from drifttui.core.runtime.unrounded import unrounded_reads
 
 _TORCH_TO_ONNX = ELEM_OF
 
@@ -174,9 +175,16 @@ def _round_feed(g: Any, name: str, dq: Any) -> None:
 def _cut_nodes(index: GraphIndex, plan: Plan) -> tuple[list[Any], dict[str, str]]:
     """A copy of every node, each input crossing a call boundary (or a graph input) cut into a feed.
 
-    One pass over the nodes, so that a cut value gets the same ``feed::`` name everywhere."""
+    One pass over the nodes, so that a cut value gets the same ``feed::`` name everywhere.  An edge ONNX Runtime's
+    CPU makes its reader read unrounded (a float16 value between two nodes it runs in float32:
+    ``runtime/unrounded.py``) stays wired to its producer: a feed would hand the reader torch's rounded value and
+    hide the rounding the whole file drops between the two calls (the reader's call then owns that error)."""
     import onnx
 
+    low = {v for node in index.nodes for v in node.inputs
+           if v and v not in index.initializers and index.producer.get(v) is not None
+           and index.elem_types.get(v) in LOW_FLOAT_ELEMS and is_cut(index, plan, v, node.index)}
+    kept = unrounded_reads(index.model, low)
     feeds: dict[str, str] = {}
     new_nodes = []
     for node in index.nodes:
@@ -188,7 +196,7 @@ def _cut_nodes(index: GraphIndex, plan: Plan) -> tuple[list[Any], dict[str, str]
                 proto.input.append(v)
                 continue
             # a cut boundary, or a graph input (with or without a torch counterpart)
-            if is_cut(index, plan, v, node.index):
+            if is_cut(index, plan, v, node.index) and (v, node.proto.name) not in kept:
                 feeds[f"feed::{v}"] = v
                 proto.input.append(f"feed::{v}")
             else:

@@ -22,7 +22,9 @@ from drifttui.core.onnx.io import copy_model
 from drifttui.core.onnx.edit.orphan_steps import ORPHAN
 from drifttui.core.onnx.graph import tensor_array, with_data
 from drifttui.core.result import DRIFT, UNMAPPED
+from drifttui.core.base.dtypes import LOW_FLOAT_ELEMS
 from drifttui.core.runtime import sessions
+from drifttui.core.runtime.unrounded import unrounded_reads
 from drifttui.core.runtime.torch_hooks import TensorStore, run_model, to_numpy
 
 
@@ -117,6 +119,26 @@ def with_folded_producers(ctx: Any, nodes: list[Any]) -> tuple[list[Any], list[s
     return nodes, folded
 
 
+def with_unrounded_producers(ctx: Any, nodes: list[Any]) -> list[Any]:
+    """The origin's nodes plus the producer of each low-precision value one of them reads unrounded in ONNX Runtime
+    (``runtime/unrounded.py``: a float16 value made by a node ORT's CPU runs in float32, read by another such node,
+    the rounding between them dropped), up to three producers deep: fed torch's rounded value, the reader would
+    compute what torch computes, and the case would not hold the drift the whole file has."""
+    key = "causes:case:unrounded"
+    if key not in ctx.cache:
+        low = {v for v, t in ctx.index.elem_types.items() if t in LOW_FLOAT_ELEMS and v in ctx.index.producer}
+        ctx.cache[key] = unrounded_reads(ctx.index.model, low)
+    reads = ctx.cache[key]
+    for _ in range(3):
+        have = {n.index for n in nodes}
+        extra = {ctx.index.producer[v] for n in nodes for v in n.inputs
+                 if (v, n.name) in reads and ctx.index.producer.get(v) is not None} - have
+        if not extra:
+            break
+        nodes = sorted(nodes + [ctx.index.nodes[k] for k in extra], key=lambda n: n.index)
+    return nodes
+
+
 def unit_call(ctx: Any, ci: int) -> int:
     """The call whose nodes the origin's are: its own, or, for a module with no ONNX value that was compared with
     the call that absorbed it as one unit (prepare/unit_members.py), the nearest compared call holding both."""
@@ -185,6 +207,7 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
         i = 0
     whole = ci != o.layer and _absorbed_orphan(ctx, o.layer) is not None     # the unit's nodes, its members' too
     nodes, folded = with_folded_producers(ctx, _origin_nodes(ctx, ci, whole))
+    nodes = with_unrounded_producers(ctx, nodes)
     produced = {v for n in nodes for v in n.outputs if v}
     needed = _needed(nodes, produced)
     table = ctx.plan.table
