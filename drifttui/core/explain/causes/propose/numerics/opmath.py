@@ -29,7 +29,6 @@ from onnx import helper
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import numpy_lacks, picked_values
-from drifttui.core.explain.causes.locate.fx_localise import fx_of
 from drifttui.core.onnx.edit.numerics.opmath import HELD, LOW
 from drifttui.core.onnx.edit.patches import Patch
 
@@ -70,24 +69,6 @@ def _grouped(low: list[Any]) -> set[str]:
                 seen.add(n.name)
                 todo.extend(o for o in n.output if o)
     return {o for n in low if n.name in seen for o in n.output if o}
-
-
-def _interior(model: Any, low: list[Any]) -> set[str]:
-    """The values inside one torch op's lowering: made and read only by nodes the exporter recorded for the same FX
-    call (dynamo's ``log1p`` as Add then Log): torch computes them in float32 and never rounds them."""
-    readers: dict[str, list[Any]] = {}
-    for n in model.graph.node:
-        for v in n.input:
-            readers.setdefault(v, []).append(n)
-    graph_out = {o.name for o in model.graph.output}
-    out = set()
-    for n in low:
-        fx = fx_of(n)
-        for o in n.output:
-            rs = readers.get(o, [])
-            if fx is not None and o and o not in graph_out and rs and all(fx_of(r) == fx for r in rs):
-                out.add(o)
-    return out
 
 
 def _converted(low: list[Any]) -> set[str]:
@@ -137,8 +118,7 @@ def opmath_patches(case: Case, op: Optional[str] = None) -> list[Patch]:
     types = {**stored, **elems}
     inputs = {v: types[v] for n in low for v in n.input if v and v not in made and types.get(v) in LOW}
     grouped = _grouped(low)
-    per_op = sorted(set(made) - _interior(case.model, low))     # rounded at each torch op's result
-    forms = [("per_op", per_op)] + ([("grouped", sorted(set(made) - grouped))] if grouped else [])
+    forms = [("per_op", sorted(made))] + ([("grouped", sorted(set(made) - grouped))] if grouped else [])
     whole = sorted(_converted(low))
     if whole not in [r for _, r in forms]:
         forms.append(("whole", whole))
