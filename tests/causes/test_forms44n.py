@@ -30,7 +30,8 @@ No engine fix kept: leaving the values inside one FX call unrounded in ``propose
 form (dynamo's ``log1p`` is Add then Log, torch rounds only the result) made the patched file compute eager torch's
 mu-law (with the scalar held in float32: 0 bin flips over 33 samples, measured by hand), but it also made ``per_op``
 verify first on a single composite op (test_opmath.py's float16 ``logcumsumexp``), telling ONNX Runtime's dropped
-rounding where the file's lowering is the mechanism; reverted.  Left: (1) mulaw_amp: the body's own error is measured at the mu-law integers (one bin off of 255 is 0.4% of the
+rounding where the file's lowering is the mechanism; reverted.
+Left: (1) mulaw_amp: the body's own error is measured at the mu-law integers (one bin off of 255 is 0.4% of the
 value's scale, within a float16 budget) so no module owns the drift; (2) mulaw_half TorchScript: the file lowers
 ``log1p`` to Add then Log with no record of the one torch op, so per-op rounding rounds ``1 + x`` and flips bins;
 (3) mulaw_half dynamo: torch holds ``/ math.log1p(255)`` in float32, the file in float16, and the origin's case
