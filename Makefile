@@ -176,9 +176,6 @@ test-bisect: $(VENV)/.installed-dev
 # detection, segmentation and pose heads with plain-torch post-processing, tie orders the head creates (peak NMS
 # zeros, saturated scores) said unrepairable and float16 box decodes at image coordinates; its fixes' tests,
 # test_own_half_precision.py and test_saturated_ties.py, are in make test;
-# test_forms44n.py: a blind first run on
-# text-to-speech and vocoder code in plain torch (mu-law and RVC's coarse pitch of float16 values, ONNX Runtime's
-# dropped float16 roundings flipping bins; the mu-law misses are strict xfails);
 # test_forms43j.py: a blind first run on
 # diffusion-model code as deployers export it (diffusers' UNet2DModel with a Gaussian-Fourier noise embedding, an LCM
 # scheduler's scalings, a guided-diffusion sinusoid, all in float16: pi written in float16 beside ONNX Runtime's
@@ -191,7 +188,12 @@ test-bisect: $(VENV)/.installed-dev
 # its fixes' tests, test_integer_pairing.py and test_random_draws.py, are in make test;
 # test_forms44l.py: a blind first run on state-space and recurrent models in plain torch (mamba.py's in-place
 # parallel scan in TorchScript, minGRU's log-space scan: dynamo's logcumsumexp, float16 underflow and a float16
-# logcumsumexp amid other ops); its fix's test, test_opmath_per_call.py, is in make test
+# logcumsumexp amid other ops); its fix's test, test_opmath_per_call.py, is in make test;
+# test_forms44n.py: a blind first run on text-to-speech and vocoder code in plain torch (mu-law and RVC's coarse
+# pitch of float16 values, ONNX Runtime's dropped float16 roundings flipping bins; the mu-law misses are strict xfails);
+# test_forms44o.py: a blind first run on image pre- and post-processing baked into the model (HSV, dominant-channel
+# masks, unsharp masks in float16: a float16 value ONNX Runtime's CPU reads unrounded between two module calls);
+# its fix's test, test_unrounded_reads.py, is in make test
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
