@@ -57,3 +57,18 @@ def test_a_torchscript_file_records_no_call_so_it_gets_no_per_call_form(tmp_path
     torch.manual_seed(0)
     _, case, _, _ = exported_case(HalfChain(), torch.randn(4, 32), "torchscript", tmp_path)
     assert "per_call" not in {p.spec["form"] for p in opmath_patches(case)}
+
+
+def test_a_dynamo_file_with_no_call_lowered_to_several_nodes_gets_no_per_call_form(tmp_path):
+    """per_call's story is a torch call lowered to several float16 nodes; where every call is one node (forms42i's
+    ``half_scaled_topk``: scalars written in float16 among one-node ops) it is not offered: judged at the float16
+    budget, it verified there for a Python scalar's story."""
+    class OneNodeCalls(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = x.half()
+            return ((h * 3.0 + 1.0) / 7.0).float()
+
+    torch.manual_seed(0)
+    _, case, _, _ = exported_case(OneNodeCalls(), torch.randn(4, 32), "dynamo", tmp_path)
+    forms = {p.spec["form"] for p in opmath_patches(case)}
+    assert forms and "per_call" not in forms, forms

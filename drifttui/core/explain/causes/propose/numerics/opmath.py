@@ -162,7 +162,10 @@ def opmath_patches(case: Case, op: Optional[str] = None) -> list[Patch]:
     inputs = {v: types[v] for n in low for v in n.input if v and v not in made and types.get(v) in LOW}
     grouped = _grouped(low)
     forms = [("per_op", sorted(made))] + ([("grouped", sorted(set(made) - grouped))] if grouped else [])
-    for form, rounded in (("whole", sorted(_converted(low))), ("per_call", sorted(_per_call(low)))):
+    # per_call's story is a torch call lowered to several nodes: none where no call is (its float16-budget judgement
+    # would otherwise let a rounding patch stand for another mechanism, a Python scalar written in float16)
+    per_call = sorted(_per_call(low)) if _lowered_calls(low) else []
+    for form, rounded in (("whole", sorted(_converted(low))), ("per_call", per_call)):
         if rounded not in [r for _, r in forms] and (rounded or form == "whole"):
             forms.append((form, rounded))
     out = []
