@@ -51,7 +51,7 @@ def build_local_graph(index: GraphIndex, plan: Plan, calls: list[Call],
         return None
     if any(a.HasField("g") or len(a.graphs) for n in index.nodes for a in n.proto.attribute):
         return None   # control flow: renaming outer-scope references inside subgraphs is not supported
-    new_nodes, feeds = _cut_nodes(index, plan)
+    new_nodes, feeds = _cut_nodes(index, plan, calls, model_inputs)
     outputs, attribution, first_node = _local_outputs(index, plan)
     g = onnx.helper.make_graph(new_nodes, "drifttui_local", [], [], list(index.model.graph.initializer))
     feed_dtypes: dict[str, Any] = {}
@@ -172,18 +172,23 @@ def _round_feed(g: Any, name: str, dq: Any) -> None:
                                            name=f"drifttui_round_q_{name}", **attrs))
 
 
-def _cut_nodes(index: GraphIndex, plan: Plan) -> tuple[list[Any], dict[str, str]]:
+def _cut_nodes(index: GraphIndex, plan: Plan, calls: list[Call],
+               model_inputs: list[Any]) -> tuple[list[Any], dict[str, str]]:
     """A copy of every node, each input crossing a call boundary (or a graph input) cut into a feed.
 
     One pass over the nodes, so that a cut value gets the same ``feed::`` name everywhere.  An edge ONNX Runtime's
     CPU makes its reader read unrounded (a float16 value between two nodes it runs in float32:
     ``runtime/unrounded.py``) stays wired to its producer: a feed would hand the reader torch's rounded value and
-    hide the rounding the whole file drops between the two calls (the reader's call then owns that error)."""
+    hide the rounding the whole file drops between the two calls (the reader's call then owns that error).  Only where
+    torch holds that value in the low type too (the model's own float16: autocast, ``.half()``): in a converted file
+    torch computes it in float32, the dropped rounding brings the file nearer torch, and a kept edge would hand the
+    reader the producer's budgeted error as its own."""
     import onnx
 
     low = {v for node in index.nodes for v in node.inputs
            if v and v not in index.initializers and index.producer.get(v) is not None
-           and index.elem_types.get(v) in LOW_FLOAT_ELEMS and is_cut(index, plan, v, node.index)}
+           and index.elem_types.get(v) in LOW_FLOAT_ELEMS and is_cut(index, plan, v, node.index)
+           and torch_low(plan, calls, v, model_inputs)}
     kept = unrounded_reads(index.model, low)
     feeds: dict[str, str] = {}
     new_nodes = []
@@ -205,6 +210,12 @@ def _cut_nodes(index: GraphIndex, plan: Plan) -> tuple[list[Any], dict[str, str]
         proto.output.extend(f"local::{o}" if o else "" for o in node.outputs)
         new_nodes.append(proto)
     return new_nodes, feeds
+
+
+def torch_low(plan: Plan, calls: list[Call], value: str, model_inputs: list[Any]) -> bool:
+    """Whether torch holds ``value`` in a low float type (float16 / bfloat16) too; False where it is not mapped."""
+    ref = _ref_of(plan, calls, value, model_inputs) if value in plan.table else None
+    return ref is not None and str(getattr(ref, "dtype", "")).replace("torch.", "") in ("float16", "bfloat16")
 
 
 def _local_outputs(index: GraphIndex, plan: Plan) -> tuple[dict[str, str], dict[str, int], dict[str, int]]:
