@@ -56,3 +56,18 @@ def test_the_unrounded_read_changes_the_answer_onnx_runtime_gives():
     x = np.array([[[214.27, 10.0, 0.0, 3.0], [5.0, 7.0, 1.0, 2.0], [1.0, 2.0, 3.0, 1.0]]], np.float32)
     s = ort.InferenceSession(_graph().SerializeToString(), providers=["CPUExecutionProvider"])
     assert not s.run(None, {"x": x})[0][0, 0]
+
+
+def test_onnx_runtime_is_asked_once_per_file_and_each_caller_keeps_its_values(monkeypatch):
+    """prepare's own-error graph and the origin's case both read the answer: one session made, not two"""
+    import drifttui.core.runtime.unrounded as unrounded
+    from drifttui.core.onnx.graph import build_index
+
+    asked = []
+    real = unrounded.unrounded_reads
+    monkeypatch.setattr(unrounded, "unrounded_reads", lambda *a: asked.append(a) or real(*a))
+    index = build_index(_graph())
+    assert unrounded.unrounded_reads_of(index, {"d"}) == {("d", "rmax")}
+    assert unrounded.unrounded_reads_of(index, {"xh"}) == {("xh", "div")}
+    assert unrounded.unrounded_reads_of(index, set()) == set()
+    assert len(asked) == 1

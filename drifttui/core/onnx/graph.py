@@ -57,6 +57,8 @@ class GraphIndex:
     # the ONNX file the graph was read from; external-data references are relative to its folder
     # (the proto never holds those weights: see loading.load_onnx). None: built in memory.
     path: Optional[Path] = None
+    # facts derived from the graph once and read by several stages (key -> value; ``runtime/unrounded.py``)
+    derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def data_dir(self) -> Optional[Path]:

@@ -17,7 +17,7 @@ from drifttui.core.onnx.graph import GraphIndex
 from drifttui.core.prepare.local_runs import is_cut, value_owners
 from drifttui.core.prepare.plan.plan import Plan
 from drifttui.core.onnx.qviews import QOPERATOR, is_view_node
-from drifttui.core.runtime.unrounded import unrounded_reads
+from drifttui.core.runtime.unrounded import unrounded_reads_of
 
 _TORCH_TO_ONNX = ELEM_OF
 
@@ -189,7 +189,7 @@ def _cut_nodes(index: GraphIndex, plan: Plan, calls: list[Call],
            if v and v not in index.initializers and index.producer.get(v) is not None
            and index.elem_types.get(v) in LOW_FLOAT_ELEMS and is_cut(index, plan, v, node.index)
            and torch_low(plan, calls, v, model_inputs)}
-    kept = unrounded_reads(index.model, low)
+    kept = unrounded_reads_of(index, low)
     feeds: dict[str, str] = {}
     new_nodes = []
     for node in index.nodes:

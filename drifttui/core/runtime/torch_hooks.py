@@ -304,6 +304,31 @@ class Hooks:
         return where if ref() is t else None
 
 
+@contextlib.contextmanager
+def module_stack(model: torch.nn.Module) -> Iterator[list[str]]:
+    """The names of ``model``'s modules whose forward is running, outermost first ("" for the root), kept by global
+    hooks while the context is open (a check that asks whose forward made a dispatched op: ``checks/randomness``)."""
+    names: dict[int, str] = {}
+    for name, m in model.named_modules():
+        names.setdefault(id(m), name)
+    stack: list[str] = []
+
+    def enter(m: Any, _i: Any) -> None:
+        stack.append(names.get(id(m), stack[-1] if stack else ""))
+
+    def leave(_m: Any, _i: Any, _o: Any) -> None:     # returns None: a hook's value would replace the output
+        if stack:
+            stack.pop()
+
+    pre = torch.nn.modules.module.register_module_forward_pre_hook(enter)
+    post = torch.nn.modules.module.register_module_forward_hook(leave)
+    try:
+        yield stack
+    finally:
+        pre.remove()
+        post.remove()
+
+
 def run_model(model: Any, args: tuple, kwargs: dict, versioned: bool = False) -> list[torch.Tensor]:
     """One forward without autograd.  ``versioned``: under ``no_grad`` instead of ``inference_mode``,
     so tensors keep version counters (``t._version`` grows with every in-place op)."""

@@ -20,7 +20,21 @@ import os
 import tempfile
 from typing import Any
 
+from drifttui.core.base.dtypes import LOW_FLOAT_ELEMS
+
 _TWIN = "InsertedPrecisionFreeCast_"
+_KEY = "runtime:unrounded_reads"
+
+
+def unrounded_reads_of(index: Any, values: set[str]) -> set[tuple[str, str]]:
+    """``unrounded_reads`` for ``values`` of the file ``index`` holds: ONNX Runtime is asked once per file (about
+    every low-precision value a node makes; kept on ``index.derived``), each caller keeps the reads of its values."""
+    if not values:
+        return set()
+    if _KEY not in index.derived:
+        low = {v for v, t in index.elem_types.items() if t in LOW_FLOAT_ELEMS and v in index.producer}
+        index.derived[_KEY] = unrounded_reads(index.model, low)
+    return {(v, n) for v, n in index.derived[_KEY] if v in values}
 
 
 def unrounded_reads(model: Any, low_values: set[str]) -> set[tuple[str, str]]:

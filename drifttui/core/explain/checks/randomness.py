@@ -4,7 +4,7 @@ edit can make the file draw torch's numbers.
 
 PointNet++'s farthest point sampling starts at ``torch.randint(0, N, (B,))`` on every forward; dropout left active
 (``F.dropout(training=True)``) draws a mask.  Every such ATen op carries ``torch.Tag.nondeterministic_seeded``: one
-forward of sample 0 under a dispatch mode records them, a module hook stack says whose forward called each.
+forward of sample 0 under a dispatch mode records them, ``torch_hooks.module_stack`` says whose forward called each.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from drifttui.core.capture.determinism import PREFIX
 from drifttui.core.explain.context import Context
 from drifttui.core.result import Finding
-from drifttui.core.runtime.torch_hooks import run_model
+from drifttui.core.runtime.torch_hooks import module_stack, run_model
 
 CHECK = "custom-module"
 RANDOM_NODES = ("RandomUniform", "RandomUniformLike", "RandomNormal", "RandomNormalLike", "Bernoulli", "Multinomial",
@@ -50,27 +50,10 @@ def _draws(func: Any, args: Any, kwargs: Any) -> bool:
 
 def random_draws(model: torch.nn.Module, args: tuple, kwargs: dict) -> list[tuple[str, str]]:
     """(module name, ATen op name) of each seeded random op one forward calls, in call order ("" for the root)."""
-    names: dict[int, str] = {}
-    for name, m in model.named_modules():
-        names.setdefault(id(m), name)
-    stack: list[str] = []
-
-    def enter(m: Any, _i: Any) -> None:
-        stack.append(names.get(id(m), stack[-1] if stack else ""))
-
-    def leave(_m: Any, _i: Any, _o: Any) -> None:     # returns None: a hook's value would replace the output
-        if stack:
-            stack.pop()
-
-    pre = torch.nn.modules.module.register_module_forward_pre_hook(enter)
-    post = torch.nn.modules.module.register_module_forward_hook(leave)
-    mode = _Draws(stack)
-    try:
+    with module_stack(model) as stack:
+        mode = _Draws(stack)
         with mode:
             run_model(model, args, kwargs)
-    finally:
-        pre.remove()
-        post.remove()
     return mode.hits
 
 

@@ -25,7 +25,7 @@ from drifttui.core.result import DRIFT, UNMAPPED
 from drifttui.core.base.dtypes import LOW_FLOAT_ELEMS
 from drifttui.core.prepare.local import torch_low
 from drifttui.core.runtime import sessions
-from drifttui.core.runtime.unrounded import unrounded_reads
+from drifttui.core.runtime.unrounded import unrounded_reads_of
 from drifttui.core.runtime.torch_hooks import TensorStore, run_model, to_numpy
 
 
@@ -129,7 +129,7 @@ def with_unrounded_producers(ctx: Any, nodes: list[Any]) -> list[Any]:
     if key not in ctx.cache:
         low = {v for v, t in ctx.index.elem_types.items() if t in LOW_FLOAT_ELEMS and v in ctx.index.producer
                and (ctx.plan is None or v not in ctx.plan.table or torch_low(ctx.plan, ctx.calls, v, []))}
-        ctx.cache[key] = unrounded_reads(ctx.index.model, low)
+        ctx.cache[key] = unrounded_reads_of(ctx.index, low)
     reads = ctx.cache[key]
     for _ in range(3):
         have = {n.index for n in nodes}

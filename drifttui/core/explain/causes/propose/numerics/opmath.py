@@ -164,7 +164,8 @@ def opmath_patches(case: Case, op: Optional[str] = None) -> list[Patch]:
     forms = [("per_op", sorted(made))] + ([("grouped", sorted(set(made) - grouped))] if grouped else [])
     # per_call's story is a torch call lowered to several nodes: none where no call is (its float16-budget judgement
     # would otherwise let a rounding patch stand for another mechanism, a Python scalar written in float16)
-    per_call = sorted(_per_call(low)) if _lowered_calls(low) else []
+    calls_lowered = _lowered_calls(low)
+    per_call = sorted(_per_call(low)) if calls_lowered else []
     for form, rounded in (("whole", sorted(_converted(low))), ("per_call", per_call)):
         if rounded not in [r for _, r in forms] and (rounded or form == "whole"):
             forms.append((form, rounded))
@@ -174,7 +175,7 @@ def opmath_patches(case: Case, op: Optional[str] = None) -> list[Patch]:
                  and (form != "grouped" or any(o in grouped for o in n.output))]
         ops = sorted({n.op_type for n in shown})
         which = ", ".join(f"{n.op_type} {n.name}" for n in shown[:5]) + (" ..." if len(shown) > 5 else "")
-        lowered = _lowered_calls(low) if form == "per_call" else []
+        lowered = calls_lowered if form == "per_call" else []
         if lowered:         # the story and the fix name the longest lowering, the call the form is about
             which = ", ".join(dict.fromkeys(f"{t} as {'/'.join(dict.fromkeys(n.op_type for n in ns))}"
                                             for t, ns in lowered[:3]))
