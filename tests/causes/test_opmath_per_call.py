@@ -10,7 +10,7 @@ import numpy as np
 import onnxruntime as ort
 import torch
 
-from drifttui.core.explain.causes.locate.case import judged
+from drifttui.core.explain.causes.locate.case_data import judged
 from drifttui.core.explain.causes.propose.numerics.opmath import opmath_patches
 from drifttui.core.onnx.edit.patches import apply
 from tests.causes.exported_case import exported_case

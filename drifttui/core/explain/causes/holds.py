@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from drifttui.core.explain.causes.locate.case import Case, fresh_indices, judged, origin_case
+from drifttui.core.explain.causes.locate.case import Case, fresh_indices, origin_case
+from drifttui.core.explain.causes.locate.case_data import judged
 from drifttui.core.explain.causes.locate.evaluate import Eval, ort_error
 from drifttui.core.explain.causes.locate.inner_values import widen
 from drifttui.core.explain.causes.locate.in_file import file_errors

@@ -23,7 +23,8 @@ from typing import Any, Optional
 
 from drifttui.core.explain.causes.conclude import Trial, headline_order, merge, rank
 from drifttui.core.explain.causes.holds import hold
-from drifttui.core.explain.causes.locate.case import Case, judged, origin_case, why_no_case
+from drifttui.core.explain.causes.locate.case import Case, origin_case, why_no_case
+from drifttui.core.explain.causes.locate.case_data import judged
 from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, at_level, localise, ort_error
 from drifttui.core.explain.causes.locate.fx_localise import fx_localise
 from drifttui.core.explain.causes.locate.inner_values import first_failing_alone, first_failing_inner, widen

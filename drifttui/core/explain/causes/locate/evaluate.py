@@ -1,4 +1,4 @@
-"""Run a :class:`~drifttui.core.explain.causes.locate.case.Case` in ONNX Runtime and in the ONNX reference
+"""Run a :class:`~drifttui.core.explain.causes.locate.case_data.Case` in ONNX Runtime and in the ONNX reference
 implementation, measure its error against PyTorch, and localise the first node that goes wrong.
 
 ``kind`` (docs/drift-catalogue.md): ``runtime`` when ``onnx.reference.ReferenceEvaluator`` (the
@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional
 import numpy as np
 
 from drifttui.core.onnx.io import copy_model
-from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.explain.causes.locate.case_data import Case
 from drifttui.core.explain.causes.locate.localise_nodes import deviating, own_errors
 from drifttui.core.base.metrics import Stats, compare
 from drifttui.core.onnx.lacking import lacking
@@ -199,6 +199,25 @@ def ort_error(case: Case, model: Any = None) -> Eval:
     except Exception as exc:  # noqa: BLE001 - a patch that breaks the graph is a failed patch
         return Eval(float("inf"), True, False, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
     return error(vals, case.expected, case.atol, case.rtol)
+
+
+def mean_error(case: Case) -> float:
+    """The mean absolute difference of the case's outputs in ONNX Runtime from torch's (inf where a value is missing,
+    the case does not run, or one side is inf/NaN where the other is finite)."""
+    try:
+        vals = run_ort(case.model, case.feeds, list(case.expected), case.elem_types)
+    except Exception:  # noqa: BLE001 - a case that does not run has no figure
+        return float("inf")
+    total, count = 0.0, 0
+    for name, want in case.expected.items():
+        if name not in vals:
+            return float("inf")
+        got, ref = np.asarray(vals[name], np.float64), np.asarray(want, np.float64)
+        if got.shape != ref.shape or (np.isfinite(got) != np.isfinite(ref)).any():
+            return float("inf")
+        d = np.abs(got - ref)
+        total, count = total + float(d[np.isfinite(d)].sum()), count + d.size
+    return total / max(count, 1)
 
 
 OBSERVED = ("ONNX Runtime computes these outputs otherwise when each node's value is fetched too (its graph "
