@@ -201,7 +201,9 @@ def call_group(case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
     else:
         best_values = [best]
     mine = up(best_values) - before
-    sizes = size_nodes(case)
+    # an op of the module's state alone (one the file computes from its constants: ``_right``) is lowered by nodes
+    # that read constants only: they are its nodes, not arithmetic on sizes
+    sizes = size_nodes(case) if wrong in _fed_ops_cached(ops) else set()
     return [n.name for n in case.model.graph.node if n.name in mine and n.name not in sizes]
 
 
@@ -292,6 +294,14 @@ def fed_values(case: Case) -> set[str]:
                 fed.update(o for o in n.output if o)
         return fed
     return _cached(case.model, make)
+
+
+def state_computed(case: Case, vals: dict[str, Any]) -> list[np.ndarray]:
+    """The values the case's nodes compute from its constants alone (not from its feeds, not a ``Constant``): a
+    computation on the module's state the exporter left in the file rather than folding it."""
+    fed = fed_values(case)
+    return [np.asarray(vals[o]) for n in case.model.graph.node if n.op_type != "Constant"
+            for o in n.output if o and o not in fed and o in vals]
 
 
 def _reads(node: Any) -> list[str]:

@@ -29,7 +29,8 @@ import numpy as np
 
 from drifttui.core.explain.causes.locate.align_graph import (ancestors, call_group, closest,
                                                              constant_values, continued, fused_into,
-                                                             input_values, leaked, moved_tail, producers)
+                                                             input_values, leaked, moved_tail, producers,
+                                                             state_computed)
 from drifttui.core.explain.causes.locate.call_replay import amplifies
 from drifttui.core.explain.causes.locate.call_structure import as_called
 from drifttui.core.explain.causes.locate.causal_values import causal
@@ -119,7 +120,7 @@ def torch_op(ctx: Any, case: Case) -> Optional[TorchOp]:
         # neither the module's inputs nor a call fed to the case (a child's output the case starts from): nothing
         # to align against
         return None
-    right = _right(ops, found, vals, producers(case))
+    right = _right(ops, found, vals, producers(case), state_computed(case, vals))
     feeding = _feeding(ops)         # the calls the module's output is computed from (a nested tensor cuts the record)
     _note_groups(ctx, case, ops, found, [k for k in sorted(feeding) if k not in right], vals)
     dropped = ctx.cache.get(_dropped_key(case), {})
@@ -280,7 +281,7 @@ def disowns(want: Any, value: str, vals: dict[str, np.ndarray], producer: dict[s
 
 
 def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray],
-           producer: Optional[dict[str, Any]] = None) -> set[int]:
+           producer: Optional[dict[str, Any]] = None, state: Optional[list[np.ndarray]] = None) -> set[int]:
     """Ops the file computes as torch does: found, or an ancestor of a found value that is neither constant nor
     boolean (a value the file never materialises; ``zeros_like(y)`` says nothing of ``y``, nor ``y == 0`` of a ``y``
     that is 1 where torch's is 66), a copy of a right value
@@ -289,7 +290,9 @@ def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray],
     Such an op is a constant of the forward, which the exporters fold into an initializer of their own layout
     (a ``cdist``'s ``[1, 32, 32]`` prototypes; the dynamo file's ``[-2 b, 1, |b|^2]``): not finding its value
     says nothing of it, and naming it would name the first constant, not the call its readers' nodes lower (the
-    file's constants are the weights and custom-module checks' to compare).  A found value vouches for no input
+    file's constants are the weights and custom-module checks' to compare).  Unless the file computes it
+    otherwise (``state``: values its nodes compute from constants alone, ``_unfolded_otherwise``: an int32
+    ``qweight >> shifts`` the TorchScript exporter left as a truncating Div on the initializer).  A found value vouches for no input
     whose value the node making it reads otherwise (``disowns``: ``count.clamp(min=1)`` is found where torch's count
     is 0 and the file's 1)."""
     right = set(found)
@@ -308,10 +311,21 @@ def _right(ops: list[tuple], found: dict[int, str], vals: dict[str, np.ndarray],
     for k, (kind, tgt, val, ins, _) in enumerate(ops):
         if kind == "placeholder" or any(i in fed for i in ins):
             fed.add(k)
-        if k not in right and (kind == "placeholder" or k not in fed or ((val is None or tgt.startswith(_COPIES))
-                                                                         and all(i in right for i in ins))):
+        if k not in right and (kind == "placeholder" or (k not in fed and not _unfolded_otherwise(val, state))
+                               or ((val is None or tgt.startswith(_COPIES)) and all(i in right for i in ins))):
             right.add(k)
     return right
+
+
+def _unfolded_otherwise(want: Any, state: Optional[list[np.ndarray]]) -> bool:
+    """Whether the file computes, from its constants alone, values of ``want``'s shape and kind (not folded into an
+    initializer of its own layout) and none of them holds ``want``: the file computes that constant otherwise."""
+    if not state or want is None or not hasattr(want, "shape") or np.asarray(want).size < 2:
+        return False
+    w = np.asarray(want)
+    same = [g for g in state if g.shape == w.shape and g.dtype.kind == w.dtype.kind]
+    return bool(same) and not any(np.array_equal(g, w) if w.dtype.kind in "iub" else
+                                  np.allclose(g, w, rtol=1e-4, atol=0, equal_nan=True) for g in same)
 
 
 def _feeding(ops: list[tuple]) -> set[int]:
