@@ -56,7 +56,7 @@ def decisive(case: Case, trials: list[Any], check: Callable[[list[Any]], list[An
             break
         best, least = v, tried[0].after.max_abs
     if best is None:
-        best = necessary(ordered, [v for v in spec["round"]], trials[k].patch, check,
+        best = necessary(ordered, list(spec["round"]), trials[k].patch, check,
                          lambda v: ops[producer[v]] not in CONVERSIONS)
     if best is None or ops[producer[best]] in CONVERSIONS:
         return trials
