@@ -197,6 +197,9 @@ test-bisect: $(VENV)/.installed-dev
 # test_forms45q.py: a blind first run on LLM inference numerics in plain torch (GPTQ / int4 nibble unpacking by >>
 # on the module's buffers, soft-capping before a temperature, W4A4 activation quantisation in float16); its fix's
 # test, test_state_computed_otherwise.py, is in make test
+# test_forms45p.py: a blind first run on optical-flow, stereo and warping code in plain torch (float16 flow warps,
+# winner-take-all disparities and hand-written samplers whose coordinate roundings ONNX Runtime's CPU drops; a
+# float16 affine warp torch computes less precisely); its fix's test, test_necessary_rounding.py, is in make test
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
@@ -229,7 +232,7 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_forms44l.py \
 		tests/causes/test_forms44o.py \
 		tests/causes/test_forms44n.py \
-		tests/causes/test_forms45q.py
+		tests/causes/test_forms45q.py tests/causes/test_forms45p.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own

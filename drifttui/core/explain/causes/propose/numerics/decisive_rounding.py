@@ -11,7 +11,11 @@ computes (a ``matmul``, a ``cat``) or the first call whose value differs (the ``
 the origin's worst sample, and marks the patch with the producer of the first one that removes the drift alone
 (``spec["decisive"]``), or, when none does alone (the rounding of the ops after it still counts at the tolerance),
 of the one that alone leaves the least error, at most a tenth of it: ``conclude`` names the torch op of that node.
-Nothing is marked when that node only converts (a model's own ``.half()``: the story names the chain's op as
+When no rounding is enough alone (a flow warp's coordinate chain: each dropped rounding moves the sample point, and
+the ones after it are read unrounded too), each is left out of the verified set in turn: the one whose omission alone
+brings back the most of the drift is the one torch's result depends on most (``necessary``), and it is marked (a clamp
+whose rounding the floor and the fraction after it read; not the add before it, whose rounding the clamp's own
+rounding puts back).  Nothing is marked when that node only converts (a model's own ``.half()``: the story names the chain's op as
 before) or when no single rounding is enough.  The patch ``repair`` applies is the one that verified (every
 rounding restored).  At most ``LIMIT`` values are tried, each a run of the cut-out origin.
 """
@@ -51,7 +55,25 @@ def decisive(case: Case, trials: list[Any], check: Callable[[list[Any]], list[An
             best = v
             break
         best, least = v, tried[0].after.max_abs
+    if best is None:
+        best = necessary(ordered, list(spec["round"]), trials[k].patch, check,
+                         lambda v: ops[producer[v]] not in CONVERSIONS)
     if best is None or ops[producer[best]] in CONVERSIONS:
         return trials
     marked = dataclasses.replace(trials[k].patch, spec={**spec, "decisive": producer[best]})
     return [*trials[:k], dataclasses.replace(trials[k], patch=marked), *trials[k + 1:]]
+
+
+def necessary(ordered: list[str], rounded: list[str], patch: Any, check: Callable[[list[Any]], list[Any]],
+              computes: Callable[[str], bool]) -> Any:
+    """The value of ``ordered`` made by a node that computes (``computes``) whose rounding, left out of the verified
+    ``patch``'s set (every other rounding kept), brings back the most of the drift (the first of equals); None when
+    leaving out any one is harmless (each is put back by a later one)."""
+    best, most = None, 0.0
+    for v in ordered:
+        if not computes(v):
+            continue
+        tried = check([dataclasses.replace(patch, spec={**patch.spec, "round": [r for r in rounded if r != v]})])
+        if tried and tried[0].after.fails and tried[0].after.max_abs > most:
+            best, most = v, tried[0].after.max_abs
+    return best
