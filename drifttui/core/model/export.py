@@ -21,6 +21,7 @@ EXPORTERS = ("dynamo", "torchscript")
 AUTO = "auto"
 CHOICES = (AUTO,) + EXPORTERS
 TORCHSCRIPT_OPSET = 17      # the TorchScript exporter's opset unless another is asked for
+TORCHSCRIPT_MAX_OPSET = 20  # the last opset it writes (torch.onnx._constants.ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET)
 
 
 @contextlib.contextmanager
@@ -119,8 +120,15 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
                 program.save(str(path), external_data=True)     # weights read where they lie
             else:
                 with contextlib.nullcontext() if peephole else without_onnx_peephole():
-                    _export_torchscript(torch, model, args, kwargs, path, dyn, opset or TORCHSCRIPT_OPSET, dims,
-                                        {"training": torch.onnx.TrainingMode.TRAINING} if training else {})
+                    mode = {"training": torch.onnx.TrainingMode.TRAINING} if training else {}
+                    try:
+                        _export_torchscript(torch, model, args, kwargs, path, dyn, opset or TORCHSCRIPT_OPSET, dims,
+                                            mode)
+                    except torch.onnx.errors.UnsupportedOperatorError as exc:
+                        needed = _needed_opset(exc) if opset is None else None
+                        if needed is None:
+                            raise
+                        _export_torchscript(torch, model, args, kwargs, path, dyn, needed, dims, mode)
         except ModelError:
             raise
         except Exception as exc:
@@ -133,6 +141,26 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
                              f"try --exporter {other}, or export yourself and pass --onnx FILE "
                              "(rerun with --debug for the traceback)") from exc
     return path
+
+
+def _needed_opset(exc: BaseException) -> Optional[int]:
+    """The opset the TorchScript exporter says an op it refused at the default opset needs ("Support for this
+    operator was added in version 18": ``aten::bitwise_and``, GPTQ's nibble unpacking), up to the last opset it
+    writes; None otherwise."""
+    import re
+
+    found = re.search(r"added in version (\d+)", str(exc))
+    needed = int(found.group(1)) if found else None
+    return needed if needed is not None and TORCHSCRIPT_OPSET < needed <= TORCHSCRIPT_MAX_OPSET else None
+
+
+def opset_note(exporter: str, opset: Optional[int]) -> str:
+    """Why a file drifttui exported with the TorchScript exporter is not at its default opset (a refused op
+    needed a later one: ``_needed_opset``), or ""."""
+    if exporter != "torchscript" or opset is None or opset <= TORCHSCRIPT_OPSET:
+        return ""
+    return (f"the TorchScript exporter lowers an op of the model only from opset {opset}: the file was exported at "
+            f"opset {opset} (drifttui's default is {TORCHSCRIPT_OPSET})")
 
 
 def _reason(exc: BaseException) -> str:

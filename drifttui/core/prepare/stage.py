@@ -27,7 +27,7 @@ from drifttui.core.runtime.torch_hooks import Call, Hooks, TensorRef, hookable
 from drifttui.core.prepare.details import LayerDetails, layer_details
 from drifttui.core.prepare.inlined import inline_local_functions
 from drifttui.core.prepare.arity import check_output_count
-from drifttui.core.model.export import export_auto, export_model
+from drifttui.core.model.export import export_auto, export_model, opset_note
 from drifttui.core.onnx.graph import DYNAMO, TORCHSCRIPT, GraphIndex, build_index, elem_type_name
 from drifttui.core.runtime.guards import safe_forward
 from drifttui.core.prepare.hook_routing import inspects_hooks, observation_changes, routed_note
@@ -301,6 +301,8 @@ def _load(cfg: Config, workdir: Path, progress: ProgressFn, timings: dict[str, f
         if why:
             notes.append(why)       # --exporter auto: why dynamo failed, which exporter made the file
         proto, onnx_path = load_onnx(path, workdir)
+        note = opset_note(exporter, next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None))
+        notes.extend([note] if note else [])
         timings["export"] = time.perf_counter() - t
     return model, example, in_spec, gi, sample0, proto, onnx_path, exporter, batch
 
