@@ -45,6 +45,7 @@ from drifttui.core.explain.causes.propose.edits.resize_map import resize_scales_
 from drifttui.core.explain.causes.propose.edits.singular import singular_patches, truncated_quotient_patches
 from drifttui.core.explain.causes.propose.edits.nan_compare import nan_compare_patches
 from drifttui.core.explain.causes.propose.edits.topk_order import unsorted_topk_patches
+from drifttui.core.explain.causes.propose.edits.shift_count import shift_count_patches
 from drifttui.core.explain.causes.propose.edits.weights import torch_tensors, weight_candidates
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.prepare.plan.folding import conv_bn_folds
@@ -101,6 +102,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
         out.extend(int_pow_patches(case))
         out.extend(int_prod_patches(case))
         out.extend(int_wrap_patches(case))
+        out.extend(shift_count_patches(case))    # a << b as a * Cast(2 ** b): 0 past the width in torch
         out.extend(quantize_patches(case))
         out.extend(opmath_patches(case, loc.torch_op.name if loc.torch_op is not None else None))
         out.extend(cast_first_patches(case, loc.torch_op.name if loc.torch_op is not None else None))
