@@ -13,6 +13,7 @@ from drifttui.core.onnx.edit.numerics.operand_wide import APPLY as OPERAND_WIDE
 from drifttui.core.onnx.edit.numerics.origin64 import APPLY as ORIGIN64
 from drifttui.core.onnx.edit.numerics.half_recurrence import APPLY as HALF_RECURRENCE
 from drifttui.core.onnx.edit.lowerings.crossed_clip import APPLY as CROSSED_CLIP
+from drifttui.core.onnx.edit.lowerings.shift_count import APPLY as SHIFT_COUNT
 from drifttui.core.onnx.edit.lowerings.dropped_addend import APPLY as DROPPED_ADDEND
 from drifttui.core.onnx.edit.lowerings.packed_padding import APPLY as PACKED_PADDING
 from drifttui.core.onnx.edit.lowerings.int_pow import APPLY as INT_POW
@@ -41,7 +42,7 @@ REWRITES: dict[str, Callable[[Any, dict[str, Any]], None]] = {
     "logaddexp": apply_logaddexp, **SINGULAR, **REMAINDER, **QUANTIZE, **NAN_SELECT, **NAN_COMPARE, **MASKED,
     **ACCUMULATE64, **NAN_GRID, **INT_POW, **INT_PROD, **INT_WRAP, **OPMATH, **OPMATH_SCALAR, **CAST_FIRST, **ORIGIN64,
     **OPERAND_WIDE, **HALF_RECURRENCE, **RESIZE_MAP, **RUNTIME_SIZE, **ADAPTIVE_WINDOW, **RUNTIME_INT, **DROPPED_ADDEND, **PACKED_PADDING,
-    **CROSSED_CLIP,
+    **CROSSED_CLIP, **SHIFT_COUNT,
     **MASK_SELECT}
 
 __all__ = ["REWRITES"]

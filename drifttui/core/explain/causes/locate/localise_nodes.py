@@ -192,7 +192,21 @@ def align(model: Any, vals: dict[str, np.ndarray], feeds: dict[str, np.ndarray],
           witness: dict[str, np.ndarray], final: list[str], atol: float, rtol: float) -> Optional[Any]:
     """The node of ``model`` whose output no value of the witness graph matches while every input
     it reads is a feed, a static value or a matched value, when there is exactly one such node; an
-    output of the origin is matched only with an output of the witness (``final``)."""
+    output of the origin is matched only with an output of the witness (``final``).  A step (``STEPS``) is
+    blamed only when nothing before it parts from the witness without the absolute tolerance (``_before_step``)."""
+    frontier = _frontier(model, vals, feeds, witness, final, atol, rtol)
+    # one node where the values part: that node is wrong; several: the file decomposes the module
+    # differently from the re-export, and no single node is to blame
+    if len(frontier) != 1:
+        return None
+    if frontier[0].op_type in STEPS and atol > 0:
+        return _before_step(model, vals, feeds, witness, final, rtol, frontier[0])
+    return frontier[0]
+
+
+def _frontier(model: Any, vals: dict[str, np.ndarray], feeds: dict[str, np.ndarray],
+              witness: dict[str, np.ndarray], final: list[str], atol: float, rtol: float) -> list[Any]:
+    """The nodes, in the graph's order, whose outputs no witness value matches while their inputs are matched."""
     every = Pool([np.asarray(v) for v in witness.values()])
     last = Pool([np.asarray(witness[v]) for v in final if v in witness])
     mine = {o.name for o in model.graph.output}
@@ -212,6 +226,25 @@ def align(model: Any, vals: dict[str, np.ndarray], feeds: dict[str, np.ndarray],
         if all(not v or v in good for v in n.input):
             frontier.append(n)
         # fed a value the witness never computes either: downstream of the frontier
-    # one node where the values part: that node is wrong; several: the file decomposes the module
-    # differently from the re-export, and no single node is to blame
-    return frontier[0] if len(frontier) == 1 else None
+    return frontier
+
+
+# ops whose output jumps where the input crosses a point (a sign, a bound, an integer): an input within the
+# absolute tolerance of the witness's (0 for torch's 8e-6) is matched, and the step is blamed for its difference
+STEPS = {"Sign", "Floor", "Ceil", "Round", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Equal"}
+
+
+def _before_step(model: Any, vals: dict[str, np.ndarray], feeds: dict[str, np.ndarray], witness: dict[str, np.ndarray],
+                 final: list[str], rtol: float, step: Any) -> Any:
+    """The node before ``step`` the values part at when matched without the absolute tolerance (a value torch
+    computes as 8e-6 that the file holds as 0 is within it, and ``Sign`` makes 1 of one, 0 of the other): the node
+    that computes the step's input otherwise, the first in the step's inputs' cone; else ``step``."""
+    made = {v: n for n in model.graph.node for v in n.output}
+    cone, todo = set(), list(step.input)
+    while todo:
+        n = made.get(todo.pop())
+        if n is not None and n.name not in cone:
+            cone.add(n.name)
+            todo.extend(n.input)
+    tight = _frontier(model, vals, feeds, witness, final, 0.0, rtol)
+    return next((n for n in tight if n.name in cone), step)

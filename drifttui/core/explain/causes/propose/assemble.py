@@ -44,6 +44,8 @@ from drifttui.core.explain.causes.propose.edits.quantize_torch import quantize_p
 from drifttui.core.explain.causes.propose.edits.resize_map import resize_scales_patches
 from drifttui.core.explain.causes.propose.edits.singular import singular_patches, truncated_quotient_patches
 from drifttui.core.explain.causes.propose.edits.nan_compare import nan_compare_patches
+from drifttui.core.explain.causes.propose.edits.topk_order import unsorted_topk_patches
+from drifttui.core.explain.causes.propose.edits.shift_count import shift_count_patches
 from drifttui.core.explain.causes.propose.edits.weights import torch_tensors, weight_candidates
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.prepare.plan.folding import conv_bn_folds
@@ -80,7 +82,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
     out.extend(frozen_window_patches(case, ctx.index.shapes))      # a pool's window of the example's size
     out.extend(traced_int_patches(ctx, case))       # a trace's ints of the example's size (traced at other sizes)
     out.extend(crossed_clip_patches(case))             # two clamps fused into one Clip with crossed bounds
-    out.extend(packed_padding_patches(ctx, case))      # a recurrent node's padded steps: torch's padding_value
+    out.extend(packed_padding_patches(ctx, case) + unsorted_topk_patches(case))   # padded steps; TopK(sorted=0)
     out.extend(half_recurrence_patches(case))          # a float16 recurrent node: torch's per-step rounding
     out.extend(opmath_scalar_patches(case, lambda t: torch_calls(ctx, case, t)))
     out.extend(double_scalar_patches(case, lambda t: torch_calls(ctx, case, t)))   # a float64 op's float32 number
@@ -98,7 +100,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
         out.extend(accumulate64_patches(case))
         out.extend(int_pow_patches(case))
         out.extend(int_prod_patches(case))
-        out.extend(int_wrap_patches(case))
+        out.extend(int_wrap_patches(case) + shift_count_patches(case))    # a << b as a * Cast(2 ** b)
         out.extend(quantize_patches(case))
         out.extend(opmath_patches(case, loc.torch_op.name if loc.torch_op is not None else None))
         out.extend(cast_first_patches(case, loc.torch_op.name if loc.torch_op is not None else None))
