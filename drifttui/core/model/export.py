@@ -120,15 +120,8 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
                 program.save(str(path), external_data=True)     # weights read where they lie
             else:
                 with contextlib.nullcontext() if peephole else without_onnx_peephole():
-                    mode = {"training": torch.onnx.TrainingMode.TRAINING} if training else {}
-                    try:
-                        _export_torchscript(torch, model, args, kwargs, path, dyn, opset or TORCHSCRIPT_OPSET, dims,
-                                            mode)
-                    except torch.onnx.errors.UnsupportedOperatorError as exc:
-                        needed = _needed_opset(exc) if opset is None else None
-                        if needed is None:
-                            raise
-                        _export_torchscript(torch, model, args, kwargs, path, dyn, needed, dims, mode)
+                    _torchscript_at_its_opset(torch, model, args, kwargs, path, dyn, opset, dims,
+                                              {"training": torch.onnx.TrainingMode.TRAINING} if training else {})
         except ModelError:
             raise
         except Exception as exc:
@@ -141,6 +134,19 @@ def export_model(model: Any, args: tuple, kwargs: dict, exporter: str, workdir: 
                              f"try --exporter {other}, or export yourself and pass --onnx FILE "
                              "(rerun with --debug for the traceback)") from exc
     return path
+
+
+def _torchscript_at_its_opset(torch: Any, model: Any, args: tuple, kwargs: dict, path: Path, dyn: bool,
+                              opset: Optional[int], dims: Optional[list[list[int]]], mode: dict) -> None:
+    """The TorchScript export at ``opset``, or at the default and, when torch refuses an op there, at the opset its
+    refusal names (``_needed_opset``)."""
+    try:
+        _export_torchscript(torch, model, args, kwargs, path, dyn, opset or TORCHSCRIPT_OPSET, dims, mode)
+    except torch.onnx.errors.UnsupportedOperatorError as exc:
+        needed = _needed_opset(exc) if opset is None else None
+        if needed is None:
+            raise
+        _export_torchscript(torch, model, args, kwargs, path, dyn, needed, dims, mode)
 
 
 def _needed_opset(exc: BaseException) -> Optional[int]:
