@@ -23,7 +23,7 @@ Screened, and what it showed:
   drifttui's float16 budget (4e-4 - 4e-3 of the scale: ArcFace / CLIP / GeM / normalisation / cosine, transformers
   CLIP / BERT / MPNet); ``sign`` hashing of a float16 head flips no bit on these inputs.
 * what drifts past the tolerance: **ONNX Runtime's dropped float16 rounding** (microsoft/onnxruntime#8787: its CPU
-  runs the float16 chain through float32 Casts it inserts and drops the rounding between them; ORT's output is 4-20x
+  runs the float16 chain through float32 Casts it inserts and drops the rounding between them; ORT's output is 4.6-18x
   nearer a float32 torch than the float16 torch) where an embedding head cancels: ArcFace's ``sqrt(1 - cos^2)`` of the
   near-1 cosine of a test-time-augmentation pair, and ``|a|^2 + |b|^2 - 2 a.b`` of un-centred embeddings; and **a
   tie order** (torch's CPU ``topk`` against ONNX ``TopK``'s lower index first) where a re-id gallery holds the same
