@@ -16,11 +16,12 @@ HERE = Path(__file__).parent
 
 def explained_forms(tmp_path_factory: Any, name: str, inputs: Optional[dict] = None,
                     opset: Optional[dict] = None, export: Optional[Callable[[str, str], dict]] = None,
-                    examples: Optional[dict] = None) -> Callable[[str, str], Any]:
+                    examples: Optional[dict] = None, seed: int = 0) -> Callable[[str, str], Any]:
     """(model, exporter) -> explained_run of ``tests/causes/<name>.py``'s model exported by that exporter
     (its inputs function ``inputs.get(model, "rows_inputs")``, at ``opset[model]`` if given, with
     ``export(model, exporter)``'s further arguments of ``torch.onnx.export``: dynamic dims; exported on the inputs
-    of ``examples[model]`` when given: a file exported at one size and run at others), cached."""
+    of ``examples[model]`` when given: a file exported at one size and run at others; its samples drawn at ``seed``:
+    a batch whose first run was measured at the CLI's ``--seed 7``), cached."""
     import torch
 
     from drifttui.core.result import Config
@@ -46,7 +47,7 @@ def explained_forms(tmp_path_factory: Any, name: str, inputs: Optional[dict] = N
                                   **({"opset_version": opset[model]} if model in opset else {}),
                                   **(export(model, exporter) if export is not None else {}))
             cache[key] = explained_run(Config(model=f"{spec}:{model}", onnx=str(path), inputs=f"{spec}:{fn}",
-                                              samples=3))
+                                              samples=3, seed=seed))
         return cache[key]
 
     return go
