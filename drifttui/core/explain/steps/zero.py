@@ -101,6 +101,12 @@ def run(ctx: Context) -> Step:
         summary += f" (random inputs name {display_name(o.module)})"
     if stuck:
         summary += f"; {len(stuck)} layer(s) are constant in PyTorch yet differ in ONNX"
+    prec = ctx.result.precision
+    low = prec is not None and prec.format not in ("", "float32")
     return Step(2, TITLE, "fail", summary, clean(evidence),
+                ("a structural difference (weights, biases, constants, attributes such as epsilon), or, in this "
+                 f"{prec.format} file, the rounding of values the weights alone make (a bias, a level, a constant "
+                 "the origin computes from them): compare the origin's initializers and attributes (steps 3 and 6) "
+                 "and its roundings (step 3)") if low else
                 "a structural difference (weights, biases, constants, attributes such as epsilon) rather "
                 "than rounding: compare the origin's initializers and attributes (steps 3 and 6)", layers)
