@@ -46,7 +46,8 @@ def genuine_line(result: Result, genuine: list[str]) -> str:
     fmt, o = result.precision.format, result.drift_origin     # type: ignore[union-attr]
     if result.precision.cause == "genuine drift" and o is not None:  # type: ignore[union-attr]
         return (f"a genuine drift in the {fmt} file at its origin {o.module or '(root)'}, not its precision "
-                "(keeping layers in float32 is not the fix: a wrong weight or attribute)")
+                "(keeping layers in float32 is not the fix: the file computes otherwise than torch at that "
+                "precision, by a wrong weight or attribute, a lowering, or a rounding the runtime drops)")
     return (f"over the {fmt} budget at {', '.join(genuine)}, but keeping it in float32 does not remove the "
             "error (share of the output error ~0): a genuine drift, not the precision")
 
@@ -70,8 +71,8 @@ def run(ctx: Context) -> Step:
     if found.genuine:
         return Step(4, TITLE, "fail", genuine_line(result, found.genuine),
                     clean({**evidence, "genuine": found.genuine}),
-                    "find its cause with steps 3 and 6 (a wrong weight or attribute); `drifttui repair` tries "
-                    "the verified patches", found.indices)
+                    "find its cause with steps 3 and 6 (a wrong weight or attribute, a lowering, a dropped rounding); "
+                    "`drifttui repair` tries the verified patches", found.indices)
     if not found.verified:
         return Step(4, TITLE, "inconclusive",
                     f"no keep-in-float32 list brings the file within its {fmt} budget ({found.checks} whole-model "
