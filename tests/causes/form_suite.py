@@ -53,6 +53,23 @@ def explained_forms(tmp_path_factory: Any, name: str, inputs: Optional[dict] = N
     return go
 
 
+def explained_file_form(tmp_path: Any, spec_file: str, form: str, dynamo: bool, spec: dict,
+                        inputs: str = "rows", samples: int = 2) -> tuple:
+    """explained_run of the model ``spec[form]()`` (a function of ``spec_file``'s, its globals ``spec``) exported by
+    one exporter on ``spec[inputs]()`` (the fuzz-find suites' small models)."""
+    import torch
+
+    from drifttui.core.result import Config
+    from tests.causes.conftest import explained_run
+
+    path = tmp_path / f"{form}-{dynamo}.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(spec[form](), (spec[inputs](),), str(path), dynamo=dynamo)
+    return explained_run(Config(model=f"{spec_file}:{form}", onnx=str(path), inputs=f"{spec_file}:{inputs}",
+                                samples=samples))
+
+
 def params(forms: Any, fast: set) -> list[Any]:
     return [pytest.param(f, id=f"{f[0]}-{f[1]}", marks=() if f in fast else pytest.mark.drifts) for f in forms]
 

@@ -29,7 +29,7 @@ import pytest
 import torch
 from torch import nn
 
-from drifttui.core.result import Config
+from tests.causes.form_suite import explained_file_form
 
 
 class Body(nn.Module):
@@ -114,15 +114,7 @@ def rows() -> torch.Tensor:
 
 
 def _explained(tmp_path, form: str, dynamo: bool) -> tuple:
-    import warnings
-
-    from tests.causes.conftest import explained_run
-
-    path = tmp_path / f"{form}-{dynamo}.onnx"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(globals()[form](), (rows(),), str(path), dynamo=dynamo)
-    return explained_run(Config(model=f"{__file__}:{form}", onnx=str(path), inputs=f"{__file__}:rows", samples=2))
+    return explained_file_form(tmp_path, __file__, form, dynamo, globals())
 
 
 @pytest.mark.drifts
