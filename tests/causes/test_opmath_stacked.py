@@ -37,3 +37,21 @@ def test_the_scalar_and_the_dropped_rounding_are_put_back_together(exporter, tmp
     assert chain.check == "dtype" and chain.spec["op"] == "sequence"
     assert "0.05" in chain.why and "drops" in chain.why
     assert np.array_equal(_run(apply(model, chain), x), want)
+
+
+def test_a_zero_dim_float32_operand_is_read_unrounded(tmp_path):
+    """forms45s ``lsq_amp``: an LSQ quantiser under autocast divides the float16 activation by its float32 learned
+    step (a 0-dim tensor): torch divides by the float32 value, the TorchScript file by ``Cast(step, float16)``."""
+    from drifttui.core.explain.causes.propose.numerics.wrapped_operand import with_wrapped
+    from tests.causes.forms45s import LsqQuant
+
+    torch.manual_seed(0)
+    module = QatBlock(LsqQuant(8), "amp").eval().requires_grad_(False)
+    torch.manual_seed(5)
+    model, case, x, want = exported_case(module, torch.randn(6, 32) * 3, "torchscript", tmp_path)
+    assert np.abs(_run(model, x) - want).max() > 0.04
+    alone = opmath_patches(case)
+    assert all(np.abs(_run(apply(model, p), x) - want).max() > 0.04 for p in alone)
+    wrapped = with_wrapped(case, alone)[-1]
+    assert wrapped.check == "dtype" and "0-dim float32" in wrapped.why and "Div" in wrapped.why
+    assert np.array_equal(_run(apply(model, wrapped), x), want)

@@ -40,7 +40,7 @@ from drifttui.core.explain.causes.propose.edits.nan_grid import nan_grid_patches
 from drifttui.core.explain.causes.propose.edits.nan_select import nan_select_patches
 from drifttui.core.explain.causes.propose.numerics.opmath import opmath_patches
 from drifttui.core.explain.causes.propose.numerics.opmath_scalar import opmath_scalar_patches
-from drifttui.core.explain.causes.propose.numerics.opmath_stacked import with_scalars
+from drifttui.core.explain.causes.propose.numerics.opmath_stacked import stacked_opmath
 from drifttui.core.explain.causes.propose.edits.quantize_torch import quantize_patches
 from drifttui.core.explain.causes.propose.edits.resize_map import resize_scales_patches
 from drifttui.core.explain.causes.propose.edits.singular import singular_patches, truncated_quotient_patches
@@ -101,7 +101,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
         out.extend(int_prod_patches(case))
         out.extend(int_wrap_patches(case))
         out.extend(quantize_patches(case))
-        out.extend(with_scalars(case, scalars, opmath_patches(case, getattr(loc.torch_op, "name", None))))
+        out.extend(stacked_opmath(case, scalars, opmath_patches(case, getattr(loc.torch_op, "name", None))))
         out.extend(cast_first_patches(case, loc.torch_op.name if loc.torch_op is not None else None))
         out.extend(narrowing_patches(case))
         out.extend(nan_grid_patches(case))

@@ -15,7 +15,14 @@ from __future__ import annotations
 from typing import Any
 
 from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.explain.causes.propose.numerics.wrapped_operand import with_wrapped
 from drifttui.core.onnx.edit.patches import Patch
+
+
+def stacked_opmath(case: Case, scalars: list[Patch], opmaths: list[Patch]) -> list[Patch]:
+    """``opmath.py``'s patches, then the stacked forms: ``per_op`` with 0-dim float32 operands held in float32
+    (``wrapped_operand.py``), and the scalar patches with ``per_op`` (``with_scalars``)."""
+    return with_scalars(case, scalars, with_wrapped(case, opmaths))
 
 
 def _singles(scalars: list[Patch]) -> list[dict[str, Any]]:
