@@ -55,3 +55,5 @@ def test_a_zero_dim_float32_operand_is_read_unrounded(tmp_path):
     wrapped = with_wrapped(case, alone)[-1]
     assert wrapped.check == "dtype" and "0-dim float32" in wrapped.why and "Div" in wrapped.why
     assert np.array_equal(_run(apply(model, wrapped), x), want)
+    from drifttui.core.explain.causes.propose.assemble import key
+    assert key(wrapped.spec) != key(alone[0].spec)          # not deduplicated with per_op among the candidates

@@ -11,7 +11,7 @@ function after it (``round``, ``floor``) turns that into whole steps.
 Where ``opmath.py``'s ``per_op`` applies to the origin and a Cast to the low type in it reads a 0-dim float32 value
 that only ``Mul`` / ``Div`` / ``Add`` / ``Sub`` nodes read, one more ``per_op`` patch leaves those Casts' outputs
 unrounded (the arithmetic reads the float32 value, as torch does) and rounds every other output as torch rounds each
-op.  Class ``dtype``, kind ``export``.
+op (form ``wrapped``: a spec of its own, not deduplicated with ``per_op``).  Class ``dtype``, kind ``export``.
 """
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def with_wrapped(case: Case, opmaths: list[Patch]) -> list[Patch]:
     if not wrapped:
         return opmaths
     outs = {c.output[0] for c in wrapped}
-    spec = {**per_op.spec, "round": [v for v in per_op.spec["round"] if v not in outs]}
+    spec = {**per_op.spec, "form": "wrapped", "round": [v for v in per_op.spec["round"] if v not in outs]}
     ops = sorted({f"{r.op_type} {r.name}" for r in case.model.graph.node if outs & set(r.input)})
     why = (f"{', '.join(ops)} read{'s' if len(ops) == 1 else ''} a 0-dim float32 tensor cast to float16 first "
            f"({', '.join(c.name for c in wrapped)}): torch's mul / div / add / sub read a 0-dim operand at their "
