@@ -57,3 +57,23 @@ def test_a_zero_dim_float32_operand_is_read_unrounded(tmp_path):
     assert np.array_equal(_run(apply(model, wrapped), x), want)
     from drifttui.core.explain.causes.propose.assemble import key
     assert key(wrapped.spec) != key(alone[0].spec)          # not deduplicated with per_op among the candidates
+
+
+def test_a_learned_step_folded_into_a_float16_constant_is_read_at_float32(tmp_path):
+    """forms45s ``lsq_amp``, dynamo: the exporter folds ``step.abs().clamp_min(1e-5)`` (a float32 parameter) into a
+    float16 initializer of the Div and Mul; torch's number is the parameter (``held_numbers``), stacked with the
+    rounding ONNX Runtime drops."""
+    from drifttui.core.explain.causes.propose.numerics.opmath_scalar import held_numbers
+    from drifttui.core.explain.causes.propose.numerics.opmath_stacked import stacked_opmath
+    from tests.causes.forms45s import LsqQuant
+
+    torch.manual_seed(0)
+    module = QatBlock(LsqQuant(8), "amp").eval().requires_grad_(False)
+    torch.manual_seed(5)
+    model, case, x, want = exported_case(module, torch.randn(6, 32) * 3, "dynamo", tmp_path)
+    assert np.abs(_run(model, x) - want).max() > 0.04
+    assert opmath_scalar_patches(case, lambda t: []) == []           # no Python number in torch's calls
+    scalars = opmath_scalar_patches(case, lambda t: [], held_numbers(module))
+    chain = stacked_opmath(case, scalars, opmath_patches(case))[-1]
+    assert chain.spec["op"] == "sequence" and "0.05" in chain.why
+    assert np.array_equal(_run(apply(model, chain), x), want)

@@ -50,9 +50,9 @@ def with_scalars(case: Case, scalars: list[Patch], opmaths: list[Patch]) -> list
             "inputs": {**per_op.spec["inputs"], **{o: low[o] for o in made if o in low}},
             "round": [v for v in per_op.spec["round"] if v not in made]}
     said = "; ".join(f"{s['node']} reads {s['value']:g} as {s['name']}" for s in singles)
-    why = (f"two float16 stories at one origin: the file holds torch's Python scalars in the tensor's low type "
-           f"({said}; "
-           "torch's add / sub / mul / div hold a Python number in float32, its opmath, and round only the result), "
+    why = (f"two float16 stories at one origin: the file holds torch's numbers (Python scalars, 0-dim float32 tensors) "
+           f"in the tensor's low type ({said}; torch's add / sub / mul / div hold such a number in float32, its "
+           "opmath, and round only the result), "
            "and " + per_op.why[0].lower() + per_op.why[1:] + "; with the scalar nodes computed in float32 with "
            "torch's numbers and every other node rounded at its output as torch rounds it, the file computes what "
            "torch computes")
