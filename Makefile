@@ -193,7 +193,10 @@ test-bisect: $(VENV)/.installed-dev
 # pitch of float16 values, ONNX Runtime's dropped float16 roundings flipping bins; the mu-law misses are strict xfails);
 # test_forms44o.py: a blind first run on image pre- and post-processing baked into the model (HSV, dominant-channel
 # masks, unsharp masks in float16: a float16 value ONNX Runtime's CPU reads unrounded between two module calls);
-# its fix's test, test_unrounded_reads.py, is in make test
+# its fix's test, test_unrounded_reads.py, is in make test;
+# test_forms45s.py: a blind first run on quantisation-aware-training code exported with its fake-quantisers (float16
+# LSQ / floor / amax quantisers, a residual requantised on a tie grid); its fixes' tests, test_opmath_stacked.py and
+# test_quantize_torch.py, are in make test
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
@@ -225,7 +228,8 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_forms44m.py \
 		tests/causes/test_forms44l.py \
 		tests/causes/test_forms44o.py \
-		tests/causes/test_forms44n.py
+		tests/causes/test_forms44n.py \
+		tests/causes/test_forms45s.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own

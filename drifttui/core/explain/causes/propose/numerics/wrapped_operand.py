@@ -61,8 +61,8 @@ def with_wrapped(case: Case, opmaths: list[Patch]) -> list[Patch]:
     ops = sorted({f"{r.op_type} {r.name}" for r in case.model.graph.node if outs & set(r.input)})
     why = (f"{', '.join(ops)} read{'s' if len(ops) == 1 else ''} a 0-dim float32 tensor cast to float16 first "
            f"({', '.join(c.name for c in wrapped)}): torch's mul / div / add / sub read a 0-dim operand at their "
-           "opmath precision (float32) and round only the result; with it left in float32 and "
-           + per_op.why[0].lower() + per_op.why[1:])
+           "opmath precision (float32) and round only the result; and " + per_op.why[0].lower() + per_op.why[1:]
+           + "; with that operand left in float32 as well, the file computes what torch computes")
     fix = ("compute that arithmetic in float32 in the model (`(y.float() / step).to(y.dtype)`), or let `drifttui "
            "repair` write the nodes in float32 with the operand unrounded")
     return [*opmaths, Patch(spec, "dtype", why, fix, "export", module=case.module, nodes=list(per_op.nodes))]
