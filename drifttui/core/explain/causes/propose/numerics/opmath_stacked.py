@@ -49,13 +49,10 @@ def with_scalars(case: Case, scalars: list[Patch], opmaths: list[Patch]) -> list
     spec = {**per_op.spec, "node": rest[0], "nodes": rest, "low": {k: v for k, v in low.items() if k not in made},
             "inputs": {**per_op.spec["inputs"], **{o: low[o] for o in made if o in low}},
             "round": [v for v in per_op.spec["round"] if v not in made]}
-    said = "; ".join(f"{s['node']} reads {s['value']:g} as {s['name']}" for s in singles)
-    why = (f"two float16 stories at one origin: the file holds torch's numbers (Python scalars, 0-dim float32 tensors) "
-           f"in the tensor's low type ({said}; torch's add / sub / mul / div hold such a number in float32, its "
-           "opmath, and round only the result), "
-           "and " + per_op.why[0].lower() + per_op.why[1:] + "; with the scalar nodes computed in float32 with "
-           "torch's numbers and every other node rounded at its output as torch rounds it, the file computes what "
-           "torch computes")
+    head = scalars[0].why
+    why = (f"two float16 stories at one origin: {head}; and {per_op.why[0].lower()}"
+           f"{per_op.why[1:]}; with both (the scalar nodes computed in float32 with torch's numbers, every other node "
+           "rounded at its output as torch rounds it) the file computes what torch computes")
     fix = ("compute that arithmetic in float32 in the model (`x.float()` before it, `.to(x.dtype)` after), or let "
            "`drifttui repair` write the nodes in float32 with torch's numbers and explicit roundings")
     chain = Patch({"op": "sequence", "patches": [*singles, spec]}, "dtype", why, fix, "export", module=case.module,
