@@ -200,6 +200,9 @@ test-bisect: $(VENV)/.installed-dev
 # test_forms45p.py: a blind first run on optical-flow, stereo and warping code in plain torch (float16 flow warps,
 # winner-take-all disparities and hand-written samplers whose coordinate roundings ONNX Runtime's CPU drops; a
 # float16 affine warp torch computes less precisely); its fix's test, test_necessary_rounding.py, is in make test
+# test_forms45s.py: a blind first run on quantisation-aware-training code exported with its fake-quantisers (float16
+# LSQ / floor / amax quantisers, a residual requantised on a tie grid); its fixes' tests, test_opmath_stacked.py and
+# test_quantize_torch.py, are in make test
 test-drifts: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:xdist -m drifts tests/causes/test_real_drifts.py tests/causes/test_upstream_drifts.py \
 		tests/causes/test_generic_drifts.py tests/causes/test_forms32.py tests/causes/test_forms33.py \
@@ -233,7 +236,8 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_forms44o.py \
 		tests/causes/test_forms44n.py \
 		tests/causes/test_forms45q.py tests/causes/test_forms45p.py \
-		tests/causes/test_fuzz_schema_finds_j.py tests/causes/test_forms45r.py
+		tests/causes/test_fuzz_schema_finds_j.py tests/causes/test_forms45r.py \
+		tests/causes/test_forms45s.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own

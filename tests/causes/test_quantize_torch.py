@@ -57,3 +57,31 @@ def test_the_rewritten_quantize_is_torchs_to_the_bit(exporter, channel, tmp_path
 def test_no_patch_where_the_case_shows_no_difference(tmp_path):
     _, case, _, _ = _case(GridQuant(True, grid=False), "torchscript", tmp_path)
     assert quantize_patches(case) == []
+
+
+class SharedQparams(torch.nn.Module):
+    """a QAT residual requantised at its skip's scale: two equal scale buffers and a shared zero-point buffer, which
+    the TorchScript exporter writes once and reads through Identity nodes (forms45s ``residual_requant``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("skip", torch.tensor([0.04]))
+        self.register_buffer("branch", torch.tensor([0.05]))
+        self.register_buffer("out", torch.tensor([0.04]))
+        self.register_buffer("zero", torch.zeros(1, dtype=torch.int32))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        fq = torch.fake_quantize_per_tensor_affine
+        a, b = fq(x, self.skip, self.zero, -128, 127), fq(x.flip(-1) * 1.3, self.branch, self.zero, -128, 127)
+        return fq(a + b, self.out, self.zero, -128, 127)
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_a_zero_point_read_through_an_identity_is_rewritten(exporter, tmp_path):
+    torch.manual_seed(0)
+    model, case, x, want = exported_case(SharedQparams(), torch.randn(6, 32) * 2.0, exporter, tmp_path)
+    assert np.abs(_run(model, x) - want).max() > 0.03          # ties rounded apart: one step of 0.04
+    (patch,) = quantize_patches(case)
+    fixed = apply(model, patch)
+    onnx.checker.check_model(fixed, full_check=True)
+    assert np.array_equal(_run(fixed, x), want)

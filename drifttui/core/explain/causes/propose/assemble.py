@@ -39,7 +39,8 @@ from drifttui.core.explain.causes.propose.edits.mask_select import mask_select_p
 from drifttui.core.explain.causes.propose.edits.nan_grid import nan_grid_patches
 from drifttui.core.explain.causes.propose.edits.nan_select import nan_select_patches
 from drifttui.core.explain.causes.propose.numerics.opmath import opmath_patches
-from drifttui.core.explain.causes.propose.numerics.opmath_scalar import opmath_scalar_patches
+from drifttui.core.explain.causes.propose.numerics.opmath_scalar import held_numbers, opmath_scalar_patches
+from drifttui.core.explain.causes.propose.numerics.opmath_stacked import stacked_opmath
 from drifttui.core.explain.causes.propose.edits.quantize_torch import quantize_patches
 from drifttui.core.explain.causes.propose.edits.resize_map import resize_scales_patches
 from drifttui.core.explain.causes.propose.edits.singular import singular_patches, truncated_quotient_patches
@@ -84,7 +85,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
     out.extend(crossed_clip_patches(case))             # two clamps fused into one Clip with crossed bounds
     out.extend(packed_padding_patches(ctx, case) + unsorted_topk_patches(case))   # padded steps; TopK(sorted=0)
     out.extend(half_recurrence_patches(case))          # a float16 recurrent node: torch's per-step rounding
-    out.extend(opmath_scalar_patches(case, lambda t: torch_calls(ctx, case, t)))
+    out.extend(scalars := opmath_scalar_patches(case, lambda t: torch_calls(ctx, case, t), held_numbers(module)))
     out.extend(double_scalar_patches(case, lambda t: torch_calls(ctx, case, t)))   # a float64 op's float32 number
     out.extend(wide_operand_patches(case, module, loc.torch_op.name if loc is not None and loc.torch_op is not None
                                     else None, ctx.index.flavour))     # a float64 buffer held at float32
@@ -102,7 +103,7 @@ def candidate_patches(ctx: Any, case: Case, findings: list[Finding], loc: Option
         out.extend(int_prod_patches(case))
         out.extend(int_wrap_patches(case) + shift_count_patches(case))    # a << b as a * Cast(2 ** b)
         out.extend(quantize_patches(case))
-        out.extend(opmath_patches(case, loc.torch_op.name if loc.torch_op is not None else None))
+        out.extend(stacked_opmath(case, scalars, opmath_patches(case, getattr(loc.torch_op, "name", None))))
         out.extend(cast_first_patches(case, loc.torch_op.name if loc.torch_op is not None else None))
         out.extend(narrowing_patches(case))
         out.extend(nan_grid_patches(case))

@@ -24,12 +24,17 @@ RANGES = {2: (0, 255, np.uint8), 3: (-128, 127, np.int8)}         # UINT8, INT8
 
 
 def _zero_type(model: Any, node: Any) -> int:
+    """The zero point's element type: an initializer's or a Constant's, through the Identity nodes TorchScript
+    reads a shared zero point by (one buffer used by several fake-quantise calls)."""
     if len(node.input) < 3 or not node.input[2]:
         return 2
-    init = next((t for t in model.graph.initializer if t.name == node.input[2]), None)
+    name = node.input[2]
+    while (ident := next((n for n in model.graph.node if n.op_type == "Identity" and name in n.output), None)):
+        name = ident.input[0]
+    init = next((t for t in model.graph.initializer if t.name == name), None)
     if init is not None:
         return int(init.data_type)
-    const = next((n for n in model.graph.node if node.input[2] in n.output and n.op_type == "Constant"), None)
+    const = next((n for n in model.graph.node if name in n.output and n.op_type == "Constant"), None)
     if const is not None and const.attribute and const.attribute[0].HasField("t"):
         return int(const.attribute[0].t.data_type)
     raise ValueError(f"{node.name}'s zero point has no known type")

@@ -59,15 +59,30 @@ def _held_as(v: float, got: float, elem: int) -> bool:
     return (r == got or (np.isnan(r) and np.isnan(got))) and r != float(np.float32(v))
 
 
-def _numbers(node: Any, calls: Callable[[str], list[list[Optional[float]]]]) -> list[float]:
+def held_numbers(module: Any) -> list[float]:
+    """The origin module's one-element float32 parameters and buffers, and their magnitudes: a 0-dim float32
+    operand of a float16 op (a learned step, ``step.abs().clamp_min(eps)``) torch reads at float32, which the
+    dynamo exporter folds into a float16 constant of the op (its type promotion casts the operand first)."""
+    import torch
+
+    if module is None:
+        return []
+    ts = [t for t in [*module.parameters(), *module.buffers()] if t.numel() == 1 and t.dtype == torch.float32]
+    values = [float(t.detach().reshape(())) for t in ts]
+    return list(dict.fromkeys(x for v in values for x in (v, abs(v))))
+
+
+def _numbers(node: Any, calls: Callable[[str], list[list[Optional[float]]]], held: Optional[list[float]] = None
+             ) -> list[float]:
     """torch's numbers for ``node``: its FX call's (a dynamo file), then the origin's torch program's calls of the
-    same ATen op and its ``aten.scalar_tensor`` calls (the exporter's decomposition makes a Python scalar one)."""
+    same ATen op and its ``aten.scalar_tensor`` calls (the exporter's decomposition makes a Python scalar one), then
+    ``held``: the origin module's one-element float32 tensors (``held_numbers``)."""
     fx = fx_of(node)
     own = [s for s in fx_scalars(node) if s is not None] if fx is not None and fx[1].startswith(ATEN[node.op_type]) \
         else []
     program = [a for prefix in (ATEN[node.op_type], "aten.scalar_tensor") for call in calls(prefix) for a in call
                if a is not None]
-    return list(dict.fromkeys(own + program))
+    return list(dict.fromkeys(own + program + list(held or [])))
 
 
 def _patch(case: Case, node: Any, pos: int, name: str, got: float, want: float, elem: int) -> Patch:
@@ -85,7 +100,8 @@ def _patch(case: Case, node: Any, pos: int, name: str, got: float, want: float, 
     return Patch(spec, "dtype", why, fix, "export", module=case.module, nodes=[node.name])
 
 
-def opmath_scalar_patches(case: Case, calls: Callable[[str], list[list[Optional[float]]]]) -> list[Patch]:
+def opmath_scalar_patches(case: Case, calls: Callable[[str], list[list[Optional[float]]]],
+                          held: Optional[list[float]] = None) -> list[Patch]:
     """A ``sequence`` of every such node's first patch when more than one node reads one (a float16 chain
     ``(x * 1.7 + 0.3) / 0.6``: each number moves values, no one alone removes the drift), then one patch per
     (node, torch number); none for a file without such a node (torch's program is then never traced)."""
@@ -95,7 +111,7 @@ def opmath_scalar_patches(case: Case, calls: Callable[[str], list[list[Optional[
         consts = [(i, v) for i, v in enumerate(node.input) if v in scalars] if node.op_type in ATEN else []
         if not consts or len(node.input) != 2:
             continue
-        numbers = _numbers(node, calls)
+        numbers = _numbers(node, calls, held)
         for pos, name in consts:
             got, elem = scalars[name]
             for want in (v for v in numbers if _held_as(v, got, elem)):
