@@ -72,25 +72,3 @@ def test_onnx_runtime_is_asked_once_per_file_and_each_caller_keeps_its_values(mo
     assert unrounded.unrounded_reads_of(index, set()) == set()
     assert len(asked) == 1
 
-
-def _shifted(by: float):
-    """a case whose file adds ``by`` to the torch value it is fed"""
-    from onnx import TensorProto as T, helper as h
-
-    from drifttui.core.explain.causes.locate.case import Case
-
-    g = h.make_graph([h.make_node("Add", ["x", "k"], ["y"], name="add")], "g",
-                     [h.make_tensor_value_info("x", T.FLOAT, [4])], [h.make_tensor_value_info("y", T.FLOAT, [4])],
-                     [h.make_tensor("k", T.FLOAT, [], [by])])
-    x = np.arange(4, dtype=np.float32)
-    return Case(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), {"x": x}, {"y": x}, "m", 0, 0, 1e-4, 1e-4)
-
-
-def test_the_producers_join_the_case_only_where_they_add_to_its_error():
-    """a reader that agrees alone takes them (44O's amax); one that drifts as much alone keeps its case (41D's GRU);
-    one whose error they raise takes them (44O's sharpen: the scalar and the dropped rounding, repaired together)"""
-    from drifttui.core.explain.causes.locate.case import _adds_error
-
-    assert _adds_error(_shifted(0.0), _shifted(0.01))
-    assert not _adds_error(_shifted(0.01), _shifted(0.0101))
-    assert _adds_error(_shifted(0.01), _shifted(0.02))

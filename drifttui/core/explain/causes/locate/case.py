@@ -26,7 +26,6 @@ from drifttui.core.prepare.local import torch_low
 from drifttui.core.runtime import sessions
 from drifttui.core.runtime.unrounded import unrounded_reads_of
 from drifttui.core.explain.causes.locate.case_data import Case
-from drifttui.core.explain.causes.locate.evaluate import mean_error, ort_error
 from drifttui.core.runtime.torch_hooks import TensorStore, run_model, to_numpy
 
 
@@ -100,9 +99,7 @@ def with_unrounded_producers(ctx: Any, nodes: list[Any]) -> list[Any]:
     """The origin's nodes plus the producer of each low-precision value one of them reads unrounded in ONNX Runtime
     (``runtime/unrounded.py``: a float16 value made by a node ORT's CPU runs in float32, read by another such node,
     the rounding between them dropped), up to three producers deep: fed torch's rounded value, the reader would
-    compute what torch computes, and the case would not hold the drift the whole file has.  ``origin_case`` takes
-    them where they add to the case's error (``_adds_error``): a reader that drifts as much on its own (a float16 GRU
-    ORT runs in float32) keeps its case, and its patch is not asked to put back its producer's rounding."""
+    compute what torch computes, and the case would not hold the drift the whole file has."""
     key = "causes:case:unrounded"
     if key not in ctx.cache:
         low = {v for v, t in ctx.index.elem_types.items() if t in LOW_FLOAT_ELEMS and v in ctx.index.producer
@@ -187,25 +184,9 @@ def origin_case(ctx: Any, sample: Optional[int] = None) -> Optional[Case]:
         i = 0
     whole = ci != o.layer and _absorbed_orphan(ctx, o.layer) is not None     # the unit's nodes, its members' too
     nodes, folded = with_folded_producers(ctx, _origin_nodes(ctx, ci, whole))
-    case = _built(ctx, o, ci, i, nodes, folded)
-    wider = with_unrounded_producers(ctx, nodes)
-    if len(wider) > len(nodes):
-        with_them = _built(ctx, o, ci, i, wider, folded)
-        if case is None or with_them is not None and _adds_error(case, with_them):
-            case = with_them
+    case = _built(ctx, o, ci, i, with_unrounded_producers(ctx, nodes), folded)
     ctx.cache[key] = case
     return case
-
-
-def _adds_error(alone: Case, with_them: Case) -> bool:
-    """Whether the producers' dropped roundings belong to the case: the origin's own nodes fed torch's values agree
-    with torch, or the producers raise the case's mean error by over a tenth (the root's ``/ 255`` read unrounded
-    beside a scalar held in float16: two mechanisms, repaired together).  A reader that drifts as much on its own
-    (a float16 GRU ONNX Runtime runs in float32) keeps its own case."""
-    if not ort_error(alone).fails:
-        return True
-    a, b = mean_error(alone), mean_error(with_them)
-    return b > 1.1 * a
 
 
 def _built(ctx: Any, o: Any, ci: int, i: int, nodes: list[Any], folded: list[str]) -> Optional[Case]:

@@ -201,25 +201,6 @@ def ort_error(case: Case, model: Any = None) -> Eval:
     return error(vals, case.expected, case.atol, case.rtol)
 
 
-def mean_error(case: Case) -> float:
-    """The mean absolute difference of the case's outputs in ONNX Runtime from torch's (inf where a value is missing,
-    the case does not run, or one side is inf/NaN where the other is finite)."""
-    try:
-        vals = run_ort(case.model, case.feeds, list(case.expected), case.elem_types)
-    except Exception:  # noqa: BLE001 - a case that does not run has no figure
-        return float("inf")
-    total, count = 0.0, 0
-    for name, want in case.expected.items():
-        if name not in vals:
-            return float("inf")
-        got, ref = np.asarray(vals[name], np.float64), np.asarray(want, np.float64)
-        if got.shape != ref.shape or (np.isfinite(got) != np.isfinite(ref)).any():
-            return float("inf")
-        d = np.abs(got - ref)
-        total, count = total + float(d[np.isfinite(d)].sum()), count + d.size
-    return total / max(count, 1)
-
-
 OBSERVED = ("ONNX Runtime computes these outputs otherwise when each node's value is fetched too (its graph "
             "transformations, such as the float16 Casts it inserts and removes, then differ): the node values shown "
             "are the observed run's")

@@ -55,6 +55,7 @@ def with_scalars(case: Case, scalars: list[Patch], opmaths: list[Patch]) -> list
            "rounded at its output as torch rounds it) the file computes what torch computes")
     fix = ("compute that arithmetic in float32 in the model (`x.float()` before it, `.to(x.dtype)` after), or let "
            "`drifttui repair` write the nodes in float32 with torch's numbers and explicit roundings")
-    chain = Patch({"op": "sequence", "patches": [*singles, spec]}, "dtype", why, fix, "export", module=case.module,
-                  nodes=[*taken, *rest])
+    # the story is the scalar's node's call (torch's mul by cos(m)), not the first float16 op the rounding reaches
+    chain = Patch({"op": "sequence", "patches": [*singles, spec], "decisive": singles[0]["node"]}, "dtype", why, fix,
+                  "export", module=case.module, nodes=[*taken, *rest])
     return [*opmaths, chain]
