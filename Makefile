@@ -225,7 +225,8 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_forms44m.py \
 		tests/causes/test_forms44l.py \
 		tests/causes/test_forms44o.py \
-		tests/causes/test_forms44n.py
+		tests/causes/test_forms44n.py \
+		tests/causes/test_forms45t.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own
