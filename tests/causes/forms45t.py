@@ -42,7 +42,6 @@ conv under autocast, both exporters: 3.4e-4, within the float16 budget; the righ
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from tests.causes.forms30 import seeded_deep as _deep, seeded_shallow as _shallow
