@@ -40,9 +40,10 @@ from tests.causes.form_suite import assert_clean, assert_verified_and_repaired, 
 _ROUNDING = ("dtype", "rewrite", {"rewrite": "opmath_float32"}, "drops the float16 rounding")
 # (model, exporter) -> (the head finding a right answer gives: class, patch op, what it changed, words; the torch op)
 REPAIRED = {("frame_diff", "torchscript"): (_ROUNDING, "add"), ("frame_diff", "dynamo"): (_ROUNDING, "add"),
-            ("conv3d_grad", "torchscript"): (_ROUNDING, "conv3d"), ("conv3d_grad", "dynamo"): (_ROUNDING, "conv3d"),
-            ("temporal_centre", "torchscript"): (_ROUNDING, "linear"),
-            ("temporal_centre", "dynamo"): (_ROUNDING, "linear"),
+            ("conv3d_grad", "torchscript"): (_ROUNDING, ("conv3d", "add")),
+            ("conv3d_grad", "dynamo"): (_ROUNDING, ("conv3d", "add")),
+            ("temporal_centre", "torchscript"): (_ROUNDING, ("linear", "add")),
+            ("temporal_centre", "dynamo"): (_ROUNDING, ("linear", "add")),
             ("view_shift", "torchscript"): (("lowering", "reexport", {"exporter": "dynamo"}, "in-place update"),
                                             "__setitem__")}
 CLEAN = [("frame_diff_f32", "torchscript"), ("conv3d_grad_f32", "dynamo"), ("view_shift", "dynamo"),
@@ -60,9 +61,12 @@ def test_a_temporal_form_is_verified_repaired_and_told_by_its_torch_op(explained
     expected, op = REPAIRED[form]
     assert_verified_and_repaired(explained, form, expected, "body")
     head = explained(*form)[4].findings[0]
-    # told: the torch op called names the finding (its field) and its message (the float16 stories open with it)
-    assert head.module == "body" and op in (head.torch_op or "") and op in head.message.split(":")[0], \
-        (head.module, head.torch_op, head.message)
+    # told: the torch op called names the finding (its field) and its message (the float16 stories open with it);
+    # merged with 45P's decisive rounding, the DC level's ``add`` before the conv / the centring is measured as the
+    # rounding that matters most on these samples (an op of the chain, as the first run's conv3d / linear are)
+    ops = op if isinstance(op, tuple) else (op,)
+    assert head.module == "body" and any(o in (head.torch_op or "") and o in head.message.split(":")[0]
+                                         for o in ops), (head.module, head.torch_op, head.message)
 
 
 @pytest.mark.parametrize("form", params(CLEAN, {("roll_shift", "torchscript")}))
