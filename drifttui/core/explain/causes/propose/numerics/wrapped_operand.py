@@ -19,18 +19,18 @@ from typing import Any
 
 import numpy as np
 
+from drifttui.core.base.dtypes import LOW_FLOAT_ELEMS
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import picked_values
 from drifttui.core.onnx.edit.patches import Patch
 
 ARITH = ("Mul", "Div", "Add", "Sub")
-LOW = (10, 16)
 
 
 def _wrapped_casts(case: Case, names: set[str]) -> list[Any]:
     """The Casts to the low type among ``names`` whose input is a 0-dim float32 value read only by arithmetic."""
     casts = [n for n in case.model.graph.node if n.name in names and n.op_type == "Cast"
-             and any(a.name == "to" and a.i in LOW for a in n.attribute)]
+             and any(a.name == "to" and a.i in LOW_FLOAT_ELEMS for a in n.attribute)]
     if not casts:
         return []
     readers: dict[str, list[Any]] = {}
