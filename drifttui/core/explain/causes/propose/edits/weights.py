@@ -28,6 +28,7 @@ class TorchTensor:
     label: str                 # "parameter layer.weight", "tensor attribute ls.gamma", "folded ..."
     array: np.ndarray
     plain: bool = False        # a plain tensor attribute (not a parameter or buffer)
+    fold: tuple[str, str] = ("", "")   # a folded Conv weight: (the Conv module, the BatchNorm module)
 
 
 def _np(t: Any) -> np.ndarray:
@@ -53,7 +54,8 @@ def torch_tensors(module: Any, prefix: str, folds: list[tuple[str, Any, str, Any
                 out.append(TorchTensor(f"tensor attribute {q}{mn + '.' if mn else ''}{an}", _np(v), plain=True))
     for cname, conv, bname, bn in folds:
         w, b = fold_conv_bn(conv, bn)
-        out.append(TorchTensor(f"folded {cname}.weight * {bname} (through the BatchNorm fold)", w))
+        out.append(TorchTensor(f"folded {cname}.weight * {bname} (through the BatchNorm fold)", w,
+                               fold=(cname, bname)))
         out.append(TorchTensor(f"folded {cname}.bias with {bname} (through the BatchNorm fold)", b))
     return out
 
@@ -128,6 +130,31 @@ def _patch(case: Case, name: str, arr: np.ndarray, tt: TorchTensor, lay: np.ndar
                      "attribute is not saved with the weights", "register it as a buffer (register_buffer) so "
                      "state_dict carries it, then reload the trained weights and re-export", "model", lay.copy(),
                      case.module)
-    return Patch(spec, "weights", f"initializer {name} differs from the {tt.label} (max diff {d:.3g})",
+    member = fold_member(arr, lay, *tt.fold) if tt.fold[0] else ""
+    return Patch(spec, "weights", f"initializer {name} differs from the {tt.label} (max diff {d:.3g}){member}",
                  "re-export from the weights you compare with (the ONNX file holds other values)", "model",
                  lay.copy(), case.module)
+
+
+def fold_member(arr: np.ndarray, folded: np.ndarray, conv: str, bn: str) -> str:
+    """Which member of a Conv+BatchNorm unit a folded weight's difference sits in (issue 30 point 6): the
+    BatchNorm's contribution to the folded weight is one factor per output channel (gamma / sqrt(var + eps)),
+    so a difference that is such a factor on each channel it touches is the BatchNorm's scale; any other (an
+    element, a row of a channel) is the Conv's own weight."""
+    a = arr.reshape(arr.shape[0], -1).astype(np.float64)
+    f = folded.reshape(folded.shape[0], -1).astype(np.float64)
+    tol = 1e-5 * max(float(np.max(np.abs(f), initial=0.0)), 1e-12)
+    bad = np.abs(a - f) > tol
+    channels = [int(c) for c in np.flatnonzero(bad.any(axis=1))]
+    if not channels:
+        return ""
+    for c in channels:
+        k = float(a[c] @ f[c]) / max(float(f[c] @ f[c]), 1e-30)
+        if not np.all(np.abs(a[c] - k * f[c]) <= tol):
+            at = tuple(int(i) for i in np.unravel_index(int(np.flatnonzero(np.abs(arr - folded).ravel() > tol)[0]),
+                                                        arr.shape))
+            return (f"; unfolded, the difference is not one factor per output channel: {conv}'s own weight "
+                    f"differs (first at {list(at)}), not {bn}'s scale")
+    said = ", ".join(str(c) for c in channels[:6]) + (", ..." if len(channels) > 6 else "")
+    return (f"; unfolded, the difference is one factor per output channel (channel {said}): {bn}'s scale "
+            f"(its weight or running_var) differs, not {conv}'s weight")
