@@ -38,6 +38,9 @@ def program(ctx: Any, module_name: str, module: Any, ins: list[Any]) -> Any:
             # the capture's inference tensors: a module with parameters cannot be traced on them
             plain = tuple(t.clone() if isinstance(t, torch.Tensor) and t.is_inference() else t for t in ins)
             ep = torch.export.export(module, plain, strict=False)
+            ctx.cache[f"causes:fx:called:{module_name}"] = [
+                (target_name(str(n.target)), tuple(n.args), dict(n.kwargs)) for n in ep.graph.nodes
+                if n.op == "call_function"]     # as the module called them, before any decomposition
             ep = _core._prepare_exported_program_for_export(ep, registry=_registration.ONNXRegistry.from_torchlib())
         ctx.cache[key] = ep.module()
     if ctx.cache[key] is None:
@@ -92,6 +95,13 @@ def called_targets(ctx: Any, case: Case) -> list[str]:
             orig = n.meta.get("original_aten")
             out += [target_name(str(n.target))] + ([target_name(str(orig))] if orig is not None else [])
     return list(dict.fromkeys(out))
+
+
+def undecomposed_calls(ctx: Any, case: Case) -> list[tuple[str, tuple, dict]]:
+    """(ATen target, args, kwargs) of each call of the origin module's torch program as the module called them,
+    before the exporter's decompositions (``aten.pairwise_distance`` with its ``eps``); [] when torch.export
+    cannot trace it."""
+    return [] if _origin_program(ctx, case) is None else ctx.cache.get(f"causes:fx:called:{case.module}", [])
 
 
 def call_args(ctx: Any, case: Case, target: str) -> list[tuple[tuple, dict]]:

@@ -13,7 +13,8 @@ from typing import Any, Optional
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.fx_words import describe
-from drifttui.core.explain.causes.locate.torch_program import call_args, called_targets, program_targets
+from drifttui.core.explain.causes.locate.torch_program import (call_args, called_targets, program_targets,
+                                                              undecomposed_calls)
 from drifttui.core.explain.causes.propose.edits.candidates import module_eps
 from drifttui.core.model.retrace import defined_ops, definition_of
 from drifttui.core.onnx.edit.absorbed_views import FORWARD
@@ -50,11 +51,18 @@ def story(case: Case, module: Any, node: Any, ctx: Any, variant: Any = None, cha
         value, name, reader = eps
         return "normalization", (f"the file applies {display_name(case.module)}'s eps={value:g} (constant {name} read by "
                                  f"{reader.op_type} {reader.name}) otherwise than torch; ")
+    at = f" (the first node whose value the re-export never computes: {node.op_type} {node.name})" if node else ""
     lost = _dropped_eps(case, module)
     if lost is not None:
-        at = f" (the first node whose value the re-export never computes: {node.op_type} {node.name})" if node else ""
-        return "normalization", (f"{type(lost[1]).__name__} {display_name(case.module)}'s eps={lost[0]:g} is in no constant or "
-                                 f"attribute of the file: the export dropped it{at}; ")
+        return "normalization", (f"{type(lost[1]).__name__} {display_name(case.module)}'s eps={lost[0]:g} is in no "
+                                 f"constant or attribute of the file: the export dropped it{at}; ")
+    passed = _dropped_eps_argument(ctx, case)
+    if passed is not None:
+        e, target = passed
+        return lowering_class(target, []), (
+            f"torch's {target.split('.')[1]} is called with eps={e:g}, which no constant or attribute of the file "
+            f"holds: the {run_exporter(ctx.index, ctx.cfg)} exporter's lowering of {target} leaves it out of where "
+            f"torch uses it{at}; ")
     if node is not None and node.name.rsplit("/", 1)[-1].startswith(FORWARD) and ctx.index.is_static(node.input[0]):
         cls, said = _by_variant(case, ctx, variant, change)     # a weight module's result folded into a constant
         return cls, (f"{said[:-2]}; the file holds {case.module or '(root)'}'s result as the constant "
@@ -160,6 +168,56 @@ def _eps_constant(case: Case, module: Any) -> Optional[tuple[float, str, Any]]:
             hit = next((e for e in want if abs(x - e) <= 1e-6 * e or abs(x - e * e) <= 1e-6 * e * e), None)
             if hit is not None:
                 return hit, v, n
+    return None
+
+
+def _held_eps(case: Case) -> list[float]:
+    """The ``epsilon`` attributes and the one-element float constants of the case."""
+    from onnx import helper
+
+    held = [float(helper.get_attribute_value(a)) for n in case.model.graph.node for a in n.attribute
+            if a.name == "epsilon"]
+    for t in case.model.graph.initializer:
+        if t.ByteSize() < 512:
+            arr = read_tensor(t)
+            held += [float(arr.ravel()[0])] if arr.size == 1 and arr.dtype.kind == "f" else []
+    for n in case.model.graph.node:
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].HasField("t"):
+            arr = read_tensor(n.attribute[0].t)
+            held += [float(arr.ravel()[0])] if arr.size == 1 and arr.dtype.kind == "f" else []
+    return held
+
+
+def _argument(target: str, args: tuple, kwargs: dict, name: str) -> Any:
+    """The value of the ATen op ``target``'s argument ``name`` in one call (its default when not passed)."""
+    import torch
+
+    parts = target.split(".")
+    try:
+        op = getattr(getattr(getattr(torch.ops, parts[0]), parts[1]), parts[2] if len(parts) > 2 else "default")
+        arguments = op._schema.arguments
+    except (AttributeError, IndexError, RuntimeError):
+        return None
+    for k, a in enumerate(arguments):
+        if a.name == name:
+            return kwargs.get(name, args[k] if k < len(args) else a.default_value if a.has_default_value() else None)
+    return None
+
+
+def _dropped_eps_argument(ctx: Any, case: Case) -> Optional[tuple[float, str]]:
+    """(eps, the ATen op) when a torch call of the origin passes an ``eps`` argument (its default included)
+    that neither a constant nor an ``epsilon`` attribute of the case holds, nor its square (TorchScript's
+    ``pairwise_distance`` drops the eps torch adds to the difference).  A batch norm's eps is folded into the
+    Conv before it, so is never looked for."""
+    held = None
+    for target, args, kwargs in undecomposed_calls(ctx, case):
+        if "batch_norm" not in target:
+            e = _argument(target, args, kwargs, "eps")
+            if not isinstance(e, (int, float)) or isinstance(e, bool) or e <= 0:
+                continue
+            held = _held_eps(case) if held is None else held
+            if not any(abs(h - e) <= 1e-6 * e or abs(h - e * e) <= 1e-6 * e * e for h in held):
+                return float(e), target
     return None
 
 
