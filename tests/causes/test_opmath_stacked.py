@@ -77,3 +77,6 @@ def test_a_learned_step_folded_into_a_float16_constant_is_read_at_float32(tmp_pa
     chain = stacked_opmath(case, scalars, opmath_patches(case))[-1]
     assert chain.spec["op"] == "sequence" and "0.05" in chain.why
     assert np.array_equal(_run(apply(model, chain), x), want)
+    # the number is the module's parameter, said as such (not as a Python scalar)
+    said = next(p.why for p in scalars if p.spec["op"] == "rewrite")
+    assert "torch's float32 parameter " in said and "Python scalar" not in said, said

@@ -59,20 +59,25 @@ def _held_as(v: float, got: float, elem: int) -> bool:
     return (r == got or (np.isnan(r) and np.isnan(got))) and r != float(np.float32(v))
 
 
-def held_numbers(module: Any) -> list[float]:
-    """The origin module's one-element float32 parameters and buffers, and their magnitudes: a 0-dim float32
-    operand of a float16 op (a learned step, ``step.abs().clamp_min(eps)``) torch reads at float32, which the
-    dynamo exporter folds into a float16 constant of the op (its type promotion casts the operand first)."""
+def held_numbers(module: Any) -> dict[float, str]:
+    """The origin module's one-element float32 parameters and buffers, and their magnitudes, each with what it is:
+    a 0-dim float32 operand of a float16 op (a learned step, ``step.abs().clamp_min(eps)``) torch reads at float32,
+    which the dynamo exporter folds into a float16 constant of the op (its type promotion casts the operand first)."""
     import torch
 
     if module is None:
-        return []
-    ts = [t for t in [*module.parameters(), *module.buffers()] if t.numel() == 1 and t.dtype == torch.float32]
-    values = [float(t.detach().reshape(())) for t in ts]
-    return list(dict.fromkeys(x for v in values for x in (v, abs(v))))
+        return {}
+    out: dict[float, str] = {}
+    for kind, named in (("parameter", module.named_parameters()), ("buffer", module.named_buffers())):
+        for name, t in named:
+            if t.numel() == 1 and t.dtype == torch.float32:
+                v = float(t.detach().reshape(()))
+                out.setdefault(v, f"float32 {kind} {name}")
+                out.setdefault(abs(v), f"float32 {kind} {name} (its magnitude)")
+    return out
 
 
-def _numbers(node: Any, calls: Callable[[str], list[list[Optional[float]]]], held: Optional[list[float]] = None
+def _numbers(node: Any, calls: Callable[[str], list[list[Optional[float]]]], held: Optional[dict[float, str]] = None
              ) -> list[float]:
     """torch's numbers for ``node``: its FX call's (a dynamo file), then the origin's torch program's calls of the
     same ATen op and its ``aten.scalar_tensor`` calls (the exporter's decomposition makes a Python scalar one), then
@@ -85,11 +90,13 @@ def _numbers(node: Any, calls: Callable[[str], list[list[Optional[float]]]], hel
     return list(dict.fromkeys(own + program + list(held or [])))
 
 
-def _patch(case: Case, node: Any, pos: int, name: str, got: float, want: float, elem: int) -> Patch:
+def _patch(case: Case, node: Any, pos: int, name: str, got: float, want: float, elem: int,
+           what: str = "Python scalar") -> Patch:
     low = LOW_NAMES[elem]
     held = f"{got:g}" + (f" (past {low}'s range)" if np.isinf(got) else " (below its range)" if got == 0 else "")
-    why = (f"{node.op_type} {node.name} reads torch's Python scalar {want:g} as the {low} constant {held} ({name}): "
-           f"torch's {ATEN[node.op_type]} holds a Python number in float32 (its opmath) and rounds only the result, "
+    why = (f"{node.op_type} {node.name} reads torch's {what} {want:g} as the {low} constant {held} ({name}): "
+           f"torch's {ATEN[node.op_type]} holds " + ("a Python number" if what == "Python scalar" else "it") +
+           " in float32 (its opmath) and rounds only the result, "
            f"the exporter wrote the number in the tensor's {low}; with the node computed in float32 with {want:g} "
            "and its result rounded once, the file computes what torch computes")
     fix = (f"compute that op in float32 in the model (`(x.float() {'/' if node.op_type == 'Div' else '*'} "
@@ -101,7 +108,7 @@ def _patch(case: Case, node: Any, pos: int, name: str, got: float, want: float, 
 
 
 def opmath_scalar_patches(case: Case, calls: Callable[[str], list[list[Optional[float]]]],
-                          held: Optional[list[float]] = None) -> list[Patch]:
+                          held: Optional[dict[float, str]] = None) -> list[Patch]:
     """A ``sequence`` of every such node's first patch when more than one node reads one (a float16 chain
     ``(x * 1.7 + 0.3) / 0.6``: each number moves values, no one alone removes the drift), then one patch per
     (node, torch number); none for a file without such a node (torch's program is then never traced)."""
@@ -111,11 +118,12 @@ def opmath_scalar_patches(case: Case, calls: Callable[[str], list[list[Optional[
         consts = [(i, v) for i, v in enumerate(node.input) if v in scalars] if node.op_type in ATEN else []
         if not consts or len(node.input) != 2:
             continue
-        numbers = _numbers(node, calls, held)
+        numbers, called = _numbers(node, calls, held), set(_numbers(node, calls))
         for pos, name in consts:
             got, elem = scalars[name]
             for want in (v for v in numbers if _held_as(v, got, elem)):
-                out.append(_patch(case, node, pos, name, got, want, elem))
+                what = (held or {}).get(want, "Python scalar") if want not in called else "Python scalar"
+                out.append(_patch(case, node, pos, name, got, want, elem, what))
                 if len(out) >= MAX:
                     return _with_chain(case, out)
     return _with_chain(case, out)
