@@ -88,6 +88,25 @@ def test_a_patch_is_not_verified_when_torchs_float32_holds_or_the_patch_leaves_m
     assert within_torch_rounding([Trial(_whole(), Eval(3.6e-4, True))], before, 3.5e-4, Trial) is None
 
 
+
+def _stacked(*members: dict) -> Patch:
+    return Patch({"op": "sequence", "patches": list(members)}, "dtype", "a float16 scalar and the roundings ONNX "
+                 "Runtime drops", "", "export", nodes=["mul", "sin"])
+
+
+def test_a_sequence_of_named_mechanisms_is_verified_to_torchs_precision_a_sequence_with_a_whole_region_is_not():
+    """Two float16 stories stacked (``opmath_stacked.py``: a Python scalar held in float16, then ``per_op``) whose
+    remainder is torch's own rounding amplified by a ``sin`` of a large argument (forms46u's ``fourier_amp``): the
+    sequence names its mechanisms, each member; a sequence holding a region's float64 does not."""
+    scalar = {"op": "rewrite", "rewrite": "opmath_scalar", "node": "mul", "input": 1, "value": 6.283185307179586}
+    per_op = {"op": "rewrite", "rewrite": "opmath_float32", "form": "per_op", "node": "mul", "nodes": ["mul", "sin"]}
+    before = Eval(0.127, True)
+    got = within_torch_rounding([Trial(_stacked(scalar, per_op), Eval(7.1e-3, True))], before, 8.6e-2, Trial)
+    assert got is not None and got.patch.spec["op"] == "sequence" and not got.after.fails
+    assert within_torch_rounding([Trial(_stacked(scalar, _whole().spec), Eval(7.1e-3, True))], before, 8.6e-2,
+                                 Trial) is None
+    assert within_torch_rounding([Trial(_stacked(), Eval(7.1e-3, True))], before, 8.6e-2, Trial) is None
+
 class _Tone(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x + torch.sin(2 * math.pi * 50 * torch.arange(0.0, x.shape[0] * 0.01 - 0.005, 0.01))
