@@ -25,20 +25,22 @@ Screened, and what it showed:
   argument is float16 (a ``.half()`` module or autocast: float16 holds 1/8 at 200, 1 at 1600, so one rounding of
   the argument moves the sine by up to its whole range); and float16 matmuls under autocast feeding the geometry
   (Rodrigues' ``K @ K``, a projection ``p @ K.T`` at pixel scale, 3DGS's ``J Sigma J^T``, a volume renderer's
-  density head): 1e-4 to 5e-4 of the output.
+  density head): 1e-4 to 5e-4 of the output, within the float16 budget.
 
 Kept (each drifts with both exporters at both ORT levels; the origin is ``body``):
 * ``posenc_hi`` (deep): NeRF positional encoding of ``tanh`` coordinates at 16 frequencies, float32: 1.7e-3.
 * ``posenc_amp`` (shallow): the same at 10 frequencies under ``torch.autocast`` (float16 Linear, float16 argument):
-  2.3e-2.
+  0.18.
 * ``fourier_amp`` (deep): random Fourier features ``sin(2 pi tanh(x) @ B)``, ``B ~ N(0, 10^2)``, under autocast:
-  3.5e-2.
-* ``vollog_amp`` (shallow): a density / colour head under autocast, volume rendering by ``exp(cumsum(log(1 -
-  alpha)))``: 4.7e-4.
+  3.5e-2 (``2 * math.pi`` written as the float16 constant 6.28125, and ONNX Runtime's dropped float16 rounding).
 
 Clean controls (the same code where nothing drifts): ``posenc10`` (deep, float32 at NeRF's 10 frequencies:
-1.3e-5 of the output), ``fourier_f32`` (deep, float32), ``vollog_f32`` (shallow, float32), ``quat_roundtrip``
-(deep, quaternion -> matrix -> quaternion), ``ray_box_amp`` (shallow, slabs under autocast).
+1.3e-5 of the output), ``fourier_f32`` (deep, float32), ``vollog_f32`` (shallow, float32 volume rendering),
+``quat_roundtrip`` (deep, quaternion -> matrix -> quaternion), ``ray_box_amp`` (shallow, slabs under autocast),
+``gauss_cov_f32`` (deep, dynamo: TorchScript cannot export ``diag_embed``); and two the screen's float32 threshold took
+for drifts that drifttui's documented float16 budget (4 eps of the scale) holds, so no error finding is right:
+``vollog_amp`` (shallow, the volume renderer's density / colour head under autocast: 4.9e-4 of the output) and
+``gauss_cov_half`` (deep, dynamo, a ``.half()`` 3DGS covariance / conic head: 6.7e-3 of the output after the head).
 """
 from __future__ import annotations
 
