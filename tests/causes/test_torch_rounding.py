@@ -88,6 +88,25 @@ def test_a_patch_is_not_verified_when_torchs_float32_holds_or_the_patch_leaves_m
     assert within_torch_rounding([Trial(_whole(), Eval(3.6e-4, True))], before, 3.5e-4, Trial) is None
 
 
+
+def _stacked(*members: dict) -> Patch:
+    return Patch({"op": "sequence", "patches": list(members)}, "dtype", "a float16 scalar and the roundings ONNX "
+                 "Runtime drops", "", "export", nodes=["mul", "sin"])
+
+
+def test_a_sequence_of_named_mechanisms_is_verified_to_torchs_precision_a_sequence_with_a_whole_region_is_not():
+    """Two float16 stories stacked (``opmath_stacked.py``: a Python scalar held in float16, then ``per_op``) whose
+    remainder is torch's own rounding amplified by a ``sin`` of a large argument (forms46u's ``fourier_amp``): the
+    sequence names its mechanisms, each member; a sequence holding a region's float64 does not."""
+    scalar = {"op": "rewrite", "rewrite": "opmath_scalar", "node": "mul", "input": 1, "value": 6.283185307179586}
+    per_op = {"op": "rewrite", "rewrite": "opmath_float32", "form": "per_op", "node": "mul", "nodes": ["mul", "sin"]}
+    before = Eval(0.127, True)
+    got = within_torch_rounding([Trial(_stacked(scalar, per_op), Eval(7.1e-3, True))], before, 8.6e-2, Trial)
+    assert got is not None and got.patch.spec["op"] == "sequence" and not got.after.fails
+    assert within_torch_rounding([Trial(_stacked(scalar, _whole().spec), Eval(7.1e-3, True))], before, 8.6e-2,
+                                 Trial) is None
+    assert within_torch_rounding([Trial(_stacked(), Eval(7.1e-3, True))], before, 8.6e-2, Trial) is None
+
 class _Tone(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x + torch.sin(2 * math.pi * 50 * torch.arange(0.0, x.shape[0] * 0.01 - 0.005, 0.01))
@@ -101,3 +120,27 @@ def test_the_float64_counterfactual_makes_the_forwards_factories_in_float64():
     exact = np.sin(2 * math.pi * 50 * (np.arange(3000) * 0.01))
     assert got.dtype == np.float64 and np.abs(got - exact).max() < 1e-9
     assert torch.get_default_dtype() == torch.float32 and torch.arange(0.0, 1.0, 0.5).dtype == torch.float32
+
+
+def test_at_a_float16_origin_a_named_patch_heads_a_conditioning_counterfactual_verified_first(monkeypatch):
+    """``conditioned_first`` verified the float64 counterfactual before the re-exports (its float64 drops the model's
+    own float16 too); ``_last_resorts`` still tries the rule, and the stacked float16 patch that leaves torch's own
+    rounding is verified beside it (it heads: a graph edit).  At a float32 origin the counterfactual stands alone."""
+    from drifttui.core.explain.causes import verify as v
+
+    scalar = {"op": "rewrite", "rewrite": "opmath_scalar", "node": "mul", "input": 1, "value": 6.283185307179586}
+    per_op = {"op": "rewrite", "rewrite": "opmath_float32", "form": "per_op", "node": "mul", "nodes": ["mul", "sin"]}
+    cond = Patch({"op": "float64", "module": "body", "torch_own_error": 8.6e-2}, "stability", "ill-conditioned", "",
+                 "model", module="body")
+    monkeypatch.setattr(v, "torch_own_error", lambda ctx, case: 8.6e-2)
+    monkeypatch.setattr(v, "measured_map_patches", lambda ctx, case: [])
+
+    class _Loc:
+        ort, torch_op = Eval(0.127, True), None
+
+    for low, heads in ((True, True), (False, False)):
+        monkeypatch.setattr(v, "computes_low", lambda case, low=low: low, raising=False)
+        trials = [Trial(_stacked(scalar, per_op), Eval(7.1e-3, True)), Trial(cond, Eval(3e-8, False))]
+        v._last_resorts(None, None, _Loc(), trials)
+        named = [t for t in trials if t.patch.spec["op"] == "sequence" and not t.after.fails]
+        assert bool(named) == heads, trials

@@ -36,7 +36,7 @@ from drifttui.core.explain.causes.propose.assemble import candidate_patches
 from drifttui.core.explain.causes.propose.numerics.conditioning import (conditioned_first, float64_trial,
                                                                        torch_own_error)
 from drifttui.core.explain.causes.propose.numerics.decisive_rounding import decisive
-from drifttui.core.explain.causes.propose.numerics.opmath import opmath_patches
+from drifttui.core.explain.causes.propose.numerics.opmath import computes_low, opmath_patches
 from drifttui.core.explain.causes.propose.numerics.opmath_inner import inner_opmath_patches
 from drifttui.core.explain.causes.propose.numerics.origin64 import origin64_patches
 from drifttui.core.explain.causes.propose.patch_budget import affordable, budget, by_likelihood
@@ -187,7 +187,10 @@ def _last_resorts(ctx: Any, case: Case, loc: Localisation, trials: list[Trial]) 
         # nothing is wrong on its own: is it the file's float32 rounding, amplified where torch's is not?
         ctx.say("causes: computing the origin in float64 in the file")
         trials += first_verified(ctx, case, origin64_patches(case))[0]
-    if not any(_passes(t) for t in trials):     # a kernel's error stacked on torch's own float32 rounding
+    if not any(_passes(t) and (t.patch.spec.get("op") != "float64" or not computes_low(case)) for t in trials):
+        # a kernel's error stacked on torch's own float32 rounding; at a float16 origin tried where only the
+        # conditioning counterfactual verified (conditioned_first; its float64 drops the model's own float16 too):
+        # a named mechanism leaving what torch's own rounding leaves heads it
         trials.extend(t for t in [within_torch_rounding(trials, loc.ort, torch_own_error(ctx, case), Trial)]
                       if t is not None)
     if not any(_passes(t) for t in trials):

@@ -63,6 +63,11 @@ def _low_nodes(case: Case) -> tuple[list[Any], dict[str, int], dict[str, np.ndar
     return low, types, known
 
 
+
+def computes_low(case: Case) -> bool:
+    """Whether the origin computes in float16 / bfloat16 (a node whose outputs are all of the low type)."""
+    return bool(_low_nodes(case)[0])
+
 def _grouped(low: list[Any]) -> set[str]:
     """The outputs of the nodes that read a low-precision reduction's input, through the set (a composite op)."""
     by_input: dict[str, list[Any]] = {}

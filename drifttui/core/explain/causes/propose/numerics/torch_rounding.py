@@ -11,7 +11,9 @@ float32 file computes torch's own rounding.  It is the cause all the same when
 * what it leaves is of the size of torch's own float32 error (at most ``OF_SIZE`` times it): the patched file is about
   as close to torch as torch's float32 is to its own float64 value.
 
-Only a patch that names a mechanism (a node's kernel, a constant, an attribute, a rewrite of a lowering), never the
+Only a patch that names a mechanism (a node's kernel, a constant, an attribute, a rewrite of a lowering, or a
+``sequence`` of such: two float16 stories stacked, a Python scalar held in float16 and the roundings ONNX Runtime
+drops, whose remainder is torch's own rounding amplified by a ``sin`` of a large argument), never the
 whole origin in float64 (``origin_float64``: on an ill-conditioned function that is always closer to the float64
 truth than torch, and it is the conditioning counterfactual's story).  The trial is said verified on the origin's
 worst sample at this floor, its story saying what is left and why; ``repair`` applies the patch.
@@ -30,8 +32,16 @@ WHOLE = {"origin_float64"}      # a region's float64, not a mechanism
 
 
 def _named(p: Any) -> bool:
-    spec = p.spec
-    return p.graph_level and spec.get("op") != "sequence" and spec.get("rewrite") not in WHOLE
+    return p.graph_level and _names_mechanisms(p.spec)
+
+
+def _names_mechanisms(spec: dict) -> bool:
+    """A spec that names mechanisms: one that is not a region's float64, or a ``sequence`` of such specs (two stacked
+    stories, ``opmath_stacked.py``'s scalar patches then ``per_op``: each member names its own)."""
+    if spec.get("op") == "sequence":
+        members = spec.get("patches") or []
+        return bool(members) and all(isinstance(m, dict) and _names_mechanisms(m) for m in members)
+    return spec.get("rewrite") not in WHOLE
 
 
 def within_torch_rounding(trials: list[Any], before: Eval, own32: Optional[float],
