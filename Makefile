@@ -236,7 +236,7 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_forms44o.py \
 		tests/causes/test_forms44n.py \
 		tests/causes/test_forms45q.py tests/causes/test_forms45p.py \
-		tests/causes/test_fuzz_schema_finds_j.py tests/causes/test_forms45r.py \
+		tests/causes/test_fuzz_schema_finds_j.py tests/causes/test_fuzz_schema_finds_k.py tests/causes/test_forms45r.py \
 		tests/causes/test_forms45s.py tests/causes/test_forms45t.py \
 		tests/causes/test_forms46u.py
 

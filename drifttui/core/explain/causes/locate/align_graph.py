@@ -84,10 +84,26 @@ def leaked(case: Case, ops: list[tuple], found: dict[int, str], wrong: int,
                 continue
             hit = next((i for i in inputs if p.name in inside[i]), None)
             if hit is not None and ops[hit][0] == "call_function":
-                return hit, [m for m in nodes if m in {x.name for x in case.model.graph.node
-                                                       if any(producer.get(u) is not None and producer[u].name
-                                                              in inside[hit] and u not in allowed for u in x.input)}]
+                reading = {x.name for x in case.model.graph.node
+                           if any(producer.get(u) is not None and producer[u].name in inside[hit] and u not in allowed
+                                  for u in x.input)}
+                return hit, [m for m in nodes if m in _feeders(case, group, reading)]
     return None
+
+
+def _feeders(case: Case, group: set[str], reading: set[str]) -> set[str]:
+    """``reading`` (the group's nodes that read inside an input's lowering) and the group's nodes they are computed
+    from: the input's lowering goes on there too (``atan2``'s quadrant test ``Greater(y, 0)``, which reads the found
+    ``y`` itself, feeds the ``Where`` that reads the ``Atan``)."""
+    producer = producers(case)
+    out, todo = set(reading), [n for n in case.model.graph.node if n.name in reading]
+    while todo:
+        for v in todo.pop().input:
+            p = producer.get(v)
+            if p is not None and p.name in group and p.name not in out:
+                out.add(p.name)
+                todo.append(p)
+    return out
 
 
 def fed_ops(ops: list[tuple]) -> set[int]:

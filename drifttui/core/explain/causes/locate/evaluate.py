@@ -231,8 +231,9 @@ def localise(case: Case) -> Localisation:
         for v in n.output:
             if not v or v not in ort_vals or v not in ref_vals:
                 continue
-            a, b = ort_vals[v], ref_vals[v]
-            if a.dtype.kind not in "fiub" or np.shape(a) != np.shape(b):
+            a, b = ort_vals[v], ref_vals[v]     # a sequence's value is a list: not compared node by node
+            if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray) or a.dtype.kind not in "fiub" \
+                    or np.shape(a) != np.shape(b):
                 continue
             st = compare(b.astype(np.float32), a.astype(np.float32), case.atol, case.rtol)
             loc.node_diffs.append({"node": n.name, "op_type": n.op_type, "value": v, "ort_vs_reference": st.max_abs})

@@ -84,6 +84,7 @@ def found_values(ops: list[tuple], vals: dict[str, np.ndarray],
     the widest error a holding value can have there): a deep block's thousands of values of one shape are not
     each compared with each op."""
     index = _first_elements(vals)
+    order = {v: i for i, v in enumerate(vals)}      # the values in the order the graph computes them
     found: dict[int, str] = {}
     rels: dict[int, float] = {}
     others: dict[int, list[str]] = {}
@@ -97,10 +98,11 @@ def found_values(ops: list[tuple], vals: dict[str, np.ndarray],
             got = np.asarray(vals[v])
             rel = _holds(val, held, got, rtol, top)
             if rel is not None:
-                hits.append((str(got.dtype) != dtype, rel, v))
-        if hits:
-            _, rels[k], found[k] = min(hits)
-            others[k] = [v for _, r, v in sorted(hits) if r == rels[k] and v != found[k]]
+                hits.append((str(got.dtype) != dtype, rel, order[v], v))
+        if hits:        # of values that hold it as closely, the first computed (not the first name: Greater_1 sorts
+            #             before Greater, and an atan2's Greater of the cast mask would be the mask's gt)
+            _, rels[k], _, found[k] = min(hits)
+            others[k] = [v for _, r, _, v in sorted(hits) if r == rels[k] and v != found[k]]
     return found, rels, others
 
 
