@@ -29,14 +29,14 @@ class AmpPairRBF(nn.Module):
     """SchNet-like pair features under ``torch.autocast``: positions decoded at Angstrom coordinates (~20), pair
     distances ``(ri - rj).norm(-1)``, a Gaussian radial basis ``exp(-2 (d - mu)^2)`` summed over neighbours."""
 
-    def __init__(self, enabled: bool = True) -> None:
+    def __init__(self, enabled: bool = True, offset: float = 20.0) -> None:
         super().__init__()
-        self.lin, self.enabled = nn.Linear(WIDTH, WIDTH), enabled
+        self.lin, self.enabled, self.offset = nn.Linear(WIDTH, WIDTH), enabled, offset
         self.register_buffer("mu", torch.linspace(0.0, 5.0, 4))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         with torch.autocast("cpu", dtype=HALF, enabled=self.enabled):
-            r = _pos(self.lin(x)) + 20.0
+            r = _pos(self.lin(x)) + self.offset
             d = (r[:, :, None] - r[:, None]).norm(dim=-1)
             rbf = torch.exp(-2.0 * (d[..., None] - self.mu) ** 2)
         return rbf.float().sum(2).reshape(x.shape[0], WIDTH)
@@ -124,6 +124,7 @@ class BesselEnvelope(nn.Module):
 
 
 def pair_rbf() -> nn.Module: return _deep(AmpPairRBF)                                             # noqa: E704
+def pair_rbf_box() -> nn.Module: return _deep(lambda: AmpPairRBF(True, 100.0))                   # noqa: E704
 def pair_rbf_f32() -> nn.Module: return _deep(lambda: AmpPairRBF(False))                          # noqa: E704
 def burgers_half() -> nn.Module: return _deep(HalfBurgers)                                        # noqa: E704
 def burgers_f32() -> nn.Module: return _deep(lambda: HalfBurgers(torch.float32))                  # noqa: E704
