@@ -4,9 +4,46 @@ molecular models: pair distances, radial bases, cutoffs, envelopes, angles), scr
 1.32 (CPU), both exporters at their default opset, ORT at ``ORT_DISABLE_ALL`` and ``ORT_ENABLE_ALL``, on (6, 32)
 rows, after grepping every earlier suite (no FNO spectral weights, FD stencils of a PDE residual, polynomial
 envelope, Gaussian / Bessel radial basis or triplet angle in any of them).  Written before the engine diagnosed any
-of them (/tmp/h46X/judge.md).  About 25 minutes, some 100 exports (/tmp/h46X/s1.py, s2.py, s3.py).
+of them (/tmp/h46X/judge.md).  About 20 minutes, 52 models, some 200 exports and ORT runs (/tmp/h46X/s1.py .. s4.py).
 
-FILLED IN AFTER THE SCREEN (see the end of this docstring).
+Screened, and what it showed:
+* **in float32 the exporters compute what torch computes for all of it** (a few float32 ulps of the output's scale,
+  both exporters, both ORT levels): FD Laplacians and Burgers residuals by ``roll``, by circular / replicate /
+  reflect ``F.pad`` + ``conv1d`` and a 2-d 5-point ``conv2d`` stencil (h down to 1/512), a Hamiltonian ``0.5 |p|^2
+  + V(q)`` with ``vector_norm`` / ``linalg.norm`` and ``exp``, DimeNet's Bessel basis with the p = 6 polynomial
+  envelope, SchNet's Gaussian smearing with a cosine cutoff and shifted softplus (``beta`` 1 and 5), spherical
+  coordinates by ``acos`` / ``atan2``, clamped triplet angles; and (dynamo) FNO layers: ``rfft`` / ``irfft`` with
+  ``view_as_real`` / ``view_as_complex``, complex weights written out as real/imaginary products, ``F.pad`` of the
+  kept modes, the Nyquist bin kept, an odd ``irfft`` length, ``rfft2`` / ``irfft2`` (``norm="ortho"``), a complex
+  ``X * W`` product, n = 1024 points.
+* exporting with neither or one (not kept): the TorchScript exporter has no lowering for ``fft_rfft`` / ``rfft2``
+  (every FNO form is dynamo-only); dynamo refuses an FNO written with index assignment into a complex zeros tensor,
+  ``rfft(n=)`` with a truncating / padding length and an ``irfft`` longer than the spectrum, and ``torch.cdist``.
+* near the tolerance, not kept: a 1000-point (non-power-of-two) ``rfft`` -> ``irfft`` (dynamo's DFT in ONNX Runtime:
+  3.6e-5 of the scale inside a deep model, 1.3e-4 alone); float16 energy heads' norms / means / ``F.normalize``
+  and autocast SchNet / Laplacian forms at O(1) values (5e-4 .. 1e-3: within the float16 budget); a float16
+  ``(p ** 2).sum(-1).sqrt()`` past 65504 (torch's own float16 sum overflows to inf, the file's does not); ``atan2``
+  of a zero bond vector (TorchScript NaN, forms33's mechanism).
+* what drifts past drifttui's tolerance does so by mechanisms the catalogue holds, in forms no suite has: **ONNX
+  Runtime's dropped float16 rounding** (microsoft/onnxruntime#8787) where a physical field or coordinates sit at a
+  large offset (a temperature of 300, a 100 A box) and a stencil or a pair difference cancels it; and **torch's own
+  float32 rounding at acos's domain edge**: the cosine of a bond with itself rounds to 1 + ulp (NaN) or 1 - ulp on
+  either side, otherwise in each.
+
+Kept (each drifts with both exporters at both ORT levels; the origin is always ``body``):
+* ``pair_rbf_box`` (deep): SchNet pair distances under ``torch.autocast`` with positions in a 100 A box, a Gaussian
+  basis: torch rounds the positions (ulp 1/16) before differencing; 2.1e-2 of the scale.  ``pair_rbf`` (the same at
+  20 A, 2.7e-3) is within drifttui's float16 budget: a control (the judge had it as a drift; the budget rule is
+  documented and the engine applied it).
+* ``burgers_half`` (deep): a float16 Burgers residual of a field around 300 by ``roll`` stencils: 0.41 off.
+* ``triplet_angle`` (shallow): DimeNet-like triplet angles including k == j, ``acos`` of an unclamped product of
+  ``F.normalize``d bonds, ``nan_to_num``: 0.39 off.
+* ``heat_stencil`` (shallow): an autocast heat-equation Laplacian (circular ``F.pad`` + ``conv1d``, h = 1/16) of a
+  field around 300: 8e-2 off.
+
+Clean controls (the same code where nothing drifts): ``pair_rbf`` (within budget), ``pair_rbf_f32``,
+``burgers_f32``, ``triplet_angle_distinct`` (k != j: never a bond with itself), ``heat_stencil_f32``,
+``bessel_envelope`` (DimeNet's radial basis in float32), ``spectral_pow2`` (a dynamo FNO layer on 1024 points).
 """
 from __future__ import annotations
 
