@@ -19,7 +19,8 @@ from tests.causes.form_suite import assert_clean, assert_verified_and_repaired, 
 
 _ADD = ("dtype", "rewrite", {"rewrite": "opmath_float32"}, "in torch's add")
 # (model, exporter) -> the head finding a right answer gives: (class, patch op, what it changed, words)
-REPAIRED = {("burgers_half", "torchscript"): _ADD, ("burgers_half", "dynamo"): _ADD,
+REPAIRED = {("pair_rbf_box", "torchscript"): _ADD, ("pair_rbf_box", "dynamo"): _ADD,
+            ("burgers_half", "torchscript"): _ADD, ("burgers_half", "dynamo"): _ADD,
             ("heat_stencil", "torchscript"): _ADD, ("heat_stencil", "dynamo"): _ADD}
 # torch's own float32 rounds a cosine past 1: acos's domain edge, no graph edit computes torch's NaN
 EDGE = [("triplet_angle", "torchscript"), ("triplet_angle", "dynamo")]
