@@ -19,7 +19,8 @@ rounding puts back).  When no omission brings any of it back either (a later rou
 around 300 whose ``+ 300`` is read by a reshape and a pad before a stencil), the count of elements decides
 (``fewest``): the rounding that alone leaves the fewest elements over the tolerance, at most a tenth of those the
 set's float32 arithmetic leaves with no rounding restored (its max |d| can stay: a double rounding off by one ulp
-where the ``linear`` before it is read unrounded).  Nothing is marked when that node only converts (a model's own ``.half()``: the story names the chain's op as
+where the ``linear`` before it is read unrounded).  Nothing is marked when that node only converts (a model's own
+``.half()``: the story names the chain's op as
 before) or when no single rounding is enough.  The patch ``repair`` applies is the one that verified (every
 rounding restored).  At most ``LIMIT`` values are tried, each a run of the cut-out origin.
 """
@@ -96,6 +97,8 @@ def fewest(alone: dict[str, Any], patch: Any, check: Callable[[list[Any]], list[
         return None
     best, least = None, none[0].after.n_out * SHARE
     for v, left in alone.items():
-        if left is not None and left.ok and computes(v) and left.n_out <= least and (best is None or left.n_out < least):
+        if left is None or not left.ok or not computes(v):
+            continue
+        if left.n_out < least or best is None and left.n_out <= least:
             best, least = v, left.n_out
     return best
