@@ -20,8 +20,7 @@ around 300 whose ``+ 300`` is read by a reshape and a pad before a stencil), the
 (``fewest``): the rounding that alone leaves the fewest elements over the tolerance, at most a tenth of those the
 set's float32 arithmetic leaves with no rounding restored (its max |d| can stay: a double rounding off by one ulp
 where the ``linear`` before it is read unrounded).  Nothing is marked when that node only converts (a model's own
-``.half()``: the story names the chain's op as
-before) or when no single rounding is enough.  The patch ``repair`` applies is the one that verified (every
+``.half()``: the story names the chain's op as before) or when none of these decides.  The patch ``repair`` applies is the one that verified (every
 rounding restored).  At most ``LIMIT`` values are tried, each a run of the cut-out origin.
 """
 from __future__ import annotations
