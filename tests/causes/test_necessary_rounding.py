@@ -51,3 +51,16 @@ def test_nothing_is_marked_when_each_rounding_left_out_is_harmless():
                       lambda ps: [Trial(ps[0], Eval(1.0 if len(ps[0].spec["round"]) == 1 else 0.0,
                                                     len(ps[0].spec["round"]) == 1))], 1.0)
     assert "decisive" not in marked[0].patch.spec
+
+
+def test_the_rounding_that_alone_leaves_fewest_elements_over_tolerance_is_marked_when_no_omission_matters():
+    """A float16 field around 300 (forms46x's ``heat_stencil``): the ``+ 300``'s rounding alone leaves 3 elements
+    off by a double rounding (its max |d| unchanged), every other alone as many as none restored, and a later
+    rounding puts each one left out back: the count of elements names the add, not the ``linear`` before it."""
+    def check(patches: list[Patch]) -> list[Trial]:
+        r = patches[0].spec["round"]
+        left = 0 if len(r) > 1 else (3 if r == ["a"] else 190)
+        return [Trial(patches[0], Eval(1.0 if left else 0.0, left > 0, n_out=left))]
+
+    marked = decisive(_case(), [_trial(["c", "m", "a", "f"])], check, 1.0)
+    assert marked[0].patch.spec.get("decisive") == "Add", marked[0].patch.spec

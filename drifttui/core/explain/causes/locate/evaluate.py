@@ -33,6 +33,7 @@ class Eval:
     ok: bool = True                 # the model ran
     error: str = ""
     nonfinite: int = 0              # elements inf/NaN on one side only (then max_abs is inf)
+    n_out: int = 0                  # elements over the tolerance (0 when not counted)
 
     def text(self) -> str:
         """The error figure as a message says it: 'inf (3 element(s) inf/NaN where torch is finite)'."""
@@ -188,7 +189,7 @@ def error(values: dict[str, np.ndarray], expected: dict[str, np.ndarray], atol: 
         if name not in values:
             return Eval(float("inf"), True, False, f"no value for {name}")
         total.add(compare(want, values[name], atol, rtol))
-    return Eval(total.max_abs, total.fails(), nonfinite=total.nan_mismatch)
+    return Eval(total.max_abs, total.fails(), nonfinite=total.nan_mismatch, n_out=total.n_out)
 
 
 def ort_error(case: Case, model: Any = None) -> Eval:

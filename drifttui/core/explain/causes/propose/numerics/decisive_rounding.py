@@ -15,8 +15,12 @@ When no rounding is enough alone (a flow warp's coordinate chain: each dropped r
 the ones after it are read unrounded too), each is left out of the verified set in turn: the one whose omission alone
 brings back the most of the drift is the one torch's result depends on most (``necessary``), and it is marked (a clamp
 whose rounding the floor and the fraction after it read; not the add before it, whose rounding the clamp's own
-rounding puts back).  Nothing is marked when that node only converts (a model's own ``.half()``: the story names the chain's op as
-before) or when no single rounding is enough.  The patch ``repair`` applies is the one that verified (every
+rounding puts back).  When no omission brings any of it back either (a later rounding puts each back: the field
+around 300 whose ``+ 300`` is read by a reshape and a pad before a stencil), the count of elements decides
+(``fewest``): the rounding that alone leaves the fewest elements over the tolerance, at most a tenth of those the
+set's float32 arithmetic leaves with no rounding restored (its max |d| can stay: a double rounding off by one ulp
+where the ``linear`` before it is read unrounded).  Nothing is marked when that node only converts (a model's own
+``.half()``: the story names the chain's op as before) or when none of these decides.  The patch ``repair`` applies is the one that verified (every
 rounding restored).  At most ``LIMIT`` values are tried, each a run of the cut-out origin.
 """
 from __future__ import annotations
@@ -46,9 +50,10 @@ def decisive(case: Case, trials: list[Any], check: Callable[[list[Any]], list[An
     ops = {n.name: n.op_type for n in case.model.graph.node}
     rounded = set(spec["round"])
     ordered = [o for n in case.model.graph.node if n.op_type != "Constant" for o in n.output if o in rounded][:LIMIT]
-    best, least = None, before * SHARE
+    best, least, alone = None, before * SHARE, {}
     for v in ordered:
         tried = check([dataclasses.replace(trials[k].patch, spec={**spec, "round": [v]})])
+        alone[v] = tried[0].after if tried else None
         if not tried or tried[0].after.fails and tried[0].after.max_abs >= least:
             continue
         if tried[0].after.ok and not tried[0].after.fails:
@@ -56,8 +61,9 @@ def decisive(case: Case, trials: list[Any], check: Callable[[list[Any]], list[An
             break
         best, least = v, tried[0].after.max_abs
     if best is None:
-        best = necessary(ordered, list(spec["round"]), trials[k].patch, check,
-                         lambda v: ops[producer[v]] not in CONVERSIONS)
+        computes = lambda v: ops[producer[v]] not in CONVERSIONS     # noqa: E731
+        best = necessary(ordered, list(spec["round"]), trials[k].patch, check, computes) \
+            or fewest(alone, trials[k].patch, check, computes)
     if best is None or ops[producer[best]] in CONVERSIONS:
         return trials
     marked = dataclasses.replace(trials[k].patch, spec={**spec, "decisive": producer[best]})
@@ -76,4 +82,22 @@ def necessary(ordered: list[str], rounded: list[str], patch: Any, check: Callabl
         tried = check([dataclasses.replace(patch, spec={**patch.spec, "round": [r for r in rounded if r != v]})])
         if tried and tried[0].after.fails and tried[0].after.max_abs > most:
             best, most = v, tried[0].after.max_abs
+    return best
+
+
+def fewest(alone: dict[str, Any], patch: Any, check: Callable[[list[Any]], list[Any]],
+           computes: Callable[[str], bool]) -> Any:
+    """Of the values whose rounding was restored alone (``alone``: value -> what it left, in the file's order), the
+    first made by a node that computes that leaves the fewest elements over the tolerance, at most ``SHARE`` of those
+    ``patch``'s float32 arithmetic leaves with no rounding restored; None when the counts are not known (0) or none
+    is that few."""
+    none = check([dataclasses.replace(patch, spec={**patch.spec, "round": []})])
+    if not none or not none[0].after.ok or none[0].after.n_out <= 0:
+        return None
+    best, least = None, none[0].after.n_out * SHARE
+    for v, left in alone.items():
+        if left is None or not left.ok or not computes(v):
+            continue
+        if left.n_out < least or best is None and left.n_out <= least:
+            best, least = v, left.n_out
     return best
