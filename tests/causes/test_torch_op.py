@@ -26,7 +26,9 @@ NAMED = {
     ("forms37", "pool_level"): ("torch.nn.functional.adaptive_avg_pool2d", "torch's adaptive_avg_pool2d"),
     ("forms33", "atan2_zero"): ("torch.atan2", "torch's atan2"),              # equal to torch's mid-way
     # session 30: named otherwise before (doubtful) or not at all
-    ("forms39", "half_cumsum"): ("torch.cumsum", "torch's cumsum"),           # was torch.Tensor.float (a widening cast)
+    # was torch.Tensor.float (a widening cast), then torch.cumsum; since decisive_rounding (sessions 44-46) the op
+    # whose float16 rounding ONNX Runtime drops is named: the ``+ 8.0`` CumSum reads unrounded (as forms46x's stencil)
+    ("forms39", "half_cumsum"): ("torch.Tensor.add", "torch's add"),
     ("forms34", "baddbmm_attention"): ("torch.baddbmm", "torch's baddbmm"),   # was softmax (0 * bias in its group)
     ("forms33", "argmax_nan"): ("torch.Tensor.argmax", "torch's argmax"),     # was none (a value equal by chance)
     ("forms39", "half_sum"): ("torch.Tensor.sum", "torch's sum"),             # was none (every value fetched agrees)
