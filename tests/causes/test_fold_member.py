@@ -1,6 +1,5 @@
 """Issue 30 point 6 inside a Conv+BatchNorm unit: a folded weight that is not the model's is said as the member
 whose own tensor differs, by unfolding it (the BatchNorm contributes one factor per output channel)."""
-import numpy as np
 import torch
 
 from drifttui.core.explain.causes.propose.edits.weights import fold_member
