@@ -237,7 +237,8 @@ test-drifts: $(VENV)/.installed-dev
 		tests/causes/test_forms44n.py \
 		tests/causes/test_forms45q.py tests/causes/test_forms45p.py \
 		tests/causes/test_fuzz_schema_finds_j.py tests/causes/test_forms45r.py \
-		tests/causes/test_forms45s.py tests/causes/test_forms45t.py
+		tests/causes/test_forms45s.py tests/causes/test_forms45t.py \
+		tests/causes/test_forms46v.py
 
 # the live-server tests (tests/triton/test_live.py, marker triton): a real Triton server from PyTriton
 # (nvidia-pytriton bundles tritonserver) in its own venv. It must be the operating system's own
