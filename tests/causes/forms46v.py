@@ -3,7 +3,8 @@ models and normalizing flows** (``torch.distributions`` heads, mixture density n
 and evidential heads), screened with torch 2.13 / ONNX Runtime 1.32 (CPU), both exporters at their default opset, ORT
 at ``ORT_DISABLE_ALL`` and ``ORT_ENABLE_ALL``, seeds 7..9 on (6, 32) rows, after grepping every earlier suite (none
 holds a ``torch.distributions`` object, a coupling layer, ActNorm or a logit pre-processing).  Written before the
-engine diagnosed any of them (/tmp/h46V/judge.md).  About 20 minutes, some 60 exports (/tmp/h46V/s1..s3.py).
+engine diagnosed any of them (/tmp/h46V/judge.md).  About 20 minutes, some 55 forms and 110 exports
+(/tmp/h46V/s1..s3.py).
 
 Screened, and what it showed:
 * **exact to a few float32 ulps** (both exporters, both ORT levels): ``Normal(mu, softplus + eps)`` ``log_prob`` /
