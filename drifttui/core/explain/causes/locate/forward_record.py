@@ -68,7 +68,7 @@ def record(module: Any, ins: tuple, replay: Optional[dict[int, tuple]] = None
                     dropped[len(out)] = (lost, made_from(made, (args, kwargs or {})))
                 for pos, t in enumerate(results):
                     n = len(out)
-                    note("call_function", name, t, ins, aten_of(name, seen))
+                    note("call_function", name, t, own_inputs(made, (args, full), t, ins, results), aten_of(name, seen))
                     if replay is not None and len(out) > n:     # the call, to replay on the file's values
                         replay[n] = (call, pos)
             return val
@@ -79,6 +79,26 @@ def record(module: Any, ins: tuple, replay: Optional[dict[int, tuple]] = None
         result = module(*ins)
     ends = [made[id(t)] for t in tree_flatten(result)[0] if isinstance(t, torch.Tensor) and id(t) in made]
     return out + [("output", "", None, ends, "")], atens + [None], dropped
+
+
+def own_inputs(made: dict[int, int], tree: Any, t: Any, ins: list[int], results: list[Any]) -> list[int]:
+    """The records one output ``t`` of a call with several outputs came from: when ``t`` is a view of exactly one of
+    the call's tensor inputs (``torch.broadcast_tensors``, ``meshgrid``: output i is input i expanded), that input's
+    record alone (none when that input is not a recorded value: a buffer), so a found output vouches for its own
+    input only, not for the other inputs the call was given; ``ins`` (every input's record) otherwise."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    if len(results) < 2:
+        return ins
+    try:
+        own = [x for x in tree_flatten(tree)[0] if isinstance(x, torch.Tensor) and x.layout == torch.strided
+               and x.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()]
+    except Exception:  # noqa: BLE001 - a tensor without storage (a fake or nested one): every input
+        return ins
+    if len(own) != 1:
+        return ins
+    return [made[id(own[0])]] if id(own[0]) in made else []
 
 
 def made_from(made: dict[int, int], tree: Any) -> list[int]:
