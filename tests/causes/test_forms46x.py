@@ -78,6 +78,7 @@ def test_an_unclamped_acos_of_a_self_cosine_is_told_as_torchs_own_rounding_witho
     head = next(f for f in exp.findings if f.severity == "error")
     assert head.check == "stability" and "torch's acos" in head.message, (head.check, head.message)
     assert "nothing to apply" in head.fix, head.fix
+    assert "keep acos's argument inside its domain's edge (clamp it" in head.fix, head.fix     # the fix says how
     assert repair_patches(full_model(run.prepared.index), run.result, exp)[0].model is None
 
 

@@ -261,6 +261,10 @@ def conditioned_first(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple
     return got
 
 
+# functions whose slope is infinite at their domain's edge (+-1): a cosine of a vector with itself, rounded past 1
+_EDGES = ("Acos", "Asin", "Atanh")
+
+
 def _patch(case: Case, loc: Localisation, own32: float, both64: float, exported: bool) -> tuple[Patch, Eval]:
     norm = any(n.op_type in _NORMS for n in case.model.graph.node)
     how = ("the file's lowering (the module exported in float64 by the file's exporter: the file holds constants it "
@@ -272,9 +276,12 @@ def _patch(case: Case, loc: Localisation, own32: float, both64: float, exported:
            f"float32 otherwise, neither mistranslates"
            + (" (a normalisation of values with a large common offset and a small spread loses the variance so)"
               if norm else "") + _worse(loc.ort.max_abs, own32, loc))
+    edge = [n.op_type for n in case.model.graph.node if n.op_type in _EDGES]
     fix = (("condition the input (subtract the common offset before the module, e.g. normalise centred values)"
-            if norm else "condition the computation (keep values away from where the function loses its digits: "
-            "a log of values near 0, a difference of large values)") +
+            if norm else f"keep {edge[0].lower()}'s argument inside its domain's edge (clamp it to [-1 + 1e-6, 1 - 1e-6]"
+            f" first: at +-1 its slope is infinite, so each side's last float32 bit of the argument moves the result "
+            "far)" if edge else "condition the computation (keep values away from where the function loses its "
+            "digits: a log of values near 0, a difference of large values)") +
            " or compute the module in float64; no file computes torch's float32 rounding, so `drifttui repair` has "
            "nothing to apply")
     patch = Patch({"op": "float64", "module": case.module, "torch_own_error": own32, "float64_error": both64,
