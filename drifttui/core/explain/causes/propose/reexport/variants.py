@@ -204,7 +204,8 @@ def try_reexport(ctx: Any, case: Case, variant: Variant, loc: Any = None) -> tup
     sized = (dynamic_lowering(ctx, case, module, ins, outs, variant, lambda m, i: _export(m, i, _traced(ctx), dims),
                               lambda m, i, o: _run(m, i, o, case), getattr(loc, "torch_op", None))
              if own is None and _computes(ev) else None)    # static: a lowering on a dynamic size?
-    own = own or sized or (edited_story(ctx, case, node, variant.opset) if variant.same and _computes(ev) else None)
+    own = own or sized or (edited_story(ctx, case, node, variant.opset, lambda m, i: _export(m, i, variant))
+                           if variant.same and _computes(ev) else None)
     if own is not None:
         check, said = own.check, own.why
     spec.update(_changed(ctx, sized, own))      # what changed: the sizes, the mode (source_fix's code)
