@@ -144,7 +144,7 @@ def merge(findings: list[Finding], case: Case, loc: Localisation, trials: list[T
             if f.patch != p.spec or compensates:    # verified by another patch than the check's, or not for its
                 fields.update(message=_said(p, t, loc, case, compensates) + said, fix=p.fix,    # story: say what
                               onnx_nodes=list(p.nodes) or f.onnx_nodes)                         # that one changed
-                if f.module.startswith(case.module + "."):  # a child's hazard now tells the origin's story: the
+                if (f.module or "").startswith(case.module + "."):  # a child's hazard now tells the origin's story: the
                     fields.update(module=case.module)       # origin's, told by its torch op as the origin's are
             elif unneeded:
                 fields.update(message=f.message + said)
