@@ -72,3 +72,20 @@ def test_onnx_runtime_is_asked_once_per_file_and_each_caller_keeps_its_values(mo
     assert unrounded.unrounded_reads_of(index, set()) == set()
     assert len(asked) == 1
 
+
+def test_a_widening_cast_onnx_runtime_removes_is_an_unrounded_read():
+    """``Div`` (no float16 kernel on ORT's CPU, run in float32) then the file's own ``Cast`` to float: ORT removes that
+    Cast with the Cast back to float16 it inserted, and the float32 reader reads the Div's unrounded value (forms46z's
+    ``periodic_amp``: an autocast Linear's Gemm, then a float32 periodic embedding, in the parent's call)."""
+    from onnx import TensorProto, helper
+
+    from drifttui.core.runtime.unrounded import unrounded_reads
+
+    vi = helper.make_tensor_value_info
+    nodes = [helper.make_node("Div", ["x", "y"], ["q"], name="div"),
+             helper.make_node("Cast", ["q"], ["w"], name="widen", to=TensorProto.FLOAT),
+             helper.make_node("Cos", ["w"], ["c"], name="cos")]
+    g = helper.make_graph(nodes, "g", [vi("x", TensorProto.FLOAT16, [4]), vi("y", TensorProto.FLOAT16, [4])],
+                          [vi("c", TensorProto.FLOAT, [4])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    assert ("q", "widen") in unrounded_reads(model, {"q"})

@@ -69,7 +69,23 @@ def unrounded_reads(model: Any, low_values: set[str]) -> set[tuple[str, str]]:
             p = made_by.get(got)
             if not (p is not None and p.op_type == "Cast" and list(p.input) == [v]):
                 reads.add((v, n.name))                  # not a Cast of v: the producer's float32 value, or its source
-    return reads
+    return reads | _removed_widenings(model, ran, low_values)
+
+
+def _removed_widenings(model: Any, ran: Any, low_values: set[str]) -> set[tuple[str, str]]:
+    """(value, Cast node) for the file's widening Casts of a low-precision value that ONNX Runtime removed with the
+    Cast back to it it inserted after a float32-run producer (``Gemm -> Cast(float16) -> Cast(float)`` becomes the
+    Gemm's float32 output): the Cast's readers read the producer's unrounded value, none reads the Cast's output."""
+    kept = {n.name for n in ran.graph.node}
+    read = {v for n in ran.graph.node for v in n.input} | {o.name for o in ran.graph.output}
+    out = set()
+    for n in model.graph.node:
+        if n.op_type != "Cast" or not n.name or n.name in kept or not n.input or n.input[0] not in low_values:
+            continue
+        to = next((a.i for a in n.attribute if a.name == "to"), None)
+        if to in (1, 11) and n.output and n.output[0] not in read:     # to float / double, its output gone
+            out.add((n.input[0], n.name))
+    return out
 
 
 def _weightless(model: Any) -> Any:
