@@ -29,6 +29,11 @@ First run: origin 7/8; class by mechanism 7/8; told 5/8; verified and repair pas
 exist, the flat series said unrepairable 2/2; controls 6/6.  (``dlinear_amp``'s decisive rounding is the ``+ 300``'s,
 ulp 0.25, not the Linear's; the judge accepted either.)  No engine change in this batch (measurement only): the
 misses are strict xfails below.
+
+After, by the lead (``runtime/unrounded._removed_widenings``): ONNX Runtime removes ``body``'s widening Cast of the
+Linear's float16 output with the Cast back it inserts after the float32-run Gemm, so ``body`` reads the unrounded
+value; that Cast is now an unrounded read, the edge stays wired in the own-error graph, and ``periodic_amp``
+TorchScript is named at ``body``, verified and repaired: origin 8/8, class 8/8, told 6/8, verified and repair 6/6.
 """
 from __future__ import annotations
 
