@@ -10,7 +10,9 @@ cuts the edge and feeds torch's (rounded) value: both calls' own nodes agree, an
 ``unrounded_reads`` asks ONNX Runtime itself: the graph it runs (saved at ``ORT_DISABLE_ALL``; the transformer
 runs at every level) keeps the file's node names; a node that reads, in place of the file's float16 value ``v``,
 anything but ``v`` or a Cast of ``v`` (the float32 twin ``InsertedPrecisionFreeCast_v`` its producer makes, or the
-float32 source of a file's Cast to float16 whose Cast pair ORT removed) reads ``v`` unrounded.  The session is made and
+float32 source of a file's Cast to float16 whose Cast pair ORT removed) reads ``v`` unrounded; and a file's own
+widening Cast of ``v`` that ORT removed with the Cast back to float16 it inserted after a float32-run producer (an
+autocast Linear's Gemm, then ``.float()`` in the caller) reads ``v`` unrounded for its readers.  The session is made and
 never run: the weights are declared as graph inputs (their types and shapes; the transformer reads no value), so a
 file whose weights lie in an external file, or a large one, costs no weight read.
 """
