@@ -55,8 +55,10 @@ def test_an_eps_argument_the_file_leaves_out_is_said_by_the_op_that_takes_it(exp
     assert_verified_and_repaired(explained, ("near_eps", "torchscript"),
                                  ("lowering", "reexport", {"exporter": "dynamo"}, "pairwise_distance"), "body")
     head = run[4].findings[0]
-    assert "called with eps=0.01, which no constant or attribute of the file holds" in head.message, head.message
-    assert "lowering of aten.pairwise_distance" in head.message, head.message
+    assert "in torch's pairwise_distance (" in head.message, head.message       # opened with the torch op
+    assert "its pairwise_distance call passes eps=0.01, which no constant or attribute of the file holds" \
+        in head.message, head.message
+    assert "exporter's lowering of it leaves the eps out" in head.message, head.message
 
 
 def test_the_dynamo_file_keeps_the_eps(explained):

@@ -60,9 +60,9 @@ def story(case: Case, module: Any, node: Any, ctx: Any, variant: Any = None, cha
     if passed is not None:
         e, target = passed
         return lowering_class(target, []), (
-            f"torch's {target.split('.')[1]} is called with eps={e:g}, which no constant or attribute of the file "
-            f"holds: the {run_exporter(ctx.index, ctx.cfg)} exporter's lowering of {target} leaves it out of where "
-            f"torch uses it{at}; ")
+            f"its {target.split('.')[1]} call passes eps={e:g}, which no constant or attribute of the file holds: "
+            f"the {run_exporter(ctx.index, ctx.cfg)} exporter's lowering of it leaves the eps out of where torch uses "
+            f"it{at}; ")
     if node is not None and node.name.rsplit("/", 1)[-1].startswith(FORWARD) and ctx.index.is_static(node.input[0]):
         cls, said = _by_variant(case, ctx, variant, change)     # a weight module's result folded into a constant
         return cls, (f"{said[:-2]}; the file holds {case.module or '(root)'}'s result as the constant "
