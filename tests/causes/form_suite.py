@@ -152,3 +152,15 @@ def _head_verified(explained: Callable, form: tuple, expected: tuple, origin: st
     assert head.patch["op"] == op and all(head.patch.get(k) == v for k, v in changed.items()), head.patch
     assert words in head.message, head.message
     return engine, cfg, run, exp
+
+
+def cli_repair_passes_check(tmp_path: Any, spec_file: str, form: str, onnx: str, inputs: str = "rows",
+                            samples: int = 2) -> bool:
+    """``drifttui repair`` of the file ``onnx`` for ``spec_file:form`` writes a copy that ``drifttui check`` passes
+    (both through the CLI, on ``spec_file:inputs``)."""
+    from drifttui.cli import main
+
+    fixed = tmp_path / "fixed.onnx"
+    common = [f"{spec_file}:{form}", "--inputs", f"{spec_file}:{inputs}", "--samples", str(samples)]
+    return main(["repair", *common, "--onnx", onnx, "--out", str(fixed)]) == 0 and \
+        main(["check", *common, "--onnx", str(fixed)]) == 0

@@ -17,7 +17,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.causes.form_suite import explained_file_form
+from tests.causes.form_suite import cli_repair_passes_check, explained_file_form
 
 
 def _back(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -67,12 +67,7 @@ def rows() -> torch.Tensor:
 
 
 def _repaired(tmp_path, form: str, onnx: str) -> bool:
-    from drifttui.cli import main
-
-    fixed = tmp_path / "fixed.onnx"
-    common = [f"{__file__}:{form}", "--inputs", f"{__file__}:rows", "--samples", "2"]
-    return main(["repair", *common, "--onnx", onnx, "--out", str(fixed)]) == 0 and \
-        main(["check", *common, "--onnx", str(fixed)]) == 0
+    return cli_repair_passes_check(tmp_path, __file__, form, onnx)
 
 
 @pytest.mark.drifts
