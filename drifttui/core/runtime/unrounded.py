@@ -22,7 +22,7 @@ import os
 import tempfile
 from typing import Any
 
-from drifttui.core.base.dtypes import LOW_FLOAT_ELEMS
+from drifttui.core.base.dtypes import LOW_FLOAT_ELEMS, SCALAR_FLOAT_ELEMS
 
 _TWIN = "InsertedPrecisionFreeCast_"
 _KEY = "runtime:unrounded_reads"
@@ -85,7 +85,7 @@ def _removed_widenings(model: Any, ran: Any, low_values: set[str]) -> set[tuple[
         if n.op_type != "Cast" or not n.name or n.name in kept or not n.input or n.input[0] not in low_values:
             continue
         to = next((a.i for a in n.attribute if a.name == "to"), None)
-        if to in (1, 11) and n.output and n.output[0] not in read:     # to float / double, its output gone
+        if to in SCALAR_FLOAT_ELEMS - LOW_FLOAT_ELEMS and n.output and n.output[0] not in read:   # widening, gone
             out.add((n.input[0], n.name))
     return out
 
