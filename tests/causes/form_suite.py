@@ -164,3 +164,19 @@ def cli_repair_passes_check(tmp_path: Any, spec_file: str, form: str, onnx: str,
     common = [f"{spec_file}:{form}", "--inputs", f"{spec_file}:{inputs}", "--samples", str(samples)]
     return main(["repair", *common, "--onnx", onnx, "--out", str(fixed)]) == 0 and \
         main(["check", *common, "--onnx", str(fixed)]) == 0
+
+
+def stem_net(body: Callable[[], Any]) -> Any:
+    """The fuzz finds' model: a Linear stem, ``* 3.0``, then ``body()`` (named ``stem`` and ``body``; made in that
+    order, so a seed gives the weights it always gave), in eval."""
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem, self.body = nn.Linear(32, 32), body()
+
+        def forward(self, x: Any) -> Any:
+            return self.body(self.stem(x) * 3.0)
+
+    return Net().eval()

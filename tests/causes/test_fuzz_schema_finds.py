@@ -29,7 +29,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.causes.form_suite import explained_file_form
+from tests.causes.form_suite import explained_file_form, stem_net
 
 
 class Body(nn.Module):
@@ -65,48 +65,39 @@ class Body(nn.Module):
         return torch.ops.aten.prod.dim_int(odd, -1, True).float().expand(x.shape[0], 32)
 
 
-class Net(nn.Module):
-    def __init__(self, form: str) -> None:
-        super().__init__()
-        self.stem, self.body = nn.Linear(32, 32), Body(form)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.body(self.stem(x) * 3.0)
-
-
 def log_softmax16() -> nn.Module:
     torch.manual_seed(0)
-    return Net("log_softmax16").eval()
+    return stem_net(lambda: Body("log_softmax16"))
 
 
 def prod() -> nn.Module:
     torch.manual_seed(0)
-    return Net("prod").eval()
+    return stem_net(lambda: Body("prod"))
 
 
 def shift() -> nn.Module:
     torch.manual_seed(0)
-    return Net("shift").eval()
+    return stem_net(lambda: Body("shift"))
 
 
 def angle() -> nn.Module:
     torch.manual_seed(0)
-    return Net("angle").eval()
+    return stem_net(lambda: Body("angle"))
 
 
 def any_() -> nn.Module:
     torch.manual_seed(0)
-    return Net("any").eval()
+    return stem_net(lambda: Body("any"))
 
 
 def cosine() -> nn.Module:
     torch.manual_seed(0)
-    return Net("cosine").eval()
+    return stem_net(lambda: Body("cosine"))
 
 
 def cumsum16() -> nn.Module:
     torch.manual_seed(0)
-    return Net("cumsum16").eval()
+    return stem_net(lambda: Body("cumsum16"))
 
 
 def rows() -> torch.Tensor:

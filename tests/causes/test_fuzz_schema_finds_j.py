@@ -18,7 +18,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.causes.form_suite import cli_repair_passes_check, explained_file_form
+from tests.causes.form_suite import cli_repair_passes_check, explained_file_form, stem_net
 
 
 def _back(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -50,28 +50,19 @@ class Body(nn.Module):
         return _back(torch.ops.aten.sign.default(d.view(b, 2, 16)), d)
 
 
-class Net(nn.Module):
-    def __init__(self, form: str) -> None:
-        super().__init__()
-        self.stem, self.body = nn.Linear(32, 32), Body(form)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.body(self.stem(x) * 3.0)
-
-
 def topk() -> nn.Module:
     torch.manual_seed(0)
-    return Net("topk").eval()
+    return stem_net(lambda: Body("topk"))
 
 
 def lshift() -> nn.Module:
     torch.manual_seed(0)
-    return Net("lshift").eval()
+    return stem_net(lambda: Body("lshift"))
 
 
 def pairwise_sign() -> nn.Module:
     torch.manual_seed(0)
-    return Net("pairwise_sign").eval()
+    return stem_net(lambda: Body("pairwise_sign"))
 
 
 def rows() -> torch.Tensor:

@@ -17,7 +17,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.causes.form_suite import cli_repair_passes_check, explained_file_form
+from tests.causes.form_suite import cli_repair_passes_check, explained_file_form, stem_net
 
 
 def _back(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -43,23 +43,14 @@ class Body(nn.Module):
         return _back(torch.ops.aten.atan2.default(s > 0, y[0]), s)
 
 
-class Net(nn.Module):
-    def __init__(self, form: str) -> None:
-        super().__init__()
-        self.stem, self.body = nn.Linear(32, 32), Body(form)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.body(self.stem(x) * 3.0)
-
-
 def vstack_lshift() -> nn.Module:
     torch.manual_seed(0)
-    return Net("vstack_lshift").eval()
+    return stem_net(lambda: Body("vstack_lshift"))
 
 
 def atan2_mask() -> nn.Module:
     torch.manual_seed(0)
-    return Net("atan2_mask").eval()
+    return stem_net(lambda: Body("atan2_mask"))
 
 
 def rows() -> torch.Tensor:
