@@ -151,20 +151,29 @@ def fx_story(case: Case, module: Any, fx: Any, ctx: Any, variant: Any = None, ch
             f"{describe(fx, case.module)}: the exporter's lowering of torch's {wrong.target} is wrong; ")
 
 
+def _scalar_constants(case: Case) -> dict[str, float]:
+    """The case's one-element float constants (small initializers and Constant nodes), by value name."""
+    tensors = {t.name: t for t in case.model.graph.initializer if t.ByteSize() < 512}
+    tensors.update({n.output[0]: n.attribute[0].t for n in case.model.graph.node
+                    if n.op_type == "Constant" and n.attribute and n.attribute[0].HasField("t")})
+    held = {}
+    for name, t in tensors.items():
+        arr = read_tensor(t)
+        if arr.size == 1 and arr.dtype.kind == "f":
+            held[name] = float(arr.ravel()[0])
+    return held
+
+
 def _eps_constant(case: Case, module: Any) -> Optional[tuple[float, str, Any]]:
     want = module_eps(module)
     if not want:
         return None
-    consts = {t.name: read_tensor(t) for t in case.model.graph.initializer if t.ByteSize() < 512}
-    for n in case.model.graph.node:
-        if n.op_type == "Constant" and n.attribute and n.attribute[0].HasField("t"):
-            consts[n.output[0]] = read_tensor(n.attribute[0].t)
+    consts = _scalar_constants(case)
     for n in case.model.graph.node:
         for v in n.input:
-            arr = consts.get(v)
-            if arr is None or arr.size != 1 or arr.dtype.kind != "f":
+            if v not in consts:
                 continue
-            x = float(arr.ravel()[0])
+            x = consts[v]
             hit = next((e for e in want if abs(x - e) <= 1e-6 * e or abs(x - e * e) <= 1e-6 * e * e), None)
             if hit is not None:
                 return hit, v, n
@@ -177,15 +186,7 @@ def _held_eps(case: Case) -> list[float]:
 
     held = [float(helper.get_attribute_value(a)) for n in case.model.graph.node for a in n.attribute
             if a.name == "epsilon"]
-    for t in case.model.graph.initializer:
-        if t.ByteSize() < 512:
-            arr = read_tensor(t)
-            held += [float(arr.ravel()[0])] if arr.size == 1 and arr.dtype.kind == "f" else []
-    for n in case.model.graph.node:
-        if n.op_type == "Constant" and n.attribute and n.attribute[0].HasField("t"):
-            arr = read_tensor(n.attribute[0].t)
-            held += [float(arr.ravel()[0])] if arr.size == 1 and arr.dtype.kind == "f" else []
-    return held
+    return held + list(_scalar_constants(case).values())
 
 
 def _argument(target: str, args: tuple, kwargs: dict, name: str) -> Any:
