@@ -213,9 +213,9 @@ def test_convnext_trained_layer_scales_folded_by_onnxsim(tmp_path, exporter):
 
 @pytest.mark.deploy
 def test_ort_basic_file_refused_at_all_runs_at_the_level_it_loads(tmp_path):
-    """ORT's own basic-level file of a dynamo BERT: onnxruntime 1.32 refuses it at ENABLE_ALL
-    (AddInitializerWithOrtValue), the output pass's default level.  The pass runs at the highest
-    level ORT accepts, the report says so, and the file is checked (exit 3 before)."""
+    """ORT's own basic-level file of a dynamo BERT: should this onnxruntime refuse it at ENABLE_ALL, the output
+    pass's default level, the pass runs at the highest level ORT accepts and the report says so (exit 3 before);
+    onnxruntime 1.32 loads it, and the output pass runs it at ``all``."""
     import onnxruntime as ort
 
     src = _zoo_export("bert", "tokens", "dynamo", tmp_path)
@@ -232,6 +232,64 @@ def test_ort_basic_file_refused_at_all_runs_at_the_level_it_loads(tmp_path):
         assert any(n.startswith("the output pass ran at ORT level") for n in result.notes)
     else:
         assert result.environment.ort_output_opt_level == "all"
+
+
+_IDS_BERT = """
+import torch
+from transformers import BertConfig, BertModel
+
+
+class Ids(torch.nn.Module):      # a BERT fed token ids only (no attention mask input)
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.m = BertModel(BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                      intermediate_size=64, max_position_embeddings=64))
+
+    def forward(self, ids):
+        return self.m(input_ids=ids).last_hidden_state
+
+
+def model():
+    return Ids().eval()
+
+
+def ids():
+    return torch.randint(0, 100, (1, 16), generator=torch.Generator().manual_seed(0))
+"""
+
+
+@pytest.mark.deploy
+def test_output_pass_runs_the_file_as_given_not_drifttuis_views(tmp_path):
+    """ORT's quantization pre-processing (``quant_pre_process``: symbolic shapes, basic optimisation) of a dynamo
+    BERT fed token ids only: its Linears are Reshape, Gemm, Reshape, read through drifttui's Reshape views to the
+    module's shape.  With the views in, ONNX Runtime refused the graph at ENABLE_ALL ("Attempt to replace the
+    existing tensor"), so the output pass ran at basic and the note said ORT refuses *this file* at all: false, ORT
+    loads the file there.  The output pass runs the file as given, at all."""
+    import onnxruntime as ort
+    from onnxruntime.quantization import quant_pre_process
+
+    from drifttui.core.model.export import export_model
+    from drifttui.core.pipeline import run_once
+    from drifttui.core.result import Config
+
+    spec = tmp_path / "ids_bert.py"
+    spec.write_text(_IDS_BERT)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import ids_bert  # noqa: E402
+    finally:
+        sys.path.remove(str(tmp_path))
+    src = export_model(ids_bert.model(), (ids_bert.ids(),), {}, "dynamo", tmp_path, name="bert.onnx")
+    dep = tmp_path / "pre.onnx"
+    quant_pre_process(str(src), str(dep))
+    ort.InferenceSession(str(dep), providers=["CPUExecutionProvider"])      # ORT loads the file at all
+    result = run_once(Config(model=f"{spec}:model", onnx=str(dep), inputs=f"{spec}:ids", samples=2)).result
+    assert result.verdict == OK, (result.drift_origin, result.notes)
+    assert result.environment.ort_output_opt_level == "all", result.notes
+    assert not any(n.startswith("the output pass ran at ORT level") for n in result.notes), result.notes
+    assert P.covered(result) >= 30, P.covered(result)
+    assert any("processed by ONNX Runtime's quantization pre-processing" in n for n in result.notes), result.notes
 
 
 @pytest.mark.parametrize("exporter", ["torchscript", pytest.param("dynamo", marks=pytest.mark.deploy)])

@@ -193,7 +193,7 @@ class _Run:
         t = time.perf_counter()
         pr, cfg = self.pr, self.cfg
         self.floor, self.outs.level, why = sessions.session_at_or_below(
-            pr.proto, cfg.output_opt_level, cfg.deterministic, cfg.provider, pr.workdir, "floor.onnx",
+            pr.deployed, cfg.output_opt_level, cfg.deterministic, cfg.provider, pr.workdir, "floor.onnx",
             data_dir=pr.index.data_dir, settings=cfg.session)
         if why and not any(n.startswith("the output pass ran at ORT level") for n in self.notes):
             self.notes.append(f"the output pass ran at ORT level {self.outs.level}, not {cfg.output_opt_level}: "

@@ -78,7 +78,7 @@ def sweep(pr: Prepared, cfg: Config, sizes: tuple[int, ...]) -> BatchSweep:
         return onnx_feeds(batch, pr.index.graph_inputs, pr.input_dtypes)
 
     out_names = list(pr.index.graph_outputs)
-    floor = sessions.make_session(pr.proto, cfg.output_opt_level, cfg.deterministic, cfg.provider, pr.workdir,
+    floor = sessions.make_session(pr.deployed, cfg.output_opt_level, cfg.deterministic, cfg.provider, pr.workdir,
                                   "sweep-out.onnx", data_dir=pr.index.data_dir, settings=cfg.session)
     alone, runs = _run_sizes(floor, feeds_of, sizes, out_names)
     per_size, out_fail = [0.0] * len(sizes), False

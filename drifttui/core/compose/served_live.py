@@ -42,7 +42,7 @@ def reference(pr: Prepared, cfg: Config, setup: Setup) -> Reference:
     names = [t.name for t in b.outputs] or list(pr.index.graph_outputs)
     position = {n: k for k, n in enumerate(pr.index.graph_outputs)}
     wire_of = {t.name: t for t in b.inputs}
-    floor = sessions.make_session(pr.proto, cfg.output_opt_level, cfg.deterministic, cfg.provider, pr.workdir,
+    floor = sessions.make_session(pr.deployed, cfg.output_opt_level, cfg.deterministic, cfg.provider, pr.workdir,
                                   "served-local.onnx", data_dir=pr.index.data_dir, settings=cfg.session)
     ref = Reference(names)
     source = pr.source(cfg.seed, cfg.zero_input)

@@ -51,6 +51,8 @@ def processed_by(index: GraphIndex) -> str:
         return "onnxsim"
     if m.producer_name and m.producer_name != "pytorch":
         return m.producer_name
+    if any(p.key == "onnx.quant.pre_process" for p in m.metadata_props):
+        return "ONNX Runtime's quantization pre-processing (quant_pre_process: shape inference, basic optimisation)"
     domains = {n.domain for n in index.nodes}
     if "com.microsoft.nchwc" in domains:
         return "ONNX Runtime (offline optimisation, NCHWc layout)"

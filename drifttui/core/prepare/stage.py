@@ -91,6 +91,8 @@ class Prepared:
     # torch's model outputs of the trace forward, on sample 0 of seed 0 (no --zero-input): the
     # capture's determinism self-check compares them with its own forward instead of running another
     outputs0: tuple = ()
+    # the file as ONNX Runtime loads it when ``index`` holds drifttui's views (reference.py), else None
+    given: Any = None
 
     def traced_outputs(self, seed: int, zero: bool) -> Optional[list]:
         """The trace's outputs when the capture's sample 0 is the trace's sample 0."""
@@ -99,6 +101,12 @@ class Prepared:
     @property
     def proto(self) -> Any:
         return self.index.model
+
+    @property
+    def deployed(self) -> Any:
+        """What the output passes run: the file as given, not drifttui's views, which change what ORT fuses at
+        ``all`` (a Reshape view after an ORT-optimised BERT's Gemm: "Attempt to replace the existing tensor")."""
+        return self.index.model if self.given is None else self.given
 
     def source(self, seed: int, zero: bool) -> InputSource:
         return build_source(self.input_spec, seed, zero, self.onnx_inputs, self.example)
@@ -178,7 +186,8 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     return Prepared(config=cfg, model=model, example=example, input_spec=in_spec, onnx_inputs=gi, index=index,
                     exporter=exporter, input_dtypes=input_dtypes, hooks=hooks, calls=calls, plan=plan,
                     local=local, windows=windows, budget=budget, batch=batch, notes=notes, details=details,
-                    workdir=workdir, timings=timings, precision=pscan, budgets=budgets, outputs0=outputs0)
+                    workdir=workdir, timings=timings, precision=pscan, budgets=budgets, outputs0=outputs0,
+                    given=proto if index.model is not proto else None)
 
 
 def _split(cfg: Config, calls: list[Any], map_index: Any, hooks: Any, model: Any, sample0: Any,
