@@ -58,7 +58,8 @@ REPAIRED = {("quant_half", "torchscript"): _rounding("sigmoid"), ("quant_half", 
 STACKED = {("srgb_half", "torchscript"): ("dtype", "sequence", {}, "two float16 stories"),
            ("srgb_half", "dynamo"): ("dtype", "sequence", {}, "two float16 stories")}
 CLEAN = [("srgb_f32", "dynamo"), ("quant_f32", "torchscript"), ("quant_amp_off", "dynamo"),
-         ("shuffle_f32", "torchscript"), ("conv_f32", "dynamo"), ("swin_block", "torchscript"), ("swin_block", "dynamo")]
+         ("shuffle_f32", "torchscript"), ("conv_f32", "dynamo"), ("swin_block", "torchscript"),
+         ("swin_block", "dynamo")]
 
 
 @pytest.fixture(scope="module")
