@@ -22,23 +22,28 @@ Screened, and what it showed:
 * not kept: ``LiltModel`` / ``BrosModel`` (the screen's tiny configs did not run); a DB map under autocast exports
   with dynamo to a file ONNX Runtime refuses (a type error on the autocast ``ConvTranspose``); TorchScript's drifts as
   ``db_binarize``'s do.
-* what drifts past drifttui's tolerance is ONNX Runtime's dropped float16 rounding, where the model computes in
-  float16 (``torch.autocast``) and the layout code amplifies it: box coordinates ``sigmoid * 1000`` in float16
-  (ulp 0.5 at 1000) truncated by ``.long()`` to embedding indices, where the file's unrounded coordinate lands on
-  the other integer (a different embedding row); DB's ``k (P - T)`` at k = 50; rotated-box corners.
+* what drifts past drifttui's tolerance is ONNX Runtime's dropped float16 rounding (of the box head's Gemm output,
+  read unrounded by the Sigmoid after it) where box coordinates ``sigmoid * 1000`` in float16 are truncated by
+  ``.long()`` to embedding indices: a coordinate on the other integer is a different embedding row.  DB's
+  ``k (P - T)`` at k = 50 and rotated-box corners under autocast drift too, but within the float16 budget.
 
 Kept (each drifts with both exporters at both ORT levels; the origin is always ``body``):
 * ``box_embed`` (deep): LayoutLM's 2-D position embedding, box coordinates from a float16 head scaled to 0..1000,
   truncated, clamped, looked up in x / y / h / w tables: 0.86 of the scale.
 * ``layoutlmv3_boxes`` (deep): the same float16 box head feeding a tiny ``LayoutLMv3Model`` (its spatial embeddings
   and 2-D relative position buckets): 0.19 of the scale.
+* ``layoutlm_boxes`` (deep): the same box head feeding a tiny ``LayoutLMModel`` (added after the first run showed
+  ``db_binarize`` and ``rbox`` within drifttui's float16 budget): 4.2e-2.
+
+Kept as drifts by the judge, but within drifttui's float16 budget (4 eps of float16, 3.9e-3 of the scale; the screen
+measured max |d| / scale), so controls whose right answer is no error finding:
 * ``db_binarize`` (deep): a DB head's probability and threshold maps in float16, ``sigmoid(50 (P - T))``: 1.5e-3.
 * ``rbox`` (shallow): EAST RBOX corners decoded in float16 (edge distances ``sigmoid * 64``, an angle, rotation),
   the shoelace areas in float32: 6.1e-4.
 
-Clean controls (the same code where nothing drifts): ``box_embed_f32``, ``layoutlmv3_f32``, ``db_binarize_f32``,
-``rbox_f32`` (autocast disabled), and ``table_amp`` (table separators and cells under autocast: 3.4e-5 of the
-scale, within drifttui's float16 budget; the right answer is no error finding).
+Clean controls (the same code where nothing drifts): ``box_embed_f32``, ``layoutlmv3_f32``, ``layoutlm_f32``,
+``db_binarize_f32``, ``rbox_f32`` (autocast disabled), and ``table_amp`` (table separators and cells under
+autocast: 3.4e-5 of the scale, within drifttui's float16 budget; the right answer is no error finding).
 """
 from __future__ import annotations
 
@@ -118,6 +123,25 @@ class LayoutV3Boxes(nn.Module):
         return out.mean(1)
 
 
+class LayoutV1Boxes(nn.Module):
+    """a tiny ``LayoutLMModel`` (LayoutLM v1: x / y / h / w position embeddings of the boxes) over 8 token embeddings
+    whose boxes come from a box head ``sigmoid(linear) * 1000`` (under autocast when ``amp``), truncated to ints."""
+
+    def __init__(self, amp: bool = True) -> None:
+        super().__init__()
+        self.tok, self.box, self.amp = nn.Linear(4, 32), nn.Linear(WIDTH, 32), amp
+        cfg = transformers.LayoutLMConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                          intermediate_size=64, vocab_size=64, max_position_embeddings=64)
+        self.m = transformers.LayoutLMModel(cfg).eval()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[0]
+        with torch.autocast("cpu", dtype=HALF, enabled=self.amp):
+            b = torch.sigmoid(self.box(x)).view(n, 8, 4) * 1000
+        out = self.m(inputs_embeds=self.tok(x.view(n, 8, 4)), bbox=_ordered(b.float().long())).last_hidden_state
+        return out.mean(1)
+
+
 class RBox(nn.Module):
     """EAST RBOX decoding at 8 points of a text line: 4 edge distances ``sigmoid * 64`` and an angle in
     [-pi/4, pi/4), corners rotated about the point (under autocast when ``amp``), shoelace areas in float32."""
@@ -163,6 +187,8 @@ def box_embed() -> nn.Module: return _deep(BoxEmbed)                            
 def box_embed_f32() -> nn.Module: return _deep(lambda: BoxEmbed(False))                              # noqa: E704
 def layoutlmv3_boxes() -> nn.Module: return _deep(LayoutV3Boxes)                                    # noqa: E704
 def layoutlmv3_f32() -> nn.Module: return _deep(lambda: LayoutV3Boxes(False))                        # noqa: E704
+def layoutlm_boxes() -> nn.Module: return _deep(LayoutV1Boxes)                                     # noqa: E704
+def layoutlm_f32() -> nn.Module: return _deep(lambda: LayoutV1Boxes(False))                         # noqa: E704
 def db_binarize() -> nn.Module: return _deep(DBBinarize)                                            # noqa: E704
 def db_binarize_f32() -> nn.Module: return _deep(lambda: DBBinarize(False))                          # noqa: E704
 def rbox() -> nn.Module: return _shallow(RBox)                                                      # noqa: E704
