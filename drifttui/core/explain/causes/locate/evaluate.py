@@ -155,7 +155,9 @@ def picked_values(case: Case, pick: Callable[[Any], bool]) -> tuple[list[Any], d
 def run_reference(model: Any, feeds: dict[str, np.ndarray], intermediate: bool = False) -> dict[str, np.ndarray]:
     from onnx.reference import ReferenceEvaluator
 
-    ref = ReferenceEvaluator(model)
+    from drifttui.core.explain.causes.locate.exact_unary import NEW_OPS
+
+    ref = ReferenceEvaluator(model, new_ops=NEW_OPS)     # float32 functions correctly rounded, not numpy's SIMD
     names = set(ref.input_names)
     with np.errstate(all="ignore"):       # float16 overflow / inf - inf are numbers the ONNX semantics give
         got = ref.run(None, {k: v for k, v in feeds.items() if k in names}, intermediate=intermediate)
