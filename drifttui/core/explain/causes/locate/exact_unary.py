@@ -11,10 +11,10 @@ Here each such op of a float32 input is computed in float64 and rounded once: th
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from onnx.reference.ops._op import OpRunUnaryNum
 
 # ONNX op -> the numpy function; each is one ufunc call that numpy vectorises for float32 with an approximation
 FUNCTIONS = {"Tanh": np.tanh, "Exp": np.exp, "Log": np.log, "Sin": np.sin, "Cos": np.cos, "Tan": np.tan,
@@ -31,4 +31,10 @@ def _exact(fn: Any) -> Any:
     return _run
 
 
-NEW_OPS = [type(name, (OpRunUnaryNum,), {"op_domain": "", "_run": _exact(fn)}) for name, fn in FUNCTIONS.items()]
+@lru_cache(maxsize=None)
+def new_ops() -> list[Any]:
+    """``ReferenceEvaluator(new_ops=...)``'s classes, one per op of ``FUNCTIONS`` (built once: onnx.reference is
+    imported where the reference evaluator runs)."""
+    from onnx.reference.ops._op import OpRunUnaryNum
+
+    return [type(name, (OpRunUnaryNum,), {"op_domain": "", "_run": _exact(fn)}) for name, fn in FUNCTIONS.items()]
