@@ -3,7 +3,7 @@ learning policy and value networks as deployed for inference**, screened with to
 both exporters at their default opset, ORT at ``ORT_DISABLE_ALL`` and ``ORT_ENABLE_ALL``, on (6, 32) rows, after
 grepping every earlier suite (no tanh-squashed log-prob correction, distributional head, value rescaling, dueling
 head or running observation normaliser in any of them).  Written before the engine diagnosed any of them
-(/tmp/h47b/judge.md).  About 15 minutes, 63 models, some 250 exports (/tmp/h47b/s1.py, s2.py).
+(/tmp/h47b/judge.md).  About 15 minutes, 62 model variants, some 120 exports (each run at both ORT levels) (/tmp/h47b/s1.py, s2.py).
 
 Screened, and what it showed:
 * **the exporters compute what torch computes** (a few float32 ulps of the output's scale) for: SAC's squashed

@@ -2,7 +2,7 @@
 screened in REINFORCEMENT-LEARNING POLICY AND VALUE NETWORKS AS DEPLOYED FOR INFERENCE (SAC's tanh-squashed Gaussian
 with its ``log(1 - tanh(u)^2 + eps)`` or softplus correction, C51 / QR-DQN / IQN heads, the value rescaling ``h`` and
 its inverse, dueling heads, action masking with ``-inf`` / ``finfo.min``, running observation normalisers, Beta and
-categorical heads, float16 heads; forms47b's docstring lists the 63 models screened).  What a right answer is
+categorical heads, float16 heads; forms47b's docstring lists the 62 variants screened).  What a right answer is
 (written before the first run's causes were read; /tmp/h47b/judge.md): the origin ``body``; for SAC's correction of
 a saturated float32 action, class ``op-compat`` naming torch's ``tanh`` (ONNX Runtime's MLAS Tanh is ~5 ulps off,
 ``1 - tanh^2`` cancels), verified by computing the Tanh otherwise, a repair that passes ``check``; for ``h^-1`` of
