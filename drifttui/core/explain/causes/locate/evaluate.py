@@ -22,6 +22,7 @@ from drifttui.core.explain.causes.locate.localise_nodes import deviating, own_er
 from drifttui.core.base.metrics import Stats, compare
 from drifttui.core.onnx.lacking import lacking
 from drifttui.core.explain.causes.locate.cone import cone_model
+from drifttui.core.explain.causes.locate.exact_unary import new_ops
 from drifttui.core.onnx.edit.numerics.widen import to_float64
 from drifttui.core.runtime.passes.settings import ORT_ENUM
 
@@ -155,7 +156,7 @@ def picked_values(case: Case, pick: Callable[[Any], bool]) -> tuple[list[Any], d
 def run_reference(model: Any, feeds: dict[str, np.ndarray], intermediate: bool = False) -> dict[str, np.ndarray]:
     from onnx.reference import ReferenceEvaluator
 
-    ref = ReferenceEvaluator(model)
+    ref = ReferenceEvaluator(model, new_ops=new_ops())     # float32 functions correctly rounded, not numpy's SIMD
     names = set(ref.input_names)
     with np.errstate(all="ignore"):       # float16 overflow / inf - inf are numbers the ONNX semantics give
         got = ref.run(None, {k: v for k, v in feeds.items() if k in names}, intermediate=intermediate)
