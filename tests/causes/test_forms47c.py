@@ -19,11 +19,11 @@ First run, engine at the branch base (739059c1, ``drifttui diagnose`` / ``repair
 | dino_aa dynamo (deep) | right | ``lowering``, but of ``aten.add`` (the Add reading the folded constant) | **no** | **no** (5 patches) | **no file** | 64 s / 52 s |
 | dino_aa_down dynamo (shallow) | right | ``lowering`` of ``aten.add`` | **no** | **no** | **no file** | 95 s / 107 s |
 | dino_aa_bilinear dynamo (deep) | right | ``lowering`` of ``aten.add`` | **no** | **no** | **no file** | 195 s / 168 s |
-| tome dynamo (deep) | right | yes: ``lowering`` (``ScatterElements(reduction='none')``) | yes (``scatter_reduce``) | yes (re-export) | yes | TOME_TIMES |
+| tome dynamo (deep) | right | yes: ``lowering`` (``ScatterElements(reduction='none')``) | yes (``scatter_reduce``) | yes (re-export) | yes | 42 s / 29 s |
 | controls dino_noaa ts + dy, dino_aa_int dy, tome_sum dy, swin ts, swin_v2 dy | CONTROLS | | | | | 38-47 s |
 
 First run: origin 4/4; class by label 4/4 but by mechanism 1/4 (the three position embeddings blamed the ``Add``'s
-lowering, not the folded resampling); told 1/4; verified and repair passing check 1/4; controls CONTROLS.
+lowering, not the folded resampling); told 1/4; verified and repair passing check 1/4; controls 6/6.
 
 Fixed generically: ``causes/locate/folded_values.py`` (a value the dynamo exporter folded into a constant, made from
 parameters and buffers with no input, whose constant holds other numbers than torch's value, is the first wrong
