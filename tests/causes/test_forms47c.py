@@ -20,7 +20,7 @@ First run, engine at the branch base (739059c1, ``drifttui diagnose`` / ``repair
 | dino_aa_down dynamo (shallow) | right | ``lowering`` of ``aten.add`` | **no** | **no** | **no file** | 95 s / 107 s |
 | dino_aa_bilinear dynamo (deep) | right | ``lowering`` of ``aten.add`` | **no** | **no** | **no file** | 195 s / 168 s |
 | tome dynamo (deep) | right | yes: ``lowering`` (``ScatterElements(reduction='none')``) | yes (``scatter_reduce``) | yes (re-export) | yes | 42 s / 29 s |
-| controls dino_noaa ts + dy, dino_aa_int dy, tome_sum dy, swin ts, swin_v2 dy | CONTROLS | | | | | 38-47 s |
+| controls dino_noaa ts + dy, dino_aa_int dy, tome_sum dy, swin ts, swin_v2 dy | ok (6/6) | | | | | 25-47 s |
 
 First run: origin 4/4; class by label 4/4 but by mechanism 1/4 (the three position embeddings blamed the ``Add``'s
 lowering, not the folded resampling); told 1/4; verified and repair passing check 1/4; controls 6/6.
