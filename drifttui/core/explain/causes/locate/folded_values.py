@@ -11,7 +11,10 @@ nodes read; torch's value is that FX node's in the origin's program.  When the t
 Its FX node is told with the FX nodes it was folded from, and named by the first of them made from Python numbers
 alone (a factory: the element count is made there).  A value made from Python numbers alone whose constant holds
 torch's element count but other numbers past float32 rounding (``torch.hamming_window(n)``: torchlib's ONNX
-``HammingWindow`` has the coefficients 25/46 and 21/46, not torch's 0.54 / 0.46) is wrong on its own the same way;
+``HammingWindow`` has the coefficients 25/46 and 21/46, not torch's 0.54 / 0.46) is wrong on its own the same way,
+and so is one made from parameters and buffers with no input (DINOv2's position embedding resampled by an
+antialiased ``interpolate`` the exporter folded through ONNX's reference ``Resize`` with sizes, not torch's scale):
+both are the same for every input;
 its constant is the one of its name, else the one float constant of its shape the readers read (an ``STFT``'s window).
 """
 from __future__ import annotations
@@ -100,7 +103,7 @@ def folded_groups(model: Any, groups: list[Any], program: list[tuple], make: Any
             if said is None:
                 continue
             done.add(a)
-            head = next((c for c in chain if not _nodes_in(c[5])), p)     # made from Python numbers alone
+            head = _head(chain, p)
             at = [r for r in readers if const in r.input]
             w = make(a, head[1], [r.name for r in at], [r.op_type for r in at])
             w.call, w.aten, w.own_abs, w.fails = head[3], head[4], float("inf"), True
@@ -136,13 +139,27 @@ def _other_numbers(named: bool, held: np.ndarray, want: np.ndarray, chain: list[
     rounding, when it is that value's constant (``named``) and the value is made from Python numbers alone (no
     input, parameter or buffer: torch's value is right for every input); else None."""
     if not named or held.dtype.kind != "f" or want.dtype.kind != "f" or held.size < 2 \
-            or any(getattr(x, "op", "") != "call_function" for c in chain for x in _nodes_in(c[5])):
+            or any(getattr(x, "op", "") == "placeholder" for c in chain for x in _nodes_in(c[5])):
         return None
     torch_value = np.asarray(want, np.float64).reshape(held.shape)
     off = float(np.max(np.abs(held.astype(np.float64) - torch_value)))
     if not np.isfinite(off) or off <= FOLD_RTOL * float(np.max(np.abs(torch_value))) + 1e-7:
         return None
     return f"holds values up to {off:.3g} off torch's (torch's value has the same {held.size} elements)"
+
+
+def _head(chain: list[tuple], value: tuple) -> tuple:
+    """The FX node a folded value is named by: the first made from Python numbers alone (a factory), else the first
+    of a parameter's chain that computes rather than moves numbers (the ``_upsample_bicubic2d_aa`` of a position
+    embedding, not the ``slice`` / ``view`` around it), else the value itself."""
+    made = next((c for c in chain if not _nodes_in(c[5])), None)
+    if made is not None:
+        return made
+    return next((c for c in chain if (c[1].split(".") + [""])[1] not in _LAYOUT), value)
+
+
+_LAYOUT = {"slice", "view", "reshape", "permute", "transpose", "unsqueeze", "squeeze", "expand", "cat", "clone",
+           "_to_copy", "contiguous", "select", "flatten", "alias", "unflatten"}
 
 
 def _in_layout(const: str, want: np.ndarray, held: np.ndarray) -> Optional[tuple[str, np.ndarray]]:
