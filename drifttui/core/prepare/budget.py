@@ -109,3 +109,18 @@ def window_note(b: Budget, windows: int, total_bytes: int) -> str:
     return (f"captured in {windows} windows of consecutive layers to stay within {what} (the run holds "
             f"~{human(b.fixed)} besides the captured values; one sample's intermediates, both sides: "
             f"~{human(total_bytes)}); each window costs one ORT run and one torch forward per per-layer sample")
+
+
+def window_notes(max_memory: Optional[int], hooked: bool, windows: list[Any], budget: Optional[int],
+                 total_bytes: int, mem: Budget) -> list[str]:
+    """What the run says about its capture windows and the memory budget."""
+    out = []
+    if len(windows) > 1:
+        out.append(window_note(mem, len(windows), total_bytes))
+    if max_memory is not None and not hooked:
+        out.append("--max-memory was not applied: windowed capture needs module hooks")
+    big = [w for w in windows if budget is not None and w.nbytes > budget]
+    if big:
+        listed = ", ".join(str(w.first) for w in big[:10]) + (f" and {len(big) - 10} more" if len(big) > 10 else "")
+        out.append(f"layer(s) {listed} alone exceed the memory budget; they were captured on their own")
+    return out

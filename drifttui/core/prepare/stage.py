@@ -44,7 +44,7 @@ from drifttui.core.base.progress import CancelToken, Progress, ProgressFn, heart
 from drifttui.core.prepare.reference_check import same_as_onnx
 from drifttui.core.result import Config
 from drifttui.core.model.spec import InputSpec, parse_input_spec, parse_model_spec
-from drifttui.core.prepare.budget import Budget, plan_budget, window_note
+from drifttui.core.prepare.budget import plan_budget, window_notes
 from drifttui.core.prepare.call_budgets import CallBudget, call_budgets
 from drifttui.core.prepare.folded_constants import folded_constants
 from drifttui.core.prepare.qweight_check import weight_checks
@@ -138,9 +138,7 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     pscan = precision.scan(index)
     if pscan.reduced:
         precision.rescope_quantizers(index)
-    if exporter == "user file":
-        exporter = {DYNAMO: "dynamo (from the file's metadata)",
-                    TORCHSCRIPT: "torchscript (from the file's node names)"}.get(index.flavour, "unknown")
+    exporter = _file_exporter(index) if exporter == "user file" else exporter
     input_dtypes = {name: dt for name, _, dt in graph_inputs(proto)}
     notes.extend(_half_inputs_note(gi))
     feeds0 = onnx_feeds(sample0, index.graph_inputs, input_dtypes)    # refuses inputs that do not fit first
@@ -177,17 +175,22 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     windows, total_bytes = plan_windows(plan, calls, index, max(1, budget // batch) if budget else budget,
                                         set(index.graph_inputs))
     attach_local(windows, local, plan)
-    notes[:0] = mem.notes + _window_notes(cfg, hooks is not None, windows, budget, total_bytes, mem)
+    notes[:0] = mem.notes + window_notes(cfg.max_memory, hooks is not None, windows, budget, total_bytes, mem)
     budgets = call_budgets(pscan, index, plan, calls)
     made_by = reference.file_exporter(index, "dynamo" if "dynamo" in exporter else "torchscript")
     _content_checks(index, calls, plan, model, pscan, budgets, workdir, sample0,
                     lambda: unit_checks(calls, plan, model, hooks, sample0, made_by, cfg.provider, timings))
     timings["map"] = time.perf_counter() - t
     return Prepared(config=cfg, model=model, example=example, input_spec=in_spec, onnx_inputs=gi, index=index,
-                    exporter=exporter, input_dtypes=input_dtypes, hooks=hooks, calls=calls, plan=plan,
-                    local=local, windows=windows, budget=budget, batch=batch, notes=notes, details=details,
-                    workdir=workdir, timings=timings, precision=pscan, budgets=budgets, outputs0=outputs0,
+                    exporter=exporter, input_dtypes=input_dtypes, hooks=hooks, calls=calls, plan=plan, local=local,
+                    windows=windows, budget=budget, batch=batch, notes=notes, details=details, workdir=workdir,
+                    timings=timings, precision=pscan, budgets=budgets, outputs0=outputs0,
                     given=proto if index.model is not proto else None)
+
+
+def _file_exporter(index: GraphIndex) -> str:
+    return {DYNAMO: "dynamo (from the file's metadata)",
+            TORCHSCRIPT: "torchscript (from the file's node names)"}.get(index.flavour, "unknown")
 
 
 def _split(cfg: Config, calls: list[Any], map_index: Any, hooks: Any, model: Any, sample0: Any,
@@ -379,20 +382,6 @@ def _export(model: Any, example: Any, sample0: Any, exporter: str, workdir: Path
 def _no_batch(cfg: Config, notes: list[str], why: str) -> int:
     notes.append(f"--batch {cfg.batch} was not applied (samples ran one at a time): {why}")
     return 1
-
-
-def _window_notes(cfg: Config, hooked: bool, windows: list[Window], budget: Optional[int],
-                  total_bytes: int, mem: Budget) -> list[str]:
-    out = []
-    if len(windows) > 1:
-        out.append(window_note(mem, len(windows), total_bytes))
-    if cfg.max_memory is not None and not hooked:
-        out.append("--max-memory was not applied: windowed capture needs module hooks")
-    big = [w for w in windows if budget is not None and w.nbytes > budget]
-    if big:
-        listed = ", ".join(str(w.first) for w in big[:10]) + (f" and {len(big) - 10} more" if len(big) > 10 else "")
-        out.append(f"layer(s) {listed} alone exceed the memory budget; they were captured on their own")
-    return out
 
 
 def graph_inputs(proto: Any) -> list[tuple[str, list[Any], str]]:
