@@ -8,15 +8,13 @@ node that read it (a ``Slice``, an ``ArgMin``) as the wrong lowering.  A 1/64 st
 count and is not named."""
 from __future__ import annotations
 
-import io
-import warnings
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import torch
 from torch import nn
+
+from tests.causes.folded_groups import folded_of
 
 SPEC = str(Path(__file__))
 
@@ -43,19 +41,7 @@ def rows() -> torch.Tensor:
 
 
 def _folded(step: float, tmp_path: Path) -> tuple[list, object]:
-    import onnx
-
-    from drifttui.core.explain.causes.locate.folded_values import folded_groups
-    from drifttui.core.explain.causes.locate.fx_localise import FxNode, _groups, _program_values
-    from drifttui.core.explain.causes.locate.torch_program import program
-
-    m, x, path = Horizon(step).eval(), rows(), tmp_path / "horizon.onnx"
-    with warnings.catch_warnings(), redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
-        warnings.simplefilter("ignore")
-        torch.onnx.export(m, (x,), str(path), dynamo=True)
-    proto = onnx.load(str(path))
-    values = _program_values(program(SimpleNamespace(cache={}), "", m, [x]), [x])
-    return [w for _, w in folded_groups(proto, _groups(proto), values, FxNode)], proto
+    return folded_of(Horizon(step).eval(), rows(), tmp_path / "horizon.onnx")
 
 
 @pytest.fixture(scope="module")

@@ -11,15 +11,13 @@ first node that computes rather than moves numbers (the upsample, not the ``slic
 value written into the constant is the patch.  The same code without antialias folds to torch's numbers."""
 from __future__ import annotations
 
-import io
-import warnings
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from tests.causes.folded_groups import folded_of
 
 
 class PosEmbed(nn.Module):
@@ -42,19 +40,7 @@ def rows() -> torch.Tensor:
 
 
 def _folded(m: nn.Module, tmp_path: Path) -> tuple[list, object]:
-    import onnx
-
-    from drifttui.core.explain.causes.locate.folded_values import folded_groups
-    from drifttui.core.explain.causes.locate.fx_localise import FxNode, _groups, _program_values
-    from drifttui.core.explain.causes.locate.torch_program import program
-
-    x, path = rows(), tmp_path / "pos.onnx"
-    with warnings.catch_warnings(), redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
-        warnings.simplefilter("ignore")
-        torch.onnx.export(m, (x,), str(path), dynamo=True)
-    proto = onnx.load(str(path))
-    values = _program_values(program(SimpleNamespace(cache={}), "", m, [x]), [x])
-    return [w for _, w in folded_groups(proto, _groups(proto), values, FxNode)], proto
+    return folded_of(m, rows(), tmp_path / "pos.onnx")
 
 
 def test_a_folded_resampled_parameter_with_other_values_is_named_by_its_resampling(tmp_path):

@@ -9,15 +9,13 @@ Python numbers alone whose constant holds other numbers than torch's value is no
 value written into the constant is the patch.  ``hann_window`` folds to torch's numbers and is not named."""
 from __future__ import annotations
 
-import io
-import warnings
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import torch
 from torch import nn
+
+from tests.causes.folded_groups import folded_of
 
 SPEC = str(Path(__file__))
 
@@ -56,19 +54,7 @@ def rows() -> torch.Tensor:
 
 
 def _folded(m: nn.Module, tmp_path: Path) -> tuple[list, object]:
-    import onnx
-
-    from drifttui.core.explain.causes.locate.folded_values import folded_groups
-    from drifttui.core.explain.causes.locate.fx_localise import FxNode, _groups, _program_values
-    from drifttui.core.explain.causes.locate.torch_program import program
-
-    x, path = rows(), tmp_path / "windowed.onnx"
-    with warnings.catch_warnings(), redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
-        warnings.simplefilter("ignore")
-        torch.onnx.export(m, (x,), str(path), dynamo=True)
-    proto = onnx.load(str(path))
-    values = _program_values(program(SimpleNamespace(cache={}), "", m, [x]), [x])
-    return [w for _, w in folded_groups(proto, _groups(proto), values, FxNode)], proto
+    return folded_of(m, rows(), tmp_path / "windowed.onnx")
 
 
 @pytest.fixture(scope="module")
