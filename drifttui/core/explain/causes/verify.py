@@ -41,7 +41,7 @@ from drifttui.core.explain.causes.propose.numerics.opmath_inner import inner_opm
 from drifttui.core.explain.causes.propose.numerics.origin64 import origin64_patches
 from drifttui.core.explain.causes.propose.patch_budget import affordable, budget, by_likelihood
 from drifttui.core.explain.causes.propose.numerics.precision_loss import precision_finding
-from drifttui.core.explain.causes.propose.reexport.variants import try_reexport, variants
+from drifttui.core.explain.causes.propose.reexport.variants import try_reexport, unedited_witness, variants
 from drifttui.core.explain.causes.propose.residual import residual_patches
 from drifttui.core.explain.causes.propose.edits.resize_map import measured_map_patches
 from drifttui.core.explain.causes.propose.numerics.saturation_cause import saturation_finding
@@ -280,7 +280,9 @@ def _witnessed(ctx: Any, case: Case, reexport: Trial) -> list[Trial]:
     p = reexport.patch
     node, witness = p.nodes[-1] if p.nodes else None, p.graft.model if p.graft is not None else None
     exporter = p.spec.get("exporter", "")
-    patches = list(constants.witness_constant_patches(case, p.nodes[0] if p.nodes else None, witness, exporter))
+    # another exporter's numbers against a file its own exporter writes: no number of it was changed (variants.py)
+    patches = [] if unedited_witness(ctx, exporter) else list(
+        constants.witness_constant_patches(case, p.nodes[0] if p.nodes else None, witness, exporter))
     return _first_holding(ctx, case, patches) or _first_holding(
         ctx, case, list(witness_attribute_patches(case, node, witness, exporter)))
 

@@ -17,7 +17,8 @@ import numpy as np
 from drifttui.core.explain.causes.propose.reexport.aliasing import aliased_told
 from drifttui.core.explain.causes.propose.reexport.definitions import Told, told
 from drifttui.core.explain.causes.propose.reexport.dynamic_lowering import dynamic_lowering
-from drifttui.core.explain.causes.propose.reexport.edited import OTHER_WEIGHTS, edited_story, keeps_its_state
+from drifttui.core.explain.causes.propose.reexport.edited import (OTHER_WEIGHTS, edited_story, keeps_its_state,
+                                                                 whole_export_is_the_file)
 from drifttui.core.explain.causes.propose.reexport.graft_inputs import graft_for
 from drifttui.core.explain.causes.propose.reexport.frozen_trace import dynamic_dims, frozen_story
 from drifttui.core.explain.causes.propose.reexport.narrow_graft import narrowed
@@ -153,6 +154,17 @@ def own_variant(ctx: Any) -> Variant:
     opset = ctx.index.opset if made_by == "torchscript" and isinstance(ctx.index.opset, int) else None
     at = f" at the file's opset {opset}" if opset else ""
     return Variant(made_by, f"today's {made_by} exporter{at} on the runtime input shapes", opset=opset, same=True)
+
+
+def unedited_witness(ctx: Any, exporter: str) -> bool:
+    """Whether a verified re-export by ``exporter`` is another exporter's than the file's while the file is what its
+    own exporter writes (drifttui's own export: no file given; else the whole model exported by the file's exporter
+    at its opset computes what the file computes).  A number such a witness holds otherwise is where the two
+    exporters' lowerings part, not a number changed in the file (``constants.witness_constant_patches``)."""
+    own = own_variant(ctx)
+    if not exporter or exporter == own.exporter:
+        return False
+    return not ctx.cfg.onnx or whole_export_is_the_file(ctx, lambda m, i: _export(m, i, own))
 
 
 def next_opset(ctx: Any) -> Optional[Variant]:
