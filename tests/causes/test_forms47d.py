@@ -29,8 +29,11 @@ opset 17 refuses; written with ``% 2**k`` before the engine ran on it.)
 Fixed generically: ``locate/inner_values.py`` (the case compares every child input the file gets wrong, not the
 first only: a patch that rights one level's index no longer passes for the whole) and ``propose/edits/int_sites.py``
 (after the single floor divisions, one patch of the floor division at every integer ``Div``; ``locate/torch_op.py``
-tells such a sequence by the ``>>`` called); ``test_int_div_sites.py``.  After (the CLI, seed 7, /tmp/h47d/run2):
-see the docs' session-47 batch-D section.  Left: ``mean_pool`` (strict xfail below): the file's Clip output (0) is
+tells such a sequence by the ``>>`` called, ``conclude.py`` names that call); ``test_int_div_sites.py``.  After (the
+CLI, seed 7, /tmp/h47d/run2 and run3): origin 4/4, class 3/4, told 3/4, verified rightly 3/4 (grid_shift: the
+floor division at all three ``Div`` s, told "in torch's __rshift__"), repair passing check 4/4 (mean_pool still
+through the guard), controls 8/8 (not re-run: no drift reaches the causes); diagnose / repair 75-152 s / 50-79 s on
+a machine shared by four agents.  Left: ``mean_pool`` (strict xfail below): the file's Clip output (0) is
 within the tolerance of torch's (1e-9), so the ``Div`` is the first wrong node and the NaN guard verifies first.
 """
 from __future__ import annotations
