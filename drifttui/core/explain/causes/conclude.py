@@ -198,7 +198,9 @@ def _patched_op(case: Case, patch: Patch, op: Any, fx: Any = None, aligned: Opti
     aligned call is another (``prefix_variance``: the CumSum a float64 accumulation changed, ``torch.cumsum``, not
     the ``s * s`` that feeds it).  A call whose ``__torch_function__`` dispatch dropped an argument
     (``dropped_args``) is named by value: the file's records are the trace's, which never saw the argument."""
-    if patch.torch_op is not None:          # the story names the forward's call (an in-place update it lost)
+    if patch.torch_op is not None:          # the story names the forward's call (an in-place update it lost), the
+        if op is not None and op.target == patch.torch_op[0]:   # localisation's record of it if that names it too
+            return op
         return TorchOp(patch.torch_op[0], [], [], "story", aten=patch.torch_op[1])
     if op is not None and op.dropped:
         return op

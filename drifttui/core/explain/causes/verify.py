@@ -27,7 +27,7 @@ from drifttui.core.explain.causes.locate.case import Case, origin_case, why_no_c
 from drifttui.core.explain.causes.locate.case_data import judged
 from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, at_level, localise, ort_error
 from drifttui.core.explain.causes.locate.fx_localise import fx_localise
-from drifttui.core.explain.causes.locate.inner_values import first_failing_alone, first_failing_inner, widen
+from drifttui.core.explain.causes.locate.inner_values import failing_inner, first_failing_alone, widen
 from drifttui.core.explain.causes.locate.fx_words import describe
 from drifttui.core.explain.causes.locate.torch_align import calls as aligned_calls, groups as aligned_groups, origin_torch_op
 from drifttui.core.explain.causes.propose.edits import constants
@@ -304,7 +304,7 @@ def _localise(ctx: Any, case: Case) -> tuple[Case, Localisation]:
     # a unit's case (the origin folded into the call that read it): its first wrong FX node is that call's, fed the
     # file's folded result of the origin, not a lowering of its own
     fx = fx_localise(ctx, case) if o is None or case.call == o.layer else None
-    inner = (fx.accumulated if fx is not None else first_failing_inner(ctx, case)) if not loc.ort.fails else None
+    inner = (fx.accumulated if fx is not None else failing_inner(ctx, case)) if not loc.ort.fails else None
     if fx is not None and not inner and not loc.ort.fails:     # as the file computes them: each value read alone
         inner = first_failing_alone(case, fx.torch_values)
     if inner:

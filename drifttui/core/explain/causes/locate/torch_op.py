@@ -14,10 +14,11 @@ from typing import Any, Callable
 
 from drifttui.core.onnx.edit.patches import Patch
 
-# rewrite -> ((aten prefixes of the usual op), [(aten prefixes of another op, torch spelling, story, fix)])
+# rewrite -> ((aten prefixes of the usual op), [({aten prefix of another op: its call}, torch spelling, story, fix)])
 _OTHERS = {
     "floor_div": (("aten.floor_divide", "aten.div"), [
-        (("aten.__rshift__", "aten.bitwise_right_shift", "aten.rshift"), ">> (bitwise_right_shift)",
+        ({"aten.__rshift__": "torch.Tensor.__rshift__", "aten.bitwise_right_shift": "torch.bitwise_right_shift",
+          "aten.rshift": "torch.Tensor.__rshift__"}, ">> (bitwise_right_shift)",
          "the exporter lowers torch's >> on a signed integer as a division by 2**n, which truncates towards zero "
          "where torch's arithmetic shift floors (off by one for negative values)",
          "export with --exporter dynamo (it lowers the shift with the sign handled), or write "
@@ -32,7 +33,7 @@ def name_torch_ops(patches: list[Patch], calls: Callable[[str], list[Any]]) -> l
     its story."""
     out = []
     for p in patches:
-        entry = _OTHERS.get(p.spec.get("rewrite", ""))
+        entry = _OTHERS.get(_rewrite(p.spec))
         if entry is None:
             out.append(p)
             continue
@@ -41,10 +42,21 @@ def name_torch_ops(patches: list[Patch], calls: Callable[[str], list[Any]]) -> l
             out.append(p)
             continue
         for prefixes, spelled, story, fix in others:
-            if any(calls(prefix) for prefix in prefixes):
+            hit = next((prefix for prefix in prefixes if calls(prefix)), None)
+            if hit is not None:     # the finding names that call too (not the op a value alignment gives the nodes)
                 node = p.nodes[0] if p.nodes else ""
                 p = dataclasses.replace(p, check="lowering", why=f"{node}: {story} (torch called {spelled}, not //)",
-                                        fix=fix)
+                                        fix=fix, torch_op=(prefixes[hit], hit))
                 break
         out.append(p)
     return out
+
+
+def _rewrite(spec: dict) -> str:
+    """The patch's rewrite; a sequence's, when every step is that one rewrite (the floor division at every
+    integer ``Div``: ``int_sites.every_int_div``)."""
+    steps = spec.get("patches") if spec.get("op") == "sequence" else None
+    if steps:
+        kinds = {s.get("rewrite", "") if s.get("op") == "rewrite" else "" for s in steps}
+        return kinds.pop() if len(kinds) == 1 else ""
+    return spec.get("rewrite", "")

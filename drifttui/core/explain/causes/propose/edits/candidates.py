@@ -16,6 +16,7 @@ import numpy as np
 from drifttui.core.base.dtypes import ELEM_OF, INT_ELEMS
 
 from drifttui.core.explain.causes.locate.case import Case
+from drifttui.core.explain.causes.propose.edits.int_sites import every_int_div
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.explain.checks.interpolation import expected
 from drifttui.core.onnx.graph import attribute_values
@@ -383,6 +384,7 @@ def graph_candidates(case: Case, module: Any, elem_types: dict[str, int],
             out.extend(casts(case, node, types))
         elif op == "Div":
             out.extend(int_div(case, node, types))
+    out.extend(every_int_div(out))
     out.extend(baked_shapes(case, consts, node_of, module_eps(module), shapes))
     return out
 
