@@ -31,6 +31,7 @@ from drifttui.core.explain.causes.locate.inner_values import failing_inner, firs
 from drifttui.core.explain.causes.locate.fx_words import describe
 from drifttui.core.explain.causes.locate.torch_align import calls as aligned_calls, groups as aligned_groups, origin_torch_op
 from drifttui.core.explain.causes.propose.edits import constants
+from drifttui.core.explain.causes.propose.edits.folded_constant import folded_patches
 from drifttui.core.explain.causes.propose.ablation import by_what_it_changed
 from drifttui.core.explain.causes.propose.assemble import candidate_patches
 from drifttui.core.explain.causes.propose.numerics.conditioning import (conditioned_first, float64_trial,
@@ -176,6 +177,8 @@ def _last_resorts(ctx: Any, case: Case, loc: Localisation, trials: list[Trial]) 
     """When nothing verified yet, in order until one does (appended to ``trials``): two mechanisms composed, torch's
     measured sampling weights, the origin in float64 in the file, a patch that leaves only torch's own float32
     rounding, and the conditioning counterfactual."""
+    if not any(_passes(t) for t in trials):     # a folded value of parameters no re-export computed: torch's value
+        trials += first_verified(ctx, case, folded_patches(case, loc, last=True))[0]
     if not any(_passes(t) for t in trials):     # two mechanisms: most of the error removed, then the rest
         op = loc.torch_op.name if loc.torch_op is not None else None
         trials += first_verified(ctx, case, residual_patches(case, trials, loc.ort, op))[0]

@@ -103,10 +103,13 @@ def folded_groups(model: Any, groups: list[Any], program: list[tuple], make: Any
             if said is None:
                 continue
             done.add(a)
-            head = _head(chain, p)
+            params = any(getattr(x, "op", "") not in ("call_function", "placeholder")
+                         for c in chain for x in _nodes_in(c[5]))
+            head = _head(chain, p, params)
             at = [r for r in readers if const in r.input]
             w = make(a, head[1], [r.name for r in at], [r.op_type for r in at])
             w.call, w.aten, w.own_abs, w.fails = head[3], head[4], float("inf"), True
+            w.from_parameters = params
             w.held = _in_layout(const, want, held)
             w.folded = (f"the constant {const}, folded at export from "
                         f"{' -> '.join(c[1] for c in chain)} (FX node {a}), {said}")
@@ -148,14 +151,15 @@ def _other_numbers(named: bool, held: np.ndarray, want: np.ndarray, chain: list[
     return f"holds values up to {off:.3g} off torch's (torch's value has the same {held.size} elements)"
 
 
-def _head(chain: list[tuple], value: tuple) -> tuple:
-    """The FX node a folded value is named by: the first made from Python numbers alone (a factory), else the first
-    of a parameter's chain that computes rather than moves numbers (the ``_upsample_bicubic2d_aa`` of a position
-    embedding, not the ``slice`` / ``view`` around it), else the value itself."""
-    made = next((c for c in chain if not _nodes_in(c[5])), None)
+def _head(chain: list[tuple], value: tuple, params: bool) -> tuple:
+    """The FX node a folded value is named by: the first made from Python numbers alone (a factory), or, for a value
+    of parameters or buffers, the first of its chain that computes rather than moves numbers (the
+    ``_upsample_bicubic2d_aa`` of a position embedding, the ``linalg_vector_norm`` of a weight, not the slice around
+    it or the ``scalar_tensor`` it is divided by); else the value itself."""
+    made = None if params else next((c for c in chain if not _nodes_in(c[5])), None)
     if made is not None:
         return made
-    return next((c for c in chain if (c[1].split(".") + [""])[1] not in _LAYOUT), value)
+    return next((c for c in chain if _nodes_in(c[5]) and (c[1].split(".") + [""])[1] not in _LAYOUT), value)
 
 
 _LAYOUT = {"slice", "view", "reshape", "permute", "transpose", "unsqueeze", "squeeze", "expand", "cat", "clone",

@@ -72,6 +72,7 @@ class FxNode:
     outputs: list[str] = field(default_factory=list)    # its last ONNX node's outputs (a multi-output op's items)
     folded: str = ""            # held as a constant folded at export, with another element count (folded_values)
     held: Optional[tuple] = None    # a folded value's (constant, torch's value in the constant's layout)
+    from_parameters: bool = False   # a folded value computed from parameters or buffers (folded_values)
 
 
 @dataclass

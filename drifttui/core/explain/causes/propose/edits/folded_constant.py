@@ -14,10 +14,14 @@ from drifttui.core.explain.causes.locate.fx_words import describe
 from drifttui.core.onnx.edit.patches import Patch
 
 
-def folded_patches(case: Case, loc: Any) -> list[Patch]:
+def folded_patches(case: Case, loc: Any, last: bool = False) -> list[Patch]:
+    """Torch's value in the folded constant.  A value computed from parameters or buffers only as a ``last`` resort:
+    whether the exporter's optimizer folded it otherwise (a float16 weight's norm summed in float16 by ONNX's
+    reference) or its lowering computes otherwise (an antialiased resize folded with sizes, not torch's scale), the
+    re-exports tell first (without the optimizer, the file's nodes compute the former right)."""
     fx = getattr(loc, "fx", None)
     w = fx.wrong if fx is not None and getattr(loc, "kind", "") != "runtime" else None
-    if w is None or not w.folded or w.held is None:
+    if w is None or not w.folded or w.held is None or w.from_parameters != last:
         return []
     const, value = w.held
     count = "elements where torch's value has" in w.folded
