@@ -46,6 +46,9 @@ class Stats:
     # for, or when values were not finite.  A merged comparison keeps its first output's channels.
     channels: Optional[np.ndarray] = None
     channel_axis: int = 1
+    # torch's value is an integer (or bool) tensor: a difference is a whole step, never a rounding (one
+    # comparison's flag; a merged Stats does not keep it)
+    integer: bool = False
 
     def bounds(self) -> tuple[tuple[float, float, float], ...]:
         """(max |d|, max |t|, rtol floor) per comparison this holds: what any tolerance is decided on."""
@@ -180,7 +183,16 @@ def compare(t: Any, o: Any, atol: Optional[float] = None, rtol: Optional[float] 
     with np.errstate(all="ignore"):     # overflow / inf - inf are measured, not warned about
         st = _compare(_f32(t), _f32(o), atol, rtol, channel_axis, (largest(t), largest(o)))
     st.rfloor = floor
+    st.integer = is_integer(t)
     return st
+
+
+def is_integer(a: Any) -> bool:
+    """``a`` (a tensor or array) holds integers or booleans: its values move by whole steps."""
+    dt = getattr(a, "dtype", None)
+    if isinstance(dt, torch.dtype):
+        return not (dt.is_floating_point or dt.is_complex)
+    return dt is not None and (np.issubdtype(dt, np.integer) or np.issubdtype(dt, np.bool_))
 
 
 def largest(a: Any) -> float:

@@ -30,6 +30,7 @@ from drifttui.core.decide.rules import Rules
 from drifttui.core.decide.units import split_units, unit_note
 from drifttui.core.decide.unattributed import attribute_unowned, unmapped_before
 from drifttui.core.decide.notes import output_notes
+from drifttui.core.decide.integer_steps import integer_steps, step_note
 from drifttui.core.decide.genuine import genuine_drifts, unreduced_drift
 from drifttui.core.decide.precision import computes_int8, precision_of
 from drifttui.core.decide.origin import make_origin, over_budget, rounding_explained, worst_failing
@@ -67,7 +68,7 @@ def decide(pr: "Prepared", cap: "Capture", cfg: Config, timings: Optional[dict[s
                   rounding=dict(getattr(cap, "rounding", {}) or {}))
     first = local_first(cap.local_values, atol, rtol, rules)
     verdict = statuses_of(pr.calls, pr.plan, cap.glob, cap.local, first, cap.local_available, atol, rtol,
-                          op_types=pr.details.op_types, rules=rules)
+                          op_types=pr.details.op_types, rules=rules, stepped=integer_steps(cap.local_values, atol))
     layers = make_layers(pr.calls, pr.plan, verdict.statuses, cap.glob, cap.local, *pr.details.joined(wait=not partial), atol=atol, rtol=rtol,
                          extra_notes=_layer_notes(verdict.statuses, cap, pr.plan, atol, rules), rules=rules,
                          channels_for=around(verdict.origin))
@@ -203,6 +204,17 @@ def local_first(values: dict[int, list[tuple[int, Stats]]], atol: float, rtol: f
     return out
 
 
+def _by_steps(statuses: list[str], stepped: dict[int, int]) -> dict[int, int]:
+    """With no call drifting on its budget, the failing calls whose own integers step drift (mutates ``statuses``);
+    returns them with their first stepping node."""
+    if DRIFT in statuses:
+        return {}
+    out = {i: node for i, node in stepped.items() if i < len(statuses) and statuses[i] == INHERITED}
+    for i in out:
+        statuses[i] = DRIFT
+    return out
+
+
 NO_LOCAL_NOTE = ("local errors were not computed; the origin is the first module to finish with a failing output, "
                  "which can be an amplifier rather than the cause")
 
@@ -218,7 +230,10 @@ def _earliest_only(calls: list[Call], statuses: list[str], drifting: list[int]) 
 
 def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local: dict[int, Aggregate],
                 local_first: dict[int, int], local_available: bool, atol: float, rtol: float,
-                op_types: Optional[dict[int, list[str]]] = None, rules: Optional[Rules] = None) -> Verdict:
+                op_types: Optional[dict[int, list[str]]] = None, rules: Optional[Rules] = None,
+                stepped: Optional[dict[int, int]] = None) -> Verdict:
+    """Each call's status and the drift origin.  ``stepped``: the calls whose own integer values differ from torch's
+    by a whole step (decide/integer_steps.py), the origin's candidates where no call drifts on its budget."""
     rules = rules if rules is not None else Rules(rtol)
     statuses: list[str] = []
     by_weight: dict[int, int] = {}      # call -> the first node reading a weight that is not the model's
@@ -252,6 +267,8 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
             statuses.append(INHERITED)   # no own computation: its output is a child's or an input
         else:
             statuses.append(DRIFT)       # refined below: only the first failing leaf-most call
+    by_steps = _by_steps(statuses, stepped or {})
+    local_first = {**by_steps, **local_first}
     split_units(calls, units, statuses, by_weight)
     notes: list[str] = []
     drifting = [i for i, s in enumerate(statuses) if s == DRIFT]
@@ -267,6 +284,7 @@ def statuses_of(calls: list[Call], plan: Plan, glob: dict[int, Aggregate], local
     rest = [i for i in drifting if i not in genuine]
     precision_origin = min(rest, key=first) if genuine and rest else None
     origin_notes = [unit_note(calls, plan, origin, atol, rules)] if origin in units else []
+    origin_notes += [step_note(calls[origin].module)] if origin in by_steps else []
     notes.extend(attribute_unowned(calls, plan, statuses, origin, op_types))
     notes.extend(unmapped_before(calls, statuses, origin))
     return Verdict(statuses, origin, notes, precision_origin, genuine, origin_notes)
