@@ -65,3 +65,18 @@ def test_a_folded_resampled_parameter_with_other_values_is_named_by_its_resampli
 
 def test_a_folded_resampled_parameter_of_torch_s_numbers_is_not_named(tmp_path):
     assert _folded(PosEmbed(antialias=False).eval(), tmp_path)[0] == []
+
+
+def test_the_fix_of_a_folded_parameter_offers_no_exporter_the_re_exports_did_not_vouch_for(tmp_path):
+    """A value of parameters is a last resort, tried after the re-exports: TorchScript's did not compute torch's
+    value (it refuses the antialiased upsample), so the fix does not send the user to it; a value of Python numbers,
+    tried first, still may."""
+    from types import SimpleNamespace
+
+    from drifttui.core.explain.causes.propose.edits.folded_constant import folded_patches
+
+    (w,), _ = _folded(PosEmbed().eval(), tmp_path)
+    loc = SimpleNamespace(fx=SimpleNamespace(wrong=w, groups=[w], amplified=False), kind="graph")
+    (patch,) = folded_patches(SimpleNamespace(module="body"), loc, last=True)
+    assert patch.check == "lowering" and "buffer" in patch.fix and "TorchScript" not in patch.fix, patch.fix
+    assert folded_patches(SimpleNamespace(module="body"), loc, last=False) == []

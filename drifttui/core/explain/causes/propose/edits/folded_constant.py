@@ -30,7 +30,8 @@ def folded_patches(case: Case, loc: Any, last: bool = False) -> list[Patch]:
            "torch's value into it; in the source, "
            + ("make the value from a whole-number count (torch computes a count from float bounds in double, the "
               "exported file need not)" if count else "make the value once with torch and keep it as a buffer")
-           + ", or export with the TorchScript exporter, which folds it with torch's own kernel")
+           # a last resort comes after the re-exports: TorchScript's did not compute torch's value (or refused)
+           + ("" if last else ", or export with the TorchScript exporter, which folds it with torch's own kernel"))
     why = f"{describe(fx, case.module)}: the exporter's lowering of torch's {w.target} is wrong"
     spec = {"op": "replace_constant", "name": const, "source": f"torch's value of FX node {w.name}"}
     more, names = [], {const}
