@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.causes.form_suite import (assert_clean, assert_verified_and_repaired, deep_forms, explained_forms, missed,
+from tests.causes.form_suite import (assert_clean, assert_verified_and_repaired, deep_forms, explained_forms,
                                      params)
 
 _TANH = ("op-compat", "rewrite", {"rewrite": "workaround", "form": "tanh_exp"}, "ONNX Runtime's Tanh kernel")
@@ -76,10 +76,7 @@ def test_a_saturated_squashed_action_or_a_float16_value_rescaling_is_put_back(ex
     assert_verified_and_repaired(explained, form, REPAIRED[form], "body")
 
 
-@pytest.mark.parametrize("form", missed(TORCH_SQRT, "first run: stability told 'in torch's sub', a float64 patch "
-                                                    "called verified (0.000122 -> 0.000105, at the tolerance) and a "
-                                                    "repaired file check flags on 5 samples: the drift is torch's own "
-                                                    "sqrt, which no file reproduces"))
+@pytest.mark.parametrize("form", params(TORCH_SQRT, set()))
 def test_the_inverse_value_rescaling_is_torchs_own_sqrt_without_a_patch(explained, form):
     from drifttui.core.explain.causes.deliver.repair import repair_patches
     from drifttui.core.onnx.graph import full_model

@@ -306,11 +306,10 @@ def _said(p: Patch, t: Trial, loc: Localisation, case: Case, compensates: bool) 
 def _verified_text(p: Patch, t: Trial, before: Eval, case: Optional[Case] = None) -> str:
     unit = (f" ({', '.join(case.folded)} compared with {display_name(case.module)} as one unit: the exporter folded its "
             f"output into {display_name(case.module)}'s nodes)" if case is not None and case.folded else "")
-    if p.spec.get("op") == "float64":       # the conditioning counterfactual: both sides widened, no patch
-        return (f"{p.why}; verified: computed in float64 on both sides the origin's error falls from "
-                f"{before.text()} to {t.after.max_abs:.3g}{unit}")
-    return (f"{p.why}; verified: with the patch the origin's local error falls from {before.text()} to "
-            f"{t.after.max_abs:.3g}{unit}")
+    how = {"float64": "computed in float64 on both sides the origin's error",     # both sides widened, no patch
+           "torch_kernel": f"with the correctly rounded {p.spec.get('function')} in torch the origin's error"}.get(
+        p.spec.get("op"), "with the patch the origin's local error")        # torch's kernel counterfactual: no patch
+    return f"{p.why}; verified: {how} falls from {before.text()} to {t.after.max_abs:.3g}{unit}"
 
 
 def _ev(p: Patch, t: Trial, loc: Localisation, untried: Optional[dict[str, Any]] = None) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from drifttui.core.explain.causes.propose.reexport.variants import try_reexport,
 from drifttui.core.explain.causes.propose.residual import residual_patches
 from drifttui.core.explain.causes.propose.edits.resize_map import measured_map_patches
 from drifttui.core.explain.causes.propose.numerics.saturation_cause import saturation_finding
+from drifttui.core.explain.causes.propose.numerics.torch_kernels import kernel_trial
 from drifttui.core.explain.causes.propose.numerics.torch_rounding import within_torch_rounding
 from drifttui.core.explain.causes.propose.siblings import sibling_patches
 from drifttui.core.explain.causes.propose.reexport.witness_attributes import witness_attribute_patches
@@ -202,10 +203,11 @@ def _last_resorts(ctx: Any, case: Case, loc: Localisation, trials: list[Trial]) 
 
 
 def _conditioned_or_reexports(ctx: Any, case: Case, loc: Any, trials: list[Trial]) -> list[str]:
-    """The float64 counterfactual first where torch's own float32 rounding is the drift's size (no file computes it:
-    the re-exports are skipped, and said so), else the re-exports (``_reexports``)."""
+    """torch's own kernel of one function correctly rounded (torch_kernels.py), or the float64 counterfactual, first
+    where either shows torch's own float32 rounding is the drift (no file computes it: the re-exports are skipped,
+    and said so), else the re-exports (``_reexports``)."""
     ctx.say(f"causes: computing {display_name(case.module)} in float64 (is torch's own float32 rounding the drift?)")
-    first = conditioned_first(ctx, case, loc)
+    first = kernel_trial(ctx, case, loc) or conditioned_first(ctx, case, loc)
     if first is None:
         return _reexports(ctx, case, loc, trials)
     trials.append(Trial(*first))
