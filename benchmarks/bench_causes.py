@@ -93,10 +93,11 @@ FORMS: dict[tuple[str, str, Optional[int]], tuple[str, str, Optional[Callable[[A
     ("softplus_beta", "torchscript", None): ("op-compat", "export", None),
     # classes by mechanism (issue 30 point 3): Log(Exp(a) + Exp(b)) overflows, its stable form verifies
     ("logaddexp2", "dynamo", None): ("stability", "export", None),
-    # the reference evaluator (numpy's float32 tanh) is ulps off too: the lowering loses precision in
-    # float32 (an export-kind equivalent rewrite: stability; a runtime one would be op-compat)
-    ("tanh_tail", "torchscript", None): ("stability", "export", None),
-    ("tanh_tail", "dynamo", None): ("stability", "export", None),
+    # ONNX Runtime's MLAS Tanh is ulps off near 1 (it saturates at 8.1), the ONNX op is not: the runtime's kernel
+    # (op-compat), as sig_log1m's.  Labelled stability/export until session 47, while the reference evaluator
+    # computed float32 tanh with numpy's SIMD approximation, ulps off too (locate/exact_unary.py corrected it)
+    ("tanh_tail", "torchscript", None): ("op-compat", "runtime", None),
+    ("tanh_tail", "dynamo", None): ("op-compat", "runtime", None),
     ("sig_log1m", "torchscript", None): ("op-compat", "runtime", None),
     ("silu_log", "torchscript", None): ("op-compat", "runtime", None),
     ("scaled", "torchscript", None): ("custom-module", "export", set_constant("Mul", 0.25, 0.27)),
