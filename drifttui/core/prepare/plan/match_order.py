@@ -7,7 +7,7 @@ from typing import Any, Callable, Optional
 
 from drifttui.core.prepare.plan.anchors import anchor_masks
 from drifttui.core.prepare.plan.closeness import Match
-from drifttui.core.prepare.plan.nearest import closest
+from drifttui.core.prepare.plan.nearest import closest, preferring
 from drifttui.core.prepare.plan.value_order import upstream
 
 
@@ -28,7 +28,7 @@ def second_choices(ref: Any, dep: Any, ref_vals: dict, dep_vals: dict, r_mask: d
             continue
         free = [d for d in cands_of(r)
                 if d not in taken and d_mask.get(d, 0) == r_mask.get(r, 0) and upstream(dep, d, m.value)]
-        alt = closest(ref_vals[r], r_mask.get(r, 0), free, dep_vals, d_mask, probes)
+        alt = closest(ref_vals[r], r_mask.get(r, 0), free, dep_vals, d_mask, probes, preferring(ref, dep, r))
         if alt is not None:
             matches[r] = alt
             taken.add(alt.value)
@@ -94,4 +94,4 @@ def _fitting(ref: Any, dep: Any, r: str, ref_vals: dict, dep_vals: dict, r_mask:
     fit = [d for d in cands
            if not any(d_anc.get(d, 0) & d_bit[a] for a in after)
            and not any(d_anc.get(b, 0) & d_bit[d] for b in before)]
-    return closest(ref_vals[r], r_mask.get(r, 0), fit, dep_vals, d_mask, probes)
+    return closest(ref_vals[r], r_mask.get(r, 0), fit, dep_vals, d_mask, probes, preferring(ref, dep, r))

@@ -39,7 +39,7 @@ from drifttui.core.prepare.plan.appended import appended_ops
 from drifttui.core.prepare.plan.claims import identity_copies, resolve
 from drifttui.core.prepare.plan.closeness import Match
 from drifttui.core.prepare.plan.match_order import in_order, second_choices
-from drifttui.core.prepare.plan.nearest import closest, layout_free, probe
+from drifttui.core.prepare.plan.nearest import closest, layout_free, op_kind, preferring, probe
 from drifttui.core.prepare.plan.scale_folds import SCALE_HOW, scale_folded
 from drifttui.core.prepare.plan.transposed import through_transposes
 from drifttui.core.prepare.plan.value_order import upstream
@@ -95,9 +95,7 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
         folded = bool(clipped) and behind_folded_relu(a, r_mask.get(r, 0), cands, clipped, dep_vals, d_mask)
         if folded:        # only a value the file clipped at 0 carries it closely; another one may still
             cands = [d for d in cands if d not in clipped]
-        kind = op_kind(ref, r)
-        best = closest(a, r_mask.get(r, 0), cands, dep_vals, d_mask, probes,
-                     prefer=(lambda d, k=kind: op_kind(dep, d) == k) if kind else None)
+        best = closest(a, r_mask.get(r, 0), cands, dep_vals, d_mask, probes, prefer=preferring(ref, dep, r))
         if folded and (best is None or best.err > FOLDED_RTOL):
             # its value is not in the file, only its ReLU's (QOperator): no match, the call is fused
             out_folded[FOLDED_HOW] = out_folded.get(FOLDED_HOW, 0) + 1
@@ -119,19 +117,3 @@ def transfer_values(ref: Any, dep: Any, wanted: list[str], ref_vals: dict[str, n
     through_transposes(ref, wanted, ref_vals, dep_vals, out.matches)
     out.matches = appended_ops(ref, dep, out.matches, ref_vals, dep_vals)
     return out
-
-
-def op_kind(index: Any, value: str) -> str:
-    """The kind of op that computes ``value``, through a DequantizeLinear (a quantized file's
-    float value, or a drifttui view of one) and with the quantized forms named as the float op:
-    QLinearAdd -> Add, QGemm -> Gemm, MatMulInteger -> MatMul, MatMulNBits -> MatMul."""
-    p = index.producer.get(value)
-    if p is not None and index.nodes[p].op_type == "DequantizeLinear":
-        p = index.producer.get(index.nodes[p].inputs[0])
-    if p is None:
-        return ""
-    op = index.nodes[p].op_type
-    for prefix in ("QLinear", "Q"):
-        if op.startswith(prefix) and op[len(prefix):len(prefix) + 1].isupper():
-            return op[len(prefix):]
-    return {"MatMulInteger": "MatMul", "MatMulNBits": "MatMul", "ConvInteger": "Conv"}.get(op, op)

@@ -12,6 +12,8 @@ import numpy as np
 from drifttui.core.prepare.plan.closeness import EQUAL_RTOL, Match, err as _err, is_blank
 
 NEAR_TIE = 1.25            # lossy candidates this close to the closest are told apart by their op (``closest``)
+UNRELATED = 0.5            # a closest candidate this far (relative to the scale) carries nothing of the value
+CLEAR = 4.0                # a permuted lossy candidate is taken over it when this many times closer
 
 
 def squeezed(shape: tuple) -> tuple:
@@ -77,7 +79,36 @@ def closest(a: np.ndarray, mask: int, cands: list[str], dep_vals: dict[str, np.n
     if best is not None and liked is not None and (liked.err <= best.err
                                                    or not best.exact and liked.err <= NEAR_TIE * best.err):
         return liked      # exact ties too: a pool over a 1x1 map holds its input's numbers, its own node is the pool
+    if best is None or best.err > UNRELATED:
+        return lossy_permuted(a, [d for d in cands if d_mask.get(d, 0) == mask], dep_vals, scale, best, prefer)
     return best
+
+
+def lossy_permuted(a: np.ndarray, cands: list[str], dep_vals: dict[str, np.ndarray], scale: float,
+                   best: Optional[Match], prefer: Optional[Any] = None) -> Optional[Match]:
+    """A lossy file's value in another axis order (an int8 file whose layout ORT's transpose optimiser changed: a
+    ConvNeXt block's residual Add computed channels-last, where every dim is 16): when the closest candidate is
+    unrelated (over ``UNRELATED``, or none), the candidate with the same anchors that one permutation makes
+    ``CLEAR`` times closer than it, and within ``UNRELATED``; of near ties (``NEAR_TIE``), one computed by the
+    reference value's kind of op (``prefer``: the Add, not the LayerNorm after it that is almost the identity).
+    ``permuted`` pairs only equal values; a quantized file's never are."""
+    bar = min(UNRELATED, best.err / CLEAR) if best is not None else UNRELATED
+    found: list[Match] = []
+    for d in cands:
+        b = dep_vals[d]
+        if b.ndim != a.ndim or a.ndim > 6 or sorted(b.shape) != sorted(a.shape) or not a.size \
+                or b.dtype.kind != "f" or a.dtype.kind != "f":
+            continue
+        for p in itertools.permutations(range(a.ndim)):
+            if p != tuple(range(a.ndim)) and tuple(b.shape[i] for i in p) == tuple(a.shape):
+                err = _err(a, np.transpose(b, p), scale)
+                if err < bar:
+                    found.append(Match(d, err, err <= EQUAL_RTOL, p))
+    if not found:
+        return best
+    top = min(found, key=lambda m: m.err)
+    liked = [m for m in found if prefer is not None and prefer(m.value) and m.err <= NEAR_TIE * top.err]
+    return min(liked, key=lambda m: m.err) if liked else top
 
 
 def permuted(a: np.ndarray, b: np.ndarray, scale: float, bound: float) -> Optional[tuple[tuple, float]]:
@@ -100,3 +131,25 @@ def permuted(a: np.ndarray, b: np.ndarray, scale: float, bound: float) -> Option
         if err <= EQUAL_RTOL and (found is None or err < found[1]):
             found = (p, err)
     return found
+
+
+def op_kind(index: Any, value: str) -> str:
+    """The kind of op that computes ``value``, through a DequantizeLinear (a quantized file's
+    float value, or a drifttui view of one) and with the quantized forms named as the float op:
+    QLinearAdd -> Add, QGemm -> Gemm, MatMulInteger -> MatMul, MatMulNBits -> MatMul."""
+    p = index.producer.get(value)
+    if p is not None and index.nodes[p].op_type == "DequantizeLinear":
+        p = index.producer.get(index.nodes[p].inputs[0])
+    if p is None:
+        return ""
+    op = index.nodes[p].op_type
+    for prefix in ("QLinear", "Q"):
+        if op.startswith(prefix) and op[len(prefix):len(prefix) + 1].isupper():
+            return op[len(prefix):]
+    return {"MatMulInteger": "MatMul", "MatMulNBits": "MatMul", "ConvInteger": "Conv"}.get(op, op)
+
+
+def preferring(ref: Any, dep: Any, r: str) -> Optional[Any]:
+    """``closest``'s ``prefer`` for reference value ``r``: a deployed value computed by ``r``'s kind of op."""
+    kind = op_kind(ref, r)
+    return (lambda d: op_kind(dep, d) == kind) if kind else None
