@@ -24,6 +24,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from drifttui.core.explain.causes.locate.case import Case, call_io
 from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, run_ort
+from drifttui.core.explain.causes.propose.numerics.conditioning import _pairs
 from drifttui.core.onnx.edit.patches import Patch
 from drifttui.core.result import display_name
 from drifttui.core.runtime.torch_hooks import tensors_of, to_numpy
@@ -97,8 +98,6 @@ def kernel_trial(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple[Patc
 
 
 def _trial(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple[Patch, Eval]]:
-    from drifttui.core.explain.causes.propose.numerics.conditioning import _pairs
-
     module = ctx.modules().get(case.module)
     io = call_io(ctx, case) if module is not None and loc.ort.ok and not loc.ort.nonfinite else None
     pairs = _pairs(case, io[1]) if io is not None else None
