@@ -28,8 +28,12 @@ First run: on the 4 pairs that drift at drifttui's tolerance, origin 4/4, class 
 verified and repair passing check 2/2 where a patch can exist (the float16 sparsemax), the ties said unrepairable
 2/2; controls CONTROLS_COUNT.  The judge's four other "drifts" (float16 entmax-1.5, float16 TabNet, 0.6-2.3e-2 of
 the output's scale) are within the float16 budget the engine holds a float16 file to, so its "no error" is right by
-its own rule; they are kept as within-budget forms.  No engine change in this batch (nothing missed).  Noted, not
-changed: half_tabnet's "unattributed" note calls its float32 layers' error upstream float32 noise amplified at a
+its own rule; they are kept as within-budget forms.  Nothing missed; one latent fault found on the way and fixed
+generically: every row of ``half_sparsemax``'s sort ties (float16 logits), and ``propose/nopatch.py`` would have
+told "TopK selects among tied values ... no patch exists" (and skipped the float64 counterfactual) had no patch
+verified, though nothing reads that TopK's indices and its values are the same in any order; a TopK whose indices
+nothing reads now tells no tie story (``test_sort_values_ties.py``; the first-run answers above are unchanged,
+this file's tests pass after it).  Noted, not changed: half_tabnet's "unattributed" note calls its float32 layers' error upstream float32 noise amplified at a
 precision cast; the error is the float16 rounding ONNX Runtime drops in the sparsemax ``body`` computes itself
 between its children (its own nodes, not a child's).
 """
