@@ -8,6 +8,10 @@
   indices in another: ``sorted=1`` (propose/edits/topk_order.py) reproduces torch only where torch's kernel sorted
   them, and no ONNX op computes a kernel's selection order, so no patch exists (a router that reads its first slot
   as the primary expert, session 46).
+
+Neither story holds for a TopK whose indices nothing reads (no node, no graph output): a ``torch.sort`` whose
+values alone are used (a sort-based sparsemax or entmax) returns the same values whatever order its ties take, so
+ties there remove no patch and tell nothing (session 48: a float16 sparsemax ties in every row of its sort).
 """
 from __future__ import annotations
 
@@ -70,10 +74,16 @@ def _unsorted_rows(case: Any, node: Any) -> Optional[int]:
     return int((same_set & (mine != idx).any(-1) & (mine != ordered).any(-1)).sum())
 
 
+def _indices_read(graph: Any, node: Any) -> bool:
+    """Whether anything reads the TopK's indices: a node's input or a graph output."""
+    idx = node.output[1] if len(node.output) > 1 else ""
+    return bool(idx) and (any(idx in n.input for n in graph.node) or any(o.name == idx for o in graph.output))
+
+
 def explain_no_patch(case: Any) -> Optional[tuple[str, str, str, list[str]]]:
     """(class, message, fix, nodes) when the origin's drift has a known reason no patch can remove."""
     for node in case.model.graph.node:
-        if node.op_type != "TopK":
+        if node.op_type != "TopK" or not _indices_read(case.model.graph, node):
             continue
         ties = _topk_ties(case, node)
         if ties:
