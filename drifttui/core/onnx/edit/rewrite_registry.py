@@ -34,12 +34,12 @@ from drifttui.core.onnx.edit.lowerings.nan_select import APPLY as NAN_SELECT
 from drifttui.core.onnx.edit.lowerings.quantize_torch import APPLY as QUANTIZE
 from drifttui.core.onnx.edit.lowerings.remainder import APPLY as REMAINDER
 from drifttui.core.onnx.edit.lowerings.singular import APPLY as SINGULAR
-from drifttui.core.onnx.edit.lowerings.stable_forms import apply_expm1, apply_log1p, apply_logaddexp
+from drifttui.core.onnx.edit.lowerings.stable_forms import apply_elu_expm1, apply_expm1, apply_log1p, apply_logaddexp
 from drifttui.core.onnx.edit.rewriting import APPLY
 
 REWRITES: dict[str, Callable[[Any, dict[str, Any]], None]] = {
     **APPLY, "resize_gather": apply_resize_gather, "log1p": apply_log1p, "expm1": apply_expm1,
-    "logaddexp": apply_logaddexp, **SINGULAR, **REMAINDER, **QUANTIZE, **NAN_SELECT, **NAN_COMPARE, **MASKED,
+    "elu_expm1": apply_elu_expm1, "logaddexp": apply_logaddexp, **SINGULAR, **REMAINDER, **QUANTIZE, **NAN_SELECT, **NAN_COMPARE, **MASKED,
     **ACCUMULATE64, **NAN_GRID, **INT_POW, **INT_PROD, **INT_WRAP, **OPMATH, **OPMATH_SCALAR, **CAST_FIRST, **ORIGIN64,
     **OPERAND_WIDE, **HALF_RECURRENCE, **RESIZE_MAP, **RUNTIME_SIZE, **ADAPTIVE_WINDOW, **RUNTIME_INT, **DROPPED_ADDEND, **PACKED_PADDING,
     **CROSSED_CLIP, **SHIFT_COUNT,

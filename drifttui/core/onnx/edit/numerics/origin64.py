@@ -6,6 +6,8 @@ outputs) is Cast to double before it; inside, a ``Cast`` to float32 casts to dou
 ``ConstantOfShape`` holds double; every float32 value the region computes (``spec["outputs"]``) is computed in
 double under a new name and Cast back to float32 under its own name, so whatever reads it outside, and the graph's
 outputs, see float32 as before.  Values that are not float32 (shapes, indices, masks) are left as they are.
+A node of a type in ``spec["expand"]`` (no double kernel in ONNX Runtime) is first replaced by its ONNX definition
+(``function_body.py``).
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from drifttui.core.onnx.edit.numerics.function_body import expand_region
 from drifttui.core.onnx.edit.rewriting import splice_sorted
 from drifttui.core.onnx.weights import read_tensor
 
@@ -34,9 +37,11 @@ def apply_origin_float64(model: Any, spec: dict[str, Any]) -> None:
     from onnx import TensorProto, helper
 
     names = set(spec["nodes"])
-    region = [n for n in model.graph.node if n.name in names]
-    if len(region) != len(names):
+    if len([n for n in model.graph.node if n.name in names]) != len(names):
         raise ValueError("the region's nodes are not all in the graph")
+    # an op ONNX Runtime has no double kernel for, computed by its ONNX definition (function_body.py)
+    names = expand_region(model, names, set(spec.get("expand") or []))
+    region = [n for n in model.graph.node if n.name in names]
     inputs, outputs = set(spec.get("inputs") or []), set(spec.get("outputs") or [])
     widened = {v: v + SUFFIX for v in inputs | outputs}
     new: list[Any] = []

@@ -187,10 +187,22 @@ def expm1(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[
                      naive_nodes(case.model, node, "expm1"))
 
 
+def elu_expm1(case: Any, node: Any, module: Any, types: dict[str, int]) -> Iterator[Any]:
+    z = "x / alpha" if node.op_type == "Celu" else "x"
+    yield Patch({"op": "rewrite", "node": node.name, "rewrite": "elu_expm1"}, STABILITY,
+                 f"{node.op_type} {node.name}: ONNX Runtime's {node.op_type} kernel computes exp({z}) - 1 in float32 "
+                 f"for x <= 0, which cancels the low bits where |{z}| << 1 (and the factor it is multiplied by scales "
+                 "that loss up), where torch's kernel calls expm1; the same formula with the accurate form "
+                 "(Exp(z) - 1) * z / Log(Exp(z)) computes what torch computes",
+                 "let `drifttui repair` write the accurate form, or keep the argument of exp away from 0 (for "
+                 "celu: an alpha of modest size); report the kernel to onnxruntime with `drifttui repro`",
+                 "runtime", module=case.module, nodes=[node.name])
+
+
 CANDIDATES: dict[str, Callable[..., Iterator[Any]]] = {
     "Cast": floor_cast, "Softplus": softplus_threshold, "ScatterElements": scatter_reduction,
     "ScatterND": scatter_reduction, "Scatter": scatter_reduction, "AveragePool": avgpool_divisor, "Resize": resize_antialias,
-    "Log": _log, "Sub": expm1}
+    "Log": _log, "Sub": expm1, "Elu": elu_expm1, "Celu": elu_expm1, "Selu": elu_expm1}
 
 
 def candidates(case: Any, module: Any, types: dict[str, int], calls: Optional[Callable[[str], Any]] = None) -> list[Any]:

@@ -29,6 +29,7 @@ from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import picked_values
 from drifttui.core.onnx.edit.lowerings.ort_workarounds import forms_for
 from drifttui.core.onnx.edit.numerics.accumulate64 import SUMS
+from drifttui.core.explain.causes.propose.numerics.double_kernels import expanding
 from drifttui.core.onnx.edit.patches import Patch
 
 ULP_BAR = 64.0          # a kernel of one short formula per element is within a few units (MLAS's Tanh: ~10)
@@ -87,7 +88,7 @@ def _patch(case: Case, node: Any, e: dict[str, Any], known: dict[str, Any], dwar
     fix = (f"deploy the file with {node.name} computed in float64 (`drifttui repair` applies it: its inputs cast to "
            f"double, its output cast back to float32), and report the {op} kernel to onnxruntime with `drifttui repro`")
     spec = {"op": "rewrite", "rewrite": "kernel_float64", "node": node.name, "nodes": [node.name],
-            "inputs": inputs, "outputs": outputs}
+            "inputs": inputs, "outputs": outputs, **expanding(case.model, [node])}
     return Patch(spec, "op-compat", why, fix, "runtime", module=case.module, nodes=[node.name])
 
 

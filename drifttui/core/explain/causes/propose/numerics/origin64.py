@@ -19,6 +19,7 @@ from onnx import TensorProto
 
 from drifttui.core.explain.causes.locate.case import Case
 from drifttui.core.explain.causes.locate.evaluate import picked_values
+from drifttui.core.explain.causes.propose.numerics.double_kernels import expanding
 from drifttui.core.onnx.edit.patches import Patch
 
 MAX_NODES = 400          # a region this size runs in double at a cost a deployment would not take
@@ -52,6 +53,6 @@ def origin64_patches(case: Case) -> list[Patch]:
            f"of nearly equal values, a large gain after it: rewrite it so that it does not lose the digits)")
     head = next((n for n in nodes if n.op_type != "Constant"), nodes[0])
     spec = {"op": "rewrite", "rewrite": "origin_float64", "node": head.name, "nodes": [n.name for n in nodes],
-            "inputs": inputs, "outputs": outputs}
+            "inputs": inputs, "outputs": outputs, **expanding(case.model, nodes)}
     return [Patch(spec, "stability", why, fix, "runtime", module=case.module,
                   nodes=[n.name for n in nodes if n.op_type != "Constant"])]
