@@ -44,6 +44,8 @@ from drifttui.core.onnx.edit.patches import Patch
 REDUCING = ("ReduceMean", "ReduceSum", "ReduceSumSquare", "ReduceL2", "ReduceL1", "ReduceLogSumExp", "ReduceProd",
             "Softmax", "LogSoftmax", "LayerNormalization", "CumSum")
 UPSTREAM = "microsoft/onnxruntime#8787"
+# a per_op rounding judged at the float16 budget passes only where it removed this many times what it leaves
+GAIN = 16.0
 LOW_NAMES = {10: "float16", 16: "bfloat16"}
 
 
@@ -188,8 +190,10 @@ def opmath_patches(case: Case, op: Optional[str] = None) -> list[Patch]:
                                 lowered[0][0].split(".")[1] if lowered else op)
         spec = {"op": "rewrite", "rewrite": "opmath_float32", "form": form, "node": names[0], "nodes": names,
                 "low": made, "inputs": inputs, "round": rounded}
-        if form == "per_call":      # inside a call both sides compute float32, by their own formulas
+        if form in ("per_call", "per_op"):      # inside a call both sides compute float32, by their own formulas
             spec["rtol"] = max(K_EPS * LOW_PRECISION_ELEM[t] for t in made.values())
+        if form == "per_op":        # a call no record names (a TorchScript rsqrt as Div(1, Sqrt)): held to GAIN
+            spec["gain"] = GAIN
             if lowered:             # conclude names that call's torch op (decisive_rounding's key)
                 spec["decisive"] = lowered[0][1][-1].name
         out.append(Patch(spec, "dtype", why, fix, kind, module=case.module, nodes=names))
