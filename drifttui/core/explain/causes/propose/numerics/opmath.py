@@ -22,7 +22,9 @@ records the FX call each node translates (a dynamo file), every node in float32 
 (``per_call``: such an op amid other float16 ops, a minGRU's ``logcumsumexp`` between its ``softplus`` and ``exp``;
 judged at the precision budget a file's float16 node is held to, 4 ulps of the low type, ``spec["rtol"]``: inside
 the call torch's kernel and the lowering's formula both compute float32, and their last-bit differences can flip a
-rounding that the ops after it amplify).  Class ``dtype`` (the precision the ops compute in), kind ``runtime`` /
+rounding that the ops after it amplify; ``per_op`` is judged there too, but passes at that budget only where it
+removed ``GAIN`` times what it leaves, ``locate/evaluate.judged_error``: a TorchScript file records no call, and its
+``rsqrt`` as ``Div(1, Sqrt)`` flips a float16 rounding torch's fused kernel makes otherwise).  Class ``dtype`` (the precision the ops compute in), kind ``runtime`` /
 ``export``.  ``repair`` applies it.
 """
 from __future__ import annotations
