@@ -196,7 +196,7 @@ def opmath_patches(case: Case, op: Optional[str] = None) -> list[Patch]:
             spec["rtol"] = max(K_EPS * LOW_PRECISION_ELEM[t] for t in made.values())
         if form == "per_op":        # a call no record names (a TorchScript rsqrt as Div(1, Sqrt)): held to GAIN
             spec["gain"] = GAIN
-            if lowered:             # conclude names that call's torch op (decisive_rounding's key)
-                spec["decisive"] = lowered[0][1][-1].name
+        if form == "per_call" and lowered:      # conclude names that call's torch op (decisive_rounding's key)
+            spec["decisive"] = lowered[0][1][-1].name
         out.append(Patch(spec, "dtype", why, fix, kind, module=case.module, nodes=names))
     return out
