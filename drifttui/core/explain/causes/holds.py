@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from drifttui.core.explain.causes.locate.case import Case, fresh_indices, origin_case
 from drifttui.core.explain.causes.locate.case_data import judged
-from drifttui.core.explain.causes.locate.evaluate import Eval, ort_error
+from drifttui.core.explain.causes.locate.evaluate import Eval, judged_error
 from drifttui.core.explain.causes.locate.inner_values import widen
 from drifttui.core.explain.causes.locate.in_file import file_errors
 from drifttui.core.onnx.edit.graft.splice import GraftError, graft
@@ -34,7 +34,7 @@ def _on(ctx: Any, case: Case, trial: Any) -> Optional[Eval]:
     if trial.patch.spec.get("op") == "reexport":
         return error_on(ctx, case, trial.patch)
     try:
-        return ort_error(judged(case, trial.patch), apply(case.model, trial.patch))
+        return judged_error(case, trial.patch, apply(case.model, trial.patch))
     except PatchError as exc:
         return Eval(float("inf"), True, False, str(exc))
 

@@ -24,8 +24,7 @@ from typing import Any, Optional
 from drifttui.core.explain.causes.conclude import Trial, headline_order, merge, rank
 from drifttui.core.explain.causes.holds import hold
 from drifttui.core.explain.causes.locate.case import Case, origin_case, why_no_case
-from drifttui.core.explain.causes.locate.case_data import judged
-from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, at_level, localise, ort_error
+from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, at_level, judged_error, localise
 from drifttui.core.explain.causes.locate.fx_localise import fx_localise
 from drifttui.core.explain.causes.locate.inner_values import failing_inner, first_failing_alone, widen
 from drifttui.core.explain.causes.locate.fx_words import describe
@@ -80,7 +79,7 @@ def verify(case: Case, patches: list[Patch], cancel: Any = None) -> list[Trial]:
         except PatchError as exc:
             trials.append(Trial(p, Eval(float("inf"), True, False, str(exc))))
             continue
-        trials.append(Trial(p, ort_error(judged(case, p), model)))
+        trials.append(Trial(p, judged_error(case, p, model)))
     return trials
 
 

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional
 import numpy as np
 
 from drifttui.core.onnx.io import copy_model
-from drifttui.core.explain.causes.locate.case_data import Case
+from drifttui.core.explain.causes.locate.case_data import Case, judged
 from drifttui.core.explain.causes.locate.localise_nodes import deviating, own_errors
 from drifttui.core.base.metrics import Stats, compare
 from drifttui.core.onnx.lacking import lacking
@@ -285,3 +285,20 @@ def _own(case: Case, loc: Localisation, ref_vals: dict[str, np.ndarray], name_fi
     loc.note += (f" (accumulated error); {dev.node} ({dev.op_type}) is the first node whose own output is wrong, "
                  f"fed the reference evaluator's inputs (relative error {dev.rel_err:.3g})")
     loc.first_node, loc.first_node_op = dev.node, dev.op_type
+
+
+def judged_error(case: Case, patch: Any, model: Any) -> Eval:
+    """``ort_error`` of ``model`` (``case`` patched by ``patch``) at the tolerance the patch is judged at (``judged``).
+    A spec that widens it with a ``gain`` (an opmath ``per_op`` rounding: torch's float32 kernel and the file's
+    lowering of one op differ in their last bits, which can flip a float16 rounding, a ``rsqrt`` exported as
+    ``Div(1, Sqrt)``) passes at the wider tolerance only where the patch removed at least ``gain`` times what it
+    leaves: the rest is a rounding's size next to the error it removed, not another mechanism left standing."""
+    after = ort_error(judged(case, patch), model)
+    gain = float((getattr(patch, "spec", None) or {}).get("gain") or 0.0)
+    if not gain or after.fails or not after.ok or not ort_error(case, model).fails:
+        return after
+    before = ort_error(case)
+    if before.max_abs >= gain * after.max_abs:
+        return after
+    return Eval(after.max_abs, True, True, f"leaves {after.text()}, within the {patch.spec.get('rtol'):.2g} rounding "
+                f"budget but not {gain:g} times below the origin's own error {before.text()}", n_out=after.n_out)

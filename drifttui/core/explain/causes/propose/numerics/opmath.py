@@ -22,7 +22,9 @@ records the FX call each node translates (a dynamo file), every node in float32 
 (``per_call``: such an op amid other float16 ops, a minGRU's ``logcumsumexp`` between its ``softplus`` and ``exp``;
 judged at the precision budget a file's float16 node is held to, 4 ulps of the low type, ``spec["rtol"]``: inside
 the call torch's kernel and the lowering's formula both compute float32, and their last-bit differences can flip a
-rounding that the ops after it amplify).  Class ``dtype`` (the precision the ops compute in), kind ``runtime`` /
+rounding that the ops after it amplify; ``per_op`` is judged there too, but passes at that budget only where it
+removed ``GAIN`` times what it leaves, ``locate/evaluate.judged_error``: a TorchScript file records no call, and its
+``rsqrt`` as ``Div(1, Sqrt)`` flips a float16 rounding torch's fused kernel makes otherwise).  Class ``dtype`` (the precision the ops compute in), kind ``runtime`` /
 ``export``.  ``repair`` applies it.
 """
 from __future__ import annotations
@@ -44,6 +46,8 @@ from drifttui.core.onnx.edit.patches import Patch
 REDUCING = ("ReduceMean", "ReduceSum", "ReduceSumSquare", "ReduceL2", "ReduceL1", "ReduceLogSumExp", "ReduceProd",
             "Softmax", "LogSoftmax", "LayerNormalization", "CumSum")
 UPSTREAM = "microsoft/onnxruntime#8787"
+# a per_op rounding judged at the float16 budget passes only where it removed this many times what it leaves
+GAIN = 16.0
 LOW_NAMES = {10: "float16", 16: "bfloat16"}
 
 
@@ -188,9 +192,11 @@ def opmath_patches(case: Case, op: Optional[str] = None) -> list[Patch]:
                                 lowered[0][0].split(".")[1] if lowered else op)
         spec = {"op": "rewrite", "rewrite": "opmath_float32", "form": form, "node": names[0], "nodes": names,
                 "low": made, "inputs": inputs, "round": rounded}
-        if form == "per_call":      # inside a call both sides compute float32, by their own formulas
+        if form in ("per_call", "per_op"):      # inside a call both sides compute float32, by their own formulas
             spec["rtol"] = max(K_EPS * LOW_PRECISION_ELEM[t] for t in made.values())
-            if lowered:             # conclude names that call's torch op (decisive_rounding's key)
-                spec["decisive"] = lowered[0][1][-1].name
+        if form == "per_op":        # a call no record names (a TorchScript rsqrt as Div(1, Sqrt)): held to GAIN
+            spec["gain"] = GAIN
+        if form == "per_call" and lowered:      # conclude names that call's torch op (decisive_rounding's key)
+            spec["decisive"] = lowered[0][1][-1].name
         out.append(Patch(spec, "dtype", why, fix, kind, module=case.module, nodes=names))
     return out
