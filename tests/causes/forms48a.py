@@ -26,17 +26,26 @@ Screened, and what it showed:
   The mechanism is forms30's ``logaddexp`` in a form no suite has.
 
 Kept (the origin is always ``body``):
-* ``alibi_amp`` (deep, both exporters): 4-head attention with an in-model ALiBi bias (``-slope |i - j|``) under
-  ``torch.autocast(float16)``.
+* ``alibi_amp`` (deep, both exporters; within the float16 budget, see below): 4-head attention with an in-model
+  ALiBi bias (``-slope |i - j|``) under ``torch.autocast(float16)``.
 * ``chunk_half`` (deep, both): a flash-style chunked softmax (chunks of 2 keys, running max ``m``, running sum
   ``l``, ``exp(m - m_new)`` rescaling) of ``.half()`` queries, keys and values.
-* ``elu_half`` (shallow, both): ELU+1 linear attention (``phi(q) (phi(k)^T v) / phi(q) sum phi(k)``) under
-  ``torch.autocast(float16)``.
+* ``elu_half`` (shallow, both; within the float16 budget, see below): ELU+1 linear attention (``phi(q) (phi(k)^T
+  v) / phi(q) sum phi(k)``) under ``torch.autocast(float16)``.
 * ``lse_merge`` (shallow, dynamo): causal attention in chunks of 2 keys, each chunk's softmax output merged by
   ``torch.logaddexp`` of the running and the chunk's ``logsumexp``, logits at 20x.
+* ``softcap_half`` (deep, both; screened and kept after the first run of the others, judged before it ran):
+  Gemma-style soft-capped logits ``cap tanh(s / cap)`` on ``.half()`` queries, keys and values.
 
-Clean controls: ``alibi_f32`` (deep, autocast off; both exporters), ``chunk_f32`` (deep, float32; dynamo),
-``elu_f32`` (shallow, float32; TorchScript), ``lse_merge_cool`` (shallow, logits at 1x; dynamo).
+Judged drifts that are not (the judge's error, /tmp/h48a/judge.md): ``alibi_amp`` (deep) and ``elu_half`` (shallow)
+under ``torch.autocast`` differ by 3e-4 .. 1e-3 of the scale: inside the float16 budget the catalogue holds a file
+with float16 weights to (41G); the engine's WITHIN BUDGET is its documented answer.  ``chunk_half`` exported by the
+dynamo exporter was WITHIN BUDGET too at the first run, where TorchScript's file was held to the float32 rule: its
+float16 ``-inf`` / zero fills were read as a converter's weights (fixed, test_filled_half_constants.py).
+
+Clean controls: ``softcap_f32`` (deep, float32; TorchScript), ``alibi_f32`` (deep, autocast off; both exporters),
+``chunk_f32`` (deep, float32; dynamo), ``elu_f32`` (shallow, float32; TorchScript), ``lse_merge_cool`` (shallow,
+logits at 1x; dynamo).
 """
 from __future__ import annotations
 
@@ -168,3 +177,22 @@ def lse_merge_cool() -> nn.Module: return _shallow(lambda: LseMerge(1.0))       
 
 def rows_inputs() -> torch.Tensor:
     return torch.randn(6, WIDTH)
+
+
+class HalfSoftCap(_Heads):
+    """attention with Gemma-style soft-capped logits ``cap * tanh(s / cap)`` on ``.half()`` queries, keys and values
+    (float32 weights), the output back in float32; inputs scaled by ``scale``."""
+
+    def __init__(self, dtype: torch.dtype = HALF, cap: float = 2.0, scale: float = 6.0) -> None:
+        super().__init__()
+        self.dtype, self.cap, self.scale = dtype, cap, scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = (t.to(self.dtype) for t in self.split(x * self.scale))
+        s = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
+        s = torch.tanh(s / self.cap) * self.cap
+        return self.merge((s.softmax(-1) @ v).float())
+
+
+def softcap_half() -> nn.Module: return _deep(HalfSoftCap)                                         # noqa: E704
+def softcap_f32() -> nn.Module: return _deep(lambda: HalfSoftCap(torch.float32))                   # noqa: E704
