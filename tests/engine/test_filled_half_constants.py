@@ -35,3 +35,18 @@ def test_a_filled_float16_constant_is_no_converters_weight():
 def test_a_float16_initializer_of_varying_values_still_makes_a_converters_file():
     out = _scan(np.arange(6.0).reshape(2, 3))
     assert out.reduced and out.ops.get("float16 initializers") == 1, out.summary()
+
+
+def test_a_filled_float16_norm_scale_is_still_a_weight():
+    """a fresh float16 LayerNorm's scale (all ones) is a parameter a converter writes, not a fill the model made."""
+    from drifttui.core.onnx.graph import build_index
+    from drifttui.core.prepare.precision import scan
+
+    nodes = [helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16),
+             helper.make_node("LayerNormalization", ["h", "g"], ["y"], axis=-1),
+             helper.make_node("Cast", ["y"], ["out"], to=TensorProto.FLOAT)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [2, 3])],
+                              [numpy_helper.from_array(np.ones(3, np.float16), "g")])
+    out = scan(build_index(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])))
+    assert out.reduced and out.ops.get("float16 initializers") == 1, out.summary()

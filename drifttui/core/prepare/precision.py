@@ -41,6 +41,8 @@ ACCUMULATING = {"MatMul", "Gemm", "Conv", "ConvTranspose", "MatMulInteger", "Con
 REDUCING = {"ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "Softmax",
             "LogSoftmax", "LayerNormalization", "SimplifiedLayerNormalization", "GroupNormalization",
             "InstanceNormalization", "CumSum"}
+# ops whose float16 initializer inputs are the model's parameters (a converter's weights), even when filled
+_PARAMETER_READERS = ACCUMULATING | REDUCING | {"BatchNormalization", "PRelu"}
 # the relative rounding step of an activation quantizer when it cannot be measured (act_levels.py
 # measures 1 / max|q - zero point| on sample 0): 8 bits over a range that includes 0 (uint8
 # [min(x,0), max(x,0)] / 255: at most 2 max|x| / 255 when the range is symmetric)
@@ -204,6 +206,9 @@ def _initializer_kind(index: Any, name: str, t: Any) -> str:
     are "initializers")."""
     if math.prod(t.dims) == 1:
         return "scalar constants"
+    readers = {index.nodes[i].op_type for i in index.consumers.get(name, [])}
+    if readers & _PARAMETER_READERS:     # a weight or a norm's scale / shift (a fresh LayerNorm's ones and zeros)
+        return "initializers"
     a = tensor_array(index, name)
     if a is not None and a.size and bool(np.all((a == a.flat[0]) | (np.isnan(a) & np.isnan(a.flat[0])))):
         return "filled constants"
