@@ -38,8 +38,8 @@ had called them drifts); controls 6/6.
 
 Fixed generically: ``prepare/precision.py`` (a float16 initializer of one repeated value, the model's own
 ``torch.full(..., -inf, dtype=half)`` / ``zeros_like`` fill that the dynamo exporter stores as an initializer where
-TorchScript writes a Constant node, is no longer a converter's evidence unless a weight or a norm's parameter reads it: the same model is held to the same rule
-with either exporter; ``tests/engine/test_filled_half_constants.py``).  After (the CLI, seed 7, /tmp/h48a/run2):
+TorchScript writes a Constant node, is no longer a converter's evidence unless a weight or a norm's parameter reads
+it: the same model is held to the same rule with either exporter; ``tests/engine/test_filled_half_constants.py``).  After (the CLI, seed 7, /tmp/h48a/run2):
 chunk_half dynamo right, ``dtype`` verified (``opmath_float32``), the repaired file OK on 5 samples (111 s / 95 s):
 origin 5/5, class 5/5, told 5/5, verified 5/5, repair passing check 5/5; within budget 4/4; controls 6/6.
 Left: nothing of this batch.
