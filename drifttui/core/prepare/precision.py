@@ -41,6 +41,8 @@ ACCUMULATING = {"MatMul", "Gemm", "Conv", "ConvTranspose", "MatMulInteger", "Con
 REDUCING = {"ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "Softmax",
             "LogSoftmax", "LayerNormalization", "SimplifiedLayerNormalization", "GroupNormalization",
             "InstanceNormalization", "CumSum"}
+# ops whose float16 initializer inputs are the model's parameters (a converter's weights), even when filled
+_PARAMETER_READERS = ACCUMULATING | REDUCING | {"BatchNormalization", "PRelu"}
 # the relative rounding step of an activation quantizer when it cannot be measured (act_levels.py
 # measures 1 / max|q - zero point| on sample 0): 8 bits over a range that includes 0 (uint8
 # [min(x,0), max(x,0)] / 255: at most 2 max|x| / 255 when the range is symmetric)
@@ -176,12 +178,9 @@ def _count_evidence(index: Any, out: PrecisionScan) -> None:
             if to in _LOW:
                 key = f"Cast to {_LOW[to]}"
                 ops[key] = ops.get(key, 0) + 1
-    for t in index.initializers.values():
+    for name, t in index.initializers.items():
         if t.data_type in _LOW:
-            # a one-element constant is a Python number the exporter typed as the model's float16 tensor
-            # (``x.half() + 8.0``), not a converted weight: evidence, but not of a converter's file
-            one = math.prod(t.dims) == 1
-            key = f"{_LOW[t.data_type]} {'scalar constants' if one else 'initializers'}"
+            key = f"{_LOW[t.data_type]} {_initializer_kind(index, name, t)}"
             ops[key] = ops.get(key, 0) + 1
     out.ops = ops
     if any(k.startswith(("Cast to float16", "float16")) for k in ops):
@@ -197,6 +196,23 @@ def _count_evidence(index: Any, out: PrecisionScan) -> None:
     if any(n.op_type == "DequantizeLinear" and not is_view_node(n) and any(index.consumers.get(o) for o in n.outputs)
            for n in index.nodes):     # a QOperator file's last DequantizeLinear feeds a graph output only
         out.schemes.append("int8 QDQ")
+
+
+def _initializer_kind(index: Any, name: str, t: Any) -> str:
+    """What a float16 / bfloat16 initializer is evidence of.  A one-element constant is a Python number the exporter
+    typed as the model's float16 tensor (``x.half() + 8.0``); a tensor of one repeated value is a fill the model made
+    in float16 (``torch.full(..., -inf, dtype=half)``, ``zeros_like``: the dynamo exporter stores them as
+    initializers, TorchScript as Constant nodes): evidence, but neither of a converter's file (its converted weights
+    are "initializers")."""
+    if math.prod(t.dims) == 1:
+        return "scalar constants"
+    readers = {index.nodes[i].op_type for i in index.consumers.get(name, [])}
+    if readers & _PARAMETER_READERS:     # a weight or a norm's scale / shift (a fresh LayerNorm's ones and zeros)
+        return "initializers"
+    a = tensor_array(index, name)
+    if a is not None and a.size and bool(np.all((a == a.flat[0]) | (np.isnan(a) & np.isnan(a.flat[0])))):
+        return "filled constants"
+    return "initializers"
 
 
 def _low_output(index: Any, node: Any) -> Optional[str]:
