@@ -70,6 +70,7 @@ class PrecisionScan:
     reduced_views: int = 0   # ... of them in ``nodes`` (the QuantizeLinear back to the readers)
     levels: dict[str, int] = field(default_factory=dict)  # int8: quantized value -> max|q - zero point| on sample 0
     own: frozenset[int] = frozenset()   # QuantizeLinear / DequantizeLinear nodes that are the model's own (qat.py)
+    sizes: Optional[frozenset[int]] = None   # element counts of the torch model's parameters and buffers
 
     @property
     def formats(self) -> list[str]:
@@ -98,14 +99,17 @@ class PrecisionScan:
                 f"compute in reduced precision ({ev})")
 
 
-def scan(index: Any, levels: Optional[dict[str, int]] = None, own: frozenset[int] = frozenset()) -> PrecisionScan:
+def scan(index: Any, levels: Optional[dict[str, int]] = None, own: frozenset[int] = frozenset(),
+         sizes: Optional[frozenset[int]] = None) -> PrecisionScan:
     """Classify every node of ``index`` (a GraphIndex); ``levels``: the largest integer level
     |q - zero point| each quantizer's output reaches on sample 0 (act_levels.py), for the
     activations' steps (without it: the assumed 2/255 of the range); ``own``: the QuantizeLinear /
     DequantizeLinear nodes that are the model's own fake quantisation (qat.py): not reduced, and a
-    float op that reads only their values computes as PyTorch does (no budget)."""
+    float op that reads only their values computes as PyTorch does (no budget); ``sizes``: the element
+    counts of the torch model's parameters and buffers (model_sizes), without which every float16
+    initializer is a weight."""
     levels = levels or {}
-    out = PrecisionScan(total=len(index.nodes), levels=dict(levels), own=own)
+    out = PrecisionScan(total=len(index.nodes), levels=dict(levels), own=own, sizes=sizes)
     _count_evidence(index, out)
     if not any(k.endswith(" initializers") or k in DYNAMIC_OPS or k in QDQ_OPS or k.startswith(QOPERATOR_PREFIX)
                or k in NBITS_OPS for k in out.ops):
@@ -162,6 +166,14 @@ def _gathered_weights(index: Any) -> dict[int, float]:
     return out
 
 
+def model_sizes(model: Any) -> Optional[frozenset[int]]:
+    """The element counts of a torch module's parameters and buffers (None for anything else)."""
+    try:
+        return frozenset(t.numel() for t in (*model.parameters(), *model.buffers()))
+    except AttributeError:
+        return None
+
+
 def _count_evidence(index: Any, out: PrecisionScan) -> None:
     ops: dict[str, int] = {}
     for n in index.nodes:
@@ -180,8 +192,13 @@ def _count_evidence(index: Any, out: PrecisionScan) -> None:
         if t.data_type in _LOW:
             # a one-element constant is a Python number the exporter typed as the model's float16 tensor
             # (``x.half() + 8.0``), not a converted weight: evidence, but not of a converter's file
-            one = math.prod(t.dims) == 1
-            key = f"{_LOW[t.data_type]} {'scalar constants' if one else 'initializers'}"
+            # one the size of none of the model's tensors is a value of the forward the exporter folded (the
+            # model's float32 constant repeated over the batch and cast: StyleGAN's ``const.repeat(n, ...)
+            # .to(float16)``), not a converted weight: evidence of the model's own cast, like a Cast
+            size = math.prod(t.dims)
+            kind = ("scalar constants" if size == 1 else
+                    "folded values" if out.sizes is not None and size not in out.sizes else "initializers")
+            key = f"{_LOW[t.data_type]} {kind}"
             ops[key] = ops.get(key, 0) + 1
     out.ops = ops
     if any(k.startswith(("Cast to float16", "float16")) for k in ops):
