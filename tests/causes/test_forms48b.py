@@ -25,8 +25,8 @@ First run, engine at the branch base (9597206d, ``drifttui diagnose`` / ``repair
 | controls mbstd ts, pixnorm_relu ts, pixnorm_leaky dy, trunc_f32 dy, modconv_f32 ts, noise_const dy, fir_spade dy | ok (7/7) | | | | | 24-53 s |
 
 First run: origin 4/7 judged drifts (the draw's right answer is no origin); class by mechanism 4/7; told 4/7;
-verified and repair passing check 2/5 where a patch can exist; the draw said unrepairable 2/2; controls 7/7.  The judge was wrong on ``mbstd`` dynamo: the dynamo
-optimizer drops minibatch std's ``+ 1e-8`` there too (lowering, found by the screen at 3.7e-4 of the output's
+verified and repair passing check 2/5 where a patch can exist; the draw said unrepairable 2/2; controls 7/7.
+The judge was wrong on ``mbstd`` dynamo: the dynamo optimizer drops minibatch std's ``+ 1e-8`` there too (lowering, found by the screen at 3.7e-4 of the output's
 scale), but ``sqrt(v + 1e-8) - sqrt(v)`` is at most ``1e-4`` absolute, under drifttui's ``atol``: the OK is the
 tool's documented rule (kept as a control).  The controls after ``trunc_f32`` ran while the fix below was in the
 worktree; they hold no float16 value, on which it is inert.
@@ -50,7 +50,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.causes.form_suite import assert_clean, assert_verified_and_repaired, deep_forms, explained_forms, missed, params
+from tests.causes.form_suite import (assert_clean, assert_verified_and_repaired, deep_forms, explained_forms, missed,
+                                     params)
 
 _ROUNDING = ("dtype", "rewrite", {"rewrite": "opmath_float32"}, "drops the float16 rounding")
 _ADDEND = ("lowering", "rewrite", {"rewrite": "dropped_addend"}, "+ 1e-08")
