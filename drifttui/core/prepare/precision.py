@@ -72,6 +72,7 @@ class PrecisionScan:
     reduced_views: int = 0   # ... of them in ``nodes`` (the QuantizeLinear back to the readers)
     levels: dict[str, int] = field(default_factory=dict)  # int8: quantized value -> max|q - zero point| on sample 0
     own: frozenset[int] = frozenset()   # QuantizeLinear / DequantizeLinear nodes that are the model's own (qat.py)
+    sizes: Optional[frozenset[int]] = None   # element counts of the torch model's parameters and buffers
 
     @property
     def formats(self) -> list[str]:
@@ -100,14 +101,17 @@ class PrecisionScan:
                 f"compute in reduced precision ({ev})")
 
 
-def scan(index: Any, levels: Optional[dict[str, int]] = None, own: frozenset[int] = frozenset()) -> PrecisionScan:
+def scan(index: Any, levels: Optional[dict[str, int]] = None, own: frozenset[int] = frozenset(),
+         sizes: Optional[frozenset[int]] = None) -> PrecisionScan:
     """Classify every node of ``index`` (a GraphIndex); ``levels``: the largest integer level
     |q - zero point| each quantizer's output reaches on sample 0 (act_levels.py), for the
     activations' steps (without it: the assumed 2/255 of the range); ``own``: the QuantizeLinear /
     DequantizeLinear nodes that are the model's own fake quantisation (qat.py): not reduced, and a
-    float op that reads only their values computes as PyTorch does (no budget)."""
+    float op that reads only their values computes as PyTorch does (no budget); ``sizes``: the element
+    counts of the torch model's parameters and buffers (model_sizes), without which every float16
+    initializer is a weight."""
     levels = levels or {}
-    out = PrecisionScan(total=len(index.nodes), levels=dict(levels), own=own)
+    out = PrecisionScan(total=len(index.nodes), levels=dict(levels), own=own, sizes=sizes)
     _count_evidence(index, out)
     if not any(k.endswith(" initializers") or k in DYNAMIC_OPS or k in QDQ_OPS or k.startswith(QOPERATOR_PREFIX)
                or k in NBITS_OPS for k in out.ops):
@@ -164,6 +168,14 @@ def _gathered_weights(index: Any) -> dict[int, float]:
     return out
 
 
+def model_sizes(model: Any) -> Optional[frozenset[int]]:
+    """The element counts of a torch module's parameters and buffers (None for anything else)."""
+    try:
+        return frozenset(t.numel() for t in (*model.parameters(), *model.buffers()))
+    except AttributeError:
+        return None
+
+
 def _count_evidence(index: Any, out: PrecisionScan) -> None:
     ops: dict[str, int] = {}
     for n in index.nodes:
@@ -180,7 +192,7 @@ def _count_evidence(index: Any, out: PrecisionScan) -> None:
                 ops[key] = ops.get(key, 0) + 1
     for name, t in index.initializers.items():
         if t.data_type in _LOW:
-            key = f"{_LOW[t.data_type]} {_initializer_kind(index, name, t)}"
+            key = f"{_LOW[t.data_type]} {_initializer_kind(index, name, t, out.sizes)}"
             ops[key] = ops.get(key, 0) + 1
     out.ops = ops
     if any(k.startswith(("Cast to float16", "float16")) for k in ops):
@@ -198,14 +210,18 @@ def _count_evidence(index: Any, out: PrecisionScan) -> None:
         out.schemes.append("int8 QDQ")
 
 
-def _initializer_kind(index: Any, name: str, t: Any) -> str:
+def _initializer_kind(index: Any, name: str, t: Any, sizes: Optional[set] = None) -> str:
     """What a float16 / bfloat16 initializer is evidence of.  A one-element constant is a Python number the exporter
-    typed as the model's float16 tensor (``x.half() + 8.0``); a tensor of one repeated value is a fill the model made
-    in float16 (``torch.full(..., -inf, dtype=half)``, ``zeros_like``: the dynamo exporter stores them as
-    initializers, TorchScript as Constant nodes): evidence, but neither of a converter's file (its converted weights
-    are "initializers")."""
+    typed as the model's float16 tensor (``x.half() + 8.0``); one the size of none of the model's tensors (``sizes``)
+    is a value of the forward the exporter folded (the model's float32 constant repeated over the batch and cast:
+    StyleGAN's ``const.repeat(n, ...).to(float16)``, batch 48B); a tensor of one repeated value is a fill the model
+    made in float16 (``torch.full(..., -inf, dtype=half)``, ``zeros_like``: the dynamo exporter stores them as
+    initializers, TorchScript as Constant nodes, batch 48A): evidence, but none of a converter's file (its converted
+    weights are "initializers")."""
     if math.prod(t.dims) == 1:
         return "scalar constants"
+    if sizes is not None and math.prod(t.dims) not in sizes:
+        return "folded values"
     readers = {index.nodes[i].op_type for i in index.consumers.get(name, [])}
     if readers & _PARAMETER_READERS:     # a weight or a norm's scale / shift (a fresh LayerNorm's ones and zeros)
         return "initializers"

@@ -135,7 +135,7 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
     cancel.check()
     t = time.perf_counter()
     index = build_index(proto, onnx_path)
-    pscan = precision.scan(index)
+    pscan = precision.scan(index, sizes=precision.model_sizes(model))
     if pscan.reduced:
         precision.rescope_quantizers(index)
     exporter = _file_exporter(index) if exporter == "user file" else exporter
@@ -158,14 +158,14 @@ def _prepare(cfg: Config, workdir: Path, progress: ProgressFn, cancel: CancelTok
                                    _split(cfg, calls, map_index, hooks, model, sample0, workdir))
         if found is not None:
             if found[0] is not index:     # views added (qviews, NCHWc, Transpose, Reshape): node indices moved
-                pscan = precision.scan(found[0])
+                pscan = precision.scan(found[0], sizes=pscan.sizes)
             index, plan, mapped_note, exporter = found[0], found[1], found[2], found[3] or exporter
             notes.append(mapped_note)
     if hooks is not None and found is None and plan.localized:     # outputs the exporter absorbed into a reader
         index, plan = split_units(index, calls, plan, map_index, torch_outputs(hooks, model, sample0),
                                   onnx_values(cfg.provider, feeds0, workdir), torch_inputs(hooks, model, sample0))
         index, plan = map_orphans(index, calls, plan, map_index)     # calls whose computation the exporter dropped
-        pscan = precision.scan(index) if pscan.reduced else pscan
+        pscan = precision.scan(index, sizes=pscan.sizes) if pscan.reduced else pscan
     details = layer_details(index, plan, calls, model, timings)    # the figures start in the background
     batch = _probed_batch(cfg, batch, hooks, model, sample0, plan, calls, notes)
     local = _local_graph(cfg, index, plan, calls, sample0, workdir, notes) if hooks is not None else None
@@ -256,7 +256,7 @@ def _with_levels(cfg: Config, index: GraphIndex, pscan: precision.PrecisionScan,
     (act_levels.py) instead of the assumed 2/255; the scan as it is when that run fails.  ``own``: the
     quantizers PyTorch rounds at too (the model's fake quantisation, qat.py), without a budget."""
     if own:
-        pscan = precision.scan(index, pscan.levels, own)
+        pscan = precision.scan(index, pscan.levels, own, pscan.sizes)
     if "int8" not in pscan.formats:
         return pscan
     feeds = dict(zip(index.graph_inputs, feeds0.values()))
@@ -265,7 +265,7 @@ def _with_levels(cfg: Config, index: GraphIndex, pscan: precision.PrecisionScan,
             index, values, feeds, cfg.provider, workdir)[0])
     except ModelError:
         return pscan
-    return precision.scan(index, levels, pscan.own) if levels else pscan
+    return precision.scan(index, levels, pscan.own, pscan.sizes) if levels else pscan
 
 
 def export_message(cfg: Config) -> str:
