@@ -179,8 +179,21 @@ def compare(t: Any, o: Any, atol: Optional[float] = None, rtol: Optional[float] 
         rtol = max(rtol, floor)
     with np.errstate(all="ignore"):     # overflow / inf - inf are measured, not warned about
         st = _compare(_f32(t), _f32(o), atol, rtol, channel_axis, (largest(t), largest(o)))
-    st.rfloor = floor
+    st.rfloor = STEP if _integers(t) and _integers(o) else floor
     return st
+
+
+# the floor an integer comparison stores (below every real floor: ``max(rtol, STEP)`` is rtol): a one-unit
+# difference of integers is a whole step that no precision budget covers, so a call's float16 / int8 budget does
+# not apply to it (decide/rules.py judges it at rtol)
+STEP = -1.0
+
+
+def _integers(a: Any) -> bool:
+    dt = getattr(a, "dtype", None)
+    if isinstance(dt, torch.dtype):
+        return not dt.is_floating_point and not dt.is_complex and dt != torch.bool
+    return dt is not None and np.issubdtype(dt, np.integer)
 
 
 def largest(a: Any) -> float:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from drifttui.core.base.metrics import Stats
-from drifttui.core.base.tolerance import SAFETY, derived_budget
+from drifttui.core.base.metrics import STEP, Stats
+from drifttui.core.base.tolerance import SAFETY, bound, derived_budget
 
 
 @dataclass(frozen=True)
@@ -37,11 +37,12 @@ class Rules:
         return b is not None and b.own > 0.0 and call in self.rounding and self.own_budget(call) < b.own
 
     def own_fails(self, call: int, own: Any, atol: float) -> bool:
-        """Its own error (an Aggregate or one value's Stats) over its own budget."""
+        """Its own error (an Aggregate or one value's Stats) over its own budget; the integers it makes (bins,
+        indices) at rtol: a float16 budget covers roundings, not a whole step of an integer computed from them."""
         floor = not self.measured(call)
         if isinstance(own, Stats):
-            return own.fails_at(atol, self.own(call), floor)
-        return own.fails(atol, self.own(call), floor)
+            return own.fails_at(atol, self.own(call), floor) or _step_fails(own.bounds(), atol, self.rtol)
+        return own.fails(atol, self.own(call), floor) or any(_step_fails(b, atol, self.rtol) for b in own.bounds)
 
     def rounding_explains(self, call: int, own: Any, atol: float) -> bool:
         """Its own error is within SAFETY x the deviation of its recomputation in the file's precision
@@ -73,3 +74,8 @@ class Rules:
     @property
     def outputs(self) -> float:
         return max(self.rtol, self.out_budget)
+
+
+def _step_fails(pairs: Any, atol: float, rtol: float) -> bool:
+    """An integer comparison among ``pairs`` (max |d|, max |t|, floor) over ``atol + rtol * scale``."""
+    return any(f == STEP and not d <= bound(atol, rtol, t) for d, t, f in pairs)
