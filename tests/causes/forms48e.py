@@ -31,7 +31,7 @@ Kept (the origin is always ``body``):
   rounds ``r @ e.T`` to float16, the file keeps the float32 product, near-tied codes flip and every later stage
   follows: 0.65-0.73 off.
 * ``alaw_half`` (deep): a float16 waveform (``tanh(...).half()``) A-law companded to 256 levels and embedded: 0.82.
-* ``alaw_amp`` (deep): the same companding under ``torch.autocast``.
+* ``alaw_amp`` (deep): the same companding under ``torch.autocast``: 0.76.
 
 Clean controls (the same code where nothing drifts): ``rvq_f32`` (shallow, autocast disabled), ``alaw_f32``
 (deep), ``dac_codes`` (deep, DAC's factorised l2-normalised lookup in float32), ``snake`` (deep, log-scale Snake),
