@@ -58,9 +58,10 @@ REPAIRED = {("box_embed", "torchscript"): _LINEAR, ("box_embed", "dynamo"): _LIN
             ("layoutlmv3_boxes", "torchscript"): _LINEAR, ("layoutlmv3_boxes", "dynamo"): _LINEAR,
             ("layoutlm_boxes", "torchscript"): _LINEAR, ("layoutlm_boxes", "dynamo"): _LINEAR}
 # first run: OVER BUDGET with no origin; the layers that fail are LayoutLM's position-embedding Gathers (own error 0)
-# and every caller up to the root, each "unattributed": body's own nodes, fed torch's rounded box-head output, agree
-MISSED_ORIGIN = [("layoutlmv3_boxes", "torchscript"), ("layoutlmv3_boxes", "dynamo"), ("layoutlm_boxes", "torchscript"),
-                 ("layoutlm_boxes", "dynamo")]
+# and every caller up to the root, each "unattributed": body's own nodes, fed torch's rounded box-head output, agree.
+# Session 48 (forms48e): the integers a call makes are judged at rtol (decide/rules.py), which names body in three of
+# the four; layoutlmv3_boxes torchscript still fails the test (not examined in that session)
+MISSED_ORIGIN = [("layoutlmv3_boxes", "torchscript")]
 CLEAN = [("box_embed_f32", "torchscript"), ("layoutlmv3_f32", "dynamo"), ("layoutlm_f32", "dynamo"),
          ("db_binarize_f32", "dynamo"), ("rbox_f32", "torchscript"), ("table_amp", "torchscript"),
          ("table_amp", "dynamo"), ("db_binarize", "torchscript"), ("db_binarize", "dynamo"),
