@@ -37,7 +37,8 @@ OVER BUDGET (0.075 of the output, "unattributed": on two more samples upstream f
 rounding of body.lin's input cast, which no patch of ``body`` reaches).  ``alaw_amp`` dynamo: origin ``body``, class
 ``precision`` (keep-in-float32 list, "not a mistranslation"), nothing verified, no file: left, a strict xfail.
 Totals after: origin 6/6, class 5/6, told 5/6, verified 5/6, repair passing check 4/6 (5/6 on the repair's own 3
-samples); controls 5/5 (not re-run after the fix: the change only tightens integer values of reduced-precision calls).
+samples); controls 5/5 (this file's tests after the fix: 10 passed, 1 strict xfail; test_forms47a's three LayoutLM
+misses now pass, test_forms44n / 47e unchanged).
 """
 from __future__ import annotations
 
