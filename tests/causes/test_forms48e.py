@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.causes.form_suite import (assert_clean, assert_verified_and_repaired, deep_forms, explained_forms, missed,
+from tests.causes.form_suite import (assert_clean, assert_verified_and_repaired, deep_forms, explained_forms,
                                      params)
 
 
@@ -56,9 +56,10 @@ def _rounding(op: str) -> tuple:
 _STORIES = ("dtype", "sequence", {}, "two float16 stories")
 REPAIRED = {("rvq_amp", "torchscript"): _rounding("sum"), ("rvq_amp", "dynamo"): _rounding("matmul"),
             ("alaw_half", "torchscript"): _STORIES, ("alaw_half", "dynamo"): _STORIES,
-            ("alaw_amp", "torchscript"): _STORIES}
-# after the fix the origin is right; the precision story stops the search before the rounding patches are tried
-MISSED = [("alaw_amp", "dynamo")]
+            ("alaw_amp", "torchscript"): _STORIES, ("alaw_amp", "dynamo"): _STORIES}
+# under the batch's own fix (integers at rtol) the precision story stopped the search for alaw_amp dynamo; under
+# decide/integer_steps.py (kept at the merge) it is verified and repaired like the others
+MISSED: list = []
 CLEAN = [("rvq_f32", "dynamo"), ("alaw_f32", "torchscript"), ("dac_codes", "torchscript"), ("snake", "dynamo"),
          ("sconv", "torchscript")]
 
@@ -73,12 +74,6 @@ def test_a_codec_quantiser_after_float16_ops_gets_its_dropped_rounding_back(expl
     assert_verified_and_repaired(explained, form, REPAIRED[form], "body")
     head = explained(*form)[4].findings[0]
     assert "drops the float16 rounding" in head.message, head.message
-
-
-@pytest.mark.parametrize("form", missed(MISSED, "class precision, nothing verified: the keep-in-float32 story stops "
-                                               "the search (origin body is right since the integer-step rule)"))
-def test_an_autocast_a_law_bin_flip_is_verified_with_the_dynamo_exporter(explained, form):
-    assert_verified_and_repaired(explained, form, _STORIES, "body")
 
 
 @pytest.mark.parametrize("form", params(CLEAN, {("sconv", "torchscript")}))
