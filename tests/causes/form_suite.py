@@ -131,6 +131,20 @@ def assert_said_unverified(explained: Callable, form: tuple, expected: tuple, or
     assert words in head.message and "no patch among" in head.message, head.message
 
 
+def assert_ties_unrepairable(explained: Callable, form: tuple, origin: str = "body") -> None:
+    """A tie order the file breaks otherwise than torch (TopK, argmax among tied values): the origin, ``op-compat``
+    unverified, the ties named and said to have no patch, and ``repair`` writing no file."""
+    from drifttui.core.explain.causes.deliver.repair import repair_patches
+    from drifttui.core.onnx.graph import full_model
+
+    _, _, run, result, exp = explained(*form)
+    assert result.verdict == "drift" and result.drift_origin.module == origin
+    head = next(f for f in exp.findings if f.severity == "error")
+    assert (head.check, head.verified) == ("op-compat", False), (head.check, head.message)
+    assert "tied values" in head.message and "no patch exists" in head.message, head.message
+    assert repair_patches(full_model(run.prepared.index), run.result, exp)[0].model is None
+
+
 def assert_clean(explained: Callable, form: tuple) -> None:
     _, _, _, result, exp = explained(*form)
     assert result.verdict == "ok" and [f for f in exp.findings if f.severity == "error"] == []

@@ -40,7 +40,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.causes.form_suite import assert_clean, assert_verified_and_repaired, deep_forms, explained_forms, params
+from tests.causes.form_suite import (assert_clean, assert_ties_unrepairable, assert_verified_and_repaired, deep_forms,
+                                     explained_forms, params)
 
 _ROUNDING = ("dtype", "rewrite", {"rewrite": "opmath_float32"}, "drops the float16 rounding")
 # (model, exporter) -> the head finding a right answer gives: (class, patch op, what it changed, words)
@@ -65,15 +66,7 @@ def test_a_float16_box_decode_whose_rounding_onnx_runtime_drops_is_put_back(expl
 
 @pytest.mark.parametrize("form", params(TIES, set()))
 def test_a_tie_order_a_detection_head_creates_is_named_and_said_unrepairable(explained, form):
-    from drifttui.core.explain.causes.deliver.repair import repair_patches
-    from drifttui.core.onnx.graph import full_model
-
-    _, _, run, result, exp = explained(*form)
-    assert result.verdict == "drift" and result.drift_origin.module == "body"
-    head = next(f for f in exp.findings if f.severity == "error")
-    assert (head.check, head.verified) == ("op-compat", False), (head.check, head.message)
-    assert "tied values" in head.message and "no patch exists" in head.message, head.message
-    assert repair_patches(full_model(run.prepared.index), run.result, exp)[0].model is None
+    assert_ties_unrepairable(explained, form)
 
 
 @pytest.mark.parametrize("form", params(CLEAN, set()))

@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.causes.form_suite import assert_clean, assert_verified_and_repaired, deep_forms, explained_forms, missed, \
-    params
+from tests.causes.form_suite import (assert_clean, assert_ties_unrepairable, assert_verified_and_repaired, deep_forms,
+                                     explained_forms, missed, params)
 
 _ROUNDING = ("dtype", "rewrite", {"rewrite": "opmath_float32"}, "drops the float16 rounding")
 # (model, exporter) -> the head finding a right answer gives: (class, patch op, what it changed, words)
@@ -84,15 +84,7 @@ def test_a_float16_arcface_margin_is_repaired_with_its_scalar_and_its_rounding(e
 
 @pytest.mark.parametrize("form", params(TIES, set()))
 def test_a_tie_order_a_duplicated_gallery_creates_is_named_and_said_unrepairable(explained, form):
-    from drifttui.core.explain.causes.deliver.repair import repair_patches
-    from drifttui.core.onnx.graph import full_model
-
-    _, _, run, result, exp = explained(*form)
-    assert result.verdict == "drift" and result.drift_origin.module == "body"
-    head = next(f for f in exp.findings if f.severity == "error")
-    assert (head.check, head.verified) == ("op-compat", False), (head.check, head.message)
-    assert "tied values" in head.message and "no patch exists" in head.message, head.message
-    assert repair_patches(full_model(run.prepared.index), run.result, exp)[0].model is None
+    assert_ties_unrepairable(explained, form)
 
 
 @pytest.mark.parametrize("form", missed(BUDGET, "an autocast squared-distance expansion 7e-3 of the scale off "
