@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 def _index(size: int):
     from drifttui.core.onnx.graph import build_index
 
-    c = numpy_helper.from_array(np.ones((1, size), np.float16), "folded")
+    c = numpy_helper.from_array(np.linspace(0.5, 1.5, size).reshape(1, size).astype(np.float16), "folded")  # no fill
     nodes = [helper.make_node("Cast", ["x"], ["xh"], to=TensorProto.FLOAT16),
              helper.make_node("Mul", ["xh", "folded"], ["yh"]),
              helper.make_node("Cast", ["yh"], ["y"], to=TensorProto.FLOAT)]

@@ -217,11 +217,13 @@ def _initializer_kind(index: Any, name: str, t: Any, sizes: Optional[set] = None
     StyleGAN's ``const.repeat(n, ...).to(float16)``, batch 48B); a tensor of one repeated value is a fill the model
     made in float16 (``torch.full(..., -inf, dtype=half)``, ``zeros_like``: the dynamo exporter stores them as
     initializers, TorchScript as Constant nodes, batch 48A): evidence, but none of a converter's file (its converted
-    weights are "initializers")."""
+    weights are "initializers").  With the model's sizes known, a fill the size of one of its tensors is that tensor
+    cast (a weight of ones, ``self.weight.half()``, forms40k's RMSNorm): a fill is told by its value only without
+    them."""
     if math.prod(t.dims) == 1:
         return "scalar constants"
-    if sizes is not None and math.prod(t.dims) not in sizes:
-        return "folded values"
+    if sizes is not None:
+        return "folded values" if math.prod(t.dims) not in sizes else "initializers"
     readers = {index.nodes[i].op_type for i in index.consumers.get(name, [])}
     if readers & _PARAMETER_READERS:     # a weight or a norm's scale / shift (a fresh LayerNorm's ones and zeros)
         return "initializers"
