@@ -41,13 +41,17 @@ puts the rounding back verifies on it and ``repair`` writes it (``test_unrounded
 findings open "in torch's sub" / "input" or name no torch op: the story names the first differing FX node, not the
 ``to`` / ``amax`` / ``eq`` where the rounding matters), and ``sharpen_half`` dynamo's one-unit uint8 flip is held
 within the float16 budget (a strict xfail: the judge called it a drift; 3.92e-3 of 255, the budget's 4 eps).
+
+Session 48 (``prepare/precision.py``, batch 48B): a float16 initializer the size of none of the model's tensors is a
+value the exporter folded from the forward, not a converter's weight; the dynamo files of ``hsv_half`` and
+``sharpen_half`` are held to the float32 rule like their TorchScript twins: ``sharpen_half`` dynamo is the drift the
+judge called (origin ``body``), ``hsv_half`` dynamo a verified dropped rounding (9.8e-4 at ``body``), repaired.
 """
 from __future__ import annotations
 
 import pytest
 
-from tests.causes.form_suite import assert_clean, assert_verified_and_repaired, deep_forms, explained_forms, missed, \
-    params
+from tests.causes.form_suite import assert_clean, assert_verified_and_repaired, deep_forms, explained_forms, params
 
 _ROUNDING = ("dtype", "rewrite", {"rewrite": "opmath_float32"}, "drops the float16 rounding")
 _INPUTS = {"hsv_image": "image_inputs", "hsv_image_f32": "image_inputs", "sharpen_half": "image_inputs",
@@ -55,10 +59,14 @@ _INPUTS = {"hsv_image": "image_inputs", "hsv_image_f32": "image_inputs", "sharpe
 # (model, exporter) -> (the head finding a right answer gives: class, patch op, what it changed, words; the origin)
 REPAIRED = {("hsv_half", "torchscript"): (_ROUNDING, "body"), ("hsv_split", "torchscript"): (_ROUNDING, "body.hsv"),
             ("dominant_split", "dynamo"): (_ROUNDING, "body.dominant"),
-            ("hsv_image", "torchscript"): (_ROUNDING, "body"), ("dominant_image", "dynamo"): (_ROUNDING, "body")}
+            ("hsv_image", "torchscript"): (_ROUNDING, "body"), ("dominant_image", "dynamo"): (_ROUNDING, "body"),
+            # since session 48 (prepare/precision.py, batch 48B): the dynamo file's float16 initializer is a value
+            # the exporter folded from the forward, not a converter's weight, so the file is held to the float32
+            # rule like its TorchScript twin, and the dropped rounding (9.8e-4 at body) is a verified drift
+            ("hsv_half", "dynamo"): (_ROUNDING, "body")}
 SCALAR = [("sharpen_half", "torchscript")]
 BUDGET = [("sharpen_half", "dynamo")]
-CLEAN = [("hsv_half", "dynamo"), ("superres_half", "torchscript"), ("dominant_image", "torchscript"),
+CLEAN = [("superres_half", "torchscript"), ("dominant_image", "torchscript"),
          ("hsv_f32", "dynamo"), ("hsv_image_f32", "dynamo"), ("sharpen_f32", "torchscript")]
 
 
@@ -90,8 +98,7 @@ def test_a_sharpening_model_whose_scalar_and_input_rounding_differ_is_repaired(e
     assert engine.recheck(cfg, fixed.model).verdict == "ok"
 
 
-@pytest.mark.parametrize("form", missed(BUDGET, "a one-unit uint8 flip of a float16 unsharp mask (3.92e-3 of 255) "
-                                                "is held within the float16 budget; the judge called it a drift"))
+@pytest.mark.parametrize("form", params(BUDGET, set()))     # held to the float32 rule since session 48, as judged
 def test_a_one_unit_flip_of_a_float16_uint8_output_is_a_drift(explained, form):
     _, _, _, result, _ = explained(*form)
     assert result.verdict == "drift" and result.drift_origin.module == "body"
