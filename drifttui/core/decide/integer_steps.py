@@ -14,6 +14,7 @@ integer conversion otherwise far downstream of the real origin, and the origin s
 from __future__ import annotations
 
 from drifttui.core.base.metrics import Stats
+from drifttui.core.result import display_name
 
 STEP = 0.5      # a difference this large between integer values is a whole step (they differ by at least 1)
 
@@ -23,7 +24,7 @@ def integer_steps(values: dict[int, list[tuple[int, Stats]]], atol: float) -> di
     step past ``atol`` (a NaN or a shape mismatch counts too)."""
     out: dict[int, int] = {}
     for owner, rows in values.items():
-        stepped = [first for first, st in rows if getattr(st, "integer", False) and steps(st, atol)]
+        stepped = [first for first, st in rows if st.integer and steps(st, atol)]
         if stepped:
             out[owner] = min(stepped)
     return out
@@ -34,7 +35,7 @@ def steps(st: Stats, atol: float) -> bool:
 
 
 def step_note(module: str) -> str:
-    return (f"{module or '(root)'} is the origin by its integers: its own nodes, fed with the PyTorch-side inputs, "
+    return (f"{display_name(module)} is the origin by its integers: its own nodes, fed with the PyTorch-side inputs, "
             "compute integer values that differ from torch's by a whole step (a conversion of floats to integers, a "
             "floor or an index computed inside it), and the layers after it, fed torch's integers, agree; a whole "
             "step is no rounding any tolerance holds")

@@ -24,7 +24,7 @@ from typing import Any, Optional
 from drifttui.core.explain.causes.conclude import Trial, headline_order, merge, rank
 from drifttui.core.explain.causes.holds import hold
 from drifttui.core.explain.causes.locate.case import Case, origin_case, why_no_case
-from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, at_level, judged_error, localise, ort_error
+from drifttui.core.explain.causes.locate.evaluate import Eval, Localisation, at_level, judged_error, localise
 from drifttui.core.explain.causes.locate.fx_localise import fx_localise
 from drifttui.core.explain.causes.locate.inner_values import failing_inner, first_failing_alone, widen
 from drifttui.core.explain.causes.locate.fx_words import describe
@@ -97,19 +97,11 @@ def first_verified(ctx: Any, case: Case, patches: list[Patch]) -> tuple[list[Tri
         if ran and _passes(ran[-1]):
             ctx.say("causes: checking the patch that works on fresh samples")
             hold(ctx, trials[-1:])
-            if _passes(trials[-1]) and "gain" in p.spec and widened is None and not _strictly(case, p):
+            if _passes(trials[-1]) and trials[-1].after.widened and widened is None:
                 widened = len(trials) - 1   # the rest of a float16 origin may be another story: the scalar's
             elif _passes(trials[-1]):
                 return (trials if widened is None else _heading(trials, widened)), len(patches) - k - 1
     return trials, 0
-
-
-def _strictly(case: Case, p: Patch) -> bool:
-    """Whether patch ``p`` also passes at the case's own tolerance (not only at the budget it is judged at)."""
-    try:
-        return not ort_error(case, apply(case.model, p)).fails
-    except PatchError:
-        return False
 
 
 def _heading(trials: list[Trial], widened: int) -> list[Trial]:

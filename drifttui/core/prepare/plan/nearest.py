@@ -95,15 +95,9 @@ def lossy_permuted(a: np.ndarray, cands: list[str], dep_vals: dict[str, np.ndarr
     bar = min(UNRELATED, best.err / CLEAR) if best is not None else UNRELATED
     found: list[Match] = []
     for d in cands:
-        b = dep_vals[d]
-        if b.ndim != a.ndim or a.ndim > 6 or sorted(b.shape) != sorted(a.shape) or not a.size \
-                or b.dtype.kind != "f" or a.dtype.kind != "f":
-            continue
-        for p in itertools.permutations(range(a.ndim)):
-            if p != tuple(range(a.ndim)) and tuple(b.shape[i] for i in p) == tuple(a.shape):
-                err = _err(a, np.transpose(b, p), scale)
-                if err < bar:
-                    found.append(Match(d, err, err <= EQUAL_RTOL, p))
+        if dep_vals[d].dtype.kind == "f" and a.dtype.kind == "f":
+            found += [Match(d, err, err <= EQUAL_RTOL, p) for p, err in _permutations(a, dep_vals[d], scale)
+                      if err < bar]
     if not found:
         return best
     top = min(found, key=lambda m: m.err)
@@ -116,21 +110,29 @@ def permuted(a: np.ndarray, b: np.ndarray, scale: float, bound: float) -> Option
     ``a``: the same values in another axis order.  Tried only when the two hold the same values
     (max, min, mean, mean square: a permutation keeps them), so a drifted value is never paired
     through a permutation."""
-    if b.ndim != a.ndim or a.ndim > 6 or sorted(b.shape) != sorted(a.shape) or not a.size:
+    if not _permutable(a, b):
         return None
     x, y = a.astype(np.float64), b.astype(np.float64)
     stats = [(x.max(), y.max(), bound), (x.min(), y.min(), bound), (x.mean(), y.mean(), bound),
              ((x * x).mean(), (y * y).mean(), 2 * bound * max(scale, 1e-12))]
     if any(abs(p - q) > tol for p, q, tol in stats):
         return None
-    found: Optional[tuple[tuple, float]] = None
-    for p in itertools.permutations(range(a.ndim)):
-        if p == tuple(range(a.ndim)) or tuple(b.shape[i] for i in p) != tuple(a.shape):
-            continue
-        err = _err(a, np.transpose(b, p), scale)
-        if err <= EQUAL_RTOL and (found is None or err < found[1]):
-            found = (p, err)
-    return found
+    equal = [(p, err) for p, err in _permutations(a, b, scale) if err <= EQUAL_RTOL]
+    return min(equal, key=lambda f: f[1]) if equal else None
+
+
+def _permutable(a: np.ndarray, b: np.ndarray) -> bool:
+    return b.ndim == a.ndim and a.ndim <= 6 and sorted(b.shape) == sorted(a.shape) and a.size > 0
+
+
+def _permutations(a: np.ndarray, b: np.ndarray, scale: float) -> list[tuple[tuple, float]]:
+    """(perm, relative error of ``b`` transposed by it against ``a``) for every non-identity permutation that gives
+    ``b`` ``a``'s shape."""
+    if not _permutable(a, b):
+        return []
+    same = tuple(range(a.ndim))
+    return [(p, _err(a, np.transpose(b, p), scale)) for p in itertools.permutations(same)
+            if p != same and tuple(b.shape[i] for i in p) == tuple(a.shape)]
 
 
 def op_kind(index: Any, value: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Optional
 
@@ -35,6 +36,7 @@ class Eval:
     error: str = ""
     nonfinite: int = 0              # elements inf/NaN on one side only (then max_abs is inf)
     n_out: int = 0                  # elements over the tolerance (0 when not counted)
+    widened: bool = False           # passes only at the wider budget its patch is judged at (``judged_error``)
 
     def text(self) -> str:
         """The error figure as a message says it: 'inf (3 element(s) inf/NaN where torch is finite)'."""
@@ -299,6 +301,6 @@ def judged_error(case: Case, patch: Any, model: Any) -> Eval:
         return after
     before = ort_error(case)
     if before.max_abs >= gain * after.max_abs:
-        return after
+        return dataclasses.replace(after, widened=True)
     return Eval(after.max_abs, True, True, f"leaves {after.text()}, within the {patch.spec.get('rtol'):.2g} rounding "
                 f"budget but not {gain:g} times below the origin's own error {before.text()}", n_out=after.n_out)

@@ -45,8 +45,8 @@ def _packets() -> dict[Any, str]:
 
 
 class _Rounded(TorchDispatchMode):
-    """Counts, per function, the float32 results torch's kernel rounds otherwise than the correctly rounded value;
-    returns the correctly rounded one for the functions in ``exact``."""
+    """Counts, per function, the float32 results torch's kernel rounds otherwise than the correctly rounded value
+    (without ``exact``); returns the correctly rounded one for the functions in ``exact`` (and counts only those)."""
 
     def __init__(self, exact: frozenset = frozenset()) -> None:
         super().__init__()
@@ -58,7 +58,8 @@ class _Rounded(TorchDispatchMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         name = self.packets.get(func.overloadpacket)
-        if name is None or not isinstance(out, torch.Tensor) or out.dtype != torch.float32 or "out" in kwargs:
+        if name is None or not isinstance(out, torch.Tensor) or out.dtype != torch.float32 or "out" in kwargs \
+                or (self.exact and name not in self.exact):
             return out
         wide = [a.double() if isinstance(a, torch.Tensor) and a.dtype == torch.float32 else a for a in args]
         rounded = func(*wide, **kwargs).float()
@@ -105,7 +106,7 @@ def _trial(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple[Patch, Eva
         return None
     file = run_ort(case.model, case.feeds, [n for n, _ in pairs])
     bounds = {n: case.atol + case.rtol * float(np.abs(io[1][k]).max(initial=0.0)) for n, k in pairs}
-    found = decisive_kernel(module, io[0], pairs, file, bounds)
+    found = decisive_kernel(module, io[0], pairs, file, bounds, io[1])
     if found is None:
         return None
     name, tally, before, after = found
@@ -113,13 +114,16 @@ def _trial(ctx: Any, case: Case, loc: Localisation) -> Optional[tuple[Patch, Eva
 
 
 def decisive_kernel(module: Any, ins: list[Any], pairs: list[tuple[str, int]], file: dict[str, np.ndarray],
-                    bounds: dict[str, float]) -> Optional[tuple[str, list[int], float, float]]:
+                    bounds: dict[str, float], plain: Optional[list[np.ndarray]] = None
+                    ) -> Optional[tuple[str, list[int], float, float]]:
     """(function, [values off, values], error before, after) of the first function (most deviating first) whose
     correctly rounded values alone bring torch's outputs (``pairs``: output name, index) onto ``file``'s within
-    ``bounds`` and at most half the error before; None when none does or the mode changes what torch computes."""
+    ``bounds`` and at most half the error before; None when none does or the mode changes what torch computes
+    (``plain``: torch's outputs without the mode, when the caller has them)."""
     outs, off = _run(module, ins)
-    with torch.no_grad():
-        plain = [to_numpy(t) for t in tensors_of(module(*ins))]
+    if plain is None:
+        with torch.no_grad():
+            plain = [to_numpy(t) for t in tensors_of(module(*ins))]
     if len(plain) != len(outs) or any(not np.array_equal(a, b, equal_nan=True) for a, b in zip(plain, outs)):
         return None
     before = _gap(outs, pairs, file)
